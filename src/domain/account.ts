@@ -1,0 +1,56 @@
+import { Schema } from "effect"
+import { AccountId, ApiKeyId } from "./ids.js"
+
+export const Discount = Schema.Struct({
+  type: Schema.String.pipe(Schema.minLength(1)),
+  percentage: Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100)),
+  /** Model slugs the discount applies to; absent means every model. */
+  models: Schema.optional(Schema.Array(Schema.String))
+})
+export type Discount = typeof Discount.Type
+
+export const Account = Schema.Struct({
+  id: AccountId,
+  name: Schema.String,
+  balanceMicroCents: Schema.Int,
+  maxConcurrentJobs: Schema.Int,
+  segments: Schema.Array(Schema.String),
+  allowedModels: Schema.Array(Schema.String),
+  discounts: Schema.Array(Discount),
+  webhookSecret: Schema.String,
+  createdAt: Schema.Int
+})
+export type Account = typeof Account.Type
+
+export const Scope = Schema.Literal("submit_job", "check_status", "list_models")
+export type Scope = typeof Scope.Type
+
+export const ApiKey = Schema.Struct({
+  id: ApiKeyId,
+  accountId: AccountId,
+  name: Schema.String,
+  scopes: Schema.Array(Scope),
+  allowedIPs: Schema.Array(Schema.String),
+  /** SHA-256 of the secret, hex. The secret itself is never stored. */
+  hash: Schema.String,
+  /** Prefix plus the first characters of the secret, to tell keys apart in lists. */
+  hint: Schema.String,
+  active: Schema.Boolean,
+  expiresAt: Schema.NullOr(Schema.Int),
+  createdAt: Schema.Int
+})
+export type ApiKey = typeof ApiKey.Type
+
+export const LedgerKind = Schema.Literal("credit", "charge", "refund")
+export type LedgerKind = typeof LedgerKind.Type
+
+/** An append-only ledger line: credits are positive, charges negative, refunds positive. */
+export const LedgerEntry = Schema.Struct({
+  id: Schema.String,
+  accountId: AccountId,
+  jobId: Schema.NullOr(Schema.String),
+  kind: LedgerKind,
+  amountMicroCents: Schema.Int,
+  createdAt: Schema.Int
+})
+export type LedgerEntry = typeof LedgerEntry.Type

@@ -1,0 +1,92 @@
+import { Schema } from "effect"
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const HexColor = Schema.String.pipe(Schema.pattern(/^#[0-9a-fA-F]{3,8}$/, { message: () => "a hex colour such as #1a2b3c" }))
+const NonEmpty = Schema.String.pipe(Schema.minLength(1))
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+
+export const VersionStatus = Schema.Literal("active", "deprecated", "disabled", "deleted")
+export type VersionStatus = typeof VersionStatus.Type
+
+export const Pricing = Schema.Struct({
+  baseCredits: Schema.Number.pipe(Schema.nonNegative()),
+  unit: NonEmpty
+})
+export type Pricing = typeof Pricing.Type
+
+export const RateLimits = Schema.Struct({
+  requestsPerMinute: NonNegativeInt,
+  requestsPerDay: NonNegativeInt
+})
+export type RateLimits = typeof RateLimits.Type
+
+export const ModelVersion = Schema.Struct({
+  versionId: NonEmpty,
+  status: VersionStatus,
+  inputSchema: JsonObject,
+  outputSchema: JsonObject,
+  pricing: Pricing,
+  rateLimits: RateLimits,
+  /** Typical run time, used for estimatedCompletionTime on submit. */
+  estimatedSeconds: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 30 }),
+  createdAt: Schema.optional(Schema.String)
+})
+export type ModelVersion = typeof ModelVersion.Type
+
+export const Visibility = Schema.Literal("public", "segment", "private")
+export type Visibility = typeof Visibility.Type
+
+export const CatalogModel = Schema.Struct({
+  slug: Schema.String.pipe(
+    Schema.pattern(/^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)?$/, {
+      message: () => "a slug of the form provider/model or provider/model/capability (lowercase)"
+    })
+  ),
+  providerId: NonEmpty,
+  name: NonEmpty,
+  description: Schema.String,
+  category: NonEmpty,
+  capability: NonEmpty,
+  tags: Schema.Array(Schema.String),
+  ratings: Schema.Struct({ average: Schema.Number, count: NonNegativeInt }),
+  visibility: Visibility,
+  segments: Schema.Array(Schema.String),
+  currentVersion: NonEmpty,
+  versions: Schema.Array(ModelVersion).pipe(Schema.minItems(1))
+})
+export type CatalogModel = typeof CatalogModel.Type
+
+export const Category = Schema.Struct({ id: NonEmpty, name: NonEmpty, description: Schema.String })
+export type Category = typeof Category.Type
+
+export const Capability = Schema.Struct({
+  id: NonEmpty,
+  displayName: NonEmpty,
+  label: NonEmpty,
+  icon: Schema.String,
+  color: HexColor,
+  order: Schema.Number
+})
+export type Capability = typeof Capability.Type
+
+export const Provider = Schema.Struct({
+  id: NonEmpty,
+  name: NonEmpty,
+  description: Schema.String,
+  logoUrl: Schema.String,
+  website: Schema.String,
+  color: HexColor,
+  isActive: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
+export type Provider = typeof Provider.Type
+
+/** The whole catalog, as the admin API imports it and the CatalogRepo stores it. */
+export const CatalogDocument = Schema.Struct({
+  categories: Schema.Array(Category),
+  capabilities: Schema.Array(Capability),
+  providers: Schema.Array(Provider),
+  models: Schema.Array(CatalogModel)
+})
+export type CatalogDocument = typeof CatalogDocument.Type
+
+export const emptyCatalog: CatalogDocument = { categories: [], capabilities: [], providers: [], models: [] }

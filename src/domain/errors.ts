@@ -1,0 +1,58 @@
+import { Schema } from "effect"
+
+/** Every error code the engine answers with; the HTTP status of each lives in http/status.ts. */
+export const ErrorCode = Schema.Literal(
+  "VALIDATION_ERROR",
+  "INVALID_INPUT",
+  "INVALID_CONTENT_TYPE",
+  "UNAUTHORIZED",
+  "INVALID_API_KEY",
+  "API_KEY_INACTIVE",
+  "API_KEY_EXPIRED",
+  "INSUFFICIENT_BALANCE",
+  "IP_NOT_WHITELISTED",
+  "OPERATION_NOT_ALLOWED",
+  "MODEL_ACCESS_DENIED",
+  "UNAUTHORIZED_ACCESS",
+  "MODEL_NOT_FOUND",
+  "JOB_NOT_FOUND",
+  "NOT_FOUND",
+  "JOB_CANNOT_BE_CANCELLED",
+  "IDEMPOTENCY_KEY_REUSED",
+  "CONCURRENT_JOBS_EXCEEDED",
+  "RATE_LIMIT_EXCEEDED",
+  "PUBSUB_PUBLISH_FAILED",
+  "INTERNAL_ERROR"
+)
+export type ErrorCode = typeof ErrorCode.Type
+
+/**
+ * The one failure type of the engine's public operations. A single class keyed by `code` keeps
+ * the mapping to the spec's envelope total; `retryAfterSeconds` travels with rate and
+ * concurrency refusals so the HTTP layer can send Retry-After.
+ */
+export class EngineError extends Schema.TaggedError<EngineError>()("EngineError", {
+  code: ErrorCode,
+  message: Schema.String,
+  details: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  retryAfterSeconds: Schema.optional(Schema.Number)
+}) {}
+
+export const engineError = (
+  code: ErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+  retryAfterSeconds?: number
+): EngineError => new EngineError({ code, message, details, retryAfterSeconds })
+
+/** A storage or infrastructure failure: never shown to clients beyond INTERNAL_ERROR. */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
+
+/** A job status change that the state machine refuses. */
+export class TransitionError extends Schema.TaggedError<TransitionError>()("TransitionError", {
+  from: Schema.String,
+  event: Schema.String
+}) {}

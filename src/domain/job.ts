@@ -1,0 +1,77 @@
+import { Either, Schema } from "effect"
+import { TransitionError } from "./errors.js"
+import { AccountId, JobId, RequestId } from "./ids.js"
+
+export const JobStatus = Schema.Literal("pending", "processing", "completed", "failed", "cancelled")
+export type JobStatus = typeof JobStatus.Type
+
+export const OutputType = Schema.Literal("video", "image", "audio", "text")
+export type OutputType = typeof OutputType.Type
+
+export const OutputItem = Schema.Struct({
+  url: Schema.String,
+  type: OutputType,
+  thumbnail: Schema.optional(Schema.String),
+  posterImage: Schema.optional(Schema.String),
+  contentType: Schema.optional(Schema.String),
+  metadata: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type OutputItem = typeof OutputItem.Type
+
+export const JobFailureCode = Schema.Literal("GENERATION_FAILED", "INTERNAL_ERROR")
+export const JobError = Schema.Struct({ code: JobFailureCode, message: Schema.String })
+export type JobError = typeof JobError.Type
+
+/** A job as the engine stores it. Times are epoch milliseconds; money is micro-cents. */
+export const Job = Schema.Struct({
+  id: JobId,
+  accountId: AccountId,
+  requestId: RequestId,
+  model: Schema.String,
+  version: Schema.String,
+  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  webhookUrl: Schema.NullOr(Schema.String),
+  status: JobStatus,
+  costMicroCents: Schema.Int,
+  error: Schema.NullOr(JobError),
+  outputs: Schema.NullOr(Schema.Array(OutputItem)),
+  createdAt: Schema.Int,
+  estimatedCompletionAt: Schema.Int,
+  startedAt: Schema.NullOr(Schema.Int),
+  completedAt: Schema.NullOr(Schema.Int),
+  attempts: Schema.Int,
+  leaseOwner: Schema.NullOr(Schema.String),
+  leaseExpiresAt: Schema.NullOr(Schema.Int)
+})
+export type Job = typeof Job.Type
+
+/**
+ * What can happen to a job. `Reclaim` is a worker taking over a processing job whose lease ran
+ * out; `Abandon` fails a job that can no longer run (lease attempts used up, version disabled).
+ */
+export type JobEvent = "Pickup" | "Reclaim" | "Complete" | "Fail" | "Abandon" | "Cancel"
+export const jobEvents: ReadonlyArray<JobEvent> = ["Pickup", "Reclaim", "Complete", "Fail", "Abandon", "Cancel"]
+
+const transitions: Record<JobStatus, Partial<Record<JobEvent, JobStatus>>> = {
+  pending: { Pickup: "processing", Cancel: "cancelled", Abandon: "failed" },
+  processing: { Reclaim: "processing", Complete: "completed", Fail: "failed", Abandon: "failed" },
+  completed: {},
+  failed: {},
+  cancelled: {}
+}
+
+/** The job state machine: the only place that says which status follows which. */
+export const transition = (from: JobStatus, event: JobEvent): Either.Either<JobStatus, TransitionError> => {
+  const to = transitions[from][event]
+  return to === undefined ? Either.left(new TransitionError({ from, event })) : Either.right(to)
+}
+
+export const isTerminal = (status: JobStatus): boolean =>
+  status === "completed" || status === "failed" || status === "cancelled"
+
+/** Refunds follow the statuses that give the credits back. */
+export const refundsOnEntry = (status: JobStatus): boolean => status === "failed" || status === "cancelled"
+
+/** Progress shown to clients: failed and cancelled jobs show 0, as the spec says of failed. */
+export const progressOf = (status: JobStatus): number =>
+  status === "processing" ? 50 : status === "completed" ? 100 : 0

@@ -1,0 +1,18 @@
+import { Context, type Effect, type Option } from "effect"
+import type { Account, LedgerEntry } from "../domain/account.js"
+import type { StoreError } from "../domain/errors.js"
+import type { AccountId } from "../domain/ids.js"
+
+/** Accounts and their ledger. A balance only moves together with a ledger entry. */
+export class AccountRepo extends Context.Tag("genjobs/AccountRepo")<AccountRepo, {
+  /** Inserts the account with balance 0, then credits `initialCredit` through the ledger. */
+  readonly create: (account: Account, initialCredit: number) => Effect.Effect<Account, StoreError>
+  readonly get: (id: AccountId) => Effect.Effect<Option.Option<Account>, StoreError>
+  readonly addCredits: (
+    id: AccountId,
+    amountMicroCents: number,
+    now: number
+  ) => Effect.Effect<Option.Option<Account>, StoreError>
+  readonly ledger: (id: AccountId) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
+  readonly count: Effect.Effect<number, StoreError>
+}>() {}

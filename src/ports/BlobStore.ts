@@ -1,0 +1,15 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StoreError } from "../domain/errors.js"
+
+export interface Blob {
+  readonly bytes: Uint8Array
+  readonly contentType: string
+}
+
+/** Output and upload files. Keys are flat, URL-safe names chosen by the engine. */
+export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
+  /** Stores the bytes and answers the public URL they are served from. */
+  readonly put: (key: string, blob: Blob) => Effect.Effect<string, StoreError>
+  readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StoreError>
+  readonly remove: (key: string) => Effect.Effect<void, StoreError>
+}>() {}

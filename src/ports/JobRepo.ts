@@ -1,0 +1,89 @@
+import { Context, type Effect, type Option } from "effect"
+import type { RateLimits } from "../domain/catalog.js"
+import type { JobCursor } from "../domain/cursor.js"
+import type { EngineError, StoreError } from "../domain/errors.js"
+import type { AccountId, JobId } from "../domain/ids.js"
+import type { Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
+
+export interface IdempotencyClaim {
+  readonly key: string
+  /** Hash of the canonical request body; the same key with another hash is refused. */
+  readonly requestHash: string
+  /** Records older than this (epoch ms) are ignored and replaced. */
+  readonly notBefore: number
+}
+
+export interface SubmitCommand {
+  readonly job: Job
+  readonly maxConcurrentJobs: number
+  readonly rateLimits: RateLimits
+  readonly idempotency?: IdempotencyClaim
+}
+
+export type SubmitOutcome =
+  | { readonly _tag: "Created"; readonly job: Job }
+  | { readonly _tag: "Replayed"; readonly job: Job }
+
+export interface ListQuery {
+  readonly accountId: AccountId
+  readonly status?: JobStatus
+  readonly model?: string
+  readonly after?: JobCursor
+  readonly limit: number
+}
+
+export interface ClaimOptions {
+  readonly workerId: string
+  readonly now: number
+  readonly leaseMs: number
+  /** Claims a job at most this many times; an expired lease past it fails the job with a refund. */
+  readonly maxAttempts: number
+}
+
+export interface CancelOutcome {
+  readonly job: Job
+  readonly refundedMicroCents: number
+}
+
+/**
+ * Jobs, their charges and refunds, and the queue they form. Each operation is one atomic unit
+ * in every adapter: the charge, the job row and its idempotency record commit together; a
+ * terminal state and its refund commit together. Every status change goes through
+ * `transition` of domain/job.ts.
+ */
+export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
+  /**
+   * Within one atomic unit: replays a matching idempotency record; else checks rate limits,
+   * the concurrent-job maximum and the balance, then inserts the job and its charge.
+   */
+  readonly submit: (command: SubmitCommand) => Effect.Effect<SubmitOutcome, EngineError | StoreError>
+  readonly get: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
+  /** Newest first; returns up to `limit + 1` jobs so callers can tell whether more follow. */
+  readonly list: (query: ListQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  readonly cancel: (
+    id: JobId,
+    accountId: AccountId,
+    now: number
+  ) => Effect.Effect<CancelOutcome, EngineError | StoreError>
+  /** Takes the oldest runnable job (pending, or processing with an expired lease) for a worker. */
+  readonly claim: (options: ClaimOptions) => Effect.Effect<Option.Option<Job>, StoreError>
+  /** Extends a lease the worker still holds; false when the lease was lost. */
+  readonly renewLease: (id: JobId, workerId: string, leaseExpiresAt: number) => Effect.Effect<boolean, StoreError>
+  /** processing -> completed, only for the lease holder. None when the lease was lost. */
+  readonly complete: (
+    id: JobId,
+    workerId: string,
+    outputs: ReadonlyArray<OutputItem>,
+    now: number
+  ) => Effect.Effect<Option.Option<Job>, StoreError>
+  /**
+   * -> failed with a refund of what was charged. With a worker id only the lease holder may fail
+   * a processing job; without one, a pending or processing job is abandoned.
+   */
+  readonly fail: (
+    id: JobId,
+    workerId: string | null,
+    error: JobError,
+    now: number
+  ) => Effect.Effect<Option.Option<Job>, StoreError>
+}>() {}

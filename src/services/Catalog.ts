@@ -1,0 +1,134 @@
+import type { ValidateFunction } from "ajv"
+import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
+import type { Account } from "../domain/account.js"
+import { type CatalogDocument, CatalogDocument as CatalogDocumentSchema, type CatalogModel, type ModelVersion } from "../domain/catalog.js"
+import { canSee, catalogProblems, defaultVersion, findModel, isUsable } from "../domain/catalogRules.js"
+import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { compileSchema, problemsOf } from "../domain/jsonSchema.js"
+import { CatalogRepo, type StoredCatalog } from "../ports/CatalogRepo.js"
+
+export interface ResolvedModel {
+  readonly model: CatalogModel
+  readonly version: ModelVersion
+}
+
+interface Compiled {
+  readonly stored: StoredCatalog
+  readonly checkedAt: number
+  readonly validators: Map<string, ValidateFunction>
+}
+
+/** Another process's catalog change shows here within this long. */
+const REVISION_CHECK_MS = 2_000
+
+export const make = Effect.gen(function*() {
+  const repo = yield* CatalogRepo
+  const cache = yield* Ref.make<Compiled | undefined>(undefined)
+
+  const compile = (stored: StoredCatalog, now: number): Compiled => ({ stored, checkedAt: now, validators: new Map() })
+
+  /** The catalog, cached; the cache follows the stored revision, so any process's change lands. */
+  const current: Effect.Effect<Compiled, StoreError> = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const cached = yield* Ref.get(cache)
+    if (cached !== undefined && now - cached.checkedAt < REVISION_CHECK_MS) return cached
+    if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) {
+      const fresh = { ...cached, checkedAt: now }
+      yield* Ref.set(cache, fresh)
+      return fresh
+    }
+    const compiled = compile(yield* repo.load, now)
+    yield* Ref.set(cache, compiled)
+    return compiled
+  })
+
+  const document = Effect.map(current, (c) => c.stored.document)
+
+  /** Decodes and checks a whole document; refuses it whole with every reason. */
+  const replace = (input: unknown): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const doc = yield* Schema.decodeUnknown(CatalogDocumentSchema, { errors: "all", onExcessProperty: "error" })(input).pipe(
+        Effect.mapError((e) =>
+          engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons: e.message.split("\n") })
+        )
+      )
+      const problems = catalogProblems(doc)
+      if (problems.length > 0) {
+        return yield* Effect.fail(engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons: problems }))
+      }
+      const stored = yield* repo.replace(doc)
+      yield* Ref.set(cache, compile(stored, yield* Clock.currentTimeMillis))
+      return stored
+    })
+
+  /**
+   * The model and version a submit or estimate names. Unknown, disabled and deleted answer
+   * MODEL_NOT_FOUND; a model the account may not see answers MODEL_ACCESS_DENIED.
+   */
+  const resolve = (
+    account: Account,
+    slug: string,
+    versionId: string | undefined
+  ): Effect.Effect<ResolvedModel, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { stored } = yield* current
+      const model = findModel(stored.document.models, slug)
+      if (model === undefined) {
+        return yield* Effect.fail(engineError("MODEL_NOT_FOUND", `No model "${slug}"`, { model: slug }))
+      }
+      if (!canSee(model, account)) {
+        return yield* Effect.fail(
+          engineError("MODEL_ACCESS_DENIED", `This account has no access to the model "${slug}"`, { model: slug })
+        )
+      }
+      const version = versionId === undefined
+        ? defaultVersion(model)
+        : model.versions.find((v) => v.versionId === versionId && isUsable(v))
+      if (version === undefined) {
+        return yield* Effect.fail(
+          engineError(
+            "MODEL_NOT_FOUND",
+            versionId === undefined
+              ? `The model "${slug}" has no available version`
+              : `The model "${slug}" has no available version "${versionId}"`,
+            { model: slug, version: versionId ?? null }
+          )
+        )
+      }
+      return { model, version }
+    })
+
+  /** Looks a job's model and version up again at run time, whatever their visibility. */
+  const forJob = (slug: string, versionId: string): Effect.Effect<ResolvedModel | undefined, StoreError> =>
+    Effect.map(current, ({ stored }) => {
+      const model = stored.document.models.find((m) => m.slug === slug)
+      const version = model?.versions.find((v) => v.versionId === versionId)
+      return model !== undefined && version !== undefined ? { model, version } : undefined
+    })
+
+  const validateInput = (resolved: ResolvedModel, input: unknown): Effect.Effect<void, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { validators } = yield* current
+      const cacheKey = `${resolved.model.slug}@${resolved.version.versionId}`
+      let validate = validators.get(cacheKey)
+      if (validate === undefined) {
+        validate = compileSchema(resolved.version.inputSchema)
+        validators.set(cacheKey, validate)
+      }
+      if (!validate(input)) {
+        return yield* Effect.fail(
+          engineError("INVALID_INPUT", "The input does not match the model's input schema", {
+            errors: problemsOf(validate.errors)
+          })
+        )
+      }
+    })
+
+  return { current: document, replace, resolve, forJob, validateInput } as const
+})
+
+export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Catalog, make)
+}
+
+export type { CatalogDocument }

@@ -1,0 +1,31 @@
+import { Context, Layer } from "effect"
+
+/** Settings the engine's services read. The bundled app fills it from the environment. */
+export interface EngineSettings {
+  /** Micro-cents one catalog credit is worth. */
+  readonly creditMicroCents: number
+  /** How long a worker's claim on a job lasts before another worker may take it over. */
+  readonly leaseMs: number
+  /** Claims of one job before it is failed with a refund (a worker dying each time). */
+  readonly maxAttempts: number
+  /** Idle workers look for jobs at least this often, signal or not. */
+  readonly pollIntervalMs: number
+  /** How long a graceful shutdown waits for running jobs. */
+  readonly drainTimeoutMs: number
+  /** How long an Idempotency-Key is remembered. */
+  readonly idempotencyWindowMs: number
+}
+
+export const defaultEngineSettings: EngineSettings = {
+  creditMicroCents: 10_000,
+  leaseMs: 60_000,
+  maxAttempts: 3,
+  pollIntervalMs: 1_000,
+  drainTimeoutMs: 30_000,
+  idempotencyWindowMs: 24 * 60 * 60 * 1000
+}
+
+export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {
+  static readonly layer = (overrides: Partial<EngineSettings> = {}) =>
+    Layer.succeed(EngineConfig, { ...defaultEngineSettings, ...overrides })
+}

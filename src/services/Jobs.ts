@@ -1,0 +1,201 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { canonicalJson, sha256Hex } from "../domain/canonicalJson.js"
+import { decodeCursor, encodeCursor } from "../domain/cursor.js"
+import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { type JobId, newJobId, type RequestId } from "../domain/ids.js"
+import { type Job, type JobStatus, JobStatus as JobStatusSchema } from "../domain/job.js"
+import { type CostEstimate, estimateCost } from "../domain/pricing.js"
+import { JobRepo } from "../ports/JobRepo.js"
+import { JobSignal } from "../ports/JobSignal.js"
+import { type Caller, requireScope } from "./Auth.js"
+import { Catalog, type ResolvedModel } from "./Catalog.js"
+import { EngineConfig } from "./EngineConfig.js"
+
+export interface SubmitRequest {
+  readonly model: string
+  readonly version?: string | undefined
+  readonly input: Record<string, unknown>
+  readonly webhookUrl?: string | undefined
+}
+
+export interface SubmitResult {
+  readonly job: Job
+  /** The version is deprecated: still served, to be moved off. */
+  readonly deprecated: boolean
+  /** The answer repeats the first submit of this Idempotency-Key. */
+  readonly replayed: boolean
+}
+
+export interface ListRequest {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+  readonly status?: string | undefined
+  readonly modelId?: string | undefined
+}
+
+export interface JobPage {
+  readonly jobs: ReadonlyArray<Job>
+  readonly nextCursor: string | null
+  readonly hasMore: boolean
+}
+
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
+const MAX_IDEMPOTENCY_KEY_LENGTH = 255
+
+const checkWebhookUrl = (url: string | undefined): Effect.Effect<void, EngineError> => {
+  if (url === undefined) return Effect.void
+  const invalid = (reason: string) =>
+    Effect.fail(engineError("INVALID_INPUT", `webhookUrl ${reason}`, { field: "webhookUrl" }))
+  if (!URL.canParse(url)) return invalid("is not a valid URL")
+  const parsed = new URL(url)
+  if (parsed.protocol !== "https:") return invalid("must use the https:// scheme")
+  if (parsed.username !== "" || parsed.password !== "") return invalid("must not carry credentials")
+  return Effect.void
+}
+
+export const make = Effect.gen(function*() {
+  const repo = yield* JobRepo
+  const catalog = yield* Catalog
+  const signal = yield* JobSignal
+  const config = yield* EngineConfig
+
+  const priced = (caller: Caller, resolved: ResolvedModel): CostEstimate =>
+    estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents)
+
+  const estimate = (
+    caller: Caller,
+    request: { readonly model: string; readonly version?: string | undefined; readonly input?: unknown }
+  ): Effect.Effect<CostEstimate, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      yield* requireScope(caller, "check_status")
+      const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
+      return priced(caller, resolved)
+    })
+
+  const submit = (
+    caller: Caller,
+    request: SubmitRequest,
+    requestId: RequestId,
+    idempotencyKey?: string | undefined
+  ): Effect.Effect<SubmitResult, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      yield* requireScope(caller, "submit_job")
+      if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > MAX_IDEMPOTENCY_KEY_LENGTH)) {
+        return yield* Effect.fail(
+          engineError("VALIDATION_ERROR", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`)
+        )
+      }
+      yield* checkWebhookUrl(request.webhookUrl)
+      const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
+      yield* catalog.validateInput(resolved, request.input)
+      const cost = priced(caller, resolved)
+      const now = yield* Clock.currentTimeMillis
+      const job: Job = {
+        id: newJobId(),
+        accountId: caller.account.id,
+        requestId,
+        model: resolved.model.slug,
+        version: resolved.version.versionId,
+        input: request.input,
+        webhookUrl: request.webhookUrl ?? null,
+        status: "pending",
+        costMicroCents: cost.estimatedCostMicroCents,
+        error: null,
+        outputs: null,
+        createdAt: now,
+        estimatedCompletionAt: now + Math.round(resolved.version.estimatedSeconds * 1000),
+        startedAt: null,
+        completedAt: null,
+        attempts: 0,
+        leaseOwner: null,
+        leaseExpiresAt: null
+      }
+      const outcome = yield* repo.submit({
+        job,
+        maxConcurrentJobs: caller.account.maxConcurrentJobs,
+        rateLimits: resolved.version.rateLimits,
+        idempotency: idempotencyKey === undefined ? undefined : {
+          key: idempotencyKey,
+          requestHash: sha256Hex(canonicalJson({ ...request, model: request.model, version: request.version })),
+          notBefore: now - config.idempotencyWindowMs
+        }
+      }).pipe(
+        Effect.catchTag("StoreError", (e) =>
+          Effect.logError("submit could not be stored", e).pipe(
+            Effect.zipRight(
+              Effect.fail(engineError("PUBSUB_PUBLISH_FAILED", "The job could not be queued; nothing was charged, retry"))
+            )
+          ))
+      )
+      if (outcome._tag === "Created") yield* signal.notify
+      return {
+        job: outcome.job,
+        deprecated: resolved.version.status === "deprecated",
+        replayed: outcome._tag === "Replayed"
+      }
+    })
+
+  const ownJob = (caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const job = yield* repo.get(id as JobId)
+      if (Option.isNone(job)) return yield* Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id }))
+      if (job.value.accountId !== caller.account.id) {
+        return yield* Effect.fail(
+          engineError("UNAUTHORIZED_ACCESS", "This API key has no access to the job", { jobId: id })
+        )
+      }
+      return job.value
+    })
+
+  const get = (caller: Caller, id: string) =>
+    requireScope(caller, "check_status").pipe(Effect.zipRight(ownJob(caller, id)))
+
+  const list = (caller: Caller, request: ListRequest): Effect.Effect<JobPage, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      yield* requireScope(caller, "check_status")
+      const limit = request.limit ?? DEFAULT_PAGE_SIZE
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+        return yield* Effect.fail(
+          engineError("VALIDATION_ERROR", `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, { field: "limit" })
+        )
+      }
+      const status = request.status
+      if (status !== undefined && !JobStatusSchema.literals.includes(status as JobStatus)) {
+        return yield* Effect.fail(
+          engineError("VALIDATION_ERROR", `status must be one of ${JobStatusSchema.literals.join(", ")}`, { field: "status" })
+        )
+      }
+      const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor)
+      if (request.cursor !== undefined && after === undefined) {
+        return yield* Effect.fail(engineError("VALIDATION_ERROR", "cursor is not a cursor this API issued", { field: "cursor" }))
+      }
+      const rows = yield* repo.list({
+        accountId: caller.account.id,
+        status: status as JobStatus | undefined,
+        model: request.modelId,
+        after,
+        limit
+      })
+      const jobs = rows.slice(0, limit)
+      const hasMore = rows.length > limit
+      const last = jobs[jobs.length - 1]
+      return {
+        jobs,
+        hasMore,
+        nextCursor: hasMore && last !== undefined ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null
+      }
+    })
+
+  const cancel = (caller: Caller, id: string) =>
+    Effect.gen(function*() {
+      yield* requireScope(caller, "submit_job")
+      return yield* repo.cancel(id as JobId, caller.account.id, yield* Clock.currentTimeMillis)
+    })
+
+  return { estimate, submit, get, list, cancel } as const
+})
+
+export class Jobs extends Context.Tag("genjobs/Jobs")<Jobs, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Jobs, make)
+}
