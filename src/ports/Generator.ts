@@ -1,4 +1,4 @@
-import { Context, Schema, type Effect, type Option } from "effect"
+import { Context, Layer, Option, Schema, type Effect } from "effect"
 import type { CatalogModel, ModelVersion } from "../domain/catalog.js"
 import type { Job, OutputType } from "../domain/job.js"
 
@@ -35,3 +35,6 @@ export interface Generator {
 export class Generators extends Context.Tag("genjobs/Generators")<Generators, {
   readonly forProvider: (providerId: string) => Option.Option<Generator>
 }>() {}
+
+export const layerGenerators = (byProvider: Readonly<Record<string, Generator>>) =>
+  Layer.succeed(Generators, { forProvider: (providerId) => Option.fromNullable(byProvider[providerId]) })

@@ -116,7 +116,9 @@ export const make = Effect.gen(function*() {
       }))
     )
 
-  return { createAccount, getAccount, addCredits, createKey, deactivateKey, ledger: accounts.ledger } as const
+  const ledger = (id: string) => getAccount(id).pipe(Effect.zipRight(accounts.ledger(id as AccountId)))
+
+  return { createAccount, getAccount, addCredits, createKey, deactivateKey, ledger } as const
 })
 
 export class Admin extends Context.Tag("genjobs/Admin")<Admin, Effect.Effect.Success<typeof make>>() {

@@ -43,6 +43,11 @@ export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
+const requireModel = (model: string): Effect.Effect<void, EngineError> =>
+  model.trim() === ""
+    ? Effect.fail(engineError("VALIDATION_ERROR", "model is required: the model's slug", { field: "model" }))
+    : Effect.void
+
 const checkWebhookUrl = (url: string | undefined): Effect.Effect<void, EngineError> => {
   if (url === undefined) return Effect.void
   const invalid = (reason: string) =>
@@ -69,6 +74,7 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<CostEstimate, EngineError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
+      yield* requireModel(request.model)
       const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
       return priced(caller, resolved)
     })
@@ -86,6 +92,7 @@ export const make = Effect.gen(function*() {
           engineError("VALIDATION_ERROR", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`)
         )
       }
+      yield* requireModel(request.model)
       yield* checkWebhookUrl(request.webhookUrl)
       const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
       yield* catalog.validateInput(resolved, request.input)

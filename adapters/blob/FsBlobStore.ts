@@ -1,0 +1,63 @@
+import { Effect, Layer, Option } from "effect"
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises"
+import { join } from "node:path"
+import { StoreError } from "../../src/domain/errors.js"
+import { BlobStore } from "../../src/ports/BlobStore.js"
+
+/** Keys are engine-chosen names; anything that could leave the directory is refused. */
+const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/
+
+const fail = (message: string) => (cause: unknown) => new StoreError({ message, cause })
+
+/**
+ * Files on the local disk, served by the bundled app under `baseUrl`. Each blob is two files:
+ * the bytes and a sidecar holding its content type.
+ */
+export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUrl: string }) =>
+  Effect.gen(function*() {
+    yield* Effect.tryPromise({ try: () => mkdir(options.dir, { recursive: true }), catch: fail("cannot create the blob directory") })
+    const pathOf = (key: string) => join(options.dir, key)
+    const checked = (key: string) =>
+      SAFE_KEY.test(key) && !key.includes("..") ? Effect.succeed(key) : Effect.fail(new StoreError({ message: `unsafe blob key "${key}"` }))
+    return BlobStore.of({
+      put: (key, blob) =>
+        Effect.gen(function*() {
+          yield* checked(key)
+          yield* Effect.tryPromise({
+            try: async () => {
+              await writeFile(pathOf(key), blob.bytes)
+              await writeFile(`${pathOf(key)}.type`, blob.contentType)
+            },
+            catch: fail(`cannot write blob ${key}`)
+          })
+          return `${options.baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`
+        }),
+      get: (key) =>
+        SAFE_KEY.test(key) && !key.includes("..") && !key.endsWith(".type")
+          ? Effect.tryPromise({
+            try: async () => {
+              const [bytes, contentType] = await Promise.all([readFile(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
+              return Option.some({ bytes: new Uint8Array(bytes), contentType })
+            },
+            catch: (cause) => cause
+          }).pipe(
+            Effect.catchAll((cause) =>
+              (cause as NodeJS.ErrnoException).code === "ENOENT"
+                ? Effect.succeed(Option.none())
+                : Effect.fail(fail(`cannot read blob ${key}`)(cause))
+            )
+          )
+          : Effect.succeed(Option.none()),
+      remove: (key) =>
+        checked(key).pipe(
+          Effect.zipRight(Effect.tryPromise({
+            try: () => Promise.all([rm(pathOf(key), { force: true }), rm(`${pathOf(key)}.type`, { force: true })]),
+            catch: fail(`cannot remove blob ${key}`)
+          })),
+          Effect.asVoid
+        )
+    })
+  })
+
+export const layerFsBlobStore = (options: { readonly dir: string; readonly baseUrl: string }) =>
+  Layer.effect(BlobStore, makeFsBlobStore(options))

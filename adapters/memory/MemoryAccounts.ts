@@ -1,0 +1,58 @@
+import { Effect, Layer, Option } from "effect"
+import { randomUUID } from "node:crypto"
+import type { Account, LedgerEntry, LedgerKind } from "../../src/domain/account.js"
+import type { AccountId } from "../../src/domain/ids.js"
+import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
+import type { MemoryState } from "./state.js"
+
+/** Moves a balance and writes its ledger line; the caller holds the lock. */
+export const post = (
+  state: MemoryState,
+  accountId: AccountId,
+  kind: LedgerKind,
+  amountMicroCents: number,
+  jobId: string | null,
+  now: number
+): Account => {
+  const account = state.accounts.get(accountId)!
+  const updated = { ...account, balanceMicroCents: account.balanceMicroCents + amountMicroCents }
+  state.accounts.set(accountId, updated)
+  const entry: LedgerEntry = { id: randomUUID(), accountId, jobId, kind, amountMicroCents, createdAt: now }
+  state.ledger.push(entry)
+  return updated
+}
+
+export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
+  const atomically = state.lock.withPermits(1)
+  return {
+    create: (account, initialCredit) =>
+      atomically(Effect.sync(() => {
+        state.accounts.set(account.id, { ...account, balanceMicroCents: 0 })
+        return initialCredit > 0
+          ? post(state, account.id, "credit", initialCredit, null, account.createdAt)
+          : state.accounts.get(account.id)!
+      })),
+    get: (id) => Effect.sync(() => Option.fromNullable(state.accounts.get(id))),
+    addCredits: (id, amount, now) =>
+      atomically(Effect.sync(() => (state.accounts.has(id) ? Option.some(post(state, id, "credit", amount, null, now)) : Option.none()))),
+    ledger: (id) => Effect.sync(() => state.ledger.filter((e) => e.accountId === id)),
+    count: Effect.sync(() => state.accounts.size)
+  }
+}
+
+export const apiKeyRepo = (state: MemoryState): ApiKeyRepo["Type"] => ({
+  create: (key) => Effect.sync(() => void state.keys.set(key.id, key)),
+  findByHash: (hash) => Effect.sync(() => Option.fromNullable([...state.keys.values()].find((k) => k.hash === hash))),
+  deactivate: (id) =>
+    Effect.sync(() => {
+      const key = state.keys.get(id)
+      if (key === undefined) return Option.none()
+      const updated = { ...key, active: false }
+      state.keys.set(id, updated)
+      return Option.some(updated)
+    })
+})
+
+export const layerAccounts = (state: MemoryState) =>
+  Layer.mergeAll(Layer.succeed(AccountRepo, accountRepo(state)), Layer.succeed(ApiKeyRepo, apiKeyRepo(state)))

@@ -1,0 +1,17 @@
+import { Effect, Layer, Option } from "effect"
+import { type Blob, BlobStore } from "../../src/ports/BlobStore.js"
+
+/** Blobs in a Map, served (by whoever mounts it) under `baseUrl`. */
+export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
+  const blobs = new Map<string, Blob>()
+  return {
+    put: (key, blob) => Effect.sync(() => {
+      blobs.set(key, blob)
+      return `${baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`
+    }),
+    get: (key) => Effect.sync(() => Option.fromNullable(blobs.get(key))),
+    remove: (key) => Effect.sync(() => void blobs.delete(key))
+  }
+}
+
+export const layerMemoryBlobStore = (baseUrl: string) => Layer.sync(BlobStore, () => makeMemoryBlobStore(baseUrl))

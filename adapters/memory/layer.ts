@@ -1,0 +1,17 @@
+import { Effect, Layer } from "effect"
+import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import { layerAccounts } from "./MemoryAccounts.js"
+import { catalogRepo } from "./MemoryCatalog.js"
+import { jobRepo } from "./MemoryJobs.js"
+import { makeMemoryState } from "./state.js"
+
+/** Every store port in memory, sharing one state: for tests and throwaway runs. */
+export const layerMemoryStores = Layer.unwrapEffect(
+  Effect.map(makeMemoryState, (state) =>
+    Layer.mergeAll(
+      layerAccounts(state),
+      Layer.succeed(JobRepo, jobRepo(state)),
+      Layer.succeed(CatalogRepo, catalogRepo(state))
+    ))
+)

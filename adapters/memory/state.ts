@@ -1,0 +1,32 @@
+import { Effect } from "effect"
+import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
+import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
+import { emptyCatalog } from "../../src/domain/catalog.js"
+import type { Job } from "../../src/domain/job.js"
+
+export interface IdempotencyRecord {
+  readonly requestHash: string
+  readonly jobId: string
+  readonly createdAt: number
+}
+
+/** All in-memory state; one semaphore makes each repo operation atomic, like a transaction. */
+export interface MemoryState {
+  readonly accounts: Map<string, Account>
+  readonly ledger: Array<LedgerEntry>
+  readonly keys: Map<string, ApiKey>
+  readonly jobs: Map<string, Job>
+  readonly idempotency: Map<string, IdempotencyRecord>
+  catalog: StoredCatalog
+  readonly lock: Effect.Semaphore
+}
+
+export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.makeSemaphore(1), (lock) => ({
+  accounts: new Map(),
+  ledger: [],
+  keys: new Map(),
+  jobs: new Map(),
+  idempotency: new Map(),
+  catalog: { document: emptyCatalog, revision: 0 },
+  lock
+}))

@@ -1,0 +1,82 @@
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer, Option } from "effect"
+import { createServer } from "node:http"
+import { join } from "node:path"
+import { layerFsBlobStore } from "../../adapters/blob/FsBlobStore.js"
+import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
+import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
+import { layerPostgres, layerSqlite } from "../../adapters/sql/layer.js"
+import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
+import { EngineServicesLive } from "../../src/engine.js"
+import { HttpConfig } from "../../src/http/HttpConfig.js"
+import { EngineHttpLive } from "../../src/http/layer.js"
+import { FILES_PATH } from "../../src/http/systemRoutes.js"
+import { layerGenerators } from "../../src/ports/Generator.js"
+import { EngineConfig } from "../../src/services/EngineConfig.js"
+import { Worker } from "../../src/services/Worker.js"
+import { isPostgresUrl, publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
+import { importCatalogFile, seedIfEmpty } from "./seed.js"
+
+/** SQLite in DATA_DIR unless DATABASE_URL names a PostgreSQL server. */
+const storesFor = (settings: ServerSettings) =>
+  Option.match(settings.databaseUrl, {
+    onNone: () =>
+      Layer.mergeAll(layerSqlite({ filename: join(settings.dataDir, "genjobs.db") }), layerLocalJobSignal),
+    onSome: (url) => {
+      if (!isPostgresUrl(url)) {
+        return Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
+      }
+      return Layer.mergeAll(layerPostgres({ url }), layerPgJobSignal({ url }))
+    }
+  })
+
+const appFor = (settings: ServerSettings) => {
+  const publicUrl = publicUrlOf(settings)
+  const services = EngineServicesLive.pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        storesFor(settings),
+        layerFsBlobStore({ dir: join(settings.dataDir, "files"), baseUrl: `${publicUrl}${FILES_PATH}` }),
+        layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),
+        EngineConfig.layer({
+          creditMicroCents: settings.creditMicroCents,
+          leaseMs: settings.leaseMs,
+          maxAttempts: settings.maxAttempts
+        }),
+        HttpConfig.layer({
+          adminToken: Option.getOrUndefined(settings.adminToken),
+          trustedProxyHops: settings.trustedProxyHops
+        })
+      )
+    )
+  )
+  const prepare = Layer.effectDiscard(
+    Effect.gen(function*() {
+      if (settings.webhookAllowPrivate) {
+        yield* Effect.logWarning("WEBHOOK_ALLOW_PRIVATE is set: webhooks may target private addresses. Development only.")
+      }
+      if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
+      yield* seedIfEmpty
+      if (Option.isNone(settings.adminToken)) yield* Effect.logInfo("ADMIN_TOKEN is unset: the admin API is off")
+    })
+  )
+  const workers = Layer.scopedDiscard(
+    Effect.gen(function*() {
+      if (settings.workerConcurrency === 0) return yield* Effect.logInfo("WORKER_CONCURRENCY=0: serving the API only")
+      yield* (yield* Worker).start(settings.workerConcurrency)
+      yield* Effect.logInfo(`${settings.workerConcurrency} in-process workers started`)
+    })
+  )
+  const server = HttpApiBuilder.serve().pipe(
+    HttpServer.withLogAddress,
+    Layer.provide(EngineHttpLive),
+    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host }))
+  )
+  return Layer.mergeAll(server, workers).pipe(Layer.provide(prepare), Layer.provide(services))
+}
+
+Effect.gen(function*() {
+  const settings = yield* ServerConfig
+  return yield* Layer.launch(appFor(settings))
+}).pipe(NodeRuntime.runMain)

@@ -1,0 +1,104 @@
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { CatalogDocument } from "../domain/catalog.js"
+import { NewAccount, NewApiKey } from "../services/Admin.js"
+import { documentedErrors } from "./errorEnvelope.js"
+import { AdminAuth, ApiKeyAuth } from "./middleware.js"
+import {
+  AccountView,
+  CatalogImportResult,
+  CreatedApiKeyView,
+  CreditsBody,
+  ApiKeyView,
+  IdPath,
+  LedgerView
+} from "./schemas/admin.js"
+import {
+  CancelResponse,
+  CostEstimateView,
+  EstimateBody,
+  JobIdPath,
+  JobList,
+  JobListParams,
+  JobView,
+  SubmitBody,
+  SubmitHeaders,
+  SubmitResponse
+} from "./schemas/jobs.js"
+
+export class JobsGroup extends HttpApiGroup.make("jobs")
+  .add(
+    HttpApiEndpoint.post("submit", "/v1/jobs/submit")
+      .setPayload(SubmitBody)
+      .setHeaders(SubmitHeaders)
+      .addSuccess(SubmitResponse)
+      .annotate(OpenApi.Description, "Submit a job (scope submit_job). Optional Idempotency-Key header.")
+  )
+  .add(
+    HttpApiEndpoint.post("estimate", "/v1/jobs/estimate")
+      .setPayload(EstimateBody)
+      .addSuccess(CostEstimateView)
+      .annotate(OpenApi.Description, "Estimate a job's cost (scope check_status)")
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/v1/jobs")
+      .setUrlParams(JobListParams)
+      .addSuccess(JobList)
+      .annotate(OpenApi.Description, "List the account's jobs, newest first, cursor-paged (scope check_status)")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/v1/jobs/:jobId")
+      .setPath(JobIdPath)
+      .addSuccess(JobView)
+      .annotate(OpenApi.Description, "A job's status and outputs (scope check_status)")
+  )
+  .add(
+    HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel")
+      .setPath(JobIdPath)
+      .addSuccess(CancelResponse)
+      .annotate(OpenApi.Description, "Cancel a pending job and refund it (scope submit_job)")
+  )
+  .middleware(ApiKeyAuth)
+{}
+
+export class AdminGroup extends HttpApiGroup.make("admin")
+  .add(HttpApiEndpoint.put("replaceCatalog", "/admin/catalog").setPayload(CatalogDocument).addSuccess(CatalogImportResult))
+  .add(HttpApiEndpoint.get("exportCatalog", "/admin/catalog").addSuccess(CatalogDocument))
+  .add(
+    HttpApiEndpoint.post("createAccount", "/admin/accounts")
+      .setPayload(NewAccount)
+      .addSuccess(AccountView, { status: 201 })
+  )
+  .add(HttpApiEndpoint.get("getAccount", "/admin/accounts/:id").setPath(IdPath).addSuccess(AccountView))
+  .add(HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger").setPath(IdPath).addSuccess(LedgerView))
+  .add(
+    HttpApiEndpoint.post("addCredits", "/admin/accounts/:id/credits")
+      .setPath(IdPath)
+      .setPayload(CreditsBody)
+      .addSuccess(AccountView)
+  )
+  .add(
+    HttpApiEndpoint.post("createKey", "/admin/accounts/:id/keys")
+      .setPath(IdPath)
+      .setPayload(NewApiKey)
+      .addSuccess(CreatedApiKeyView, { status: 201 })
+  )
+  .add(HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate").setPath(IdPath).addSuccess(ApiKeyView))
+  .middleware(AdminAuth)
+  .annotate(OpenApi.Description, "Operator API: Authorization: Bearer $ADMIN_TOKEN")
+{}
+
+/** Every error of every endpoint is the spec's envelope; one documented response per status. */
+export class EngineApi extends HttpApi.make("genjobs")
+  .add(JobsGroup)
+  .add(AdminGroup)
+  .addError(documentedErrors[0])
+  .addError(documentedErrors[1])
+  .addError(documentedErrors[2])
+  .addError(documentedErrors[3])
+  .addError(documentedErrors[4])
+  .addError(documentedErrors[5])
+  .addError(documentedErrors[6])
+  .addError(documentedErrors[7])
+  .addError(documentedErrors[8])
+  .annotate(OpenApi.Title, "Generation jobs engine")
+{}

@@ -1,0 +1,48 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, Layer, Redacted } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import { engineError } from "../domain/errors.js"
+import { Auth } from "../services/Auth.js"
+import { HttpConfig } from "./HttpConfig.js"
+import { AdminAuth, ApiKeyAuth } from "./middleware.js"
+import { clientAddress, toApiFailure } from "./requestContext.js"
+
+export const ApiKeyAuthLive = Layer.effect(
+  ApiKeyAuth,
+  Effect.gen(function*() {
+    const auth = yield* Auth
+    const { trustedProxyHops } = yield* HttpConfig
+    return Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      return yield* auth.authenticate({
+        authorization: request.headers["authorization"],
+        apiKey: request.headers["x-api-key"],
+        clientIp: yield* clientAddress(trustedProxyHops)
+      })
+    }).pipe(toApiFailure)
+  })
+)
+
+const sameSecret = (a: string, b: string): boolean => {
+  const ba = Buffer.from(a)
+  const bb = Buffer.from(b)
+  return ba.length === bb.length && timingSafeEqual(ba, bb)
+}
+
+export const AdminAuthLive = Layer.effect(
+  AdminAuth,
+  Effect.gen(function*() {
+    const { adminToken } = yield* HttpConfig
+    return Effect.gen(function*() {
+      if (adminToken === undefined) {
+        return yield* Effect.fail(engineError("NOT_FOUND", "The admin API is off: set ADMIN_TOKEN to turn it on"))
+      }
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
+      if (match === null) return yield* Effect.fail(engineError("UNAUTHORIZED", "Send Authorization: Bearer <ADMIN_TOKEN>"))
+      if (!sameSecret(match[1]!, Redacted.value(adminToken))) {
+        return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
+      }
+    }).pipe(toApiFailure)
+  })
+)

@@ -1,0 +1,35 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Admin } from "../../services/Admin.js"
+import { Catalog } from "../../services/Catalog.js"
+import { EngineApi } from "../Api.js"
+import { toApiFailure } from "../requestContext.js"
+import { accountView, apiKeyView } from "../views.js"
+
+export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers) =>
+  Effect.gen(function*() {
+    const admin = yield* Admin
+    const catalog = yield* Catalog
+    return handlers
+      .handle("replaceCatalog", ({ payload }) =>
+        catalog.replace(payload).pipe(
+          Effect.map((stored) => ({ revision: stored.revision, models: stored.document.models.length })),
+          toApiFailure
+        ))
+      .handle("exportCatalog", () => catalog.current.pipe(toApiFailure))
+      .handle("createAccount", ({ payload }) => admin.createAccount(payload).pipe(Effect.map(accountView), toApiFailure))
+      .handle("getAccount", ({ path }) => admin.getAccount(path.id).pipe(Effect.map(accountView), toApiFailure))
+      .handle("ledger", ({ path }) =>
+        admin.ledger(path.id).pipe(
+          Effect.map((entries) => ({ entries })),
+          toApiFailure
+        ))
+      .handle("addCredits", ({ path, payload }) =>
+        admin.addCredits(path.id, payload.amountMicroCents).pipe(Effect.map(accountView), toApiFailure))
+      .handle("createKey", ({ path, payload }) =>
+        admin.createKey(path.id, payload).pipe(
+          Effect.map((created) => ({ ...apiKeyView(created.record), key: created.secret })),
+          toApiFailure
+        ))
+      .handle("deactivateKey", ({ path }) => admin.deactivateKey(path.id).pipe(Effect.map(apiKeyView), toApiFailure))
+  }))

@@ -1,0 +1,34 @@
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { Layer } from "effect"
+import { EngineApi } from "./Api.js"
+import { AdminAuthLive, ApiKeyAuthLive } from "./authLayers.js"
+import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
+import { AdminHandlers } from "./handlers/admin.js"
+import { JobsHandlers } from "./handlers/jobs.js"
+import { SystemRoutes } from "./systemRoutes.js"
+
+/**
+ * The whole HTTP surface: the API, /health, /files, /v1/openapi.json and the error envelope.
+ * Needs the engine services (Jobs, Admin, Catalog, Auth), BlobStore and HttpConfig.
+ */
+export const EngineHttpLive = Layer.mergeAll(
+  ErrorEnvelopeMiddleware,
+  SystemRoutes,
+  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })
+).pipe(
+  Layer.provideMerge(
+    HttpApiBuilder.api(EngineApi).pipe(
+      Layer.provide([JobsHandlers, AdminHandlers]),
+      Layer.provide([ApiKeyAuthLive, AdminAuthLive])
+    )
+  )
+)
+
+export type EngineHttpRequirements = Layer.Layer.Context<typeof EngineHttpLive>
+
+/**
+ * A web-standard `(Request) => Promise<Response>` for mounting the engine in any framework.
+ * `dispose` releases the layer's resources.
+ */
+export const makeWebHandler = <E>(services: Layer.Layer<EngineHttpRequirements, E>) =>
+  HttpApiBuilder.toWebHandler(Layer.mergeAll(EngineHttpLive.pipe(Layer.provide(services)), HttpServer.layerContext))

@@ -1,0 +1,30 @@
+import { HttpServerRequest } from "@effect/platform"
+import { Effect, FiberRef, Option } from "effect"
+import { type EngineError, engineError, StoreError } from "../domain/errors.js"
+import { ApiFailure } from "./errorEnvelope.js"
+
+/** The id of the request being served: set by the error middleware, echoed in every answer. */
+export const CurrentRequestId = FiberRef.unsafeMake<string>("req_unknown")
+
+/**
+ * The client address. Without trusted proxies it is the socket's peer; with N trusted proxies
+ * in front, it is the Nth address from the right of X-Forwarded-For (the one our nearest
+ * trusted proxy saw). Unknown addresses stay unknown, so IP-restricted keys fail closed.
+ */
+export const clientAddress = (trustedProxyHops: number) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request): string | undefined => {
+    const peer = Option.getOrUndefined(request.remoteAddress)
+    if (trustedProxyHops <= 0) return peer
+    const forwarded = (request.headers["x-forwarded-for"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")
+    return forwarded[forwarded.length - trustedProxyHops] ?? undefined
+  })
+
+/** Maps the engine's errors to the envelope; a store failure is logged and shown as INTERNAL_ERROR. */
+export const toApiFailure = <A, R>(effect: Effect.Effect<A, EngineError | StoreError, R>): Effect.Effect<A, ApiFailure, R> =>
+  Effect.catchAll(effect, (error) =>
+    Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) =>
+      error instanceof StoreError
+        ? Effect.logError("store failure", error.message, error.cause).pipe(
+          Effect.zipRight(Effect.fail(ApiFailure.fromEngine(engineError("INTERNAL_ERROR", "An internal error occurred; retry later"), requestId)))
+        )
+        : Effect.fail(ApiFailure.fromEngine(error, requestId))))

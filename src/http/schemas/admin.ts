@@ -1,0 +1,36 @@
+import { Schema } from "effect"
+import { Discount, LedgerEntry, Scope } from "../../domain/account.js"
+
+export const AccountView = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  balanceMicroCents: Schema.Number,
+  maxConcurrentJobs: Schema.Number,
+  segments: Schema.Array(Schema.String),
+  allowedModels: Schema.Array(Schema.String),
+  discounts: Schema.Array(Discount),
+  webhookSecret: Schema.String,
+  createdAt: Schema.String
+})
+
+export const ApiKeyView = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  name: Schema.String,
+  scopes: Schema.Array(Scope),
+  allowedIPs: Schema.Array(Schema.String),
+  hint: Schema.String,
+  active: Schema.Boolean,
+  expiresAt: Schema.NullOr(Schema.String),
+  createdAt: Schema.String
+})
+
+export const CreatedApiKeyView = Schema.extend(ApiKeyView, Schema.Struct({ key: Schema.String }))
+
+export const CreditsBody = Schema.Struct({ amountMicroCents: Schema.Number })
+
+export const LedgerView = Schema.Struct({ entries: Schema.Array(LedgerEntry) })
+
+export const IdPath = Schema.Struct({ id: Schema.String })
+
+export const CatalogImportResult = Schema.Struct({ revision: Schema.Number, models: Schema.Number })

@@ -1,0 +1,94 @@
+import { Schema } from "effect"
+import { JobError, JobStatus, OutputType } from "../../domain/job.js"
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** Submit body. modelSlug/modelVersion are accepted as aliases of model/version (DESIGN.md). */
+export const SubmitBody = Schema.Struct({
+  model: Schema.optional(Schema.String),
+  modelSlug: Schema.optional(Schema.String),
+  version: Schema.optional(Schema.String),
+  modelVersion: Schema.optional(Schema.String),
+  input: JsonObject,
+  webhookUrl: Schema.optional(Schema.String)
+})
+
+export const EstimateBody = Schema.Struct({
+  model: Schema.optional(Schema.String),
+  modelSlug: Schema.optional(Schema.String),
+  version: Schema.optional(Schema.String),
+  modelVersion: Schema.optional(Schema.String),
+  input: Schema.optional(JsonObject)
+})
+
+export const SubmitHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String)
+})
+
+export const SubmitResponse = Schema.Struct({
+  jobId: Schema.String,
+  requestId: Schema.String,
+  status: Schema.Literal("pending"),
+  estimatedCompletionTime: Schema.String,
+  costMicroCents: Schema.Number
+})
+
+export const OutputItemView = Schema.Struct({
+  url: Schema.String,
+  type: OutputType,
+  thumbnail: Schema.optional(Schema.String),
+  posterImage: Schema.optional(Schema.String),
+  contentType: Schema.optional(Schema.String),
+  metadata: Schema.optional(JsonObject)
+})
+
+export const JobView = Schema.Struct({
+  jobId: Schema.String,
+  status: JobStatus,
+  progress: Schema.Number,
+  output: Schema.NullOr(Schema.String),
+  outputs: Schema.NullOr(Schema.Array(OutputItemView)),
+  error: Schema.NullOr(JobError),
+  createdAt: Schema.String,
+  completedAt: Schema.NullOr(Schema.String)
+})
+
+export const JobListItem = Schema.Struct({
+  jobId: Schema.String,
+  status: JobStatus,
+  progress: Schema.Number,
+  model: Schema.String,
+  createdAt: Schema.String,
+  completedAt: Schema.NullOr(Schema.String)
+})
+
+export const JobListParams = Schema.Struct({
+  limit: Schema.optional(Schema.NumberFromString),
+  cursor: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.String),
+  modelId: Schema.optional(Schema.String)
+})
+
+export const JobList = Schema.Struct({
+  jobs: Schema.Array(JobListItem),
+  nextCursor: Schema.NullOr(Schema.String),
+  hasMore: Schema.Boolean
+})
+
+export const CancelResponse = Schema.Struct({
+  jobId: Schema.String,
+  status: Schema.Literal("cancelled"),
+  refundedMicroCents: Schema.Number
+})
+
+export const CostEstimateView = Schema.Struct({
+  baseCostMicroCents: Schema.Number,
+  estimatedCostMicroCents: Schema.Number,
+  breakdown: Schema.Array(Schema.Struct({ component: Schema.String, costMicroCents: Schema.Number })),
+  hasDiscount: Schema.Boolean,
+  discounted: Schema.optional(
+    Schema.Struct({ type: Schema.String, percentage: Schema.Number, savedMicroCents: Schema.Number })
+  )
+})
+
+export const JobIdPath = Schema.Struct({ jobId: Schema.String })

@@ -1,0 +1,47 @@
+import type { Account, ApiKey } from "../domain/account.js"
+import { type Job, progressOf } from "../domain/job.js"
+
+export const iso = (ms: number): string => new Date(ms).toISOString()
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
+
+export const jobView = (job: Job) => ({
+  jobId: job.id,
+  status: job.status,
+  progress: progressOf(job.status),
+  output: job.outputs?.[0]?.url ?? null,
+  outputs: job.outputs,
+  error: job.error,
+  createdAt: iso(job.createdAt),
+  completedAt: isoOrNull(job.completedAt)
+})
+
+export const jobListItem = (job: Job) => ({
+  jobId: job.id,
+  status: job.status,
+  progress: progressOf(job.status),
+  model: job.model,
+  createdAt: iso(job.createdAt),
+  completedAt: isoOrNull(job.completedAt)
+})
+
+export const submitView = (job: Job) => ({
+  jobId: job.id,
+  requestId: job.requestId,
+  status: "pending" as const,
+  estimatedCompletionTime: iso(job.estimatedCompletionAt),
+  costMicroCents: job.costMicroCents
+})
+
+export const accountView = (account: Account) => ({ ...account, createdAt: iso(account.createdAt) })
+
+export const apiKeyView = (key: ApiKey) => ({
+  id: key.id,
+  accountId: key.accountId,
+  name: key.name,
+  scopes: key.scopes,
+  allowedIPs: key.allowedIPs,
+  hint: key.hint,
+  active: key.active,
+  expiresAt: isoOrNull(key.expiresAt),
+  createdAt: iso(key.createdAt)
+})

@@ -1,0 +1,105 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, type Layer, Option, Ref, Scope, TestClock } from "effect"
+import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
+import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import type { Generator } from "../../src/ports/Generator.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import { Jobs } from "../../src/services/Jobs.js"
+import { Worker } from "../../src/services/Worker.js"
+import { demoCaller, memoryEngine } from "../support/engineLayer.js"
+
+const text = (content: string) => ({
+  type: "text" as const,
+  file: { bytes: new TextEncoder().encode(content), contentType: "text/plain", extension: "txt" }
+})
+
+/** A generator whose first `hangs` runs never finish (their worker "dies"), later runs succeed after `takesMs`. */
+const scripted = (hangs: number, takesMs = 0) =>
+  Effect.map(Ref.make(0), (runs): Generator => ({
+    generate: () =>
+      Ref.getAndUpdate(runs, (n) => n + 1).pipe(
+        Effect.flatMap((n) => (n < hangs ? Effect.never : Effect.sleep(takesMs))),
+        Effect.as([text("done")])
+      )
+  }))
+
+const LEASE = 10_000
+const settings = { leaseMs: LEASE, maxAttempts: 2, pollIntervalMs: 100, drainTimeoutMs: 60_000 }
+const submitText = (caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>) =>
+  Effect.flatMap(Jobs, (jobs) =>
+    jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
+  )
+const jobOf = (id: JobId) => Effect.flatMap(JobRepo, (repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
+const balanceOf = (id: AccountId) => Effect.flatMap(AccountRepo, (repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
+
+type EngineServices = Layer.Layer.Success<ReturnType<typeof memoryEngine>>
+const withGenerator = <A, E>(hangs: number, takesMs: number, body: Effect.Effect<A, E, EngineServices>) =>
+  Effect.flatMap(scripted(hangs, takesMs), (generator) => Effect.provide(body, memoryEngine(generator, settings)))
+
+describe("Worker", () => {
+  it.effect("takes over a job whose worker died once the lease expires", () =>
+    withGenerator(1, 0, Effect.gen(function*() {
+      const worker = yield* Worker
+      const caller = yield* demoCaller()
+      const { job } = yield* submitText(caller)
+      const dying = yield* Effect.fork(worker.runOnce("A"))
+      yield* TestClock.adjust(1)
+      yield* Fiber.interrupt(dying)
+      expect((yield* jobOf(job.id))).toMatchObject({ status: "processing", attempts: 1, leaseOwner: "A" })
+
+      expect(yield* worker.runOnce("B")).toBe(false)
+      yield* TestClock.adjust(LEASE)
+      expect(yield* worker.runOnce("B")).toBe(true)
+      const done = yield* jobOf(job.id)
+      expect(done).toMatchObject({ status: "completed", attempts: 2, leaseOwner: null })
+      expect(done.outputs?.[0]?.url).toBe(`http://files.test/${job.id}-0.txt`)
+    })))
+
+  it.effect("fails the job with a refund when every attempt's worker died", () =>
+    withGenerator(2, 0, Effect.gen(function*() {
+      const worker = yield* Worker
+      const caller = yield* demoCaller(100_000)
+      const { job } = yield* submitText(caller)
+      for (const id of ["A", "B"]) {
+        const dying = yield* Effect.fork(worker.runOnce(id))
+        yield* TestClock.adjust(1)
+        yield* Fiber.interrupt(dying)
+        yield* TestClock.adjust(LEASE)
+      }
+      expect(yield* balanceOf(caller.account.id)).toBe(100_000 - job.costMicroCents)
+      expect(yield* worker.runOnce("C")).toBe(false)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", attempts: 2, error: { code: "INTERNAL_ERROR" } })
+      expect(yield* balanceOf(caller.account.id)).toBe(100_000)
+    })))
+
+  it.effect("keeps the lease alive while a long job runs", () =>
+    withGenerator(0, 3 * LEASE, Effect.gen(function*() {
+      const worker = yield* Worker
+      const { job } = yield* submitText(yield* demoCaller())
+      const running = yield* Effect.fork(worker.runOnce("A"))
+      yield* TestClock.adjust(2 * LEASE)
+      expect(yield* worker.runOnce("B")).toBe(false)
+      yield* TestClock.adjust(LEASE)
+      yield* Fiber.join(running)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", attempts: 1 })
+    })))
+
+  it.effect("drains running jobs on shutdown and claims nothing new", () =>
+    withGenerator(0, 5_000, Effect.gen(function*() {
+      const worker = yield* Worker
+      const caller = yield* demoCaller()
+      const { job } = yield* submitText(caller)
+      const scope = yield* Scope.make()
+      yield* worker.start(1).pipe(Scope.extend(scope))
+      yield* TestClock.adjust(1)
+      expect((yield* jobOf(job.id)).status).toBe("processing")
+      const closed = yield* Deferred.make<void>()
+      yield* Effect.fork(Scope.close(scope, Exit.void).pipe(Effect.zipRight(Deferred.succeed(closed, undefined))))
+      yield* TestClock.adjust(1)
+      const later = yield* submitText(caller)
+      yield* TestClock.adjust(5_000)
+      yield* Deferred.await(closed)
+      expect((yield* jobOf(job.id)).status).toBe("completed")
+      expect((yield* jobOf(later.job.id)).status).toBe("pending")
+    })))
+})

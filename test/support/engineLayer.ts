@@ -1,0 +1,42 @@
+import { Effect, Layer } from "effect"
+import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
+import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
+import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { EngineServicesLive } from "../../src/engine.js"
+import { type Generator, layerGenerators } from "../../src/ports/Generator.js"
+import { Admin } from "../../src/services/Admin.js"
+import { Auth } from "../../src/services/Auth.js"
+import { Catalog } from "../../src/services/Catalog.js"
+import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
+import { demoCatalog } from "./demoCatalog.js"
+
+/** The engine's services over memory stores, with the given generator as provider `demo`. */
+export const memoryEngine = (generator: Generator, settings: Partial<EngineSettings> = {}) =>
+  EngineServicesLive.pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        layerMemoryStores,
+        layerLocalJobSignal,
+        layerMemoryBlobStore("http://files.test"),
+        layerGenerators({ demo: generator }),
+        EngineConfig.layer(settings)
+      )
+    )
+  )
+
+/** Loads the demo catalog and returns a caller with `credits` micro-cents. */
+export const demoCaller = (credits = 1_000_000, maxConcurrentJobs = 10) =>
+  Effect.gen(function*() {
+    yield* (yield* Catalog).replace(demoCatalog())
+    const admin = yield* Admin
+    const account = yield* admin.createAccount({
+      name: "t",
+      creditsMicroCents: credits,
+      maxConcurrentJobs,
+      segments: [],
+      allowedModels: [],
+      discounts: []
+    })
+    const key = yield* admin.createKey(account.id, { name: "k", scopes: [], allowedIPs: [], expiresAt: null })
+    return yield* (yield* Auth).authenticate({ authorization: `Bearer ${key.secret}` })
+  })

@@ -1,0 +1,106 @@
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
+import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
+import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
+import { EngineServicesLive } from "../../src/engine.js"
+import { HttpConfig } from "../../src/http/HttpConfig.js"
+import { makeWebHandler } from "../../src/http/layer.js"
+import { layerGenerators } from "../../src/ports/Generator.js"
+import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
+import { Worker } from "../../src/services/Worker.js"
+import { demoCatalog } from "./demoCatalog.js"
+
+export const ADMIN_TOKEN = "test-admin-token"
+export const BASE = "http://engine.test"
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+/** The engine's HTTP surface over memory stores, driven through its web handler. */
+export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}) => {
+  const services = EngineServicesLive.pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        layerMemoryStores,
+        layerLocalJobSignal,
+        layerMemoryBlobStore(`${BASE}/files`),
+        layerGenerators({ demo: makeDemoGenerator() }),
+        EngineConfig.layer(settings),
+        HttpConfig.layer({ adminToken: Redacted.make(ADMIN_TOKEN) })
+      )
+    )
+  )
+  const runtime = ManagedRuntime.make(services)
+  const context = await runtime.runPromise(Effect.context<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
+  const web = makeWebHandler(Layer.succeedContext(context))
+
+  const request = async (
+    method: string,
+    path: string,
+    options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly rawBody?: string } = {}
+  ): Promise<Reply> => {
+    const hasBody = options.body !== undefined || options.rawBody !== undefined
+    const response = await web.handler(
+      new Request(`${BASE}${path}`, {
+        method,
+        headers: { ...(hasBody ? { "content-type": "application/json" } : {}), ...options.headers },
+        ...(hasBody ? { body: options.rawBody ?? JSON.stringify(options.body) } : {})
+      })
+    )
+    const text = await response.text()
+    const isJson = (response.headers.get("content-type") ?? "").includes("json")
+    return { status: response.status, headers: response.headers, body: isJson && text !== "" ? JSON.parse(text) : text }
+  }
+
+  const admin = (method: string, path: string, body?: unknown) =>
+    request(method, path, { body, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+
+  const withKey = (key: string) => ({
+    get: (path: string, headers: Record<string, string> = {}) =>
+      request("GET", path, { headers: { authorization: `Bearer ${key}`, ...headers } }),
+    post: (path: string, body?: unknown, headers: Record<string, string> = {}) =>
+      request("POST", path, { body, headers: { authorization: `Bearer ${key}`, ...headers } })
+  })
+
+  /** An account with credits and one key; returns the key's secret. */
+  const account = async (
+    options: { readonly credits?: number; readonly scopes?: Array<string>; readonly allowedIPs?: Array<string> } & Record<
+      string,
+      unknown
+    > = {}
+  ) => {
+    const { allowedIPs, credits, scopes, ...rest } = options
+    const created = await admin("POST", "/admin/accounts", { name: "test", creditsMicroCents: credits ?? 10_000_000, ...rest })
+    if (created.status !== 201) throw new Error(`account: ${JSON.stringify(created.body)}`)
+    const key = await admin("POST", `/admin/accounts/${created.body.id}/keys`, {
+      name: "k",
+      scopes: scopes ?? [],
+      allowedIPs: allowedIPs ?? []
+    })
+    if (key.status !== 201) throw new Error(`key: ${JSON.stringify(key.body)}`)
+    return { accountId: created.body.id as string, keyId: key.body.id as string, key: key.body.key as string, ...withKey(key.body.key) }
+  }
+
+  const loaded = await admin("PUT", "/admin/catalog", demoCatalog())
+  if (loaded.status !== 200) throw new Error(`catalog: ${JSON.stringify(loaded.body)}`)
+
+  return {
+    request,
+    admin,
+    account,
+    withKey,
+    runtime,
+    /** Runs one job to its end through the real worker, as a worker process would. */
+    work: (workerId = "test-worker") => runtime.runPromise(Effect.flatMap(Worker, (w) => w.runOnce(workerId))),
+    dispose: async () => {
+      await web.dispose()
+      await runtime.dispose()
+    }
+  }
+}
+
+export type HttpEngine = Awaited<ReturnType<typeof makeHttpEngine>>
