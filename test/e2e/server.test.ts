@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
+
+const ADMIN = "e2e-admin-token"
+const KEY_PATTERN = /gjk_[A-Za-z0-9_-]{43}/
+
+const call = async (server: RunningServer, method: string, path: string, key?: string, body?: unknown) => {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+      ...(body === undefined ? {} : { "content-type": "application/json" })
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const type = response.headers.get("content-type") ?? ""
+  return { status: response.status, headers: response.headers, body: type.includes("json") ? await response.json() : new Uint8Array(await response.arrayBuffer()) }
+}
+
+const waitFor = async (server: RunningServer, key: string, jobId: string, statuses: Array<string>) => {
+  const deadline = Date.now() + 20_000
+  while (Date.now() < deadline) {
+    const job = await call(server, "GET", `/v1/jobs/${jobId}`, key)
+    if (statuses.includes(job.body.status)) return job.body
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`job ${jobId} never reached ${statuses.join("/")}`)
+}
+
+describe("the bundled server on its embedded defaults", () => {
+  const dataDir = tempDataDir()
+  let server: RunningServer
+  let key: string
+  beforeAll(async () => {
+    server = await startServer({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, WORKER_CONCURRENCY: "1", JOB_LEASE_MS: "2000" })
+    key = KEY_PATTERN.exec(server.output)![0]
+  })
+  afterAll(async () => {
+    await server.stop("SIGKILL")
+  })
+
+  it("prints a working demo key and runs a job to a downloadable PNG", async () => {
+    const submitted = await call(server, "POST", "/v1/jobs/submit", key, {
+      model: "demo/image-gen/text-to-image",
+      input: { prompt: "a lighthouse", width: 32, height: 32 }
+    })
+    expect(submitted.status).toBe(200)
+    const job = await waitFor(server, key, submitted.body.jobId, ["completed", "failed"])
+    expect(job.status).toBe("completed")
+    expect(job.output.startsWith(`${server.url}/files/`)).toBe(true)
+    const file = await fetch(job.output)
+    expect(file.headers.get("content-type")).toBe("image/png")
+    expect([...new Uint8Array(await file.arrayBuffer()).slice(0, 8)]).toEqual([137, 80, 78, 71, 13, 10, 26, 10])
+  })
+
+  it("serves the OpenAPI document", async () => {
+    const doc = await call(server, "GET", "/v1/openapi.json")
+    expect(doc.status).toBe(200)
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(["/v1/jobs/submit", "/v1/jobs", "/v1/jobs/{jobId}"]))
+  })
+
+  it("checks IP allow-lists against the real client address", async () => {
+    const account = await call(server, "POST", "/admin/accounts", ADMIN, { name: "ip", creditsMicroCents: 1_000_000 })
+    const keyFor = async (allowedIPs: Array<string>) =>
+      (await call(server, "POST", `/admin/accounts/${account.body.id}/keys`, ADMIN, { name: "k", allowedIPs })).body.key as string
+    const elsewhere = await call(server, "GET", "/v1/jobs", await keyFor(["10.0.0.0/8", "2001:db8::/32"]))
+    expect(elsewhere.status).toBe(403)
+    expect(elsewhere.body.error.code).toBe("IP_NOT_WHITELISTED")
+    expect((await call(server, "GET", "/v1/jobs", await keyFor(["127.0.0.0/8"]))).status).toBe(200)
+    expect((await call(server, "GET", "/v1/jobs", await keyFor(["::ffff:127.0.0.1"]))).status).toBe(200)
+    const spoofed = await fetch(`${server.url}/v1/jobs`, {
+      headers: { authorization: `Bearer ${await keyFor(["10.0.0.1"])}`, "x-forwarded-for": "10.0.0.1" }
+    })
+    expect(spoofed.status).toBe(403)
+  })
+
+  it("drains a running job on SIGTERM and keeps every job across a restart", async () => {
+    const slow = await call(server, "POST", "/v1/jobs/submit", key, {
+      model: "demo/text-gen/text-to-text",
+      input: { prompt: "slow", demoDelayMs: 1500 }
+    })
+    await waitFor(server, key, slow.body.jobId, ["processing"])
+    expect(await server.stop("SIGTERM")).toBe(0)
+    server = await startServer({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, WORKER_CONCURRENCY: "0" })
+    expect(KEY_PATTERN.test(server.output)).toBe(false)
+    const job = await call(server, "GET", `/v1/jobs/${slow.body.jobId}`, key)
+    expect(job.body.status).toBe("completed")
+  })
+})
