@@ -45,7 +45,8 @@ export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware((app) =>
     return yield* app.pipe(
       Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),
       Effect.catchAllCause((cause) => {
-        const failure = Option.match(Cause.failureOption(cause), {
+        // A body that is not JSON arrives as a defect (RequestError), so defects are looked at too.
+        const failure = Option.match(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)), {
           onNone: () => undefined,
           onSome: (error) => asFailure(error, requestId)
         })

@@ -1,0 +1,96 @@
+import { Duration, Effect } from "effect"
+import { GenerationFailed, type GeneratedOutput, type Generator } from "../../../src/ports/Generator.js"
+import { drawScene, seedOf, synthTones } from "./draw.js"
+import { encodeApng, encodePng } from "./png.js"
+import { encodeWav } from "./wav.js"
+
+export const DEMO_PROVIDER_ID = "demo"
+
+const MAX_DELAY_MS = 10 * 60 * 1000
+const SAMPLE_RATE = 22_050
+const VIDEO = { width: 160, height: 120, frames: 12, frameDelayMs: 100 }
+
+const intIn = (value: unknown, min: number, max: number, fallback: number): number =>
+  typeof value === "number" && Number.isInteger(value) && value >= min && value <= max ? value : fallback
+
+const numberIn = (value: unknown, min: number, max: number, fallback: number): number =>
+  typeof value === "number" && Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : fallback
+
+const png = (bytes: Uint8Array) => ({ bytes, contentType: "image/png", extension: "png" })
+
+const image = (prompt: string, input: Record<string, unknown>): GeneratedOutput => {
+  const width = intIn(input["width"], 16, 1024, 256)
+  const height = intIn(input["height"], 16, 1024, 256)
+  return { type: "image", file: png(encodePng(drawScene(seedOf(prompt), width, height))), metadata: { width, height, format: "png" } }
+}
+
+const video = (prompt: string): GeneratedOutput => {
+  const seed = seedOf(prompt)
+  const frames = Array.from({ length: VIDEO.frames }, (_, i) => drawScene(seed, VIDEO.width, VIDEO.height, i / VIDEO.frames))
+  const still = png(encodePng(frames[0]!))
+  return {
+    type: "video",
+    file: { bytes: encodeApng(frames, VIDEO.frameDelayMs), contentType: "image/apng", extension: "png" },
+    thumbnail: still,
+    posterImage: still,
+    metadata: {
+      width: VIDEO.width,
+      height: VIDEO.height,
+      frames: VIDEO.frames,
+      format: "apng",
+      durationSeconds: (VIDEO.frames * VIDEO.frameDelayMs) / 1000
+    }
+  }
+}
+
+const audio = (prompt: string, input: Record<string, unknown>): GeneratedOutput => {
+  const durationSeconds = numberIn(input["duration"], 0.1, 30, 2)
+  return {
+    type: "audio",
+    file: { bytes: encodeWav(synthTones(seedOf(prompt), durationSeconds, SAMPLE_RATE), SAMPLE_RATE), contentType: "audio/wav", extension: "wav" },
+    metadata: { durationSeconds, sampleRate: SAMPLE_RATE, format: "wav" }
+  }
+}
+
+const text = (prompt: string): GeneratedOutput => {
+  const subject = prompt.trim() === "" ? "nothing in particular" : prompt.trim()
+  const content = [
+    `You asked about: ${subject}.`,
+    `The demo provider wrote this without a model, so the same prompt always gets the same answer.`,
+    `Its fingerprint is ${Buffer.from(seedOf(prompt)).toString("hex").slice(0, 16)}.`
+  ].join("\n")
+  return {
+    type: "text",
+    file: { bytes: new TextEncoder().encode(content), contentType: "text/plain; charset=utf-8", extension: "txt" },
+    metadata: { format: "txt", characters: content.length }
+  }
+}
+
+/**
+ * The bundled provider: real files made locally from the prompt. `demoDelayMs` sets the
+ * processing time (on Effect's clock) and `demoFail: true` fails the job, for integration tests.
+ */
+export const makeDemoGenerator = (): Generator => ({
+  generate: ({ job, model }) =>
+    Effect.gen(function*() {
+      const input = job.input
+      const delay = numberIn(input["demoDelayMs"], 0, MAX_DELAY_MS, 0)
+      if (delay > 0) yield* Effect.sleep(Duration.millis(delay))
+      if (input["demoFail"] === true) {
+        return yield* Effect.fail(new GenerationFailed({ message: "demoFail was set: the demo provider failed on purpose" }))
+      }
+      const prompt = typeof input["prompt"] === "string" ? input["prompt"] : ""
+      switch (model.category) {
+        case "image":
+          return [image(prompt, input)]
+        case "video":
+          return [video(prompt)]
+        case "audio":
+          return [audio(prompt, input)]
+        case "text":
+          return [text(prompt)]
+        default:
+          return yield* Effect.fail(new GenerationFailed({ message: `The demo provider cannot make "${model.category}"` }))
+      }
+    })
+})

@@ -1,0 +1,68 @@
+/**
+ * Throughput of the job path through the real HTTP handler: submit, get, list, cancel, over
+ * memory and SQLite stores. Prints operations per second; compare runs on the same machine.
+ */
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { layerMemoryBlobStore } from "../adapters/memory/MemoryBlobStore.js"
+import { layerLocalJobSignal } from "../adapters/memory/LocalJobSignal.js"
+import { layerMemoryStores } from "../adapters/memory/layer.js"
+import { layerSqlite } from "../adapters/sql/layer.js"
+import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../adapters/generators/demo/DemoGenerator.js"
+import { EngineServicesLive } from "../src/engine.js"
+import { HttpConfig } from "../src/http/HttpConfig.js"
+import { makeWebHandler } from "../src/http/layer.js"
+import { layerGenerators } from "../src/ports/Generator.js"
+import { EngineConfig } from "../src/services/EngineConfig.js"
+import { demoCatalog } from "../test/support/demoCatalog.js"
+
+const ADMIN = "bench-admin"
+const N = Number(process.env.BENCH_N ?? 2000)
+
+const bench = async (name: string, stores: Layer.Layer<any, any>) => {
+  const services = EngineServicesLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      stores,
+      layerLocalJobSignal,
+      layerMemoryBlobStore("http://bench/files"),
+      layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),
+      EngineConfig.layer({}),
+      HttpConfig.layer({ adminToken: Redacted.make(ADMIN) })
+    ))
+  )
+  const runtime = ManagedRuntime.make(services)
+  const context = await runtime.runPromise(Effect.context<any>())
+  const { dispose, handler } = makeWebHandler(Layer.succeedContext(context))
+  const call = async (method: string, path: string, auth: string, body?: unknown) => {
+    const response = await handler(new Request(`http://bench${path}`, {
+      method,
+      headers: { authorization: `Bearer ${auth}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    }))
+    return response.json() as Promise<any>
+  }
+  await call("PUT", "/admin/catalog", ADMIN, demoCatalog())
+  const account = await call("POST", "/admin/accounts", ADMIN, { name: "bench", creditsMicroCents: 1e12, maxConcurrentJobs: 1e6 })
+  const key = (await call("POST", `/admin/accounts/${account.id}/keys`, ADMIN, { name: "k" })).key
+
+  const time = async (label: string, op: (i: number) => Promise<unknown>) => {
+    const start = performance.now()
+    for (let i = 0; i < N; i++) await op(i)
+    const ms = performance.now() - start
+    console.log(`${name.padEnd(8)} ${label.padEnd(10)} ${(N / (ms / 1000)).toFixed(0).padStart(7)} ops/s  ${(ms / N).toFixed(3)} ms/op`)
+  }
+  const ids: Array<string> = []
+  await time("submit", async (i) => ids.push((await call("POST", "/v1/jobs/submit", key, { model: "demo/text-gen/text-to-text", input: { prompt: `p${i}` } })).jobId))
+  await time("get", (i) => call("GET", `/v1/jobs/${ids[i]}`, key))
+  await time("list", () => call("GET", "/v1/jobs?limit=20", key))
+  await time("cancel", (i) => call("POST", `/v1/jobs/${ids[i]}/cancel`, key))
+  await dispose()
+  await runtime.dispose()
+}
+
+const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-"))
+await bench("memory", layerMemoryStores)
+await bench("sqlite", layerSqlite({ filename: join(dir, "bench.db") }))
+rmSync(dir, { recursive: true, force: true })
