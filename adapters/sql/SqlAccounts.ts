@@ -1,0 +1,94 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import type { AccountRepo } from "../../src/ports/AccountRepo.js"
+import type { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
+import { postLedger } from "./ledger.js"
+import { AccountRow, ApiKeyRow, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
+
+const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
+const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
+const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
+const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
+
+export const makeSqlAccounts = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+
+  const find = (id: string) =>
+    sql`SELECT * FROM accounts WHERE id = ${id}`.pipe(
+      Effect.flatMap(decodeAccounts),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount))
+    )
+
+  const accounts: AccountRepo["Type"] = {
+    create: (account, initialCredit) =>
+      sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO accounts ${
+          sql.insert({
+            id: account.id,
+            name: account.name,
+            balance_micro_cents: 0,
+            max_concurrent_jobs: account.maxConcurrentJobs,
+            segments: JSON.stringify(account.segments),
+            allowed_models: JSON.stringify(account.allowedModels),
+            discounts: JSON.stringify(account.discounts),
+            webhook_secret: account.webhookSecret,
+            created_at: account.createdAt
+          })
+        }`
+        if (initialCredit > 0) {
+          yield* postLedger(sql, { accountId: account.id, jobId: null, kind: "credit", amountMicroCents: initialCredit, now: account.createdAt })
+        }
+        return Option.getOrThrow(yield* find(account.id))
+      })).pipe(storeErrors("create account")),
+    get: (id) => find(id).pipe(storeErrors("read account")),
+    addCredits: (id, amount, now) =>
+      sql.withTransaction(Effect.gen(function*() {
+        if (Option.isNone(yield* find(id))) return Option.none()
+        yield* postLedger(sql, { accountId: id, jobId: null, kind: "credit", amountMicroCents: amount, now })
+        return yield* find(id)
+      })).pipe(storeErrors("add credits")),
+    ledger: (id) =>
+      sql`SELECT * FROM ledger WHERE account_id = ${id} ORDER BY created_at, id`.pipe(
+        Effect.flatMap(decodeLedger),
+        Effect.map((rows) => rows.map(toLedgerEntry)),
+        storeErrors("read ledger")
+      ),
+    count: sql`SELECT COUNT(*) AS n FROM accounts`.pipe(
+      Effect.flatMap(decodeCount),
+      Effect.map((rows) => rows[0]?.n ?? 0),
+      storeErrors("count accounts")
+    )
+  }
+
+  const findKey = (column: "id" | "hash", value: string) =>
+    (column === "id" ? sql`SELECT * FROM api_keys WHERE id = ${value}` : sql`SELECT * FROM api_keys WHERE hash = ${value}`).pipe(
+      Effect.flatMap(decodeKeys),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toApiKey))
+    )
+
+  const keys: ApiKeyRepo["Type"] = {
+    create: (key) =>
+      sql`INSERT INTO api_keys ${
+        sql.insert({
+          id: key.id,
+          account_id: key.accountId,
+          name: key.name,
+          scopes: JSON.stringify(key.scopes),
+          allowed_ips: JSON.stringify(key.allowedIPs),
+          hash: key.hash,
+          hint: key.hint,
+          active: key.active ? 1 : 0,
+          expires_at: key.expiresAt,
+          created_at: key.createdAt
+        })
+      }`.pipe(Effect.asVoid, storeErrors("create API key")),
+    findByHash: (hash) => findKey("hash", hash).pipe(storeErrors("read API key")),
+    deactivate: (id) =>
+      sql`UPDATE api_keys SET active = 0 WHERE id = ${id}`.pipe(
+        Effect.zipRight(findKey("id", id)),
+        storeErrors("deactivate API key")
+      )
+  }
+
+  return { accounts, keys } as const
+})

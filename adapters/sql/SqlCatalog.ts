@@ -1,0 +1,36 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { CatalogDocument, emptyCatalog } from "../../src/domain/catalog.js"
+import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { DbInt, storeErrors } from "./rows.js"
+
+const decodeStored = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ document: Schema.parseJson(CatalogDocument), revision: DbInt }))
+)
+const decodeRevision = Schema.decodeUnknown(Schema.Array(Schema.Struct({ revision: DbInt })))
+
+/** The catalog is one document in one row; its revision lets every process see a change. */
+export const makeSqlCatalog = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const load = sql`SELECT document, revision FROM catalog WHERE id = 1`.pipe(
+    Effect.flatMap(decodeStored),
+    Effect.map((rows) => rows[0] ?? { document: emptyCatalog, revision: 0 })
+  )
+  const encode = Schema.encode(Schema.parseJson(CatalogDocument))
+  const repo: CatalogRepo["Type"] = {
+    load: load.pipe(storeErrors("read catalog")),
+    revision: sql`SELECT revision FROM catalog WHERE id = 1`.pipe(
+      Effect.flatMap(decodeRevision),
+      Effect.map((rows) => rows[0]?.revision ?? 0),
+      storeErrors("read catalog revision")
+    ),
+    replace: (document) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const text = yield* encode(document)
+        yield* sql`INSERT INTO catalog (id, document, revision) VALUES (1, ${text}, 1)
+          ON CONFLICT (id) DO UPDATE SET document = ${text}, revision = catalog.revision + 1`
+        return yield* load
+      })).pipe(storeErrors("replace catalog"))
+  }
+  return repo
+})

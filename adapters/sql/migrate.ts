@@ -1,0 +1,11 @@
+import { Migrator } from "@effect/sql"
+import { Layer } from "effect"
+import initial from "./migrations/0001_initial.js"
+
+/**
+ * @effect/sql's migrator without schema dumps, so neither dialect needs pg_dump or the
+ * sqlite3 binary. It records applied migrations in `effect_sql_migrations`.
+ */
+const run = Migrator.make({})
+
+export const layerMigrations = Layer.effectDiscard(run({ loader: Migrator.fromRecord({ "0001_initial": initial }) }))

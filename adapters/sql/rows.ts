@@ -1,0 +1,134 @@
+import { SqlError } from "@effect/sql"
+import { Effect, ParseResult, Schema } from "effect"
+import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
+import { StoreError } from "../../src/domain/errors.js"
+import { Job } from "../../src/domain/job.js"
+
+/** PostgreSQL answers BIGINT as a string, SQLite as a number: both decode to a safe integer. */
+export const DbInt = Schema.Union(Schema.Int, Schema.NumberFromString.pipe(Schema.int()))
+const DbIntOrNull = Schema.NullOr(DbInt)
+const Json = <A, I>(schema: Schema.Schema<A, I>) => Schema.parseJson(schema)
+
+const JsonStrings = Json(Schema.Array(Schema.String))
+
+export const AccountRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  balance_micro_cents: DbInt,
+  max_concurrent_jobs: DbInt,
+  segments: JsonStrings,
+  allowed_models: JsonStrings,
+  discounts: Json(Account.fields.discounts),
+  webhook_secret: Schema.String,
+  created_at: DbInt
+})
+
+export const toAccount = (row: typeof AccountRow.Type): Account =>
+  Account.make({
+    id: row.id as Account["id"],
+    name: row.name,
+    balanceMicroCents: row.balance_micro_cents,
+    maxConcurrentJobs: row.max_concurrent_jobs,
+    segments: row.segments,
+    allowedModels: row.allowed_models,
+    discounts: row.discounts,
+    webhookSecret: row.webhook_secret,
+    createdAt: row.created_at
+  })
+
+export const LedgerRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.String,
+  job_id: Schema.NullOr(Schema.String),
+  kind: LedgerEntry.fields.kind,
+  amount_micro_cents: DbInt,
+  created_at: DbInt
+})
+
+export const toLedgerEntry = (row: typeof LedgerRow.Type): LedgerEntry => ({
+  id: row.id,
+  accountId: row.account_id as LedgerEntry["accountId"],
+  jobId: row.job_id,
+  kind: row.kind,
+  amountMicroCents: row.amount_micro_cents,
+  createdAt: row.created_at
+})
+
+export const ApiKeyRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.String,
+  name: Schema.String,
+  scopes: Json(ApiKey.fields.scopes),
+  allowed_ips: JsonStrings,
+  hash: Schema.String,
+  hint: Schema.String,
+  active: DbInt,
+  expires_at: DbIntOrNull,
+  created_at: DbInt
+})
+
+export const toApiKey = (row: typeof ApiKeyRow.Type): ApiKey => ({
+  id: row.id as ApiKey["id"],
+  accountId: row.account_id as ApiKey["accountId"],
+  name: row.name,
+  scopes: row.scopes,
+  allowedIPs: row.allowed_ips,
+  hash: row.hash,
+  hint: row.hint,
+  active: row.active === 1,
+  expiresAt: row.expires_at,
+  createdAt: row.created_at
+})
+
+export const JobRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.String,
+  request_id: Schema.String,
+  model: Schema.String,
+  version: Schema.String,
+  input: Json(Job.fields.input),
+  webhook_url: Schema.NullOr(Schema.String),
+  status: Job.fields.status,
+  cost_micro_cents: DbInt,
+  error: Schema.NullOr(Json(Schema.NullOr(Job.fields.error.members[0]))),
+  outputs: Schema.NullOr(Json(Job.fields.outputs.members[0])),
+  created_at: DbInt,
+  estimated_completion_at: DbInt,
+  started_at: DbIntOrNull,
+  completed_at: DbIntOrNull,
+  attempts: DbInt,
+  lease_owner: Schema.NullOr(Schema.String),
+  lease_expires_at: DbIntOrNull
+})
+
+export const toJob = (row: typeof JobRow.Type): Job => ({
+  id: row.id as Job["id"],
+  accountId: row.account_id as Job["accountId"],
+  requestId: row.request_id as Job["requestId"],
+  model: row.model,
+  version: row.version,
+  input: row.input,
+  webhookUrl: row.webhook_url,
+  status: row.status,
+  costMicroCents: row.cost_micro_cents,
+  error: row.error ?? null,
+  outputs: row.outputs,
+  createdAt: row.created_at,
+  estimatedCompletionAt: row.estimated_completion_at,
+  startedAt: row.started_at,
+  completedAt: row.completed_at,
+  attempts: row.attempts,
+  leaseOwner: row.lease_owner,
+  leaseExpiresAt: row.lease_expires_at
+})
+
+/** SQL and row-decoding failures leave the adapter as StoreError. */
+export const storeErrors = (what: string) =>
+<A, E, R>(
+  effect: Effect.Effect<A, E | SqlError.SqlError | ParseResult.ParseError, R>
+): Effect.Effect<A, Exclude<E, SqlError.SqlError | ParseResult.ParseError> | StoreError, R> =>
+  Effect.catchIf(
+    effect,
+    (e): e is SqlError.SqlError | ParseResult.ParseError => e instanceof SqlError.SqlError || ParseResult.isParseError(e),
+    (cause) => Effect.fail(new StoreError({ message: `${what} failed`, cause }))
+  ) as Effect.Effect<A, Exclude<E, SqlError.SqlError | ParseResult.ParseError> | StoreError, R>
