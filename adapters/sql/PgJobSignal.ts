@@ -21,7 +21,10 @@ export const makePgJobSignal = Effect.gen(function*() {
     Effect.forkScoped
   )
   return JobSignal.of({
-    notify: pg.notify(CHANNEL, "").pipe(
+    // PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters in
+    // NOTIFY); pg_notify() takes them. PgClient.listen drops empty payloads, hence "job".
+    notify: pg`SELECT pg_notify(${CHANNEL}, 'job')`.pipe(
+      Effect.asVoid,
       Effect.catchAll((error) => Effect.logWarning("could not notify workers; they will poll", error))
     ),
     wait: (maxMs) =>

@@ -1,0 +1,4 @@
+import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { runStoreConformance } from "./storeSuite.js"
+
+runStoreConformance("memory", () => layerMemoryStores)

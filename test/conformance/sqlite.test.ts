@@ -1,0 +1,11 @@
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { layerSqlite } from "../../adapters/sql/layer.js"
+import { runStoreConformance } from "./storeSuite.js"
+
+const dir = mkdtempSync(join(tmpdir(), "genjobs-sqlite-"))
+let n = 0
+
+// A fresh file per test: WAL mode and migrations run as in production.
+runStoreConformance("sqlite", () => layerSqlite({ filename: join(dir, `store-${++n}.db`) }))

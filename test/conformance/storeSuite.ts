@@ -1,0 +1,365 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, type Layer, Option } from "effect"
+import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
+import type { EngineError } from "../../src/domain/errors.js"
+import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
+import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
+import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
+
+export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo
+
+const codeOf = <A>(result: Either.Either<A, unknown>) =>
+  Either.isLeft(result) ? (result.left as EngineError).code : "ok"
+
+const balanceAndLedger = (id: AccountId) =>
+  Effect.gen(function*() {
+    const repo = yield* AccountRepo
+    const account = Option.getOrThrow(yield* repo.get(id))
+    const entries = yield* repo.ledger(id)
+    return { balance: account.balanceMicroCents, sum: entries.reduce((s, e) => s + e.amountMicroCents, 0), entries }
+  })
+
+/**
+ * The behaviour every store adapter must share. `makeLayer` builds a fresh, empty store for
+ * each test.
+ */
+export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<Stores, unknown>) => {
+  const test = (title: string, body: () => Effect.Effect<void, unknown, Stores>) =>
+    it.live(title, () => Effect.provide(body(), makeLayer()))
+
+  const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
+    Effect.flatMap(JobRepo, (repo) =>
+      repo.submit({ maxConcurrentJobs: 100, rateLimits: NO_LIMITS, ...command }).pipe(Effect.either))
+
+  describe(`${name}: AccountRepo`, () => {
+    test("creates an account with its opening credit in the ledger", () =>
+      Effect.gen(function*() {
+        const repo = yield* AccountRepo
+        const created = yield* createAccount(5_000, { name: "Acme", segments: ["pro"], discounts: [{ type: "vip", percentage: 12.5 }] })
+        expect(created).toMatchObject({ name: "Acme", balanceMicroCents: 5_000, segments: ["pro"] })
+        expect(Option.getOrThrow(yield* repo.get(created.id))).toEqual(created)
+        const { entries, sum } = yield* balanceAndLedger(created.id)
+        expect(entries.map((e) => [e.kind, e.amountMicroCents, e.jobId])).toEqual([["credit", 5_000, null]])
+        expect(sum).toBe(5_000)
+        expect(yield* repo.count).toBe(1)
+      }))
+
+    test("adds credits through the ledger; unknown accounts are None", () =>
+      Effect.gen(function*() {
+        const repo = yield* AccountRepo
+        const created = yield* createAccount(0)
+        expect((yield* repo.ledger(created.id))).toEqual([])
+        const updated = yield* repo.addCredits(created.id, 700, T0 + 1)
+        expect(Option.getOrThrow(updated).balanceMicroCents).toBe(700)
+        expect(Option.isNone(yield* repo.addCredits("acc_missing" as AccountId, 1, T0))).toBe(true)
+        expect(Option.isNone(yield* repo.get("acc_missing" as AccountId))).toBe(true)
+        const { balance, sum } = yield* balanceAndLedger(created.id)
+        expect(sum).toBe(balance)
+      }))
+  })
+
+  describe(`${name}: ApiKeyRepo`, () => {
+    test("finds keys by hash and deactivates them", () =>
+      Effect.gen(function*() {
+        const repo = yield* ApiKeyRepo
+        const owner = yield* createAccount(0)
+        const key = {
+          id: "key_1" as ApiKeyId,
+          accountId: owner.id,
+          name: "k",
+          scopes: ["submit_job", "check_status"] as const,
+          allowedIPs: ["10.0.0.0/8", "::1"],
+          hash: "a".repeat(64),
+          hint: "gjk_abcd",
+          active: true,
+          expiresAt: T0 + 1000,
+          createdAt: T0
+        }
+        yield* repo.create(key)
+        expect(Option.getOrThrow(yield* repo.findByHash("a".repeat(64)))).toEqual(key)
+        expect(Option.isNone(yield* repo.findByHash("b".repeat(64)))).toBe(true)
+        expect(Option.getOrThrow(yield* repo.deactivate(key.id))).toEqual({ ...key, active: false })
+        expect(Option.getOrThrow(yield* repo.findByHash("a".repeat(64))).active).toBe(false)
+        expect(Option.isNone(yield* repo.deactivate("key_missing" as ApiKeyId))).toBe(true)
+      }))
+  })
+
+  describe(`${name}: CatalogRepo`, () => {
+    test("starts empty and round-trips documents with a growing revision", () =>
+      Effect.gen(function*() {
+        const repo = yield* CatalogRepo
+        expect(yield* repo.load).toEqual({ document: emptyCatalog, revision: 0 })
+        expect(yield* repo.revision).toBe(0)
+        const doc = sampleCatalog()
+        expect((yield* repo.replace(doc)).revision).toBe(1)
+        expect(yield* repo.load).toEqual({ document: doc, revision: 1 })
+        const smaller = { ...doc, models: doc.models.slice(0, 1) }
+        yield* repo.replace(smaller)
+        expect(yield* repo.load).toEqual({ document: smaller, revision: 2 })
+        expect(yield* repo.revision).toBe(2)
+      }))
+  })
+
+  describe(`${name}: JobRepo submit`, () => {
+    test("stores the job exactly and charges it through the ledger", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id, { webhookUrl: "https://example.com/h" })
+        expect(yield* submit({ job: j })).toEqual(Either.right({ _tag: "Created", job: j }))
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(j)
+        const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
+        expect(balance).toBe(9_000)
+        expect(entries.filter((e) => e.kind === "charge").map((e) => [e.amountMicroCents, e.jobId])).toEqual([[-1_000, j.id]])
+        expect(sum).toBe(balance)
+      }))
+
+    test("refuses without writing anything: balance, concurrency, rate limits", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const poor = yield* createAccount(999)
+        expect(codeOf(yield* submit({ job: job(poor.id) }))).toBe("INSUFFICIENT_BALANCE")
+        const busy = yield* createAccount(100_000)
+        yield* submit({ job: job(busy.id), maxConcurrentJobs: 1 })
+        expect(codeOf(yield* submit({ job: job(busy.id), maxConcurrentJobs: 1 }))).toBe("CONCURRENT_JOBS_EXCEEDED")
+        const limited = yield* createAccount(100_000)
+        const limits = { requestsPerMinute: 2, requestsPerDay: 3 }
+        yield* submit({ job: job(limited.id, { createdAt: T0 }), rateLimits: limits })
+        yield* submit({ job: job(limited.id, { createdAt: T0 + 10_000 }), rateLimits: limits })
+        const refused = yield* submit({ job: job(limited.id, { createdAt: T0 + 20_000 }), rateLimits: limits })
+        expect(codeOf(refused)).toBe("RATE_LIMIT_EXCEEDED")
+        expect(Either.isLeft(refused) && (refused.left as EngineError).retryAfterSeconds).toBe(40)
+        // The minute window slides: the first job leaves it after 60 s.
+        expect(codeOf(yield* submit({ job: job(limited.id, { createdAt: T0 + 60_001 }), rateLimits: limits }))).toBe("ok")
+        // The day window still holds three.
+        const daily = yield* submit({ job: job(limited.id, { createdAt: T0 + 200_000 }), rateLimits: limits })
+        expect(codeOf(daily)).toBe("RATE_LIMIT_EXCEEDED")
+        expect(Either.isLeft(daily) && (daily.left as EngineError).retryAfterSeconds).toBe(86_400 - 200)
+        // Another version has its own allowance; a limit of 0 is none.
+        expect(codeOf(yield* submit({ job: job(limited.id, { createdAt: T0 + 200_000, version: "v2" }), rateLimits: limits }))).toBe("ok")
+        for (const who of [poor, busy, limited]) {
+          const { balance, sum } = yield* balanceAndLedger(who.id)
+          expect(sum).toBe(balance)
+        }
+        expect((yield* repo.list({ accountId: poor.id, limit: 10 }))).toEqual([])
+        expect((yield* repo.list({ accountId: busy.id, limit: 10 }))).toHaveLength(1)
+        expect((yield* repo.list({ accountId: limited.id, limit: 10 }))).toHaveLength(4)
+      }))
+
+    test("replays an idempotency key, refuses it with another body, forgets it after the window", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(10_000)
+        const idem = { key: "k1", requestHash: "h1", notBefore: T0 - 1 }
+        const first = job(owner.id)
+        expect(yield* submit({ job: first, idempotency: idem })).toEqual(Either.right({ _tag: "Created", job: first }))
+        expect(yield* submit({ job: job(owner.id), idempotency: idem })).toEqual(Either.right({ _tag: "Replayed", job: first }))
+        expect(codeOf(yield* submit({ job: job(owner.id), idempotency: { ...idem, requestHash: "h2" } }))).toBe("IDEMPOTENCY_KEY_REUSED")
+        const later = job(owner.id, { createdAt: T0 + 1000 })
+        const expired = yield* submit({ job: later, idempotency: { ...idem, requestHash: "h2", notBefore: T0 + 1 } })
+        expect(expired).toEqual(Either.right({ _tag: "Created", job: later }))
+        const other = yield* createAccount(10_000)
+        expect(Either.getOrThrow(yield* submit({ job: job(other.id), idempotency: idem }))._tag).toBe("Created")
+        expect((yield* balanceAndLedger(owner.id)).balance).toBe(8_000)
+      }))
+
+    test("a zero-cost job writes no ledger line", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(0)
+        const free = job(owner.id, { costMicroCents: 0 })
+        expect(codeOf(yield* submit({ job: free }))).toBe("ok")
+        yield* Effect.flatMap(JobRepo, (repo) => repo.cancel(free.id, owner.id, T0))
+        expect((yield* balanceAndLedger(owner.id)).entries).toEqual([])
+      }))
+
+    test("parallel submits never overshoot the concurrency maximum or the balance", () =>
+      Effect.gen(function*() {
+        const capped = yield* createAccount(100_000)
+        const byConcurrency = yield* Effect.all(
+          Array.from({ length: 12 }, () => submit({ job: job(capped.id), maxConcurrentJobs: 5 })),
+          { concurrency: "unbounded" }
+        )
+        expect(byConcurrency.filter(Either.isRight)).toHaveLength(5)
+        const broke = yield* createAccount(3_500)
+        const byBalance = yield* Effect.all(
+          Array.from({ length: 12 }, () => submit({ job: job(broke.id) })),
+          { concurrency: "unbounded" }
+        )
+        expect(byBalance.filter(Either.isRight)).toHaveLength(3)
+        const { balance, sum } = yield* balanceAndLedger(broke.id)
+        expect(balance).toBe(500)
+        expect(sum).toBe(balance)
+      }))
+  })
+
+  describe(`${name}: JobRepo list`, () => {
+    test("pages newest first over (createdAt, id) without misses or repeats when jobs arrive between pages", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(1_000_000)
+        const made = Array.from({ length: 9 }, (_, i) => job(owner.id, { createdAt: T0 + Math.floor(i / 3) }))
+        for (const j of made) yield* submit({ job: j })
+        const expected = [...made].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((j) => j.id)
+        const seen: Array<string> = []
+        let after: { createdAt: number; id: string } | undefined
+        for (let page = 0; page < 10; page++) {
+          const rows = yield* repo.list({ accountId: owner.id, limit: 2, ...(after === undefined ? {} : { after }) })
+          expect(rows.length).toBeLessThanOrEqual(3)
+          const shown = rows.slice(0, 2)
+          seen.push(...shown.map((j) => j.id))
+          yield* submit({ job: job(owner.id, { createdAt: T0 + 100 + page }) })
+          if (rows.length <= 2) break
+          after = { createdAt: shown[1]!.createdAt, id: shown[1]!.id }
+        }
+        expect(seen).toEqual(expected)
+      }))
+
+    test("filters by status and model, and never shows other accounts' jobs", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(1_000_000)
+        const other = yield* createAccount(1_000_000)
+        const a = job(owner.id, { model: "m/a" })
+        const b = job(owner.id, { model: "m/b", createdAt: T0 + 1 })
+        yield* submit({ job: a })
+        yield* submit({ job: b })
+        yield* submit({ job: job(other.id, { model: "m/a" }) })
+        yield* repo.cancel(a.id, owner.id, T0 + 2)
+        expect((yield* repo.list({ accountId: owner.id, limit: 10, status: "cancelled" })).map((j) => j.id)).toEqual([a.id])
+        expect((yield* repo.list({ accountId: owner.id, limit: 10, model: "m/b" })).map((j) => j.id)).toEqual([b.id])
+        expect((yield* repo.list({ accountId: owner.id, limit: 10 })).map((j) => j.id)).toEqual([b.id, a.id])
+      }))
+  })
+
+  describe(`${name}: JobRepo cancel`, () => {
+    test("cancels pending jobs with a refund of what was charged, and only those", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const stranger = yield* createAccount(0)
+        const j = job(owner.id, { costMicroCents: 1_234 })
+        yield* submit({ job: j })
+        expect(codeOf(yield* Effect.either(repo.cancel(j.id, stranger.id, T0)))).toBe("UNAUTHORIZED_ACCESS")
+        expect(codeOf(yield* Effect.either(repo.cancel("job_missing" as never, owner.id, T0)))).toBe("JOB_NOT_FOUND")
+        const outcome = yield* repo.cancel(j.id, owner.id, T0 + 5)
+        expect(outcome).toEqual({ job: { ...j, status: "cancelled", completedAt: T0 + 5 }, refundedMicroCents: 1_234 })
+        expect(codeOf(yield* Effect.either(repo.cancel(j.id, owner.id, T0 + 6)))).toBe("JOB_CANNOT_BE_CANCELLED")
+        const { balance, sum } = yield* balanceAndLedger(owner.id)
+        expect(balance).toBe(10_000)
+        expect(sum).toBe(balance)
+        const running = job(owner.id, { createdAt: T0 + 10 })
+        yield* submit({ job: running })
+        yield* repo.claim({ workerId: "w", now: T0 + 11, leaseMs: 1000, maxAttempts: 3 })
+        expect(codeOf(yield* Effect.either(repo.cancel(running.id, owner.id, T0 + 12)))).toBe("JOB_CANNOT_BE_CANCELLED")
+      }))
+
+    test("parallel cancels of one job refund it once", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        const results = yield* Effect.all(Array.from({ length: 8 }, () => Effect.either(repo.cancel(j.id, owner.id, T0 + 1))), {
+          concurrency: "unbounded"
+        })
+        expect(results.filter(Either.isRight)).toHaveLength(1)
+        const { balance, entries } = yield* balanceAndLedger(owner.id)
+        expect(balance).toBe(10_000)
+        expect(entries.filter((e) => e.kind === "refund")).toHaveLength(1)
+      }))
+  })
+
+  describe(`${name}: JobRepo queue`, () => {
+    test("claims the oldest pending job with a lease, once", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const older = job(owner.id, { createdAt: T0 })
+        const newer = job(owner.id, { createdAt: T0 + 1 })
+        yield* submit({ job: newer })
+        yield* submit({ job: older })
+        const first = Option.getOrThrow(yield* repo.claim({ workerId: "w1", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 }))
+        expect(first).toEqual({ ...older, status: "processing", attempts: 1, startedAt: T0 + 10, leaseOwner: "w1", leaseExpiresAt: T0 + 1_010 })
+        expect(Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 })).id).toBe(newer.id)
+        expect(Option.isNone(yield* repo.claim({ workerId: "w3", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
+      }))
+
+    test("parallel claims hand each job to one worker", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        for (let i = 0; i < 5; i++) yield* submit({ job: job(owner.id, { createdAt: T0 + i }) })
+        const claims = yield* Effect.all(
+          Array.from({ length: 10 }, (_, i) => repo.claim({ workerId: `w${i}`, now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 })),
+          { concurrency: "unbounded" }
+        )
+        const ids = claims.filter(Option.isSome).map((c) => c.value.id)
+        expect(ids).toHaveLength(5)
+        expect(new Set(ids).size).toBe(5)
+      }))
+
+    test("takes over an expired lease; only the lease holder renews, completes or fails", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        yield* repo.claim({ workerId: "dead", now: T0, leaseMs: 1_000, maxAttempts: 3 })
+        expect(Option.isNone(yield* repo.claim({ workerId: "w2", now: T0 + 999, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
+        expect(yield* repo.renewLease(j.id, "w2", T0 + 5_000)).toBe(false)
+        const taken = Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 3 }))
+        expect(taken).toMatchObject({ status: "processing", attempts: 2, leaseOwner: "w2", startedAt: T0 })
+        expect(yield* repo.renewLease(j.id, "dead", T0 + 9_000)).toBe(false)
+        expect(yield* repo.renewLease(j.id, "w2", T0 + 9_000)).toBe(true)
+        expect(Option.isNone(yield* repo.claim({ workerId: "w3", now: T0 + 5_000, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
+        const output = { url: "http://f/1.png", type: "image" as const, metadata: { width: 1 } }
+        expect(Option.isNone(yield* repo.complete(j.id, "dead", [output], T0 + 6_000))).toBe(true)
+        expect(Option.isNone(yield* repo.fail(j.id, "dead", { code: "GENERATION_FAILED", message: "x" }, T0 + 6_000))).toBe(true)
+        const done = Option.getOrThrow(yield* repo.complete(j.id, "w2", [output], T0 + 6_000))
+        expect(done).toMatchObject({ status: "completed", outputs: [output], completedAt: T0 + 6_000, leaseOwner: null, leaseExpiresAt: null })
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(done)
+        expect(Option.isNone(yield* repo.complete(j.id, "w2", [output], T0 + 7_000))).toBe(true)
+        expect((yield* balanceAndLedger(owner.id)).balance).toBe(9_000)
+      }))
+
+    test("fails a job whose attempts are used up, with a refund", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        yield* repo.claim({ workerId: "a", now: T0, leaseMs: 1_000, maxAttempts: 2 })
+        yield* repo.claim({ workerId: "b", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 2 })
+        expect(Option.isNone(yield* repo.claim({ workerId: "c", now: T0 + 2_000, leaseMs: 1_000, maxAttempts: 2 }))).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({
+          status: "failed",
+          attempts: 2,
+          error: { code: "INTERNAL_ERROR" },
+          completedAt: T0 + 2_000
+        })
+        expect((yield* balanceAndLedger(owner.id)).balance).toBe(10_000)
+      }))
+
+    test("fail refunds exactly once; abandoning a pending job refunds it", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
+        const error = { code: "GENERATION_FAILED" as const, message: "nope" }
+        const failed = Option.getOrThrow(yield* repo.fail(j.id, "w", error, T0 + 1))
+        expect(failed).toMatchObject({ status: "failed", error, completedAt: T0 + 1 })
+        expect(Option.isNone(yield* repo.fail(j.id, "w", error, T0 + 2))).toBe(true)
+        expect(Option.isNone(yield* repo.fail(j.id, null, error, T0 + 2))).toBe(true)
+        const pending = job(owner.id)
+        yield* submit({ job: pending })
+        expect(Option.getOrThrow(yield* repo.fail(pending.id, null, error, T0 + 3)).status).toBe("failed")
+        const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
+        expect(balance).toBe(10_000)
+        expect(sum).toBe(balance)
+        expect(entries.filter((e) => e.kind === "refund").map((e) => e.jobId).sort()).toEqual([j.id, pending.id].sort())
+      }))
+  })
+}

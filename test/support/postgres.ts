@@ -1,0 +1,54 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+
+/** The server the tests use; CI provides it at this address. */
+export const ADMIN_URL = process.env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+export const TEST_DB_PREFIX = "genjobs_t_"
+
+const onAdmin = <A>(run: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(
+    Effect.flatMap(PgClient.PgClient, run).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(ADMIN_URL), maxConnections: 1 }))
+    )
+  )
+
+const urlOf = (database: string) => {
+  const url = new URL(ADMIN_URL)
+  url.pathname = `/${database}`
+  return url.toString()
+}
+
+/**
+ * A new, empty database for one test. Undefined when PostgreSQL is not reachable, except under
+ * CI, where a missing server is an error: the PostgreSQL suites must not pass by skipping.
+ */
+export const freshPostgresUrl = async (): Promise<string | undefined> => {
+  const name = `${TEST_DB_PREFIX}${randomBytes(6).toString("hex")}`
+  try {
+    await onAdmin((sql) => sql`CREATE DATABASE ${sql(name)}`)
+    return urlOf(name)
+  } catch (error) {
+    if (process.env["CI"]) throw new Error(`PostgreSQL is required in CI (${ADMIN_URL}): ${String(error)}`)
+    return undefined
+  }
+}
+
+export const postgresAvailable = async (): Promise<boolean> => {
+  try {
+    await onAdmin((sql) => sql`SELECT 1`)
+    return true
+  } catch (error) {
+    if (process.env["CI"]) throw new Error(`PostgreSQL is required in CI (${ADMIN_URL}): ${String(error)}`)
+    return false
+  }
+}
+
+/** Drops every database the tests made; run once after all suites. */
+export const dropTestDatabases = () =>
+  onAdmin((sql) =>
+    Effect.gen(function*() {
+      const rows = yield* sql<{ datname: string }>`SELECT datname FROM pg_database WHERE datname LIKE ${`${TEST_DB_PREFIX}%`}`
+      for (const row of rows) yield* sql`DROP DATABASE IF EXISTS ${sql(row.datname)} WITH (FORCE)`
+    })
+  )
