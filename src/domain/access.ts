@@ -8,11 +8,18 @@ export const hasScope = (scopes: ReadonlyArray<Scope>, needed: Scope): boolean =
 type Address = ipaddr.IPv4 | ipaddr.IPv6
 type Range = readonly [Address, number]
 
+/**
+ * Dotted IPv4 must have four decimal parts: ipaddr.js also takes inet_aton forms such as
+ * "1.2.3" or "0x7f.1", which nobody writes in an allow-list on purpose.
+ */
+const isValidText = (text: string): boolean =>
+  text.includes(":") ? ipaddr.IPv6.isValid(text) : ipaddr.IPv4.isValidFourPartDecimal(text)
+
 /** IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are treated as the IPv4 address they carry. */
 const parseAddress = (text: string): Address | undefined => {
   const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text
   const zoneless = bare.split("%")[0]!
-  return ipaddr.isValid(zoneless) ? ipaddr.process(zoneless) : undefined
+  return isValidText(zoneless) ? ipaddr.process(zoneless) : undefined
 }
 
 /** A single address or a CIDR range; IPv4-mapped ranges become IPv4 ranges. */
@@ -22,7 +29,7 @@ export const parseAllowedEntry = (entry: string): Range | undefined => {
     const address = parseAddress(text)
     return address === undefined ? undefined : [address, address.kind() === "ipv4" ? 32 : 128]
   }
-  if (!ipaddr.isValidCIDR(text)) return undefined
+  if (!ipaddr.isValidCIDR(text) || !isValidText(text.slice(0, text.indexOf("/")))) return undefined
   const [address, bits] = ipaddr.parseCIDR(text)
   if (address.kind() === "ipv6" && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
     return bits >= 96 ? [(address as ipaddr.IPv6).toIPv4Address(), bits - 96] : undefined

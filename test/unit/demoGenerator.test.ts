@@ -1,0 +1,118 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Option, TestClock } from "effect"
+import { crc32, inflateSync } from "node:zlib"
+import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
+import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
+import type { Job } from "../../src/domain/job.js"
+import { sampleCatalog } from "../conformance/fixtures.js"
+
+const catalog = sampleCatalog()
+const modelOf = (category: string) => catalog.models.find((m) => m.category === category)!
+
+const job = (input: Record<string, unknown>): Job => ({
+  id: "job_1" as JobId,
+  accountId: "acc_1" as AccountId,
+  requestId: "req_1" as RequestId,
+  model: "m",
+  version: "v1",
+  input,
+  webhookUrl: null,
+  status: "processing",
+  costMicroCents: 0,
+  error: null,
+  outputs: null,
+  createdAt: 0,
+  estimatedCompletionAt: 0,
+  startedAt: 0,
+  completedAt: null,
+  attempts: 1,
+  leaseOwner: "w",
+  leaseExpiresAt: 1
+})
+
+const generate = (category: string, input: Record<string, unknown>) => {
+  const model = modelOf(category)
+  return makeDemoGenerator().generate({ job: job(input), model, version: model.versions[0]! })
+}
+
+/** Reads PNG chunks and checks every CRC with an independent computation. */
+const chunks = (bytes: Uint8Array) => {
+  const buffer = Buffer.from(bytes)
+  expect([...buffer.subarray(0, 8)]).toEqual([137, 80, 78, 71, 13, 10, 26, 10])
+  const out: Array<{ type: string; data: Buffer }> = []
+  for (let at = 8; at < buffer.length;) {
+    const length = buffer.readUInt32BE(at)
+    const type = buffer.toString("ascii", at + 4, at + 8)
+    const data = buffer.subarray(at + 8, at + 8 + length)
+    expect(buffer.readUInt32BE(at + 8 + length)).toBe(crc32(buffer.subarray(at + 4, at + 8 + length)))
+    out.push({ type, data })
+    at += 12 + length
+  }
+  return out
+}
+
+describe("demo generator", () => {
+  it.effect("draws a valid PNG of the requested size", () =>
+    Effect.gen(function*() {
+      const [output] = yield* generate("image", { prompt: "fox", width: 40, height: 30 })
+      expect(output).toMatchObject({ type: "image", metadata: { width: 40, height: 30, format: "png" }, file: { contentType: "image/png" } })
+      const parts = chunks(output!.file.bytes)
+      expect(parts.map((c) => c.type)).toEqual(["IHDR", "IDAT", "IEND"])
+      expect([parts[0]!.data.readUInt32BE(0), parts[0]!.data.readUInt32BE(4)]).toEqual([40, 30])
+      expect(inflateSync(parts[1]!.data).length).toBe(30 * (1 + 40 * 4))
+    }))
+
+  it.effect("draws the same picture for the same prompt and another for another", () =>
+    Effect.gen(function*() {
+      const [a] = yield* generate("image", { prompt: "fox" })
+      const [b] = yield* generate("image", { prompt: "fox" })
+      const [c] = yield* generate("image", { prompt: "owl" })
+      expect(Buffer.from(a!.file.bytes).equals(Buffer.from(b!.file.bytes))).toBe(true)
+      expect(Buffer.from(a!.file.bytes).equals(Buffer.from(c!.file.bytes))).toBe(false)
+    }))
+
+  it.effect("animates video as an APNG with a poster", () =>
+    Effect.gen(function*() {
+      const [output] = yield* generate("video", { prompt: "waves" })
+      expect(output!.file.contentType).toBe("image/apng")
+      const parts = chunks(output!.file.bytes)
+      const control = parts.find((c) => c.type === "acTL")!
+      expect(control.data.readUInt32BE(0)).toBe(12)
+      expect(parts.filter((c) => c.type === "fcTL")).toHaveLength(12)
+      expect(parts.filter((c) => c.type === "fdAT")).toHaveLength(11)
+      expect(chunks(output!.posterImage!.bytes).map((c) => c.type)).toEqual(["IHDR", "IDAT", "IEND"])
+    }))
+
+  it.effect("renders audio as a consistent WAV of the requested duration", () =>
+    Effect.gen(function*() {
+      const [output] = yield* generate("audio", { prompt: "tune", duration: 0.5 })
+      const wav = Buffer.from(output!.file.bytes)
+      expect(wav.toString("ascii", 0, 4)).toBe("RIFF")
+      expect(wav.readUInt32LE(4)).toBe(wav.length - 8)
+      expect(wav.toString("ascii", 8, 16)).toBe("WAVEfmt ")
+      expect(wav.readUInt32LE(24)).toBe(22_050)
+      expect(wav.readUInt32LE(40)).toBe(wav.length - 44)
+      expect(wav.readUInt32LE(40)).toBe(Math.round(0.5 * 22_050) * 2)
+    }))
+
+  it.effect("writes text about the prompt", () =>
+    Effect.gen(function*() {
+      const [output] = yield* generate("text", { prompt: "the sea" })
+      expect(new TextDecoder().decode(output!.file.bytes)).toContain("the sea")
+    }))
+
+  it.effect("fails on demand with GenerationFailed", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(generate("text", { prompt: "x", demoFail: true }))
+      expect(error._tag).toBe("GenerationFailed")
+    }))
+
+  it.effect("takes demoDelayMs on Effect's clock", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(generate("text", { prompt: "x", demoDelayMs: 5_000 }))
+      yield* TestClock.adjust(4_999)
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(1)
+      expect((yield* Fiber.join(fiber))).toHaveLength(1)
+    }))
+})
