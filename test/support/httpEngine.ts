@@ -6,10 +6,22 @@ import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.
 import { EngineServicesLive } from "../../src/engine.js"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { makeWebHandler } from "../../src/http/layer.js"
+import { StoreError } from "../../src/domain/errors.js"
 import { layerGenerators } from "../../src/ports/Generator.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCatalog } from "./demoCatalog.js"
+
+/** A job store whose writes and reads fail, as when the database is down. */
+const brokenJobRepo = Layer.effect(
+  JobRepo,
+  Effect.map(JobRepo, (repo) => ({
+    ...repo,
+    submit: () => Effect.fail(new StoreError({ message: "database unreachable" })),
+    get: () => Effect.fail(new StoreError({ message: "database unreachable" }))
+  }))
+).pipe(Layer.provide(layerMemoryStores))
 
 export const ADMIN_TOKEN = "test-admin-token"
 export const BASE = "http://engine.test"
@@ -21,11 +33,14 @@ export interface Reply {
 }
 
 /** The engine's HTTP surface over memory stores, driven through its web handler. */
-export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}) => {
+export const makeHttpEngine = async (
+  settings: Partial<EngineSettings> = {},
+  options: { readonly breakStore?: boolean } = {}
+) => {
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
-        layerMemoryStores,
+        options.breakStore === true ? Layer.merge(layerMemoryStores, brokenJobRepo) : layerMemoryStores,
         layerLocalJobSignal,
         layerMemoryBlobStore(`${BASE}/files`),
         layerGenerators({ demo: makeDemoGenerator() }),
