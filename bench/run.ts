@@ -21,7 +21,9 @@ import { demoCatalog } from "../test/support/demoCatalog.js"
 const ADMIN = "bench-admin"
 const N = Number(process.env.BENCH_N ?? 2000)
 
-const bench = async (name: string, stores: Layer.Layer<any, any>) => {
+type Stores = Layer.Layer.Success<typeof layerMemoryStores>
+
+const bench = async <E>(name: string, stores: Layer.Layer<Stores, E>) => {
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(Layer.mergeAll(
       stores,
@@ -33,7 +35,7 @@ const bench = async (name: string, stores: Layer.Layer<any, any>) => {
     ))
   )
   const runtime = ManagedRuntime.make(services)
-  const context = await runtime.runPromise(Effect.context<any>())
+  const context = await runtime.runPromise(Effect.context<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
   const { dispose, handler } = makeWebHandler(Layer.succeedContext(context))
   const call = async (method: string, path: string, auth: string, body?: unknown) => {
     const response = await handler(new Request(`http://bench${path}`, {
@@ -41,7 +43,7 @@ const bench = async (name: string, stores: Layer.Layer<any, any>) => {
       headers: { authorization: `Bearer ${auth}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     }))
-    return response.json() as Promise<any>
+    return response.json() as Promise<Record<string, string>>
   }
   await call("PUT", "/admin/catalog", ADMIN, demoCatalog())
   const account = await call("POST", "/admin/accounts", ADMIN, { name: "bench", creditsMicroCents: 1e12, maxConcurrentJobs: 1e6 })
