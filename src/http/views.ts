@@ -4,25 +4,22 @@ import { type Job, progressOf } from "../domain/job.js"
 export const iso = (ms: number): string => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
 
-export const jobView = (job: Job) => ({
+const jobSummary = (job: Job) => ({
   jobId: job.id,
   status: job.status,
   progress: progressOf(job.status),
-  output: job.outputs?.[0]?.url ?? null,
-  outputs: job.outputs,
-  error: job.error,
   createdAt: iso(job.createdAt),
   completedAt: isoOrNull(job.completedAt)
 })
 
-export const jobListItem = (job: Job) => ({
-  jobId: job.id,
-  status: job.status,
-  progress: progressOf(job.status),
-  model: job.model,
-  createdAt: iso(job.createdAt),
-  completedAt: isoOrNull(job.completedAt)
+export const jobView = (job: Job) => ({
+  ...jobSummary(job),
+  output: job.outputs?.[0]?.url ?? null,
+  outputs: job.outputs,
+  error: job.error
 })
+
+export const jobListItem = (job: Job) => ({ ...jobSummary(job), model: job.model })
 
 export const submitView = (job: Job) => ({
   jobId: job.id,
