@@ -99,7 +99,7 @@ export const make = Effect.gen(function*() {
       const cost = priced(caller, resolved)
       const now = yield* Clock.currentTimeMillis
       const job: Job = {
-        id: newJobId(),
+        id: newJobId(now),
         accountId: caller.account.id,
         requestId,
         model: resolved.model.slug,

@@ -29,7 +29,7 @@ export const createAccount = (credit: number, overrides: Partial<Account> = {}) 
 
 let sequence = 0
 export const job = (accountId: AccountId, overrides: Partial<Job> = {}): Job => ({
-  id: newJobId(),
+  id: newJobId(overrides.createdAt ?? T0),
   accountId,
   requestId: `req_${++sequence}` as RequestId,
   model: "demo/text",

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest"
 import { generateKeySecret, hashKeySecret, isWellFormedKey, KEY_PREFIX, keyHint, sameDigest } from "../../src/domain/apiKeySecret.js"
 import { canonicalJson } from "../../src/domain/canonicalJson.js"
 import { decodeCursor, encodeCursor, isAfterCursor } from "../../src/domain/cursor.js"
+import { newJobId } from "../../src/domain/ids.js"
 
 describe("API key secrets", () => {
   it("are prefixed, well-formed and unique", () => {
@@ -61,5 +62,13 @@ describe("canonical JSON for idempotency", () => {
   it("ignores key order at every depth and drops undefined fields", () => {
     expect(canonicalJson({ b: 1, a: { d: [3, { y: 1, x: 2 }], c: undefined } })).toBe(canonicalJson({ a: { d: [3, { x: 2, y: 1 }] }, b: 1 }))
     expect(canonicalJson([2, 1])).not.toBe(canonicalJson([1, 2]))
+  })
+})
+
+describe("job ids", () => {
+  it("sort in creation order, also within one millisecond and when the clock steps back", () => {
+    const ids = [newJobId(5_000), newJobId(5_000), newJobId(5_000), newJobId(4_000), newJobId(6_000)]
+    expect([...ids].sort()).toEqual(ids)
+    expect(new Set(ids).size).toBe(ids.length)
   })
 })
