@@ -8,9 +8,33 @@ const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 export const VersionStatus = Schema.Literal("active", "deprecated", "disabled", "deleted")
 export type VersionStatus = typeof VersionStatus.Type
 
+/** Adds `creditsPerUnit` for every unit of a numeric input field (for example seconds of duration). */
+export const PerUnitComponent = Schema.Struct({
+  type: Schema.Literal("per_unit"),
+  name: NonEmpty,
+  field: NonEmpty,
+  creditsPerUnit: Schema.Number.pipe(Schema.nonNegative()),
+  /** Units assumed when the input leaves the field out. */
+  default: Schema.optionalWith(Schema.Number.pipe(Schema.nonNegative()), { default: () => 0 })
+})
+
+/** Scales the base price by the factor named for an input value (for example a resolution). */
+export const MultiplierComponent = Schema.Struct({
+  type: Schema.Literal("multiplier"),
+  name: NonEmpty,
+  field: NonEmpty,
+  values: Schema.Record({ key: Schema.String, value: Schema.Number.pipe(Schema.nonNegative()) }),
+  /** The value assumed when the input leaves the field out. */
+  default: Schema.optional(Schema.String)
+})
+
+export const PricingComponent = Schema.Union(PerUnitComponent, MultiplierComponent)
+export type PricingComponent = typeof PricingComponent.Type
+
 export const Pricing = Schema.Struct({
   baseCredits: Schema.Number.pipe(Schema.nonNegative()),
-  unit: NonEmpty
+  unit: NonEmpty,
+  components: Schema.optional(Schema.Array(PricingComponent))
 })
 export type Pricing = typeof Pricing.Type
 

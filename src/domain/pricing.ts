@@ -1,5 +1,5 @@
 import type { Discount } from "./account.js"
-import type { Pricing } from "./catalog.js"
+import type { Pricing, PricingComponent } from "./catalog.js"
 
 export interface CostComponent {
   readonly component: string
@@ -39,16 +39,40 @@ export const discountSaving = (baseMicroCents: number, percentage: number): numb
   return Number((BigInt(baseMicroCents) * basisPoints) / 10_000n)
 }
 
+/** Credits a dynamic component adds for this input; missing or unknown values use the default. */
+export const componentCredits = (
+  component: PricingComponent,
+  baseCredits: number,
+  input: Readonly<Record<string, unknown>>
+): number => {
+  const value = input[component.field]
+  if (component.type === "per_unit") {
+    return (typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : component.default) * component.creditsPerUnit
+  }
+  const key = value === undefined ? component.default : String(value)
+  const factor = key === undefined ? 1 : component.values[key] ?? 1
+  return baseCredits * (factor - 1)
+}
+
+/**
+ * List price from the version's pricing and the job's input: the base plus each dynamic
+ * component, then the account's best discount. The total never goes below zero.
+ */
 export const estimateCost = (
   pricing: Pricing,
   discounts: ReadonlyArray<Discount>,
   modelSlug: string,
-  creditMicroCents: number
+  creditMicroCents: number,
+  input: Readonly<Record<string, unknown>> = {}
 ): CostEstimate => {
   const breakdown: Array<CostComponent> = [
-    { component: "base", costMicroCents: creditsToMicroCents(pricing.baseCredits, creditMicroCents) }
+    { component: "base", costMicroCents: creditsToMicroCents(pricing.baseCredits, creditMicroCents) },
+    ...(pricing.components ?? []).map((c) => ({
+      component: c.name,
+      costMicroCents: creditsToMicroCents(componentCredits(c, pricing.baseCredits, input), creditMicroCents)
+    }))
   ]
-  const base = breakdown.reduce((sum, c) => sum + c.costMicroCents, 0)
+  const base = Math.max(0, breakdown.reduce((sum, c) => sum + c.costMicroCents, 0))
   const discount = bestDiscount(discounts, modelSlug)
   if (discount === undefined || base === 0) {
     return { baseCostMicroCents: base, estimatedCostMicroCents: base, breakdown, hasDiscount: false }

@@ -1,8 +1,24 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { CatalogDocument } from "../domain/catalog.js"
 import { NewAccount, NewApiKey } from "../services/Admin.js"
 import { documentedErrors } from "./errorEnvelope.js"
-import { AdminAuth, ApiKeyAuth } from "./middleware.js"
+import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
+import {
+  CapabilityItem,
+  CatalogModelDetail,
+  CatalogModelItem,
+  CatalogProviderDetail,
+  CatalogProviderItem,
+  CategoryItem,
+  ModelDetail,
+  ModelList,
+  ProviderIdPath,
+  ProviderList,
+  ProviderModelsPath,
+  ProviderWithModels,
+  SlugPath
+} from "./schemas/catalog.js"
 import {
   AccountView,
   CatalogImportResult,
@@ -60,9 +76,34 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   .middleware(ApiKeyAuth)
 {}
 
+export class CatalogGroup extends HttpApiGroup.make("catalog")
+  .add(HttpApiEndpoint.get("models", "/v1/catalog/models").addSuccess(Schema.Array(CatalogModelItem)))
+  .add(HttpApiEndpoint.get("model", "/v1/catalog/models/*").setPath(SlugPath).addSuccess(CatalogModelDetail))
+  .add(HttpApiEndpoint.get("providers", "/v1/catalog/providers").addSuccess(Schema.Array(CatalogProviderItem)))
+  .add(HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id").setPath(ProviderIdPath).addSuccess(CatalogProviderDetail))
+  .add(HttpApiEndpoint.get("categories", "/v1/catalog/categories").addSuccess(Schema.Array(CategoryItem)))
+  .add(HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups").addSuccess(Schema.Array(CapabilityItem)))
+  .middleware(OptionalApiKeyAuth)
+  .annotate(OpenApi.Description, "Public catalog; an optional Bearer key personalises visibility and pricing")
+{}
+
+export class ModelsGroup extends HttpApiGroup.make("models")
+  .add(HttpApiEndpoint.get("list", "/v1/models").addSuccess(ModelList))
+  .add(HttpApiEndpoint.get("get", "/v1/models/*").setPath(SlugPath).addSuccess(ModelDetail))
+  .add(HttpApiEndpoint.get("providers", "/v1/providers").addSuccess(ProviderList))
+  .add(
+    HttpApiEndpoint.get("providerModels", "/v1/providers/:providerId/models")
+      .setPath(ProviderModelsPath)
+      .addSuccess(ProviderWithModels)
+  )
+  .middleware(ApiKeyAuth)
+  .annotate(OpenApi.Description, "Models and providers (scope list_models; x-api-key or Bearer); cached 5 minutes")
+{}
+
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.put("replaceCatalog", "/admin/catalog").setPayload(CatalogDocument).addSuccess(CatalogImportResult))
   .add(HttpApiEndpoint.get("exportCatalog", "/admin/catalog").addSuccess(CatalogDocument))
+  .add(HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema").addSuccess(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
   .add(
     HttpApiEndpoint.post("createAccount", "/admin/accounts")
       .setPayload(NewAccount)
@@ -90,6 +131,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
 /** Every error of every endpoint is the spec's envelope; one documented response per status. */
 export class EngineApi extends HttpApi.make("genjobs")
   .add(JobsGroup)
+  .add(CatalogGroup)
+  .add(ModelsGroup)
   .add(AdminGroup)
   .addError(documentedErrors[0])
   .addError(documentedErrors[1])

@@ -1,26 +1,36 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { engineError } from "../domain/errors.js"
 import { Auth } from "../services/Auth.js"
 import { HttpConfig } from "./HttpConfig.js"
-import { AdminAuth, ApiKeyAuth } from "./middleware.js"
+import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { clientAddress, toApiFailure } from "./requestContext.js"
+
+const authenticateRequest = Effect.gen(function*() {
+  const auth = yield* Auth
+  const { trustedProxyHops } = yield* HttpConfig
+  return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const authorization = request.headers["authorization"]
+    const apiKey = request.headers["x-api-key"]
+    const credentials = { authorization, apiKey, clientIp: yield* clientAddress(trustedProxyHops) }
+    return { presented: authorization !== undefined || apiKey !== undefined, caller: auth.authenticate(credentials) }
+  })
+})
 
 export const ApiKeyAuthLive = Layer.effect(
   ApiKeyAuth,
-  Effect.gen(function*() {
-    const auth = yield* Auth
-    const { trustedProxyHops } = yield* HttpConfig
-    return Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      return yield* auth.authenticate({
-        authorization: request.headers["authorization"],
-        apiKey: request.headers["x-api-key"],
-        clientIp: yield* clientAddress(trustedProxyHops)
-      })
-    }).pipe(toApiFailure)
-  })
+  Effect.map(authenticateRequest, (read) => read.pipe(Effect.flatMap((r) => r.caller), toApiFailure))
+)
+
+export const OptionalApiKeyAuthLive = Layer.effect(
+  OptionalApiKeyAuth,
+  Effect.map(authenticateRequest, (read) =>
+    read.pipe(
+      Effect.flatMap((r) => (r.presented ? Effect.map(r.caller, Option.some) : Effect.succeed(Option.none()))),
+      toApiFailure
+    ))
 )
 
 const sameSecret = (a: string, b: string): boolean => {

@@ -1,9 +1,10 @@
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { Layer } from "effect"
 import { EngineApi } from "./Api.js"
-import { AdminAuthLive, ApiKeyAuthLive } from "./authLayers.js"
+import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLayers.js"
 import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
 import { AdminHandlers } from "./handlers/admin.js"
+import { CatalogHandlers, ModelsHandlers } from "./handlers/catalog.js"
 import { JobsHandlers } from "./handlers/jobs.js"
 import { SystemRoutes } from "./systemRoutes.js"
 
@@ -18,8 +19,8 @@ export const EngineHttpLive = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(
     HttpApiBuilder.api(EngineApi).pipe(
-      Layer.provide([JobsHandlers, AdminHandlers]),
-      Layer.provide([ApiKeyAuthLive, AdminAuthLive])
+      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, AdminHandlers]),
+      Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
     )
   )
 )

@@ -1,5 +1,5 @@
 import { HttpApiMiddleware } from "@effect/platform"
-import { Context } from "effect"
+import { Context, type Option } from "effect"
 import type { Caller } from "../services/Auth.js"
 import { ErrorEnvelope } from "./errorEnvelope.js"
 
@@ -8,6 +8,14 @@ export class CurrentCaller extends Context.Tag("genjobs/http/CurrentCaller")<Cur
 /** API key from `Authorization: Bearer` or `x-api-key`; scopes are checked by each operation. */
 export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("genjobs/http/ApiKeyAuth", {
   provides: CurrentCaller,
+  failure: ErrorEnvelope
+}) {}
+
+export class CurrentViewer extends Context.Tag("genjobs/http/CurrentViewer")<CurrentViewer, Option.Option<Caller>>() {}
+
+/** The public catalog's optional key: none is anonymous, a present but invalid key is a 401. */
+export class OptionalApiKeyAuth extends HttpApiMiddleware.Tag<OptionalApiKeyAuth>()("genjobs/http/OptionalApiKeyAuth", {
+  provides: CurrentViewer,
   failure: ErrorEnvelope
 }) {}
 

@@ -124,7 +124,9 @@ export const make = Effect.gen(function*() {
       }
     })
 
-  return { current: document, replace, resolve, forJob, validateInput } as const
+  const snapshot = Effect.map(current, (c) => c.stored)
+
+  return { current: document, snapshot, replace, resolve, forJob, validateInput } as const
 })
 
 export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {

@@ -65,18 +65,22 @@ export const make = Effect.gen(function*() {
   const signal = yield* JobSignal
   const config = yield* EngineConfig
 
-  const priced = (caller: Caller, resolved: ResolvedModel): CostEstimate =>
-    estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents)
+  const priced = (caller: Caller, resolved: ResolvedModel, input: Readonly<Record<string, unknown>>): CostEstimate =>
+    estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents, input)
 
   const estimate = (
     caller: Caller,
-    request: { readonly model: string; readonly version?: string | undefined; readonly input?: unknown }
-  ): Effect.Effect<CostEstimate, EngineError | StoreError> =>
+    request: {
+      readonly model: string
+      readonly version?: string | undefined
+      readonly input?: Readonly<Record<string, unknown>> | undefined
+    }
+  ): Effect.Effect<{ readonly estimate: CostEstimate; readonly deprecated: boolean }, EngineError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
       yield* requireModel(request.model)
       const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
-      return priced(caller, resolved)
+      return { estimate: priced(caller, resolved, request.input ?? {}), deprecated: resolved.version.status === "deprecated" }
     })
 
   const submit = (
@@ -96,7 +100,7 @@ export const make = Effect.gen(function*() {
       yield* checkWebhookUrl(request.webhookUrl)
       const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
       yield* catalog.validateInput(resolved, request.input)
-      const cost = priced(caller, resolved)
+      const cost = priced(caller, resolved, request.input)
       const now = yield* Clock.currentTimeMillis
       const job: Job = {
         id: newJobId(now),

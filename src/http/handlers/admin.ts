@@ -1,10 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, JSONSchema } from "effect"
+import { CatalogDocument } from "../../domain/catalog.js"
 import { Admin } from "../../services/Admin.js"
 import { Catalog } from "../../services/Catalog.js"
 import { EngineApi } from "../Api.js"
 import { toApiFailure } from "../requestContext.js"
 import { accountView, apiKeyView } from "../views.js"
+
+/** The catalog document's JSON Schema, derived from the Schema the import decodes with. */
+const catalogJsonSchema = JSONSchema.make(CatalogDocument) as unknown as Record<string, unknown>
 
 export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers) =>
   Effect.gen(function*() {
@@ -17,6 +21,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
           toApiFailure
         ))
       .handle("exportCatalog", () => catalog.current.pipe(toApiFailure))
+      .handle("catalogSchema", () => Effect.succeed(catalogJsonSchema))
       .handle("createAccount", ({ payload }) => admin.createAccount(payload).pipe(Effect.map(accountView), toApiFailure))
       .handle("getAccount", ({ path }) => admin.getAccount(path.id).pipe(Effect.map(accountView), toApiFailure))
       .handle("ledger", ({ path }) =>

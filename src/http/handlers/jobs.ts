@@ -29,11 +29,12 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
       .handle("estimate", ({ payload }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
-          return yield* jobs.estimate(caller, {
+          const { deprecated, estimate } = yield* jobs.estimate(caller, {
             model: payload.model ?? payload.modelSlug ?? "",
             version: payload.version ?? payload.modelVersion,
             input: payload.input
           })
+          return HttpServerResponse.unsafeJson(estimate, { headers: deprecated ? { deprecation: "true" } : {} })
         }).pipe(toApiFailure))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {

@@ -1,0 +1,89 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, FiberRef, Option } from "effect"
+import type { CatalogDocument } from "../../domain/catalog.js"
+import {
+  capabilityGroups,
+  catalogCategories,
+  catalogDetail,
+  catalogListItem,
+  catalogProvider,
+  catalogProviders,
+  modelDetail,
+  modelList,
+  providerList,
+  providerModels,
+  type Viewer,
+  visibleModels
+} from "../../domain/catalogViews.js"
+import { engineError, type ErrorCode } from "../../domain/errors.js"
+import { requireScope } from "../../services/Auth.js"
+import { Catalog } from "../../services/Catalog.js"
+import { EngineApi } from "../Api.js"
+import { ApiFailure } from "../errorEnvelope.js"
+import { CurrentCaller, CurrentViewer } from "../middleware.js"
+import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { CACHE_SECONDS, makeResponseCache } from "../responseCache.js"
+
+const notFound = (code: ErrorCode, what: string) =>
+  Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, what), requestId)))
+
+/** A view that may be missing: 404 in the envelope, hidden and unknown answering alike. */
+const found = <A>(value: A | undefined, code: ErrorCode, what: string) =>
+  value === undefined ? notFound(code, what) : Effect.succeed(value)
+
+export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handlers) =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const view = <A>(f: (doc: CatalogDocument, viewer: Viewer) => A) =>
+      Effect.gen(function*() {
+        const viewer = yield* CurrentViewer
+        const doc = yield* catalog.current.pipe(toApiFailure)
+        return f(doc, { account: Option.getOrUndefined(Option.map(viewer, (c) => c.account)) })
+      })
+    return handlers
+      .handle("models", () => view((doc, viewer) => visibleModels(doc, viewer).map((m) => catalogListItem(doc, viewer, m))))
+      .handle("model", ({ path }) =>
+        view((doc, viewer) => catalogDetail(doc, viewer, path["*"])).pipe(
+          Effect.flatMap((detail) => found(detail, "MODEL_NOT_FOUND", `No model "${path["*"]}"`))
+        ))
+      .handle("providers", () => view(catalogProviders))
+      .handle("provider", ({ path }) =>
+        view((doc, viewer) => catalogProvider(doc, viewer, path.id)).pipe(
+          Effect.flatMap((detail) => found(detail, "NOT_FOUND", `No provider "${path.id}"`))
+        ))
+      .handle("categories", () => view(catalogCategories))
+      .handle("capabilityGroups", () => view(capabilityGroups))
+  }))
+
+export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handlers) =>
+  Effect.gen(function*() {
+    const catalog = yield* Catalog
+    const cache = yield* makeResponseCache
+    /** Checks the scope, then answers from the cache keyed by revision, account and route. */
+    const cached = (route: string, f: (doc: CatalogDocument, viewer: Viewer) => unknown, missing?: [ErrorCode, string]) =>
+      Effect.gen(function*() {
+        const caller = yield* CurrentCaller
+        yield* requireScope(caller, "list_models").pipe(toApiFailure)
+        const stored = yield* catalog.snapshot.pipe(toApiFailure)
+        return yield* cache(
+          `${caller.account.id}\u0000${route}`,
+          stored.revision,
+          Effect.suspend(() => {
+            const body = f(stored.document, { account: caller.account })
+            return missing === undefined || body !== undefined ? Effect.succeed(body) : notFound(...missing)
+          }),
+          `private, max-age=${CACHE_SECONDS}`
+        )
+      })
+    return handlers
+      .handle("list", () => cached("models", (doc, viewer) => ({ models: modelList(doc, viewer) })))
+      .handle("get", ({ path }) =>
+        cached(`model ${path["*"]}`, (doc, viewer) => modelDetail(doc, viewer, path["*"]), ["MODEL_NOT_FOUND", `No model "${path["*"]}"`]))
+      .handle("providers", () => cached("providers", (doc, viewer) => ({ providers: providerList(doc, viewer) })))
+      .handle("providerModels", ({ path }) =>
+        cached(
+          `provider ${path.providerId}`,
+          (doc, viewer) => providerModels(doc, viewer, path.providerId),
+          ["NOT_FOUND", `No provider "${path.providerId}"`]
+        ))
+  }))

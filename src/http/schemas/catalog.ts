@@ -1,0 +1,91 @@
+import { Schema } from "effect"
+
+const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const ProviderRef = Schema.Struct({ id: Schema.String, name: Schema.String, logoUrl: Schema.String })
+
+export const SlugPath = Schema.Struct({ "*": Schema.String })
+export const ProviderIdPath = Schema.Struct({ id: Schema.String })
+export const ProviderModelsPath = Schema.Struct({ providerId: Schema.String })
+
+export const CatalogModelItem = Schema.Struct({
+  slug: Schema.String,
+  provider: ProviderRef,
+  category: Schema.String,
+  capability: Schema.String,
+  pricing: JsonObject,
+  tags: Schema.Array(Schema.String),
+  ratings: Schema.Struct({ average: Schema.Number, count: Schema.Number })
+})
+
+export const CatalogModelDetail = Schema.Struct({
+  slug: Schema.String,
+  provider: ProviderRef,
+  name: Schema.String,
+  description: Schema.String,
+  category: Schema.String,
+  capability: Schema.String,
+  inputSchema: JsonObject,
+  pricing: JsonObject,
+  siblings: Schema.Array(Schema.Struct({ slug: Schema.String, capability: Schema.String }))
+})
+
+const ProviderFields = {
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  logoUrl: Schema.String,
+  website: Schema.String,
+  color: Schema.String
+}
+
+export const CatalogProviderItem = Schema.Struct({ ...ProviderFields, modelCount: Schema.Number })
+export const CatalogProviderDetail = Schema.Struct({ ...ProviderFields, models: Schema.Array(JsonObject) })
+export const CategoryItem = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  modelCount: Schema.Number
+})
+export const CapabilityItem = Schema.Struct({
+  id: Schema.String,
+  displayName: Schema.String,
+  label: Schema.String,
+  icon: Schema.String,
+  color: Schema.String,
+  order: Schema.Number
+})
+
+export const ModelItem = Schema.Struct({
+  id: Schema.String,
+  providerId: Schema.String,
+  providerName: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  category: Schema.String,
+  currentVersion: Schema.String,
+  versionCount: Schema.Number,
+  currentVersionPricing: Schema.NullOr(JsonObject)
+})
+
+export const ModelDetail = Schema.Struct({
+  id: Schema.String,
+  providerId: Schema.String,
+  providerName: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  category: Schema.String,
+  currentVersion: Schema.String,
+  versions: Schema.Array(Schema.Struct({
+    versionId: Schema.String,
+    status: Schema.String,
+    inputSchema: JsonObject,
+    outputSchema: JsonObject,
+    pricing: JsonObject,
+    rateLimits: Schema.Struct({ requestsPerMinute: Schema.Number, requestsPerDay: Schema.Number })
+  }))
+})
+
+export const ProviderItem = Schema.Struct({ ...ProviderFields, categories: Schema.Array(Schema.String), isActive: Schema.Boolean })
+export const ModelList = Schema.Struct({ models: Schema.Array(ModelItem) })
+export const ProviderList = Schema.Struct({ providers: Schema.Array(ProviderItem) })
+export const ProviderWithModels = Schema.Struct({ provider: ProviderItem, models: Schema.Array(ModelItem) })
