@@ -7,8 +7,23 @@ import { EngineApi } from "../Api.js"
 import { toApiFailure } from "../requestContext.js"
 import { accountView, apiKeyView } from "../views.js"
 
+/**
+ * Effect marks every "any JSON" spot with the same `$id` ("/schemas/unknown"), which standard
+ * validators such as ajv refuse as a duplicate; those ids carry nothing, so they go.
+ */
+const withoutPlaceholderIds = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(withoutPlaceholderIds)
+    : value !== null && typeof value === "object"
+    ? Object.fromEntries(
+      Object.entries(value)
+        .filter(([k, v]) => !(k === "$id" && typeof v === "string" && v.startsWith("/schemas/")))
+        .map(([k, v]) => [k, withoutPlaceholderIds(v)])
+    )
+    : value
+
 /** The catalog document's JSON Schema, derived from the Schema the import decodes with. */
-const catalogJsonSchema = JSONSchema.make(CatalogDocument) as unknown as Record<string, unknown>
+const catalogJsonSchema = withoutPlaceholderIds(JSONSchema.make(CatalogDocument)) as Record<string, unknown>
 
 export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers) =>
   Effect.gen(function*() {
