@@ -19,7 +19,12 @@ const readJson = (path: string) =>
 export const importCatalogFile = (path: string) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
-    const stored = yield* catalog.replace(yield* readJson(path))
+    const stored = yield* catalog.replace(yield* readJson(path)).pipe(
+      Effect.catchTag("EngineError", (error) => {
+        const reasons = (error.details?.["reasons"] as ReadonlyArray<string> | undefined) ?? []
+        return Effect.fail(new Error([`${path}: ${error.message}`, ...reasons.map((r) => `  - ${r}`)].join("\n")))
+      })
+    )
     yield* Effect.logInfo(`catalog loaded from ${path}: ${stored.document.models.length} models, revision ${stored.revision}`)
   })
 

@@ -87,3 +87,26 @@ describe("the bundled server on its embedded defaults", () => {
     expect(job.body.status).toBe("completed")
   })
 })
+
+describe("CATALOG_FILE", () => {
+  it("imports the file at start, and an invalid file stops the start with its reasons", async () => {
+    const { writeFileSync } = await import("node:fs")
+    const { join } = await import("node:path")
+    const { demoCatalog } = await import("../support/demoCatalog.js")
+    const dir = tempDataDir()
+    const doc = demoCatalog()
+    doc.models = doc.models.filter((m) => m.slug === "demo/text-gen/text-to-text")
+    const good = join(dir, "catalog.json")
+    writeFileSync(good, JSON.stringify(doc))
+    const server = await startServer({ DATA_DIR: join(dir, "data"), CATALOG_FILE: good })
+    try {
+      const models = await (await fetch(`${server.url}/v1/catalog/models`)).json()
+      expect(models.map((m: { slug: string }) => m.slug)).toEqual(["demo/text-gen/text-to-text"])
+    } finally {
+      await server.stop("SIGKILL")
+    }
+    const bad = join(dir, "bad.json")
+    writeFileSync(bad, JSON.stringify({ ...doc, models: [{ ...doc.models[0], category: "nope" }] }))
+    await expect(startServer({ DATA_DIR: join(dir, "data2"), CATALOG_FILE: bad })).rejects.toThrow(/unknown category "nope"/)
+  })
+})
