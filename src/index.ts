@@ -17,3 +17,4 @@ export { type GeneratedOutput, GenerationFailed, type Generator, Generators, lay
 export { JobRepo } from "./ports/JobRepo.js"
 export { JobSignal } from "./ports/JobSignal.js"
 export { EngineError } from "./domain/errors.js"
+export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"

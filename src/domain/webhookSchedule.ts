@@ -1,0 +1,25 @@
+/** Spec 6.1: the initial attempt, then retries after 1, 4, 16, 64 and 256 seconds. */
+export const RETRY_DELAYS_SECONDS: ReadonlyArray<number> = [1, 4, 16, 64, 256]
+export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1
+
+/**
+ * When to try again after `attemptsMade` failed attempts, or undefined when the delivery has
+ * failed for good. A receiver's Retry-After (on 429 and 503) is honoured within the schedule's
+ * bounds: never sooner than the scheduled delay, never later than the longest one.
+ */
+export const nextAttemptAt = (attemptsMade: number, now: number, retryAfterSeconds?: number): number | undefined => {
+  const scheduled = RETRY_DELAYS_SECONDS[attemptsMade - 1]
+  if (scheduled === undefined) return undefined
+  const longest = RETRY_DELAYS_SECONDS[RETRY_DELAYS_SECONDS.length - 1]!
+  const delay = retryAfterSeconds === undefined ? scheduled : Math.min(longest, Math.max(scheduled, retryAfterSeconds))
+  return now + delay * 1000
+}
+
+/** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */
+export const parseRetryAfter = (value: string | undefined, now: number): number | undefined => {
+  if (value === undefined) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed)
+  const date = Date.parse(trimmed)
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000))
+}
