@@ -3,6 +3,7 @@ import { idempotencyConflict, refuseSubmit } from "../../src/domain/admission.js
 import { isAfterCursor } from "../../src/domain/cursor.js"
 import { engineError, type EngineError } from "../../src/domain/errors.js"
 import { type Job, type JobEvent, refundsOnEntry, transition } from "../../src/domain/job.js"
+import { deliveryFor } from "../../src/domain/webhook.js"
 import { DAY_MS, MINUTE_MS, type WindowUsage } from "../../src/domain/rateLimit.js"
 import type { JobRepo, SubmitOutcome } from "../../src/ports/JobRepo.js"
 import { post } from "./MemoryAccounts.js"
@@ -18,7 +19,7 @@ const newestFirst = (a: Job, b: Job) => b.createdAt - a.createdAt || (a.id < b.i
 export const jobRepo = (state: MemoryState): JobRepo["Type"] => {
   const atomically = state.lock.withPermits(1)
 
-  /** Applies an event through the state machine and settles the refund it implies. */
+  /** Applies an event through the state machine; settles the refund and the webhook it implies. */
   const move = (job: Job, event: JobEvent, changes: Partial<Job>, now: number): Job => {
     const to = Either.getOrThrow(transition(job.status, event))
     const updated: Job = { ...job, ...changes, status: to }
@@ -27,6 +28,8 @@ export const jobRepo = (state: MemoryState): JobRepo["Type"] => {
     if (refundsOnEntry(to) && job.costMicroCents > 0 && !alreadyRefunded) {
       post(state, job.accountId, "refund", job.costMicroCents, job.id, now)
     }
+    const delivery = deliveryFor(updated, now)
+    if (delivery !== undefined) state.deliveries.set(delivery.id, delivery)
     return updated
   }
 

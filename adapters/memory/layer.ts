@@ -3,7 +3,9 @@ import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
 import { catalogRepo } from "./MemoryCatalog.js"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { jobRepo } from "./MemoryJobs.js"
+import { webhookDeliveryRepo } from "./MemoryWebhooks.js"
 import { makeMemoryState } from "./state.js"
 
 /** Every store port in memory, sharing one state: for tests and throwaway runs. */
@@ -12,6 +14,7 @@ export const layerMemoryStores = Layer.unwrapEffect(
     Layer.mergeAll(
       layerAccounts(state),
       Layer.succeed(JobRepo, jobRepo(state)),
-      Layer.succeed(CatalogRepo, catalogRepo(state))
+      Layer.succeed(CatalogRepo, catalogRepo(state)),
+      Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state))
     ))
 )

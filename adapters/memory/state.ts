@@ -3,6 +3,7 @@ import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { Job } from "../../src/domain/job.js"
+import type { WebhookDelivery } from "../../src/domain/webhook.js"
 
 export interface IdempotencyRecord {
   readonly requestHash: string
@@ -17,6 +18,7 @@ export interface MemoryState {
   readonly keys: Map<string, ApiKey>
   readonly jobs: Map<string, Job>
   readonly idempotency: Map<string, IdempotencyRecord>
+  readonly deliveries: Map<string, WebhookDelivery>
   catalog: StoredCatalog
   readonly lock: Effect.Semaphore
 }
@@ -27,6 +29,7 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.mak
   keys: new Map(),
   jobs: new Map(),
   idempotency: new Map(),
+  deliveries: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
   lock
 }))

@@ -4,6 +4,7 @@ import { idempotencyConflict, refuseSubmit } from "../../src/domain/admission.js
 import { engineError, type EngineError } from "../../src/domain/errors.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { type Job, type JobEvent, type JobStatus, refundsOnEntry, transition } from "../../src/domain/job.js"
+import { deliveryFor } from "../../src/domain/webhook.js"
 import { DAY_MS, MINUTE_MS, type WindowUsage } from "../../src/domain/rateLimit.js"
 import type { JobRepo, SubmitOutcome } from "../../src/ports/JobRepo.js"
 import { postLedger } from "./ledger.js"
@@ -40,7 +41,7 @@ export const makeSqlJobs = Effect.gen(function*() {
 
   /**
    * Applies an event through the state machine, conditional on the status read (so a race
-   * cannot apply it twice), and settles the refund the new status implies.
+   * cannot apply it twice), and settles the refund and the webhook outbox row it implies.
    */
   const move = (job: Job, event: JobEvent, changes: Partial<Job>, now: number) =>
     Effect.gen(function*() {
@@ -59,6 +60,24 @@ export const makeSqlJobs = Effect.gen(function*() {
       if (updated.length === 0) return Option.none<Job>()
       if (refundsOnEntry(to) && job.costMicroCents > 0) {
         yield* postLedger(sql, { accountId: job.accountId, jobId: job.id, kind: "refund", amountMicroCents: job.costMicroCents, now })
+      }
+      const delivery = deliveryFor(next, now)
+      if (delivery !== undefined) {
+        yield* sql`INSERT INTO webhook_deliveries ${
+          sql.insert({
+            id: delivery.id,
+            job_id: delivery.jobId,
+            account_id: delivery.accountId,
+            url: delivery.url,
+            payload: delivery.payload,
+            status: delivery.status,
+            attempts: "[]",
+            next_attempt_at: delivery.nextAttemptAt,
+            lease_owner: null,
+            lease_expires_at: null,
+            created_at: delivery.createdAt
+          })
+        }`
       }
       return Option.some(next)
     })

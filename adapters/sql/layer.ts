@@ -7,12 +7,14 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobs } from "./SqlJobs.js"
+import { makeSqlWebhooks } from "./SqlWebhooks.js"
 
-/** The four store ports over whatever SqlClient is provided (SQLite or PostgreSQL). */
+/** The store ports over whatever SqlClient is provided (SQLite or PostgreSQL). */
 export const layerSqlStores = Layer.unwrapEffect(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
@@ -20,7 +22,8 @@ export const layerSqlStores = Layer.unwrapEffect(
       Layer.succeed(AccountRepo, accounts),
       Layer.succeed(ApiKeyRepo, keys),
       Layer.succeed(JobRepo, yield* makeSqlJobs),
-      Layer.succeed(CatalogRepo, yield* makeSqlCatalog)
+      Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
+      Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks)
     )
   })
 )

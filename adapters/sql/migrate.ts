@@ -1,6 +1,7 @@
 import { Migrator } from "@effect/sql"
 import { Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
+import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 
 /**
  * @effect/sql's migrator without schema dumps, so neither dialect needs pg_dump or the
@@ -8,4 +9,4 @@ import initial from "./migrations/0001_initial.js"
  */
 const run = Migrator.make({})
 
-export const layerMigrations = Layer.effectDiscard(run({ loader: Migrator.fromRecord({ "0001_initial": initial }) }))
+export const layerMigrations = Layer.effectDiscard(run({ loader: Migrator.fromRecord({ "0001_initial": initial, "0002_webhook_deliveries": webhookDeliveries }) }))

@@ -3,6 +3,7 @@ import { Effect, ParseResult, Schema } from "effect"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { Job } from "../../src/domain/job.js"
+import { WebhookDelivery } from "../../src/domain/webhook.js"
 
 /** PostgreSQL answers BIGINT as a string, SQLite as a number: both decode to a safe integer. */
 export const DbInt = Schema.Union(Schema.Int, Schema.NumberFromString.pipe(Schema.int()))
@@ -132,3 +133,31 @@ export const storeErrors = (what: string) =>
     (e): e is SqlError.SqlError | ParseResult.ParseError => e instanceof SqlError.SqlError || ParseResult.isParseError(e),
     (cause) => Effect.fail(new StoreError({ message: `${what} failed`, cause }))
   ) as Effect.Effect<A, Exclude<E, SqlError.SqlError | ParseResult.ParseError> | StoreError, R>
+
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  job_id: Schema.String,
+  account_id: Schema.String,
+  url: Schema.String,
+  payload: Schema.String,
+  status: WebhookDelivery.fields.status,
+  attempts: Json(WebhookDelivery.fields.attempts),
+  next_attempt_at: DbIntOrNull,
+  lease_owner: Schema.NullOr(Schema.String),
+  lease_expires_at: DbIntOrNull,
+  created_at: DbInt
+})
+
+export const toDelivery = (row: typeof DeliveryRow.Type): WebhookDelivery => ({
+  id: row.id,
+  jobId: row.job_id,
+  accountId: row.account_id,
+  url: row.url,
+  payload: row.payload,
+  status: row.status,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+  leaseOwner: row.lease_owner,
+  leaseExpiresAt: row.lease_expires_at,
+  createdAt: row.created_at
+})

@@ -6,9 +6,10 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
 
-export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo
+export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo
 
 const codeOf = <A>(result: Either.Either<A, unknown>) =>
   Either.isLeft(result) ? (result.left as EngineError).code : "ok"
@@ -360,6 +361,84 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(balance).toBe(10_000)
         expect(sum).toBe(balance)
         expect(entries.filter((e) => e.kind === "refund").map((e) => e.jobId).sort()).toEqual([j.id, pending.id].sort())
+      }))
+  })
+
+  describe(`${name}: webhook outbox`, () => {
+    const output = { url: "http://f/1.png", type: "image" as const, metadata: { width: 8, height: 8, format: "png" } }
+    const finish = (webhookUrl: string | null, how: "complete" | "fail" | "cancel") =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id, { webhookUrl })
+        yield* submit({ job: j })
+        if (how === "cancel") {
+          yield* repo.cancel(j.id, owner.id, T0 + 5)
+        } else {
+          yield* repo.claim({ workerId: "w", now: T0 + 1, leaseMs: 1_000, maxAttempts: 3 })
+          if (how === "complete") yield* repo.complete(j.id, "w", [output], T0 + 5)
+          else yield* repo.fail(j.id, "w", { code: "GENERATION_FAILED", message: "no" }, T0 + 5)
+        }
+        return j
+      })
+
+    test("writes one due delivery with the spec's payload when a job with a webhookUrl ends", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        const done = yield* finish("https://hooks.example.com/a", "complete")
+        const [delivery, ...others] = yield* deliveries.forJob(done.id)
+        expect(others).toEqual([])
+        expect(delivery).toMatchObject({ url: "https://hooks.example.com/a", status: "pending", attempts: [], nextAttemptAt: T0 + 5 })
+        expect(JSON.parse(delivery!.payload)).toEqual({
+          jobId: done.id,
+          requestId: done.requestId,
+          status: "completed",
+          output: { url: output.url, type: "image", metadata: output.metadata },
+          completedAt: new Date(T0 + 5).toISOString()
+        })
+        const failed = yield* finish("https://hooks.example.com/b", "fail")
+        const [failure] = yield* deliveries.forJob(failed.id)
+        expect(JSON.parse(failure!.payload)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "no" } })
+        expect(JSON.parse(failure!.payload).output).toBeUndefined()
+        expect(yield* deliveries.forJob((yield* finish("https://hooks.example.com/c", "cancel")).id)).toEqual([])
+        expect(yield* deliveries.forJob((yield* finish(null, "complete")).id)).toEqual([])
+      }))
+
+    test("hands a due delivery to one dispatcher at a time and records attempts for the lease holder only", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        const done = yield* finish("https://hooks.example.com/a", "complete")
+        const claim = (workerId: string, now: number) => deliveries.claimDue({ workerId, now, leaseMs: 30_000 })
+        expect(Option.isNone(yield* claim("d1", T0 + 4))).toBe(true)
+        const claimed = Option.getOrThrow(yield* claim("d1", T0 + 5))
+        expect(claimed).toMatchObject({ jobId: done.id, leaseOwner: "d1", leaseExpiresAt: T0 + 30_005 })
+        expect(Option.isNone(yield* claim("d2", T0 + 6))).toBe(true)
+        const attempt = { attempt: 1, at: T0 + 6, statusCode: 500, error: null, durationMs: 12, responseBody: "oops" }
+        expect(yield* deliveries.recordAttempt(claimed.id, "d2", attempt, { status: "sent" })).toBe(false)
+        expect(yield* deliveries.recordAttempt(claimed.id, "d1", attempt, { status: "pending", nextAttemptAt: T0 + 1_006 })).toBe(true)
+        expect(Option.isNone(yield* claim("d2", T0 + 1_005))).toBe(true)
+        const retry = Option.getOrThrow(yield* claim("d2", T0 + 1_006))
+        expect(retry.attempts).toEqual([attempt])
+        // d2 dies holding the lease; after it expires d3 takes over.
+        const taken = Option.getOrThrow(yield* claim("d3", T0 + 31_006))
+        const second = { ...attempt, attempt: 2, statusCode: 204, responseBody: null }
+        expect(yield* deliveries.recordAttempt(taken.id, "d3", second, { status: "sent" })).toBe(true)
+        const [final] = yield* deliveries.forJob(done.id)
+        expect(final).toMatchObject({ status: "sent", nextAttemptAt: null, leaseOwner: null, attempts: [attempt, second] })
+        expect(Option.isNone(yield* claim("d4", T0 + 999_999))).toBe(true)
+      }))
+
+    test("parallel claims never hand one delivery to two dispatchers", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        for (let i = 0; i < 3; i++) yield* finish(`https://hooks.example.com/${i}`, "complete")
+        const claims = yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000 })),
+          { concurrency: "unbounded" }
+        )
+        const ids = claims.filter(Option.isSome).map((c) => c.value.id)
+        expect(ids).toHaveLength(3)
+        expect(new Set(ids).size).toBe(3)
       }))
   })
 }

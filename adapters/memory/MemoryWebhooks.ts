@@ -1,0 +1,37 @@
+import { Effect, Option } from "effect"
+import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import type { MemoryState } from "./state.js"
+
+export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Type"] => {
+  const atomically = state.lock.withPermits(1)
+  return {
+    claimDue: ({ leaseMs, now, workerId }) =>
+      atomically(Effect.sync(() => {
+        const due = [...state.deliveries.values()]
+          .filter((d) =>
+            d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now &&
+            (d.leaseExpiresAt === null || d.leaseExpiresAt <= now)
+          )
+          .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || (a.id < b.id ? -1 : 1))[0]
+        if (due === undefined) return Option.none()
+        const claimed = { ...due, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
+        state.deliveries.set(due.id, claimed)
+        return Option.some(claimed)
+      })),
+    recordAttempt: (id, workerId, attempt, outcome) =>
+      atomically(Effect.sync(() => {
+        const d = state.deliveries.get(id)
+        if (d === undefined || d.status !== "pending" || d.leaseOwner !== workerId) return false
+        state.deliveries.set(id, {
+          ...d,
+          status: outcome.status,
+          attempts: [...d.attempts, attempt],
+          nextAttemptAt: outcome.status === "pending" ? outcome.nextAttemptAt : null,
+          leaseOwner: null,
+          leaseExpiresAt: null
+        })
+        return true
+      })),
+    forJob: (jobId) => Effect.sync(() => [...state.deliveries.values()].filter((d) => d.jobId === jobId))
+  }
+}

@@ -1,0 +1,52 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { DeliveryRow, storeErrors, toDelivery } from "./rows.js"
+
+const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
+
+export const makeSqlWebhooks = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+  const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+
+  const repo: WebhookDeliveryRepo["Type"] = {
+    claimDue: ({ leaseMs, now, workerId }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* decodeDeliveries(
+          yield* sql`SELECT * FROM webhook_deliveries
+            WHERE status = 'pending' AND next_attempt_at <= ${now}
+              AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
+            ORDER BY next_attempt_at, id LIMIT 1 ${skipLocked}`
+        )
+        const due = rows[0]
+        if (due === undefined) return Option.none()
+        yield* sql`UPDATE webhook_deliveries SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
+          WHERE id = ${due.id}`
+        return Option.some({ ...toDelivery(due), leaseOwner: workerId, leaseExpiresAt: now + leaseMs })
+      })).pipe(storeErrors("claim webhook delivery")),
+
+    recordAttempt: (id, workerId, attempt, outcome) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* decodeDeliveries(yield* sql`SELECT * FROM webhook_deliveries WHERE id = ${id} ${forUpdate}`)
+        const current = rows[0]
+        if (current === undefined || current.status !== "pending" || current.lease_owner !== workerId) return false
+        yield* sql`UPDATE webhook_deliveries SET
+            status = ${outcome.status},
+            attempts = ${JSON.stringify([...current.attempts, attempt])},
+            next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
+            lease_owner = NULL,
+            lease_expires_at = NULL
+          WHERE id = ${id}`
+        return true
+      })).pipe(storeErrors("record webhook attempt")),
+
+    forJob: (jobId) =>
+      sql`SELECT * FROM webhook_deliveries WHERE job_id = ${jobId} ORDER BY created_at`.pipe(
+        Effect.flatMap(decodeDeliveries),
+        Effect.map((rows) => rows.map(toDelivery)),
+        storeErrors("read webhook deliveries")
+      )
+  }
+  return repo
+})

@@ -1,0 +1,22 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** The webhook outbox: rows written with a job's terminal state, claimed by dispatchers. */
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE webhook_deliveries (
+    id TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL REFERENCES jobs (id),
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    url TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts TEXT NOT NULL,
+    next_attempt_at BIGINT,
+    lease_owner TEXT,
+    lease_expires_at BIGINT,
+    created_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE UNIQUE INDEX webhook_deliveries_job ON webhook_deliveries (job_id)`
+  yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)`
+})

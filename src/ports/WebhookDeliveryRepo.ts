@@ -1,0 +1,29 @@
+import { Context, type Effect, type Option } from "effect"
+import type { StoreError } from "../domain/errors.js"
+import type { DeliveryAttempt, WebhookDelivery } from "../domain/webhook.js"
+
+export type AttemptOutcome =
+  | { readonly status: "sent" }
+  | { readonly status: "pending"; readonly nextAttemptAt: number }
+  | { readonly status: "failed" }
+
+/**
+ * Webhook deliveries. Rows are written by JobRepo together with the job's terminal state
+ * (outbox); dispatchers claim due ones with a lease, so several never send the same attempt.
+ */
+export class WebhookDeliveryRepo extends Context.Tag("genjobs/WebhookDeliveryRepo")<WebhookDeliveryRepo, {
+  /** The oldest pending delivery whose next attempt is due and that no live lease holds. */
+  readonly claimDue: (options: {
+    readonly workerId: string
+    readonly now: number
+    readonly leaseMs: number
+  }) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
+  /** Appends the attempt and moves the delivery on; false when the lease was lost. */
+  readonly recordAttempt: (
+    id: string,
+    workerId: string,
+    attempt: DeliveryAttempt,
+    outcome: AttemptOutcome
+  ) => Effect.Effect<boolean, StoreError>
+  readonly forJob: (jobId: string) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
+}>() {}
