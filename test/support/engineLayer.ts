@@ -10,12 +10,16 @@ import { Catalog } from "../../src/services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
 import { demoCatalog } from "./demoCatalog.js"
 
-/** The engine's services over memory stores, with the given generator as provider `demo`. */
-export const memoryEngine = (generator: Generator, settings: Partial<EngineSettings> = {}) =>
+/** The engine's services over the given stores, with the given generator as provider `demo`. */
+export const engineOver = <E>(
+  stores: Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, E>,
+  generator: Generator,
+  settings: Partial<EngineSettings> = {}
+) =>
   EngineServicesLive.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
-        layerMemoryStores,
+        stores,
         layerLocalJobSignal,
         layerMemoryBlobStore("http://files.test"),
         layerGenerators({ demo: generator }),
@@ -23,6 +27,9 @@ export const memoryEngine = (generator: Generator, settings: Partial<EngineSetti
       )
     )
   )
+
+export const memoryEngine = (generator: Generator, settings: Partial<EngineSettings> = {}) =>
+  engineOver(layerMemoryStores, generator, settings)
 
 /** Loads the demo catalog and returns a caller with `credits` micro-cents. */
 export const demoCaller = (credits = 1_000_000, maxConcurrentJobs = 10) =>

@@ -1,0 +1,74 @@
+import { Effect, Layer } from "effect"
+import { lookup } from "node:dns/promises"
+import { request } from "node:https"
+import { isIP, type LookupFunction } from "node:net"
+import { isForbiddenAddress } from "../../src/domain/webhookTargets.js"
+import { WebhookNotDelivered, WebhookSender } from "../../src/ports/WebhookSender.js"
+
+export interface SenderOptions {
+  /** Development only: lets webhooks reach private and loopback addresses. */
+  readonly allowPrivate: boolean
+  /** Extra trusted certificate authorities (PEM), for receivers with a private CA. */
+  readonly ca?: string | undefined
+}
+
+const BODY_LIMIT = 1_024
+
+/**
+ * Resolves every A and AAAA record, refuses the target when any is not public, and hands the
+ * checked address to the socket: the connection goes where the check looked (no DNS rebinding)
+ * while SNI and Host keep the name.
+ */
+const checkedLookup = (allowPrivate: boolean): LookupFunction => (hostname, options, callback) => {
+  lookup(hostname, { all: true, verbatim: true })
+    .then((addresses) => {
+      const refused = addresses.find((a) => isForbiddenAddress(a.address))
+      if (addresses.length === 0) throw new Error(`${hostname} has no address`)
+      if (refused !== undefined && !allowPrivate) {
+        throw new Error(`refused: ${hostname} resolves to the non-public address ${refused.address}`)
+      }
+      const chosen = addresses[0]!
+      if (options.all === true) callback(null, [{ address: chosen.address, family: chosen.family }])
+      else callback(null, chosen.address, chosen.family)
+    })
+    .catch((error: Error) => callback(Object.assign(error, { code: "EREFUSED" }), "", 0))
+}
+
+export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Type"] => ({
+  send: (webhook) =>
+    Effect.async<{ statusCode: number; retryAfter: string | undefined; body: string }, WebhookNotDelivered>((resume) => {
+      const fail = (reason: string) => resume(Effect.fail(new WebhookNotDelivered({ reason })))
+      if (!URL.canParse(webhook.url)) return fail("the webhook URL is not a URL")
+      const url = new URL(webhook.url)
+      if (url.protocol !== "https:") return fail("refused: webhooks go to https URLs only")
+      const host = url.hostname.replace(/^\[|\]$/g, "")
+      if (isIP(host) !== 0 && isForbiddenAddress(host) && !options.allowPrivate) {
+        return fail(`refused: ${host} is not a public address`)
+      }
+      const req = request(url, {
+        method: "POST",
+        headers: { ...webhook.headers, "content-length": String(Buffer.byteLength(webhook.body)) },
+        lookup: checkedLookup(options.allowPrivate),
+        timeout: webhook.timeoutMs,
+        ...(options.ca === undefined ? {} : { ca: options.ca })
+      }, (res) => {
+        let body = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk: string) => {
+          if (body.length < BODY_LIMIT) body += chunk.slice(0, BODY_LIMIT - body.length)
+        })
+        res.on("end", () => {
+          const retryAfter = res.headers["retry-after"]
+          resume(Effect.succeed({ statusCode: res.statusCode ?? 0, retryAfter, body }))
+        })
+        res.on("error", (error) => fail(`the answer broke off: ${error.message}`))
+      })
+      req.on("timeout", () => req.destroy(new Error(`no answer within ${webhook.timeoutMs / 1000} s`)))
+      req.on("error", (error) => fail(error.message))
+      req.end(webhook.body)
+      return Effect.sync(() => req.destroy())
+    })
+})
+
+export const layerNodeWebhookSender = (options: SenderOptions) =>
+  Layer.succeed(WebhookSender, makeNodeWebhookSender(options))

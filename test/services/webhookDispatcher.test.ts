@@ -1,0 +1,155 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Layer, Ref, TestClock } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { layerSqlite } from "../../adapters/sql/layer.js"
+import type { RequestId } from "../../src/domain/ids.js"
+import { verifyWebhook } from "../../src/domain/webhookSignature.js"
+import type { Generator } from "../../src/ports/Generator.js"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { type WebhookRequest, type WebhookResponse, WebhookNotDelivered, WebhookSender } from "../../src/ports/WebhookSender.js"
+import { Jobs } from "../../src/services/Jobs.js"
+import { WebhookDispatcher } from "../../src/services/WebhookDispatcher.js"
+import { Worker } from "../../src/services/Worker.js"
+import { demoCaller, engineOver, memoryEngine } from "../support/engineLayer.js"
+
+const text: Generator = {
+  generate: () =>
+    Effect.succeed([{ type: "text" as const, file: { bytes: new TextEncoder().encode("hi"), contentType: "text/plain", extension: "txt" } }])
+}
+
+/** A receiver that answers from a script and remembers what it got and when. */
+const scriptedReceiver = (answers: ReadonlyArray<WebhookResponse | "no answer">) =>
+  Effect.gen(function*() {
+    const received = yield* Ref.make<Array<{ at: number; request: WebhookRequest }>>([])
+    const sender = WebhookSender.of({
+      send: (request) =>
+        Effect.gen(function*() {
+          const at = yield* Clock.currentTimeMillis
+          const seen = yield* Ref.updateAndGet(received, (all) => [...all, { at, request }])
+          const answer = answers[Math.min(seen.length - 1, answers.length - 1)]!
+          return answer === "no answer"
+            ? yield* Effect.fail(new WebhookNotDelivered({ reason: "connect ECONNREFUSED" }))
+            : answer
+        })
+    })
+    return { received, sender }
+  })
+
+const status = (statusCode: number, retryAfter?: string): WebhookResponse => ({ statusCode, retryAfter, body: `status ${statusCode}` })
+
+const dispatching = <E>(engine: Layer.Layer<Layer.Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Type"]) =>
+  WebhookDispatcher.layer.pipe(Layer.provideMerge(engine), Layer.provideMerge(Layer.succeed(WebhookSender, sender)))
+
+type Received = Ref.Ref<Array<{ at: number; request: WebhookRequest }>>
+type Services = Layer.Layer.Success<ReturnType<typeof dispatching>>
+
+const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer">, body: (received: Received) => Effect.Effect<A, E, Services>) =>
+  Effect.gen(function*() {
+    const { received, sender } = yield* scriptedReceiver(answers)
+    return yield* Effect.provide(body(received), dispatching(memoryEngine(text), sender))
+  })
+
+/** Submits a job with a webhook and runs it, so its delivery is due. */
+const finishedJob = Effect.gen(function*() {
+  const caller = yield* demoCaller()
+  const { job } = yield* (yield* Jobs).submit(
+    caller,
+    { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.example.com/in" },
+    "req_w" as RequestId
+  )
+  yield* (yield* Worker).runOnce("w")
+  return { job, caller }
+})
+
+/** Runs the dispatcher until nothing is due, moving the clock to each next attempt. */
+const drain = (until: number) =>
+  Effect.gen(function*() {
+    const dispatcher = yield* WebhookDispatcher
+    for (let now = 0; now <= until; now += 1000) {
+      while (yield* dispatcher.deliverOnce("d")) { /* everything due now */ }
+      yield* TestClock.adjust(1000)
+    }
+  })
+
+describe("webhook dispatcher", () => {
+  it.effect("walks the whole schedule: attempts at 0, 1, 5, 21, 85 and 341 s, then failed", () =>
+    withReceiver([status(500)], (received) =>
+      Effect.gen(function*() {
+        const { job } = yield* finishedJob
+        yield* drain(400_000)
+        const times = (yield* Ref.get(received)).map((r) => r.at / 1000)
+        expect(times).toEqual([0, 1, 5, 21, 85, 341])
+        const [delivery] = yield* (yield* WebhookDeliveryRepo).forJob(job.id)
+        expect(delivery).toMatchObject({ status: "failed", nextAttemptAt: null })
+        expect(delivery!.attempts.map((a) => [a.attempt, a.statusCode, a.error])).toEqual(
+          [1, 2, 3, 4, 5, 6].map((n) => [n, 500, "HTTP 500"])
+        )
+        expect(delivery!.attempts[0]!.responseBody).toBe("status 500")
+      })))
+
+  it.effect("stops at the first 2xx and signs every attempt for the account's secret", () =>
+    withReceiver(["no answer", status(302), status(204)], (received) =>
+      Effect.gen(function*() {
+        const { caller, job } = yield* finishedJob
+        yield* drain(30_000)
+        const requests = (yield* Ref.get(received)).map((r) => r.request)
+        expect(requests).toHaveLength(3)
+        const [delivery] = yield* (yield* WebhookDeliveryRepo).forJob(job.id)
+        expect(delivery!.status).toBe("sent")
+        expect(delivery!.attempts.map((a) => a.error)).toEqual(["connect ECONNREFUSED", "HTTP 302", null])
+        for (const [i, r] of requests.entries()) {
+          expect(r.url).toBe("https://hooks.example.com/in")
+          expect(r.headers["x-webhook-delivery-id"]).toBe(delivery!.id)
+          expect(r.headers["x-webhook-attempt"]).toBe(String(i + 1))
+          expect(r.headers["user-agent"]).toMatch(/^genjobs-webhooks/)
+          expect(r.body).toBe(requests[0]!.body)
+          const verdict = verifyWebhook({
+            secret: caller.account.webhookSecret,
+            headers: r.headers,
+            body: r.body,
+            nowSeconds: Number(r.headers["x-service-timestamp"])
+          })
+          expect(verdict.ok).toBe(true)
+        }
+        expect(JSON.parse(requests[0]!.body)).toMatchObject({ jobId: job.id, requestId: "req_w", status: "completed" })
+      })))
+
+  it.effect("honours Retry-After on 429 and 503 within the schedule's bounds", () =>
+    withReceiver([status(429, "30"), status(503, "100000"), status(500, "2"), status(200)], (received) =>
+      Effect.gen(function*() {
+        yield* finishedJob
+        yield* drain(400_000)
+        expect((yield* Ref.get(received)).map((r) => r.at / 1000)).toEqual([0, 30, 286, 302])
+      })))
+
+  it.effect("resumes on time after a restart: pending deliveries live in the SQLite file", () =>
+    Effect.gen(function*() {
+      const { received, sender } = yield* scriptedReceiver([status(500), status(200)])
+      const file = join(mkdtempSync(join(tmpdir(), "genjobs-webhooks-")), "store.db")
+      const overFile = () => dispatching(engineOver(layerSqlite({ filename: file }), text), sender)
+      const jobId = yield* Effect.scoped(Effect.gen(function*() {
+        const context = yield* Layer.build(overFile())
+        return yield* Effect.provide(
+          Effect.gen(function*() {
+            const { job } = yield* finishedJob
+            expect(yield* (yield* WebhookDispatcher).deliverOnce("before-restart")).toBe(true)
+            return job.id
+          }),
+          context
+        )
+      }))
+      yield* Effect.provide(
+        Effect.gen(function*() {
+          const dispatcher = yield* WebhookDispatcher
+          expect(yield* dispatcher.deliverOnce("after-restart")).toBe(false)
+          yield* TestClock.adjust(1000)
+          expect(yield* dispatcher.deliverOnce("after-restart")).toBe(true)
+          expect((yield* Ref.get(received)).map((r) => r.at)).toEqual([0, 1000])
+          expect((yield* (yield* WebhookDeliveryRepo).forJob(jobId))[0]!.status).toBe("sent")
+        }),
+        overFile()
+      )
+    }))
+})
