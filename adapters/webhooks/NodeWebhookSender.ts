@@ -49,6 +49,8 @@ export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Ty
         method: "POST",
         headers: { ...webhook.headers, "content-length": String(Buffer.byteLength(webhook.body)) },
         lookup: checkedLookup(options.allowPrivate),
+        // A fresh connection per attempt: a pooled socket would skip the address check.
+        agent: false,
         timeout: webhook.timeoutMs,
         ...(options.ca === undefined ? {} : { ca: options.ca })
       }, (res) => {

@@ -1,0 +1,88 @@
+import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { createServer, type Server } from "node:https"
+import { webcrypto } from "node:crypto"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeNodeWebhookSender } from "../../adapters/webhooks/NodeWebhookSender.js"
+import { signatureHeader } from "../../src/domain/webhookSignature.js"
+
+/** A self-signed certificate for localhost and 127.0.0.1, made with the openssl CLI. */
+const certificate = () => {
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-tls-"))
+  execFileSync("openssl", [
+    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")
+  ], { stdio: "ignore" })
+  return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") }
+}
+
+/** The receiver's check, written from the spec alone with WebCrypto: not the engine's function. */
+const receiverAccepts = async (secret: string, timestamp: string, body: string, header: string) => {
+  const key = await webcrypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"])
+  const mac = Buffer.from(await webcrypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${timestamp}.${body}`))).toString("hex")
+  return header.split(",").includes(`sha256=${mac}`) && Math.abs(Date.now() / 1000 - Number(timestamp)) <= 300
+}
+
+describe("webhooks to a real https receiver", () => {
+  const tls = certificate()
+  const got: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = []
+  let server: Server
+  let port = 0
+  beforeAll(async () => {
+    server = createServer(tls, (req, res) => {
+      let body = ""
+      req.on("data", (c) => (body += c))
+      req.on("end", () => {
+        got.push({ headers: req.headers, body })
+        if (req.url === "/redirect") res.writeHead(307, { location: "https://example.com/" }).end()
+        else res.writeHead(200, { "content-type": "text/plain" }).end("thanks")
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    port = (server.address() as { port: number }).port
+  })
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+  const send = (url: string, allowPrivate: boolean, headers: Record<string, string> = {}, body = "{}") =>
+    Effect.runPromise(
+      Effect.either(makeNodeWebhookSender({ allowPrivate, ca: tls.cert }).send({ url, headers, body, timeoutMs: 5_000 }))
+    )
+
+  it("delivers a signed POST that an independent verifier accepts", async () => {
+    const body = JSON.stringify({ jobId: "job_1", status: "completed" })
+    const timestamp = String(Math.floor(Date.now() / 1000))
+    const result = await send(`https://localhost:${port}/hook`, true, {
+      "content-type": "application/json",
+      "x-service-timestamp": timestamp,
+      "x-service-signature": signatureHeader(["whsec_a", "whsec_b"], Number(timestamp), body)
+    }, body)
+    expect(result).toMatchObject({ _tag: "Right", right: { statusCode: 200, body: "thanks" } })
+    const received = got[got.length - 1]!
+    expect(received.body).toBe(body)
+    expect(await receiverAccepts("whsec_b", String(received.headers["x-service-timestamp"]), received.body, String(received.headers["x-service-signature"]))).toBe(true)
+    expect(await receiverAccepts("whsec_c", String(received.headers["x-service-timestamp"]), received.body, String(received.headers["x-service-signature"]))).toBe(false)
+  })
+
+  it("does not follow redirects", async () => {
+    const result = await send(`https://127.0.0.1:${port}/redirect`, true)
+    expect(result).toMatchObject({ _tag: "Right", right: { statusCode: 307 } })
+  })
+
+  it("refuses loopback targets, by address and by name, unless private targets are allowed", async () => {
+    const before = got.length
+    const byAddress = await send(`https://127.0.0.1:${port}/hook`, false)
+    const byName = await send(`https://localhost:${port}/hook`, false)
+    const mapped = await send(`https://[::ffff:127.0.0.1]:${port}/hook`, false)
+    const decimal = await send(`https://2130706433:${port}/hook`, false)
+    for (const result of [byAddress, byName, mapped, decimal]) {
+      expect(result._tag).toBe("Left")
+      expect(result._tag === "Left" && result.left.reason).toMatch(/refused/)
+    }
+    expect(got.length).toBe(before)
+    expect((await send(`http://example.com/hook`, true))._tag).toBe("Left")
+  })
+})
