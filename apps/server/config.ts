@@ -22,6 +22,7 @@ export const ServerConfig = Config.all({
     Config.validate({ message: "CREDIT_MICRO_CENTS must be a positive whole number", validation: (n) => n > 0 })
   ),
   webhookAllowPrivate: Config.boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", 1),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
     Config.validate({ message: "JOB_LEASE_MS must be at least 1000", validation: (n) => n >= 1000 })

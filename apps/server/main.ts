@@ -8,12 +8,14 @@ import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../../adapters/generators/d
 import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
 import { layerPostgres, layerSqlite } from "../../adapters/sql/layer.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
+import { layerNodeWebhookSender } from "../../adapters/webhooks/NodeWebhookSender.js"
 import { EngineServicesLive } from "../../src/engine.js"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { EngineHttpLive } from "../../src/http/layer.js"
 import { FILES_PATH } from "../../src/http/systemRoutes.js"
 import { layerGenerators } from "../../src/ports/Generator.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
+import { WebhookDispatcher } from "../../src/services/WebhookDispatcher.js"
 import { Worker } from "../../src/services/Worker.js"
 import { isPostgresUrl, publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
@@ -68,12 +70,21 @@ const appFor = (settings: ServerSettings) => {
       yield* Effect.logInfo(`${settings.workerConcurrency} in-process workers started`)
     })
   )
+  const dispatchers = Layer.scopedDiscard(
+    Effect.gen(function*() {
+      if (settings.webhookDispatchers === 0) return
+      yield* (yield* WebhookDispatcher).start(settings.webhookDispatchers)
+    })
+  ).pipe(
+    Layer.provide(WebhookDispatcher.layer),
+    Layer.provide(layerNodeWebhookSender({ allowPrivate: settings.webhookAllowPrivate }))
+  )
   const server = HttpApiBuilder.serve().pipe(
     HttpServer.withLogAddress,
     Layer.provide(EngineHttpLive),
     Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host }))
   )
-  return Layer.mergeAll(server, workers).pipe(Layer.provide(prepare), Layer.provide(services))
+  return Layer.mergeAll(server, workers, dispatchers).pipe(Layer.provide(prepare), Layer.provide(services))
 }
 
 Effect.gen(function*() {

@@ -8,6 +8,8 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeWebhookSender } from "../../adapters/webhooks/NodeWebhookSender.js"
 import { signatureHeader } from "../../src/domain/webhookSignature.js"
+import { startServer, tempDataDir } from "../support/serverProcess.js"
+import { writeFileSync } from "node:fs"
 
 /** A self-signed certificate for localhost and 127.0.0.1, made with the openssl CLI. */
 const certificate = () => {
@@ -84,5 +86,63 @@ describe("webhooks to a real https receiver", () => {
     }
     expect(got.length).toBe(before)
     expect((await send(`http://example.com/hook`, true))._tag).toBe("Left")
+  })
+})
+
+describe("the bundled server sends job webhooks", () => {
+  it("POSTs the signed completed and failed payloads to the job's webhookUrl", async () => {
+    const tls = certificate()
+    const dir = tempDataDir()
+    writeFileSync(join(dir, "ca.pem"), tls.cert)
+    const got: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = []
+    const receiver = createServer(tls, (req, res) => {
+      let body = ""
+      req.on("data", (c) => (body += c))
+      req.on("end", () => {
+        got.push({ headers: req.headers, body })
+        res.writeHead(204).end()
+      })
+    })
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    const hook = `https://localhost:${(receiver.address() as { port: number }).port}/hook`
+    const server = await startServer({
+      DATA_DIR: join(dir, "data"),
+      ADMIN_TOKEN: "admin",
+      WEBHOOK_ALLOW_PRIVATE: "1",
+      NODE_EXTRA_CA_CERTS: join(dir, "ca.pem")
+    })
+    try {
+      expect(server.output).toMatch(/WEBHOOK_ALLOW_PRIVATE is set/)
+      const admin = { authorization: "Bearer admin", "content-type": "application/json" }
+      const account = await (await fetch(`${server.url}/admin/accounts`, { method: "POST", headers: admin, body: JSON.stringify({ name: "hooks", creditsMicroCents: 1_000_000 }) })).json()
+      const key = (await (await fetch(`${server.url}/admin/accounts/${account.id}/keys`, { method: "POST", headers: admin, body: JSON.stringify({ name: "k" }) })).json()).key
+      const submit = (input: Record<string, unknown>) =>
+        fetch(`${server.url}/v1/jobs/submit`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "demo/image-gen/text-to-image", input: { prompt: "hook", width: 16, height: 16, ...input }, webhookUrl: hook })
+        }).then((r) => r.json())
+      const ok = await submit({})
+      const bad = await submit({ demoFail: true })
+      const deadline = Date.now() + 20_000
+      while (got.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      expect(got).toHaveLength(2)
+      const byJob = Object.fromEntries(got.map((g) => [JSON.parse(g.body).jobId, g]))
+      for (const g of got) {
+        expect(await receiverAccepts(account.webhookSecret, String(g.headers["x-service-timestamp"]), g.body, String(g.headers["x-service-signature"]))).toBe(true)
+        expect(g.headers["user-agent"]).toMatch(/^genjobs-webhooks/)
+        expect(g.headers["x-webhook-delivery-id"]).toMatch(/^whd_/)
+      }
+      expect(JSON.parse(byJob[ok.jobId]!.body)).toMatchObject({
+        jobId: ok.jobId,
+        requestId: ok.requestId,
+        status: "completed",
+        output: { type: "image", metadata: { width: 16, height: 16, format: "png" } }
+      })
+      expect(JSON.parse(byJob[bad.jobId]!.body)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
+    } finally {
+      await server.stop("SIGKILL")
+      receiver.close()
+    }
   })
 })
