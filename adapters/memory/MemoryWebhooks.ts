@@ -1,4 +1,5 @@
 import { Effect, Option } from "effect"
+import { isAfterCursor } from "../../src/domain/cursor.js"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import type { MemoryState } from "./state.js"
 
@@ -32,6 +33,26 @@ export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Ty
         })
         return true
       })),
-    forJob: (jobId) => Effect.sync(() => [...state.deliveries.values()].filter((d) => d.jobId === jobId))
+    forJob: (jobId) => Effect.sync(() => [...state.deliveries.values()].filter((d) => d.jobId === jobId)),
+    list: ({ accountId, after, jobId, limit, status }) =>
+      Effect.sync(() =>
+        [...state.deliveries.values()]
+          .filter((d) =>
+            d.accountId === accountId && (jobId === undefined || d.jobId === jobId) &&
+            (status === undefined || d.status === status) &&
+            (after === undefined || isAfterCursor({ createdAt: d.createdAt, id: d.id }, after))
+          )
+          .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          .slice(0, limit + 1)
+      ),
+    get: (id) => Effect.sync(() => Option.fromNullable(state.deliveries.get(id))),
+    retry: (id, now) =>
+      atomically(Effect.sync(() => {
+        const d = state.deliveries.get(id)
+        if (d === undefined || d.status !== "failed") return Option.none()
+        const again = { ...d, status: "pending" as const, nextAttemptAt: now, leaseOwner: null, leaseExpiresAt: null }
+        state.deliveries.set(id, again)
+        return Option.some(again)
+      }))
   }
 }

@@ -41,6 +41,37 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         return true
       })).pipe(storeErrors("record webhook attempt")),
 
+    list: ({ accountId, after, jobId, limit, status }) =>
+      sql`SELECT * FROM webhook_deliveries WHERE ${
+        sql.and([
+          sql`account_id = ${accountId}`,
+          ...(jobId === undefined ? [] : [sql`job_id = ${jobId}`]),
+          ...(status === undefined ? [] : [sql`status = ${status}`]),
+          ...(after === undefined
+            ? []
+            : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`])
+        ])
+      } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
+        Effect.flatMap(decodeDeliveries),
+        Effect.map((rows) => rows.map(toDelivery)),
+        storeErrors("list webhook deliveries")
+      ),
+
+    get: (id) =>
+      sql`SELECT * FROM webhook_deliveries WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeDeliveries),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toDelivery)),
+        storeErrors("read webhook delivery")
+      ),
+
+    retry: (id, now) =>
+      sql`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = ${id} AND status = 'failed' RETURNING *`.pipe(
+        Effect.flatMap(decodeDeliveries),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toDelivery)),
+        storeErrors("retry webhook delivery")
+      ),
+
     forJob: (jobId) =>
       sql`SELECT * FROM webhook_deliveries WHERE job_id = ${jobId} ORDER BY created_at`.pipe(
         Effect.flatMap(decodeDeliveries),

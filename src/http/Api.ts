@@ -40,6 +40,7 @@ import {
   SubmitHeaders,
   SubmitResponse
 } from "./schemas/jobs.js"
+import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
 
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
@@ -100,6 +101,22 @@ export class ModelsGroup extends HttpApiGroup.make("models")
   .annotate(OpenApi.Description, "Models and providers (scope list_models; x-api-key or Bearer); cached 5 minutes")
 {}
 
+export class WebhooksGroup extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/webhooks/deliveries")
+      .setUrlParams(DeliveryListParams)
+      .addSuccess(DeliveryList)
+      .annotate(OpenApi.Description, "The account's webhook deliveries with their attempts, newest first (scope check_status)")
+  )
+  .add(
+    HttpApiEndpoint.post("retry", "/v1/webhooks/deliveries/:id/retry")
+      .setPath(DeliveryIdPath)
+      .addSuccess(DeliveryView)
+      .annotate(OpenApi.Description, "Send a failed delivery once more (scope submit_job)")
+  )
+  .middleware(ApiKeyAuth)
+{}
+
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.put("replaceCatalog", "/admin/catalog").setPayload(CatalogDocument).addSuccess(CatalogImportResult))
   .add(HttpApiEndpoint.get("exportCatalog", "/admin/catalog").addSuccess(CatalogDocument))
@@ -133,6 +150,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .add(JobsGroup)
   .add(CatalogGroup)
   .add(ModelsGroup)
+  .add(WebhooksGroup)
   .add(AdminGroup)
   .addError(documentedErrors[0])
   .addError(documentedErrors[1])

@@ -6,6 +6,7 @@ import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
 import { AdminHandlers } from "./handlers/admin.js"
 import { CatalogHandlers, ModelsHandlers } from "./handlers/catalog.js"
 import { JobsHandlers } from "./handlers/jobs.js"
+import { WebhooksHandlers } from "./handlers/webhooks.js"
 import { SystemRoutes } from "./systemRoutes.js"
 
 /**
@@ -19,7 +20,7 @@ export const EngineHttpLive = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(
     HttpApiBuilder.api(EngineApi).pipe(
-      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, AdminHandlers]),
+      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, WebhooksHandlers, AdminHandlers]),
       Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
     )
   )

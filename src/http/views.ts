@@ -1,5 +1,6 @@
 import type { Account, ApiKey } from "../domain/account.js"
 import { type Job, progressOf } from "../domain/job.js"
+import type { WebhookDelivery } from "../domain/webhook.js"
 
 export const iso = (ms: number): string => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
@@ -41,4 +42,14 @@ export const apiKeyView = (key: ApiKey) => ({
   active: key.active,
   expiresAt: isoOrNull(key.expiresAt),
   createdAt: iso(key.createdAt)
+})
+
+export const deliveryView = (d: WebhookDelivery) => ({
+  id: d.id,
+  jobId: d.jobId,
+  url: d.url,
+  status: d.status,
+  attempts: d.attempts.map((a) => ({ ...a, at: iso(a.at) })),
+  nextAttemptAt: isoOrNull(d.nextAttemptAt),
+  createdAt: iso(d.createdAt)
 })

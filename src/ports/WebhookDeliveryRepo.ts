@@ -1,6 +1,7 @@
 import { Context, type Effect, type Option } from "effect"
 import type { StoreError } from "../domain/errors.js"
-import type { DeliveryAttempt, WebhookDelivery } from "../domain/webhook.js"
+import type { JobCursor } from "../domain/cursor.js"
+import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery } from "../domain/webhook.js"
 
 export type AttemptOutcome =
   | { readonly status: "sent" }
@@ -26,4 +27,15 @@ export class WebhookDeliveryRepo extends Context.Tag("genjobs/WebhookDeliveryRep
     outcome: AttemptOutcome
   ) => Effect.Effect<boolean, StoreError>
   readonly forJob: (jobId: string) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
+  /** An account's deliveries, newest first over (createdAt, id); up to `limit + 1` rows. */
+  readonly list: (query: {
+    readonly accountId: string
+    readonly jobId?: string | undefined
+    readonly status?: DeliveryStatus | undefined
+    readonly after?: JobCursor | undefined
+    readonly limit: number
+  }) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
+  /** failed -> pending, due at `now`; None unless the delivery exists and has failed. */
+  readonly retry: (id: string, now: number) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
 }>() {}

@@ -428,6 +428,27 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.isNone(yield* claim("d4", T0 + 999_999))).toBe(true)
       }))
 
+    test("lists an account's deliveries newest first and retries failed ones only", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        const a = yield* finish("https://hooks.example.com/a", "complete")
+        const b = yield* finish("https://hooks.example.com/b", "fail")
+        const [da] = yield* deliveries.forJob(a.id)
+        const [db] = yield* deliveries.forJob(b.id)
+        expect((yield* deliveries.list({ accountId: a.accountId, limit: 10 })).map((d) => d.id)).toEqual([da!.id])
+        expect((yield* deliveries.list({ accountId: b.accountId, limit: 10, jobId: b.id, status: "pending" })).map((d) => d.id)).toEqual([db!.id])
+        expect(yield* deliveries.list({ accountId: b.accountId, limit: 10, status: "failed" })).toEqual([])
+        expect(Option.getOrThrow(yield* deliveries.get(da!.id))).toEqual(da)
+        expect(Option.isNone(yield* deliveries.retry(da!.id, T0 + 10))).toBe(true)
+        const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 1_000 }))
+        const attempt = { attempt: 1, at: T0 + 10, statusCode: null, error: "refused", durationMs: 1, responseBody: null }
+        yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })
+        const again = Option.getOrThrow(yield* deliveries.retry(claimed.id, T0 + 20))
+        expect(again).toMatchObject({ status: "pending", nextAttemptAt: T0 + 20, attempts: [attempt] })
+        const due = yield* Effect.all([1, 2, 3].map(() => deliveries.claimDue({ workerId: "e", now: T0 + 20, leaseMs: 1_000 })))
+        expect(due.filter(Option.isSome).map((d) => d.value.id)).toContain(claimed.id)
+      }))
+
     test("parallel claims never hand one delivery to two dispatchers", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo

@@ -19,4 +19,5 @@ export default Effect.gen(function*() {
   )`
   yield* sql`CREATE UNIQUE INDEX webhook_deliveries_job ON webhook_deliveries (job_id)`
   yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)`
+  yield* sql`CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account_id, created_at DESC, id DESC)`
 })

@@ -1,0 +1,35 @@
+import { Schema } from "effect"
+
+export const DeliveryAttemptView = Schema.Struct({
+  attempt: Schema.Number,
+  at: Schema.String,
+  statusCode: Schema.NullOr(Schema.Number),
+  error: Schema.NullOr(Schema.String),
+  durationMs: Schema.Number,
+  responseBody: Schema.NullOr(Schema.String)
+})
+
+export const DeliveryView = Schema.Struct({
+  id: Schema.String,
+  jobId: Schema.String,
+  url: Schema.String,
+  status: Schema.Literal("pending", "sent", "failed"),
+  attempts: Schema.Array(DeliveryAttemptView),
+  nextAttemptAt: Schema.NullOr(Schema.String),
+  createdAt: Schema.String
+})
+
+export const DeliveryListParams = Schema.Struct({
+  limit: Schema.optional(Schema.NumberFromString),
+  cursor: Schema.optional(Schema.String),
+  jobId: Schema.optional(Schema.String),
+  status: Schema.optional(Schema.String)
+})
+
+export const DeliveryList = Schema.Struct({
+  deliveries: Schema.Array(DeliveryView),
+  nextCursor: Schema.NullOr(Schema.String),
+  hasMore: Schema.Boolean
+})
+
+export const DeliveryIdPath = Schema.Struct({ id: Schema.String })
