@@ -36,6 +36,19 @@ export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
     get: (id) => Effect.sync(() => Option.fromNullable(state.accounts.get(id))),
     addCredits: (id, amount, now) =>
       atomically(Effect.sync(() => (state.accounts.has(id) ? Option.some(post(state, id, "credit", amount, null, now)) : Option.none()))),
+    rotateWebhookSecret: (id, secret, previousExpiresAt) =>
+      atomically(Effect.sync(() => {
+        const account = state.accounts.get(id)
+        if (account === undefined) return Option.none()
+        const rotated = {
+          ...account,
+          webhookSecret: secret,
+          previousWebhookSecret: account.webhookSecret,
+          previousWebhookSecretExpiresAt: previousExpiresAt
+        }
+        state.accounts.set(id, rotated)
+        return Option.some(rotated)
+      })),
     ledger: (id) => Effect.sync(() => state.ledger.filter((e) => e.accountId === id)),
     count: Effect.sync(() => state.accounts.size)
   }

@@ -32,6 +32,8 @@ export const makeSqlAccounts = Effect.gen(function*() {
             allowed_models: JSON.stringify(account.allowedModels),
             discounts: JSON.stringify(account.discounts),
             webhook_secret: account.webhookSecret,
+            previous_webhook_secret: account.previousWebhookSecret,
+            previous_webhook_secret_expires_at: account.previousWebhookSecretExpiresAt,
             created_at: account.createdAt
           })
         }`
@@ -47,6 +49,10 @@ export const makeSqlAccounts = Effect.gen(function*() {
         yield* postLedger(sql, { accountId: id, jobId: null, kind: "credit", amountMicroCents: amount, now })
         return yield* find(id)
       })).pipe(storeErrors("add credits")),
+    rotateWebhookSecret: (id, secret, previousExpiresAt) =>
+      sql`UPDATE accounts SET previous_webhook_secret = webhook_secret, webhook_secret = ${secret},
+          previous_webhook_secret_expires_at = ${previousExpiresAt}
+        WHERE id = ${id}`.pipe(Effect.zipRight(find(id)), storeErrors("rotate webhook secret")),
     ledger: (id) =>
       sql`SELECT * FROM ledger WHERE account_id = ${id} ORDER BY created_at, id`.pipe(
         Effect.flatMap(decodeLedger),

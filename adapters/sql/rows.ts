@@ -21,6 +21,8 @@ export const AccountRow = Schema.Struct({
   allowed_models: JsonStrings,
   discounts: Json(Account.fields.discounts),
   webhook_secret: Schema.String,
+  previous_webhook_secret: Schema.NullOr(Schema.String),
+  previous_webhook_secret_expires_at: DbIntOrNull,
   created_at: DbInt
 })
 
@@ -34,6 +36,8 @@ export const toAccount = (row: typeof AccountRow.Type): Account =>
     allowedModels: row.allowed_models,
     discounts: row.discounts,
     webhookSecret: row.webhook_secret,
+    previousWebhookSecret: row.previous_webhook_secret,
+    previousWebhookSecretExpiresAt: row.previous_webhook_secret_expires_at,
     createdAt: row.created_at
   })
 

@@ -18,6 +18,9 @@ export const Account = Schema.Struct({
   allowedModels: Schema.Array(Schema.String),
   discounts: Schema.Array(Discount),
   webhookSecret: Schema.String,
+  /** The secret before the last rotation, still signing until `previousWebhookSecretExpiresAt`. */
+  previousWebhookSecret: Schema.NullOr(Schema.String),
+  previousWebhookSecretExpiresAt: Schema.NullOr(Schema.Int),
   createdAt: Schema.Int
 })
 export type Account = typeof Account.Type
@@ -54,3 +57,10 @@ export const LedgerEntry = Schema.Struct({
   createdAt: Schema.Int
 })
 export type LedgerEntry = typeof LedgerEntry.Type
+
+/** The secrets that sign a webhook now: the current one, and the previous one during its overlap. */
+export const signingSecrets = (account: Account, now: number): ReadonlyArray<string> =>
+  account.previousWebhookSecret !== null && account.previousWebhookSecretExpiresAt !== null &&
+    now < account.previousWebhookSecretExpiresAt
+    ? [account.webhookSecret, account.previousWebhookSecret]
+    : [account.webhookSecret]

@@ -26,7 +26,8 @@ import {
   CreditsBody,
   ApiKeyView,
   IdPath,
-  LedgerView
+  LedgerView,
+  RotateSecretBody
 } from "./schemas/admin.js"
 import {
   CancelResponse,
@@ -139,6 +140,12 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .setPath(IdPath)
       .setPayload(NewApiKey)
       .addSuccess(CreatedApiKeyView, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.post("rotateWebhookSecret", "/admin/accounts/:id/webhook-secret/rotate")
+      .setPath(IdPath)
+      .setPayload(RotateSecretBody)
+      .addSuccess(AccountView)
   )
   .add(HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate").setPath(IdPath).addSuccess(ApiKeyView))
   .middleware(AdminAuth)

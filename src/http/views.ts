@@ -30,7 +30,11 @@ export const submitView = (job: Job) => ({
   costMicroCents: job.costMicroCents
 })
 
-export const accountView = (account: Account) => ({ ...account, createdAt: iso(account.createdAt) })
+export const accountView = (account: Account) => ({
+  ...account,
+  previousWebhookSecretExpiresAt: isoOrNull(account.previousWebhookSecretExpiresAt),
+  createdAt: iso(account.createdAt)
+})
 
 export const apiKeyView = (key: ApiKey) => ({
   id: key.id,

@@ -13,6 +13,12 @@ export class AccountRepo extends Context.Tag("genjobs/AccountRepo")<AccountRepo,
     amountMicroCents: number,
     now: number
   ) => Effect.Effect<Option.Option<Account>, StoreError>
+  /** Makes `secret` current and keeps the old one signing until `previousExpiresAt`. */
+  readonly rotateWebhookSecret: (
+    id: AccountId,
+    secret: string,
+    previousExpiresAt: number
+  ) => Effect.Effect<Option.Option<Account>, StoreError>
   readonly ledger: (id: AccountId) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
   readonly count: Effect.Effect<number, StoreError>
 }>() {}

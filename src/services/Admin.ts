@@ -53,6 +53,8 @@ export const make = Effect.gen(function*() {
         allowedModels: input.allowedModels,
         discounts: input.discounts,
         webhookSecret: newWebhookSecret(),
+        previousWebhookSecret: null,
+        previousWebhookSecretExpiresAt: null,
         createdAt: yield* Clock.currentTimeMillis
       }
       return yield* accounts.create(account, input.creditsMicroCents)
@@ -116,9 +118,22 @@ export const make = Effect.gen(function*() {
       }))
     )
 
+  /** A new secret now; the old one keeps signing beside it for `overlapSeconds`. */
+  const rotateWebhookSecret = (id: string, overlapSeconds: number): Effect.Effect<Account, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > 30 * 24 * 3600) {
+        return yield* Effect.fail(
+          engineError("VALIDATION_ERROR", "overlapSeconds must be a whole number from 0 to 2592000 (30 days)", { field: "overlapSeconds" })
+        )
+      }
+      const now = yield* Clock.currentTimeMillis
+      const rotated = yield* accounts.rotateWebhookSecret(id as AccountId, newWebhookSecret(), now + overlapSeconds * 1000)
+      return yield* Option.match(rotated, { onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed })
+    })
+
   const ledger = (id: string) => getAccount(id).pipe(Effect.zipRight(accounts.ledger(id as AccountId)))
 
-  return { createAccount, getAccount, addCredits, createKey, deactivateKey, ledger } as const
+  return { createAccount, getAccount, addCredits, createKey, deactivateKey, ledger, rotateWebhookSecret } as const
 })
 
 export class Admin extends Context.Tag("genjobs/Admin")<Admin, Effect.Effect.Success<typeof make>>() {

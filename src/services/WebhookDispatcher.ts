@@ -1,5 +1,6 @@
 import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
 import { randomBytes } from "node:crypto"
+import { signingSecrets } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
 import type { AccountId } from "../domain/ids.js"
 import type { DeliveryAttempt, WebhookDelivery } from "../domain/webhook.js"
@@ -31,7 +32,7 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const account = yield* accounts.get(delivery.accountId as AccountId)
-      const secrets = Option.match(account, { onNone: () => [], onSome: (a) => [a.webhookSecret] })
+      const secrets = Option.match(account, { onNone: () => [], onSome: (a) => signingSecrets(a, now) })
       const timestamp = Math.floor(now / 1000)
       const number = delivery.attempts.length + 1
       const result = yield* sender.send({

@@ -20,6 +20,8 @@ export const account = (overrides: Partial<Account> = {}): Account => ({
   allowedModels: [],
   discounts: [],
   webhookSecret: "whsec_test",
+  previousWebhookSecret: null,
+  previousWebhookSecretExpiresAt: null,
   createdAt: T0,
   ...overrides
 })

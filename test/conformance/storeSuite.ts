@@ -61,6 +61,18 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       }))
   })
 
+  describe(`${name}: webhook secrets`, () => {
+    test("rotates the secret and keeps the previous one with its expiry", () =>
+      Effect.gen(function*() {
+        const repo = yield* AccountRepo
+        const created = yield* createAccount(0, { webhookSecret: "whsec_old" })
+        const rotated = Option.getOrThrow(yield* repo.rotateWebhookSecret(created.id, "whsec_new", T0 + 60_000))
+        expect(rotated).toMatchObject({ webhookSecret: "whsec_new", previousWebhookSecret: "whsec_old", previousWebhookSecretExpiresAt: T0 + 60_000 })
+        expect(Option.getOrThrow(yield* repo.get(created.id))).toEqual(rotated)
+        expect(Option.isNone(yield* repo.rotateWebhookSecret("acc_missing" as AccountId, "x", T0))).toBe(true)
+      }))
+  })
+
   describe(`${name}: ApiKeyRepo`, () => {
     test("finds keys by hash and deactivates them", () =>
       Effect.gen(function*() {

@@ -145,6 +145,20 @@ describe("admin API", () => {
     expectEnvelope(await engine.admin("GET", "/admin/accounts/acc_missing"), 404, "NOT_FOUND")
   })
 
+  it("rotates an account's webhook secret with an overlap", async () => {
+    const created = await engine.admin("POST", "/admin/accounts", { name: "hooks" })
+    const rotated = await engine.admin("POST", `/admin/accounts/${created.body.id}/webhook-secret/rotate`, { overlapSeconds: 3600 })
+    expect(rotated.status).toBe(200)
+    expect(rotated.body.webhookSecret).toMatch(/^whsec_/)
+    expect(rotated.body.webhookSecret).not.toBe(created.body.webhookSecret)
+    expect(rotated.body.previousWebhookSecret).toBe(created.body.webhookSecret)
+    const expires = Date.parse(rotated.body.previousWebhookSecretExpiresAt) - Date.now()
+    expect(expires).toBeGreaterThan(3_590_000)
+    expect(expires).toBeLessThanOrEqual(3_600_000)
+    expectEnvelope(await engine.admin("POST", `/admin/accounts/${created.body.id}/webhook-secret/rotate`, { overlapSeconds: -1 }), 400, "VALIDATION_ERROR")
+    expectEnvelope(await engine.admin("POST", "/admin/accounts/acc_missing/webhook-secret/rotate", {}), 404, "NOT_FOUND")
+  })
+
   it("refuses an invalid catalog whole, with the reasons, and keeps the old one", async () => {
     const before = await engine.admin("GET", "/admin/catalog")
     const reply = await engine.admin("PUT", "/admin/catalog", {

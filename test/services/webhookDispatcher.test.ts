@@ -9,6 +9,7 @@ import { verifyWebhook } from "../../src/domain/webhookSignature.js"
 import type { Generator } from "../../src/ports/Generator.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { type WebhookRequest, type WebhookResponse, WebhookNotDelivered, WebhookSender } from "../../src/ports/WebhookSender.js"
+import { Admin } from "../../src/services/Admin.js"
 import { Jobs } from "../../src/services/Jobs.js"
 import { WebhookDispatcher } from "../../src/services/WebhookDispatcher.js"
 import { Worker } from "../../src/services/Worker.js"
@@ -52,8 +53,7 @@ const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer"
   })
 
 /** Submits a job with a webhook and runs it, so its delivery is due. */
-const finishedJob = Effect.gen(function*() {
-  const caller = yield* demoCaller()
+const finishedJobOf = (caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>) => Effect.gen(function*() {
   const { job } = yield* (yield* Jobs).submit(
     caller,
     { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.example.com/in" },
@@ -62,6 +62,7 @@ const finishedJob = Effect.gen(function*() {
   yield* (yield* Worker).runOnce("w")
   return { job, caller }
 })
+const finishedJob = Effect.flatMap(demoCaller(), finishedJobOf)
 
 /** Runs the dispatcher until nothing is due, moving the clock to each next attempt. */
 const drain = (until: number) =>
@@ -122,6 +123,25 @@ describe("webhook dispatcher", () => {
         yield* finishedJob
         yield* drain(400_000)
         expect((yield* Ref.get(received)).map((r) => r.at / 1000)).toEqual([0, 30, 286, 302])
+      })))
+
+  it.effect("signs with both secrets during a rotation's overlap, then with the new one only", () =>
+    withReceiver([status(200)], (received) =>
+      Effect.gen(function*() {
+        const { caller } = yield* finishedJob
+        const rotated = yield* (yield* Admin).rotateWebhookSecret(caller.account.id, 60)
+        expect(rotated.previousWebhookSecret).toBe(caller.account.webhookSecret)
+        yield* drain(0)
+        const signedBy = (r: WebhookRequest, secret: string) =>
+          verifyWebhook({ secret, headers: r.headers, body: r.body, nowSeconds: Number(r.headers["x-service-timestamp"]) }).ok
+        const [during] = (yield* Ref.get(received)).map((r) => r.request)
+        expect(during!.headers["x-service-signature"]!.split(",")).toHaveLength(2)
+        expect([signedBy(during!, rotated.webhookSecret), signedBy(during!, caller.account.webhookSecret)]).toEqual([true, true])
+        yield* TestClock.adjust(61_000)
+        yield* finishedJobOf(caller)
+        yield* drain(0)
+        const after = (yield* Ref.get(received)).map((r) => r.request)[1]!
+        expect([signedBy(after, rotated.webhookSecret), signedBy(after, caller.account.webhookSecret)]).toEqual([true, false])
       })))
 
   it.effect("resumes on time after a restart: pending deliveries live in the SQLite file", () =>

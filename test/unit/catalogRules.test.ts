@@ -14,6 +14,8 @@ const account = (overrides: Partial<Account> = {}): Account => ({
   allowedModels: [],
   discounts: [],
   webhookSecret: "s",
+  previousWebhookSecret: null,
+  previousWebhookSecretExpiresAt: null,
   createdAt: 0,
   ...overrides
 })

@@ -1,7 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
-/** The webhook outbox: rows written with a job's terminal state, claimed by dispatchers. */
+/**
+ * The webhook outbox (rows written with a job's terminal state, claimed by dispatchers) and the
+ * accounts' previous webhook secret, which keeps signing during a rotation.
+ */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE TABLE webhook_deliveries (
@@ -19,5 +22,7 @@ export default Effect.gen(function*() {
   )`
   yield* sql`CREATE UNIQUE INDEX webhook_deliveries_job ON webhook_deliveries (job_id)`
   yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)`
+  yield* sql`ALTER TABLE accounts ADD COLUMN previous_webhook_secret TEXT`
+  yield* sql`ALTER TABLE accounts ADD COLUMN previous_webhook_secret_expires_at BIGINT`
   yield* sql`CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account_id, created_at DESC, id DESC)`
 })

@@ -51,5 +51,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
           Effect.map((created) => ({ ...apiKeyView(created.record), key: created.secret })),
           toApiFailure
         ))
+      .handle("rotateWebhookSecret", ({ path, payload }) =>
+        admin.rotateWebhookSecret(path.id, payload.overlapSeconds).pipe(Effect.map(accountView), toApiFailure))
       .handle("deactivateKey", ({ path }) => admin.deactivateKey(path.id).pipe(Effect.map(apiKeyView), toApiFailure))
   }))

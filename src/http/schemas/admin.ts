@@ -10,7 +10,14 @@ export const AccountView = Schema.Struct({
   allowedModels: Schema.Array(Schema.String),
   discounts: Schema.Array(Discount),
   webhookSecret: Schema.String,
+  previousWebhookSecret: Schema.NullOr(Schema.String),
+  previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
   createdAt: Schema.String
+})
+
+export const RotateSecretBody = Schema.Struct({
+  /** How long the old secret keeps signing beside the new one; a day unless said. */
+  overlapSeconds: Schema.optionalWith(Schema.Number, { default: () => 86_400 })
 })
 
 export const ApiKeyView = Schema.Struct({
