@@ -76,18 +76,20 @@ export const catalogDetail = (doc: CatalogDocument, viewer: Viewer, slug: string
   }
 }
 
+/** The provider fields every provider view shares. */
+const providerFields = (p: CatalogDocument["providers"][number]) => ({
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  logoUrl: p.logoUrl,
+  website: p.website,
+  color: p.color
+})
+
 export const catalogProviders = (doc: CatalogDocument, viewer: Viewer) => {
   const visible = visibleModels(doc, viewer)
   return doc.providers
-    .map((p) => ({
-      id: p.id,
-      name: p.name,
-      description: p.description,
-      logoUrl: p.logoUrl,
-      website: p.website,
-      color: p.color,
-      modelCount: visible.filter((m) => m.providerId === p.id).length
-    }))
+    .map((p) => ({ ...providerFields(p), modelCount: visible.filter((m) => m.providerId === p.id).length }))
     .filter((p) => p.modelCount > 0)
 }
 
@@ -162,12 +164,7 @@ export const providerView = (doc: CatalogDocument, viewer: Viewer, id: string) =
   const p = doc.providers.find((x) => x.id === id)
   if (p === undefined) return undefined
   return {
-    id: p.id,
-    name: p.name,
-    description: p.description,
-    logoUrl: p.logoUrl,
-    website: p.website,
-    color: p.color,
+    ...providerFields(p),
     categories: [...new Set(keyedModels(doc, viewer).filter((m) => m.providerId === id).map((m) => m.category))],
     isActive: p.isActive
   }

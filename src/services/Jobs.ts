@@ -1,15 +1,15 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { canonicalJson, sha256Hex } from "../domain/canonicalJson.js"
-import { decodeCursor, encodeCursor } from "../domain/cursor.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { type JobId, newJobId, type RequestId } from "../domain/ids.js"
-import { type Job, type JobStatus, JobStatus as JobStatusSchema } from "../domain/job.js"
+import { type Job, JobStatus as JobStatusSchema } from "../domain/job.js"
 import { type CostEstimate, estimateCost } from "../domain/pricing.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
 import { Catalog, type ResolvedModel } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
+import { readPageRequest, toPage } from "./paging.js"
 
 export interface SubmitRequest {
   readonly model: string
@@ -39,8 +39,6 @@ export interface JobPage {
   readonly hasMore: boolean
 }
 
-export const DEFAULT_PAGE_SIZE = 20
-export const MAX_PAGE_SIZE = 100
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
 const requireModel = (model: string): Effect.Effect<void, EngineError> =>
@@ -165,37 +163,10 @@ export const make = Effect.gen(function*() {
   const list = (caller: Caller, request: ListRequest): Effect.Effect<JobPage, EngineError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
-      const limit = request.limit ?? DEFAULT_PAGE_SIZE
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-        return yield* Effect.fail(
-          engineError("VALIDATION_ERROR", `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, { field: "limit" })
-        )
-      }
-      const status = request.status
-      if (status !== undefined && !JobStatusSchema.literals.includes(status as JobStatus)) {
-        return yield* Effect.fail(
-          engineError("VALIDATION_ERROR", `status must be one of ${JobStatusSchema.literals.join(", ")}`, { field: "status" })
-        )
-      }
-      const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor)
-      if (request.cursor !== undefined && after === undefined) {
-        return yield* Effect.fail(engineError("VALIDATION_ERROR", "cursor is not a cursor this API issued", { field: "cursor" }))
-      }
-      const rows = yield* repo.list({
-        accountId: caller.account.id,
-        status: status as JobStatus | undefined,
-        model: request.modelId,
-        after,
-        limit
-      })
-      const jobs = rows.slice(0, limit)
-      const hasMore = rows.length > limit
-      const last = jobs[jobs.length - 1]
-      return {
-        jobs,
-        hasMore,
-        nextCursor: hasMore && last !== undefined ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null
-      }
+      const { after, limit, status } = yield* readPageRequest(request, JobStatusSchema.literals)
+      const rows = yield* repo.list({ accountId: caller.account.id, status, model: request.modelId, after, limit })
+      const page = toPage(rows, limit)
+      return { jobs: page.items, hasMore: page.hasMore, nextCursor: page.nextCursor }
     })
 
   const cancel = (caller: Caller, id: string) =>

@@ -1,10 +1,9 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { decodeCursor, encodeCursor } from "../domain/cursor.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
 import { type Caller, requireScope } from "./Auth.js"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./Jobs.js"
+import { readPageRequest, toPage } from "./paging.js"
 
 export interface DeliveryPage {
   readonly deliveries: ReadonlyArray<WebhookDelivery>
@@ -22,28 +21,10 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<DeliveryPage, EngineError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
-      const limit = request.limit ?? DEFAULT_PAGE_SIZE
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-        return yield* Effect.fail(engineError("VALIDATION_ERROR", `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, { field: "limit" }))
-      }
-      if (request.status !== undefined && !DeliveryStatus.literals.includes(request.status as DeliveryStatus)) {
-        return yield* Effect.fail(engineError("VALIDATION_ERROR", `status must be one of ${DeliveryStatus.literals.join(", ")}`, { field: "status" }))
-      }
-      const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor)
-      if (request.cursor !== undefined && after === undefined) {
-        return yield* Effect.fail(engineError("VALIDATION_ERROR", "cursor is not a cursor this API issued", { field: "cursor" }))
-      }
-      const rows = yield* repo.list({
-        accountId: caller.account.id,
-        jobId: request.jobId,
-        status: request.status as DeliveryStatus | undefined,
-        after,
-        limit
-      })
-      const deliveries = rows.slice(0, limit)
-      const last = deliveries[deliveries.length - 1]
-      const hasMore = rows.length > limit
-      return { deliveries, hasMore, nextCursor: hasMore && last !== undefined ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null }
+      const { after, limit, status } = yield* readPageRequest(request, DeliveryStatus.literals)
+      const rows = yield* repo.list({ accountId: caller.account.id, jobId: request.jobId, status, after, limit })
+      const page = toPage(rows, limit)
+      return { deliveries: page.items, hasMore: page.hasMore, nextCursor: page.nextCursor }
     })
 
   /** Sends a failed delivery once more, now. */

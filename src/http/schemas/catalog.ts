@@ -55,26 +55,24 @@ export const CapabilityItem = Schema.Struct({
   order: Schema.Number
 })
 
-export const ModelItem = Schema.Struct({
+const ModelFields = {
   id: Schema.String,
   providerId: Schema.String,
   providerName: Schema.String,
   name: Schema.String,
   description: Schema.String,
   category: Schema.String,
-  currentVersion: Schema.String,
+  currentVersion: Schema.String
+}
+
+export const ModelItem = Schema.Struct({
+  ...ModelFields,
   versionCount: Schema.Number,
   currentVersionPricing: Schema.NullOr(JsonObject)
 })
 
 export const ModelDetail = Schema.Struct({
-  id: Schema.String,
-  providerId: Schema.String,
-  providerName: Schema.String,
-  name: Schema.String,
-  description: Schema.String,
-  category: Schema.String,
-  currentVersion: Schema.String,
+  ...ModelFields,
   versions: Schema.Array(Schema.Struct({
     versionId: Schema.String,
     status: Schema.String,
