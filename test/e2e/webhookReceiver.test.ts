@@ -40,6 +40,7 @@ describe("webhooks to a real https receiver", () => {
       req.on("data", (c) => (body += c))
       req.on("end", () => {
         got.push({ headers: req.headers, body })
+        if (req.url === "/slow") return
         if (req.url === "/redirect") res.writeHead(307, { location: "https://example.com/" }).end()
         else res.writeHead(200, { "content-type": "text/plain" }).end("thanks")
       })
@@ -47,11 +48,14 @@ describe("webhooks to a real https receiver", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     port = (server.address() as { port: number }).port
   })
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  afterAll(() => {
+    server.closeAllConnections()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
 
-  const send = (url: string, allowPrivate: boolean, headers: Record<string, string> = {}, body = "{}") =>
+  const send = (url: string, allowPrivate: boolean, headers: Record<string, string> = {}, body = "{}", timeoutMs = 5_000) =>
     Effect.runPromise(
-      Effect.either(makeNodeWebhookSender({ allowPrivate, ca: tls.cert }).send({ url, headers, body, timeoutMs: 5_000 }))
+      Effect.either(makeNodeWebhookSender({ allowPrivate, ca: tls.cert }).send({ url, headers, body, timeoutMs }))
     )
 
   it("delivers a signed POST that an independent verifier accepts", async () => {
@@ -67,6 +71,13 @@ describe("webhooks to a real https receiver", () => {
     expect(received.body).toBe(body)
     expect(await receiverAccepts("whsec_b", String(received.headers["x-service-timestamp"]), received.body, String(received.headers["x-service-signature"]))).toBe(true)
     expect(await receiverAccepts("whsec_c", String(received.headers["x-service-timestamp"]), received.body, String(received.headers["x-service-signature"]))).toBe(false)
+  })
+
+  it("gives up on a receiver that does not answer in time", async () => {
+    const started = Date.now()
+    const result = await send(`https://127.0.0.1:${port}/slow`, true, {}, "{}", 300)
+    expect(result._tag === "Left" && result.left.reason).toMatch(/no answer within 0.3 s/)
+    expect(Date.now() - started).toBeLessThan(5_000)
   })
 
   it("does not follow redirects", async () => {
