@@ -1,0 +1,99 @@
+import { createHmac, timingSafeEqual } from "node:crypto"
+import { Schema } from "effect"
+import { engineError, type EngineError } from "./errors.js"
+
+const MiB = 1024 * 1024
+
+/** Spec 4.2 and 8: the eight accepted types and the largest file each may be, in bytes. */
+export const UPLOAD_LIMITS: Readonly<Record<string, number>> = {
+  "image/jpeg": 10 * MiB,
+  "image/png": 10 * MiB,
+  "image/webp": 10 * MiB,
+  "image/gif": 10 * MiB,
+  "video/mp4": 100 * MiB,
+  "video/webm": 100 * MiB,
+  "audio/mpeg": 50 * MiB,
+  "audio/wav": 50 * MiB
+}
+
+/** Spec 3.2: the upload URL works for 15 minutes; the file lives 60 minutes from creation. */
+export const UPLOAD_URL_TTL_MS = 15 * 60_000
+export const UPLOAD_LIFETIME_MS = 60 * 60_000
+
+export const UploadStatus = Schema.Literal("pending", "expired")
+export type UploadStatus = typeof UploadStatus.Type
+
+export const Upload = Schema.Struct({
+  id: Schema.String,
+  accountId: Schema.String,
+  filename: Schema.String,
+  contentType: Schema.String,
+  status: UploadStatus,
+  /** Bytes received, once the client has PUT the file. */
+  size: Schema.NullOr(Schema.Int),
+  createdAt: Schema.Int,
+  uploadUrlExpiresAt: Schema.Int,
+  expiresAt: Schema.Int,
+  leaseOwner: Schema.NullOr(Schema.String),
+  leaseExpiresAt: Schema.NullOr(Schema.Int)
+})
+export type Upload = typeof Upload.Type
+
+const MAX_FILENAME = 255
+// Control characters (C0, DEL, C1) and both path separators make a filename malformed.
+const FORBIDDEN_IN_FILENAME = /[\u0000-\u001f\u007f-\u009f/\\]/
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/
+
+/**
+ * Checks a presign request: a missing or malformed filename or content type is
+ * VALIDATION_ERROR; a well-formed type outside the eight is INVALID_CONTENT_TYPE.
+ */
+export const checkUploadRequest = (
+  filename: unknown,
+  contentType: unknown
+): { readonly filename: string; readonly contentType: string; readonly maxSize: number } | EngineError => {
+  if (typeof filename !== "string" || filename.trim() === "") {
+    return engineError("VALIDATION_ERROR", "filename is required", { field: "filename" })
+  }
+  if (filename.length > MAX_FILENAME || FORBIDDEN_IN_FILENAME.test(filename) || filename === "." || filename === "..") {
+    return engineError(
+      "VALIDATION_ERROR",
+      `filename must be a plain file name of at most ${MAX_FILENAME} characters, without path separators or control characters`,
+      { field: "filename" }
+    )
+  }
+  if (typeof contentType !== "string" || contentType.trim() === "") {
+    return engineError("VALIDATION_ERROR", "contentType is required", { field: "contentType" })
+  }
+  const normalised = contentType.trim().toLowerCase()
+  if (normalised.length > 100 || !MEDIA_TYPE.test(normalised)) {
+    return engineError("VALIDATION_ERROR", "contentType must be a media type such as image/png", { field: "contentType" })
+  }
+  const maxSize = UPLOAD_LIMITS[normalised]
+  if (maxSize === undefined) {
+    return engineError("INVALID_CONTENT_TYPE", `contentType must be one of ${Object.keys(UPLOAD_LIMITS).join(", ")}`, {
+      field: "contentType",
+      allowed: Object.keys(UPLOAD_LIMITS)
+    })
+  }
+  return { filename, contentType: normalised, maxSize }
+}
+
+/** What a filesystem upload URL carries and signs: one upload, one type, one size limit, one expiry. */
+export interface UploadGrant {
+  readonly uploadId: string
+  readonly contentType: string
+  readonly maxSize: number
+  readonly expiresAt: number
+}
+
+const grantText = (g: UploadGrant) => `${g.uploadId}\n${g.contentType}\n${g.maxSize}\n${g.expiresAt}`
+
+export const signUploadGrant = (secret: string, grant: UploadGrant): string =>
+  createHmac("sha256", secret).update(grantText(grant)).digest("hex")
+
+export const isUploadGrantSigned = (secret: string, grant: UploadGrant, signature: string): boolean => {
+  const expected = Buffer.from(signUploadGrant(secret, grant), "hex")
+  const given = Buffer.from(/^[0-9a-f]{64}$/.test(signature) ? signature : "", "hex")
+  return given.length === expected.length && timingSafeEqual(given, expected)
+}
