@@ -3,8 +3,10 @@ import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
 import { catalogRepo } from "./MemoryCatalog.js"
+import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { jobRepo } from "./MemoryJobs.js"
+import { uploadRepo } from "./MemoryUploads.js"
 import { webhookDeliveryRepo } from "./MemoryWebhooks.js"
 import { makeMemoryState } from "./state.js"
 
@@ -15,6 +17,7 @@ export const layerMemoryStores = Layer.unwrapEffect(
       layerAccounts(state),
       Layer.succeed(JobRepo, jobRepo(state)),
       Layer.succeed(CatalogRepo, catalogRepo(state)),
-      Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state))
+      Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state)),
+      Layer.succeed(UploadRepo, uploadRepo(state))
     ))
 )

@@ -3,6 +3,7 @@ import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { Job } from "../../src/domain/job.js"
+import type { Upload } from "../../src/domain/upload.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
 
 export interface IdempotencyRecord {
@@ -19,6 +20,7 @@ export interface MemoryState {
   readonly jobs: Map<string, Job>
   readonly idempotency: Map<string, IdempotencyRecord>
   readonly deliveries: Map<string, WebhookDelivery>
+  readonly uploads: Map<string, Upload>
   catalog: StoredCatalog
   readonly lock: Effect.Semaphore
 }
@@ -30,6 +32,7 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.mak
   jobs: new Map(),
   idempotency: new Map(),
   deliveries: new Map(),
+  uploads: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
   lock
 }))

@@ -7,11 +7,13 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
+import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobs } from "./SqlJobs.js"
+import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 
 /** The store ports over whatever SqlClient is provided (SQLite or PostgreSQL). */
@@ -23,7 +25,8 @@ export const layerSqlStores = Layer.unwrapEffect(
       Layer.succeed(ApiKeyRepo, keys),
       Layer.succeed(JobRepo, yield* makeSqlJobs),
       Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
-      Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks)
+      Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
+      Layer.succeed(UploadRepo, yield* makeSqlUploads)
     )
   })
 )

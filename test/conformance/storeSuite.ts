@@ -6,10 +6,11 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
+import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
 
-export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo
+export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo
 
 const codeOf = <A>(result: Either.Either<A, unknown>) =>
   Either.isLeft(result) ? (result.left as EngineError).code : "ok"
@@ -472,6 +473,61 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const ids = claims.filter(Option.isSome).map((c) => c.value.id)
         expect(ids).toHaveLength(3)
         expect(new Set(ids).size).toBe(3)
+      }))
+  })
+
+  describe(`${name}: UploadRepo`, () => {
+    const upload = (accountId: string, id: string, expiresAt: number) => ({
+      id,
+      accountId,
+      filename: "cat.png",
+      contentType: "image/png",
+      status: "pending" as const,
+      size: null,
+      createdAt: expiresAt - 3_600_000,
+      uploadUrlExpiresAt: expiresAt - 2_700_000,
+      expiresAt,
+      leaseOwner: null,
+      leaseExpiresAt: null
+    })
+
+    test("stores uploads and records the received size while pending", () =>
+      Effect.gen(function*() {
+        const repo = yield* UploadRepo
+        const owner = yield* createAccount(0)
+        const u = upload(owner.id, "upl_1", T0 + 3_600_000)
+        yield* repo.create(u)
+        expect(Option.getOrThrow(yield* repo.get("upl_1"))).toEqual(u)
+        expect(Option.isNone(yield* repo.get("upl_missing"))).toBe(true)
+        expect(yield* repo.markUploaded("upl_1", 1234)).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get("upl_1")).size).toBe(1234)
+        expect(yield* repo.markUploaded("upl_missing", 1)).toBe(false)
+      }))
+
+    test("hands expired uploads to one sweeper at a time, oldest first", () =>
+      Effect.gen(function*() {
+        const repo = yield* UploadRepo
+        const owner = yield* createAccount(0)
+        for (const [id, at] of [["upl_b", T0 + 2], ["upl_a", T0 + 1], ["upl_c", T0 + 100]] as const) {
+          yield* repo.create(upload(owner.id, id, at))
+        }
+        expect(yield* repo.claimExpired({ workerId: "s1", now: T0, leaseMs: 1_000, limit: 10 })).toEqual([])
+        const first = yield* repo.claimExpired({ workerId: "s1", now: T0 + 10, leaseMs: 1_000, limit: 10 })
+        expect(first.map((u) => [u.id, u.leaseOwner])).toEqual([["upl_a", "s1"], ["upl_b", "s1"]])
+        expect(yield* repo.claimExpired({ workerId: "s2", now: T0 + 20, leaseMs: 1_000, limit: 10 })).toEqual([])
+        expect(yield* repo.markExpired("upl_a", "s2")).toBe(false)
+        expect(yield* repo.markExpired("upl_a", "s1")).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get("upl_a"))).toMatchObject({ status: "expired", leaseOwner: null })
+        expect(yield* repo.markUploaded("upl_a", 5)).toBe(false)
+        // s1 died before finishing upl_b: after its lease another sweeper takes it.
+        const later = yield* repo.claimExpired({ workerId: "s2", now: T0 + 1_010, leaseMs: 1_000, limit: 1 })
+        expect(later.map((u) => u.id)).toEqual(["upl_b"])
+        const parallel = yield* Effect.all(
+          [1, 2, 3].map((n) => repo.claimExpired({ workerId: `p${n}`, now: T0 + 5_000, leaseMs: 1_000, limit: 10 })),
+          { concurrency: "unbounded" }
+        )
+        const ids = parallel.flat().map((u) => u.id)
+        expect(ids.sort()).toEqual(["upl_b", "upl_c"])
       }))
   })
 }

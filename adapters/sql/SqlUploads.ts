@@ -1,0 +1,87 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { Upload } from "../../src/domain/upload.js"
+import type { UploadRepo } from "../../src/ports/UploadRepo.js"
+import { DbInt, storeErrors } from "./rows.js"
+
+const UploadRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.String,
+  filename: Schema.String,
+  content_type: Schema.String,
+  status: Upload.fields.status,
+  size: Schema.NullOr(DbInt),
+  created_at: DbInt,
+  upload_url_expires_at: DbInt,
+  expires_at: DbInt,
+  lease_owner: Schema.NullOr(Schema.String),
+  lease_expires_at: Schema.NullOr(DbInt)
+})
+const decodeUploads = Schema.decodeUnknown(Schema.Array(UploadRow))
+
+const toUpload = (row: typeof UploadRow.Type): Upload => ({
+  id: row.id,
+  accountId: row.account_id,
+  filename: row.filename,
+  contentType: row.content_type,
+  status: row.status,
+  size: row.size,
+  createdAt: row.created_at,
+  uploadUrlExpiresAt: row.upload_url_expires_at,
+  expiresAt: row.expires_at,
+  leaseOwner: row.lease_owner,
+  leaseExpiresAt: row.lease_expires_at
+})
+
+export const makeSqlUploads = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+  const repo: UploadRepo["Type"] = {
+    create: (u) =>
+      sql`INSERT INTO uploads ${
+        sql.insert({
+          id: u.id,
+          account_id: u.accountId,
+          filename: u.filename,
+          content_type: u.contentType,
+          status: u.status,
+          size: u.size,
+          created_at: u.createdAt,
+          upload_url_expires_at: u.uploadUrlExpiresAt,
+          expires_at: u.expiresAt,
+          lease_owner: u.leaseOwner,
+          lease_expires_at: u.leaseExpiresAt
+        })
+      }`.pipe(Effect.asVoid, storeErrors("create upload")),
+    get: (id) =>
+      sql`SELECT * FROM uploads WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeUploads),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toUpload)),
+        storeErrors("read upload")
+      ),
+    markUploaded: (id, size) =>
+      sql`UPDATE uploads SET size = ${size} WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("record upload")
+      ),
+    claimExpired: ({ leaseMs, limit, now, workerId }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const due = yield* decodeUploads(
+          yield* sql`SELECT * FROM uploads WHERE status = 'pending' AND expires_at <= ${now}
+            AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
+            ORDER BY expires_at, id LIMIT ${limit} ${skipLocked}`
+        )
+        if (due.length === 0) return []
+        yield* sql`UPDATE uploads SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
+          WHERE ${sql.in("id", due.map((u) => u.id))}`
+        return due.map((u) => ({ ...toUpload(u), leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
+      })).pipe(storeErrors("claim expired uploads")),
+    markExpired: (id, workerId) =>
+      sql`UPDATE uploads SET status = 'expired', lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("expire upload")
+      )
+  }
+  return repo
+})

@@ -1,0 +1,20 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+export default Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE uploads (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts (id),
+    filename TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    status TEXT NOT NULL,
+    size BIGINT,
+    created_at BIGINT NOT NULL,
+    upload_url_expires_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    lease_owner TEXT,
+    lease_expires_at BIGINT
+  )`
+  yield* sql`CREATE INDEX uploads_sweep ON uploads (status, expires_at)`
+})
