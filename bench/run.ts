@@ -6,6 +6,7 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { layerSignedUploadTarget } from "../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../adapters/memory/MemoryBlobStore.js"
 import { layerLocalJobSignal } from "../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../adapters/memory/layer.js"
@@ -29,6 +30,7 @@ const bench = async <E>(name: string, stores: Layer.Layer<Stores, E>) => {
       stores,
       layerLocalJobSignal,
       layerMemoryBlobStore("http://bench/files"),
+      layerSignedUploadTarget({ publicUrl: "http://bench", secret: "bench" }),
       layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),
       EngineConfig.layer({}),
       HttpConfig.layer({ adminToken: Redacted.make(ADMIN) })

@@ -10,7 +10,7 @@ export const uploadRepo = (state: MemoryState): UploadRepo["Type"] => {
     markUploaded: (id, size) =>
       atomically(Effect.sync(() => {
         const upload = state.uploads.get(id)
-        if (upload === undefined || upload.status !== "pending") return false
+        if (upload === undefined || upload.status !== "pending" || upload.size !== null) return false
         state.uploads.set(id, { ...upload, size })
         return true
       })),

@@ -60,7 +60,7 @@ export const makeSqlUploads = Effect.gen(function*() {
         storeErrors("read upload")
       ),
     markUploaded: (id, size) =>
-      sql`UPDATE uploads SET size = ${size} WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(
+      sql`UPDATE uploads SET size = ${size} WHERE id = ${id} AND status = 'pending' AND size IS NULL RETURNING id`.pipe(
         Effect.map((rows) => rows.length > 0),
         storeErrors("record upload")
       ),

@@ -30,7 +30,8 @@ export const ServerConfig = Config.all({
   maxAttempts: nonNegative("JOB_MAX_ATTEMPTS", 3).pipe(
     Config.validate({ message: "JOB_MAX_ATTEMPTS must be at least 1", validation: (n) => n >= 1 })
   ),
-  catalogFile: Config.option(Config.string("CATALOG_FILE"))
+  catalogFile: Config.option(Config.string("CATALOG_FILE")),
+  uploadSecret: Config.option(Config.redacted("UPLOAD_SECRET"))
 })
 
 export type ServerSettings = Config.Config.Success<typeof ServerConfig>

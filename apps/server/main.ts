@@ -1,9 +1,12 @@
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { join } from "node:path"
 import { layerFsBlobStore } from "../../adapters/blob/FsBlobStore.js"
+import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
 import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
 import { layerPostgres, layerSqlite } from "../../adapters/sql/layer.js"
@@ -16,6 +19,7 @@ import { FILES_PATH } from "../../src/http/systemRoutes.js"
 import { layerGenerators } from "../../src/ports/Generator.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
 import { WebhookDispatcher } from "../../src/services/WebhookDispatcher.js"
+import { UploadSweeper } from "../../src/services/UploadSweeper.js"
 import { Worker } from "../../src/services/Worker.js"
 import { isPostgresUrl, publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
@@ -33,6 +37,23 @@ const storesFor = (settings: ServerSettings) =>
     }
   })
 
+/**
+ * The upload URL signing secret: UPLOAD_SECRET, or one made once and kept in DATA_DIR, so
+ * restarts keep issued URLs valid. Processes sharing a database must share UPLOAD_SECRET.
+ */
+const uploadSecretOf = (settings: ServerSettings): string =>
+  Option.match(settings.uploadSecret, {
+    onSome: Redacted.value,
+    onNone: () => {
+      const file = join(settings.dataDir, "upload-secret")
+      if (!existsSync(file)) {
+        mkdirSync(settings.dataDir, { recursive: true })
+        writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 })
+      }
+      return readFileSync(file, "utf8").trim()
+    }
+  })
+
 const appFor = (settings: ServerSettings) => {
   const publicUrl = publicUrlOf(settings)
   const services = EngineServicesLive.pipe(
@@ -40,6 +61,7 @@ const appFor = (settings: ServerSettings) => {
       Layer.mergeAll(
         storesFor(settings),
         layerFsBlobStore({ dir: join(settings.dataDir, "files"), baseUrl: `${publicUrl}${FILES_PATH}` }),
+        layerSignedUploadTarget({ publicUrl, secret: uploadSecretOf(settings) }),
         layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),
         EngineConfig.layer({
           creditMicroCents: settings.creditMicroCents,
@@ -65,6 +87,7 @@ const appFor = (settings: ServerSettings) => {
   )
   const workers = Layer.scopedDiscard(
     Effect.gen(function*() {
+      yield* (yield* UploadSweeper).start
       if (settings.workerConcurrency === 0) return yield* Effect.logInfo("WORKER_CONCURRENCY=0: serving the API only")
       yield* (yield* Worker).start(settings.workerConcurrency)
       yield* Effect.logInfo(`${settings.workerConcurrency} in-process workers started`)

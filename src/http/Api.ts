@@ -41,6 +41,7 @@ import {
   SubmitHeaders,
   SubmitResponse
 } from "./schemas/jobs.js"
+import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
 
 export class JobsGroup extends HttpApiGroup.make("jobs")
@@ -102,6 +103,17 @@ export class ModelsGroup extends HttpApiGroup.make("models")
   .annotate(OpenApi.Description, "Models and providers (scope list_models; x-api-key or Bearer); cached 5 minutes")
 {}
 
+export class UploadsGroup extends HttpApiGroup.make("uploads")
+  .add(
+    HttpApiEndpoint.post("presign", "/v1/uploads/presign")
+      .setPayload(PresignBody)
+      .addSuccess(PresignResponse)
+      .annotate(OpenApi.Description, "A URL to PUT one file to within 15 minutes; the file lives 60 minutes (any active key)")
+  )
+  .add(HttpApiEndpoint.get("get", "/v1/uploads/:id").setPath(UploadIdPath).addSuccess(UploadResponse))
+  .middleware(ApiKeyAuth)
+{}
+
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("list", "/v1/webhooks/deliveries")
@@ -157,6 +169,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .add(JobsGroup)
   .add(CatalogGroup)
   .add(ModelsGroup)
+  .add(UploadsGroup)
   .add(WebhooksGroup)
   .add(AdminGroup)
   .addError(documentedErrors[0])

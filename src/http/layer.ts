@@ -6,6 +6,7 @@ import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
 import { AdminHandlers } from "./handlers/admin.js"
 import { CatalogHandlers, ModelsHandlers } from "./handlers/catalog.js"
 import { JobsHandlers } from "./handlers/jobs.js"
+import { UploadsHandlers } from "./handlers/uploads.js"
 import { WebhooksHandlers } from "./handlers/webhooks.js"
 import { SystemRoutes } from "./systemRoutes.js"
 
@@ -20,7 +21,7 @@ export const EngineHttpLive = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(
     HttpApiBuilder.api(EngineApi).pipe(
-      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, WebhooksHandlers, AdminHandlers]),
+      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
       Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
     )
   )

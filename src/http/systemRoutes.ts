@@ -1,18 +1,48 @@
-import { HttpApiBuilder, HttpRouter, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option } from "effect"
 import { engineError } from "../domain/errors.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { ApiFailure } from "./errorEnvelope.js"
-import { CurrentRequestId } from "./requestContext.js"
+import { UploadRepo } from "../ports/UploadRepo.js"
+import { receiveUpload, UploadSigningSecret } from "../services/Uploads.js"
+import { CurrentRequestId, toApiFailure } from "./requestContext.js"
 
 /** The prefix under which stored files are served; PUBLIC_URL + this makes their URLs. */
 export const FILES_PATH = "/files"
 
-/** GET /health, and the stored output files under /files/{key}. */
+/** GET /health, PUT /uploads/{id} (signed filesystem upload URLs), and stored files under /files/{key}. */
 export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const blobs = yield* BlobStore
+    const uploadServices = yield* Effect.context<UploadRepo | BlobStore | UploadSigningSecret>()
     yield* router.get("/health", HttpServerResponse.json({ status: "ok" }))
+    yield* router.put(
+      "/uploads/:id",
+      Effect.gen(function*() {
+        const { id } = yield* HttpRouter.params
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const query = new URL(request.url, "http://x").searchParams
+        const length = request.headers["content-length"]
+        const received = yield* receiveUpload(
+          {
+            uploadId: id ?? "",
+            contentType: query.get("type") ?? "",
+            maxSize: Number(query.get("max")),
+            expiresAt: Number(query.get("expires"))
+          },
+          query.get("sig") ?? "",
+          request.headers["content-type"],
+          length === undefined ? undefined : Number(length),
+          (maxSize) =>
+            request.arrayBuffer.pipe(
+              Effect.map((buffer) => new Uint8Array(buffer)),
+              HttpIncomingMessage.withMaxBodySize(Option.some(maxSize + 1)),
+              Effect.mapError(() => engineError("FILE_TOO_LARGE", `The file may be at most ${maxSize} bytes`, { maxSize }))
+            )
+        ).pipe(Effect.provide(uploadServices), toApiFailure)
+        return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })
+      })
+    )
     yield* router.get(
       `${FILES_PATH}/:key`,
       Effect.gen(function*() {

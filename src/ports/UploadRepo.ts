@@ -6,7 +6,7 @@ import type { Upload } from "../domain/upload.js"
 export class UploadRepo extends Context.Tag("genjobs/UploadRepo")<UploadRepo, {
   readonly create: (upload: Upload) => Effect.Effect<void, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<Upload>, StoreError>
-  /** Records the received size; false unless the upload is pending. */
+  /** Records the received size once; false unless the upload is pending and has no file yet. */
   readonly markUploaded: (id: string, size: number) => Effect.Effect<boolean, StoreError>
   /** Up to `limit` pending uploads past `expiresAt` that no live lease holds, leased to `workerId`. */
   readonly claimExpired: (options: {

@@ -491,7 +491,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       leaseExpiresAt: null
     })
 
-    test("stores uploads and records the received size while pending", () =>
+    test("stores uploads and records the received size once, while pending", () =>
       Effect.gen(function*() {
         const repo = yield* UploadRepo
         const owner = yield* createAccount(0)
@@ -501,6 +501,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.isNone(yield* repo.get("upl_missing"))).toBe(true)
         expect(yield* repo.markUploaded("upl_1", 1234)).toBe(true)
         expect(Option.getOrThrow(yield* repo.get("upl_1")).size).toBe(1234)
+        expect(yield* repo.markUploaded("upl_1", 99)).toBe(false)
         expect(yield* repo.markUploaded("upl_missing", 1)).toBe(false)
       }))
 

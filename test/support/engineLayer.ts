@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -22,6 +23,7 @@ export const engineOver = <E>(
         stores,
         layerLocalJobSignal,
         layerMemoryBlobStore("http://files.test"),
+        layerSignedUploadTarget({ publicUrl: "http://files.test", secret: "test-upload-secret" }),
         layerGenerators({ demo: generator }),
         EngineConfig.layer(settings)
       )

@@ -1,4 +1,5 @@
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -43,6 +44,7 @@ export const makeHttpEngine = async (
         options.breakStore === true ? Layer.merge(layerMemoryStores, brokenJobRepo) : layerMemoryStores,
         layerLocalJobSignal,
         layerMemoryBlobStore(`${BASE}/files`),
+        layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
         layerGenerators({ demo: makeDemoGenerator() }),
         EngineConfig.layer(settings),
         HttpConfig.layer({ adminToken: Redacted.make(ADMIN_TOKEN) })
@@ -56,14 +58,14 @@ export const makeHttpEngine = async (
   const request = async (
     method: string,
     path: string,
-    options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly rawBody?: string } = {}
+    options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly rawBody?: string | Uint8Array } = {}
   ): Promise<Reply> => {
     const hasBody = options.body !== undefined || options.rawBody !== undefined
     const response = await web.handler(
       new Request(`${BASE}${path}`, {
         method,
         headers: { ...(hasBody ? { "content-type": "application/json" } : {}), ...options.headers },
-        ...(hasBody ? { body: options.rawBody ?? JSON.stringify(options.body) } : {})
+        ...(hasBody ? { body: (options.rawBody ?? JSON.stringify(options.body)) as BodyInit } : {})
       })
     )
     const text = await response.text()

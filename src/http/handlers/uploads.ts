@@ -1,0 +1,35 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, FiberRef } from "effect"
+import { Uploads } from "../../services/Uploads.js"
+import { EngineApi } from "../Api.js"
+import { CurrentCaller } from "../middleware.js"
+import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { iso } from "../views.js"
+
+/** Upload answers use the spec's {success, data, requestId} envelope. */
+const enveloped = <A>(data: A) =>
+  Effect.map(FiberRef.get(CurrentRequestId), (requestId) => ({ success: true as const, data, requestId }))
+
+export const UploadsHandlers = HttpApiBuilder.group(EngineApi, "uploads", (handlers) =>
+  Effect.gen(function*() {
+    const uploads = yield* Uploads
+    return handlers
+      .handle("presign", ({ payload }) =>
+        Effect.gen(function*() {
+          const result = yield* uploads.presign(yield* CurrentCaller, payload)
+          return yield* enveloped({ ...result, expiresAt: iso(result.expiresAt) })
+        }).pipe(toApiFailure))
+      .handle("get", ({ path }) =>
+        Effect.gen(function*() {
+          const u = yield* uploads.get(yield* CurrentCaller, path.id)
+          return yield* enveloped({
+            id: u.id,
+            filename: u.filename,
+            contentType: u.contentType,
+            fileUrl: u.fileUrl,
+            status: u.status,
+            createdAt: iso(u.createdAt),
+            expiresAt: iso(u.expiresAt)
+          })
+        }).pipe(toApiFailure))
+  }))

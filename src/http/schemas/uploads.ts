@@ -1,0 +1,29 @@
+import { Schema } from "effect"
+
+export const PresignBody = Schema.Struct({
+  filename: Schema.optional(Schema.Unknown),
+  contentType: Schema.optional(Schema.Unknown)
+})
+
+const envelope = <A, I>(data: Schema.Schema<A, I>) =>
+  Schema.Struct({ success: Schema.Literal(true), data, requestId: Schema.String })
+
+export const PresignResponse = envelope(Schema.Struct({
+  uploadUrl: Schema.String,
+  fileUrl: Schema.String,
+  fileId: Schema.String,
+  expiresAt: Schema.String,
+  maxSize: Schema.Number
+}))
+
+export const UploadResponse = envelope(Schema.Struct({
+  id: Schema.String,
+  filename: Schema.String,
+  contentType: Schema.String,
+  fileUrl: Schema.String,
+  status: Schema.Literal("pending", "expired"),
+  createdAt: Schema.String,
+  expiresAt: Schema.String
+}))
+
+export const UploadIdPath = Schema.Struct({ id: Schema.String })

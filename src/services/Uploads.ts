@@ -1,0 +1,131 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { randomBytes } from "node:crypto"
+import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import {
+  checkUploadRequest,
+  isUploadGrantSigned,
+  UPLOAD_LIFETIME_MS,
+  UPLOAD_URL_TTL_MS,
+  type Upload,
+  type UploadGrant,
+  UPLOAD_LIMITS
+} from "../domain/upload.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import { UploadRepo } from "../ports/UploadRepo.js"
+import { UploadTarget } from "../ports/UploadTarget.js"
+import type { Caller } from "./Auth.js"
+
+/** Signs the filesystem upload URLs; every process of one deployment needs the same secret. */
+export class UploadSigningSecret extends Context.Tag("genjobs/UploadSigningSecret")<UploadSigningSecret, string>() {}
+
+export interface PresignResult {
+  readonly uploadUrl: string
+  readonly fileUrl: string
+  readonly fileId: string
+  readonly expiresAt: number
+  readonly maxSize: number
+}
+
+export const make = Effect.gen(function*() {
+  const repo = yield* UploadRepo
+  const target = yield* UploadTarget
+
+  /** Any valid active key may upload (DESIGN.md); the upload belongs to the key's account. */
+  const presign = (caller: Caller, body: { readonly filename?: unknown; readonly contentType?: unknown }) =>
+    Effect.gen(function*() {
+      const checked = checkUploadRequest(body.filename, body.contentType)
+      if ("code" in checked) return yield* Effect.fail(checked as EngineError)
+      const now = yield* Clock.currentTimeMillis
+      const upload: Upload = {
+        id: `upl_${randomBytes(12).toString("base64url").replace(/[-_]/g, "x")}`,
+        accountId: caller.account.id,
+        filename: checked.filename,
+        contentType: checked.contentType,
+        status: "pending",
+        size: null,
+        createdAt: now,
+        uploadUrlExpiresAt: now + UPLOAD_URL_TTL_MS,
+        expiresAt: now + UPLOAD_LIFETIME_MS,
+        leaseOwner: null,
+        leaseExpiresAt: null
+      }
+      yield* repo.create(upload)
+      const uploadUrl = yield* target.uploadUrl({
+        uploadId: upload.id,
+        contentType: upload.contentType,
+        maxSize: checked.maxSize,
+        expiresAt: upload.uploadUrlExpiresAt
+      })
+      return {
+        uploadUrl,
+        fileUrl: target.fileUrl(upload.id),
+        fileId: upload.id,
+        expiresAt: upload.expiresAt,
+        maxSize: checked.maxSize
+      } satisfies PresignResult
+    })
+
+  const get = (caller: Caller, id: string): Effect.Effect<Upload & { readonly fileUrl: string }, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const found = yield* repo.get(id)
+      if (Option.isNone(found) || found.value.accountId !== caller.account.id) {
+        return yield* Effect.fail(engineError("NOT_FOUND", `No upload "${id}"`, { id }))
+      }
+      const now = yield* Clock.currentTimeMillis
+      // Past its lifetime an upload is expired even before the sweeper has deleted its file.
+      const status = found.value.expiresAt <= now ? "expired" as const : found.value.status
+      return { ...found.value, status, fileUrl: target.fileUrl(id) }
+    })
+
+  return { presign, get } as const
+})
+
+export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Uploads, make)
+}
+
+/**
+ * Receives the bytes of a filesystem upload URL: checks the signature, the expiry, the declared
+ * type and the size, then stores the file once. Nothing is stored when a check fails.
+ */
+export const receiveUpload = (
+  grant: UploadGrant,
+  signature: string,
+  contentType: string | undefined,
+  declaredLength: number | undefined,
+  readBody: (maxSize: number) => Effect.Effect<Uint8Array, EngineError>
+) =>
+  Effect.gen(function*() {
+    const secret = yield* UploadSigningSecret
+    const repo = yield* UploadRepo
+    const blobs = yield* BlobStore
+    if (!isUploadGrantSigned(secret, grant, signature) || UPLOAD_LIMITS[grant.contentType] !== grant.maxSize) {
+      return yield* Effect.fail(engineError("UPLOAD_URL_INVALID", "This upload URL is not one the API issued, or it was altered"))
+    }
+    if ((yield* Clock.currentTimeMillis) >= grant.expiresAt) {
+      return yield* Effect.fail(engineError("UPLOAD_URL_EXPIRED", "This upload URL has expired; ask for a new one"))
+    }
+    const type = contentType?.split(";")[0]?.trim().toLowerCase()
+    if (type !== grant.contentType) {
+      return yield* Effect.fail(
+        engineError("INVALID_CONTENT_TYPE", `Send the file with Content-Type: ${grant.contentType}`, { expected: grant.contentType })
+      )
+    }
+    if (declaredLength !== undefined && declaredLength > grant.maxSize) {
+      return yield* Effect.fail(engineError("FILE_TOO_LARGE", `The file may be at most ${grant.maxSize} bytes`, { maxSize: grant.maxSize }))
+    }
+    const upload = yield* repo.get(grant.uploadId)
+    if (Option.isNone(upload) || upload.value.status !== "pending") {
+      return yield* Effect.fail(engineError("UPLOAD_URL_EXPIRED", "This upload has expired"))
+    }
+    const bytes = yield* readBody(grant.maxSize)
+    if (bytes.length > grant.maxSize) {
+      return yield* Effect.fail(engineError("FILE_TOO_LARGE", `The file may be at most ${grant.maxSize} bytes`, { maxSize: grant.maxSize }))
+    }
+    // Claiming the upload before writing makes a second, racing PUT fail instead of overwriting.
+    if (!(yield* repo.markUploaded(grant.uploadId, bytes.length))) {
+      return yield* Effect.fail(engineError("UPLOAD_ALREADY_RECEIVED", "This upload URL was already used"))
+    }
+    yield* blobs.put(grant.uploadId, { bytes, contentType: grant.contentType })
+    return bytes.length
+  })

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { signUploadGrant } from "../../src/domain/upload.js"
+import { BASE, type HttpEngine, makeHttpEngine } from "../support/httpEngine.js"
+
+const expectError = (reply: { status: number; body: any }, status: number, code: string) => {
+  expect({ status: reply.status, code: reply.body?.error?.code }).toEqual({ status, code })
+  expect(reply.body.success).toBe(false)
+}
+
+describe("uploads", () => {
+  let engine: HttpEngine
+  beforeAll(async () => {
+    engine = await makeHttpEngine()
+  })
+  afterAll(() => engine.dispose())
+
+  /** A PUT to the upload URL, as a browser would send it. */
+  const put = (uploadUrl: string, body: Uint8Array, contentType: string) =>
+    engine.request("PUT", uploadUrl.replace(BASE, ""), { rawBody: body, headers: { "content-type": contentType } })
+
+  it("presigns with the spec's envelope and the type's size limit; any active key may", async () => {
+    const acc = await engine.account({ scopes: ["list_models"] })
+    const reply = await acc.post("/v1/uploads/presign", { filename: "cat.png", contentType: "image/png" })
+    expect(reply.status).toBe(200)
+    expect(reply.body).toMatchObject({ success: true, requestId: reply.headers.get("x-request-id") })
+    const { data } = reply.body
+    expect(data).toMatchObject({ maxSize: 10 * 1024 * 1024, fileUrl: `${BASE}/files/${data.fileId}` })
+    expect(data.uploadUrl).toMatch(new RegExp(`^${BASE}/uploads/${data.fileId}\\?`))
+    expect(Date.parse(data.expiresAt) - Date.now()).toBeGreaterThan(59 * 60_000)
+    const video = await acc.post("/v1/uploads/presign", { filename: "v.webm", contentType: "video/webm" })
+    expect(video.body.data.maxSize).toBe(100 * 1024 * 1024)
+    const audio = await acc.post("/v1/uploads/presign", { filename: "a.wav", contentType: "audio/wav" })
+    expect(audio.body.data.maxSize).toBe(50 * 1024 * 1024)
+    expectError(await engine.request("POST", "/v1/uploads/presign", { body: { filename: "x.png", contentType: "image/png" } }), 401, "UNAUTHORIZED")
+  })
+
+  it("refuses missing or malformed names and types, and other types", async () => {
+    const acc = await engine.account()
+    expectError(await acc.post("/v1/uploads/presign", { contentType: "image/png" }), 400, "VALIDATION_ERROR")
+    expectError(await acc.post("/v1/uploads/presign", { filename: "a/b.png", contentType: "image/png" }), 400, "VALIDATION_ERROR")
+    expectError(await acc.post("/v1/uploads/presign", { filename: "a.png" }), 400, "VALIDATION_ERROR")
+    expectError(await acc.post("/v1/uploads/presign", { filename: "a.png", contentType: "not a type" }), 400, "VALIDATION_ERROR")
+    expectError(await acc.post("/v1/uploads/presign", { filename: "a.svg", contentType: "image/svg+xml" }), 400, "INVALID_CONTENT_TYPE")
+  })
+
+  it("takes one PUT with the declared type, serves the file, and shows the upload to its owner only", async () => {
+    const acc = await engine.account()
+    const { data } = (await acc.post("/v1/uploads/presign", { filename: "cat.png", contentType: "image/png" })).body
+    const bytes = new Uint8Array([137, 80, 78, 71, 1, 2, 3])
+    expectError(await put(data.uploadUrl, bytes, "image/jpeg"), 400, "INVALID_CONTENT_TYPE")
+    expect((await engine.request("GET", `/files/${data.fileId}`)).status).toBe(404)
+    const stored = await put(data.uploadUrl, bytes, "image/png")
+    expect(stored.status).toBe(200)
+    const file = await engine.request("GET", `/files/${data.fileId}`)
+    expect(file.headers.get("content-type")).toBe("image/png")
+    expectError(await put(data.uploadUrl, new Uint8Array([9]), "image/png"), 409, "UPLOAD_ALREADY_RECEIVED")
+    const status = await acc.get(`/v1/uploads/${data.fileId}`)
+    expect(status.body).toMatchObject({
+      success: true,
+      data: { id: data.fileId, filename: "cat.png", contentType: "image/png", fileUrl: data.fileUrl, status: "pending", expiresAt: data.expiresAt }
+    })
+    expectError(await (await engine.account()).get(`/v1/uploads/${data.fileId}`), 404, "NOT_FOUND")
+    expectError(await acc.get("/v1/uploads/upl_missing"), 404, "NOT_FOUND")
+  })
+
+  it("refuses tampered, expired and oversize uploads and stores nothing", async () => {
+    const acc = await engine.account()
+    const { data } = (await acc.post("/v1/uploads/presign", { filename: "a.gif", contentType: "image/gif" })).body
+    const url = new URL(data.uploadUrl)
+    const tampered = new URL(url)
+    tampered.searchParams.set("max", String(100 * 1024 * 1024))
+    expectError(await put(tampered.toString(), new Uint8Array([1]), "image/gif"), 403, "UPLOAD_URL_INVALID")
+    const expired = new URL(url)
+    const grant = { uploadId: data.fileId, contentType: "image/gif", maxSize: data.maxSize, expiresAt: Date.now() - 1 }
+    expired.searchParams.set("expires", String(grant.expiresAt))
+    expired.searchParams.set("sig", signUploadGrant("test-upload-secret", grant))
+    expectError(await put(expired.toString(), new Uint8Array([1]), "image/gif"), 403, "UPLOAD_URL_EXPIRED")
+    expectError(await put(data.uploadUrl, new Uint8Array(data.maxSize + 1), "image/gif"), 413, "FILE_TOO_LARGE")
+    expect((await engine.request("GET", `/files/${data.fileId}`)).status).toBe(404)
+    expect((await put(data.uploadUrl, new Uint8Array(data.maxSize), "image/gif")).status).toBe(200)
+  })
+})
