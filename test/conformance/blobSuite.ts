@@ -1,0 +1,41 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, type Layer, Option } from "effect"
+import { BlobStore } from "../../src/ports/BlobStore.js"
+
+/** What every BlobStore adapter must do; `makeLayer` gives a fresh store per test. */
+export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<BlobStore, unknown>) => {
+  const test = (title: string, body: () => Effect.Effect<void, unknown, BlobStore>) =>
+    it.live(title, () => Effect.provide(body(), makeLayer()))
+
+  describe(`${name}: BlobStore`, () => {
+    test("stores bytes with their content type and answers a URL ending in the key", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const bytes = new Uint8Array(Array.from({ length: 70_000 }, (_, i) => i % 251))
+        const url = yield* blobs.put("job_1-0.png", { bytes, contentType: "image/png" })
+        expect(url.endsWith("/job_1-0.png")).toBe(true)
+        const blob = Option.getOrThrow(yield* blobs.get("job_1-0.png"))
+        expect(blob.contentType).toBe("image/png")
+        expect(Buffer.from(blob.bytes).equals(Buffer.from(bytes))).toBe(true)
+      }))
+
+    test("replaces a key's bytes, removes them, and answers None for unknown keys", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        yield* blobs.put("k", { bytes: new Uint8Array([1]), contentType: "text/plain" })
+        yield* blobs.put("k", { bytes: new Uint8Array([2, 3]), contentType: "audio/wav" })
+        expect(Option.getOrThrow(yield* blobs.get("k"))).toEqual({ bytes: new Uint8Array([2, 3]), contentType: "audio/wav" })
+        yield* blobs.remove("k")
+        expect(Option.isNone(yield* blobs.get("k"))).toBe(true)
+        yield* blobs.remove("k")
+        expect(Option.isNone(yield* blobs.get("never"))).toBe(true)
+      }))
+
+    test("stores an empty file", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        yield* blobs.put("empty.txt", { bytes: new Uint8Array(), contentType: "text/plain" })
+        expect(Option.getOrThrow(yield* blobs.get("empty.txt")).bytes.length).toBe(0)
+      }))
+  })
+}

@@ -1,0 +1,20 @@
+import { Effect } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { expect, it } from "@effect/vitest"
+import { layerFsBlobStore, makeFsBlobStore } from "../../adapters/blob/FsBlobStore.js"
+import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
+import { runBlobConformance } from "./blobSuite.js"
+
+runBlobConformance("memory", () => layerMemoryBlobStore("http://files.test"))
+runBlobConformance("filesystem", () =>
+  layerFsBlobStore({ dir: mkdtempSync(join(tmpdir(), "genjobs-blobs-")), baseUrl: "http://files.test" }))
+
+it.effect("filesystem: refuses keys that could leave its directory", () =>
+  Effect.gen(function*() {
+    const blobs = yield* makeFsBlobStore({ dir: mkdtempSync(join(tmpdir(), "genjobs-blobs-")), baseUrl: "http://f" })
+    for (const key of ["../x", "a/b", "..", ".hidden", ""]) {
+      expect((yield* Effect.either(blobs.put(key, { bytes: new Uint8Array([1]), contentType: "text/plain" })))._tag).toBe("Left")
+    }
+  }))
