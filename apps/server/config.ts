@@ -31,7 +31,18 @@ export const ServerConfig = Config.all({
     Config.validate({ message: "JOB_MAX_ATTEMPTS must be at least 1", validation: (n) => n >= 1 })
   ),
   catalogFile: Config.option(Config.string("CATALOG_FILE")),
-  uploadSecret: Config.option(Config.redacted("UPLOAD_SECRET"))
+  uploadSecret: Config.option(Config.redacted("UPLOAD_SECRET")),
+  blobDriver: Config.literal("fs", "s3")("BLOB_DRIVER").pipe(Config.withDefault("fs" as const)),
+  blobDir: Config.option(Config.string("BLOB_DIR")),
+  s3: Config.all({
+    endpoint: Config.option(Config.string("S3_ENDPOINT")),
+    bucket: Config.option(Config.string("S3_BUCKET")),
+    region: Config.string("S3_REGION").pipe(Config.withDefault("us-east-1")),
+    accessKeyId: Config.option(Config.string("S3_ACCESS_KEY_ID")),
+    secretAccessKey: Config.option(Config.redacted("S3_SECRET_ACCESS_KEY")),
+    publicUrl: Config.option(Config.string("S3_PUBLIC_URL")),
+    forcePathStyle: Config.boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false))
+  })
 })
 
 export type ServerSettings = Config.Config.Success<typeof ServerConfig>

@@ -1,3 +1,4 @@
+import { S3Client } from "@aws-sdk/client-s3"
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -6,6 +7,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { join } from "node:path"
 import { layerFsBlobStore } from "../../adapters/blob/FsBlobStore.js"
+import { layerS3BlobStore } from "../../adapters/blob/S3BlobStore.js"
+import { layerS3UploadTarget } from "../../adapters/blob/S3UploadTarget.js"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
 import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
@@ -19,6 +22,7 @@ import { FILES_PATH } from "../../src/http/systemRoutes.js"
 import { layerGenerators } from "../../src/ports/Generator.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
 import { WebhookDispatcher } from "../../src/services/WebhookDispatcher.js"
+import { UploadSigningSecret } from "../../src/services/Uploads.js"
 import { UploadSweeper } from "../../src/services/UploadSweeper.js"
 import { Worker } from "../../src/services/Worker.js"
 import { isPostgresUrl, publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
@@ -54,14 +58,51 @@ const uploadSecretOf = (settings: ServerSettings): string =>
     }
   })
 
+/** Files on the local disk (served by this server), or in an S3-compatible bucket. */
+const blobsFor = (settings: ServerSettings, publicUrl: string) => {
+  if (settings.blobDriver === "fs") {
+    const dir = Option.getOrElse(settings.blobDir, () => join(settings.dataDir, "files"))
+    return Layer.mergeAll(
+      layerFsBlobStore({ dir, baseUrl: `${publicUrl}${FILES_PATH}` }),
+      layerSignedUploadTarget({ publicUrl, secret: uploadSecretOf(settings) })
+    )
+  }
+  const { s3 } = settings
+  if (Option.isNone(s3.bucket)) return Layer.fail(new Error("BLOB_DRIVER=s3 needs S3_BUCKET"))
+  const bucket = s3.bucket.value
+  const client = new S3Client({
+    region: s3.region,
+    forcePathStyle: s3.forcePathStyle,
+    // Presigned PUTs must not carry a checksum of an empty body, or S3 refuses every upload.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    ...Option.match(s3.endpoint, { onNone: () => ({}), onSome: (endpoint) => ({ endpoint }) }),
+    ...(Option.isSome(s3.accessKeyId) && Option.isSome(s3.secretAccessKey)
+      ? { credentials: { accessKeyId: s3.accessKeyId.value, secretAccessKey: Redacted.value(s3.secretAccessKey.value) } }
+      : {})
+  })
+  const location = {
+    client,
+    bucket,
+    publicBaseUrl: Option.getOrElse(s3.publicUrl, () =>
+      Option.match(s3.endpoint, {
+        onNone: () => `https://${bucket}.s3.${s3.region}.amazonaws.com`,
+        onSome: (endpoint) => `${endpoint.replace(/\/$/, "")}/${bucket}`
+      }))
+  }
+  return Layer.mergeAll(
+    layerS3BlobStore(location),
+    layerS3UploadTarget(location),
+    Layer.succeed(UploadSigningSecret, uploadSecretOf(settings))
+  )
+}
+
 const appFor = (settings: ServerSettings) => {
   const publicUrl = publicUrlOf(settings)
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
         storesFor(settings),
-        layerFsBlobStore({ dir: join(settings.dataDir, "files"), baseUrl: `${publicUrl}${FILES_PATH}` }),
-        layerSignedUploadTarget({ publicUrl, secret: uploadSecretOf(settings) }),
+        blobsFor(settings, publicUrl),
         layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),
         EngineConfig.layer({
           creditMicroCents: settings.creditMicroCents,

@@ -1,0 +1,42 @@
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3"
+import { Effect, Layer, Option } from "effect"
+import { StoreError } from "../../src/domain/errors.js"
+import { BlobStore } from "../../src/ports/BlobStore.js"
+
+export interface S3Location {
+  readonly client: S3Client
+  readonly bucket: string
+  /** Public or CDN base URL the bucket's objects are served from. */
+  readonly publicBaseUrl: string
+}
+
+const isMissing = (error: unknown) =>
+  typeof error === "object" && error !== null && "name" in error && (error.name === "NoSuchKey" || error.name === "NotFound")
+
+/** Blobs as objects in an S3-compatible bucket, served from `publicBaseUrl`. */
+export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
+  const call = <A>(what: string, run: () => Promise<A>) =>
+    Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `S3 ${what} failed`, cause }) })
+  return {
+    put: (key, blob) =>
+      call("put", () =>
+        s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: blob.bytes, ContentType: blob.contentType }))
+      ).pipe(Effect.as(`${s3.publicBaseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`)),
+    get: (key) =>
+      Effect.tryPromise({
+        try: async () => {
+          const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
+          const bytes = object.Body === undefined ? new Uint8Array() : await object.Body.transformToByteArray()
+          return Option.some({ bytes, contentType: object.ContentType ?? "application/octet-stream" })
+        },
+        catch: (cause) => cause
+      }).pipe(
+        Effect.catchAll((cause) =>
+          isMissing(cause) ? Effect.succeed(Option.none()) : Effect.fail(new StoreError({ message: "S3 get failed", cause }))
+        )
+      ),
+    remove: (key) => call("delete", () => s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }))).pipe(Effect.asVoid)
+  }
+}
+
+export const layerS3BlobStore = (s3: S3Location) => Layer.succeed(BlobStore, makeS3BlobStore(s3))

@@ -1,0 +1,30 @@
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import S3rver from "s3rver"
+
+/** A real S3-compatible server on 127.0.0.1 (s3rver), with one empty bucket per call. */
+export const startS3 = async () => {
+  const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(join(tmpdir(), "genjobs-s3-")) })
+  const { port } = await server.run()
+  const endpoint = `http://127.0.0.1:${port}`
+  const client = new S3Client({
+    endpoint,
+    region: "us-east-1",
+    forcePathStyle: true,
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }
+  })
+  let n = 0
+  return {
+    endpoint,
+    client,
+    bucket: async () => {
+      const name = `genjobs-${++n}`
+      await client.send(new CreateBucketCommand({ Bucket: name }))
+      return { client, bucket: name, publicBaseUrl: `${endpoint}/${name}` }
+    },
+    close: () => server.close()
+  }
+}
