@@ -96,6 +96,15 @@ const blobsFor = (settings: ServerSettings, publicUrl: string) => {
   )
 }
 
+/** Where uploaded files are served from: the demo provider reads inputs only there. */
+const inputUrlPrefixesOf = (settings: ServerSettings, publicUrl: string): ReadonlyArray<string> =>
+  settings.blobDriver === "fs"
+    ? [`${publicUrl}${FILES_PATH}/`]
+    : Option.match(settings.s3.publicUrl, {
+      onSome: (url) => [`${url.replace(/\/$/, "")}/`],
+      onNone: () => Option.match(settings.s3.endpoint, { onNone: () => [], onSome: (e) => [`${e.replace(/\/$/, "")}/`] })
+    })
+
 const appFor = (settings: ServerSettings) => {
   const publicUrl = publicUrlOf(settings)
   const services = EngineServicesLive.pipe(
@@ -103,7 +112,7 @@ const appFor = (settings: ServerSettings) => {
       Layer.mergeAll(
         storesFor(settings),
         blobsFor(settings, publicUrl),
-        layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),
+        layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator({ inputUrlPrefixes: inputUrlPrefixesOf(settings, publicUrl) }) }),
         EngineConfig.layer({
           creditMicroCents: settings.creditMicroCents,
           leaseMs: settings.leaseMs,

@@ -53,6 +53,30 @@ describe("the bundled server on its embedded defaults", () => {
     expect([...new Uint8Array(await file.arrayBuffer()).slice(0, 8)]).toEqual([137, 80, 78, 71, 13, 10, 26, 10])
   })
 
+  it("uploads a picture and remixes it with the image-to-image model; foreign URLs are refused", async () => {
+    const remix = async (bytes: Uint8Array) => {
+      const { data } = (await call(server, "POST", "/v1/uploads/presign", key, { filename: "in.png", contentType: "image/png" })).body
+      const put = await fetch(data.uploadUrl, { method: "PUT", body: bytes, headers: { "content-type": "image/png" } })
+      expect(put.status).toBe(200)
+      const job = await call(server, "POST", "/v1/jobs/submit", key, {
+        model: "demo/image-gen/image-to-image",
+        input: { prompt: "remix", imageUrl: data.fileUrl, width: 16, height: 16 }
+      })
+      return waitFor(server, key, job.body.jobId, ["completed", "failed"])
+    }
+    const first = await remix(new Uint8Array([1, 2, 3]))
+    const second = await remix(new Uint8Array([4, 5, 6]))
+    expect([first.status, second.status]).toEqual(["completed", "completed"])
+    const bytesOf = async (url: string) => Buffer.from(await (await fetch(url)).arrayBuffer())
+    expect((await bytesOf(first.output)).equals(await bytesOf(second.output))).toBe(false)
+    const foreign = await call(server, "POST", "/v1/jobs/submit", key, {
+      model: "demo/image-gen/image-to-image",
+      input: { prompt: "x", imageUrl: "https://example.com/cat.png" }
+    })
+    const refused = await waitFor(server, key, foreign.body.jobId, ["completed", "failed"])
+    expect(refused).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
+  })
+
   it("serves the OpenAPI document", async () => {
     const doc = await call(server, "GET", "/v1/openapi.json")
     expect(doc.status).toBe(200)

@@ -8,14 +8,8 @@ const PRO = "demo/image-gen-pro/text-to-image"
 const PRIVATE = "demo/text-gen-private/text-to-text"
 const PUBLIC_SLUGS = ["demo/image-gen/text-to-image", "demo/video-gen/text-to-video", "demo/audio-gen/text-to-audio", "demo/text-gen/text-to-text"]
 
-/** The demo catalog plus an image-to-image variant of demo/image-gen, for slug and sibling rules. */
-const catalogWithVariant = () => {
-  const doc = demoCatalog()
-  const image = doc.models.find((m) => m.slug === IMAGE)!
-  doc.capabilities.push({ id: "image-to-image", displayName: "Image to image", label: "I2I", icon: "wand", color: "#0ea5e9", order: 0 })
-  doc.models.push({ ...image, slug: "demo/image-gen/image-to-image", capability: "image-to-image", name: "Demo Image Edit" })
-  return doc
-}
+/** The demo catalog has capability variants: demo/image-gen/{text,image}-to-image. */
+const catalogWithVariant = demoCatalog
 
 const expectError = (reply: { status: number; body: any }, status: number, code: string) => {
   expect({ status: reply.status, code: reply.body?.error?.code }).toEqual({ status, code })
@@ -32,7 +26,7 @@ describe("public catalog", () => {
   it("lists public models for anonymous callers, with list prices", async () => {
     const reply = await engine.request("GET", "/v1/catalog/models")
     expect(reply.status).toBe(200)
-    expect(reply.body.map((m: any) => m.slug)).toEqual([...PUBLIC_SLUGS, "demo/image-gen/image-to-image"])
+    expect(reply.body.map((m: any) => m.slug)).toEqual([...PUBLIC_SLUGS, "demo/image-gen/image-to-image", "demo/video-gen/image-to-video"])
     expect(reply.body.map((m: any) => m.slug)).not.toContain(PRO)
     expect(reply.body.map((m: any) => m.slug)).not.toContain(PRIVATE)
     expect(reply.body[0]).toEqual({
@@ -94,12 +88,12 @@ describe("public catalog", () => {
 
   it("lists providers with the caller's model count, and provider detail", async () => {
     const anonymous = await engine.request("GET", "/v1/catalog/providers")
-    expect(anonymous.body).toEqual([expect.objectContaining({ id: "demo", modelCount: 5, color: "#111827" })])
+    expect(anonymous.body).toEqual([expect.objectContaining({ id: "demo", modelCount: 6, color: "#111827" })])
     const pro = await engine.account({ segments: ["pro"] })
     const personal = await engine.request("GET", "/v1/catalog/providers", { headers: { authorization: `Bearer ${pro.key}` } })
-    expect(personal.body[0].modelCount).toBe(6)
+    expect(personal.body[0].modelCount).toBe(7)
     const detail = await engine.request("GET", "/v1/catalog/providers/demo")
-    expect(detail.body.models).toHaveLength(5)
+    expect(detail.body.models).toHaveLength(6)
     expect(detail.body.models[0]).toEqual(expect.objectContaining({ slug: IMAGE, name: "Demo Image", pricing: { baseCredits: 5, unit: "per_generation" } }))
     expectError(await engine.request("GET", "/v1/catalog/providers/nobody"), 404, "NOT_FOUND")
   })
@@ -114,13 +108,13 @@ describe("public catalog", () => {
 
   it("counts category models per caller and sorts capability groups by order", async () => {
     const categories = await engine.request("GET", "/v1/catalog/categories")
-    expect(Object.fromEntries(categories.body.map((c: any) => [c.id, c.modelCount]))).toEqual({ video: 1, image: 2, audio: 1, text: 1 })
+    expect(Object.fromEntries(categories.body.map((c: any) => [c.id, c.modelCount]))).toEqual({ video: 2, image: 2, audio: 1, text: 1 })
     const insider = await engine.account({ allowedModels: [PRIVATE] })
     const personal = await engine.request("GET", "/v1/catalog/categories", { headers: { authorization: `Bearer ${insider.key}` } })
     expect(personal.body.find((c: any) => c.id === "text").modelCount).toBe(2)
     const groups = await engine.request("GET", "/v1/catalog/capability-groups")
-    expect(groups.body.map((g: any) => g.id)).toEqual(["image-to-image", "text-to-video", "text-to-image", "text-to-audio", "text-to-text"])
-    expect(groups.body[0]).toEqual({ id: "image-to-image", displayName: "Image to image", label: "I2I", icon: "wand", color: "#0ea5e9", order: 0 })
+    expect(groups.body.map((g: any) => g.id)).toEqual(["text-to-video", "text-to-image", "text-to-audio", "text-to-text", "image-to-image", "image-to-video"])
+    expect(groups.body[4]).toEqual({ id: "image-to-image", displayName: "Image to image", label: "I2I", icon: "wand", color: "#0ea5e9", order: 5 })
   })
 })
 
@@ -185,7 +179,7 @@ describe("key-protected models and providers", () => {
     ])
     const models = await acc.get("/v1/providers/demo/models")
     expect(models.body.provider.id).toBe("demo")
-    expect(models.body.models).toHaveLength(4)
+    expect(models.body.models).toHaveLength(6)
     expectError(await acc.get("/v1/providers/nobody/models"), 404, "NOT_FOUND")
   })
 

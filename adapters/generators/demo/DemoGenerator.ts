@@ -66,11 +66,42 @@ const text = (prompt: string): GeneratedOutput => {
   }
 }
 
+export interface DemoOptions {
+  /**
+   * URL prefixes the provider may read input files from (the engine's own file URLs): an
+   * image-to-X job's `imageUrl` elsewhere fails, so jobs cannot make the server fetch arbitrary
+   * addresses.
+   */
+  readonly inputUrlPrefixes?: ReadonlyArray<string>
+}
+
+const MAX_INPUT_BYTES = 100 * 1024 * 1024
+
+/** Reads an input file the job names; its bytes seed the drawing, so the output depends on it. */
+const readInput = (url: string, prefixes: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    if (!prefixes.some((p) => url.startsWith(p))) {
+      return yield* Effect.fail(new GenerationFailed({ message: `imageUrl must be a file uploaded to this service (${url})` }))
+    }
+    const response = yield* Effect.tryPromise({
+      try: () => fetch(url, { redirect: "error" }),
+      catch: () => new GenerationFailed({ message: `The input file ${url} could not be read` })
+    })
+    if (!response.ok) return yield* Effect.fail(new GenerationFailed({ message: `The input file ${url} answered ${response.status}` }))
+    const bytes = new Uint8Array(yield* Effect.tryPromise({
+      try: () => response.arrayBuffer(),
+      catch: () => new GenerationFailed({ message: `The input file ${url} could not be read` })
+    }))
+    if (bytes.length > MAX_INPUT_BYTES) return yield* Effect.fail(new GenerationFailed({ message: "The input file is too large" }))
+    return bytes
+  })
+
 /**
- * The bundled provider: real files made locally from the prompt. `demoDelayMs` sets the
- * processing time (on Effect's clock) and `demoFail: true` fails the job, for integration tests.
+ * The bundled provider: real files made locally from the prompt (and, for image-to-X models,
+ * from the bytes of `imageUrl`). `demoDelayMs` sets the processing time (on Effect's clock) and
+ * `demoFail: true` fails the job, for integration tests.
  */
-export const makeDemoGenerator = (): Generator => ({
+export const makeDemoGenerator = (options: DemoOptions = {}): Generator => ({
   generate: ({ job, model }) =>
     Effect.gen(function*() {
       const input = job.input
@@ -79,12 +110,16 @@ export const makeDemoGenerator = (): Generator => ({
       if (input["demoFail"] === true) {
         return yield* Effect.fail(new GenerationFailed({ message: "demoFail was set: the demo provider failed on purpose" }))
       }
+      const source = typeof input["imageUrl"] === "string"
+        ? Buffer.from(yield* readInput(input["imageUrl"], options.inputUrlPrefixes ?? [])).toString("base64")
+        : ""
       const prompt = typeof input["prompt"] === "string" ? input["prompt"] : ""
+      const seedText = prompt + source
       switch (model.category) {
         case "image":
-          return [image(prompt, input)]
+          return [image(seedText, input)]
         case "video":
-          return [video(prompt)]
+          return [video(seedText)]
         case "audio":
           return [audio(prompt, input)]
         case "text":
