@@ -54,7 +54,7 @@ describe("the bundled server on its embedded defaults", () => {
   })
 
   it("uploads a picture and remixes it with the image-to-image model; foreign URLs are refused", async () => {
-    const remix = async (bytes: Uint8Array) => {
+    const remix = async (bytes: Uint8Array<ArrayBuffer>) => {
       const { data } = (await call(server, "POST", "/v1/uploads/presign", key, { filename: "in.png", contentType: "image/png" })).body
       const put = await fetch(data.uploadUrl, { method: "PUT", body: bytes, headers: { "content-type": "image/png" } })
       expect(put.status).toBe(200)
