@@ -1,0 +1,65 @@
+import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Redacted, TestClock } from "effect"
+import { HttpConfig } from "../../src/http/HttpConfig.js"
+import { EngineHttpLive } from "../../src/http/layer.js"
+import type { Generator } from "../../src/ports/Generator.js"
+import { UploadSweeper } from "../../src/services/UploadSweeper.js"
+import { memoryEngine } from "../support/engineLayer.js"
+
+const idle: Generator = { generate: () => Effect.succeed([]) }
+
+/**
+ * The HTTP surface run on the test fiber's runtime, so TestClock drives every request's time:
+ * the web handler of an embedding, with time under the test's control.
+ */
+const httpUnderTestClock = Effect.gen(function*() {
+  const services = memoryEngine(idle).pipe(Layer.provideMerge(HttpConfig.layer({ adminToken: Redacted.make("admin") })))
+  const context = yield* Layer.build(
+    Layer.mergeAll(
+      EngineHttpLive.pipe(Layer.provideMerge(services)),
+      HttpServer.layerContext,
+      HttpApiBuilder.Router.Live,
+      HttpApiBuilder.Middleware.layer
+    )
+  )
+  const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
+  const runtime = yield* Effect.provide(Effect.runtime<HttpRouter.HttpRouter.DefaultServices>(), context)
+  const handler = HttpApp.toWebHandlerRuntime(runtime)(app)
+  const call = (method: string, path: string, auth: string, body?: unknown, contentType = "application/json") =>
+    Effect.promise(async () => {
+      const response = await handler(new Request(`http://engine.test${path}`, {
+        method,
+        headers: { authorization: `Bearer ${auth}`, ...(body === undefined ? {} : { "content-type": contentType }) },
+        ...(body === undefined ? {} : { body: (body instanceof Uint8Array ? body : JSON.stringify(body)) as BodyInit })
+      }))
+      const text = await response.text()
+      return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
+    })
+  return { call, context }
+})
+
+describe("upload expiry through HTTP, on TestClock", () => {
+  it.scoped("closes the upload URL after 15 minutes and expires the upload after 60", () =>
+    Effect.gen(function*() {
+      const { call, context } = yield* httpUnderTestClock
+      yield* call("PUT", "/admin/catalog", "admin", { categories: [], capabilities: [], providers: [], models: [] })
+      const account = (yield* call("POST", "/admin/accounts", "admin", { name: "a" })).body
+      const key = (yield* call("POST", `/admin/accounts/${account.id}/keys`, "admin", { name: "k" })).body.key
+      const presigned = yield* call("POST", "/v1/uploads/presign", key, { filename: "a.png", contentType: "image/png" })
+      expect(presigned.status).toBe(200)
+      const { expiresAt, fileId, uploadUrl } = presigned.body.data
+      expect(Date.parse(expiresAt)).toBe(60 * 60_000)
+      const putPath = `${new URL(uploadUrl).pathname}${new URL(uploadUrl).search}`
+      yield* TestClock.adjust("15 minutes")
+      const late = yield* call("PUT", putPath, key, new Uint8Array([1]), "image/png")
+      expect({ status: late.status, code: late.body.error.code }).toEqual({ status: 403, code: "UPLOAD_URL_EXPIRED" })
+      yield* TestClock.adjust("44 minutes")
+      expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("pending")
+      yield* TestClock.adjust("1 minute")
+      expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
+      const swept = yield* Effect.flatMap(UploadSweeper, (s) => s.sweepOnce).pipe(Effect.provide(context))
+      expect(swept).toBe(1)
+      expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
+    }))
+})
