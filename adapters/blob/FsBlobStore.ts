@@ -1,5 +1,5 @@
 import { Effect, Layer, Option } from "effect"
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises"
+import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
@@ -19,6 +19,18 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
     const pathOf = (key: string) => join(options.dir, key)
     const checked = (key: string) =>
       SAFE_KEY.test(key) && !key.includes("..") ? Effect.succeed(key) : Effect.fail(new StoreError({ message: `unsafe blob key "${key}"` }))
+    /** A missing blob, or a key that names none, is none; any other failure a StoreError. */
+    const readable = <A>(key: string, run: () => Promise<A>) =>
+      SAFE_KEY.test(key) && !key.includes("..") && !key.endsWith(".type")
+        ? Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
+          Effect.map(Option.some),
+          Effect.catchAll((cause) =>
+            (cause as NodeJS.ErrnoException).code === "ENOENT"
+              ? Effect.succeed(Option.none<A>())
+              : Effect.fail(fail(`cannot read blob ${key}`)(cause))
+          )
+        )
+        : Effect.succeed(Option.none<A>())
     return BlobStore.of({
       put: (key, blob) =>
         Effect.gen(function*() {
@@ -33,21 +45,15 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
           return `${options.baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`
         }),
       get: (key) =>
-        SAFE_KEY.test(key) && !key.includes("..") && !key.endsWith(".type")
-          ? Effect.tryPromise({
-            try: async () => {
-              const [bytes, contentType] = await Promise.all([readFile(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
-              return Option.some({ bytes: new Uint8Array(bytes), contentType })
-            },
-            catch: (cause) => cause
-          }).pipe(
-            Effect.catchAll((cause) =>
-              (cause as NodeJS.ErrnoException).code === "ENOENT"
-                ? Effect.succeed(Option.none())
-                : Effect.fail(fail(`cannot read blob ${key}`)(cause))
-            )
-          )
-          : Effect.succeed(Option.none()),
+        readable(key, async () => {
+          const [bytes, contentType] = await Promise.all([readFile(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
+          return { bytes: new Uint8Array(bytes), contentType }
+        }),
+      stat: (key) =>
+        readable(key, async () => {
+          const [info, contentType] = await Promise.all([stat(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
+          return { size: info.size, contentType }
+        }),
       remove: (key) =>
         checked(key).pipe(
           Effect.zipRight(Effect.tryPromise({

@@ -1,4 +1,10 @@
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3"
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  type S3Client
+} from "@aws-sdk/client-s3"
 import { Effect, Layer, Option } from "effect"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
@@ -17,24 +23,30 @@ const isMissing = (error: unknown) =>
 export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
   const call = <A>(what: string, run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `S3 ${what} failed`, cause }) })
+  /** A missing object is none, any other failure a StoreError. */
+  const optional = <A>(what: string, run: () => Promise<A>) =>
+    Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
+      Effect.map(Option.some),
+      Effect.catchAll((cause) =>
+        isMissing(cause) ? Effect.succeed(Option.none<A>()) : Effect.fail(new StoreError({ message: `S3 ${what} failed`, cause }))
+      )
+    )
   return {
     put: (key, blob) =>
       call("put", () =>
         s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: blob.bytes, ContentType: blob.contentType }))
       ).pipe(Effect.as(`${s3.publicBaseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`)),
     get: (key) =>
-      Effect.tryPromise({
-        try: async () => {
-          const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
-          const bytes = object.Body === undefined ? new Uint8Array() : await object.Body.transformToByteArray()
-          return Option.some({ bytes, contentType: object.ContentType ?? "application/octet-stream" })
-        },
-        catch: (cause) => cause
-      }).pipe(
-        Effect.catchAll((cause) =>
-          isMissing(cause) ? Effect.succeed(Option.none()) : Effect.fail(new StoreError({ message: "S3 get failed", cause }))
-        )
-      ),
+      optional("get", async () => {
+        const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
+        const bytes = object.Body === undefined ? new Uint8Array() : await object.Body.transformToByteArray()
+        return { bytes, contentType: object.ContentType ?? "application/octet-stream" }
+      }),
+    stat: (key) =>
+      optional("head", async () => {
+        const head = await s3.client.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: key }))
+        return { size: head.ContentLength ?? 0, contentType: head.ContentType ?? "application/octet-stream" }
+      }),
     remove: (key) => call("delete", () => s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }))).pipe(Effect.asVoid)
   }
 }

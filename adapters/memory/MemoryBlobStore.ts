@@ -10,6 +10,10 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
       return `${baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`
     }),
     get: (key) => Effect.sync(() => Option.fromNullable(blobs.get(key))),
+    stat: (key) =>
+      Effect.sync(() =>
+        Option.map(Option.fromNullable(blobs.get(key)), (b) => ({ size: b.bytes.length, contentType: b.contentType }))
+      ),
     remove: (key) => Effect.sync(() => void blobs.delete(key))
   }
 }

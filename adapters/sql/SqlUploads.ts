@@ -11,6 +11,7 @@ const UploadRow = Schema.Struct({
   content_type: Schema.String,
   status: Upload.fields.status,
   size: Schema.NullOr(DbInt),
+  verified_at: Schema.NullOr(DbInt),
   created_at: DbInt,
   upload_url_expires_at: DbInt,
   expires_at: DbInt,
@@ -26,6 +27,7 @@ const toUpload = (row: typeof UploadRow.Type): Upload => ({
   contentType: row.content_type,
   status: row.status,
   size: row.size,
+  verifiedAt: row.verified_at,
   createdAt: row.created_at,
   uploadUrlExpiresAt: row.upload_url_expires_at,
   expiresAt: row.expires_at,
@@ -46,6 +48,7 @@ export const makeSqlUploads = Effect.gen(function*() {
           content_type: u.contentType,
           status: u.status,
           size: u.size,
+          verified_at: u.verifiedAt,
           created_at: u.createdAt,
           upload_url_expires_at: u.uploadUrlExpiresAt,
           expires_at: u.expiresAt,
@@ -76,6 +79,25 @@ export const makeSqlUploads = Effect.gen(function*() {
           WHERE ${sql.in("id", due.map((u) => u.id))}`
         return due.map((u) => ({ ...toUpload(u), leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
       })).pipe(storeErrors("claim expired uploads")),
+    claimUnverified: ({ closedBy, leaseMs, limit, now, workerId }) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const due = yield* decodeUploads(
+          yield* sql`SELECT * FROM uploads WHERE status = 'pending' AND verified_at IS NULL
+            AND upload_url_expires_at <= ${closedBy} AND expires_at > ${now}
+            AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
+            ORDER BY upload_url_expires_at, id LIMIT ${limit} ${skipLocked}`
+        )
+        if (due.length === 0) return []
+        yield* sql`UPDATE uploads SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
+          WHERE ${sql.in("id", due.map((u) => u.id))}`
+        return due.map((u) => ({ ...toUpload(u), leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
+      })).pipe(storeErrors("claim uploads to verify")),
+    markVerified: ({ id, now, size, workerId }) =>
+      sql`UPDATE uploads SET verified_at = ${now}, size = COALESCE(size, ${size}), lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("record upload check")
+      ),
     markExpired: (id, workerId) =>
       sql`UPDATE uploads SET status = 'expired', lease_owner = NULL, lease_expires_at = NULL
         WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(

@@ -29,8 +29,10 @@ export const Upload = Schema.Struct({
   filename: Schema.String,
   contentType: Schema.String,
   status: UploadStatus,
-  /** Bytes received, once the client has PUT the file. */
+  /** Bytes received, once the client has PUT the file (or the sweeper found it in the store). */
   size: Schema.NullOr(Schema.Int),
+  /** When the sweeper checked what arrived, after the upload URL stopped working. */
+  verifiedAt: Schema.NullOr(Schema.Int),
   createdAt: Schema.Int,
   uploadUrlExpiresAt: Schema.Int,
   expiresAt: Schema.Int,
@@ -46,12 +48,20 @@ const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/
 
 /**
  * Checks a presign request: a missing or malformed filename or content type is
- * VALIDATION_ERROR; a well-formed type outside the eight is INVALID_CONTENT_TYPE.
+ * VALIDATION_ERROR; a well-formed type outside the eight is INVALID_CONTENT_TYPE. The optional
+ * size (bytes) lets the upload URL bind the exact length; above the type's limit it is
+ * FILE_TOO_LARGE before anything is created.
  */
 export const checkUploadRequest = (
   filename: unknown,
-  contentType: unknown
-): { readonly filename: string; readonly contentType: string; readonly maxSize: number } | EngineError => {
+  contentType: unknown,
+  size?: unknown
+): {
+  readonly filename: string
+  readonly contentType: string
+  readonly maxSize: number
+  readonly size: number | null
+} | EngineError => {
   if (typeof filename !== "string" || filename.trim() === "") {
     return engineError("VALIDATION_ERROR", "filename is required", { field: "filename" })
   }
@@ -76,18 +86,47 @@ export const checkUploadRequest = (
       allowed: Object.keys(UPLOAD_LIMITS)
     })
   }
-  return { filename, contentType: normalised, maxSize }
+  if (size === undefined || size === null) return { filename, contentType: normalised, maxSize, size: null }
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1) {
+    return engineError("VALIDATION_ERROR", "size must be the file's length in bytes, a positive integer", { field: "size" })
+  }
+  if (size > maxSize) {
+    return engineError("FILE_TOO_LARGE", `A ${normalised} file may be at most ${maxSize} bytes`, { field: "size", maxSize })
+  }
+  return { filename, contentType: normalised, maxSize, size }
 }
 
-/** What a filesystem upload URL carries and signs: one upload, one type, one size limit, one expiry. */
+/** What the store holds for an upload, as the sweeper finds it once the upload URL has closed. */
+export interface StoredFile {
+  readonly size: number
+  readonly contentType: string
+}
+
+/**
+ * Why a stored upload must not be served, or null when it may. Presigned object-storage PUTs
+ * cannot cap the length unless the client declared it, so the limits are checked again here.
+ */
+export const storedUploadProblem = (upload: Pick<Upload, "contentType">, file: StoredFile): string | null => {
+  const limit = UPLOAD_LIMITS[upload.contentType] ?? 0
+  if (file.size > limit) return `${file.size} bytes is over the ${limit}-byte limit for ${upload.contentType}`
+  const type = file.contentType.split(";")[0]?.trim().toLowerCase()
+  if (type !== upload.contentType) return `stored as ${file.contentType}, presigned as ${upload.contentType}`
+  return null
+}
+
+/**
+ * What an upload URL carries and signs: one upload, one type, one size limit, one expiry, and
+ * the exact length when the client declared it at presign.
+ */
 export interface UploadGrant {
   readonly uploadId: string
   readonly contentType: string
   readonly maxSize: number
+  readonly size: number | null
   readonly expiresAt: number
 }
 
-const grantText = (g: UploadGrant) => `${g.uploadId}\n${g.contentType}\n${g.maxSize}\n${g.expiresAt}`
+const grantText = (g: UploadGrant) => `${g.uploadId}\n${g.contentType}\n${g.maxSize}\n${g.size ?? ""}\n${g.expiresAt}`
 
 export const signUploadGrant = (secret: string, grant: UploadGrant): string =>
   createHmac("sha256", secret).update(grantText(grant)).digest("hex")

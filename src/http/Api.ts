@@ -108,7 +108,11 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
     HttpApiEndpoint.post("presign", "/v1/uploads/presign")
       .setPayload(PresignBody)
       .addSuccess(PresignResponse)
-      .annotate(OpenApi.Description, "A URL to PUT one file to within 15 minutes; the file lives 60 minutes (any active key)")
+      .annotate(
+        OpenApi.Description,
+        "A URL to PUT one file to within 15 minutes; the file lives 60 minutes (any active key). " +
+          "An optional size (bytes) binds the exact length into the URL."
+      )
   )
   .add(HttpApiEndpoint.get("get", "/v1/uploads/:id").setPath(UploadIdPath).addSuccess(UploadResponse))
   .middleware(ApiKeyAuth)

@@ -28,6 +28,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
             uploadId: id ?? "",
             contentType: query.get("type") ?? "",
             maxSize: Number(query.get("max")),
+            size: query.has("size") ? Number(query.get("size")) : null,
             expiresAt: Number(query.get("expires"))
           },
           query.get("sig") ?? "",

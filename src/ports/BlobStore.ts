@@ -1,5 +1,6 @@
 import { Context, type Effect, type Option } from "effect"
 import type { StoreError } from "../domain/errors.js"
+import type { StoredFile } from "../domain/upload.js"
 
 export interface Blob {
   readonly bytes: Uint8Array
@@ -11,5 +12,7 @@ export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
   /** Stores the bytes and answers the public URL they are served from. */
   readonly put: (key: string, blob: Blob) => Effect.Effect<string, StoreError>
   readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StoreError>
+  /** Size and type without reading the bytes. */
+  readonly stat: (key: string) => Effect.Effect<Option.Option<StoredFile>, StoreError>
   readonly remove: (key: string) => Effect.Effect<void, StoreError>
 }>() {}

@@ -2,7 +2,10 @@ import { Context, type Effect, type Option } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { Upload } from "../domain/upload.js"
 
-/** Temporary uploads. The sweeper claims expired ones under a lease, so several processes share the work. */
+/**
+ * Temporary uploads. The sweeper claims the ones to verify or expire under a lease, so several
+ * processes share the work.
+ */
 export class UploadRepo extends Context.Tag("genjobs/UploadRepo")<UploadRepo, {
   readonly create: (upload: Upload) => Effect.Effect<void, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<Upload>, StoreError>
@@ -15,6 +18,24 @@ export class UploadRepo extends Context.Tag("genjobs/UploadRepo")<UploadRepo, {
     readonly leaseMs: number
     readonly limit: number
   }) => Effect.Effect<ReadonlyArray<Upload>, StoreError>
+  /**
+   * Up to `limit` pending, unverified uploads whose URL closed by `closedBy` and whose lifetime
+   * has not ended, that no live lease holds, leased to `workerId`.
+   */
+  readonly claimUnverified: (options: {
+    readonly workerId: string
+    readonly now: number
+    readonly closedBy: number
+    readonly leaseMs: number
+    readonly limit: number
+  }) => Effect.Effect<ReadonlyArray<Upload>, StoreError>
+  /** Records the check, and the stored size if none was recorded, for the lease holder. */
+  readonly markVerified: (options: {
+    readonly id: string
+    readonly workerId: string
+    readonly now: number
+    readonly size: number | null
+  }) => Effect.Effect<boolean, StoreError>
   /** pending -> expired, for the lease holder, once its file is deleted. */
   readonly markExpired: (id: string, workerId: string) => Effect.Effect<boolean, StoreError>
 }>() {}

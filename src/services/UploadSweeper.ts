@@ -1,14 +1,32 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Layer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
+import { storedUploadProblem, type Upload } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { UploadRepo } from "../ports/UploadRepo.js"
 
 const SWEEP_EVERY_MS = 10_000
 const LEASE_MS = 60_000
 const BATCH = 100
+/**
+ * A PUT that started just before its URL closed may still be streaming; the check waits this
+ * long after the window so it sees the finished object.
+ */
+export const VERIFY_GRACE_MS = 10 * 60_000
+
+export interface SweepResult {
+  /** Uploads whose stored file was checked and kept. */
+  readonly verified: number
+  /** Uploads whose stored file broke the size or type limit: deleted and marked expired early. */
+  readonly rejected: number
+  /** Uploads past their 60-minute lifetime: deleted and marked expired. */
+  readonly expired: number
+}
 
 /**
- * Deletes uploads' files 60 minutes after creation and marks them expired. Durable: it works
+ * Keeps uploads honest and temporary. Once an upload URL has closed (plus a grace period) it
+ * checks the stored file against the type's size limit and the presigned type, because a
+ * presigned object-storage PUT cannot cap the length; an offending file is deleted at once.
+ * 60 minutes after creation it deletes the file and marks the upload expired. Durable: it works
  * from the store, so after a restart everything past due goes at the first sweep; several
  * processes share the work through leases.
  */
@@ -17,18 +35,48 @@ export const make = Effect.gen(function*() {
   const blobs = yield* BlobStore
   const workerId = `swp_${randomBytes(6).toString("hex")}`
 
-  /** One pass; answers how many uploads it expired. */
-  const sweepOnce = Effect.gen(function*() {
-    let expired = 0
-    while (true) {
-      const now = yield* Clock.currentTimeMillis
-      const due = yield* repo.claimExpired({ workerId, now, leaseMs: LEASE_MS, limit: BATCH })
-      for (const upload of due) {
-        yield* blobs.remove(upload.id)
-        if (yield* repo.markExpired(upload.id, workerId)) expired++
+  /** Claims batches until a short one, applying `handle` to each claimed upload. */
+  const drain = (
+    claim: (now: number) => Effect.Effect<ReadonlyArray<Upload>, unknown>,
+    handle: (upload: Upload, now: number) => Effect.Effect<void, unknown>
+  ) =>
+    Effect.gen(function*() {
+      while (true) {
+        const now = yield* Clock.currentTimeMillis
+        const batch = yield* claim(now)
+        for (const upload of batch) yield* handle(upload, now)
+        if (batch.length < BATCH) return
       }
-      if (due.length < BATCH) return expired
-    }
+    })
+
+  /** One pass: checks what arrived through closed upload URLs, then expires what is past due. */
+  const sweepOnce = Effect.gen(function*() {
+    const result = { verified: 0, rejected: 0, expired: 0 }
+    yield* drain(
+      (now) => repo.claimUnverified({ workerId, now, closedBy: now - VERIFY_GRACE_MS, leaseMs: LEASE_MS, limit: BATCH }),
+      (upload, now) =>
+        Effect.gen(function*() {
+          const stored = yield* blobs.stat(upload.id)
+          const problem = Option.isSome(stored) ? storedUploadProblem(upload, stored.value) : null
+          if (problem === null) {
+            const size = Option.isSome(stored) ? stored.value.size : null
+            if (yield* repo.markVerified({ id: upload.id, workerId, now, size })) result.verified++
+            return
+          }
+          yield* Effect.logWarning("upload rejected after its URL closed").pipe(Effect.annotateLogs({ upload: upload.id, problem }))
+          yield* blobs.remove(upload.id)
+          if (yield* repo.markExpired(upload.id, workerId)) result.rejected++
+        })
+    )
+    yield* drain(
+      (now) => repo.claimExpired({ workerId, now, leaseMs: LEASE_MS, limit: BATCH }),
+      (upload) =>
+        Effect.gen(function*() {
+          yield* blobs.remove(upload.id)
+          if (yield* repo.markExpired(upload.id, workerId)) result.expired++
+        })
+    )
+    return result as SweepResult
   })
 
   const start = Effect.gen(function*() {

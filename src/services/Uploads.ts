@@ -31,9 +31,12 @@ export const make = Effect.gen(function*() {
   const target = yield* UploadTarget
 
   /** Any valid active key may upload (DESIGN.md); the upload belongs to the key's account. */
-  const presign = (caller: Caller, body: { readonly filename?: unknown; readonly contentType?: unknown }) =>
+  const presign = (
+    caller: Caller,
+    body: { readonly filename?: unknown; readonly contentType?: unknown; readonly size?: unknown }
+  ) =>
     Effect.gen(function*() {
-      const checked = checkUploadRequest(body.filename, body.contentType)
+      const checked = checkUploadRequest(body.filename, body.contentType, body.size)
       if ("code" in checked) return yield* Effect.fail(checked as EngineError)
       const now = yield* Clock.currentTimeMillis
       const upload: Upload = {
@@ -43,6 +46,7 @@ export const make = Effect.gen(function*() {
         contentType: checked.contentType,
         status: "pending",
         size: null,
+        verifiedAt: null,
         createdAt: now,
         uploadUrlExpiresAt: now + UPLOAD_URL_TTL_MS,
         expiresAt: now + UPLOAD_LIFETIME_MS,
@@ -54,6 +58,7 @@ export const make = Effect.gen(function*() {
         uploadId: upload.id,
         contentType: upload.contentType,
         maxSize: checked.maxSize,
+        size: checked.size,
         expiresAt: upload.uploadUrlExpiresAt
       })
       return {
@@ -83,6 +88,9 @@ export const make = Effect.gen(function*() {
 export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effect.Success<typeof make>>() {
   static readonly layer = Layer.effect(Uploads, make)
 }
+
+const sizeMismatch = (size: number) =>
+  engineError("VALIDATION_ERROR", `This upload URL takes exactly ${size} bytes, the size given at presign`, { size })
 
 /**
  * Receives the bytes of a filesystem upload URL: checks the signature, the expiry, the declared
@@ -114,6 +122,9 @@ export const receiveUpload = (
     if (declaredLength !== undefined && declaredLength > grant.maxSize) {
       return yield* Effect.fail(engineError("FILE_TOO_LARGE", `The file may be at most ${grant.maxSize} bytes`, { maxSize: grant.maxSize }))
     }
+    if (declaredLength !== undefined && grant.size !== null && declaredLength !== grant.size) {
+      return yield* Effect.fail(sizeMismatch(grant.size))
+    }
     const upload = yield* repo.get(grant.uploadId)
     if (Option.isNone(upload) || upload.value.status !== "pending") {
       return yield* Effect.fail(engineError("UPLOAD_URL_EXPIRED", "This upload has expired"))
@@ -122,6 +133,7 @@ export const receiveUpload = (
     if (bytes.length > grant.maxSize) {
       return yield* Effect.fail(engineError("FILE_TOO_LARGE", `The file may be at most ${grant.maxSize} bytes`, { maxSize: grant.maxSize }))
     }
+    if (grant.size !== null && bytes.length !== grant.size) return yield* Effect.fail(sizeMismatch(grant.size))
     // Claiming the upload before writing makes a second, racing PUT fail instead of overwriting.
     if (!(yield* repo.markUploaded(grant.uploadId, bytes.length))) {
       return yield* Effect.fail(engineError("UPLOAD_ALREADY_RECEIVED", "This upload URL was already used"))

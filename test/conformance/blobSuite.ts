@@ -31,6 +31,16 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         expect(Option.isNone(yield* blobs.get("never"))).toBe(true)
       }))
 
+    test("answers a blob's size and type without its bytes, and None once removed", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        yield* blobs.put("upl_s", { bytes: new Uint8Array(1234), contentType: "video/mp4" })
+        expect(Option.getOrThrow(yield* blobs.stat("upl_s"))).toEqual({ size: 1234, contentType: "video/mp4" })
+        yield* blobs.remove("upl_s")
+        expect(Option.isNone(yield* blobs.stat("upl_s"))).toBe(true)
+        expect(Option.isNone(yield* blobs.stat("never"))).toBe(true)
+      }))
+
     test("stores an empty file", () =>
       Effect.gen(function*() {
         const blobs = yield* BlobStore

@@ -484,6 +484,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       contentType: "image/png",
       status: "pending" as const,
       size: null,
+      verifiedAt: null,
       createdAt: expiresAt - 3_600_000,
       uploadUrlExpiresAt: expiresAt - 2_700_000,
       expiresAt,
@@ -529,6 +530,48 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         )
         const ids = parallel.flat().map((u) => u.id)
         expect(ids.sort()).toEqual(["upl_b", "upl_c"])
+      }))
+
+    test("hands uploads whose URL has closed to one verifier at a time, once each", () =>
+      Effect.gen(function*() {
+        const repo = yield* UploadRepo
+        const owner = yield* createAccount(0)
+        // URLs close at T0 + 1 (upl_v1), T0 + 2 (upl_v2), T0 + 500 (upl_v3); lifetimes end 45 minutes later.
+        for (const [id, closes] of [["upl_v2", T0 + 2], ["upl_v1", T0 + 1], ["upl_v3", T0 + 500]] as const) {
+          yield* repo.create(upload(owner.id, id, closes + 2_700_000))
+        }
+        const claim = (workerId: string, now: number, closedBy: number, limit = 10) =>
+          repo.claimUnverified({ workerId, now, closedBy, leaseMs: 1_000, limit })
+        expect(yield* claim("v1", T0 + 100, T0)).toEqual([])
+        const first = yield* claim("v1", T0 + 100, T0 + 10)
+        expect(first.map((u) => [u.id, u.leaseOwner])).toEqual([["upl_v1", "v1"], ["upl_v2", "v1"]])
+        expect(yield* claim("v2", T0 + 200, T0 + 10)).toEqual([])
+        expect(yield* repo.markVerified({ id: "upl_v1", workerId: "v2", now: T0 + 200, size: 7 })).toBe(false)
+        expect(yield* repo.markVerified({ id: "upl_v1", workerId: "v1", now: T0 + 200, size: 7 })).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get("upl_v1"))).toMatchObject({ size: 7, verifiedAt: T0 + 200, leaseOwner: null })
+        // A size the upload route recorded stays; a missing file leaves it null.
+        yield* repo.markUploaded("upl_v3", 42)
+        // v1 died holding upl_v2: after the lease it is claimable again; verified ones never are.
+        const later = yield* claim("v3", T0 + 1_200, T0 + 600)
+        expect(later.map((u) => u.id)).toEqual(["upl_v2", "upl_v3"])
+        expect(yield* repo.markVerified({ id: "upl_v2", workerId: "v3", now: T0 + 1_300, size: null })).toBe(true)
+        expect(yield* repo.markVerified({ id: "upl_v3", workerId: "v3", now: T0 + 1_300, size: 9 })).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get("upl_v2")).size).toBeNull()
+        expect(Option.getOrThrow(yield* repo.get("upl_v3")).size).toBe(42)
+        expect(yield* claim("v4", T0 + 5_000, T0 + 5_000)).toEqual([])
+      }))
+
+    test("leaves uploads past their lifetime, or already expired, to the expiry pass", () =>
+      Effect.gen(function*() {
+        const repo = yield* UploadRepo
+        const owner = yield* createAccount(0)
+        yield* repo.create(upload(owner.id, "upl_old", T0 + 3_000_000))
+        yield* repo.create(upload(owner.id, "upl_gone", T0 + 3_000_000))
+        const [gone] = yield* repo.claimExpired({ workerId: "e", now: T0 + 3_000_000, leaseMs: 1, limit: 1 })
+        expect(gone?.id).toBe("upl_gone")
+        yield* repo.markExpired("upl_gone", "e")
+        expect(yield* repo.claimUnverified({ workerId: "v", now: T0 + 3_000_000, closedBy: T0 + 3_000_000, leaseMs: 1, limit: 10 }))
+          .toEqual([])
       }))
   })
 }

@@ -59,7 +59,7 @@ describe("upload expiry through HTTP, on TestClock", () => {
       yield* TestClock.adjust("1 minute")
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
       const swept = yield* Effect.flatMap(UploadSweeper, (s) => s.sweepOnce).pipe(Effect.provide(context))
-      expect(swept).toBe(1)
+      expect(swept).toEqual({ verified: 0, rejected: 0, expired: 1 })
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
     }))
 })

@@ -3,7 +3,7 @@ import { Effect, Option, TestClock } from "effect"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 import type { Generator } from "../../src/ports/Generator.js"
 import { Uploads } from "../../src/services/Uploads.js"
-import { UploadSweeper } from "../../src/services/UploadSweeper.js"
+import { UploadSweeper, VERIFY_GRACE_MS } from "../../src/services/UploadSweeper.js"
 import { demoCaller, memoryEngine } from "../support/engineLayer.js"
 
 const idle: Generator = { generate: () => Effect.succeed([]) }
@@ -18,16 +18,45 @@ describe("upload expiry", () => {
       const { fileId } = yield* uploads.presign(caller, { filename: "a.png", contentType: "image/png" })
       yield* blobs.put(fileId, { bytes: new Uint8Array([1]), contentType: "image/png" })
       yield* TestClock.adjust("59 minutes")
-      expect(yield* sweeper.sweepOnce).toBe(0)
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 1, rejected: 0, expired: 0 })
       expect((yield* uploads.get(caller, fileId)).status).toBe("pending")
       yield* TestClock.adjust("1 minute")
       // Past its lifetime it reads as expired at once, before any sweep.
       expect((yield* uploads.get(caller, fileId)).status).toBe("expired")
       expect(Option.isSome(yield* blobs.get(fileId))).toBe(true)
-      expect(yield* sweeper.sweepOnce).toBe(1)
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 0, rejected: 0, expired: 1 })
       expect(Option.isNone(yield* blobs.get(fileId))).toBe(true)
       expect((yield* uploads.get(caller, fileId)).status).toBe("expired")
-      expect(yield* sweeper.sweepOnce).toBe(0)
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 0, rejected: 0, expired: 0 })
+    }).pipe(Effect.provide(memoryEngine(idle))))
+
+  it.effect("deletes an oversize or wrongly typed file once the URL and its grace have passed, and keeps good ones", () =>
+    Effect.gen(function*() {
+      const caller = yield* demoCaller()
+      const uploads = yield* Uploads
+      const blobs = yield* BlobStore
+      const sweeper = yield* UploadSweeper
+      const presign = (name: string) =>
+        uploads.presign(caller, { filename: name, contentType: "image/png" }).pipe(Effect.map((r) => r.fileId))
+      const [good, big, html, absent] = yield* Effect.forEach(["good", "big", "html", "absent"], (n) => presign(`${n}.png`))
+      // What a presigned object-storage PUT lets through: any length, as declared by the client.
+      yield* blobs.put(good!, { bytes: new Uint8Array(10 * 1024 * 1024), contentType: "image/png" })
+      yield* blobs.put(big!, { bytes: new Uint8Array(10 * 1024 * 1024 + 1), contentType: "image/png" })
+      yield* blobs.put(html!, { bytes: new Uint8Array(5), contentType: "text/html" })
+      yield* TestClock.adjust(15 * 60_000 + VERIFY_GRACE_MS - 1)
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 0, rejected: 0, expired: 0 })
+      yield* TestClock.adjust(1)
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 2, rejected: 2, expired: 0 })
+      for (const id of [big!, html!]) {
+        expect(Option.isNone(yield* blobs.get(id))).toBe(true)
+        expect((yield* uploads.get(caller, id)).status).toBe("expired")
+      }
+      expect(Option.isSome(yield* blobs.get(good!))).toBe(true)
+      expect((yield* uploads.get(caller, good!)).status).toBe("pending")
+      expect((yield* uploads.get(caller, absent!)).status).toBe("pending")
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 0, rejected: 0, expired: 0 })
+      yield* TestClock.adjust("35 minutes")
+      expect(yield* sweeper.sweepOnce).toEqual({ verified: 0, rejected: 0, expired: 2 })
     }).pipe(Effect.provide(memoryEngine(idle))))
 
   it.effect("sweeps on its own schedule once started, everything past due", () =>

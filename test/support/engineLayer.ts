@@ -8,22 +8,33 @@ import { type Generator, layerGenerators } from "../../src/ports/Generator.js"
 import { Admin } from "../../src/services/Admin.js"
 import { Auth } from "../../src/services/Auth.js"
 import { Catalog } from "../../src/services/Catalog.js"
+import type { UploadSigningSecret } from "../../src/services/Uploads.js"
+import type { BlobStore } from "../../src/ports/BlobStore.js"
+import type { UploadTarget } from "../../src/ports/UploadTarget.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
 import { demoCatalog } from "./demoCatalog.js"
 
-/** The engine's services over the given stores, with the given generator as provider `demo`. */
+const memoryFiles = Layer.merge(
+  layerMemoryBlobStore("http://files.test"),
+  layerSignedUploadTarget({ publicUrl: "http://files.test", secret: "test-upload-secret" })
+)
+
+/**
+ * The engine's services over the given stores, with the given generator as provider `demo`;
+ * files in memory behind signed upload URLs unless `files` says otherwise.
+ */
 export const engineOver = <E>(
   stores: Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, E>,
   generator: Generator,
-  settings: Partial<EngineSettings> = {}
+  settings: Partial<EngineSettings> = {},
+  files: Layer.Layer<BlobStore | UploadTarget | UploadSigningSecret> = memoryFiles
 ) =>
   EngineServicesLive.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
         stores,
         layerLocalJobSignal,
-        layerMemoryBlobStore("http://files.test"),
-        layerSignedUploadTarget({ publicUrl: "http://files.test", secret: "test-upload-secret" }),
+        files,
         layerGenerators({ demo: generator }),
         EngineConfig.layer(settings)
       )

@@ -1,8 +1,11 @@
 import { Schema } from "effect"
 
+/** Fields stay unknown here so the service can answer the spec's own error codes for them. */
 export const PresignBody = Schema.Struct({
   filename: Schema.optional(Schema.Unknown),
-  contentType: Schema.optional(Schema.Unknown)
+  contentType: Schema.optional(Schema.Unknown),
+  /** Extension: the file's exact length in bytes, bound into the upload URL. */
+  size: Schema.optional(Schema.Unknown)
 })
 
 const envelope = <A, I>(data: Schema.Schema<A, I>) =>
