@@ -1,10 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, TestClock } from "effect"
+import { Effect, Layer, Option, TestClock } from "effect"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 import type { Generator } from "../../src/ports/Generator.js"
 import { Uploads } from "../../src/services/Uploads.js"
 import { UploadSweeper, VERIFY_GRACE_MS } from "../../src/services/UploadSweeper.js"
-import { demoCaller, memoryEngine } from "../support/engineLayer.js"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { layerFsBlobStore } from "../../adapters/blob/FsBlobStore.js"
+import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
+import { layerSqlite } from "../../adapters/sql/layer.js"
+import { demoCaller, engineOver, memoryEngine } from "../support/engineLayer.js"
 
 const idle: Generator = { generate: () => Effect.succeed([]) }
 
@@ -74,4 +80,36 @@ describe("upload expiry", () => {
       }))
       for (const id of ids) expect(Option.isNone(yield* blobs.get(id))).toBe(true)
     }).pipe(Effect.provide(memoryEngine(idle))))
+
+  it.effect("after a restart over the same SQLite file and directory, the first sweep deletes everything past due", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "genjobs-sweep-"))
+      const processOver = engineOver(
+        layerSqlite({ filename: join(dir, "genjobs.db") }),
+        idle,
+        {},
+        Layer.merge(
+          layerFsBlobStore({ dir: join(dir, "files"), baseUrl: "http://files.test" }),
+          layerSignedUploadTarget({ publicUrl: "http://files.test", secret: "s" })
+        )
+      )
+      const { caller, ids } = yield* Effect.gen(function*() {
+        const caller = yield* demoCaller()
+        const uploads = yield* Uploads
+        const blobs = yield* BlobStore
+        const ids = yield* Effect.forEach(["a", "b"], (n) =>
+          uploads.presign(caller, { filename: `${n}.png`, contentType: "image/png" }).pipe(Effect.map((r) => r.fileId)))
+        for (const id of ids) yield* blobs.put(id, { bytes: new Uint8Array([1]), contentType: "image/png" })
+        return { caller, ids }
+      }).pipe(Effect.provide(processOver))
+      // The first process is gone; two hours later a new one starts over the same store and files.
+      yield* TestClock.adjust("2 hours")
+      yield* Effect.gen(function*() {
+        expect(yield* (yield* UploadSweeper).sweepOnce).toEqual({ verified: 0, rejected: 0, expired: 2 })
+        for (const id of ids) {
+          expect(Option.isNone(yield* (yield* BlobStore).get(id))).toBe(true)
+          expect((yield* (yield* Uploads).get(caller, id)).status).toBe("expired")
+        }
+      }).pipe(Effect.provide(processOver))
+    }))
 })

@@ -23,11 +23,11 @@ const memoryFiles = Layer.merge(
  * The engine's services over the given stores, with the given generator as provider `demo`;
  * files in memory behind signed upload URLs unless `files` says otherwise.
  */
-export const engineOver = <E>(
+export const engineOver = <E, F = never>(
   stores: Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, E>,
   generator: Generator,
   settings: Partial<EngineSettings> = {},
-  files: Layer.Layer<BlobStore | UploadTarget | UploadSigningSecret> = memoryFiles
+  files: Layer.Layer<BlobStore | UploadTarget | UploadSigningSecret, F> = memoryFiles
 ) =>
   EngineServicesLive.pipe(
     Layer.provideMerge(
