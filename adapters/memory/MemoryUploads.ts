@@ -1,9 +1,25 @@
 import { Effect, Option } from "effect"
+import type { Upload } from "../../src/domain/upload.js"
 import type { UploadRepo } from "../../src/ports/UploadRepo.js"
 import type { MemoryState } from "./state.js"
 
 export const uploadRepo = (state: MemoryState): UploadRepo["Type"] => {
   const atomically = state.lock.withPermits(1)
+  /** Leases up to `limit` pending, unleased uploads that `wanted` picks, in `order`, to `workerId`. */
+  const lease = (
+    wanted: (u: Upload) => boolean,
+    order: (u: Upload) => number,
+    to: { readonly now: number; readonly limit: number; readonly workerId: string; readonly until: number }
+  ) =>
+    atomically(Effect.sync(() => {
+      const due = [...state.uploads.values()]
+        .filter((u) => u.status === "pending" && (u.leaseExpiresAt === null || u.leaseExpiresAt <= to.now) && wanted(u))
+        .sort((a, b) => order(a) - order(b) || (a.id < b.id ? -1 : 1))
+        .slice(0, to.limit)
+        .map((u) => ({ ...u, leaseOwner: to.workerId, leaseExpiresAt: to.until }))
+      for (const u of due) state.uploads.set(u.id, u)
+      return due
+    }))
   return {
     create: (upload) => Effect.sync(() => void state.uploads.set(upload.id, upload)),
     get: (id) => Effect.sync(() => Option.fromNullable(state.uploads.get(id))),
@@ -15,28 +31,13 @@ export const uploadRepo = (state: MemoryState): UploadRepo["Type"] => {
         return true
       })),
     claimExpired: ({ leaseMs, limit, now, workerId }) =>
-      atomically(Effect.sync(() => {
-        const due = [...state.uploads.values()]
-          .filter((u) => u.status === "pending" && u.expiresAt <= now && (u.leaseExpiresAt === null || u.leaseExpiresAt <= now))
-          .sort((a, b) => a.expiresAt - b.expiresAt || (a.id < b.id ? -1 : 1))
-          .slice(0, limit)
-          .map((u) => ({ ...u, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
-        for (const u of due) state.uploads.set(u.id, u)
-        return due
-      })),
+      lease((u) => u.expiresAt <= now, (u) => u.expiresAt, { now, limit, workerId, until: now + leaseMs }),
     claimUnverified: ({ closedBy, leaseMs, limit, now, workerId }) =>
-      atomically(Effect.sync(() => {
-        const due = [...state.uploads.values()]
-          .filter((u) =>
-            u.status === "pending" && u.verifiedAt === null && u.uploadUrlExpiresAt <= closedBy && u.expiresAt > now &&
-            (u.leaseExpiresAt === null || u.leaseExpiresAt <= now)
-          )
-          .sort((a, b) => a.uploadUrlExpiresAt - b.uploadUrlExpiresAt || (a.id < b.id ? -1 : 1))
-          .slice(0, limit)
-          .map((u) => ({ ...u, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
-        for (const u of due) state.uploads.set(u.id, u)
-        return due
-      })),
+      lease(
+        (u) => u.verifiedAt === null && u.uploadUrlExpiresAt <= closedBy && u.expiresAt > now,
+        (u) => u.uploadUrlExpiresAt,
+        { now, limit, workerId, until: now + leaseMs }
+      ),
     markVerified: ({ id, now, size, workerId }) =>
       atomically(Effect.sync(() => {
         const upload = state.uploads.get(id)

@@ -38,6 +38,15 @@ const toUpload = (row: typeof UploadRow.Type): Upload => ({
 export const makeSqlUploads = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+  /** Leases the selected uploads to `workerId`, in one transaction with the (locking) select. */
+  const lease = <E>(select: Effect.Effect<ReadonlyArray<unknown>, E>, to: { readonly workerId: string; readonly until: number }) =>
+    sql.withTransaction(Effect.gen(function*() {
+      const due = yield* decodeUploads(yield* select)
+      if (due.length === 0) return []
+      yield* sql`UPDATE uploads SET lease_owner = ${to.workerId}, lease_expires_at = ${to.until}
+        WHERE ${sql.in("id", due.map((u) => u.id))}`
+      return due.map((u) => ({ ...toUpload(u), leaseOwner: to.workerId, leaseExpiresAt: to.until }))
+    }))
   const repo: UploadRepo["Type"] = {
     create: (u) =>
       sql`INSERT INTO uploads ${
@@ -68,30 +77,20 @@ export const makeSqlUploads = Effect.gen(function*() {
         storeErrors("record upload")
       ),
     claimExpired: ({ leaseMs, limit, now, workerId }) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const due = yield* decodeUploads(
-          yield* sql`SELECT * FROM uploads WHERE status = 'pending' AND expires_at <= ${now}
-            AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
-            ORDER BY expires_at, id LIMIT ${limit} ${skipLocked}`
-        )
-        if (due.length === 0) return []
-        yield* sql`UPDATE uploads SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
-          WHERE ${sql.in("id", due.map((u) => u.id))}`
-        return due.map((u) => ({ ...toUpload(u), leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
-      })).pipe(storeErrors("claim expired uploads")),
+      lease(
+        sql`SELECT * FROM uploads WHERE status = 'pending' AND expires_at <= ${now}
+          AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
+          ORDER BY expires_at, id LIMIT ${limit} ${skipLocked}`,
+        { workerId, until: now + leaseMs }
+      ).pipe(storeErrors("claim expired uploads")),
     claimUnverified: ({ closedBy, leaseMs, limit, now, workerId }) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const due = yield* decodeUploads(
-          yield* sql`SELECT * FROM uploads WHERE status = 'pending' AND verified_at IS NULL
-            AND upload_url_expires_at <= ${closedBy} AND expires_at > ${now}
-            AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
-            ORDER BY upload_url_expires_at, id LIMIT ${limit} ${skipLocked}`
-        )
-        if (due.length === 0) return []
-        yield* sql`UPDATE uploads SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
-          WHERE ${sql.in("id", due.map((u) => u.id))}`
-        return due.map((u) => ({ ...toUpload(u), leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
-      })).pipe(storeErrors("claim uploads to verify")),
+      lease(
+        sql`SELECT * FROM uploads WHERE status = 'pending' AND verified_at IS NULL
+          AND upload_url_expires_at <= ${closedBy} AND expires_at > ${now}
+          AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
+          ORDER BY upload_url_expires_at, id LIMIT ${limit} ${skipLocked}`,
+        { workerId, until: now + leaseMs }
+      ).pipe(storeErrors("claim uploads to verify")),
     markVerified: ({ id, now, size, workerId }) =>
       sql`UPDATE uploads SET verified_at = ${now}, size = COALESCE(size, ${size}), lease_owner = NULL, lease_expires_at = NULL
         WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
