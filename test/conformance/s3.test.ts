@@ -43,10 +43,8 @@ describe("s3: presigned upload URLs, used as a browser would", () => {
     expect((await fetch(fileUrl)).status).toBe(200)
   })
 
-  // s3rver does not check query-string signatures, so what real S3 enforces is checked on the
-  // URL itself: the Content-Type (and a declared Content-Length) are signed headers, the
-  // lifetime is the upload window, and no checksum of an empty body is baked in (it would make
-  // real S3 refuse every upload).
+  // The lifetime is the upload window, and no checksum of an empty body is baked in (it would
+  // make real S3 refuse every upload).
   it("signs the Content-Type into the URL for the upload window only", async () => {
     const { url } = await presign("upl_b", "image/png")
     const query = new URL(url).searchParams
@@ -55,6 +53,23 @@ describe("s3: presigned upload URLs, used as a browser would", () => {
     expect(Number(query.get("X-Amz-Expires"))).toBeLessThanOrEqual(15 * 60)
     expect(Number(query.get("X-Amz-Expires"))).toBeGreaterThan(14 * 60)
     expect([...query.keys()].filter((k) => k.toLowerCase().includes("checksum"))).toEqual([])
+  })
+
+  it("is refused, storing nothing, when the PUT differs from what was signed", async () => {
+    const stored = (key: string) => Effect.runPromise(makeS3BlobStore(location).stat(key)).then(Option.isSome)
+    const put = (url: string, bytes: number, contentType: string) =>
+      fetch(url, { method: "PUT", body: new Uint8Array(bytes), headers: { "content-type": contentType } }).then((r) => r.status)
+    const typed = await presign("upl_t", "image/png")
+    expect(await put(typed.url, 3, "text/html")).toBe(403)
+    const sized = await presign("upl_s", "image/png", 3)
+    expect(await put(sized.url, 4, "image/png")).toBe(403)
+    expect(await put(sized.url, 2, "image/png")).toBe(403)
+    expect(await put(sized.url.replace("/upl_s?", "/upl_other?"), 3, "image/png")).toBe(403)
+    const longer = new URL(sized.url)
+    longer.searchParams.set("X-Amz-Expires", "604800")
+    expect(await put(longer.toString(), 3, "image/png")).toBe(403)
+    for (const key of ["upl_t", "upl_s", "upl_other"]) expect(await stored(key)).toBe(false)
+    expect(await put(sized.url, 3, "image/png")).toBe(200)
   })
 
   it("signs a size declared at presign as the exact Content-Length, and a PUT of that length works", async () => {

@@ -3,12 +3,17 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import S3rver from "s3rver"
+import { startPresignedUrlGate } from "./presignedUrlGate.js"
 
-/** A real S3-compatible server on 127.0.0.1 (s3rver), with one empty bucket per call. */
+/**
+ * A real S3-compatible server on 127.0.0.1 (s3rver) behind a gate that checks presigned URLs'
+ * signatures as S3 does, with one empty bucket per call.
+ */
 export const startS3 = async () => {
   const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(join(tmpdir(), "genjobs-s3-")) })
   const { port } = await server.run()
-  const endpoint = `http://127.0.0.1:${port}`
+  const gate = await startPresignedUrlGate({ upstream: `http://127.0.0.1:${port}`, secretAccessKey: "S3RVER" })
+  const endpoint = gate.endpoint
   const client = new S3Client({
     endpoint,
     region: "us-east-1",
@@ -25,6 +30,9 @@ export const startS3 = async () => {
       await client.send(new CreateBucketCommand({ Bucket: name }))
       return { client, bucket: name, publicBaseUrl: `${endpoint}/${name}` }
     },
-    close: () => server.close()
+    close: async () => {
+      await gate.close()
+      await server.close()
+    }
   }
 }
