@@ -1,6 +1,6 @@
 /**
- * Throughput of the job path through the real HTTP handler: submit, get, list, cancel, over
- * memory and SQLite stores. Prints operations per second; compare runs on the same machine.
+ * Throughput of the job path through the real HTTP handler: submit, get, list, cancel, and of
+ * uploads (presign, then a 4 KiB PUT), over memory and SQLite stores. Prints operations per second; compare runs on the same machine.
  */
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -62,6 +62,16 @@ const bench = async <E>(name: string, stores: Layer.Layer<Stores, E>) => {
   await time("get", (i) => call("GET", `/v1/jobs/${ids[i]}`, key))
   await time("list", () => call("GET", "/v1/jobs?limit=20", key))
   await time("cancel", (i) => call("POST", `/v1/jobs/${ids[i]}/cancel`, key))
+  const uploads: Array<{ fileId: string; uploadUrl: string }> = []
+  await time("presign", async () => {
+    const reply = await call("POST", "/v1/uploads/presign", key, { filename: "a.png", contentType: "image/png", size: 4096 })
+    uploads.push((reply as unknown as { data: { fileId: string; uploadUrl: string } }).data)
+  })
+  const png = new Uint8Array(4096)
+  await time("upload 4K", async (i) => {
+    const response = await handler(new Request(uploads[i]!.uploadUrl, { method: "PUT", body: png, headers: { "content-type": "image/png" } }))
+    if (response.status !== 200) throw new Error(`upload refused: ${response.status}`)
+  })
   await dispose()
   await runtime.dispose()
 }
