@@ -30,6 +30,11 @@ export const uploadRepo = (state: MemoryState): UploadRepo["Type"] => {
         state.uploads.set(id, { ...upload, size })
         return true
       })),
+    unmarkUploaded: (id) =>
+      atomically(Effect.sync(() => {
+        const upload = state.uploads.get(id)
+        if (upload !== undefined && upload.status === "pending") state.uploads.set(id, { ...upload, size: null })
+      })),
     claimExpired: ({ leaseMs, limit, now, workerId }) =>
       lease((u) => u.expiresAt <= now, (u) => u.expiresAt, { now, limit, workerId, until: now + leaseMs }),
     claimUnverified: ({ closedBy, leaseMs, limit, now, workerId }) =>

@@ -76,6 +76,11 @@ export const makeSqlUploads = Effect.gen(function*() {
         Effect.map((rows) => rows.length > 0),
         storeErrors("record upload")
       ),
+    unmarkUploaded: (id) =>
+      sql`UPDATE uploads SET size = NULL WHERE id = ${id} AND status = 'pending'`.pipe(
+        Effect.asVoid,
+        storeErrors("release upload")
+      ),
     claimExpired: ({ leaseMs, limit, now, workerId }) =>
       lease(
         sql`SELECT * FROM uploads WHERE status = 'pending' AND expires_at <= ${now}

@@ -11,6 +11,8 @@ export class UploadRepo extends Context.Tag("genjobs/UploadRepo")<UploadRepo, {
   readonly get: (id: string) => Effect.Effect<Option.Option<Upload>, StoreError>
   /** Records the received size once; false unless the upload is pending and has no file yet. */
   readonly markUploaded: (id: string, size: number) => Effect.Effect<boolean, StoreError>
+  /** Forgets a recorded size whose file could not be stored, so the client may PUT again. */
+  readonly unmarkUploaded: (id: string) => Effect.Effect<void, StoreError>
   /** Up to `limit` pending uploads past `expiresAt` that no live lease holds, leased to `workerId`. */
   readonly claimExpired: (options: {
     readonly workerId: string

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import {
@@ -138,6 +138,13 @@ export const receiveUpload = (
     if (!(yield* repo.markUploaded(grant.uploadId, bytes.length))) {
       return yield* Effect.fail(engineError("UPLOAD_ALREADY_RECEIVED", "This upload URL was already used"))
     }
-    yield* blobs.put(grant.uploadId, { bytes, contentType: grant.contentType })
+    // A file that could not be stored must not use the URL up: the client may PUT again.
+    yield* blobs.put(grant.uploadId, { bytes, contentType: grant.contentType }).pipe(
+      Effect.onExit((exit) =>
+        Exit.isSuccess(exit) ? Effect.void : repo.unmarkUploaded(grant.uploadId).pipe(
+          Effect.catchAllCause((cause) => Effect.logError("could not release an upload after a failed store", cause))
+        )
+      )
+    )
     return bytes.length
   })
