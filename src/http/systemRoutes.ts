@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpIncomingMessage, HttpRouter, HttpServerRequest, Htt
 import { Effect, FiberRef, Option } from "effect"
 import { engineError } from "../domain/errors.js"
 import { BlobStore } from "../ports/BlobStore.js"
-import { ApiFailure } from "./errorEnvelope.js"
+import { ApiFailure, renderFailure } from "./errorEnvelope.js"
 import { UploadRepo } from "../ports/UploadRepo.js"
 import { receiveUpload, UploadSigningSecret } from "../services/Uploads.js"
 import { CurrentRequestId, toApiFailure } from "./requestContext.js"
@@ -10,15 +10,39 @@ import { CurrentRequestId, toApiFailure } from "./requestContext.js"
 /** The prefix under which stored files are served; PUBLIC_URL + this makes their URLs. */
 export const FILES_PATH = "/files"
 
+/**
+ * Upload and file URLs are capabilities handed to browsers on other origins, and no cookie or
+ * key goes with them, so any origin may use them: their answers, errors included, allow it.
+ */
+const CORS = { "access-control-allow-origin": "*", "access-control-expose-headers": "x-request-id" }
+
+const withCors = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  handler.pipe(
+    Effect.catchIf((e): e is E & ApiFailure => e instanceof ApiFailure, (failure) => Effect.succeed(renderFailure(failure))),
+    Effect.map(HttpServerResponse.setHeaders(CORS))
+  )
+
 /** GET /health, PUT /uploads/{id} (signed filesystem upload URLs), and stored files under /files/{key}. */
 export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const blobs = yield* BlobStore
     const uploadServices = yield* Effect.context<UploadRepo | BlobStore | UploadSigningSecret>()
     yield* router.get("/health", HttpServerResponse.json({ status: "ok" }))
+    yield* router.options(
+      "/uploads/:id",
+      HttpServerResponse.empty({
+        status: 204,
+        headers: {
+          ...CORS,
+          "access-control-allow-methods": "PUT",
+          "access-control-allow-headers": "content-type",
+          "access-control-max-age": "900"
+        }
+      })
+    )
     yield* router.put(
       "/uploads/:id",
-      Effect.gen(function*() {
+      withCors(Effect.gen(function*() {
         const { id } = yield* HttpRouter.params
         const request = yield* HttpServerRequest.HttpServerRequest
         const query = new URL(request.url, "http://x").searchParams
@@ -42,11 +66,11 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
             )
         ).pipe(Effect.provide(uploadServices), toApiFailure)
         return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })
-      })
+      }))
     )
     yield* router.get(
       `${FILES_PATH}/:key`,
-      Effect.gen(function*() {
+      withCors(Effect.gen(function*() {
         const { key } = yield* HttpRouter.params
         const blob = key === undefined ? Option.none() : yield* blobs.get(key)
         if (Option.isNone(blob)) {
@@ -58,7 +82,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
           contentType: blob.value.contentType,
           headers: { "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" }
         })
-      })
+      }))
     )
   })
 )

@@ -101,4 +101,30 @@ describe("uploads", () => {
     expect((await put(data.uploadUrl, new Uint8Array([7, 8, 9]), "image/png")).status).toBe(200)
     expect((await engine.request("GET", `/files/${data.fileId}`)).body).toBe("\u0007\u0008\u0009")
   })
+
+  it("lets a browser on any origin PUT to the upload URL and read the file (CORS), errors included", async () => {
+    const acc = await engine.account()
+    const { data } = (await acc.post("/v1/uploads/presign", { filename: "a.png", contentType: "image/png" })).body
+    const path = data.uploadUrl.replace(BASE, "")
+    const preflight = await engine.request("OPTIONS", path, {
+      headers: { origin: "https://app.example", "access-control-request-method": "PUT", "access-control-request-headers": "content-type" }
+    })
+    expect(preflight.status).toBe(204)
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*")
+    expect(preflight.headers.get("access-control-allow-methods")).toBe("PUT")
+    expect(preflight.headers.get("access-control-allow-headers")).toBe("content-type")
+    const refused = await put(data.uploadUrl, new Uint8Array([1]), "image/gif")
+    expectError(refused, 400, "INVALID_CONTENT_TYPE")
+    expect(refused.headers.get("access-control-allow-origin")).toBe("*")
+    expect(refused.headers.get("x-request-id")).toBe(refused.body.requestId)
+    const stored = await put(data.uploadUrl, new Uint8Array([1]), "image/png")
+    expect(stored.status).toBe(200)
+    expect(stored.headers.get("access-control-allow-origin")).toBe("*")
+    expect(stored.headers.get("access-control-expose-headers")).toBe("x-request-id")
+    const file = await engine.request("GET", `/files/${data.fileId}`)
+    expect(file.headers.get("access-control-allow-origin")).toBe("*")
+    expect((await engine.request("GET", "/files/missing")).headers.get("access-control-allow-origin")).toBe("*")
+    // The API itself is for servers holding keys: it does not invite browsers in.
+    expect((await acc.get(`/v1/uploads/${data.fileId}`)).headers.get("access-control-allow-origin")).toBeNull()
+  })
 })
