@@ -56,4 +56,13 @@ describe("the bundled server with BLOB_DRIVER=s3", () => {
     expect(file.headers.get("content-type")).toBe("audio/wav")
     expect([...new Uint8Array(await file.arrayBuffer())]).toEqual([82, 73, 70, 70])
   })
+
+  it("binds a declared size into the presigned URL: S3 refuses another length", async () => {
+    const { data } = await call("/v1/uploads/presign", { filename: "a.wav", contentType: "audio/wav", size: 4 })
+    const send = (bytes: number) =>
+      fetch(data.uploadUrl, { method: "PUT", body: new Uint8Array(bytes), headers: { "content-type": "audio/wav" } }).then((r) => r.status)
+    expect(await send(5)).toBe(403)
+    expect((await fetch(data.fileUrl)).status).toBe(404)
+    expect(await send(4)).toBe(200)
+  })
 })
