@@ -1,5 +1,6 @@
-import { Effect, Layer, Option } from "effect"
-import { mkdir, readFile, rm, stat, writeFile } from "node:fs/promises"
+import { Effect, Exit, Layer, Option, Stream } from "effect"
+import { randomBytes } from "node:crypto"
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
@@ -11,14 +12,46 @@ const fail = (message: string) => (cause: unknown) => new StoreError({ message, 
 
 /**
  * Files on the local disk, served by the bundled app under `baseUrl`. Each blob is two files:
- * the bytes and a sidecar holding its content type.
+ * the bytes and a sidecar holding its content type. Writes are atomic (see putStream).
  */
 export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUrl: string }) =>
   Effect.gen(function*() {
-    yield* Effect.tryPromise({ try: () => mkdir(options.dir, { recursive: true }), catch: fail("cannot create the blob directory") })
+    const incoming = join(options.dir, ".incoming")
+    yield* Effect.tryPromise({ try: () => mkdir(incoming, { recursive: true }), catch: fail("cannot create the blob directory") })
     const pathOf = (key: string) => join(options.dir, key)
     const checked = (key: string) =>
       SAFE_KEY.test(key) && !key.includes("..") ? Effect.succeed(key) : Effect.fail(new StoreError({ message: `unsafe blob key "${key}"` }))
+    /**
+     * Writes into a file under `.incoming` (a name no key can take), then renames it over the
+     * key's file, so a reader sees the old file or the whole new one and a failed body leaves
+     * nothing behind.
+     */
+    const putStream = <E>(key: string, contentType: string, body: Stream.Stream<Uint8Array, E>) => {
+      const partial = join(incoming, `${key}.${randomBytes(6).toString("hex")}`)
+      return Effect.gen(function*() {
+        yield* checked(key)
+        const size = yield* Effect.acquireUseRelease(
+          Effect.tryPromise({ try: () => open(partial, "wx"), catch: fail(`cannot write blob ${key}`) }),
+          (file) =>
+            Stream.runFoldEffect(body, 0, (written, chunk) =>
+              Effect.tryPromise({
+                try: () => file.write(chunk).then(() => written + chunk.length),
+                catch: fail(`cannot write blob ${key}`)
+              })),
+          (file) => Effect.promise(() => file.close())
+        )
+        yield* Effect.tryPromise({
+          try: async () => {
+            await writeFile(`${pathOf(key)}.type`, contentType)
+            await rename(partial, pathOf(key))
+          },
+          catch: fail(`cannot write blob ${key}`)
+        })
+        return size
+      }).pipe(
+        Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.promise(() => rm(partial, { force: true })))
+      )
+    }
     /** A missing blob, or a key that names none, is none; any other failure a StoreError. */
     const readable = <A>(key: string, run: () => Promise<A>) =>
       SAFE_KEY.test(key) && !key.includes("..") && !key.endsWith(".type")
@@ -33,17 +66,10 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
         : Effect.succeed(Option.none<A>())
     return BlobStore.of({
       put: (key, blob) =>
-        Effect.gen(function*() {
-          yield* checked(key)
-          yield* Effect.tryPromise({
-            try: async () => {
-              await writeFile(pathOf(key), blob.bytes)
-              await writeFile(`${pathOf(key)}.type`, blob.contentType)
-            },
-            catch: fail(`cannot write blob ${key}`)
-          })
-          return `${options.baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`
-        }),
+        putStream(key, blob.contentType, Stream.make(blob.bytes)).pipe(
+          Effect.as(`${options.baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`)
+        ),
+      putStream,
       get: (key) =>
         readable(key, async () => {
           const [bytes, contentType] = await Promise.all([readFile(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])

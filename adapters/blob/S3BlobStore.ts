@@ -5,7 +5,7 @@ import {
   PutObjectCommand,
   type S3Client
 } from "@aws-sdk/client-s3"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 
@@ -36,6 +36,16 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
       call("put", () =>
         s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: blob.bytes, ContentType: blob.contentType }))
       ).pipe(Effect.as(`${s3.publicBaseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`)),
+    // Uploads reach S3 straight from the client; what the engine streams here is small enough
+    // to gather, and a single PutObject needs the length up front.
+    putStream: (key, contentType, body) =>
+      Stream.runCollect(body).pipe(
+        Effect.map((chunks) => new Uint8Array(Buffer.concat([...chunks]))),
+        Effect.flatMap((bytes) =>
+          call("put", () => s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: bytes, ContentType: contentType })))
+            .pipe(Effect.as(bytes.length))
+        )
+      ),
     get: (key) =>
       optional("get", async () => {
         const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))

@@ -1,4 +1,4 @@
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { type Blob, BlobStore } from "../../src/ports/BlobStore.js"
 
 /** Blobs in a Map, served (by whoever mounts it) under `baseUrl`. */
@@ -9,6 +9,12 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
       blobs.set(key, blob)
       return `${baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`
     }),
+    putStream: (key, contentType, body) =>
+      Stream.runCollect(body).pipe(
+        Effect.map((chunks) => Buffer.concat([...chunks])),
+        Effect.tap((bytes) => Effect.sync(() => blobs.set(key, { bytes: new Uint8Array(bytes), contentType }))),
+        Effect.map((bytes) => bytes.length)
+      ),
     get: (key) => Effect.sync(() => Option.fromNullable(blobs.get(key))),
     stat: (key) =>
       Effect.sync(() =>

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Option } from "effect"
+import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, FiberRef, Option, Stream } from "effect"
 import { engineError } from "../domain/errors.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { ApiFailure, renderFailure } from "./errorEnvelope.js"
@@ -58,12 +58,9 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
           query.get("sig") ?? "",
           request.headers["content-type"],
           length === undefined ? undefined : Number(length),
-          (maxSize) =>
-            request.arrayBuffer.pipe(
-              Effect.map((buffer) => new Uint8Array(buffer)),
-              HttpIncomingMessage.withMaxBodySize(Option.some(maxSize + 1)),
-              Effect.mapError(() => engineError("FILE_TOO_LARGE", `The file may be at most ${maxSize} bytes`, { maxSize }))
-            )
+          request.stream.pipe(
+            Stream.mapError(() => engineError("VALIDATION_ERROR", "The upload body could not be read to its end"))
+          )
         ).pipe(Effect.provide(uploadServices), toApiFailure)
         return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })
       }))

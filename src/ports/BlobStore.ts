@@ -1,4 +1,4 @@
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Stream } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { StoredFile } from "../domain/upload.js"
 
@@ -11,6 +11,15 @@ export interface Blob {
 export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
   /** Stores the bytes and answers the public URL they are served from. */
   readonly put: (key: string, blob: Blob) => Effect.Effect<string, StoreError>
+  /**
+   * Stores a body that arrives in pieces, all or nothing: when the body fails (or is cut off)
+   * nothing is stored under the key. Answers the number of bytes stored.
+   */
+  readonly putStream: <E>(
+    key: string,
+    contentType: string,
+    body: Stream.Stream<Uint8Array, E>
+  ) => Effect.Effect<number, StoreError | E>
   readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StoreError>
   /** Size and type without reading the bytes. */
   readonly stat: (key: string) => Effect.Effect<Option.Option<StoredFile>, StoreError>

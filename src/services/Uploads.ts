@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Exit, Layer, Option } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import {
@@ -92,16 +92,34 @@ export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effe
 const sizeMismatch = (size: number) =>
   engineError("VALIDATION_ERROR", `This upload URL takes exactly ${size} bytes, the size given at presign`, { size })
 
+const tooLarge = (maxSize: number) =>
+  engineError("FILE_TOO_LARGE", `The file may be at most ${maxSize} bytes`, { maxSize })
+
+/** The body, failing as soon as it runs past `length` bytes or ends short of it. */
+const exactly = <E>(body: Stream.Stream<Uint8Array, E>, length: number): Stream.Stream<Uint8Array, E | EngineError> =>
+  Stream.suspend(() => {
+    const mismatch = engineError("VALIDATION_ERROR", `The body is not the ${length} bytes its Content-Length says`)
+    let seen = 0
+    return body.pipe(
+      Stream.tap((chunk) => {
+        seen += chunk.length
+        return seen > length ? Effect.fail(mismatch) : Effect.void
+      }),
+      Stream.concat(Stream.suspend(() => (seen === length ? Stream.empty : Stream.fail(mismatch))))
+    )
+  })
+
 /**
- * Receives the bytes of a filesystem upload URL: checks the signature, the expiry, the declared
- * type and the size, then stores the file once. Nothing is stored when a check fails.
+ * Receives a filesystem upload URL's PUT: checks the signature, the expiry, the type and the
+ * length before reading anything, then streams the body into the BlobStore once. Nothing is
+ * stored when a check fails or the body breaks off. Like S3, it wants a Content-Length.
  */
-export const receiveUpload = (
+export const receiveUpload = <E>(
   grant: UploadGrant,
   signature: string,
   contentType: string | undefined,
   declaredLength: number | undefined,
-  readBody: (maxSize: number) => Effect.Effect<Uint8Array, EngineError>
+  body: Stream.Stream<Uint8Array, E>
 ) =>
   Effect.gen(function*() {
     const secret = yield* UploadSigningSecret
@@ -119,32 +137,25 @@ export const receiveUpload = (
         engineError("INVALID_CONTENT_TYPE", `Send the file with Content-Type: ${grant.contentType}`, { expected: grant.contentType })
       )
     }
-    if (declaredLength !== undefined && declaredLength > grant.maxSize) {
-      return yield* Effect.fail(engineError("FILE_TOO_LARGE", `The file may be at most ${grant.maxSize} bytes`, { maxSize: grant.maxSize }))
+    if (declaredLength === undefined || !Number.isSafeInteger(declaredLength) || declaredLength < 0) {
+      return yield* Effect.fail(engineError("LENGTH_REQUIRED", "Send the file with a Content-Length header"))
     }
-    if (declaredLength !== undefined && grant.size !== null && declaredLength !== grant.size) {
-      return yield* Effect.fail(sizeMismatch(grant.size))
-    }
+    if (declaredLength > grant.maxSize) return yield* Effect.fail(tooLarge(grant.maxSize))
+    if (grant.size !== null && declaredLength !== grant.size) return yield* Effect.fail(sizeMismatch(grant.size))
     const upload = yield* repo.get(grant.uploadId)
     if (Option.isNone(upload) || upload.value.status !== "pending") {
       return yield* Effect.fail(engineError("UPLOAD_URL_EXPIRED", "This upload has expired"))
     }
-    const bytes = yield* readBody(grant.maxSize)
-    if (bytes.length > grant.maxSize) {
-      return yield* Effect.fail(engineError("FILE_TOO_LARGE", `The file may be at most ${grant.maxSize} bytes`, { maxSize: grant.maxSize }))
-    }
-    if (grant.size !== null && bytes.length !== grant.size) return yield* Effect.fail(sizeMismatch(grant.size))
     // Claiming the upload before writing makes a second, racing PUT fail instead of overwriting.
-    if (!(yield* repo.markUploaded(grant.uploadId, bytes.length))) {
+    if (!(yield* repo.markUploaded(grant.uploadId, declaredLength))) {
       return yield* Effect.fail(engineError("UPLOAD_ALREADY_RECEIVED", "This upload URL was already used"))
     }
-    // A file that could not be stored must not use the URL up: the client may PUT again.
-    yield* blobs.put(grant.uploadId, { bytes, contentType: grant.contentType }).pipe(
+    // A file that was not stored whole must not use the URL up: the client may PUT again.
+    return yield* blobs.putStream(grant.uploadId, grant.contentType, exactly(body, declaredLength)).pipe(
       Effect.onExit((exit) =>
         Exit.isSuccess(exit) ? Effect.void : repo.unmarkUploaded(grant.uploadId).pipe(
           Effect.catchAllCause((cause) => Effect.logError("could not release an upload after a failed store", cause))
         )
       )
     )
-    return bytes.length
   })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, type Layer, Option } from "effect"
+import { Effect, type Layer, Option, Stream } from "effect"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 
 /** What every BlobStore adapter must do; `makeLayer` gives a fresh store per test. */
@@ -39,6 +39,27 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         yield* blobs.remove("upl_s")
         expect(Option.isNone(yield* blobs.stat("upl_s"))).toBe(true)
         expect(Option.isNone(yield* blobs.stat("never"))).toBe(true)
+      }))
+
+    test("stores a body streamed in pieces and answers its length", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const pieces = [new Uint8Array([1, 2]), new Uint8Array(70_000).fill(7), new Uint8Array([3])]
+        expect(yield* blobs.putStream("upl_p", "video/webm", Stream.fromIterable(pieces))).toBe(70_003)
+        const blob = Option.getOrThrow(yield* blobs.get("upl_p"))
+        expect(blob.contentType).toBe("video/webm")
+        expect(Buffer.from(blob.bytes).equals(Buffer.concat(pieces))).toBe(true)
+      }))
+
+    test("stores nothing when a streamed body fails, and keeps what the key held", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const broken = Stream.concat(Stream.make(new Uint8Array([9, 9])), Stream.fail("cut off" as const))
+        expect(yield* Effect.flip(blobs.putStream("upl_f", "image/png", broken))).toBe("cut off")
+        expect(Option.isNone(yield* blobs.get("upl_f"))).toBe(true)
+        yield* blobs.put("upl_k", { bytes: new Uint8Array([1]), contentType: "image/png" })
+        expect(yield* Effect.flip(blobs.putStream("upl_k", "image/png", broken))).toBe("cut off")
+        expect(Option.getOrThrow(yield* blobs.get("upl_k")).bytes).toEqual(new Uint8Array([1]))
       }))
 
     test("stores an empty file", () =>

@@ -1,5 +1,5 @@
-import { Effect } from "effect"
-import { mkdtempSync } from "node:fs"
+import { Effect, Stream } from "effect"
+import { mkdtempSync, readdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
@@ -17,4 +17,14 @@ it.effect("filesystem: refuses keys that could leave its directory", () =>
     for (const key of ["../x", "a/b", "..", ".hidden", ""]) {
       expect((yield* Effect.either(blobs.put(key, { bytes: new Uint8Array([1]), contentType: "text/plain" })))._tag).toBe("Left")
     }
+  }))
+
+it.effect("filesystem: a broken streamed body leaves no partial file behind", () =>
+  Effect.gen(function*() {
+    const dir = mkdtempSync(join(tmpdir(), "genjobs-blobs-"))
+    const blobs = yield* makeFsBlobStore({ dir, baseUrl: "http://f" })
+    const broken = Stream.concat(Stream.make(new Uint8Array(1000)), Stream.fail("cut off"))
+    yield* Effect.flip(blobs.putStream("upl_x", "image/png", broken))
+    expect(readdirSync(join(dir, ".incoming"))).toEqual([])
+    expect(readdirSync(dir).filter((name) => name.startsWith("upl_x"))).toEqual([])
   }))

@@ -14,9 +14,12 @@ describe("uploads", () => {
   })
   afterAll(() => engine.dispose())
 
-  /** A PUT to the upload URL, as a browser would send it. */
-  const put = (uploadUrl: string, body: Uint8Array, contentType: string) =>
-    engine.request("PUT", uploadUrl.replace(BASE, ""), { rawBody: body, headers: { "content-type": contentType } })
+  /** A PUT to the upload URL, as a browser would send it (a web Request does not carry the length itself). */
+  const put = (uploadUrl: string, body: Uint8Array, contentType: string, length: string | null = String(body.length)) =>
+    engine.request("PUT", uploadUrl.replace(BASE, ""), {
+      rawBody: body,
+      headers: { "content-type": contentType, ...(length === null ? {} : { "content-length": length }) }
+    })
 
   it("presigns with the spec's envelope and the type's size limit; any active key may", async () => {
     const acc = await engine.account({ scopes: ["list_models"] })
@@ -78,6 +81,19 @@ describe("uploads", () => {
     expectError(await put(data.uploadUrl, new Uint8Array(data.maxSize + 1), "image/gif"), 413, "FILE_TOO_LARGE")
     expect((await engine.request("GET", `/files/${data.fileId}`)).status).toBe(404)
     expect((await put(data.uploadUrl, new Uint8Array(data.maxSize), "image/gif")).status).toBe(200)
+  })
+
+  it("wants a Content-Length that matches the body, and a refused body leaves the URL usable", async () => {
+    const acc = await engine.account()
+    const { data } = (await acc.post("/v1/uploads/presign", { filename: "a.png", contentType: "image/png" })).body
+    expectError(await put(data.uploadUrl, new Uint8Array(3), "image/png", null), 411, "LENGTH_REQUIRED")
+    expectError(await put(data.uploadUrl, new Uint8Array(3), "image/png", "abc"), 411, "LENGTH_REQUIRED")
+    expectError(await put(data.uploadUrl, new Uint8Array(3), "image/png", "2"), 400, "VALIDATION_ERROR")
+    expectError(await put(data.uploadUrl, new Uint8Array(3), "image/png", "4"), 400, "VALIDATION_ERROR")
+    expectError(await put(data.uploadUrl, new Uint8Array(3), "image/png", String(data.maxSize + 1)), 413, "FILE_TOO_LARGE")
+    expect((await engine.request("GET", `/files/${data.fileId}`)).status).toBe(404)
+    expect((await put(data.uploadUrl, new Uint8Array([5, 6, 7]), "image/png")).body.data).toEqual({ id: data.fileId, size: 3 })
+    expect((await engine.request("GET", `/files/${data.fileId}`)).body).toBe("\u0005\u0006\u0007")
   })
 
   it("binds a size declared at presign: over the limit is refused at once, and the PUT must match it", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -17,9 +17,10 @@ const failingOnce = Layer.sync(BlobStore, () => {
   let failed = false
   return {
     ...store,
-    put: (key, blob) => failed ? store.put(key, blob) : Effect.fail(new StoreError({ message: "disk full" })).pipe(
-      Effect.ensuring(Effect.sync(() => failed = true))
-    )
+    putStream: (key, contentType, body) =>
+      failed ? store.putStream(key, contentType, body) : Effect.fail(new StoreError({ message: "disk full" })).pipe(
+        Effect.ensuring(Effect.sync(() => failed = true))
+      )
   }
 })
 
@@ -30,7 +31,7 @@ describe("receiving a filesystem upload", () => {
       const { fileId, uploadUrl } = yield* (yield* Uploads).presign(caller, { filename: "a.png", contentType: "image/png" })
       const query = new URL(uploadUrl).searchParams
       const grant = { uploadId: fileId, contentType: "image/png", maxSize: Number(query.get("max")), size: null, expiresAt: Number(query.get("expires")) }
-      const receive = receiveUpload(grant, query.get("sig")!, "image/png", 3, () => Effect.succeed(new Uint8Array([1, 2, 3])))
+      const receive = receiveUpload(grant, query.get("sig")!, "image/png", 3, Stream.make(new Uint8Array([1, 2, 3])))
       const first = yield* Effect.flip(receive)
       expect(first).toBeInstanceOf(StoreError)
       expect(yield* receive).toBe(3)
