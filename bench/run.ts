@@ -69,7 +69,11 @@ const bench = async <E>(name: string, stores: Layer.Layer<Stores, E>) => {
   })
   const png = new Uint8Array(4096)
   await time("upload 4K", async (i) => {
-    const response = await handler(new Request(uploads[i]!.uploadUrl, { method: "PUT", body: png, headers: { "content-type": "image/png" } }))
+    const response = await handler(new Request(uploads[i]!.uploadUrl, {
+      method: "PUT",
+      body: png,
+      headers: { "content-type": "image/png", "content-length": String(png.length) }
+    }))
     if (response.status !== 200) throw new Error(`upload refused: ${response.status}`)
   })
   await dispose()
