@@ -1,5 +1,6 @@
 import { Effect, Exit, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
+import { createReadStream } from "node:fs"
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { StoreError } from "../../src/domain/errors.js"
@@ -52,6 +53,11 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
         Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.promise(() => rm(partial, { force: true })))
       )
     }
+    const statOf = (key: string) =>
+      readable(key, async () => {
+        const [info, contentType] = await Promise.all([stat(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
+        return { size: info.size, contentType }
+      })
     /** A missing blob, or a key that names none, is none; any other failure a StoreError. */
     const readable = <A>(key: string, run: () => Promise<A>) =>
       SAFE_KEY.test(key) && !key.includes("..") && !key.endsWith(".type")
@@ -71,15 +77,17 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
         ),
       putStream,
       get: (key) =>
-        readable(key, async () => {
-          const [bytes, contentType] = await Promise.all([readFile(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
-          return { bytes: new Uint8Array(bytes), contentType }
-        }),
-      stat: (key) =>
-        readable(key, async () => {
-          const [info, contentType] = await Promise.all([stat(pathOf(key)), readFile(`${pathOf(key)}.type`, "utf8")])
-          return { size: info.size, contentType }
-        }),
+        Effect.map(statOf(key), Option.map((file) => ({
+          ...file,
+          // Opened when the body is read; the file is replaced by rename, so an open read keeps its bytes.
+          body: Stream.suspend(() =>
+            Stream.fromAsyncIterable(
+              createReadStream(pathOf(key)) as AsyncIterable<Uint8Array>,
+              fail(`cannot read blob ${key}`)
+            )
+          )
+        }))),
+      stat: statOf,
       remove: (key) =>
         checked(key).pipe(
           Effect.zipRight(Effect.tryPromise({

@@ -49,8 +49,15 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
     get: (key) =>
       optional("get", async () => {
         const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
-        const bytes = object.Body === undefined ? new Uint8Array() : await object.Body.transformToByteArray()
-        return { bytes, contentType: object.ContentType ?? "application/octet-stream" }
+        const body = object.Body as AsyncIterable<Uint8Array> | undefined
+        return {
+          size: object.ContentLength ?? 0,
+          contentType: object.ContentType ?? "application/octet-stream",
+          // Read as it is consumed; an interrupted read closes the object's connection.
+          body: body === undefined
+            ? Stream.empty
+            : Stream.fromAsyncIterable(body, (cause) => new StoreError({ message: "S3 read failed", cause }))
+        }
       }),
     stat: (key) =>
       optional("head", async () => {

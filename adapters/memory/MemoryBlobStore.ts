@@ -15,7 +15,14 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
         Effect.tap((bytes) => Effect.sync(() => blobs.set(key, { bytes: new Uint8Array(bytes), contentType }))),
         Effect.map((bytes) => bytes.length)
       ),
-    get: (key) => Effect.sync(() => Option.fromNullable(blobs.get(key))),
+    get: (key) =>
+      Effect.sync(() =>
+        Option.map(Option.fromNullable(blobs.get(key)), (b) => ({
+          size: b.bytes.length,
+          contentType: b.contentType,
+          body: Stream.make(b.bytes)
+        }))
+      ),
     stat: (key) =>
       Effect.sync(() =>
         Option.map(Option.fromNullable(blobs.get(key)), (b) => ({ size: b.bytes.length, contentType: b.contentType }))

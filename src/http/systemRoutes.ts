@@ -75,8 +75,9 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
             ApiFailure.fromEngine(engineError("NOT_FOUND", "No such file"), yield* FiberRef.get(CurrentRequestId))
           )
         }
-        return HttpServerResponse.uint8Array(blob.value.bytes, {
+        return HttpServerResponse.stream(blob.value.body, {
           contentType: blob.value.contentType,
+          contentLength: blob.value.size,
           headers: { "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" }
         })
       }))

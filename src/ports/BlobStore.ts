@@ -7,6 +7,10 @@ export interface Blob {
   readonly contentType: string
 }
 
+export interface BlobReader extends StoredFile {
+  readonly body: Stream.Stream<Uint8Array, StoreError>
+}
+
 /** Output and upload files. Keys are flat, URL-safe names chosen by the engine. */
 export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
   /** Stores the bytes and answers the public URL they are served from. */
@@ -20,7 +24,8 @@ export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
     contentType: string,
     body: Stream.Stream<Uint8Array, E>
   ) => Effect.Effect<number, StoreError | E>
-  readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StoreError>
+  /** The stored file with its bytes as a stream, read as it is consumed. */
+  readonly get: (key: string) => Effect.Effect<Option.Option<BlobReader>, StoreError>
   /** Size and type without reading the bytes. */
   readonly stat: (key: string) => Effect.Effect<Option.Option<StoredFile>, StoreError>
   readonly remove: (key: string) => Effect.Effect<void, StoreError>

@@ -2,6 +2,18 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Layer, Option, Stream } from "effect"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 
+/** A stored file with its whole body read, through the streaming `get`. */
+export const readAll = (key: string) =>
+  Effect.flatMap(BlobStore, (blobs) => blobs.get(key)).pipe(
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.succeed(Option.none()),
+      onSome: ({ body, contentType, size }) =>
+        Stream.runCollect(body).pipe(
+          Effect.map((chunks) => Option.some({ size, contentType, bytes: new Uint8Array(Buffer.concat([...chunks])) }))
+        )
+    }))
+  )
+
 /** What every BlobStore adapter must do; `makeLayer` gives a fresh store per test. */
 export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<BlobStore, unknown>) => {
   const test = (title: string, body: () => Effect.Effect<void, unknown, BlobStore>) =>
@@ -14,7 +26,7 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         const bytes = new Uint8Array(Array.from({ length: 70_000 }, (_, i) => i % 251))
         const url = yield* blobs.put("job_1-0.png", { bytes, contentType: "image/png" })
         expect(url.endsWith("/job_1-0.png")).toBe(true)
-        const blob = Option.getOrThrow(yield* blobs.get("job_1-0.png"))
+        const blob = Option.getOrThrow(yield* readAll("job_1-0.png"))
         expect(blob.contentType).toBe("image/png")
         expect(Buffer.from(blob.bytes).equals(Buffer.from(bytes))).toBe(true)
       }))
@@ -24,7 +36,7 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         const blobs = yield* BlobStore
         yield* blobs.put("k", { bytes: new Uint8Array([1]), contentType: "text/plain" })
         yield* blobs.put("k", { bytes: new Uint8Array([2, 3]), contentType: "audio/wav" })
-        expect(Option.getOrThrow(yield* blobs.get("k"))).toEqual({ bytes: new Uint8Array([2, 3]), contentType: "audio/wav" })
+        expect(Option.getOrThrow(yield* readAll("k"))).toEqual({ size: 2, bytes: new Uint8Array([2, 3]), contentType: "audio/wav" })
         yield* blobs.remove("k")
         expect(Option.isNone(yield* blobs.get("k"))).toBe(true)
         yield* blobs.remove("k")
@@ -46,8 +58,8 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         const blobs = yield* BlobStore
         const pieces = [new Uint8Array([1, 2]), new Uint8Array(70_000).fill(7), new Uint8Array([3])]
         expect(yield* blobs.putStream("upl_p", "video/webm", Stream.fromIterable(pieces))).toBe(70_003)
-        const blob = Option.getOrThrow(yield* blobs.get("upl_p"))
-        expect(blob.contentType).toBe("video/webm")
+        const blob = Option.getOrThrow(yield* readAll("upl_p"))
+        expect(blob).toMatchObject({ size: 70_003, contentType: "video/webm" })
         expect(Buffer.from(blob.bytes).equals(Buffer.concat(pieces))).toBe(true)
       }))
 
@@ -59,14 +71,26 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         expect(Option.isNone(yield* blobs.get("upl_f"))).toBe(true)
         yield* blobs.put("upl_k", { bytes: new Uint8Array([1]), contentType: "image/png" })
         expect(yield* Effect.flip(blobs.putStream("upl_k", "image/png", broken))).toBe("cut off")
-        expect(Option.getOrThrow(yield* blobs.get("upl_k")).bytes).toEqual(new Uint8Array([1]))
+        expect(Option.getOrThrow(yield* readAll("upl_k")).bytes).toEqual(new Uint8Array([1]))
+      }))
+
+    test("reads a 3 MiB file back whole through its body stream, and a half-read body lets go", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const bytes = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 256)
+        yield* blobs.put("job_big.mp4", { bytes, contentType: "video/mp4" })
+        const abandoned = Option.getOrThrow(yield* blobs.get("job_big.mp4"))
+        expect(Option.isSome(yield* Stream.runHead(abandoned.body))).toBe(true)
+        const blob = Option.getOrThrow(yield* readAll("job_big.mp4"))
+        expect(blob.size).toBe(bytes.length)
+        expect(Buffer.from(blob.bytes).equals(Buffer.from(bytes))).toBe(true)
       }))
 
     test("stores an empty file", () =>
       Effect.gen(function*() {
         const blobs = yield* BlobStore
         yield* blobs.put("empty.txt", { bytes: new Uint8Array(), contentType: "text/plain" })
-        expect(Option.getOrThrow(yield* blobs.get("empty.txt")).bytes.length).toBe(0)
+        expect(Option.getOrThrow(yield* readAll("empty.txt"))).toMatchObject({ size: 0, bytes: new Uint8Array() })
       }))
   })
 }

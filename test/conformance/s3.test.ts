@@ -10,7 +10,7 @@ import { Uploads, UploadSigningSecret } from "../../src/services/Uploads.js"
 import { UploadSweeper, VERIFY_GRACE_MS } from "../../src/services/UploadSweeper.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { startS3 } from "../support/s3.js"
-import { runBlobConformance } from "./blobSuite.js"
+import { readAll, runBlobConformance } from "./blobSuite.js"
 
 const s3 = await startS3()
 afterAll(() => s3.close())
@@ -36,7 +36,7 @@ describe("s3: presigned upload URLs, used as a browser would", () => {
     const { fileUrl, url } = await presign("upl_a", "image/png")
     const put = await fetch(url, { method: "PUT", body: new Uint8Array([1, 2, 3]), headers: { "content-type": "image/png" } })
     expect(put.status).toBe(200)
-    const blob = await Effect.runPromise(makeS3BlobStore(location).get("upl_a"))
+    const blob = await Effect.runPromise(readAll("upl_a").pipe(Effect.provide(layerS3BlobStore(location))))
     expect(blob._tag === "Some" && [...blob.value.bytes]).toEqual([1, 2, 3])
     expect(blob._tag === "Some" && blob.value.contentType).toBe("image/png")
     expect(fileUrl).toBe(`${location.publicBaseUrl}/upl_a`)
