@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, TestClock } from "effect"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { crc32, inflateSync } from "node:zlib"
 import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
 import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
@@ -115,4 +117,60 @@ describe("demo generator", () => {
       yield* TestClock.adjust(1)
       expect((yield* Fiber.join(fiber))).toHaveLength(1)
     }))
+})
+
+describe("demo image-to-X inputs", () => {
+  const MiB = 1024 * 1024
+  const serve = () =>
+    Effect.acquireRelease(
+      Effect.promise(() =>
+        new Promise<{ server: Server; base: string }>((resolve) => {
+          const server = createServer((req, res) => {
+            const size = req.url === "/huge" ? 100 * MiB + 1 : req.url === "/a" ? 10 : 11
+            // Chunked, with no Content-Length: only counting while reading can stop it.
+            res.writeHead(200, { "content-type": "image/png" })
+            let sent = 0
+            const push = () => {
+              while (sent < size) {
+                const n = Math.min(MiB, size - sent)
+                sent += n
+                if (!res.write(Buffer.alloc(n, req.url === "/a" ? 1 : 2))) return void res.once("drain", push)
+              }
+              res.end()
+            }
+            res.on("error", () => {})
+            push()
+          })
+          server.listen(0, "127.0.0.1", () => resolve({ server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }))
+        })
+      ),
+      ({ server }) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    )
+
+  const withInput = (base: string, path: string) => {
+    const model = modelOf("image")
+    return makeDemoGenerator({ inputUrlPrefixes: [`${base}/`] }).generate({
+      job: job({ prompt: "same", imageUrl: `${base}${path}` }),
+      model,
+      version: model.versions[0]!
+    })
+  }
+
+  it.live("draws from the input's bytes, and refuses an input over 100 MiB while reading it (chunked, no length)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { base } = yield* serve()
+      const [a] = yield* withInput(base, "/a")
+      const [b] = yield* withInput(base, "/b")
+      expect(Buffer.from(a!.file.bytes).equals(Buffer.from(b!.file.bytes))).toBe(false)
+      const failure = yield* Effect.flip(withInput(base, "/huge"))
+      expect(failure.message).toMatch(/larger than 104857600 bytes/)
+      const elsewhere = yield* Effect.flip(
+        makeDemoGenerator({ inputUrlPrefixes: ["http://files.test/"] }).generate({
+          job: job({ prompt: "x", imageUrl: `${base}/a` }),
+          model: modelOf("image"),
+          version: modelOf("image").versions[0]!
+        })
+      )
+      expect(elsewhere.message).toMatch(/must be a file uploaded to this service/)
+    })))
 })

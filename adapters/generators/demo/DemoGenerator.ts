@@ -1,4 +1,5 @@
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Stream } from "effect"
+import { createHash } from "node:crypto"
 import { GenerationFailed, type GeneratedOutput, type Generator } from "../../../src/ports/Generator.js"
 import { drawScene, seedOf, synthTones } from "./draw.js"
 import { encodeApng, encodePng } from "./png.js"
@@ -88,12 +89,17 @@ const readInput = (url: string, prefixes: ReadonlyArray<string>) =>
       catch: () => new GenerationFailed({ message: `The input file ${url} could not be read` })
     })
     if (!response.ok) return yield* Effect.fail(new GenerationFailed({ message: `The input file ${url} answered ${response.status}` }))
-    const bytes = new Uint8Array(yield* Effect.tryPromise({
-      try: () => response.arrayBuffer(),
-      catch: () => new GenerationFailed({ message: `The input file ${url} could not be read` })
-    }))
-    if (bytes.length > MAX_INPUT_BYTES) return yield* Effect.fail(new GenerationFailed({ message: "The input file is too large" }))
-    return bytes
+    // Read in pieces and stop at the cap, so an oversize file is never held whole.
+    const tooLarge = new GenerationFailed({ message: `The input file is larger than ${MAX_INPUT_BYTES} bytes` })
+    const chunks = yield* Stream.fromReadableStream(
+      () => response.body ?? new ReadableStream<Uint8Array>(),
+      () => new GenerationFailed({ message: `The input file ${url} could not be read` })
+    ).pipe(
+      Stream.mapAccumEffect(0, (total, chunk) =>
+        total + chunk.length > MAX_INPUT_BYTES ? Effect.fail(tooLarge) : Effect.succeed([total + chunk.length, chunk] as const)),
+      Stream.runCollect
+    )
+    return new Uint8Array(Buffer.concat([...chunks]))
   })
 
 /**
@@ -111,7 +117,7 @@ export const makeDemoGenerator = (options: DemoOptions = {}): Generator => ({
         return yield* Effect.fail(new GenerationFailed({ message: "demoFail was set: the demo provider failed on purpose" }))
       }
       const source = typeof input["imageUrl"] === "string"
-        ? Buffer.from(yield* readInput(input["imageUrl"], options.inputUrlPrefixes ?? [])).toString("base64")
+        ? createHash("sha256").update(yield* readInput(input["imageUrl"], options.inputUrlPrefixes ?? [])).digest("hex")
         : ""
       const prompt = typeof input["prompt"] === "string" ? input["prompt"] : ""
       const seedText = prompt + source
