@@ -76,13 +76,13 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
           Effect.as(`${options.baseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`)
         ),
       putStream,
-      get: (key) =>
+      get: (key, range) =>
         Effect.map(statOf(key), Option.map((file) => ({
           ...file,
           // Opened when the body is read; the file is replaced by rename, so an open read keeps its bytes.
           body: Stream.suspend(() =>
             Stream.fromAsyncIterable(
-              createReadStream(pathOf(key)) as AsyncIterable<Uint8Array>,
+              createReadStream(pathOf(key), range) as AsyncIterable<Uint8Array>,
               fail(`cannot read blob ${key}`)
             )
           )

@@ -46,12 +46,18 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
             .pipe(Effect.as(bytes.length))
         )
       ),
-    get: (key) =>
+    get: (key, range) =>
       optional("get", async () => {
-        const object = await s3.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }))
+        const object = await s3.client.send(new GetObjectCommand({
+          Bucket: s3.bucket,
+          Key: key,
+          ...(range === undefined ? {} : { Range: `bytes=${range.start}-${range.end}` })
+        }))
         const body = object.Body as AsyncIterable<Uint8Array> | undefined
+        // A ranged answer's Content-Length is the range's; the whole size ends its Content-Range.
+        const total = Number(object.ContentRange?.split("/")[1])
         return {
-          size: object.ContentLength ?? 0,
+          size: Number.isSafeInteger(total) ? total : object.ContentLength ?? 0,
           contentType: object.ContentType ?? "application/octet-stream",
           // Read as it is consumed; an interrupted read closes the object's connection.
           body: body === undefined

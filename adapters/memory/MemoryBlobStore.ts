@@ -15,12 +15,12 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
         Effect.tap((bytes) => Effect.sync(() => blobs.set(key, { bytes: new Uint8Array(bytes), contentType }))),
         Effect.map((bytes) => bytes.length)
       ),
-    get: (key) =>
+    get: (key, range) =>
       Effect.sync(() =>
         Option.map(Option.fromNullable(blobs.get(key)), (b) => ({
           size: b.bytes.length,
           contentType: b.contentType,
-          body: Stream.make(b.bytes)
+          body: Stream.make(range === undefined ? b.bytes : b.bytes.subarray(range.start, range.end + 1))
         }))
       ),
     stat: (key) =>

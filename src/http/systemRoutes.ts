@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } fro
 import { Effect, FiberRef, Option, Stream } from "effect"
 import { engineError } from "../domain/errors.js"
 import { BlobStore } from "../ports/BlobStore.js"
+import { requestedRange } from "./byteRange.js"
 import { ApiFailure, renderFailure } from "./errorEnvelope.js"
 import { UploadRepo } from "../ports/UploadRepo.js"
 import { receiveUpload, UploadSigningSecret } from "../services/Uploads.js"
@@ -69,16 +70,27 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
       `${FILES_PATH}/:key`,
       withCors(Effect.gen(function*() {
         const { key } = yield* HttpRouter.params
-        const blob = key === undefined ? Option.none() : yield* blobs.get(key)
-        if (Option.isNone(blob)) {
-          return yield* Effect.fail(
-            ApiFailure.fromEngine(engineError("NOT_FOUND", "No such file"), yield* FiberRef.get(CurrentRequestId))
-          )
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const notFound = Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) =>
+          Effect.fail(ApiFailure.fromEngine(engineError("NOT_FOUND", "No such file"), requestId)))
+        const found = key === undefined ? Option.none() : yield* blobs.stat(key)
+        if (key === undefined || Option.isNone(found)) return yield* notFound
+        const wanted = requestedRange(found.value.size, request.headers["range"])
+        if (wanted._tag === "Unsatisfiable") {
+          return HttpServerResponse.empty({ status: 416, headers: { "content-range": `bytes */${found.value.size}` } })
         }
+        const blob = yield* blobs.get(key, wanted._tag === "Part" ? wanted.range : undefined)
+        if (Option.isNone(blob)) return yield* notFound
+        const headers = { "accept-ranges": "bytes", "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" }
+        if (wanted._tag === "Whole") {
+          return HttpServerResponse.stream(blob.value.body, { contentType: blob.value.contentType, contentLength: blob.value.size, headers })
+        }
+        const { end, start } = wanted.range
         return HttpServerResponse.stream(blob.value.body, {
+          status: 206,
           contentType: blob.value.contentType,
-          contentLength: blob.value.size,
-          headers: { "cache-control": "public, max-age=3600", "x-content-type-options": "nosniff" }
+          contentLength: end - start + 1,
+          headers: { ...headers, "content-range": `bytes ${start}-${end}/${blob.value.size}` }
         })
       }))
     )

@@ -7,6 +7,12 @@ export interface Blob {
   readonly contentType: string
 }
 
+/** Bytes `start` to `end`, both included, as in an HTTP Range. */
+export interface ByteRange {
+  readonly start: number
+  readonly end: number
+}
+
 export interface BlobReader extends StoredFile {
   readonly body: Stream.Stream<Uint8Array, StoreError>
 }
@@ -24,8 +30,11 @@ export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
     contentType: string,
     body: Stream.Stream<Uint8Array, E>
   ) => Effect.Effect<number, StoreError | E>
-  /** The stored file with its bytes as a stream, read as it is consumed. */
-  readonly get: (key: string) => Effect.Effect<Option.Option<BlobReader>, StoreError>
+  /**
+   * The stored file with its bytes as a stream, read as it is consumed; with a range (within
+   * the file), only those bytes. `size` is the whole file's.
+   */
+  readonly get: (key: string, range?: ByteRange) => Effect.Effect<Option.Option<BlobReader>, StoreError>
   /** Size and type without reading the bytes. */
   readonly stat: (key: string) => Effect.Effect<Option.Option<StoredFile>, StoreError>
   readonly remove: (key: string) => Effect.Effect<void, StoreError>

@@ -143,4 +143,29 @@ describe("uploads", () => {
     // The API itself is for servers holding keys: it does not invite browsers in.
     expect((await acc.get(`/v1/uploads/${data.fileId}`)).headers.get("access-control-allow-origin")).toBeNull()
   })
+
+  it("serves a file in byte ranges, as video players ask", async () => {
+    const acc = await engine.account()
+    const { data } = (await acc.post("/v1/uploads/presign", { filename: "v.mp4", contentType: "video/mp4" })).body
+    const bytes = new Uint8Array(1000).map((_, i) => i % 251)
+    expect((await put(data.uploadUrl, bytes, "video/mp4")).status).toBe(200)
+    const path = `/files/${data.fileId}`
+    const whole = await engine.request("GET", path)
+    expect(whole.status).toBe(200)
+    expect(whole.headers.get("accept-ranges")).toBe("bytes")
+    expect(whole.headers.get("content-length")).toBe("1000")
+    const fetchPart = (range: string) => engine.handler(new Request(`${BASE}${path}`, { headers: { range } }))
+    const part = await fetchPart("bytes=100-199")
+    expect(part.status).toBe(206)
+    expect(part.headers.get("content-range")).toBe("bytes 100-199/1000")
+    expect(part.headers.get("content-length")).toBe("100")
+    expect(new Uint8Array(await part.arrayBuffer())).toEqual(bytes.subarray(100, 200))
+    const tail = await fetchPart("bytes=-10")
+    expect(tail.headers.get("content-range")).toBe("bytes 990-999/1000")
+    expect(new Uint8Array(await tail.arrayBuffer())).toEqual(bytes.subarray(990))
+    const past = await fetchPart("bytes=1000-")
+    expect(past.status).toBe(416)
+    expect(past.headers.get("content-range")).toBe("bytes */1000")
+    expect((await fetchPart("bytes=0-1,5-6")).status).toBe(200)
+  })
 })

@@ -107,6 +107,8 @@ export const makeHttpEngine = async (
 
   return {
     request,
+    /** The raw web handler, for answers read as bytes. */
+    handler: web.handler,
     admin,
     account,
     withKey,
