@@ -16,6 +16,9 @@ export const UPLOAD_LIMITS: Readonly<Record<string, number>> = {
   "audio/wav": 50 * MiB
 }
 
+/** Upload ids, which are also their files' keys, carry this prefix; output files never do. */
+export const UPLOAD_ID_PREFIX = "upl_"
+
 /** Spec 3.2: the upload URL works for 15 minutes; the file lives 60 minutes from creation. */
 export const UPLOAD_URL_TTL_MS = 15 * 60_000
 export const UPLOAD_LIFETIME_MS = 60 * 60_000

@@ -8,6 +8,7 @@ import {
   UPLOAD_URL_TTL_MS,
   type Upload,
   type UploadGrant,
+  UPLOAD_ID_PREFIX,
   UPLOAD_LIMITS
 } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"
@@ -40,7 +41,7 @@ export const make = Effect.gen(function*() {
       if ("code" in checked) return yield* Effect.fail(checked as EngineError)
       const now = yield* Clock.currentTimeMillis
       const upload: Upload = {
-        id: `upl_${randomBytes(12).toString("base64url").replace(/[-_]/g, "x")}`,
+        id: `${UPLOAD_ID_PREFIX}${randomBytes(12).toString("base64url").replace(/[-_]/g, "x")}`,
         accountId: caller.account.id,
         filename: checked.filename,
         contentType: checked.contentType,

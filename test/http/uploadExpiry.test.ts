@@ -28,13 +28,18 @@ const httpUnderTestClock = Effect.gen(function*() {
   const handler = HttpApp.toWebHandlerRuntime(runtime)(app)
   const call = (method: string, path: string, auth: string, body?: unknown, contentType = "application/json") =>
     Effect.promise(async () => {
+      const raw = body instanceof Uint8Array ? body : JSON.stringify(body)
       const response = await handler(new Request(`http://engine.test${path}`, {
         method,
-        headers: { authorization: `Bearer ${auth}`, ...(body === undefined ? {} : { "content-type": contentType }) },
-        ...(body === undefined ? {} : { body: (body instanceof Uint8Array ? body : JSON.stringify(body)) as BodyInit })
+        headers: {
+          authorization: `Bearer ${auth}`,
+          ...(body === undefined ? {} : { "content-type": contentType, "content-length": String(raw.length) })
+        },
+        ...(body === undefined ? {} : { body: raw as BodyInit })
       }))
       const text = await response.text()
-      return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
+      const isJson = (response.headers.get("content-type") ?? "").includes("json")
+      return { status: response.status, headers: response.headers, body: isJson && text !== "" ? JSON.parse(text) : text }
     })
   return { call, context }
 })
@@ -51,13 +56,22 @@ describe("upload expiry through HTTP, on TestClock", () => {
       const { expiresAt, fileId, uploadUrl } = presigned.body.data
       expect(Date.parse(expiresAt)).toBe(60 * 60_000)
       const putPath = `${new URL(uploadUrl).pathname}${new URL(uploadUrl).search}`
-      yield* TestClock.adjust("15 minutes")
+      const filePath = `/files/${fileId}`
+      expect((yield* call("GET", filePath, key)).status).toBe(404)
+      yield* TestClock.adjust("14 minutes")
+      expect((yield* call("PUT", putPath, key, new Uint8Array([1, 2]), "image/png")).status).toBe(200)
+      // Cached no longer than the upload has left: 46 minutes.
+      expect((yield* call("GET", filePath, key)).headers.get("cache-control")).toBe("public, max-age=2760")
+      yield* TestClock.adjust("1 minute")
       const late = yield* call("PUT", putPath, key, new Uint8Array([1]), "image/png")
       expect({ status: late.status, code: late.body.error.code }).toEqual({ status: 403, code: "UPLOAD_URL_EXPIRED" })
       yield* TestClock.adjust("44 minutes")
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("pending")
+      expect((yield* call("GET", filePath, key)).status).toBe(200)
       yield* TestClock.adjust("1 minute")
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
+      // Gone with the upload, before the sweeper has deleted the file.
+      expect((yield* call("GET", filePath, key)).status).toBe(404)
       const swept = yield* Effect.flatMap(UploadSweeper, (s) => s.sweepOnce).pipe(Effect.provide(context))
       expect(swept).toEqual({ verified: 0, rejected: 0, expired: 1 })
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")

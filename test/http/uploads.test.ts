@@ -56,6 +56,9 @@ describe("uploads", () => {
     expect(stored.status).toBe(200)
     const file = await engine.request("GET", `/files/${data.fileId}`)
     expect(file.headers.get("content-type")).toBe("image/png")
+    const maxAge = Number(/max-age=(\d+)/.exec(file.headers.get("cache-control") ?? "")?.[1])
+    expect(maxAge).toBeLessThanOrEqual(3600)
+    expect(maxAge).toBeGreaterThan(3500)
     expectError(await put(data.uploadUrl, new Uint8Array([9]), "image/png"), 409, "UPLOAD_ALREADY_RECEIVED")
     const status = await acc.get(`/v1/uploads/${data.fileId}`)
     expect(status.body).toMatchObject({
