@@ -4,7 +4,7 @@ import { engineError } from "../domain/errors.js"
 import { UPLOAD_ID_PREFIX } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { UploadRepo } from "../ports/UploadRepo.js"
-import { requestedRange } from "./byteRange.js"
+import { type RangeRequest, requestedRange } from "./byteRange.js"
 import { ApiFailure } from "./errorEnvelope.js"
 import { CurrentRequestId } from "./requestContext.js"
 
@@ -33,11 +33,13 @@ export const serveFile = (key: string) =>
     const blobs = yield* BlobStore
     const request = yield* HttpServerRequest.HttpServerRequest
     const maxAge = yield* servableFor(key)
-    const found = Option.isSome(maxAge) ? yield* blobs.stat(key) : Option.none()
-    if (Option.isNone(maxAge) || Option.isNone(found)) return yield* notFound
-    const wanted = requestedRange(found.value.size, request.headers["range"])
+    if (Option.isNone(maxAge)) return yield* notFound
+    const rangeHeader = request.headers["range"]
+    // A range needs the size first; a whole file (the usual request) is one lookup.
+    const stored = rangeHeader === undefined ? undefined : Option.getOrUndefined(yield* blobs.stat(key))
+    const wanted: RangeRequest = stored === undefined ? { _tag: "Whole" } : requestedRange(stored.size, rangeHeader)
     if (wanted._tag === "Unsatisfiable") {
-      return HttpServerResponse.empty({ status: 416, headers: { "content-range": `bytes */${found.value.size}` } })
+      return HttpServerResponse.empty({ status: 416, headers: { "content-range": `bytes */${stored?.size}` } })
     }
     const blob = yield* blobs.get(key, wanted._tag === "Part" ? wanted.range : undefined)
     if (Option.isNone(blob)) return yield* notFound
