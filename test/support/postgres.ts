@@ -6,6 +6,12 @@ import { randomBytes } from "node:crypto"
 export const ADMIN_URL = process.env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 export const TEST_DB_PREFIX = "genjobs_t_"
 
+/**
+ * This run's own databases start with this; the global setup sets GENJOBS_TEST_RUN before the
+ * test processes start, so teardown drops only what this run made and never another run's.
+ */
+const runPrefix = () => `${TEST_DB_PREFIX}${process.env["GENJOBS_TEST_RUN"] ?? "local"}_`
+
 const onAdmin = <A>(run: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
   Effect.runPromise(
     Effect.flatMap(PgClient.PgClient, run).pipe(
@@ -24,7 +30,7 @@ const urlOf = (database: string) => {
  * CI, where a missing server is an error: the PostgreSQL suites must not pass by skipping.
  */
 export const freshPostgresUrl = async (): Promise<string | undefined> => {
-  const name = `${TEST_DB_PREFIX}${randomBytes(6).toString("hex")}`
+  const name = `${runPrefix()}${randomBytes(6).toString("hex")}`
   try {
     await onAdmin((sql) => sql`CREATE DATABASE ${sql(name)}`)
     return urlOf(name)
@@ -44,11 +50,13 @@ export const postgresAvailable = async (): Promise<boolean> => {
   }
 }
 
-/** Drops every database the tests made; run once after all suites. */
+/** Drops the databases this run made; run once after all suites. */
 export const dropTestDatabases = () =>
   onAdmin((sql) =>
     Effect.gen(function*() {
-      const rows = yield* sql<{ datname: string }>`SELECT datname FROM pg_database WHERE datname LIKE ${`${TEST_DB_PREFIX}%`}`
+      // "_" is a LIKE wildcard: match the run's prefix literally.
+      const pattern = `${runPrefix().replace(/_/g, "\\_")}%`
+      const rows = yield* sql<{ datname: string }>`SELECT datname FROM pg_database WHERE datname LIKE ${pattern}`
       for (const row of rows) yield* sql`DROP DATABASE IF EXISTS ${sql(row.datname)} WITH (FORCE)`
     })
   )
