@@ -1,6 +1,16 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
+const entries = fileURLToPath(new URL("./entries/", import.meta.url))
+
 export default defineConfig({
+  resolve: {
+    // The package's own entry points, from source (the "genjobs-source" condition of package.json).
+    alias: [
+      { find: /^genjobs$/, replacement: `${entries}index.ts` },
+      { find: /^genjobs\/(.+)$/, replacement: `${entries}$1.ts` }
+    ]
+  },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

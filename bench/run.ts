@@ -14,7 +14,7 @@ import { layerSqlite } from "../adapters/sql/layer.js"
 import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../adapters/generators/demo/DemoGenerator.js"
 import { EngineServicesLive } from "../src/engine.js"
 import { HttpConfig } from "../src/http/HttpConfig.js"
-import { makeWebHandler } from "../src/http/layer.js"
+import { makeWebHandler } from "../src/http/webHandler.js"
 import { layerGenerators } from "../src/ports/Generator.js"
 import { EngineConfig } from "../src/services/EngineConfig.js"
 import { demoCatalog } from "../test/support/demoCatalog.js"
@@ -38,7 +38,7 @@ const bench = async <E>(name: string, stores: Layer.Layer<Stores, E>) => {
   )
   const runtime = ManagedRuntime.make(services)
   const context = await runtime.runPromise(Effect.context<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
-  const { dispose, handler } = makeWebHandler(Layer.succeedContext(context))
+  const { dispose, fetch: handler } = makeWebHandler(Layer.succeedContext(context))
   const call = async (method: string, path: string, auth: string, body?: unknown) => {
     const response = await handler(new Request(`http://bench${path}`, {
       method,

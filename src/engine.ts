@@ -1,18 +1,32 @@
-import { Layer } from "effect"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { HttpConfig, type HttpOptions } from "./http/HttpConfig.js"
+import { makeWebHandler, type EngineFetch, type WebHandlerOptions } from "./http/webHandler.js"
+import type { AccountRepo } from "./ports/AccountRepo.js"
+import type { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
+import type { BlobStore } from "./ports/BlobStore.js"
+import type { CatalogRepo } from "./ports/CatalogRepo.js"
+import { type Generator, layerGenerators } from "./ports/Generator.js"
+import type { JobRepo } from "./ports/JobRepo.js"
+import type { JobSignal } from "./ports/JobSignal.js"
+import type { UploadRepo } from "./ports/UploadRepo.js"
+import type { UploadTarget } from "./ports/UploadTarget.js"
+import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
+import type { WebhookSender } from "./ports/WebhookSender.js"
 import { Admin } from "./services/Admin.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
+import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
 import { Jobs } from "./services/Jobs.js"
-import { Uploads } from "./services/Uploads.js"
+import { Uploads, type UploadSigningSecret } from "./services/Uploads.js"
 import { UploadSweeper } from "./services/UploadSweeper.js"
+import { WebhookDispatcher } from "./services/WebhookDispatcher.js"
 import { Webhooks } from "./services/Webhooks.js"
 import { Worker } from "./services/Worker.js"
 
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
  * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, BlobStore, UploadTarget,
- * Generators and EngineConfig; the HTTP layer also needs UploadSigningSecret. The
- * webhook dispatcher (WebhookDispatcher.layer) also needs a WebhookSender.
+ * Generators and EngineConfig. `composeEngine` does that and starts the background work.
  */
 export const EngineServicesLive = Layer.mergeAll(
   Auth.layer,
@@ -25,3 +39,100 @@ export const EngineServicesLive = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(Catalog.layer)
 )
+
+/** What a store adapter provides: every repository, and the signal that wakes idle workers. */
+export type StorePorts = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | JobSignal
+
+/** What a file adapter provides: where outputs and uploads live, and how upload URLs are made. */
+export type FilePorts = BlobStore | UploadTarget | UploadSigningSecret
+
+/** Everything a composed engine provides: services, ports and settings; the HTTP layer needs no more. */
+export type EngineContext = Layer.Layer.Success<typeof EngineServicesLive> | StorePorts | FilePorts | EngineConfig | HttpConfig
+
+/** One settings object for the whole engine. Each part is a Layer, so any of them can be swapped. */
+export interface EngineParts<ES = never, EF = never, EW = never> {
+  /** Stores and job signal: `memoryStore()`, `sqliteStore(...)`, `postgresStore(...)`, or your own. */
+  readonly store: Layer.Layer<StorePorts, ES>
+  /** Output and upload files: `localFiles(...)`, `s3Files(...)`, `memoryFiles(...)`, or your own. */
+  readonly files: Layer.Layer<FilePorts, EF>
+  /** Generators by the provider id the catalog's models name. */
+  readonly providers: Readonly<Record<string, Generator>>
+  /** Sends webhooks; needed unless `webhookDispatchers` is 0. */
+  readonly webhookSender?: Layer.Layer<WebhookSender, EW> | undefined
+  readonly settings?: Partial<EngineSettings> | undefined
+  /** The admin token (undefined turns the admin API off) and trusted proxy hops. */
+  readonly http?: HttpOptions | undefined
+  /** Worker fibers in this process; 0 for an API-only process. Default 2. */
+  readonly workers?: number | undefined
+  /** Webhook delivery loops in this process; 0 for none. Default 1. */
+  readonly webhookDispatchers?: number | undefined
+  /** Whether this process checks and expires uploads. Default true. */
+  readonly uploadSweeper?: boolean | undefined
+}
+
+/** The engine's work besides answering requests, started in the layer's scope and drained when it closes. */
+const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
+  const workers = parts.workers ?? 2
+  const dispatchers = parts.webhookDispatchers ?? 1
+  const loops = Layer.scopedDiscard(Effect.gen(function*() {
+    if (parts.uploadSweeper ?? true) yield* (yield* UploadSweeper).start
+    if (workers > 0) yield* (yield* Worker).start(workers)
+  }))
+  if (dispatchers === 0) return loops
+  if (parts.webhookSender === undefined) {
+    return Layer.fail(new Error("webhookDispatchers > 0 needs a webhookSender (or set webhookDispatchers: 0)"))
+  }
+  const delivery = Layer.scopedDiscard(Effect.flatMap(WebhookDispatcher, (d) => d.start(dispatchers))).pipe(
+    Layer.provide(WebhookDispatcher.layer),
+    Layer.provide(parts.webhookSender)
+  )
+  return Layer.merge(loops, delivery)
+}
+
+/**
+ * The whole engine from one settings object: its services over the given parts, with workers,
+ * webhook delivery and the upload sweeper running for as long as the layer's scope is open.
+ * Closing the scope drains them (running jobs get `drainTimeoutMs`; leases cover the rest).
+ */
+export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer.Layer<EngineContext, ES | EF | EW> => {
+  const services = EngineServicesLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      parts.store,
+      parts.files,
+      layerGenerators(parts.providers),
+      EngineConfig.layer(parts.settings),
+      HttpConfig.layer(parts.http)
+    ))
+  )
+  return Layer.merge(services, backgroundWork(parts as EngineParts<unknown, unknown, unknown>).pipe(Layer.provide(services))) as Layer.Layer<
+    EngineContext,
+    ES | EF | EW
+  >
+}
+
+/** A running engine for hosts without Effect: a web handler, a way to run effects, and shutdown. */
+export interface Engine {
+  /** `(Request, info?) => Promise<Response>`: hand it to a mount of the `/http` entry. */
+  readonly fetch: EngineFetch
+  /** Runs an effect against the engine's services (Jobs, Admin, Catalog, ...). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, EngineContext>) => Promise<A>
+  readonly runtime: ManagedRuntime.ManagedRuntime<EngineContext, unknown>
+  /** Stops taking work, drains the background loops and closes the stores. */
+  readonly dispose: () => Promise<void>
+}
+
+/** Builds the layer once and serves it: the stores open, the loops start, the handler answers. */
+export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: WebHandlerOptions = {}): Promise<Engine> => {
+  const runtime = ManagedRuntime.make(layer) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
+  const context = await runtime.runPromise(Effect.context<EngineContext>())
+  const web = makeWebHandler(Layer.succeedContext(context), options)
+  return {
+    fetch: web.fetch,
+    run: (effect) => runtime.runPromise(effect),
+    runtime,
+    dispose: async () => {
+      await web.dispose()
+      await runtime.dispose()
+    }
+  }
+}

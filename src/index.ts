@@ -1,8 +1,16 @@
-/** The engine's public surface for embedding: services, HTTP, ports, configuration. */
-export { EngineServicesLive } from "./engine.js"
-export { EngineHttpLive, type EngineHttpRequirements, makeWebHandler } from "./http/layer.js"
-export { HttpConfig, type HttpSettings } from "./http/HttpConfig.js"
-export { EngineApi } from "./http/Api.js"
+/** The engine's core: composition over ports, services, ports, errors, webhook verification. */
+export {
+  composeEngine,
+  type Engine,
+  type EngineContext,
+  type EngineParts,
+  EngineServicesLive,
+  type FilePorts,
+  startEngine,
+  type StorePorts
+} from "./engine.js"
+export { type EngineFetch, makeWebHandler, type RequestInfo, type WebHandlerOptions } from "./http/webHandler.js"
+export { HttpConfig, type HttpOptions, type HttpSettings } from "./http/HttpConfig.js"
 export { EngineConfig, type EngineSettings, defaultEngineSettings } from "./services/EngineConfig.js"
 export { Admin } from "./services/Admin.js"
 export { Auth, type Caller } from "./services/Auth.js"
@@ -17,7 +25,15 @@ export { AccountRepo } from "./ports/AccountRepo.js"
 export { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
 export { type Blob, type BlobReader, BlobStore } from "./ports/BlobStore.js"
 export { CatalogRepo } from "./ports/CatalogRepo.js"
-export { type GeneratedOutput, GenerationFailed, type Generator, Generators, layerGenerators } from "./ports/Generator.js"
+export {
+  type GeneratedFile,
+  type GeneratedOutput,
+  GenerationFailed,
+  type GenerationRequest,
+  type Generator,
+  Generators,
+  layerGenerators
+} from "./ports/Generator.js"
 export { JobRepo } from "./ports/JobRepo.js"
 export { JobSignal } from "./ports/JobSignal.js"
 export { UploadRepo } from "./ports/UploadRepo.js"
@@ -26,3 +42,6 @@ export { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 export { WebhookSender } from "./ports/WebhookSender.js"
 export { EngineError } from "./domain/errors.js"
 export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"
+export { Job, JobError, JobStatus, OutputItem, OutputType } from "./domain/job.js"
+export { CatalogDocument, CatalogModel, ModelVersion } from "./domain/catalog.js"
+export { Account, ApiKey, LedgerEntry, Scope } from "./domain/account.js"

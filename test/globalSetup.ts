@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { dropTestDatabases, postgresAvailable } from "./support/postgres.js"
 
@@ -5,6 +6,8 @@ import { dropTestDatabases, postgresAvailable } from "./support/postgres.js"
 export default async function setup() {
   // Inherited by the test processes: names this run's databases (see support/postgres.ts).
   process.env["GENJOBS_TEST_RUN"] = randomBytes(4).toString("hex")
+  // End-to-end suites run the built package (dist/), as `npm start` and installs do: build it first.
+  execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })
   const available = await postgresAvailable()
   if (!available) console.warn("PostgreSQL is not reachable: its suites are skipped (they fail when CI is set).")
   return async () => {

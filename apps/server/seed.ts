@@ -1,32 +1,28 @@
 import { Console, Effect } from "effect"
 import { readFile } from "node:fs/promises"
-import { fileURLToPath } from "node:url"
-import { StoreError } from "../../src/domain/errors.js"
-import { AccountRepo } from "../../src/ports/AccountRepo.js"
-import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
-import { Admin } from "../../src/services/Admin.js"
-import { Catalog } from "../../src/services/Catalog.js"
-
-export const DEMO_CATALOG_PATH = fileURLToPath(new URL("./demo-catalog.json", import.meta.url))
+import demoCatalog from "./demo-catalog.json" with { type: "json" }
+import { AccountRepo, Admin, Catalog, CatalogRepo } from "genjobs"
 
 const readJson = (path: string) =>
   Effect.tryPromise({
     try: async () => JSON.parse(await readFile(path, "utf8")) as unknown,
-    catch: (cause) => new StoreError({ message: `cannot read the catalog file ${path}`, cause })
+    catch: (cause) => new Error(`cannot read the catalog file ${path}: ${String(cause)}`)
   })
 
-/** Imports a catalog file; an invalid file stops the start with its reasons. */
-export const importCatalogFile = (path: string) =>
+/** Imports a catalog document; an invalid one stops the start with its reasons. */
+const importCatalog = (document: unknown, source: string) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
-    const stored = yield* catalog.replace(yield* readJson(path)).pipe(
+    const stored = yield* catalog.replace(document).pipe(
       Effect.catchTag("EngineError", (error) => {
         const reasons = (error.details?.["reasons"] as ReadonlyArray<string> | undefined) ?? []
-        return Effect.fail(new Error([`${path}: ${error.message}`, ...reasons.map((r) => `  - ${r}`)].join("\n")))
+        return Effect.fail(new Error([`${source}: ${error.message}`, ...reasons.map((r) => `  - ${r}`)].join("\n")))
       })
     )
-    yield* Effect.logInfo(`catalog loaded from ${path}: ${stored.document.models.length} models, revision ${stored.revision}`)
+    yield* Effect.logInfo(`catalog loaded from ${source}: ${stored.document.models.length} models, revision ${stored.revision}`)
   })
+
+export const importCatalogFile = (path: string) => Effect.flatMap(readJson(path), (document) => importCatalog(document, path))
 
 /**
  * On an empty store: the demo catalog and a demo account whose key is printed once. A store
@@ -34,7 +30,7 @@ export const importCatalogFile = (path: string) =>
  */
 export const seedIfEmpty = Effect.gen(function*() {
   const catalogs = yield* CatalogRepo
-  if ((yield* catalogs.revision) === 0) yield* importCatalogFile(DEMO_CATALOG_PATH)
+  if ((yield* catalogs.revision) === 0) yield* importCatalog(demoCatalog, "the demo catalog")
   const accounts = yield* AccountRepo
   if ((yield* accounts.count) > 0) return
   const admin = yield* Admin

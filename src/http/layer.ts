@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { Layer } from "effect"
 import { EngineApi } from "./Api.js"
 import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLayers.js"
@@ -28,10 +28,3 @@ export const EngineHttpLive = Layer.mergeAll(
 )
 
 export type EngineHttpRequirements = Layer.Layer.Context<typeof EngineHttpLive>
-
-/**
- * A web-standard `(Request) => Promise<Response>` for mounting the engine in any framework.
- * `dispose` releases the layer's resources.
- */
-export const makeWebHandler = <E>(services: Layer.Layer<EngineHttpRequirements, E>) =>
-  HttpApiBuilder.toWebHandler(Layer.mergeAll(EngineHttpLive.pipe(Layer.provide(services)), HttpServer.layerContext))

@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, FiberRef, Option } from "effect"
+import { Context, Effect, FiberRef, Option } from "effect"
 import { type EngineError, engineError, StoreError } from "../domain/errors.js"
 import { ApiFailure } from "./errorEnvelope.js"
 
@@ -7,13 +7,25 @@ import { ApiFailure } from "./errorEnvelope.js"
 export const CurrentRequestId = FiberRef.unsafeMake<string>("req_unknown")
 
 /**
+ * What a host that mounts the web handler knows of one request and a web `Request` cannot
+ * carry: the socket's peer address, and a proxy count for this mount.
+ */
+export class ClientPeer extends Context.Tag("genjobs/ClientPeer")<ClientPeer, {
+  readonly remoteAddress: string | undefined
+  readonly trustedProxyHops: number | undefined
+}>() {}
+
+/**
  * The client address. Without trusted proxies it is the socket's peer; with N trusted proxies
  * in front, it is the Nth address from the right of X-Forwarded-For (the one our nearest
  * trusted proxy saw). Unknown addresses stay unknown, so IP-restricted keys fail closed.
  */
-export const clientAddress = (trustedProxyHops: number) =>
-  Effect.map(HttpServerRequest.HttpServerRequest, (request): string | undefined => {
-    const peer = Option.getOrUndefined(request.remoteAddress)
+export const clientAddress = (configuredHops: number) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const mounted = Option.getOrUndefined(yield* Effect.serviceOption(ClientPeer))
+    const peer = mounted?.remoteAddress ?? Option.getOrUndefined(request.remoteAddress)
+    const trustedProxyHops = mounted?.trustedProxyHops ?? configuredHops
     if (trustedProxyHops <= 0) return peer
     const forwarded = (request.headers["x-forwarded-for"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")
     return forwarded[forwarded.length - trustedProxyHops] ?? undefined

@@ -124,11 +124,13 @@ export const make = Effect.gen(function*() {
         job,
         maxConcurrentJobs: caller.account.maxConcurrentJobs,
         rateLimits: resolved.version.rateLimits,
-        idempotency: idempotencyKey === undefined ? undefined : {
-          key: idempotencyKey,
-          requestHash: sha256Hex(canonicalJson({ ...request, model: request.model, version: request.version })),
-          notBefore: now - config.idempotencyWindowMs
-        }
+        ...(idempotencyKey === undefined ? {} : {
+          idempotency: {
+            key: idempotencyKey,
+            requestHash: sha256Hex(canonicalJson({ ...request, model: request.model, version: request.version })),
+            notBefore: now - config.idempotencyWindowMs
+          }
+        })
       }).pipe(
         Effect.catchTag("StoreError", (e) =>
           Effect.logError("submit could not be stored", e).pipe(
@@ -164,7 +166,13 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
       const { after, limit, status } = yield* readPageRequest(request, JobStatusSchema.literals)
-      const rows = yield* repo.list({ accountId: caller.account.id, status, model: request.modelId, after, limit })
+      const rows = yield* repo.list({
+        accountId: caller.account.id,
+        limit,
+        ...(status === undefined ? {} : { status }),
+        ...(request.modelId === undefined ? {} : { model: request.modelId }),
+        ...(after === undefined ? {} : { after })
+      })
       const page = toPage(rows, limit)
       return { jobs: page.items, hasMore: page.hasMore, nextCursor: page.nextCursor }
     })

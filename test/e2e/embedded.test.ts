@@ -5,14 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeEmbeddedEngine } from "../../examples/embedded.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 
-const BASE = "http://embedded.test"
+const BASE = "http://embedded.test/api/genjobs"
 
-describe("the embedding example (docs/embedding.md)", () => {
+describe("the embedding example (docs/embedding.md), mounted under /api/genjobs", () => {
   let engine: Awaited<ReturnType<typeof makeEmbeddedEngine>>
   beforeAll(async () => {
     engine = await makeEmbeddedEngine({
       dataDir: mkdtempSync(join(tmpdir(), "genjobs-embedded-")),
       publicUrl: BASE,
+      basePath: "/api/genjobs",
       adminToken: "admin-secret",
       uploadSecret: "upload-secret"
     })
@@ -20,7 +21,7 @@ describe("the embedding example (docs/embedding.md)", () => {
   afterAll(() => engine.dispose())
 
   const call = async (method: string, path: string, auth: string, body?: unknown) => {
-    const response = await engine.handler(new Request(`${BASE}${path}`, {
+    const response = await engine.fetch(new Request(`${BASE}${path}`, {
       method,
       headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
@@ -44,13 +45,13 @@ describe("the embedding example (docs/embedding.md)", () => {
     expect(job.output.startsWith(`${BASE}/files/`)).toBe(true)
 
     const { data } = (await call("POST", "/v1/uploads/presign", key, { filename: "a.png", contentType: "image/png", size: 3 })).body
-    const put = await engine.handler(new Request(data.uploadUrl, {
+    const put = await engine.fetch(new Request(data.uploadUrl, {
       method: "PUT",
       body: new Uint8Array([1, 2, 3]),
       headers: { "content-type": "image/png", "content-length": "3" }
     }))
     expect(put.status).toBe(200)
-    const file = await engine.handler(new Request(data.fileUrl))
+    const file = await engine.fetch(new Request(data.fileUrl))
     expect([...new Uint8Array(await file.arrayBuffer())]).toEqual([1, 2, 3])
   })
 })

@@ -6,7 +6,7 @@ import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
 import { EngineServicesLive } from "../../src/engine.js"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
-import { makeWebHandler } from "../../src/http/layer.js"
+import { makeWebHandler } from "../../src/http/webHandler.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { layerGenerators } from "../../src/ports/Generator.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -61,7 +61,7 @@ export const makeHttpEngine = async (
     options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly rawBody?: string | Uint8Array } = {}
   ): Promise<Reply> => {
     const hasBody = options.body !== undefined || options.rawBody !== undefined
-    const response = await web.handler(
+    const response = await web.fetch(
       new Request(`${BASE}${path}`, {
         method,
         headers: { ...(hasBody ? { "content-type": "application/json" } : {}), ...options.headers },
@@ -108,7 +108,7 @@ export const makeHttpEngine = async (
   return {
     request,
     /** The raw web handler, for answers read as bytes. */
-    handler: web.handler,
+    handler: web.fetch,
     admin,
     account,
     withKey,

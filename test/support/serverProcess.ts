@@ -27,10 +27,10 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts the bundled server the way `npm start` does, and waits for /health. */
+/** Starts the built bundled server the way `npm start` does, and waits for /health. */
 export const startServer = async (env: Record<string, string>): Promise<RunningServer> => {
   const port = await freePort()
-  const child = spawn(process.execPath, ["--import", "tsx", "apps/server/main.ts"], {
+  const child = spawn(process.execPath, ["dist/apps/server/main.js"], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"]

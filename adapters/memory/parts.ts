@@ -1,0 +1,18 @@
+import { Layer } from "effect"
+import { FILES_PATH } from "../../src/http/systemRoutes.js"
+import { layerSignedUploadTarget } from "../blob/SignedUploadTarget.js"
+import { layerMemoryStores } from "./layer.js"
+import { layerLocalJobSignal } from "./LocalJobSignal.js"
+import { layerMemoryBlobStore } from "./MemoryBlobStore.js"
+
+/** Every store in memory, with an in-process job signal: for tests and throwaway runs. */
+export const memoryStore = () => Layer.merge(layerMemoryStores, layerLocalJobSignal)
+
+/** Files in memory, served and received by the engine's own handler under `publicUrl`. */
+export const memoryFiles = (options: { readonly publicUrl: string; readonly uploadSecret?: string | undefined }) => {
+  const publicUrl = options.publicUrl.replace(/\/+$/, "")
+  return Layer.merge(
+    layerMemoryBlobStore(`${publicUrl}${FILES_PATH}`),
+    layerSignedUploadTarget({ publicUrl, secret: options.uploadSecret ?? "memory-upload-secret" })
+  )
+}

@@ -1,0 +1,163 @@
+import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import type { FilePorts, StorePorts } from "../src/engine.js"
+import { FILES_PATH } from "../src/http/systemRoutes.js"
+import { layerEngine, type EngineOptions } from "./engine.js"
+
+const nonNegative = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a whole number of 0 or more`, validation: (n) => n >= 0 })
+  )
+
+/** Every engine setting the environment can give; the bundled server reads these and a few of its own. */
+export const EngineEnv = Config.all({
+  publicUrl: Config.option(Config.string("PUBLIC_URL")),
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
+  adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
+  workerConcurrency: nonNegative("WORKER_CONCURRENCY", 2),
+  creditMicroCents: Config.integer("CREDIT_MICRO_CENTS").pipe(
+    Config.withDefault(10_000),
+    Config.validate({ message: "CREDIT_MICRO_CENTS must be a positive whole number", validation: (n) => n > 0 })
+  ),
+  webhookAllowPrivate: Config.boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", 1),
+  uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
+  trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
+  leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
+    Config.validate({ message: "JOB_LEASE_MS must be at least 1000", validation: (n) => n >= 1000 })
+  ),
+  maxAttempts: nonNegative("JOB_MAX_ATTEMPTS", 3).pipe(
+    Config.validate({ message: "JOB_MAX_ATTEMPTS must be at least 1", validation: (n) => n >= 1 })
+  ),
+  uploadSecret: Config.option(Config.redacted("UPLOAD_SECRET")),
+  blobDriver: Config.literal("fs", "s3")("BLOB_DRIVER").pipe(Config.withDefault("fs" as const)),
+  blobDir: Config.option(Config.string("BLOB_DIR")),
+  s3: Config.all({
+    endpoint: Config.option(Config.string("S3_ENDPOINT")),
+    bucket: Config.option(Config.string("S3_BUCKET")),
+    region: Config.string("S3_REGION").pipe(Config.withDefault("us-east-1")),
+    accessKeyId: Config.option(Config.string("S3_ACCESS_KEY_ID")),
+    secretAccessKey: Config.option(Config.redacted("S3_SECRET_ACCESS_KEY")),
+    publicUrl: Config.option(Config.string("S3_PUBLIC_URL")),
+    forcePathStyle: Config.boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false))
+  })
+})
+
+export type EngineEnvSettings = Config.Config.Success<typeof EngineEnv>
+
+/** What the environment cannot give: code (providers) and the URL the host serves the engine at. */
+export interface EngineEnvDefaults extends Pick<EngineOptions, "providers"> {
+  /** Used when PUBLIC_URL is unset: the URL your server answers at, with the engine's base path. */
+  readonly publicUrl: string
+}
+
+export const isPostgresUrl = (url: Redacted.Redacted<string>): boolean => /^postgres(ql)?:\/\//.test(Redacted.value(url))
+
+/**
+ * UPLOAD_SECRET, or one made once and kept in DATA_DIR, so restarts keep issued upload URLs
+ * valid. Processes sharing a database must share UPLOAD_SECRET.
+ */
+const uploadSecretOf = (settings: EngineEnvSettings): string =>
+  Option.match(settings.uploadSecret, {
+    onSome: Redacted.value,
+    onNone: () => {
+      const file = join(settings.dataDir, "upload-secret")
+      if (!existsSync(file)) {
+        mkdirSync(settings.dataDir, { recursive: true })
+        writeFileSync(file, randomBytes(32).toString("hex"), { mode: 0o600 })
+      }
+      return readFileSync(file, "utf8").trim()
+    }
+  })
+
+const tablePrefixOf = (settings: EngineEnvSettings) =>
+  Option.match(settings.tablePrefix, { onNone: () => ({}), onSome: (tablePrefix) => ({ tablePrefix }) })
+
+/**
+ * SQLite in DATA_DIR unless DATABASE_URL names a PostgreSQL server. The drivers are optional
+ * packages, loaded only when chosen.
+ */
+const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> =>
+  Option.match(settings.databaseUrl, {
+    onNone: () =>
+      Layer.unwrapEffect(Effect.promise(() => import("../adapters/sql/stores.js")).pipe(
+        Effect.map(({ sqliteStore }) => sqliteStore({ filename: join(settings.dataDir, "genjobs.db"), ...tablePrefixOf(settings) }))
+      )),
+    onSome: (url) =>
+      isPostgresUrl(url)
+        ? Layer.unwrapEffect(Effect.promise(() => import("../adapters/sql/stores.js")).pipe(
+          Effect.map(({ postgresStore }) => postgresStore({ url, ...tablePrefixOf(settings) }))
+        ))
+        : Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
+  })
+
+/** Files on the local disk (served by the engine), or in an S3-compatible bucket. */
+const filesOf = (settings: EngineEnvSettings, publicUrl: string): Layer.Layer<FilePorts, unknown> => {
+  if (settings.blobDriver === "fs") {
+    return Layer.unwrapEffect(Effect.promise(() => import("../adapters/blob/localFiles.js")).pipe(
+      Effect.map(({ localFiles }) =>
+        localFiles({
+          dir: Option.getOrElse(settings.blobDir, () => join(settings.dataDir, "files")),
+          publicUrl,
+          uploadSecret: uploadSecretOf(settings)
+        })
+      )
+    ))
+  }
+  const { s3 } = settings
+  if (Option.isNone(s3.bucket)) return Layer.fail(new Error("BLOB_DRIVER=s3 needs S3_BUCKET"))
+  const bucket = s3.bucket.value
+  return Layer.unwrapEffect(Effect.promise(() => import("../adapters/blob/s3Files.js")).pipe(
+    Effect.map(({ s3Files }) =>
+      s3Files({
+        bucket,
+        region: s3.region,
+        endpoint: Option.getOrUndefined(s3.endpoint),
+        accessKeyId: Option.getOrUndefined(s3.accessKeyId),
+        secretAccessKey: Option.getOrUndefined(s3.secretAccessKey),
+        publicUrl: Option.getOrUndefined(s3.publicUrl),
+        forcePathStyle: s3.forcePathStyle,
+        uploadSecret: uploadSecretOf(settings)
+      })
+    )
+  ))
+}
+
+/** Where uploaded files are served from: providers that read inputs accept only these URLs. */
+export const inputUrlPrefixesOf = (settings: EngineEnvSettings, publicUrl: string): ReadonlyArray<string> => {
+  if (settings.blobDriver === "fs") return [`${publicUrl}${FILES_PATH}/`]
+  const base = Option.orElse(settings.s3.publicUrl, () => settings.s3.endpoint)
+  return Option.match(base, { onNone: () => [], onSome: (url) => [`${url.replace(/\/$/, "")}/`] })
+}
+
+/** The engine's options from settings read from the environment. */
+export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: EngineEnvDefaults): EngineOptions => {
+  const publicUrl = Option.getOrElse(settings.publicUrl, () => defaults.publicUrl).replace(/\/+$/, "")
+  return {
+    store: storeOf(settings),
+    files: filesOf(settings, publicUrl),
+    providers: defaults.providers,
+    settings: {
+      creditMicroCents: settings.creditMicroCents,
+      leaseMs: settings.leaseMs,
+      maxAttempts: settings.maxAttempts
+    },
+    http: { adminToken: Option.getOrUndefined(settings.adminToken), trustedProxyHops: settings.trustedProxyHops },
+    workers: settings.workerConcurrency,
+    webhookDispatchers: settings.webhookDispatchers,
+    webhookAllowPrivate: settings.webhookAllowPrivate,
+    uploadSweeper: settings.uploadSweeper
+  }
+}
+
+/**
+ * The whole engine with its settings read from the environment (the variables of
+ * docs/configuration.md), as the bundled server does. Providers come from code.
+ */
+export const layerEngineConfig = (defaults: EngineEnvDefaults) =>
+  Layer.unwrapEffect(Effect.map(EngineEnv, (settings) => layerEngine(engineOptionsFromEnv(settings, defaults))))

@@ -1,0 +1,23 @@
+import type { Layer } from "effect"
+import { layerNodeWebhookSender } from "../adapters/webhooks/NodeWebhookSender.js"
+import { composeEngine, type Engine, type EngineContext, type EngineParts, startEngine } from "../src/engine.js"
+import type { WebHandlerOptions } from "../src/http/webHandler.js"
+
+/** The whole engine's settings. Webhooks go out through the Node sender unless you give your own. */
+export interface EngineOptions<ES = unknown, EF = unknown, EW = never> extends EngineParts<ES, EF, EW> {
+  /** Lets webhooks reach private and loopback addresses: development only. Default false. */
+  readonly webhookAllowPrivate?: boolean | undefined
+}
+
+const withSender = <ES, EF, EW>(options: EngineOptions<ES, EF, EW>): EngineParts<ES, EF, EW> => ({
+  ...options,
+  webhookSender: options.webhookSender ?? layerNodeWebhookSender({ allowPrivate: options.webhookAllowPrivate ?? false })
+})
+
+/** The whole engine as a Layer: services, and background work for as long as its scope is open. */
+export const layerEngine = <ES, EF, EW = never>(options: EngineOptions<ES, EF, EW>): Layer.Layer<EngineContext, ES | EF | EW> =>
+  composeEngine(withSender(options))
+
+/** The whole engine, started: a web handler for any server, and `dispose` to drain and close it. */
+export const makeEngine = <ES, EF, EW = never>(options: EngineOptions<ES, EF, EW> & WebHandlerOptions): Promise<Engine> =>
+  startEngine(layerEngine(options), options)

@@ -1,0 +1,78 @@
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { Context, Layer } from "effect"
+import { EngineHttpLive, type EngineHttpRequirements } from "./layer.js"
+import { ClientPeer } from "./requestContext.js"
+
+/** What a host knows of a request beyond the web `Request`; every field is optional. */
+export interface RequestInfo {
+  /** The socket's peer address. Without it (and without trusted proxies) IP-restricted keys are refused. */
+  readonly remoteAddress?: string | undefined
+  /** The path the engine is mounted under, such as "/api/genjobs"; overrides the handler's own. */
+  readonly basePath?: string | undefined
+  /** Proxies in front of this mount whose X-Forwarded-For entries are believed; overrides HttpConfig. */
+  readonly trustedProxyHops?: number | undefined
+}
+
+/** The engine as a web-standard function: what every framework mount calls. */
+export type EngineFetch = (request: Request, info?: RequestInfo) => Promise<Response>
+
+export interface WebHandlerOptions {
+  /** The path the engine is mounted under, such as "/api/genjobs". Default: the root. */
+  readonly basePath?: string | undefined
+  /** For hosts that know the client address from the request alone (a header their edge sets). */
+  readonly clientAddress?: ((request: Request) => string | undefined) | undefined
+}
+
+export interface WebHandler {
+  readonly fetch: EngineFetch
+  /** Releases the handler's resources (not the engine's services). */
+  readonly dispose: () => Promise<void>
+}
+
+/** "/api/genjobs/" and "api/genjobs" both mean "/api/genjobs"; "/" means the root. */
+export const normalizeBasePath = (path: string | undefined): string => {
+  const trimmed = (path ?? "").replace(/\/+$/, "")
+  if (trimmed === "") return ""
+  return trimmed.startsWith("/") ? trimmed : `/${trimmed}`
+}
+
+/**
+ * The request as the engine's routes see it: the base path taken off. A request outside the
+ * base path is passed on unchanged, so the engine answers it with its 404 envelope.
+ */
+const underBasePath = (request: Request, basePath: string): Request => {
+  if (basePath === "") return request
+  const url = new URL(request.url)
+  if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return request
+  url.pathname = url.pathname.slice(basePath.length) || "/"
+  const hasBody = request.body !== null
+  return new Request(url, {
+    method: request.method,
+    headers: request.headers,
+    signal: request.signal,
+    ...(hasBody ? { body: request.body, duplex: "half" } : {})
+  } as RequestInit)
+}
+
+/**
+ * A web-standard handler over the engine's services, mountable under any path of any server.
+ * The client address comes from the host (`info.remoteAddress`) since a `Request` has no socket.
+ */
+export const makeWebHandler = <E>(
+  services: Layer.Layer<EngineHttpRequirements, E>,
+  options: WebHandlerOptions = {}
+): WebHandler => {
+  const { dispose, handler } = HttpApiBuilder.toWebHandler(
+    Layer.mergeAll(EngineHttpLive.pipe(Layer.provide(services)), HttpServer.layerContext)
+  )
+  const defaultBasePath = normalizeBasePath(options.basePath)
+  const fetch: EngineFetch = (request, info = {}) => {
+    const basePath = info.basePath === undefined ? defaultBasePath : normalizeBasePath(info.basePath)
+    const peer = {
+      remoteAddress: info.remoteAddress ?? options.clientAddress?.(request),
+      trustedProxyHops: info.trustedProxyHops
+    }
+    return handler(underBasePath(request, basePath), Context.make(ClientPeer, peer))
+  }
+  return { fetch, dispose }
+}
