@@ -2,9 +2,7 @@ import { Effect, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
 import type { Job } from "../../src/domain/job.js"
 import type { WindowUsage } from "../../src/domain/rateLimit.js"
-import type { JobRepo } from "../../src/ports/JobRepo.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
-import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { post } from "./MemoryAccounts.js"
 import type { MemoryState } from "./state.js"
 
@@ -14,7 +12,7 @@ const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.i
 const leaseExpired = (job: Job, now: number) =>
   job.status === "processing" && job.leaseExpiresAt !== null && job.leaseExpiresAt <= now
 
-/** Jobs in memory: the one semaphore of the state is the transaction. */
+/** Job storage in memory, for makeJobRepo: the state's one semaphore is the transaction. */
 export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
   const jobs = () => [...state.jobs.values()]
   const idempotencyKey = (accountId: string, key: string) => `${accountId}\u0000${key}`
@@ -75,5 +73,3 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
       )
   }
 }
-
-export const jobRepo = (state: MemoryState): JobRepo["Type"] => makeJobRepo(memoryJobDriver(state))
