@@ -35,6 +35,8 @@ export {
   layerGenerators
 } from "./ports/Generator.js"
 export { JobRepo } from "./ports/JobRepo.js"
+export type { IdempotencyRecord, JobLedgerEntry, JobStoreDriver } from "./ports/JobStoreDriver.js"
+export { makeJobRepo } from "./services/jobRepoRules.js"
 export { JobSignal } from "./ports/JobSignal.js"
 export { UploadRepo } from "./ports/UploadRepo.js"
 export { UploadTarget } from "./ports/UploadTarget.js"

@@ -5,7 +5,8 @@ import { layerAccounts } from "./MemoryAccounts.js"
 import { catalogRepo } from "./MemoryCatalog.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
-import { jobRepo } from "./MemoryJobs.js"
+import { makeJobRepo } from "../../src/services/jobRepoRules.js"
+import { memoryJobDriver } from "./MemoryJobs.js"
 import { uploadRepo } from "./MemoryUploads.js"
 import { webhookDeliveryRepo } from "./MemoryWebhooks.js"
 import { makeMemoryState } from "./state.js"
@@ -15,7 +16,7 @@ export const layerMemoryStores = Layer.unwrapEffect(
   Effect.map(makeMemoryState, (state) =>
     Layer.mergeAll(
       layerAccounts(state),
-      Layer.succeed(JobRepo, jobRepo(state)),
+      Layer.succeed(JobRepo, makeJobRepo(memoryJobDriver(state))),
       Layer.succeed(CatalogRepo, catalogRepo(state)),
       Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state)),
       Layer.succeed(UploadRepo, uploadRepo(state))

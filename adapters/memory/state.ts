@@ -3,14 +3,9 @@ import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { Job } from "../../src/domain/job.js"
+import type { IdempotencyRecord } from "../../src/ports/JobStoreDriver.js"
 import type { Upload } from "../../src/domain/upload.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
-
-export interface IdempotencyRecord {
-  readonly requestHash: string
-  readonly jobId: string
-  readonly createdAt: number
-}
 
 /** All in-memory state; one semaphore makes each repo operation atomic, like a transaction. */
 export interface MemoryState {

@@ -9,10 +9,11 @@ import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
-import { makeSqlJobs } from "./SqlJobs.js"
+import { makeSqlJobDriver } from "./SqlJobs.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 
@@ -23,7 +24,7 @@ export const layerSqlStores = Layer.unwrapEffect(
     return Layer.mergeAll(
       Layer.succeed(AccountRepo, accounts),
       Layer.succeed(ApiKeyRepo, keys),
-      Layer.succeed(JobRepo, yield* makeSqlJobs),
+      Layer.succeed(JobRepo, makeJobRepo(yield* makeSqlJobDriver)),
       Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
       Layer.succeed(UploadRepo, yield* makeSqlUploads)

@@ -69,6 +69,9 @@ export const transition = (from: JobStatus, event: JobEvent): Either.Either<JobS
 export const isTerminal = (status: JobStatus): boolean =>
   status === "completed" || status === "failed" || status === "cancelled"
 
+/** The jobs that count against an account's maximum of concurrent jobs. */
+export const activeStatuses: ReadonlyArray<JobStatus> = ["pending", "processing"]
+
 /** Refunds follow the statuses that give the credits back. */
 export const refundsOnEntry = (status: JobStatus): boolean => status === "failed" || status === "cancelled"
 

@@ -1,0 +1,135 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { memoryJobDriver } from "../../adapters/memory/MemoryJobs.js"
+import { accountRepo } from "../../adapters/memory/MemoryAccounts.js"
+import { makeMemoryState, type MemoryState } from "../../adapters/memory/state.js"
+import type { AccountId } from "../../src/domain/ids.js"
+import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
+import { makeJobRepo } from "../../src/services/jobRepoRules.js"
+import { account, job, NO_LIMITS, T0 } from "../conformance/fixtures.js"
+
+const writes = new Set(["saveIdempotency", "insertJob", "updateJob", "postLedger", "insertDelivery"])
+
+/** A driver with some primitives replaced, recording every call and any write made outside a transaction. */
+const recording = (base: JobStoreDriver, overrides: Partial<JobStoreDriver> = {}) => {
+  const calls: Array<string> = []
+  const outside: Array<string> = []
+  let depth = 0
+  const source: Record<string, unknown> = { ...base, ...overrides }
+  const wrapped = Object.fromEntries(
+    Object.entries(source).map(([name, primitive]) => [
+      name,
+      (...args: Array<unknown>) =>
+        Effect.suspend(() => {
+          calls.push(name)
+          if (writes.has(name) && depth === 0) outside.push(name)
+          return (primitive as (...a: Array<unknown>) => Effect.Effect<unknown>)(...args)
+        })
+    ])
+  ) as unknown as JobStoreDriver
+  const driver: JobStoreDriver = {
+    ...wrapped,
+    transaction: (effect) =>
+      base.transaction(Effect.suspend(() => {
+        depth++
+        return Effect.ensuring(effect, Effect.sync(() => depth--))
+      }))
+  }
+  return { driver, calls, outside }
+}
+
+const setup = Effect.gen(function*() {
+  const state = yield* makeMemoryState
+  const owner = yield* accountRepo(state).create(account(), 10_000)
+  return { state, owner, repo: makeJobRepo(memoryJobDriver(state)) }
+})
+
+const submitCommand = (accountId: AccountId, overrides: Parameters<typeof job>[1] = {}) => ({
+  job: job(accountId, overrides),
+  maxConcurrentJobs: 100,
+  rateLimits: NO_LIMITS
+})
+
+const settled = (state: MemoryState) => ({
+  balance: [...state.accounts.values()][0]!.balanceMicroCents,
+  refunds: state.ledger.filter((e) => e.kind === "refund").length,
+  deliveries: state.deliveries.size
+})
+
+describe("job rules over a driver", () => {
+  it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
+    Effect.gen(function*() {
+      const { owner, repo, state } = yield* setup
+      const hook = { webhookUrl: "https://hooks.example.com/h" }
+      const running = (yield* repo.submit(submitCommand(owner.id, hook))).job
+      const pending = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 1 }))).job
+      yield* repo.claim({ workerId: "w", now: T0 + 2, leaseMs: 1_000, maxAttempts: 1 })
+      const before = settled(state)
+      const { calls, driver } = recording(memoryJobDriver(state), { updateJob: () => Effect.succeed(false) })
+      const losing = makeJobRepo(driver)
+
+      const cancelled = yield* Effect.flip(losing.cancel(pending.id, owner.id, T0 + 3))
+      expect(cancelled).toMatchObject({ code: "JOB_CANNOT_BE_CANCELLED", message: "Only pending jobs can be cancelled; this one is pending" })
+      expect(Option.isNone(yield* losing.complete(running.id, "w", [], T0 + 3))).toBe(true)
+      expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x" }, T0 + 3))).toBe(true)
+      expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3))).toBe(true)
+      expect(yield* losing.renewLease(running.id, "w", T0 + 9_000)).toBe(false)
+      // The running job's lease is used up: abandoning it and reclaiming it both lose.
+      expect(Option.isNone(yield* losing.claim({ workerId: "w2", now: T0 + 2_000, leaseMs: 1_000, maxAttempts: 1 }))).toBe(true)
+
+      expect(calls.filter((c) => c === "updateJob").length).toBeGreaterThanOrEqual(6)
+      expect(calls.filter((c) => c === "postLedger" || c === "insertDelivery")).toEqual([])
+      expect(settled(state)).toEqual(before)
+      expect(state.jobs.get(pending.id)?.status).toBe("pending")
+      expect(state.jobs.get(running.id)?.status).toBe("processing")
+    }))
+
+  it.effect("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
+    Effect.gen(function*() {
+      const { owner, repo, state } = yield* setup
+      const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.example.com/h" }))
+      yield* repo.claim({ workerId: "dead", now: T0, leaseMs: 1_000, maxAttempts: 1 })
+      expect(Option.isNone(yield* repo.claim({ workerId: "w", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 1 }))).toBe(true)
+      expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({
+        status: "failed",
+        error: { code: "INTERNAL_ERROR", message: "The job's workers stopped responding; its cost was refunded" },
+        completedAt: T0 + 1_000,
+        leaseOwner: null,
+        leaseExpiresAt: null
+      })
+      expect(settled(state)).toEqual({ balance: 10_000, refunds: 1, deliveries: 1 })
+      const [delivery] = [...state.deliveries.values()]
+      expect(JSON.parse(delivery!.payload)).toMatchObject({ jobId: j.id, status: "failed", error: { code: "INTERNAL_ERROR" } })
+    }))
+
+  it.effect("refuses a submit for an account that no longer exists, writing nothing", () =>
+    Effect.gen(function*() {
+      const { state } = yield* setup
+      const { calls, driver } = recording(memoryJobDriver(state))
+      const refused = yield* Effect.flip(makeJobRepo(driver).submit(submitCommand("acc_gone" as AccountId)))
+      expect(refused).toMatchObject({ code: "INVALID_API_KEY", message: "The account no longer exists" })
+      expect(calls.filter((c) => writes.has(c))).toEqual([])
+      expect(state.jobs.size).toBe(0)
+    }))
+
+  it.effect("writes only inside a transaction", () =>
+    Effect.gen(function*() {
+      const { owner, state } = yield* setup
+      const { calls, driver, outside } = recording(memoryJobDriver(state))
+      const repo = makeJobRepo(driver)
+      const hook = { webhookUrl: "https://hooks.example.com/h" }
+      const idempotency = { key: "k", requestHash: "h", notBefore: T0 - 1 }
+      const done = (yield* repo.submit({ ...submitCommand(owner.id, hook), idempotency })).job
+      yield* repo.submit({ ...submitCommand(owner.id), idempotency })
+      yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
+      yield* repo.renewLease(done.id, "w", T0 + 5_000)
+      yield* repo.complete(done.id, "w", [], T0 + 1)
+      const failed = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 2 }))).job
+      yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3)
+      const cancelled = (yield* repo.submit(submitCommand(owner.id, { createdAt: T0 + 4 }))).job
+      yield* repo.cancel(cancelled.id, owner.id, T0 + 5)
+      expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)
+      expect(outside).toEqual([])
+      expect(settled(state)).toEqual({ balance: 9_000, refunds: 2, deliveries: 2 })
+    }))
+})
