@@ -1,5 +1,8 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpServer, HttpServerResponse } from "@effect/platform"
 import { Context, Layer } from "effect"
+import { engineError } from "../domain/errors.js"
+import { newRequestId } from "../domain/ids.js"
+import { ApiFailure, renderFailure } from "./errorEnvelope.js"
 import { EngineHttpLive, type EngineHttpRequirements } from "./layer.js"
 import { ClientPeer } from "./requestContext.js"
 
@@ -36,14 +39,18 @@ export const normalizeBasePath = (path: string | undefined): string => {
   return trimmed.startsWith("/") ? trimmed : `/${trimmed}`
 }
 
-/**
- * The request as the engine's routes see it: the base path taken off. A request outside the
- * base path is passed on unchanged, so the engine answers it with its 404 envelope.
- */
-const underBasePath = (request: Request, basePath: string): Request => {
+/** Not routed at all: with the base path taken off, an outside path could match a route by chance. */
+const outsideBasePath = (basePath: string): Response =>
+  HttpServerResponse.toWeb(renderFailure(ApiFailure.fromEngine(
+    engineError("NOT_FOUND", `Nothing here: the engine answers under ${basePath}`),
+    newRequestId()
+  )))
+
+/** The request as the engine's routes see it, the base path taken off; undefined outside the base path. */
+const underBasePath = (request: Request, basePath: string): Request | undefined => {
   if (basePath === "") return request
   const url = new URL(request.url)
-  if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return request
+  if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)) return undefined
   url.pathname = url.pathname.slice(basePath.length) || "/"
   const hasBody = request.body !== null
   return new Request(url, {
@@ -72,7 +79,9 @@ export const makeWebHandler = <E>(
       remoteAddress: info.remoteAddress ?? options.clientAddress?.(request),
       trustedProxyHops: info.trustedProxyHops
     }
-    return handler(underBasePath(request, basePath), Context.make(ClientPeer, peer))
+    const routed = underBasePath(request, basePath)
+    if (routed === undefined) return Promise.resolve(outsideBasePath(basePath))
+    return handler(routed, Context.make(ClientPeer, peer))
   }
   return { fetch, dispose }
 }

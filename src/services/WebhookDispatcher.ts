@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
+import { Cause, Clock, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { signingSecrets } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
@@ -86,20 +86,22 @@ export const make = Effect.gen(function*() {
   /** Dispatcher loops in the current scope; closing it lets attempts in flight finish. */
   const start = (concurrency: number) =>
     Effect.gen(function*() {
-      const stopping = yield* Ref.make(false)
+      const stopping = yield* Deferred.make<void>()
+      // An idle loop stops at once; only an attempt in flight is waited for.
+      const idle = Effect.sleep(Duration.millis(config.pollIntervalMs)).pipe(Effect.raceFirst(Deferred.await(stopping)))
       const processId = randomBytes(6).toString("hex")
       const loop = (n: number) =>
         Effect.gen(function*() {
           const workerId = `whd_${processId}_${n}`
-          while (!(yield* Ref.get(stopping))) {
+          while (!(yield* Deferred.isDone(stopping))) {
             const exit = yield* Effect.exit(deliverOnce(workerId))
             if (Exit.isFailure(exit)) yield* Effect.logError("webhook dispatcher could not reach the store", Cause.pretty(exit.cause))
-            if (Exit.isFailure(exit) || !exit.value) yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
+            if (Exit.isFailure(exit) || !exit.value) yield* idle
           }
         })
       const fibers = yield* Effect.forEach(Array.from({ length: concurrency }, (_, n) => n), (n) => Effect.forkScoped(loop(n)))
       yield* Effect.addFinalizer(() =>
-        Ref.set(stopping, true).pipe(
+        Deferred.succeed(stopping, undefined).pipe(
           Effect.zipRight(Fiber.joinAll(fibers).pipe(Effect.timeout(Duration.millis(WEBHOOK_TIMEOUT_MS)), Effect.ignore))
         )
       )
