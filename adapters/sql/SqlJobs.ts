@@ -9,6 +9,7 @@ import { DAY_MS, MINUTE_MS, type WindowUsage } from "../../src/domain/rateLimit.
 import type { JobRepo, SubmitOutcome } from "../../src/ports/JobRepo.js"
 import { postLedger } from "./ledger.js"
 import { AccountRow, DbInt, JobRow, storeErrors, toAccount, toJob } from "./rows.js"
+import { SqlTables } from "./tables.js"
 
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
@@ -23,6 +24,7 @@ const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(v
 
 export const makeSqlJobs = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const t = yield* SqlTables
   /** PostgreSQL takes row locks; SQLite's single writer already serialises transactions. */
   const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
@@ -30,10 +32,10 @@ export const makeSqlJobs = Effect.gen(function*() {
   const firstJob = (rows: ReadonlyArray<unknown>) =>
     decodeJobs(rows).pipe(Effect.map((jobs) => Option.map(Option.fromNullable(jobs[0]), toJob)))
 
-  const lockJob = (id: string) => sql`SELECT * FROM jobs WHERE id = ${id} ${forUpdate}`.pipe(Effect.flatMap(firstJob))
+  const lockJob = (id: string) => sql`SELECT * FROM ${t.jobs} WHERE id = ${id} ${forUpdate}`.pipe(Effect.flatMap(firstJob))
 
   const usage = (job: Job, since: number) =>
-    sql`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM jobs
+    sql`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ${t.jobs}
       WHERE account_id = ${job.accountId} AND model = ${job.model} AND version = ${job.version} AND created_at > ${since}`.pipe(
       Effect.flatMap(decodeUsage),
       Effect.map((rows): WindowUsage => ({ count: rows[0]?.n ?? 0, oldest: rows[0]?.oldest ?? null }))
@@ -47,7 +49,7 @@ export const makeSqlJobs = Effect.gen(function*() {
     Effect.gen(function*() {
       const to: JobStatus = Either.getOrThrow(transition(job.status, event))
       const next: Job = { ...job, ...changes, status: to }
-      const updated = yield* sql`UPDATE jobs SET
+      const updated = yield* sql`UPDATE ${t.jobs} SET
           status = ${next.status},
           error = ${jsonOrNull(next.error)},
           outputs = ${jsonOrNull(next.outputs)},
@@ -59,11 +61,11 @@ export const makeSqlJobs = Effect.gen(function*() {
         WHERE id = ${job.id} AND status = ${job.status} AND attempts = ${job.attempts} RETURNING id`
       if (updated.length === 0) return Option.none<Job>()
       if (refundsOnEntry(to) && job.costMicroCents > 0) {
-        yield* postLedger(sql, { accountId: job.accountId, jobId: job.id, kind: "refund", amountMicroCents: job.costMicroCents, now })
+        yield* postLedger(sql, t, { accountId: job.accountId, jobId: job.id, kind: "refund", amountMicroCents: job.costMicroCents, now })
       }
       const delivery = deliveryFor(next, now)
       if (delivery !== undefined) {
-        yield* sql`INSERT INTO webhook_deliveries ${
+        yield* sql`INSERT INTO ${t.webhook_deliveries} ${
           sql.insert({
             id: delivery.id,
             job_id: delivery.jobId,
@@ -83,7 +85,7 @@ export const makeSqlJobs = Effect.gen(function*() {
     })
 
   const insertJob = (job: Job) =>
-    sql`INSERT INTO jobs ${
+    sql`INSERT INTO ${t.jobs} ${
       sql.insert({
         id: job.id,
         account_id: job.accountId,
@@ -110,22 +112,22 @@ export const makeSqlJobs = Effect.gen(function*() {
     submit: ({ idempotency, job, maxConcurrentJobs, rateLimits }) =>
       sql.withTransaction(Effect.gen(function*() {
         // Locking the account row first serialises an account's submits across processes.
-        const accounts = yield* decodeAccounts(yield* sql`SELECT * FROM accounts WHERE id = ${job.accountId} ${forUpdate}`)
+        const accounts = yield* decodeAccounts(yield* sql`SELECT * FROM ${t.accounts} WHERE id = ${job.accountId} ${forUpdate}`)
         const account = accounts[0]
         if (account === undefined) return yield* Effect.fail(engineError("INVALID_API_KEY", "The account no longer exists"))
         if (idempotency !== undefined) {
           const previous = (yield* decodeIdempotency(
-            yield* sql`SELECT request_hash, job_id, created_at FROM idempotency_keys
+            yield* sql`SELECT request_hash, job_id, created_at FROM ${t.idempotency_keys}
               WHERE account_id = ${job.accountId} AND idempotency_key = ${idempotency.key}`
           ))[0]
           if (previous !== undefined && previous.created_at >= idempotency.notBefore) {
             if (previous.request_hash !== idempotency.requestHash) return yield* Effect.fail(idempotencyConflict(idempotency.key))
-            const first = yield* firstJob(yield* sql`SELECT * FROM jobs WHERE id = ${previous.job_id}`)
+            const first = yield* firstJob(yield* sql`SELECT * FROM ${t.jobs} WHERE id = ${previous.job_id}`)
             return { _tag: "Replayed", job: Option.getOrThrow(first) } satisfies SubmitOutcome
           }
         }
         const active = (yield* decodeUsage(
-          yield* sql`SELECT COUNT(*) AS n, NULL AS oldest FROM jobs
+          yield* sql`SELECT COUNT(*) AS n, NULL AS oldest FROM ${t.jobs}
             WHERE account_id = ${job.accountId} AND status IN ('pending', 'processing')`
         ))[0]?.n ?? 0
         const refusal = refuseSubmit({
@@ -141,10 +143,10 @@ export const makeSqlJobs = Effect.gen(function*() {
         if (refusal !== undefined) return yield* Effect.fail(refusal)
         yield* insertJob(job)
         if (job.costMicroCents > 0) {
-          yield* postLedger(sql, { accountId: job.accountId, jobId: job.id, kind: "charge", amountMicroCents: -job.costMicroCents, now: job.createdAt })
+          yield* postLedger(sql, t, { accountId: job.accountId, jobId: job.id, kind: "charge", amountMicroCents: -job.costMicroCents, now: job.createdAt })
         }
         if (idempotency !== undefined) {
-          yield* sql`INSERT INTO idempotency_keys (account_id, idempotency_key, request_hash, job_id, created_at)
+          yield* sql`INSERT INTO ${t.idempotency_keys} (account_id, idempotency_key, request_hash, job_id, created_at)
             VALUES (${job.accountId}, ${idempotency.key}, ${idempotency.requestHash}, ${job.id}, ${job.createdAt})
             ON CONFLICT (account_id, idempotency_key) DO UPDATE SET
               request_hash = ${idempotency.requestHash}, job_id = ${job.id}, created_at = ${job.createdAt}`
@@ -152,10 +154,10 @@ export const makeSqlJobs = Effect.gen(function*() {
         return { _tag: "Created", job } satisfies SubmitOutcome
       })).pipe(storeErrors("submit job")),
 
-    get: (id) => sql`SELECT * FROM jobs WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job")),
+    get: (id) => sql`SELECT * FROM ${t.jobs} WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job")),
 
     list: ({ accountId, after, limit, model, status }) =>
-      sql`SELECT * FROM jobs WHERE ${
+      sql`SELECT * FROM ${t.jobs} WHERE ${
         sql.and([
           sql`account_id = ${accountId}`,
           ...(status === undefined ? [] : [sql`status = ${status}`]),
@@ -193,7 +195,7 @@ export const makeSqlJobs = Effect.gen(function*() {
     claim: ({ leaseMs, maxAttempts, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
         const exhausted = yield* decodeJobs(
-          yield* sql`SELECT * FROM jobs WHERE status = 'processing' AND lease_expires_at <= ${now}
+          yield* sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${now}
             AND attempts >= ${maxAttempts} ${skipLocked}`
         )
         for (const row of exhausted) {
@@ -205,7 +207,7 @@ export const makeSqlJobs = Effect.gen(function*() {
           }, now)
         }
         const next = yield* firstJob(
-          yield* sql`SELECT * FROM jobs
+          yield* sql`SELECT * FROM ${t.jobs}
             WHERE status = 'pending' OR (status = 'processing' AND lease_expires_at <= ${now})
             ORDER BY created_at, id LIMIT 1 ${skipLocked}`
         )
@@ -220,7 +222,7 @@ export const makeSqlJobs = Effect.gen(function*() {
       })).pipe(storeErrors("claim job")),
 
     renewLease: (id, workerId, leaseExpiresAt) =>
-      sql`UPDATE jobs SET lease_expires_at = ${leaseExpiresAt}
+      sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
         WHERE id = ${id} AND status = 'processing' AND lease_owner = ${workerId} RETURNING id`.pipe(
         Effect.map((rows) => rows.length > 0),
         storeErrors("renew lease")
