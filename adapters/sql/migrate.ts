@@ -5,6 +5,7 @@ import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 import uploads from "./migrations/0003_uploads.js"
 import uploadVerification from "./migrations/0004_upload_verification.js"
 import { migrationsTable, SqlTables } from "./tables.js"
+import { upgradeUnprefixed } from "./upgrade.js"
 
 /**
  * @effect/sql's migrator without schema dumps, so neither dialect needs pg_dump or the
@@ -14,8 +15,10 @@ import { migrationsTable, SqlTables } from "./tables.js"
  */
 const run = Migrator.make({})
 
+/** Moves a database of the unprefixed release to the prefixed names first, then migrates. */
 export const migrate = Effect.gen(function*() {
   const t = yield* SqlTables
+  yield* upgradeUnprefixed
   return yield* run({
     table: migrationsTable(t.prefix),
     loader: Migrator.fromRecord({
