@@ -16,7 +16,7 @@ import { upgradeUnprefixed } from "./upgrade.js"
 const run = Migrator.make({})
 
 /** Moves a database of the unprefixed release to the prefixed names first, then migrates. */
-export const migrate = Effect.gen(function*() {
+const migrate = Effect.gen(function*() {
   const t = yield* SqlTables
   yield* upgradeUnprefixed
   return yield* run({
