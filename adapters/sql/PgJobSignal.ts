@@ -1,21 +1,22 @@
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Duration, Effect, Layer, Ref, Stream, type Redacted } from "effect"
 import { JobSignal } from "../../src/ports/JobSignal.js"
-
-const CHANNEL = "genjobs_jobs"
+import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
 /**
  * Wakes workers in every process through LISTEN/NOTIFY. It holds its own connection for
- * LISTEN. Notifications are hints; workers still poll.
+ * LISTEN. Notifications are hints; workers still poll. The channel carries the stores' table
+ * prefix, so engines with different prefixes in one database do not wake each other.
  */
-export const makePgJobSignal = Effect.gen(function*() {
+export const makePgJobSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) => Effect.gen(function*() {
+  const channel = `${yield* checkTablePrefix(tablePrefix)}jobs`
   const pg = yield* PgClient.PgClient
   const current = yield* Ref.make(yield* Deferred.make<void>())
   const wake = Effect.gen(function*() {
     const previous = yield* Ref.getAndSet(current, yield* Deferred.make<void>())
     yield* Deferred.succeed(previous, undefined)
   })
-  yield* pg.listen(CHANNEL).pipe(
+  yield* pg.listen(channel).pipe(
     Stream.runForEach(() => wake),
     Effect.catchAll((error) => Effect.logWarning("job notifications stopped; workers fall back to polling", error)),
     Effect.forkScoped
@@ -23,7 +24,7 @@ export const makePgJobSignal = Effect.gen(function*() {
   return JobSignal.of({
     // PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters in
     // NOTIFY); pg_notify() takes them. PgClient.listen drops empty payloads, hence "job".
-    notify: pg`SELECT pg_notify(${CHANNEL}, 'job')`.pipe(
+    notify: pg`SELECT pg_notify(${channel}, 'job')`.pipe(
       Effect.asVoid,
       Effect.catchAll((error) => Effect.logWarning("could not notify workers; they will poll", error))
     ),
@@ -35,5 +36,5 @@ export const makePgJobSignal = Effect.gen(function*() {
   })
 })
 
-export const layerPgJobSignal = (options: { readonly url: Redacted.Redacted<string> }) =>
-  Layer.scoped(JobSignal, makePgJobSignal).pipe(Layer.provide(PgClient.layer({ url: options.url })))
+export const layerPgJobSignal = (options: { readonly url: Redacted.Redacted<string>; readonly tablePrefix?: string | undefined }) =>
+  Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(Layer.provide(PgClient.layer({ url: options.url })))

@@ -4,6 +4,7 @@ import type { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { postLedger } from "./ledger.js"
 import { AccountRow, ApiKeyRow, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
+import { SqlTables } from "./tables.js"
 
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
 const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
@@ -12,9 +13,10 @@ const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt }
 
 export const makeSqlAccounts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const t = yield* SqlTables
 
   const find = (id: string) =>
-    sql`SELECT * FROM accounts WHERE id = ${id}`.pipe(
+    sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
       Effect.flatMap(decodeAccounts),
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount))
     )
@@ -22,7 +24,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
   const accounts: AccountRepo["Type"] = {
     create: (account, initialCredit) =>
       sql.withTransaction(Effect.gen(function*() {
-        yield* sql`INSERT INTO accounts ${
+        yield* sql`INSERT INTO ${t.accounts} ${
           sql.insert({
             id: account.id,
             name: account.name,
@@ -38,7 +40,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
           })
         }`
         if (initialCredit > 0) {
-          yield* postLedger(sql, { accountId: account.id, jobId: null, kind: "credit", amountMicroCents: initialCredit, now: account.createdAt })
+          yield* postLedger(sql, t, { accountId: account.id, jobId: null, kind: "credit", amountMicroCents: initialCredit, now: account.createdAt })
         }
         return Option.getOrThrow(yield* find(account.id))
       })).pipe(storeErrors("create account")),
@@ -46,20 +48,20 @@ export const makeSqlAccounts = Effect.gen(function*() {
     addCredits: (id, amount, now) =>
       sql.withTransaction(Effect.gen(function*() {
         if (Option.isNone(yield* find(id))) return Option.none()
-        yield* postLedger(sql, { accountId: id, jobId: null, kind: "credit", amountMicroCents: amount, now })
+        yield* postLedger(sql, t, { accountId: id, jobId: null, kind: "credit", amountMicroCents: amount, now })
         return yield* find(id)
       })).pipe(storeErrors("add credits")),
     rotateWebhookSecret: (id, secret, previousExpiresAt) =>
-      sql`UPDATE accounts SET previous_webhook_secret = webhook_secret, webhook_secret = ${secret},
+      sql`UPDATE ${t.accounts} SET previous_webhook_secret = webhook_secret, webhook_secret = ${secret},
           previous_webhook_secret_expires_at = ${previousExpiresAt}
         WHERE id = ${id}`.pipe(Effect.zipRight(find(id)), storeErrors("rotate webhook secret")),
     ledger: (id) =>
-      sql`SELECT * FROM ledger WHERE account_id = ${id} ORDER BY created_at, id`.pipe(
+      sql`SELECT * FROM ${t.ledger} WHERE account_id = ${id} ORDER BY created_at, id`.pipe(
         Effect.flatMap(decodeLedger),
         Effect.map((rows) => rows.map(toLedgerEntry)),
         storeErrors("read ledger")
       ),
-    count: sql`SELECT COUNT(*) AS n FROM accounts`.pipe(
+    count: sql`SELECT COUNT(*) AS n FROM ${t.accounts}`.pipe(
       Effect.flatMap(decodeCount),
       Effect.map((rows) => rows[0]?.n ?? 0),
       storeErrors("count accounts")
@@ -67,14 +69,14 @@ export const makeSqlAccounts = Effect.gen(function*() {
   }
 
   const findKey = (column: "id" | "hash", value: string) =>
-    (column === "id" ? sql`SELECT * FROM api_keys WHERE id = ${value}` : sql`SELECT * FROM api_keys WHERE hash = ${value}`).pipe(
+    (column === "id" ? sql`SELECT * FROM ${t.api_keys} WHERE id = ${value}` : sql`SELECT * FROM ${t.api_keys} WHERE hash = ${value}`).pipe(
       Effect.flatMap(decodeKeys),
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toApiKey))
     )
 
   const keys: ApiKeyRepo["Type"] = {
     create: (key) =>
-      sql`INSERT INTO api_keys ${
+      sql`INSERT INTO ${t.api_keys} ${
         sql.insert({
           id: key.id,
           account_id: key.accountId,
@@ -90,7 +92,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
       }`.pipe(Effect.asVoid, storeErrors("create API key")),
     findByHash: (hash) => findKey("hash", hash).pipe(storeErrors("read API key")),
     deactivate: (id) =>
-      sql`UPDATE api_keys SET active = 0 WHERE id = ${id}`.pipe(
+      sql`UPDATE ${t.api_keys} SET active = 0 WHERE id = ${id}`.pipe(
         Effect.zipRight(findKey("id", id)),
         storeErrors("deactivate API key")
       )

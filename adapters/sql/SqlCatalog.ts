@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { CatalogDocument, emptyCatalog } from "../../src/domain/catalog.js"
 import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { DbInt, storeErrors } from "./rows.js"
+import { SqlTables } from "./tables.js"
 
 const decodeStored = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ document: Schema.parseJson(CatalogDocument), revision: DbInt }))
@@ -12,14 +13,15 @@ const decodeRevision = Schema.decodeUnknown(Schema.Array(Schema.Struct({ revisio
 /** The catalog is one document in one row; its revision lets every process see a change. */
 export const makeSqlCatalog = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const load = sql`SELECT document, revision FROM catalog WHERE id = 1`.pipe(
+  const t = yield* SqlTables
+  const load = sql`SELECT document, revision FROM ${t.catalog} WHERE id = 1`.pipe(
     Effect.flatMap(decodeStored),
     Effect.map((rows) => rows[0] ?? { document: emptyCatalog, revision: 0 })
   )
   const encode = Schema.encode(Schema.parseJson(CatalogDocument))
   const repo: CatalogRepo["Type"] = {
     load: load.pipe(storeErrors("read catalog")),
-    revision: sql`SELECT revision FROM catalog WHERE id = 1`.pipe(
+    revision: sql`SELECT revision FROM ${t.catalog} WHERE id = 1`.pipe(
       Effect.flatMap(decodeRevision),
       Effect.map((rows) => rows[0]?.revision ?? 0),
       storeErrors("read catalog revision")
@@ -27,8 +29,8 @@ export const makeSqlCatalog = Effect.gen(function*() {
     replace: (document) =>
       sql.withTransaction(Effect.gen(function*() {
         const text = yield* encode(document)
-        yield* sql`INSERT INTO catalog (id, document, revision) VALUES (1, ${text}, 1)
-          ON CONFLICT (id) DO UPDATE SET document = ${text}, revision = catalog.revision + 1`
+        yield* sql`INSERT INTO ${t.catalog} (id, document, revision) VALUES (1, ${text}, 1)
+          ON CONFLICT (id) DO UPDATE SET document = ${text}, revision = ${t.catalog}.revision + 1`
         return yield* load
       })).pipe(storeErrors("replace catalog"))
   }

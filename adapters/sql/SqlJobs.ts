@@ -4,6 +4,7 @@ import type { JobId } from "../../src/domain/ids.js"
 import type { WindowUsage } from "../../src/domain/rateLimit.js"
 import type { IdempotencyRecord, JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { postLedger } from "./ledger.js"
+import { SqlTables } from "./tables.js"
 import { AccountRow, DbInt, JobRow, storeErrors, toAccount, toJob } from "./rows.js"
 
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
@@ -23,6 +24,7 @@ const firstJob = (rows: ReadonlyArray<unknown>) =>
 /** Job storage in SQLite or PostgreSQL, for makeJobRepo. PostgreSQL adds row locks to transactions. */
 export const makeSqlJobDriver = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const t = yield* SqlTables
   /** SQLite's single writer already serialises transactions. */
   const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
@@ -31,14 +33,14 @@ export const makeSqlJobDriver = Effect.gen(function*() {
     transaction: (effect) => sql.withTransaction(effect).pipe(storeErrors("transaction")),
 
     lockAccount: (id) =>
-      sql`SELECT * FROM accounts WHERE id = ${id} ${forUpdate}`.pipe(
+      sql`SELECT * FROM ${t.accounts} WHERE id = ${id} ${forUpdate}`.pipe(
         Effect.flatMap(decodeAccounts),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
         storeErrors("lock account")
       ),
 
     findIdempotency: (accountId, key) =>
-      sql`SELECT request_hash, job_id, created_at FROM idempotency_keys
+      sql`SELECT request_hash, job_id, created_at FROM ${t.idempotency_keys}
         WHERE account_id = ${accountId} AND idempotency_key = ${key}`.pipe(
         Effect.flatMap(decodeIdempotency),
         Effect.map((rows) =>
@@ -52,7 +54,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       ),
 
     saveIdempotency: (accountId, key, { createdAt, jobId, requestHash }) =>
-      sql`INSERT INTO idempotency_keys (account_id, idempotency_key, request_hash, job_id, created_at)
+      sql`INSERT INTO ${t.idempotency_keys} (account_id, idempotency_key, request_hash, job_id, created_at)
         VALUES (${accountId}, ${key}, ${requestHash}, ${jobId}, ${createdAt})
         ON CONFLICT (account_id, idempotency_key) DO UPDATE SET
           request_hash = ${requestHash}, job_id = ${jobId}, created_at = ${createdAt}`.pipe(
@@ -61,7 +63,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       ),
 
     countJobs: (accountId, statuses) =>
-      sql`SELECT COUNT(*) AS n, NULL AS oldest FROM jobs
+      sql`SELECT COUNT(*) AS n, NULL AS oldest FROM ${t.jobs}
         WHERE account_id = ${accountId} AND status IN ${sql.in(statuses)}`.pipe(
         Effect.flatMap(decodeUsage),
         Effect.map((rows) => rows[0]?.n ?? 0),
@@ -69,7 +71,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       ),
 
     windowUsage: (accountId, model, version, since) =>
-      sql`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM jobs
+      sql`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ${t.jobs}
         WHERE account_id = ${accountId} AND model = ${model} AND version = ${version} AND created_at > ${since}`.pipe(
         Effect.flatMap(decodeUsage),
         Effect.map((rows): WindowUsage => ({ count: rows[0]?.n ?? 0, oldest: rows[0]?.oldest ?? null })),
@@ -77,7 +79,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       ),
 
     insertJob: (job) =>
-      sql`INSERT INTO jobs ${
+      sql`INSERT INTO ${t.jobs} ${
         sql.insert({
           id: job.id,
           account_id: job.accountId,
@@ -100,13 +102,13 @@ export const makeSqlJobDriver = Effect.gen(function*() {
         })
       }`.pipe(Effect.asVoid, storeErrors("insert job")),
 
-    getJob: (id) => sql`SELECT * FROM jobs WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job")),
+    getJob: (id) => sql`SELECT * FROM ${t.jobs} WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job")),
 
     lockJob: (id) =>
-      sql`SELECT * FROM jobs WHERE id = ${id} ${forUpdate}`.pipe(Effect.flatMap(firstJob), storeErrors("lock job")),
+      sql`SELECT * FROM ${t.jobs} WHERE id = ${id} ${forUpdate}`.pipe(Effect.flatMap(firstJob), storeErrors("lock job")),
 
     updateJob: (next, expected) =>
-      sql`UPDATE jobs SET
+      sql`UPDATE ${t.jobs} SET
           status = ${next.status},
           error = ${jsonOrNull(next.error)},
           outputs = ${jsonOrNull(next.outputs)},
@@ -120,10 +122,10 @@ export const makeSqlJobDriver = Effect.gen(function*() {
         storeErrors("update job")
       ),
 
-    postLedger: (entry) => postLedger(sql, entry).pipe(storeErrors("post ledger entry")),
+    postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
 
     insertDelivery: (delivery) =>
-      sql`INSERT INTO webhook_deliveries ${
+      sql`INSERT INTO ${t.webhook_deliveries} ${
         sql.insert({
           id: delivery.id,
           job_id: delivery.jobId,
@@ -140,7 +142,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       }`.pipe(Effect.asVoid, storeErrors("insert webhook delivery")),
 
     listJobs: ({ accountId, after, limit, model, status }) =>
-      sql`SELECT * FROM jobs WHERE ${
+      sql`SELECT * FROM ${t.jobs} WHERE ${
         sql.and([
           sql`account_id = ${accountId}`,
           ...(status === undefined ? [] : [sql`status = ${status}`]),
@@ -156,7 +158,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       ),
 
     findExhausted: (now, maxAttempts) =>
-      sql`SELECT * FROM jobs WHERE status = 'processing' AND lease_expires_at <= ${now}
+      sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${now}
         AND attempts >= ${maxAttempts} ${skipLocked}`.pipe(
         Effect.flatMap(decodeJobs),
         Effect.map((rows) => rows.map(toJob)),
@@ -164,7 +166,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
       ),
 
     nextRunnable: (now) =>
-      sql`SELECT * FROM jobs
+      sql`SELECT * FROM ${t.jobs}
         WHERE status = 'pending' OR (status = 'processing' AND lease_expires_at <= ${now})
         ORDER BY created_at, id LIMIT 1 ${skipLocked}`.pipe(Effect.flatMap(firstJob), storeErrors("find runnable job"))
   }

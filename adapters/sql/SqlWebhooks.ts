@@ -2,11 +2,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { DeliveryRow, storeErrors, toDelivery } from "./rows.js"
+import { SqlTables } from "./tables.js"
 
 const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
 
 export const makeSqlWebhooks = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const t = yield* SqlTables
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
   const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
 
@@ -14,24 +16,24 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     claimDue: ({ leaseMs, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
         const rows = yield* decodeDeliveries(
-          yield* sql`SELECT * FROM webhook_deliveries
+          yield* sql`SELECT * FROM ${t.webhook_deliveries}
             WHERE status = 'pending' AND next_attempt_at <= ${now}
               AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
             ORDER BY next_attempt_at, id LIMIT 1 ${skipLocked}`
         )
         const due = rows[0]
         if (due === undefined) return Option.none()
-        yield* sql`UPDATE webhook_deliveries SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
+        yield* sql`UPDATE ${t.webhook_deliveries} SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
           WHERE id = ${due.id}`
         return Option.some({ ...toDelivery(due), leaseOwner: workerId, leaseExpiresAt: now + leaseMs })
       })).pipe(storeErrors("claim webhook delivery")),
 
     recordAttempt: (id, workerId, attempt, outcome) =>
       sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* decodeDeliveries(yield* sql`SELECT * FROM webhook_deliveries WHERE id = ${id} ${forUpdate}`)
+        const rows = yield* decodeDeliveries(yield* sql`SELECT * FROM ${t.webhook_deliveries} WHERE id = ${id} ${forUpdate}`)
         const current = rows[0]
         if (current === undefined || current.status !== "pending" || current.lease_owner !== workerId) return false
-        yield* sql`UPDATE webhook_deliveries SET
+        yield* sql`UPDATE ${t.webhook_deliveries} SET
             status = ${outcome.status},
             attempts = ${JSON.stringify([...current.attempts, attempt])},
             next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
@@ -42,7 +44,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       })).pipe(storeErrors("record webhook attempt")),
 
     list: ({ accountId, after, jobId, limit, status }) =>
-      sql`SELECT * FROM webhook_deliveries WHERE ${
+      sql`SELECT * FROM ${t.webhook_deliveries} WHERE ${
         sql.and([
           sql`account_id = ${accountId}`,
           ...(jobId === undefined ? [] : [sql`job_id = ${jobId}`]),
@@ -58,14 +60,14 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       ),
 
     get: (id) =>
-      sql`SELECT * FROM webhook_deliveries WHERE id = ${id}`.pipe(
+      sql`SELECT * FROM ${t.webhook_deliveries} WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeDeliveries),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toDelivery)),
         storeErrors("read webhook delivery")
       ),
 
     retry: (id, now) =>
-      sql`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${now}, lease_owner = NULL, lease_expires_at = NULL
+      sql`UPDATE ${t.webhook_deliveries} SET status = 'pending', next_attempt_at = ${now}, lease_owner = NULL, lease_expires_at = NULL
         WHERE id = ${id} AND status = 'failed' RETURNING *`.pipe(
         Effect.flatMap(decodeDeliveries),
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toDelivery)),
@@ -73,7 +75,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       ),
 
     forJob: (jobId) =>
-      sql`SELECT * FROM webhook_deliveries WHERE job_id = ${jobId} ORDER BY created_at`.pipe(
+      sql`SELECT * FROM ${t.webhook_deliveries} WHERE job_id = ${jobId} ORDER BY created_at`.pipe(
         Effect.flatMap(decodeDeliveries),
         Effect.map((rows) => rows.map(toDelivery)),
         storeErrors("read webhook deliveries")

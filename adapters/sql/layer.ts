@@ -16,9 +16,14 @@ import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobDriver } from "./SqlJobs.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
+import { layerSqlTables } from "./tables.js"
 
-/** The store ports over whatever SqlClient is provided (SQLite or PostgreSQL). */
-export const layerSqlStores = Layer.unwrapEffect(
+export interface SqlStoreOptions {
+  /** Starts the name of every table, index and constraint the engine makes; "genjobs_" by default. */
+  readonly tablePrefix?: string | undefined
+}
+
+const stores = Layer.unwrapEffect(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
     return Layer.mergeAll(
@@ -32,11 +37,17 @@ export const layerSqlStores = Layer.unwrapEffect(
   })
 )
 
-const storesWithMigrations = layerSqlStores.pipe(Layer.provide(layerMigrations))
+/**
+ * The store ports over whatever SqlClient is provided (SQLite or PostgreSQL): a host can pass
+ * its own pool. Migrates first, moving a database of the unprefixed release to the prefix.
+ * Fails with TablePrefixError on an invalid prefix.
+ */
+export const layerSqlStores = (options: SqlStoreOptions = {}) =>
+  stores.pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
 
 /** SQLite file in WAL mode (the client's default), created with its directory when missing. */
-export const layerSqlite = (options: { readonly filename: string }) =>
-  storesWithMigrations.pipe(
+export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
+  layerSqlStores(options).pipe(
     Layer.provide(
       Layer.unwrapEffect(
         Effect.sync(() => {
@@ -47,5 +58,5 @@ export const layerSqlite = (options: { readonly filename: string }) =>
     )
   )
 
-export const layerPostgres = (options: { readonly url: Redacted.Redacted<string> }) =>
-  storesWithMigrations.pipe(Layer.provide(PgClient.layer({ url: options.url })))
+export const layerPostgres = (options: { readonly url: Redacted.Redacted<string> } & SqlStoreOptions) =>
+  layerSqlStores(options).pipe(Layer.provide(PgClient.layer({ url: options.url })))

@@ -2,13 +2,14 @@ import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import type { LedgerKind } from "../../src/domain/account.js"
+import type { Tables } from "./tables.js"
 
 /**
  * Writes a ledger line and moves the balance by the same amount, inside the caller's
  * transaction. A charge or refund of a job exists at most once (unique job_id, kind): a second
  * attempt writes nothing and moves nothing. Answers whether it was written.
  */
-export const postLedger = (sql: SqlClient.SqlClient, entry: {
+export const postLedger = (sql: SqlClient.SqlClient, t: Tables, entry: {
   readonly accountId: string
   readonly jobId: string | null
   readonly kind: LedgerKind
@@ -16,11 +17,11 @@ export const postLedger = (sql: SqlClient.SqlClient, entry: {
   readonly now: number
 }) =>
   Effect.gen(function*() {
-    const inserted = yield* sql`INSERT INTO ledger (id, account_id, job_id, kind, amount_micro_cents, created_at)
+    const inserted = yield* sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
       VALUES (${randomUUID()}, ${entry.accountId}, ${entry.jobId}, ${entry.kind}, ${entry.amountMicroCents}, ${entry.now})
       ON CONFLICT (job_id, kind) DO NOTHING RETURNING id`
     if (inserted.length === 0) return false
-    yield* sql`UPDATE accounts SET balance_micro_cents = balance_micro_cents + ${entry.amountMicroCents}
+    yield* sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents + ${entry.amountMicroCents}
       WHERE id = ${entry.accountId}`
     return true
   })

@@ -1,23 +1,33 @@
 import { Migrator } from "@effect/sql"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
 import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 import uploads from "./migrations/0003_uploads.js"
 import uploadVerification from "./migrations/0004_upload_verification.js"
+import { migrationsTable, SqlTables } from "./tables.js"
+import { upgradeUnprefixed } from "./upgrade.js"
 
 /**
  * @effect/sql's migrator without schema dumps, so neither dialect needs pg_dump or the
- * sqlite3 binary. It records applied migrations in `effect_sql_migrations`.
+ * sqlite3 binary. It records applied migrations in `<prefix>migrations`, not in the shared
+ * `effect_sql_migrations`: the migrator runs only ids above the latest recorded, so sharing a
+ * host's table would make the host's migrations and the engine's skip each other.
  */
 const run = Migrator.make({})
 
-export const layerMigrations = Layer.effectDiscard(
-  run({
+/** Moves a database of the unprefixed release to the prefixed names first, then migrates. */
+const migrate = Effect.gen(function*() {
+  const t = yield* SqlTables
+  yield* upgradeUnprefixed
+  return yield* run({
+    table: migrationsTable(t.prefix),
     loader: Migrator.fromRecord({
-      "0001_initial": initial,
-      "0002_webhook_deliveries": webhookDeliveries,
-      "0003_uploads": uploads,
-      "0004_upload_verification": uploadVerification
+      "0001_initial": initial(t),
+      "0002_webhook_deliveries": webhookDeliveries(t),
+      "0003_uploads": uploads(t),
+      "0004_upload_verification": uploadVerification(t)
     })
   })
-)
+})
+
+export const layerMigrations = Layer.effectDiscard(migrate)

@@ -1,9 +1,12 @@
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Fiber, Layer, Redacted } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/layer.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
+import { DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { freshPostgresUrl } from "../support/postgres.js"
+import { schemaNames } from "./schema.js"
 import { runStoreConformance } from "./storeSuite.js"
 
 const probe = await freshPostgresUrl()
@@ -19,16 +22,36 @@ if (probe === undefined) {
       Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))
     ))
 
+  describe("postgres: table prefix", () => {
+    /** Every name in a fresh install, the prefix taken off. */
+    const installedNames = (tablePrefix: string) =>
+      Effect.gen(function*() {
+        const url = Redacted.make((yield* Effect.promise(freshPostgresUrl))!)
+        const names = yield* schemaNames.pipe(
+          Effect.provide(Layer.merge(layerPostgres({ url, tablePrefix }), PgClient.layer({ url })))
+        )
+        return names.map((entry) => entry.replaceAll(tablePrefix, "<prefix>"))
+      })
+
+    it.live("the longest prefix allowed still fits every derived name in 63 characters", () =>
+      Effect.gen(function*() {
+        // PostgreSQL would truncate a longer name silently, and it would then differ from the default install's.
+        const longest = `${"p".repeat(MAX_TABLE_PREFIX_LENGTH - 1)}_`
+        expect(yield* installedNames(longest)).toEqual(yield* installedNames(DEFAULT_TABLE_PREFIX))
+      }))
+  })
+
   describe("postgres: JobSignal over LISTEN/NOTIFY", () => {
     /** Each signal has its own pool, as separate processes would. */
-    const signal = Layer.build(layerPgJobSignal({ url: Redacted.make(probe) })).pipe(
-      Effect.map((context) => Context.get(context, JobSignal))
-    )
+    const signal = (tablePrefix?: string) =>
+      Layer.build(layerPgJobSignal({ url: Redacted.make(probe), tablePrefix })).pipe(
+        Effect.map((context) => Context.get(context, JobSignal))
+      )
 
     it.live("a notify from one process wakes a waiter in another", () =>
       Effect.gen(function*() {
-        const listener = yield* signal
-        const sender = yield* signal
+        const listener = yield* signal()
+        const sender = yield* signal()
         yield* Effect.sleep("300 millis")
         const waiting = yield* Effect.fork(Effect.timed(listener.wait(10_000)))
         yield* Effect.sleep("100 millis")
@@ -37,9 +60,27 @@ if (probe === undefined) {
         expect(Duration.toMillis(elapsed)).toBeLessThan(5_000)
       }).pipe(Effect.scoped))
 
+    it.live("engines with different table prefixes do not wake each other", () =>
+      Effect.gen(function*() {
+        const listener = yield* signal("genjobs_")
+        const other = yield* signal("acme_")
+        yield* Effect.sleep("300 millis")
+        const waiting = yield* Effect.fork(Effect.timed(listener.wait(1_000)))
+        yield* Effect.sleep("100 millis")
+        yield* other.notify
+        const [elapsed] = yield* Fiber.join(waiting)
+        expect(Duration.toMillis(elapsed)).toBeGreaterThanOrEqual(990)
+      }).pipe(Effect.scoped))
+
+    it.live("refuses an invalid prefix", () =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(signal("Bad-Prefix"))
+        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)).toMatchObject({ value: { _tag: "TablePrefixError" } })
+      }).pipe(Effect.scoped))
+
     it.live("wait gives up after its timeout when nothing is queued", () =>
       Effect.gen(function*() {
-        const listener = yield* signal
+        const listener = yield* signal()
         const [elapsed] = yield* Effect.timed(listener.wait(300))
         expect(Duration.toMillis(elapsed)).toBeGreaterThanOrEqual(290)
       }).pipe(Effect.scoped))

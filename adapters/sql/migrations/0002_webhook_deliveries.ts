@@ -1,16 +1,17 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Tables } from "../tables.js"
 
 /**
  * The webhook outbox (rows written with a job's terminal state, claimed by dispatchers) and the
  * accounts' previous webhook secret, which keeps signing during a rotation.
  */
-export default Effect.gen(function*() {
+export default (t: Tables) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE webhook_deliveries (
+  yield* sql`CREATE TABLE ${t.webhook_deliveries} (
     id TEXT PRIMARY KEY,
-    job_id TEXT NOT NULL REFERENCES jobs (id),
-    account_id TEXT NOT NULL REFERENCES accounts (id),
+    job_id TEXT NOT NULL REFERENCES ${t.jobs} (id),
+    account_id TEXT NOT NULL REFERENCES ${t.accounts} (id),
     url TEXT NOT NULL,
     payload TEXT NOT NULL,
     status TEXT NOT NULL,
@@ -20,9 +21,9 @@ export default Effect.gen(function*() {
     lease_expires_at BIGINT,
     created_at BIGINT NOT NULL
   )`
-  yield* sql`CREATE UNIQUE INDEX webhook_deliveries_job ON webhook_deliveries (job_id)`
-  yield* sql`CREATE INDEX webhook_deliveries_due ON webhook_deliveries (status, next_attempt_at)`
-  yield* sql`ALTER TABLE accounts ADD COLUMN previous_webhook_secret TEXT`
-  yield* sql`ALTER TABLE accounts ADD COLUMN previous_webhook_secret_expires_at BIGINT`
-  yield* sql`CREATE INDEX webhook_deliveries_account ON webhook_deliveries (account_id, created_at DESC, id DESC)`
+  yield* sql`CREATE UNIQUE INDEX ${t.webhook_deliveries_job} ON ${t.webhook_deliveries} (job_id)`
+  yield* sql`CREATE INDEX ${t.webhook_deliveries_due} ON ${t.webhook_deliveries} (status, next_attempt_at)`
+  yield* sql`ALTER TABLE ${t.accounts} ADD COLUMN previous_webhook_secret TEXT`
+  yield* sql`ALTER TABLE ${t.accounts} ADD COLUMN previous_webhook_secret_expires_at BIGINT`
+  yield* sql`CREATE INDEX ${t.webhook_deliveries_account} ON ${t.webhook_deliveries} (account_id, created_at DESC, id DESC)`
 })

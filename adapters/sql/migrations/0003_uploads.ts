@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Tables } from "../tables.js"
 
-export default Effect.gen(function*() {
+export default (t: Tables) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`CREATE TABLE uploads (
+  yield* sql`CREATE TABLE ${t.uploads} (
     id TEXT PRIMARY KEY,
-    account_id TEXT NOT NULL REFERENCES accounts (id),
+    account_id TEXT NOT NULL REFERENCES ${t.accounts} (id),
     filename TEXT NOT NULL,
     content_type TEXT NOT NULL,
     status TEXT NOT NULL,
@@ -16,5 +17,5 @@ export default Effect.gen(function*() {
     lease_owner TEXT,
     lease_expires_at BIGINT
   )`
-  yield* sql`CREATE INDEX uploads_sweep ON uploads (status, expires_at)`
+  yield* sql`CREATE INDEX ${t.uploads_sweep} ON ${t.uploads} (status, expires_at)`
 })

@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Tables } from "../tables.js"
 
 /** When the sweeper checked an upload's stored file once its upload URL had closed. */
-export default Effect.gen(function*() {
+export default (t: Tables) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`ALTER TABLE uploads ADD COLUMN verified_at BIGINT`
-  yield* sql`CREATE INDEX uploads_verify ON uploads (status, upload_url_expires_at)`
+  yield* sql`ALTER TABLE ${t.uploads} ADD COLUMN verified_at BIGINT`
+  yield* sql`CREATE INDEX ${t.uploads_verify} ON ${t.uploads} (status, upload_url_expires_at)`
 })

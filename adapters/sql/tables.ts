@@ -1,0 +1,80 @@
+import { SqlClient, type Statement } from "@effect/sql"
+import { Context, Data, Effect, Layer } from "effect"
+
+/**
+ * The engine shares its host's database, so every name it creates there (tables, indexes,
+ * PostgreSQL's derived constraint names, the migrations table, the NOTIFY channel) starts with
+ * a prefix.
+ */
+export const DEFAULT_TABLE_PREFIX = "genjobs_"
+
+export const TABLES = [
+  "accounts",
+  "ledger",
+  "api_keys",
+  "catalog",
+  "jobs",
+  "idempotency_keys",
+  "webhook_deliveries",
+  "uploads"
+] as const
+
+export const INDEXES = [
+  "ledger_job_kind",
+  "ledger_account",
+  "jobs_account_list",
+  "jobs_account_status",
+  "jobs_runnable",
+  "jobs_rate_window",
+  "webhook_deliveries_job",
+  "webhook_deliveries_due",
+  "webhook_deliveries_account",
+  "uploads_sweep",
+  "uploads_verify"
+] as const
+
+export type TableName = typeof TABLES[number]
+export type IndexName = typeof INDEXES[number]
+type Name = TableName | IndexName | "migrations"
+
+/**
+ * The longest name PostgreSQL derives from a table name here (PostgreSQL 18 names NOT NULL
+ * constraints `<table>_<column>_not_null`); with the prefix it must fit PostgreSQL's 63
+ * characters, or PostgreSQL would truncate it and the names would no longer be predictable.
+ */
+const LONGEST_DERIVED_NAME = "webhook_deliveries_account_id_not_null"
+export const MAX_TABLE_PREFIX_LENGTH = 63 - LONGEST_DERIVED_NAME.length
+
+export class TablePrefixError extends Data.TaggedError("TablePrefixError")<{ readonly message: string }> {}
+
+/**
+ * Lower case only, so the names read the same quoted or unquoted in a host's own SQL. Never
+ * empty: the unprefixed names are the ones that collide.
+ */
+export const checkTablePrefix = (prefix: string): Effect.Effect<string, TablePrefixError> =>
+  /^[a-z_][a-z0-9_]*$/.test(prefix) && prefix.length <= MAX_TABLE_PREFIX_LENGTH
+    ? Effect.succeed(prefix)
+    : Effect.fail(
+      new TablePrefixError({
+        message: `Invalid table prefix ${JSON.stringify(prefix)}: use 1 to ${MAX_TABLE_PREFIX_LENGTH} characters ` +
+          "from a-z, 0-9 and _, not starting with a digit"
+      })
+    )
+
+export const migrationsTable = (prefix: string) => `${prefix}migrations`
+
+/** Quoted identifiers for the prefixed names, to interpolate into queries. */
+export type Tables = { readonly [K in Name]: Statement.Identifier } & { readonly prefix: string }
+
+export class SqlTables extends Context.Tag("genjobs/SqlTables")<SqlTables, Tables>() {}
+
+export const layerSqlTables = (prefix: string = DEFAULT_TABLE_PREFIX) =>
+  Layer.effect(
+    SqlTables,
+    Effect.gen(function*() {
+      yield* checkTablePrefix(prefix)
+      const sql = yield* SqlClient.SqlClient
+      const names: ReadonlyArray<Name> = [...TABLES, ...INDEXES, "migrations"]
+      return { prefix, ...Object.fromEntries(names.map((name) => [name, sql(`${prefix}${name}`)])) } as Tables
+    })
+  )
