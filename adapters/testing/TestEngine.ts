@@ -18,17 +18,17 @@ import { makeRecordingWebhookSender, type RecordingWebhookSender, type SentWebho
 export const TEST_ADMIN_TOKEN = "test-admin-token"
 
 export interface TestEngineOptions {
-  readonly settings?: Partial<EngineSettings>
+  readonly settings?: Partial<EngineSettings> | undefined
   /** Replaces the test catalog; its models' providers need generators (`providers`) unless they are `test`. */
-  readonly catalog?: typeof CatalogDocument.Encoded
+  readonly catalog?: typeof CatalogDocument.Encoded | undefined
   /** Generators besides the fake one (registered as `test`). */
-  readonly providers?: Readonly<Record<string, Generator>>
+  readonly providers?: Readonly<Record<string, Generator>> | undefined
   /** Worker fibers running jobs in the background. Default 0: jobs run when the test says. */
-  readonly workers?: number
+  readonly workers?: number | undefined
   /** Whether the upload sweeper runs in the background. Default false. */
-  readonly uploadSweeper?: boolean
+  readonly uploadSweeper?: boolean | undefined
   /** The path the engine is mounted under; requests, file and upload URLs carry it. */
-  readonly basePath?: string
+  readonly basePath?: string | undefined
 }
 
 export interface TestWebhooks {

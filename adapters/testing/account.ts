@@ -4,35 +4,35 @@ import type { CancelResponse, JobList, JobView, SubmitResponse } from "../../src
 import { type ApiError, type Reply, type Requester, type RequestOptions, successBody } from "./client.js"
 
 export interface AccountOptions {
-  readonly name?: string
+  readonly name?: string | undefined
   /** Opening balance in catalog credits. Default 1,000. */
-  readonly credits?: number
+  readonly credits?: number | undefined
   /** Default 5, as the admin API. */
-  readonly maxConcurrentJobs?: number
-  readonly segments?: ReadonlyArray<string>
-  readonly allowedModels?: ReadonlyArray<string>
-  readonly discounts?: ReadonlyArray<Discount>
+  readonly maxConcurrentJobs?: number | undefined
+  readonly segments?: ReadonlyArray<string> | undefined
+  readonly allowedModels?: ReadonlyArray<string> | undefined
+  readonly discounts?: ReadonlyArray<Discount> | undefined
   /** The key's scopes; empty (the default) means all. */
-  readonly scopes?: ReadonlyArray<Scope>
+  readonly scopes?: ReadonlyArray<Scope> | undefined
   /** The key's IP allow-list; empty (the default) means any address. */
-  readonly allowedIPs?: ReadonlyArray<string>
+  readonly allowedIPs?: ReadonlyArray<string> | undefined
   /** The key expires this long after now, on the engine's clock (TestClock in Effect tests). */
-  readonly expiresIn?: Duration.DurationInput
+  readonly expiresIn?: Duration.DurationInput | undefined
   /** The address the helpers' requests come from. Default 127.0.0.1. */
-  readonly address?: string
+  readonly address?: string | undefined
 }
 
 export interface SubmitOptions {
-  readonly version?: string
-  readonly webhookUrl?: string
-  readonly idempotencyKey?: string
+  readonly version?: string | undefined
+  readonly webhookUrl?: string | undefined
+  readonly idempotencyKey?: string | undefined
 }
 
 export interface ListQuery {
-  readonly limit?: number
-  readonly cursor?: string
-  readonly status?: string
-  readonly modelId?: string
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+  readonly status?: string | undefined
+  readonly modelId?: string | undefined
 }
 
 /** An account with one API key, and the Jobs API bound to that key. Every call goes through HTTP. */
@@ -74,14 +74,17 @@ const bound = (
     ...created,
     submit: (model, input = {}, options = {}) =>
       call("POST", "/v1/jobs/submit", {
-        body: { model, input, ...(options.version === undefined ? {} : { version: options.version }), ...(options.webhookUrl === undefined ? {} : { webhookUrl: options.webhookUrl }) },
+        // JSON drops undefined fields, so unset options stay absent.
+        body: { model, input, version: options.version, webhookUrl: options.webhookUrl },
         ...(options.idempotencyKey === undefined ? {} : { headers: { "idempotency-key": options.idempotencyKey } })
       }).pipe(Effect.flatMap(successBody<typeof SubmitResponse.Type>)),
     get: (jobId) => call("GET", `/v1/jobs/${encodeURIComponent(jobId)}`).pipe(Effect.flatMap(successBody<typeof JobView.Type>)),
     cancel: (jobId) =>
       call("POST", `/v1/jobs/${encodeURIComponent(jobId)}/cancel`).pipe(Effect.flatMap(successBody<typeof CancelResponse.Type>)),
     list: (query = {}) => {
-      const params = new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))
+      const params = new URLSearchParams(
+        Object.entries(query).flatMap(([name, value]) => (value === undefined ? [] : [[name, String(value)]]))
+      )
       const search = params.size === 0 ? "" : `?${params}`
       return call("GET", `/v1/jobs${search}`).pipe(Effect.flatMap(successBody<typeof JobList.Type>))
     },

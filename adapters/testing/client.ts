@@ -13,12 +13,12 @@ export interface Reply {
 
 export interface RequestOptions {
   /** Sent as `Authorization: Bearer <key>`: an API key secret or the admin token. */
-  readonly key?: string
+  readonly key?: string | undefined
   /** Sent as JSON. */
   readonly body?: unknown
-  readonly headers?: Readonly<Record<string, string>>
+  readonly headers?: Readonly<Record<string, string>> | undefined
   /** The client address the engine sees (IP allow-lists). Default 127.0.0.1. */
-  readonly remoteAddress?: string
+  readonly remoteAddress?: string | undefined
 }
 
 /** A non-2xx answer from a helper that expects success: the engine's error code, message and envelope. */

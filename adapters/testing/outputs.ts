@@ -5,18 +5,18 @@ import { encodeWav } from "../generators/demo/wav.js"
 
 export interface OutputOptions {
   /** Default: the helper's usual type (image/png, audio/wav, video/mp4, text/plain). */
-  readonly contentType?: string
+  readonly contentType?: string | undefined
   /** The stored file's extension, without the dot. */
-  readonly extension?: string
-  readonly metadata?: Record<string, unknown>
+  readonly extension?: string | undefined
+  readonly metadata?: Record<string, unknown> | undefined
 }
 
 const pixel: Rgba = { width: 1, height: 1, pixels: new Uint8Array([255, 0, 0, 255]) }
 
-/** A 1×1 PNG: the smallest image every decoder accepts. */
-export const TINY_PNG: Uint8Array = encodePng(pixel)
+/** A 1×1 PNG, as a plain Uint8Array (not a Buffer) so it equals the bytes a download reads back. */
+export const TINY_PNG: Uint8Array = new Uint8Array(encodePng(pixel))
 /** A tenth of a second of silence, as 16-bit mono WAV. */
-export const TINY_WAV: Uint8Array = encodeWav(new Float32Array(800), 8_000)
+export const TINY_WAV: Uint8Array = new Uint8Array(encodeWav(new Float32Array(800), 8_000))
 
 const file = (bytes: Uint8Array, contentType: string, extension: string): GeneratedFile => ({ bytes, contentType, extension })
 
@@ -43,7 +43,7 @@ export const audioOutput = (bytes: Uint8Array = TINY_WAV, options: OutputOptions
 /** A video; `poster` (PNG bytes) becomes both its thumbnail and its poster image. */
 export const videoOutput = (
   bytes: Uint8Array,
-  options: OutputOptions & { readonly poster?: Uint8Array } = {}
+  options: OutputOptions & { readonly poster?: Uint8Array | undefined } = {}
 ): GeneratedOutput => {
   const made = output("video", bytes, { contentType: "video/mp4", extension: "mp4" }, options)
   if (options.poster === undefined) return made
