@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpServer, HttpServerResponse } from "@effect/platform"
-import { Context, Layer } from "effect"
+import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import { Context, Effect, Layer, type Scope } from "effect"
 import { engineError } from "../domain/errors.js"
 import { newRequestId } from "../domain/ids.js"
 import { ApiFailure, renderFailure } from "./errorEnvelope.js"
@@ -61,6 +61,24 @@ const underBasePath = (request: Request, basePath: string): Request | undefined 
   } as RequestInit)
 }
 
+/** Mounts a web handler: the base path taken off and the host's knowledge of the client passed in. */
+const mount = (
+  handler: (request: Request, context?: Context.Context<never>) => Promise<Response>,
+  options: WebHandlerOptions
+): EngineFetch => {
+  const defaultBasePath = normalizeBasePath(options.basePath)
+  return (request, info = {}) => {
+    const basePath = info.basePath === undefined ? defaultBasePath : normalizeBasePath(info.basePath)
+    const peer = {
+      remoteAddress: info.remoteAddress ?? options.clientAddress?.(request),
+      trustedProxyHops: info.trustedProxyHops
+    }
+    const routed = underBasePath(request, basePath)
+    if (routed === undefined) return Promise.resolve(outsideBasePath(basePath))
+    return handler(routed, Context.make(ClientPeer, peer))
+  }
+}
+
 /**
  * A web-standard handler over the engine's services, mountable under any path of any server.
  * The client address comes from the host (`info.remoteAddress`) since a `Request` has no socket.
@@ -72,16 +90,24 @@ export const makeWebHandler = <E>(
   const { dispose, handler } = HttpApiBuilder.toWebHandler(
     Layer.mergeAll(EngineHttpLive.pipe(Layer.provide(services)), HttpServer.layerContext)
   )
-  const defaultBasePath = normalizeBasePath(options.basePath)
-  const fetch: EngineFetch = (request, info = {}) => {
-    const basePath = info.basePath === undefined ? defaultBasePath : normalizeBasePath(info.basePath)
-    const peer = {
-      remoteAddress: info.remoteAddress ?? options.clientAddress?.(request),
-      trustedProxyHops: info.trustedProxyHops
-    }
-    const routed = underBasePath(request, basePath)
-    if (routed === undefined) return Promise.resolve(outsideBasePath(basePath))
-    return handler(routed, Context.make(ClientPeer, peer))
-  }
-  return { fetch, dispose }
+  return { fetch: mount(handler, options), dispose }
 }
+
+/**
+ * The same handler built on the calling fiber's runtime: requests see its services and its
+ * Clock, so under TestClock every request's time is the test's. Released with the scope.
+ */
+export const webHandlerInScope = (
+  options: WebHandlerOptions = {}
+): Effect.Effect<EngineFetch, never, EngineHttpRequirements | Scope.Scope> =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(Layer.mergeAll(
+      EngineHttpLive,
+      HttpServer.layerContext,
+      HttpApiBuilder.Router.Live,
+      HttpApiBuilder.Middleware.layer
+    ))
+    const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
+    const runtime = yield* Effect.provide(Effect.runtime<HttpRouter.HttpRouter.DefaultServices>(), context)
+    return mount(HttpApp.toWebHandlerRuntime(runtime)(app), options)
+  })
