@@ -5,6 +5,7 @@ export {
   normalizeBasePath,
   type RequestInfo,
   type WebHandler,
+  webHandlerInScope,
   type WebHandlerOptions
 } from "../src/http/webHandler.js"
 export { EngineHttpLive, type EngineHttpRequirements } from "../src/http/layer.js"
