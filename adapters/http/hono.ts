@@ -3,12 +3,13 @@ import type { Mountable, MountOptions } from "./options.js"
 
 /** The parts of a Hono context the handler reads; Hono's `Context` has them all. */
 export interface HonoContextLike {
+  // Hono 4 marks `routePath` deprecated for the `routePath(c)` helper, which would mean importing Hono.
   readonly req: { readonly raw: Request; readonly routePath: string }
   /** Under @hono/node-server, `env.incoming` is the Node request, whose socket knows the client. */
   readonly env?: unknown
 }
 
-/** Called as a route handler with a context, or by `mount()` with the request and the env. */
+/** Called as a route handler with a context, or by `mount()` (and `app.mount`) with the request and the env. */
 export interface HonoHandler {
   (c: HonoContextLike): Promise<Response>
   (request: Request, env?: unknown): Promise<Response>
@@ -30,9 +31,9 @@ const socketAddress = (env: unknown): string | undefined => {
 }
 
 /**
- * The engine as a Hono handler: `app.all("/api/genjobs/*", genjobsHono(engine))`, or
- * `mount("/api/genjobs", genjobsHono(engine))`. Without @hono/node-server there is no socket to
- * ask, so the client address is unknown unless trusted proxies name it.
+ * The engine as a Hono handler: `app.all("/api/genjobs/*", genjobsHono(engine))`, or under
+ * `mount()`: `app.all("/api/genjobs/*", mount(genjobsHono(engine)))`. Without @hono/node-server
+ * there is no socket to ask, so the client address is unknown unless trusted proxies name it.
  */
 export const genjobsHono = (engine: Mountable, options: HonoMountOptions = {}): HonoHandler =>
   ((target: HonoContextLike | Request, mountEnv?: unknown) => {
