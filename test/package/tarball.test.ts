@@ -1,0 +1,207 @@
+/**
+ * The package as npm publishes it: `npm pack`, installed into a scratch ESM project with the real
+ * frameworks, typechecked as a strict consumer, imported with plain node, and each mount example
+ * of examples/mounts served over HTTP under /api/genjobs.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { demoCatalog } from "../support/demoCatalog.js"
+import { freePort } from "../support/serverProcess.js"
+
+const run = promisify(execFile)
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+const ADMIN = "tarball-admin"
+const BASE_PATH = "/api/genjobs"
+
+/** Every entry of the exports map whose source exists: a new entry is checked as soon as it is written. */
+const ENTRIES = Object.entries(pkg.exports as Record<string, string | Record<string, string>>)
+  .filter(([, target]) => typeof target === "object" && existsSync(join(ROOT, target["genjobs-source"]!)))
+  .map(([subpath]) => subpath.replace(/^\./, "genjobs"))
+
+// The frameworks the mounts are written for, by major version, and TypeScript as consumers have it.
+const FRAMEWORKS = [
+  "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2", "next@16", "react@19", "react-dom@19",
+  `typescript@${pkg.devDependencies.typescript}`, "@types/node@20",
+  // @effect/sql-pg's declarations import "pg", whose types a consumer without skipLibCheck needs.
+  "@types/pg"
+]
+// Every peer, optional ones included, so that every entry imports; at the versions this repo tests.
+const PEERS = Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.devDependencies[name]}`)
+
+/** A strict consumer. DOM is in lib because @effect/platform's own declarations name DOM types. */
+const tsconfig = (dir: string) => ({
+  compilerOptions: {
+    target: "ES2022", module: "nodenext", moduleResolution: "nodenext", lib: ["ES2022", "DOM"], types: ["node"],
+    strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false,
+    rootDir: dir, outDir: `out-${dir}`
+  },
+  include: [dir]
+})
+
+let scratch: string
+/** The examples compiled by the scratch project's tsc: typechecked by one test, run by the others. */
+let examples: Promise<unknown>
+const servers: Array<ChildProcess> = []
+
+const npm = (cwd: string, args: Array<string>) =>
+  run("npm", args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_loglevel: "error" } })
+const tsc = (project: string) =>
+  run(process.execPath, [join(scratch, "node_modules/typescript/bin/tsc"), "-p", project], { cwd: scratch }).catch((error) => {
+    throw new Error(`tsc -p ${project}:\n${error.stdout}${error.stderr}`)
+  })
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "genjobs-tarball-"))
+  // globalSetup has just built dist/ (what `prepare` runs); packing without scripts keeps the
+  // e2e suites, which run dist/ at the same time, from seeing it rebuilt under them.
+  const { stdout } = await npm(ROOT, ["pack", "--ignore-scripts", "--json", "--pack-destination", scratch])
+  const tarball = join(scratch, JSON.parse(stdout)[0].filename)
+  writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }))
+  // --ignore-scripts: better-sqlite3 would build its native addon from source (~2 minutes here),
+  // and it loads that addon only when a database is opened (lib/database.js), so importing
+  // genjobs/sqlite works without it. No other package here needs an install script.
+  await npm(scratch, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball, ...PEERS, ...FRAMEWORKS])
+
+  cpSync(join(ROOT, "examples/mounts"), join(scratch, "examples"), { recursive: true })
+  cpSync(join(ROOT, "test/package/consumer.ts"), join(scratch, "consumer/consumer.ts"))
+  writeFileSync(join(scratch, "consumer/entries.ts"), ENTRIES.map((entry, i) => `export * as entry${i} from "${entry}"\n`).join(""))
+  writeFileSync(join(scratch, "tsconfig.consumer.json"), JSON.stringify(tsconfig("consumer")))
+  writeFileSync(join(scratch, "tsconfig.examples.json"), JSON.stringify(tsconfig("examples")))
+  examples = tsc("tsconfig.examples.json")
+  examples.catch(() => {}) // reported by the test that awaits it
+}, 300_000)
+
+afterAll(() => {
+  for (const child of servers) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true })
+})
+
+describe("the packed package", () => {
+  it("typechecks a strict consumer of every entry (skipLibCheck off) and runs it with plain node", async () => {
+    await tsc("tsconfig.consumer.json")
+    const { stdout } = await run(process.execPath, ["out-consumer/consumer.js"], { cwd: scratch })
+    expect(JSON.parse(stdout)).toEqual({ direct: 200, mounted: 200, mounts: 4 })
+  }, 120_000)
+
+  it("imports every entry with plain node", async () => {
+    expect(ENTRIES).toEqual(expect.arrayContaining(["genjobs", "genjobs/http", "genjobs/memory", "genjobs/sqlite", "genjobs/postgres", "genjobs/s3"]))
+    const script = `for (const e of ${JSON.stringify(ENTRIES)}) console.log(e, Object.keys(await import(e)).length)`
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: scratch })
+    for (const line of stdout.trim().split("\n")) expect(Number(line.split(" ")[1])).toBeGreaterThan(0)
+  }, 60_000)
+
+  it("typechecks the mount examples against the frameworks' typings (skipLibCheck off)", async () => {
+    await examples
+  }, 120_000)
+})
+
+interface App {
+  readonly base: string
+  readonly child: ChildProcess
+  readonly log: () => string
+}
+
+const waitForHealth = async (base: string, child: ChildProcess, log: () => string) => {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`exited early:\n${log()}`)
+    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false)
+    if (ok) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`never healthy:\n${log()}`)
+}
+
+const start = async (args: Array<string>, env: Record<string, string>, port: number): Promise<App> => {
+  await examples
+  const child = spawn(process.execPath, args, {
+    cwd: scratch,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ADMIN_TOKEN: ADMIN, NEXT_TELEMETRY_DISABLED: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  servers.push(child)
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += String(chunk)))
+  child.stderr!.on("data", (chunk) => (output += String(chunk)))
+  const base = `http://127.0.0.1:${port}${BASE_PATH}`
+  await waitForHealth(base, child, () => output)
+  return { base, child, log: () => output }
+}
+
+const call = async (app: App, method: string, path: string, auth: string, body?: unknown) => {
+  const response = await fetch(`${app.base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) })
+  })
+  return { status: response.status, type: response.headers.get("content-type"), body: await response.json() as any }
+}
+
+/** The API through the mount: admin setup, IP allow-lists, a job to completion, its file, bad JSON, shutdown. */
+const exercise = async (app: App) => {
+  expect((await call(app, "PUT", "/admin/catalog", ADMIN, demoCatalog())).status).toBe(200)
+  const account = (await call(app, "POST", "/admin/accounts", ADMIN, { name: "mount", creditsMicroCents: 1_000_000 })).body
+  const key = async (allowedIPs: Array<string>) =>
+    (await call(app, "POST", `/admin/accounts/${account.id}/keys`, ADMIN, { name: "k", allowedIPs })).body.key as string
+  const local = await key(["127.0.0.1"])
+  const elsewhere = await key(["203.0.113.7"])
+  const job = { model: "demo/text-gen/text-to-text", input: { prompt: "mounted" } }
+
+  const refused = await call(app, "POST", "/v1/jobs/submit", elsewhere, job)
+  expect([refused.status, refused.body.error.code, refused.body.error.details.ip]).toEqual([403, "IP_NOT_WHITELISTED", "127.0.0.1"])
+
+  const submitted = await call(app, "POST", "/v1/jobs/submit", local, job)
+  expect(submitted.status).toBe(200)
+  let status: any
+  for (let i = 0; i < 100 && status?.status !== "completed"; i++) {
+    await new Promise((r) => setTimeout(r, 50))
+    status = (await call(app, "GET", `/v1/jobs/${submitted.body.jobId}`, local)).body
+  }
+  expect(status.status).toBe("completed")
+  expect(status.output.startsWith(`${app.base}/files/`)).toBe(true)
+  const file = await fetch(status.output)
+  expect([file.status, (await file.text()).length > 0]).toEqual([200, true])
+
+  const bad = await call(app, "POST", "/v1/jobs/submit", local, "{not json")
+  expect([bad.status, bad.type, bad.body.error.code]).toEqual([400, "application/json", "VALIDATION_ERROR"])
+
+  const exited = new Promise((resolve) => app.child.once("exit", (code, signal) => resolve(signal ?? code)))
+  app.child.kill("SIGTERM")
+  expect(await exited, app.log()).toBe(0)
+}
+
+describe("each mount example, over HTTP under /api/genjobs", () => {
+  const mounts: Array<[string, string, Record<string, string>]> = [
+    ["node:http", "out-examples/node.js", {}],
+    ["Express with express.json()", "out-examples/express.js", { EXPRESS_JSON: "1" }],
+    ["Express without a body parser", "out-examples/express.js", {}],
+    ["Fastify", "out-examples/fastify.js", {}],
+    ["Hono on @hono/node-server", "out-examples/hono.js", {}]
+  ]
+  for (const [name, script, env] of mounts) {
+    it(name, async () => exercise(await start([script], env, await freePort())), 60_000)
+  }
+
+  // `next build && next start` (~20 s here) rather than `next dev` (~5 s to a first answer): the
+  // production server, without a dev compiler racing the requests. Next gives a route no socket
+  // but puts the peer in X-Forwarded-For when the request has none, so one trusted hop stands in
+  // for the proxy a deployment would have (docs/mounts.md); the default trusts nothing.
+  it("Next.js App Router (next build, next start)", async () => {
+    const next = join(scratch, "node_modules/next/dist/bin/next")
+    await examples
+    await run(process.execPath, [next, "build", "out-examples/next"], { cwd: scratch, env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } })
+    const port = await freePort()
+    const app = await start([next, "start", "out-examples/next", "-p", String(port), "-H", "127.0.0.1"], {
+      TRUSTED_PROXY_HOPS: "1",
+      // Lets the route's own SIGTERM handler drain the engine; Next would exit with 143 itself.
+      NEXT_MANUAL_SIG_HANDLE: "true"
+    }, port)
+    await exercise(app)
+  }, 180_000)
+})
