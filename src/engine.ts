@@ -12,6 +12,7 @@ import type { UploadRepo } from "./ports/UploadRepo.js"
 import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "./ports/WebhookSender.js"
+import type { WebhookSignal } from "./ports/WebhookSignal.js"
 import { Admin } from "./services/Admin.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
@@ -25,7 +26,7 @@ import { Worker } from "./services/Worker.js"
 
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
- * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, BlobStore, UploadTarget,
+ * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, WebhookSignal, BlobStore, UploadTarget,
  * Generators and EngineConfig. `composeEngine` does that and starts the background work.
  */
 export const EngineServicesLive = Layer.mergeAll(
@@ -40,8 +41,8 @@ export const EngineServicesLive = Layer.mergeAll(
   Layer.provideMerge(Catalog.layer)
 )
 
-/** What a store adapter provides: every repository, and the signal that wakes idle workers. */
-export type StorePorts = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | JobSignal
+/** What a store adapter provides: every repository, and the signals that wake idle workers and webhook dispatchers. */
+export type StorePorts = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | JobSignal | WebhookSignal
 
 /** What a file adapter provides: where outputs and uploads live, and how upload URLs are made. */
 export type FilePorts = BlobStore | UploadTarget | UploadSigningSecret
