@@ -65,16 +65,22 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly http?: HttpOptions | undefined
   /** Worker fibers in this process; 0 for an API-only process. Default 2. */
   readonly workers?: number | undefined
-  /** Webhook delivery loops in this process; 0 for none. Default 1. */
+  /**
+   * Webhook attempts this process keeps in flight at once; 0 for none. Default 16. Each account
+   * gets at most `settings.webhookDeliveriesPerAccount` of them, so one slow receiver cannot take them all.
+   */
   readonly webhookDispatchers?: number | undefined
   /** Whether this process checks and expires uploads. Default true. */
   readonly uploadSweeper?: boolean | undefined
 }
 
+/** Attempts in flight per process: idle ones cost nothing, and with 4 per account one slow tenant leaves 12 for the rest. */
+export const DEFAULT_WEBHOOK_DISPATCHERS = 16
+
 /** The engine's work besides answering requests, started in the layer's scope and drained when it closes. */
 const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   const workers = parts.workers ?? 2
-  const dispatchers = parts.webhookDispatchers ?? 1
+  const dispatchers = parts.webhookDispatchers ?? DEFAULT_WEBHOOK_DISPATCHERS
   const loops = Layer.scopedDiscard(Effect.gen(function*() {
     if (parts.uploadSweeper ?? true) yield* (yield* UploadSweeper).start
     if (workers > 0) yield* (yield* Worker).start(workers)
