@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { layerSignedUploadTarget } from "../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../adapters/memory/MemoryBlobStore.js"
-import { layerLocalJobSignal } from "../adapters/memory/LocalJobSignal.js"
+import { layerLocalSignals } from "../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../adapters/memory/layer.js"
 import { layerSqlite } from "../adapters/sql/layer.js"
 import { DEMO_PROVIDER_ID, makeDemoGenerator } from "../adapters/generators/demo/DemoGenerator.js"
@@ -28,7 +28,7 @@ const bench = async <E>(name: string, stores: Layer.Layer<Stores, E>) => {
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(Layer.mergeAll(
       stores,
-      layerLocalJobSignal,
+      layerLocalSignals,
       layerMemoryBlobStore("http://bench/files"),
       layerSignedUploadTarget({ publicUrl: "http://bench", secret: "bench" }),
       layerGenerators({ [DEMO_PROVIDER_ID]: makeDemoGenerator() }),

@@ -2,8 +2,9 @@ import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import type { FilePorts, StorePorts } from "../src/engine.js"
+import { DEFAULT_WEBHOOK_DISPATCHERS, type FilePorts, type StorePorts } from "../src/engine.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
+import { defaultEngineSettings } from "../src/services/EngineConfig.js"
 import { layerEngine, type EngineOptions } from "./engine.js"
 
 const nonNegative = (name: string, fallback: number) =>
@@ -25,7 +26,10 @@ export const EngineEnv = Config.all({
     Config.validate({ message: "CREDIT_MICRO_CENTS must be a positive whole number", validation: (n) => n > 0 })
   ),
   webhookAllowPrivate: Config.boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-  webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", 1),
+  webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", DEFAULT_WEBHOOK_DISPATCHERS),
+  webhookDeliveriesPerAccount: nonNegative("WEBHOOK_DELIVERIES_PER_ACCOUNT", defaultEngineSettings.webhookDeliveriesPerAccount).pipe(
+    Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
+  ),
   uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
@@ -145,7 +149,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
     settings: {
       creditMicroCents: settings.creditMicroCents,
       leaseMs: settings.leaseMs,
-      maxAttempts: settings.maxAttempts
+      maxAttempts: settings.maxAttempts,
+      webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount
     },
     http: { adminToken: Option.getOrUndefined(settings.adminToken), trustedProxyHops: settings.trustedProxyHops },
     workers: settings.workerConcurrency,

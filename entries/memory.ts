@@ -1,5 +1,5 @@
 /** In-memory stores and files: for tests, demos and throwaway runs. Nothing survives the process. */
 export { memoryFiles, memoryStore } from "../adapters/memory/parts.js"
 export { layerMemoryStores } from "../adapters/memory/layer.js"
-export { layerLocalJobSignal } from "../adapters/memory/LocalJobSignal.js"
+export { layerLocalJobSignal, layerLocalSignals, layerLocalWebhookSignal } from "../adapters/memory/LocalJobSignal.js"
 export { layerMemoryBlobStore, makeMemoryBlobStore } from "../adapters/memory/MemoryBlobStore.js"

@@ -12,6 +12,7 @@ import type { UploadRepo } from "./ports/UploadRepo.js"
 import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "./ports/WebhookSender.js"
+import type { WebhookSignal } from "./ports/WebhookSignal.js"
 import { Admin } from "./services/Admin.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
@@ -25,7 +26,7 @@ import { Worker } from "./services/Worker.js"
 
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
- * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, BlobStore, UploadTarget,
+ * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, WebhookSignal, BlobStore, UploadTarget,
  * Generators and EngineConfig. `composeEngine` does that and starts the background work.
  */
 export const EngineServicesLive = Layer.mergeAll(
@@ -40,8 +41,8 @@ export const EngineServicesLive = Layer.mergeAll(
   Layer.provideMerge(Catalog.layer)
 )
 
-/** What a store adapter provides: every repository, and the signal that wakes idle workers. */
-export type StorePorts = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | JobSignal
+/** What a store adapter provides: every repository, and the signals that wake idle workers and webhook dispatchers. */
+export type StorePorts = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | JobSignal | WebhookSignal
 
 /** What a file adapter provides: where outputs and uploads live, and how upload URLs are made. */
 export type FilePorts = BlobStore | UploadTarget | UploadSigningSecret
@@ -64,16 +65,22 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly http?: HttpOptions | undefined
   /** Worker fibers in this process; 0 for an API-only process. Default 2. */
   readonly workers?: number | undefined
-  /** Webhook delivery loops in this process; 0 for none. Default 1. */
+  /**
+   * Webhook attempts this process keeps in flight at once; 0 for none. Default 16. Each account
+   * gets at most `settings.webhookDeliveriesPerAccount` of them, so one slow receiver cannot take them all.
+   */
   readonly webhookDispatchers?: number | undefined
   /** Whether this process checks and expires uploads. Default true. */
   readonly uploadSweeper?: boolean | undefined
 }
 
+/** Attempts in flight per process: idle ones cost nothing, and with 4 per account one slow tenant leaves 12 for the rest. */
+export const DEFAULT_WEBHOOK_DISPATCHERS = 16
+
 /** The engine's work besides answering requests, started in the layer's scope and drained when it closes. */
 const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   const workers = parts.workers ?? 2
-  const dispatchers = parts.webhookDispatchers ?? 1
+  const dispatchers = parts.webhookDispatchers ?? DEFAULT_WEBHOOK_DISPATCHERS
   const loops = Layer.scopedDiscard(Effect.gen(function*() {
     if (parts.uploadSweeper ?? true) yield* (yield* UploadSweeper).start
     if (workers > 0) yield* (yield* Worker).start(workers)

@@ -1,24 +1,43 @@
 import { Effect, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
+import type { WebhookDelivery } from "../../src/domain/webhook.js"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import type { MemoryState } from "./state.js"
 
 export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Type"] => {
   const atomically = state.lock.withPermits(1)
   return {
-    claimDue: ({ leaseMs, now, workerId }) =>
+    claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
       atomically(Effect.sync(() => {
-        const due = [...state.deliveries.values()]
+        const all = [...state.deliveries.values()]
+        const live = new Map<string, number>()
+        for (const d of all) {
+          if (d.status === "pending" && d.leaseExpiresAt !== null && d.leaseExpiresAt > now) {
+            live.set(d.accountId, (live.get(d.accountId) ?? 0) + 1)
+          }
+        }
+        const busy = (d: WebhookDelivery) => live.get(d.accountId) ?? 0
+        const due = all
           .filter((d) =>
             d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now &&
-            (d.leaseExpiresAt === null || d.leaseExpiresAt <= now)
+            (d.leaseExpiresAt === null || d.leaseExpiresAt <= now) && busy(d) < maxPerAccount
           )
-          .sort((a, b) => a.nextAttemptAt! - b.nextAttemptAt! || (a.id < b.id ? -1 : 1))[0]
+          .sort((a, b) => busy(a) - busy(b) || a.nextAttemptAt! - b.nextAttemptAt! || (a.id < b.id ? -1 : 1))[0]
         if (due === undefined) return Option.none()
         const claimed = { ...due, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
         state.deliveries.set(due.id, claimed)
         return Option.some(claimed)
       })),
+    nextAttemptAfter: (now) =>
+      Effect.sync(() => {
+        let earliest: number | undefined
+        for (const d of state.deliveries.values()) {
+          if (d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt > now) {
+            earliest = Math.min(earliest ?? d.nextAttemptAt, d.nextAttemptAt)
+          }
+        }
+        return Option.fromNullable(earliest)
+      }),
     recordAttempt: (id, workerId, attempt, outcome) =>
       atomically(Effect.sync(() => {
         const d = state.deliveries.get(id)

@@ -2,11 +2,11 @@ import { Layer } from "effect"
 import { FILES_PATH } from "../../src/http/systemRoutes.js"
 import { layerSignedUploadTarget } from "../blob/SignedUploadTarget.js"
 import { layerMemoryStores } from "./layer.js"
-import { layerLocalJobSignal } from "./LocalJobSignal.js"
+import { layerLocalSignals } from "./LocalJobSignal.js"
 import { layerMemoryBlobStore } from "./MemoryBlobStore.js"
 
-/** Every store in memory, with an in-process job signal: for tests and throwaway runs. */
-export const memoryStore = () => Layer.merge(layerMemoryStores, layerLocalJobSignal)
+/** Every store in memory, with in-process signals: for tests and throwaway runs. */
+export const memoryStore = () => Layer.merge(layerMemoryStores, layerLocalSignals)
 
 /** Files in memory, served and received by the engine's own handler under `publicUrl`. */
 export const memoryFiles = (options: { readonly publicUrl: string; readonly uploadSecret?: string | undefined }) => {

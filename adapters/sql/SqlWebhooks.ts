@@ -1,25 +1,43 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
-import { DeliveryRow, storeErrors, toDelivery } from "./rows.js"
+import { DbInt, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
 const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
+const decodeEarliest = Schema.decodeUnknown(Schema.Array(Schema.Struct({ at: Schema.NullOr(DbInt) })))
 
 export const makeSqlWebhooks = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
-  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE OF d SKIP LOCKED"), orElse: () => sql.literal("") })
   const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+  /**
+   * Claims count other claims' live leases, which concurrent PostgreSQL transactions would not
+   * see yet: one transaction-scoped advisory lock (per prefix) takes claims one at a time, so the
+   * per-account cap holds exactly. Claims are short; attempts run outside it. SQLite's single
+   * writer serialises them already.
+   */
+  const serialiseClaims = sql.onDialectOrElse({
+    pg: () => sql`SELECT pg_advisory_xact_lock(hashtext(${`${t.prefix}webhook claims`}))`.pipe(Effect.asVoid),
+    orElse: () => Effect.void
+  })
 
   const repo: WebhookDeliveryRepo["Type"] = {
-    claimDue: ({ leaseMs, now, workerId }) =>
+    claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
+        yield* serialiseClaims
         const rows = yield* decodeDeliveries(
-          yield* sql`SELECT * FROM ${t.webhook_deliveries}
-            WHERE status = 'pending' AND next_attempt_at <= ${now}
-              AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
-            ORDER BY next_attempt_at, id LIMIT 1 ${skipLocked}`
+          yield* sql`WITH busy AS (
+              SELECT account_id, COUNT(*) AS n FROM ${t.webhook_deliveries}
+              WHERE status = 'pending' AND lease_expires_at > ${now}
+              GROUP BY account_id
+            )
+            SELECT d.* FROM ${t.webhook_deliveries} d LEFT JOIN busy b ON b.account_id = d.account_id
+            WHERE d.status = 'pending' AND d.next_attempt_at <= ${now}
+              AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ${now})
+              AND COALESCE(b.n, 0) < ${maxPerAccount}
+            ORDER BY COALESCE(b.n, 0), d.next_attempt_at, d.id LIMIT 1 ${skipLocked}`
         )
         const due = rows[0]
         if (due === undefined) return Option.none()
@@ -27,6 +45,14 @@ export const makeSqlWebhooks = Effect.gen(function*() {
           WHERE id = ${due.id}`
         return Option.some({ ...toDelivery(due), leaseOwner: workerId, leaseExpiresAt: now + leaseMs })
       })).pipe(storeErrors("claim webhook delivery")),
+
+    nextAttemptAfter: (now) =>
+      sql`SELECT MIN(next_attempt_at) AS at FROM ${t.webhook_deliveries}
+        WHERE status = 'pending' AND next_attempt_at > ${now}`.pipe(
+        Effect.flatMap(decodeEarliest),
+        Effect.map((rows) => Option.fromNullable(rows[0]?.at)),
+        storeErrors("read next webhook attempt")
+      ),
 
     recordAttempt: (id, workerId, attempt, outcome) =>
       sql.withTransaction(Effect.gen(function*() {

@@ -1,9 +1,11 @@
 import { Effect, Layer } from "effect"
 import { lookup } from "node:dns/promises"
+import type { ClientRequest } from "node:http"
 import { request } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
+import { deadlineReason } from "../../src/domain/webhookSchedule.js"
 import { isForbiddenAddress } from "../../src/domain/webhookTargets.js"
-import { WebhookNotDelivered, WebhookSender } from "../../src/ports/WebhookSender.js"
+import { WebhookNotDelivered, type WebhookResponse, WebhookSender } from "../../src/ports/WebhookSender.js"
 
 export interface SenderOptions {
   /** Development only: lets webhooks reach private and loopback addresses. */
@@ -34,10 +36,27 @@ const checkedLookup = (allowPrivate: boolean): LookupFunction => (hostname, opti
     .catch((error: Error) => callback(Object.assign(error, { code: "EREFUSED" }), "", 0))
 }
 
+/**
+ * One POST, bounded as a whole by `timeoutMs`: DNS, connect, TLS, headers and the answer's body
+ * share one timer. A socket idle timeout would not do: a receiver trickling a byte now and then
+ * never lets the socket go idle.
+ */
 export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Type"] => ({
   send: (webhook) =>
     Effect.async<{ statusCode: number; retryAfter: string | undefined; body: string }, WebhookNotDelivered>((resume) => {
-      const fail = (reason: string) => resume(Effect.fail(new WebhookNotDelivered({ reason })))
+      let settled = false
+      let req: ClientRequest | undefined
+      const settle = (effect: Effect.Effect<WebhookResponse, WebhookNotDelivered>) => {
+        if (settled) return
+        settled = true
+        clearTimeout(deadline)
+        resume(effect)
+      }
+      const fail = (reason: string) => settle(Effect.fail(new WebhookNotDelivered({ reason })))
+      const deadline = setTimeout(() => {
+        fail(deadlineReason(webhook.timeoutMs))
+        req?.destroy()
+      }, webhook.timeoutMs)
       if (!URL.canParse(webhook.url)) return fail("the webhook URL is not a URL")
       const url = new URL(webhook.url)
       if (url.protocol !== "https:") return fail("refused: webhooks go to https URLs only")
@@ -45,13 +64,12 @@ export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Ty
       if (isIP(host) !== 0 && isForbiddenAddress(host) && !options.allowPrivate) {
         return fail(`refused: ${host} is not a public address`)
       }
-      const req = request(url, {
+      req = request(url, {
         method: "POST",
         headers: { ...webhook.headers, "content-length": String(Buffer.byteLength(webhook.body)) },
         lookup: checkedLookup(options.allowPrivate),
         // A fresh connection per attempt: a pooled socket would skip the address check.
         agent: false,
-        timeout: webhook.timeoutMs,
         ...(options.ca === undefined ? {} : { ca: options.ca })
       }, (res) => {
         let body = ""
@@ -61,14 +79,17 @@ export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Ty
         })
         res.on("end", () => {
           const retryAfter = res.headers["retry-after"]
-          resume(Effect.succeed({ statusCode: res.statusCode ?? 0, retryAfter, body }))
+          settle(Effect.succeed({ statusCode: res.statusCode ?? 0, retryAfter, body }))
         })
         res.on("error", (error) => fail(`the answer broke off: ${error.message}`))
       })
-      req.on("timeout", () => req.destroy(new Error(`no answer within ${webhook.timeoutMs / 1000} s`)))
       req.on("error", (error) => fail(error.message))
       req.end(webhook.body)
-      return Effect.sync(() => req.destroy())
+      const sent = req
+      return Effect.sync(() => {
+        clearTimeout(deadline)
+        sent.destroy()
+      })
     })
 })
 

@@ -13,13 +13,25 @@ export type AttemptOutcome =
  * (outbox); dispatchers claim due ones with a lease, so several never send the same attempt.
  */
 export class WebhookDeliveryRepo extends Context.Tag("genjobs/WebhookDeliveryRepo")<WebhookDeliveryRepo, {
-  /** The oldest pending delivery whose next attempt is due and that no live lease holds. */
+  /**
+   * A pending delivery whose next attempt is due and that no live lease holds, leased to
+   * `workerId`. Fair across accounts: an account with `maxPerAccount` live leases gets none, and
+   * of the others the one with the fewest live leases goes first (then the oldest due). Claims
+   * are atomic, so parallel claims never exceed `maxPerAccount` nor share a delivery.
+   */
   readonly claimDue: (options: {
     readonly workerId: string
     readonly now: number
     readonly leaseMs: number
+    readonly maxPerAccount: number
   }) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
-  /** Appends the attempt and moves the delivery on; false when the lease was lost. */
+  /** The earliest next attempt of a pending delivery later than `now`, so a dispatcher can sleep until then. */
+  readonly nextAttemptAfter: (now: number) => Effect.Effect<Option.Option<number>, StoreError>
+  /**
+   * Appends the attempt and moves the delivery on, only while `workerId` still holds the lease
+   * (an expired lease nobody took over still counts); false when another claim took it, so an
+   * attempt's outcome is written at most once.
+   */
   readonly recordAttempt: (
     id: string,
     workerId: string,

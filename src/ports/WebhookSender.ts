@@ -4,6 +4,7 @@ export interface WebhookRequest {
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
+  /** The whole attempt's deadline: DNS, connect, TLS, headers and the answer's body. */
   readonly timeoutMs: number
 }
 

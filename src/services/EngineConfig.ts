@@ -1,4 +1,5 @@
 import { Context, Layer } from "effect"
+import { RETRY_DELAYS_MS } from "../domain/webhookSchedule.js"
 
 /** Settings the engine's services read. The bundled app fills it from the environment. */
 export interface EngineSettings {
@@ -14,6 +15,12 @@ export interface EngineSettings {
   readonly drainTimeoutMs: number
   /** How long an Idempotency-Key is remembered. */
   readonly idempotencyWindowMs: number
+  /** One webhook attempt's whole time (DNS to the last byte of the answer); spec 6.1: 30 s. */
+  readonly webhookDeadlineMs: number
+  /** Delays before each webhook retry; spec 6.1: 1, 4, 16, 64, 256 s (six attempts in all). */
+  readonly webhookRetryDelaysMs: ReadonlyArray<number>
+  /** Webhook attempts of one account in flight at once, across all processes. */
+  readonly webhookDeliveriesPerAccount: number
 }
 
 export const defaultEngineSettings: EngineSettings = {
@@ -22,7 +29,10 @@ export const defaultEngineSettings: EngineSettings = {
   maxAttempts: 3,
   pollIntervalMs: 1_000,
   drainTimeoutMs: 30_000,
-  idempotencyWindowMs: 24 * 60 * 60 * 1000
+  idempotencyWindowMs: 24 * 60 * 60 * 1000,
+  webhookDeadlineMs: 30_000,
+  webhookRetryDelaysMs: RETRY_DELAYS_MS,
+  webhookDeliveriesPerAccount: 4
 }
 
 export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {

@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
+import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
 import { readPageRequest, toPage } from "./paging.js"
 
@@ -14,6 +15,7 @@ export interface DeliveryPage {
 /** Operators' view of webhook deliveries: the account's own, never another's. */
 export const make = Effect.gen(function*() {
   const repo = yield* WebhookDeliveryRepo
+  const signal = yield* WebhookSignal
 
   const list = (
     caller: Caller,
@@ -44,6 +46,7 @@ export const make = Effect.gen(function*() {
           })
         )
       }
+      yield* signal.notify
       return again.value
     })
 

@@ -6,6 +6,7 @@ import { BlobStore } from "../ports/BlobStore.js"
 import { type GeneratedFile, type GeneratedOutput, Generators } from "../ports/Generator.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { JobSignal } from "../ports/JobSignal.js"
+import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
 
@@ -17,6 +18,7 @@ export const make = Effect.gen(function*() {
   const generators = yield* Generators
   const blobs = yield* BlobStore
   const signal = yield* JobSignal
+  const webhookSignal = yield* WebhookSignal
   const config = yield* EngineConfig
 
   const storeFile = (key: string, file: GeneratedFile) =>
@@ -85,8 +87,11 @@ export const make = Effect.gen(function*() {
         return
       }
       const now = yield* Clock.currentTimeMillis
-      if (result.value._tag === "Done") yield* repo.complete(job.id, workerId, result.value.outputs, now)
-      else yield* repo.fail(job.id, workerId, result.value.error, now)
+      const ended = result.value._tag === "Done"
+        ? yield* repo.complete(job.id, workerId, result.value.outputs, now)
+        : yield* repo.fail(job.id, workerId, result.value.error, now)
+      // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
+      if (Option.isSome(ended) && ended.value.webhookUrl !== null) yield* webhookSignal.notify
     })
 
   /** Claims and runs one job; false when there was none. */

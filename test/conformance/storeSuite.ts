@@ -421,7 +421,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
         const done = yield* finish("https://hooks.example.com/a", "complete")
-        const claim = (workerId: string, now: number) => deliveries.claimDue({ workerId, now, leaseMs: 30_000 })
+        const claim = (workerId: string, now: number) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount: 4 })
         expect(Option.isNone(yield* claim("d1", T0 + 4))).toBe(true)
         const claimed = Option.getOrThrow(yield* claim("d1", T0 + 5))
         expect(claimed).toMatchObject({ jobId: done.id, leaseOwner: "d1", leaseExpiresAt: T0 + 30_005 })
@@ -453,12 +453,12 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(yield* deliveries.list({ accountId: b.accountId, limit: 10, status: "failed" })).toEqual([])
         expect(Option.getOrThrow(yield* deliveries.get(da!.id))).toEqual(da)
         expect(Option.isNone(yield* deliveries.retry(da!.id, T0 + 10))).toBe(true)
-        const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 1_000 }))
+        const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 1_000, maxPerAccount: 4 }))
         const attempt = { attempt: 1, at: T0 + 10, statusCode: null, error: "refused", durationMs: 1, responseBody: null }
         yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })
         const again = Option.getOrThrow(yield* deliveries.retry(claimed.id, T0 + 20))
         expect(again).toMatchObject({ status: "pending", nextAttemptAt: T0 + 20, attempts: [attempt] })
-        const due = yield* Effect.all([1, 2, 3].map(() => deliveries.claimDue({ workerId: "e", now: T0 + 20, leaseMs: 1_000 })))
+        const due = yield* Effect.all([1, 2, 3].map(() => deliveries.claimDue({ workerId: "e", now: T0 + 20, leaseMs: 1_000, maxPerAccount: 4 })))
         expect(due.filter(Option.isSome).map((d) => d.value.id)).toContain(claimed.id)
       }))
 
@@ -467,12 +467,67 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const deliveries = yield* WebhookDeliveryRepo
         for (let i = 0; i < 3; i++) yield* finish(`https://hooks.example.com/${i}`, "complete")
         const claims = yield* Effect.all(
-          Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000 })),
+          Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000, maxPerAccount: 4 })),
           { concurrency: "unbounded" }
         )
         const ids = claims.filter(Option.isSome).map((c) => c.value.id)
         expect(ids).toHaveLength(3)
         expect(new Set(ids).size).toBe(3)
+      }))
+  })
+
+  describe(`${name}: webhook claims across accounts`, () => {
+    /** `n` finished jobs of one account with webhooks, their deliveries due at `at`. */
+    const dueDeliveries = (accountId: AccountId, n: number, at: number) =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        for (let i = 0; i < n; i++) {
+          const j = job(accountId, { webhookUrl: `https://hooks.example.com/${i}` })
+          yield* submit({ job: j })
+          const claimed = Option.getOrThrow(yield* repo.claim({ workerId: "w", now: at, leaseMs: 1_000, maxAttempts: 3 }))
+          yield* repo.complete(claimed.id, "w", [], at)
+        }
+      })
+    const claim = (workerId: string, now: number, maxPerAccount = 2) =>
+      Effect.flatMap(WebhookDeliveryRepo, (deliveries) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount }))
+
+    test("serves the account with the fewest live leases first and none beyond its cap", () =>
+      Effect.gen(function*() {
+        const slow = (yield* createAccount(10_000)).id
+        const fast = (yield* createAccount(10_000)).id
+        yield* dueDeliveries(slow, 3, T0)
+        yield* dueDeliveries(fast, 1, T0 + 100)
+        const order = []
+        for (let i = 0; i < 4; i++) order.push(Option.map(yield* claim(`d${i}`, T0 + 200), (d) => d.accountId))
+        // The slow account's oldest, then the fast one (no lease yet), then the slow one to its cap of 2.
+        expect(order).toEqual([Option.some(slow), Option.some(fast), Option.some(slow), Option.none()])
+        // Its leases run out: the slow account's third delivery may go.
+        expect(Option.map(yield* claim("d5", T0 + 30_200), (d) => d.accountId)).toEqual(Option.some(slow))
+      }))
+
+    test("parallel claims never exceed an account's cap", () =>
+      Effect.gen(function*() {
+        const owner = (yield* createAccount(10_000)).id
+        yield* dueDeliveries(owner, 6, T0)
+        const claims = yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) => claim(`d${i}`, T0 + 10, 3)),
+          { concurrency: "unbounded" }
+        )
+        expect(claims.filter(Option.isSome)).toHaveLength(3)
+      }))
+
+    test("tells when the next pending attempt falls due", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        expect(yield* deliveries.nextAttemptAfter(T0)).toEqual(Option.none())
+        const owner = (yield* createAccount(10_000)).id
+        yield* dueDeliveries(owner, 2, T0)
+        expect(yield* deliveries.nextAttemptAfter(T0 - 1)).toEqual(Option.some(T0))
+        expect(yield* deliveries.nextAttemptAfter(T0)).toEqual(Option.none())
+        const claimed = Option.getOrThrow(yield* claim("d", T0))
+        const attempt = { attempt: 1, at: T0, statusCode: 500, error: "HTTP 500", durationMs: 1, responseBody: null }
+        yield* deliveries.recordAttempt(claimed.id, claimed.leaseOwner!, attempt, { status: "pending", nextAttemptAt: T0 + 4_000 })
+        expect(yield* deliveries.nextAttemptAfter(T0)).toEqual(Option.some(T0 + 4_000))
       }))
   })
 

@@ -22,6 +22,13 @@ const certificate = () => {
   return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") }
 }
 
+/** Answers at once, then a byte of body every 50 ms and never ends: the socket is never idle. */
+const trickle = (res: import("node:http").ServerResponse) => {
+  res.writeHead(200, { "content-type": "text/plain" })
+  const timer = setInterval(() => res.write("."), 50)
+  res.on("close", () => clearInterval(timer))
+}
+
 /** The receiver's check, written from the spec alone with WebCrypto: not the engine's function. */
 const receiverAccepts = async (secret: string, timestamp: string, body: string, header: string) => {
   const key = await webcrypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"])
@@ -41,6 +48,7 @@ describe("webhooks to a real https receiver", () => {
       req.on("end", () => {
         got.push({ headers: req.headers, body })
         if (req.url === "/slow") return
+        if (req.url === "/trickle") return trickle(res)
         if (req.url === "/redirect") res.writeHead(307, { location: "https://example.com/" }).end()
         else res.writeHead(200, { "content-type": "text/plain" }).end("thanks")
       })
@@ -76,8 +84,17 @@ describe("webhooks to a real https receiver", () => {
   it("gives up on a receiver that does not answer in time", async () => {
     const started = Date.now()
     const result = await send(`https://127.0.0.1:${port}/slow`, true, {}, "{}", 300)
-    expect(result._tag === "Left" && result.left.reason).toMatch(/no answer within 0.3 s/)
+    expect(result._tag === "Left" && result.left.reason).toMatch(/no complete answer within 0.3 s/)
     expect(Date.now() - started).toBeLessThan(5_000)
+  })
+
+  it("gives up on a receiver that trickles its answer: the deadline covers the whole attempt", async () => {
+    const started = Date.now()
+    const result = await send(`https://127.0.0.1:${port}/trickle`, true, {}, "{}", 400)
+    const took = Date.now() - started
+    expect(result._tag === "Left" && result.left.reason).toMatch(/^timed out: no complete answer within 0.4 s/)
+    expect(took).toBeGreaterThanOrEqual(390)
+    expect(took).toBeLessThan(1_500)
   })
 
   it("does not follow redirects", async () => {

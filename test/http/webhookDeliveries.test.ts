@@ -33,7 +33,7 @@ describe("webhook deliveries API", () => {
   const failDelivery = (deliveryId: string) =>
     engine.runtime.runPromise(Effect.gen(function*() {
       const repo = yield* WebhookDeliveryRepo
-      const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000 })
+      const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4 })
       expect(Option.getOrThrow(claimed).id).toBe(deliveryId)
       yield* repo.recordAttempt(deliveryId, "d", {
         attempt: 6,

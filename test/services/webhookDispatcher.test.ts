@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Layer, Redacted, Ref, TestClock } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Redacted, Ref, TestClock } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -145,6 +145,81 @@ describe("webhook dispatcher", () => {
         const after = (yield* Ref.get(received)).map((r) => r.request)[1]!
         expect([signedBy(after, rotated.webhookSecret), signedBy(after, caller.account.webhookSecret)]).toEqual([true, false])
       })))
+
+  /** A receiver that takes ten minutes and ignores interruption: only the dispatcher's own deadline can bound it. */
+  const stubbornReceiver = Effect.gen(function*() {
+    const received = yield* Ref.make<Array<{ at: number; attempt: string }>>([])
+    const sender = WebhookSender.of({
+      send: (request) =>
+        Effect.gen(function*() {
+          const at = yield* Clock.currentTimeMillis
+          yield* Ref.update(received, (all) => [...all, { at, attempt: request.headers["x-webhook-attempt"]! }])
+          yield* Effect.sleep("10 minutes")
+          return status(200)
+        }).pipe(Effect.uninterruptible)
+    })
+    return { received, sender }
+  })
+
+  it.scoped("bounds any sender by the deadline: two dispatchers, six attempts each sent once, then failed", () =>
+    Effect.gen(function*() {
+      const { received, sender } = yield* stubbornReceiver
+      const context = yield* Layer.build(dispatching(memoryEngine(text), sender))
+      const { job } = yield* Effect.provide(finishedJob, context)
+      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.start(2)), context)
+      for (let s = 0; s < 600; s++) yield* TestClock.adjust(1000)
+      // Each attempt is cut off at 30 s, then the schedule's 1, 4, 16, 64 and 256 s follow.
+      expect((yield* Ref.get(received)).map((r) => [r.at / 1000, r.attempt])).toEqual(
+        [[0, "1"], [31, "2"], [65, "3"], [111, "4"], [205, "5"], [491, "6"]]
+      )
+      const [delivery] = yield* Effect.provide(Effect.flatMap(WebhookDeliveryRepo, (r) => r.forJob(job.id)), context)
+      expect(delivery).toMatchObject({ status: "failed", leaseOwner: null })
+      expect(delivery!.attempts.map((a) => [a.attempt, a.durationMs, a.statusCode])).toEqual(
+        [1, 2, 3, 4, 5, 6].map((n) => [n, 30_000, null])
+      )
+      expect(delivery!.attempts[0]!.error).toMatch(/^timed out: no complete answer within 30 s/)
+    }))
+
+  it.effect("records an attempt once: a sender that outlives the lease does not record over the new lease holder", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const sender = WebhookSender.of({ send: () => Effect.as(Deferred.await(gate), status(500)) })
+      yield* Effect.provide(
+        Effect.gen(function*() {
+          const { job } = yield* finishedJob
+          const repo = yield* WebhookDeliveryRepo
+          const stale = yield* Effect.fork((yield* WebhookDispatcher).deliverOnce("d1"))
+          yield* TestClock.adjust(10)
+          // Another dispatcher whose clock runs a lease ahead takes the delivery over meanwhile.
+          const [leased] = yield* repo.forJob(job.id)
+          const taken = yield* repo.claimDue({ workerId: "d2", now: leased!.leaseExpiresAt!, leaseMs: 60_000, maxPerAccount: 4 })
+          expect(Option.isSome(taken)).toBe(true)
+          yield* Deferred.succeed(gate, undefined)
+          expect(yield* Fiber.join(stale)).toBe(true)
+          expect((yield* repo.forJob(job.id))[0]!.attempts).toEqual([])
+          const attempt = { attempt: 1, at: 0, statusCode: 204, error: null, durationMs: 5, responseBody: null }
+          expect(yield* repo.recordAttempt(leased!.id, Option.getOrThrow(taken).leaseOwner!, attempt, { status: "sent" })).toBe(true)
+          expect((yield* repo.forJob(job.id))[0]).toMatchObject({ status: "sent", attempts: [attempt] })
+        }),
+        dispatching(memoryEngine(text), sender)
+      )
+    }))
+
+  it.scoped("starts at once when a job with a webhookUrl ends, and retries when the retry falls due", () =>
+    Effect.gen(function*() {
+      const { received, sender } = yield* scriptedReceiver([status(500), status(200)])
+      // A poll interval far longer than the test: only the signal and the due time can start attempts.
+      const context = yield* Layer.build(dispatching(memoryEngine(text, { pollIntervalMs: 3_600_000 }), sender))
+      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.start(4)), context)
+      yield* TestClock.adjust(5_000)
+      yield* Effect.provide(finishedJob, context)
+      yield* TestClock.adjust(0)
+      expect((yield* Ref.get(received)).map((r) => r.at)).toEqual([5_000])
+      yield* TestClock.adjust(999)
+      expect(yield* Ref.get(received)).toHaveLength(1)
+      yield* TestClock.adjust(1)
+      expect((yield* Ref.get(received)).map((r) => r.at)).toEqual([5_000, 6_000])
+    }))
 
   type Stores = Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, unknown>
   const restartStores: Array<[string, () => Promise<Stores | undefined>]> = [

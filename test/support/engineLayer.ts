@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
-import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
+import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { EngineServicesLive } from "../../src/engine.js"
 import { type Generator, layerGenerators } from "../../src/ports/Generator.js"
@@ -33,7 +33,7 @@ export const engineOver = <E, F = never>(
     Layer.provideMerge(
       Layer.mergeAll(
         stores,
-        layerLocalJobSignal,
+        layerLocalSignals,
         files,
         layerGenerators({ demo: generator }),
         EngineConfig.layer(settings)

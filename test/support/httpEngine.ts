@@ -1,7 +1,7 @@
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
-import { layerLocalJobSignal } from "../../adapters/memory/LocalJobSignal.js"
+import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
 import { EngineServicesLive } from "../../src/engine.js"
@@ -42,7 +42,7 @@ export const makeHttpEngine = async (
     Layer.provideMerge(
       Layer.mergeAll(
         options.breakStore === true ? Layer.merge(layerMemoryStores, brokenJobRepo) : layerMemoryStores,
-        layerLocalJobSignal,
+        layerLocalSignals,
         layerMemoryBlobStore(`${BASE}/files`),
         layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
         layerGenerators({ demo: makeDemoGenerator() }),
