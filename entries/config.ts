@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { FilePorts, StorePorts } from "../src/engine.js"
+import { DEFAULT_MAX_JSON_BODY_BYTES } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
 import { layerEngine, type EngineOptions } from "./engine.js"
 
@@ -28,6 +29,9 @@ export const EngineEnv = Config.all({
   webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", 1),
   uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
+  maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
+    Config.validate({ message: "MAX_JSON_BODY_BYTES must be at least 1", validation: (n) => n >= 1 })
+  ),
   leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
     Config.validate({ message: "JOB_LEASE_MS must be at least 1000", validation: (n) => n >= 1000 })
   ),
@@ -147,7 +151,11 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts
     },
-    http: { adminToken: Option.getOrUndefined(settings.adminToken), trustedProxyHops: settings.trustedProxyHops },
+    http: {
+      adminToken: Option.getOrUndefined(settings.adminToken),
+      trustedProxyHops: settings.trustedProxyHops,
+      maxJsonBodyBytes: settings.maxJsonBodyBytes
+    },
     workers: settings.workerConcurrency,
     webhookDispatchers: settings.webhookDispatchers,
     webhookAllowPrivate: settings.webhookAllowPrivate,
