@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { DEFAULT_WEBHOOK_DISPATCHERS, type FilePorts, type StorePorts } from "../src/engine.js"
+import { DEFAULT_MAX_JSON_BODY_BYTES } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
 import { defaultEngineSettings } from "../src/services/EngineConfig.js"
 import { layerEngine, type EngineOptions } from "./engine.js"
@@ -32,6 +33,9 @@ export const EngineEnv = Config.all({
   ),
   uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
+  maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
+    Config.validate({ message: "MAX_JSON_BODY_BYTES must be at least 1", validation: (n) => n >= 1 })
+  ),
   leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
     Config.validate({ message: "JOB_LEASE_MS must be at least 1000", validation: (n) => n >= 1000 })
   ),
@@ -152,7 +156,11 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       maxAttempts: settings.maxAttempts,
       webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount
     },
-    http: { adminToken: Option.getOrUndefined(settings.adminToken), trustedProxyHops: settings.trustedProxyHops },
+    http: {
+      adminToken: Option.getOrUndefined(settings.adminToken),
+      trustedProxyHops: settings.trustedProxyHops,
+      maxJsonBodyBytes: settings.maxJsonBodyBytes
+    },
     workers: settings.workerConcurrency,
     webhookDispatchers: settings.webhookDispatchers,
     webhookAllowPrivate: settings.webhookAllowPrivate,

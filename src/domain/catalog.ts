@@ -4,6 +4,11 @@ const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const HexColor = Schema.String.pipe(Schema.pattern(/^#[0-9a-fA-F]{3,8}$/, { message: () => "a hex colour such as #1a2b3c" }))
 const NonEmpty = Schema.String.pipe(Schema.minLength(1))
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+/** JSON numbers such as 1e400 parse as Infinity, which would be stored as null: prices are finite. */
+const Finite = Schema.Number.pipe(Schema.finite())
+const NonNegativeFinite = Finite.pipe(Schema.nonNegative())
+/** A year: estimatedCompletionTime (submit time plus this) must stay a storable time. */
+const MAX_ESTIMATED_SECONDS = 365 * 24 * 3600
 
 export const VersionStatus = Schema.Literal("active", "deprecated", "disabled", "deleted")
 export type VersionStatus = typeof VersionStatus.Type
@@ -13,9 +18,9 @@ export const PerUnitComponent = Schema.Struct({
   type: Schema.Literal("per_unit"),
   name: NonEmpty,
   field: NonEmpty,
-  creditsPerUnit: Schema.Number.pipe(Schema.nonNegative()),
+  creditsPerUnit: NonNegativeFinite,
   /** Units assumed when the input leaves the field out. */
-  default: Schema.optionalWith(Schema.Number.pipe(Schema.nonNegative()), { default: () => 0 })
+  default: Schema.optionalWith(NonNegativeFinite, { default: () => 0 })
 })
 
 /** Scales the base price by the factor named for an input value (for example a resolution). */
@@ -23,7 +28,7 @@ export const MultiplierComponent = Schema.Struct({
   type: Schema.Literal("multiplier"),
   name: NonEmpty,
   field: NonEmpty,
-  values: Schema.Record({ key: Schema.String, value: Schema.Number.pipe(Schema.nonNegative()) }),
+  values: Schema.Record({ key: Schema.String, value: NonNegativeFinite }),
   /** The value assumed when the input leaves the field out. */
   default: Schema.optional(Schema.String)
 })
@@ -32,7 +37,7 @@ export const PricingComponent = Schema.Union(PerUnitComponent, MultiplierCompone
 export type PricingComponent = typeof PricingComponent.Type
 
 export const Pricing = Schema.Struct({
-  baseCredits: Schema.Number.pipe(Schema.nonNegative()),
+  baseCredits: NonNegativeFinite,
   unit: NonEmpty,
   components: Schema.optional(Schema.Array(PricingComponent))
 })
@@ -52,7 +57,9 @@ export const ModelVersion = Schema.Struct({
   pricing: Pricing,
   rateLimits: RateLimits,
   /** Typical run time, used for estimatedCompletionTime on submit. */
-  estimatedSeconds: Schema.optionalWith(Schema.Number.pipe(Schema.positive()), { default: () => 30 }),
+  estimatedSeconds: Schema.optionalWith(Finite.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_ESTIMATED_SECONDS)), {
+    default: () => 30
+  }),
   createdAt: Schema.optional(Schema.String)
 })
 export type ModelVersion = typeof ModelVersion.Type
@@ -72,7 +79,7 @@ export const CatalogModel = Schema.Struct({
   category: NonEmpty,
   capability: NonEmpty,
   tags: Schema.Array(Schema.String),
-  ratings: Schema.Struct({ average: Schema.Number, count: NonNegativeInt }),
+  ratings: Schema.Struct({ average: Finite, count: NonNegativeInt }),
   visibility: Visibility,
   segments: Schema.Array(Schema.String),
   currentVersion: NonEmpty,
@@ -89,7 +96,7 @@ export const Capability = Schema.Struct({
   label: NonEmpty,
   icon: Schema.String,
   color: HexColor,
-  order: Schema.Number
+  order: Finite
 })
 export type Capability = typeof Capability.Type
 

@@ -24,10 +24,12 @@ export const ErrorCode = Schema.Literal(
   "UPLOAD_URL_EXPIRED",
   "UPLOAD_ALREADY_RECEIVED",
   "FILE_TOO_LARGE",
+  "PAYLOAD_TOO_LARGE",
   "LENGTH_REQUIRED",
   "CONCURRENT_JOBS_EXCEEDED",
   "RATE_LIMIT_EXCEEDED",
   "PUBSUB_PUBLISH_FAILED",
+  "SERVICE_UNAVAILABLE",
   "INTERNAL_ERROR"
 )
 export type ErrorCode = typeof ErrorCode.Type
@@ -51,7 +53,13 @@ export const engineError = (
   retryAfterSeconds?: number
 ): EngineError => new EngineError({ code, message, details, retryAfterSeconds })
 
-/** A storage or infrastructure failure: never shown to clients beyond INTERNAL_ERROR. */
+/**
+ * A client may retry a request the store could not serve after this long: long enough for a
+ * failover or a pool reconnect, short enough that an interactive client still waits.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5
+
+/** A storage or infrastructure failure: shown to clients only as a 503 to retry, never its cause. */
 export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   message: Schema.String,
   cause: Schema.optional(Schema.Unknown)

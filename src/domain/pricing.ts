@@ -55,6 +55,15 @@ export const componentCredits = (
 }
 
 /**
+ * Every amount of the estimate is a whole number of micro-cents within MAX_MICRO_CENTS (the safe
+ * integers), which a balance can hold:
+ * huge inputs (or huge catalog prices) give Infinity, NaN or inexact sums otherwise.
+ */
+export const isExactCost = (estimate: CostEstimate): boolean =>
+  [estimate.baseCostMicroCents, estimate.estimatedCostMicroCents, ...estimate.breakdown.map((c) => c.costMicroCents)]
+    .every((amount) => Number.isSafeInteger(amount))
+
+/**
  * List price from the version's pricing and the job's input: the base plus each dynamic
  * component, then the account's best discount. The total never goes below zero.
  */
@@ -74,7 +83,8 @@ export const estimateCost = (
   ]
   const base = Math.max(0, breakdown.reduce((sum, c) => sum + c.costMicroCents, 0))
   const discount = bestDiscount(discounts, modelSlug)
-  if (discount === undefined || base === 0) {
+  // A base out of the exact range is refused by isExactCost; no discount is computed on it.
+  if (discount === undefined || base === 0 || !Number.isSafeInteger(base)) {
     return { baseCostMicroCents: base, estimatedCostMicroCents: base, breakdown, hasDiscount: false }
   }
   const saved = discountSaving(base, discount.percentage)

@@ -185,5 +185,6 @@ export class EngineApi extends HttpApi.make("genjobs")
   .addError(documentedErrors[6])
   .addError(documentedErrors[7])
   .addError(documentedErrors[8])
+  .addError(documentedErrors[9])
   .annotate(OpenApi.Title, "Generation jobs engine")
 {}

@@ -1,22 +1,29 @@
 import { Context, Layer, Redacted } from "effect"
 
+/** 1 MiB: a job's input and the admin API's documents fit with room to spare; files go through uploads. */
+export const DEFAULT_MAX_JSON_BODY_BYTES = 1_048_576
+
 export interface HttpSettings {
   /** Bearer token of the admin API; undefined turns the admin API off. */
   readonly adminToken: Redacted.Redacted<string> | undefined
   /** Proxies in front of the server whose X-Forwarded-For entries are believed. */
   readonly trustedProxyHops: number
+  /** The largest request body read, in bytes (upload PUTs have their own limits); larger is 413. */
+  readonly maxJsonBodyBytes: number
 }
 
 /** HttpSettings as a host writes them: a plain string token is wrapped so it never shows in logs. */
 export interface HttpOptions {
   readonly adminToken?: Redacted.Redacted<string> | string | undefined
   readonly trustedProxyHops?: number | undefined
+  readonly maxJsonBodyBytes?: number | undefined
 }
 
 export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, HttpSettings>() {
   static readonly layer = (options: HttpOptions = {}) =>
     Layer.succeed(HttpConfig, {
       adminToken: typeof options.adminToken === "string" ? Redacted.make(options.adminToken) : options.adminToken,
-      trustedProxyHops: options.trustedProxyHops ?? 0
+      trustedProxyHops: options.trustedProxyHops ?? 0,
+      maxJsonBodyBytes: options.maxJsonBodyBytes ?? DEFAULT_MAX_JSON_BODY_BYTES
     })
 }

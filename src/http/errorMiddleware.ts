@@ -1,9 +1,11 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
-import { engineError } from "../domain/errors.js"
+import { type EngineError, engineError, STORE_RETRY_AFTER_SECONDS } from "../domain/errors.js"
 import { newRequestId } from "../domain/ids.js"
 import { ApiFailure, renderFailure } from "./errorEnvelope.js"
+import { HttpConfig } from "./HttpConfig.js"
 import { CurrentRequestId } from "./requestContext.js"
+import { refusedBeforeBody, withBodyLimits } from "./requestLimits.js"
 
 interface DecodeIssue {
   readonly path: ReadonlyArray<PropertyKey>
@@ -30,27 +32,50 @@ const asFailure = (error: unknown, requestId: string): ApiFailure | undefined =>
       return ApiFailure.fromEngine(engineError("VALIDATION_ERROR", "The request body is not valid JSON"), requestId)
     case "RouteNotFound":
       return ApiFailure.fromEngine(engineError("NOT_FOUND", "No such endpoint"), requestId)
+    // The request limits refuse with an EngineError as a defect (see requestLimits.ts).
+    case "EngineError":
+      return ApiFailure.fromEngine(error as EngineError, requestId)
     default:
       return undefined
   }
 }
 
+const isSubmit = (request: HttpServerRequest.HttpServerRequest) =>
+  request.method === "POST" && /^\/v1\/jobs\/submit(?:\?|$)/.test(request.url)
+
 /**
- * Gives every request an id (X-Request-Id) and renders every failure in the spec's envelope
- * with its status and Retry-After; defects are logged and answered as INTERNAL_ERROR.
+ * The spec names PUBSUB_PUBLISH_FAILED as submit's answer when the job cannot be queued; a
+ * store failure anywhere on that route (the key lookup in the auth middleware included) means
+ * exactly that, so it is answered so there, and SERVICE_UNAVAILABLE everywhere else.
  */
-export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware((app) =>
+const onRoute = (failure: ApiFailure, request: HttpServerRequest.HttpServerRequest): ApiFailure =>
+  failure.error.code === "SERVICE_UNAVAILABLE" && isSubmit(request)
+    ? ApiFailure.fromEngine(
+      engineError("PUBSUB_PUBLISH_FAILED", "The job could not be queued; nothing was charged, retry", {}, STORE_RETRY_AFTER_SECONDS),
+      failure.requestId
+    )
+    : failure
+
+/**
+ * Gives every request an id (X-Request-Id), applies the request limits (body size, JSON depth,
+ * NUL characters) and renders every failure in the spec's envelope with its status and
+ * Retry-After; defects are logged and answered as INTERNAL_ERROR.
+ */
+export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.map(HttpConfig, ({ maxJsonBodyBytes }) => (app) =>
   Effect.gen(function*() {
     const requestId = newRequestId()
-    return yield* app.pipe(
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const refused = refusedBeforeBody(request, maxJsonBodyBytes)
+    return yield* (refused === undefined ? Effect.void : Effect.die(refused)).pipe(
+      Effect.zipRight(Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBodyLimits(request, maxJsonBodyBytes))),
       Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),
       Effect.catchAllCause((cause) => {
-        // A body that is not JSON arrives as a defect (RequestError), so defects are looked at too.
+        // A body that is not JSON, or over the limits, arrives as a defect, so defects are looked at too.
         const failure = Option.match(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)), {
           onNone: () => undefined,
           onSome: (error) => asFailure(error, requestId)
         })
-        if (failure !== undefined) return Effect.succeed(renderFailure(failure))
+        if (failure !== undefined) return Effect.succeed(renderFailure(onRoute(failure, request)))
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
         return Effect.logError("unhandled error while serving a request", Cause.pretty(cause)).pipe(
           Effect.as(renderFailure(ApiFailure.fromEngine(engineError("INTERNAL_ERROR", "An internal error occurred"), requestId)))
@@ -58,4 +83,4 @@ export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware((app) =>
       }),
       Effect.locally(CurrentRequestId, requestId)
     )
-  }))
+  })))

@@ -4,6 +4,7 @@ import { invalidAllowedEntries } from "../domain/access.js"
 import { type Account, type ApiKey, Discount, Scope } from "../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../domain/apiKeySecret.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { INT32_MAX, MAX_MICRO_CENTS } from "../domain/limits.js"
 import { type AccountId, type ApiKeyId, newAccountId, newApiKeyId } from "../domain/ids.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
@@ -13,7 +14,10 @@ const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 export const NewAccount = Schema.Struct({
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   creditsMicroCents: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
-  maxConcurrentJobs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { default: () => 5 }),
+  /** Stored in a 32-bit column. */
+  maxConcurrentJobs: Schema.optionalWith(Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(INT32_MAX)), {
+    default: () => 5
+  }),
   segments: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] })
@@ -72,7 +76,17 @@ export const make = Effect.gen(function*() {
           engineError("VALIDATION_ERROR", "amountMicroCents must be a positive integer", { field: "amountMicroCents" })
         )
       }
-      const updated = yield* accounts.addCredits(id as AccountId, amountMicroCents, yield* Clock.currentTimeMillis)
+      // A balance stays within MAX_MICRO_CENTS, so it adds up exactly and any charge or refund fits the store.
+      const account = yield* getAccount(id)
+      if (amountMicroCents > MAX_MICRO_CENTS - account.balanceMicroCents) {
+        return yield* Effect.fail(
+          engineError("VALIDATION_ERROR", `The balance would exceed ${MAX_MICRO_CENTS} micro-cents`, {
+            field: "amountMicroCents",
+            balanceMicroCents: account.balanceMicroCents
+          })
+        )
+      }
+      const updated = yield* accounts.addCredits(account.id, amountMicroCents, yield* Clock.currentTimeMillis)
       return yield* Option.match(updated, { onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed })
     })
 

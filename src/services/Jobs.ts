@@ -1,9 +1,9 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { canonicalJson, sha256Hex } from "../domain/canonicalJson.js"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { engineError, type EngineError, STORE_RETRY_AFTER_SECONDS, type StoreError } from "../domain/errors.js"
 import { type JobId, newJobId, type RequestId } from "../domain/ids.js"
 import { type Job, JobStatus as JobStatusSchema } from "../domain/job.js"
-import { type CostEstimate, estimateCost } from "../domain/pricing.js"
+import { type CostEstimate, estimateCost, isExactCost } from "../domain/pricing.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
@@ -41,6 +41,9 @@ export interface JobPage {
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
+/** Longer URLs are refused: receivers and proxies commonly stop at 2,048 characters. */
+export const MAX_WEBHOOK_URL_LENGTH = 2_048
+
 const requireModel = (model: string): Effect.Effect<void, EngineError> =>
   model.trim() === ""
     ? Effect.fail(engineError("VALIDATION_ERROR", "model is required: the model's slug", { field: "model" }))
@@ -50,6 +53,7 @@ const checkWebhookUrl = (url: string | undefined): Effect.Effect<void, EngineErr
   if (url === undefined) return Effect.void
   const invalid = (reason: string) =>
     Effect.fail(engineError("INVALID_INPUT", `webhookUrl ${reason}`, { field: "webhookUrl" }))
+  if (url.length > MAX_WEBHOOK_URL_LENGTH) return invalid(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`)
   if (!URL.canParse(url)) return invalid("is not a valid URL")
   const parsed = new URL(url)
   if (parsed.protocol !== "https:") return invalid("must use the https:// scheme")
@@ -63,8 +67,34 @@ export const make = Effect.gen(function*() {
   const signal = yield* JobSignal
   const config = yield* EngineConfig
 
-  const priced = (caller: Caller, resolved: ResolvedModel, input: Readonly<Record<string, unknown>>): CostEstimate =>
-    estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents, input)
+  /** The price of this input; one that no balance could hold (or not a number at all) is refused. */
+  const priced = (
+    caller: Caller,
+    resolved: ResolvedModel,
+    input: Readonly<Record<string, unknown>>
+  ): Effect.Effect<CostEstimate, EngineError> => {
+    const estimate = estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents, input)
+    return isExactCost(estimate)
+      ? Effect.succeed(estimate)
+      : Effect.fail(engineError("INVALID_INPUT", "The input prices the job beyond the largest amount an account can hold"))
+  }
+
+  /**
+   * The model and version a submit or estimate names, and the price of its input, checked as
+   * submit checks it. Only an estimate may leave the input out (the spec makes it optional
+   * there): it is then priced from the components' defaults, with nothing to validate.
+   */
+  const quote = (
+    caller: Caller,
+    request: { readonly model: string; readonly version?: string | undefined },
+    input: Readonly<Record<string, unknown>> | undefined
+  ) =>
+    Effect.gen(function*() {
+      yield* requireModel(request.model)
+      const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
+      if (input !== undefined) yield* catalog.validateInput(resolved, input)
+      return { resolved, cost: yield* priced(caller, resolved, input ?? {}) }
+    })
 
   const estimate = (
     caller: Caller,
@@ -76,9 +106,9 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<{ readonly estimate: CostEstimate; readonly deprecated: boolean }, EngineError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
-      yield* requireModel(request.model)
-      const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
-      return { estimate: priced(caller, resolved, request.input ?? {}), deprecated: resolved.version.status === "deprecated" }
+      // The same checks as submit, so an estimate never prices what submit would refuse.
+      const { cost, resolved } = yield* quote(caller, request, request.input)
+      return { estimate: cost, deprecated: resolved.version.status === "deprecated" }
     })
 
   const submit = (
@@ -94,11 +124,8 @@ export const make = Effect.gen(function*() {
           engineError("VALIDATION_ERROR", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`)
         )
       }
-      yield* requireModel(request.model)
       yield* checkWebhookUrl(request.webhookUrl)
-      const resolved = yield* catalog.resolve(caller.account, request.model, request.version)
-      yield* catalog.validateInput(resolved, request.input)
-      const cost = priced(caller, resolved, request.input)
+      const { cost, resolved } = yield* quote(caller, request, request.input)
       const now = yield* Clock.currentTimeMillis
       const job: Job = {
         id: newJobId(now),
@@ -131,21 +158,25 @@ export const make = Effect.gen(function*() {
             notBefore: now - config.idempotencyWindowMs
           }
         })
-      }).pipe(
-        Effect.catchTag("StoreError", (e) =>
-          Effect.logError("submit could not be stored", e).pipe(
-            Effect.zipRight(
-              Effect.fail(engineError("PUBSUB_PUBLISH_FAILED", "The job could not be queued; nothing was charged, retry"))
-            )
-          ))
-      )
+      })
       if (outcome._tag === "Created") yield* signal.notify
       return {
         job: outcome.job,
         deprecated: resolved.version.status === "deprecated",
         replayed: outcome._tag === "Replayed"
       }
-    })
+    }).pipe(
+      // Whether the catalog read or the commit failed, nothing was charged and a retry is safe.
+      Effect.catchTag("StoreError", (e) =>
+        Effect.logError("submit could not be stored", e).pipe(
+          Effect.zipRight(Effect.fail(engineError(
+            "PUBSUB_PUBLISH_FAILED",
+            "The job could not be queued; nothing was charged, retry",
+            {},
+            STORE_RETRY_AFTER_SECONDS
+          )))
+        ))
+    )
 
   const ownJob = (caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
     Effect.gen(function*() {

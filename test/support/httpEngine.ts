@@ -1,28 +1,55 @@
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Context, Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
 import { EngineServicesLive } from "../../src/engine.js"
-import { HttpConfig } from "../../src/http/HttpConfig.js"
+import { HttpConfig, type HttpOptions } from "../../src/http/HttpConfig.js"
 import { makeWebHandler } from "../../src/http/webHandler.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { layerGenerators } from "../../src/ports/Generator.js"
+import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
+import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
+import { UploadRepo } from "../../src/ports/UploadRepo.js"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCatalog } from "./demoCatalog.js"
 
-/** A job store whose writes and reads fail, as when the database is down. */
-const brokenJobRepo = Layer.effect(
-  JobRepo,
-  Effect.map(JobRepo, (repo) => ({
-    ...repo,
-    submit: () => Effect.fail(new StoreError({ message: "database unreachable" })),
-    get: () => Effect.fail(new StoreError({ message: "database unreachable" }))
-  }))
-).pipe(Layer.provide(layerMemoryStores))
+type StoreServices = Layer.Layer.Success<typeof layerMemoryStores>
+
+/** A switch for a database outage: while `down`, every call of the wrapped stores (or of `only` these) fails. */
+export interface Outage {
+  down: boolean
+  readonly only?: ReadonlyArray<Context.Tag<any, any>> | undefined
+}
+
+const unreachable = () => new StoreError({ message: "database unreachable" })
+
+/** Each operation of a repository, failing with a StoreError while the outage is on. */
+const failingWhile = <A extends object>(outage: Outage, repo: A): A =>
+  Object.fromEntries(Object.entries(repo).map(([name, op]) => [
+    name,
+    Effect.isEffect(op)
+      ? Effect.suspend(() => (outage.down ? Effect.fail(unreachable()) : op))
+      : typeof op === "function"
+      ? (...args: Array<unknown>) => (outage.down ? Effect.fail(unreachable()) : op(...args))
+      : op
+  ])) as A
+
+/** The stores with every repository behind the outage switch, as when the database goes away. */
+const withOutage = <E>(stores: Layer.Layer<StoreServices, E>, outage: Outage) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const repos: ReadonlyArray<Context.Tag<any, any>> = [AccountRepo, ApiKeyRepo, JobRepo, CatalogRepo, WebhookDeliveryRepo, UploadRepo]
+    let context: Context.Context<any> = yield* Effect.context<StoreServices>()
+    for (const tag of outage.only ?? repos) {
+      context = Context.add(context, tag, failingWhile(outage, Context.unsafeGet(context, tag) as object))
+    }
+    return context as Context.Context<StoreServices>
+  })).pipe(Layer.provide(stores))
 
 export const ADMIN_TOKEN = "test-admin-token"
 export const BASE = "http://engine.test"
@@ -33,21 +60,27 @@ export interface Reply {
   readonly body: any
 }
 
-/** The engine's HTTP surface over memory stores, driven through its web handler. */
-export const makeHttpEngine = async (
-  settings: Partial<EngineSettings> = {},
-  options: { readonly breakStore?: boolean } = {}
-) => {
+export interface HttpEngineOptions {
+  /** The stores under test; memory unless given (for example SQLite or PostgreSQL). */
+  readonly stores?: Layer.Layer<StoreServices, unknown> | undefined
+  /** Turned on, every store call fails, as when the database is unreachable. */
+  readonly outage?: Outage | undefined
+  readonly http?: Omit<HttpOptions, "adminToken"> | undefined
+}
+
+/** The engine's HTTP surface over memory stores (or the given ones), driven through its web handler. */
+export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}, options: HttpEngineOptions = {}) => {
+  const stores = options.stores ?? layerMemoryStores
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
-        options.breakStore === true ? Layer.merge(layerMemoryStores, brokenJobRepo) : layerMemoryStores,
+        options.outage === undefined ? stores : withOutage(stores, options.outage),
         layerLocalSignals,
         layerMemoryBlobStore(`${BASE}/files`),
         layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
         layerGenerators({ demo: makeDemoGenerator() }),
         EngineConfig.layer(settings),
-        HttpConfig.layer({ adminToken: Redacted.make(ADMIN_TOKEN) })
+        HttpConfig.layer({ ...options.http, adminToken: Redacted.make(ADMIN_TOKEN) })
       )
     )
   )

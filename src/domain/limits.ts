@@ -1,0 +1,51 @@
+/**
+ * Limits that keep every store answering alike. Each store would fail differently past them
+ * (PostgreSQL refuses U+0000 in TEXT and overflows INTEGER; SQLite and memory would accept),
+ * so the engine refuses such input before it reaches any store.
+ */
+
+/** PostgreSQL cannot store U+0000 in TEXT; no request string may carry it, on any store. */
+export const hasNul = (text: string): boolean => text.includes("\u0000")
+
+/** The largest value of a 32-bit INTEGER column. */
+export const INT32_MAX = 2_147_483_647
+
+/**
+ * Money (micro-cents) stays a safe integer, so JavaScript adds it exactly; the sum of two such
+ * amounts still fits a BIGINT column.
+ */
+export const MAX_MICRO_CENTS = Number.MAX_SAFE_INTEGER
+
+/** Deeper JSON is refused: no real request nests this far, and deep values strain every recursive reader. */
+export const MAX_JSON_DEPTH = 64
+
+export type JsonProblem =
+  | { readonly _tag: "TooDeep" }
+  | { readonly _tag: "Nul"; readonly path: string }
+
+const pointerPart = (key: string | number) => String(key).replaceAll("~", "~0").replaceAll("/", "~1")
+
+/**
+ * The first reason to refuse a parsed JSON value: nesting beyond `maxDepth` (the top-level
+ * value is depth 1), or a NUL in a string or key (with its JSON pointer). Iterative, so a
+ * deep value cannot exhaust the stack.
+ */
+export const jsonProblem = (value: unknown, maxDepth: number = MAX_JSON_DEPTH): JsonProblem | undefined => {
+  const pending: Array<{ readonly value: unknown; readonly depth: number; readonly path: string }> = [
+    { value, depth: 1, path: "" }
+  ]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { depth, path } = next
+    if (typeof next.value === "string") {
+      if (hasNul(next.value)) return { _tag: "Nul", path: path === "" ? "/" : path }
+    } else if (next.value !== null && typeof next.value === "object") {
+      if (depth > maxDepth) return { _tag: "TooDeep" }
+      for (const [key, child] of Object.entries(next.value)) {
+        const childPath = `${path}/${pointerPart(key)}`
+        if (hasNul(key)) return { _tag: "Nul", path: childPath }
+        pending.push({ value: child, depth: depth + 1, path: childPath })
+      }
+    }
+  }
+  return undefined
+}
