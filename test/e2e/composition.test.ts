@@ -6,6 +6,7 @@ import { memoryFiles, memoryStore } from "genjobs/memory"
 import { sqliteStore } from "genjobs/sqlite"
 import { afterEach, describe, expect, it } from "vitest"
 import { demoCatalog } from "../support/demoCatalog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const ADMIN = "admin-secret"
 const ORIGIN = "http://host.test"
@@ -42,15 +43,6 @@ const setUp = async (engine: Engine, key: { readonly allowedIPs?: ReadonlyArray<
   const account = (await call("POST", `${BASE_PATH}/admin/accounts`, ADMIN, { name: "a", creditsMicroCents: 10_000_000 })).body
   const created = (await call("POST", `${BASE_PATH}/admin/accounts/${account.id}/keys`, ADMIN, { name: "k", ...key })).body
   return created.key as string
-}
-
-const waitFor = async (check: () => Promise<boolean>, ms = 10_000) => {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await check()) return true
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return false
 }
 
 describe("the engine mounted under a base path", () => {

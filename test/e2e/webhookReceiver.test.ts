@@ -1,26 +1,13 @@
 import { Effect } from "effect"
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:https"
 import { webcrypto } from "node:crypto"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeNodeWebhookSender } from "../../adapters/webhooks/NodeWebhookSender.js"
 import { signatureHeader } from "../../src/domain/webhookSignature.js"
 import { startServer, tempDataDir } from "../support/serverProcess.js"
-import { writeFileSync } from "node:fs"
-
-/** A self-signed certificate for localhost and 127.0.0.1, made with the openssl CLI. */
-const certificate = () => {
-  const dir = mkdtempSync(join(tmpdir(), "genjobs-tls-"))
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")
-  ], { stdio: "ignore" })
-  return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") }
-}
+import { selfSignedCertificate } from "../support/tls.js"
 
 /** Answers at once, then a byte of body every 50 ms and never ends: the socket is never idle. */
 const trickle = (res: import("node:http").ServerResponse) => {
@@ -37,7 +24,7 @@ const receiverAccepts = async (secret: string, timestamp: string, body: string, 
 }
 
 describe("webhooks to a real https receiver", () => {
-  const tls = certificate()
+  const tls = selfSignedCertificate()
   const got: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = []
   let server: Server
   let port = 0
@@ -119,7 +106,7 @@ describe("webhooks to a real https receiver", () => {
 
 describe("the bundled server sends job webhooks", () => {
   it("POSTs the signed completed and failed payloads to the job's webhookUrl", async () => {
-    const tls = certificate()
+    const tls = selfSignedCertificate()
     const dir = tempDataDir()
     writeFileSync(join(dir, "ca.pem"), tls.cert)
     const got: Array<{ headers: Record<string, string | string[] | undefined>; body: string }> = []

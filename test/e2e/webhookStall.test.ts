@@ -1,12 +1,10 @@
 import { DEMO_PROVIDER_ID, type Engine, layerNodeWebhookSender, makeDemoGenerator, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
-import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
 import { createServer, type Server } from "node:https"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { demoCatalog } from "../support/demoCatalog.js"
+import { selfSignedCertificate } from "../support/tls.js"
+import { waitFor } from "../support/waitFor.js"
 
 const ADMIN = "admin-secret"
 const ORIGIN = "http://host.test"
@@ -14,32 +12,13 @@ const DEADLINE_MS = 500
 const TRICKLERS = 6
 const PER_ACCOUNT = 4
 
-const certificate = () => {
-  const dir = mkdtempSync(join(tmpdir(), "genjobs-tls-"))
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-    "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")
-  ], { stdio: "ignore" })
-  return { key: readFileSync(join(dir, "key.pem"), "utf8"), cert: readFileSync(join(dir, "cert.pem"), "utf8") }
-}
-
-const waitFor = async (check: () => Promise<boolean> | boolean, ms: number) => {
-  const until = Date.now() + ms
-  while (Date.now() < until) {
-    if (await check()) return true
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return false
-}
-
 /**
  * Issue 12, item 3: a receiver that trickles a byte every 50 ms (its socket is never idle) beside
  * a fast one, over real TLS. The trickler must not delay the other tenant, every attempt is cut
  * off at the deadline and recorded once, and its deliveries fail after the sixth attempt.
  */
 describe("a trickling webhook receiver cannot stall delivery", () => {
-  const tls = certificate()
+  const tls = selfSignedCertificate()
   const requests: Array<{ path: string; deliveryId: string; attempt: string; at: number }> = []
   let openTrickles = 0
   let mostTrickles = 0
