@@ -4,6 +4,7 @@ import { CatalogDocument } from "../domain/catalog.js"
 import { NewAccount, NewApiKey } from "../services/Admin.js"
 import { documentedErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
+import { AccountOverviewView } from "./schemas/account.js"
 import {
   CapabilityItem,
   CatalogModelDetail,
@@ -134,6 +135,15 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .middleware(ApiKeyAuth)
 {}
 
+export class AccountGroup extends HttpApiGroup.make("account")
+  .add(HttpApiEndpoint.get("get", "/v1/account").addSuccess(AccountOverviewView))
+  .middleware(ApiKeyAuth)
+  .annotate(
+    OpenApi.Description,
+    "The calling key's account (balance, concurrent-job limit, jobs in flight) and the key itself; any active key"
+  )
+{}
+
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.put("replaceCatalog", "/admin/catalog").setPayload(CatalogDocument).addSuccess(CatalogImportResult))
   .add(HttpApiEndpoint.get("exportCatalog", "/admin/catalog").addSuccess(CatalogDocument))
@@ -171,6 +181,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
 /** Every error of every endpoint is the spec's envelope; one documented response per status. */
 export class EngineApi extends HttpApi.make("genjobs")
   .add(JobsGroup)
+  .add(AccountGroup)
   .add(CatalogGroup)
   .add(ModelsGroup)
   .add(UploadsGroup)

@@ -3,6 +3,7 @@ import { Layer } from "effect"
 import { EngineApi } from "./Api.js"
 import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLayers.js"
 import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
+import { AccountHandlers } from "./handlers/account.js"
 import { AdminHandlers } from "./handlers/admin.js"
 import { CatalogHandlers, ModelsHandlers } from "./handlers/catalog.js"
 import { JobsHandlers } from "./handlers/jobs.js"
@@ -21,7 +22,7 @@ export const EngineHttpLive = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(
     HttpApiBuilder.api(EngineApi).pipe(
-      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
+      Layer.provide([JobsHandlers, AccountHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
       Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
     )
   )
