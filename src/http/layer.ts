@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar } from "@effect/platform"
 import { Layer } from "effect"
 import { EngineApi } from "./Api.js"
 import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLayers.js"
@@ -12,13 +12,17 @@ import { WebhooksHandlers } from "./handlers/webhooks.js"
 import { SystemRoutes } from "./systemRoutes.js"
 
 /**
- * The whole HTTP surface: the API, /health, /files, /v1/openapi.json and the error envelope.
+ * The whole HTTP surface: the API, /health, /files, /v1/openapi.json, the reference page at /docs
+ * and the error envelope.
  * Needs the engine services (Jobs, Admin, Catalog, Auth), BlobStore and HttpConfig.
  */
 export const EngineHttpLive = Layer.mergeAll(
   ErrorEnvelopeMiddleware,
   SystemRoutes,
-  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })
+  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
+  // The page inlines Scalar's bundle and the document; without its default web fonts it loads
+  // nothing from another host, so it works offline and behind strict egress rules.
+  HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })
 ).pipe(
   Layer.provideMerge(
     HttpApiBuilder.api(EngineApi).pipe(
