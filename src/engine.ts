@@ -13,6 +13,7 @@ import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "./ports/WebhookSender.js"
 import type { WebhookSignal } from "./ports/WebhookSignal.js"
+import { Accounts } from "./services/Accounts.js"
 import { Admin } from "./services/Admin.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
@@ -31,6 +32,7 @@ import { Worker } from "./services/Worker.js"
  */
 export const EngineServicesLive = Layer.mergeAll(
   Auth.layer,
+  Accounts.layer,
   Jobs.layer,
   Admin.layer,
   Worker.layer,

@@ -12,6 +12,7 @@ export {
 export { type EngineFetch, makeWebHandler, type RequestInfo, type WebHandlerOptions } from "./http/webHandler.js"
 export { HttpConfig, type HttpOptions, type HttpSettings } from "./http/HttpConfig.js"
 export { EngineConfig, type EngineSettings, defaultEngineSettings } from "./services/EngineConfig.js"
+export { Accounts, type AccountOverview } from "./services/Accounts.js"
 export { Admin } from "./services/Admin.js"
 export { Auth, type Caller } from "./services/Auth.js"
 export { Catalog } from "./services/Catalog.js"

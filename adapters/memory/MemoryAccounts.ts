@@ -2,6 +2,7 @@ import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Account, LedgerEntry, LedgerKind } from "../../src/domain/account.js"
 import type { AccountId } from "../../src/domain/ids.js"
+import { activeStatuses } from "../../src/domain/job.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import type { MemoryState } from "./state.js"
@@ -50,7 +51,9 @@ export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
         return Option.some(rotated)
       })),
     ledger: (id) => Effect.sync(() => state.ledger.filter((e) => e.accountId === id)),
-    count: Effect.sync(() => state.accounts.size)
+    count: Effect.sync(() => state.accounts.size),
+    activeJobs: (id) =>
+      Effect.sync(() => [...state.jobs.values()].filter((j) => j.accountId === id && activeStatuses.includes(j.status)).length)
   }
 }
 

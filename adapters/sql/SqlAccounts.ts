@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { activeStatuses } from "../../src/domain/job.js"
 import type { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { postLedger } from "./ledger.js"
@@ -65,7 +66,13 @@ export const makeSqlAccounts = Effect.gen(function*() {
       Effect.flatMap(decodeCount),
       Effect.map((rows) => rows[0]?.n ?? 0),
       storeErrors("count accounts")
-    )
+    ),
+    activeJobs: (id) =>
+      sql`SELECT COUNT(*) AS n FROM ${t.jobs} WHERE account_id = ${id} AND status IN ${sql.in(activeStatuses)}`.pipe(
+        Effect.flatMap(decodeCount),
+        Effect.map((rows) => rows[0]?.n ?? 0),
+        storeErrors("count active jobs")
+      )
   }
 
   const findKey = (column: "id" | "hash", value: string) =>

@@ -2,16 +2,20 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platfor
 import { Schema } from "effect"
 import { CatalogDocument } from "../domain/catalog.js"
 import { NewAccount, NewApiKey } from "../services/Admin.js"
-import { documentedErrors } from "./errorEnvelope.js"
+import { DocumentedErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
+import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
+import { AccountOverviewView } from "./schemas/account.js"
 import {
   CapabilityItem,
   CatalogModelDetail,
   CatalogModelItem,
   CatalogProviderDetail,
   CatalogProviderItem,
+  CatalogSlugPath,
   CategoryItem,
   ModelDetail,
+  ModelIdPath,
   ModelList,
   ProviderIdPath,
   ProviderList,
@@ -44,63 +48,146 @@ import {
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
 
+/** An operation's summary (its line in the reference's sidebar) and description. */
+const docs = (summary: string, description: string) => OpenApi.annotations({ summary, description })
+
+/**
+ * The spec's slug URLs keep their slashes (`/v1/models/demo/image-gen`), which only a wildcard
+ * route matches and no OpenAPI path can express; the documented twin takes the slug as one
+ * percent-encoded parameter. Both answer alike; the wildcard stays out of the document.
+ */
+const undocumented = OpenApi.annotations({ exclude: true })
+
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.post("submit", "/v1/jobs/submit")
       .setPayload(SubmitBody)
       .setHeaders(SubmitHeaders)
       .addSuccess(SubmitResponse)
-      .annotate(OpenApi.Description, "Submit a job (scope submit_job). Optional Idempotency-Key header.")
+      .annotateContext(docs(
+        "Submit a job",
+        "Charges the job's cost and queues it (scope submit_job). `model` is the slug (alias `modelSlug`), `version` " +
+          "(alias `modelVersion`) defaults to the latest stable one. With an `Idempotency-Key` header, a retry with " +
+          "the same body within 24 hours answers the first job again (`Idempotent-Replayed: true`) and charges once."
+      ))
   )
   .add(
     HttpApiEndpoint.post("estimate", "/v1/jobs/estimate")
       .setPayload(EstimateBody)
       .addSuccess(CostEstimateView)
-      .annotate(OpenApi.Description, "Estimate a job's cost (scope check_status)")
+      .annotateContext(docs(
+        "Estimate a job's cost",
+        "The cost submit would charge, with discounts (scope check_status). A given `input` is checked as submit checks it."
+      ))
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/jobs")
       .setUrlParams(JobListParams)
       .addSuccess(JobList)
-      .annotate(OpenApi.Description, "List the account's jobs, newest first, cursor-paged (scope check_status)")
+      .annotateContext(docs(
+        "List jobs",
+        "The account's jobs, newest first (scope check_status). Follow `nextCursor` while `hasMore` is true."
+      ))
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:jobId")
       .setPath(JobIdPath)
       .addSuccess(JobView)
-      .annotate(OpenApi.Description, "A job's status and outputs (scope check_status)")
+      .annotateContext(docs("Get a job", "A job's status, progress and outputs (scope check_status)."))
   )
   .add(
     HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel")
       .setPath(JobIdPath)
       .addSuccess(CancelResponse)
-      .annotate(OpenApi.Description, "Cancel a pending job and refund it (scope submit_job)")
+      .annotateContext(docs("Cancel a job", "Cancels a pending job and refunds what it was charged (scope submit_job)."))
   )
   .middleware(ApiKeyAuth)
+  .annotateEndpoints(OpenApi.Override, { security: keySecurity })
+  .annotate(OpenApi.Description, "Generation jobs: submit, follow, list, estimate and cancel")
 {}
 
+const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug")
+  .setPath(CatalogSlugPath)
+  .addSuccess(CatalogModelDetail)
+
 export class CatalogGroup extends HttpApiGroup.make("catalog")
-  .add(HttpApiEndpoint.get("models", "/v1/catalog/models").addSuccess(Schema.Array(CatalogModelItem)))
-  .add(HttpApiEndpoint.get("model", "/v1/catalog/models/*").setPath(SlugPath).addSuccess(CatalogModelDetail))
-  .add(HttpApiEndpoint.get("providers", "/v1/catalog/providers").addSuccess(Schema.Array(CatalogProviderItem)))
-  .add(HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id").setPath(ProviderIdPath).addSuccess(CatalogProviderDetail))
-  .add(HttpApiEndpoint.get("categories", "/v1/catalog/categories").addSuccess(Schema.Array(CategoryItem)))
-  .add(HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups").addSuccess(Schema.Array(CapabilityItem)))
+  .add(
+    HttpApiEndpoint.get("models", "/v1/catalog/models")
+      .addSuccess(Schema.Array(CatalogModelItem))
+      .annotateContext(docs("List catalog models", "The models the caller may see, with their pricing in credits."))
+  )
+  .add(catalogModel.annotateContext(docs(
+    "Get a catalog model",
+    "A model's detail with its input schema; provider/model answers the default capability. The slug's slashes " +
+      "may also be sent as they are (/v1/catalog/models/demo/image-gen), as the spec writes it."
+  )))
+  .add(
+    HttpApiEndpoint.get("modelBySlugPath", "/v1/catalog/models/*")
+      .setPath(SlugPath)
+      .addSuccess(CatalogModelDetail)
+      .annotateContext(undocumented)
+  )
+  .add(
+    HttpApiEndpoint.get("providers", "/v1/catalog/providers")
+      .addSuccess(Schema.Array(CatalogProviderItem))
+      .annotateContext(docs("List catalog providers", "Providers with at least one model the caller may see."))
+  )
+  .add(
+    HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id")
+      .setPath(ProviderIdPath)
+      .addSuccess(CatalogProviderDetail)
+      .annotateContext(docs("Get a catalog provider", "A provider with the models the caller may see."))
+  )
+  .add(
+    HttpApiEndpoint.get("categories", "/v1/catalog/categories")
+      .addSuccess(Schema.Array(CategoryItem))
+      .annotateContext(docs("List categories", "Categories with the number of models the caller may see."))
+  )
+  .add(
+    HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups")
+      .addSuccess(Schema.Array(CapabilityItem))
+      .annotateContext(docs("List capability groups", "Capabilities (text-to-image, ...) in display order."))
+  )
   .middleware(OptionalApiKeyAuth)
-  .annotate(OpenApi.Description, "Public catalog; an optional Bearer key personalises visibility and pricing")
+  .annotateEndpoints(OpenApi.Override, { security: optionalKeySecurity })
+  .annotate(OpenApi.Description, "Public catalog; an optional key personalises visibility and pricing")
 {}
 
 export class ModelsGroup extends HttpApiGroup.make("models")
-  .add(HttpApiEndpoint.get("list", "/v1/models").addSuccess(ModelList))
-  .add(HttpApiEndpoint.get("get", "/v1/models/*").setPath(SlugPath).addSuccess(ModelDetail))
-  .add(HttpApiEndpoint.get("providers", "/v1/providers").addSuccess(ProviderList))
+  .add(
+    HttpApiEndpoint.get("list", "/v1/models")
+      .addSuccess(ModelList)
+      .annotateContext(docs("List models", "Models with their current version and its pricing (scope list_models; cached 5 minutes)."))
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/v1/models/:modelId")
+      .setPath(ModelIdPath)
+      .addSuccess(ModelDetail)
+      .annotateContext(docs(
+        "Get a model",
+        "A model with all its versions (scope list_models). The slug's slashes may also be sent as they are (/v1/models/demo/image-gen/text-to-image)."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("getBySlugPath", "/v1/models/*")
+      .setPath(SlugPath)
+      .addSuccess(ModelDetail)
+      .annotateContext(undocumented)
+  )
+  .add(
+    HttpApiEndpoint.get("providers", "/v1/providers")
+      .addSuccess(ProviderList)
+      .annotateContext(docs("List providers", "Providers with their categories (scope list_models; cached 5 minutes)."))
+  )
   .add(
     HttpApiEndpoint.get("providerModels", "/v1/providers/:providerId/models")
       .setPath(ProviderModelsPath)
       .addSuccess(ProviderWithModels)
+      .annotateContext(docs("List a provider's models", "A provider and its models (scope list_models)."))
   )
   .middleware(ApiKeyAuth)
-  .annotate(OpenApi.Description, "Models and providers (scope list_models; x-api-key or Bearer); cached 5 minutes")
+  .annotateEndpoints(OpenApi.Override, { security: keySecurity })
+  .annotate(OpenApi.Description, "Models and providers with their versions (scope list_models); cached 5 minutes")
 {}
 
 export class UploadsGroup extends HttpApiGroup.make("uploads")
@@ -108,14 +195,21 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
     HttpApiEndpoint.post("presign", "/v1/uploads/presign")
       .setPayload(PresignBody)
       .addSuccess(PresignResponse)
-      .annotate(
-        OpenApi.Description,
+      .annotateContext(docs(
+        "Get an upload URL",
         "A URL to PUT one file to within 15 minutes; the file lives 60 minutes (any active key). " +
           "An optional size (bytes) binds the exact length into the URL."
-      )
+      ))
   )
-  .add(HttpApiEndpoint.get("get", "/v1/uploads/:id").setPath(UploadIdPath).addSuccess(UploadResponse))
+  .add(
+    HttpApiEndpoint.get("get", "/v1/uploads/:id")
+      .setPath(UploadIdPath)
+      .addSuccess(UploadResponse)
+      .annotateContext(docs("Get an upload", "An upload's status: pending while the file is kept, expired once deleted (any active key)."))
+  )
   .middleware(ApiKeyAuth)
+  .annotateEndpoints(OpenApi.Override, { security: keySecurity })
+  .annotate(OpenApi.Description, "Temporary input files, referenced by their fileUrl in a job's input")
 {}
 
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
@@ -123,68 +217,116 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
     HttpApiEndpoint.get("list", "/v1/webhooks/deliveries")
       .setUrlParams(DeliveryListParams)
       .addSuccess(DeliveryList)
-      .annotate(OpenApi.Description, "The account's webhook deliveries with their attempts, newest first (scope check_status)")
+      .annotateContext(docs("List webhook deliveries", "The account's deliveries with their attempts, newest first (scope check_status)."))
   )
   .add(
     HttpApiEndpoint.post("retry", "/v1/webhooks/deliveries/:id/retry")
       .setPath(DeliveryIdPath)
       .addSuccess(DeliveryView)
-      .annotate(OpenApi.Description, "Send a failed delivery once more (scope submit_job)")
+      .annotateContext(docs("Retry a webhook delivery", "Sends a failed delivery once more (scope submit_job)."))
   )
   .middleware(ApiKeyAuth)
+  .annotateEndpoints(OpenApi.Override, { security: keySecurity })
+  .annotate(OpenApi.Description, "Signed webhooks sent when jobs finish, and their delivery records")
+{}
+
+export class AccountGroup extends HttpApiGroup.make("account")
+  .add(
+    HttpApiEndpoint.get("get", "/v1/account")
+      .addSuccess(AccountOverviewView)
+      .annotateContext(docs(
+        "Get your account",
+        "The calling key's account (balance, concurrent-job limit, jobs in flight) and the key itself; any active key, whatever its scopes."
+      ))
+  )
+  .middleware(ApiKeyAuth)
+  .annotateEndpoints(OpenApi.Override, { security: keySecurity })
+  .annotate(OpenApi.Description, "What a key holder may know of their own account")
 {}
 
 export class AdminGroup extends HttpApiGroup.make("admin")
-  .add(HttpApiEndpoint.put("replaceCatalog", "/admin/catalog").setPayload(CatalogDocument).addSuccess(CatalogImportResult))
-  .add(HttpApiEndpoint.get("exportCatalog", "/admin/catalog").addSuccess(CatalogDocument))
-  .add(HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema").addSuccess(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+  .add(
+    HttpApiEndpoint.put("replaceCatalog", "/admin/catalog")
+      .setPayload(CatalogDocument)
+      .addSuccess(CatalogImportResult)
+      .annotateContext(docs("Replace the catalog", "Validates and stores a whole catalog document; the revision grows by one."))
+  )
+  .add(
+    HttpApiEndpoint.get("exportCatalog", "/admin/catalog")
+      .addSuccess(CatalogDocument)
+      .annotateContext(docs("Export the catalog", "The catalog document as stored."))
+  )
+  .add(
+    HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema")
+      .addSuccess(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+      .annotateContext(docs("Get the catalog's JSON Schema", "The JSON Schema a catalog document must match."))
+  )
   .add(
     HttpApiEndpoint.post("createAccount", "/admin/accounts")
       .setPayload(NewAccount)
       .addSuccess(AccountView, { status: 201 })
+      .annotateContext(docs("Create an account", "An account with its opening credit, limits, segments and discounts."))
   )
-  .add(HttpApiEndpoint.get("getAccount", "/admin/accounts/:id").setPath(IdPath).addSuccess(AccountView))
-  .add(HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger").setPath(IdPath).addSuccess(LedgerView))
+  .add(
+    HttpApiEndpoint.get("getAccount", "/admin/accounts/:id")
+      .setPath(IdPath)
+      .addSuccess(AccountView)
+      .annotateContext(docs("Get an account", "An account with its balance and webhook secrets."))
+  )
+  .add(
+    HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger")
+      .setPath(IdPath)
+      .addSuccess(LedgerView)
+      .annotateContext(docs("Get an account's ledger", "Every credit, charge and refund, oldest first."))
+  )
   .add(
     HttpApiEndpoint.post("addCredits", "/admin/accounts/:id/credits")
       .setPath(IdPath)
       .setPayload(CreditsBody)
       .addSuccess(AccountView)
+      .annotateContext(docs("Add credits", "Credits the account through its ledger."))
   )
   .add(
     HttpApiEndpoint.post("createKey", "/admin/accounts/:id/keys")
       .setPath(IdPath)
       .setPayload(NewApiKey)
       .addSuccess(CreatedApiKeyView, { status: 201 })
+      .annotateContext(docs("Create an API key", "A key with its scopes, allowed IPs and expiry; the secret is in this answer only."))
   )
   .add(
     HttpApiEndpoint.post("rotateWebhookSecret", "/admin/accounts/:id/webhook-secret/rotate")
       .setPath(IdPath)
       .setPayload(RotateSecretBody)
       .addSuccess(AccountView)
+      .annotateContext(docs("Rotate the webhook secret", "A new secret; the old one keeps signing beside it for overlapSeconds."))
   )
-  .add(HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate").setPath(IdPath).addSuccess(ApiKeyView))
+  .add(
+    HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate")
+      .setPath(IdPath)
+      .addSuccess(ApiKeyView)
+      .annotateContext(docs("Deactivate an API key", "The key is refused from now on (API_KEY_INACTIVE)."))
+  )
   .middleware(AdminAuth)
-  .annotate(OpenApi.Description, "Operator API: Authorization: Bearer $ADMIN_TOKEN")
+  .annotateEndpoints(OpenApi.Override, { security: adminSecurity })
+  .annotate(OpenApi.Description, "Operator API: Authorization: Bearer $ADMIN_TOKEN; off (404) without one")
 {}
 
 /** Every error of every endpoint is the spec's envelope; one documented response per status. */
 export class EngineApi extends HttpApi.make("genjobs")
   .add(JobsGroup)
+  .add(AccountGroup)
   .add(CatalogGroup)
   .add(ModelsGroup)
   .add(UploadsGroup)
   .add(WebhooksGroup)
   .add(AdminGroup)
-  .addError(documentedErrors[0])
-  .addError(documentedErrors[1])
-  .addError(documentedErrors[2])
-  .addError(documentedErrors[3])
-  .addError(documentedErrors[4])
-  .addError(documentedErrors[5])
-  .addError(documentedErrors[6])
-  .addError(documentedErrors[7])
-  .addError(documentedErrors[8])
-  .addError(documentedErrors[9])
-  .annotate(OpenApi.Title, "Generation jobs engine")
+  .addError(DocumentedErrors)
+  .annotateContext(OpenApi.annotations({
+    title: "Generation jobs engine",
+    description: "Submit AI generation jobs, follow them, and browse the model catalog.",
+    license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
+    // Relative: the document describes the server it is served by.
+    servers: [{ url: "/", description: "This server" }],
+    transform: finishDocument
+  }))
 {}

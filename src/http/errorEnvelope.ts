@@ -47,22 +47,34 @@ const statusOf: Record<ErrorCode, number> = {
 
 export const httpStatusOf = (code: ErrorCode): number => statusOf[code]
 
-const documented = (status: number, description: string) =>
-  ErrorEnvelope.annotations(HttpApiSchema.annotations({ status, description }))
+/** The codes answered with one status, in the order of the table above. */
+export const codesWithStatus = (status: number): ReadonlyArray<ErrorCode> =>
+  (Object.keys(statusOf) as Array<ErrorCode>).filter((code) => statusOf[code] === status)
 
-/** One entry per status, for the OpenAPI document; the codes each status carries are listed. */
-export const documentedErrors = [
-  documented(400, "VALIDATION_ERROR, INVALID_INPUT, INVALID_CONTENT_TYPE"),
-  documented(401, "UNAUTHORIZED, INVALID_API_KEY, API_KEY_INACTIVE, API_KEY_EXPIRED"),
-  documented(402, "INSUFFICIENT_BALANCE"),
-  documented(403, "IP_NOT_WHITELISTED, OPERATION_NOT_ALLOWED, MODEL_ACCESS_DENIED, UNAUTHORIZED_ACCESS, UPLOAD_URL_INVALID, UPLOAD_URL_EXPIRED"),
-  documented(404, "MODEL_NOT_FOUND, JOB_NOT_FOUND, NOT_FOUND"),
-  documented(409, "JOB_CANNOT_BE_CANCELLED, IDEMPOTENCY_KEY_REUSED, DELIVERY_NOT_RETRYABLE, UPLOAD_ALREADY_RECEIVED"),
-  documented(413, "FILE_TOO_LARGE, PAYLOAD_TOO_LARGE"),
-  documented(429, "CONCURRENT_JOBS_EXCEEDED, RATE_LIMIT_EXCEEDED (with Retry-After)"),
-  documented(500, "INTERNAL_ERROR"),
-  documented(503, "PUBSUB_PUBLISH_FAILED (submit), SERVICE_UNAVAILABLE (with Retry-After)")
-] as const
+/** Every status an error is answered with, ascending. */
+export const errorStatuses: ReadonlyArray<number> = [...new Set(Object.values(statusOf))].sort((a, b) => a - b)
+
+/** The name of a status's envelope among the OpenAPI document's components. */
+export const errorComponent = (status: number) => `Error${status}`
+
+/**
+ * The envelope of one status with its codes as an enum, so a generated client knows every code
+ * it may meet and where; the OpenAPI document lists one per status on each operation.
+ */
+const documented = (status: number) => {
+  const [first, ...rest] = codesWithStatus(status)
+  return Schema.Struct({
+    success: Schema.Literal(false),
+    error: Schema.Struct({
+      code: Schema.Literal(first!, ...rest),
+      message: Schema.String,
+      details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+    }),
+    requestId: Schema.String
+  }).annotations(HttpApiSchema.annotations({ status, identifier: errorComponent(status), description: [first!, ...rest].join(", ") }))
+}
+
+export const DocumentedErrors = Schema.Union(...errorStatuses.map(documented))
 
 /**
  * What handlers fail with. It has the envelope's shape (so it satisfies the declared error

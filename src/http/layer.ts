@@ -1,8 +1,9 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpApiScalar } from "@effect/platform"
 import { Layer } from "effect"
 import { EngineApi } from "./Api.js"
 import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLayers.js"
 import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
+import { AccountHandlers } from "./handlers/account.js"
 import { AdminHandlers } from "./handlers/admin.js"
 import { CatalogHandlers, ModelsHandlers } from "./handlers/catalog.js"
 import { JobsHandlers } from "./handlers/jobs.js"
@@ -11,17 +12,21 @@ import { WebhooksHandlers } from "./handlers/webhooks.js"
 import { SystemRoutes } from "./systemRoutes.js"
 
 /**
- * The whole HTTP surface: the API, /health, /files, /v1/openapi.json and the error envelope.
+ * The whole HTTP surface: the API, /health, /files, /v1/openapi.json, the reference page at /docs
+ * and the error envelope.
  * Needs the engine services (Jobs, Admin, Catalog, Auth), BlobStore and HttpConfig.
  */
 export const EngineHttpLive = Layer.mergeAll(
   ErrorEnvelopeMiddleware,
   SystemRoutes,
-  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })
+  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
+  // The page inlines Scalar's bundle and the document; without its default web fonts it loads
+  // nothing from another host, so it works offline and behind strict egress rules.
+  HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })
 ).pipe(
   Layer.provideMerge(
     HttpApiBuilder.api(EngineApi).pipe(
-      Layer.provide([JobsHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
+      Layer.provide([JobsHandlers, AccountHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
       Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
     )
   )

@@ -21,4 +21,6 @@ export class AccountRepo extends Context.Tag("genjobs/AccountRepo")<AccountRepo,
   ) => Effect.Effect<Option.Option<Account>, StoreError>
   readonly ledger: (id: AccountId) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
   readonly count: Effect.Effect<number, StoreError>
+  /** The account's jobs that count against its maximum (`activeStatuses`: pending and processing). */
+  readonly activeJobs: (id: AccountId) => Effect.Effect<number, StoreError>
 }>() {}

@@ -60,6 +60,24 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const { balance, sum } = yield* balanceAndLedger(created.id)
         expect(sum).toBe(balance)
       }))
+
+    test("counts the account's pending and processing jobs only", () =>
+      Effect.gen(function*() {
+        const accounts = yield* AccountRepo
+        const jobs = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const other = yield* createAccount(100_000)
+        expect(yield* accounts.activeJobs(owner.id)).toBe(0)
+        const [done, running, cancelled, pending] = [0, 1, 2, 3].map((i) => job(owner.id, { createdAt: T0 + i }))
+        for (const j of [done!, running!, cancelled!, pending!]) yield* submit({ job: j })
+        yield* submit({ job: job(other.id, { createdAt: T0 + 9 }) })
+        yield* jobs.claim({ workerId: "w", now: T0 + 10, leaseMs: 60_000, maxAttempts: 3 })
+        yield* jobs.claim({ workerId: "w", now: T0 + 10, leaseMs: 60_000, maxAttempts: 3 })
+        yield* jobs.complete(done!.id, "w", [], T0 + 20)
+        yield* jobs.cancel(cancelled!.id, owner.id, T0 + 20)
+        expect(yield* accounts.activeJobs(owner.id)).toBe(2)
+        expect(yield* accounts.activeJobs(other.id)).toBe(1)
+      }))
   })
 
   describe(`${name}: webhook secrets`, () => {

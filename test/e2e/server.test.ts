@@ -77,10 +77,13 @@ describe("the bundled server on its embedded defaults", () => {
     expect(refused).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
   })
 
-  it("serves the OpenAPI document", async () => {
+  it("serves the OpenAPI document and its reference page", async () => {
     const doc = await call(server, "GET", "/v1/openapi.json")
     expect(doc.status).toBe(200)
     expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(["/v1/jobs/submit", "/v1/jobs", "/v1/jobs/{jobId}"]))
+    const page = await call(server, "GET", "/docs")
+    expect(page.status).toBe(200)
+    expect(page.headers.get("content-type")).toContain("text/html")
   })
 
   it("checks IP allow-lists against the real client address", async () => {

@@ -40,12 +40,14 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
         const doc = yield* catalog.current.pipe(toApiFailure)
         return f(doc, { account: Option.getOrUndefined(Option.map(viewer, (c) => c.account)) })
       })
+    const model = (slug: string) =>
+      view((doc, viewer) => catalogDetail(doc, viewer, slug)).pipe(
+        Effect.flatMap((detail) => found(detail, "MODEL_NOT_FOUND", `No model "${slug}"`))
+      )
     return handlers
       .handle("models", () => view((doc, viewer) => visibleModels(doc, viewer).map((m) => catalogListItem(doc, viewer, m))))
-      .handle("model", ({ path }) =>
-        view((doc, viewer) => catalogDetail(doc, viewer, path["*"])).pipe(
-          Effect.flatMap((detail) => found(detail, "MODEL_NOT_FOUND", `No model "${path["*"]}"`))
-        ))
+      .handle("model", ({ path }) => model(path.slug))
+      .handle("modelBySlugPath", ({ path }) => model(path["*"]))
       .handle("providers", () => view(catalogProviders))
       .handle("provider", ({ path }) =>
         view((doc, viewer) => catalogProvider(doc, viewer, path.id)).pipe(
@@ -75,10 +77,12 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
           `private, max-age=${CACHE_SECONDS}`
         )
       })
+    const model = (slug: string) =>
+      cached(`model ${slug}`, (doc, viewer) => modelDetail(doc, viewer, slug), ["MODEL_NOT_FOUND", `No model "${slug}"`])
     return handlers
       .handle("list", () => cached("models", (doc, viewer) => ({ models: modelList(doc, viewer) })))
-      .handle("get", ({ path }) =>
-        cached(`model ${path["*"]}`, (doc, viewer) => modelDetail(doc, viewer, path["*"]), ["MODEL_NOT_FOUND", `No model "${path["*"]}"`]))
+      .handle("get", ({ path }) => model(path.modelId))
+      .handle("getBySlugPath", ({ path }) => model(path["*"]))
       .handle("providers", () => cached("providers", (doc, viewer) => ({ providers: providerList(doc, viewer) })))
       .handle("providerModels", ({ path }) =>
         cached(

@@ -3,7 +3,22 @@ import { Schema } from "effect"
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const ProviderRef = Schema.Struct({ id: Schema.String, name: Schema.String, logoUrl: Schema.String })
 
+/** The spec's URLs: the slug's slashes as they are, matched by a wildcard route. */
 export const SlugPath = Schema.Struct({ "*": Schema.String })
+/**
+ * The same routes with the slug as one path parameter, the form an OpenAPI document (and the
+ * clients generated from it) can express: path parameters hold no `/`, so it is percent-encoded.
+ */
+export const CatalogSlugPath = Schema.Struct({
+  slug: Schema.String.annotations({
+    description: "provider/model or provider/model/capability, its `/` percent-encoded as %2F (demo%2Fimage-gen)"
+  })
+})
+export const ModelIdPath = Schema.Struct({
+  modelId: Schema.String.annotations({
+    description: "The model's id (its slug, provider/model/capability), its `/` percent-encoded as %2F"
+  })
+})
 export const ProviderIdPath = Schema.Struct({ id: Schema.String })
 export const ProviderModelsPath = Schema.Struct({ providerId: Schema.String })
 

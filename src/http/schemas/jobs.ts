@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { JobError, JobStatus, OutputType } from "../../domain/job.js"
+import { PageLimit, StatusFilter } from "./paging.js"
 
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
@@ -63,10 +64,10 @@ export const JobListItem = Schema.Struct({
 })
 
 export const JobListParams = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString),
+  limit: Schema.optional(PageLimit),
   cursor: Schema.optional(Schema.String),
-  status: Schema.optional(Schema.String),
-  modelId: Schema.optional(Schema.String)
+  status: Schema.optional(StatusFilter(JobStatus.literals)),
+  modelId: Schema.optional(Schema.String.annotations({ description: "A model slug" }))
 })
 
 export const JobList = Schema.Struct({

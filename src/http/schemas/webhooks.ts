@@ -1,4 +1,6 @@
 import { Schema } from "effect"
+import { DeliveryStatus } from "../../domain/webhook.js"
+import { PageLimit, StatusFilter } from "./paging.js"
 
 export const DeliveryAttemptView = Schema.Struct({
   attempt: Schema.Number,
@@ -20,10 +22,10 @@ export const DeliveryView = Schema.Struct({
 })
 
 export const DeliveryListParams = Schema.Struct({
-  limit: Schema.optional(Schema.NumberFromString),
+  limit: Schema.optional(PageLimit),
   cursor: Schema.optional(Schema.String),
   jobId: Schema.optional(Schema.String),
-  status: Schema.optional(Schema.String)
+  status: Schema.optional(StatusFilter(DeliveryStatus.literals))
 })
 
 export const DeliveryList = Schema.Struct({

@@ -1,0 +1,17 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { Accounts } from "../../services/Accounts.js"
+import { EngineApi } from "../Api.js"
+import { CurrentCaller } from "../middleware.js"
+import { toApiFailure } from "../requestContext.js"
+import { iso } from "../views.js"
+
+export const AccountHandlers = HttpApiBuilder.group(EngineApi, "account", (handlers) =>
+  Effect.gen(function*() {
+    const accounts = yield* Accounts
+    return handlers.handle("get", () =>
+      Effect.gen(function*() {
+        const { account, key } = yield* accounts.overview(yield* CurrentCaller)
+        return { account, key: { ...key, expiresAt: key.expiresAt === null ? null : iso(key.expiresAt) } }
+      }).pipe(toApiFailure))
+  }))

@@ -1,0 +1,20 @@
+import { Schema } from "effect"
+import { Scope } from "../../domain/account.js"
+
+/** GET /v1/account: fields at the top level, as the spec's job endpoints answer. */
+export const AccountOverviewView = Schema.Struct({
+  account: Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    balanceMicroCents: Schema.Int,
+    maxConcurrentJobs: Schema.Int,
+    jobsInFlight: Schema.Int.annotations({ description: "Pending and processing jobs: what counts against maxConcurrentJobs" })
+  }),
+  key: Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    scopes: Schema.Array(Scope).annotations({ description: "Empty means every scope" }),
+    allowedIPs: Schema.Array(Schema.String),
+    expiresAt: Schema.NullOr(Schema.String)
+  })
+})
