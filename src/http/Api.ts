@@ -47,6 +47,7 @@ import {
 } from "./schemas/jobs.js"
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
+import { ENGINE_VERSION } from "../version.js"
 
 /** An operation's summary (its line in the reference's sidebar) and description. */
 const docs = (summary: string, description: string) => OpenApi.annotations({ summary, description })
@@ -323,6 +324,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .addError(DocumentedErrors)
   .annotateContext(OpenApi.annotations({
     title: "Generation jobs engine",
+    version: ENGINE_VERSION,
     description: "Submit AI generation jobs, follow them, and browse the model catalog.",
     license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
     // Relative: the document describes the server it is served by.
