@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { AccountId, ApiKeyId } from "./ids.js"
+import { INT32_MAX } from "./limits.js"
 
 export const Discount = Schema.Struct({
   type: Schema.String.pipe(Schema.minLength(1)),
@@ -64,3 +65,27 @@ export const signingSecrets = (account: Account, now: number): ReadonlyArray<str
     now < account.previousWebhookSecretExpiresAt
     ? [account.webhookSecret, account.previousWebhookSecret]
     : [account.webhookSecret]
+
+/** The admin API's bodies: here rather than in the Admin service, so the HttpApi definition loads without the server. */
+const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+
+export const NewAccount = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  creditsMicroCents: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
+  /** Stored in a 32-bit column. */
+  maxConcurrentJobs: Schema.optionalWith(Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(INT32_MAX)), {
+    default: () => 5
+  }),
+  segments: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] })
+})
+export type NewAccount = typeof NewAccount.Type
+
+export const NewApiKey = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  scopes: Schema.optionalWith(Schema.Array(Scope), { default: () => [] }),
+  allowedIPs: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  expiresAt: Schema.optionalWith(Schema.NullOr(Schema.DateTimeUtc), { default: () => null })
+})
+export type NewApiKey = typeof NewApiKey.Type

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto"
 import { Schema } from "effect"
 
 export const JobId = Schema.String.pipe(Schema.brand("JobId"))
@@ -10,8 +9,13 @@ export type ApiKeyId = typeof ApiKeyId.Type
 export const RequestId = Schema.String.pipe(Schema.brand("RequestId"))
 export type RequestId = typeof RequestId.Type
 
-/** Ids are a kind prefix plus random bytes: unguessable, URL-safe and recognisable in logs. */
-const token = (bytes: number) => randomBytes(bytes).toString("base64url").replace(/[-_]/g, "x")
+/**
+ * Ids are a kind prefix plus random bytes: unguessable, URL-safe and recognisable in logs.
+ * WebCrypto and btoa, not node:crypto, so the schemas that import this module load in browsers
+ * (the `genjobs/client` entry); base64 with `+`, `/` as `x` and no padding.
+ */
+export const randomToken = (bytes: number): string =>
+  btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes)))).replace(/[+/]/g, "x").replace(/=+$/, "")
 
 let lastMs = 0
 let sequence = 0
@@ -25,8 +29,8 @@ export const newJobId = (now: number): JobId => {
   const ms = Math.max(now, lastMs)
   sequence = ms === lastMs ? sequence + 1 : 0
   lastMs = ms
-  return JobId.make(`job_${ms.toString(36).padStart(9, "0")}${sequence.toString(36).padStart(4, "0")}${token(10)}`)
+  return JobId.make(`job_${ms.toString(36).padStart(9, "0")}${sequence.toString(36).padStart(4, "0")}${randomToken(10)}`)
 }
-export const newAccountId = (): AccountId => AccountId.make(`acc_${token(12)}`)
-export const newApiKeyId = (): ApiKeyId => ApiKeyId.make(`key_${token(12)}`)
-export const newRequestId = (): RequestId => RequestId.make(`req_${token(12)}`)
+export const newAccountId = (): AccountId => AccountId.make(`acc_${randomToken(12)}`)
+export const newApiKeyId = (): ApiKeyId => ApiKeyId.make(`key_${randomToken(12)}`)
+export const newRequestId = (): RequestId => RequestId.make(`req_${randomToken(12)}`)

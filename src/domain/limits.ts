@@ -16,6 +16,10 @@ export const INT32_MAX = 2_147_483_647
  */
 export const MAX_MICRO_CENTS = Number.MAX_SAFE_INTEGER
 
+/** A list page's size when none is asked, and the largest one may ask for. */
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
+
 /** Deeper JSON is refused: no real request nests this far, and deep values strain every recursive reader. */
 export const MAX_JSON_DEPTH = 64
 

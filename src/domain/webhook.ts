@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { randomBytes } from "node:crypto"
+import { randomToken } from "./ids.js"
 import type { Job } from "./job.js"
 
 export const DeliveryStatus = Schema.Literal("pending", "sent", "failed")
@@ -60,7 +60,7 @@ export const deliveryFor = (job: Job, now: number): WebhookDelivery | undefined 
   job.webhookUrl === null || (job.status !== "completed" && job.status !== "failed")
     ? undefined
     : {
-      id: `whd_${randomBytes(12).toString("base64url").replace(/[-_]/g, "x")}`,
+      id: `whd_${randomToken(12)}`,
       jobId: job.id,
       accountId: job.accountId,
       url: job.webhookUrl,

@@ -1,7 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { NewAccount, NewApiKey } from "../domain/account.js"
 import { CatalogDocument } from "../domain/catalog.js"
-import { NewAccount, NewApiKey } from "../services/Admin.js"
 import { DocumentedErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"

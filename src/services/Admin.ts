@@ -1,36 +1,13 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { invalidAllowedEntries } from "../domain/access.js"
-import { type Account, type ApiKey, Discount, Scope } from "../domain/account.js"
+import { type Account, type ApiKey, type NewAccount, type NewApiKey } from "../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../domain/apiKeySecret.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
-import { INT32_MAX, MAX_MICRO_CENTS } from "../domain/limits.js"
+import { MAX_MICRO_CENTS } from "../domain/limits.js"
 import { type AccountId, type ApiKeyId, newAccountId, newApiKeyId } from "../domain/ids.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
-
-const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
-
-export const NewAccount = Schema.Struct({
-  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  creditsMicroCents: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
-  /** Stored in a 32-bit column. */
-  maxConcurrentJobs: Schema.optionalWith(Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(INT32_MAX)), {
-    default: () => 5
-  }),
-  segments: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] })
-})
-export type NewAccount = typeof NewAccount.Type
-
-export const NewApiKey = Schema.Struct({
-  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  scopes: Schema.optionalWith(Schema.Array(Scope), { default: () => [] }),
-  allowedIPs: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  expiresAt: Schema.optionalWith(Schema.NullOr(Schema.DateTimeUtc), { default: () => null })
-})
-export type NewApiKey = typeof NewApiKey.Type
 
 export interface CreatedKey {
   readonly record: ApiKey

@@ -1,9 +1,7 @@
 import { Effect } from "effect"
 import { decodeCursor, encodeCursor, type JobCursor } from "../domain/cursor.js"
 import { engineError, type EngineError } from "../domain/errors.js"
-
-export const DEFAULT_PAGE_SIZE = 20
-export const MAX_PAGE_SIZE = 100
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../domain/limits.js"
 
 /** Checks a list request's `limit`, `status` and `cursor`; bad values are refused, not corrected. */
 export const readPageRequest = <S extends string>(

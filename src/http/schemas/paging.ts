@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../services/paging.js"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../domain/limits.js"
 
 /**
  * Query parameters arrive as strings and are decoded as such; the annotations tell the OpenAPI
