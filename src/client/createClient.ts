@@ -1,0 +1,128 @@
+import { JobFailedError } from "./errors.js"
+import { makeTransport, type TransportOptions } from "./transport.js"
+import type {
+  AccountOverview,
+  Cancelled,
+  CostEstimate,
+  Job,
+  JobInput,
+  JobPage,
+  JobStatus,
+  JobSummary,
+  Model,
+  Models,
+  Submitted,
+  Upload
+} from "./types.js"
+import { type UploadBody, uploadFile, type UploadOptions } from "./upload.js"
+import { waitForJob, type WaitOptions } from "./waitForJob.js"
+
+export type ClientOptions = TransportOptions
+
+export interface SubmitOptions {
+  /** A version id; the latest stable one when not given. */
+  readonly version?: string | undefined
+  /** An https URL the engine POSTs the finished job to (see docs/webhooks.md). */
+  readonly webhookUrl?: string | undefined
+  /** Default: a fresh UUID per call, kept across the call's retries, so a retry never charges twice. */
+  readonly idempotencyKey?: string | undefined
+  readonly signal?: AbortSignal | undefined
+}
+
+export type RunOptions = SubmitOptions & WaitOptions
+
+export interface ListParams {
+  /** 1 to 100; 20 when not given. */
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+  readonly status?: JobStatus | undefined
+  /** A model slug. */
+  readonly modelId?: string | undefined
+  readonly signal?: AbortSignal | undefined
+}
+
+export interface GenjobsClient {
+  /** Charges and queues a job; the answer says `pending`. */
+  readonly submit: (model: string, input: JobInput, options?: SubmitOptions) => Promise<Submitted>
+  readonly get: (jobId: string, options?: { readonly signal?: AbortSignal | undefined }) => Promise<Job>
+  /** Resolves with the job once completed, failed or cancelled, whichever it is. */
+  readonly wait: (jobId: string, options?: WaitOptions) => Promise<Job>
+  /** Submits and resolves with the completed job; rejects with JobFailedError when it fails or is cancelled. */
+  readonly run: (model: string, input: JobInput, options?: RunOptions) => Promise<Job>
+  /** `run` that reports each status change (pending, processing, ...) to `onUpdate`. */
+  readonly subscribe: (model: string, input: JobInput, options: RunOptions & { readonly onUpdate: (job: Job) => void }) => Promise<Job>
+  readonly cancel: (jobId: string) => Promise<Cancelled>
+  readonly estimate: (model: string, input?: JobInput, options?: { readonly version?: string | undefined }) => Promise<CostEstimate>
+  /** One page of jobs, newest first. */
+  readonly list: (params?: ListParams) => Promise<JobPage>
+  /** Every job, newest first, fetching pages as the loop goes on. */
+  readonly jobs: (params?: Omit<ListParams, "cursor">) => AsyncIterable<JobSummary>
+  readonly models: () => Promise<Models>
+  /** A model with its versions, by slug (provider/model/capability). */
+  readonly model: (slug: string) => Promise<Model>
+  /** The key's account (balance, limits, jobs in flight) and the key itself. */
+  readonly account: () => Promise<AccountOverview>
+  /** Uploads an input file; put its `fileUrl` in a job's input. */
+  readonly upload: (file: UploadBody, options: UploadOptions) => Promise<Upload>
+}
+
+/** A Promise client of the engine's API over fetch: Node 20+, browsers, Deno, Bun, workers. */
+export const createClient = (options: ClientOptions): GenjobsClient => {
+  const transport = makeTransport(options)
+  const support = { events: true }
+
+  const submit: GenjobsClient["submit"] = (model, input, submitOptions = {}) =>
+    transport.json({
+      method: "POST",
+      path: "/v1/jobs/submit",
+      json: { model, input, version: submitOptions.version, webhookUrl: submitOptions.webhookUrl },
+      headers: { "idempotency-key": submitOptions.idempotencyKey ?? crypto.randomUUID() },
+      retry: true,
+      signal: submitOptions.signal
+    })
+
+  const wait: GenjobsClient["wait"] = (jobId, waitOptions) => waitForJob(transport, jobId, support, waitOptions)
+
+  const run: GenjobsClient["run"] = async (model, input, runOptions = {}) => {
+    const { jobId } = await submit(model, input, runOptions)
+    const job = await wait(jobId, runOptions)
+    if (job.status !== "completed") throw new JobFailedError(job)
+    return job
+  }
+
+  const list: GenjobsClient["list"] = (params = {}) =>
+    transport.json({
+      method: "GET",
+      path: "/v1/jobs",
+      query: { limit: params.limit, cursor: params.cursor, status: params.status, modelId: params.modelId },
+      retry: true,
+      signal: params.signal
+    })
+
+  return {
+    submit,
+    get: (jobId, getOptions = {}) =>
+      transport.json({ method: "GET", path: `/v1/jobs/${encodeURIComponent(jobId)}`, retry: true, signal: getOptions.signal }),
+    wait,
+    run,
+    subscribe: run,
+    // A repeated cancel is harmless: a second one answers JOB_CANNOT_BE_CANCELLED and refunds nothing.
+    cancel: (jobId) => transport.json({ method: "POST", path: `/v1/jobs/${encodeURIComponent(jobId)}/cancel`, retry: true }),
+    estimate: (model, input, estimateOptions = {}) =>
+      transport.json({ method: "POST", path: "/v1/jobs/estimate", json: { model, input, version: estimateOptions.version }, retry: true }),
+    list,
+    jobs: async function*(params = {}) {
+      let cursor: string | undefined
+      do {
+        const page = await list({ ...params, cursor })
+        yield* page.jobs
+        cursor = page.hasMore && page.nextCursor !== null ? page.nextCursor : undefined
+      } while (cursor !== undefined)
+    },
+    models: () => transport.json({ method: "GET", path: "/v1/models", retry: true }),
+    // The documented route: the slug is one path parameter, its slashes percent-encoded.
+    model: (slug) => transport.json({ method: "GET", path: `/v1/models/${encodeURIComponent(slug)}`, retry: true }),
+    account: () => transport.json({ method: "GET", path: "/v1/account", retry: true }),
+    upload: (file, uploadOptions) => uploadFile(transport, file, uploadOptions)
+  }
+}
