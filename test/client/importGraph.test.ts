@@ -1,0 +1,52 @@
+import { existsSync, readFileSync } from "node:fs"
+import { builtinModules } from "node:module"
+import { dirname, join, relative, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "vitest"
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+const DIST = join(ROOT, "dist")
+/** Packages a browser bundle of the client may load. */
+const ALLOWED_PACKAGES = /^(effect|@effect\/platform)(\/|$)/
+
+/**
+ * Every module the built entry loads, following relative imports, with what each names outside
+ * the package. The built JavaScript, not the source: it is what runs, and type-only imports are
+ * gone from it.
+ */
+const graphOf = (entry: string) => {
+  const files = new Set<string>()
+  const packages: Array<string> = []
+  const visit = (file: string) => {
+    if (files.has(file)) return
+    files.add(file)
+    const text = readFileSync(file, "utf8")
+    for (const [, spec] of text.matchAll(/(?:from\s+|import\s*\(\s*|^import\s+)["']([^"']+)["']/gm)) {
+      if (spec!.startsWith(".")) visit(resolve(dirname(file), spec!))
+      else packages.push(`${relative(DIST, file)} -> ${spec}`)
+    }
+  }
+  visit(join(DIST, entry))
+  return { files: [...files].map((f) => relative(DIST, f)), packages }
+}
+
+describe("genjobs/client loads in browsers", () => {
+  const { files, packages } = graphOf("entries/client.js")
+
+  it("is built", () => {
+    expect(existsSync(join(DIST, "entries/client.js"))).toBe(true)
+    expect(files).toContain("src/http/Api.js")
+  })
+
+  it("imports no Node module, and only effect and @effect/platform", () => {
+    const node = packages.filter((p) => {
+      const spec = p.split(" -> ")[1]!
+      return spec.startsWith("node:") || builtinModules.includes(spec) || !ALLOWED_PACKAGES.test(spec)
+    })
+    expect(node).toEqual([])
+  })
+
+  it("loads nothing of the server: no services, adapters or apps", () => {
+    expect(files.filter((f) => /^(src\/services|adapters|apps)\//.test(f))).toEqual([])
+  })
+})
