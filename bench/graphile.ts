@@ -3,12 +3,24 @@
  * latencyTest drive it: schema from its migrations, jobs added with `add_jobs` in batches.
  */
 import { Logger, runMigrations } from "graphile-worker"
-import type pg from "pg"
+import pg from "pg"
 
 /** graphile-worker logs every job start at info level; the bench's stdout is for JSON lines. */
 export const quietLogger = new Logger(() => (level, message) => {
   if (level === "error") process.stderr.write(`[graphile-worker] ${message}\n`)
 })
+
+/**
+ * A pool for graphile-worker that we end ourselves (the one it makes itself stays open after
+ * stop()), with the error handlers it asks for, so a dropped connection is logged, not thrown.
+ */
+export const graphilePool = (connectionString: string, max: number): pg.Pool => {
+  const pool = new pg.Pool({ connectionString, max })
+  const report = (error: Error) => process.stderr.write(`[graphile-worker pool] ${error.message}\n`)
+  pool.on("error", report)
+  pool.on("connect", (client) => client.on("error", report))
+  return pool
+}
 
 export const installGraphile = (connectionString: string) => runMigrations({ connectionString, logger: quietLogger })
 

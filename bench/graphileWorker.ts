@@ -3,17 +3,15 @@
  * runner with concurrency BENCH_CONCURRENCY and a pool of concurrency + 1, one no-op task.
  */
 import { type Runner, run } from "graphile-worker"
-import pg from "pg"
 import { serveParent } from "./lib/child.js"
-import { quietLogger } from "./graphile.js"
+import { graphilePool, quietLogger } from "./graphile.js"
 
 let runner: Runner | undefined
 const concurrency = Number(process.env.BENCH_CONCURRENCY)
 
 serveParent({
   start: async () => {
-    const pgPool = new pg.Pool({ connectionString: process.env.BENCH_DATABASE_URL!, max: concurrency + 1 })
-    pgPool.on("error", (error) => process.stderr.write(`[graphile-worker pool] ${error.message}\n`))
+    const pgPool = graphilePool(process.env.BENCH_DATABASE_URL!, concurrency + 1)
     runner = await run({
       pgPool,
       concurrency,

@@ -7,12 +7,11 @@
  */
 import { Effect } from "effect"
 import { makeWorkerUtils, run } from "graphile-worker"
-import pg from "pg"
 import { seed, startPgEngine, submit } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { withDatabase } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
-import { installGraphile, quietLogger } from "./graphile.js"
+import { graphilePool, installGraphile, quietLogger } from "./graphile.js"
 
 const WARMUP = 20
 const PAUSE_MS = 10
@@ -60,9 +59,7 @@ const engineSide = (samples: number) =>
 const graphileSide = (samples: number) =>
   withDatabase("pickupg", async (url) => {
     await installGraphile(url)
-    // Our own pool, ended below: graphile-worker leaves the pool it makes open after stop().
-    const pool = new pg.Pool({ connectionString: url, max: 4 })
-    pool.on("error", (error) => process.stderr.write(`[graphile-worker pool] ${error.message}\n`))
+    const pool = graphilePool(url, 4)
     const runner = await run({
       pgPool: pool,
       concurrency: 1,

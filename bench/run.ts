@@ -2,16 +2,24 @@
  * The benchmarks: each figure measured beside its reference in the same run, one JSON line per
  * figure on stdout (progress on stderr). `npm run bench` runs all; `npm run bench -- queue_drain
  * pickup` (or BENCH_FIGURES=queue_drain,pickup) runs some. Sizes: see lib/env.ts and the README.
+ * A figure that fails (a refused request, a job not completed) prints why and makes the exit
+ * code 1; the others still run.
  */
+import { claimCost } from "./claimCost.js"
 import { httpSubmit } from "./httpSubmit.js"
+import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
 import { pickup } from "./pickup.js"
 import { queueDrain } from "./queueDrain.js"
+import { serverRss } from "./serverRss.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
   pickup,
-  http_submit: httpSubmit
+  http_submit: httpSubmit,
+  claim_cost: claimCost,
+  server_rss: serverRss,
+  in_process: inProcess
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")
@@ -22,8 +30,17 @@ if (unknown.length > 0) {
 }
 
 const start = performance.now()
+const failed: Array<string> = []
 for (const [name, run] of Object.entries(figures)) {
   if (chosen.length > 0 && !chosen.includes(name)) continue
-  await run()
+  const figureStart = performance.now()
+  try {
+    await run()
+    log(`${name} took ${Math.round((performance.now() - figureStart) / 1000)} s`)
+  } catch (error) {
+    failed.push(name)
+    console.error(`FAILED ${name}:`, error)
+  }
 }
-log(`done in ${Math.round((performance.now() - start) / 1000)} s`)
+log(`done in ${Math.round((performance.now() - start) / 1000)} s${failed.length > 0 ? `; FAILED: ${failed.join(", ")}` : ""}`)
+process.exit(failed.length > 0 ? 1 : 0)

@@ -19,6 +19,8 @@ export const settings = {
   httpConnections: int("BENCH_HTTP_CONNECTIONS", 32),
   claimPending: int("BENCH_CLAIM_PENDING", 1_000_000),
   claimSamples: int("BENCH_CLAIM_SAMPLES", 200),
+  /** Claims stop being sampled after this long (at least 10 are taken). */
+  claimSeconds: int("BENCH_CLAIM_SECONDS", 20),
   rssJobs: int("BENCH_RSS_JOBS", 100_000),
   rssWorkers: int("BENCH_RSS_WORKERS", 8),
   inProcessOps: int("BENCH_IN_PROCESS_OPS", 1_000)
