@@ -1,0 +1,101 @@
+/**
+ * http_submit: POST /v1/jobs/submit at a fixed concurrency for a fixed time against the bundled
+ * server (API only: WORKER_CONCURRENCY=0, so it measures admission and insert, not work), over 8
+ * accounts and over 1 (one account's submits serialise on its row), beside a bare node:http
+ * server doing one INSERT per request on the same database kind. PostgreSQL, then SQLite.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { benchModel } from "./catalog.js"
+import { settings } from "./lib/env.js"
+import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
+import { withDatabase } from "./lib/pg.js"
+import { emit, log } from "./lib/report.js"
+import { makeAccounts, type RunningServer, startBareServer, startBundledServer } from "./lib/server.js"
+
+const MODEL = benchModel("demo")
+
+/** A warm-up (JIT, pools, caches; not reported), then the measured run. */
+const measure = async (url: string, keys: ReadonlyArray<string>, label: string): Promise<LoadResult> => {
+  await probeSubmit(url, keys[0]!, MODEL)
+  const common = { url, keys, model: MODEL, connections: settings.httpConnections, label }
+  if (settings.httpWarmupSeconds > 0) await submitLoad({ ...common, seconds: settings.httpWarmupSeconds, warmup: true })
+  return submitLoad({ ...common, seconds: settings.httpSeconds })
+}
+
+const withServer = async <A>(start: Promise<RunningServer>, body: (server: RunningServer) => Promise<A>): Promise<A> => {
+  const server = await start
+  try {
+    return await body(server)
+  } finally {
+    await server.stop()
+  }
+}
+
+const round = (n: number) => Math.round(n * 10) / 10
+
+const report = (store: string, accounts: number, engine: LoadResult, bare: LoadResult, target: string) =>
+  emit({
+    figure: `http_submit_${store}_${accounts}_account${accounts === 1 ? "" : "s"}`,
+    engine: engine.rps,
+    reference: bare.rps,
+    unit: "req/s",
+    better: "higher",
+    referenceIs: `bare node:http + one INSERT per request (${store === "pg" ? "pg" : "better-sqlite3"})`,
+    target,
+    params: {
+      connections: settings.httpConnections,
+      seconds: settings.httpSeconds,
+      accounts,
+      engineP50Ms: engine.p50,
+      engineP99Ms: engine.p99,
+      engineNon2xx: engine.non2xx,
+      engineRequests: engine.ok,
+      referenceP50Ms: bare.p50,
+      referenceP99Ms: bare.p99,
+      referenceNon2xx: bare.non2xx,
+      referenceRps: round(bare.rps)
+    }
+  })
+
+const postgres = async () => {
+  const [eight, one] = await withDatabase("http", (url) =>
+    withServer(startBundledServer({ DATABASE_URL: url, WORKER_CONCURRENCY: "0" }), async (server) => {
+      const keys = await makeAccounts(server.url, 8)
+      log("http_submit: bundled server on PostgreSQL, 8 accounts")
+      const eight = await measure(server.url, keys, "engine pg 8 accounts")
+      log("http_submit: bundled server on PostgreSQL, 1 account")
+      return [eight, await measure(server.url, keys.slice(0, 1), "engine pg 1 account")] as const
+    }))
+  log("http_submit: bare server on PostgreSQL")
+  const bare = await withDatabase("bare", (url) =>
+    withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measure(server.url, ["none"], "bare pg")))
+  report("pg", 8, eight, bare, ">= 0.6")
+  report("pg", 1, one, bare, ">= 0.4")
+}
+
+const sqlite = async () => {
+  log("http_submit: bundled server on SQLite, 8 accounts then 1")
+  const [eight, one] = await withServer(startBundledServer({ WORKER_CONCURRENCY: "0" }), async (server) => {
+    const keys = await makeAccounts(server.url, 8)
+    return [await measure(server.url, keys, "engine sqlite 8 accounts"), await measure(server.url, keys.slice(0, 1), "engine sqlite 1 account")] as const
+  })
+  log("http_submit: bare server on SQLite")
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-bare-"))
+  try {
+    const bare = await withServer(
+      startBareServer("sqlite.ts", { SQLITE_FILE: join(dir, "bare.db") }),
+      (server) => measure(server.url, ["none"], "bare sqlite")
+    )
+    report("sqlite", 8, eight, bare, ">= 0.6")
+    report("sqlite", 1, one, bare, ">= 0.6 (issue: SQLite >= 0.6x bare)")
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+export const httpSubmit = async () => {
+  await postgres()
+  await sqlite()
+}

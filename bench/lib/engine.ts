@@ -1,0 +1,63 @@
+import { Effect, Redacted } from "effect"
+import { Admin, Auth, type Caller, Catalog, type Engine, type Generator, Jobs, makeEngine } from "genjobs"
+import { memoryFiles } from "genjobs/memory"
+import { postgresStore } from "genjobs/postgres"
+import { BENCH_ACCOUNT, benchCatalog, benchModel } from "../catalog.js"
+
+/** The provider id of the bench catalog in engines built here. */
+export const BENCH_PROVIDER = "bench"
+
+/** Makes nothing: the figures measure the queue, not a provider. */
+export const noopGenerator: Generator = { generate: () => Effect.succeed([]) }
+
+export const TABLE_PREFIX = "genjobs_"
+
+/**
+ * The engine from its public entries on PostgreSQL: workers only (no webhook dispatchers, no
+ * upload sweeper), so a figure times the queue and nothing else. Files stay in memory: the no-op
+ * provider writes none.
+ */
+export const startPgEngine = (url: string, options: { readonly workers: number; readonly generator?: Generator }): Promise<Engine> =>
+  makeEngine({
+    store: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
+    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+    providers: { [BENCH_PROVIDER]: options.generator ?? noopGenerator },
+    workers: options.workers,
+    webhookDispatchers: 0,
+    uploadSweeper: false
+  })
+
+/** Loads the bench catalog and makes `accounts` funded accounts; returns a signed-in caller for each. */
+export const seed = (engine: Engine, accounts: number): Promise<ReadonlyArray<Caller>> =>
+  engine.run(Effect.gen(function*() {
+    yield* (yield* Catalog).replace(benchCatalog(BENCH_PROVIDER))
+    const admin = yield* Admin
+    const auth = yield* Auth
+    return yield* Effect.forEach(Array.from({ length: accounts }, (_, i) => i), (i) =>
+      Effect.gen(function*() {
+        const account = yield* admin.createAccount({ name: `bench-${i}`, ...BENCH_ACCOUNT, segments: [], allowedModels: [], discounts: [] })
+        const key = yield* admin.createKey(account.id, { name: "bench", scopes: [], allowedIPs: [], expiresAt: null })
+        return yield* auth.authenticate({ authorization: `Bearer ${key.secret}` })
+      }))
+  }))
+
+type RequestIdOf = Parameters<Jobs["Type"]["submit"]>[2]
+
+let requests = 0
+
+/** One submit through the engine's own path (Jobs.submit: validation, pricing, admission, insert, wake-up). */
+export const submit = (engine: Engine, caller: Caller, prompt: string) =>
+  engine.run(Effect.flatMap(Jobs, (jobs) =>
+    jobs.submit(caller, { model: benchModel(BENCH_PROVIDER), input: { prompt } }, `req_bench_${++requests}` as RequestIdOf)))
+
+/** Submits `count` jobs over the callers, `parallel` at a time. */
+export const submitMany = async (engine: Engine, callers: ReadonlyArray<Caller>, count: number, parallel: number) => {
+  let next = 0
+  const lane = async () => {
+    while (next < count) {
+      const i = next++
+      await submit(engine, callers[i % callers.length]!, `p${i}`)
+    }
+  }
+  await Promise.all(Array.from({ length: parallel }, lane))
+}

@@ -1,0 +1,31 @@
+/** Settings of the benchmark, each overridable from the environment for quick runs. */
+const int = (name: string, fallback: number): number => {
+  const raw = process.env[name]
+  if (raw === undefined || raw === "") return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got ${raw}`)
+  return value
+}
+
+export const settings = {
+  /** PostgreSQL server (no database name): the bench creates and drops its own databases there. */
+  pgUrl: (process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432").replace(/\/+$/, ""),
+  drainJobs: int("BENCH_DRAIN_JOBS", 15_500),
+  drainProcesses: int("BENCH_DRAIN_PROCESSES", 2),
+  drainConcurrency: int("BENCH_DRAIN_CONCURRENCY", 24),
+  pickupSamples: int("BENCH_PICKUP_SAMPLES", 500),
+  httpSeconds: int("BENCH_HTTP_SECONDS", 10),
+  httpWarmupSeconds: int("BENCH_HTTP_WARMUP_SECONDS", 2),
+  httpConnections: int("BENCH_HTTP_CONNECTIONS", 32),
+  claimPending: int("BENCH_CLAIM_PENDING", 1_000_000),
+  claimSamples: int("BENCH_CLAIM_SAMPLES", 200),
+  /** Claims stop being sampled after this long (at least 10 are taken). */
+  claimSeconds: int("BENCH_CLAIM_SECONDS", 20),
+  /**
+   * The issue's figure is 100,000 jobs; on the engine of this commit that takes over an hour on
+   * 2 cores (claims scan the jobs table), so the default is 10,000 until the queue rewrite lands.
+   */
+  rssJobs: int("BENCH_RSS_JOBS", 10_000),
+  rssWorkers: int("BENCH_RSS_WORKERS", 8),
+  inProcessOps: int("BENCH_IN_PROCESS_OPS", 1_000)
+}

@@ -1,0 +1,105 @@
+/**
+ * pickup: how long a job waits for an idle worker, p50/p99 over sequential jobs, the engine beside
+ * graphile-worker in the shape of its latencyTest: one process, one worker (concurrency 1), each
+ * job added after the previous one started, time from before the submit (engine: Jobs.submit;
+ * graphile-worker: addJob) to the provider / task being called. A 10 ms pause between jobs lets
+ * the previous job finish, so this is wake-up plus claim, not queueing behind a running job.
+ */
+import { Effect } from "effect"
+import { makeWorkerUtils, run } from "graphile-worker"
+import { seed, startPgEngine, submit } from "./lib/engine.js"
+import { settings } from "./lib/env.js"
+import { withDatabase } from "./lib/pg.js"
+import { emit, log, ms, percentile } from "./lib/report.js"
+import { graphilePool, installGraphile, quietLogger } from "./graphile.js"
+
+const WARMUP = 20
+const PAUSE_MS = 10
+
+/** Resolvers of the jobs in flight by id, called with the time the worker saw them. */
+const starts = new Map<string, (at: number) => void>()
+const started = (id: string, at: number) => starts.get(id)?.(at)
+
+/** Times `samples` sequential jobs; `add(id)` queues job `id`, whose start must call `started(id, now)`. */
+const measure = async (samples: number, add: (id: string) => Promise<unknown>) => {
+  const latencies: Array<number> = []
+  for (let i = 0; i < WARMUP + samples; i++) {
+    const id = `j${i}`
+    const seen = new Promise<number>((resolve) => starts.set(id, resolve))
+    const t0 = performance.now()
+    await add(id)
+    const t1 = await seen
+    starts.delete(id)
+    if (i >= WARMUP) latencies.push(t1 - t0)
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
+  }
+  return latencies
+}
+
+const engineSide = (samples: number) =>
+  withDatabase("pickup", async (url) => {
+    const engine = await startPgEngine(url, {
+      workers: 1,
+      generator: {
+        generate: ({ job }) =>
+          Effect.sync(() => {
+            started(String(job.input["prompt"]), performance.now())
+            return []
+          })
+      }
+    })
+    try {
+      const [caller] = await seed(engine, 1)
+      return await measure(samples, (id) => submit(engine, caller!, id))
+    } finally {
+      await engine.dispose()
+    }
+  })
+
+const graphileSide = (samples: number) =>
+  withDatabase("pickupg", async (url) => {
+    await installGraphile(url)
+    const pool = graphilePool(url, 4)
+    const runner = await run({
+      pgPool: pool,
+      concurrency: 1,
+      noHandleSignals: true,
+      logger: quietLogger,
+      taskList: { latency: async (payload) => started(String((payload as { id: string }).id), performance.now()) }
+    })
+    const utils = await makeWorkerUtils({ pgPool: pool, logger: quietLogger })
+    try {
+      return await measure(samples, (id) => utils.addJob("latency", { id }))
+    } finally {
+      await utils.release()
+      await runner.stop()
+      await pool.end()
+    }
+  })
+
+export const pickup = async () => {
+  const samples = settings.pickupSamples
+  log(`pickup: engine, ${samples} sequential jobs`)
+  const engine = await engineSide(samples)
+  log(`pickup: graphile-worker, ${samples} sequential jobs`)
+  const graphile = await graphileSide(samples)
+  const params = {
+    samples,
+    warmup: WARMUP,
+    workers: 1,
+    pauseMs: PAUSE_MS,
+    engineP99: ms(percentile(engine, 99)),
+    referenceP99: ms(percentile(graphile, 99)),
+    p99Ratio: ms(percentile(engine, 99) / percentile(graphile, 99))
+  }
+  emit({
+    figure: "pickup_p50",
+    engine: percentile(engine, 50),
+    reference: percentile(graphile, 50),
+    unit: "ms",
+    better: "lower",
+    referenceIs: "graphile-worker 0.18, latencyTest shape (addJob -> task start)",
+    target: "<= 1.5",
+    params
+  })
+}
