@@ -1,8 +1,8 @@
-import { Effect, Option } from "effect"
+import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
-import type { Job } from "../../src/domain/job.js"
-import type { WindowUsage } from "../../src/domain/rateLimit.js"
-import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
+import { claimedJob, type Job } from "../../src/domain/job.js"
+import { bucketOf, type WindowUsage } from "../../src/domain/rateLimit.js"
+import type { JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
 import type { MemoryState } from "./state.js"
 
@@ -12,47 +12,112 @@ const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.i
 const leaseExpired = (job: Job, now: number) =>
   job.status === "processing" && job.leaseExpiresAt !== null && job.leaseExpiresAt <= now
 
-/** Job storage in memory, for makeJobRepo: the state's one semaphore is the transaction. */
+const earliestExpiry = (a: Job, b: Job) => a.leaseExpiresAt! - b.leaseExpiresAt!
+
+const rateKey = (key: RateKey, windowMs: number) => JSON.stringify([key.accountId, key.model, key.version, windowMs])
+
+/**
+ * Job storage in memory, for makeJobRepo: the state's one semaphore is the transaction, and an
+ * undo log makes it all or nothing, as a database's is. The rules write before they decide
+ * (the charge takes the account's lock) and count on a refusal taking those writes back.
+ */
 export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
+  let undo: Array<() => void> = []
+  /** Sets `key` in `map`, remembering what to put back if the transaction fails. */
+  const setIn = <K, V>(map: Map<K, V>, key: K, value: V) => {
+    const had = map.has(key)
+    const previous = map.get(key)
+    undo.push(() => (had ? map.set(key, previous as V) : map.delete(key)))
+    map.set(key, value)
+  }
+  const postUndoably = (...args: Parameters<typeof post> extends [unknown, ...infer R] ? R : never) => {
+    const account = state.accounts.get(args[0])!
+    const lines = state.ledger.length
+    undo.push(() => {
+      state.accounts.set(account.id, account)
+      state.ledger.splice(lines)
+    })
+    post(state, ...args)
+  }
+  const transaction: JobStoreDriver["transaction"] = (effect) =>
+    state.lock.withPermits(1)(Effect.suspend(() => {
+      undo = []
+      return effect.pipe(Effect.onExit((exit) =>
+        Effect.sync(() => {
+          if (Exit.isFailure(exit)) for (const revert of undo.reverse()) revert()
+          undo = []
+        })
+      ))
+    }))
   const jobs = () => [...state.jobs.values()]
   const idempotencyKey = (accountId: string, key: string) => `${accountId}\u0000${key}`
   // The semaphore already keeps every other writer out of a transaction: a read is a lock.
   const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullable(state.jobs.get(id)))
 
   return {
-    transaction: state.lock.withPermits(1),
+    transaction,
     lockAccount: (id) => Effect.sync(() => Option.fromNullable(state.accounts.get(id))),
-    findIdempotency: (accountId, key) =>
-      Effect.sync(() => Option.fromNullable(state.idempotency.get(idempotencyKey(accountId, key)))),
-    saveIdempotency: (accountId, key, record) =>
-      Effect.sync(() => void state.idempotency.set(idempotencyKey(accountId, key), record)),
+    chargeAccount: ({ accountId, costMicroCents, jobId, now }) =>
+      Effect.sync(() => {
+        const account = state.accounts.get(accountId)
+        if (account === undefined || account.balanceMicroCents < costMicroCents) return Option.none()
+        if (costMicroCents > 0) postUndoably(accountId, "charge", -costMicroCents, jobId, now)
+        return Option.some(account.balanceMicroCents)
+      }),
+    claimIdempotency: (accountId, key, record, notBefore) =>
+      Effect.sync(() => {
+        const stored = state.idempotency.get(idempotencyKey(accountId, key))
+        if (stored !== undefined && stored.createdAt >= notBefore) return Option.some(stored)
+        setIn(state.idempotency, idempotencyKey(accountId, key), record)
+        return Option.none()
+      }),
     countJobs: (accountId, statuses) =>
       Effect.sync(() => jobs().filter((j) => j.accountId === accountId && statuses.includes(j.status)).length),
-    windowUsage: (accountId, model, version, since) =>
-      Effect.sync((): WindowUsage => {
-        const inside = jobs().filter((j) =>
-          j.accountId === accountId && j.model === model && j.version === version && j.createdAt > since
-        )
-        return { count: inside.length, oldest: inside.length === 0 ? null : Math.min(...inside.map((j) => j.createdAt)) }
+    readRateWindows: (key, now, windows) =>
+      Effect.sync(() =>
+        windows.map((window): WindowUsage => {
+          const counted = [...(state.rateWindows.get(rateKey(key, window.windowMs))?.values() ?? [])]
+            .filter((bucket) => bucket.oldest > now - window.windowMs)
+          return counted.length === 0
+            ? { count: 0, oldest: null }
+            : { count: counted.reduce((n, b) => n + b.n, 0), oldest: Math.min(...counted.map((b) => b.oldest)) }
+        })
+      ),
+    recordRateWindows: (key, now, windows) =>
+      Effect.sync(() => {
+        for (const window of windows) {
+          const name = rateKey(key, window.windowMs)
+          if (!state.rateWindows.has(name)) setIn(state.rateWindows, name, new Map())
+          const buckets = state.rateWindows.get(name)!
+          const bucket = buckets.get(bucketOf(window, now))
+          setIn(buckets, bucketOf(window, now), { n: (bucket?.n ?? 0) + 1, oldest: Math.min(bucket?.oldest ?? now, now) })
+        }
       }),
-    insertJob: (job) => Effect.sync(() => void state.jobs.set(job.id, job)),
+    pruneRateWindows: (now) =>
+      Effect.sync(() => {
+        for (const [name, buckets] of state.rateWindows) {
+          const windowMs = JSON.parse(name)[3] as number
+          for (const start of buckets.keys()) if (start + 2 * windowMs <= now) buckets.delete(start)
+        }
+      }),
+    insertJob: (job) => Effect.sync(() => setIn(state.jobs, job.id, job)),
     getJob,
     lockJob: getJob,
     updateJob: (next, expected) =>
       Effect.sync(() => {
         const stored = state.jobs.get(next.id)
         if (stored === undefined || stored.status !== expected.status || stored.attempts !== expected.attempts) return false
-        state.jobs.set(next.id, next)
+        setIn(state.jobs, next.id, next)
         return true
       }),
     postLedger: ({ accountId, amountMicroCents, jobId, kind, now }) =>
       Effect.sync(() => {
         // The SQL ledger's unique (job_id, kind).
         if (state.ledger.some((e) => e.jobId === jobId && e.kind === kind)) return false
-        post(state, accountId, kind, amountMicroCents, jobId, now)
+        postUndoably(accountId, kind, amountMicroCents, jobId, now)
         return true
       }),
-    insertDelivery: (delivery) => Effect.sync(() => void state.deliveries.set(delivery.id, delivery)),
+    insertDelivery: (delivery) => Effect.sync(() => setIn(state.deliveries, delivery.id, delivery)),
     listJobs: ({ accountId, after, limit, model, status }) =>
       Effect.sync(() =>
         jobs()
@@ -65,11 +130,24 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           .sort(newestFirst)
           .slice(0, limit + 1)
       ),
-    findExhausted: (now, maxAttempts) =>
-      Effect.sync(() => jobs().filter((j) => leaseExpired(j, now) && j.attempts >= maxAttempts)),
-    nextRunnable: (now) =>
-      Effect.sync(() =>
-        Option.fromNullable(jobs().filter((j) => j.status === "pending" || leaseExpired(j, now)).sort(oldestFirst)[0])
-      )
+    claimBatch: (claim) =>
+      Effect.sync(() => {
+        const expired = jobs().filter((j) => leaseExpired(j, claim.now) && j.attempts < claim.maxAttempts).sort(earliestExpiry)
+        const pending = jobs().filter((j) => j.status === "pending").sort(oldestFirst)
+        return [...expired, ...pending].slice(0, claim.limit).map((job) => {
+          const next = claimedJob(job, claim)
+          setIn(state.jobs, job.id, next)
+          return next
+        })
+      }),
+    findExhausted: (now, maxAttempts, limit) =>
+      Effect.sync(() => jobs().filter((j) => leaseExpired(j, now) && j.attempts >= maxAttempts).slice(0, limit)),
+    takeLease: (name, owner, now, expiresAt) =>
+      Effect.sync(() => {
+        const held = state.leases.get(name)
+        if (held !== undefined && held.owner !== owner && held.expiresAt > now) return false
+        setIn(state.leases, name, { owner, expiresAt })
+        return true
+      })
   }
 }

@@ -16,6 +16,9 @@ export interface MemoryState {
   readonly idempotency: Map<string, IdempotencyRecord>
   readonly deliveries: Map<string, WebhookDelivery>
   readonly uploads: Map<string, Upload>
+  /** Rate-limit buckets by (account, model, version, window), then by bucket start. */
+  readonly rateWindows: Map<string, Map<number, { readonly n: number; readonly oldest: number }>>
+  readonly leases: Map<string, { readonly owner: string; readonly expiresAt: number }>
   catalog: StoredCatalog
   readonly lock: Effect.Semaphore
 }
@@ -28,6 +31,8 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.mak
   idempotency: new Map(),
   deliveries: new Map(),
   uploads: new Map(),
+  rateWindows: new Map(),
+  leases: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
   lock
 }))

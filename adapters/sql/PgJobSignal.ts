@@ -1,48 +1,119 @@
 import { PgClient } from "@effect/sql-pg"
-import { Deferred, Duration, Effect, Layer, Ref, Stream, type Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
+import pg from "pg"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
+import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
+import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
-/**
- * Wakes waiters in every process through LISTEN/NOTIFY on `<prefix><topic>`. It holds its own
- * connection for LISTEN. Notifications are hints; waiters still poll. The channel carries the
- * stores' table prefix, so engines with different prefixes in one database do not wake each other.
- */
-const makePgSignal = (tablePrefix: string, topic: "jobs" | "webhooks") => Effect.gen(function*() {
-  const channel = `${yield* checkTablePrefix(tablePrefix)}${topic}`
-  const pg = yield* PgClient.PgClient
-  const current = yield* Ref.make(yield* Deferred.make<void>())
-  const wake = Effect.gen(function*() {
-    const previous = yield* Ref.getAndSet(current, yield* Deferred.make<void>())
-    yield* Deferred.succeed(previous, undefined)
-  })
-  yield* pg.listen(channel).pipe(
-    Stream.runForEach(() => wake),
-    Effect.catchAll((error) => Effect.logWarning(`${topic} notifications stopped; falling back to polling`, error)),
-    Effect.forkScoped
-  )
-  return {
-    // PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters in
-    // NOTIFY); pg_notify() takes them. PgClient.listen drops empty payloads, hence the topic.
-    notify: pg`SELECT pg_notify(${channel}, ${topic})`.pipe(
-      Effect.asVoid,
-      Effect.catchAll((error) => Effect.logWarning(`could not notify ${topic} waiters; they will poll`, error))
-    ),
-    wait: (maxMs: number) =>
-      Ref.get(current).pipe(
-        Effect.flatMap((d) => Deferred.await(d)),
-        Effect.timeoutTo({ duration: Duration.millis(maxMs), onTimeout: () => undefined, onSuccess: () => undefined })
-      )
-  }
+/** Reconnects after 0.1, 0.2, 0.4 ... seconds, never waiting more than 10 between attempts. */
+const reconnectDelays = Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
+
+/** The client's own connection settings, for a connection of the listener's own outside the pool. */
+const connectionOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
+  ...(config.url === undefined ? {} : { connectionString: Redacted.value(config.url) }),
+  ...(config.host === undefined ? {} : { host: config.host }),
+  ...(config.port === undefined ? {} : { port: config.port }),
+  ...(config.database === undefined ? {} : { database: config.database }),
+  ...(config.username === undefined ? {} : { user: config.username }),
+  ...(config.password === undefined ? {} : { password: Redacted.value(config.password) }),
+  ...(config.ssl === undefined ? {} : { ssl: config.ssl }),
+  application_name: "genjobs listener"
 })
 
+/**
+ * Wakes waiters in every process through LISTEN on `<prefix>jobs` and `<prefix>webhooks`, over
+ * one connection of its own. Notifications are hints; waiters still poll. The channels carry
+ * the stores' table prefix, so engines with different prefixes in one database do not wake
+ * each other.
+ *
+ * Jobs: the job store sends NOTIFY in the submitting transaction (SqlJobs insertJob), so
+ * every process hears of a job once it commits, this one included, and `notify` has nothing
+ * left to do. Each notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
+ * notification wakes every local dispatcher.
+ *
+ * PgClient.listen cannot tell when its connection dies (it then stays silent), so the listener
+ * holds a pg connection itself: when it drops, it logs, reconnects with capped backoff, logs
+ * again, and wakes everyone once for what it may have missed meanwhile.
+ */
+export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
+  Effect.gen(function*() {
+    const prefix = yield* checkTablePrefix(tablePrefix)
+    const client = yield* PgClient.PgClient
+    const jobs = yield* makeWakeOne
+    const webhooks = yield* makeLocalSignal
+    const webhooksChannel = `${prefix}webhooks`
+    const wakes: Record<string, Effect.Effect<void>> = { [jobsChannel(prefix)]: jobs.notify, [webhooksChannel]: webhooks.notify }
+
+    const connect = Effect.acquireRelease(
+      Effect.tryPromise(async () => {
+        const connection = new pg.Client(connectionOf(client.config))
+        // A dropped connection is handled through "end" below; an unhandled "error" would crash the process.
+        connection.on("error", () => undefined)
+        try {
+          await connection.connect()
+          for (const channel of Object.keys(wakes)) await connection.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+          return connection
+        } catch (error) {
+          void connection.end().catch(() => undefined)
+          throw error
+        }
+      }),
+      (connection) => Effect.promise(() => connection.end().catch(() => undefined))
+    )
+
+    /** Listens until the connection ends. */
+    const listen = (connection: pg.Client) =>
+      Effect.async<void>((resume) => {
+        connection.on("notification", (message) => {
+          const wake = wakes[message.channel]
+          if (wake !== undefined) Effect.runSync(wake)
+        })
+        connection.on("end", () => resume(Effect.void))
+      })
+
+    const session = (dropped: boolean) =>
+      Effect.scoped(Effect.gen(function*() {
+        const connection = yield* connect.pipe(Effect.retry(reconnectDelays))
+        if (dropped) {
+          yield* Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed")
+          yield* jobs.notify
+          yield* webhooks.notify
+        }
+        yield* listen(connection)
+        yield* Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
+      }))
+
+    yield* session(false).pipe(Effect.zipRight(Effect.forever(session(true))), Effect.forkScoped)
+
+    return {
+      jobs: JobSignal.of({ notify: Effect.void, wait: jobs.wait }),
+      webhooks: WebhookSignal.of({
+        // PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters in
+        // NOTIFY); pg_notify() takes them.
+        notify: client`SELECT pg_notify(${webhooksChannel}, 'webhooks')`.pipe(
+          Effect.asVoid,
+          Effect.catchAll((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
+        ),
+        wait: webhooks.wait
+      })
+    }
+  })
+
 export const makePgJobSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
-  Effect.map(makePgSignal(tablePrefix, "jobs"), JobSignal.of)
+  Effect.map(makePgSignals(tablePrefix), (signals) => signals.jobs)
 
 /** Wakes webhook dispatchers in every process, on `<prefix>webhooks`. */
 export const makePgWebhookSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
-  Effect.map(makePgSignal(tablePrefix, "webhooks"), WebhookSignal.of)
+  Effect.map(makePgSignals(tablePrefix), (signals) => signals.webhooks)
+
+/** Both signals over the PgClient in context (the stores' pool), sharing one LISTEN connection. */
+export const layerPgSignalsOver = (tablePrefix?: string | undefined) =>
+  Layer.scopedContext(
+    Effect.map(makePgSignals(tablePrefix), (signals) =>
+      Context.make(JobSignal, signals.jobs).pipe(Context.add(WebhookSignal, signals.webhooks)))
+  )
 
 interface PgSignalOptions {
   readonly url: Redacted.Redacted<string>
@@ -50,11 +121,10 @@ interface PgSignalOptions {
 }
 
 export const layerPgJobSignal = (options: PgSignalOptions) =>
-  Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(Layer.provide(PgClient.layer({ url: options.url })))
+  Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
+    Layer.provide(PgClient.layer({ url: options.url, maxConnections: 1 }))
+  )
 
 /** Both signals a store provides, over one small pool of their own. */
 export const layerPgSignals = (options: PgSignalOptions) =>
-  Layer.merge(
-    Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)),
-    Layer.scoped(WebhookSignal, makePgWebhookSignal(options.tablePrefix))
-  ).pipe(Layer.provide(PgClient.layer({ url: options.url })))
+  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(PgClient.layer({ url: options.url, maxConnections: 1 })))

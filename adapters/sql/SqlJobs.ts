@@ -1,17 +1,19 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 import type { JobId } from "../../src/domain/ids.js"
-import type { WindowUsage } from "../../src/domain/rateLimit.js"
-import type { IdempotencyRecord, JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
+import type { Job } from "../../src/domain/job.js"
+import { bucketOf, type WindowUsage } from "../../src/domain/rateLimit.js"
+import type { ClaimBatch, IdempotencyRecord, JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { postLedger } from "./ledger.js"
 import { SqlTables } from "./tables.js"
 import { AccountRow, DbInt, JobRow, storeErrors, toAccount, toJob } from "./rows.js"
 
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
-const decodeUsage = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ n: DbInt, oldest: Schema.NullOr(DbInt) }))
-)
+const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
+const decodeWindows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ window_ms: DbInt, n: DbInt, oldest: DbInt })))
+const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
 const decodeIdempotency = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ request_hash: Schema.String, job_id: Schema.String, created_at: DbInt }))
 )
@@ -21,13 +23,127 @@ const jsonOrNull = (value: unknown) => (value === null ? null : JSON.stringify(v
 const firstJob = (rows: ReadonlyArray<unknown>) =>
   decodeJobs(rows).pipe(Effect.map((jobs) => Option.map(Option.fromNullable(jobs[0]), toJob)))
 
-/** Job storage in SQLite or PostgreSQL, for makeJobRepo. PostgreSQL adds row locks to transactions. */
+const allJobs = (rows: ReadonlyArray<unknown>) => decodeJobs(rows).pipe(Effect.map((jobs) => jobs.map(toJob)))
+
+const firstBalance = (rows: ReadonlyArray<unknown>) =>
+  decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullable(found[0]), (row) => row.before)))
+
+const jobRow = (job: Job) => ({
+  id: job.id,
+  account_id: job.accountId,
+  request_id: job.requestId,
+  model: job.model,
+  version: job.version,
+  input: JSON.stringify(job.input),
+  webhook_url: job.webhookUrl,
+  status: job.status,
+  cost_micro_cents: job.costMicroCents,
+  error: jsonOrNull(job.error),
+  outputs: jsonOrNull(job.outputs),
+  created_at: job.createdAt,
+  estimated_completion_at: job.estimatedCompletionAt,
+  started_at: job.startedAt,
+  completed_at: job.completedAt,
+  attempts: job.attempts,
+  lease_owner: job.leaseOwner,
+  lease_expires_at: job.leaseExpiresAt
+})
+
+/** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
+export const jobsChannel = (prefix: string) => `${prefix}jobs`
+
+/**
+ * Job storage in SQLite or PostgreSQL, for makeJobRepo. PostgreSQL adds row locks to
+ * transactions and claims with SKIP LOCKED; SQLite's single writer already serialises them.
+ */
 export const makeSqlJobDriver = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
-  /** SQLite's single writer already serialises transactions. */
-  const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
-  const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
+  const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const forUpdate = sql.literal(isPg ? "FOR UPDATE" : "")
+  const skipLocked = sql.literal(isPg ? "FOR UPDATE SKIP LOCKED" : "")
+  const channel = jobsChannel(t.prefix)
+
+  type Charge = Parameters<JobStoreDriver["chargeAccount"]>[0]
+
+  /** One statement: the account row is changed (and locked) only when the balance covers the charge. */
+  const chargePg = ({ accountId, costMicroCents, jobId, now }: Charge) =>
+    (costMicroCents > 0
+      ? sql`WITH account AS (
+          UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
+          WHERE id = ${accountId} AND balance_micro_cents >= ${costMicroCents}
+          RETURNING balance_micro_cents + ${costMicroCents} AS before
+        ), line AS (
+          INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+          SELECT ${randomUUID()}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account
+        )
+        SELECT before FROM account`
+      // A free job moves nothing, but still takes the lock that serialises the account's submits.
+      : sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents WHERE id = ${accountId}
+          RETURNING balance_micro_cents AS before`).pipe(Effect.flatMap(firstBalance))
+
+  const chargeSqlite = ({ accountId, costMicroCents, jobId, now }: Charge) =>
+    sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
+      WHERE id = ${accountId} AND balance_micro_cents >= ${costMicroCents}
+      RETURNING balance_micro_cents + ${costMicroCents} AS before`.pipe(
+      Effect.flatMap(firstBalance),
+      Effect.tap((before) =>
+        Option.isSome(before) && costMicroCents > 0
+          ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+              VALUES (${randomUUID()}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
+          : Effect.void
+      )
+    )
+
+  /** claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing. */
+  const claimSet = (claim: ClaimBatch) =>
+    sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${claim.now}),
+      lease_owner = ${claim.leaseOwner}, lease_expires_at = ${claim.leaseExpiresAt}`
+
+  /**
+   * Expired leases from the partial index of processing jobs by expiry, then pending jobs from
+   * the partial index of pending jobs in claim order: each side reads at most `limit` index
+   * entries, locking them with SKIP LOCKED, and one UPDATE writes the claim on the picked rows.
+   */
+  const claimPg = (claim: ClaimBatch) =>
+    sql`WITH expired AS (
+        SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${claim.now}
+          AND attempts < ${claim.maxAttempts}
+        ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
+      ), pending AS (
+        SELECT id FROM ${t.jobs} WHERE status = 'pending'
+        ORDER BY created_at, id LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
+      ), picked AS (
+        (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${claim.limit}
+      )
+      UPDATE ${t.jobs} AS j SET ${claimSet(claim)}
+      FROM picked WHERE j.id = picked.id RETURNING j.*`
+
+  /** The same picks in SQLite, whose one writer already keeps parallel claims apart. */
+  const claimSqlite = (claim: ClaimBatch) =>
+    sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN (
+        SELECT id FROM (
+          SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${claim.now}
+            AND attempts < ${claim.maxAttempts}
+          ORDER BY lease_expires_at LIMIT ${claim.limit}
+        )
+        UNION ALL
+        SELECT id FROM (SELECT id FROM ${t.jobs} WHERE status = 'pending' ORDER BY created_at, id LIMIT ${claim.limit})
+        LIMIT ${claim.limit}
+      ) RETURNING *`
+
+  const readIdempotency = (accountId: string, key: string) =>
+    sql`SELECT request_hash, job_id, created_at FROM ${t.idempotency_keys}
+      WHERE account_id = ${accountId} AND idempotency_key = ${key}`.pipe(
+      Effect.flatMap(decodeIdempotency),
+      Effect.map((rows) =>
+        Option.map(Option.fromNullable(rows[0]), (row): IdempotencyRecord => ({
+          requestHash: row.request_hash,
+          jobId: row.job_id as JobId,
+          createdAt: row.created_at
+        }))
+      )
+    )
 
   const driver: JobStoreDriver = {
     transaction: (effect) => sql.withTransaction(effect).pipe(storeErrors("transaction")),
@@ -39,68 +155,72 @@ export const makeSqlJobDriver = Effect.gen(function*() {
         storeErrors("lock account")
       ),
 
-    findIdempotency: (accountId, key) =>
-      sql`SELECT request_hash, job_id, created_at FROM ${t.idempotency_keys}
-        WHERE account_id = ${accountId} AND idempotency_key = ${key}`.pipe(
-        Effect.flatMap(decodeIdempotency),
-        Effect.map((rows) =>
-          Option.map(Option.fromNullable(rows[0]), (row): IdempotencyRecord => ({
-            requestHash: row.request_hash,
-            jobId: row.job_id as JobId,
-            createdAt: row.created_at
-          }))
-        ),
-        storeErrors("read idempotency key")
-      ),
+    chargeAccount: (charge) => (isPg ? chargePg(charge) : chargeSqlite(charge)).pipe(storeErrors("charge account")),
 
-    saveIdempotency: (accountId, key, { createdAt, jobId, requestHash }) =>
+    claimIdempotency: (accountId, key, { createdAt, jobId, requestHash }, notBefore) =>
       sql`INSERT INTO ${t.idempotency_keys} (account_id, idempotency_key, request_hash, job_id, created_at)
         VALUES (${accountId}, ${key}, ${requestHash}, ${jobId}, ${createdAt})
         ON CONFLICT (account_id, idempotency_key) DO UPDATE SET
-          request_hash = ${requestHash}, job_id = ${jobId}, created_at = ${createdAt}`.pipe(
-        Effect.asVoid,
-        storeErrors("save idempotency key")
+          request_hash = ${requestHash}, job_id = ${jobId}, created_at = ${createdAt}
+        WHERE ${t.idempotency_keys}.created_at < ${notBefore}
+        RETURNING job_id`.pipe(
+        // No row: a live record of the key exists (committed, or waited for) and stays.
+        Effect.flatMap((saved) => (saved.length > 0 ? Effect.succeed(Option.none()) : readIdempotency(accountId, key))),
+        storeErrors("claim idempotency key")
       ),
 
     countJobs: (accountId, statuses) =>
-      sql`SELECT COUNT(*) AS n, NULL AS oldest FROM ${t.jobs}
+      sql`SELECT COUNT(*) AS n FROM ${t.jobs}
         WHERE account_id = ${accountId} AND status IN ${sql.in(statuses)}`.pipe(
-        Effect.flatMap(decodeUsage),
+        Effect.flatMap(decodeCount),
         Effect.map((rows) => rows[0]?.n ?? 0),
         storeErrors("count jobs")
       ),
 
-    windowUsage: (accountId, model, version, since) =>
-      sql`SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ${t.jobs}
-        WHERE account_id = ${accountId} AND model = ${model} AND version = ${version} AND created_at > ${since}`.pipe(
-        Effect.flatMap(decodeUsage),
-        Effect.map((rows): WindowUsage => ({ count: rows[0]?.n ?? 0, oldest: rows[0]?.oldest ?? null })),
-        storeErrors("read rate-limit window")
+    readRateWindows: (key, now, windows) =>
+      sql`SELECT window_ms, SUM(n) AS n, MIN(oldest) AS oldest FROM ${t.rate_windows}
+        WHERE account_id = ${key.accountId} AND model = ${key.model} AND version = ${key.version}
+          AND window_ms IN ${sql.in(windows.map((w) => w.windowMs))} AND oldest > ${now} - window_ms
+        GROUP BY window_ms`.pipe(
+        Effect.flatMap(decodeWindows),
+        Effect.map((rows) =>
+          windows.map((window): WindowUsage => {
+            const row = rows.find((r) => r.window_ms === window.windowMs)
+            return row === undefined ? { count: 0, oldest: null } : { count: row.n, oldest: row.oldest }
+          })
+        ),
+        storeErrors("read rate-limit windows")
       ),
 
+    recordRateWindows: (key, now, windows) =>
+      sql`INSERT INTO ${t.rate_windows} ${
+        sql.insert(windows.map((window) => ({
+          account_id: key.accountId,
+          model: key.model,
+          version: key.version,
+          window_ms: window.windowMs,
+          bucket: bucketOf(window, now),
+          n: 1,
+          oldest: now
+        })))
+      } ON CONFLICT (account_id, model, version, window_ms, bucket) DO UPDATE SET
+          n = ${t.rate_windows}.n + 1,
+          oldest = CASE WHEN excluded.oldest < ${t.rate_windows}.oldest THEN excluded.oldest ELSE ${t.rate_windows}.oldest END`
+        .pipe(Effect.asVoid, storeErrors("count rate-limit windows")),
+
+    // Twice the window: every job of a bucket has left it by then, whatever the bucket's width.
+    pruneRateWindows: (now) =>
+      sql`DELETE FROM ${t.rate_windows} WHERE bucket + 2 * window_ms <= ${now}`.pipe(
+        Effect.asVoid,
+        storeErrors("prune rate-limit windows")
+      ),
+
+    // PostgreSQL: NOTIFY in the same statement, so claimers hear of the job when it commits, never before.
     insertJob: (job) =>
-      sql`INSERT INTO ${t.jobs} ${
-        sql.insert({
-          id: job.id,
-          account_id: job.accountId,
-          request_id: job.requestId,
-          model: job.model,
-          version: job.version,
-          input: JSON.stringify(job.input),
-          webhook_url: job.webhookUrl,
-          status: job.status,
-          cost_micro_cents: job.costMicroCents,
-          error: jsonOrNull(job.error),
-          outputs: jsonOrNull(job.outputs),
-          created_at: job.createdAt,
-          estimated_completion_at: job.estimatedCompletionAt,
-          started_at: job.startedAt,
-          completed_at: job.completedAt,
-          attempts: job.attempts,
-          lease_owner: job.leaseOwner,
-          lease_expires_at: job.leaseExpiresAt
-        })
-      }`.pipe(Effect.asVoid, storeErrors("insert job")),
+      (isPg
+        ? sql`WITH inserted AS (INSERT INTO ${t.jobs} ${sql.insert(jobRow(job))} RETURNING id)
+            SELECT pg_notify(${channel}, 'jobs') FROM inserted`
+        : sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(job))}`).pipe(Effect.asVoid, storeErrors("insert job")),
 
     getJob: (id) => sql`SELECT * FROM ${t.jobs} WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job")),
 
@@ -151,24 +271,22 @@ export const makeSqlJobDriver = Effect.gen(function*() {
             ? []
             : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`])
         ])
-      } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
-        Effect.flatMap(decodeJobs),
-        Effect.map((rows) => rows.map(toJob)),
-        storeErrors("list jobs")
-      ),
+      } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(Effect.flatMap(allJobs), storeErrors("list jobs")),
 
-    findExhausted: (now, maxAttempts) =>
+    claimBatch: (claim) => (isPg ? claimPg(claim) : claimSqlite(claim)).pipe(Effect.flatMap(allJobs), storeErrors("claim jobs")),
+
+    findExhausted: (now, maxAttempts, limit) =>
       sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${now}
-        AND attempts >= ${maxAttempts} ${skipLocked}`.pipe(
-        Effect.flatMap(decodeJobs),
-        Effect.map((rows) => rows.map(toJob)),
+        AND attempts >= ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit} ${skipLocked}`.pipe(
+        Effect.flatMap(allJobs),
         storeErrors("find exhausted jobs")
       ),
 
-    nextRunnable: (now) =>
-      sql`SELECT * FROM ${t.jobs}
-        WHERE status = 'pending' OR (status = 'processing' AND lease_expires_at <= ${now})
-        ORDER BY created_at, id LIMIT 1 ${skipLocked}`.pipe(Effect.flatMap(firstJob), storeErrors("find runnable job"))
+    takeLease: (name, owner, now, expiresAt) =>
+      sql`INSERT INTO ${t.leases} (name, owner, expires_at) VALUES (${name}, ${owner}, ${expiresAt})
+        ON CONFLICT (name) DO UPDATE SET owner = ${owner}, expires_at = ${expiresAt}
+        WHERE ${t.leases}.owner = ${owner} OR ${t.leases}.expires_at <= ${now}
+        RETURNING owner`.pipe(Effect.map((rows) => rows.length > 0), storeErrors("take lease"))
   }
   return driver
 })

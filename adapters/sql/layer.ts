@@ -58,5 +58,7 @@ export const layerSqlite = (options: { readonly filename: string } & SqlStoreOpt
     )
   )
 
-export const layerPostgres = (options: { readonly url: Redacted.Redacted<string> } & SqlStoreOptions) =>
-  layerSqlStores(options).pipe(Layer.provide(PgClient.layer({ url: options.url })))
+/** The stores over a pool of their own; `postgresStore` shares one with the signals. */
+export const layerPostgres = (
+  options: { readonly url: Redacted.Redacted<string>; readonly maxConnections?: number | undefined } & SqlStoreOptions
+) => layerSqlStores(options).pipe(Layer.provide(PgClient.layer({ url: options.url, maxConnections: options.maxConnections })))

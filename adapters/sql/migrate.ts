@@ -4,6 +4,7 @@ import initial from "./migrations/0001_initial.js"
 import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 import uploads from "./migrations/0003_uploads.js"
 import uploadVerification from "./migrations/0004_upload_verification.js"
+import queue from "./migrations/0005_queue.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -25,7 +26,8 @@ const migrate = Effect.gen(function*() {
       "0001_initial": initial(t),
       "0002_webhook_deliveries": webhookDeliveries(t),
       "0003_uploads": uploads(t),
-      "0004_upload_verification": uploadVerification(t)
+      "0004_upload_verification": uploadVerification(t),
+      "0005_queue": queue(t)
     })
   })
 })

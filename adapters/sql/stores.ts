@@ -1,11 +1,20 @@
-import { Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Layer, type Redacted } from "effect"
 import { layerLocalSignals } from "../memory/LocalJobSignal.js"
-import { layerPostgres, layerSqlite } from "./layer.js"
-import { layerPgSignals } from "./PgJobSignal.js"
+import { layerSqlite, layerSqlStores, type SqlStoreOptions } from "./layer.js"
+import { layerPgSignalsOver } from "./PgJobSignal.js"
 
 /** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
 export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
 
-/** Every store in PostgreSQL; LISTEN/NOTIFY wakes workers and webhook dispatchers in every process sharing the database. */
-export const postgresStore = (options: Parameters<typeof layerPostgres>[0]) =>
-  Layer.merge(layerPostgres(options), layerPgSignals(options))
+/**
+ * Every store in PostgreSQL; LISTEN/NOTIFY wakes workers and webhook dispatchers in every
+ * process sharing the database. One pool per process serves the stores and the signals (whose
+ * LISTEN holds one more connection of its own): `maxConnections` bounds it (default 10).
+ */
+export const postgresStore = (
+  options: { readonly url: Redacted.Redacted<string>; readonly maxConnections?: number | undefined } & SqlStoreOptions
+) =>
+  Layer.merge(layerSqlStores(options), layerPgSignalsOver(options.tablePrefix)).pipe(
+    Layer.provide(PgClient.layer({ url: options.url, maxConnections: options.maxConnections }))
+  )

@@ -16,7 +16,9 @@ export const TABLES = [
   "jobs",
   "idempotency_keys",
   "webhook_deliveries",
-  "uploads"
+  "uploads",
+  "rate_windows",
+  "leases"
 ] as const
 
 export const INDEXES = [
@@ -25,6 +27,8 @@ export const INDEXES = [
   "jobs_account_list",
   "jobs_account_status",
   "jobs_runnable",
+  "jobs_pending",
+  "jobs_leases",
   "jobs_rate_window",
   "webhook_deliveries_job",
   "webhook_deliveries_due",

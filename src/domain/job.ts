@@ -72,6 +72,27 @@ export const isTerminal = (status: JobStatus): boolean =>
 /** The jobs that count against an account's maximum of concurrent jobs. */
 export const activeStatuses: ReadonlyArray<JobStatus> = ["pending", "processing"]
 
+/** A claim of many jobs at once: one lease for all of them. */
+export interface ClaimLease {
+  readonly now: number
+  readonly leaseOwner: string
+  readonly leaseExpiresAt: number
+}
+
+/**
+ * What a claim makes of a runnable job: the state machine's Pickup (pending) or Reclaim (an
+ * expired lease), one more attempt, the claimer's lease. Stores that claim in one statement
+ * write exactly this; the conformance suite holds them to it.
+ */
+export const claimedJob = (job: Job, lease: ClaimLease): Job => ({
+  ...job,
+  status: Either.getOrThrow(transition(job.status, job.status === "pending" ? "Pickup" : "Reclaim")),
+  attempts: job.attempts + 1,
+  startedAt: job.startedAt ?? lease.now,
+  leaseOwner: lease.leaseOwner,
+  leaseExpiresAt: lease.leaseExpiresAt
+})
+
 /** Refunds follow the statuses that give the credits back. */
 export const refundsOnEntry = (status: JobStatus): boolean => status === "failed" || status === "cancelled"
 

@@ -29,3 +29,28 @@ export const rateLimitRetryAfter = (
   check(limits.requestsPerDay, day, DAY_MS)
   return waits.length === 0 ? undefined : Math.max(...waits)
 }
+
+/** A window counted by buckets of `bucketMs`: stores keep one counter row per bucket. */
+export interface RateWindow {
+  readonly windowMs: number
+  readonly bucketMs: number
+}
+
+/**
+ * A minute counted by seconds and a day by minutes: at most 60 and 1,440 rows to add up. A
+ * bucket counts while all of its jobs are inside the window (its oldest is), so the one bucket
+ * the window's edge cuts through is let go early: the minute slides by the second, the day by
+ * the minute, never counting a job that has left.
+ */
+export const MINUTE_WINDOW: RateWindow = { windowMs: MINUTE_MS, bucketMs: 1_000 }
+export const DAY_WINDOW: RateWindow = { windowMs: DAY_MS, bucketMs: MINUTE_MS }
+
+export const bucketOf = (window: RateWindow, at: number) => at - (at % window.bucketMs)
+
+/** The windows a version's limits ask for: a limit of 0 is none, and is neither read nor counted. */
+export const limitedWindows = (limits: RateLimits): ReadonlyArray<RateWindow> => [
+  ...(limits.requestsPerMinute > 0 ? [MINUTE_WINDOW] : []),
+  ...(limits.requestsPerDay > 0 ? [DAY_WINDOW] : [])
+]
+
+export const NO_USAGE: WindowUsage = { count: 0, oldest: null }

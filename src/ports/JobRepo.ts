@@ -40,6 +40,16 @@ export interface ClaimOptions {
   readonly maxAttempts: number
 }
 
+export interface ReapOptions {
+  /** Holds the pass for `passMs`: one process reaps at a time, another takes over when it stops. */
+  readonly workerId: string
+  readonly now: number
+  readonly passMs: number
+  readonly maxAttempts: number
+  /** Jobs abandoned per pass at most. */
+  readonly limit: number
+}
+
 export interface CancelOutcome {
   readonly job: Job
   readonly refundedMicroCents: number
@@ -65,8 +75,19 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
     accountId: AccountId,
     now: number
   ) => Effect.Effect<CancelOutcome, EngineError | StoreError>
-  /** Takes the oldest runnable job (pending, or processing with an expired lease) for a worker. */
+  /** Takes the next runnable job (an expired lease, else the oldest pending job) for a worker. */
   readonly claim: (options: ClaimOptions) => Effect.Effect<Option.Option<Job>, StoreError>
+  /**
+   * Takes up to `limit` runnable jobs under one lease in one atomic unit, oldest first. Expired
+   * leases whose attempts are used up are left to `reap`.
+   */
+  readonly claimBatch: (options: ClaimOptions & { readonly limit: number }) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * The queue's periodic pass: fails processing jobs whose lease expired after their last
+   * attempt, with a refund, and drops spent rate-limit buckets. Answers how many jobs it failed;
+   * 0 when another process holds the pass.
+   */
+  readonly reap: (options: ReapOptions) => Effect.Effect<number, StoreError>
   /** Extends a lease the worker still holds; false when the lease was lost. */
   readonly renewLease: (id: JobId, workerId: string, leaseExpiresAt: number) => Effect.Effect<boolean, StoreError>
   /** processing -> completed, only for the lease holder. None when the lease was lost. */

@@ -2,8 +2,8 @@ import type { Effect, Option } from "effect"
 import type { Account } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
-import type { Job, JobStatus } from "../domain/job.js"
-import type { WindowUsage } from "../domain/rateLimit.js"
+import type { ClaimLease, Job, JobStatus } from "../domain/job.js"
+import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import type { ListQuery } from "./JobRepo.js"
 
@@ -23,29 +23,73 @@ export interface JobLedgerEntry {
   readonly now: number
 }
 
+/** The submits a rate limit counts together: one account on one model version. */
+export interface RateKey {
+  readonly accountId: AccountId
+  readonly model: string
+  readonly version: string
+}
+
+/** Up to `limit` runnable jobs for one lease. */
+export interface ClaimBatch extends ClaimLease {
+  readonly limit: number
+  /** Expired leases with this many attempts are the reaper's, not a claimer's. */
+  readonly maxAttempts: number
+}
+
 /**
  * What a job store must do for `makeJobRepo` (services/jobRepoRules.ts), which owns every rule:
  * the state machine, refunds, webhooks, ownership, idempotency and admission. A driver only
  * reads and writes; it decides nothing. A store with row locks holds what `lock…`,
- * `findExhausted` and `nextRunnable` read until the enclosing `transaction` ends; the last two
- * skip rows another transaction holds, so parallel claims take different jobs.
+ * `chargeAccount`, `claimBatch` and `findExhausted` touch until the enclosing `transaction`
+ * ends; the last two skip rows another transaction holds, so parallel claims take different jobs.
  */
 export interface JobStoreDriver {
   /** Runs `effect` as one atomic unit: all of its writes commit, or none do. Never nested. */
   readonly transaction: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E | StoreError>
   /** Reads the account and holds it until the transaction ends, so its submits run one at a time. */
   readonly lockAccount: (id: AccountId) => Effect.Effect<Option.Option<Account>, StoreError>
-  readonly findIdempotency: (accountId: AccountId, key: string) => Effect.Effect<Option.Option<IdempotencyRecord>, StoreError>
-  /** Inserts or replaces the record of (accountId, key). */
-  readonly saveIdempotency: (accountId: AccountId, key: string, record: IdempotencyRecord) => Effect.Effect<void, StoreError>
-  readonly countJobs: (accountId: AccountId, statuses: ReadonlyArray<JobStatus>) => Effect.Effect<number, StoreError>
-  /** The account's jobs on one model version created strictly after `since`. */
-  readonly windowUsage: (
+  /**
+   * Takes `costMicroCents` off the balance and writes the charge's ledger line (none for a zero
+   * cost), only while the balance covers it; holds the account until the transaction ends.
+   * Answers the balance before the charge; None, writing and holding nothing, when the account
+   * is missing or its balance falls short.
+   */
+  readonly chargeAccount: (charge: {
+    readonly accountId: AccountId
+    readonly jobId: JobId
+    readonly costMicroCents: number
+    readonly now: number
+  }) => Effect.Effect<Option.Option<number>, StoreError>
+  /**
+   * Saves `record` as (accountId, key) unless a record of it created at or after `notBefore`
+   * exists: then writes nothing and answers that one. A parallel claim of the same key waits
+   * for this transaction and then sees its record.
+   */
+  readonly claimIdempotency: (
     accountId: AccountId,
-    model: string,
-    version: string,
-    since: number
-  ) => Effect.Effect<WindowUsage, StoreError>
+    key: string,
+    record: IdempotencyRecord,
+    notBefore: number
+  ) => Effect.Effect<Option.Option<IdempotencyRecord>, StoreError>
+  readonly countJobs: (accountId: AccountId, statuses: ReadonlyArray<JobStatus>) => Effect.Effect<number, StoreError>
+  /**
+   * Per window, in order: the submits of its buckets whose oldest submit is after `now` minus
+   * the window, and that oldest submit.
+   */
+  readonly readRateWindows: (
+    key: RateKey,
+    now: number,
+    windows: ReadonlyArray<RateWindow>
+  ) => Effect.Effect<ReadonlyArray<WindowUsage>, StoreError>
+  /** Counts one submit at `now` in each window's bucket of `now` (bucketOf). */
+  readonly recordRateWindows: (key: RateKey, now: number, windows: ReadonlyArray<RateWindow>) => Effect.Effect<void, StoreError>
+  /** Drops buckets too old to count in any window at `now`. */
+  readonly pruneRateWindows: (now: number) => Effect.Effect<void, StoreError>
+  /**
+   * Inserts the job. A store shared by processes also wakes their claimers (PostgreSQL sends
+   * NOTIFY here), delivered when the transaction commits.
+   */
   readonly insertJob: (job: Job) => Effect.Effect<void, StoreError>
   readonly getJob: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
   /** `getJob`, holding the row until the transaction ends. */
@@ -66,8 +110,18 @@ export interface JobStoreDriver {
   readonly insertDelivery: (delivery: WebhookDelivery) => Effect.Effect<void, StoreError>
   /** Newest first over (createdAt, id), up to `limit + 1` jobs. */
   readonly listJobs: (query: ListQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
-  /** Processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
-  readonly findExhausted: (now: number, maxAttempts: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
-  /** The oldest job (createdAt, then id) that is pending, or processing with a lease expired by `now`. */
-  readonly nextRunnable: (now: number) => Effect.Effect<Option.Option<Job>, StoreError>
+  /**
+   * Takes up to `limit` runnable jobs in one write: processing ones whose lease expired by `now`
+   * with fewer than `maxAttempts` attempts (earliest expiry first), then pending ones in claim
+   * order (createdAt, then id). Each becomes `claimedJob(job, claim)`; answers them as written.
+   * The pending path reads an index in claim order and never sorts the backlog.
+   */
+  readonly claimBatch: (claim: ClaimBatch) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
+  readonly findExhausted: (now: number, maxAttempts: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Gives the lease `name` to `owner` until `expiresAt` when it is free, expired by `now` or
+   * already `owner`'s; false when another owner holds it.
+   */
+  readonly takeLease: (name: string, owner: string, now: number, expiresAt: number) => Effect.Effect<boolean, StoreError>
 }

@@ -11,6 +11,11 @@ export interface EngineSettings {
   readonly maxAttempts: number
   /** Idle workers look for jobs at least this often, signal or not. */
   readonly pollIntervalMs: number
+  /**
+   * How often the reaper pass fails jobs whose last attempt's lease expired. One process runs
+   * it at a time; another takes it over within two intervals of that process stopping.
+   */
+  readonly reapIntervalMs: number
   /** How long a graceful shutdown waits for running jobs. */
   readonly drainTimeoutMs: number
   /** How long an Idempotency-Key is remembered. */
@@ -28,6 +33,7 @@ export const defaultEngineSettings: EngineSettings = {
   leaseMs: 60_000,
   maxAttempts: 3,
   pollIntervalMs: 1_000,
+  reapIntervalMs: 5_000,
   drainTimeoutMs: 30_000,
   idempotencyWindowMs: 24 * 60 * 60 * 1000,
   webhookDeadlineMs: 30_000,

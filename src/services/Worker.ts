@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Ref } from "effect"
 import { randomBytes } from "node:crypto"
 import type { StoreError } from "../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../domain/job.js"
@@ -11,6 +11,9 @@ import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
 
 const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", message })
+
+/** Jobs one reaper pass fails at most; a larger backlog of them takes several passes. */
+const REAP_LIMIT = 100
 
 export const make = Effect.gen(function*() {
   const repo = yield* JobRepo
@@ -94,51 +97,90 @@ export const make = Effect.gen(function*() {
       if (Option.isSome(ended) && ended.value.webhookUrl !== null) yield* webhookSignal.notify
     })
 
+  const claimUpTo = (workerId: string, limit: number) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit }))
+
   /** Claims and runs one job; false when there was none. */
   const runOnce = (workerId: string): Effect.Effect<boolean, StoreError> =>
     Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const claimed = yield* repo.claim({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts })
-      if (Option.isNone(claimed)) return false
-      yield* runJob(claimed.value, workerId)
+      const [claimed] = yield* claimUpTo(workerId, 1)
+      if (claimed === undefined) return false
+      yield* runJob(claimed, workerId)
       return true
     })
 
+  /** One reaper pass, if this process holds (or takes) the pass; answers the jobs it failed. */
+  const reapOnce = (workerId: string): Effect.Effect<number, StoreError> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      repo.reap({ workerId, now, passMs: 2 * config.reapIntervalMs, maxAttempts: config.maxAttempts, limit: REAP_LIMIT }))
+
   /**
-   * Starts `concurrency` worker loops in the current scope. Closing the scope drains: no new
-   * claims, running jobs get `drainTimeoutMs` to finish; a job cut off later is retried by
-   * another worker once its lease expires.
+   * Starts `concurrency` worker fibers fed by one claimer, and the reaper pass, in the current
+   * scope. The claimer takes as many jobs as there are idle fibers in one claim (each claim its
+   * own lease owner) and queues them in a local buffer the fibers take from; with none to take
+   * it waits for a signal or the poll interval. Closing the scope drains: no new claims,
+   * running jobs get `drainTimeoutMs` to finish; a job cut off later is retried by another
+   * worker once its lease expires.
    */
   const start = (concurrency: number) =>
     Effect.gen(function*() {
-      const draining = yield* Ref.make(false)
       const processId = randomBytes(6).toString("hex")
-      const loop = (n: number) =>
-        Effect.gen(function*() {
-          const workerId = `wrk_${processId}_${n}`
-          while (!(yield* Ref.get(draining))) {
-            const exit = yield* Effect.exit(runOnce(workerId))
-            if (Exit.isFailure(exit)) {
-              yield* Effect.logError("worker could not reach the store", Cause.pretty(exit.cause))
-              yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
-            } else if (!exit.value) {
-              yield* signal.wait(config.pollIntervalMs)
-            }
-          }
-        })
-      const fibers = yield* Effect.forEach(
-        Array.from({ length: concurrency }, (_, n) => n),
-        (n) => Effect.forkScoped(loop(n))
+      const buffer = yield* Queue.unbounded<Job>()
+      // Fibers neither running nor promised a buffered job; only the claimer takes from it.
+      const idle = yield* Ref.make(concurrency)
+      // A fiber finished: wakes a claimer waiting for capacity, or the drain.
+      const freed = yield* Queue.sliding<void>(1)
+      const runner = Effect.forever(
+        Queue.take(buffer).pipe(
+          Effect.flatMap((job) => runJob(job, job.leaseOwner!)),
+          Effect.ensuring(Ref.update(idle, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(freed, undefined))))
+        )
       )
+      let claims = 0
+      const claimer = Effect.gen(function*() {
+        while (true) {
+          const free = yield* Ref.get(idle)
+          if (free === 0) {
+            yield* Queue.take(freed)
+            continue
+          }
+          // Uninterruptible from the claim to the buffer: a drain never strands claimed jobs.
+          const exit = yield* Effect.exit(Effect.uninterruptible(
+            claimUpTo(`wrk_${processId}_${++claims}`, free).pipe(
+              Effect.tap((jobs) => Ref.update(idle, (n) => n - jobs.length).pipe(Effect.zipRight(Queue.offerAll(buffer, jobs))))
+            )
+          ))
+          if (Exit.isFailure(exit)) {
+            yield* Effect.logError("worker could not reach the store", Cause.pretty(exit.cause))
+            yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
+          } else if (exit.value.length < free) {
+            // The queue ran dry: a submit signals, and the poll covers a lost signal.
+            yield* signal.wait(config.pollIntervalMs)
+          }
+        }
+      })
+      const reaper = Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep(Duration.millis(config.reapIntervalMs))
+          const exit = yield* Effect.exit(reapOnce(`rpr_${processId}`))
+          if (Exit.isFailure(exit)) yield* Effect.logError("the reaper could not reach the store", Cause.pretty(exit.cause))
+        }
+      })
+      const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkScoped(runner))
+      const background = [yield* Effect.forkScoped(claimer), yield* Effect.forkScoped(reaper)]
+      const drained = Effect.gen(function*() {
+        while ((yield* Ref.get(idle)) < concurrency) yield* Queue.take(freed)
+      })
       yield* Effect.addFinalizer(() =>
-        Ref.set(draining, true).pipe(
-          Effect.zipRight(signal.notify),
-          Effect.zipRight(Fiber.joinAll(fibers).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore))
+        Fiber.interruptAll(background).pipe(
+          Effect.zipRight(drained.pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
+          Effect.zipRight(Fiber.interruptAll(runners))
         )
       )
     })
 
-  return { runOnce, start } as const
+  return { runOnce, reapOnce, start } as const
 })
 
 export class Worker extends Context.Tag("genjobs/Worker")<Worker, Effect.Effect.Success<typeof make>>() {

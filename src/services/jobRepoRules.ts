@@ -3,7 +3,7 @@ import { idempotencyConflict, refuseSubmit } from "../domain/admission.js"
 import { engineError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { activeStatuses, type Job, type JobEvent, refundsOnEntry, transition } from "../domain/job.js"
-import { DAY_MS, MINUTE_MS } from "../domain/rateLimit.js"
+import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
 import type { JobRepo, SubmitOutcome } from "../ports/JobRepo.js"
 import type { JobStoreDriver } from "../ports/JobStoreDriver.js"
@@ -16,6 +16,11 @@ const abandonedLease = {
 const holdsLease = (job: Job, workerId: string) => job.status === "processing" && job.leaseOwner === workerId
 
 const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
+
+/** The name of the reaper's pass lease. */
+const REAPER = "jobs-reaper"
+
+const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** The job repository over any store driver: every job rule lives here, once for all stores. */
 export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
@@ -47,6 +52,20 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         })
     })
 
+  /** The balance read under the account's lock, when the conditional charge did not go through. */
+  const lockedBalance = (job: Job) =>
+    Effect.flatMap(driver.lockAccount(job.accountId), (account) =>
+      Option.match(account, {
+        onNone: () => Effect.fail(engineError("INVALID_API_KEY", "The account no longer exists")),
+        onSome: (found) => Effect.succeed(found.balanceMicroCents)
+      }))
+
+  const claimBatch: JobRepo["Type"]["claimBatch"] = ({ leaseMs, limit, maxAttempts, now, workerId }) =>
+    limit < 1
+      ? Effect.succeed([])
+      : driver.transaction(driver.claimBatch({ now, limit, maxAttempts, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
+        .pipe(Effect.map((jobs) => [...jobs].sort(oldestFirst)))
+
   const replay = (jobId: JobId) =>
     Effect.flatMap(driver.getJob(jobId), (found) =>
       Option.match(found, {
@@ -57,45 +76,43 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
   return {
     submit: ({ idempotency, job, maxConcurrentJobs, rateLimits }) =>
       driver.transaction(Effect.gen(function*() {
-        // Locking the account first serialises an account's submits, across processes too.
-        const account = yield* driver.lockAccount(job.accountId)
-        if (Option.isNone(account)) return yield* Effect.fail(engineError("INVALID_API_KEY", "The account no longer exists"))
         if (idempotency !== undefined) {
-          const previous = yield* driver.findIdempotency(job.accountId, idempotency.key)
-          if (Option.isSome(previous) && previous.value.createdAt >= idempotency.notBefore) {
+          const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
+            requestHash: idempotency.requestHash,
+            jobId: job.id,
+            createdAt: job.createdAt
+          }, idempotency.notBefore)
+          if (Option.isSome(previous)) {
             if (previous.value.requestHash !== idempotency.requestHash) return yield* Effect.fail(idempotencyConflict(idempotency.key))
             return yield* replay(previous.value.jobId)
           }
         }
-        const usage = (since: number) => driver.windowUsage(job.accountId, job.model, job.version, since)
+        // The charge takes the account's lock, serialising its submits across processes: the
+        // counts below see every submit admitted before. A refusal rolls the charge back.
+        const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+        const charged = yield* driver.chargeAccount(charge)
+        const balance = Option.isSome(charged) ? charged.value : yield* lockedBalance(job)
+        const key = { accountId: job.accountId, model: job.model, version: job.version }
+        const windows = limitedWindows(rateLimits)
+        const usage = windows.length === 0 ? [] : yield* driver.readRateWindows(key, job.createdAt, windows)
+        const usageOf = (window: typeof MINUTE_WINDOW) => usage[windows.indexOf(window)] ?? NO_USAGE
         const refusal = refuseSubmit({
           now: job.createdAt,
           costMicroCents: job.costMicroCents,
-          balanceMicroCents: account.value.balanceMicroCents,
+          balanceMicroCents: balance,
           activeJobs: yield* driver.countJobs(job.accountId, activeStatuses),
           maxConcurrentJobs,
           rateLimits,
-          minute: yield* usage(job.createdAt - MINUTE_MS),
-          day: yield* usage(job.createdAt - DAY_MS)
+          minute: usageOf(MINUTE_WINDOW),
+          day: usageOf(DAY_WINDOW)
         })
         if (refusal !== undefined) return yield* Effect.fail(refusal)
+        // The balance fell short of the conditional charge but covers the job under the lock: credit came in between.
+        if (Option.isNone(charged) && Option.isNone(yield* driver.chargeAccount(charge))) {
+          return yield* Effect.fail(new StoreError({ message: `The balance of ${job.accountId} moved under its lock` }))
+        }
+        if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
         yield* driver.insertJob(job)
-        if (job.costMicroCents > 0) {
-          yield* driver.postLedger({
-            accountId: job.accountId,
-            jobId: job.id,
-            kind: "charge",
-            amountMicroCents: -job.costMicroCents,
-            now: job.createdAt
-          })
-        }
-        if (idempotency !== undefined) {
-          yield* driver.saveIdempotency(job.accountId, idempotency.key, {
-            requestHash: idempotency.requestHash,
-            jobId: job.id,
-            createdAt: job.createdAt
-          })
-        }
         return { _tag: "Created", job } satisfies SubmitOutcome
       })),
 
@@ -123,20 +140,20 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         return { job: moved.value, refundedMicroCents: job.costMicroCents }
       })),
 
-    claim: ({ leaseMs, maxAttempts, now, workerId }) =>
+    claim: (options) => Effect.map(claimBatch({ ...options, limit: 1 }), (jobs) => Option.fromNullable(jobs[0])),
+
+    claimBatch,
+
+    reap: ({ limit, maxAttempts, now, passMs, workerId }) =>
       driver.transaction(Effect.gen(function*() {
-        for (const job of yield* driver.findExhausted(now, maxAttempts)) {
-          yield* move(job, "Abandon", { error: abandonedLease, completedAt: now, ...releasedLease }, now)
+        if (!(yield* driver.takeLease(REAPER, workerId, now, now + passMs))) return 0
+        let abandoned = 0
+        for (const job of yield* driver.findExhausted(now, maxAttempts, limit)) {
+          const moved = yield* move(job, "Abandon", { error: abandonedLease, completedAt: now, ...releasedLease }, now)
+          if (Option.isSome(moved)) abandoned++
         }
-        const next = yield* driver.nextRunnable(now)
-        if (Option.isNone(next)) return Option.none<Job>()
-        const job = next.value
-        return yield* move(job, job.status === "pending" ? "Pickup" : "Reclaim", {
-          attempts: job.attempts + 1,
-          startedAt: job.startedAt ?? now,
-          leaseOwner: workerId,
-          leaseExpiresAt: now + leaseMs
-        }, now)
+        yield* driver.pruneRateWindows(now)
+        return abandoned
       })),
 
     renewLease: (id, workerId, leaseExpiresAt) =>

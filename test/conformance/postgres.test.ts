@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/layer.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
+import { jobsChannel } from "../../adapters/sql/SqlJobs.js"
 import { DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { freshPostgresUrl } from "../support/postgres.js"
@@ -47,29 +48,52 @@ if (probe === undefined) {
       Layer.build(layerPgJobSignal({ url: Redacted.make(probe), tablePrefix })).pipe(
         Effect.map((context) => Context.get(context, JobSignal))
       )
+    /** What the job store sends when a job commits (SqlJobs insertJob). */
+    const jobQueued = (tablePrefix = DEFAULT_TABLE_PREFIX) =>
+      Effect.flatMap(PgClient.PgClient, (sql) => sql`SELECT pg_notify(${jobsChannel(tablePrefix)}, 'jobs')`).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make(probe), maxConnections: 1 }))
+      )
+    const waitedMs = (listener: JobSignal["Type"], maxMs: number) =>
+      Effect.fork(Effect.map(Effect.timed(listener.wait(maxMs)), ([elapsed]) => Duration.toMillis(elapsed)))
 
-    it.live("a notify from one process wakes a waiter in another", () =>
+    it.live("a job queued in one process wakes a waiter in another, one waiter per job", () =>
       Effect.gen(function*() {
         const listener = yield* signal()
-        const sender = yield* signal()
         yield* Effect.sleep("300 millis")
-        const waiting = yield* Effect.fork(Effect.timed(listener.wait(10_000)))
+        const first = yield* waitedMs(listener, 2_000)
+        const second = yield* waitedMs(listener, 2_000)
         yield* Effect.sleep("100 millis")
-        yield* sender.notify
-        const [elapsed] = yield* Fiber.join(waiting)
-        expect(Duration.toMillis(elapsed)).toBeLessThan(5_000)
+        yield* jobQueued()
+        expect(yield* Fiber.join(first)).toBeLessThan(1_000)
+        expect(yield* Fiber.join(second)).toBeGreaterThanOrEqual(1_500)
+      }).pipe(Effect.scoped))
+
+    it.live("re-subscribes after its LISTEN connection is killed", () =>
+      Effect.gen(function*() {
+        const listener = yield* signal()
+        yield* Effect.sleep("300 millis")
+        yield* Effect.flatMap(PgClient.PgClient, (sql) =>
+          sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name = 'genjobs listener' AND datname = current_database()`).pipe(
+          Effect.provide(PgClient.layer({ url: Redacted.make(probe), maxConnections: 1 }))
+        )
+        // Back within the first retries; it wakes its waiters once for what it may have missed.
+        yield* Effect.sleep("1500 millis")
+        yield* listener.wait(0)
+        const waiting = yield* waitedMs(listener, 5_000)
+        yield* Effect.sleep("100 millis")
+        yield* jobQueued()
+        expect(yield* Fiber.join(waiting)).toBeLessThan(2_000)
       }).pipe(Effect.scoped))
 
     it.live("engines with different table prefixes do not wake each other", () =>
       Effect.gen(function*() {
         const listener = yield* signal("genjobs_")
-        const other = yield* signal("acme_")
         yield* Effect.sleep("300 millis")
-        const waiting = yield* Effect.fork(Effect.timed(listener.wait(1_000)))
+        const waiting = yield* waitedMs(listener, 1_000)
         yield* Effect.sleep("100 millis")
-        yield* other.notify
-        const [elapsed] = yield* Fiber.join(waiting)
-        expect(Duration.toMillis(elapsed)).toBeGreaterThanOrEqual(990)
+        yield* jobQueued("acme_")
+        expect(yield* Fiber.join(waiting)).toBeGreaterThanOrEqual(990)
       }).pipe(Effect.scoped))
 
     it.live("refuses an invalid prefix", () =>

@@ -5,6 +5,7 @@ import type { EngineError } from "../../src/domain/errors.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { claimedJob } from "../../src/domain/job.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
@@ -363,7 +364,14 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: j })
         yield* repo.claim({ workerId: "a", now: T0, leaseMs: 1_000, maxAttempts: 2 })
         yield* repo.claim({ workerId: "b", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 2 })
+        // Its last attempt's lease expired: claimers leave it to the reaper.
         expect(Option.isNone(yield* repo.claim({ workerId: "c", now: T0 + 2_000, leaseMs: 1_000, maxAttempts: 2 }))).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get(j.id)).status).toBe("processing")
+        const reap = (workerId: string, now: number) => repo.reap({ workerId, now, passMs: 5_000, maxAttempts: 2, limit: 100 })
+        expect(yield* reap("r1", T0 + 1_999)).toBe(0)
+        // r1 holds the pass until T0 + 6_999: r2 finds it taken.
+        expect(yield* reap("r2", T0 + 2_000)).toBe(0)
+        expect(yield* reap("r1", T0 + 2_000)).toBe(1)
         expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({
           status: "failed",
           attempts: 2,
@@ -392,6 +400,116 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(balance).toBe(10_000)
         expect(sum).toBe(balance)
         expect(entries.filter((e) => e.kind === "refund").map((e) => e.jobId).sort()).toEqual([j.id, pending.id].sort())
+      }))
+  })
+
+  describe(`${name}: JobRepo batch claims`, () => {
+    const claimOf = (workerId: string, now: number, limit: number, maxAttempts = 3) =>
+      Effect.flatMap(JobRepo, (repo) => repo.claimBatch({ workerId, now, leaseMs: 1_000, maxAttempts, limit }))
+
+    test("takes up to the limit in claim order under one lease, as claimedJob writes them", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const made = [3, 1, 4, 0, 2].map((i) => job(owner.id, { createdAt: T0 + i }))
+        for (const j of made) yield* submit({ job: j })
+        const byAge = [...made].sort((a, b) => a.createdAt - b.createdAt)
+        const first = yield* claimOf("b1", T0 + 10, 3)
+        expect(first).toEqual(byAge.slice(0, 3).map((j) =>
+          claimedJob(j, { now: T0 + 10, leaseOwner: "b1", leaseExpiresAt: T0 + 1_010 })
+        ))
+        for (const j of first) expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(j)
+        expect((yield* claimOf("b2", T0 + 10, 10)).map((j) => j.id)).toEqual(byAge.slice(3).map((j) => j.id))
+        expect(yield* claimOf("b3", T0 + 10, 10)).toEqual([])
+        expect(yield* claimOf("b3", T0 + 10, 0)).toEqual([])
+      }))
+
+    test("parallel batch claims never hand a job to two claimers", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(1_000_000)
+        for (let i = 0; i < 40; i++) yield* submit({ job: job(owner.id, { createdAt: T0 + i }) })
+        const batches = yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) => claimOf(`p${i}`, T0 + 100, 7)),
+          { concurrency: "unbounded" }
+        )
+        const ids = batches.flat().map((j) => j.id)
+        expect(ids).toHaveLength(40)
+        expect(new Set(ids).size).toBe(40)
+        for (const batch of batches) expect(new Set(batch.map((j) => j.leaseOwner)).size).toBeLessThanOrEqual(1)
+      }))
+
+    test("reclaims expired leases first, with another attempt, and leaves used-up ones to the reaper", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const early = job(owner.id, { createdAt: T0 })
+        const late = job(owner.id, { createdAt: T0 + 1 })
+        yield* submit({ job: early })
+        yield* submit({ job: late })
+        yield* claimOf("dead", T0, 2, 2)
+        // "dead" lets both leases lapse, late's first.
+        yield* repo.renewLease(late.id, "dead", T0 + 500)
+        const fresh = job(owner.id, { createdAt: T0 + 2 })
+        yield* submit({ job: fresh })
+        const taken = yield* claimOf("w", T0 + 1_000, 2, 2)
+        expect(taken.map((j) => [j.id, j.attempts, j.startedAt])).toEqual([[early.id, 2, T0], [late.id, 2, T0]])
+        expect((yield* claimOf("w", T0 + 1_000, 2, 2)).map((j) => [j.id, j.attempts])).toEqual([[fresh.id, 1]])
+        // Every lease lapses: early and late have used both attempts, fresh has one left.
+        expect((yield* claimOf("x", T0 + 5_000, 10, 2)).map((j) => [j.id, j.attempts])).toEqual([[fresh.id, 2]])
+        const reap = (now: number) => repo.reap({ workerId: "r", now, passMs: 1_000, maxAttempts: 2, limit: 1 })
+        expect([yield* reap(T0 + 5_000), yield* reap(T0 + 5_000), yield* reap(T0 + 5_000)]).toEqual([1, 1, 0])
+        expect(yield* claimOf("y", T0 + 9_000, 10, 2)).toEqual([])
+        expect(yield* reap(T0 + 9_000)).toBe(1)
+        for (const j of [early, late, fresh]) expect(Option.getOrThrow(yield* repo.get(j.id)).status).toBe("failed")
+        const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
+        expect(balance).toBe(100_000)
+        expect(sum).toBe(balance)
+        expect(entries.filter((e) => e.kind === "refund")).toHaveLength(3)
+      }))
+  })
+
+  describe(`${name}: rate windows by counters`, () => {
+    test("a bucket the window's edge cuts through stops counting; only limited windows are counted", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(100_000)
+        const perMinute = { requestsPerMinute: 2, requestsPerDay: 0 }
+        // Two submits in one second's bucket, 400 ms apart.
+        yield* submit({ job: job(owner.id, { createdAt: T0 + 100 }), rateLimits: perMinute })
+        yield* submit({ job: job(owner.id, { createdAt: T0 + 500 }), rateLimits: perMinute })
+        const refused = yield* submit({ job: job(owner.id, { createdAt: T0 + 30_000 }), rateLimits: perMinute })
+        expect(Either.isLeft(refused) && (refused.left as EngineError).retryAfterSeconds).toBe(31)
+        // At T0 + 60_101 the first has left and the second not: the bucket holding both no longer counts.
+        expect(codeOf(yield* submit({ job: job(owner.id, { createdAt: T0 + 60_101 }), rateLimits: perMinute }))).toBe("ok")
+        // Submits without a day limit were never counted by day: a day limit starts from zero.
+        const perDay = { requestsPerMinute: 0, requestsPerDay: 1 }
+        expect(codeOf(yield* submit({ job: job(owner.id, { createdAt: T0 + 70_000 }), rateLimits: perDay }))).toBe("ok")
+        const daily = yield* submit({ job: job(owner.id, { createdAt: T0 + 80_000 }), rateLimits: perDay })
+        expect(Either.isLeft(daily) && (daily.left as EngineError).retryAfterSeconds).toBe(86_400 - 10)
+      }))
+
+    test("parallel submits never overshoot a rate limit", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(1_000_000)
+        const limits = { requestsPerMinute: 4, requestsPerDay: 0 }
+        const results = yield* Effect.all(
+          Array.from({ length: 12 }, (_, i) => submit({ job: job(owner.id, { createdAt: T0 + i }), rateLimits: limits })),
+          { concurrency: "unbounded" }
+        )
+        expect(results.filter(Either.isRight)).toHaveLength(4)
+      }))
+
+    test("parallel submits of one idempotency key make one job", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(100_000)
+        const idem = { key: "same", requestHash: "h", notBefore: T0 - 1 }
+        const results = yield* Effect.all(
+          Array.from({ length: 6 }, () => submit({ job: job(owner.id), idempotency: idem })),
+          { concurrency: "unbounded" }
+        )
+        const outcomes = results.map((r) => Either.getOrThrow(r))
+        expect(outcomes.filter((o) => o._tag === "Created")).toHaveLength(1)
+        expect(new Set(outcomes.map((o) => o.job.id)).size).toBe(1)
+        expect((yield* balanceAndLedger(owner.id)).balance).toBe(99_000)
       }))
   })
 

@@ -68,6 +68,7 @@ describe("Worker", () => {
       }
       expect(yield* balanceOf(caller.account.id)).toBe(100_000 - job.costMicroCents)
       expect(yield* worker.runOnce("C")).toBe(false)
+      expect(yield* worker.reapOnce("R")).toBe(1)
       expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", attempts: 2, error: { code: "INTERNAL_ERROR" } })
       expect(yield* balanceOf(caller.account.id)).toBe(100_000)
     })))

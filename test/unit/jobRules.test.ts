@@ -8,7 +8,18 @@ import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { account, job, NO_LIMITS, T0 } from "../conformance/fixtures.js"
 
-const writes = new Set(["saveIdempotency", "insertJob", "updateJob", "postLedger", "insertDelivery"])
+const writes = new Set([
+  "claimIdempotency",
+  "chargeAccount",
+  "recordRateWindows",
+  "insertJob",
+  "claimBatch",
+  "updateJob",
+  "postLedger",
+  "insertDelivery",
+  "takeLease",
+  "pruneRateWindows"
+])
 
 /** A driver with some primitives replaced, recording every call and any write made outside a transaction. */
 const recording = (base: JobStoreDriver, overrides: Partial<JobStoreDriver> = {}) => {
@@ -74,8 +85,8 @@ describe("job rules over a driver", () => {
       expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x" }, T0 + 3))).toBe(true)
       expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3))).toBe(true)
       expect(yield* losing.renewLease(running.id, "w", T0 + 9_000)).toBe(false)
-      // The running job's lease is used up: abandoning it and reclaiming it both lose.
-      expect(Option.isNone(yield* losing.claim({ workerId: "w2", now: T0 + 2_000, leaseMs: 1_000, maxAttempts: 1 }))).toBe(true)
+      // The running job's lease is used up: abandoning it loses too.
+      expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
 
       expect(calls.filter((c) => c === "updateJob").length).toBeGreaterThanOrEqual(6)
       expect(calls.filter((c) => c === "postLedger" || c === "insertDelivery")).toEqual([])
@@ -90,6 +101,7 @@ describe("job rules over a driver", () => {
       const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.example.com/h" }))
       yield* repo.claim({ workerId: "dead", now: T0, leaseMs: 1_000, maxAttempts: 1 })
       expect(Option.isNone(yield* repo.claim({ workerId: "w", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 1 }))).toBe(true)
+      expect(yield* repo.reap({ workerId: "r", now: T0 + 1_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(1)
       expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({
         status: "failed",
         error: { code: "INTERNAL_ERROR", message: "The job's workers stopped responding; its cost was refunded" },
@@ -108,8 +120,10 @@ describe("job rules over a driver", () => {
       const { calls, driver } = recording(memoryJobDriver(state))
       const refused = yield* Effect.flip(makeJobRepo(driver).submit(submitCommand("acc_gone" as AccountId)))
       expect(refused).toMatchObject({ code: "INVALID_API_KEY", message: "The account no longer exists" })
-      expect(calls.filter((c) => writes.has(c))).toEqual([])
+      // The conditional charge finds no account, and nothing after it runs.
+      expect(calls.filter((c) => writes.has(c))).toEqual(["chargeAccount"])
       expect(state.jobs.size).toBe(0)
+      expect(state.ledger).toHaveLength(1)
     }))
 
   it.effect("writes only inside a transaction", () =>
@@ -121,7 +135,9 @@ describe("job rules over a driver", () => {
       const idempotency = { key: "k", requestHash: "h", notBefore: T0 - 1 }
       const done = (yield* repo.submit({ ...submitCommand(owner.id, hook), idempotency })).job
       yield* repo.submit({ ...submitCommand(owner.id), idempotency })
+      yield* repo.submit({ ...submitCommand(owner.id, { createdAt: T0 + 1 }), rateLimits: { requestsPerMinute: 5, requestsPerDay: 0 } })
       yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
+      yield* repo.reap({ workerId: "r", now: T0, passMs: 1_000, maxAttempts: 3, limit: 10 })
       yield* repo.renewLease(done.id, "w", T0 + 5_000)
       yield* repo.complete(done.id, "w", [], T0 + 1)
       const failed = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 2 }))).job
@@ -130,6 +146,6 @@ describe("job rules over a driver", () => {
       yield* repo.cancel(cancelled.id, owner.id, T0 + 5)
       expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)
       expect(outside).toEqual([])
-      expect(settled(state)).toEqual({ balance: 9_000, refunds: 2, deliveries: 2 })
+      expect(settled(state)).toEqual({ balance: 8_000, refunds: 2, deliveries: 2 })
     }))
 })
