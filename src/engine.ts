@@ -6,6 +6,7 @@ import type { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
 import type { BlobStore } from "./ports/BlobStore.js"
 import type { CatalogRepo } from "./ports/CatalogRepo.js"
 import { type Generator, layerGenerators } from "./ports/Generator.js"
+import type { JobEvents } from "./ports/JobEvents.js"
 import type { JobRepo } from "./ports/JobRepo.js"
 import type { JobSignal } from "./ports/JobSignal.js"
 import type { UploadRepo } from "./ports/UploadRepo.js"
@@ -18,7 +19,9 @@ import { Admin } from "./services/Admin.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
+import { JobFollow } from "./services/JobFollow.js"
 import { Jobs } from "./services/Jobs.js"
+import { layerPublishingJobRepo } from "./services/publishingJobRepo.js"
 import { Uploads, type UploadSigningSecret } from "./services/Uploads.js"
 import { UploadSweeper } from "./services/UploadSweeper.js"
 import { WebhookDispatcher } from "./services/WebhookDispatcher.js"
@@ -27,24 +30,40 @@ import { Worker } from "./services/Worker.js"
 
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
- * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, WebhookSignal, BlobStore, UploadTarget,
- * Generators and EngineConfig. `composeEngine` does that and starts the background work.
+ * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, WebhookSignal, JobEvents, BlobStore,
+ * UploadTarget, Generators and EngineConfig. `composeEngine` does that and starts the background work.
+ * The services see the JobRepo through layerPublishingJobRepo, so every status change they
+ * make is hinted to the job's followers.
  */
 export const EngineServicesLive = Layer.mergeAll(
   Auth.layer,
   Accounts.layer,
   Jobs.layer,
+  JobFollow.layer,
   Admin.layer,
   Worker.layer,
   Webhooks.layer,
   Uploads.layer,
   UploadSweeper.layer
 ).pipe(
-  Layer.provideMerge(Catalog.layer)
+  Layer.provideMerge(Catalog.layer),
+  Layer.provide(layerPublishingJobRepo)
 )
 
-/** What a store adapter provides: every repository, and the signals that wake idle workers and webhook dispatchers. */
-export type StorePorts = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | JobSignal | WebhookSignal
+/**
+ * What a store adapter provides: every repository, the signals that wake idle workers and
+ * webhook dispatchers, and the hints of job status changes for the jobs' followers.
+ */
+export type StorePorts =
+  | AccountRepo
+  | ApiKeyRepo
+  | JobRepo
+  | CatalogRepo
+  | WebhookDeliveryRepo
+  | UploadRepo
+  | JobSignal
+  | WebhookSignal
+  | JobEvents
 
 /** What a file adapter provides: where outputs and uploads live, and how upload URLs are made. */
 export type FilePorts = BlobStore | UploadTarget | UploadSigningSecret

@@ -1,6 +1,7 @@
 import { Deferred, Duration, Effect, Layer, Ref } from "effect"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
+import { layerLocalJobEvents } from "./LocalJobEvents.js"
 
 const waitAtMost = (maxMs: number) => <A, E>(effect: Effect.Effect<A, E>) =>
   effect.pipe(Effect.timeoutTo({ duration: Duration.millis(maxMs), onTimeout: () => undefined, onSuccess: () => undefined }))
@@ -56,5 +57,5 @@ export const layerLocalJobSignal = Layer.effect(JobSignal, makeLocalJobSignal)
 
 export const layerLocalWebhookSignal = Layer.effect(WebhookSignal, Effect.map(makeLocalSignal, WebhookSignal.of))
 
-/** Both signals a store provides, in-process: for stores that one process uses alone. */
-export const layerLocalSignals = Layer.merge(layerLocalJobSignal, layerLocalWebhookSignal)
+/** The signals and job hints a store provides, in-process: for stores that one process uses alone. */
+export const layerLocalSignals = Layer.mergeAll(layerLocalJobSignal, layerLocalWebhookSignal, layerLocalJobEvents)

@@ -1,8 +1,11 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
 import pg from "pg"
+import type { JobId } from "../../src/domain/ids.js"
+import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
+import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
@@ -23,7 +26,8 @@ const connectionOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
 })
 
 /**
- * Wakes waiters in every process through LISTEN on `<prefix>jobs` and `<prefix>webhooks`, over
+ * Wakes waiters in every process through LISTEN on `<prefix>jobs`, `<prefix>webhooks` and
+ * `<prefix>job_events` (status-change hints whose payload is the job id), over
  * one connection of its own. Notifications are hints; waiters still poll. The channels carry
  * the stores' table prefix, so engines with different prefixes in one database do not wake
  * each other.
@@ -31,7 +35,8 @@ const connectionOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
  * Jobs: the job store sends NOTIFY in the submitting transaction (SqlJobs insertJob), so
  * every process hears of a job once it commits, this one included, and `notify` has nothing
  * left to do. Each notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
- * notification wakes every local dispatcher.
+ * notification wakes every local dispatcher. Job events: `publish` sends NOTIFY after the
+ * change committed; each notification hints the job's followers in this process.
  *
  * PgClient.listen cannot tell when its connection dies (it then stays silent), so the listener
  * holds a pg connection itself: when it drops, it logs, reconnects with capped backoff, logs
@@ -43,8 +48,14 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
     const client = yield* PgClient.PgClient
     const jobs = yield* makeWakeOne
     const webhooks = yield* makeLocalSignal
+    const events = yield* makeLocalJobEvents
     const webhooksChannel = `${prefix}webhooks`
-    const wakes: Record<string, Effect.Effect<void>> = { [jobsChannel(prefix)]: jobs.notify, [webhooksChannel]: webhooks.notify }
+    const eventsChannel = `${prefix}job_events`
+    const wakes: Record<string, (payload: string) => Effect.Effect<void>> = {
+      [jobsChannel(prefix)]: () => jobs.notify,
+      [webhooksChannel]: () => webhooks.notify,
+      [eventsChannel]: (payload) => events.publish(payload as JobId)
+    }
 
     const connect = Effect.acquireRelease(
       Effect.tryPromise(async () => {
@@ -68,7 +79,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       Effect.async<void>((resume) => {
         connection.on("notification", (message) => {
           const wake = wakes[message.channel]
-          if (wake !== undefined) Effect.runSync(wake)
+          if (wake !== undefined) Effect.runSync(wake(message.payload ?? ""))
         })
         connection.on("end", () => resume(Effect.void))
       })
@@ -80,6 +91,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
           yield* Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed")
           yield* jobs.notify
           yield* webhooks.notify
+          yield* events.publishAll
         }
         yield* listen(connection)
         yield* Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
@@ -97,6 +109,15 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
           Effect.catchAll((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
         ),
         wait: webhooks.wait
+      }),
+      events: JobEvents.of({
+        // Every process hears its own NOTIFY too, so nothing is published locally here.
+        publish: (jobId) =>
+          client`SELECT pg_notify(${eventsChannel}, ${jobId})`.pipe(
+            Effect.asVoid,
+            Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
+          ),
+        subscribe: events.subscribe
       })
     }
   })
@@ -108,11 +129,14 @@ export const makePgJobSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
 export const makePgWebhookSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
   Effect.map(makePgSignals(tablePrefix), (signals) => signals.webhooks)
 
-/** Both signals over the PgClient in context (the stores' pool), sharing one LISTEN connection. */
+/** Both signals and the job hints over the PgClient in context (the stores' pool), sharing one LISTEN connection. */
 export const layerPgSignalsOver = (tablePrefix?: string | undefined) =>
   Layer.scopedContext(
     Effect.map(makePgSignals(tablePrefix), (signals) =>
-      Context.make(JobSignal, signals.jobs).pipe(Context.add(WebhookSignal, signals.webhooks)))
+      Context.make(JobSignal, signals.jobs).pipe(
+        Context.add(WebhookSignal, signals.webhooks),
+        Context.add(JobEvents, signals.events)
+      ))
   )
 
 interface PgSignalOptions {

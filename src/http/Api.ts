@@ -1,4 +1,4 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { NewAccount, NewApiKey } from "../domain/account.js"
 import { CatalogDocument } from "../domain/catalog.js"
@@ -37,6 +37,7 @@ import {
   CancelResponse,
   CostEstimateView,
   EstimateBody,
+  JobEventsHeaders,
   JobIdPath,
   JobList,
   JobListParams,
@@ -69,7 +70,9 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
         "Submit a job",
         "Charges the job's cost and queues it (scope submit_job). `model` is the slug (alias `modelSlug`), `version` " +
           "(alias `modelVersion`) defaults to the latest stable one. With an `Idempotency-Key` header, a retry with " +
-          "the same body within 24 hours answers the first job again (`Idempotent-Replayed: true`) and charges once."
+          "the same body within 24 hours answers the first job again (`Idempotent-Replayed: true`) and charges once. " +
+          "With `Prefer: wait=N` the answer waits until the job is final or N seconds (at most 60) pass, and adds the " +
+          "job's current fields (status, progress, outputs, error, completedAt); `Preference-Applied` says so."
       ))
   )
   .add(
@@ -94,7 +97,24 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.get("get", "/v1/jobs/:jobId")
       .setPath(JobIdPath)
       .addSuccess(JobView)
-      .annotateContext(docs("Get a job", "A job's status, progress and outputs (scope check_status)."))
+      .annotateContext(docs(
+        "Get a job",
+        "A job's status, progress and outputs (scope check_status). With `Prefer: wait=N` the answer waits until " +
+          "the job is completed, failed or cancelled, or N seconds (at most 60) pass; `Preference-Applied: wait=N` says so."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/v1/jobs/:jobId/events")
+      .setPath(JobIdPath)
+      .setHeaders(JobEventsHeaders)
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
+      .annotateContext(docs(
+        "Follow a job's status",
+        "Server-sent events (scope check_status): one event per status change whose data is the job as GET " +
+          "/v1/jobs/{jobId} answers it, the last one on completed, failed or cancelled, after which the stream ends. " +
+          "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. A " +
+          "comment line every 15 seconds keeps idle connections open."
+      ))
   )
   .add(
     HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel")

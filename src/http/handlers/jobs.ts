@@ -1,15 +1,18 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef } from "effect"
 import { RequestId } from "../../domain/ids.js"
+import { JobFollow } from "../../services/JobFollow.js"
 import { Jobs } from "../../services/Jobs.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
 import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { eventStreamResponse, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
 import { jobListItem, jobView, submitView } from "../views.js"
 
 export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =>
   Effect.gen(function*() {
     const jobs = yield* Jobs
+    const follow = yield* JobFollow
     return handlers
       .handle("submit", ({ headers, payload }) =>
         Effect.gen(function*() {
@@ -24,7 +27,13 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const extra: Record<string, string> = {}
           if (result.deprecated) extra["deprecation"] = "true"
           if (result.replayed) extra["idempotent-replayed"] = "true"
-          return HttpServerResponse.unsafeJson(submitView(result.job), { headers: extra })
+          const wait = readPreferWait(headers.prefer)
+          if (wait === undefined) return HttpServerResponse.unsafeJson(submitView(result.job), { headers: extra })
+          // A long-poll answers the job as it now is beside the submit's own fields.
+          const job = yield* follow.awaitTerminal(result.job, wait)
+          return HttpServerResponse.unsafeJson({ ...submitView(job), ...jobView(job) }, {
+            headers: { ...extra, ...preferenceApplied(wait) }
+          })
         }).pipe(toApiFailure))
       .handle("estimate", ({ payload }) =>
         Effect.gen(function*() {
@@ -43,7 +52,18 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
         }).pipe(toApiFailure))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
-          return jobView(yield* jobs.get(yield* CurrentCaller, path.jobId))
+          const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
+          // Read off the request rather than declared: a declared header would become a required
+          // argument of every typed client's get.
+          const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
+          if (wait === undefined) return HttpServerResponse.unsafeJson(jobView(job))
+          return HttpServerResponse.unsafeJson(jobView(yield* follow.awaitTerminal(job, wait)), { headers: preferenceApplied(wait) })
+        }).pipe(toApiFailure))
+      .handle("events", ({ headers, path }) =>
+        Effect.gen(function*() {
+          // Checked before the stream starts, so a refusal is the usual JSON error.
+          const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
+          return eventStreamResponse(follow.follow(job, readLastEventId(headers["last-event-id"])))
         }).pipe(toApiFailure))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {

@@ -22,8 +22,20 @@ export const EstimateBody = Schema.Struct({
   input: Schema.optional(JsonObject)
 })
 
+/** `Prefer: wait=N` (RFC 7240): hold the answer until the job is final or N seconds (at most 60) pass. */
+const prefer = Schema.optional(Schema.String).annotations({
+  description: "`wait=N`: answer once the job is completed, failed or cancelled, or after N seconds (at most 60)"
+})
+
 export const SubmitHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(Schema.String)
+  "idempotency-key": Schema.optional(Schema.String),
+  prefer
+})
+
+export const JobEventsHeaders = Schema.Struct({
+  "last-event-id": Schema.optional(Schema.String).annotations({
+    description: "The id of the last event received: the stream resumes after it"
+  })
 })
 
 export const SubmitResponse = Schema.Struct({

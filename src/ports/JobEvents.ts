@@ -1,0 +1,17 @@
+import { Context, type Effect, type Scope, type Stream } from "effect"
+import type { JobId } from "../domain/ids.js"
+
+/**
+ * Hints that a job's status may have changed, for whoever follows the job (the status stream,
+ * long-polls). Only hints: a follower re-reads the job from the store on each one and on a
+ * periodic tick, so a lost or doubled hint delays an update and never falsifies one.
+ */
+export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
+  /** Called after a status change committed; in every process sharing the store where the store allows. */
+  readonly publish: (jobId: JobId) => Effect.Effect<void>
+  /**
+   * Listens for the job's hints from now until the scope closes: a hint published after this
+   * effect returned is not missed, so a follower subscribes first and reads the job second.
+   */
+  readonly subscribe: (jobId: JobId) => Effect.Effect<Stream.Stream<void>, never, Scope.Scope>
+}>() {}

@@ -1,0 +1,31 @@
+import { Effect, Layer, Option } from "effect"
+import type { JobId } from "../domain/ids.js"
+import { JobEvents } from "../ports/JobEvents.js"
+import { JobRepo } from "../ports/JobRepo.js"
+
+/**
+ * The store's JobRepo, publishing a hint for each job whose status a call changed, once the
+ * call returned (its transaction committed): followers re-read the job, so a hint must never
+ * come before the change is visible. The reaper's abandonments carry no ids back; followers'
+ * periodic re-read covers them.
+ */
+export const layerPublishingJobRepo = Layer.effect(
+  JobRepo,
+  Effect.gen(function*() {
+    const repo = yield* JobRepo
+    const events = yield* JobEvents
+    const publishAll = (ids: ReadonlyArray<JobId>) => Effect.forEach(ids, events.publish, { discard: true })
+    const publishSome = <A extends { readonly id: JobId }>(found: Option.Option<A>) =>
+      Option.isSome(found) ? events.publish(found.value.id) : Effect.void
+    return JobRepo.of({
+      ...repo,
+      submit: (command) =>
+        Effect.tap(repo.submit(command), (outcome) => outcome._tag === "Created" ? events.publish(outcome.job.id) : Effect.void),
+      cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish(outcome.job.id)),
+      claim: (options) => Effect.tap(repo.claim(options), publishSome),
+      claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => publishAll(jobs.map((job) => job.id))),
+      complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
+      fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome)
+    })
+  })
+)
