@@ -69,11 +69,30 @@ describe("waiting on the status stream", () => {
     expect(polls).toBe(0)
   })
 
-  it("falls back to polling when the server has no stream, and asks for it once per client", async () => {
+  it("follows the engine's own stream to the final job, without polling", async () => {
     const paths: Array<string> = []
     const counting: FetchLike = (url, init) => {
       paths.push(`${new URL(url).pathname} ${new Headers(init.headers).get("prefer") ?? ""}`.trim())
       return target.fetch(url, init)
+    }
+    const client = createClient({ baseUrl: ORIGIN, apiKey: await newKey(target), fetch: counting })
+    const { jobId } = await client.submit(SLUG, { prompt: "p" })
+    const seen: Array<string> = []
+    const waited = client.wait(jobId, { onUpdate: (j) => seen.push(j.status) })
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await client.cancel(jobId)
+    expect((await waited).status).toBe("cancelled")
+    expect(seen).toEqual(["pending", "cancelled"])
+    expect(paths.filter((p) => p.endsWith("/events"))).toHaveLength(1)
+    expect(paths.filter((p) => p.includes("wait="))).toHaveLength(0)
+  })
+
+  it("falls back to polling when the server has no stream, and asks for it once per client", async () => {
+    const paths: Array<string> = []
+    // An engine without the stream: its route answers the router's own 404.
+    const counting: FetchLike = (url, init) => {
+      paths.push(`${new URL(url).pathname} ${new Headers(init.headers).get("prefer") ?? ""}`.trim())
+      return target.fetch(url.endsWith("/events") ? url.replace(/\/events$/, "/no-such-route") : url, init)
     }
     const client = createClient({ baseUrl: ORIGIN, apiKey: await newKey(target), fetch: counting })
     const { jobId } = await client.submit(SLUG, { prompt: "p" })

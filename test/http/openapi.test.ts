@@ -57,7 +57,7 @@ describe("the OpenAPI document", () => {
         op.parameters.forEach((_: unknown, i: number) => pointers.push(["paths", path, method, "parameters", String(i), "schema"]))
         if (op.requestBody !== undefined) pointers.push(["paths", path, method, "requestBody", "content", "application/json", "schema"])
         for (const [status, response] of Object.entries<any>(op.responses)) {
-          if (response.content !== undefined) pointers.push(["paths", path, method, "responses", status, "content", "application/json", "schema"])
+          for (const type of Object.keys(response.content ?? {})) pointers.push(["paths", path, method, "responses", status, "content", type, "schema"])
         }
       }
     }
