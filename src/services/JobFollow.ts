@@ -33,12 +33,13 @@ export const make = Effect.gen(function*() {
       return Stream.merge(hints, Stream.tick(FOLLOW_TICK)).pipe(
         Stream.mapEffect(() => repo.get(job.id)),
         Stream.filterMap((found) => found),
+        // Ends on a terminal read even when it was seen already (a resume after the last event).
+        Stream.takeUntil((current) => isTerminal(current.status)),
         Stream.mapAccum(after, (seen, current) => {
           const rank = statusRank(current.status)
           return rank > seen ? [rank, Option.some(current)] : [seen, Option.none<Job>()]
         }),
-        Stream.filterMap((changed) => changed),
-        Stream.takeUntil((current) => isTerminal(current.status))
+        Stream.filterMap((changed) => changed)
       )
     }))
 

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { readEvents, type ServerEvent } from "../../src/client/eventStream.js"
+import { type HttpEngine, BASE, makeHttpEngine } from "../support/httpEngine.js"
+
+const TEXT = "demo/text-gen/text-to-text"
+
+describe("the job status stream and long-poll", () => {
+  let engine: HttpEngine
+  beforeAll(async () => {
+    engine = await makeHttpEngine()
+  })
+  afterAll(() => engine.dispose())
+
+  const open = (key: string, jobId: string, headers: Record<string, string> = {}) =>
+    engine.handler(new Request(`${BASE}/v1/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${key}`, ...headers } }))
+
+  /** Reads a stream's events until it ends, calling `onEvent` as each arrives. */
+  const collect = async (response: Response, onEvent: (event: ServerEvent) => void = () => undefined) => {
+    const events: Array<ServerEvent> = []
+    for await (const event of readEvents(response.body!)) {
+      events.push(event)
+      onEvent(event)
+    }
+    return events
+  }
+
+  const statuses = (events: ReadonlyArray<ServerEvent>) => events.map((e) => [e.id, JSON.parse(e.data).status])
+
+  it("streams pending, processing and completed, each as GET answers it, then ends", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x", demoDelayMs: 300 } })
+    const response = await open(acc.key, jobId)
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toContain("text/event-stream")
+    let first!: () => void
+    const sawPending = new Promise<void>((resolve) => (first = resolve))
+    const events = collect(response, () => first())
+    await sawPending
+    expect(await engine.work()).toBe(true)
+    const seen = await events
+    expect(statuses(seen)).toEqual([["1", "pending"], ["2", "processing"], ["3", "completed"]])
+    expect(JSON.parse(seen[2]!.data)).toEqual((await acc.get(`/v1/jobs/${jobId}`)).body)
+  })
+
+  it("streams a cancellation and resumes after the Last-Event-ID given", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    let first!: () => void
+    const sawPending = new Promise<void>((resolve) => (first = resolve))
+    const events = collect(await open(acc.key, jobId), () => first())
+    await sawPending
+    expect((await acc.post(`/v1/jobs/${jobId}/cancel`)).status).toBe(200)
+    expect(statuses(await events)).toEqual([["1", "pending"], ["3", "cancelled"]])
+
+    expect(statuses(await collect(await open(acc.key, jobId, { "last-event-id": "1" })))).toEqual([["3", "cancelled"]])
+    // After the final event there is nothing left: the stream ends at once.
+    expect(await collect(await open(acc.key, jobId, { "last-event-id": "3" }))).toEqual([])
+  })
+
+  it("refuses another account's job (403) and an unknown one (404) before streaming", async () => {
+    const owner = await engine.account()
+    const other = await engine.account()
+    const { body: { jobId } } = await owner.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    const refused = await other.get(`/v1/jobs/${jobId}/events`)
+    expect(refused.status).toBe(403)
+    expect(refused.body).toMatchObject({ success: false, error: { code: "UNAUTHORIZED_ACCESS" } })
+    const missing = await owner.get("/v1/jobs/job_nope/events")
+    expect(missing.status).toBe(404)
+    expect(missing.body).toMatchObject({ success: false, error: { code: "JOB_NOT_FOUND" } })
+    const noScope = await engine.account({ scopes: ["submit_job"] })
+    expect((await noScope.get(`/v1/jobs/${jobId}/events`)).status).toBe(403)
+    await owner.post(`/v1/jobs/${jobId}/cancel`)
+  })
+
+  it("long-polls GET until the job is final, saying so in Preference-Applied", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    const started = Date.now()
+    const polled = acc.get(`/v1/jobs/${jobId}`, { prefer: "wait=10" })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await engine.work()
+    const answer = await polled
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(answer.status).toBe(200)
+    expect(answer.body).toMatchObject({ jobId, status: "completed", progress: 100 })
+    expect(answer.headers.get("preference-applied")).toBe("wait=10")
+  })
+
+  it("answers after N seconds when the job stays open, clamps N to 60, and changes nothing without Prefer", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    const started = Date.now()
+    const waited = await acc.get(`/v1/jobs/${jobId}`, { prefer: "respond-async, wait=1" })
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950)
+    expect(waited.body).toMatchObject({ jobId, status: "pending" })
+    expect(waited.headers.get("preference-applied")).toBe("wait=1")
+
+    const plain = await acc.get(`/v1/jobs/${jobId}`)
+    expect(plain.body.status).toBe("pending")
+    expect(plain.headers.get("preference-applied")).toBeNull()
+
+    await acc.post(`/v1/jobs/${jobId}/cancel`)
+    const clamped = await acc.get(`/v1/jobs/${jobId}`, { prefer: "wait=600" })
+    expect(clamped.body.status).toBe("cancelled")
+    expect(clamped.headers.get("preference-applied")).toBe("wait=60")
+  })
+
+  it("long-polls a submit: the job's current fields beside the submit's own", async () => {
+    const acc = await engine.account()
+    const started = Date.now()
+    const submitted = acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } }, { prefer: "wait=10" })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await engine.work()
+    const answer = await submitted
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(answer.status).toBe(200)
+    expect(answer.body).toMatchObject({ status: "completed", progress: 100, error: null })
+    expect(answer.body.requestId).toBeTypeOf("string")
+    expect(answer.body.costMicroCents).toBeGreaterThan(0)
+    expect(answer.headers.get("preference-applied")).toBe("wait=10")
+
+    const plain = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    expect(plain.body.status).toBe("pending")
+    expect(plain.headers.get("preference-applied")).toBeNull()
+  })
+})
