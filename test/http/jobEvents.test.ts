@@ -57,6 +57,18 @@ describe("the job status stream and long-poll", () => {
     expect(await collect(await open(acc.key, jobId, { "last-event-id": "3" }))).toEqual([])
   })
 
+  it("streams under a base path", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    await acc.post(`/v1/jobs/${jobId}/cancel`)
+    const response = await engine.handler(
+      new Request(`${BASE}/api/genjobs/v1/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${acc.key}` } }),
+      { basePath: "/api/genjobs" }
+    )
+    expect(response.status).toBe(200)
+    expect(statuses(await collect(response))).toEqual([["3", "cancelled"]])
+  })
+
   it("refuses another account's job (403) and an unknown one (404) before streaming", async () => {
     const owner = await engine.account()
     const other = await engine.account()
