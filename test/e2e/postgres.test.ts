@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { readEvents } from "../../src/client/eventStream.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import { type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 
@@ -41,5 +42,22 @@ describe.skipIf(databaseUrl === undefined)("scale-out on PostgreSQL: an API proc
       const file = await fetch(job.output)
       expect(file.headers.get("content-type")).toBe("audio/wav")
     }
+  })
+
+  it("streams from the API process each status the worker process sets, hinted through NOTIFY", async () => {
+    const started = Date.now()
+    const { jobId } = await fetch(`${api.url}/v1/jobs/submit`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "demo/text-gen/text-to-text", input: { prompt: "x", demoDelayMs: 1_500 } })
+    }).then((r) => r.json())
+    const stream = await fetch(`${api.url}/v1/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${key}` } })
+    expect(stream.headers.get("content-type")).toContain("text/event-stream")
+    const seen: Array<string> = []
+    for await (const event of readEvents(stream.body!)) seen.push(`${event.id} ${JSON.parse(event.data).status}`)
+    // The worker process may have claimed the job before the stream opened.
+    expect(seen.filter((e) => e !== "1 pending")).toEqual(["2 processing", "3 completed"])
+    // The backstop re-read comes every 5 s: sooner means the worker process's NOTIFY arrived.
+    expect(Date.now() - started).toBeLessThan(4_500)
   })
 })
