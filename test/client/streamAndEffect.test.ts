@@ -1,33 +1,18 @@
 import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { DEMO_PROVIDER_ID, type Engine, makeDemoGenerator, makeEngine, signatureHeader } from "genjobs"
+import { type Engine, signatureHeader } from "genjobs"
 import { createClient, type FetchLike, type Job, makeEffectClient, verifyWebhook } from "genjobs/client"
-import { memoryFiles, memoryStore } from "genjobs/memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { demoCatalog } from "../support/demoCatalog.js"
 import { newKey, type Target } from "./suite.js"
+import { webHandlerTarget } from "./webHandlerTarget.js"
 
 const ORIGIN = "http://engine.test"
-const ADMIN = "client-admin"
 const SLUG = "demo/image-gen/text-to-image"
 
 let engine: Engine
 let target: Target
 beforeAll(async () => {
-  engine = await makeEngine({
-    store: memoryStore(),
-    files: memoryFiles({ publicUrl: ORIGIN }),
-    providers: { [DEMO_PROVIDER_ID]: makeDemoGenerator() },
-    http: { adminToken: ADMIN },
-    workers: 0,
-    webhookDispatchers: 0
-  })
-  target = { baseUrl: ORIGIN, fetch: (url, init) => engine.fetch(new Request(url, init)), adminToken: ADMIN, readsUploads: false }
-  await target.fetch(`${ORIGIN}/admin/catalog`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-    body: JSON.stringify(demoCatalog())
-  })
+  ({ engine, target } = await webHandlerTarget(0))
 })
 afterAll(() => engine.dispose())
 
