@@ -6,6 +6,7 @@
  * code 1; the others still run.
  */
 import { claimCost } from "./claimCost.js"
+import { eventStreams } from "./eventStreams.js"
 import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
@@ -19,6 +20,7 @@ const figures: Record<string, () => Promise<void>> = {
   http_submit: httpSubmit,
   claim_cost: claimCost,
   server_rss: serverRss,
+  event_streams: eventStreams,
   in_process: inProcess
 }
 

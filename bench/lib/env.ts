@@ -27,5 +27,8 @@ export const settings = {
    */
   rssJobs: int("BENCH_RSS_JOBS", 10_000),
   rssWorkers: int("BENCH_RSS_WORKERS", 8),
-  inProcessOps: int("BENCH_IN_PROCESS_OPS", 1_000)
+  inProcessOps: int("BENCH_IN_PROCESS_OPS", 1_000),
+  /** Status streams one server holds open, spread over this many pending jobs. */
+  streams: int("BENCH_STREAMS", 10_000),
+  streamJobs: int("BENCH_STREAM_JOBS", 100)
 }
