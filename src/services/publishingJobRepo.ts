@@ -7,7 +7,8 @@ import { JobRepo } from "../ports/JobRepo.js"
  * The store's JobRepo, publishing a hint for each job whose status a call changed, once the
  * call returned (its transaction committed): followers re-read the job, so a hint must never
  * come before the change is visible. The reaper's abandonments carry no ids back; followers'
- * periodic re-read covers them.
+ * periodic re-read covers them. A submit publishes nothing: nobody can follow a job before its
+ * id is answered, and on PostgreSQL each hint is a round trip on the submit path.
  */
 export const layerPublishingJobRepo = Layer.effect(
   JobRepo,
@@ -19,8 +20,6 @@ export const layerPublishingJobRepo = Layer.effect(
       Option.isSome(found) ? events.publish(found.value.id) : Effect.void
     return JobRepo.of({
       ...repo,
-      submit: (command) =>
-        Effect.tap(repo.submit(command), (outcome) => outcome._tag === "Created" ? events.publish(outcome.job.id) : Effect.void),
       cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish(outcome.job.id)),
       claim: (options) => Effect.tap(repo.claim(options), publishSome),
       claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => publishAll(jobs.map((job) => job.id))),
