@@ -10,7 +10,8 @@ export const makeLocalJobEvents = Effect.sync(() => {
   const listeners = new Map<string, Set<Queue.Queue<void>>>()
   const offerAll = (queues: Iterable<Queue.Queue<void>>) =>
     Effect.forEach(queues, (queue) => Queue.offer(queue, undefined), { discard: true })
-  const publish = (jobId: JobId) => Effect.suspend(() => offerAll([...(listeners.get(jobId) ?? [])]))
+  const publish = (jobIds: ReadonlyArray<JobId>) =>
+    Effect.suspend(() => offerAll(jobIds.flatMap((jobId) => [...(listeners.get(jobId) ?? [])])))
   /** Hints every follower: after a gap in which notifications from other processes may have been lost. */
   const publishAll = Effect.suspend(() => offerAll([...listeners.values()].flatMap((set) => [...set])))
   const subscribe = (jobId: JobId) =>

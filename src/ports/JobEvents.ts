@@ -7,8 +7,11 @@ import type { JobId } from "../domain/ids.js"
  * periodic tick, so a lost or doubled hint delays an update and never falsifies one.
  */
 export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
-  /** Called after a status change committed; in every process sharing the store where the store allows. */
-  readonly publish: (jobId: JobId) => Effect.Effect<void>
+  /**
+   * Called after status changes committed, once for all the jobs one call changed (a claim
+   * takes many); in every process sharing the store where the store allows.
+   */
+  readonly publish: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void>
   /**
    * Listens for the job's hints from now until the scope closes: a hint published after this
    * effect returned is not missed, so a follower subscribes first and reads the job second.

@@ -15,14 +15,13 @@ export const layerPublishingJobRepo = Layer.effect(
   Effect.gen(function*() {
     const repo = yield* JobRepo
     const events = yield* JobEvents
-    const publishAll = (ids: ReadonlyArray<JobId>) => Effect.forEach(ids, events.publish, { discard: true })
     const publishSome = <A extends { readonly id: JobId }>(found: Option.Option<A>) =>
-      Option.isSome(found) ? events.publish(found.value.id) : Effect.void
+      Option.isSome(found) ? events.publish([found.value.id]) : Effect.void
     return JobRepo.of({
       ...repo,
-      cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish(outcome.job.id)),
+      cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish([outcome.job.id])),
       claim: (options) => Effect.tap(repo.claim(options), publishSome),
-      claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => publishAll(jobs.map((job) => job.id))),
+      claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => events.publish(jobs.map((job) => job.id))),
       complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
       fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome)
     })
