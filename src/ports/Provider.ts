@@ -1,0 +1,149 @@
+import { Context, Layer, Option, Schema, type Effect, type Stream } from "effect"
+import type { CatalogModel, ModelVersion } from "../domain/catalog.js"
+import type { Job, OutputType } from "../domain/job.js"
+
+/**
+ * What the engine keeps with a job once its provider accepted the generation, committed before
+ * the engine waits on it: enough for any worker in any process to follow the same generation
+ * after a crash instead of paying for a second one. JSON only; never a credential.
+ */
+export const ProviderHandle = Schema.Struct({
+  /** The provider's own id of the generation: a prediction id, a request id, a task id. */
+  id: Schema.String.pipe(Schema.minLength(1)),
+  /** Whatever else resuming needs (status and result URLs, the endpoint that was used). */
+  data: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type ProviderHandle = typeof ProviderHandle.Type
+
+/** One job's generation, as a provider adapter sees it. */
+export interface ProviderRequest {
+  readonly job: Job
+  readonly model: CatalogModel
+  readonly version: ModelVersion
+  /** The provider's model: the version's `provider.model`, else the model's slug. */
+  readonly providerModel: string
+  /** The job's input mapped onto the provider's input by the version's `provider.input`. */
+  readonly input: Readonly<Record<string, unknown>>
+  /**
+   * The same for every attempt of the job: sent as an idempotency key, or as metadata that
+   * `recover` searches by, where the provider allows either.
+   */
+  readonly idempotencyKey: string
+  /** The engine's callback address for this job, when it has a public URL and the provider calls back. */
+  readonly callbackUrl?: string
+}
+
+/**
+ * Where an output's bytes come from. The engine streams either into its BlobStore (never whole
+ * in memory), checking the content type and the size cap of the output's type.
+ */
+export type OutputSource =
+  | { readonly _tag: "Url"; readonly url: string; readonly headers?: Readonly<Record<string, string>> }
+  | { readonly _tag: "Bytes"; readonly body: Stream.Stream<Uint8Array, ProviderError>; readonly contentType: string }
+
+export interface ProviderOutput {
+  readonly type: OutputType
+  readonly source: OutputSource
+  /** The content type to expect when the source does not say (a URL answering octet-stream). */
+  readonly contentType?: string
+  readonly thumbnail?: OutputSource
+  readonly posterImage?: OutputSource
+  readonly metadata?: Readonly<Record<string, unknown>>
+}
+
+export interface Running {
+  readonly _tag: "Running"
+  /** 0 to 100, when the provider tells. */
+  readonly progress?: number
+  /** The provider's hint of when to ask again. */
+  readonly pollAfterMs?: number
+}
+export interface Succeeded {
+  readonly _tag: "Succeeded"
+  readonly outputs: ReadonlyArray<ProviderOutput>
+}
+/** The generation ended without a result (failed or cancelled at the provider): the job fails with this message. */
+export interface Failed {
+  readonly _tag: "Failed"
+  readonly message: string
+}
+
+/** Where a started generation stands. */
+export type ProviderStatus = Running | Succeeded | Failed
+
+export type StartOutcome =
+  /** Accepted: the engine commits the handle with the job, then polls it (or hears the callback). */
+  | { readonly _tag: "Started"; readonly handle: ProviderHandle }
+  /** Finished within the call, as a synchronous API does: nothing to keep. */
+  | { readonly _tag: "Finished"; readonly status: Succeeded | Failed }
+
+/**
+ * The provider answered with an error. `retryable` (429, 5xx, overloaded): the engine asks again
+ * with capped exponential backoff and jitter, never sooner than `retryAfterMs`; otherwise the job
+ * fails with GENERATION_FAILED and this message. From `start` it means nothing was started, so
+ * starting again is safe.
+ */
+export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("ProviderRejected", {
+  message: Schema.String,
+  retryable: Schema.Boolean,
+  retryAfterMs: Schema.optional(Schema.Number),
+  /** The provider's HTTP status, when there was one. */
+  httpStatus: Schema.optional(Schema.Number)
+}) {}
+
+/**
+ * No usable answer: refused connection, reset, timeout, an unreadable body. Retried for `poll`
+ * and `cancel`. From `start` the outcome is unknown (the provider may have started), so the engine
+ * does not start again: it asks `recover`, and without a found handle fails the job with a refund.
+ */
+export class ProviderUnreachable extends Schema.TaggedError<ProviderUnreachable>()("ProviderUnreachable", {
+  message: Schema.String
+}) {}
+
+export type ProviderError = ProviderRejected | ProviderUnreachable
+
+/** A provider's callback as it arrived at the engine's endpoint. */
+export interface CallbackRequest {
+  readonly headers: Readonly<Record<string, string>>
+  /** The raw body: signatures are computed over the exact bytes. */
+  readonly body: Uint8Array
+}
+
+/** A callback that failed the provider's documented check (signature, timestamp, shape). */
+export class CallbackRejected extends Schema.TaggedError<CallbackRejected>()("CallbackRejected", {
+  message: Schema.String
+}) {}
+
+/** A verified callback: which generation it is about. The engine then polls that handle at once. */
+export interface ProviderCallback {
+  readonly handleId: string
+}
+
+/**
+ * A generation provider: remote and long-running (seconds to minutes), paid per start. A provider
+ * that answers in one call implements `start` with `Finished` and a `poll` that is never called.
+ */
+export interface GenerationProvider {
+  readonly start: (request: ProviderRequest) => Effect.Effect<StartOutcome, ProviderError>
+  readonly poll: (handle: ProviderHandle, request: ProviderRequest) => Effect.Effect<ProviderStatus, ProviderError>
+  /** Best effort: a deadline or a cancel tells the provider to stop; the job ends either way. */
+  readonly cancel: (handle: ProviderHandle, request: ProviderRequest) => Effect.Effect<void, ProviderError>
+  /**
+   * After a crash between asking for a start and committing its handle: the generation the
+   * provider already holds for this job (by `idempotencyKey`), if any. Without `recover`, or when
+   * it finds none, such a job fails with a refund rather than risk a second start.
+   */
+  readonly recover?: (request: ProviderRequest) => Effect.Effect<Option.Option<ProviderHandle>, ProviderError>
+  /** For providers that call back when done: checks a callback as the provider documents. */
+  readonly verifyCallback?: (request: CallbackRequest) => Effect.Effect<ProviderCallback, CallbackRejected>
+  /** How long to wait between polls when the provider gives no hint. */
+  readonly pollIntervalMs?: number
+}
+
+/** Providers by the provider id the catalog's models name. */
+export class Providers extends Context.Tag("genjobs/Providers")<Providers, {
+  readonly forProvider: (providerId: string) => Option.Option<GenerationProvider>
+}>() {}
+
+export const layerProviders = (byId: Readonly<Record<string, GenerationProvider>>) =>
+  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullable(byId[providerId]) })
