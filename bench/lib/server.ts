@@ -64,7 +64,9 @@ export const startBundledServer = async (env: Record<string, string>): Promise<R
   const catalogFile = join(dir, "catalog.json")
   writeFileSync(catalogFile, JSON.stringify(benchCatalog("demo")))
   const port = await freePort()
-  const child = spawn(process.execPath, [join(ROOT, "dist/apps/server/main.js")], {
+  // BENCH_SERVER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the server under load.
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, "dist/apps/server/main.js")], {
     cwd: dir,
     env: {
       ...process.env,

@@ -66,7 +66,8 @@ export const withBodyLimits = (
         )
       })
     )
-  const notJson = Effect.die(engineError("VALIDATION_ERROR", "The request body must be JSON"))
+  // Built only when a route reads one of these, as errors capture a stack trace when made.
+  const notJson = Effect.dieSync(() => engineError("VALIDATION_ERROR", "The request body must be JSON"))
   return Object.create(request, {
     stream: { value: stream },
     text: { value: text },

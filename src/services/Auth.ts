@@ -44,11 +44,12 @@ export const make = Effect.gen(function*() {
   const authenticate = (credentials: Credentials): Effect.Effect<Caller, EngineError | StoreError> =>
     Effect.gen(function*() {
       const secret = yield* presentedSecret(credentials)
-      const invalid = engineError("INVALID_API_KEY", "The API key does not exist or is malformed")
-      if (!isWellFormedKey(secret)) return yield* Effect.fail(invalid)
+      // Made only on a refusal: errors capture a stack trace when made, a cost every request would pay.
+      const invalid = () => engineError("INVALID_API_KEY", "The API key does not exist or is malformed")
+      if (!isWellFormedKey(secret)) return yield* Effect.fail(invalid())
       const hash = hashKeySecret(secret)
       const key = yield* keys.findByHash(hash)
-      if (Option.isNone(key) || !sameDigest(key.value.hash, hash)) return yield* Effect.fail(invalid)
+      if (Option.isNone(key) || !sameDigest(key.value.hash, hash)) return yield* Effect.fail(invalid())
       if (!key.value.active) return yield* Effect.fail(engineError("API_KEY_INACTIVE", "This API key has been deactivated"))
       const now = yield* Clock.currentTimeMillis
       if (key.value.expiresAt !== null && key.value.expiresAt <= now) {
@@ -62,7 +63,7 @@ export const make = Effect.gen(function*() {
         )
       }
       const account = yield* accounts.get(key.value.accountId)
-      if (Option.isNone(account)) return yield* Effect.fail(invalid)
+      if (Option.isNone(account)) return yield* Effect.fail(invalid())
       return { account: account.value, key: key.value }
     })
 

@@ -99,14 +99,14 @@ const tooLarge = (maxSize: number) =>
 /** The body, failing as soon as it runs past `length` bytes or ends short of it. */
 const exactly = <E>(body: Stream.Stream<Uint8Array, E>, length: number): Stream.Stream<Uint8Array, E | EngineError> =>
   Stream.suspend(() => {
-    const mismatch = engineError("VALIDATION_ERROR", `The body is not the ${length} bytes its Content-Length says`)
+    const mismatch = () => engineError("VALIDATION_ERROR", `The body is not the ${length} bytes its Content-Length says`)
     let seen = 0
     return body.pipe(
       Stream.tap((chunk) => {
         seen += chunk.length
-        return seen > length ? Effect.fail(mismatch) : Effect.void
+        return seen > length ? Effect.fail(mismatch()) : Effect.void
       }),
-      Stream.concat(Stream.suspend(() => (seen === length ? Stream.empty : Stream.fail(mismatch))))
+      Stream.concat(Stream.suspend(() => (seen === length ? Stream.empty : Stream.failSync(mismatch))))
     )
   })
 
