@@ -45,7 +45,8 @@ interface RequestUrls {
 /** "fal-ai/flux/dev" is app "fal-ai/flux" with subpath "/dev": status and results live under the app only. */
 const appOf = (model: string): string => model.split("/").slice(0, 2).join("/")
 
-const isModelId = (model: string): boolean => /^[\w.-]+(\/[\w.-]+)+$/.test(model)
+/** Path segments of letters, digits, "_", "." and "-", never "." or ".." (which a URL would resolve away). */
+const isModelId = (model: string): boolean => /^\w[\w.-]*(\/\w[\w.-]*)+$/.test(model)
 
 /** `detail` as a line: a string, or model errors' "loc: msg" entries. */
 const detailOf = (answer: Answer): string | undefined => {

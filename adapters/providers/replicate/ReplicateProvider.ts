@@ -55,9 +55,9 @@ type Target = { readonly path: string; readonly version?: string }
  * or a bare 64-hex version id runs that version (POST /v1/predictions).
  */
 export const targetOf = (model: string): Target | undefined => {
-  const versioned = /^(?:[\w.-]+\/[\w.-]+:)?([0-9a-f]{64})$/.exec(model)
+  const versioned = /^(?:\w[\w.-]*\/\w[\w.-]*:)?([0-9a-f]{64})$/.exec(model)
   if (versioned !== null) return { path: "/v1/predictions", version: versioned[1]! }
-  const named = /^([\w.-]+)\/([\w.-]+)$/.exec(model)
+  const named = /^(\w[\w.-]*)\/(\w[\w.-]*)$/.exec(model)
   return named === null ? undefined : { path: `/v1/models/${named[1]}/${named[2]}/predictions` }
 }
 
