@@ -164,6 +164,15 @@ describe("provider callbacks", () => {
     expect((await call("POST", providerCallbackPath("replicate", "job_unknown"), { body })).status).toBe(401)
   })
 
+  it("refuses a body over the JSON cap with 413, reading no further", async () => {
+    const { headers } = replicateCallback("pred123")
+    const body = JSON.stringify({ id: "pred123", logs: "x".repeat(2 * 1024 * 1024) })
+    expect(await call("POST", providerCallbackPath("replicate", jobs["replicate"]!), { body, headers })).toMatchObject({
+      status: 413,
+      body: { error: { code: "PAYLOAD_TOO_LARGE" } }
+    })
+  })
+
   it("is not an operation of the public OpenAPI document", async () => {
     const document = await call("GET", "/v1/openapi.json")
     expect(Object.keys(document.body.paths).filter((path) => path.includes("callbacks"))).toEqual([])
