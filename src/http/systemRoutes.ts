@@ -2,10 +2,15 @@ import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } fro
 import { Effect, FiberRef, Stream } from "effect"
 import { engineError } from "../domain/errors.js"
 import type { BlobStore } from "../ports/BlobStore.js"
+import type { JobEvents } from "../ports/JobEvents.js"
+import type { JobRepo } from "../ports/JobRepo.js"
+import { Providers } from "../ports/Provider.js"
 import type { UploadRepo } from "../ports/UploadRepo.js"
+import type { Catalog } from "../services/Catalog.js"
 import { receiveUpload, type UploadSigningSecret } from "../services/Uploads.js"
 import { ApiFailure, renderFailure } from "./errorEnvelope.js"
 import { serveFile } from "./files.js"
+import { PROVIDER_CALLBACK_ROUTE, receiveProviderCallback } from "./providerCallbacks.js"
 import { CurrentRequestId, toApiFailure } from "./requestContext.js"
 
 /** The prefix under which stored files are served; PUBLIC_URL + this makes their URLs. */
@@ -23,11 +28,17 @@ const withCors = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResp
     Effect.map(HttpServerResponse.setHeaders(CORS))
   )
 
-/** GET /health, PUT /uploads/{id} (signed filesystem upload URLs), and stored files under /files/{key}. */
+/**
+ * GET /health, PUT /uploads/{id} (signed filesystem upload URLs), stored files under /files/{key},
+ * and providers' callbacks (POST /v1/providers/{providerId}/callbacks/{jobId}).
+ */
 export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const fileServices = yield* Effect.context<UploadRepo | BlobStore>()
     const uploadServices = yield* Effect.context<UploadRepo | BlobStore | UploadSigningSecret>()
+    const callbackServices = yield* Effect.context<JobRepo | Catalog | JobEvents>()
+    // Optional for now: an engine composed without providers answers every callback 404.
+    const providers = yield* Effect.serviceOption(Providers)
     yield* router.get("/health", HttpServerResponse.json({ status: "ok" }))
     yield* router.options(
       "/uploads/:id",
@@ -66,6 +77,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
         return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })
       }))
     )
+    yield* router.post(PROVIDER_CALLBACK_ROUTE, receiveProviderCallback(providers).pipe(Effect.provide(callbackServices)))
     yield* router.get(
       `${FILES_PATH}/:key`,
       withCors(Effect.gen(function*() {

@@ -26,6 +26,15 @@ describe("the direction of imports", () => {
     expect(offending).toEqual([])
   })
 
+  it("no production code imports the tests' modules (the provider simulators among them)", () => {
+    const offending = ["src", "adapters", "entries", "apps"].flatMap((dir) => sources(join(ROOT, dir))).flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith("test/"))
+        .map((target) => `${relative(ROOT, file)} -> ${target}`)
+    )
+    expect(offending).toEqual([])
+  })
+
   it("apps/ and examples/ use only the package's public entry points", () => {
     const offending = [...sources(join(ROOT, "apps")), ...sources(join(ROOT, "examples"))].flatMap((file) =>
       importsOf(file)

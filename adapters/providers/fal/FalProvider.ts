@@ -1,0 +1,209 @@
+import { HttpClientRequest } from "@effect/platform"
+import { Clock, Effect, Option, Redacted, Schema } from "effect"
+import type { KeyObject } from "node:crypto"
+import {
+  CallbackRejected,
+  type GenerationProvider,
+  type ProviderHandle,
+  ProviderRejected,
+  type ProviderRequest,
+  type ProviderStatus,
+  type ProviderUnreachable
+} from "../../../src/ports/Provider.js"
+import { declaredOutputType } from "../providerOutputs.js"
+import { type Answer, clip, decodeAnswer, failureOf, isSuccess, jsonOf, lowerCaseKeys, send } from "../providerHttp.js"
+import { outputsOf } from "./outputs.js"
+import { FalError, Queued, QueueResult, QueueStatus } from "./schema.js"
+import { falWebhookProblem, parsePublicKeys } from "./webhookSignature.js"
+
+/** The provider id catalogs name for fal.ai models. */
+export const FAL_PROVIDER_ID = "fal"
+export const FAL_BASE_URL = "https://queue.fal.run"
+
+export interface FalOptions {
+  /** A fal.ai API key, sent as `Authorization: Key ...` to `baseUrl` only, never logged. */
+  readonly apiKey: string | Redacted.Redacted<string>
+  /** The queue's address. Default https://queue.fal.run; a simulator's address in tests. */
+  readonly baseUrl?: string | undefined
+  /**
+   * The public keys fal.ai signs webhooks with: its JWKS document, one JWK, or base64 raw
+   * Ed25519 keys (see parsePublicKeys). Without them no webhook is asked for: jobs are polled.
+   */
+  readonly webhookPublicKeys?: string | undefined
+  /** Between polls when no callback comes. Default 2000 ms. */
+  readonly pollIntervalMs?: number | undefined
+  /** For each API call. Default 30 s. */
+  readonly requestTimeoutMs?: number | undefined
+}
+
+interface RequestUrls {
+  readonly statusUrl: string
+  readonly responseUrl: string
+  readonly cancelUrl: string
+}
+
+/** "fal-ai/flux/dev" is app "fal-ai/flux" with subpath "/dev": status and results live under the app only. */
+const appOf = (model: string): string => model.split("/").slice(0, 2).join("/")
+
+/** Path segments of letters, digits, "_", "." and "-", never "." or ".." (which a URL would resolve away). */
+const isModelId = (model: string): boolean => /^\w[\w.-]*(\/\w[\w.-]*)+$/.test(model)
+
+/** `detail` as a line: a string, or model errors' "loc: msg" entries. */
+const detailOf = (answer: Answer): string | undefined => {
+  const decoded = Schema.decodeUnknownOption(FalError)(jsonOf(answer))
+  if (Option.isNone(decoded)) return undefined
+  const { detail } = decoded.value
+  if (typeof detail === "string") return detail
+  if (Array.isArray(detail)) {
+    return detail.map((entry) => {
+      const { loc, msg } = (entry ?? {}) as { readonly loc?: unknown; readonly msg?: unknown }
+      const where = Array.isArray(loc) ? loc.join(".") : undefined
+      return `${where === undefined ? "" : `${where}: `}${typeof msg === "string" ? msg : JSON.stringify(entry)}`
+    }).join("; ")
+  }
+  return detail === undefined ? undefined : JSON.stringify(detail)
+}
+
+/** fal.ai's queue API as a generation provider, with its signed webhooks as callbacks. */
+export const falProvider = (options: FalOptions): GenerationProvider => {
+  const base = (options.baseUrl ?? FAL_BASE_URL).replace(/\/+$/, "")
+  const origin = new URL(base).origin
+  const key = typeof options.apiKey === "string" ? Redacted.make(options.apiKey) : options.apiKey
+  const timeoutMs = options.requestTimeoutMs ?? 30_000
+  const publicKeys: ReadonlyArray<KeyObject> | undefined = options.webhookPublicKeys === undefined
+    ? undefined
+    : parsePublicKeys(options.webhookPublicKeys)
+
+  const authorized = (request: HttpClientRequest.HttpClientRequest) =>
+    HttpClientRequest.setHeader(request, "authorization", `Key ${Redacted.value(key)}`)
+
+  const call = (request: HttpClientRequest.HttpClientRequest, what: string, isStart = false) =>
+    send(authorized(request), { what, timeoutMs }).pipe(
+      Effect.flatMap((answer) =>
+        isSuccess(answer) ? Effect.succeed(answer) : failureOf(answer, { what, message: detailOf(answer), isStart })
+      )
+    )
+
+  /** The key goes with every call, so a URL from an answer is used only on the queue's own host. */
+  const onQueueHost = (url: unknown): url is string =>
+    typeof url === "string" && URL.canParse(url) && new URL(url).origin === origin
+
+  const urlsOf = (handle: ProviderHandle, model: string): RequestUrls => {
+    const built = `${base}/${appOf(model)}/requests/${encodeURIComponent(handle.id)}`
+    const data = handle.data ?? {}
+    return {
+      statusUrl: onQueueHost(data["statusUrl"]) ? data["statusUrl"] : `${built}/status`,
+      responseUrl: onQueueHost(data["responseUrl"]) ? data["responseUrl"] : built,
+      cancelUrl: onQueueHost(data["cancelUrl"]) ? data["cancelUrl"] : `${built}/cancel`
+    }
+  }
+
+  /**
+   * The result of a completed request. An error answer here is the request's own outcome
+   * (invalid input, a model error, a timeout at fal.ai): the job fails with its detail. Only
+   * 429 and a 5xx that is not such an outcome (no error_type) are worth asking again.
+   */
+  const result = (urls: RequestUrls, request: ProviderRequest) => {
+    const what = "fal.ai request result"
+    return send(authorized(HttpClientRequest.get(urls.responseUrl)), { what, timeoutMs }).pipe(
+      Effect.flatMap((answer): Effect.Effect<ProviderStatus, ProviderRejected | ProviderUnreachable> => {
+        if (isSuccess(answer)) {
+          return Effect.map(decodeAnswer(QueueResult, answer, what), (body) => {
+            const outputs = outputsOf(body, declaredOutputType(request))
+            return outputs.length === 0
+              ? { _tag: "Failed", message: "The request completed without an output" }
+              : { _tag: "Succeeded", outputs }
+          })
+        }
+        const outcome = Schema.decodeUnknownOption(FalError)(jsonOf(answer)).pipe(Option.flatMap((e) => Option.fromNullable(e.error_type)))
+        if (answer.status === 429 || (answer.status >= 500 && Option.isNone(outcome))) {
+          return failureOf(answer, { what, message: detailOf(answer), isStart: false })
+        }
+        return Effect.succeed({ _tag: "Failed", message: clip(detailOf(answer) ?? `The request failed (HTTP ${answer.status})`) })
+      })
+    )
+  }
+
+  const provider: GenerationProvider = {
+    pollIntervalMs: options.pollIntervalMs ?? 2000,
+
+    start: (request) =>
+      Effect.gen(function*() {
+        if (!isModelId(request.providerModel)) {
+          return yield* new ProviderRejected({
+            message: `"${request.providerModel}" is not a fal.ai model id such as "fal-ai/flux/dev"`,
+            retryable: false
+          })
+        }
+        const url = new URL(`${base}/${request.providerModel}`)
+        if (request.callbackUrl !== undefined && publicKeys !== undefined) url.searchParams.set("fal_webhook", request.callbackUrl)
+        const what = "fal.ai queue submit"
+        const answer = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input), what, true)
+        const queued = yield* decodeAnswer(Queued, answer, what)
+        const urls = urlsOf({ id: queued.request_id }, request.providerModel)
+        return {
+          _tag: "Started" as const,
+          handle: {
+            id: queued.request_id,
+            data: {
+              statusUrl: onQueueHost(queued.status_url) ? queued.status_url : urls.statusUrl,
+              responseUrl: onQueueHost(queued.response_url) ? queued.response_url : urls.responseUrl,
+              cancelUrl: onQueueHost(queued.cancel_url) ? queued.cancel_url : urls.cancelUrl
+            }
+          }
+        }
+      }),
+
+    poll: (handle, request) =>
+      Effect.gen(function*() {
+        const urls = urlsOf(handle, request.providerModel)
+        const what = "fal.ai request status"
+        const status = yield* decodeAnswer(QueueStatus, yield* call(HttpClientRequest.get(urls.statusUrl), what), what)
+        switch (status.status) {
+          case "IN_QUEUE":
+          case "IN_PROGRESS":
+            return { _tag: "Running" } satisfies ProviderStatus
+          case "FAILED":
+            return { _tag: "Failed", message: clip(status.error ?? "The request failed at fal.ai") } satisfies ProviderStatus
+          case "CANCELED":
+          case "CANCELLED":
+            return { _tag: "Failed", message: "The request was cancelled at fal.ai" } satisfies ProviderStatus
+          case "COMPLETED":
+            return typeof status.error === "string"
+              ? { _tag: "Failed", message: clip(status.error) } satisfies ProviderStatus
+              : yield* result(urls, request)
+        }
+      }),
+
+    cancel: (handle, request) =>
+      call(HttpClientRequest.put(urlsOf(handle, request.providerModel).cancelUrl), "fal.ai cancel").pipe(
+        Effect.asVoid,
+        // 400 is ALREADY_COMPLETED and 404 an unknown request: nothing left to stop either way.
+        Effect.catchIf(
+          (error) => error._tag === "ProviderRejected" && (error.httpStatus === 400 || error.httpStatus === 404),
+          () => Effect.void
+        )
+      )
+  }
+  if (publicKeys === undefined) return provider
+  return {
+    ...provider,
+    verifyCallback: (callback) =>
+      Effect.gen(function*() {
+        const headers = lowerCaseKeys(callback.headers)
+        const problem = falWebhookProblem(
+          {
+            requestId: headers["x-fal-webhook-request-id"],
+            userId: headers["x-fal-webhook-user-id"],
+            timestamp: headers["x-fal-webhook-timestamp"],
+            signature: headers["x-fal-webhook-signature"]
+          },
+          callback.body,
+          publicKeys,
+          yield* Clock.currentTimeMillis
+        )
+        if (problem !== undefined) return yield* new CallbackRejected({ message: `fal.ai webhook refused: ${problem}` })
+        return { handleId: headers["x-fal-webhook-request-id"]! }
+      })
+  }
+}

@@ -1,0 +1,76 @@
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, FiberRef, Option, Schema } from "effect"
+import { engineError, type ErrorCode } from "../domain/errors.js"
+import { JobId } from "../domain/ids.js"
+import type { Job } from "../domain/job.js"
+import { JobEvents } from "../ports/JobEvents.js"
+import { JobRepo } from "../ports/JobRepo.js"
+import type { Providers } from "../ports/Provider.js"
+import { Catalog } from "../services/Catalog.js"
+import { ApiFailure, renderFailure } from "./errorEnvelope.js"
+import { CurrentRequestId, toApiFailure } from "./requestContext.js"
+
+/** The route providers call back on; outside the HttpApi since signatures need the raw body. */
+export const PROVIDER_CALLBACK_ROUTE = "/v1/providers/:providerId/callbacks/:jobId"
+
+/** The path (after PUBLIC_URL) of a job's callbacks from its provider. */
+export const providerCallbackPath = (providerId: string, jobId: string): string =>
+  `/v1/providers/${encodeURIComponent(providerId)}/callbacks/${encodeURIComponent(jobId)}`
+
+/**
+ * The provider handle the job stored when its generation started, once the Job type carries it
+ * (the engine's provider work adds it). Until then there is nothing to compare and any verified
+ * callback for the job only makes its worker poll at once, which is harmless.
+ */
+const storedHandleId = (job: Job): string | undefined =>
+  (job as Job & { readonly providerHandle?: { readonly id: string } | null }).providerHandle?.id
+
+const refuse = (code: ErrorCode, message: string) =>
+  Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, message), requestId)))
+
+/** The job of a callback's path, when it exists and its model runs at that provider. */
+const jobAt = (providerId: string, rawJobId: string | undefined) =>
+  Effect.gen(function*() {
+    const jobId = Schema.decodeUnknownOption(JobId)(rawJobId)
+    if (Option.isNone(jobId)) return undefined
+    const job = yield* Effect.flatMap(JobRepo, (repo) => repo.get(jobId.value))
+    if (Option.isNone(job)) return undefined
+    const resolved = yield* Effect.flatMap(Catalog, (catalog) => catalog.forJob(job.value.model, job.value.version))
+    return resolved?.model.providerId === providerId ? job.value : undefined
+  }).pipe(toApiFailure)
+
+/**
+ * POST /v1/providers/{providerId}/callbacks/{jobId}: a provider says a generation changed. The
+ * callback is verified as the provider documents (over the raw body) before anything about the
+ * job is looked up, so an unsigned caller learns nothing of which jobs exist. A verified callback
+ * about the job's own generation is a hint: the worker following the job polls the provider at
+ * once, and the poll's answer (never the callback's body) decides the job. So the answer is
+ * quick, and a callback lost or sent twice changes nothing; polling stays the backstop.
+ */
+export const receiveProviderCallback = (providers: Option.Option<Providers["Type"]>) =>
+  Effect.gen(function*() {
+    const params = yield* HttpRouter.params
+    const providerId = params["providerId"] ?? ""
+    const verify = Option.flatMap(providers, (p) => p.forProvider(providerId)).pipe(
+      Option.flatMap((provider) => Option.fromNullable(provider.verifyCallback))
+    )
+    if (Option.isNone(verify)) return yield* refuse("NOT_FOUND", `No provider "${providerId}" takes callbacks here`)
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const body = yield* request.arrayBuffer.pipe(
+      Effect.catchAll(() => refuse("VALIDATION_ERROR", "The callback body could not be read to its end"))
+    )
+    const callback = yield* verify.value({ headers: request.headers, body: new Uint8Array(body) }).pipe(
+      Effect.tapError((rejected) => Effect.logWarning("provider callback refused", providerId, rejected.message)),
+      Effect.catchTag("CallbackRejected", (rejected) => refuse("UNAUTHORIZED", rejected.message))
+    )
+    const job = yield* jobAt(providerId, params["jobId"])
+    if (job === undefined) return yield* refuse("JOB_NOT_FOUND", `No job "${params["jobId"] ?? ""}" runs at the provider "${providerId}"`)
+    const stored = storedHandleId(job)
+    if (stored !== undefined && stored !== callback.handleId) {
+      return yield* refuse("JOB_NOT_FOUND", `The job "${job.id}" follows another generation than "${callback.handleId}"`)
+    }
+    yield* (yield* JobEvents).publish([job.id])
+    return yield* HttpServerResponse.json({ success: true, requestId: yield* FiberRef.get(CurrentRequestId) })
+  }).pipe(
+    Effect.catchIf((e): e is ApiFailure => e instanceof ApiFailure, (failure) => Effect.succeed(renderFailure(failure)))
+  )

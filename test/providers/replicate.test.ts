@@ -1,0 +1,241 @@
+/** The Replicate adapter against the Replicate simulator: the contract the engine relies on. */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { replicateProvider } from "genjobs/providers/replicate"
+import type { GenerationProvider, ProviderOutput, ProviderStatus, Succeeded } from "../../src/ports/Provider.js"
+import { type ReplicateSimulator, signReplicateWebhook, startReplicateSimulator } from "../simulators/replicate.js"
+import { bytesOf, closedPort, pollUntilDone, requestFor, started, startReceiver, textOf } from "./support.js"
+
+const VERSION = "5c7d5dc6dd8bf75c1acaa8565735e7986bc5b66206b55cca93cb72c9bf15ccaa"
+
+let sim: ReplicateSimulator
+let receiver: Awaited<ReturnType<typeof startReceiver>>
+let provider: GenerationProvider
+
+beforeAll(async () => {
+  sim = await startReplicateSimulator({ durationMs: 150, largeFileBytes: 3 * 1024 * 1024, pageSize: 3 })
+  receiver = await startReceiver()
+  provider = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, webhookSecret: sim.webhookSecret, requestTimeoutMs: 2000 })
+})
+afterAll(async () => {
+  await sim.close()
+  await receiver.close()
+})
+beforeEach(() => sim.reset())
+
+const only = (outputs: ReadonlyArray<ProviderOutput>) => {
+  expect(outputs).toHaveLength(1)
+  return outputs[0]!
+}
+
+describe("Replicate: generations", () => {
+  it.live("creates a prediction of an owner/name model and polls it to its output file", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/image-gen", { prompt: "a lighthouse" })
+      const handle = yield* started(provider, request)
+      expect(handle.data).toBeUndefined()
+      expect(JSON.stringify(handle)).not.toContain(sim.apiToken)
+      const status = yield* pollUntilDone(provider, handle, request)
+      assertSucceeded(status)
+      const output = only(status.outputs)
+      expect(output).toMatchObject({ type: "image", contentType: "image/png", source: { _tag: "Url" } })
+      const png = yield* bytesOf(output.source)
+      expect([...png.slice(1, 4)]).toEqual([0x50, 0x4e, 0x47])
+      expect(sim.counters.starts).toBe(1)
+      expect(sim.counters.startsByMarker.get("a lighthouse")).toBe(1)
+      expect(sim.predictions().at(-1)).toMatchObject({ model: "acme/image-gen", version: null, webhook: null })
+    }))
+
+  it.live("creates a prediction of a pinned version through POST /v1/predictions", () =>
+    Effect.gen(function*() {
+      const request = requestFor(`acme/image-gen:${VERSION}`, { prompt: "p" })
+      yield* pollUntilDone(provider, yield* started(provider, request), request)
+      expect(sim.predictions().at(-1)).toMatchObject({ version: VERSION })
+    }))
+
+  it.live("turns a text model's list of strings into one text output", () =>
+    Effect.gen(function*() {
+      const request = requestFor("meta/llama-text", { prompt: "why?" }, { category: "text" })
+      const status = yield* pollUntilDone(provider, yield* started(provider, request), request)
+      assertSucceeded(status)
+      const output = only(status.outputs)
+      expect(output.type).toBe("text")
+      expect(yield* textOf(output.source)).toBe("Simulated answer to: why?")
+    }))
+
+  it.live("streams a large output file from its URL", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/large-video", { prompt: "long" }, { category: "video" })
+      const status = yield* pollUntilDone(provider, yield* started(provider, request), request)
+      assertSucceeded(status)
+      const output = only(status.outputs)
+      expect(output).toMatchObject({ type: "video", contentType: "video/mp4" })
+      expect((yield* bytesOf(output.source)).length).toBe(3 * 1024 * 1024)
+    }))
+
+  it.live("reports a failed prediction with Replicate's error message", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/image-gen", { prompt: "p", sim_fail: "CUDA out of memory" })
+      const status = yield* pollUntilDone(provider, yield* started(provider, request), request)
+      expect(status).toEqual({ _tag: "Failed", message: "CUDA out of memory" })
+    }))
+
+  it.live("cancels a running prediction, which then ends as failed", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/image-gen", { prompt: "p", sim_duration_ms: 60_000 })
+      const handle = yield* started(provider, request)
+      yield* provider.cancel(handle, request)
+      expect(sim.counters.cancels).toBe(1)
+      expect(yield* provider.poll(handle, request)).toEqual({ _tag: "Failed", message: "The prediction was cancelled at Replicate" })
+      // Cancelling again (or after the end) is no error.
+      yield* provider.cancel(handle, request)
+      yield* provider.cancel({ id: "unknown" }, request)
+    }))
+
+  it.live("reads progress from the prediction's logs while it runs", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/image-gen", { prompt: "p", sim_duration_ms: 2000 })
+      const handle = yield* started(provider, request)
+      yield* Effect.sleep(1000)
+      const status = yield* provider.poll(handle, request)
+      expect(status._tag).toBe("Running")
+      expect(status._tag === "Running" ? status.progress : undefined).toBeGreaterThanOrEqual(40)
+    }))
+})
+
+describe("Replicate: errors", () => {
+  it.live("answers 429 with its Retry-After as retryable rejections, then starts once", () =>
+    Effect.gen(function*() {
+      sim.rateLimitNext(3, 2, "start")
+      const request = requestFor("acme/image-gen", { prompt: "busy" })
+      for (let i = 0; i < 3; i++) {
+        const error = yield* Effect.flip(provider.start(request))
+        expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: true, retryAfterMs: 2000, httpStatus: 429 })
+      }
+      const status = yield* pollUntilDone(provider, yield* started(provider, request), request)
+      expect(status._tag).toBe("Succeeded")
+      expect(sim.counters.startsByMarker.get("busy")).toBe(1)
+    }))
+
+  it.live("refuses invalid input (422), a bad token (401) and payment (402) for good, with the provider's detail", () =>
+    Effect.gen(function*() {
+      sim.errorNext(1, 422, { title: "Input validation failed", detail: "- prompt: prompt is required", status: 422 }, "start")
+      const invalid = yield* Effect.flip(provider.start(requestFor("acme/image-gen", {})))
+      expect(invalid).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 422 })
+      expect(invalid.message).toContain("prompt is required")
+
+      const wrongToken = replicateProvider({ apiToken: "r8_wrong", baseUrl: sim.url })
+      const unauthorized = yield* Effect.flip(wrongToken.start(requestFor("acme/image-gen", { prompt: "p" })))
+      expect(unauthorized).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 401 })
+      expect(unauthorized.message).not.toContain("r8_wrong")
+
+      sim.errorNext(1, 402, { title: "Payment required", detail: "You have insufficient credit", status: 402 }, "start")
+      expect(yield* Effect.flip(provider.start(requestFor("acme/image-gen", { prompt: "p" })))).toMatchObject({ retryable: false, httpStatus: 402 })
+      expect(sim.counters.starts).toBe(0)
+    }))
+
+  it.live("refuses a provider model that names no Replicate model, before any request", () =>
+    Effect.gen(function*() {
+      for (const model of ["not a model", "../v1", "acme/..", "owner/name:notahash"]) {
+        const error = yield* Effect.flip(provider.start(requestFor(model, { prompt: "p" })))
+        expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false })
+      }
+      expect(sim.counters.requests).toBe(0)
+    }))
+
+  it.live("asks again after a 5xx; a gateway error on a start leaves its outcome unknown", () =>
+    Effect.gen(function*() {
+      sim.errorNext(1, 503, { detail: "overloaded" }, "start")
+      expect(yield* Effect.flip(provider.start(requestFor("acme/image-gen", { prompt: "p" })))).toMatchObject({
+        _tag: "ProviderRejected",
+        retryable: true,
+        httpStatus: 503
+      })
+      sim.errorNext(1, 502, { detail: "bad gateway" }, "start")
+      expect((yield* Effect.flip(provider.start(requestFor("acme/image-gen", { prompt: "p" }))))._tag).toBe("ProviderUnreachable")
+      const request = requestFor("acme/image-gen", { prompt: "p" })
+      const handle = yield* started(provider, request)
+      sim.errorNext(1, 500, { detail: "oops" }, "poll")
+      expect(yield* Effect.flip(provider.poll(handle, request))).toMatchObject({ retryable: true, httpStatus: 500 })
+    }))
+
+  it.live("answers ProviderUnreachable for a closed port, a slow answer and a malformed answer", () =>
+    Effect.gen(function*() {
+      const closed = replicateProvider({ apiToken: "t", baseUrl: `http://127.0.0.1:${yield* Effect.promise(closedPort)}` })
+      const request = requestFor("acme/image-gen", { prompt: "p" })
+      expect((yield* Effect.flip(closed.start(request)))._tag).toBe("ProviderUnreachable")
+      expect((yield* Effect.flip(closed.poll({ id: "x" }, request)))._tag).toBe("ProviderUnreachable")
+
+      const impatient = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, requestTimeoutMs: 100 })
+      sim.slowNext(1, 500, "start")
+      const slow = yield* Effect.flip(impatient.start(request))
+      expect(slow).toMatchObject({ _tag: "ProviderUnreachable" })
+      expect(slow.message).toContain("no answer within 100 ms")
+
+      sim.malformedNext(1, "start")
+      expect((yield* Effect.flip(provider.start(request)))._tag).toBe("ProviderUnreachable")
+      const handle = yield* started(provider, request)
+      sim.malformedNext(1, "poll")
+      expect((yield* Effect.flip(provider.poll(handle, request)))._tag).toBe("ProviderUnreachable")
+    }))
+})
+
+describe("Replicate: webhooks", () => {
+  it.live("sends a completed webhook that verifies, naming the prediction", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/image-gen", { prompt: "hook" }, { callbackUrl: `${receiver.url}/v1/providers/replicate/callbacks/job_1` })
+      const handle = yield* started(provider, request)
+      const before = receiver.received.length
+      const callback = yield* Effect.promise(() => receiver.nth(before + 1))
+      expect(yield* provider.verifyCallback!(callback)).toEqual({ handleId: handle.id })
+      expect(sim.predictions().at(-1)).toMatchObject({ webhook_events_filter: ["completed"] })
+    }))
+
+  it.live("refuses a tampered body, a stale or future timestamp, a wrong secret and missing headers", () =>
+    Effect.gen(function*() {
+      const body = JSON.stringify({ id: "abc", status: "succeeded" })
+      const verify = (headers: Record<string, string>, raw = body, with_ = provider) =>
+        Effect.flip(with_.verifyCallback!({ headers, body: new TextEncoder().encode(raw) }))
+      const good = signReplicateWebhook(body, sim.webhookSecret)
+      expect(yield* provider.verifyCallback!({ headers: good, body: new TextEncoder().encode(body) })).toEqual({ handleId: "abc" })
+
+      expect((yield* verify(good, body.replace("abc", "abd")))._tag).toBe("CallbackRejected")
+      const now = Math.floor(Date.now() / 1000)
+      expect((yield* verify(signReplicateWebhook(body, sim.webhookSecret, { timestampSeconds: now - 301 }))).message).toContain("5 minutes")
+      expect((yield* verify(signReplicateWebhook(body, sim.webhookSecret, { timestampSeconds: now + 400 }))).message).toContain("5 minutes")
+      const otherSecret = replicateProvider({ apiToken: "t", baseUrl: sim.url, webhookSecret: `whsec_${Buffer.from("another secret").toString("base64")}` })
+      expect((yield* verify(good, body, otherSecret))._tag).toBe("CallbackRejected")
+      expect((yield* verify({}))._tag).toBe("CallbackRejected")
+      // Of several signatures (a secret being rotated), one matching is enough.
+      const rotated = { ...good, "webhook-signature": `v1,bm90IGl0 ${good["webhook-signature"]}` }
+      expect(yield* provider.verifyCallback!({ headers: rotated, body: new TextEncoder().encode(body) })).toEqual({ handleId: "abc" })
+    }))
+
+  it.live("fetches the signing secret from Replicate when none is configured", () =>
+    Effect.gen(function*() {
+      const fetching = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url })
+      const body = JSON.stringify({ id: "xyz" })
+      const callback = { headers: signReplicateWebhook(body, sim.webhookSecret), body: new TextEncoder().encode(body) }
+      expect(yield* fetching.verifyCallback!(callback)).toEqual({ handleId: "xyz" })
+      const unreachable = replicateProvider({ apiToken: sim.apiToken, baseUrl: `http://127.0.0.1:${yield* Effect.promise(closedPort)}` })
+      expect((yield* Effect.flip(unreachable.verifyCallback!(callback))).message).toContain("could not be fetched")
+    }))
+})
+
+describe("Replicate: recover", () => {
+  it.live("finds the job's prediction by the key in its webhook URL, paging back through newer predictions", () =>
+    Effect.gen(function*() {
+      const callbackUrl = `${receiver.url}/v1/providers/replicate/callbacks/job_lost`
+      const lost = requestFor("acme/image-gen", { prompt: "lost", sim_duration_ms: 60_000 }, { callbackUrl })
+      const handle = yield* started(provider, lost)
+      // Newer predictions of other jobs push it to a later page (3 a page here).
+      for (let i = 0; i < 7; i++) yield* started(provider, requestFor("acme/image-gen", { prompt: `other ${i}` }, { callbackUrl }))
+      expect(yield* provider.recover!(lost)).toEqual(Option.some({ id: handle.id }))
+      expect(yield* provider.recover!(requestFor("acme/image-gen", { prompt: "never started" }, { callbackUrl }))).toEqual(Option.none())
+      expect(yield* provider.recover!(requestFor("acme/image-gen", { prompt: "no callback" }))).toEqual(Option.none())
+    }))
+})
+
+function assertSucceeded(status: ProviderStatus): asserts status is Succeeded {
+  expect(status._tag).toBe("Succeeded")
+}

@@ -1,0 +1,253 @@
+/**
+ * A Replicate simulator, written from Replicate's HTTP API documentation: predictions created
+ * by version (POST /v1/predictions) or by model (POST /v1/models/{owner}/{name}/predictions),
+ * read (GET /v1/predictions/{id}), listed newest first (GET /v1/predictions), cancelled (POST
+ * /v1/predictions/{id}/cancel); statuses starting -> processing -> succeeded | failed | canceled
+ * over `durationMs`; problem-details errors; webhooks signed the Standard Webhooks way
+ * (GET /v1/webhooks/default/secret answers the secret). Outputs are URLs served by the simulator.
+ */
+import { createHmac, randomBytes } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import {
+  applyFault,
+  closeServer,
+  controls,
+  countStart,
+  deliver,
+  Faults,
+  fileNameOf,
+  isObject,
+  kindOfModel,
+  listen,
+  newCounters,
+  type OutputKind,
+  parseJson,
+  randomId,
+  readBody,
+  sendJson,
+  serveFile,
+  type SimulatorControls,
+  type SimulatorOptions,
+  steeringOf,
+  Timers
+} from "./core.js"
+
+export interface ReplicateSimulatorOptions extends SimulatorOptions {
+  /** The token requests must carry as `Authorization: Bearer ...`. Default "r8_simulator". */
+  readonly apiToken?: string | undefined
+  /** The webhook signing secret. Default a fresh whsec_ secret. */
+  readonly webhookSecret?: string | undefined
+  /** Predictions per page of GET /v1/predictions. Default 100, as Replicate. */
+  readonly pageSize?: number | undefined
+  /** What a model makes; default from words in its name (kindOfModel). */
+  readonly outputFor?: ((model: string, input: Readonly<Record<string, unknown>>) => OutputKind) | undefined
+}
+
+export interface ReplicateSimulator extends SimulatorControls {
+  readonly apiToken: string
+  readonly webhookSecret: string
+  /** Every prediction created, oldest first, as the API would show it now. */
+  readonly predictions: () => ReadonlyArray<Record<string, unknown>>
+}
+
+/** Standard Webhooks headers for a body, as Replicate sends them (a test signs its own deliveries with this). */
+export const signReplicateWebhook = (
+  body: string,
+  secret: string,
+  options: { readonly id?: string; readonly timestampSeconds?: number } = {}
+): Record<string, string> => {
+  const id = options.id ?? `msg_${randomId(24)}`
+  const timestamp = String(options.timestampSeconds ?? Math.floor(Date.now() / 1000))
+  const key = Buffer.from(secret.replace(/^whsec_/, ""), "base64")
+  const signature = createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")
+  return { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": `v1,${signature}` }
+}
+
+interface Generation {
+  readonly id: string
+  readonly model: string
+  readonly version: string | null
+  readonly input: Record<string, unknown>
+  readonly webhook: string | null
+  readonly events: ReadonlyArray<string>
+  readonly createdAt: number
+  readonly durationMs: number
+  readonly fail: string | undefined
+  readonly kind: OutputKind
+  canceledAt: number | undefined
+  finished: boolean
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+const problem = (res: ServerResponse, status: number, title: string, detail: string, extra: Record<string, unknown> = {}) =>
+  sendJson(res, status, { title, detail, status, ...extra }, { "content-type": "application/problem+json" })
+
+export const startReplicateSimulator = async (options: ReplicateSimulatorOptions = {}): Promise<ReplicateSimulator> => {
+  const apiToken = options.apiToken ?? "r8_simulator"
+  const webhookSecret = options.webhookSecret ?? `whsec_${randomBytes(24).toString("base64")}`
+  const durationMs = options.durationMs ?? 200
+  const largeFileBytes = options.largeFileBytes ?? 200 * 1024 * 1024
+  const markerField = options.markerField ?? "prompt"
+  const pageSize = options.pageSize ?? 100
+  const outputFor = options.outputFor ?? ((model: string) => kindOfModel(model))
+  const faults = new Faults()
+  const counters = newCounters()
+  const timers = new Timers()
+  const generations: Array<Generation> = []
+  let base = ""
+
+  const statusOf = (g: Generation, now: number) => {
+    if (g.canceledAt !== undefined) return "canceled"
+    const elapsed = now - g.createdAt
+    if (elapsed < g.durationMs * 0.2) return "starting"
+    if (elapsed < g.durationMs) return "processing"
+    return g.fail === undefined ? "succeeded" : "failed"
+  }
+
+  const outputOf = (g: Generation): unknown => {
+    if (g.kind === "text") return ["Simulated", " answer", " to: ", String(g.input["prompt"] ?? "")]
+    return [`${base}/files/${g.id}/${fileNameOf(g.kind)}`]
+  }
+
+  const view = (g: Generation, now = Date.now()): Record<string, unknown> => {
+    const status = statusOf(g, now)
+    const terminal = status === "succeeded" || status === "failed" || status === "canceled"
+    const percent = Math.min(100, Math.floor(((now - g.createdAt) / g.durationMs) * 100))
+    return {
+      id: g.id,
+      model: g.model,
+      version: g.version,
+      input: g.input,
+      logs: status === "starting" ? "" : `Generating...\n${percent}%|${"#".repeat(Math.floor(percent / 10))}| ${percent}/100\n`,
+      output: status === "succeeded" ? outputOf(g) : null,
+      data_removed: false,
+      error: status === "failed" ? g.fail : null,
+      status,
+      source: "api",
+      created_at: iso(g.createdAt),
+      started_at: status === "starting" ? null : iso(g.createdAt + g.durationMs * 0.2),
+      completed_at: terminal ? iso(g.canceledAt ?? g.createdAt + g.durationMs) : null,
+      urls: { get: `${base}/v1/predictions/${g.id}`, cancel: `${base}/v1/predictions/${g.id}/cancel` },
+      metrics: terminal ? { predict_time: g.durationMs / 1000 } : {},
+      webhook: g.webhook,
+      webhook_events_filter: g.events
+    }
+  }
+
+  /** Once per prediction, when it ends: the in-flight count drops and the completed webhook goes out. */
+  const finish = (g: Generation) => {
+    if (g.finished) return
+    g.finished = true
+    counters.inFlight--
+    if (g.webhook !== null && g.events.includes("completed")) {
+      const body = JSON.stringify(view(g))
+      void deliver(counters, g.webhook, body, signReplicateWebhook(body, webhookSecret))
+    }
+  }
+
+  const create = async (res: ServerResponse, body: unknown, model: string | undefined) => {
+    if (!isObject(body)) return problem(res, 400, "Invalid request body", "The request body must be a JSON object.")
+    const version = typeof body["version"] === "string" ? body["version"] : null
+    if (model === undefined && version === null) {
+      return problem(res, 422, "Input validation failed", "- version: version is required", {
+        invalid_fields: [{ type: "required", field: "version", description: "version is required" }]
+      })
+    }
+    if (!isObject(body["input"])) {
+      return problem(res, 422, "Input validation failed", "- input: Input is required", {
+        invalid_fields: [{ type: "required", field: "input", description: "Input is required" }]
+      })
+    }
+    const input = body["input"]
+    const webhook = typeof body["webhook"] === "string" ? body["webhook"] : null
+    const events = Array.isArray(body["webhook_events_filter"]) ? body["webhook_events_filter"].map(String) : ["start", "output", "logs", "completed"]
+    const modelName = model ?? `simulated/${version!.slice(0, 8)}`
+    const steering = steeringOf(input)
+    const g: Generation = {
+      id: randomId(),
+      model: modelName,
+      version,
+      input,
+      webhook,
+      events,
+      createdAt: Date.now(),
+      durationMs: steering.durationMs ?? durationMs,
+      fail: steering.fail,
+      kind: outputFor(modelName, input),
+      canceledAt: undefined,
+      finished: false
+    }
+    generations.push(g)
+    countStart(counters, input, markerField)
+    timers.after(g.durationMs, () => finish(g))
+    sendJson(res, 201, view(g))
+  }
+
+  const find = (id: string) => generations.find((g) => g.id === id)
+
+  const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) => {
+    const method = req.method ?? "GET"
+    const body = method === "POST" ? await readBody(req) : Buffer.alloc(0)
+    const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path)
+    const byId = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path)
+    const operation = method === "POST" && (path === "/v1/predictions" || byModel !== null)
+      ? "start"
+      : byId !== null && byId[2] !== undefined
+      ? "cancel"
+      : byId !== null
+      ? "poll"
+      : path === "/v1/predictions"
+      ? "list"
+      : "other"
+    counters.requests++
+    if (await applyFault(faults.take(operation), res)) return
+    if (req.headers.authorization !== `Bearer ${apiToken}`) {
+      return problem(res, 401, "Unauthenticated", "You did not pass a valid authentication token")
+    }
+    if (operation === "start") return create(res, parseJson(body), byModel === null ? undefined : `${byModel[1]}/${byModel[2]}`)
+    if (method === "GET" && path === "/v1/webhooks/default/secret") return sendJson(res, 200, { key: webhookSecret })
+    if (method === "GET" && operation === "list") {
+      const offset = Number(query.get("cursor") ?? "0")
+      const newestFirst = [...generations].reverse()
+      const page = newestFirst.slice(offset, offset + pageSize)
+      const next = offset + pageSize < newestFirst.length ? `${base}/v1/predictions?cursor=${offset + pageSize}` : null
+      return sendJson(res, 200, { next, previous: null, results: page.map((g) => view(g)) })
+    }
+    const g = byId === null ? undefined : find(byId[1]!)
+    if (byId !== null && g === undefined) return problem(res, 404, "Not found", "Not found.")
+    if (g !== undefined && operation === "poll" && method === "GET") {
+      counters.polls++
+      return sendJson(res, 200, view(g))
+    }
+    if (g !== undefined && operation === "cancel" && method === "POST") {
+      counters.cancels++
+      const status = statusOf(g, Date.now())
+      if (status === "starting" || status === "processing") {
+        g.canceledAt = Date.now()
+        finish(g)
+      }
+      return sendJson(res, 200, view(g))
+    }
+    problem(res, 404, "Not found", "Not found.")
+  }
+
+  const { server, url } = await listen(options.port ?? 0, async (req, res) => {
+    const parsed = new URL(req.url ?? "/", "http://simulator")
+    const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(parsed.pathname)
+    if (file !== null && req.method === "GET") return serveFile(res, file[2]!, largeFileBytes)
+    return api(req, res, parsed.pathname, parsed.searchParams)
+  })
+  base = url
+
+  return {
+    // After a reset, predictions still running end silently: the counters start again from nothing.
+    ...controls(url, faults, counters, () => generations.forEach((g) => (g.finished = true)), async () => {
+      timers.clear()
+      await closeServer(server)
+    }),
+    apiToken,
+    webhookSecret,
+    predictions: () => generations.map((g) => view(g))
+  }
+}
