@@ -71,23 +71,27 @@ export const make = Effect.gen(function*() {
     if (!(yield* holdPass)) return Option.none()
     const cutoffs = retentionCutoffs(config, yield* Clock.currentTimeMillis)
     const swept = { jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 }
-    const held = yield* drain(
-      Effect.tap(repo.purgeIdempotency(cutoffs.idempotencyCreatedBefore, limit), (n) => {
-        swept.idempotencyKeys += n
-      })
+    // Logged however the pass ends: what a failed or interrupted pass removed is gone all the same.
+    const report = Effect.suspend(() =>
+      swept.jobs + swept.deliveries + swept.files + swept.idempotencyKeys > 0
+        ? Effect.logInfo("retention sweep removed what was past retention").pipe(Effect.annotateLogs({ ...swept }))
+        : Effect.void
     )
-    const { jobsEndedBy } = cutoffs
-    if (held && jobsEndedBy !== null) {
+    yield* Effect.gen(function*() {
+      const held = yield* drain(
+        Effect.tap(repo.purgeIdempotency(cutoffs.idempotencyCreatedBefore, limit), (n) => {
+          swept.idempotencyKeys += n
+        })
+      )
+      const { jobsEndedBy } = cutoffs
+      if (!held || jobsEndedBy === null) return
       yield* drain(Effect.map(jobBatch(jobsEndedBy), (batch) => {
         swept.jobs += batch.jobs
         swept.deliveries += batch.deliveries
         swept.files += batch.files
         return batch.jobs
       }))
-    }
-    if (swept.jobs + swept.deliveries + swept.files + swept.idempotencyKeys > 0) {
-      yield* Effect.logInfo("retention sweep removed what was past retention").pipe(Effect.annotateLogs(swept))
-    }
+    }).pipe(Effect.ensuring(report))
     return Option.some(swept as RetentionSweep)
   })
 
