@@ -14,6 +14,8 @@ const nonNegative = (name: string, fallback: number) =>
     Config.validate({ message: `${name} must be a whole number of 0 or more`, validation: (n) => n >= 0 })
   )
 
+const DAY_MS = 24 * 60 * 60 * 1000
+
 /** Every engine setting the environment can give; the bundled server reads these and a few of its own. */
 export const EngineEnv = Config.all({
   publicUrl: Config.option(Config.string("PUBLIC_URL")),
@@ -32,6 +34,16 @@ export const EngineEnv = Config.all({
     Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
   ),
   uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
+  retentionSweeper: Config.boolean("RETENTION_SWEEPER").pipe(Config.withDefault(true)),
+  jobRetentionDays: Config.option(Config.integer("JOB_RETENTION_DAYS").pipe(
+    Config.validate({ message: "JOB_RETENTION_DAYS must be a whole number of days, 1 or more", validation: (n) => n >= 1 })
+  )),
+  retentionSweepIntervalMs: nonNegative("RETENTION_SWEEP_INTERVAL_MS", defaultEngineSettings.retentionSweepIntervalMs).pipe(
+    Config.validate({ message: "RETENTION_SWEEP_INTERVAL_MS must be at least 1000", validation: (n) => n >= 1000 })
+  ),
+  retentionBatchSize: nonNegative("RETENTION_BATCH_SIZE", defaultEngineSettings.retentionBatchSize).pipe(
+    Config.validate({ message: "RETENTION_BATCH_SIZE must be from 1 to 10000", validation: (n) => n >= 1 && n <= 10_000 })
+  ),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
     Config.validate({ message: "MAX_JSON_BODY_BYTES must be at least 1", validation: (n) => n >= 1 })
@@ -154,7 +166,10 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       creditMicroCents: settings.creditMicroCents,
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,
-      webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount
+      webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
+      jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
+      retentionSweepIntervalMs: settings.retentionSweepIntervalMs,
+      retentionBatchSize: settings.retentionBatchSize
     },
     http: {
       adminToken: Option.getOrUndefined(settings.adminToken),
@@ -164,7 +179,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
     workers: settings.workerConcurrency,
     webhookDispatchers: settings.webhookDispatchers,
     webhookAllowPrivate: settings.webhookAllowPrivate,
-    uploadSweeper: settings.uploadSweeper
+    uploadSweeper: settings.uploadSweeper,
+    retentionSweeper: settings.retentionSweeper
   }
 }
 

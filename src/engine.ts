@@ -9,6 +9,7 @@ import { type Generator, layerGenerators } from "./ports/Generator.js"
 import type { JobEvents } from "./ports/JobEvents.js"
 import type { JobRepo } from "./ports/JobRepo.js"
 import type { JobSignal } from "./ports/JobSignal.js"
+import type { RetentionRepo } from "./ports/RetentionRepo.js"
 import type { UploadRepo } from "./ports/UploadRepo.js"
 import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
@@ -22,6 +23,7 @@ import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
 import { JobFollow } from "./services/JobFollow.js"
 import { Jobs } from "./services/Jobs.js"
 import { layerPublishingJobRepo } from "./services/publishingJobRepo.js"
+import { RetentionSweeper } from "./services/RetentionSweeper.js"
 import { Uploads, type UploadSigningSecret } from "./services/Uploads.js"
 import { UploadSweeper } from "./services/UploadSweeper.js"
 import { WebhookDispatcher } from "./services/WebhookDispatcher.js"
@@ -30,7 +32,7 @@ import { Worker } from "./services/Worker.js"
 
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
- * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, WebhookSignal, JobEvents, BlobStore,
+ * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo), JobSignal, WebhookSignal, JobEvents, BlobStore,
  * UploadTarget, Generators and EngineConfig. `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
  * make is hinted to the job's followers.
@@ -44,7 +46,8 @@ export const EngineServicesLive = Layer.mergeAll(
   Worker.layer,
   Webhooks.layer,
   Uploads.layer,
-  UploadSweeper.layer
+  UploadSweeper.layer,
+  RetentionSweeper.layer
 ).pipe(
   Layer.provideMerge(Catalog.layer),
   Layer.provide(layerPublishingJobRepo)
@@ -61,6 +64,7 @@ export type StorePorts =
   | CatalogRepo
   | WebhookDeliveryRepo
   | UploadRepo
+  | RetentionRepo
   | JobSignal
   | WebhookSignal
   | JobEvents
@@ -93,6 +97,11 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly webhookDispatchers?: number | undefined
   /** Whether this process checks and expires uploads. Default true. */
   readonly uploadSweeper?: boolean | undefined
+  /**
+   * Whether this process removes what is past retention (`settings.jobRetentionMs`) and
+   * idempotency records past their window. Default true; processes share the work.
+   */
+  readonly retentionSweeper?: boolean | undefined
 }
 
 /** Attempts in flight per process: idle ones cost nothing, and with 4 per account one slow tenant leaves 12 for the rest. */
@@ -104,6 +113,7 @@ const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   const dispatchers = parts.webhookDispatchers ?? DEFAULT_WEBHOOK_DISPATCHERS
   const loops = Layer.scopedDiscard(Effect.gen(function*() {
     if (parts.uploadSweeper ?? true) yield* (yield* UploadSweeper).start
+    if (parts.retentionSweeper ?? true) yield* (yield* RetentionSweeper).start
     if (workers > 0) yield* (yield* Worker).start(workers)
   }))
   if (dispatchers === 0) return loops
@@ -119,7 +129,7 @@ const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
 
 /**
  * The whole engine from one settings object: its services over the given parts, with workers,
- * webhook delivery and the upload sweeper running for as long as the layer's scope is open.
+ * webhook delivery and the upload and retention sweepers running for as long as the layer's scope is open.
  * Closing the scope drains them (running jobs get `drainTimeoutMs`; leases cover the rest).
  */
 export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer.Layer<EngineContext, ES | EF | EW> => {

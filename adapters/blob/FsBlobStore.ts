@@ -1,15 +1,25 @@
 import { Effect, Exit, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { createReadStream } from "node:fs"
-import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
+import { mkdir, open, opendir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import { StoreError } from "../../src/domain/errors.js"
-import { BlobStore } from "../../src/ports/BlobStore.js"
+import { BlobStore, checkedPrefixes } from "../../src/ports/BlobStore.js"
 
 /** Keys are engine-chosen names; anything that could leave the directory is refused. */
 const SAFE_KEY = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/
 
 const fail = (message: string) => (cause: unknown) => new StoreError({ message, cause })
+
+/**
+ * Whether a name starts with one of the prefixes, in one lookup per distinct prefix length: a
+ * sweep matches a whole directory against a batch of jobs' prefixes.
+ */
+const prefixMatcher = (prefixes: ReadonlyArray<string>) => {
+  const byLength = new Map<number, Set<string>>()
+  for (const prefix of prefixes) byLength.set(prefix.length, (byLength.get(prefix.length) ?? new Set()).add(prefix))
+  return (name: string) => [...byLength].some(([length, set]) => set.has(name.slice(0, length)))
+}
 
 /**
  * Files on the local disk, served by the bundled app under `baseUrl`. Each blob is two files:
@@ -95,7 +105,23 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
             catch: fail(`cannot remove blob ${key}`)
           })),
           Effect.asVoid
-        )
+        ),
+      // One pass over the directory for all the prefixes; a blob's content-type sidecar starts with its key.
+      removeByPrefix: (prefixes) =>
+        Effect.flatMap(checkedPrefixes(prefixes), (checked) =>
+          Effect.tryPromise({
+            try: async () => {
+              if (checked.length === 0) return 0
+              const matches = prefixMatcher(checked)
+              const names = new Set<string>()
+              for await (const entry of await opendir(options.dir)) {
+                if (entry.isFile() && matches(entry.name)) names.add(entry.name)
+              }
+              await Promise.all([...names].map((name) => rm(join(options.dir, name), { force: true })))
+              return [...names].filter((name) => names.has(`${name}.type`)).length
+            },
+            catch: fail("cannot remove blobs by prefix")
+          }))
     })
   })
 

@@ -1,13 +1,15 @@
 import {
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListObjectsCommand,
   PutObjectCommand,
   type S3Client
 } from "@aws-sdk/client-s3"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { StoreError } from "../../src/domain/errors.js"
-import { BlobStore } from "../../src/ports/BlobStore.js"
+import { BlobStore, checkedPrefixes } from "../../src/ports/BlobStore.js"
 
 export interface S3Location {
   readonly client: S3Client
@@ -15,6 +17,11 @@ export interface S3Location {
   /** Public or CDN base URL the bucket's objects are served from. */
   readonly publicBaseUrl: string
 }
+
+/** The most keys one DeleteObjects request may name. */
+const DELETE_BATCH = 1000
+/** Prefixes listed at once. */
+const LIST_CONCURRENCY = 8
 
 const isMissing = (error: unknown) =>
   typeof error === "object" && error !== null && "name" in error && (error.name === "NoSuchKey" || error.name === "NotFound")
@@ -31,6 +38,35 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
         isMissing(cause) ? Effect.succeed(Option.none<A>()) : Effect.fail(new StoreError({ message: `S3 ${what} failed`, cause }))
       )
     )
+  /**
+   * Every key under the prefix, page by page. ListObjects pages by marker (the last key seen),
+   * which every S3-compatible server does alike, s3rver included: its ListObjectsV2 cannot make
+   * continuation tokens on current Node.
+   */
+  const keysUnder = (prefix: string) =>
+    Effect.gen(function*() {
+      const keys: Array<string> = []
+      while (true) {
+        const marker = keys.at(-1)
+        const page = yield* call("list", () =>
+          s3.client.send(new ListObjectsCommand({ Bucket: s3.bucket, Prefix: prefix, ...(marker === undefined ? {} : { Marker: marker }) })))
+        const found = (page.Contents ?? []).flatMap((object) => (object.Key === undefined ? [] : [object.Key]))
+        keys.push(...found)
+        if (page.IsTruncated !== true || found.length === 0) return keys
+      }
+    })
+  const deleteKeys = (keys: ReadonlyArray<string>) =>
+    call("delete", () =>
+      s3.client.send(new DeleteObjectsCommand({
+        Bucket: s3.bucket,
+        Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true }
+      }))).pipe(
+        // A multi-object delete answers 200 with a list of the keys it could not delete.
+        Effect.filterOrFail(
+          (answer) => (answer.Errors ?? []).length === 0,
+          (answer) => new StoreError({ message: `S3 delete failed for ${answer.Errors?.length} objects`, cause: answer.Errors })
+        )
+      )
   return {
     put: (key, blob) =>
       call("put", () =>
@@ -70,7 +106,16 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
         const head = await s3.client.send(new HeadObjectCommand({ Bucket: s3.bucket, Key: key }))
         return { size: head.ContentLength ?? 0, contentType: head.ContentType ?? "application/octet-stream" }
       }),
-    remove: (key) => call("delete", () => s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }))).pipe(Effect.asVoid)
+    remove: (key) => call("delete", () => s3.client.send(new DeleteObjectCommand({ Bucket: s3.bucket, Key: key }))).pipe(Effect.asVoid),
+    removeByPrefix: (prefixes) =>
+      Effect.gen(function*() {
+        const lists = yield* Effect.forEach(yield* checkedPrefixes(prefixes), keysUnder, { concurrency: LIST_CONCURRENCY })
+        const keys = [...new Set(lists.flat())]
+        yield* Effect.forEach(Chunk.chunksOf(Chunk.fromIterable(keys), DELETE_BATCH), (chunk) => deleteKeys(Chunk.toReadonlyArray(chunk)), {
+          discard: true
+        })
+        return keys.length
+      })
   }
 }
 

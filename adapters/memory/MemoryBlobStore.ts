@@ -1,5 +1,5 @@
 import { Effect, Layer, Option, Stream } from "effect"
-import { type Blob, BlobStore } from "../../src/ports/BlobStore.js"
+import { type Blob, BlobStore, checkedPrefixes } from "../../src/ports/BlobStore.js"
 
 /** Blobs in a Map, served (by whoever mounts it) under `baseUrl`. */
 export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
@@ -27,7 +27,13 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
       Effect.sync(() =>
         Option.map(Option.fromNullable(blobs.get(key)), (b) => ({ size: b.bytes.length, contentType: b.contentType }))
       ),
-    remove: (key) => Effect.sync(() => void blobs.delete(key))
+    remove: (key) => Effect.sync(() => void blobs.delete(key)),
+    removeByPrefix: (prefixes) =>
+      Effect.map(checkedPrefixes(prefixes), (checked) => {
+        const keys = [...blobs.keys()].filter((key) => checked.some((prefix) => key.startsWith(prefix)))
+        for (const key of keys) blobs.delete(key)
+        return keys.length
+      })
   }
 }
 

@@ -3,10 +3,12 @@ import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
 import { catalogRepo } from "./MemoryCatalog.js"
+import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { memoryJobDriver } from "./MemoryJobs.js"
+import { retentionRepo } from "./MemoryRetention.js"
 import { uploadRepo } from "./MemoryUploads.js"
 import { webhookDeliveryRepo } from "./MemoryWebhooks.js"
 import { makeMemoryState } from "./state.js"
@@ -19,6 +21,7 @@ export const layerMemoryStores = Layer.unwrapEffect(
       Layer.succeed(JobRepo, makeJobRepo(memoryJobDriver(state))),
       Layer.succeed(CatalogRepo, catalogRepo(state)),
       Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state)),
-      Layer.succeed(UploadRepo, uploadRepo(state))
+      Layer.succeed(UploadRepo, uploadRepo(state)),
+      Layer.succeed(RetentionRepo, retentionRepo(state))
     ))
 )

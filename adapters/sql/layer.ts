@@ -7,6 +7,7 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
+import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
@@ -14,6 +15,7 @@ import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobDriver } from "./SqlJobs.js"
+import { makeSqlRetention } from "./SqlRetention.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 import { layerSqlTables } from "./tables.js"
@@ -32,7 +34,8 @@ const stores = Layer.unwrapEffect(
       Layer.succeed(JobRepo, makeJobRepo(yield* makeSqlJobDriver)),
       Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
-      Layer.succeed(UploadRepo, yield* makeSqlUploads)
+      Layer.succeed(UploadRepo, yield* makeSqlUploads),
+      Layer.succeed(RetentionRepo, yield* makeSqlRetention)
     )
   })
 )

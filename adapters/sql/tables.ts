@@ -30,6 +30,8 @@ export const INDEXES = [
   "jobs_pending",
   "jobs_leases",
   "jobs_rate_window",
+  "jobs_ended",
+  "idempotency_keys_created",
   "webhook_deliveries_job",
   "webhook_deliveries_due",
   "webhook_deliveries_account",

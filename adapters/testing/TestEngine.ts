@@ -118,7 +118,9 @@ export class TestEngine extends Effect.Tag("genjobs/testing/TestEngine")<TestEng
         workers: options.workers ?? 0,
         // Webhooks are delivered to the recorder on demand (`webhooks.sent`), never in the background.
         webhookDispatchers: 0,
-        uploadSweeper: options.uploadSweeper ?? false
+        uploadSweeper: options.uploadSweeper ?? false,
+        // Nothing is removed behind a test's back.
+        retentionSweeper: false
       })
       return Layer.scoped(TestEngine, make(options, provider, recorder)).pipe(
         Layer.provide(WebhookDispatcher.layer.pipe(Layer.provide(Layer.succeed(WebhookSender, recorder.sender)))),

@@ -1,5 +1,5 @@
-import { Context, type Effect, type Option, type Stream } from "effect"
-import type { StoreError } from "../domain/errors.js"
+import { Context, Effect, type Option, type Stream } from "effect"
+import { StoreError } from "../domain/errors.js"
 import type { StoredFile } from "../domain/upload.js"
 
 export interface Blob {
@@ -38,4 +38,15 @@ export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
   /** Size and type without reading the bytes. */
   readonly stat: (key: string) => Effect.Effect<Option.Option<StoredFile>, StoreError>
   readonly remove: (key: string) => Effect.Effect<void, StoreError>
+  /**
+   * Removes every file whose key starts with one of `prefixes` (none may be empty) and answers
+   * how many went. Retention removes a job's files this way, whatever their names after the prefix.
+   */
+  readonly removeByPrefix: (prefixes: ReadonlyArray<string>) => Effect.Effect<number, StoreError>
 }>() {}
+
+/** The prefixes of a `removeByPrefix`, refused when one is empty: it would name every file. */
+export const checkedPrefixes = (prefixes: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>, StoreError> =>
+  prefixes.includes("")
+    ? Effect.fail(new StoreError({ message: "An empty prefix would remove every file; refused" }))
+    : Effect.succeed(prefixes)

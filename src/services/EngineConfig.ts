@@ -26,6 +26,19 @@ export interface EngineSettings {
   readonly webhookRetryDelaysMs: ReadonlyArray<number>
   /** Webhook attempts of one account in flight at once, across all processes. */
   readonly webhookDeliveriesPerAccount: number
+  /**
+   * How long completed, failed and cancelled jobs are kept after they ended, with their sent or
+   * failed webhook deliveries and their output files; null (the default) keeps them forever.
+   * Never less than `idempotencyWindowMs`, so a retried submit still finds its job.
+   */
+  readonly jobRetentionMs: number | null
+  /**
+   * How often the retention sweeper removes what is past retention, and idempotency records
+   * past their window. One process runs a pass at a time; another takes over within two intervals.
+   */
+  readonly retentionSweepIntervalMs: number
+  /** Jobs, or idempotency records, one retention batch removes in one transaction. */
+  readonly retentionBatchSize: number
 }
 
 export const defaultEngineSettings: EngineSettings = {
@@ -38,7 +51,10 @@ export const defaultEngineSettings: EngineSettings = {
   idempotencyWindowMs: 24 * 60 * 60 * 1000,
   webhookDeadlineMs: 30_000,
   webhookRetryDelaysMs: RETRY_DELAYS_MS,
-  webhookDeliveriesPerAccount: 4
+  webhookDeliveriesPerAccount: 4,
+  jobRetentionMs: null,
+  retentionSweepIntervalMs: 60_000,
+  retentionBatchSize: 100
 }
 
 export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {

@@ -101,6 +101,36 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         expect(Option.isNone(yield* blobs.get("never", { start: 0, end: 1 }))).toBe(true)
       }))
 
+    test("removes every file under the given prefixes, and only those", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const put = (key: string) => blobs.put(key, { bytes: new Uint8Array([1]), contentType: "image/png" })
+        const gone = ["job_a-0.png", "job_a-0-thumb.webp", "job_a-a2-0.png", "job_b-1.txt"]
+        // Longer ids starting alike, a key equal to a prefix without its dash, and an upload stay.
+        const kept = ["job_ab-0.png", "job_a", "job_c-0.png", "upl_job_a-0.png"]
+        for (const key of [...gone, ...kept]) yield* put(key)
+        expect(yield* blobs.removeByPrefix(["job_a-", "job_b-", "job_z-"])).toBe(gone.length)
+        for (const key of gone) expect(Option.isNone(yield* blobs.stat(key))).toBe(true)
+        for (const key of kept) expect(Option.isSome(yield* blobs.stat(key))).toBe(true)
+        expect(yield* blobs.removeByPrefix(["job_a-"])).toBe(0)
+        expect(yield* blobs.removeByPrefix([])).toBe(0)
+        expect((yield* Effect.either(blobs.removeByPrefix(["job_c-", ""])))._tag).toBe("Left")
+        expect(Option.isSome(yield* blobs.stat("job_c-0.png"))).toBe(true)
+      }))
+
+    test("removes more files under one prefix than one listing page or delete request holds", () =>
+      Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const keys = Array.from({ length: 1_050 }, (_, i) => `job_many-${i}.txt`)
+        yield* Effect.forEach(keys, (key) => blobs.put(key, { bytes: new Uint8Array([1]), contentType: "text/plain" }), {
+          concurrency: 16,
+          discard: true
+        })
+        expect(yield* blobs.removeByPrefix(["job_many-"])).toBe(keys.length)
+        expect(Option.isNone(yield* blobs.stat(keys[0]!))).toBe(true)
+        expect(Option.isNone(yield* blobs.stat(keys[1_049]!))).toBe(true)
+      }))
+
     test("stores an empty file", () =>
       Effect.gen(function*() {
         const blobs = yield* BlobStore

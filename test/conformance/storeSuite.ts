@@ -7,11 +7,13 @@ import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { claimedJob } from "../../src/domain/job.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
+import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
+import { retainedStatuses, unsentDeliveries } from "../../src/domain/retention.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
 
-export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo
+export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo
 
 const codeOf = <A>(result: Either.Either<A, unknown>) =>
   Either.isLeft(result) ? (result.left as EngineError).code : "ok"
@@ -767,6 +769,116 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* repo.markExpired("upl_gone", "e")
         expect(yield* repo.claimUnverified({ workerId: "v", now: T0 + 3_000_000, closedBy: T0 + 3_000_000, leaseMs: 1, limit: 10 }))
           .toEqual([])
+      }))
+  })
+
+  describe(`${name}: RetentionRepo`, () => {
+    const filter = { statuses: retainedStatuses, unsentDeliveries }
+    type Ending = "complete" | "fail" | "cancel" | "run" | "wait"
+    /** A job of `owner` that ends (or not) at `at`; with a webhook whose delivery ends as `delivery` says. */
+    const jobEnding = (owner: AccountId, how: Ending, at: number, delivery?: "sent" | "failed" | "pending") =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const deliveries = yield* WebhookDeliveryRepo
+        const j = job(owner, { createdAt: at - 10, webhookUrl: delivery === undefined ? null : "https://hooks.example.com/r" })
+        expect(Either.isRight(yield* submit({ job: j }))).toBe(true)
+        if (how === "cancel") yield* repo.cancel(j.id, owner, at)
+        if (how === "complete" || how === "fail" || how === "run") {
+          expect(Option.isSome(yield* repo.claim({ workerId: `w${at}`, now: at - 5, leaseMs: 60_000, maxAttempts: 3 }))).toBe(true)
+        }
+        if (how === "complete") yield* repo.complete(j.id, `w${at}`, [], at)
+        if (how === "fail") yield* repo.fail(j.id, `w${at}`, { code: "GENERATION_FAILED", message: "no" }, at)
+        if (delivery === "sent" || delivery === "failed") {
+          const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: at, leaseMs: 1_000, maxPerAccount: 100 }))
+          const attempt = { attempt: 1, at, statusCode: 200, error: null, durationMs: 1, responseBody: null }
+          expect(yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: delivery })).toBe(true)
+        }
+        return j.id
+      })
+
+    test("finds ended jobs by end, and removes them with their sent and failed deliveries; the ledger stays whole", () =>
+      Effect.gen(function*() {
+        const retention = yield* RetentionRepo
+        const jobs = yield* JobRepo
+        const deliveries = yield* WebhookDeliveryRepo
+        const owner = yield* createAccount(100_000)
+        const failed = yield* jobEnding(owner.id, "fail", T0 + 300, "failed")
+        const sent = yield* jobEnding(owner.id, "complete", T0 + 100, "sent")
+        const cancelled = yield* jobEnding(owner.id, "cancel", T0 + 200)
+        const recent = yield* jobEnding(owner.id, "complete", T0 + 1_000, "sent")
+        // Last: a dispatcher claiming for the jobs above would take its delivery.
+        const unsent = yield* jobEnding(owner.id, "complete", T0 + 150, "pending")
+        const running = yield* jobEnding(owner.id, "run", T0 + 50)
+        const waiting = yield* jobEnding(owner.id, "wait", T0 + 40)
+        const before = yield* balanceAndLedger(owner.id)
+
+        const ended = (endedBy: number, limit: number) => retention.endedJobs({ ...filter, endedBy, limit })
+        expect(yield* ended(T0 + 300, 10)).toEqual([sent, cancelled, failed])
+        expect(yield* ended(T0 + 300, 2)).toEqual([sent, cancelled])
+        expect(yield* ended(T0 + 299, 10)).toEqual([sent, cancelled])
+
+        const everyJob = [sent, cancelled, failed, unsent, recent, running, waiting]
+        expect(yield* retention.removeJobs({ ...filter, jobIds: [sent, cancelled, failed, unsent, running, waiting] }))
+          .toEqual({ jobs: 3, deliveries: 2 })
+        const left = yield* Effect.filter(everyJob, (id) => Effect.map(jobs.get(id), Option.isSome))
+        expect(left).toEqual([unsent, recent, running, waiting])
+        expect(yield* deliveries.forJob(sent)).toEqual([])
+        expect(yield* deliveries.forJob(failed)).toEqual([])
+        expect((yield* deliveries.forJob(unsent)).map((d) => d.status)).toEqual(["pending"])
+        expect((yield* deliveries.forJob(recent)).map((d) => d.status)).toEqual(["sent"])
+
+        // Every charge and refund stays, naming jobs that are gone.
+        const after = yield* balanceAndLedger(owner.id)
+        expect(after.entries).toEqual(before.entries)
+        expect(after.sum).toBe(after.balance)
+        expect(after.entries.filter((e) => e.jobId === failed).map((e) => e.kind).sort()).toEqual(["charge", "refund"])
+        expect(yield* retention.removeJobs({ ...filter, jobIds: [sent, failed] })).toEqual({ jobs: 0, deliveries: 0 })
+        expect(yield* retention.removeJobs({ ...filter, jobIds: [] })).toEqual({ jobs: 0, deliveries: 0 })
+      }))
+
+    test("keeps a job whose failed delivery was retried after the job was found", () =>
+      Effect.gen(function*() {
+        const retention = yield* RetentionRepo
+        const deliveries = yield* WebhookDeliveryRepo
+        const owner = yield* createAccount(100_000)
+        const failed = yield* jobEnding(owner.id, "fail", T0 + 100, "failed")
+        expect(yield* retention.endedJobs({ ...filter, endedBy: T0 + 100, limit: 10 })).toEqual([failed])
+        const [delivery] = yield* deliveries.forJob(failed)
+        yield* deliveries.retry(delivery!.id, T0 + 200)
+        expect(yield* retention.removeJobs({ ...filter, jobIds: [failed] })).toEqual({ jobs: 0, deliveries: 0 })
+        expect(Option.isSome(yield* (yield* JobRepo).get(failed))).toBe(true)
+        expect((yield* deliveries.forJob(failed)).map((d) => d.status)).toEqual(["pending"])
+        expect(yield* retention.endedJobs({ ...filter, endedBy: T0 + 100, limit: 10 })).toEqual([])
+      }))
+
+    test("purges idempotency records created before the cutoff, a batch at a time", () =>
+      Effect.gen(function*() {
+        const retention = yield* RetentionRepo
+        const owner = yield* createAccount(100_000)
+        const keyed = (key: string, createdAt: number) =>
+          submit({ job: job(owner.id, { createdAt }), idempotency: { key, requestHash: "h", notBefore: T0 - 1 } })
+        for (const [key, at] of [["a", T0], ["b", T0 + 10], ["c", T0 + 20]] as const) {
+          expect(Either.getOrThrow(yield* keyed(key, at))._tag).toBe("Created")
+        }
+        expect(yield* retention.purgeIdempotency(T0 + 20, 1)).toBe(1)
+        expect(yield* retention.purgeIdempotency(T0 + 20, 10)).toBe(1)
+        expect(yield* retention.purgeIdempotency(T0 + 20, 10)).toBe(0)
+        // Within the same window a purged key no longer replays; the one kept does.
+        expect(Either.getOrThrow(yield* keyed("a", T0 + 30))._tag).toBe("Created")
+        expect(Either.getOrThrow(yield* keyed("b", T0 + 30))._tag).toBe("Created")
+        expect(Either.getOrThrow(yield* keyed("c", T0 + 30))._tag).toBe("Replayed")
+      }))
+
+    test("gives the lease to one owner at a time, renews it for its owner, and hands it on once expired", () =>
+      Effect.gen(function*() {
+        const retention = yield* RetentionRepo
+        expect(yield* retention.takeLease("retention", "a", T0, T0 + 100)).toBe(true)
+        expect(yield* retention.takeLease("retention", "b", T0 + 50, T0 + 150)).toBe(false)
+        expect(yield* retention.takeLease("other", "b", T0 + 50, T0 + 150)).toBe(true)
+        expect(yield* retention.takeLease("retention", "a", T0 + 90, T0 + 190)).toBe(true)
+        expect(yield* retention.takeLease("retention", "b", T0 + 189, T0 + 289)).toBe(false)
+        expect(yield* retention.takeLease("retention", "b", T0 + 190, T0 + 290)).toBe(true)
+        expect(yield* retention.takeLease("retention", "a", T0 + 200, T0 + 300)).toBe(false)
       }))
   })
 }
