@@ -169,6 +169,13 @@ describe("OpenAI errors", () => {
     expect(JSON.stringify(error)).not.toContain(key)
   })
 
+  it("a long message is cut after its key is taken out, so no part of the key is left", async () => {
+    sim.failNext(400, `${"x".repeat(495)}${sim.apiKey} and more`)
+    const error = await failureOf(provider.start(providerRequest("gpt-image-1", { prompt: "x" })))
+    expect(error.message).toContain("x".repeat(495))
+    expect(error.message).not.toContain(sim.apiKey.slice(0, 4))
+  })
+
   it("a provider that cannot be reached, or does not answer in time, is ProviderUnreachable", async () => {
     const gone = await startOpenAISimulator()
     await gone.close()

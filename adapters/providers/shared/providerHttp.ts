@@ -20,11 +20,15 @@ export interface ProviderApi {
 
 const MESSAGE_LIMIT = 500
 
-const shorten = (text: string): string => (text.length > MESSAGE_LIMIT ? `${text.slice(0, MESSAGE_LIMIT)}…` : text)
-
 /** Replaces every credential in a message: providers have been known to quote a key they refused. */
 export const redact = (text: string, secrets: ReadonlyArray<string>): string =>
   secrets.reduce((out, secret) => (secret.length === 0 ? out : out.split(secret).join("[redacted]")), text)
+
+/** Redacted before it is cut, so that no cut leaves part of a secret behind. */
+const shown = (api: ProviderApi, text: string): string => {
+  const clean = redact(text, api.secrets)
+  return clean.length > MESSAGE_LIMIT ? `${clean.slice(0, MESSAGE_LIMIT)}…` : clean
+}
 
 const parseJson = (text: string): unknown => {
   try {
@@ -56,11 +60,11 @@ const unreachable = (api: ProviderApi, message: string) =>
 const rejection = (api: ProviderApi, status: number, headers: Readonly<Record<string, string>>, text: string) =>
   Effect.gen(function*() {
     const body = parseJson(text)
-    const said = api.errorMessage(body) ?? (text.trim() === "" ? undefined : shorten(text.trim()))
+    const said = api.errorMessage(body) ?? (text.trim() === "" ? undefined : text.trim())
     const retryable = api.isRetryable(status, body)
     const retryAfterMs = retryable ? api.retryAfterMs(headers, yield* Clock.currentTimeMillis) : undefined
     return yield* new ProviderRejected({
-      message: redact(`${api.name} answered HTTP ${status}${said === undefined ? "" : `: ${said}`}`, api.secrets),
+      message: `${api.name} answered HTTP ${status}${said === undefined ? "" : `: ${shown(api, said)}`}`,
       retryable,
       httpStatus: status,
       ...(retryAfterMs === undefined ? {} : { retryAfterMs })
@@ -102,7 +106,7 @@ export const sendJson = <A, I>(
   exchange(api, request, timeoutMs, (text, status) =>
     Schema.decodeUnknown(Schema.parseJson(schema))(text).pipe(
       Effect.mapError((error) =>
-        unreachable(api, `answered HTTP ${status} with a body it does not document: ${shorten(ParseResult.TreeFormatter.formatErrorSync(error))}`)
+        unreachable(api, `answered HTTP ${status} with a body it does not document: ${shown(api, ParseResult.TreeFormatter.formatErrorSync(error))}`)
       )
     ))
 
