@@ -92,7 +92,8 @@ describe("the packed package", () => {
   it("imports every entry with plain node", async () => {
     expect(ENTRIES).toEqual(expect.arrayContaining([
       "genjobs", "genjobs/http", "genjobs/memory", "genjobs/sqlite", "genjobs/postgres", "genjobs/s3",
-      "genjobs/providers/replicate", "genjobs/providers/fal"
+      "genjobs/providers/replicate", "genjobs/providers/fal",
+      "genjobs/providers/openai", "genjobs/providers/runway"
     ]))
     const script = `for (const e of ${JSON.stringify(ENTRIES)}) console.log(e, Object.keys(await import(e)).length)`
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: scratch })

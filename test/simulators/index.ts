@@ -4,7 +4,9 @@
  * have it served.
  */
 import { startFalSimulator } from "./fal.js"
+import { startOpenAISimulator } from "./openai.js"
 import { startReplicateSimulator } from "./replicate.js"
+import { startRunwaySimulator } from "./runway.js"
 
 export interface ServedSimulator {
   readonly url: string
@@ -43,6 +45,22 @@ export const simulators: ReadonlyArray<SimulatorEntry> = [
         env: { FAL_BASE_URL: sim.url, FAL_KEY: sim.apiKey, FAL_WEBHOOK_PUBLIC_KEYS: sim.publicKeyBase64 },
         close: sim.close
       }
+    }
+  },
+  {
+    name: "openai",
+    port: 4103,
+    start: async (port, durationMs) => {
+      const sim = await startOpenAISimulator({ port, videoMs: durationMs })
+      return { url: sim.url, env: { OPENAI_BASE_URL: sim.url, OPENAI_API_KEY: sim.apiKey }, close: sim.close }
+    }
+  },
+  {
+    name: "runway",
+    port: 4104,
+    start: async (port, durationMs) => {
+      const sim = await startRunwaySimulator({ port, taskMs: durationMs })
+      return { url: sim.url, env: { RUNWAYML_BASE_URL: sim.url, RUNWAYML_API_SECRET: sim.apiSecret }, close: sim.close }
     }
   }
 ]

@@ -1,0 +1,58 @@
+import { Option, Schema } from "effect"
+import { parseRetryAfter, type ProviderApi } from "../shared/providerHttp.js"
+
+/** OpenAI's error body: `{ error: { message, type, param, code } }`. */
+const ErrorBody = Schema.Struct({
+  error: Schema.Struct({
+    message: Schema.String,
+    type: Schema.optional(Schema.NullOr(Schema.String)),
+    code: Schema.optional(Schema.NullOr(Schema.String))
+  })
+})
+const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
+
+/** A quota used up (billing) answers 429 too, but no wait makes it pass. */
+const isQuotaExhausted = (body: unknown): boolean =>
+  Option.match(decodeErrorBody(body), {
+    onNone: () => false,
+    onSome: ({ error }) => error.code === "insufficient_quota" || error.type === "insufficient_quota"
+  })
+
+/** OpenAI's reset durations, as in `x-ratelimit-reset-requests: 6m0s` or `20ms`. */
+export const parseOpenAIDuration = (value: string | undefined): number | undefined => {
+  const text = value?.trim()
+  if (text === undefined || !/^(\d+(\.\d+)?(ms|h|m|s))+$/.test(text)) return undefined
+  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+  let total = 0
+  for (const [, amount, , name] of text.matchAll(/(\d+(\.\d+)?)(ms|h|m|s)/g)) total += Number(amount) * unit[name!]!
+  return Math.ceil(total)
+}
+
+/**
+ * When OpenAI says to ask again: `retry-after-ms`, then `retry-after`, then the reset time of the
+ * exhausted limit (`x-ratelimit-reset-requests` / `-tokens` where the matching remaining count is 0;
+ * the later of both when neither says 0).
+ */
+export const openAIRetryAfterMs = (headers: Readonly<Record<string, string>>, nowMs: number): number | undefined => {
+  const ms = Number(headers["retry-after-ms"])
+  if (headers["retry-after-ms"] !== undefined && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms)
+  const header = parseRetryAfter(headers["retry-after"], nowMs)
+  if (header !== undefined) return header
+  const limits = ["requests", "tokens"].flatMap((limit) => {
+    const reset = parseOpenAIDuration(headers[`x-ratelimit-reset-${limit}`])
+    return reset === undefined ? [] : [{ reset, exhausted: headers[`x-ratelimit-remaining-${limit}`]?.trim() === "0" }]
+  })
+  const exhausted = limits.filter((limit) => limit.exhausted)
+  const resets = (exhausted.length > 0 ? exhausted : limits).map((limit) => limit.reset)
+  return resets.length === 0 ? undefined : Math.max(...resets)
+}
+
+/** OpenAI's answers as the shared HTTP exchange reads them. Retryable as its SDKs retry: 408, 409, 429, 5xx. */
+export const openAIApi = (apiKey: string): ProviderApi => ({
+  name: "OpenAI",
+  secrets: [apiKey],
+  errorMessage: (body) => Option.getOrUndefined(Option.map(decodeErrorBody(body), ({ error }) => error.message)),
+  isRetryable: (status, body) =>
+    status === 408 || status === 409 || status >= 500 || (status === 429 && !isQuotaExhausted(body)),
+  retryAfterMs: openAIRetryAfterMs
+})

@@ -1,0 +1,13 @@
+/**
+ * Runway as a generation provider: tasks created at the endpoint the catalog names
+ * (image_to_video, text_to_video, text_to_image, ...), polled, and cancelled by deletion.
+ * See docs/providers.md.
+ */
+export {
+  RUNWAY_API_VERSION,
+  RUNWAY_BASE_URL,
+  runwayProvider,
+  type RunwayProviderOptions
+} from "../../adapters/providers/runway/RunwayProvider.js"
+export { RUNWAY_ENDPOINTS, type RunwayEndpoint } from "../../adapters/providers/runway/endpoints.js"
+export { runwayProviderConfig } from "../../adapters/providers/runway/config.js"

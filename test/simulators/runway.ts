@@ -1,0 +1,197 @@
+/**
+ * A local Runway, written from its API reference: POST /v1/{endpoint} (image_to_video,
+ * text_to_video, text_to_image, ...) answers a task id; GET /v1/tasks/{id} goes THROTTLED (over
+ * the organization's concurrency) -> PENDING -> RUNNING (progress 0..1) -> SUCCEEDED with output
+ * URLs, or FAILED with failure and failureCode; DELETE /v1/tasks/{id} cancels or deletes it, after
+ * which it is not found. Bearer auth, the X-Runway-Version header checked, `{ error }` bodies,
+ * faults on demand (429 with Retry-After, 5xx, malformed or slow answers).
+ *
+ * A promptText containing "[fail]" makes the task fail its moderation. Tests and the dev server
+ * only: production code never imports this.
+ */
+import { randomUUID } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import {
+  applyFault,
+  bearerOf,
+  faultQueue,
+  type FaultControls,
+  listen,
+  MP4_HEAD,
+  PNG_BYTES,
+  readJson,
+  sendJson,
+  streamBytes
+} from "./httpSimulator.js"
+
+export interface RunwaySimulatorOptions {
+  /** The secret the simulator accepts: default "key_simulator_runway". */
+  readonly apiSecret?: string
+  /** Default 0: any free port. */
+  readonly port?: number
+  /** How long a task runs once it has a slot: default 2 s. */
+  readonly taskMs?: number
+  /** Tasks running at once; the rest wait THROTTLED: default unlimited. */
+  readonly concurrency?: number
+  /** Size of a video output: default 256 KiB. */
+  readonly videoBytes?: number
+}
+
+export interface RunwayCounts {
+  /** Tasks created: what Runway would charge for. */
+  starts: number
+  polls: number
+  /** Task deletions (cancels). */
+  cancels: number
+  /** Output downloads. */
+  downloads: number
+  /** Requests answered 429. */
+  rateLimited: number
+}
+
+export interface RunwaySimulator extends FaultControls {
+  /** The API root, as RUNWAYML_BASE_URL takes it: http://127.0.0.1:port */
+  readonly url: string
+  readonly apiSecret: string
+  readonly counts: RunwayCounts
+  /** Every task creation as it arrived: the endpoint and its body, oldest first. */
+  readonly creates: ReadonlyArray<{ readonly endpoint: string; readonly body: Record<string, unknown> }>
+  readonly close: () => Promise<void>
+}
+
+const VERSION = "2024-11-06"
+
+/** Each endpoint, the fields it cannot do without, and what its tasks put out. */
+const ENDPOINTS: Record<string, { readonly required: ReadonlyArray<ReadonlyArray<string>>; readonly output: "video" | "image" | "audio" }> = {
+  image_to_video: { required: [["promptImage"], ["ratio"]], output: "video" },
+  text_to_video: { required: [["promptText"]], output: "video" },
+  video_to_video: { required: [["videoUri", "promptVideo"]], output: "video" },
+  video_upscale: { required: [["videoUri"]], output: "video" },
+  character_performance: { required: [["character"], ["reference"]], output: "video" },
+  text_to_image: { required: [["promptText"], ["ratio"]], output: "image" },
+  text_to_speech: { required: [["promptText"]], output: "audio" },
+  sound_effect: { required: [["promptText"]], output: "audio" },
+  speech_to_speech: { required: [["media"]], output: "audio" },
+  voice_dubbing: { required: [["audioUri"]], output: "audio" },
+  voice_isolation: { required: [["audioUri"]], output: "audio" }
+}
+const FILE_KINDS = {
+  video: { extension: "mp4", contentType: "video/mp4" },
+  image: { extension: "png", contentType: "image/png" },
+  audio: { extension: "mp3", contentType: "audio/mpeg" }
+} as const
+
+interface Task {
+  readonly id: string
+  readonly output: "video" | "image" | "audio"
+  readonly createdAt: number
+  readonly fails: boolean
+  /** When it got a slot under the concurrency limit. */
+  startedAt?: number
+}
+
+export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {}): Promise<RunwaySimulator> => {
+  const apiSecret = options.apiSecret ?? "key_simulator_runway"
+  const taskMs = options.taskMs ?? 2_000
+  const concurrency = options.concurrency ?? Number.POSITIVE_INFINITY
+  const counts: RunwayCounts = { starts: 0, polls: 0, cancels: 0, downloads: 0, rateLimited: 0 }
+  const creates: Array<{ endpoint: string; body: Record<string, unknown> }> = []
+  const tasks = new Map<string, Task>()
+  const faults = faultQueue((message) => ({ error: message }))
+
+  const running = (task: Task, now: number) => task.startedAt !== undefined && now - task.startedAt < taskMs
+
+  /** Gives waiting tasks the slots finished ones freed, oldest first. */
+  const schedule = (now: number) => {
+    let busy = [...tasks.values()].filter((task) => running(task, now)).length
+    for (const task of tasks.values()) {
+      if (busy >= concurrency) break
+      if (task.startedAt === undefined) {
+        task.startedAt = now
+        busy++
+      }
+    }
+  }
+
+  const taskObject = (task: Task, origin: string) => {
+    const now = Date.now()
+    const base = { id: task.id, createdAt: new Date(task.createdAt).toISOString() }
+    if (task.startedAt === undefined) return { ...base, status: "THROTTLED" }
+    const elapsed = now - task.startedAt
+    if (elapsed < taskMs / 10) return { ...base, status: "PENDING" }
+    if (elapsed < taskMs) return { ...base, status: "RUNNING", progress: Math.round((elapsed / taskMs) * 100) / 100 }
+    if (task.fails) {
+      return { ...base, status: "FAILED", failure: "The prompt was flagged by content moderation.", failureCode: "SAFETY.INPUT.TEXT" }
+    }
+    return { ...base, status: "SUCCEEDED", output: [`${origin}/files/${task.id}.${FILE_KINDS[task.output].extension}`] }
+  }
+
+  const create = async (endpoint: string, req: IncomingMessage, res: ServerResponse) => {
+    const spec = ENDPOINTS[endpoint]!
+    const body = await readJson(req)
+    if (typeof body !== "object" || body === null || Array.isArray(body)) return sendJson(res, 400, { error: "Request body must be JSON." })
+    const fields = body as Record<string, unknown>
+    creates.push({ endpoint, body: fields })
+    const missing = [["model"], ...spec.required].filter((alternatives) => alternatives.every((field) => fields[field] === undefined))
+    if (missing.length > 0) {
+      return sendJson(res, 400, {
+        error: "Validation of body failed",
+        issues: missing.map((alternatives) => ({ message: `${alternatives.join(" or ")} is required`, path: [alternatives[0]] }))
+      })
+    }
+    counts.starts++
+    const task: Task = { id: randomUUID(), output: spec.output, createdAt: Date.now(), fails: String(fields["promptText"] ?? "").includes("[fail]") }
+    tasks.set(task.id, task)
+    schedule(Date.now())
+    sendJson(res, 200, { id: task.id })
+  }
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, origin: string) => {
+    const path = new URL(req.url ?? "/", origin).pathname
+    const file = /^\/files\/([0-9a-f-]+)\.(mp4|png|mp3)$/.exec(path)
+    if (file !== null && req.method === "GET") {
+      const task = tasks.get(file[1]!)
+      if (task === undefined) return sendJson(res, 404, { error: "Not found" })
+      counts.downloads++
+      const kind = FILE_KINDS[task.output]
+      return task.output === "image"
+        ? streamBytes(res, kind.contentType, PNG_BYTES, PNG_BYTES.length)
+        : streamBytes(res, kind.contentType, task.output === "video" ? MP4_HEAD : Buffer.from("ID3"), options.videoBytes ?? 256 * 1024)
+    }
+    if (bearerOf(req) !== apiSecret) {
+      // Runway does not quote the secret back; this simulator does, so that tests prove adapters never repeat it.
+      return sendJson(res, 401, { error: `The provided API key is not valid: ${bearerOf(req) ?? "none given"}` })
+    }
+    const version = req.headers["x-runway-version"]
+    if (version !== VERSION) {
+      return sendJson(res, 400, { error: `X-Runway-Version must be ${VERSION}, got ${version === undefined ? "none" : String(version)}` })
+    }
+    const fault = faults.take()
+    if (fault?._tag === "Status" && fault.status === 429) counts.rateLimited++
+    if (await applyFault(fault, res)) return
+
+    const endpoint = /^\/v1\/([a-z_]+)$/.exec(path)?.[1]
+    if (endpoint !== undefined && ENDPOINTS[endpoint] !== undefined) {
+      return req.method === "POST" ? create(endpoint, req, res) : sendJson(res, 405, { error: "Method not allowed" })
+    }
+    const taskId = /^\/v1\/tasks\/([^/]+)$/.exec(path)?.[1]
+    const task = taskId === undefined ? undefined : tasks.get(decodeURIComponent(taskId))
+    if (taskId === undefined) return sendJson(res, 404, { error: "Not found" })
+    if (task === undefined) return sendJson(res, 404, { error: "Task not found" })
+    schedule(Date.now())
+    if (req.method === "GET") {
+      counts.polls++
+      return sendJson(res, 200, taskObject(task, origin))
+    }
+    if (req.method === "DELETE") {
+      counts.cancels++
+      tasks.delete(task.id)
+      res.writeHead(204).end()
+      return
+    }
+    sendJson(res, 405, { error: "Method not allowed" })
+  }
+
+  const listening = await listen(options.port ?? 0, handle)
+  return { ...faults.controls, url: listening.origin, apiSecret, counts, creates, close: listening.close }
+}
