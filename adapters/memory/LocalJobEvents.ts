@@ -9,7 +9,7 @@ export const makeLocalJobEvents = Effect.sync(() => {
     Effect.sync(() => {
       for (const jobId of jobIds) listeners.get(jobId)?.forEach((onHint) => onHint())
     })
-  /** Hints every follower: after a gap in which notifications from other processes may have been lost. */
+  /** Hints every follower: after the reaper's abandonments, or a gap in which notifications from other processes may have been lost. */
   const publishAll = Effect.sync(() => listeners.forEach((set) => set.forEach((onHint) => onHint())))
   const subscribe = (jobId: JobId, onHint: () => void) =>
     Effect.acquireRelease(
@@ -31,4 +31,4 @@ export const makeLocalJobEvents = Effect.sync(() => {
   return { publish, publishAll, subscribe }
 })
 
-export const layerLocalJobEvents = Layer.effect(JobEvents, Effect.map(makeLocalJobEvents, ({ publish, subscribe }) => JobEvents.of({ publish, subscribe })))
+export const layerLocalJobEvents = Layer.effect(JobEvents, Effect.map(makeLocalJobEvents, JobEvents.of))

@@ -13,6 +13,12 @@ export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
    */
   readonly publish: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void>
   /**
+   * A hint for every followed job, in every process where the store allows: after changes
+   * whose job ids the store does not answer (the reaper's abandonments). Rare; each process
+   * re-reads the jobs it follows once.
+   */
+  readonly publishAll: Effect.Effect<void>
+  /**
    * Calls `onHint` for each of the job's hints from now until the scope closes: a hint
    * published after this effect returned is not missed, so a follower subscribes first and
    * reads the job second. `onHint` is called synchronously and must return at once; one
