@@ -3,7 +3,7 @@
  * stream stays open) holding BENCH_STREAMS status streams (GET /v1/jobs/{id}/events), spread over
  * BENCH_STREAM_JOBS jobs. Each stream must have received its first event (the pending job) to
  * count. Reported: the server's RSS with the streams open against its idle RSS before them, and
- * its CPU use while it holds them (heartbeats, and each stream re-reading its job every 5 s).
+ * its CPU use while it holds them (heartbeats, and each followed job re-read every 5 s for all its streams).
  */
 import { readFileSync } from "node:fs"
 import { type ClientRequest, request } from "node:http"

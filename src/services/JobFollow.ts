@@ -106,7 +106,11 @@ export const make = Effect.gen(function*() {
     Effect.zipRight(Effect.suspend(() => {
       const batch = [...dirty]
       dirty.clear()
-      return Effect.forEach(batch, read, { concurrency: READ_CONCURRENCY, discard: true })
+      // A listener that throws loses its job's follow, never the reader every follow depends on.
+      return Effect.forEach(batch, (watch) =>
+        read(watch).pipe(
+          Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("a job follower failed", cause), drop(watch)))
+        ), { concurrency: READ_CONCURRENCY, discard: true })
     })),
     Effect.forever,
     Effect.forkScoped
