@@ -3,7 +3,7 @@
  * stream stays open) holding BENCH_STREAMS status streams (GET /v1/jobs/{id}/events), spread over
  * BENCH_STREAM_JOBS jobs. Each stream must have received its first event (the pending job) to
  * count. Reported: the server's RSS with the streams open against its idle RSS before them, and
- * its CPU use while it holds them (heartbeats, and each stream re-reading its job every 5 s).
+ * its CPU use while it holds them (heartbeats, and each followed job re-read every 5 s for all its streams).
  */
 import { readFileSync } from "node:fs"
 import { type ClientRequest, request } from "node:http"
@@ -13,8 +13,13 @@ import { emit, log } from "./lib/report.js"
 import { makeAccounts, rssMiB, startBundledServer } from "./lib/server.js"
 
 const HOLD_MS = 20_000
-/** Opening every stream must not take longer: past it the figure fails, saying how many opened. */
-const OPEN_DEADLINE_MS = 120_000
+/**
+ * Opening every stream must not take longer: past it the figure fails, saying how many opened.
+ * Each open is a full API request (key, job read) made from this process on the same cores, so
+ * on a shared machine opening 10,000 takes from under a minute to over two; the deadline is for
+ * a server that stops keeping up, and `openSeconds` reports how long it took.
+ */
+const OPEN_DEADLINE_MS = 300_000
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU time in these ticks. */
 const TICKS_PER_SECOND = 100
 

@@ -10,6 +10,9 @@ import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
+/** The job-events payload that hints every followed job (a job id never looks like it). */
+const EVERY_JOB = "*"
+
 /** Reconnects after 0.1, 0.2, 0.4 ... seconds, never waiting more than 10 between attempts. */
 const reconnectDelays = Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
 
@@ -27,7 +30,7 @@ const connectionOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
 
 /**
  * Wakes waiters in every process through LISTEN on `<prefix>jobs`, `<prefix>webhooks` and
- * `<prefix>job_events` (status-change hints whose payload is the job id), over
+ * `<prefix>job_events` (status-change hints whose payload is the job id, or `*` for every job), over
  * one connection of its own. Notifications are hints; waiters still poll. The channels carry
  * the stores' table prefix, so engines with different prefixes in one database do not wake
  * each other.
@@ -54,7 +57,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
     const wakes: Record<string, (payload: string) => Effect.Effect<void>> = {
       [jobsChannel(prefix)]: () => jobs.notify,
       [webhooksChannel]: () => webhooks.notify,
-      [eventsChannel]: (payload) => events.publish([payload as JobId])
+      [eventsChannel]: (payload) => (payload === EVERY_JOB ? events.publishAll : events.publish([payload as JobId]))
     }
 
     const connect = Effect.acquireRelease(
@@ -119,6 +122,10 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
             Effect.asVoid,
             Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
           ),
+        publishAll: client`SELECT pg_notify(${eventsChannel}, ${EVERY_JOB})`.pipe(
+          Effect.asVoid,
+          Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
+        ),
         subscribe: events.subscribe
       })
     }

@@ -1,8 +1,9 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, Schedule, Stream } from "effect"
+import { Duration, Effect, Option, Queue, type Scope, Stream } from "effect"
 import type { StoreError } from "../domain/errors.js"
+import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
-import { MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
+import { type JobFollow, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
 import { jobView } from "./views.js"
 
 /** Proxies and load balancers commonly drop connections idle for 30 to 60 seconds. */
@@ -24,24 +25,82 @@ export const readPreferWait = (header: string | undefined): number | undefined =
 
 export const preferenceApplied = (seconds: number) => ({ "preference-applied": `wait=${seconds}` })
 
-const eventOf = (job: Job) => `id: ${statusRank(job.status)}\ndata: ${JSON.stringify(jobView(job))}\n\n`
+const encoder = new TextEncoder()
+
+/** Each read of a job is one object handed to all its streams: encoded once for them all. */
+const encodedEvents = new WeakMap<Job, Uint8Array>()
+
+const eventOf = (job: Job): Uint8Array => {
+  let bytes = encodedEvents.get(job)
+  if (bytes === undefined) {
+    bytes = encoder.encode(`id: ${statusRank(job.status)}\ndata: ${JSON.stringify(jobView(job))}\n\n`)
+    encodedEvents.set(job, bytes)
+  }
+  return bytes
+}
+
+const HEARTBEAT_BYTES = encoder.encode(": heartbeat\n\n")
 
 /**
- * The text/event-stream answer of a followed job. A store failure mid-stream ends it: the
- * client resumes with Last-Event-ID, as after any dropped connection.
+ * One timer for the heartbeats of every open stream, running only while any is open. A stream
+ * joining between two beats gets its first one sooner than `interval`; after that, every
+ * `interval`: no stream is ever silent longer.
  */
-export const eventStreamResponse = (jobs: Stream.Stream<Job, StoreError>) => {
-  const events = jobs.pipe(
-    Stream.map(eventOf),
-    Stream.catchAll((error) => Stream.execute(Effect.logWarning("job status stream ended by a store error", error)))
-  )
-  const heartbeats = Stream.fromSchedule(Schedule.spaced(HEARTBEAT)).pipe(Stream.as(": heartbeat\n\n"))
-  return HttpServerResponse.stream(
-    Stream.merge(events, heartbeats, { haltStrategy: "left" }).pipe(Stream.encodeText),
-    {
-      contentType: "text/event-stream",
-      // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
-      headers: { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
-    }
-  )
+export const makeHeartbeats = (interval: Duration.DurationInput = HEARTBEAT) =>
+  Effect.gen(function*() {
+    const beats = new Set<() => void>()
+    const beating = yield* Effect.makeLatch(false)
+    yield* beating.await.pipe(
+      Effect.zipRight(Effect.sleep(interval)),
+      Effect.zipRight(Effect.sync(() => {
+        if (beats.size === 0) beating.unsafeClose()
+        for (const beat of beats) beat()
+      })),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    /** Calls `beat` every `interval` until the scope closes. */
+    const add = (beat: () => void): Effect.Effect<void, never, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          beats.add(beat)
+          beating.unsafeOpen()
+        }),
+        () => Effect.sync(() => beats.delete(beat))
+      )
+    return { add } as const
+  })
+
+export type Heartbeats = Effect.Effect.Success<ReturnType<typeof makeHeartbeats>>
+
+/** What ends a stream: its final event was written, or a store error cut it short. */
+type End = { readonly error: StoreError | undefined }
+
+/**
+ * The text/event-stream answer of a followed job: a queue of bytes filled by the job's shared
+ * follower (JobFollow.listen) and the process's heartbeat timer, drained into the response.
+ * A store failure mid-stream ends it: the client resumes with Last-Event-ID, as after any
+ * dropped connection.
+ */
+export const eventStreamResponse = (follow: JobFollow["Type"], heartbeats: Heartbeats, jobId: JobId, after: number) => {
+  const body = Stream.unwrapScoped(Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<Uint8Array | End>()
+    yield* follow.listen(jobId, after, {
+      onJob: (job) => Queue.unsafeOffer(queue, eventOf(job)),
+      onEnd: (error) => Queue.unsafeOffer(queue, { error })
+    })
+    yield* heartbeats.add(() => Queue.unsafeOffer(queue, HEARTBEAT_BYTES))
+    return Stream.repeatEffectOption(Effect.flatMap(Queue.take(queue), (item) => {
+      if (item instanceof Uint8Array) return Effect.succeed(item)
+      const ended = Effect.fail(Option.none())
+      return item.error === undefined
+        ? ended
+        : Effect.zipRight(Effect.logWarning("job status stream ended by a store error", item.error), ended)
+    }))
+  }))
+  return HttpServerResponse.stream(body, {
+    contentType: "text/event-stream",
+    // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
+    headers: { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+  })
 }

@@ -1,4 +1,4 @@
-import { Context, type Effect, type Scope, type Stream } from "effect"
+import { Context, type Effect, type Scope } from "effect"
 import type { JobId } from "../domain/ids.js"
 
 /**
@@ -13,8 +13,16 @@ export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
    */
   readonly publish: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void>
   /**
-   * Listens for the job's hints from now until the scope closes: a hint published after this
-   * effect returned is not missed, so a follower subscribes first and reads the job second.
+   * A hint for every followed job, in every process where the store allows: after changes
+   * whose job ids the store does not answer (the reaper's abandonments). Rare; each process
+   * re-reads the jobs it follows once.
    */
-  readonly subscribe: (jobId: JobId) => Effect.Effect<Stream.Stream<void>, never, Scope.Scope>
+  readonly publishAll: Effect.Effect<void>
+  /**
+   * Calls `onHint` for each of the job's hints from now until the scope closes: a hint
+   * published after this effect returned is not missed, so a follower subscribes first and
+   * reads the job second. `onHint` is called synchronously and must return at once; one
+   * subscription per followed job serves all its followers in the process.
+   */
+  readonly subscribe: (jobId: JobId, onHint: () => void) => Effect.Effect<void, never, Scope.Scope>
 }>() {}

@@ -6,8 +6,9 @@ import { JobRepo } from "../ports/JobRepo.js"
 /**
  * The store's JobRepo, publishing a hint for each job whose status a call changed, once the
  * call returned (its transaction committed): followers re-read the job, so a hint must never
- * come before the change is visible. The reaper's abandonments carry no ids back; followers'
- * periodic re-read covers them. A submit publishes nothing: nobody can follow a job before its
+ * come before the change is visible. The reaper's abandonments carry no ids back, so a pass
+ * that failed any hints every followed job (passes that fail nothing, nearly all, send
+ * nothing). A submit publishes nothing: nobody can follow a job before its
  * id is answered, and on PostgreSQL each hint is a round trip on the submit path.
  */
 export const layerPublishingJobRepo = Layer.effect(
@@ -23,7 +24,8 @@ export const layerPublishingJobRepo = Layer.effect(
       claim: (options) => Effect.tap(repo.claim(options), publishSome),
       claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => events.publish(jobs.map((job) => job.id))),
       complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
-      fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome)
+      fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome),
+      reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))
     })
   })
 )

@@ -84,6 +84,50 @@ describe("the job status stream and long-poll", () => {
     await owner.post(`/v1/jobs/${jobId}/cancel`)
   })
 
+  /** A stream being collected, once its first event arrived (in an object: awaiting a promise of a promise waits for both). */
+  const following = async (key: string, jobId: string) => {
+    let first!: () => void
+    const opened = new Promise<void>((resolve) => (first = resolve))
+    const events = collect(await open(key, jobId), () => first())
+    await opened
+    return { events }
+  }
+
+  it("gives each of two streams on one job every event", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x", demoDelayMs: 300 } })
+    const { events: a } = await following(acc.key, jobId)
+    const { events: b } = await following(acc.key, jobId)
+    expect(await engine.work()).toBe(true)
+    const expected = [["1", "pending"], ["2", "processing"], ["3", "completed"]]
+    expect(statuses(await a)).toEqual(expected)
+    expect(statuses(await b)).toEqual(expected)
+  })
+
+  it("keeps a stream going when another stream on the same job closes", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    const { events: kept } = await following(acc.key, jobId)
+    // Read up to the first event, then stop: leaving the loop cancels the stream.
+    for await (const event of readEvents((await open(acc.key, jobId)).body!)) {
+      expect(event.id).toBe("1")
+      break
+    }
+    expect((await acc.post(`/v1/jobs/${jobId}/cancel`)).status).toBe(200)
+    expect(statuses(await kept)).toEqual([["1", "pending"], ["3", "cancelled"]])
+  })
+
+  it("gives a stream opened after the job ended its final event, then ends", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x", demoDelayMs: 50 } })
+    const { events: earlier } = await following(acc.key, jobId)
+    expect(await engine.work()).toBe(true)
+    expect(statuses(await earlier).at(-1)).toEqual(["3", "completed"])
+    const later = await collect(await open(acc.key, jobId))
+    expect(statuses(later)).toEqual([["3", "completed"]])
+    expect(JSON.parse(later[0]!.data)).toEqual((await acc.get(`/v1/jobs/${jobId}`)).body)
+  })
+
   it("long-polls GET until the job is final, saying so in Preference-Applied", async () => {
     const acc = await engine.account()
     const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })

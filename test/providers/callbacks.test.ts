@@ -2,7 +2,7 @@
  * The engine's callback endpoint, POST /v1/providers/{providerId}/callbacks/{jobId}, through the
  * web handler: verified by the job's provider over the raw body, then a hint to the job's worker.
  */
-import { Effect, Fiber, Layer, ManagedRuntime, Redacted, Stream } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Redacted, Scope } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { falProvider } from "genjobs/providers/fal"
@@ -99,17 +99,15 @@ const replicateCallback = (predictionId: string, options: { timestampSeconds?: n
   return { body, headers: signReplicateWebhook(body, SECRET, options) }
 }
 
-/** Runs `post` while listening for the job's hints; answers how many arrived within a moment. */
+/** Runs `post` while listening for the job's hints; answers how many arrived by a moment after it. */
 const hintsDuring = async (jobId: JobId, post: () => Promise<unknown>) => {
-  const listening = await runtime.runPromise(Effect.gen(function*() {
-    const events = yield* JobEvents
-    return yield* Effect.forkDaemon(Effect.scoped(Effect.flatMap(events.subscribe(jobId), (hints) =>
-      hints.pipe(Stream.take(1), Stream.runCount, Effect.timeoutTo({ duration: 1000, onSuccess: (n) => n, onTimeout: () => 0 }))
-    )))
-  }))
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  let hints = 0
+  const scope = await runtime.runPromise(Scope.make())
+  await runtime.runPromise(Effect.flatMap(JobEvents, (events) => events.subscribe(jobId, () => hints++)).pipe(Scope.extend(scope)))
   await post()
-  return runtime.runPromise(Fiber.join(listening))
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  await runtime.runPromise(Scope.close(scope, Exit.void))
+  return hints
 }
 
 describe("provider callbacks", () => {

@@ -6,13 +6,14 @@ import { Jobs } from "../../services/Jobs.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
 import { CurrentRequestId, toApiFailure } from "../requestContext.js"
-import { eventStreamResponse, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
+import { eventStreamResponse, makeHeartbeats, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
 import { jobListItem, jobView, submitView } from "../views.js"
 
 export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =>
   Effect.gen(function*() {
     const jobs = yield* Jobs
     const follow = yield* JobFollow
+    const heartbeats = yield* makeHeartbeats()
     return handlers
       .handle("submit", ({ headers, payload }) =>
         Effect.gen(function*() {
@@ -63,7 +64,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
         Effect.gen(function*() {
           // Checked before the stream starts, so a refusal is the usual JSON error.
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
-          return eventStreamResponse(follow.follow(job, readLastEventId(headers["last-event-id"])))
+          return eventStreamResponse(follow, heartbeats, job.id, readLastEventId(headers["last-event-id"]))
         }).pipe(toApiFailure))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
