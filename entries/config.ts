@@ -1,8 +1,9 @@
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigError, Effect, Either, Layer, Option, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { DEFAULT_WEBHOOK_DISPATCHERS, type FilePorts, type StorePorts } from "../src/engine.js"
+import { parseAdminTokens } from "../src/http/adminTokens.js"
 import { DEFAULT_MAX_JSON_BODY_BYTES } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
 import { defaultEngineSettings } from "../src/services/EngineConfig.js"
@@ -23,6 +24,14 @@ export const EngineEnv = Config.all({
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
   adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
+  adminTokens: Config.option(Config.redacted("ADMIN_TOKENS").pipe(
+    Config.mapOrFail((text) =>
+      Either.match(parseAdminTokens(Redacted.value(text)), {
+        onLeft: (message) => Either.left(ConfigError.InvalidData([], message)),
+        onRight: (tokens) => Either.right(tokens.map(({ name, token }) => ({ name, token: Redacted.make(token) })))
+      })
+    )
+  )),
   workerConcurrency: nonNegative("WORKER_CONCURRENCY", 2),
   creditMicroCents: Config.integer("CREDIT_MICRO_CENTS").pipe(
     Config.withDefault(10_000),
@@ -173,6 +182,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
     },
     http: {
       adminToken: Option.getOrUndefined(settings.adminToken),
+      adminTokens: Object.fromEntries(Option.getOrElse(settings.adminTokens, () => []).map(({ name, token }) => [name, token])),
       trustedProxyHops: settings.trustedProxyHops,
       maxJsonBodyBytes: settings.maxJsonBodyBytes
     },

@@ -2,6 +2,9 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpConfig, type HttpOptions } from "./http/HttpConfig.js"
 import { makeWebHandler, type EngineFetch, type WebHandlerOptions } from "./http/webHandler.js"
 import type { AccountRepo } from "./ports/AccountRepo.js"
+import type { AccountSettingsRepo } from "./ports/AccountSettingsRepo.js"
+import type { AdminReadRepo } from "./ports/AdminReadRepo.js"
+import type { AuditLog } from "./ports/AuditLog.js"
 import type { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
 import type { BlobStore } from "./ports/BlobStore.js"
 import type { CatalogRepo } from "./ports/CatalogRepo.js"
@@ -17,6 +20,7 @@ import type { WebhookSender } from "./ports/WebhookSender.js"
 import type { WebhookSignal } from "./ports/WebhookSignal.js"
 import { Accounts } from "./services/Accounts.js"
 import { Admin } from "./services/Admin.js"
+import { AdminReads } from "./services/AdminReads.js"
 import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
@@ -32,8 +36,9 @@ import { Worker } from "./services/Worker.js"
 
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
- * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo), JobSignal, WebhookSignal, JobEvents, BlobStore,
- * UploadTarget, Generators and EngineConfig. `composeEngine` does that and starts the background work.
+ * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo, AdminReadRepo, AccountSettingsRepo,
+ * AuditLog), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Generators and EngineConfig.
+ * `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
  * make is hinted to the job's followers.
  */
@@ -43,6 +48,7 @@ export const EngineServicesLive = Layer.mergeAll(
   Jobs.layer,
   JobFollow.layer,
   Admin.layer,
+  AdminReads.layer,
   Worker.layer,
   Webhooks.layer,
   Uploads.layer,
@@ -65,6 +71,9 @@ export type StorePorts =
   | WebhookDeliveryRepo
   | UploadRepo
   | RetentionRepo
+  | AdminReadRepo
+  | AccountSettingsRepo
+  | AuditLog
   | JobSignal
   | WebhookSignal
   | JobEvents

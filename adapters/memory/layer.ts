@@ -1,7 +1,12 @@
 import { Effect, Layer } from "effect"
+import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
+import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import { AuditLog } from "../../src/ports/AuditLog.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
+import { accountSettingsRepo, adminReadRepo } from "./MemoryAdmin.js"
+import { memoryAuditLog } from "./MemoryAuditLog.js"
 import { catalogRepo } from "./MemoryCatalog.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
@@ -22,6 +27,9 @@ export const layerMemoryStores = Layer.unwrapEffect(
       Layer.succeed(CatalogRepo, catalogRepo(state)),
       Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state)),
       Layer.succeed(UploadRepo, uploadRepo(state)),
-      Layer.succeed(RetentionRepo, retentionRepo(state))
+      Layer.succeed(RetentionRepo, retentionRepo(state)),
+      Layer.succeed(AdminReadRepo, adminReadRepo(state)),
+      Layer.succeed(AccountSettingsRepo, accountSettingsRepo(state)),
+      Layer.succeed(AuditLog, memoryAuditLog())
     ))
 )

@@ -4,6 +4,9 @@ import { Effect, Layer, type Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
+import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import { AuditLog } from "../../src/ports/AuditLog.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -13,6 +16,8 @@ import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
+import { makeSqlAdmin } from "./SqlAdmin.js"
+import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobDriver } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
@@ -28,6 +33,7 @@ export interface SqlStoreOptions {
 const stores = Layer.unwrapEffect(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
+    const admin = yield* makeSqlAdmin
     return Layer.mergeAll(
       Layer.succeed(AccountRepo, accounts),
       Layer.succeed(ApiKeyRepo, keys),
@@ -35,7 +41,10 @@ const stores = Layer.unwrapEffect(
       Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
       Layer.succeed(UploadRepo, yield* makeSqlUploads),
-      Layer.succeed(RetentionRepo, yield* makeSqlRetention)
+      Layer.succeed(RetentionRepo, yield* makeSqlRetention),
+      Layer.succeed(AdminReadRepo, admin.reads),
+      Layer.succeed(AccountSettingsRepo, admin.settings),
+      Layer.succeed(AuditLog, yield* makeSqlAuditLog)
     )
   })
 )

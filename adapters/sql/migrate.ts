@@ -6,6 +6,7 @@ import uploads from "./migrations/0003_uploads.js"
 import uploadVerification from "./migrations/0004_upload_verification.js"
 import queue from "./migrations/0005_queue.js"
 import retention from "./migrations/0006_retention.js"
+import admin from "./migrations/0008_admin.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -29,7 +30,8 @@ const migrate = Effect.gen(function*() {
       "0003_uploads": uploads(t),
       "0004_upload_verification": uploadVerification(t),
       "0005_queue": queue(t),
-      "0006_retention": retention(t)
+      "0006_retention": retention(t),
+      "0008_admin": admin(t)
     })
   })
 })

@@ -18,7 +18,8 @@ export const TABLES = [
   "webhook_deliveries",
   "uploads",
   "rate_windows",
-  "leases"
+  "leases",
+  "admin_audit"
 ] as const
 
 export const INDEXES = [
@@ -36,7 +37,12 @@ export const INDEXES = [
   "webhook_deliveries_due",
   "webhook_deliveries_account",
   "uploads_sweep",
-  "uploads_verify"
+  "uploads_verify",
+  "admin_audit_list",
+  "admin_audit_target",
+  "accounts_list",
+  "jobs_list",
+  "webhook_deliveries_status"
 ] as const
 
 export type TableName = typeof TABLES[number]

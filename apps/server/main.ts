@@ -23,7 +23,9 @@ const appFor = (settings: ServerSettings) => {
       }
       if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
       yield* seedIfEmpty
-      if (Option.isNone(settings.engine.adminToken)) yield* Effect.logInfo("ADMIN_TOKEN is unset: the admin API is off")
+      if (Option.isNone(settings.engine.adminToken) && Option.isNone(settings.engine.adminTokens)) {
+        yield* Effect.logInfo("ADMIN_TOKEN and ADMIN_TOKENS are unset: the admin API is off")
+      }
       const workers = settings.engine.workerConcurrency
       yield* Effect.logInfo(workers === 0 ? "WORKER_CONCURRENCY=0: serving the API only" : `${workers} in-process workers started`)
     })

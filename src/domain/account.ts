@@ -69,18 +69,32 @@ export const signingSecrets = (account: Account, now: number): ReadonlyArray<str
 /** The admin API's bodies: here rather than in the Admin service, so the HttpApi definition loads without the server. */
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 
+const AccountName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+/** Stored in a 32-bit column. */
+const MaxConcurrentJobs = Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(INT32_MAX))
+
 export const NewAccount = Schema.Struct({
-  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  name: AccountName,
   creditsMicroCents: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
-  /** Stored in a 32-bit column. */
-  maxConcurrentJobs: Schema.optionalWith(Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(INT32_MAX)), {
-    default: () => 5
-  }),
+  maxConcurrentJobs: Schema.optionalWith(MaxConcurrentJobs, { default: () => 5 }),
   segments: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] })
 })
 export type NewAccount = typeof NewAccount.Type
+
+/**
+ * A change of an account's settings, checked as creation checks them; credits go through the
+ * ledger instead. Unknown fields are refused, so a misspelt one is not silently ignored.
+ */
+export const AccountUpdate = Schema.Struct({
+  name: Schema.optionalWith(AccountName, { exact: true }),
+  maxConcurrentJobs: Schema.optionalWith(MaxConcurrentJobs, { exact: true }),
+  segments: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  discounts: Schema.optionalWith(Schema.Array(Discount), { exact: true })
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type AccountUpdate = typeof AccountUpdate.Type
 
 export const NewApiKey = Schema.Struct({
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),

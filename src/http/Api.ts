@@ -1,6 +1,6 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { NewAccount, NewApiKey } from "../domain/account.js"
+import { AccountUpdate, NewAccount, NewApiKey } from "../domain/account.js"
 import { CatalogDocument } from "../domain/catalog.js"
 import { DocumentedErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
@@ -24,12 +24,24 @@ import {
   SlugPath
 } from "./schemas/catalog.js"
 import {
+  AccountList,
+  AccountListParams,
   AccountView,
+  AdminDeliveryList,
+  AdminDeliveryListParams,
+  AdminJobIdPath,
+  AdminJobList,
+  AdminJobListParams,
+  AdminJobView,
+  AuditList,
+  AuditParams,
   CatalogImportResult,
   CreatedApiKeyView,
   CreditsBody,
   ApiKeyView,
   IdPath,
+  KeyList,
+  LedgerParams,
   LedgerView,
   RotateSecretBody
 } from "./schemas/admin.js"
@@ -289,16 +301,48 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .annotateContext(docs("Create an account", "An account with its opening credit, limits, segments and discounts."))
   )
   .add(
+    HttpApiEndpoint.get("listAccounts", "/admin/accounts")
+      .setUrlParams(AccountListParams)
+      .addSuccess(AccountList)
+      .annotateContext(docs(
+        "List accounts",
+        "Accounts newest first, without their webhook secrets; `search` keeps those whose name or id holds the " +
+          "fragment. Follow `nextCursor` while `hasMore` is true."
+      ))
+  )
+  .add(
     HttpApiEndpoint.get("getAccount", "/admin/accounts/:id")
       .setPath(IdPath)
       .addSuccess(AccountView)
       .annotateContext(docs("Get an account", "An account with its balance and webhook secrets."))
   )
   .add(
+    HttpApiEndpoint.patch("updateAccount", "/admin/accounts/:id")
+      .setPath(IdPath)
+      .setPayload(AccountUpdate)
+      .addSuccess(AccountView)
+      .annotateContext(docs(
+        "Update an account",
+        "Sets the name, maxConcurrentJobs, segments, allowedModels or discounts sent, checked as on creation; the " +
+          "others stay. Unknown fields and an empty body are VALIDATION_ERROR. Credits go through /credits."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("listKeys", "/admin/accounts/:id/keys")
+      .setPath(IdPath)
+      .addSuccess(KeyList)
+      .annotateContext(docs("List an account's API keys", "Every key of the account, oldest first: name, hint, scopes, allowed IPs, expiry, active. Never a secret."))
+  )
+  .add(
     HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger")
       .setPath(IdPath)
+      .setUrlParams(LedgerParams)
       .addSuccess(LedgerView)
-      .annotateContext(docs("Get an account's ledger", "Every credit, charge and refund, oldest first."))
+      .annotateContext(docs(
+        "Get an account's ledger",
+        "Credits, charges and refunds, oldest first, 100 per page unless `limit` says otherwise; the entries of all " +
+          "pages sum to the balance."
+      ))
   )
   .add(
     HttpApiEndpoint.post("addCredits", "/admin/accounts/:id/credits")
@@ -327,9 +371,44 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .addSuccess(ApiKeyView)
       .annotateContext(docs("Deactivate an API key", "The key is refused from now on (API_KEY_INACTIVE)."))
   )
+  .add(
+    HttpApiEndpoint.get("listJobs", "/admin/jobs")
+      .setUrlParams(AdminJobListParams)
+      .addSuccess(AdminJobList)
+      .annotateContext(docs(
+        "List jobs across accounts",
+        "Jobs of every account, newest first, filtered by account, status, model and creation time " +
+          "(`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601). Follow `nextCursor` while `hasMore` is true."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("getJob", "/admin/jobs/:jobId")
+      .setPath(AdminJobIdPath)
+      .addSuccess(AdminJobView)
+      .annotateContext(docs("Get any job", "A job of any account with its input, outputs, error and attempts; JOB_NOT_FOUND when unknown."))
+  )
+  .add(
+    HttpApiEndpoint.get("listDeliveries", "/admin/webhooks/deliveries")
+      .setUrlParams(AdminDeliveryListParams)
+      .addSuccess(AdminDeliveryList)
+      .annotateContext(docs(
+        "List webhook deliveries across accounts",
+        "Deliveries of every account with their attempts, newest first, filtered by account and status."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("auditLog", "/admin/audit")
+      .setUrlParams(AuditParams)
+      .addSuccess(AuditList)
+      .annotateContext(docs(
+        "Read the audit log",
+        "Every admin write, newest first: the actor (the admin token's name), the action, its target, a summary " +
+          "of the change without secrets, the request id and the time. Filter by actor, action or target."
+      ))
+  )
   .middleware(AdminAuth)
   .annotateEndpoints(OpenApi.Override, { security: adminSecurity })
-  .annotate(OpenApi.Description, "Operator API: Authorization: Bearer $ADMIN_TOKEN; off (404) without one")
+  .annotate(OpenApi.Description, "Operator API: Authorization: Bearer <admin token> (ADMIN_TOKEN or ADMIN_TOKENS); off (404) without one")
 {}
 
 /** Every error of every endpoint is the spec's envelope; one documented response per status. */

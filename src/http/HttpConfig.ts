@@ -4,8 +4,10 @@ import { Context, Layer, Redacted } from "effect"
 export const DEFAULT_MAX_JSON_BODY_BYTES = 1_048_576
 
 export interface HttpSettings {
-  /** Bearer token of the admin API; undefined turns the admin API off. */
+  /** Bearer token of the admin API, recorded as the actor `admin`. */
   readonly adminToken: Redacted.Redacted<string> | undefined
+  /** Named admin tokens, each recorded in the audit log under its name. With neither, the admin API is off. */
+  readonly adminTokens: ReadonlyArray<{ readonly name: string; readonly token: Redacted.Redacted<string> }>
   /** Proxies in front of the server whose X-Forwarded-For entries are believed. */
   readonly trustedProxyHops: number
   /** The largest request body read, in bytes (upload PUTs have their own limits); larger is 413. */
@@ -15,6 +17,8 @@ export interface HttpSettings {
 /** HttpSettings as a host writes them: a plain string token is wrapped so it never shows in logs. */
 export interface HttpOptions {
   readonly adminToken?: Redacted.Redacted<string> | string | undefined
+  /** Named admin tokens by actor name: `{ alice: "tok1", bob: "tok2" }`. */
+  readonly adminTokens?: Readonly<Record<string, Redacted.Redacted<string> | string>> | undefined
   readonly trustedProxyHops?: number | undefined
   readonly maxJsonBodyBytes?: number | undefined
 }
@@ -23,6 +27,10 @@ export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, Ht
   static readonly layer = (options: HttpOptions = {}) =>
     Layer.succeed(HttpConfig, {
       adminToken: typeof options.adminToken === "string" ? Redacted.make(options.adminToken) : options.adminToken,
+      adminTokens: Object.entries(options.adminTokens ?? {}).map(([name, token]) => ({
+        name,
+        token: typeof token === "string" ? Redacted.make(token) : token
+      })),
       trustedProxyHops: options.trustedProxyHops ?? 0,
       maxJsonBodyBytes: options.maxJsonBodyBytes ?? DEFAULT_MAX_JSON_BODY_BYTES
     })

@@ -3,6 +3,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { engineError } from "../domain/errors.js"
 import { Auth } from "../services/Auth.js"
+import { DEFAULT_ADMIN_NAME } from "./adminTokens.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { clientAddress, toApiFailure } from "./requestContext.js"
@@ -42,17 +43,22 @@ const sameSecret = (a: string, b: string): boolean => {
 export const AdminAuthLive = Layer.effect(
   AdminAuth,
   Effect.gen(function*() {
-    const { adminToken } = yield* HttpConfig
+    const { adminToken, adminTokens } = yield* HttpConfig
+    const tokens = [
+      ...(adminToken === undefined ? [] : [{ name: DEFAULT_ADMIN_NAME, token: adminToken }]),
+      ...adminTokens
+    ].map(({ name, token }) => ({ name, token: Redacted.value(token) }))
     return Effect.gen(function*() {
-      if (adminToken === undefined) {
-        return yield* Effect.fail(engineError("NOT_FOUND", "The admin API is off: set ADMIN_TOKEN to turn it on"))
+      if (tokens.length === 0) {
+        return yield* Effect.fail(engineError("NOT_FOUND", "The admin API is off: set ADMIN_TOKEN or ADMIN_TOKENS to turn it on"))
       }
       const request = yield* HttpServerRequest.HttpServerRequest
       const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
-      if (match === null) return yield* Effect.fail(engineError("UNAUTHORIZED", "Send Authorization: Bearer <ADMIN_TOKEN>"))
-      if (!sameSecret(match[1]!, Redacted.value(adminToken))) {
-        return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
-      }
+      if (match === null) return yield* Effect.fail(engineError("UNAUTHORIZED", "Send Authorization: Bearer <admin token>"))
+      // Every token is compared, so the time taken does not tell which one came close.
+      const matched = tokens.filter(({ token }) => sameSecret(match[1]!, token))
+      if (matched.length === 0) return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
+      return { actor: matched[0]!.name }
     }).pipe(toApiFailure)
   })
 )

@@ -19,7 +19,11 @@ export class OptionalApiKeyAuth extends HttpApiMiddleware.Tag<OptionalApiKeyAuth
   failure: ErrorEnvelope
 }) {}
 
-/** `Authorization: Bearer $ADMIN_TOKEN`; the admin API answers 404 when no token is configured. */
+/** Who holds the admin token of this request: the name the audit log records. */
+export class CurrentAdmin extends Context.Tag("genjobs/http/CurrentAdmin")<CurrentAdmin, { readonly actor: string }>() {}
+
+/** `Authorization: Bearer <admin token>`; the admin API answers 404 when no token is configured. */
 export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("genjobs/http/AdminAuth", {
+  provides: CurrentAdmin,
   failure: ErrorEnvelope
 }) {}

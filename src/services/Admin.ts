@@ -1,13 +1,18 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { invalidAllowedEntries } from "../domain/access.js"
-import { type Account, type ApiKey, type NewAccount, type NewApiKey } from "../domain/account.js"
+import { type Account, type AccountUpdate, type ApiKey, type NewAccount, type NewApiKey } from "../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../domain/apiKeySecret.js"
+import { type AuditAction, type AuditActor, changesBetween, newAuditId, redact, SYSTEM_ACTOR } from "../domain/audit.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { MAX_MICRO_CENTS } from "../domain/limits.js"
 import { type AccountId, type ApiKeyId, newAccountId, newApiKeyId } from "../domain/ids.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
+import { AccountSettingsRepo } from "../ports/AccountSettingsRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
+import { AuditLog } from "../ports/AuditLog.js"
+import type { StoredCatalog } from "../ports/CatalogRepo.js"
+import { Catalog } from "./Catalog.js"
 
 export interface CreatedKey {
   readonly record: ApiKey
@@ -19,12 +24,42 @@ export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString(
 
 const accountNotFound = (id: string) => engineError("NOT_FOUND", `No account "${id}"`, { accountId: id })
 
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
+
+/**
+ * The operator's writes. Each one is recorded in the audit log with its actor (SYSTEM_ACTOR
+ * when the host's code calls without one) in the same transaction as the change.
+ */
 export const make = Effect.gen(function*() {
   const accounts = yield* AccountRepo
   const keys = yield* ApiKeyRepo
+  const settings = yield* AccountSettingsRepo
+  const audit = yield* AuditLog
+  const catalog = yield* Catalog
 
-  const createAccount = (input: NewAccount): Effect.Effect<Account, StoreError> =>
-    Effect.gen(function*() {
+  /** The change with its audit entry; `summary` is redacted whatever it holds. */
+  const audited = <A, E>(
+    by: AuditActor,
+    action: AuditAction,
+    change: Effect.Effect<A, E>,
+    describe: (result: A) => { readonly target: string; readonly summary: Record<string, unknown> }
+  ): Effect.Effect<A, E | StoreError> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      audit.recorded(change, (result) => {
+        const { summary, target } = describe(result)
+        return {
+          id: newAuditId(now),
+          actor: by.actor,
+          action,
+          target,
+          summary: redact(summary) as Record<string, unknown>,
+          requestId: by.requestId,
+          createdAt: now
+        }
+      }))
+
+  const createAccount = (input: NewAccount, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, StoreError> =>
+    audited(by, "account.create", Effect.gen(function*() {
       const account: Account = {
         id: newAccountId(),
         name: input.name,
@@ -39,15 +74,32 @@ export const make = Effect.gen(function*() {
         createdAt: yield* Clock.currentTimeMillis
       }
       return yield* accounts.create(account, input.creditsMicroCents)
-    })
+    }), (account) => ({ target: account.id, summary: { ...input } }))
 
   const getAccount = (id: string): Effect.Effect<Account, EngineError | StoreError> =>
     accounts.get(id as AccountId).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed }))
     )
 
-  const addCredits = (id: string, amountMicroCents: number): Effect.Effect<Account, EngineError | StoreError> =>
+  /** Sets the settings the update holds; an empty update is refused, so a request that changes nothing is noticed. */
+  const updateAccount = (id: string, update: AccountUpdate, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, EngineError | StoreError> =>
     Effect.gen(function*() {
+      const fields = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k)
+      if (fields.length === 0) {
+        return yield* Effect.fail(
+          engineError("VALIDATION_ERROR", "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts")
+        )
+      }
+      const { after } = yield* audited(by, "account.update", Effect.gen(function*() {
+        const before = yield* getAccount(id)
+        const updated = yield* settings.update(before.id, update)
+        return { before, after: yield* Option.match(updated, { onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed }) }
+      }), ({ after, before }) => ({ target: after.id, summary: { changes: changesBetween(before, update) } }))
+      return after
+    })
+
+  const addCredits = (id: string, amountMicroCents: number, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, EngineError | StoreError> =>
+    audited(by, "account.credit", Effect.gen(function*() {
       if (!Number.isSafeInteger(amountMicroCents) || amountMicroCents <= 0) {
         return yield* Effect.fail(
           engineError("VALIDATION_ERROR", "amountMicroCents must be a positive integer", { field: "amountMicroCents" })
@@ -65,10 +117,10 @@ export const make = Effect.gen(function*() {
       }
       const updated = yield* accounts.addCredits(account.id, amountMicroCents, yield* Clock.currentTimeMillis)
       return yield* Option.match(updated, { onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed })
-    })
+    }), (account) => ({ target: account.id, summary: { amountMicroCents, balanceMicroCents: account.balanceMicroCents } }))
 
-  const createKey = (accountId: string, input: NewApiKey): Effect.Effect<CreatedKey, EngineError | StoreError> =>
-    Effect.gen(function*() {
+  const createKey = (accountId: string, input: NewApiKey, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<CreatedKey, EngineError | StoreError> =>
+    audited(by, "key.create", Effect.gen(function*() {
       const account = yield* getAccount(accountId)
       const invalid = invalidAllowedEntries(input.allowedIPs)
       if (invalid.length > 0) {
@@ -99,18 +151,37 @@ export const make = Effect.gen(function*() {
       }
       yield* keys.create(record)
       return { record, secret }
-    })
+    }), ({ record }) => ({
+      target: record.id,
+      summary: {
+        accountId: record.accountId,
+        name: record.name,
+        hint: record.hint,
+        scopes: record.scopes,
+        allowedIPs: record.allowedIPs,
+        expiresAt: iso(record.expiresAt)
+      }
+    }))
 
-  const deactivateKey = (id: string): Effect.Effect<ApiKey, EngineError | StoreError> =>
-    keys.deactivate(id as ApiKeyId).pipe(
-      Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(engineError("NOT_FOUND", `No API key "${id}"`, { keyId: id })),
-        onSome: Effect.succeed
-      }))
+  const deactivateKey = (id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, EngineError | StoreError> =>
+    audited(
+      by,
+      "key.deactivate",
+      keys.deactivate(id as ApiKeyId).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(engineError("NOT_FOUND", `No API key "${id}"`, { keyId: id })),
+          onSome: Effect.succeed
+        }))
+      ),
+      (key) => ({ target: key.id, summary: { accountId: key.accountId, name: key.name, hint: key.hint } })
     )
 
   /** A new secret now; the old one keeps signing beside it for `overlapSeconds`. */
-  const rotateWebhookSecret = (id: string, overlapSeconds: number): Effect.Effect<Account, EngineError | StoreError> =>
+  const rotateWebhookSecret = (
+    id: string,
+    overlapSeconds: number,
+    by: AuditActor = SYSTEM_ACTOR
+  ): Effect.Effect<Account, EngineError | StoreError> =>
     Effect.gen(function*() {
       if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > 30 * 24 * 3600) {
         return yield* Effect.fail(
@@ -118,13 +189,43 @@ export const make = Effect.gen(function*() {
         )
       }
       const now = yield* Clock.currentTimeMillis
-      const rotated = yield* accounts.rotateWebhookSecret(id as AccountId, newWebhookSecret(), now + overlapSeconds * 1000)
-      return yield* Option.match(rotated, { onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed })
+      return yield* audited(
+        by,
+        "account.webhook_secret.rotate",
+        accounts.rotateWebhookSecret(id as AccountId, newWebhookSecret(), now + overlapSeconds * 1000).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed }))
+        ),
+        (account) => ({
+          target: account.id,
+          summary: { overlapSeconds, previousSecretExpiresAt: iso(account.previousWebhookSecretExpiresAt) }
+        })
+      )
     })
+
+  /** Checks and stores a whole catalog document (see Catalog.replace). */
+  const replaceCatalog = (input: unknown, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+    audited(by, "catalog.replace", catalog.replace(input), (stored) => ({
+      target: "catalog",
+      summary: {
+        revision: stored.revision,
+        models: stored.document.models.length,
+        providers: stored.document.providers.length
+      }
+    }))
 
   const ledger = (id: string) => getAccount(id).pipe(Effect.zipRight(accounts.ledger(id as AccountId)))
 
-  return { createAccount, getAccount, addCredits, createKey, deactivateKey, ledger, rotateWebhookSecret } as const
+  return {
+    createAccount,
+    getAccount,
+    updateAccount,
+    addCredits,
+    createKey,
+    deactivateKey,
+    ledger,
+    rotateWebhookSecret,
+    replaceCatalog
+  } as const
 })
 
 export class Admin extends Context.Tag("genjobs/Admin")<Admin, Effect.Effect.Success<typeof make>>() {

@@ -1,8 +1,9 @@
 import type { ValidateFunction } from "ajv"
-import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
+import { Clock, Context, Effect, Either, Layer, Ref } from "effect"
 import type { Account } from "../domain/account.js"
-import { type CatalogDocument, CatalogDocument as CatalogDocumentSchema, type CatalogModel, type ModelVersion } from "../domain/catalog.js"
-import { canSee, catalogProblems, defaultVersion, findModel, isUsable } from "../domain/catalogRules.js"
+import type { CatalogDocument, CatalogModel, ModelVersion } from "../domain/catalog.js"
+import { checkCatalogDocument } from "../domain/catalogCheck.js"
+import { canSee, defaultVersion, findModel, isUsable } from "../domain/catalogRules.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { compileSchema, problemsOf } from "../domain/jsonSchema.js"
 import { CatalogRepo, type StoredCatalog } from "../ports/CatalogRepo.js"
@@ -47,15 +48,10 @@ export const make = Effect.gen(function*() {
   /** Decodes and checks a whole document; refuses it whole with every reason. */
   const replace = (input: unknown): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
     Effect.gen(function*() {
-      const doc = yield* Schema.decodeUnknown(CatalogDocumentSchema, { errors: "all", onExcessProperty: "error" })(input).pipe(
-        Effect.mapError((e) =>
-          engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons: e.message.split("\n") })
-        )
+      const doc = yield* Either.mapLeft(
+        checkCatalogDocument(input),
+        (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
       )
-      const problems = catalogProblems(doc)
-      if (problems.length > 0) {
-        return yield* Effect.fail(engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons: problems }))
-      }
       const stored = yield* repo.replace(doc)
       yield* Ref.set(cache, compile(stored, yield* Clock.currentTimeMillis))
       return stored

@@ -1,10 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, JSONSchema } from "effect"
+import { Effect, FiberRef, JSONSchema } from "effect"
+import type { AuditActor } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
 import { Admin } from "../../services/Admin.js"
+import { AdminReads } from "../../services/AdminReads.js"
 import { Catalog } from "../../services/Catalog.js"
+import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, auditEntryView } from "../adminViews.js"
 import { EngineApi } from "../Api.js"
-import { toApiFailure } from "../requestContext.js"
+import { CurrentAdmin } from "../middleware.js"
+import { CurrentRequestId, toApiFailure } from "../requestContext.js"
 import { accountView, apiKeyView } from "../views.js"
 
 /**
@@ -25,33 +29,71 @@ const withoutPlaceholderIds = (value: unknown): unknown =>
 /** The catalog document's JSON Schema, derived from the Schema the import decodes with. */
 const catalogJsonSchema = withoutPlaceholderIds(JSONSchema.make(CatalogDocument)) as Record<string, unknown>
 
+/** The audit log's "who": the admin token's name and this request's id. */
+const actor: Effect.Effect<AuditActor, never, CurrentAdmin> = Effect.zipWith(
+  CurrentAdmin,
+  FiberRef.get(CurrentRequestId),
+  (admin, requestId) => ({ actor: admin.actor, requestId })
+)
+
 export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers) =>
   Effect.gen(function*() {
     const admin = yield* Admin
+    const reads = yield* AdminReads
     const catalog = yield* Catalog
     return handlers
       .handle("replaceCatalog", ({ payload }) =>
-        catalog.replace(payload).pipe(
+        Effect.flatMap(actor, (by) => admin.replaceCatalog(payload, by)).pipe(
           Effect.map((stored) => ({ revision: stored.revision, models: stored.document.models.length })),
           toApiFailure
         ))
       .handle("exportCatalog", () => catalog.current.pipe(toApiFailure))
       .handle("catalogSchema", () => Effect.succeed(catalogJsonSchema))
-      .handle("createAccount", ({ payload }) => admin.createAccount(payload).pipe(Effect.map(accountView), toApiFailure))
+      .handle("listAccounts", ({ urlParams }) =>
+        reads.accounts(urlParams).pipe(
+          Effect.map((page) => ({ accounts: page.items.map(accountListItem), nextCursor: page.nextCursor, hasMore: page.hasMore })),
+          toApiFailure
+        ))
+      .handle("createAccount", ({ payload }) =>
+        Effect.flatMap(actor, (by) => admin.createAccount(payload, by)).pipe(Effect.map(accountView), toApiFailure))
       .handle("getAccount", ({ path }) => admin.getAccount(path.id).pipe(Effect.map(accountView), toApiFailure))
-      .handle("ledger", ({ path }) =>
-        admin.ledger(path.id).pipe(
-          Effect.map((entries) => ({ entries })),
+      .handle("updateAccount", ({ path, payload }) =>
+        Effect.flatMap(actor, (by) => admin.updateAccount(path.id, payload, by)).pipe(Effect.map(accountView), toApiFailure))
+      .handle("listKeys", ({ path }) =>
+        reads.keys(path.id).pipe(Effect.map((keys) => ({ keys: keys.map(apiKeyView) })), toApiFailure))
+      .handle("ledger", ({ path, urlParams }) =>
+        reads.ledger(path.id, urlParams).pipe(
+          Effect.map((page) => ({ entries: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore })),
           toApiFailure
         ))
       .handle("addCredits", ({ path, payload }) =>
-        admin.addCredits(path.id, payload.amountMicroCents).pipe(Effect.map(accountView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.addCredits(path.id, payload.amountMicroCents, by)).pipe(Effect.map(accountView), toApiFailure))
       .handle("createKey", ({ path, payload }) =>
-        admin.createKey(path.id, payload).pipe(
+        Effect.flatMap(actor, (by) => admin.createKey(path.id, payload, by)).pipe(
           Effect.map((created) => ({ ...apiKeyView(created.record), key: created.secret })),
           toApiFailure
         ))
       .handle("rotateWebhookSecret", ({ path, payload }) =>
-        admin.rotateWebhookSecret(path.id, payload.overlapSeconds).pipe(Effect.map(accountView), toApiFailure))
-      .handle("deactivateKey", ({ path }) => admin.deactivateKey(path.id).pipe(Effect.map(apiKeyView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.rotateWebhookSecret(path.id, payload.overlapSeconds, by)).pipe(
+          Effect.map(accountView),
+          toApiFailure
+        ))
+      .handle("deactivateKey", ({ path }) =>
+        Effect.flatMap(actor, (by) => admin.deactivateKey(path.id, by)).pipe(Effect.map(apiKeyView), toApiFailure))
+      .handle("listJobs", ({ urlParams }) =>
+        reads.jobs(urlParams).pipe(
+          Effect.map((page) => ({ jobs: page.items.map(adminJobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore })),
+          toApiFailure
+        ))
+      .handle("getJob", ({ path }) => reads.job(path.jobId).pipe(Effect.map(adminJobView), toApiFailure))
+      .handle("listDeliveries", ({ urlParams }) =>
+        reads.deliveries(urlParams).pipe(
+          Effect.map((page) => ({ deliveries: page.items.map(adminDeliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),
+          toApiFailure
+        ))
+      .handle("auditLog", ({ urlParams }) =>
+        reads.auditLog(urlParams).pipe(
+          Effect.map((page) => ({ entries: page.items.map(auditEntryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),
+          toApiFailure
+        ))
   }))

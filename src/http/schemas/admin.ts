@@ -1,5 +1,12 @@
 import { Schema } from "effect"
 import { Discount, LedgerEntry, Scope } from "../../domain/account.js"
+import { AuditAction } from "../../domain/audit.js"
+import { JobError, JobStatus } from "../../domain/job.js"
+import { MAX_PAGE_SIZE } from "../../domain/limits.js"
+import { DeliveryStatus } from "../../domain/webhook.js"
+import { OutputItemView } from "./jobs.js"
+import { PageLimit, StatusFilter } from "./paging.js"
+import { DeliveryView } from "./webhooks.js"
 
 export const AccountView = Schema.Struct({
   id: Schema.String,
@@ -36,8 +43,112 @@ export const CreatedApiKeyView = Schema.extend(ApiKeyView, Schema.Struct({ key: 
 
 export const CreditsBody = Schema.Struct({ amountMicroCents: Schema.Number })
 
-export const LedgerView = Schema.Struct({ entries: Schema.Array(LedgerEntry) })
+/** A page of the ledger, oldest first; `createdAt` in epoch milliseconds. */
+export const LedgerView = Schema.Struct({
+  entries: Schema.Array(LedgerEntry),
+  nextCursor: Schema.NullOr(Schema.String),
+  hasMore: Schema.Boolean
+})
 
 export const IdPath = Schema.Struct({ id: Schema.String })
 
 export const CatalogImportResult = Schema.Struct({ revision: Schema.Number, models: Schema.Number })
+
+const pageOf = <K extends string, S extends Schema.Schema.Any>(key: K, item: S) =>
+  Schema.Struct({ [key]: Schema.Array(item), nextCursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean } as {
+    [P in K]: Schema.Array$<S>
+  } & { nextCursor: Schema.NullOr<typeof Schema.String>; hasMore: typeof Schema.Boolean })
+
+const paging = {
+  limit: Schema.optional(PageLimit),
+  cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of the previous page" }))
+}
+
+/** An account in a list: its settings and balance, without its webhook secrets. */
+export const AccountListItem = AccountView.pipe(Schema.omit("webhookSecret", "previousWebhookSecret", "previousWebhookSecretExpiresAt"))
+
+export const AccountListParams = Schema.Struct({
+  ...paging,
+  search: Schema.optional(Schema.String.annotations({ description: "A fragment of the name or the id (ASCII letters without case)" }))
+})
+
+export const AccountList = pageOf("accounts", AccountListItem)
+
+export const KeyList = Schema.Struct({ keys: Schema.Array(ApiKeyView) })
+
+export const LedgerParams = Schema.Struct({
+  limit: Schema.optional(PageLimit.annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE } })),
+  cursor: paging.cursor
+})
+
+export const AdminJobListItem = Schema.Struct({
+  jobId: Schema.String,
+  accountId: Schema.String,
+  model: Schema.String,
+  version: Schema.String,
+  status: JobStatus,
+  progress: Schema.Number,
+  costMicroCents: Schema.Number,
+  attempts: Schema.Number,
+  createdAt: Schema.String,
+  startedAt: Schema.NullOr(Schema.String),
+  completedAt: Schema.NullOr(Schema.String)
+})
+
+export const AdminJobView = Schema.extend(
+  AdminJobListItem,
+  Schema.Struct({
+    requestId: Schema.String,
+    input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    webhookUrl: Schema.NullOr(Schema.String),
+    output: Schema.NullOr(Schema.String),
+    outputs: Schema.NullOr(Schema.Array(OutputItemView)),
+    error: Schema.NullOr(JobError),
+    estimatedCompletionTime: Schema.String
+  })
+)
+
+const time = (description: string) =>
+  Schema.optional(Schema.String.annotations({ description, jsonSchema: { type: "string", format: "date-time" } }))
+
+export const AdminJobListParams = Schema.Struct({
+  ...paging,
+  accountId: Schema.optional(Schema.String),
+  status: Schema.optional(StatusFilter(JobStatus.literals)),
+  model: Schema.optional(Schema.String.annotations({ description: "A model slug" })),
+  createdFrom: time("Jobs created at or after this ISO 8601 time"),
+  createdBefore: time("Jobs created before this ISO 8601 time")
+})
+
+export const AdminJobList = pageOf("jobs", AdminJobListItem)
+
+export const AdminJobIdPath = Schema.Struct({ jobId: Schema.String })
+
+export const AdminDeliveryView = Schema.extend(DeliveryView, Schema.Struct({ accountId: Schema.String }))
+
+export const AdminDeliveryListParams = Schema.Struct({
+  ...paging,
+  accountId: Schema.optional(Schema.String),
+  status: Schema.optional(StatusFilter(DeliveryStatus.literals))
+})
+
+export const AdminDeliveryList = pageOf("deliveries", AdminDeliveryView)
+
+export const AuditEntryView = Schema.Struct({
+  id: Schema.String,
+  actor: Schema.String,
+  action: AuditAction,
+  target: Schema.String,
+  summary: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  requestId: Schema.NullOr(Schema.String),
+  createdAt: Schema.String
+})
+
+export const AuditParams = Schema.Struct({
+  ...paging,
+  actor: Schema.optional(Schema.String.annotations({ description: "An admin token's name" })),
+  action: Schema.optional(StatusFilter(AuditAction.literals)),
+  target: Schema.optional(Schema.String.annotations({ description: "An account id, key id, or catalog" }))
+})
+
+export const AuditList = pageOf("entries", AuditEntryView)

@@ -1,0 +1,73 @@
+import { Effect, Option } from "effect"
+import { type JobCursor, isAfterCursor } from "../../src/domain/cursor.js"
+import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
+import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import type { MemoryState } from "./state.js"
+
+type Keyed = { readonly createdAt: number; readonly id: string }
+
+const newestFirst = (a: Keyed, b: Keyed) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+
+/** Newest first, after the cursor, up to limit + 1. */
+const page = <A extends Keyed>(items: Iterable<A>, after: JobCursor | undefined, limit: number): ReadonlyArray<A> =>
+  [...items].filter((item) => after === undefined || isAfterCursor(item, after)).sort(newestFirst).slice(0, limit + 1)
+
+/** Lower-cases ASCII letters only, as SQLite's LOWER does, so every store matches alike. */
+const asciiLower = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase())
+
+export const adminReadRepo = (state: MemoryState): AdminReadRepo["Type"] => ({
+  accounts: ({ after, limit, search }) =>
+    Effect.sync(() => {
+      const fragment = search === undefined ? undefined : asciiLower(search)
+      const matches = [...state.accounts.values()].filter((a) =>
+        fragment === undefined || asciiLower(a.name).includes(fragment) || asciiLower(a.id).includes(fragment)
+      )
+      return page(matches, after, limit)
+    }),
+  keys: (accountId) =>
+    Effect.sync(() => [...state.keys.values()].filter((k) => k.accountId === accountId).sort((a, b) => -newestFirst(a, b))),
+  jobs: (query) =>
+    Effect.sync(() =>
+      page(
+        [...state.jobs.values()].filter((j) =>
+          (query.accountId === undefined || j.accountId === query.accountId) &&
+          (query.status === undefined || j.status === query.status) &&
+          (query.model === undefined || j.model === query.model) &&
+          (query.createdFrom === undefined || j.createdAt >= query.createdFrom) &&
+          (query.createdBefore === undefined || j.createdAt < query.createdBefore)
+        ),
+        query.after,
+        query.limit
+      )
+    ),
+  deliveries: (query) =>
+    Effect.sync(() =>
+      page(
+        [...state.deliveries.values()].filter((d) =>
+          (query.accountId === undefined || d.accountId === query.accountId) &&
+          (query.status === undefined || d.status === query.status)
+        ),
+        query.after,
+        query.limit
+      )
+    ),
+  ledger: ({ accountId, after, limit }) =>
+    Effect.sync(() =>
+      state.ledger
+        .filter((e) => e.accountId === accountId && (after === undefined || isAfterCursor(after, e)))
+        .sort((a, b) => -newestFirst(a, b))
+        .slice(0, limit + 1)
+    )
+})
+
+export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Type"] => ({
+  update: (id, patch) =>
+    state.lock.withPermits(1)(Effect.sync(() => {
+      const account = state.accounts.get(id)
+      if (account === undefined) return Option.none()
+      const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined))
+      const updated = { ...account, ...defined }
+      state.accounts.set(id, updated)
+      return Option.some(updated)
+    }))
+})

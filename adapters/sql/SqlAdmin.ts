@@ -1,0 +1,119 @@
+import { SqlClient, type Statement } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import type { JobCursor } from "../../src/domain/cursor.js"
+import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
+import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import {
+  AccountRow,
+  ApiKeyRow,
+  DeliveryRow,
+  JobRow,
+  LedgerRow,
+  storeErrors,
+  toAccount,
+  toApiKey,
+  toDelivery,
+  toJob,
+  toLedgerEntry
+} from "./rows.js"
+import { SqlTables } from "./tables.js"
+
+const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
+const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
+const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
+const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
+const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
+
+/** `%`, `_` and the escape itself match literally in a LIKE pattern. */
+export const likeFragment = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+
+/** The operator's reads across accounts, and account settings changes. */
+export const makeSqlAdmin = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const t = yield* SqlTables
+
+  const olderThan = (after: JobCursor | undefined): Array<Statement.Fragment> =>
+    after === undefined ? [] : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`]
+  const newerThan = (after: JobCursor | undefined): Array<Statement.Fragment> =>
+    after === undefined ? [] : [sql`(created_at > ${after.createdAt} OR (created_at = ${after.createdAt} AND id > ${after.id}))`]
+  const when = <A>(value: A | undefined, fragment: (value: A) => Statement.Fragment): Array<Statement.Fragment> =>
+    value === undefined ? [] : [fragment(value)]
+
+  const findAccount = (id: string) =>
+    sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
+      Effect.flatMap(decodeAccounts),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount))
+    )
+
+  const reads: AdminReadRepo["Type"] = {
+    accounts: ({ after, limit, search }) =>
+      sql`SELECT * FROM ${t.accounts} WHERE ${
+        sql.and([
+          ...when(search, (s) => sql`(LOWER(name) LIKE ${likeFragment(s)} ESCAPE '\\' OR LOWER(id) LIKE ${likeFragment(s)} ESCAPE '\\')`),
+          ...olderThan(after)
+        ])
+      } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
+        Effect.flatMap(decodeAccounts),
+        Effect.map((rows) => rows.map(toAccount)),
+        storeErrors("list accounts")
+      ),
+    keys: (accountId) =>
+      sql`SELECT * FROM ${t.api_keys} WHERE account_id = ${accountId} ORDER BY created_at, id`.pipe(
+        Effect.flatMap(decodeKeys),
+        Effect.map((rows) => rows.map(toApiKey)),
+        storeErrors("list API keys")
+      ),
+    jobs: (query) =>
+      sql`SELECT * FROM ${t.jobs} WHERE ${
+        sql.and([
+          ...when(query.accountId, (id) => sql`account_id = ${id}`),
+          ...when(query.status, (status) => sql`status = ${status}`),
+          ...when(query.model, (model) => sql`model = ${model}`),
+          ...when(query.createdFrom, (from) => sql`created_at >= ${from}`),
+          ...when(query.createdBefore, (before) => sql`created_at < ${before}`),
+          ...olderThan(query.after)
+        ])
+      } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`.pipe(
+        Effect.flatMap(decodeJobs),
+        Effect.map((rows) => rows.map(toJob)),
+        storeErrors("list jobs across accounts")
+      ),
+    deliveries: (query) =>
+      sql`SELECT * FROM ${t.webhook_deliveries} WHERE ${
+        sql.and([
+          ...when(query.accountId, (id) => sql`account_id = ${id}`),
+          ...when(query.status, (status) => sql`status = ${status}`),
+          ...olderThan(query.after)
+        ])
+      } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`.pipe(
+        Effect.flatMap(decodeDeliveries),
+        Effect.map((rows) => rows.map(toDelivery)),
+        storeErrors("list webhook deliveries across accounts")
+      ),
+    ledger: ({ accountId, after, limit }) =>
+      sql`SELECT * FROM ${t.ledger} WHERE ${sql.and([sql`account_id = ${accountId}`, ...newerThan(after)])}
+        ORDER BY created_at, id LIMIT ${limit + 1}`.pipe(
+        Effect.flatMap(decodeLedger),
+        Effect.map((rows) => rows.map(toLedgerEntry)),
+        storeErrors("read ledger page")
+      )
+  }
+
+  const settings: AccountSettingsRepo["Type"] = {
+    update: (id, patch) => {
+      const columns = {
+        ...(patch.name === undefined ? {} : { name: patch.name }),
+        ...(patch.maxConcurrentJobs === undefined ? {} : { max_concurrent_jobs: patch.maxConcurrentJobs }),
+        ...(patch.segments === undefined ? {} : { segments: JSON.stringify(patch.segments) }),
+        ...(patch.allowedModels === undefined ? {} : { allowed_models: JSON.stringify(patch.allowedModels) }),
+        ...(patch.discounts === undefined ? {} : { discounts: JSON.stringify(patch.discounts) })
+      }
+      const write = Object.keys(columns).length === 0
+        ? Effect.void
+        : sql`UPDATE ${t.accounts} SET ${sql.update(columns)} WHERE id = ${id}`
+      return write.pipe(Effect.zipRight(findAccount(id)), storeErrors("update account"))
+    }
+  }
+
+  return { reads, settings } as const
+})

@@ -1,0 +1,58 @@
+import { Console, Effect } from "effect"
+import { CliError } from "./errors.js"
+
+/** Micro-cents as dollars: at least two decimals, up to six when they matter. */
+export const dollars = (microCents: number): string => {
+  const abs = Math.abs(microCents)
+  const fraction = String(abs % 1_000_000).padStart(6, "0").replace(/0+$/, "").padEnd(2, "0")
+  return `${microCents < 0 ? "-" : ""}$${Math.floor(abs / 1_000_000).toLocaleString("en-US")}.${fraction}`
+}
+
+/** Rows under a header, each column as wide as its widest cell. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")
+  return [line(header), ...rows.map(line)].join("\n")
+}
+
+/** `label: value` lines, labels aligned. */
+export const fields = (pairs: ReadonlyArray<readonly [string, string]>): string => {
+  const width = Math.max(...pairs.map(([label]) => label.length))
+  return pairs.map(([label, value]) => `${`${label}:`.padEnd(width + 1)} ${value}`).join("\n")
+}
+
+export const list = (values: ReadonlyArray<string>) => (values.length === 0 ? "-" : values.join(", "))
+
+/** The command's answer: JSON for scripts, or the human rendering. */
+export const emit = (json: boolean, value: unknown, human: () => string) =>
+  Console.log(json ? JSON.stringify(value, null, 2) : human())
+
+/** A line about work under way, on stderr so stdout stays the answer; nothing in JSON mode. */
+export const progress = (json: boolean, text: string) => (json ? Effect.void : Console.error(text))
+
+/** The error on stderr (JSON when asked), then the failure that makes the exit code 1. */
+export const report = (json: boolean) => (error: CliError) =>
+  Effect.zipRight(
+    Console.error(
+      json
+        ? JSON.stringify({
+          error: {
+            code: error.code,
+            message: error.message,
+            ...(error.status === undefined ? {} : { status: error.status }),
+            ...(error.requestId === undefined ? {} : { requestId: error.requestId }),
+            ...(error.details === undefined ? {} : { details: error.details })
+          }
+        })
+        : [
+          `error: ${error.code}: ${error.message}${error.requestId === undefined ? "" : ` (request ${error.requestId})`}`,
+          ...reasonsOf(error.details).map((r) => `  - ${r}`)
+        ].join("\n")
+    ),
+    Effect.fail(error)
+  )
+
+const reasonsOf = (details: unknown): ReadonlyArray<string> => {
+  const reasons = (details as { reasons?: unknown } | undefined)?.reasons
+  return Array.isArray(reasons) ? reasons.map(String) : []
+}

@@ -1,0 +1,51 @@
+import type { Account } from "../domain/account.js"
+import type { AuditEntry } from "../domain/audit.js"
+import { type Job, progressOf } from "../domain/job.js"
+import type { WebhookDelivery } from "../domain/webhook.js"
+import { deliveryView, iso, jobView } from "./views.js"
+
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
+
+/** An account in a list: no webhook secret, so a page of accounts never carries credentials. */
+export const accountListItem = (account: Account) => ({
+  id: account.id,
+  name: account.name,
+  balanceMicroCents: account.balanceMicroCents,
+  maxConcurrentJobs: account.maxConcurrentJobs,
+  segments: account.segments,
+  allowedModels: account.allowedModels,
+  discounts: account.discounts,
+  createdAt: iso(account.createdAt)
+})
+
+export const adminJobListItem = (job: Job) => ({
+  jobId: job.id,
+  accountId: job.accountId,
+  model: job.model,
+  version: job.version,
+  status: job.status,
+  progress: progressOf(job.status),
+  costMicroCents: job.costMicroCents,
+  attempts: job.attempts,
+  createdAt: iso(job.createdAt),
+  startedAt: isoOrNull(job.startedAt),
+  completedAt: isoOrNull(job.completedAt)
+})
+
+export const adminJobView = (job: Job) => {
+  const { error, output, outputs } = jobView(job)
+  return {
+    ...adminJobListItem(job),
+    requestId: job.requestId,
+    input: job.input,
+    webhookUrl: job.webhookUrl,
+    output,
+    outputs,
+    error,
+    estimatedCompletionTime: iso(job.estimatedCompletionAt)
+  }
+}
+
+export const adminDeliveryView = (delivery: WebhookDelivery) => ({ ...deliveryView(delivery), accountId: delivery.accountId })
+
+export const auditEntryView = (entry: AuditEntry) => ({ ...entry, createdAt: iso(entry.createdAt) })

@@ -1,0 +1,54 @@
+import { Context, type Effect } from "effect"
+import type { Account, ApiKey, LedgerEntry } from "../domain/account.js"
+import type { JobCursor } from "../domain/cursor.js"
+import type { StoreError } from "../domain/errors.js"
+import type { AccountId } from "../domain/ids.js"
+import type { Job, JobStatus } from "../domain/job.js"
+import type { DeliveryStatus, WebhookDelivery } from "../domain/webhook.js"
+
+export interface AccountQuery {
+  /** A fragment of the name or the id, ASCII letters compared without case. */
+  readonly search?: string | undefined
+  readonly after?: JobCursor | undefined
+  readonly limit: number
+}
+
+export interface AdminJobQuery {
+  readonly accountId?: string | undefined
+  readonly status?: JobStatus | undefined
+  readonly model?: string | undefined
+  /** Jobs created at or after this time (epoch ms). */
+  readonly createdFrom?: number | undefined
+  /** Jobs created before this time (epoch ms). */
+  readonly createdBefore?: number | undefined
+  readonly after?: JobCursor | undefined
+  readonly limit: number
+}
+
+export interface AdminDeliveryQuery {
+  readonly accountId?: string | undefined
+  readonly status?: DeliveryStatus | undefined
+  readonly after?: JobCursor | undefined
+  readonly limit: number
+}
+
+export interface LedgerQuery {
+  readonly accountId: AccountId
+  /** Entries after this one, oldest first. */
+  readonly after?: JobCursor | undefined
+  readonly limit: number
+}
+
+/**
+ * What the operator reads across accounts. Lists are keyset-paged over (createdAt, id) and
+ * answer up to `limit + 1` rows, so callers can tell whether more follow: newest first, except
+ * the ledger, which reads oldest first like a statement.
+ */
+export class AdminReadRepo extends Context.Tag("genjobs/AdminReadRepo")<AdminReadRepo, {
+  readonly accounts: (query: AccountQuery) => Effect.Effect<ReadonlyArray<Account>, StoreError>
+  /** Every key of the account, oldest first. */
+  readonly keys: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ApiKey>, StoreError>
+  readonly jobs: (query: AdminJobQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  readonly deliveries: (query: AdminDeliveryQuery) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
+  readonly ledger: (query: LedgerQuery) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
+}>() {}

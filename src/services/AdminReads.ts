@@ -1,0 +1,140 @@
+import { Context, Effect, Layer, Option } from "effect"
+import type { ApiKey, LedgerEntry } from "../domain/account.js"
+import { AuditAction, type AuditEntry } from "../domain/audit.js"
+import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import type { AccountId, JobId } from "../domain/ids.js"
+import { type Job, JobStatus } from "../domain/job.js"
+import { MAX_PAGE_SIZE } from "../domain/limits.js"
+import { DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
+import type { Account } from "../domain/account.js"
+import { AccountRepo } from "../ports/AccountRepo.js"
+import { AdminReadRepo } from "../ports/AdminReadRepo.js"
+import { AuditLog } from "../ports/AuditLog.js"
+import { JobRepo } from "../ports/JobRepo.js"
+import { readPageRequest, toPage } from "./paging.js"
+
+export interface Page<A> {
+  readonly items: ReadonlyArray<A>
+  readonly nextCursor: string | null
+  readonly hasMore: boolean
+}
+
+interface PageRequest {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+/** The longest search fragment taken: longer ones cannot match a name of at most 200 characters. */
+const MAX_SEARCH_LENGTH = 200
+
+const invalid = (field: string, message: string) => engineError("VALIDATION_ERROR", message, { field })
+
+/** An ISO 8601 time (at least a date) as epoch ms; anything else is refused with the field's name. */
+const readTime = (field: string, value: string | undefined): Effect.Effect<number | undefined, EngineError> => {
+  if (value === undefined) return Effect.succeed(undefined)
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN
+  return Number.isNaN(ms) ? Effect.fail(invalid(field, `${field} must be an ISO 8601 time, like 2025-01-31T12:00:00Z`)) : Effect.succeed(ms)
+}
+
+/** What the operator reads across accounts: accounts, keys, jobs, deliveries, ledgers and the audit log. */
+export const make = Effect.gen(function*() {
+  const repo = yield* AdminReadRepo
+  const audit = yield* AuditLog
+  const jobRepo = yield* JobRepo
+  const accountRepo = yield* AccountRepo
+
+  const account = (id: string): Effect.Effect<Account, EngineError | StoreError> =>
+    accountRepo.get(id as AccountId).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(engineError("NOT_FOUND", `No account "${id}"`, { accountId: id })),
+        onSome: Effect.succeed
+      }))
+    )
+
+  const accounts = (request: PageRequest & { readonly search?: string | undefined }): Effect.Effect<Page<Account>, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { after, limit } = yield* readPageRequest(request, [])
+      const search = request.search === undefined || request.search === "" ? undefined : request.search
+      if (search !== undefined && search.length > MAX_SEARCH_LENGTH) {
+        return yield* Effect.fail(invalid("search", `search must be at most ${MAX_SEARCH_LENGTH} characters`))
+      }
+      return toPage(yield* repo.accounts({ search, after, limit }), limit)
+    })
+
+  const keys = (accountId: string): Effect.Effect<ReadonlyArray<ApiKey>, EngineError | StoreError> =>
+    Effect.flatMap(account(accountId), (found) => repo.keys(found.id))
+
+  const jobs = (
+    request: PageRequest & {
+      readonly accountId?: string | undefined
+      readonly status?: string | undefined
+      readonly model?: string | undefined
+      readonly createdFrom?: string | undefined
+      readonly createdBefore?: string | undefined
+    }
+  ): Effect.Effect<Page<Job>, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { after, limit, status } = yield* readPageRequest(request, JobStatus.literals)
+      const createdFrom = yield* readTime("createdFrom", request.createdFrom)
+      const createdBefore = yield* readTime("createdBefore", request.createdBefore)
+      if (createdFrom !== undefined && createdBefore !== undefined && createdFrom >= createdBefore) {
+        return yield* Effect.fail(invalid("createdBefore", "createdBefore must be later than createdFrom"))
+      }
+      const rows = yield* repo.jobs({
+        accountId: request.accountId,
+        status,
+        model: request.model,
+        createdFrom,
+        createdBefore,
+        after,
+        limit
+      })
+      return toPage(rows, limit)
+    })
+
+  const job = (id: string): Effect.Effect<Job, EngineError | StoreError> =>
+    jobRepo.get(id as JobId).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id })),
+        onSome: Effect.succeed
+      }))
+    )
+
+  const deliveries = (
+    request: PageRequest & { readonly accountId?: string | undefined; readonly status?: string | undefined }
+  ): Effect.Effect<Page<WebhookDelivery>, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { after, limit, status } = yield* readPageRequest(request, DeliveryStatus.literals)
+      return toPage(yield* repo.deliveries({ accountId: request.accountId, status, after, limit }), limit)
+    })
+
+  /**
+   * An account's ledger, oldest first like a statement. Pages hold 100 entries unless asked
+   * otherwise, so a short ledger comes whole in one answer.
+   */
+  const ledger = (accountId: string, request: PageRequest): Effect.Effect<Page<LedgerEntry>, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { after, limit } = yield* readPageRequest({ ...request, limit: request.limit ?? MAX_PAGE_SIZE }, [])
+      const found = yield* account(accountId)
+      return toPage(yield* repo.ledger({ accountId: found.id, after, limit }), limit)
+    })
+
+  const auditLog = (
+    request: PageRequest & { readonly actor?: string | undefined; readonly action?: string | undefined; readonly target?: string | undefined }
+  ): Effect.Effect<Page<AuditEntry>, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const { after, limit } = yield* readPageRequest(request, [])
+      const action = request.action
+      if (action !== undefined && !AuditAction.literals.includes(action as AuditAction)) {
+        return yield* Effect.fail(invalid("action", `action must be one of ${AuditAction.literals.join(", ")}`))
+      }
+      const rows = yield* audit.list({ actor: request.actor, action: action as AuditAction | undefined, target: request.target, after, limit })
+      return toPage(rows, limit)
+    })
+
+  return { accounts, keys, jobs, job, deliveries, ledger, auditLog } as const
+})
+
+export class AdminReads extends Context.Tag("genjobs/AdminReads")<AdminReads, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(AdminReads, make)
+}

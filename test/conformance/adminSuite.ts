@@ -1,0 +1,241 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, type Layer, Option } from "effect"
+import type { AuditEntry } from "../../src/domain/audit.js"
+import type { JobCursor } from "../../src/domain/cursor.js"
+import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
+import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
+import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
+import { AuditLog } from "../../src/ports/AuditLog.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
+
+export type AdminStores = AccountRepo | ApiKeyRepo | JobRepo | WebhookDeliveryRepo | AdminReadRepo | AccountSettingsRepo | AuditLog
+
+const cursorOf = (rows: ReadonlyArray<{ readonly createdAt: number; readonly id: string }>, limit: number): JobCursor => {
+  const last = rows[limit - 1]!
+  return { createdAt: last.createdAt, id: last.id }
+}
+
+const entry = (overrides: Partial<AuditEntry> = {}): AuditEntry => ({
+  id: `aud_${Math.random().toString(36).slice(2)}`,
+  actor: "alice",
+  action: "account.update",
+  target: "acc_x",
+  summary: { changes: { name: { from: "a", to: "b" } } },
+  requestId: "req_1",
+  createdAt: T0,
+  ...overrides
+})
+
+/**
+ * The admin ports every store must answer alike. `transactional` stores undo a change whose
+ * audit entry cannot be written.
+ */
+export const runAdminConformance = (
+  name: string,
+  makeLayer: () => Layer.Layer<AdminStores, unknown>,
+  options: { readonly transactional: boolean }
+) => {
+  const test = (title: string, body: () => Effect.Effect<void, unknown, AdminStores>) =>
+    it.live(title, () => Effect.provide(body(), makeLayer()))
+
+  const submit = (j: ReturnType<typeof job>) =>
+    Effect.flatMap(JobRepo, (repo) => repo.submit({ job: j, maxConcurrentJobs: 100, rateLimits: NO_LIMITS }))
+
+  describe(`${name}: AdminReadRepo`, () => {
+    test("lists accounts newest first, paged, and finds them by a fragment of name or id", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const made = [
+          yield* createAccount(0, { name: "Acme Studio", createdAt: T0 + 1 }),
+          yield* createAccount(0, { name: "Globex", createdAt: T0 + 2 }),
+          yield* createAccount(0, { name: "ACME labs", createdAt: T0 + 3 }),
+          yield* createAccount(0, { name: "50% off_sale", createdAt: T0 + 4 })
+        ]
+        const all = yield* reads.accounts({ limit: 10 })
+        expect(all.map((a) => a.name)).toEqual(["50% off_sale", "ACME labs", "Globex", "Acme Studio"])
+        expect(all[0]).toEqual(made[3])
+        const first = yield* reads.accounts({ limit: 2 })
+        expect(first).toHaveLength(3)
+        const rest = yield* reads.accounts({ limit: 2, after: cursorOf(first, 2) })
+        expect([...first.slice(0, 2), ...rest].map((a) => a.name)).toEqual(all.map((a) => a.name))
+        expect((yield* reads.accounts({ limit: 10, search: "acme" })).map((a) => a.name)).toEqual(["ACME labs", "Acme Studio"])
+        expect((yield* reads.accounts({ limit: 10, search: made[1]!.id.slice(4, 12) })).map((a) => a.id)).toEqual([made[1]!.id])
+        // LIKE's wildcards match only themselves.
+        expect((yield* reads.accounts({ limit: 10, search: "50%" })).map((a) => a.name)).toEqual(["50% off_sale"])
+        expect(yield* reads.accounts({ limit: 10, search: "o_f" })).toEqual([])
+        expect(yield* reads.accounts({ limit: 10, search: "%" })).toHaveLength(1)
+        expect(yield* reads.accounts({ limit: 10, search: "nobody" })).toEqual([])
+      }))
+
+    test("lists an account's keys oldest first, and only its own", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const keys = yield* ApiKeyRepo
+        const owner = yield* createAccount(0)
+        const other = yield* createAccount(0)
+        const key = (accountId: AccountId, n: number) => ({
+          id: `key_${n}` as ApiKeyId,
+          accountId,
+          name: `k${n}`,
+          scopes: ["submit_job" as const],
+          allowedIPs: ["10.0.0.0/8"],
+          hash: `hash${n}`,
+          hint: `gjk_${n}`,
+          active: true,
+          expiresAt: n === 2 ? T0 + 99 : null,
+          createdAt: T0 + 10 - n
+        })
+        for (const n of [1, 2]) yield* keys.create(key(owner.id, n))
+        yield* keys.create(key(other.id, 3))
+        yield* keys.deactivate("key_1" as ApiKeyId)
+        expect(yield* reads.keys(owner.id)).toEqual([key(owner.id, 2), { ...key(owner.id, 1), active: false }])
+        expect(yield* reads.keys("acc_missing" as AccountId)).toEqual([])
+      }))
+
+    test("lists jobs across accounts newest first, by account, status, model and creation time", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const jobs = yield* JobRepo
+        const a = yield* createAccount(1_000_000)
+        const b = yield* createAccount(1_000_000)
+        const made = [
+          job(a.id, { createdAt: T0 + 1, model: "demo/text" }),
+          job(b.id, { createdAt: T0 + 2, model: "demo/image" }),
+          job(a.id, { createdAt: T0 + 3, model: "demo/image" }),
+          job(b.id, { createdAt: T0 + 4, model: "demo/text" })
+        ]
+        for (const j of made) yield* submit(j)
+        yield* jobs.cancel(made[2]!.id, a.id, T0 + 10)
+        const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((r) => r.id)
+        const all = yield* reads.jobs({ limit: 10 })
+        expect(ids(all)).toEqual([made[3]!.id, made[2]!.id, made[1]!.id, made[0]!.id])
+        expect(all[1]).toMatchObject({ status: "cancelled", accountId: a.id })
+        expect(ids(yield* reads.jobs({ limit: 10, accountId: a.id }))).toEqual([made[2]!.id, made[0]!.id])
+        expect(ids(yield* reads.jobs({ limit: 10, status: "cancelled" }))).toEqual([made[2]!.id])
+        expect(ids(yield* reads.jobs({ limit: 10, model: "demo/image", status: "pending" }))).toEqual([made[1]!.id])
+        expect(ids(yield* reads.jobs({ limit: 10, createdFrom: T0 + 2, createdBefore: T0 + 4 }))).toEqual([made[2]!.id, made[1]!.id])
+        const page = yield* reads.jobs({ limit: 3 })
+        expect(page).toHaveLength(4)
+        expect(ids(yield* reads.jobs({ limit: 3, after: cursorOf(page, 3) }))).toEqual([made[0]!.id])
+      }))
+
+    test("lists webhook deliveries across accounts newest first, by account and status", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const jobs = yield* JobRepo
+        const deliveries = yield* WebhookDeliveryRepo
+        const a = yield* createAccount(1_000_000)
+        const b = yield* createAccount(1_000_000)
+        const made = [a, b, a].map((acc, i) => job(acc.id, { createdAt: T0 + i, webhookUrl: `https://example.com/${i}` }))
+        for (const [i, j] of made.entries()) {
+          yield* submit(j)
+          yield* jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no" }, T0 + 100 + i)
+        }
+        const all = yield* reads.deliveries({ limit: 10 })
+        expect(all.map((d) => d.jobId)).toEqual([made[2]!.id, made[1]!.id, made[0]!.id])
+        expect(all.every((d) => d.status === "pending")).toBe(true)
+        const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 1_000, leaseMs: 60_000, maxPerAccount: 4 }))
+        yield* deliveries.recordAttempt(claimed.id, "d", {
+          attempt: 1,
+          at: T0 + 1_000,
+          statusCode: 200,
+          error: null,
+          durationMs: 5,
+          responseBody: "ok"
+        }, { status: "sent" })
+        expect((yield* reads.deliveries({ limit: 10, status: "sent" })).map((d) => d.id)).toEqual([claimed.id])
+        expect((yield* reads.deliveries({ limit: 10, accountId: b.id })).map((d) => d.jobId)).toEqual([made[1]!.id])
+        const page = yield* reads.deliveries({ limit: 2 })
+        expect((yield* reads.deliveries({ limit: 2, after: cursorOf(page, 2) })).map((d) => d.jobId)).toEqual([made[0]!.id])
+      }))
+
+    test("pages an account's ledger oldest first", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const accounts = yield* AccountRepo
+        const owner = yield* createAccount(100)
+        for (const n of [1, 2, 3]) yield* accounts.addCredits(owner.id, n, T0 + n)
+        const full = yield* accounts.ledger(owner.id)
+        const first = yield* reads.ledger({ accountId: owner.id, limit: 2 })
+        expect(first).toHaveLength(3)
+        const rest = yield* reads.ledger({ accountId: owner.id, limit: 2, after: cursorOf(first, 2) })
+        expect([...first.slice(0, 2), ...rest]).toEqual(full)
+        expect(full.map((e) => e.amountMicroCents)).toEqual([100, 1, 2, 3])
+      }))
+  })
+
+  describe(`${name}: AccountSettingsRepo`, () => {
+    test("sets only the fields given and leaves the balance alone; unknown accounts are None", () =>
+      Effect.gen(function*() {
+        const settings = yield* AccountSettingsRepo
+        const accounts = yield* AccountRepo
+        const created = yield* createAccount(700, { name: "old", segments: ["basic"] })
+        const updated = Option.getOrThrow(yield* settings.update(created.id, {
+          maxConcurrentJobs: 9,
+          segments: ["pro", "beta"],
+          discounts: [{ type: "vip", percentage: 12.5, models: ["demo/text"] }]
+        }))
+        const expected = {
+          ...created,
+          maxConcurrentJobs: 9,
+          segments: ["pro", "beta"],
+          discounts: [{ type: "vip", percentage: 12.5, models: ["demo/text"] }]
+        }
+        expect(updated).toEqual(expected)
+        expect(Option.getOrThrow(yield* accounts.get(created.id))).toEqual(expected)
+        expect(Option.getOrThrow(yield* settings.update(created.id, { name: "new", allowedModels: ["x/y"] }))).toMatchObject({
+          name: "new",
+          allowedModels: ["x/y"],
+          maxConcurrentJobs: 9,
+          balanceMicroCents: 700
+        })
+        expect(Option.isNone(yield* settings.update("acc_missing" as AccountId, { name: "x" }))).toBe(true)
+      }))
+  })
+
+  describe(`${name}: AuditLog`, () => {
+    test("appends an entry with each change and lists them newest first, filtered and paged", () =>
+      Effect.gen(function*() {
+        const audit = yield* AuditLog
+        const made = [
+          entry({ createdAt: T0 + 1, actor: "alice", target: "acc_1", requestId: null }),
+          entry({ createdAt: T0 + 2, actor: "bob", action: "key.create", target: "key_1", summary: { scopes: ["submit_job"] } }),
+          entry({ createdAt: T0 + 3, actor: "alice", action: "catalog.replace", target: "catalog" })
+        ]
+        for (const e of made) expect(yield* audit.recorded(Effect.succeed(e.id), () => e)).toBe(e.id)
+        expect(yield* audit.list({ limit: 10 })).toEqual([made[2], made[1], made[0]])
+        expect((yield* audit.list({ limit: 10, actor: "alice" })).map((e) => e.id)).toEqual([made[2]!.id, made[0]!.id])
+        expect((yield* audit.list({ limit: 10, action: "key.create" })).map((e) => e.id)).toEqual([made[1]!.id])
+        expect((yield* audit.list({ limit: 10, target: "acc_1" })).map((e) => e.id)).toEqual([made[0]!.id])
+        const page = yield* audit.list({ limit: 2 })
+        expect(yield* audit.list({ limit: 2, after: cursorOf(page, 2) })).toEqual([made[0]])
+      }))
+
+    test("a change that fails leaves no entry", () =>
+      Effect.gen(function*() {
+        const audit = yield* AuditLog
+        const exit = yield* Effect.exit(audit.recorded(Effect.fail("refused"), () => entry()))
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(yield* audit.list({ limit: 10 })).toEqual([])
+      }))
+
+    if (options.transactional) {
+      test("an entry that cannot be written undoes its change", () =>
+        Effect.gen(function*() {
+          const audit = yield* AuditLog
+          const accounts = yield* AccountRepo
+          const first = entry()
+          yield* audit.recorded(Effect.void, () => first)
+          // The same id again: the entry's insert fails, and the account made with it must go too.
+          const exit = yield* Effect.exit(audit.recorded(createAccount(500, { name: "ghost" }), () => first))
+          expect(Exit.isFailure(exit)).toBe(true)
+          expect(yield* accounts.count).toBe(0)
+          expect(yield* audit.list({ limit: 10 })).toEqual([first])
+        }))
+    }
+  })
+}
