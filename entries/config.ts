@@ -31,6 +31,17 @@ export const EngineEnv = Config.all({
   webhookDeliveriesPerAccount: nonNegative("WEBHOOK_DELIVERIES_PER_ACCOUNT", defaultEngineSettings.webhookDeliveriesPerAccount).pipe(
     Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
   ),
+  // The spec's deadline and schedule (6.1) by default; tests shorten them to run six attempts in seconds.
+  webhookDeadlineMs: nonNegative("WEBHOOK_DEADLINE_MS", defaultEngineSettings.webhookDeadlineMs).pipe(
+    Config.validate({ message: "WEBHOOK_DEADLINE_MS must be at least 1", validation: (n) => n >= 1 })
+  ),
+  webhookRetryDelaysMs: Config.array(Config.integer(), "WEBHOOK_RETRY_DELAYS_MS").pipe(
+    Config.withDefault(defaultEngineSettings.webhookRetryDelaysMs),
+    Config.validate({
+      message: "WEBHOOK_RETRY_DELAYS_MS must be comma-separated whole numbers of 0 or more",
+      validation: (delays) => delays.every((n) => n >= 0)
+    })
+  ),
   uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
@@ -154,7 +165,9 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       creditMicroCents: settings.creditMicroCents,
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,
-      webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount
+      webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
+      webhookDeadlineMs: settings.webhookDeadlineMs,
+      webhookRetryDelaysMs: settings.webhookRetryDelaysMs
     },
     http: {
       adminToken: Option.getOrUndefined(settings.adminToken),
