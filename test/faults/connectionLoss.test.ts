@@ -124,22 +124,22 @@ describe.skipIf(db === undefined)("database connections terminated under a submi
     const worker = await servers.start({ WORKER_CONCURRENCY: String(WORKERS) })
     const load = startLoad(tally, api, key)
     tally.phase = "baseline"
-    await sleep(2_000)
+    await sleep(1_500)
     tally.phase = "listen loss"
     const lostAt = Date.now()
     const listeners = await db!.terminate("listener")
-    await sleep(7_000)
+    await sleep(6_500)
     await load.stop()
     expect(await settle(db!, 20_000)).toBe(true)
     accepted.push(...acceptedOf(load.sent))
     await worker.stop("SIGTERM")
 
     const pickups = await pickupsOf(load.sent)
-    const back = pickups(lostAt, 5_000, 7_000)
+    const back = pickups(lostAt, 5_000, 6_500)
     console.log([
       `[fault] LISTEN loss: ${listeners} LISTEN connections terminated under ${1000 / SUBMIT_EVERY_MS} submits/s`,
-      `  pickup ms, 2 s before: ${describeWindow(pickups(lostAt, -2_000, 0))}`,
-      ...[0, 1, 2, 3, 4, 5, 6].map((s) => `  pickup ms, ${s}-${s + 1} s after: ${describeWindow(pickups(lostAt, s * 1_000, (s + 1) * 1_000))}`),
+      `  pickup ms, 1.5 s before: ${describeWindow(pickups(lostAt, -1_500, 0))}`,
+      ...[0, 1, 2, 3, 4, 5].map((s) => `  pickup ms, ${s}-${s + 1} s after: ${describeWindow(pickups(lostAt, s * 1_000, (s + 1) * 1_000))}`),
       `  answers: ${JSON.stringify(tally.summary())}`
     ].join("\n"))
     expect(listeners).toBe(2)
