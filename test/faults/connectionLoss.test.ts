@@ -204,13 +204,14 @@ describe.skipIf(db === undefined)("database connections terminated under a submi
       expect(reply.status).toBe(200)
       accepted.push(reply.body.jobId)
     }
-    await submit(1_500)
-    await submit(1_500)
+    await submit(2_500)
+    await submit(2_500)
     const processing = async () => (await db!.query("SELECT id FROM genjobs_jobs WHERE status = 'processing'")).length
     expect(await waitFor(async () => (await processing()) === 2, 5_000)).toBe(true)
+    // Both jobs end in the middle of this outage, and their completions fail.
     await db!.refuseConnections(true)
     await db!.terminate("all")
-    await sleep(2_500)
+    await sleep(3_500)
     await db!.refuseConnections(false)
     await sleep(500)
     await submit(300)

@@ -14,18 +14,16 @@ export const TEXT = "demo/text-gen/text-to-text"
 export const JOB_COST = 10_000
 /** The connection the suite reads the database with; fault injection never terminates it. */
 const PROBE_APP = "genjobs fault probe"
-export const LISTENER_APP = "genjobs listener"
+/** PgJobSignal names its LISTEN connection so. */
+const LISTENER_APP = "genjobs listener"
 
 /** The suite's own connection to a test database: reads for the invariants, and the faults themselves. */
 export interface FaultDb {
   readonly url: string
   readonly name: string
   query<R extends Record<string, any>>(text: string, params?: ReadonlyArray<unknown>): Promise<Array<R>>
-  /**
-   * Terminates the database's client connections (the LISTEN connections, the pools', or
-   * both; never the suite's own); answers how many.
-   */
-  terminate(which: "listener" | "pool" | "all"): Promise<number>
+  /** Terminates the servers' LISTEN connections, or all their connections (never the suite's own); answers how many. */
+  terminate(which: "listener" | "all"): Promise<number>
   /** While set, the database refuses new connections (ALTER DATABASE ... ALLOW_CONNECTIONS): an outage. */
   refuseConnections(refuse: boolean): Promise<void>
   /** Closes the connection and drops the database (servers must be stopped first). */
@@ -55,11 +53,7 @@ export const faultDatabase = async (): Promise<FaultDb | undefined> => {
     name,
     query: async (text, params = []) => (await client.query(text, [...params])).rows,
     terminate: async (which) => {
-      const filter = which === "listener"
-        ? "application_name = $2"
-        : which === "pool"
-        ? "application_name <> $2"
-        : "$2::text IS NOT NULL"
+      const filter = which === "listener" ? "application_name = $2" : "$2::text IS NOT NULL"
       const rows = (await client.query(
         `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
          WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND ${filter}`,
@@ -142,7 +136,7 @@ export const call = async (
 }
 
 /** The demo catalog without rate limits: the faults, not the per-minute windows, decide the answers. */
-export const unlimitedCatalog = () => {
+const unlimitedCatalog = () => {
   const catalog = demoCatalog()
   for (const model of catalog.models) {
     for (const version of model["versions"]) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
@@ -218,8 +212,6 @@ export interface ReceivedWebhook {
   readonly status: string
   readonly at: number
 }
-
-export type ReceiverMode = "ok" | "unavailable" | "trickle"
 
 /**
  * An HTTPS webhook receiver: `/ok` answers 204, `/trickle` answers 200 and then a byte every

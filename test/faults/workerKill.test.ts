@@ -27,6 +27,7 @@ describe.skipIf(db === undefined)("a worker process killed with SIGKILL in the m
   let receiver: Receiver
   let servers: Servers
   let api: RunningServer
+  const accepted: Array<string> = []
 
   beforeAll(async () => {
     receiver = await startReceiver()
@@ -43,7 +44,6 @@ describe.skipIf(db === undefined)("a worker process killed with SIGKILL in the m
   it("another worker finishes its jobs once each: all terminal, charged once, one webhook each, ledger = balance", async () => {
     const tenant = await makeTenant(tally, api, { name: "t", creditsMicroCents: 100_000_000, maxConcurrentJobs: 100 })
     const doomed = await servers.start({ WORKER_CONCURRENCY: "4" })
-    const accepted: Array<string> = []
     for (let i = 0; i < JOBS; i++) {
       const reply = await call(tally, api, "POST", "/v1/jobs/submit", tenant.key, {
         model: TEXT,
@@ -86,5 +86,27 @@ describe.skipIf(db === undefined)("a worker process killed with SIGKILL in the m
     console.log(
       `[fault] worker SIGKILL: ${orphans.length} jobs orphaned, all ${JOBS} completed once; orphans done ${takeover} ms after the kill (lease ${LEASE_MS} ms, a new worker started after it); settled in ${settledAt - killedAt} ms; answers ${JSON.stringify(tally.summary())}`
     )
+  })
+
+  it("the invariant check sees a job ended twice, a refund of a completed job, a balance off its ledger and a job left running", async () => {
+    const [a, b, c] = accepted
+    // A second ending would rewrite the row after its webhook was written.
+    await db!.query("UPDATE genjobs_jobs SET completed_at = completed_at + 1 WHERE id = $1", [a])
+    await db!.query(
+      `INSERT INTO genjobs_ledger (id, account_id, job_id, kind, amount_micro_cents, created_at)
+       SELECT 'led_fault', account_id, id, 'refund', cost_micro_cents, 0 FROM genjobs_jobs WHERE id = $1`,
+      [b]
+    )
+    await db!.query("UPDATE genjobs_jobs SET status = 'processing' WHERE id = $1", [c])
+    const report = await checkInvariants(db!, { accepted, tally, received: [...receiver.received, receiver.received[0]!] })
+    expect(report.violations.map((v) => v.replace(/\b(job|acc|whd|req)_[A-Za-z0-9_-]+/g, "$1_*"))).toEqual([
+      "job job_* is still processing",
+      "job job_* completed was refunded {\"amount\":10000,\"n\":1}",
+      "account acc_*: balance 99880000 but ledger sums to 99890000",
+      expect.stringMatching(/^delivery whd_\* carries completed at .* but job job_\* is completed at /),
+      expect.stringMatching(/^delivery whd_\* carries completed at .* but job job_\* is processing at /),
+      "job job_* processing has 1 webhook deliveries",
+      "receiver got whd_* #1 twice"
+    ])
   })
 })
