@@ -13,6 +13,8 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // The fault suite runs alone, through vitest.faults.config.ts (`npm run test:faults`).
+    exclude: ["test/faults/**", "**/node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     globalSetup: ["test/globalSetup.ts"]

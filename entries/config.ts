@@ -42,6 +42,17 @@ export const EngineEnv = Config.all({
   webhookDeliveriesPerAccount: nonNegative("WEBHOOK_DELIVERIES_PER_ACCOUNT", defaultEngineSettings.webhookDeliveriesPerAccount).pipe(
     Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
   ),
+  // The spec's deadline and schedule (6.1) by default; tests shorten them to run six attempts in seconds.
+  webhookDeadlineMs: nonNegative("WEBHOOK_DEADLINE_MS", defaultEngineSettings.webhookDeadlineMs).pipe(
+    Config.validate({ message: "WEBHOOK_DEADLINE_MS must be at least 1", validation: (n) => n >= 1 })
+  ),
+  webhookRetryDelaysMs: Config.array(Config.integer(), "WEBHOOK_RETRY_DELAYS_MS").pipe(
+    Config.withDefault(defaultEngineSettings.webhookRetryDelaysMs),
+    Config.validate({
+      message: "WEBHOOK_RETRY_DELAYS_MS must be comma-separated whole numbers of 0 or more",
+      validation: (delays) => delays.every((n) => n >= 0)
+    })
+  ),
   uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
   retentionSweeper: Config.boolean("RETENTION_SWEEPER").pipe(Config.withDefault(true)),
   jobRetentionDays: Config.option(Config.integer("JOB_RETENTION_DAYS").pipe(
@@ -178,7 +189,9 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
       jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,
-      retentionBatchSize: settings.retentionBatchSize
+      retentionBatchSize: settings.retentionBatchSize,
+      webhookDeadlineMs: settings.webhookDeadlineMs,
+      webhookRetryDelaysMs: settings.webhookRetryDelaysMs
     },
     http: {
       adminToken: Option.getOrUndefined(settings.adminToken),

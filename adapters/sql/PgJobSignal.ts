@@ -117,8 +117,8 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         // Every process hears its own NOTIFY too, so nothing is published locally here.
         // One statement for all the jobs of a call: a claim of 24 jobs is one round trip, not 24.
         publish: (jobIds) =>
-          (jobIds.length === 0 ? Effect.void : client`SELECT pg_notify(${eventsChannel}, id)
-            FROM unnest(ARRAY[${client.csv(jobIds.map((id) => client`${id}`))}]::text[]) AS id`).pipe(
+          jobIds.length === 0 ? Effect.void : client`SELECT pg_notify(${eventsChannel}, id)
+            FROM unnest(ARRAY[${client.csv(jobIds.map((id) => client`${id}`))}]::text[]) AS id`.pipe(
             Effect.asVoid,
             Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
           ),

@@ -1,5 +1,5 @@
 import { SqlError } from "@effect/sql"
-import { Effect, ParseResult, Schema } from "effect"
+import { Effect, Option, ParseResult, Schema } from "effect"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { Job } from "../../src/domain/job.js"
@@ -127,7 +127,11 @@ export const toJob = (row: typeof JobRow.Type): Job => ({
   leaseExpiresAt: row.lease_expires_at
 })
 
-/** SQL and row-decoding failures leave the adapter as StoreError. */
+/**
+ * SQL and row-decoding failures leave the adapter as StoreError. So does a SqlError defect:
+ * `withTransaction` dies when its COMMIT or ROLLBACK fails, as both do on a connection the
+ * server terminated mid-transaction, and that is a store outage (503), not a bug (500).
+ */
 export const storeErrors = (what: string) =>
 <A, E, R>(
   effect: Effect.Effect<A, E | SqlError.SqlError | ParseResult.ParseError, R>
@@ -136,6 +140,12 @@ export const storeErrors = (what: string) =>
     effect,
     (e): e is SqlError.SqlError | ParseResult.ParseError => e instanceof SqlError.SqlError || ParseResult.isParseError(e),
     (cause) => Effect.fail(new StoreError({ message: `${what} failed`, cause }))
+  ).pipe(
+    Effect.catchSomeDefect((defect) =>
+      defect instanceof SqlError.SqlError
+        ? Option.some(Effect.fail(new StoreError({ message: `${what} failed`, cause: defect })))
+        : Option.none()
+    )
   ) as Effect.Effect<A, Exclude<E, SqlError.SqlError | ParseResult.ParseError> | StoreError, R>
 
 export const DeliveryRow = Schema.Struct({
