@@ -5,6 +5,7 @@ import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 import uploads from "./migrations/0003_uploads.js"
 import uploadVerification from "./migrations/0004_upload_verification.js"
 import queue from "./migrations/0005_queue.js"
+import providerHandles from "./migrations/0007_provider_handles.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -27,7 +28,9 @@ const migrate = Effect.gen(function*() {
       "0002_webhook_deliveries": webhookDeliveries(t),
       "0003_uploads": uploads(t),
       "0004_upload_verification": uploadVerification(t),
-      "0005_queue": queue(t)
+      "0005_queue": queue(t),
+      // 0006 is taken by the retention branch.
+      "0007_provider_handles": providerHandles(t)
     })
   })
 })

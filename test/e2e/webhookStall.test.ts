@@ -1,4 +1,4 @@
-import { DEMO_PROVIDER_ID, type Engine, layerNodeWebhookSender, makeDemoGenerator, makeEngine } from "genjobs"
+import { DEMO_PROVIDER_ID, type Engine, layerNodeWebhookSender, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { createServer, type Server } from "node:https"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -48,7 +48,7 @@ describe("a trickling webhook receiver cannot stall delivery", () => {
     engine = await makeEngine({
       store: memoryStore(),
       files: memoryFiles({ publicUrl: ORIGIN }),
-      providers: { [DEMO_PROVIDER_ID]: makeDemoGenerator() },
+      providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
       http: { adminToken: ADMIN },
       settings: { webhookDeadlineMs: DEADLINE_MS, webhookRetryDelaysMs: [100, 100, 100, 100, 100], webhookDeliveriesPerAccount: PER_ACCOUNT },
       workers: 4,
