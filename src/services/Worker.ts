@@ -219,7 +219,8 @@ export const make = Effect.gen(function*() {
       })
       yield* Effect.addFinalizer(() =>
         Fiber.interruptAll(background).pipe(
-          Effect.zipRight(drained.pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
+          // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
+          Effect.zipRight(Effect.interruptible(drained).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
           Effect.zipRight(Fiber.interruptAll(runners))
         )
       )
