@@ -404,6 +404,57 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       }))
   })
 
+  describe(`${name}: JobRepo provider state and lease renewal`, () => {
+    test("keeps the provider phase, handle and starts for the lease holder only, and hands them to the next worker", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        const claimOf = (workerId: string, now: number) => repo.claim({ workerId, now, leaseMs: 1_000, maxAttempts: 3 })
+        yield* claimOf("w1", T0)
+        expect(yield* repo.saveProviderState(j.id, "other", { phase: "starting", handle: null, starts: 1 })).toBe(false)
+        expect(yield* repo.saveProviderState(j.id, "w1", { phase: "starting", handle: null, starts: 1 })).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({ providerPhase: "starting", providerHandle: null, providerStarts: 1 })
+        const handle = { id: "pred_abc", data: { statusUrl: "https://provider.example/v1/p/abc", nested: { list: [1, "two"] } } }
+        expect(yield* repo.saveProviderState(j.id, "w1", { phase: "started", handle, starts: 1 })).toBe(true)
+        // The lease lapses: the next claimer gets the handle to resume, with its attempt counted.
+        const taken = Option.getOrThrow(yield* claimOf("w2", T0 + 1_000))
+        expect(taken).toMatchObject({ attempts: 2, leaseOwner: "w2", providerPhase: "started", providerHandle: handle, providerStarts: 1 })
+        expect(yield* repo.saveProviderState(j.id, "w1", { phase: null, handle: null, starts: 9 })).toBe(false)
+        const done = Option.getOrThrow(yield* repo.complete(j.id, "w2", [], T0 + 1_500))
+        expect(done).toMatchObject({ status: "completed", providerHandle: handle })
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(done)
+        expect(yield* repo.saveProviderState(j.id, "w2", { phase: null, handle: null, starts: 9 })).toBe(false)
+      }))
+
+    test("renews many leases in one call: only those still held by their workers, answering which", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const made = [0, 1, 2, 3].map((i) => job(owner.id, { createdAt: T0 + i }))
+        for (const j of made) yield* submit({ job: j })
+        const [a, b, c, d] = made.map((j) => j.id)
+        yield* repo.claimBatch({ workerId: "w1", now: T0, leaseMs: 1_000, maxAttempts: 3, limit: 2 })
+        yield* repo.claimBatch({ workerId: "w2", now: T0, leaseMs: 1_000, maxAttempts: 3, limit: 1 })
+        yield* repo.complete(b!, "w1", [], T0 + 10)
+        const renewed = yield* repo.renewLeases([
+          { id: a!, workerId: "w1" },
+          { id: b!, workerId: "w1" },
+          { id: c!, workerId: "w1" },
+          { id: c!, workerId: "w3" },
+          { id: d!, workerId: "w1" }
+        ], T0 + 500, 5_000)
+        expect([...renewed].sort()).toEqual([a!])
+        expect(Option.getOrThrow(yield* repo.get(a!)).leaseExpiresAt).toBe(T0 + 5_500)
+        expect(Option.getOrThrow(yield* repo.get(c!)).leaseExpiresAt).toBe(T0 + 1_000)
+        expect(yield* repo.renewLeases([{ id: c!, workerId: "w2" }, { id: a!, workerId: "w1" }], T0 + 600, 5_000)).toHaveLength(2)
+        expect(yield* repo.renewLeases([], T0, 5_000)).toEqual([])
+        // a and c are held until T0 + 5_600: no claimer takes them before.
+        expect((yield* repo.claimBatch({ workerId: "w4", now: T0 + 5_599, leaseMs: 1_000, maxAttempts: 3, limit: 10 })).map((j) => j.id)).toEqual([d!])
+      }))
+  })
+
   describe(`${name}: JobRepo batch claims`, () => {
     const claimOf = (workerId: string, now: number, limit: number, maxAttempts = 3) =>
       Effect.flatMap(JobRepo, (repo) => repo.claimBatch({ workerId, now, leaseMs: 1_000, maxAttempts, limit }))
