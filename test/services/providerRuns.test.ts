@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Option, Ref, Scope, Stream, TestClock } from "effect"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
@@ -449,4 +451,71 @@ describe("provider runs: outputs", () => {
       })
     }))
   })
+})
+
+describe("provider runs: outputs given as URLs", () => {
+  const MiB = 1024 * 1024
+  /** Serves `/small.png` (a PNG, no length), `/big.mp4` (3 MiB announced), `/page` (HTML) and 404 elsewhere. */
+  const serve = Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<{ server: Server; base: string; served: Array<string> }>((resolve) => {
+        const served: Array<string> = []
+        const server = createServer((req, res) => {
+          served.push(req.url ?? "")
+          if (req.url === "/small.png") {
+            res.writeHead(200, { "content-type": "image/png" })
+            res.write(Buffer.from([1, 2, 3]))
+            return res.end(Buffer.from([4, 5]))
+          }
+          if (req.url === "/big.mp4") {
+            res.writeHead(200, { "content-type": "video/mp4", "content-length": String(3 * MiB) })
+            return res.end(Buffer.alloc(3 * MiB))
+          }
+          if (req.url === "/page") {
+            res.writeHead(200, { "content-type": "text/html" })
+            return res.end("<html></html>")
+          }
+          res.writeHead(404).end()
+        })
+        server.listen(0, "127.0.0.1", () =>
+          resolve({ server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, served }))
+      })
+    ),
+    ({ server }) => Effect.promise(() => new Promise<void>((done) => server.close(() => done())))
+  )
+
+  const urlOutput = (type: ProviderOutput["type"], url: string): ProviderOutput => ({ type, source: { _tag: "Url", url } })
+
+  it.live("fetches URL outputs as they stream, checking type and size; a refused one fails the job refunded", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { base, served } = yield* serve
+      const outcome = (outputs: ReadonlyArray<ProviderOutput>) => {
+        const { provider } = scriptedProvider({ poll: () => Effect.succeed(succeeded(outputs)) })
+        return run(provider, Effect.gen(function*() {
+          const { accountId, job } = yield* submitText()
+          yield* (yield* Worker).runOnce("A")
+          const ended = yield* jobOf(job.id)
+          const stored = ended.outputs === null ? null : yield* Effect.flatMap(BlobStore, (blobs) => blobs.get(keyOf(ended.outputs![0]!.url)))
+          const bytes = stored === null || Option.isNone(stored)
+            ? null
+            : [...Buffer.concat([...(yield* Stream.runCollect(stored.value.body))])]
+          return { job: ended, refunded: (yield* balanceOf(accountId)) === 100_000, bytes }
+        }), { settings: { outputSizeCaps: { image: MiB, video: 2 * MiB, audio: MiB, text: MiB } } })
+      }
+
+      const small = yield* outcome([urlOutput("image", `${base}/small.png`)])
+      expect(small.job).toMatchObject({ status: "completed", outputs: [{ type: "image", contentType: "image/png" }] })
+      expect(small.bytes).toEqual([1, 2, 3, 4, 5])
+
+      const big = yield* outcome([urlOutput("video", `${base}/big.mp4`)])
+      expect(big.job).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "A video output is larger than the 2 MiB allowed" } })
+      expect(big.refunded).toBe(true)
+
+      const page = yield* outcome([urlOutput("image", `${base}/page`)])
+      expect(page.job).toMatchObject({ status: "failed", error: { message: "A image output came as text/html" } })
+
+      const missing = yield* outcome([urlOutput("image", `${base}/gone.png`)])
+      expect(missing.job).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: `The output ${base}/gone.png answered 404` } })
+      expect(served).toEqual(["/small.png", "/big.mp4", "/page", "/gone.png"])
+    })))
 })
