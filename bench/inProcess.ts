@@ -4,7 +4,7 @@
  * stores, sequentially. No reference: these track the handler's own cost between runs on one machine.
  */
 import type { Layer } from "effect"
-import { type Engine, makeDemoGenerator, makeEngine, type StorePorts } from "genjobs"
+import { type Engine, makeDemoProvider, makeEngine, type StorePorts } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { sqliteStore } from "genjobs/sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -32,7 +32,7 @@ const bench = async (store: string, layer: Layer.Layer<StorePorts, unknown>) => 
   const engine = await makeEngine({
     store: layer,
     files: memoryFiles({ publicUrl: "http://bench" }),
-    providers: { demo: makeDemoGenerator() },
+    providers: { demo: makeDemoProvider() },
     http: { adminToken: ADMIN },
     workers: 0,
     webhookDispatchers: 0,

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { makeWorkerUtils, run } from "graphile-worker"
-import { seed, startPgEngine, submit } from "./lib/engine.js"
+import { noopProvider, seed, startPgEngine, submit } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { withDatabase } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
@@ -40,11 +40,12 @@ const engineSide = (samples: number) =>
   withDatabase("pickup", async (url) => {
     const engine = await startPgEngine(url, {
       workers: 1,
-      generator: {
-        generate: ({ job }) =>
+      provider: {
+        ...noopProvider,
+        start: ({ job }) =>
           Effect.sync(() => {
             started(String(job.input["prompt"]), performance.now())
-            return []
+            return { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const
           })
       }
     })

@@ -7,7 +7,7 @@
  *   tsx --conditions=genjobs-source bench/queue-probe.ts latency  pickup latency over 500 sequential jobs
  *   tsx --conditions=genjobs-source bench/queue-probe.ts submit   statements and time per submit
  */
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option, Redacted, Stream } from "effect"
 import { fork } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
@@ -15,7 +15,7 @@ import { memoryFiles } from "../adapters/memory/parts.js"
 import { postgresStore } from "../adapters/sql/stores.js"
 import type { RequestId } from "../src/domain/ids.js"
 import { composeEngine, startEngine } from "../src/engine.js"
-import type { Generator } from "../src/ports/Generator.js"
+import type { GenerationProvider, ProviderOutput } from "../src/ports/Provider.js"
 import { JobRepo } from "../src/ports/JobRepo.js"
 import { Admin } from "../src/services/Admin.js"
 import { Auth } from "../src/services/Auth.js"
@@ -25,15 +25,23 @@ import { demoCatalog } from "../test/support/demoCatalog.js"
 
 const ADMIN_URL = process.env["PROBE_ADMIN_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 const MODEL = "demo/text-gen/text-to-text"
-const noop: Generator = { generate: () => Effect.succeed([]) }
+const finished = (outputs: ReadonlyArray<ProviderOutput>) => ({ _tag: "Finished", status: { _tag: "Succeeded", outputs } }) as const
+const noop: GenerationProvider = {
+  start: () => Effect.succeed(finished([])),
+  poll: () => Effect.die("the no-op provider finishes in its start"),
+  cancel: () => Effect.void
+}
 /** Says when a worker started it, for the latency probe. */
-const stamping: Generator = {
-  generate: () =>
-    Effect.sync(() => [{
-      type: "text" as const,
-      file: { bytes: new Uint8Array(), contentType: "text/plain", extension: "txt" },
-      metadata: { startedAt: Date.now() }
-    }])
+const stamping: GenerationProvider = {
+  ...noop,
+  start: () =>
+    Effect.sync(() =>
+      finished([{
+        type: "text",
+        source: { _tag: "Bytes", body: Stream.make(new Uint8Array()), contentType: "text/plain" },
+        metadata: { startedAt: Date.now() }
+      }])
+    )
 }
 
 const urlOf = (database: string) => Object.assign(new URL(ADMIN_URL), { pathname: `/${database}` }).toString()
@@ -53,7 +61,7 @@ const withDatabase = async (body: (url: string) => Promise<void>) => {
   }
 }
 
-const engineAt = (url: string, workers: number, generator: Generator = noop) =>
+const engineAt = (url: string, workers: number, generator: GenerationProvider = noop) =>
   startEngine(composeEngine({
     store: postgresStore({ url: Redacted.make(url) }),
     files: memoryFiles({ publicUrl: "http://probe" }),

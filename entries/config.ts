@@ -183,6 +183,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
     files: filesOf(settings, publicUrl),
     providers: defaults.providers,
     settings: {
+      // Providers that call back are given callback addresses under it.
+      publicUrl,
       creditMicroCents: settings.creditMicroCents,
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,

@@ -17,5 +17,5 @@ export {
 export { localFiles, type LocalFilesOptions } from "../adapters/blob/localFiles.js"
 export { layerFsBlobStore, makeFsBlobStore } from "../adapters/blob/FsBlobStore.js"
 export { layerSignedUploadTarget } from "../adapters/blob/SignedUploadTarget.js"
-export { DEMO_PROVIDER_ID, makeDemoGenerator } from "../adapters/generators/demo/DemoGenerator.js"
+export { DEMO_PROVIDER_ID, makeDemoProvider } from "../adapters/generators/demo/DemoGenerator.js"
 export { layerNodeWebhookSender, makeNodeWebhookSender } from "../adapters/webhooks/NodeWebhookSender.js"

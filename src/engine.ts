@@ -1,3 +1,4 @@
+import { FetchHttpClient, type HttpClient } from "@effect/platform"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { HttpConfig, type HttpOptions } from "./http/HttpConfig.js"
 import { makeWebHandler, type EngineFetch, type WebHandlerOptions } from "./http/webHandler.js"
@@ -8,11 +9,11 @@ import type { AuditLog } from "./ports/AuditLog.js"
 import type { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
 import type { BlobStore } from "./ports/BlobStore.js"
 import type { CatalogRepo } from "./ports/CatalogRepo.js"
-import { type Generator, layerGenerators } from "./ports/Generator.js"
 import type { JobEvents } from "./ports/JobEvents.js"
 import type { JobRepo } from "./ports/JobRepo.js"
 import type { JobSignal } from "./ports/JobSignal.js"
 import type { RetentionRepo } from "./ports/RetentionRepo.js"
+import { type GenerationProvider, layerProviders } from "./ports/Provider.js"
 import type { UploadRepo } from "./ports/UploadRepo.js"
 import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
@@ -37,7 +38,8 @@ import { Worker } from "./services/Worker.js"
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
  * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo, AdminReadRepo, AccountSettingsRepo,
- * AuditLog), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Generators and EngineConfig.
+ * AuditLog), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
+ * (to fetch providers' output files) and EngineConfig.
  * `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
  * make is hinted to the job's followers.
@@ -90,8 +92,10 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly store: Layer.Layer<StorePorts, ES>
   /** Output and upload files: `localFiles(...)`, `s3Files(...)`, `memoryFiles(...)`, or your own. */
   readonly files: Layer.Layer<FilePorts, EF>
-  /** Generators by the provider id the catalog's models name. */
-  readonly providers: Readonly<Record<string, Generator>>
+  /** Generation providers by the provider id the catalog's models name (docs/providers.md). */
+  readonly providers: Readonly<Record<string, GenerationProvider>>
+  /** Fetches the output files providers answer with as URLs. Default: `FetchHttpClient.layer` (the global fetch). */
+  readonly httpClient?: Layer.Layer<HttpClient.HttpClient> | undefined
   /** Sends webhooks; needed unless `webhookDispatchers` is 0. */
   readonly webhookSender?: Layer.Layer<WebhookSender, EW> | undefined
   readonly settings?: Partial<EngineSettings> | undefined
@@ -146,7 +150,8 @@ export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer
     Layer.provideMerge(Layer.mergeAll(
       parts.store,
       parts.files,
-      layerGenerators(parts.providers),
+      layerProviders(parts.providers),
+      parts.httpClient ?? FetchHttpClient.layer,
       EngineConfig.layer(parts.settings),
       HttpConfig.layer(parts.http)
     ))

@@ -33,15 +33,27 @@ export { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
 export { type Blob, type BlobReader, BlobStore } from "./ports/BlobStore.js"
 export { CatalogRepo } from "./ports/CatalogRepo.js"
 export {
-  type GeneratedFile,
-  type GeneratedOutput,
-  GenerationFailed,
-  type GenerationRequest,
-  type Generator,
-  Generators,
-  layerGenerators
-} from "./ports/Generator.js"
-export { JobRepo } from "./ports/JobRepo.js"
+  CallbackRejected,
+  type CallbackRequest,
+  type Failed,
+  type GenerationProvider,
+  layerProviders,
+  type OutputSource,
+  type ProviderCallback,
+  type ProviderError,
+  ProviderHandle,
+  type ProviderOutput,
+  ProviderRejected,
+  type ProviderRequest,
+  Providers,
+  type ProviderStatus,
+  ProviderUnreachable,
+  type Running,
+  type StartOutcome,
+  type Succeeded
+} from "./ports/Provider.js"
+export { callbackUrlOf, providerRequestOf } from "./services/providerRequest.js"
+export { type HeldLease, JobRepo } from "./ports/JobRepo.js"
 export type { IdempotencyRecord, JobLedgerEntry, JobStoreDriver } from "./ports/JobStoreDriver.js"
 export { makeJobRepo } from "./services/jobRepoRules.js"
 export { JobSignal } from "./ports/JobSignal.js"
@@ -55,7 +67,9 @@ export { WebhookSender } from "./ports/WebhookSender.js"
 export { EngineError } from "./domain/errors.js"
 export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"
 export { Job, JobError, JobStatus, OutputItem, OutputType } from "./domain/job.js"
-export { CatalogDocument, CatalogModel, ModelVersion } from "./domain/catalog.js"
+export { CatalogDocument, CatalogModel, ModelVersion, ProviderMapping, providerInputOf } from "./domain/catalog.js"
+export { type ProviderPhase, type ProviderState } from "./domain/providerHandle.js"
+export { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "./domain/outputFiles.js"
 export { checkCatalogDocument } from "./domain/catalogCheck.js"
 export { type CatalogDiff, catalogDiff, isEmptyDiff, type PartDiff } from "./domain/catalogDiff.js"
 export { AuditAction, type AuditActor, AuditEntry, SYSTEM_ACTOR } from "./domain/audit.js"

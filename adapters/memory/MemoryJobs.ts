@@ -140,6 +140,15 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           return next
         })
       }),
+    renewLeases: (leases, _now, leaseExpiresAt) =>
+      Effect.sync(() =>
+        leases.flatMap(({ id, workerId }) => {
+          const stored = state.jobs.get(id)
+          if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== workerId) return []
+          setIn(state.jobs, id, { ...stored, leaseExpiresAt })
+          return [id]
+        })
+      ),
     findExhausted: (now, maxAttempts, limit) =>
       Effect.sync(() => jobs().filter((j) => leaseExpired(j, now) && j.attempts >= maxAttempts).slice(0, limit)),
     takeLease: (name, owner, now, expiresAt) =>

@@ -13,6 +13,7 @@ const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
 const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
 const decodeWindows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ window_ms: DbInt, n: DbInt, oldest: DbInt })))
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
 const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
 const decodeIdempotency = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ request_hash: Schema.String, job_id: Schema.String, created_at: DbInt }))
@@ -46,20 +47,39 @@ const jobRow = (job: Job) => ({
   completed_at: job.completedAt,
   attempts: job.attempts,
   lease_owner: job.leaseOwner,
-  lease_expires_at: job.leaseExpiresAt
+  lease_expires_at: job.leaseExpiresAt,
+  provider_phase: job.providerPhase,
+  provider_handle: jsonOrNull(job.providerHandle),
+  provider_starts: job.providerStarts
 })
 
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
 
+export interface SqlJobDriverOptions {
+  /**
+   * PostgreSQL only: lease times (claims, renewals, expiry checks) from the database's clock
+   * rather than the engine's, so processes whose clocks drift apart never take over a lease
+   * early. Default true; false only for tests that drive time themselves.
+   */
+  readonly databaseClock?: boolean | undefined
+}
+
 /**
  * Job storage in SQLite or PostgreSQL, for makeJobRepo. PostgreSQL adds row locks to
  * transactions and claims with SKIP LOCKED; SQLite's single writer already serialises them.
  */
-export const makeSqlJobDriver = Effect.gen(function*() {
+export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
   const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const databaseClock = isPg && (options.databaseClock ?? true)
+  /** The time lease expiries are compared with: the caller's `now`, or PostgreSQL's clock in milliseconds. */
+  const leaseNow = (now: number) =>
+    databaseClock ? sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint` : sql`${now}`
+  /** A lease expiry `expiresAt - now` ahead of the lease clock. */
+  const leaseUntil = (now: number, expiresAt: number) =>
+    databaseClock ? sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint + ${expiresAt - now}` : sql`${expiresAt}`
   const forUpdate = sql.literal(isPg ? "FOR UPDATE" : "")
   const skipLocked = sql.literal(isPg ? "FOR UPDATE SKIP LOCKED" : "")
   const channel = jobsChannel(t.prefix)
@@ -98,7 +118,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
   /** claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing. */
   const claimSet = (claim: ClaimBatch) =>
     sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${claim.now}),
-      lease_owner = ${claim.leaseOwner}, lease_expires_at = ${claim.leaseExpiresAt}`
+      lease_owner = ${claim.leaseOwner}, lease_expires_at = ${leaseUntil(claim.now, claim.leaseExpiresAt)}`
 
   /**
    * Expired leases from the partial index of processing jobs by expiry, then pending jobs from
@@ -107,7 +127,7 @@ export const makeSqlJobDriver = Effect.gen(function*() {
    */
   const claimPg = (claim: ClaimBatch) =>
     sql`WITH expired AS (
-        SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${claim.now}
+        SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(claim.now)}
           AND attempts < ${claim.maxAttempts}
         ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
       ), pending AS (
@@ -236,7 +256,10 @@ export const makeSqlJobDriver = Effect.gen(function*() {
           completed_at = ${next.completedAt},
           attempts = ${next.attempts},
           lease_owner = ${next.leaseOwner},
-          lease_expires_at = ${next.leaseExpiresAt}
+          lease_expires_at = ${next.leaseExpiresAt},
+          provider_phase = ${next.providerPhase},
+          provider_handle = ${jsonOrNull(next.providerHandle)},
+          provider_starts = ${next.providerStarts}
         WHERE id = ${next.id} AND status = ${expected.status} AND attempts = ${expected.attempts} RETURNING id`.pipe(
         Effect.map((rows) => rows.length > 0),
         storeErrors("update job")
@@ -275,8 +298,22 @@ export const makeSqlJobDriver = Effect.gen(function*() {
 
     claimBatch: (claim) => (isPg ? claimPg(claim) : claimSqlite(claim)).pipe(Effect.flatMap(allJobs), storeErrors("claim jobs")),
 
+    renewLeases: (leases, now, leaseExpiresAt) =>
+      (isPg
+        ? sql`UPDATE ${t.jobs} AS j SET lease_expires_at = ${leaseUntil(now, leaseExpiresAt)}
+            FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS held(id text, "workerId" text)
+            WHERE j.id = held.id AND j.lease_owner = held."workerId" AND j.status = 'processing' RETURNING j.id`
+        : sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
+            WHERE status = 'processing' AND (id, lease_owner) IN (
+              SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
+            ) RETURNING id`).pipe(
+        Effect.flatMap(decodeIds),
+        Effect.map((rows) => rows.map((row) => row.id as JobId)),
+        storeErrors("renew leases")
+      ),
+
     findExhausted: (now, maxAttempts, limit) =>
-      sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${now}
+      sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(now)}
         AND attempts >= ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit} ${skipLocked}`.pipe(
         Effect.flatMap(allJobs),
         storeErrors("find exhausted jobs")

@@ -19,25 +19,25 @@ import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
-import { makeSqlJobDriver } from "./SqlJobs.js"
+import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 import { layerSqlTables } from "./tables.js"
 
-export interface SqlStoreOptions {
+export interface SqlStoreOptions extends SqlJobDriverOptions {
   /** Starts the name of every table, index and constraint the engine makes; "genjobs_" by default. */
   readonly tablePrefix?: string | undefined
 }
 
-const stores = Layer.unwrapEffect(
+const stores = (options: SqlJobDriverOptions) => Layer.unwrapEffect(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
     const admin = yield* makeSqlAdmin
     return Layer.mergeAll(
       Layer.succeed(AccountRepo, accounts),
       Layer.succeed(ApiKeyRepo, keys),
-      Layer.succeed(JobRepo, makeJobRepo(yield* makeSqlJobDriver)),
+      Layer.succeed(JobRepo, makeJobRepo(yield* makeSqlJobDriver(options))),
       Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
       Layer.succeed(UploadRepo, yield* makeSqlUploads),
@@ -55,7 +55,7 @@ const stores = Layer.unwrapEffect(
  * Fails with TablePrefixError on an invalid prefix.
  */
 export const layerSqlStores = (options: SqlStoreOptions = {}) =>
-  stores.pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
+  stores(options).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
 
 /** SQLite file in WAL mode (the client's default), created with its directory when missing. */
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>

@@ -6,6 +6,7 @@ import uploads from "./migrations/0003_uploads.js"
 import uploadVerification from "./migrations/0004_upload_verification.js"
 import queue from "./migrations/0005_queue.js"
 import retention from "./migrations/0006_retention.js"
+import providerHandles from "./migrations/0007_provider_handles.js"
 import admin from "./migrations/0008_admin.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
@@ -31,6 +32,7 @@ const migrate = Effect.gen(function*() {
       "0004_upload_verification": uploadVerification(t),
       "0005_queue": queue(t),
       "0006_retention": retention(t),
+      "0007_provider_handles": providerHandles(t),
       "0008_admin": admin(t)
     })
   })

@@ -103,7 +103,10 @@ export const JobRow = Schema.Struct({
   completed_at: DbIntOrNull,
   attempts: DbInt,
   lease_owner: Schema.NullOr(Schema.String),
-  lease_expires_at: DbIntOrNull
+  lease_expires_at: DbIntOrNull,
+  provider_phase: Job.fields.providerPhase,
+  provider_handle: Schema.NullOr(Json(Job.fields.providerHandle.members[0])),
+  provider_starts: DbInt
 })
 
 export const toJob = (row: typeof JobRow.Type): Job => ({
@@ -124,7 +127,10 @@ export const toJob = (row: typeof JobRow.Type): Job => ({
   completedAt: row.completed_at,
   attempts: row.attempts,
   leaseOwner: row.lease_owner,
-  leaseExpiresAt: row.lease_expires_at
+  leaseExpiresAt: row.lease_expires_at,
+  providerPhase: row.provider_phase,
+  providerHandle: row.provider_handle,
+  providerStarts: row.provider_starts
 })
 
 /**

@@ -2,7 +2,7 @@ import { Effect, Layer } from "effect"
 import type { CatalogDocument } from "../../src/domain/catalog.js"
 import { composeEngine, type EngineContext } from "../../src/engine.js"
 import { type EngineFetch, normalizeBasePath, webHandlerInScope } from "../../src/http/webHandler.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { WebhookSender } from "../../src/ports/WebhookSender.js"
 import { Catalog } from "../../src/services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
@@ -19,10 +19,10 @@ export const TEST_ADMIN_TOKEN = "test-admin-token"
 
 export interface TestEngineOptions {
   readonly settings?: Partial<EngineSettings> | undefined
-  /** Replaces the test catalog; its models' providers need generators (`providers`) unless they are `test`. */
+  /** Replaces the test catalog; its models' providers need registering (`providers`) unless they are `test`. */
   readonly catalog?: typeof CatalogDocument.Encoded | undefined
-  /** Generators besides the fake one (registered as `test`). */
-  readonly providers?: Readonly<Record<string, Generator>> | undefined
+  /** Providers besides the fake one (registered as `test`). */
+  readonly providers?: Readonly<Record<string, GenerationProvider>> | undefined
   /** Worker fibers running jobs in the background. Default 0: jobs run when the test says. */
   readonly workers?: number | undefined
   /** Whether the upload sweeper runs in the background. Default false. */
@@ -112,7 +112,7 @@ export class TestEngine extends Effect.Tag("genjobs/testing/TestEngine")<TestEng
       const engine = composeEngine<never, never, never>({
         store: memoryStore(),
         files: memoryFiles({ publicUrl: `${TEST_ORIGIN}${normalizeBasePath(options.basePath)}` }),
-        providers: { ...options.providers, [TEST_PROVIDER_ID]: provider.generator },
+        providers: { ...options.providers, [TEST_PROVIDER_ID]: provider.provider },
         settings: options.settings,
         http: { adminToken: TEST_ADMIN_TOKEN },
         workers: options.workers ?? 0,

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Option } from "effect"
-import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoGenerator } from "genjobs"
+import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
 import { createServer } from "node:http"
 import { publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
@@ -13,7 +13,7 @@ const appFor = (settings: ServerSettings) => {
   const engine = layerEngine(engineOptionsFromEnv(settings.engine, {
     publicUrl,
     providers: {
-      [DEMO_PROVIDER_ID]: makeDemoGenerator({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) })
+      [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) })
     }
   }))
   const prepare = Layer.effectDiscard(

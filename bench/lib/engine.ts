@@ -1,5 +1,5 @@
 import { Effect, Redacted } from "effect"
-import { Admin, Auth, type Caller, Catalog, type Engine, type Generator, Jobs, makeEngine } from "genjobs"
+import { Admin, Auth, type Caller, Catalog, type Engine, type GenerationProvider, Jobs, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
 import { BENCH_ACCOUNT, benchCatalog, benchModel } from "../catalog.js"
@@ -7,8 +7,12 @@ import { BENCH_ACCOUNT, benchCatalog, benchModel } from "../catalog.js"
 /** The provider id of the bench catalog in engines built here. */
 export const BENCH_PROVIDER = "bench"
 
-/** Makes nothing: the figures measure the queue, not a provider. */
-export const noopGenerator: Generator = { generate: () => Effect.succeed([]) }
+/** Makes nothing, in one call: the figures measure the queue, not a provider. */
+export const noopProvider: GenerationProvider = {
+  start: () => Effect.succeed({ _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } }),
+  poll: () => Effect.die("the no-op provider finishes in its start"),
+  cancel: () => Effect.void
+}
 
 export const TABLE_PREFIX = "genjobs_"
 
@@ -17,11 +21,11 @@ export const TABLE_PREFIX = "genjobs_"
  * upload sweeper), so a figure times the queue and nothing else. Files stay in memory: the no-op
  * provider writes none.
  */
-export const startPgEngine = (url: string, options: { readonly workers: number; readonly generator?: Generator }): Promise<Engine> =>
+export const startPgEngine = (url: string, options: { readonly workers: number; readonly provider?: GenerationProvider }): Promise<Engine> =>
   makeEngine({
     store: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
     files: memoryFiles({ publicUrl: "http://bench.invalid" }),
-    providers: { [BENCH_PROVIDER]: options.generator ?? noopGenerator },
+    providers: { [BENCH_PROVIDER]: options.provider ?? noopProvider },
     workers: options.workers,
     webhookDispatchers: 0,
     uploadSweeper: false

@@ -2,7 +2,7 @@
  * The engine the mount examples serve: in memory, with the demo provider. Each example mounts it
  * with a framework; docs/mounts.md shows them, test/package/tarball.test.ts runs them.
  */
-import { DEMO_PROVIDER_ID, makeDemoGenerator, makeEngine } from "genjobs"
+import { DEMO_PROVIDER_ID, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 
 export const port = Number(process.env["PORT"] ?? 3000)
@@ -15,7 +15,7 @@ export const makeExampleEngine = () =>
   makeEngine({
     store: memoryStore(),
     files: memoryFiles({ publicUrl }),
-    providers: { [DEMO_PROVIDER_ID]: makeDemoGenerator() },
+    providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
     http: { adminToken: process.env["ADMIN_TOKEN"], trustedProxyHops: Number(process.env["TRUSTED_PROXY_HOPS"] ?? 0) },
     basePath
   })

@@ -49,6 +49,45 @@ export const RateLimits = Schema.Struct({
 })
 export type RateLimits = typeof RateLimits.Type
 
+/** A field of the job's input to copy: "$.prompt". */
+const INPUT_FIELD = /^\$\.(.+)$/
+
+/**
+ * How a version runs at its provider: the provider's model id, the provider's input built from
+ * the job's, and a deadline. In `input`, a string "$.field" copies that field of the job's input
+ * (left out when the job has none); any other value is sent as it is. Without `input` the job's
+ * input is sent unchanged.
+ */
+export const ProviderMapping = Schema.Struct({
+  model: Schema.optional(NonEmpty),
+  input: Schema.optional(Schema.Record({
+    key: NonEmpty,
+    value: Schema.Unknown.pipe(
+      Schema.filter((value) => typeof value !== "string" || !value.startsWith("$") || INPUT_FIELD.test(value), {
+        message: () => "a field reference of the form \"$.field\""
+      })
+    )
+  })),
+  /** Past this many seconds from the job's start the engine cancels at the provider and fails the job with a refund. */
+  timeoutSeconds: Schema.optional(Finite.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_ESTIMATED_SECONDS)))
+})
+export type ProviderMapping = typeof ProviderMapping.Type
+
+/** The provider's input for a job's input: `mapping.input` applied, or the job's input as it is. */
+export const providerInputOf = (
+  mapping: ProviderMapping | undefined,
+  input: Readonly<Record<string, unknown>>
+): Readonly<Record<string, unknown>> => {
+  if (mapping?.input === undefined) return input
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(mapping.input)) {
+    const field = typeof value === "string" ? INPUT_FIELD.exec(value)?.[1] : undefined
+    if (field === undefined) out[key] = value
+    else if (Object.hasOwn(input, field) && input[field] !== undefined) out[key] = input[field]
+  }
+  return out
+}
+
 export const ModelVersion = Schema.Struct({
   versionId: NonEmpty,
   status: VersionStatus,
@@ -60,7 +99,9 @@ export const ModelVersion = Schema.Struct({
   estimatedSeconds: Schema.optionalWith(Finite.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_ESTIMATED_SECONDS)), {
     default: () => 30
   }),
-  createdAt: Schema.optional(Schema.String)
+  createdAt: Schema.optional(Schema.String),
+  /** How the version runs at its provider (model id, input mapping, deadline). */
+  provider: Schema.optional(ProviderMapping)
 })
 export type ModelVersion = typeof ModelVersion.Type
 

@@ -1,6 +1,7 @@
 import { Either, Schema } from "effect"
 import { TransitionError } from "./errors.js"
 import { AccountId, JobId, RequestId } from "./ids.js"
+import { ProviderHandle, ProviderPhase } from "./providerHandle.js"
 
 export const JobStatus = Schema.Literal("pending", "processing", "completed", "failed", "cancelled")
 export type JobStatus = typeof JobStatus.Type
@@ -41,7 +42,12 @@ export const Job = Schema.Struct({
   completedAt: Schema.NullOr(Schema.Int),
   attempts: Schema.Int,
   leaseOwner: Schema.NullOr(Schema.String),
-  leaseExpiresAt: Schema.NullOr(Schema.Int)
+  leaseExpiresAt: Schema.NullOr(Schema.Int),
+  /** The provider start's phase and handle (see ProviderState); null before any start. */
+  providerPhase: Schema.NullOr(ProviderPhase),
+  providerHandle: Schema.NullOr(ProviderHandle),
+  /** Starts asked of the provider, the refused ones included. */
+  providerStarts: Schema.Int
 })
 export type Job = typeof Job.Type
 

@@ -17,13 +17,8 @@ export const PROVIDER_CALLBACK_ROUTE = "/v1/providers/:providerId/callbacks/:job
 export const providerCallbackPath = (providerId: string, jobId: string): string =>
   `/v1/providers/${encodeURIComponent(providerId)}/callbacks/${encodeURIComponent(jobId)}`
 
-/**
- * The provider handle the job stored when its generation started, once the Job type carries it
- * (the engine's provider work adds it). Until then there is nothing to compare and any verified
- * callback for the job only makes its worker poll at once, which is harmless.
- */
-const storedHandleId = (job: Job): string | undefined =>
-  (job as Job & { readonly providerHandle?: { readonly id: string } | null }).providerHandle?.id
+/** The provider handle the job stored when its generation started; none before the start committed. */
+const storedHandleId = (job: Job): string | undefined => job.providerHandle?.id
 
 const refuse = (code: ErrorCode, message: string) =>
   Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, message), requestId)))

@@ -4,6 +4,7 @@ import type { JobCursor } from "../domain/cursor.js"
 import type { EngineError, StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import type { Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
+import type { ProviderState } from "../domain/providerHandle.js"
 
 export interface IdempotencyClaim {
   readonly key: string
@@ -50,6 +51,12 @@ export interface ReapOptions {
   readonly limit: number
 }
 
+/** A job's lease as the worker holding it knows it. */
+export interface HeldLease {
+  readonly id: JobId
+  readonly workerId: string
+}
+
 export interface CancelOutcome {
   readonly job: Job
   readonly refundedMicroCents: number
@@ -88,8 +95,17 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
    * 0 when another process holds the pass.
    */
   readonly reap: (options: ReapOptions) => Effect.Effect<number, StoreError>
-  /** Extends a lease the worker still holds; false when the lease was lost. */
-  readonly renewLease: (id: JobId, workerId: string, leaseExpiresAt: number) => Effect.Effect<boolean, StoreError>
+  /**
+   * Extends every lease of `leases` still held to `leaseMs` from now, in one write (one
+   * statement on SQL stores, whatever their number); answers the ids still held.
+   */
+  readonly renewLeases: (
+    leases: ReadonlyArray<HeldLease>,
+    now: number,
+    leaseMs: number
+  ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /** Writes the job's provider phase, handle and start count, only for the lease holder; false when the lease was lost. */
+  readonly saveProviderState: (id: JobId, workerId: string, state: ProviderState) => Effect.Effect<boolean, StoreError>
   /** processing -> completed, only for the lease holder. None when the lease was lost. */
   readonly complete: (
     id: JobId,

@@ -5,7 +5,7 @@ import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobStatus } from "../domain/job.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
-import type { ListQuery } from "./JobRepo.js"
+import type { HeldLease, ListQuery } from "./JobRepo.js"
 
 export interface IdempotencyRecord {
   readonly requestHash: string
@@ -117,6 +117,16 @@ export interface JobStoreDriver {
    * The pending path reads an index in claim order and never sorts the backlog.
    */
   readonly claimBatch: (claim: ClaimBatch) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Sets the lease expiry of each job of `leases` that is processing under that lease owner, in
+   * one write; answers the ids it wrote. A store with its own clock sets `leaseExpiresAt - now`
+   * from its clock instead.
+   */
+  readonly renewLeases: (
+    leases: ReadonlyArray<HeldLease>,
+    now: number,
+    leaseExpiresAt: number
+  ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
   readonly findExhausted: (now: number, maxAttempts: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**

@@ -1,19 +1,9 @@
 import { Context, Layer, Option, Schema, type Effect, type Stream } from "effect"
+import type { ProviderHandle } from "../domain/providerHandle.js"
 import type { CatalogModel, ModelVersion } from "../domain/catalog.js"
 import type { Job, OutputType } from "../domain/job.js"
 
-/**
- * What the engine keeps with a job once its provider accepted the generation, committed before
- * the engine waits on it: enough for any worker in any process to follow the same generation
- * after a crash instead of paying for a second one. JSON only; never a credential.
- */
-export const ProviderHandle = Schema.Struct({
-  /** The provider's own id of the generation: a prediction id, a request id, a task id. */
-  id: Schema.String.pipe(Schema.minLength(1)),
-  /** Whatever else resuming needs (status and result URLs, the endpoint that was used). */
-  data: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-})
-export type ProviderHandle = typeof ProviderHandle.Type
+export { ProviderHandle } from "../domain/providerHandle.js"
 
 /** One job's generation, as a provider adapter sees it. */
 export interface ProviderRequest {

@@ -1,4 +1,6 @@
 import { Context, Layer } from "effect"
+import type { Backoff } from "../domain/backoff.js"
+import { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "../domain/outputFiles.js"
 import { RETRY_DELAYS_MS } from "../domain/webhookSchedule.js"
 
 /** Settings the engine's services read. The bundled app fills it from the environment. */
@@ -39,6 +41,22 @@ export interface EngineSettings {
   readonly retentionSweepIntervalMs: number
   /** Jobs, or idempotency records, one retention batch removes in one transaction. */
   readonly retentionBatchSize: number
+  /**
+   * The URL the engine answers at, base path included. With it, providers that call back are
+   * given `${publicUrl}/v1/providers/{providerId}/callbacks/{jobId}`; without it they are polled only.
+   */
+  readonly publicUrl: string | undefined
+  /** Between polls of a running generation, when the provider gives no hint of its own. */
+  readonly providerPollIntervalMs: number
+  /**
+   * A provider's transient errors (429, 5xx, no answer) are retried after capped exponential
+   * backoff with full jitter, never sooner than its Retry-After, at most `maxRetries` times in a row.
+   */
+  readonly providerRetry: Backoff & { readonly maxRetries: number }
+  /** Completion, failure and provider-state writes that hit a store error are retried this way while the job's lease may still be held. */
+  readonly storeRetry: Backoff
+  /** The largest output file the engine stores, per output type, in bytes: a larger one fails the job. */
+  readonly outputSizeCaps: OutputSizeCaps
 }
 
 export const defaultEngineSettings: EngineSettings = {
@@ -54,7 +72,12 @@ export const defaultEngineSettings: EngineSettings = {
   webhookDeliveriesPerAccount: 4,
   jobRetentionMs: null,
   retentionSweepIntervalMs: 60_000,
-  retentionBatchSize: 100
+  retentionBatchSize: 100,
+  publicUrl: undefined,
+  providerPollIntervalMs: 5_000,
+  providerRetry: { baseMs: 1_000, capMs: 60_000, maxRetries: 10 },
+  storeRetry: { baseMs: 100, capMs: 5_000 },
+  outputSizeCaps: DEFAULT_OUTPUT_SIZE_CAPS
 }
 
 export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {

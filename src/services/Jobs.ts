@@ -145,7 +145,10 @@ export const make = Effect.gen(function*() {
         completedAt: null,
         attempts: 0,
         leaseOwner: null,
-        leaseExpiresAt: null
+        leaseExpiresAt: null,
+        providerPhase: null,
+        providerHandle: null,
+        providerStarts: 0
       }
       const outcome = yield* repo.submit({
         job,

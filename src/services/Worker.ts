@@ -1,114 +1,158 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Ref } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
+import { backoffDelayMs } from "../domain/backoff.js"
 import type { StoreError } from "../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../domain/job.js"
-import { BlobStore } from "../ports/BlobStore.js"
-import { type GeneratedFile, type GeneratedOutput, Generators } from "../ports/Generator.js"
 import { JobRepo } from "../ports/JobRepo.js"
+import { type ProviderOutput, Providers } from "../ports/Provider.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
+import { type LeaseKeeper, makeLeaseKeeper } from "./leaseKeeper.js"
+import { makeOutputStore } from "./outputStore.js"
+import { makeProviderCalls, Superseded } from "./providerCalls.js"
+import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 
 const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", message })
 
 /** Jobs one reaper pass fails at most; a larger backlog of them takes several passes. */
 const REAP_LIMIT = 100
 
+/** How a run ends before its result is written: the job's outputs, or why it failed. */
+type Ending =
+  | { readonly _tag: "Done"; readonly outputs: ReadonlyArray<OutputItem> }
+  | { readonly _tag: "Failed"; readonly error: JobError }
+
+const sameOutputs = (job: Job, outputs: ReadonlyArray<OutputItem>) =>
+  job.status === "completed" && job.outputs !== null && job.outputs.map((o) => o.url).join("\n") === outputs.map((o) => o.url).join("\n")
+
 export const make = Effect.gen(function*() {
   const repo = yield* JobRepo
   const catalog = yield* Catalog
-  const generators = yield* Generators
-  const blobs = yield* BlobStore
+  const providers = yield* Providers
   const signal = yield* JobSignal
   const webhookSignal = yield* WebhookSignal
   const config = yield* EngineConfig
+  const files = yield* makeOutputStore
+  const calls = yield* makeProviderCalls
+  const newLeaseKeeper = makeLeaseKeeper.pipe(Effect.provide(yield* Effect.context<JobRepo | EngineConfig>()))
 
-  const storeFile = (key: string, file: GeneratedFile) =>
-    blobs.put(`${key}.${file.extension}`, { bytes: file.bytes, contentType: file.contentType })
-
-  const storeOutput = (job: Job, index: number, output: GeneratedOutput): Effect.Effect<OutputItem, StoreError> =>
+  /** Stores the outputs, fetching again after a transient failure (of the provider's file host or of the BlobStore). */
+  const storeOutputs = (job: Job, attempt: string, outputs: ReadonlyArray<ProviderOutput>, written: Array<string>) =>
     Effect.gen(function*() {
-      const key = `${job.id}-${index}`
-      const url = yield* storeFile(key, output.file)
-      const thumbnail = output.thumbnail === undefined ? undefined : yield* storeFile(`${key}-thumb`, output.thumbnail)
-      const posterImage = output.posterImage === undefined ? undefined : yield* storeFile(`${key}-poster`, output.posterImage)
-      return {
-        url,
-        type: output.type,
-        contentType: output.file.contentType,
-        ...(thumbnail === undefined ? {} : { thumbnail }),
-        ...(posterImage === undefined ? {} : { posterImage }),
-        ...(output.metadata === undefined ? {} : { metadata: output.metadata })
+      for (let retry = 0;; retry++) {
+        const stored = yield* Effect.either(files.store(job.id, attempt, outputs, written))
+        if (stored._tag === "Right") return { _tag: "Done", outputs: stored.right } satisfies Ending
+        const error = stored.left
+        if (error._tag === "OutputRefused") return { _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } } satisfies Ending
+        const transient = error._tag === "StoreError" || error._tag === "ProviderUnreachable" || error.retryable
+        if (!transient || retry >= config.providerRetry.maxRetries) {
+          return error._tag === "StoreError"
+            ? yield* Effect.die(error)
+            : { _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } } satisfies Ending
+        }
+        const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
+        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.providerRetry, retry, yield* Random.next, retryAfterMs)))
       }
     })
 
-  /** Runs the provider and stores what it made; the result says how the job ends. */
-  const generate = (job: Job): Effect.Effect<
-    { readonly _tag: "Done"; readonly outputs: ReadonlyArray<OutputItem> } | { readonly _tag: "Failed"; readonly error: JobError }
-  > =>
+  /** Runs the job at its provider and stores what it made; Superseded when the lease was lost on the way. */
+  const execute = (job: Job, workerId: string, attempt: string, written: Array<string>): Effect.Effect<Ending, Superseded, Scope.Scope> =>
     Effect.gen(function*() {
-      const resolved = yield* catalog.forJob(job.model, job.version)
+      const resolved = yield* Effect.orDie(catalog.forJob(job.model, job.version))
       if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
         return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
       }
-      const generator = generators.forProvider(resolved.model.providerId)
-      if (Option.isNone(generator)) {
-        return { _tag: "Failed", error: internal(`No generator is registered for provider "${resolved.model.providerId}"`) } as const
+      const providerId = resolved.model.providerId
+      const provider = providers.forProvider(providerId)
+      if (Option.isNone(provider)) {
+        return { _tag: "Failed", error: internal(`No provider is registered for provider id "${providerId}"`) } as const
       }
-      const made = yield* Effect.either(generator.value.generate({ job, ...resolved }))
-      if (made._tag === "Left") return { _tag: "Failed", error: { code: "GENERATION_FAILED", message: made.left.message } } as const
-      const outputs = yield* Effect.forEach(made.right, (output, i) => storeOutput(job, i, output))
-      return { _tag: "Done", outputs } as const
+      const callbackUrl = config.publicUrl !== undefined && provider.value.verifyCallback !== undefined
+        ? callbackUrlOf(config.publicUrl, providerId, job.id)
+        : undefined
+      const request = providerRequestOf(job, resolved.model, resolved.version, callbackUrl)
+      const generation = yield* calls.generate(job, workerId, provider.value, request)
+      if (generation._tag === "Failed") return generation
+      return yield* storeOutputs(job, attempt, generation.outputs, written)
     }).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(cause)).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
           Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
         )
       )
     )
 
-  /** Keeps the lease alive while the job runs; ends (and so interrupts the run) when the lease is lost. */
-  const holdLease = (job: Job, workerId: string) =>
+  /**
+   * Writes how the job ended, retrying store errors with backoff for as long as the race with
+   * the lease lets it (instead of leaving the job to wait out its lease and run again).
+   */
+  const settle = (job: Job, workerId: string, ending: Ending) =>
     Effect.gen(function*() {
-      while (true) {
-        yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(config.leaseMs / 3))))
+      for (let attempt = 0;; attempt++) {
         const now = yield* Clock.currentTimeMillis
-        const held = yield* repo.renewLease(job.id, workerId, now + config.leaseMs).pipe(Effect.orElseSucceed(() => true))
-        if (!held) return
+        const written = yield* Effect.either(
+          ending._tag === "Done" ? repo.complete(job.id, workerId, ending.outputs, now) : repo.fail(job.id, workerId, ending.error, now)
+        )
+        if (written._tag === "Right") return written.right
+        yield* Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, written.left.message)
+        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.storeRetry, attempt, yield* Random.next)))
       }
     })
 
-  const runJob = (job: Job, workerId: string) =>
-    Effect.gen(function*() {
-      const result = yield* Effect.raceFirst(
-        generate(job).pipe(Effect.map(Option.some)),
-        holdLease(job, workerId).pipe(Effect.as(Option.none()))
+  /**
+   * Runs one claimed job under its lease, kept by `keeper` until the run ends. A run whose lease
+   * is lost stops where it is; files it wrote under its attempt's keys are removed unless its
+   * completion is the one that was written.
+   */
+  const runJob = (job: Job, workerId: string, leaseExpiresAt: number, keeper: LeaseKeeper) =>
+    Effect.scoped(Effect.gen(function*() {
+      const lost = yield* keeper.hold(job.id, workerId, leaseExpiresAt)
+      const attempt = randomBytes(4).toString("hex")
+      const written: Array<string> = []
+      const ran = yield* Effect.raceFirst(
+        Effect.either(execute(job, workerId, attempt, written)).pipe(Effect.map(Option.some)),
+        lost.pipe(Effect.as(Option.none()))
       )
-      if (Option.isNone(result)) {
+      if (Option.isNone(ran) || ran.value._tag === "Left") {
         yield* Effect.logWarning("lease lost; another worker owns the job now", { jobId: job.id })
+        return yield* files.remove(written)
+      }
+      const ending = ran.value.right
+      const settled = yield* Effect.raceFirst(settle(job, workerId, ending).pipe(Effect.map(Option.some)), lost.pipe(Effect.as(Option.none())))
+      const ended = Option.flatten(settled)
+      if (Option.isSome(ended)) {
+        // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
+        if (ended.value.webhookUrl !== null) yield* webhookSignal.notify
+        if (ending._tag === "Failed") yield* files.remove(written)
         return
       }
-      const now = yield* Clock.currentTimeMillis
-      const ended = result.value._tag === "Done"
-        ? yield* repo.complete(job.id, workerId, result.value.outputs, now)
-        : yield* repo.fail(job.id, workerId, result.value.error, now)
-      // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
-      if (Option.isSome(ended) && ended.value.webhookUrl !== null) yield* webhookSignal.notify
-    })
+      // Superseded, or its answer lost: the files stay only if this run's completion is the one stored.
+      const stored = yield* repo.get(job.id).pipe(Effect.option, Effect.map(Option.flatten))
+      const ours = ending._tag === "Done" && Option.isSome(stored) && sameOutputs(stored.value, ending.outputs)
+      if (!ours) {
+        yield* Effect.logWarning("the job ended elsewhere; this run's files are removed", { jobId: job.id })
+        yield* files.remove(written)
+      }
+    }))
 
+  /** Claims up to `limit` jobs; each with its lease's end on this process's clock (measured before the claim, so never late). */
   const claimUpTo = (workerId: string, limit: number) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit }))
+      repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit }).pipe(
+        Effect.map((jobs) => jobs.map((job) => ({ job, leaseExpiresAt: now + config.leaseMs })))
+      ))
 
   /** Claims and runs one job; false when there was none. */
   const runOnce = (workerId: string): Effect.Effect<boolean, StoreError> =>
-    Effect.gen(function*() {
+    Effect.scoped(Effect.gen(function*() {
+      const keeper = yield* newLeaseKeeper
       const [claimed] = yield* claimUpTo(workerId, 1)
       if (claimed === undefined) return false
-      yield* runJob(claimed, workerId)
+      yield* runJob(claimed.job, workerId, claimed.leaseExpiresAt, keeper)
       return true
-    })
+    }))
 
   /** One reaper pass, if this process holds (or takes) the pass; answers the jobs it failed. */
   const reapOnce = (workerId: string): Effect.Effect<number, StoreError> =>
@@ -126,14 +170,24 @@ export const make = Effect.gen(function*() {
   const start = (concurrency: number) =>
     Effect.gen(function*() {
       const processId = randomBytes(6).toString("hex")
-      const buffer = yield* Queue.unbounded<Job>()
+      const keeper = yield* newLeaseKeeper
+      const buffer = yield* Queue.unbounded<{ readonly job: Job; readonly leaseExpiresAt: number }>()
       // Fibers neither running nor promised a buffered job; only the claimer takes from it.
       const idle = yield* Ref.make(concurrency)
       // A fiber finished: wakes a claimer waiting for capacity, or the drain.
       const freed = yield* Queue.sliding<void>(1)
       const runner = Effect.forever(
         Queue.take(buffer).pipe(
-          Effect.flatMap((job) => runJob(job, job.leaseOwner!)),
+          Effect.flatMap(({ job, leaseExpiresAt }) =>
+            runJob(job, job.leaseOwner!, leaseExpiresAt, keeper).pipe(
+              // A runner outlives any one job: a store error that outlasted the retries leaves the
+              // job to its lease (another worker resumes it), never a runner gone for good.
+              Effect.catchAllCause((cause) =>
+                Cause.isInterruptedOnly(cause)
+                  ? Effect.failCause(cause)
+                  : Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause))
+              )
+            )),
           Effect.ensuring(Ref.update(idle, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(freed, undefined))))
         )
       )
@@ -174,7 +228,8 @@ export const make = Effect.gen(function*() {
       })
       yield* Effect.addFinalizer(() =>
         Fiber.interruptAll(background).pipe(
-          Effect.zipRight(drained.pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
+          // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
+          Effect.zipRight(Effect.interruptible(drained).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
           Effect.zipRight(Fiber.interruptAll(runners))
         )
       )

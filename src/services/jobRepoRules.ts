@@ -156,11 +156,15 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         return abandoned
       })),
 
-    renewLease: (id, workerId, leaseExpiresAt) =>
+    renewLeases: (leases, now, leaseMs) =>
+      leases.length === 0 ? Effect.succeed([]) : driver.transaction(driver.renewLeases(leases, now, now + leaseMs)),
+
+    saveProviderState: (id, workerId, state) =>
       driver.transaction(Effect.gen(function*() {
         const job = yield* driver.lockJob(id)
         if (Option.isNone(job) || !holdsLease(job.value, workerId)) return false
-        return yield* driver.updateJob({ ...job.value, leaseExpiresAt }, job.value)
+        const next = { ...job.value, providerPhase: state.phase, providerHandle: state.handle, providerStarts: state.starts }
+        return yield* driver.updateJob(next, job.value)
       })),
 
     complete: (id, workerId, outputs, now) =>

@@ -1,4 +1,4 @@
-import { DEMO_PROVIDER_ID, type Engine, makeDemoGenerator, makeEngine } from "genjobs"
+import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { demoCatalog } from "../support/demoCatalog.js"
 import type { Target } from "./suite.js"
@@ -11,7 +11,7 @@ export const webHandlerTarget = async (workers: number): Promise<{ readonly engi
   const engine = await makeEngine({
     store: memoryStore(),
     files: memoryFiles({ publicUrl: ORIGIN }),
-    providers: { [DEMO_PROVIDER_ID]: makeDemoGenerator() },
+    providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
     http: { adminToken: ADMIN },
     workers,
     webhookDispatchers: 0

@@ -49,6 +49,9 @@ export const job = (accountId: AccountId, overrides: Partial<Job> = {}): Job => 
   attempts: 0,
   leaseOwner: null,
   leaseExpiresAt: null,
+  providerPhase: null,
+  providerHandle: null,
+  providerStarts: 0,
   ...overrides
 })
 

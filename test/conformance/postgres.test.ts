@@ -1,12 +1,14 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Redacted } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/layer.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
 import { jobsChannel } from "../../adapters/sql/SqlJobs.js"
 import { DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { freshPostgresUrl } from "../support/postgres.js"
+import { createAccount, job, NO_LIMITS } from "./fixtures.js"
 import { schemaNames } from "./schema.js"
 import { runStoreConformance } from "./storeSuite.js"
 
@@ -17,11 +19,38 @@ if (probe === undefined) {
     it("runs the store conformance suite", () => undefined)
   })
 } else {
-  // A fresh database per test, so queue tests see only their own jobs.
+  // A fresh database per test, so queue tests see only their own jobs. The suite's times are
+  // its own (T0...), so leases follow them here; the database clock has its own tests below.
   runStoreConformance("postgres", () =>
     Layer.unwrapEffect(
-      Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))
+      Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!), databaseClock: false })))
     ))
+
+  describe("postgres: lease times from the database clock", () => {
+    it.live("claims, renewals and expiry checks follow the server's clock, not the caller's", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* repo.submit({ job: j, maxConcurrentJobs: 10, rateLimits: NO_LIMITS })
+        const HOUR = 3_600_000
+        // The claimer's clock is an hour behind: its lease still ends a minute from the server's now.
+        const before = Date.now()
+        const claimed = Option.getOrThrow(yield* repo.claim({ workerId: "w1", now: before - HOUR, leaseMs: 60_000, maxAttempts: 3 }))
+        expect(claimed.leaseExpiresAt).toBeGreaterThanOrEqual(before + 60_000 - 1_000)
+        expect(claimed.leaseExpiresAt).toBeLessThanOrEqual(Date.now() + 60_000 + 1_000)
+        // A claimer whose clock runs an hour ahead does not take the lease over early.
+        expect(Option.isNone(yield* repo.claim({ workerId: "w2", now: Date.now() + HOUR, leaseMs: 60_000, maxAttempts: 3 }))).toBe(true)
+        // Renewed for half a second from the server's now, whatever the caller's clock says...
+        expect(yield* repo.renewLeases([{ id: j.id, workerId: "w1" }], Date.now() + HOUR, 500)).toEqual([j.id])
+        yield* Effect.sleep("800 millis")
+        // ...so it has expired for a claimer whose own clock says it has an hour left.
+        const taken = Option.getOrThrow(yield* repo.claim({ workerId: "w3", now: Date.now() - HOUR, leaseMs: 60_000, maxAttempts: 3 }))
+        expect(taken).toMatchObject({ id: j.id, attempts: 2, leaseOwner: "w3" })
+      }).pipe(Effect.provide(Layer.unwrapEffect(
+        Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))
+      ))))
+  })
 
   describe("postgres: table prefix", () => {
     /** Every name in a fresh install, the prefix taken off. */

@@ -4,7 +4,7 @@ import { layerS3BlobStore, makeS3BlobStore } from "../../adapters/blob/S3BlobSto
 import { layerS3UploadTarget } from "../../adapters/blob/S3UploadTarget.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import { idleProvider as idle } from "../support/providers.js"
 import { UploadTarget } from "../../src/ports/UploadTarget.js"
 import { Uploads, UploadSigningSecret } from "../../src/services/Uploads.js"
 import { UploadSweeper, VERIFY_GRACE_MS } from "../../src/services/UploadSweeper.js"
@@ -86,7 +86,6 @@ describe("s3: presigned upload URLs, used as a browser would", () => {
 })
 
 describe("s3: what a presigned PUT cannot refuse, the upload sweeper removes", () => {
-  const idle: Generator = { generate: () => Effect.succeed([]) }
 
   it("deletes an oversize object once the URL and its grace have passed, and keeps a good one", async () => {
     const location = await s3.bucket()

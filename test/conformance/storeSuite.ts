@@ -342,11 +342,12 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: j })
         yield* repo.claim({ workerId: "dead", now: T0, leaseMs: 1_000, maxAttempts: 3 })
         expect(Option.isNone(yield* repo.claim({ workerId: "w2", now: T0 + 999, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
-        expect(yield* repo.renewLease(j.id, "w2", T0 + 5_000)).toBe(false)
+        const renew = (workerId: string, now: number) => repo.renewLeases([{ id: j.id, workerId }], now, 4_000)
+        expect(yield* renew("w2", T0 + 1_000)).toEqual([])
         const taken = Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 3 }))
         expect(taken).toMatchObject({ status: "processing", attempts: 2, leaseOwner: "w2", startedAt: T0 })
-        expect(yield* repo.renewLease(j.id, "dead", T0 + 9_000)).toBe(false)
-        expect(yield* repo.renewLease(j.id, "w2", T0 + 9_000)).toBe(true)
+        expect(yield* renew("dead", T0 + 5_000)).toEqual([])
+        expect(yield* renew("w2", T0 + 5_000)).toEqual([j.id])
         expect(Option.isNone(yield* repo.claim({ workerId: "w3", now: T0 + 5_000, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
         const output = { url: "http://f/1.png", type: "image" as const, metadata: { width: 1 } }
         expect(Option.isNone(yield* repo.complete(j.id, "dead", [output], T0 + 6_000))).toBe(true)
@@ -405,6 +406,57 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       }))
   })
 
+  describe(`${name}: JobRepo provider state and lease renewal`, () => {
+    test("keeps the provider phase, handle and starts for the lease holder only, and hands them to the next worker", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        const claimOf = (workerId: string, now: number) => repo.claim({ workerId, now, leaseMs: 1_000, maxAttempts: 3 })
+        yield* claimOf("w1", T0)
+        expect(yield* repo.saveProviderState(j.id, "other", { phase: "starting", handle: null, starts: 1 })).toBe(false)
+        expect(yield* repo.saveProviderState(j.id, "w1", { phase: "starting", handle: null, starts: 1 })).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({ providerPhase: "starting", providerHandle: null, providerStarts: 1 })
+        const handle = { id: "pred_abc", data: { statusUrl: "https://provider.example/v1/p/abc", nested: { list: [1, "two"] } } }
+        expect(yield* repo.saveProviderState(j.id, "w1", { phase: "started", handle, starts: 1 })).toBe(true)
+        // The lease lapses: the next claimer gets the handle to resume, with its attempt counted.
+        const taken = Option.getOrThrow(yield* claimOf("w2", T0 + 1_000))
+        expect(taken).toMatchObject({ attempts: 2, leaseOwner: "w2", providerPhase: "started", providerHandle: handle, providerStarts: 1 })
+        expect(yield* repo.saveProviderState(j.id, "w1", { phase: null, handle: null, starts: 9 })).toBe(false)
+        const done = Option.getOrThrow(yield* repo.complete(j.id, "w2", [], T0 + 1_500))
+        expect(done).toMatchObject({ status: "completed", providerHandle: handle })
+        expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(done)
+        expect(yield* repo.saveProviderState(j.id, "w2", { phase: null, handle: null, starts: 9 })).toBe(false)
+      }))
+
+    test("renews many leases in one call: only those still held by their workers, answering which", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const made = [0, 1, 2, 3].map((i) => job(owner.id, { createdAt: T0 + i }))
+        for (const j of made) yield* submit({ job: j })
+        const [a, b, c, d] = made.map((j) => j.id)
+        yield* repo.claimBatch({ workerId: "w1", now: T0, leaseMs: 1_000, maxAttempts: 3, limit: 2 })
+        yield* repo.claimBatch({ workerId: "w2", now: T0, leaseMs: 1_000, maxAttempts: 3, limit: 1 })
+        yield* repo.complete(b!, "w1", [], T0 + 10)
+        const renewed = yield* repo.renewLeases([
+          { id: a!, workerId: "w1" },
+          { id: b!, workerId: "w1" },
+          { id: c!, workerId: "w1" },
+          { id: c!, workerId: "w3" },
+          { id: d!, workerId: "w1" }
+        ], T0 + 500, 5_000)
+        expect([...renewed].sort()).toEqual([a!])
+        expect(Option.getOrThrow(yield* repo.get(a!)).leaseExpiresAt).toBe(T0 + 5_500)
+        expect(Option.getOrThrow(yield* repo.get(c!)).leaseExpiresAt).toBe(T0 + 1_000)
+        expect(yield* repo.renewLeases([{ id: c!, workerId: "w2" }, { id: a!, workerId: "w1" }], T0 + 600, 5_000)).toHaveLength(2)
+        expect(yield* repo.renewLeases([], T0, 5_000)).toEqual([])
+        // a and c are held until T0 + 5_600: no claimer takes them before.
+        expect((yield* repo.claimBatch({ workerId: "w4", now: T0 + 5_599, leaseMs: 1_000, maxAttempts: 3, limit: 10 })).map((j) => j.id)).toEqual([d!])
+      }))
+  })
+
   describe(`${name}: JobRepo batch claims`, () => {
     const claimOf = (workerId: string, now: number, limit: number, maxAttempts = 3) =>
       Effect.flatMap(JobRepo, (repo) => repo.claimBatch({ workerId, now, leaseMs: 1_000, maxAttempts, limit }))
@@ -450,7 +502,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: late })
         yield* claimOf("dead", T0, 2, 2)
         // "dead" lets both leases lapse, late's first.
-        yield* repo.renewLease(late.id, "dead", T0 + 500)
+        yield* repo.renewLeases([{ id: late.id, workerId: "dead" }], T0, 500)
         const fresh = job(owner.id, { createdAt: T0 + 2 })
         yield* submit({ job: fresh })
         const taken = yield* claimOf("w", T0 + 1_000, 2, 2)

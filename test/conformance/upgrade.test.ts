@@ -30,7 +30,7 @@ if ((await freshPostgresUrl()) === undefined) {
     const url = Redacted.make((await freshPostgresUrl())!)
     return {
       client: PgClient.layer({ url }),
-      engine: (tablePrefix) => layerPostgres({ url, tablePrefix })
+      engine: (tablePrefix) => layerPostgres({ url, tablePrefix, databaseClock: false })
     }
   })
 }

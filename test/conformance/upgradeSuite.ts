@@ -27,7 +27,7 @@ const migrationRows = (table: string) =>
       Effect.map((rows) => rows.map((row) => [Number(row.migration_id), row.name]))
     )
 
-const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [8, "admin"]]
+const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"]]
 
 const balanceIsLedger = (id: AccountId) =>
   Effect.gen(function*() {

@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { composeEngine, DEMO_PROVIDER_ID, type Engine, localFiles, makeDemoGenerator, makeEngine, startEngine } from "genjobs"
+import { composeEngine, DEMO_PROVIDER_ID, type Engine, localFiles, makeDemoProvider, makeEngine, startEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { sqliteStore } from "genjobs/sqlite"
 import { afterEach, describe, expect, it } from "vitest"
@@ -11,7 +11,7 @@ import { waitFor } from "../support/waitFor.js"
 const ADMIN = "admin-secret"
 const ORIGIN = "http://host.test"
 const BASE_PATH = "/api/genjobs"
-const providers = { [DEMO_PROVIDER_ID]: makeDemoGenerator() }
+const providers = { [DEMO_PROVIDER_ID]: makeDemoProvider() }
 
 const started: Array<Engine> = []
 afterEach(async () => {

@@ -189,14 +189,10 @@ describe.skipIf(db === undefined)("database connections terminated under a submi
   })
 
   /**
-   * KNOWN BUG, src/services/Worker.ts: a worker fiber whose job's completion hits a store error
-   * ends for good (runJob fails, and the runner's Effect.forever stops) without a log line,
-   * while the claimer still counts it idle: claimed jobs wait in the buffer for runners that are
-   * gone, and once all have died the process claims nothing more. Here both jobs' completions
-   * fail during the outage; afterwards the process never runs another job. `it.fails` until
-   * Worker.ts keeps its runners through store errors: then this fails, and `.fails` goes.
+   * A worker fiber whose job's completion hits a store error outlasting its retries stays a
+   * runner: the job is left to its lease and the process keeps running jobs once the store is back.
    */
-  it.fails("KNOWN BUG (Worker.ts runners end on a store error): a worker whose jobs end during the outage runs jobs again afterwards", async () => {
+  it("a worker whose jobs end during the outage runs jobs again afterwards", async () => {
     const worker = await servers.start({ WORKER_CONCURRENCY: "2" })
     tally.phase = "worker outage"
     const submit = async (demoDelayMs: number) => {

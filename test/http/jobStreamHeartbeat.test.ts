@@ -3,11 +3,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { EngineHttpLive } from "../../src/http/layer.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { memoryEngine } from "../support/engineLayer.js"
 
-const idle: Generator = { generate: () => Effect.succeed([]) }
+const idle: GenerationProvider = {
+  start: () => Effect.succeed({ _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } }),
+  poll: () => Effect.never,
+  cancel: () => Effect.void
+}
 
 /** The HTTP surface on the test fiber's runtime, so TestClock drives the heartbeat timer. */
 const httpUnderTestClock = Effect.gen(function*() {

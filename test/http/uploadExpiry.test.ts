@@ -3,11 +3,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, TestClock } from "effect"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { EngineHttpLive } from "../../src/http/layer.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import { idleProvider as idle } from "../support/providers.js"
 import { UploadSweeper } from "../../src/services/UploadSweeper.js"
 import { memoryEngine } from "../support/engineLayer.js"
 
-const idle: Generator = { generate: () => Effect.succeed([]) }
 
 /**
  * The HTTP surface run on the test fiber's runtime, so TestClock drives every request's time:

@@ -2,7 +2,7 @@
  * A consumer of the published package: typechecked by the tarball test with strict settings and
  * no skipLibCheck, then run with plain node. It starts an engine, mounts it, and asks it for /health.
  */
-import { DEMO_PROVIDER_ID, type Engine, makeDemoGenerator, makeEngine } from "genjobs"
+import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
 import { type EngineFetch, genjobsExpress, genjobsFastify, genjobsHono, genjobsNext, genjobsNode } from "genjobs/http"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { createServer } from "node:http"
@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net"
 const engine: Engine = await makeEngine({
   store: memoryStore(),
   files: memoryFiles({ publicUrl: "http://127.0.0.1/api/genjobs" }),
-  providers: { [DEMO_PROVIDER_ID]: makeDemoGenerator() },
+  providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
   http: { adminToken: "consumer-admin" },
   basePath: "/api/genjobs"
 })

@@ -2,13 +2,14 @@
  * The engine's callback endpoint, POST /v1/providers/{providerId}/callbacks/{jobId}, through the
  * web handler: verified by the job's provider over the raw body, then a hint to the job's worker.
  */
+import { FetchHttpClient } from "@effect/platform"
 import { Effect, Exit, Layer, ManagedRuntime, Redacted, Scope } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { falProvider } from "genjobs/providers/fal"
 import { replicateProvider } from "genjobs/providers/replicate"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
-import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
+import { makeDemoProvider } from "../../adapters/generators/demo/DemoGenerator.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -17,7 +18,6 @@ import { EngineServicesLive } from "../../src/engine.js"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { providerCallbackPath } from "../../src/http/providerCallbacks.js"
 import { makeWebHandler, type WebHandler } from "../../src/http/webHandler.js"
-import { layerGenerators } from "../../src/ports/Generator.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { layerProviders } from "../../src/ports/Provider.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
@@ -47,10 +47,11 @@ const services = EngineServicesLive.pipe(
     layerLocalSignals,
     layerMemoryBlobStore(`${BASE}/files`),
     layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
-    layerGenerators({ demo: makeDemoGenerator() }),
     EngineConfig.layer({}),
+    FetchHttpClient.layer,
     HttpConfig.layer({ adminToken: Redacted.make(ADMIN_TOKEN) }),
     layerProviders({
+      demo: makeDemoProvider(),
       replicate: replicateProvider({ apiToken: "r8_unused", baseUrl: "http://127.0.0.1:9", webhookSecret: SECRET }),
       fal: falProvider({ apiKey: "unused", baseUrl: "http://127.0.0.1:9", webhookPublicKeys: falPublicKey }),
       // A provider that takes no callbacks (no public keys configured).

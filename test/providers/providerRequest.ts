@@ -26,7 +26,10 @@ export const providerRequest = (providerModel: string, input: Record<string, unk
     completedAt: null,
     attempts: 1,
     leaseOwner: "worker",
-    leaseExpiresAt: 1
+    leaseExpiresAt: 1,
+    providerPhase: "started",
+    providerHandle: null,
+    providerStarts: 1
   }
   return { job, model, version: model.versions[0]!, providerModel, input, idempotencyKey: job.id }
 }

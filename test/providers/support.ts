@@ -41,7 +41,10 @@ export const requestFor = (
     completedAt: null,
     attempts: 1,
     leaseOwner: "w",
-    leaseExpiresAt: now + 60_000
+    leaseExpiresAt: now + 60_000,
+    providerPhase: "started",
+    providerHandle: null,
+    providerStarts: 1
   }
   const version: ModelVersion = {
     versionId: "v1",

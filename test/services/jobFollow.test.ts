@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, TestClock } from "effect"
 import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { JobFollow } from "../../src/services/JobFollow.js"
 import { Jobs } from "../../src/services/Jobs.js"
 import { Worker } from "../../src/services/Worker.js"
@@ -10,7 +10,7 @@ import { demoCaller, memoryEngine } from "../support/engineLayer.js"
 
 const LEASE = 10_000
 /** Every run hangs: its worker "dies" and the lease runs out. */
-const hanging: Generator = { generate: () => Effect.never }
+const hanging: GenerationProvider = { start: () => Effect.never, poll: () => Effect.never, cancel: () => Effect.void }
 
 /** Waits for `effect` at most `ms` of real time (TestClock does not move by itself). */
 const withinRealTime = <A, E>(ms: number, effect: Effect.Effect<A, E>) =>

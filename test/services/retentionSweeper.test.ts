@@ -6,7 +6,8 @@ import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import type { JobId, RequestId } from "../../src/domain/ids.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
-import { GenerationFailed, type Generator } from "../../src/ports/Generator.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
+import { imageOutput } from "../../adapters/testing/outputs.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
@@ -20,11 +21,16 @@ const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
 
 /** Writes a PNG for each job, or fails the job when its prompt says "fail". */
-const generator: Generator = {
-  generate: ({ job }) =>
-    (job.input as { prompt?: string }).prompt === "fail"
-      ? Effect.fail(new GenerationFailed({ message: "asked to fail" }))
-      : Effect.succeed([{ type: "image", file: { bytes: new Uint8Array([1, 2, 3]), contentType: "image/png", extension: "png" } }])
+const generator: GenerationProvider = {
+  start: ({ job }) =>
+    Effect.succeed({
+      _tag: "Finished",
+      status: (job.input as { prompt?: string }).prompt === "fail"
+        ? { _tag: "Failed", message: "asked to fail" }
+        : { _tag: "Succeeded", outputs: [imageOutput()] }
+    }),
+  poll: () => Effect.never,
+  cancel: () => Effect.void
 }
 
 /** Files in memory; `gate`, when given, holds every removeByPrefix until it opens and says when one began. */

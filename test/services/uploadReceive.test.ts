@@ -5,11 +5,10 @@ import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import { idleProvider as idle } from "../support/providers.js"
 import { receiveUpload, Uploads } from "../../src/services/Uploads.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
 
-const idle: Generator = { generate: () => Effect.succeed([]) }
 
 /** A memory store whose first write fails, as a full disk or an unreachable bucket would. */
 const failingOnce = Layer.sync(BlobStore, () => {

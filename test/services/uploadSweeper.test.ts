@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, TestClock } from "effect"
 import { BlobStore } from "../../src/ports/BlobStore.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import { idleProvider as idle } from "../support/providers.js"
 import { Uploads } from "../../src/services/Uploads.js"
 import { UploadSweeper, VERIFY_GRACE_MS } from "../../src/services/UploadSweeper.js"
 import { mkdtempSync } from "node:fs"
@@ -12,7 +12,6 @@ import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.
 import { layerSqlite } from "../../adapters/sql/layer.js"
 import { demoCaller, engineOver, memoryEngine } from "../support/engineLayer.js"
 
-const idle: Generator = { generate: () => Effect.succeed([]) }
 
 describe("upload expiry", () => {
   it.effect("deletes the file and marks the upload expired 60 minutes after creation", () =>

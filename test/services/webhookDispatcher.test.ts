@@ -8,7 +8,7 @@ import type { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import type { RequestId } from "../../src/domain/ids.js"
 import { verifyWebhook } from "../../src/domain/webhookSignature.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import { finishing, textOutput } from "../support/providers.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { type WebhookRequest, type WebhookResponse, WebhookNotDelivered, WebhookSender } from "../../src/ports/WebhookSender.js"
 import { Admin } from "../../src/services/Admin.js"
@@ -17,10 +17,7 @@ import { WebhookDispatcher } from "../../src/services/WebhookDispatcher.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, engineOver, memoryEngine } from "../support/engineLayer.js"
 
-const text: Generator = {
-  generate: () =>
-    Effect.succeed([{ type: "text" as const, file: { bytes: new TextEncoder().encode("hi"), contentType: "text/plain", extension: "txt" } }])
-}
+const text = finishing([textOutput("hi")])
 
 /** A receiver that answers from a script and remembers what it got and when. */
 const scriptedReceiver = (answers: ReadonlyArray<WebhookResponse | "no answer">) =>

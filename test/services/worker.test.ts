@@ -2,25 +2,23 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, type Layer, Option, Ref, Scope, TestClock } from "effect"
 import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
-import type { Generator } from "../../src/ports/Generator.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Jobs } from "../../src/services/Jobs.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, memoryEngine } from "../support/engineLayer.js"
+import { textOutput } from "../support/providers.js"
 
-const text = (content: string) => ({
-  type: "text" as const,
-  file: { bytes: new TextEncoder().encode(content), contentType: "text/plain", extension: "txt" }
-})
-
-/** A generator whose first `hangs` runs never finish (their worker "dies"), later runs succeed after `takesMs`. */
+/** A provider whose first `hangs` polls never answer (their worker "dies"), later polls succeed after `takesMs`. */
 const scripted = (hangs: number, takesMs = 0) =>
-  Effect.map(Ref.make(0), (runs): Generator => ({
-    generate: () =>
-      Ref.getAndUpdate(runs, (n) => n + 1).pipe(
+  Effect.map(Ref.make(0), (polls): GenerationProvider => ({
+    start: () => Effect.succeed({ _tag: "Started", handle: { id: "gen_1" } }),
+    poll: () =>
+      Ref.getAndUpdate(polls, (n) => n + 1).pipe(
         Effect.flatMap((n) => (n < hangs ? Effect.never : Effect.sleep(takesMs))),
-        Effect.as([text("done")])
-      )
+        Effect.as({ _tag: "Succeeded", outputs: [textOutput("done")] } as const)
+      ),
+    cancel: () => Effect.void
   }))
 
 const LEASE = 10_000
@@ -52,7 +50,7 @@ describe("Worker", () => {
       expect(yield* worker.runOnce("B")).toBe(true)
       const done = yield* jobOf(job.id)
       expect(done).toMatchObject({ status: "completed", attempts: 2, leaseOwner: null })
-      expect(done.outputs?.[0]?.url).toBe(`http://files.test/${job.id}-0.txt`)
+      expect(done.outputs?.[0]?.url).toMatch(new RegExp(`^http://files.test/files/${job.id}-[0-9a-f]{8}-0\\.txt$`))
     })))
 
   it.effect("fails the job with a refund when every attempt's worker died", () =>

@@ -1,10 +1,11 @@
+import { FetchHttpClient, type HttpClient } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { EngineServicesLive } from "../../src/engine.js"
-import { type Generator, layerGenerators } from "../../src/ports/Generator.js"
+import { type GenerationProvider, layerProviders } from "../../src/ports/Provider.js"
 import { Admin } from "../../src/services/Admin.js"
 import { Auth } from "../../src/services/Auth.js"
 import { Catalog } from "../../src/services/Catalog.js"
@@ -15,19 +16,21 @@ import { EngineConfig, type EngineSettings } from "../../src/services/EngineConf
 import { demoCatalog } from "./demoCatalog.js"
 
 const memoryFiles = Layer.merge(
-  layerMemoryBlobStore("http://files.test"),
+  layerMemoryBlobStore("http://files.test/files"),
   layerSignedUploadTarget({ publicUrl: "http://files.test", secret: "test-upload-secret" })
 )
 
 /**
- * The engine's services over the given stores, with the given generator as provider `demo`;
- * files in memory behind signed upload URLs unless `files` says otherwise.
+ * The engine's services over the given stores, with the given provider as provider `demo`;
+ * files in memory behind signed upload URLs unless `files` says otherwise; output URLs fetched
+ * with `fetch` unless `http` says otherwise.
  */
 export const engineOver = <E, F = never>(
   stores: Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, E>,
-  generator: Generator,
+  provider: GenerationProvider,
   settings: Partial<EngineSettings> = {},
-  files: Layer.Layer<BlobStore | UploadTarget | UploadSigningSecret, F> = memoryFiles
+  files: Layer.Layer<BlobStore | UploadTarget | UploadSigningSecret, F> = memoryFiles,
+  http: Layer.Layer<HttpClient.HttpClient> = FetchHttpClient.layer
 ) =>
   EngineServicesLive.pipe(
     Layer.provideMerge(
@@ -35,14 +38,18 @@ export const engineOver = <E, F = never>(
         stores,
         layerLocalSignals,
         files,
-        layerGenerators({ demo: generator }),
+        layerProviders({ demo: provider }),
+        http,
         EngineConfig.layer(settings)
       )
     )
   )
 
-export const memoryEngine = (generator: Generator, settings: Partial<EngineSettings> = {}) =>
-  engineOver(layerMemoryStores, generator, settings)
+export const memoryEngine = (
+  provider: GenerationProvider,
+  settings: Partial<EngineSettings> = {},
+  http: Layer.Layer<HttpClient.HttpClient> = FetchHttpClient.layer
+) => engineOver(layerMemoryStores, provider, settings, memoryFiles, http)
 
 /** Loads the demo catalog and returns a caller with `credits` micro-cents. */
 export const demoCaller = (credits = 1_000_000, maxConcurrentJobs = 10) =>

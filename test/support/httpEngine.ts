@@ -1,14 +1,15 @@
+import { FetchHttpClient } from "@effect/platform"
 import { Context, Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
-import { makeDemoGenerator } from "../../adapters/generators/demo/DemoGenerator.js"
+import { makeDemoProvider } from "../../adapters/generators/demo/DemoGenerator.js"
 import { EngineServicesLive } from "../../src/engine.js"
 import { HttpConfig, type HttpOptions } from "../../src/http/HttpConfig.js"
 import { makeWebHandler } from "../../src/http/webHandler.js"
 import { StoreError } from "../../src/domain/errors.js"
-import { layerGenerators } from "../../src/ports/Generator.js"
+import { layerProviders } from "../../src/ports/Provider.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
@@ -78,7 +79,8 @@ export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}, opt
         layerLocalSignals,
         layerMemoryBlobStore(`${BASE}/files`),
         layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
-        layerGenerators({ demo: makeDemoGenerator() }),
+        layerProviders({ demo: makeDemoProvider() }),
+        FetchHttpClient.layer,
         EngineConfig.layer(settings),
         HttpConfig.layer({ ...options.http, adminToken: Redacted.make(ADMIN_TOKEN) })
       )

@@ -106,4 +106,39 @@ describe("the fake provider", () => {
     engine.provider.reset()
     expect(engine.provider.calls).toEqual([])
   })
+
+  it("scripts provider errors: a 429 is retried, a 400 fails the job, a lost start answer is recovered", async () => {
+    const quick = await makeTestEngine({ settings: { providerRetry: { baseMs: 5, capMs: 20, maxRetries: 3 } } })
+    try {
+      const bob = await quick.account({ credits: 100 })
+      quick.provider.rejectNext(429, 10)
+      quick.provider.rejectNext(503)
+      const retried = await bob.submit("test/text")
+      await quick.runJobs()
+      expect(await bob.get(retried.jobId)).toMatchObject({ status: "completed", error: null })
+      expect([quick.provider.calls.length, quick.provider.starts]).toEqual([3, 1])
+
+      quick.provider.reset()
+      quick.provider.rejectNext(400)
+      const refused = await bob.submit("test/text")
+      await quick.runJobs()
+      expect(await bob.get(refused.jobId)).toMatchObject({
+        status: "failed",
+        error: { code: "GENERATION_FAILED", message: "the fake provider answered 400" }
+      })
+
+      quick.provider.unreachableNext({ started: true })
+      const lost = await bob.submit("test/text")
+      await quick.runJobs()
+      expect(await bob.get(lost.jobId)).toMatchObject({ status: "completed" })
+      quick.provider.unreachableNext()
+      const unknown = await bob.submit("test/text")
+      await quick.runJobs()
+      expect(await bob.get(unknown.jobId)).toMatchObject({ status: "failed", error: { code: "INTERNAL_ERROR" } })
+      expect(quick.provider.starts).toBe(1)
+      expect(await bob.balance()).toBe(100 - 1 - 1)
+    } finally {
+      await quick.dispose()
+    }
+  })
 })

@@ -16,7 +16,7 @@ describe("the test engine on TestClock", () => {
       expect(yield* Effect.flip(alice.get(jobId))).toMatchObject({ status: 401, code: "API_KEY_EXPIRED" })
     }).pipe(Effect.provide(TestEngine.layer())))
 
-  it.effect("lets another run take over a job once the lease of a dead one expires", () =>
+  it.effect("lets another run take over a job once the lease of a dead one expires, resuming its generation", () =>
     Effect.gen(function*() {
       const engine = yield* TestEngine
       const alice = yield* engine.account()
@@ -28,9 +28,14 @@ describe("the test engine on TestClock", () => {
       expect((yield* alice.get(jobId)).status).toBe("processing")
       expect(yield* engine.runNextJob).toBe(false)
       yield* TestClock.adjust(LEASE_MS)
-      expect(yield* engine.runNextJob).toBe(true)
+      const taking = yield* Effect.fork(engine.runNextJob)
+      yield* TestClock.adjust(1)
+      hang.release()
+      expect(yield* Fiber.join(taking)).toBe(true)
       expect((yield* alice.get(jobId)).status).toBe("completed")
-      expect(engine.provider.calls.map((c) => c.job.attempts)).toEqual([1, 2])
+      // The second run polled the generation the first one started: the provider was asked once.
+      expect(engine.provider.calls.map((c) => c.job.attempts)).toEqual([1])
+      expect([engine.provider.starts, engine.provider.polls]).toEqual([1, 2])
     }).pipe(Effect.provide(TestEngine.layer({ settings: { leaseMs: LEASE_MS } }))))
 
   it.effect("opens a model's rate-limit window again a minute later", () =>

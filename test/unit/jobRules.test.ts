@@ -18,7 +18,8 @@ const writes = new Set([
   "postLedger",
   "insertDelivery",
   "takeLease",
-  "pruneRateWindows"
+  "pruneRateWindows",
+  "renewLeases"
 ])
 
 /** A driver with some primitives replaced, recording every call and any write made outside a transaction. */
@@ -84,7 +85,7 @@ describe("job rules over a driver", () => {
       expect(Option.isNone(yield* losing.complete(running.id, "w", [], T0 + 3))).toBe(true)
       expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x" }, T0 + 3))).toBe(true)
       expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3))).toBe(true)
-      expect(yield* losing.renewLease(running.id, "w", T0 + 9_000)).toBe(false)
+      expect(yield* losing.saveProviderState(running.id, "w", { phase: "starting", handle: null, starts: 1 })).toBe(false)
       // The running job's lease is used up: abandoning it loses too.
       expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
 
@@ -138,7 +139,7 @@ describe("job rules over a driver", () => {
       yield* repo.submit({ ...submitCommand(owner.id, { createdAt: T0 + 1 }), rateLimits: { requestsPerMinute: 5, requestsPerDay: 0 } })
       yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
       yield* repo.reap({ workerId: "r", now: T0, passMs: 1_000, maxAttempts: 3, limit: 10 })
-      yield* repo.renewLease(done.id, "w", T0 + 5_000)
+      yield* repo.renewLeases([{ id: done.id, workerId: "w" }], T0, 5_000)
       yield* repo.complete(done.id, "w", [], T0 + 1)
       const failed = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 2 }))).job
       yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3)

@@ -1,0 +1,30 @@
+import { Schema } from "effect"
+
+/**
+ * What the engine keeps with a job once its provider accepted the generation, committed before
+ * the engine waits on it: enough for any worker in any process to follow the same generation
+ * after a crash instead of paying for a second one. JSON only; never a credential.
+ */
+export const ProviderHandle = Schema.Struct({
+  /** The provider's own id of the generation: a prediction id, a request id, a task id. */
+  id: Schema.String.pipe(Schema.minLength(1)),
+  /** Whatever else resuming needs (status and result URLs, the endpoint that was used). */
+  data: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+export type ProviderHandle = typeof ProviderHandle.Type
+
+/**
+ * Where a job's provider start stands. `starting` is committed before the engine asks the
+ * provider to start, `started` (with the handle) right after it answered: a worker that finds
+ * `starting` without a handle cannot tell whether the provider started, so it never starts again.
+ */
+export const ProviderPhase = Schema.Literal("starting", "started")
+export type ProviderPhase = typeof ProviderPhase.Type
+
+/** A job's provider bookkeeping, written only by the worker holding the job's lease. */
+export interface ProviderState {
+  readonly phase: ProviderPhase | null
+  readonly handle: ProviderHandle | null
+  /** Starts asked of the provider for this job, the refused ones included. */
+  readonly starts: number
+}

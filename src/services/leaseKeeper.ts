@@ -1,0 +1,68 @@
+import { Cause, Clock, Deferred, Duration, Effect, Exit, type Scope } from "effect"
+import type { JobId } from "../domain/ids.js"
+import { JobRepo } from "../ports/JobRepo.js"
+import { EngineConfig } from "./EngineConfig.js"
+
+interface Held {
+  readonly id: JobId
+  readonly workerId: string
+  /** The lease's end as this process last knew it, on this process's clock; conservative (measured before the write). */
+  expiresAt: number
+  readonly lost: Deferred.Deferred<void>
+}
+
+export interface LeaseKeeper {
+  /**
+   * Keeps the job's lease renewed until the scope closes; `expiresAt` is the lease's end on this
+   * process's clock. Answers an effect that completes when the lease is lost: another worker
+   * took it, or renewals kept failing until the last known end passed.
+   */
+  readonly hold: (id: JobId, workerId: string, expiresAt: number) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+}
+
+/**
+ * One renewal loop for every lease a process holds: each tick (a third of the lease) renews them
+ * all in one store write, so thousands of running jobs cost one statement per tick, not one each.
+ * A failed renewal does not count as held: a lease is lost once its last known end passes.
+ */
+export const makeLeaseKeeper: Effect.Effect<LeaseKeeper, never, JobRepo | EngineConfig | Scope.Scope> = Effect.gen(function*() {
+  const repo = yield* JobRepo
+  const config = yield* EngineConfig
+  const held = new Map<Held["lost"], Held>()
+  const interval = Math.max(1, Math.floor(config.leaseMs / 3))
+  const lose = (lease: Held) => Deferred.succeed(lease.lost, undefined)
+
+  const tick = Effect.gen(function*() {
+    const leases = [...held.values()]
+    if (leases.length === 0) return
+    const now = yield* Clock.currentTimeMillis
+    // A renewal that hangs is a failed one: the leases' ends keep passing meanwhile.
+    const exit = yield* Effect.exit(
+      repo.renewLeases(leases.map(({ id, workerId }) => ({ id, workerId })), now, config.leaseMs).pipe(Effect.timeout(Duration.millis(interval)))
+    )
+    if (Exit.isSuccess(exit)) {
+      const renewed = new Set(exit.value)
+      for (const lease of leases) {
+        if (renewed.has(lease.id)) lease.expiresAt = now + config.leaseMs
+        else yield* lose(lease)
+      }
+      return
+    }
+    yield* Effect.logWarning("could not renew job leases", Cause.pretty(exit.cause))
+    const after = yield* Clock.currentTimeMillis
+    for (const lease of leases) if (after >= lease.expiresAt) yield* lose(lease)
+  })
+
+  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(interval)), tick)))
+
+  return {
+    hold: (id, workerId, expiresAt) =>
+      Effect.acquireRelease(
+        Effect.map(Deferred.make<void>(), (lost) => {
+          held.set(lost, { id, workerId, expiresAt, lost })
+          return lost
+        }),
+        (lost) => Effect.sync(() => held.delete(lost))
+      ).pipe(Effect.map((lost) => Deferred.await(lost)))
+  }
+})
