@@ -21,6 +21,7 @@ export const EngineEnv = Config.all({
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
   adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
+  metricsToken: Config.option(Config.redacted("METRICS_TOKEN")),
   workerConcurrency: nonNegative("WORKER_CONCURRENCY", 2),
   creditMicroCents: Config.integer("CREDIT_MICRO_CENTS").pipe(
     Config.withDefault(10_000),
@@ -161,6 +162,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       trustedProxyHops: settings.trustedProxyHops,
       maxJsonBodyBytes: settings.maxJsonBodyBytes
     },
+    metrics: { token: Option.getOrUndefined(settings.metricsToken) },
     workers: settings.workerConcurrency,
     webhookDispatchers: settings.webhookDispatchers,
     webhookAllowPrivate: settings.webhookAllowPrivate,

@@ -14,6 +14,11 @@ import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "./ports/WebhookSender.js"
 import type { WebhookSignal } from "./ports/WebhookSignal.js"
+import { currentObservability } from "./observability/inherit.js"
+import { MetricsConfig, type MetricsOptions } from "./observability/metricsRoute.js"
+import { layerObservedJobRepo } from "./observability/observedJobRepo.js"
+import { layerObservedWebhooks } from "./observability/observedWebhooks.js"
+import { layerTracedGenerators } from "./observability/tracedProviders.js"
 import { Accounts } from "./services/Accounts.js"
 import { Admin } from "./services/Admin.js"
 import { Auth } from "./services/Auth.js"
@@ -33,7 +38,8 @@ import { Worker } from "./services/Worker.js"
  * CatalogRepo, WebhookDeliveryRepo, UploadRepo), JobSignal, WebhookSignal, JobEvents, BlobStore,
  * UploadTarget, Generators and EngineConfig. `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
- * make is hinted to the job's followers.
+ * make is hinted to the job's followers, and through layerObservedJobRepo, which logs, counts
+ * and traces each change.
  */
 export const EngineServicesLive = Layer.mergeAll(
   Auth.layer,
@@ -47,6 +53,7 @@ export const EngineServicesLive = Layer.mergeAll(
   UploadSweeper.layer
 ).pipe(
   Layer.provideMerge(Catalog.layer),
+  Layer.provide(layerObservedJobRepo),
   Layer.provide(layerPublishingJobRepo)
 )
 
@@ -93,6 +100,8 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly webhookDispatchers?: number | undefined
   /** Whether this process checks and expires uploads. Default true. */
   readonly uploadSweeper?: boolean | undefined
+  /** Who may read `/metrics`; off without a token. See docs/observability.md. */
+  readonly metrics?: MetricsOptions | undefined
 }
 
 /** Attempts in flight per process: idle ones cost nothing, and with 4 per account one slow tenant leaves 12 for the rest. */
@@ -112,6 +121,7 @@ const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   }
   const delivery = Layer.scopedDiscard(Effect.flatMap(WebhookDispatcher, (d) => d.start(dispatchers))).pipe(
     Layer.provide(WebhookDispatcher.layer),
+    Layer.provide(layerObservedWebhooks),
     Layer.provide(parts.webhookSender)
   )
   return Layer.merge(loops, delivery)
@@ -127,9 +137,10 @@ export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer
     Layer.provideMerge(Layer.mergeAll(
       parts.store,
       parts.files,
-      layerGenerators(parts.providers),
+      layerTracedGenerators.pipe(Layer.provide(layerGenerators(parts.providers))),
       EngineConfig.layer(parts.settings),
-      HttpConfig.layer(parts.http)
+      HttpConfig.layer(parts.http),
+      MetricsConfig.layer(parts.metrics)
     ))
   )
   return Layer.merge(services, backgroundWork(parts as EngineParts<unknown, unknown, unknown>).pipe(Layer.provide(services))) as Layer.Layer<
@@ -149,11 +160,22 @@ export interface Engine {
   readonly dispose: () => Promise<void>
 }
 
+export interface StartOptions extends WebHandlerOptions {
+  /**
+   * Layers that set how the engine logs and traces (`layerLogger`, `layerOtlpTracing` of
+   * `genjobs/observability`, or Effect's Logger and Tracer layers): they apply to its
+   * background work and its request handling alike. Default: Effect's default logger, no export.
+   */
+  readonly observability?: Layer.Layer<never, unknown> | undefined
+}
+
 /** Builds the layer once and serves it: the stores open, the loops start, the handler answers. */
-export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: WebHandlerOptions = {}): Promise<Engine> => {
-  const runtime = ManagedRuntime.make(layer) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
+export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: StartOptions = {}): Promise<Engine> => {
+  const observed = options.observability === undefined ? layer : Layer.provide(layer, options.observability)
+  const runtime = ManagedRuntime.make(observed) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
   const context = await runtime.runPromise(Effect.context<EngineContext>())
-  const web = makeWebHandler(Layer.succeedContext(context), options)
+  const inherited = await runtime.runPromise(currentObservability)
+  const web = makeWebHandler(Layer.merge(Layer.succeedContext(context), inherited), options)
   return {
     fetch: web.fetch,
     run: (effect) => runtime.runPromise(effect),

@@ -14,6 +14,7 @@ import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobDriver } from "./SqlJobs.js"
+import { layerSqlStoreStats } from "./SqlStoreStats.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 import { layerSqlTables } from "./tables.js"
@@ -43,7 +44,7 @@ const stores = Layer.unwrapEffect(
  * Fails with TablePrefixError on an invalid prefix.
  */
 export const layerSqlStores = (options: SqlStoreOptions = {}) =>
-  stores.pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
+  Layer.merge(stores, layerSqlStoreStats).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
 
 /** SQLite file in WAL mode (the client's default), created with its directory when missing. */
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
