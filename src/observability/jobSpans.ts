@@ -1,4 +1,4 @@
-import { Context, DefaultServices, Effect, GlobalValue, Tracer } from "effect"
+import { Context, DefaultServices, Effect, Exit, GlobalValue, Option, Tracer } from "effect"
 
 const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
@@ -40,6 +40,28 @@ export const inJobSpan = (name: string, job: string | (() => string), attributes
   })
 
 /** A span of the current trace (a request's, a worker's), made only when spans are exported. */
-export const inSpan = (name: string, attributes: Record<string, unknown> = {}, options: { readonly root?: boolean } = {}) =>
+export const inSpan = (name: string, attributes: Record<string, unknown> = {}) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(exporting, (on) => (on ? Effect.withSpan(effect, name, { attributes, ...options }) : effect))
+  Effect.flatMap(exporting, (on) => (on ? Effect.withSpan(effect, name, { attributes }) : effect))
+
+/**
+ * Records a span of the job's trace that already happened, from `startNanos` to `endNanos`
+ * (the tracer's clock, as Clock.currentTimeNanos reads it): for work whose jobs are known only
+ * once it is done, such as a claim. Nothing when no tracer exports.
+ */
+export const recordJobSpan = (
+  name: string,
+  jobId: string,
+  startNanos: bigint,
+  endNanos: bigint,
+  attributes: Record<string, unknown> = {}
+): Effect.Effect<void> =>
+  Effect.flatMap(exporting, (on) =>
+    on
+      ? Effect.map(Effect.tracer, (tracer) => {
+        const span = tracer.span(name, Option.fromNullable(submitSpanOf(jobId)), Context.empty(), [], startNanos, "internal")
+        span.attribute("genjobs.job_id", jobId)
+        for (const [key, value] of Object.entries(attributes)) span.attribute(key, value)
+        span.end(endNanos, Exit.void)
+      })
+      : Effect.void)

@@ -1,7 +1,7 @@
-import { Effect, Layer, Metric, Option, type Tracer } from "effect"
+import { Clock, Effect, Layer, Metric, Option } from "effect"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
-import { inJobSpan, inSpan, rememberSubmitSpan, submitSpanOf } from "./jobSpans.js"
+import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
 import { jobsAbandoned, jobsFinished, jobsSubmitted, pickupSeconds, runSeconds } from "./metrics.js"
 
 type Repo = JobRepo["Type"]
@@ -61,17 +61,28 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
   ], { discard: true })
 }
 
-const linkToSubmits = (jobs: ReadonlyArray<Job>) =>
-  Effect.ignore(Effect.map(Effect.currentSpan, (span) => {
-    const links: Array<Tracer.SpanLink> = []
-    for (const job of jobs) {
-      const submit = submitSpanOf(job.id)
-      if (submit !== undefined) links.push({ _tag: "SpanLink", span: submit, attributes: { "genjobs.job_id": job.id } })
-    }
-    span.attribute("genjobs.job_ids", jobs.map((job) => job.id))
-    if (jobs.length === 1) span.attribute("genjobs.job_id", jobs[0]!.id)
-    if (links.length > 0) span.addLinks(links)
-  }))
+const MS = 1_000_000n
+
+/**
+ * A claim's jobs are known once it returns, and most claims of an idle queue return none: each
+ * claimed job gets its spans afterwards, in its own trace (the wait in the queue on its first
+ * claim, then the claim itself), and empty claims get none.
+ */
+const claimSpans = (workerId: string) => <E, R>(claim: Effect.Effect<ReadonlyArray<Job>, E, R>) =>
+  Effect.flatMap(Clock.currentTimeNanos, (start) =>
+    Effect.tap(claim, (claimed) =>
+      Effect.flatMap(Clock.currentTimeNanos, (end) =>
+        Effect.forEach(claimed, (job) =>
+          Effect.zipRight(
+            job.attempts === 1 && job.startedAt !== null
+              ? recordJobSpan("genjobs.job.queued", job.id, BigInt(job.createdAt) * MS, BigInt(job.startedAt) * MS)
+              : Effect.void,
+            recordJobSpan("genjobs.job.claim", job.id, start, end, {
+              "genjobs.worker_id": workerId,
+              "genjobs.attempt": job.attempts,
+              "genjobs.claimed_together": claimed.length
+            })
+          ), { discard: true }))))
 
 /**
  * The store's JobRepo, observed: a log line, metrics and a span for each change of a job's
@@ -98,13 +109,15 @@ export const observeJobRepo = (repo: Repo): Repo => ({
     ),
   claim: (options) =>
     repo.claim(options).pipe(
-      Effect.tap((job) => (Option.isSome(job) ? Effect.zipRight(linkToSubmits([job.value]), claimed(job.value)) : Effect.void)),
-      inSpan("genjobs.job.claim", { "genjobs.worker_id": options.workerId }, { root: true })
+      Effect.map(Option.toArray),
+      claimSpans(options.workerId),
+      Effect.tap((jobs) => Effect.forEach(jobs, claimed)),
+      Effect.map((jobs) => Option.fromNullable(jobs[0]))
     ),
   claimBatch: (options) =>
     repo.claimBatch(options).pipe(
-      Effect.tap((jobs) => (jobs.length === 0 ? Effect.void : Effect.zipRight(linkToSubmits(jobs), Effect.forEach(jobs, claimed)))),
-      inSpan("genjobs.job.claim", { "genjobs.worker_id": options.workerId }, { root: true })
+      claimSpans(options.workerId),
+      Effect.tap((jobs) => Effect.forEach(jobs, claimed))
     ),
   complete: (id, workerId, outputs, now) =>
     repo.complete(id, workerId, outputs, now).pipe(
