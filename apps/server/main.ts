@@ -1,6 +1,6 @@
-import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, ConfigError, Effect, Layer, Option } from "effect"
+import { Cause, ConfigError, Deferred, Effect, Layer, Option } from "effect"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoGenerator } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
@@ -36,6 +36,13 @@ const serve = (settings: ServerSettings) =>
     const listening = yield* Layer.build(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })).pipe(
       Effect.mapError((cause) => listenFailure(settings, cause))
     )
+    // Requests that arrive while the engine starts wait for it, rather than finding no handler.
+    const ready = yield* Deferred.make<HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>>()
+    const front = HttpServer.serve(Effect.flatMap(Deferred.await(ready), (app) => app))
+    // Without an exporter the platform's span per request would be made and dropped: skip it.
+    yield* Layer.build(settings.observability.tracing === undefined ? HttpMiddleware.withTracerDisabledWhen(front, () => true) : front).pipe(
+      Effect.provide(listening)
+    )
     yield* Effect.addFinalizer(() => Effect.logInfo("genjobs stopped: workers drained, stores closed"))
     const publicUrl = publicUrlOf(settings)
     const engine = yield* Layer.build(layerEngine(engineOptionsFromEnv(settings.engine, {
@@ -51,11 +58,10 @@ const serve = (settings: ServerSettings) =>
       if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
       yield* seedIfEmpty
     }).pipe(Effect.provide(engine))
-    const http = HttpApiBuilder.serve().pipe(Layer.provide(EngineHttpLive), Layer.provide(Layer.succeedContext(engine)))
-    // Without an exporter the platform's span per request would be made and dropped: skip it.
-    yield* Layer.build(settings.observability.tracing === undefined ? HttpMiddleware.withTracerDisabledWhen(http, () => true) : http).pipe(
-      Effect.provide(listening)
+    const routes = yield* Layer.build(
+      Layer.mergeAll(EngineHttpLive, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(Layer.provide(Layer.succeedContext(engine)))
     )
+    yield* Deferred.succeed(ready, yield* Effect.provide(HttpApiBuilder.httpApp, routes))
     const workers = settings.engine.workerConcurrency
     yield* Effect.logInfo("genjobs listening", {
       url: publicUrl,
