@@ -1,4 +1,4 @@
-import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Cause, ConfigError, Deferred, Effect, Layer, Option } from "effect"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoGenerator } from "genjobs"
@@ -43,6 +43,8 @@ const serve = (settings: ServerSettings) =>
     yield* Layer.build(settings.observability.tracing === undefined ? HttpMiddleware.withTracerDisabledWhen(front, () => true) : front).pipe(
       Effect.provide(listening)
     )
+    // Runs before the listener closes, which waits for them: if the start fails or is stopped, those requests get a 503.
+    yield* Effect.addFinalizer(() => Deferred.succeed(ready, Effect.succeed(HttpServerResponse.empty({ status: 503 }))))
     yield* Effect.addFinalizer(() => Effect.logInfo("genjobs stopped: workers drained, stores closed"))
     const publicUrl = publicUrlOf(settings)
     const engine = yield* Layer.build(layerEngine(engineOptionsFromEnv(settings.engine, {
