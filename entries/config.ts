@@ -32,6 +32,7 @@ export const EngineEnv = Config.all({
       })
     )
   )),
+  metricsToken: Config.option(Config.redacted("METRICS_TOKEN")),
   workerConcurrency: nonNegative("WORKER_CONCURRENCY", 2),
   creditMicroCents: Config.integer("CREDIT_MICRO_CENTS").pipe(
     Config.withDefault(10_000),
@@ -201,6 +202,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       trustedProxyHops: settings.trustedProxyHops,
       maxJsonBodyBytes: settings.maxJsonBodyBytes
     },
+    metrics: { token: Option.getOrUndefined(settings.metricsToken) },
     workers: settings.workerConcurrency,
     webhookDispatchers: settings.webhookDispatchers,
     webhookAllowPrivate: settings.webhookAllowPrivate,

@@ -1,7 +1,6 @@
 import type { Layer } from "effect"
 import { layerNodeWebhookSender } from "../adapters/webhooks/NodeWebhookSender.js"
-import { composeEngine, type Engine, type EngineContext, type EngineParts, startEngine } from "../src/engine.js"
-import type { WebHandlerOptions } from "../src/http/webHandler.js"
+import { composeEngine, type Engine, type EngineContext, type EngineParts, startEngine, type StartOptions } from "../src/engine.js"
 
 /** The whole engine's settings. Webhooks go out through the Node sender unless you give your own. */
 export interface EngineOptions<ES = unknown, EF = unknown, EW = never> extends EngineParts<ES, EF, EW> {
@@ -19,5 +18,5 @@ export const layerEngine = <ES, EF, EW = never>(options: EngineOptions<ES, EF, E
   composeEngine(withSender(options))
 
 /** The whole engine, started: a web handler for any server, and `dispose` to drain and close it. */
-export const makeEngine = <ES, EF, EW = never>(options: EngineOptions<ES, EF, EW> & WebHandlerOptions): Promise<Engine> =>
+export const makeEngine = <ES, EF, EW = never>(options: EngineOptions<ES, EF, EW> & StartOptions): Promise<Engine> =>
   startEngine(layerEngine(options), options)

@@ -19,6 +19,11 @@ import type { UploadTarget } from "./ports/UploadTarget.js"
 import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "./ports/WebhookSender.js"
 import type { WebhookSignal } from "./ports/WebhookSignal.js"
+import { currentObservability } from "./observability/inherit.js"
+import { MetricsConfig, type MetricsOptions } from "./observability/metricsRoute.js"
+import { layerObservedJobRepo } from "./observability/observedJobRepo.js"
+import { layerObservedWebhooks } from "./observability/observedWebhooks.js"
+import { layerTracedProviders } from "./observability/tracedProviders.js"
 import { Accounts } from "./services/Accounts.js"
 import { Admin } from "./services/Admin.js"
 import { AdminReads } from "./services/AdminReads.js"
@@ -42,7 +47,8 @@ import { Worker } from "./services/Worker.js"
  * (to fetch providers' output files) and EngineConfig.
  * `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
- * make is hinted to the job's followers.
+ * make is hinted to the job's followers, and through layerObservedJobRepo, which logs, counts
+ * and traces each change.
  */
 export const EngineServicesLive = Layer.mergeAll(
   Auth.layer,
@@ -58,6 +64,7 @@ export const EngineServicesLive = Layer.mergeAll(
   RetentionSweeper.layer
 ).pipe(
   Layer.provideMerge(Catalog.layer),
+  Layer.provide(layerObservedJobRepo),
   Layer.provide(layerPublishingJobRepo)
 )
 
@@ -115,6 +122,8 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
    * idempotency records past their window. Default true; processes share the work.
    */
   readonly retentionSweeper?: boolean | undefined
+  /** Who may read `/metrics`; off without a token. See docs/observability.md. */
+  readonly metrics?: MetricsOptions | undefined
 }
 
 /** Attempts in flight per process: idle ones cost nothing, and with 4 per account one slow tenant leaves 12 for the rest. */
@@ -135,6 +144,7 @@ const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   }
   const delivery = Layer.scopedDiscard(Effect.flatMap(WebhookDispatcher, (d) => d.start(dispatchers))).pipe(
     Layer.provide(WebhookDispatcher.layer),
+    Layer.provide(layerObservedWebhooks),
     Layer.provide(parts.webhookSender)
   )
   return Layer.merge(loops, delivery)
@@ -150,10 +160,11 @@ export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer
     Layer.provideMerge(Layer.mergeAll(
       parts.store,
       parts.files,
-      layerProviders(parts.providers),
+      layerTracedProviders.pipe(Layer.provide(layerProviders(parts.providers))),
       parts.httpClient ?? FetchHttpClient.layer,
       EngineConfig.layer(parts.settings),
-      HttpConfig.layer(parts.http)
+      HttpConfig.layer(parts.http),
+      MetricsConfig.layer(parts.metrics)
     ))
   )
   return Layer.merge(services, backgroundWork(parts as EngineParts<unknown, unknown, unknown>).pipe(Layer.provide(services))) as Layer.Layer<
@@ -173,11 +184,22 @@ export interface Engine {
   readonly dispose: () => Promise<void>
 }
 
+export interface StartOptions extends WebHandlerOptions {
+  /**
+   * Layers that set how the engine logs and traces (`layerLogger`, `layerOtlpTracing` of
+   * `genjobs/observability`, or Effect's Logger and Tracer layers): they apply to its
+   * background work and its request handling alike. Default: Effect's default logger, no export.
+   */
+  readonly observability?: Layer.Layer<never, unknown> | undefined
+}
+
 /** Builds the layer once and serves it: the stores open, the loops start, the handler answers. */
-export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: WebHandlerOptions = {}): Promise<Engine> => {
-  const runtime = ManagedRuntime.make(layer) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
+export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: StartOptions = {}): Promise<Engine> => {
+  const observed = options.observability === undefined ? layer : Layer.provide(layer, options.observability)
+  const runtime = ManagedRuntime.make(observed) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
   const context = await runtime.runPromise(Effect.context<EngineContext>())
-  const web = makeWebHandler(Layer.succeedContext(context), options)
+  const inherited = await runtime.runPromise(currentObservability)
+  const web = makeWebHandler(Layer.merge(Layer.succeedContext(context), inherited), options)
   return {
     fetch: web.fetch,
     run: (effect) => runtime.runPromise(effect),

@@ -7,6 +7,7 @@ export {
   EngineServicesLive,
   type FilePorts,
   startEngine,
+  type StartOptions,
   type StorePorts
 } from "./engine.js"
 export { type EngineFetch, makeWebHandler, type RequestInfo, type WebHandlerOptions } from "./http/webHandler.js"

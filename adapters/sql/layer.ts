@@ -21,6 +21,7 @@ import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
+import { layerSqlStoreStats } from "./SqlStoreStats.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 import { layerSqlTables } from "./tables.js"
@@ -55,7 +56,7 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrapEffect(
  * Fails with TablePrefixError on an invalid prefix.
  */
 export const layerSqlStores = (options: SqlStoreOptions = {}) =>
-  stores(options).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
+  Layer.merge(stores(options), layerSqlStoreStats).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
 
 /** SQLite file in WAL mode (the client's default), created with its directory when missing. */
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>

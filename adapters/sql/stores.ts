@@ -1,8 +1,8 @@
-import { PgClient } from "@effect/sql-pg"
 import { Layer, type Redacted } from "effect"
 import { layerLocalSignals } from "../memory/LocalJobSignal.js"
 import { layerSqlite, layerSqlStores, type SqlStoreOptions } from "./layer.js"
 import { layerPgSignalsOver } from "./PgJobSignal.js"
+import { layerPgClientWithPoolUse } from "./pgPool.js"
 
 /** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
 export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
@@ -16,5 +16,5 @@ export const postgresStore = (
   options: { readonly url: Redacted.Redacted<string>; readonly maxConnections?: number | undefined } & SqlStoreOptions
 ) =>
   Layer.merge(layerSqlStores(options), layerPgSignalsOver(options.tablePrefix)).pipe(
-    Layer.provide(PgClient.layer({ url: options.url, maxConnections: options.maxConnections }))
+    Layer.provide(layerPgClientWithPoolUse({ url: options.url, maxConnections: options.maxConnections }))
   )

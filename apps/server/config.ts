@@ -1,7 +1,8 @@
 import { Config, Option } from "effect"
 import { EngineEnv } from "genjobs"
+import { ObservabilityEnv } from "genjobs/observability"
 
-/** The bundled server's settings: the engine's (EngineEnv) and its own, read from the environment here. */
+/** The bundled server's settings: the engine's (EngineEnv), logs and traces (ObservabilityEnv) and its own. */
 export const ServerConfig = Config.all({
   engine: EngineEnv,
   port: Config.integer("PORT").pipe(
@@ -9,7 +10,8 @@ export const ServerConfig = Config.all({
     Config.validate({ message: "PORT must be a whole number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 })
   ),
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  catalogFile: Config.option(Config.string("CATALOG_FILE"))
+  catalogFile: Config.option(Config.string("CATALOG_FILE")),
+  observability: ObservabilityEnv
 })
 
 export type ServerSettings = Config.Config.Success<typeof ServerConfig>

@@ -1,44 +1,99 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Option } from "effect"
+import { Cause, ConfigError, Deferred, Effect, Layer, Option } from "effect"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
+import { layerObservability } from "genjobs/observability"
 import { createServer } from "node:http"
 import { publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
 
-/** The bundled server: the engine from the environment, the demo provider, and a Node HTTP server. */
-const appFor = (settings: ServerSettings) => {
-  const publicUrl = publicUrlOf(settings)
-  const engine = layerEngine(engineOptionsFromEnv(settings.engine, {
-    publicUrl,
-    providers: {
-      [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) })
-    }
-  }))
-  const prepare = Layer.effectDiscard(
-    Effect.gen(function*() {
+// Everything the server creates (the database and its -wal/-shm, the data and file directories,
+// stored files, the upload secret) holds secrets or customers' data: readable by its owner only.
+process.umask(0o077)
+
+/** The reason a start failed, on one line, for stderr. */
+class StartFailure {
+  constructor(readonly line: string) {}
+}
+
+const listenFailure = (settings: ServerSettings, cause: unknown): StartFailure => {
+  const code = (cause as { cause?: { code?: unknown } }).cause?.code
+  const where = `${settings.host}:${settings.port}`
+  return new StartFailure(
+    code === "EADDRINUSE"
+      ? `genjobs: cannot listen on ${where}: the address is already in use (set PORT or HOST to another one)`
+      : code === "EACCES"
+      ? `genjobs: cannot listen on ${where}: permission denied`
+      : `genjobs: cannot listen on ${where}: ${String((cause as { cause?: unknown }).cause ?? cause)}`
+  )
+}
+
+/** The bundled server: the port bound first, then the engine from the environment, seeded, then served. */
+const serve = (settings: ServerSettings) =>
+  Effect.gen(function*() {
+    // Bound before anything is created or printed: a taken port stops the start with nothing to undo.
+    const listening = yield* Layer.build(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })).pipe(
+      Effect.mapError((cause) => listenFailure(settings, cause))
+    )
+    // Requests that arrive while the engine starts wait for it, rather than finding no handler.
+    const ready = yield* Deferred.make<HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>>()
+    const front = HttpServer.serve(Effect.flatMap(Deferred.await(ready), (app) => app))
+    // Without an exporter the platform's span per request would be made and dropped: skip it.
+    yield* Layer.build(settings.observability.tracing === undefined ? HttpMiddleware.withTracerDisabledWhen(front, () => true) : front).pipe(
+      Effect.provide(listening)
+    )
+    // Runs before the listener closes, which waits for them: if the start fails or is stopped, those requests get a 503.
+    yield* Effect.addFinalizer(() => Deferred.succeed(ready, Effect.succeed(HttpServerResponse.empty({ status: 503 }))))
+    yield* Effect.addFinalizer(() => Effect.logInfo("genjobs stopped: workers drained, stores closed"))
+    const publicUrl = publicUrlOf(settings)
+    const engine = yield* Layer.build(layerEngine(engineOptionsFromEnv(settings.engine, {
+      publicUrl,
+      providers: {
+        [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) })
+      }
+    })))
+    yield* Effect.gen(function*() {
       if (settings.engine.webhookAllowPrivate) {
         yield* Effect.logWarning("WEBHOOK_ALLOW_PRIVATE is set: webhooks may target private addresses. Development only.")
       }
       if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
       yield* seedIfEmpty
-      if (Option.isNone(settings.engine.adminToken) && Option.isNone(settings.engine.adminTokens)) {
-        yield* Effect.logInfo("ADMIN_TOKEN and ADMIN_TOKENS are unset: the admin API is off")
-      }
-      const workers = settings.engine.workerConcurrency
-      yield* Effect.logInfo(workers === 0 ? "WORKER_CONCURRENCY=0: serving the API only" : `${workers} in-process workers started`)
+    }).pipe(Effect.provide(engine))
+    const routes = yield* Layer.build(
+      Layer.mergeAll(EngineHttpLive, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(Layer.provide(Layer.succeedContext(engine)))
+    )
+    yield* Deferred.succeed(ready, yield* Effect.provide(HttpApiBuilder.httpApp, routes))
+    const workers = settings.engine.workerConcurrency
+    yield* Effect.logInfo("genjobs listening", {
+      url: publicUrl,
+      address: `${settings.host}:${settings.port}`,
+      store: Option.isSome(settings.engine.databaseUrl) ? "postgres" : "sqlite",
+      ...(Option.isSome(settings.engine.databaseUrl) ? {} : { dataDir: settings.engine.dataDir }),
+      files: settings.engine.blobDriver,
+      workers,
+      webhookDispatchers: settings.engine.webhookDispatchers,
+      adminApi: Option.isSome(settings.engine.adminToken) || Option.isSome(settings.engine.adminTokens) ? "on" : "off (set ADMIN_TOKEN or ADMIN_TOKENS)",
+      metrics: Option.isSome(settings.engine.metricsToken) ? "on" : "off (set METRICS_TOKEN)",
+      tracing: settings.observability.tracing?.url ?? "off"
     })
-  )
-  const server = HttpApiBuilder.serve().pipe(
-    HttpServer.withLogAddress,
-    Layer.provide(EngineHttpLive),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host }))
-  )
-  return server.pipe(Layer.provide(prepare), Layer.provide(engine))
+    // Runs first when a signal interrupts the server: the finalizers above then drain and close.
+    yield* Effect.addFinalizer(() =>
+      Effect.logInfo(workers > 0 ? "genjobs shutting down: no new requests or claims; draining running jobs" : "genjobs shutting down")
+    )
+    return yield* Effect.never
+  }).pipe(Effect.scoped, Effect.provide(layerObservability(settings.observability)))
+
+const oneLine = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && failure.value instanceof StartFailure) return failure.value.line
+  if (Option.isSome(failure) && ConfigError.isConfigError(failure.value)) return `genjobs: invalid configuration: ${String(failure.value)}`
+  return `genjobs: the server stopped: ${Cause.pretty(cause)}`
 }
 
 Effect.gen(function*() {
-  const settings = yield* ServerConfig
-  return yield* Layer.launch(appFor(settings))
-}).pipe(NodeRuntime.runMain)
+  return yield* serve(yield* ServerConfig)
+}).pipe(
+  Effect.tapErrorCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.sync(() => console.error(oneLine(cause))))),
+  (program) => NodeRuntime.runMain(program, { disableErrorReporting: true })
+)

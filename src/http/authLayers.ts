@@ -2,6 +2,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { engineError } from "../domain/errors.js"
+import { noteRequestAccount } from "../observability/requestLog.js"
 import { Auth } from "../services/Auth.js"
 import { DEFAULT_ADMIN_NAME } from "./adminTokens.js"
 import { HttpConfig } from "./HttpConfig.js"
@@ -16,7 +17,8 @@ const authenticateRequest = Effect.gen(function*() {
     const authorization = request.headers["authorization"]
     const apiKey = request.headers["x-api-key"]
     const credentials = { authorization, apiKey, clientIp: yield* clientAddress(trustedProxyHops) }
-    return { presented: authorization !== undefined || apiKey !== undefined, caller: auth.authenticate(credentials) }
+    const caller = Effect.tap(auth.authenticate(credentials), (c) => noteRequestAccount(c.account.id))
+    return { presented: authorization !== undefined || apiKey !== undefined, caller }
   })
 })
 
@@ -34,7 +36,8 @@ export const OptionalApiKeyAuthLive = Layer.effect(
     ))
 )
 
-const sameSecret = (a: string, b: string): boolean => {
+/** Compares secrets in constant time. */
+export const sameSecret = (a: string, b: string): boolean => {
   const ba = Buffer.from(a)
   const bb = Buffer.from(b)
   return ba.length === bb.length && timingSafeEqual(ba, bb)

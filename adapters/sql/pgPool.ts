@@ -1,0 +1,47 @@
+import { SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
+import Pg from "pg"
+import type { PoolUse } from "../../src/ports/StoreStats.js"
+
+/** The pool's counters, read from the `pg` pool the client runs on. */
+export class PgPoolUse extends Context.Tag("genjobs/PgPoolUse")<PgPoolUse, () => PoolUse>() {}
+
+/**
+ * PgClient over a `pg` pool the engine holds itself, so its use can be read for metrics
+ * (`PgClient.layer` keeps its pool private). Opens as `PgClient.layer` does: one `SELECT 1`
+ * within 5 s, and `end` on release.
+ */
+export const layerPgClientWithPoolUse = (options: {
+  readonly url: Redacted.Redacted<string>
+  readonly maxConnections?: number | undefined
+}) => {
+  const acquire = Effect.acquireRelease(
+    Effect.sync(() => {
+      const pool = new Pg.Pool({
+        connectionString: Redacted.value(options.url),
+        max: options.maxConnections,
+        application_name: "genjobs"
+      })
+      // A connection that drops while idle is reported here; the next query opens another.
+      pool.on("error", () => {})
+      return pool
+    }),
+    (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+  ).pipe(
+    Effect.tap((pool) =>
+      Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(Effect.timeoutFail({
+        duration: Duration.seconds(5),
+        onTimeout: () => new SqlError.SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+      }))
+    )
+  )
+  return Layer.unwrapScoped(Effect.map(acquire, (pool) =>
+    Layer.merge(
+      PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "genjobs" }),
+      Layer.succeed(PgPoolUse, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }))
+    )))
+}

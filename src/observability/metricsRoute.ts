@@ -1,0 +1,74 @@
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Context, Effect, FiberRef, Layer, Metric, Option, Redacted } from "effect"
+import { engineError } from "../domain/errors.js"
+import { sameSecret } from "../http/authLayers.js"
+import { ApiFailure } from "../http/errorEnvelope.js"
+import { CurrentRequestId } from "../http/requestContext.js"
+import { StoreStats } from "../ports/StoreStats.js"
+import { poolConnections, poolWaiting, queuePending } from "./metrics.js"
+import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "./prometheus.js"
+
+export interface MetricsOptions {
+  /**
+   * The bearer token `/metrics` asks for (`Authorization: Bearer <token>`, Prometheus'
+   * `authorization.credentials`). Without one the engine's handler answers 404 there; serve
+   * `prometheusMetrics` yourself to expose them another way.
+   */
+  readonly token?: string | Redacted.Redacted<string> | undefined
+}
+
+export class MetricsConfig extends Context.Tag("genjobs/MetricsConfig")<MetricsConfig, {
+  readonly token: Redacted.Redacted<string> | undefined
+}>() {
+  static readonly layer = (options: MetricsOptions = {}) =>
+    Layer.succeed(MetricsConfig, {
+      token: options.token === undefined || Redacted.isRedacted(options.token) ? options.token : Redacted.make(options.token)
+    })
+}
+
+/** Gauges read at scrape time: a failed read shows NaN rather than a stale figure. */
+const readGauges = Effect.gen(function*() {
+  const stats = yield* Effect.serviceOption(StoreStats)
+  if (Option.isNone(stats)) return
+  const pending = yield* Effect.either(stats.value.pendingJobs)
+  if (pending._tag === "Left") yield* Effect.logWarning("metrics: pending jobs could not be counted", pending.left.message)
+  yield* Metric.set(queuePending, pending._tag === "Right" ? pending.right : Number.NaN)
+  const pool = yield* stats.value.pool
+  if (pool === undefined) return
+  yield* Metric.set(Metric.tagged(poolConnections, "state", "total"), pool.total)
+  yield* Metric.set(Metric.tagged(poolConnections, "state", "idle"), pool.idle)
+  yield* Metric.set(poolWaiting, pool.waiting)
+})
+
+/**
+ * Every Effect metric of this process in the Prometheus text format, the engine's gauges read
+ * first from the store (StoreStats) when it is in context. What `/metrics` answers.
+ */
+export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(readGauges, Effect.map(Metric.snapshot, renderPrometheus))
+
+const refuse = (code: "NOT_FOUND" | "UNAUTHORIZED" | "INVALID_API_KEY", message: string) =>
+  Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, message), requestId)))
+
+/** GET /metrics behind METRICS_TOKEN; off (404) without one. */
+export const MetricsRoute = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const services = yield* Effect.context<never>()
+    const stats = Context.getOption(services as Context.Context<StoreStats>, StoreStats)
+    const token = Option.flatMapNullable(Context.getOption(services as Context.Context<MetricsConfig>, MetricsConfig), (c) => c.token)
+    const collect = Option.match(stats, {
+      onNone: () => prometheusMetrics,
+      onSome: (s) => Effect.provideService(prometheusMetrics, StoreStats, s)
+    })
+    yield* router.get(
+      "/metrics",
+      Effect.gen(function*() {
+        if (Option.isNone(token)) return yield* refuse("NOT_FOUND", "The metrics endpoint is off: set METRICS_TOKEN to turn it on")
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
+        if (match === null) return yield* refuse("UNAUTHORIZED", "Send Authorization: Bearer <METRICS_TOKEN>")
+        if (!sameSecret(match[1]!, Redacted.value(token.value))) return yield* refuse("INVALID_API_KEY", "The metrics token is wrong")
+        return HttpServerResponse.text(yield* collect, { contentType: PROMETHEUS_CONTENT_TYPE })
+      })
+    )
+  })
+)

@@ -1,0 +1,149 @@
+import { Clock, Effect, Layer, Metric, Option } from "effect"
+import type { Job } from "../domain/job.js"
+import { JobRepo } from "../ports/JobRepo.js"
+import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
+import { jobsAbandoned, jobsFinished, jobsSubmitted, pickupSeconds, runSeconds } from "./metrics.js"
+
+type Repo = JobRepo["Type"]
+type Outcome = "completed" | "failed" | "cancelled"
+
+const submitted = (job: Job) =>
+  Effect.zipRight(
+    Effect.logInfo("job submitted", {
+      jobId: job.id,
+      accountId: job.accountId,
+      model: job.model,
+      version: job.version,
+      costMicroCents: job.costMicroCents
+    }),
+    Metric.increment(Metric.tagged(jobsSubmitted, "model", job.model))
+  )
+
+/** A claim of a job: its first (pickup latency measured) or a take-over after a lost lease. */
+const claimed = (job: Job) => {
+  const first = job.attempts === 1 && job.startedAt !== null
+  const pickupMs = first ? job.startedAt! - job.createdAt : undefined
+  return Effect.zipRight(
+    Effect.logInfo(first ? "job started" : "job resumed after a lost lease", {
+      jobId: job.id,
+      model: job.model,
+      attempt: job.attempts,
+      ...(pickupMs === undefined ? {} : { pickupMs })
+    }),
+    pickupMs === undefined ? Effect.void : Metric.update(Metric.tagged(pickupSeconds, "model", job.model), pickupMs / 1000)
+  )
+}
+
+const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
+  const runMs = outcome !== "cancelled" && job.startedAt !== null && job.completedAt !== null
+    ? job.completedAt - job.startedAt
+    : undefined
+  const fields = {
+    jobId: job.id,
+    accountId: job.accountId,
+    model: job.model,
+    ...(runMs === undefined ? {} : { runMs }),
+    ...(job.error === null ? {} : { code: job.error.code, error: job.error.message }),
+    ...(refundedMicroCents > 0 ? { refundedMicroCents } : {})
+  }
+  const line = outcome === "completed"
+    ? Effect.logInfo("job completed", fields)
+    : outcome === "failed"
+    ? Effect.logWarning("job failed", fields)
+    : Effect.logInfo("job cancelled", fields)
+  return Effect.all([
+    line,
+    refundedMicroCents > 0 ? Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }) : Effect.void,
+    Metric.increment(Metric.tagged(Metric.tagged(jobsFinished, "model", job.model), "outcome", outcome)),
+    runMs === undefined
+      ? Effect.void
+      : Metric.update(Metric.tagged(Metric.tagged(runSeconds, "model", job.model), "outcome", outcome), runMs / 1000)
+  ], { discard: true })
+}
+
+const MS = 1_000_000n
+
+/**
+ * A claim's jobs are known once it returns, and most claims of an idle queue return none: each
+ * claimed job gets its spans afterwards, in its own trace (the wait in the queue on its first
+ * claim, then the claim itself), and empty claims get none.
+ */
+const claimSpans = (workerId: string) => <E, R>(claim: Effect.Effect<ReadonlyArray<Job>, E, R>) =>
+  Effect.flatMap(Clock.currentTimeNanos, (start) =>
+    Effect.tap(claim, (claimed) =>
+      Effect.flatMap(Clock.currentTimeNanos, (end) =>
+        Effect.forEach(claimed, (job) =>
+          Effect.zipRight(
+            job.attempts === 1 && job.startedAt !== null
+              ? recordJobSpan("genjobs.job.queued", job.id, BigInt(job.createdAt) * MS, BigInt(job.startedAt) * MS)
+              : Effect.void,
+            recordJobSpan("genjobs.job.claim", job.id, start, end, {
+              "genjobs.worker_id": workerId,
+              "genjobs.attempt": job.attempts,
+              "genjobs.claimed_together": claimed.length
+            })
+          ), { discard: true }))))
+
+/**
+ * The store's JobRepo, observed: a log line, metrics and a span for each change of a job's
+ * life (submitted, started, completed, failed with its code, cancelled, refunded, abandoned by
+ * the reaper), from what the store answers, once the change committed. Reads pass through.
+ */
+export const observeJobRepo = (repo: Repo): Repo => ({
+  ...repo,
+  submit: (command) =>
+    repo.submit(command).pipe(
+      Effect.tap((outcome) =>
+        outcome._tag === "Created"
+          ? Effect.zipRight(
+            Effect.ignore(Effect.map(Effect.currentSpan, (span) => rememberSubmitSpan(outcome.job.id, span))),
+            submitted(outcome.job)
+          )
+          : Effect.logDebug("job submit replayed", { jobId: outcome.job.id })
+      ),
+      inSpan("genjobs.job.submit", {
+        "genjobs.job_id": command.job.id,
+        "genjobs.model": command.job.model,
+        "genjobs.account_id": command.job.accountId
+      })
+    ),
+  claim: (options) =>
+    repo.claim(options).pipe(
+      Effect.map(Option.toArray),
+      claimSpans(options.workerId),
+      Effect.tap((jobs) => Effect.forEach(jobs, claimed)),
+      Effect.map((jobs) => Option.fromNullable(jobs[0]))
+    ),
+  claimBatch: (options) =>
+    repo.claimBatch(options).pipe(
+      claimSpans(options.workerId),
+      Effect.tap((jobs) => Effect.forEach(jobs, claimed))
+    ),
+  complete: (id, workerId, outputs, now) =>
+    repo.complete(id, workerId, outputs, now).pipe(
+      Effect.tap((job) => (Option.isSome(job) ? finished(job.value, "completed", 0) : Effect.void)),
+      inJobSpan("genjobs.job.complete", id, { "genjobs.outputs": outputs.length })
+    ),
+  fail: (id, workerId, error, now) =>
+    repo.fail(id, workerId, error, now).pipe(
+      Effect.tap((job) => (Option.isSome(job) ? finished(job.value, "failed", job.value.costMicroCents) : Effect.void)),
+      inJobSpan("genjobs.job.fail", id, { "genjobs.error_code": error.code })
+    ),
+  cancel: (id, accountId, now) =>
+    repo.cancel(id, accountId, now).pipe(
+      Effect.tap((outcome) => finished(outcome.job, "cancelled", outcome.refundedMicroCents)),
+      inJobSpan("genjobs.job.cancel", id)
+    ),
+  reap: (options) =>
+    repo.reap(options).pipe(
+      Effect.tap((abandoned) =>
+        abandoned === 0 ? Effect.void : Effect.zipRight(
+          Effect.logWarning("jobs failed by the reaper: their last attempt's lease ran out; refunded", { count: abandoned }),
+          Metric.incrementBy(jobsAbandoned, abandoned)
+        )
+      )
+    )
+})
+
+/** The services' JobRepo, observed (see observeJobRepo); wraps the JobRepo in context. */
+export const layerObservedJobRepo = Layer.effect(JobRepo, Effect.map(JobRepo, observeJobRepo))
