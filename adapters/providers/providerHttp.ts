@@ -1,95 +1,202 @@
 import { FetchHttpClient, HttpClient, type HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, Schema } from "effect"
-import { ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
+import { Clock, Effect, ParseResult, Redacted, Schema } from "effect"
+import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
 
-/** One HttpClient over the platform's fetch for every adapter call: the providers need nothing provided. */
-export const fetchClient: HttpClient.HttpClient = Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
+/** Node's fetch as an Effect HttpClient, built once: a provider made with it asks nothing of its caller's context. */
+export const fetchHttpClient: HttpClient.HttpClient = Effect.runSync(HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer)))
 
-/** A provider's answer read whole: API answers are small JSON documents (outputs come by URL). */
+/** How one provider's API answers: what its errors say and which of them are worth asking again. Each adapter's api.ts. */
+export interface ProviderApi {
+  /** The provider's name, as error messages say it. */
+  readonly name: string
+  /** Credentials no message may carry, even when the provider echoes them back. */
+  readonly secrets: ReadonlyArray<string>
+  /** The provider's own message out of a parsed error body. */
+  readonly errorMessage: (body: unknown) => string | undefined
+  readonly isRetryable: (status: number, body: unknown) => boolean
+  /** When to ask again, from the headers of a refused request. */
+  readonly retryAfterMs: (headers: Readonly<Record<string, string>>, nowMs: number) => number | undefined
+  /**
+   * Error statuses of a start that do not prove nothing started (a gateway that may have passed
+   * the request on): ProviderUnreachable, so the engine looks for the generation instead of
+   * starting it again. Absent: every error status of a start means nothing started.
+   */
+  readonly startOutcomeUnknown?: (status: number) => boolean
+}
+
+/** A provider's answer read whole: API answers are small JSON documents (outputs come by URL or stream). */
 export interface Answer {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly text: string
 }
 
-/**
- * Sends a request and reads its answer. No answer within `timeoutMs`, a refused or reset
- * connection, a body cut short: ProviderUnreachable, named by `what` only (the request's
- * headers carry the credential, so neither they nor the transport's own message go in it).
- */
-export const send = (
-  request: HttpClientRequest.HttpClientRequest,
-  options: { readonly what: string; readonly timeoutMs: number }
-): Effect.Effect<Answer, ProviderUnreachable> =>
-  fetchClient.execute(request).pipe(
-    Effect.flatMap((response) =>
-      Effect.map(response.text, (text): Answer => ({ status: response.status, headers: response.headers, text }))
-    ),
-    Effect.timeoutFail({
-      duration: options.timeoutMs,
-      onTimeout: () => new ProviderUnreachable({ message: `${options.what}: no answer within ${options.timeoutMs} ms` })
-    }),
-    Effect.catchTag("RequestError", "ResponseError", (error) =>
-      Effect.fail(new ProviderUnreachable({ message: `${options.what}: ${error.reason === "Transport" ? "the connection failed" : "the answer could not be read"}` })))
-  )
+/** A credential as an adapter's options take it. */
+export const secretValue = (secret: string | Redacted.Redacted<string>): string =>
+  typeof secret === "string" ? secret : Redacted.value(secret)
 
-export const isSuccess = (answer: Answer): boolean => answer.status >= 200 && answer.status < 300
+/** An API root as given, without the trailing slashes that would double in paths. */
+export const apiRoot = (baseUrl: string): string => baseUrl.replace(/\/+$/, "")
+
+/** Long provider messages (a validation dump, an HTML error page) are cut: they end up in a job's error. */
+export const MESSAGE_LIMIT = 500
+
+/** Replaces every credential in a message: providers have been known to quote a key they refused. */
+export const redact = (text: string, secrets: ReadonlyArray<string>): string =>
+  secrets.reduce((out, secret) => (secret.length === 0 ? out : out.split(secret).join("[redacted]")), text)
+
+/** Redacted before it is cut, so that no cut leaves part of a secret behind. */
+export const shown = (api: ProviderApi, text: string): string => {
+  const clean = redact(text, api.secrets)
+  return clean.length > MESSAGE_LIMIT ? `${clean.slice(0, MESSAGE_LIMIT)}…` : clean
+}
 
 /** The answer's JSON, or undefined when it is not JSON. */
-export const jsonOf = (answer: Answer): unknown => {
+export const jsonOf = (text: string): unknown => {
   try {
-    return JSON.parse(answer.text)
+    return JSON.parse(text)
   } catch {
     return undefined
   }
 }
 
-/**
- * A 2xx answer decoded with the provider's documented shape. An answer that does not match
- * says nothing certain about what happened at the provider: ProviderUnreachable, so a start
- * is looked for (recover) rather than repeated, and a poll is asked again.
- */
-export const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, answer: Answer, what: string): Effect.Effect<A, ProviderUnreachable> =>
-  Schema.decodeUnknown(schema)(jsonOf(answer)).pipe(
-    Effect.mapError(() => new ProviderUnreachable({ message: `${what}: the answer (HTTP ${answer.status}) is not in the documented shape` }))
-  )
+export const isSuccess = (answer: Answer): boolean => answer.status >= 200 && answer.status <= 299
 
-/** Retry-After as delta-seconds or an HTTP date, in milliseconds from `now`; undefined when absent or unreadable. */
-export const retryAfterMs = (value: string | undefined, now: number): number | undefined => {
-  if (value === undefined) return undefined
-  const trimmed = value.trim()
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000)
-  const date = Date.parse(trimmed)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+/** Retry-After as RFC 9110 gives it: delay seconds or an HTTP date, in milliseconds from `nowMs`. */
+export const parseRetryAfter = (value: string | undefined, nowMs: number): number | undefined => {
+  const trimmed = value?.trim()
+  if (trimmed === undefined || trimmed === "") return undefined
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed) * 1000)
+  const at = Date.parse(trimmed)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
 }
 
-/** Long provider messages (a validation dump, an HTML error page) are cut: they end up in a job's error. */
-export const MAX_MESSAGE_LENGTH = 500
-
-export const clip = (message: string): string =>
-  message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : message
+/** Retry-After, when the provider sends it, says when to ask again. */
+export const retryAfterHeader = (headers: Readonly<Record<string, string>>, nowMs: number): number | undefined =>
+  parseRetryAfter(headers["retry-after"], nowMs)
 
 /**
- * Which error an unsuccessful answer is. 429, 408 and 5xx are worth asking again (429 after
- * Retry-After); other 4xx (invalid input, payment, credentials) are final. For a start, a 502
- * or 504 comes from a gateway that may have passed the request on: the generation may have
- * started, so it is ProviderUnreachable (look for it, never start again) rather than a rejection.
+ * HTTP's own reading of an error status, for providers that document nothing more: 408, 429 and
+ * 5xx are worth asking again (after Retry-After); other 4xx (input, payment, credentials) are
+ * final; a 502 or 504 to a start comes from a gateway that may have passed the request on.
  */
-export const failureOf = (
-  answer: Answer,
-  options: { readonly what: string; readonly message: string | undefined; readonly isStart: boolean }
-): Effect.Effect<never, ProviderRejected | ProviderUnreachable> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<never, ProviderRejected | ProviderUnreachable> => {
-    const { status } = answer
-    const message = clip(`${options.what}: HTTP ${status}${options.message === undefined ? "" : `: ${options.message}`}`)
-    if (options.isStart && (status === 502 || status === 504)) return Effect.fail(new ProviderUnreachable({ message }))
-    const retryable = status === 429 || status === 408 || status >= 500
-    const after = retryable ? retryAfterMs(answer.headers["retry-after"], now) : undefined
-    return Effect.fail(
-      new ProviderRejected({ message, retryable, httpStatus: status, ...(after === undefined ? {} : { retryAfterMs: after }) })
-    )
-  })
+export const HTTP_RETRY_RULES: Pick<ProviderApi, "isRetryable" | "retryAfterMs" | "startOutcomeUnknown"> = {
+  isRetryable: (status) => status === 408 || status === 429 || status >= 500,
+  retryAfterMs: retryAfterHeader,
+  startOutcomeUnknown: (status) => status === 502 || status === 504
+}
 
 /** Header names as sent are any case; callbacks are checked against lower-case names. */
 export const lowerCaseKeys = (headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> =>
   Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
+
+const causeText = (cause: unknown): string => {
+  if (!(cause instanceof Error)) return String(cause)
+  const inner = (cause as { cause?: unknown }).cause
+  const code = inner instanceof Error ? ((inner as { code?: string }).code ?? inner.message) : undefined
+  return code === undefined ? cause.message : `${cause.message} (${code})`
+}
+
+export const unreachable = (api: ProviderApi, message: string) =>
+  new ProviderUnreachable({ message: redact(`${api.name} ${message}`, api.secrets) })
+
+/** The provider's message in an error answer: its documented error body, else the text as it came. */
+export const saidIn = (api: ProviderApi, answer: Answer): string | undefined => {
+  const text = answer.text.trim()
+  return api.errorMessage(jsonOf(answer.text)) ?? (text === "" ? undefined : text)
+}
+
+/**
+ * Which error an unsuccessful answer is: retryable or final by the provider's rules (after
+ * Retry-After when it gives one), or, for a start whose outcome the status leaves open,
+ * ProviderUnreachable.
+ */
+export const rejection = (api: ProviderApi, answer: Answer, options: { readonly isStart?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const said = saidIn(api, answer)
+    const message = `${api.name} answered HTTP ${answer.status}${said === undefined ? "" : `: ${shown(api, said)}`}`
+    if (options.isStart === true && api.startOutcomeUnknown?.(answer.status) === true) {
+      return yield* new ProviderUnreachable({ message })
+    }
+    const retryable = api.isRetryable(answer.status, jsonOf(answer.text))
+    const retryAfterMs = retryable ? api.retryAfterMs(answer.headers, yield* Clock.currentTimeMillis) : undefined
+    return yield* new ProviderRejected({
+      message,
+      retryable,
+      httpStatus: answer.status,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs })
+    })
+  })
+
+/**
+ * Sends one request and reads its answer whole, whatever its status. No answer within
+ * `timeoutMs`, a refused or reset connection, a body cut short: ProviderUnreachable.
+ */
+export const exchange = (
+  api: ProviderApi,
+  request: HttpClientRequest.HttpClientRequest,
+  timeoutMs: number
+): Effect.Effect<Answer, ProviderUnreachable> =>
+  fetchHttpClient.execute(request).pipe(
+    Effect.flatMap((response) =>
+      Effect.map(response.text, (text): Answer => ({ status: response.status, headers: response.headers, text }))
+    ),
+    Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => unreachable(api, `did not answer within ${timeoutMs} ms`) }),
+    Effect.catchTags({
+      RequestError: (error) => Effect.fail(unreachable(api, `could not be reached: ${causeText(error.cause)}`)),
+      ResponseError: (error) => Effect.fail(unreachable(api, `broke off its answer: ${causeText(error.cause)}`))
+    })
+  )
+
+/**
+ * A 2xx answer decoded with the provider's documented shape. An answer that does not match says
+ * nothing certain about what happened at the provider: ProviderUnreachable, so a start is looked
+ * for (recover) rather than repeated, and a poll is asked again.
+ */
+export const decodeAnswer = <A, I>(api: ProviderApi, schema: Schema.Schema<A, I>, answer: Answer): Effect.Effect<A, ProviderUnreachable> =>
+  Schema.decodeUnknown(Schema.parseJson(schema))(answer.text).pipe(
+    Effect.mapError((error) =>
+      unreachable(
+        api,
+        `answered HTTP ${answer.status} with a body it does not document: ${shown(api, ParseResult.TreeFormatter.formatErrorSync(error))}`
+      )
+    )
+  )
+
+export interface SendOptions {
+  readonly timeoutMs: number
+  /** The request asks the provider to start a generation (see ProviderApi.startOutcomeUnknown). */
+  readonly isStart?: boolean
+}
+
+/** Sends one request; a 2xx answer as it came, an error status as the provider's rejection. */
+export const send = (
+  api: ProviderApi,
+  request: HttpClientRequest.HttpClientRequest,
+  options: SendOptions
+): Effect.Effect<Answer, ProviderError> =>
+  Effect.flatMap(exchange(api, request, options.timeoutMs), (answer) =>
+    isSuccess(answer) ? Effect.succeed(answer) : rejection(api, answer, options))
+
+/**
+ * Sends one request and decodes its 2xx JSON answer with `schema`. An error status is a
+ * ProviderRejected with the provider's message; no answer in time, a broken connection or a body
+ * that does not decode is a ProviderUnreachable.
+ */
+export const sendJson = <A, I>(
+  api: ProviderApi,
+  request: HttpClientRequest.HttpClientRequest,
+  schema: Schema.Schema<A, I>,
+  options: SendOptions
+): Effect.Effect<A, ProviderError> => Effect.flatMap(send(api, request, options), (answer) => decodeAnswer(api, schema, answer))
+
+/** Best-effort requests (a cancel): an answer with this status means there is nothing left to stop. */
+export const ignoringStatuses = (statuses: ReadonlyArray<number>) => <A>(effect: Effect.Effect<A, ProviderError>) =>
+  effect.pipe(
+    Effect.asVoid,
+    Effect.catchIf(
+      (error) => error._tag === "ProviderRejected" && error.httpStatus !== undefined && statuses.includes(error.httpStatus),
+      () => Effect.void
+    )
+  )
+

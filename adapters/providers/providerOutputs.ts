@@ -1,4 +1,4 @@
-import { Stream } from "effect"
+import { Option, Stream } from "effect"
 import type { OutputType } from "../../src/domain/job.js"
 import type { OutputSource, ProviderOutput, ProviderRequest } from "../../src/ports/Provider.js"
 
@@ -64,6 +64,29 @@ export const bytesSource = (body: Uint8Array, contentType: string): OutputSource
   contentType
 })
 
+/** 64 KiB of base64 text per chunk: a multiple of 4, so every chunk decodes on its own. */
+const BASE64_CHUNK_CHARS = 1 << 16
+
+/**
+ * The bytes of a base64 text, decoded a chunk at a time as the stream is read: the decoded file is
+ * never whole in memory beside the text it came from.
+ */
+export const base64Stream = (base64: string, chunkChars: number = BASE64_CHUNK_CHARS): Stream.Stream<Uint8Array> => {
+  const step = Math.max(4, chunkChars - (chunkChars % 4))
+  return Stream.unfold(0, (offset) =>
+    offset >= base64.length
+      ? Option.none()
+      : Option.some([Buffer.from(base64.slice(offset, offset + step), "base64") as Uint8Array, offset + step] as const)
+  )
+}
+
+/** A provider's inline base64 file (an Images API answer, a data URL) as an output's stream. */
+export const base64Source = (base64: string, contentType: string): OutputSource => ({
+  _tag: "Bytes",
+  body: base64Stream(base64),
+  contentType
+})
+
 export const textOutput = (text: string, contentType = "text/plain; charset=utf-8"): ProviderOutput => ({
   type: "text",
   source: bytesSource(encoder.encode(text), contentType),
@@ -80,8 +103,9 @@ export const urlSource = (url: string, headers?: Readonly<Record<string, string>
   const meta = url.slice(5, comma)
   const data = url.slice(comma + 1)
   const contentType = meta.split(";")[0] || "application/octet-stream"
-  const body = meta.endsWith(";base64") ? Buffer.from(data, "base64") : Buffer.from(decodeURIComponent(data), "utf8")
-  return bytesSource(new Uint8Array(body), contentType)
+  return meta.endsWith(";base64")
+    ? base64Source(data, contentType)
+    : bytesSource(new Uint8Array(Buffer.from(decodeURIComponent(data), "utf8")), contentType)
 }
 
 /** One output from a URL: its type from its content type (given, or named by its extension), else the declared type. */

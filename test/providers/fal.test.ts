@@ -52,7 +52,7 @@ describe("fal.ai: generations", () => {
       expect((yield* provider.poll(handle, request))._tag).toBe("Running")
       const output = only(yield* pollUntilDone(provider, handle, request))
       expect(output).toMatchObject({ type: "image", contentType: "image/png", metadata: { width: 1, height: 1 }, source: { _tag: "Url" } })
-      expect([...(yield* bytesOf(output.source)).slice(1, 4)]).toEqual([0x50, 0x4e, 0x47])
+      expect([...(yield* bytesOf(output.source)).bytes.slice(1, 4)]).toEqual([0x50, 0x4e, 0x47])
       expect(sim.counters.startsByMarker.get("a lighthouse")).toBe(1)
       expect(sim.counters.polls).toBeGreaterThanOrEqual(2)
     }))
@@ -65,7 +65,7 @@ describe("fal.ai: generations", () => {
       expect(text.type).toBe("text")
       expect(yield* textOf(text.source)).toBe("Simulated answer to: why?")
       const large = only(yield* run("fal-ai/large-video", { prompt: "l" }, "video"))
-      expect((yield* bytesOf(large.source)).length).toBe(2 * 1024 * 1024)
+      expect((yield* bytesOf(large.source)).bytes.length).toBe(2 * 1024 * 1024)
     }))
 
   it.live("reports a failed request with the model's error detail", () =>
@@ -100,7 +100,7 @@ describe("fal.ai: generations", () => {
 describe("fal.ai: errors", () => {
   it.live("answers 429 with its Retry-After as retryable rejections, then queues once", () =>
     Effect.gen(function*() {
-      sim.rateLimitNext(3, 1, "start")
+      sim.rateLimitNext(3, { retryAfterSeconds: 1, on: "start" })
       const request = requestFor("fal-ai/flux/dev", { prompt: "busy" })
       for (let i = 0; i < 3; i++) {
         expect(yield* Effect.flip(provider.start(request))).toMatchObject({
@@ -116,7 +116,7 @@ describe("fal.ai: errors", () => {
 
   it.live("refuses invalid input (422) and a bad key (401) for good, with the detail", () =>
     Effect.gen(function*() {
-      sim.errorNext(1, 422, { detail: [{ loc: ["body", "image_size"], msg: "unexpected value", type: "value_error" }] }, "start")
+      sim.errorNext(1, 422, { body: { detail: [{ loc: ["body", "image_size"], msg: "unexpected value", type: "value_error" }] }, on: "start" })
       const invalid = yield* Effect.flip(provider.start(requestFor("fal-ai/flux/dev", { prompt: "p" })))
       expect(invalid).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 422 })
       expect(invalid.message).toContain("body.image_size: unexpected value")
@@ -133,9 +133,9 @@ describe("fal.ai: errors", () => {
       const request = requestFor("fal-ai/flux/dev", { prompt: "p" })
       const handle = yield* started(provider, request)
       yield* Effect.sleep(300)
-      sim.errorNext(1, 503, { detail: "Service unavailable" }, "result")
+      sim.errorNext(1, 503, { message: "Service unavailable", on: "result" })
       expect(yield* Effect.flip(provider.poll(handle, request))).toMatchObject({ retryable: true, httpStatus: 503 })
-      sim.rateLimitNext(1, 3, "result")
+      sim.rateLimitNext(1, { retryAfterSeconds: 3, on: "result" })
       expect(yield* Effect.flip(provider.poll(handle, request))).toMatchObject({ retryable: true, retryAfterMs: 3000 })
       expect((yield* provider.poll(handle, request))._tag).toBe("Succeeded")
     }))
@@ -147,12 +147,12 @@ describe("fal.ai: errors", () => {
       expect((yield* Effect.flip(closed.start(request)))._tag).toBe("ProviderUnreachable")
       expect((yield* Effect.flip(closed.poll({ id: "x" }, request)))._tag).toBe("ProviderUnreachable")
       const impatient = falProvider({ apiKey: sim.apiKey, baseUrl: sim.url, requestTimeoutMs: 100 })
-      sim.slowNext(1, 500, "start")
+      sim.slowNext(1, 500, { on: "start" })
       expect((yield* Effect.flip(impatient.start(request)))._tag).toBe("ProviderUnreachable")
-      sim.malformedNext(1, "start")
+      sim.malformedNext(1, { on: "start" })
       expect((yield* Effect.flip(provider.start(request)))._tag).toBe("ProviderUnreachable")
       const handle = yield* started(provider, request)
-      sim.malformedNext(1, "poll")
+      sim.malformedNext(1, { on: "poll" })
       expect((yield* Effect.flip(provider.poll(handle, request)))._tag).toBe("ProviderUnreachable")
     }))
 })

@@ -3,26 +3,26 @@
  * created, polled and fetched with the key only in the content source's headers, OpenAI's errors
  * typed as retryable or permanent, and the key never in a message or a handle.
  */
-import { ConfigProvider, Effect, Option, Redacted } from "effect"
+import { Effect } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { OPENAI_BASE_URL, openaiProvider, openaiProviderConfig } from "genjobs/providers/openai"
+import { openaiProvider } from "genjobs/providers/openai"
 import type { GenerationProvider, ProviderHandle, ProviderStatus, StartOutcome } from "../../src/ports/Provider.js"
 import { type OpenAISimulator, startOpenAISimulator } from "../simulators/openai.js"
-import { bytesOf, failureOf, providerRequest, sleep } from "./providerRequest.js"
+import { bytesOf, failureOf, requestFor, sleep } from "./support.js"
 
 const VIDEO_BYTES = 300_000
 let sim: OpenAISimulator
 let provider: GenerationProvider
 
 beforeAll(async () => {
-  sim = await startOpenAISimulator({ videoMs: 300, videoBytes: VIDEO_BYTES })
-  provider = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, timeoutMs: 5_000 })
+  sim = await startOpenAISimulator({ durationMs: 300, videoBytes: VIDEO_BYTES })
+  provider = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, requestTimeoutMs: 5_000 })
 })
 afterAll(() => sim.close())
-beforeEach(() => Object.assign(sim.counts, { starts: 0, polls: 0, cancels: 0, downloads: 0, rateLimited: 0 }))
+beforeEach(() => sim.reset())
 
 const start = (providerModel: string, input: Record<string, unknown>, on = provider) =>
-  Effect.runPromise(on.start(providerRequest(providerModel, input)))
+  Effect.runPromise(on.start(requestFor(providerModel, input)))
 
 const startedHandle = (outcome: StartOutcome): ProviderHandle => {
   if (outcome._tag !== "Started") throw new Error(`expected Started, got ${JSON.stringify(outcome)}`)
@@ -32,7 +32,7 @@ const startedHandle = (outcome: StartOutcome): ProviderHandle => {
 /** Polls as the engine would until the generation is no longer running. */
 const settle = async (handle: ProviderHandle, seen: Array<ProviderStatus> = []) => {
   for (let i = 0; i < 200; i++) {
-    const status = await Effect.runPromise(provider.poll(handle, providerRequest("sora-2", {})))
+    const status = await Effect.runPromise(provider.poll(handle, requestFor("sora-2", {})))
     seen.push(status)
     if (status._tag !== "Running") return status
     await sleep(25)
@@ -48,10 +48,10 @@ describe("OpenAI Images API (synchronous)", () => {
     expect(outcome.status.outputs).toHaveLength(1)
     const [output] = outcome.status.outputs
     expect([output!.type, output!.source._tag, output!.contentType]).toEqual(["image", "Bytes", "image/png"])
-    const { bytes, contentType } = await bytesOf(output!.source)
+    const { bytes, contentType } = await Effect.runPromise(bytesOf(output!.source))
     expect(contentType).toBe("image/png")
     expect(bytes.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a")
-    expect(sim.counts.starts).toBe(1)
+    expect(sim.counters.starts).toBe(1)
     expect(sim.bodies.at(-1)).toEqual({ prompt: "a lighthouse", size: "1024x1024", model: "gpt-image-1" })
   })
 
@@ -60,15 +60,15 @@ describe("OpenAI Images API (synchronous)", () => {
     if (outcome._tag !== "Finished" || outcome.status._tag !== "Succeeded") throw new Error(JSON.stringify(outcome))
     expect(outcome.status.outputs.map((output) => output.source._tag)).toEqual(["Url", "Url"])
     expect(outcome.status.outputs[0]!.metadata).toEqual({ revisedPrompt: "A picture of two boats" })
-    const { bytes, contentType } = await bytesOf(outcome.status.outputs[1]!.source)
+    const { bytes, contentType } = await Effect.runPromise(bytesOf(outcome.status.outputs[1]!.source))
     expect([contentType, bytes.subarray(1, 4).toString()]).toEqual(["image/png", "PNG"])
   })
 
   it("a prompt the safety system refuses is a permanent rejection with OpenAI's message", async () => {
-    const error = await failureOf(provider.start(providerRequest("gpt-image-1", { prompt: "[reject] this" })))
+    const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "[reject] this" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 400 })
     expect(error.message).toContain("rejected as a result of our safety system")
-    expect(sim.counts.starts).toBe(0)
+    expect(sim.counters.starts).toBe(0)
   })
 })
 
@@ -91,16 +91,16 @@ describe("OpenAI Videos API (asynchronous)", () => {
     expect(output!.source.url).toBe(`${sim.url}/videos/${handle.id}/content`)
     expect(output!.source.headers).toEqual({ authorization: `Bearer ${sim.apiKey}` })
 
-    const video = await bytesOf(output!.source)
+    const video = await Effect.runPromise(bytesOf(output!.source))
     expect([video.contentType, video.bytes.length, video.bytes.subarray(4, 8).toString()]).toEqual(["video/mp4", VIDEO_BYTES, "ftyp"])
     expect((await fetch(output!.source.url)).status).toBe(401)
-    const thumbnail = await bytesOf(output!.thumbnail!)
+    const thumbnail = await Effect.runPromise(bytesOf(output!.thumbnail!))
     expect(thumbnail.contentType).toBe("image/webp")
 
     // What the engine stores: the handle and the metadata, never the key.
     expect(JSON.stringify(handle)).not.toContain(sim.apiKey)
     expect(JSON.stringify(output!.metadata)).not.toContain(sim.apiKey)
-    expect(sim.counts.starts).toBe(1)
+    expect(sim.counters.starts).toBe(1)
   })
 
   it("a video that fails at OpenAI ends Failed with OpenAI's reason", async () => {
@@ -113,15 +113,15 @@ describe("OpenAI Videos API (asynchronous)", () => {
   })
 
   it("an input the API refuses is permanent, with OpenAI's message", async () => {
-    const error = await failureOf(provider.start(providerRequest("sora-2", { prompt: "x", seconds: 5 })))
+    const error = await failureOf(provider.start(requestFor("sora-2", { prompt: "x", seconds: 5 })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 400 })
     expect(error.message).toContain("Invalid value for 'seconds'")
   })
 
   it("cancel asks nothing of OpenAI: it documents no way to stop a video in progress", async () => {
     const handle = startedHandle(await start("sora-2", { prompt: "a long take" }))
-    await Effect.runPromise(provider.cancel(handle, providerRequest("sora-2", {})))
-    expect(sim.counts.cancels).toBe(0)
+    await Effect.runPromise(provider.cancel(handle, requestFor("sora-2", {})))
+    expect(sim.counters.cancels).toBe(0)
   })
 })
 
@@ -129,12 +129,12 @@ describe("OpenAI errors", () => {
   it("429 three times: three retryable rejections with Retry-After, then the start goes through once", async () => {
     sim.rateLimitNext(3, { retryAfterSeconds: 2 })
     for (let i = 0; i < 3; i++) {
-      const error = await failureOf(provider.start(providerRequest("sora-2", { prompt: "patience" })))
+      const error = await failureOf(provider.start(requestFor("sora-2", { prompt: "patience" })))
       expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: true, retryAfterMs: 2_000, httpStatus: 429 })
       expect(error.message).toContain("Rate limit reached")
     }
     startedHandle(await start("sora-2", { prompt: "patience" }))
-    expect([sim.counts.rateLimited, sim.counts.starts]).toEqual([3, 1])
+    expect([sim.counters.rateLimited, sim.counters.starts]).toEqual([3, 1])
   })
 
   it("without Retry-After, the reset time of the exhausted limit says when to ask again", async () => {
@@ -146,32 +146,32 @@ describe("OpenAI errors", () => {
         "x-ratelimit-reset-tokens": "6m0s"
       }
     })
-    const error = await failureOf(provider.start(providerRequest("gpt-image-1", { prompt: "x" })))
+    const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error).toMatchObject({ retryable: true, retryAfterMs: 90_000 })
   })
 
   it("a 5xx (overloaded) is retryable, on start and on poll", async () => {
-    sim.failNext(503, "The engine is currently overloaded, please try again later")
-    const error = await failureOf(provider.start(providerRequest("gpt-image-1", { prompt: "x" })))
+    sim.errorNext(1, 503, { message: "The engine is currently overloaded, please try again later" })
+    const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: true, httpStatus: 503 })
     expect(error.message).toBe("OpenAI answered HTTP 503: The engine is currently overloaded, please try again later")
     const handle = startedHandle(await start("sora-2", { prompt: "x" }))
-    sim.failNext(500)
-    expect(await failureOf(provider.poll(handle, providerRequest("sora-2", {})))).toMatchObject({ retryable: true, httpStatus: 500 })
+    sim.errorNext(1, 500)
+    expect(await failureOf(provider.poll(handle, requestFor("sora-2", {})))).toMatchObject({ retryable: true, httpStatus: 500 })
   })
 
   it("a wrong key is a permanent 401 whose message does not repeat the key, even when OpenAI quotes it", async () => {
     const key = "sk-wrong-secret-0123456789"
     const wrong = openaiProvider({ apiKey: key, baseUrl: sim.url })
-    const error = await failureOf(wrong.start(providerRequest("gpt-image-1", { prompt: "x" })))
+    const error = await failureOf(wrong.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 401 })
     expect(error.message).toContain("Incorrect API key provided: [redacted]")
     expect(JSON.stringify(error)).not.toContain(key)
   })
 
   it("a long message is cut after its key is taken out, so no part of the key is left", async () => {
-    sim.failNext(400, `${"x".repeat(495)}${sim.apiKey} and more`)
-    const error = await failureOf(provider.start(providerRequest("gpt-image-1", { prompt: "x" })))
+    sim.errorNext(1, 400, { message: `${"x".repeat(495)}${sim.apiKey} and more` })
+    const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error.message).toContain("x".repeat(495))
     expect(error.message).not.toContain(sim.apiKey.slice(0, 4))
   })
@@ -180,50 +180,30 @@ describe("OpenAI errors", () => {
     const gone = await startOpenAISimulator()
     await gone.close()
     const unreachable = openaiProvider({ apiKey: "sk-some-key-abc", baseUrl: gone.url })
-    const error = await failureOf(unreachable.start(providerRequest("sora-2", { prompt: "x" })))
+    const error = await failureOf(unreachable.start(requestFor("sora-2", { prompt: "x" })))
     expect(error._tag).toBe("ProviderUnreachable")
     expect(error.message).toContain("OpenAI could not be reached")
     expect(error.message).not.toContain("sk-some-key-abc")
-    expect((await failureOf(unreachable.poll({ id: "video_1" }, providerRequest("sora-2", {}))))._tag).toBe("ProviderUnreachable")
+    expect((await failureOf(unreachable.poll({ id: "video_1" }, requestFor("sora-2", {}))))._tag).toBe("ProviderUnreachable")
 
-    sim.slowNext(2_000)
-    const impatient = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, imageTimeoutMs: 200 })
-    const late = await failureOf(impatient.start(providerRequest("gpt-image-1", { prompt: "x" })))
+    sim.slowNext(1, 2_000)
+    const impatient = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, imageRequestTimeoutMs: 200 })
+    const late = await failureOf(impatient.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(late).toMatchObject({ _tag: "ProviderUnreachable", message: "OpenAI did not answer within 200 ms" })
   })
 
   it("a body that is not the documented JSON is ProviderUnreachable, never a crash", async () => {
-    sim.malformedNext()
-    const error = await failureOf(provider.start(providerRequest("sora-2", { prompt: "x" })))
+    sim.malformedNext(1)
+    const error = await failureOf(provider.start(requestFor("sora-2", { prompt: "x" })))
     expect(error._tag).toBe("ProviderUnreachable")
     expect(error.message).toContain("OpenAI answered HTTP 200 with a body it does not document")
     const handle = startedHandle(await start("sora-2", { prompt: "x" }))
-    sim.malformedNext()
-    expect((await failureOf(provider.poll(handle, providerRequest("sora-2", {}))))._tag).toBe("ProviderUnreachable")
+    sim.malformedNext(1)
+    expect((await failureOf(provider.poll(handle, requestFor("sora-2", {}))))._tag).toBe("ProviderUnreachable")
   })
 
   it("an unknown video is a permanent rejection", async () => {
-    const error = await failureOf(provider.poll({ id: "video_missing" }, providerRequest("sora-2", {})))
+    const error = await failureOf(provider.poll({ id: "video_missing" }, requestFor("sora-2", {})))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 404 })
-  })
-})
-
-describe("settings from the environment", () => {
-  const read = (env: Record<string, string>) =>
-    Effect.runPromise(Effect.either(Effect.withConfigProvider(openaiProviderConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
-
-  it("no OPENAI_API_KEY: not configured; a key: the provider's options, the key kept redacted", async () => {
-    expect(await read({})).toMatchObject({ _tag: "Right", right: Option.none() })
-    const configured = await read({ OPENAI_API_KEY: "sk-env", OPENAI_ORG_ID: "org-1" })
-    if (configured._tag !== "Right" || Option.isNone(configured.right)) throw new Error(String(configured))
-    const options = configured.right.value
-    expect([options.baseUrl, options.organization, options.project]).toEqual([OPENAI_BASE_URL, "org-1", undefined])
-    expect(Redacted.isRedacted(options.apiKey) && Redacted.value(options.apiKey)).toBe("sk-env")
-    expect(String(options.apiKey)).not.toContain("sk-env")
-  })
-
-  it("an empty key or a base URL that is not http(s) is a configuration error", async () => {
-    expect((await read({ OPENAI_API_KEY: " " }))._tag).toBe("Left")
-    expect((await read({ OPENAI_API_KEY: "sk-env", OPENAI_BASE_URL: "api.openai.com" }))._tag).toBe("Left")
   })
 })

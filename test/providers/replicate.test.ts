@@ -39,7 +39,7 @@ describe("Replicate: generations", () => {
       assertSucceeded(status)
       const output = only(status.outputs)
       expect(output).toMatchObject({ type: "image", contentType: "image/png", source: { _tag: "Url" } })
-      const png = yield* bytesOf(output.source)
+      const { bytes: png } = yield* bytesOf(output.source)
       expect([...png.slice(1, 4)]).toEqual([0x50, 0x4e, 0x47])
       expect(sim.counters.starts).toBe(1)
       expect(sim.counters.startsByMarker.get("a lighthouse")).toBe(1)
@@ -70,7 +70,7 @@ describe("Replicate: generations", () => {
       assertSucceeded(status)
       const output = only(status.outputs)
       expect(output).toMatchObject({ type: "video", contentType: "video/mp4" })
-      expect((yield* bytesOf(output.source)).length).toBe(3 * 1024 * 1024)
+      expect((yield* bytesOf(output.source)).bytes.length).toBe(3 * 1024 * 1024)
     }))
 
   it.live("reports a failed prediction with Replicate's error message", () =>
@@ -106,7 +106,7 @@ describe("Replicate: generations", () => {
 describe("Replicate: errors", () => {
   it.live("answers 429 with its Retry-After as retryable rejections, then starts once", () =>
     Effect.gen(function*() {
-      sim.rateLimitNext(3, 2, "start")
+      sim.rateLimitNext(3, { retryAfterSeconds: 2, on: "start" })
       const request = requestFor("acme/image-gen", { prompt: "busy" })
       for (let i = 0; i < 3; i++) {
         const error = yield* Effect.flip(provider.start(request))
@@ -119,7 +119,7 @@ describe("Replicate: errors", () => {
 
   it.live("refuses invalid input (422), a bad token (401) and payment (402) for good, with the provider's detail", () =>
     Effect.gen(function*() {
-      sim.errorNext(1, 422, { title: "Input validation failed", detail: "- prompt: prompt is required", status: 422 }, "start")
+      sim.errorNext(1, 422, { body: { title: "Input validation failed", detail: "- prompt: prompt is required", status: 422 }, on: "start" })
       const invalid = yield* Effect.flip(provider.start(requestFor("acme/image-gen", {})))
       expect(invalid).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 422 })
       expect(invalid.message).toContain("prompt is required")
@@ -129,7 +129,7 @@ describe("Replicate: errors", () => {
       expect(unauthorized).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 401 })
       expect(unauthorized.message).not.toContain("r8_wrong")
 
-      sim.errorNext(1, 402, { title: "Payment required", detail: "You have insufficient credit", status: 402 }, "start")
+      sim.errorNext(1, 402, { body: { title: "Payment required", detail: "You have insufficient credit", status: 402 }, on: "start" })
       expect(yield* Effect.flip(provider.start(requestFor("acme/image-gen", { prompt: "p" })))).toMatchObject({ retryable: false, httpStatus: 402 })
       expect(sim.counters.starts).toBe(0)
     }))
@@ -145,17 +145,17 @@ describe("Replicate: errors", () => {
 
   it.live("asks again after a 5xx; a gateway error on a start leaves its outcome unknown", () =>
     Effect.gen(function*() {
-      sim.errorNext(1, 503, { detail: "overloaded" }, "start")
+      sim.errorNext(1, 503, { message: "overloaded", on: "start" })
       expect(yield* Effect.flip(provider.start(requestFor("acme/image-gen", { prompt: "p" })))).toMatchObject({
         _tag: "ProviderRejected",
         retryable: true,
         httpStatus: 503
       })
-      sim.errorNext(1, 502, { detail: "bad gateway" }, "start")
+      sim.errorNext(1, 502, { message: "bad gateway", on: "start" })
       expect((yield* Effect.flip(provider.start(requestFor("acme/image-gen", { prompt: "p" }))))._tag).toBe("ProviderUnreachable")
       const request = requestFor("acme/image-gen", { prompt: "p" })
       const handle = yield* started(provider, request)
-      sim.errorNext(1, 500, { detail: "oops" }, "poll")
+      sim.errorNext(1, 500, { message: "oops", on: "poll" })
       expect(yield* Effect.flip(provider.poll(handle, request))).toMatchObject({ retryable: true, httpStatus: 500 })
     }))
 
@@ -167,15 +167,15 @@ describe("Replicate: errors", () => {
       expect((yield* Effect.flip(closed.poll({ id: "x" }, request)))._tag).toBe("ProviderUnreachable")
 
       const impatient = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, requestTimeoutMs: 100 })
-      sim.slowNext(1, 500, "start")
+      sim.slowNext(1, 500, { on: "start" })
       const slow = yield* Effect.flip(impatient.start(request))
       expect(slow).toMatchObject({ _tag: "ProviderUnreachable" })
-      expect(slow.message).toContain("no answer within 100 ms")
+      expect(slow.message).toContain("did not answer within 100 ms")
 
-      sim.malformedNext(1, "start")
+      sim.malformedNext(1, { on: "start" })
       expect((yield* Effect.flip(provider.start(request)))._tag).toBe("ProviderUnreachable")
       const handle = yield* started(provider, request)
-      sim.malformedNext(1, "poll")
+      sim.malformedNext(1, { on: "poll" })
       expect((yield* Effect.flip(provider.poll(handle, request)))._tag).toBe("ProviderUnreachable")
     }))
 })

@@ -3,26 +3,26 @@
  * names, polled through THROTTLED, PENDING and RUNNING to their outputs or their failure, cancelled
  * by deletion, Runway's errors typed as retryable or permanent, the secret never in a message.
  */
-import { ConfigProvider, Effect, Option } from "effect"
+import { Effect } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { RUNWAY_API_VERSION, RUNWAY_BASE_URL, runwayProvider, runwayProviderConfig } from "genjobs/providers/runway"
+import { runwayProvider } from "genjobs/providers/runway"
 import type { GenerationProvider, ProviderHandle, ProviderStatus, StartOutcome } from "../../src/ports/Provider.js"
 import { type RunwaySimulator, startRunwaySimulator } from "../simulators/runway.js"
-import { bytesOf, failureOf, providerRequest, sleep } from "./providerRequest.js"
+import { bytesOf, failureOf, requestFor, sleep } from "./support.js"
 
 const IMAGE = "https://example.com/first-frame.png"
 let sim: RunwaySimulator
 let provider: GenerationProvider
 
 beforeAll(async () => {
-  sim = await startRunwaySimulator({ taskMs: 600, concurrency: 1, videoBytes: 200_000 })
-  provider = runwayProvider({ apiSecret: sim.apiSecret, baseUrl: sim.url, timeoutMs: 5_000 })
+  sim = await startRunwaySimulator({ durationMs: 600, concurrency: 1, videoBytes: 200_000 })
+  provider = runwayProvider({ apiSecret: sim.apiSecret, baseUrl: sim.url, requestTimeoutMs: 5_000 })
 })
 afterAll(() => sim.close())
-beforeEach(() => Object.assign(sim.counts, { starts: 0, polls: 0, cancels: 0, downloads: 0, rateLimited: 0 }))
+beforeEach(() => sim.reset())
 
 const start = (providerModel: string, input: Record<string, unknown>) =>
-  Effect.runPromise(provider.start(providerRequest(providerModel, input)))
+  Effect.runPromise(provider.start(requestFor(providerModel, input)))
 
 const startedHandle = (outcome: StartOutcome): ProviderHandle => {
   if (outcome._tag !== "Started") throw new Error(`expected Started, got ${JSON.stringify(outcome)}`)
@@ -30,7 +30,7 @@ const startedHandle = (outcome: StartOutcome): ProviderHandle => {
 }
 
 const poll = (handle: ProviderHandle, providerModel = "gen4_turbo") =>
-  Effect.runPromise(provider.poll(handle, providerRequest(providerModel, {})))
+  Effect.runPromise(provider.poll(handle, requestFor(providerModel, {})))
 
 const settle = async (handle: ProviderHandle, seen: Array<ProviderStatus> = []) => {
   for (let i = 0; i < 400; i++) {
@@ -68,9 +68,9 @@ describe("Runway tasks", () => {
     expect([output!.type, output!.contentType, output!.source._tag]).toEqual(["video", "video/mp4", "Url"])
     if (output!.source._tag !== "Url") throw new Error("expected a URL")
     expect(output!.source.headers).toBeUndefined()
-    const video = await bytesOf(output!.source)
+    const video = await Effect.runPromise(bytesOf(output!.source))
     expect([video.contentType, video.bytes.length]).toEqual(["video/mp4", 200_000])
-    expect(sim.counts.starts).toBe(1)
+    expect(sim.counters.starts).toBe(1)
   })
 
   it("text_to_image for a model named for images, or for an endpoint named in the provider model", async () => {
@@ -84,7 +84,7 @@ describe("Runway tasks", () => {
       // The handle keeps the endpoint: the output is an image whatever the request says now.
       const status = await settle(handle)
       if (status._tag !== "Succeeded") throw new Error(JSON.stringify(status))
-      expect([status.outputs[0]!.type, (await bytesOf(status.outputs[0]!.source)).contentType]).toEqual(["image", "image/png"])
+      expect([status.outputs[0]!.type, (await Effect.runPromise(bytesOf(status.outputs[0]!.source))).contentType]).toEqual(["image", "image/png"])
     }
   })
 
@@ -108,14 +108,14 @@ describe("Runway tasks", () => {
 
   it("cancel deletes the task; the task is gone afterwards, and cancelling it again is fine", async () => {
     const handle = startedHandle(await start("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" }))
-    await Effect.runPromise(provider.cancel(handle, providerRequest("gen4_turbo", {})))
-    expect(sim.counts.cancels).toBe(1)
-    expect(await failureOf(provider.poll(handle, providerRequest("gen4_turbo", {})))).toMatchObject({
+    await Effect.runPromise(provider.cancel(handle, requestFor("gen4_turbo", {})))
+    expect(sim.counters.cancels).toBe(1)
+    expect(await failureOf(provider.poll(handle, requestFor("gen4_turbo", {})))).toMatchObject({
       _tag: "ProviderRejected",
       retryable: false,
       httpStatus: 404
     })
-    await Effect.runPromise(provider.cancel(handle, providerRequest("gen4_turbo", {})))
+    await Effect.runPromise(provider.cancel(handle, requestFor("gen4_turbo", {})))
   })
 })
 
@@ -123,44 +123,44 @@ describe("Runway errors", () => {
   it("429 three times: three retryable rejections with Retry-After, then one task", async () => {
     sim.rateLimitNext(3, { retryAfterSeconds: 7 })
     for (let i = 0; i < 3; i++) {
-      const error = await failureOf(provider.start(providerRequest("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
+      const error = await failureOf(provider.start(requestFor("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
       expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: true, retryAfterMs: 7_000, httpStatus: 429 })
     }
     startedHandle(await start("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" }))
-    expect([sim.counts.rateLimited, sim.counts.starts]).toEqual([3, 1])
+    expect([sim.counters.rateLimited, sim.counters.starts]).toEqual([3, 1])
   })
 
   it("Runway shedding load (502, 503, 504) is retryable", async () => {
     for (const status of [502, 503, 504]) {
-      sim.failNext(status, "Runway is shedding load")
-      const error = await failureOf(provider.start(providerRequest("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
+      sim.errorNext(1, status, { message: "Runway is shedding load" })
+      const error = await failureOf(provider.start(requestFor("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
       expect(error).toMatchObject({ retryable: true, httpStatus: status, message: `Runway answered HTTP ${status}: Runway is shedding load` })
     }
   })
 
   it("an input Runway does not validate is permanent, with its issues", async () => {
-    const error = await failureOf(provider.start(providerRequest("image_to_video/gen4_turbo", { promptText: "no image" })))
+    const error = await failureOf(provider.start(requestFor("image_to_video/gen4_turbo", { promptText: "no image" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 400 })
     expect(error.message).toBe("Runway answered HTTP 400: Validation of body failed (promptImage is required; ratio is required)")
   })
 
   it("an endpoint Runway does not have is refused before asking Runway", async () => {
     const before = sim.creates.length
-    const error = await failureOf(provider.start(providerRequest("image_to_sound/x", { promptText: "x" })))
+    const error = await failureOf(provider.start(requestFor("image_to_sound/x", { promptText: "x" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false })
     expect(sim.creates.length).toBe(before)
   })
 
   it("the API version is sent with every request", async () => {
     const old = runwayProvider({ apiSecret: sim.apiSecret, baseUrl: sim.url, apiVersion: "2020-01-01" })
-    const error = await failureOf(old.start(providerRequest("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
+    const error = await failureOf(old.start(requestFor("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
     expect(error.message).toBe("Runway answered HTTP 400: X-Runway-Version must be 2024-11-06, got 2020-01-01")
   })
 
   it("a wrong secret is a permanent 401 whose message does not repeat the secret", async () => {
     const secret = "key_wrong_0123456789abcdef"
     const wrong = runwayProvider({ apiSecret: secret, baseUrl: sim.url })
-    const error = await failureOf(wrong.start(providerRequest("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
+    const error = await failureOf(wrong.start(requestFor("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 401 })
     expect(error.message).toBe("Runway answered HTTP 401: The provided API key is not valid: [redacted]")
     expect(JSON.stringify(error)).not.toContain(secret)
@@ -170,35 +170,22 @@ describe("Runway errors", () => {
     const gone = await startRunwaySimulator()
     await gone.close()
     const unreachable = runwayProvider({ apiSecret: gone.apiSecret, baseUrl: gone.url })
-    const error = await failureOf(unreachable.start(providerRequest("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
+    const error = await failureOf(unreachable.start(requestFor("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" })))
     expect(error._tag).toBe("ProviderUnreachable")
     expect(error.message).not.toContain(gone.apiSecret)
-    expect((await failureOf(unreachable.cancel({ id: "t" }, providerRequest("gen4_turbo", {}))))._tag).toBe("ProviderUnreachable")
+    expect((await failureOf(unreachable.cancel({ id: "t" }, requestFor("gen4_turbo", {}))))._tag).toBe("ProviderUnreachable")
 
     const handle = startedHandle(await start("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720" }))
-    sim.malformedNext()
-    const malformed = await failureOf(provider.poll(handle, providerRequest("gen4_turbo", {})))
+    sim.malformedNext(1)
+    const malformed = await failureOf(provider.poll(handle, requestFor("gen4_turbo", {})))
     expect(malformed._tag).toBe("ProviderUnreachable")
     expect(malformed.message).toContain("Runway answered HTTP 200 with a body it does not document")
 
-    sim.slowNext(2_000)
-    const impatient = runwayProvider({ apiSecret: sim.apiSecret, baseUrl: sim.url, timeoutMs: 200 })
-    expect(await failureOf(impatient.poll(handle, providerRequest("gen4_turbo", {})))).toMatchObject({
+    sim.slowNext(1, 2_000)
+    const impatient = runwayProvider({ apiSecret: sim.apiSecret, baseUrl: sim.url, requestTimeoutMs: 200 })
+    expect(await failureOf(impatient.poll(handle, requestFor("gen4_turbo", {})))).toMatchObject({
       _tag: "ProviderUnreachable",
       message: "Runway did not answer within 200 ms"
     })
-  })
-})
-
-describe("settings from the environment", () => {
-  const read = (env: Record<string, string>) =>
-    Effect.runPromise(Effect.withConfigProvider(runwayProviderConfig, ConfigProvider.fromMap(new Map(Object.entries(env)))))
-
-  it("no RUNWAYML_API_SECRET: not configured; a secret: the provider's options with Runway's defaults", async () => {
-    expect(await read({})).toEqual(Option.none())
-    const options = Option.getOrThrow(await read({ RUNWAYML_API_SECRET: "key_env" }))
-    expect([options.baseUrl, options.apiVersion]).toEqual([RUNWAY_BASE_URL, RUNWAY_API_VERSION])
-    const custom = Option.getOrThrow(await read({ RUNWAYML_API_SECRET: "key_env", RUNWAYML_BASE_URL: sim.url }))
-    expect(custom.baseUrl).toBe(sim.url)
   })
 })

@@ -1,8 +1,9 @@
-import { Chunk, Effect, Stream } from "effect"
+/** ProviderRequest fixtures and the helpers the adapters' contract tests share. */
+import { Chunk, Effect, Schema, Stream } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { CatalogModel, ModelVersion } from "../../src/domain/catalog.js"
-import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
+import { CatalogModel } from "../../src/domain/catalog.js"
+import { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import type {
   CallbackRequest,
@@ -12,23 +13,29 @@ import type {
   ProviderRequest,
   ProviderStatus
 } from "../../src/ports/Provider.js"
+import { demoCatalog } from "../support/demoCatalog.js"
 
 let jobs = 0
 
-/** A provider request as the engine would make it for a new job of a model of `category`. */
+/**
+ * A provider request as the engine makes it for a new processing job of the demo catalog's first
+ * model (with the category given), sent to `providerModel` with this mapped input. Each has its
+ * own job id, so its own idempotency key.
+ */
 export const requestFor = (
   providerModel: string,
   input: Record<string, unknown>,
   options: { readonly callbackUrl?: string; readonly category?: string } = {}
 ): ProviderRequest => {
-  const id = `job_contract${++jobs}_${Date.now()}` as JobId
+  const catalogModel = Schema.decodeUnknownSync(CatalogModel)(demoCatalog().models[0])
+  const model = options.category === undefined ? catalogModel : { ...catalogModel, category: options.category }
   const now = Date.now()
   const job: Job = {
-    id,
-    accountId: "acct_contract" as AccountId,
-    requestId: "req_contract" as RequestId,
-    model: "contract/model",
-    version: "v1",
+    id: JobId.make(`job_contract${++jobs}_${now}`),
+    accountId: AccountId.make("acc_contract"),
+    requestId: RequestId.make("req_contract"),
+    model: model.slug,
+    version: model.currentVersion,
     input,
     webhookUrl: null,
     status: "processing",
@@ -40,42 +47,19 @@ export const requestFor = (
     startedAt: now,
     completedAt: null,
     attempts: 1,
-    leaseOwner: "w",
+    leaseOwner: "worker",
     leaseExpiresAt: now + 60_000,
     providerPhase: "started",
     providerHandle: null,
     providerStarts: 1
   }
-  const version: ModelVersion = {
-    versionId: "v1",
-    status: "active",
-    inputSchema: {},
-    outputSchema: {},
-    pricing: { baseCredits: 1, unit: "image" },
-    rateLimits: { requestsPerMinute: 100, requestsPerDay: 1000 },
-    estimatedSeconds: 10
-  }
-  const model: CatalogModel = {
-    slug: "contract/model",
-    providerId: "contract",
-    name: "Contract",
-    description: "",
-    category: options.category ?? "image",
-    capability: "text-to-image",
-    tags: [],
-    ratings: { average: 0, count: 0 },
-    visibility: "public",
-    segments: [],
-    currentVersion: "v1",
-    versions: [version]
-  }
   return {
     job,
     model,
-    version,
+    version: model.versions[0]!,
     providerModel,
     input,
-    idempotencyKey: `idem-${id}`,
+    idempotencyKey: `idem-${job.id}`,
     ...(options.callbackUrl === undefined ? {} : { callbackUrl: options.callbackUrl })
   }
 }
@@ -96,13 +80,22 @@ export const started = (provider: GenerationProvider, request: ProviderRequest) 
   Effect.flatMap(provider.start(request), (outcome) =>
     outcome._tag === "Started" ? Effect.succeed(outcome.handle) : Effect.die(new Error(`expected Started, got ${outcome._tag}`)))
 
-/** An output source's bytes: a URL fetched, a stream collected. */
-export const bytesOf = (source: OutputSource): Effect.Effect<Uint8Array, unknown> =>
-  source._tag === "Url"
-    ? Effect.promise(async () => new Uint8Array(await (await fetch(source.url, { headers: source.headers ?? {} })).arrayBuffer()))
-    : Effect.map(Stream.runCollect(source.body), (chunks) => new Uint8Array(Buffer.concat(Chunk.toArray(chunks))))
+/** An output's bytes as the engine gets them: a stream read to its end, or a URL fetched with the source's headers. */
+export const bytesOf = (source: OutputSource): Effect.Effect<{ readonly contentType: string | null; readonly bytes: Buffer }, unknown> =>
+  source._tag === "Bytes"
+    ? Effect.map(Stream.runCollect(source.body), (chunks) => ({ contentType: source.contentType, bytes: Buffer.concat(Chunk.toArray(chunks)) }))
+    : Effect.tryPromise(async () => {
+      const response = await fetch(source.url, { headers: { ...source.headers } })
+      if (!response.ok) throw new Error(`GET ${source.url}: ${response.status} ${await response.text()}`)
+      return { contentType: response.headers.get("content-type"), bytes: Buffer.from(await response.arrayBuffer()) }
+    })
 
-export const textOf = (source: OutputSource) => Effect.map(bytesOf(source), (bytes) => new TextDecoder().decode(bytes))
+export const textOf = (source: OutputSource) => Effect.map(bytesOf(source), ({ bytes }) => bytes.toString("utf8"))
+
+/** For tests written with promises: the error an effect fails with; a success fails the test. */
+export const failureOf = <A, E>(effect: Effect.Effect<A, E>): Promise<E> => Effect.runPromise(Effect.flip(effect))
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A server that takes callbacks as a provider sends them: headers and the raw body, as the engine's endpoint gets them. */
 export const startReceiver = async () => {

@@ -1,12 +1,24 @@
 /**
- * What every provider simulator shares: a node:http server on 127.0.0.1, faults injected on
- * demand (429 with Retry-After, other errors, slow or malformed answers), counters a test reads,
- * and output files served from the simulator itself, a large one generated as it streams.
+ * What every provider simulator shares: a node:http server on 127.0.0.1, JSON answers, faults a
+ * test puts in front of the next requests (429 with Retry-After, other errors, slow or malformed
+ * answers), counters a test reads, timers cleared on close, signed callbacks sent out, and output
+ * files served from the simulator itself, a large one generated as it streams.
+ * Tests and the dev server only: production code never imports this.
  */
 import { randomBytes } from "node:crypto"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { TINY_PNG, TINY_WAV } from "../../adapters/testing/outputs.js"
+
+/** Options every simulator takes. */
+export interface SimulatorOptions {
+  /** 0 (default) picks a free port. */
+  readonly port?: number | undefined
+  /** How long a generation runs. */
+  readonly durationMs?: number | undefined
+  /** The input field whose value counts starts (`startsByMarker`). Default "prompt". */
+  readonly markerField?: string | undefined
+}
 
 /** What kind of file a simulated model makes, from words in its name: "large" (a big video), video, audio, text, else image. */
 export type OutputKind = "image" | "video" | "audio" | "text" | "large"
@@ -22,6 +34,14 @@ export const kindOfModel = (model: string): OutputKind =>
     ? "text"
     : "image"
 
+/** For simulators whose models make files by the words in their names (kindOfModel). */
+export interface ModelFileOptions {
+  /** The size of the "large" output file. Default 200 MB. */
+  readonly largeFileBytes?: number | undefined
+  /** What a model makes; default from words in its name (kindOfModel). */
+  readonly outputFor?: ((model: string, input: Readonly<Record<string, unknown>>) => OutputKind) | undefined
+}
+
 /** Input fields a test sets to steer one generation. */
 export interface Steering {
   /** The generation fails with this message. */
@@ -35,39 +55,32 @@ export const steeringOf = (input: Readonly<Record<string, unknown>>): Steering =
   durationMs: typeof input["sim_duration_ms"] === "number" ? input["sim_duration_ms"] : undefined
 })
 
+// ---- Faults and counters
+
+/** What the next API request gets instead of (or before) its normal answer. */
 export type Fault =
-  | { readonly _tag: "RateLimit"; readonly retryAfterSeconds: number }
-  | { readonly _tag: "Error"; readonly status: number; readonly body: unknown }
+  | { readonly _tag: "Status"; readonly status: number; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> }
   | { readonly _tag: "Slow"; readonly delayMs: number }
   | { readonly _tag: "Malformed" }
 
-interface Queued {
-  readonly fault: Fault
-  readonly on: string | undefined
-  remaining: number
-}
-
-/** Options every simulator takes. */
-export interface SimulatorOptions {
-  /** 0 (default) picks a free port. */
-  readonly port?: number | undefined
-  /** How long a generation runs. Default 200 ms. */
-  readonly durationMs?: number | undefined
-  /** The size of the "large" output file. Default 200 MB. */
-  readonly largeFileBytes?: number | undefined
-  /** The input field whose value counts starts (`startsByMarker`). Default "prompt". */
-  readonly markerField?: string | undefined
+/** Which requests a fault meets: those of operation `on` ("start", "poll", "cancel", ...), else any. */
+export interface FaultOptions {
+  readonly on?: string | undefined
 }
 
 export interface Counters {
-  /** Generations started (accepted), in all. */
+  /** Generations started (accepted), in all: what the provider would charge for. */
   starts: number
   /** Generations started per value of the marker input field. */
   readonly startsByMarker: Map<string, number>
   polls: number
   cancels: number
+  /** Output files fetched. */
+  downloads: number
   /** API requests of any kind, faults included. */
   requests: number
+  /** Requests answered 429. */
+  rateLimited: number
   /** Generations started and not yet finished; and the most there ever were at once. */
   inFlight: number
   maxInFlight: number
@@ -79,42 +92,45 @@ export interface Counters {
 export interface SimulatorControls {
   readonly url: string
   readonly counters: Counters
-  /** The next `count` API requests (of operation `on`, when given) answer 429 with Retry-After. */
-  readonly rateLimitNext: (count: number, retryAfterSeconds?: number, on?: string) => void
-  /** The next `count` API requests (of operation `on`) answer this status and JSON body. */
-  readonly errorNext: (count: number, status: number, body?: unknown, on?: string) => void
-  /** The next `count` API requests (of operation `on`) are answered after `delayMs`. */
-  readonly slowNext: (count: number, delayMs: number, on?: string) => void
-  /** The next `count` API requests (of operation `on`) answer 200 with a body in no documented shape. */
-  readonly malformedNext: (count: number, on?: string) => void
-  /** Forgets queued faults and zeroes the counters. */
+  /** The next `count` API requests answer 429, with Retry-After when `retryAfterSeconds` is given, and `headers`. */
+  readonly rateLimitNext: (
+    count: number,
+    options?: FaultOptions & { readonly retryAfterSeconds?: number; readonly headers?: Readonly<Record<string, string>> }
+  ) => void
+  /** The next `count` API requests answer `status` with `body`, else the provider's error body for `message`. */
+  readonly errorNext: (count: number, status: number, options?: FaultOptions & { readonly message?: string; readonly body?: unknown }) => void
+  /** The next `count` API requests are answered after `delayMs`. */
+  readonly slowNext: (count: number, delayMs: number, options?: FaultOptions) => void
+  /** The next `count` API requests answer 200 with a body that is not the documented JSON. */
+  readonly malformedNext: (count: number, options?: FaultOptions) => void
+  /** Forgets queued faults and zeroes the counters; generations still running end uncounted. */
   readonly reset: () => void
   readonly close: () => Promise<void>
 }
 
-export const newCounters = (): Counters => ({
+const newCounters = (): Counters => ({
   starts: 0,
   startsByMarker: new Map(),
   polls: 0,
   cancels: 0,
+  downloads: 0,
   requests: 0,
+  rateLimited: 0,
   inFlight: 0,
   maxInFlight: 0,
   callbacks: []
 })
 
-export const countStart = (counters: Counters, input: Readonly<Record<string, unknown>>, markerField: string) => {
-  const marker = String(input[markerField] ?? "")
-  counters.starts++
-  counters.startsByMarker.set(marker, (counters.startsByMarker.get(marker) ?? 0) + 1)
-  counters.inFlight++
-  counters.maxInFlight = Math.max(counters.maxInFlight, counters.inFlight)
+interface Queued {
+  readonly fault: Fault
+  readonly on: string | undefined
+  remaining: number
 }
 
-export class Faults {
+class Faults {
   private queue: Array<Queued> = []
-  add(fault: Fault, count: number, on: string | undefined) {
-    if (count > 0) this.queue.push({ fault, on, remaining: count })
+  add(fault: Fault, count: number, options: FaultOptions | undefined) {
+    if (count > 0) this.queue.push({ fault, on: options?.on, remaining: count })
   }
   /** The fault this request of `operation` meets, if any; each queued fault is used `count` times. */
   take(operation: string): Fault | undefined {
@@ -128,134 +144,6 @@ export class Faults {
     this.queue = []
   }
 }
-
-export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
-  const text = JSON.stringify(body)
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
-  res.end(text)
-}
-
-export const readBody = (req: IncomingMessage): Promise<Buffer> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    req.on("data", (chunk: Buffer) => chunks.push(chunk))
-    req.on("end", () => resolve(Buffer.concat(chunks)))
-    req.on("error", reject)
-  })
-
-export const parseJson = (bytes: Buffer): unknown => {
-  try {
-    return JSON.parse(bytes.toString("utf8"))
-  } catch {
-    return undefined
-  }
-}
-
-export const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-/** Applies a queued fault: true when it answered the request (the handler stops there). */
-export const applyFault = async (fault: Fault | undefined, res: ServerResponse): Promise<boolean> => {
-  if (fault === undefined) return false
-  switch (fault._tag) {
-    case "RateLimit":
-      sendJson(res, 429, { title: "Request was throttled.", detail: `Expected available in ${fault.retryAfterSeconds} seconds.`, status: 429 }, {
-        "retry-after": String(fault.retryAfterSeconds)
-      })
-      return true
-    case "Error":
-      sendJson(res, fault.status, fault.body)
-      return true
-    case "Malformed":
-      sendJson(res, 200, { unexpected: [1, 2, 3] })
-      return true
-    case "Slow":
-      await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
-      return false
-  }
-}
-
-export const randomId = (length = 26): string => {
-  const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
-  return [...randomBytes(length)].map((b) => alphabet[b % 32]).join("")
-}
-
-/** A few bytes a player would take for an MP4 (an ftyp box then an empty mdat). */
-const TINY_MP4 = Buffer.concat([
-  Buffer.from([0, 0, 0, 24]), Buffer.from("ftypisom"), Buffer.from([0, 0, 2, 0]), Buffer.from("isomiso2"),
-  Buffer.from([0, 0, 0, 8]), Buffer.from("mdat")
-])
-
-export const fileNameOf = (kind: Exclude<OutputKind, "text">): string =>
-  ({ image: "output.png", video: "output.mp4", audio: "output.wav", large: "large.mp4" })[kind]
-
-export const contentTypeOf = (kind: Exclude<OutputKind, "text">): string =>
-  ({ image: "image/png", video: "video/mp4", audio: "audio/wav", large: "video/mp4" })[kind]
-
-/**
- * GET /files/{generation}/{name}: the output files. large.mp4 is `largeFileBytes` made as it is
- * sent, one reused chunk at a time and only as fast as the reader takes it, so the simulator never
- * holds it in memory.
- */
-export const serveFile = (res: ServerResponse, name: string, largeFileBytes: number) => {
-  const small: Record<string, readonly [Uint8Array, string]> = {
-    "output.png": [TINY_PNG, "image/png"],
-    "output.wav": [TINY_WAV, "audio/wav"],
-    "output.mp4": [TINY_MP4, "video/mp4"]
-  }
-  const file = small[name]
-  if (file !== undefined) {
-    res.writeHead(200, { "content-type": file[1], "content-length": file[0].length })
-    res.end(file[0])
-    return
-  }
-  if (name !== "large.mp4") {
-    sendJson(res, 404, { detail: "Not found." })
-    return
-  }
-  res.writeHead(200, { "content-type": "video/mp4", "content-length": largeFileBytes })
-  const chunk = Buffer.alloc(64 * 1024, 7)
-  TINY_MP4.copy(chunk)
-  let sent = 0
-  const pump = () => {
-    while (sent < largeFileBytes) {
-      const part = Math.min(chunk.length, largeFileBytes - sent)
-      sent += part
-      if (!res.write(part === chunk.length ? chunk : chunk.subarray(0, part))) {
-        res.once("drain", pump)
-        return
-      }
-    }
-    res.end()
-  }
-  res.on("close", () => res.removeAllListeners("drain"))
-  pump()
-}
-
-/** Starts a server on 127.0.0.1; handler errors answer 500 rather than crash the test process. */
-export const listen = async (
-  port: number,
-  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>
-): Promise<{ readonly server: Server; readonly url: string }> => {
-  const server = createServer((req, res) => {
-    handler(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { detail: `simulator error: ${String(error)}` })
-      else res.destroy()
-    })
-  })
-  server.keepAliveTimeout = 1000
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(port, "127.0.0.1", () => resolve())
-  })
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
-}
-
-export const closeServer = (server: Server): Promise<void> =>
-  new Promise((resolve) => {
-    server.closeAllConnections()
-    server.close(() => resolve())
-  })
 
 /** Timers a simulator holds (completions, callbacks): cleared on close so nothing fires after a test. */
 export class Timers {
@@ -273,29 +161,155 @@ export class Timers {
   }
 }
 
-/** The controls every simulator returns, over its faults and counters. */
-export const controls = (
-  url: string,
-  faults: Faults,
-  counters: Counters,
-  onReset: () => void,
-  close: () => Promise<void>
-): SimulatorControls => ({
-  url,
-  counters,
-  rateLimitNext: (count, retryAfterSeconds = 1, on) => faults.add({ _tag: "RateLimit", retryAfterSeconds }, count, on),
-  errorNext: (count, status, body = { detail: `Simulated error ${status}` }, on) => faults.add({ _tag: "Error", status, body }, count, on),
-  slowNext: (count, delayMs, on) => faults.add({ _tag: "Slow", delayMs }, count, on),
-  malformedNext: (count, on) => faults.add({ _tag: "Malformed" }, count, on),
-  reset: () => {
-    faults.clear()
-    Object.assign(counters, { ...newCounters(), startsByMarker: counters.startsByMarker, callbacks: counters.callbacks })
-    counters.startsByMarker.clear()
-    counters.callbacks.length = 0
-    onReset()
-  },
-  close
-})
+/** The body a malformed answer carries: cut short, and in no documented shape. */
+const MALFORMED_BODY = "{\"id\": 42, \"status\": [\"not what the documentation says\""
+
+/**
+ * One simulator's faults, counters and timers. `errorBody` is the provider's own error body for
+ * a message (what errorNext and rateLimitNext answer with).
+ */
+export const simulatorCore = (setup: {
+  readonly errorBody: (message: string, status: number) => unknown
+  readonly markerField: string
+}) => {
+  const counters = newCounters()
+  const faults = new Faults()
+  const timers = new Timers()
+  return {
+    counters,
+    timers,
+    /** Counts an API request of `operation` and answers it with its fault, if any: true when answered. */
+    intercept: async (operation: string, res: ServerResponse): Promise<boolean> => {
+      counters.requests++
+      const fault = faults.take(operation)
+      if (fault === undefined) return false
+      switch (fault._tag) {
+        case "Slow":
+          await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
+          return false
+        case "Malformed":
+          res.writeHead(200, { "content-type": "application/json" })
+          res.end(MALFORMED_BODY)
+          return true
+        case "Status":
+          if (fault.status === 429) counters.rateLimited++
+          sendJson(res, fault.status, fault.body, fault.headers)
+          return true
+      }
+    },
+    /** A generation was accepted: counted as a start (by its marker field) and in flight. */
+    started: (input: Readonly<Record<string, unknown>>) => {
+      const marker = String(input[setup.markerField] ?? "")
+      counters.starts++
+      counters.startsByMarker.set(marker, (counters.startsByMarker.get(marker) ?? 0) + 1)
+      counters.inFlight++
+      counters.maxInFlight = Math.max(counters.maxInFlight, counters.inFlight)
+    },
+    /** A generation ended (done, failed or cancelled): call once per generation. */
+    finished: () => {
+      counters.inFlight--
+    },
+    /** The controls a simulator returns; `onReset` marks its running generations as ended uncounted. */
+    controls: (listening: Listening, onReset: () => void): SimulatorControls => ({
+      url: listening.url,
+      counters,
+      rateLimitNext: (count, options = {}) =>
+        faults.add({
+          _tag: "Status",
+          status: 429,
+          body: setup.errorBody("Rate limit reached, please try again later", 429),
+          headers: {
+            ...(options.retryAfterSeconds === undefined ? {} : { "retry-after": String(options.retryAfterSeconds) }),
+            ...options.headers
+          }
+        }, count, options),
+      errorNext: (count, status, options = {}) =>
+        faults.add({
+          _tag: "Status",
+          status,
+          body: "body" in options ? options.body : setup.errorBody(options.message ?? `Simulated error ${status}`, status)
+        }, count, options),
+      slowNext: (count, delayMs, options) => faults.add({ _tag: "Slow", delayMs }, count, options),
+      malformedNext: (count, options) => faults.add({ _tag: "Malformed" }, count, options),
+      reset: () => {
+        faults.clear()
+        onReset()
+        const { startsByMarker, callbacks } = counters
+        Object.assign(counters, { ...newCounters(), startsByMarker, callbacks })
+        startsByMarker.clear()
+        callbacks.length = 0
+      },
+      close: async () => {
+        timers.clear()
+        await listening.close()
+      }
+    })
+  }
+}
+
+// ---- HTTP
+
+export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) => {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers })
+  res.end(text)
+}
+
+export const readBody = async (req: IncomingMessage): Promise<Buffer> => {
+  const chunks: Array<Buffer> = []
+  for await (const chunk of req) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks)
+}
+
+export const parseJson = (bytes: Buffer): unknown => {
+  try {
+    return JSON.parse(bytes.toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+/** The request body as JSON; undefined when it is not JSON. */
+export const readJson = async (req: IncomingMessage): Promise<unknown> => parseJson(await readBody(req))
+
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+export const bearerOf = (req: IncomingMessage): string | undefined => /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1]
+
+export interface Listening {
+  /** http://127.0.0.1:port */
+  readonly url: string
+  readonly close: () => Promise<void>
+}
+
+/** Starts a server on 127.0.0.1; handler errors answer 500 rather than crash the test process. */
+export const listen = async (
+  port: number,
+  handler: (req: IncomingMessage, res: ServerResponse, origin: string) => Promise<void>
+): Promise<Listening> => {
+  let origin = ""
+  const server = createServer((req, res) => {
+    handler(req, res, origin).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { detail: `simulator error: ${String(error)}` })
+      else res.destroy()
+    })
+  })
+  server.keepAliveTimeout = 1000
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(port, "127.0.0.1", () => resolve())
+  })
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return {
+    url: origin,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+}
 
 /** Sends a callback and records how it went; a callback that cannot be delivered is recorded, not retried. */
 export const deliver = async (
@@ -311,4 +325,67 @@ export const deliver = async (
   } catch (error) {
     counters.callbacks.push({ url, outcome: String(error) })
   }
+}
+
+export const randomId = (length = 26): string => {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+  return [...randomBytes(length)].map((b) => alphabet[b % 32]).join("")
+}
+
+// ---- Files
+
+export { TINY_PNG, TINY_WAV }
+
+/** A few bytes a player would take for an MP4 (an ftyp box then an empty mdat); the start of every simulated video. */
+export const TINY_MP4 = Buffer.concat([
+  Buffer.from([0, 0, 0, 24]), Buffer.from("ftypisom"), Buffer.from([0, 0, 2, 0]), Buffer.from("isomiso2"),
+  Buffer.from([0, 0, 0, 8]), Buffer.from("mdat")
+])
+
+/**
+ * `total` bytes starting with `head`, written in 64 KiB chunks only as fast as the client takes
+ * them, so that a large file is never held in memory; stops when the client goes away.
+ */
+export const streamBytes = async (res: ServerResponse, contentType: string, head: Uint8Array, total: number) => {
+  const size = Math.max(total, head.length)
+  res.writeHead(200, { "content-type": contentType, "content-length": String(size) })
+  const drained = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        res.off("drain", done)
+        res.off("close", done)
+        resolve()
+      }
+      res.once("drain", done)
+      res.once("close", done)
+    })
+  if (head.length > 0 && !res.write(head)) await drained()
+  const chunk = Buffer.alloc(64 * 1024, 0x2a)
+  let left = size - head.length
+  while (left > 0 && !res.destroyed) {
+    const piece = left >= chunk.length ? chunk : chunk.subarray(0, left)
+    left -= piece.length
+    if (!res.write(piece)) await drained()
+  }
+  res.end()
+}
+
+export const fileNameOf = (kind: Exclude<OutputKind, "text">): string =>
+  ({ image: "output.png", video: "output.mp4", audio: "output.wav", large: "large.mp4" })[kind]
+
+export const contentTypeOf = (kind: Exclude<OutputKind, "text">): string =>
+  ({ image: "image/png", video: "video/mp4", audio: "audio/wav", large: "video/mp4" })[kind]
+
+/** GET /files/{generation}/{name}: the output files of kindOfModel; large.mp4 is `largeFileBytes` made as it is sent. */
+export const serveFile = (res: ServerResponse, name: string, largeFileBytes: number): Promise<void> => {
+  const small: Record<string, readonly [Uint8Array, string]> = {
+    "output.png": [TINY_PNG, "image/png"],
+    "output.wav": [TINY_WAV, "audio/wav"],
+    "output.mp4": [TINY_MP4, "video/mp4"]
+  }
+  const file = small[name]
+  if (file !== undefined) return streamBytes(res, file[1], file[0], file[0].length)
+  if (name === "large.mp4") return streamBytes(res, "video/mp4", TINY_MP4, largeFileBytes)
+  sendJson(res, 404, { detail: "Not found." })
+  return Promise.resolve()
 }

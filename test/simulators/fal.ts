@@ -10,34 +10,26 @@
 import { createHash, generateKeyPairSync, type KeyObject, randomUUID, sign } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import {
-  applyFault,
-  closeServer,
   contentTypeOf,
-  controls,
-  countStart,
   deliver,
-  Faults,
   fileNameOf,
   isObject,
   kindOfModel,
   listen,
-  newCounters,
+  type ModelFileOptions,
   type OutputKind,
-  parseJson,
-  readBody,
+  readJson,
   sendJson,
   serveFile,
+  simulatorCore,
   type SimulatorControls,
   type SimulatorOptions,
-  steeringOf,
-  Timers
+  steeringOf
 } from "./core.js"
 
-export interface FalSimulatorOptions extends SimulatorOptions {
+export interface FalSimulatorOptions extends SimulatorOptions, ModelFileOptions {
   /** The key requests must carry as `Authorization: Key ...`. Default "fal-simulator-key". */
   readonly apiKey?: string | undefined
-  /** What a model makes; default from words in its name (kindOfModel). */
-  readonly outputFor?: ((model: string, input: Readonly<Record<string, unknown>>) => OutputKind) | undefined
 }
 
 export interface FalSimulator extends SimulatorControls {
@@ -90,13 +82,10 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
   const apiKey = options.apiKey ?? "fal-simulator-key"
   const durationMs = options.durationMs ?? 200
   const largeFileBytes = options.largeFileBytes ?? 200 * 1024 * 1024
-  const markerField = options.markerField ?? "prompt"
   const outputFor = options.outputFor ?? ((model: string) => kindOfModel(model))
   const { privateKey, publicKey } = generateKeyPairSync("ed25519")
   const jwk = publicKey.export({ format: "jwk" })
-  const faults = new Faults()
-  const counters = newCounters()
-  const timers = new Timers()
+  const core = simulatorCore({ errorBody: (message) => ({ detail: message }), markerField: options.markerField ?? "prompt" })
   const requests: Array<Request> = []
   let base = ""
 
@@ -135,7 +124,7 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
   const finish = (r: Request) => {
     if (r.finished) return
     r.finished = true
-    counters.inFlight--
+    core.finished()
     if (r.webhook === null) return
     const [status, payload] = resultOf(r)
     const ok = status === 200
@@ -146,7 +135,7 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
       payload,
       ...(ok ? {} : { error: `Invalid status code: ${status}` })
     })
-    void deliver(counters, r.webhook, body, signFalWebhook(body, privateKey, r.id))
+    void deliver(core.counters, r.webhook, body, signFalWebhook(body, privateKey, r.id))
   }
 
   const submit = (res: ServerResponse, model: string, body: unknown, webhook: string | null) => {
@@ -166,15 +155,14 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
       finished: false
     }
     requests.push(r)
-    countStart(counters, body, markerField)
-    timers.after(r.durationMs, () => finish(r))
+    core.started(body)
+    core.timers.after(r.durationMs, () => finish(r))
     const queuePosition = requests.filter((q) => q !== r && phaseOf(q, Date.now()) === "IN_QUEUE").length
     sendJson(res, 200, { status: "IN_QUEUE", request_id: r.id, ...urlsOf(r), queue_position: queuePosition })
   }
 
   const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) => {
     const method = req.method ?? "GET"
-    const body = method === "POST" ? await readBody(req) : Buffer.alloc(0)
     const onRequest = /^\/(.+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path)
     const operation = method === "POST"
       ? "start"
@@ -185,20 +173,19 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
       : onRequest !== null
       ? "result"
       : "other"
-    counters.requests++
-    if (await applyFault(faults.take(operation), res)) return
+    if (await core.intercept(operation, res)) return
     if (req.headers.authorization !== `Key ${apiKey}`) return sendJson(res, 401, { detail: "Unauthorized" })
     if (operation === "start") {
       const model = path.replace(/^\/+|\/+$/g, "")
       if (!/^[\w.-]+(\/[\w.-]+)+$/.test(model)) return sendJson(res, 404, { detail: "Application not found" })
-      return submit(res, model, parseJson(body), query.get("fal_webhook"))
+      return submit(res, model, await readJson(req), query.get("fal_webhook"))
     }
     const r = onRequest === null ? undefined : requests.find((q) => q.id === onRequest[2] && q.app === onRequest[1])
     if (r === undefined) return sendJson(res, 404, { detail: "Request not found" })
     const now = Date.now()
     const phase = phaseOf(r, now)
     if (operation === "poll" && method === "GET") {
-      counters.polls++
+      core.counters.polls++
       const common = { status: phase, request_id: r.id, response_url: urlsOf(r).response_url }
       if (phase === "IN_QUEUE") {
         const ahead = requests.filter((q) => q.createdAt < r.createdAt && phaseOf(q, now) === "IN_QUEUE").length
@@ -213,7 +200,7 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
       return sendJson(res, status, answer, status === 200 ? {} : { "x-fal-error-type": String(answer["error_type"] ?? "model_error") })
     }
     if (operation === "cancel" && method === "PUT") {
-      counters.cancels++
+      core.counters.cancels++
       if (phase === "COMPLETED") return sendJson(res, 400, { status: "ALREADY_COMPLETED" })
       r.canceled = true
       finish(r)
@@ -222,20 +209,19 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
     sendJson(res, 405, { detail: "Method not allowed" })
   }
 
-  const { server, url } = await listen(options.port ?? 0, async (req, res) => {
+  const listening = await listen(options.port ?? 0, async (req, res) => {
     const parsed = new URL(req.url ?? "/", "http://simulator")
     const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(parsed.pathname)
-    if (file !== null && req.method === "GET") return serveFile(res, file[2]!, largeFileBytes)
+    if (file !== null && req.method === "GET") {
+      core.counters.downloads++
+      return serveFile(res, file[2]!, largeFileBytes)
+    }
     return api(req, res, parsed.pathname, parsed.searchParams)
   })
-  base = url
+  base = listening.url
 
   return {
-    // After a reset, requests still running end silently: the counters start again from nothing.
-    ...controls(url, faults, counters, () => requests.forEach((r) => (r.finished = true)), async () => {
-      timers.clear()
-      await closeServer(server)
-    }),
+    ...core.controls(listening, () => requests.forEach((r) => (r.finished = true))),
     apiKey,
     publicKeysJwks: JSON.stringify({ keys: [{ ...jwk, kid: "simulator" }] }),
     publicKeyBase64: Buffer.from(jwk.x!, "base64url").toString("base64"),

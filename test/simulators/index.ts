@@ -3,6 +3,7 @@
  * fixed port, with the environment that points the bundled app at it. Add a simulator here to
  * have it served.
  */
+import type { SimulatorControls } from "./core.js"
 import { startFalSimulator } from "./fal.js"
 import { startOpenAISimulator } from "./openai.js"
 import { startReplicateSimulator } from "./replicate.js"
@@ -19,48 +20,30 @@ export interface SimulatorEntry {
   /** The provider id catalogs name. */
   readonly name: string
   readonly port: number
-  readonly start: (port: number, durationMs: number) => Promise<ServedSimulator>
+  readonly start: (options: { readonly port: number; readonly durationMs: number }) => Promise<ServedSimulator>
 }
 
-export const simulators: ReadonlyArray<SimulatorEntry> = [
-  {
-    name: "replicate",
-    port: 4101,
-    start: async (port, durationMs) => {
-      const sim = await startReplicateSimulator({ port, durationMs })
-      return {
-        url: sim.url,
-        env: { REPLICATE_BASE_URL: sim.url, REPLICATE_API_TOKEN: sim.apiToken, REPLICATE_WEBHOOK_SECRET: sim.webhookSecret },
-        close: sim.close
-      }
-    }
-  },
-  {
-    name: "fal",
-    port: 4102,
-    start: async (port, durationMs) => {
-      const sim = await startFalSimulator({ port, durationMs })
-      return {
-        url: sim.url,
-        env: { FAL_BASE_URL: sim.url, FAL_KEY: sim.apiKey, FAL_WEBHOOK_PUBLIC_KEYS: sim.publicKeyBase64 },
-        close: sim.close
-      }
-    }
-  },
-  {
-    name: "openai",
-    port: 4103,
-    start: async (port, durationMs) => {
-      const sim = await startOpenAISimulator({ port, videoMs: durationMs })
-      return { url: sim.url, env: { OPENAI_BASE_URL: sim.url, OPENAI_API_KEY: sim.apiKey }, close: sim.close }
-    }
-  },
-  {
-    name: "runway",
-    port: 4104,
-    start: async (port, durationMs) => {
-      const sim = await startRunwaySimulator({ port, taskMs: durationMs })
-      return { url: sim.url, env: { RUNWAYML_BASE_URL: sim.url, RUNWAYML_API_SECRET: sim.apiSecret }, close: sim.close }
-    }
+const entry = <S extends SimulatorControls>(
+  name: string,
+  port: number,
+  start: (options: { readonly port: number; readonly durationMs: number }) => Promise<S>,
+  env: (simulator: S) => Readonly<Record<string, string>>
+): SimulatorEntry => ({
+  name,
+  port,
+  start: async (options) => {
+    const simulator = await start(options)
+    return { url: simulator.url, env: env(simulator), close: simulator.close }
   }
+})
+
+export const simulators: ReadonlyArray<SimulatorEntry> = [
+  entry("replicate", 4101, startReplicateSimulator, (sim) => ({
+    REPLICATE_BASE_URL: sim.url,
+    REPLICATE_API_TOKEN: sim.apiToken,
+    REPLICATE_WEBHOOK_SECRET: sim.webhookSecret
+  })),
+  entry("fal", 4102, startFalSimulator, (sim) => ({ FAL_BASE_URL: sim.url, FAL_KEY: sim.apiKey, FAL_WEBHOOK_PUBLIC_KEYS: sim.publicKeyBase64 })),
+  entry("openai", 4103, startOpenAISimulator, (sim) => ({ OPENAI_BASE_URL: sim.url, OPENAI_API_KEY: sim.apiKey })),
+  entry("runway", 4104, startRunwaySimulator, (sim) => ({ RUNWAYML_BASE_URL: sim.url, RUNWAYML_API_SECRET: sim.apiSecret }))
 ]

@@ -10,53 +10,28 @@
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import {
-  applyFault,
-  bearerOf,
-  faultQueue,
-  type FaultControls,
-  listen,
-  MP4_HEAD,
-  PNG_BYTES,
-  readJson,
-  sendJson,
-  streamBytes
-} from "./httpSimulator.js"
+import { bearerOf, isObject, listen, readJson, sendJson, simulatorCore, type SimulatorControls, type SimulatorOptions, streamBytes, TINY_MP4, TINY_PNG } from "./core.js"
 
-export interface OpenAISimulatorOptions {
+/** `durationMs` is how long a video takes from create to completed: default 2 s. */
+export interface OpenAISimulatorOptions extends SimulatorOptions {
   /** The key the simulator accepts: default "sk-simulator-openai". */
-  readonly apiKey?: string
-  /** Default 0: any free port. */
-  readonly port?: number
-  /** How long a video takes from create to completed: default 2 s. */
-  readonly videoMs?: number
+  readonly apiKey?: string | undefined
   /** How long an image generation holds its request: default 0. */
-  readonly imageMs?: number
+  readonly imageMs?: number | undefined
   /** Size of a video's content: default 256 KiB. */
-  readonly videoBytes?: number
+  readonly videoBytes?: number | undefined
 }
 
-export interface OpenAICounts {
-  /** Accepted generations (images and videos): what OpenAI would charge for. */
-  starts: number
-  /** Video retrievals. */
-  polls: number
-  /** Video deletions. */
-  cancels: number
-  /** Content downloads (video, thumbnail, spritesheet) and image URL downloads. */
-  downloads: number
-  /** Requests answered 429. */
-  rateLimited: number
-}
-
-export interface OpenAISimulator extends FaultControls {
+/**
+ * Counters: `starts` are accepted generations (images and videos), `polls` video retrievals,
+ * `cancels` video deletions, `downloads` content (video, thumbnail, spritesheet) and image URLs.
+ */
+export interface OpenAISimulator extends SimulatorControls {
   /** The API root with its version, as OPENAI_BASE_URL takes it: http://127.0.0.1:port/v1 */
   readonly url: string
   readonly apiKey: string
-  readonly counts: OpenAICounts
   /** Every request body a create received, oldest first. */
   readonly bodies: ReadonlyArray<Record<string, unknown>>
-  readonly close: () => Promise<void>
 }
 
 interface VideoJob {
@@ -67,6 +42,7 @@ interface VideoJob {
   readonly size: string
   readonly createdAt: number
   readonly fails: boolean
+  finished: boolean
 }
 
 const VIDEO_MODELS = new Set(["sora-2", "sora-2-pro"])
@@ -81,14 +57,25 @@ const errorBody = (message: string, type = "invalid_request_error", code: string
 
 export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {}): Promise<OpenAISimulator> => {
   const apiKey = options.apiKey ?? "sk-simulator-openai"
-  const videoMs = options.videoMs ?? 2_000
-  const counts: OpenAICounts = { starts: 0, polls: 0, cancels: 0, downloads: 0, rateLimited: 0 }
+  const videoMs = options.durationMs ?? 2_000
   const bodies: Array<Record<string, unknown>> = []
   const videos = new Map<string, VideoJob>()
-  const files = new Map<string, Buffer>()
-  const faults = faultQueue((message, status) =>
-    status === 429 ? errorBody(message, "requests", "rate_limit_exceeded") : errorBody(message, status >= 500 ? "server_error" : "invalid_request_error")
-  )
+  const files = new Map<string, Uint8Array>()
+  const core = simulatorCore({
+    errorBody: (message, status) =>
+      status === 429
+        ? errorBody(message, "requests", "rate_limit_exceeded")
+        : errorBody(message, status >= 500 ? "server_error" : "invalid_request_error"),
+    markerField: options.markerField ?? "prompt"
+  })
+  const { counters } = core
+
+  /** Once per video, when it ends (or is deleted): no longer in flight. */
+  const finish = (video: VideoJob) => {
+    if (video.finished) return
+    video.finished = true
+    core.finished()
+  }
 
   const videoObject = (video: VideoJob) => {
     const elapsed = Date.now() - video.createdAt
@@ -128,13 +115,14 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     if (prompt.includes("[reject]")) {
       return sendJson(res, 400, errorBody("Your request was rejected as a result of our safety system.", "image_generation_user_error", "moderation_blocked"))
     }
+    core.started(body)
     await new Promise((resolve) => setTimeout(resolve, options.imageMs ?? 0))
-    counts.starts++
+    core.finished()
     const inline = model.startsWith("gpt-image-") || format === "b64_json"
     const data = Array.from({ length: n }, () => {
-      if (inline) return { b64_json: PNG_BYTES.toString("base64") }
+      if (inline) return { b64_json: Buffer.from(TINY_PNG).toString("base64") }
       const id = randomUUID()
-      files.set(`${id}.png`, PNG_BYTES)
+      files.set(`${id}.png`, TINY_PNG)
       return { url: `${origin}/files/${id}.png`, revised_prompt: `A picture of ${prompt}` }
     })
     sendJson(res, 200, { created: Math.floor(Date.now() / 1000), data, ...(model.startsWith("gpt-image-") ? { output_format: "png" } : {}) })
@@ -157,9 +145,19 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     if (prompt.includes("[reject]")) {
       return sendJson(res, 400, errorBody("Your request was blocked by our moderation system.", "invalid_request_error", "moderation_blocked"))
     }
-    counts.starts++
-    const video: VideoJob = { id: `video_${randomUUID().replaceAll("-", "")}`, model, prompt, seconds, size, createdAt: Date.now(), fails: prompt.includes("[fail]") }
+    const video: VideoJob = {
+      id: `video_${randomUUID().replaceAll("-", "")}`,
+      model,
+      prompt,
+      seconds,
+      size,
+      createdAt: Date.now(),
+      fails: prompt.includes("[fail]"),
+      finished: false
+    }
     videos.set(video.id, video)
+    core.started(body)
+    core.timers.after(videoMs, () => finish(video))
     sendJson(res, 200, videoObject(video))
   }
 
@@ -169,9 +167,21 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     if (file !== null && req.method === "GET") {
       const bytes = files.get(file[1]!)
       if (bytes === undefined) return sendJson(res, 404, errorBody("No such file"))
-      counts.downloads++
+      counters.downloads++
       return streamBytes(res, "image/png", bytes, bytes.length)
     }
+    const path = url.pathname
+    const match = /^\/v1\/videos\/([^/]+)(\/content)?$/.exec(path)
+    const operation = req.method === "POST"
+      ? "start"
+      : match?.[2] !== undefined
+      ? "download"
+      : match !== null && req.method === "GET"
+      ? "poll"
+      : match !== null && req.method === "DELETE"
+      ? "cancel"
+      : "other"
+    if (await core.intercept(operation, res)) return
     if (bearerOf(req) !== apiKey) {
       const given = bearerOf(req)
       return sendJson(res, 401, errorBody(
@@ -183,42 +193,35 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
         "invalid_api_key"
       ))
     }
-    const fault = faults.take()
-    if (fault?._tag === "Status" && fault.status === 429) counts.rateLimited++
-    if (await applyFault(fault, res)) return
-
-    const path = url.pathname
     if (req.method === "POST" && (path === "/v1/images/generations" || path === "/v1/videos")) {
       const body = await readJson(req)
-      if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return sendJson(res, 400, errorBody("The simulator takes JSON bodies: send Content-Type: application/json."))
-      }
-      bodies.push(body as Record<string, unknown>)
-      return path === "/v1/videos" ? createVideo(body as Record<string, unknown>, res) : generateImages(body as Record<string, unknown>, res, origin)
+      if (!isObject(body)) return sendJson(res, 400, errorBody("The simulator takes JSON bodies: send Content-Type: application/json."))
+      bodies.push(body)
+      return path === "/v1/videos" ? createVideo(body, res) : generateImages(body, res, origin)
     }
-    const match = /^\/v1\/videos\/([^/]+)(\/content)?$/.exec(path)
     const video = match === null ? undefined : videos.get(decodeURIComponent(match[1]!))
     if (match === null) return sendJson(res, 404, errorBody(`Invalid URL (${req.method} ${path})`))
     if (video === undefined) return sendJson(res, 404, errorBody(`Video with id '${match[1]}' not found.`, "invalid_request_error", "video_not_found"))
     const status = videoObject(video).status
     if (match[2] !== undefined && req.method === "GET") {
       if (status !== "completed") return sendJson(res, 404, errorBody("Video content is not available until the video is completed."))
-      counts.downloads++
+      counters.downloads++
       const variant = url.searchParams.get("variant") ?? "video"
       if (variant === "thumbnail") return streamBytes(res, "image/webp", WEBP_HEAD, 256)
       if (variant === "spritesheet") return streamBytes(res, "image/jpeg", Buffer.from([0xff, 0xd8, 0xff]), 256)
       if (variant !== "video") return sendJson(res, 400, errorBody(`Invalid value for 'variant': '${variant}'.`, "invalid_request_error", "invalid_value", "variant"))
-      return streamBytes(res, "video/mp4", MP4_HEAD, options.videoBytes ?? 256 * 1024)
+      return streamBytes(res, "video/mp4", TINY_MP4, options.videoBytes ?? 256 * 1024)
     }
     if (match[2] === undefined && req.method === "GET") {
-      counts.polls++
+      counters.polls++
       return sendJson(res, 200, videoObject(video))
     }
     if (match[2] === undefined && req.method === "DELETE") {
       if (status !== "completed" && status !== "failed") {
         return sendJson(res, 400, errorBody("Only completed or failed videos can be deleted.", "invalid_request_error", "invalid_state"))
       }
-      counts.cancels++
+      counters.cancels++
+      finish(video)
       videos.delete(video.id)
       return sendJson(res, 200, { id: video.id, object: "video.deleted", deleted: true })
     }
@@ -226,5 +229,10 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
   }
 
   const listening = await listen(options.port ?? 0, handle)
-  return { ...faults.controls, url: `${listening.origin}/v1`, apiKey, counts, bodies, close: listening.close }
+  return {
+    ...core.controls(listening, () => videos.forEach((video) => (video.finished = true))),
+    url: `${listening.url}/v1`,
+    apiKey,
+    bodies
+  }
 }

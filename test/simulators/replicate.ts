@@ -9,38 +9,30 @@
 import { createHmac, randomBytes } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import {
-  applyFault,
-  closeServer,
-  controls,
-  countStart,
   deliver,
-  Faults,
   fileNameOf,
   isObject,
   kindOfModel,
   listen,
-  newCounters,
+  type ModelFileOptions,
   type OutputKind,
-  parseJson,
   randomId,
-  readBody,
+  readJson,
   sendJson,
   serveFile,
+  simulatorCore,
   type SimulatorControls,
   type SimulatorOptions,
-  steeringOf,
-  Timers
+  steeringOf
 } from "./core.js"
 
-export interface ReplicateSimulatorOptions extends SimulatorOptions {
+export interface ReplicateSimulatorOptions extends SimulatorOptions, ModelFileOptions {
   /** The token requests must carry as `Authorization: Bearer ...`. Default "r8_simulator". */
   readonly apiToken?: string | undefined
   /** The webhook signing secret. Default a fresh whsec_ secret. */
   readonly webhookSecret?: string | undefined
   /** Predictions per page of GET /v1/predictions. Default 100, as Replicate. */
   readonly pageSize?: number | undefined
-  /** What a model makes; default from words in its name (kindOfModel). */
-  readonly outputFor?: ((model: string, input: Readonly<Record<string, unknown>>) => OutputKind) | undefined
 }
 
 export interface ReplicateSimulator extends SimulatorControls {
@@ -83,17 +75,18 @@ const iso = (ms: number) => new Date(ms).toISOString()
 const problem = (res: ServerResponse, status: number, title: string, detail: string, extra: Record<string, unknown> = {}) =>
   sendJson(res, status, { title, detail, status, ...extra }, { "content-type": "application/problem+json" })
 
+/** Replicate's errors are problem details. */
+const errorBody = (message: string, status: number) =>
+  ({ title: status === 429 ? "Request was throttled." : "Simulated error", detail: message, status })
+
 export const startReplicateSimulator = async (options: ReplicateSimulatorOptions = {}): Promise<ReplicateSimulator> => {
   const apiToken = options.apiToken ?? "r8_simulator"
   const webhookSecret = options.webhookSecret ?? `whsec_${randomBytes(24).toString("base64")}`
   const durationMs = options.durationMs ?? 200
   const largeFileBytes = options.largeFileBytes ?? 200 * 1024 * 1024
-  const markerField = options.markerField ?? "prompt"
   const pageSize = options.pageSize ?? 100
   const outputFor = options.outputFor ?? ((model: string) => kindOfModel(model))
-  const faults = new Faults()
-  const counters = newCounters()
-  const timers = new Timers()
+  const core = simulatorCore({ errorBody, markerField: options.markerField ?? "prompt" })
   const generations: Array<Generation> = []
   let base = ""
 
@@ -139,10 +132,10 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
   const finish = (g: Generation) => {
     if (g.finished) return
     g.finished = true
-    counters.inFlight--
+    core.finished()
     if (g.webhook !== null && g.events.includes("completed")) {
       const body = JSON.stringify(view(g))
-      void deliver(counters, g.webhook, body, signReplicateWebhook(body, webhookSecret))
+      void deliver(core.counters, g.webhook, body, signReplicateWebhook(body, webhookSecret))
     }
   }
 
@@ -179,8 +172,8 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
       finished: false
     }
     generations.push(g)
-    countStart(counters, input, markerField)
-    timers.after(g.durationMs, () => finish(g))
+    core.started(input)
+    core.timers.after(g.durationMs, () => finish(g))
     sendJson(res, 201, view(g))
   }
 
@@ -188,7 +181,6 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
 
   const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) => {
     const method = req.method ?? "GET"
-    const body = method === "POST" ? await readBody(req) : Buffer.alloc(0)
     const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path)
     const byId = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path)
     const operation = method === "POST" && (path === "/v1/predictions" || byModel !== null)
@@ -200,12 +192,11 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
       : path === "/v1/predictions"
       ? "list"
       : "other"
-    counters.requests++
-    if (await applyFault(faults.take(operation), res)) return
+    if (await core.intercept(operation, res)) return
     if (req.headers.authorization !== `Bearer ${apiToken}`) {
       return problem(res, 401, "Unauthenticated", "You did not pass a valid authentication token")
     }
-    if (operation === "start") return create(res, parseJson(body), byModel === null ? undefined : `${byModel[1]}/${byModel[2]}`)
+    if (operation === "start") return create(res, await readJson(req), byModel === null ? undefined : `${byModel[1]}/${byModel[2]}`)
     if (method === "GET" && path === "/v1/webhooks/default/secret") return sendJson(res, 200, { key: webhookSecret })
     if (method === "GET" && operation === "list") {
       const offset = Number(query.get("cursor") ?? "0")
@@ -217,11 +208,11 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     const g = byId === null ? undefined : find(byId[1]!)
     if (byId !== null && g === undefined) return problem(res, 404, "Not found", "Not found.")
     if (g !== undefined && operation === "poll" && method === "GET") {
-      counters.polls++
+      core.counters.polls++
       return sendJson(res, 200, view(g))
     }
     if (g !== undefined && operation === "cancel" && method === "POST") {
-      counters.cancels++
+      core.counters.cancels++
       const status = statusOf(g, Date.now())
       if (status === "starting" || status === "processing") {
         g.canceledAt = Date.now()
@@ -232,20 +223,19 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     problem(res, 404, "Not found", "Not found.")
   }
 
-  const { server, url } = await listen(options.port ?? 0, async (req, res) => {
+  const listening = await listen(options.port ?? 0, async (req, res) => {
     const parsed = new URL(req.url ?? "/", "http://simulator")
     const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(parsed.pathname)
-    if (file !== null && req.method === "GET") return serveFile(res, file[2]!, largeFileBytes)
+    if (file !== null && req.method === "GET") {
+      core.counters.downloads++
+      return serveFile(res, file[2]!, largeFileBytes)
+    }
     return api(req, res, parsed.pathname, parsed.searchParams)
   })
-  base = url
+  base = listening.url
 
   return {
-    // After a reset, predictions still running end silently: the counters start again from nothing.
-    ...controls(url, faults, counters, () => generations.forEach((g) => (g.finished = true)), async () => {
-      timers.clear()
-      await closeServer(server)
-    }),
+    ...core.controls(listening, () => generations.forEach((g) => (g.finished = true))),
     apiToken,
     webhookSecret,
     predictions: () => generations.map((g) => view(g))

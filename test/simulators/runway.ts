@@ -11,52 +11,25 @@
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import {
-  applyFault,
-  bearerOf,
-  faultQueue,
-  type FaultControls,
-  listen,
-  MP4_HEAD,
-  PNG_BYTES,
-  readJson,
-  sendJson,
-  streamBytes
-} from "./httpSimulator.js"
+import { bearerOf, isObject, listen, readJson, sendJson, simulatorCore, type SimulatorControls, type SimulatorOptions, streamBytes, TINY_MP4, TINY_PNG } from "./core.js"
 
-export interface RunwaySimulatorOptions {
+/** `durationMs` is how long a task runs once it has a slot: default 2 s. Starts are counted by `promptText`. */
+export interface RunwaySimulatorOptions extends SimulatorOptions {
   /** The secret the simulator accepts: default "key_simulator_runway". */
-  readonly apiSecret?: string
-  /** Default 0: any free port. */
-  readonly port?: number
-  /** How long a task runs once it has a slot: default 2 s. */
-  readonly taskMs?: number
+  readonly apiSecret?: string | undefined
   /** Tasks running at once; the rest wait THROTTLED: default unlimited. */
-  readonly concurrency?: number
+  readonly concurrency?: number | undefined
   /** Size of a video output: default 256 KiB. */
-  readonly videoBytes?: number
+  readonly videoBytes?: number | undefined
 }
 
-export interface RunwayCounts {
-  /** Tasks created: what Runway would charge for. */
-  starts: number
-  polls: number
-  /** Task deletions (cancels). */
-  cancels: number
-  /** Output downloads. */
-  downloads: number
-  /** Requests answered 429. */
-  rateLimited: number
-}
-
-export interface RunwaySimulator extends FaultControls {
+/** Counters: `starts` are tasks created (what Runway would charge for), `cancels` task deletions. */
+export interface RunwaySimulator extends SimulatorControls {
   /** The API root, as RUNWAYML_BASE_URL takes it: http://127.0.0.1:port */
   readonly url: string
   readonly apiSecret: string
-  readonly counts: RunwayCounts
   /** Every task creation as it arrived: the endpoint and its body, oldest first. */
   readonly creates: ReadonlyArray<{ readonly endpoint: string; readonly body: Record<string, unknown> }>
-  readonly close: () => Promise<void>
 }
 
 const VERSION = "2024-11-06"
@@ -88,16 +61,24 @@ interface Task {
   readonly fails: boolean
   /** When it got a slot under the concurrency limit. */
   startedAt?: number
+  finished: boolean
 }
 
 export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {}): Promise<RunwaySimulator> => {
   const apiSecret = options.apiSecret ?? "key_simulator_runway"
-  const taskMs = options.taskMs ?? 2_000
+  const taskMs = options.durationMs ?? 2_000
   const concurrency = options.concurrency ?? Number.POSITIVE_INFINITY
-  const counts: RunwayCounts = { starts: 0, polls: 0, cancels: 0, downloads: 0, rateLimited: 0 }
   const creates: Array<{ endpoint: string; body: Record<string, unknown> }> = []
   const tasks = new Map<string, Task>()
-  const faults = faultQueue((message) => ({ error: message }))
+  const core = simulatorCore({ errorBody: (message) => ({ error: message }), markerField: options.markerField ?? "promptText" })
+  const { counters } = core
+
+  /** Once per task, when its run ends or it is deleted: no longer in flight. */
+  const finish = (task: Task) => {
+    if (task.finished) return
+    task.finished = true
+    core.finished()
+  }
 
   const running = (task: Task, now: number) => task.startedAt !== undefined && now - task.startedAt < taskMs
 
@@ -108,6 +89,7 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
       if (busy >= concurrency) break
       if (task.startedAt === undefined) {
         task.startedAt = now
+        core.timers.after(taskMs, () => finish(task))
         busy++
       }
     }
@@ -128,9 +110,8 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
 
   const create = async (endpoint: string, req: IncomingMessage, res: ServerResponse) => {
     const spec = ENDPOINTS[endpoint]!
-    const body = await readJson(req)
-    if (typeof body !== "object" || body === null || Array.isArray(body)) return sendJson(res, 400, { error: "Request body must be JSON." })
-    const fields = body as Record<string, unknown>
+    const fields = await readJson(req)
+    if (!isObject(fields)) return sendJson(res, 400, { error: "Request body must be JSON." })
     creates.push({ endpoint, body: fields })
     const missing = [["model"], ...spec.required].filter((alternatives) => alternatives.every((field) => fields[field] === undefined))
     if (missing.length > 0) {
@@ -139,9 +120,15 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
         issues: missing.map((alternatives) => ({ message: `${alternatives.join(" or ")} is required`, path: [alternatives[0]] }))
       })
     }
-    counts.starts++
-    const task: Task = { id: randomUUID(), output: spec.output, createdAt: Date.now(), fails: String(fields["promptText"] ?? "").includes("[fail]") }
+    const task: Task = {
+      id: randomUUID(),
+      output: spec.output,
+      createdAt: Date.now(),
+      fails: String(fields["promptText"] ?? "").includes("[fail]"),
+      finished: false
+    }
     tasks.set(task.id, task)
+    core.started(fields)
     schedule(Date.now())
     sendJson(res, 200, { id: task.id })
   }
@@ -152,12 +139,22 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
     if (file !== null && req.method === "GET") {
       const task = tasks.get(file[1]!)
       if (task === undefined) return sendJson(res, 404, { error: "Not found" })
-      counts.downloads++
+      counters.downloads++
       const kind = FILE_KINDS[task.output]
       return task.output === "image"
-        ? streamBytes(res, kind.contentType, PNG_BYTES, PNG_BYTES.length)
-        : streamBytes(res, kind.contentType, task.output === "video" ? MP4_HEAD : Buffer.from("ID3"), options.videoBytes ?? 256 * 1024)
+        ? streamBytes(res, kind.contentType, TINY_PNG, TINY_PNG.length)
+        : streamBytes(res, kind.contentType, task.output === "video" ? TINY_MP4 : Buffer.from("ID3"), options.videoBytes ?? 256 * 1024)
     }
+    const endpoint = /^\/v1\/([a-z_]+)$/.exec(path)?.[1]
+    const taskId = /^\/v1\/tasks\/([^/]+)$/.exec(path)?.[1]
+    const operation = req.method === "POST"
+      ? "start"
+      : taskId !== undefined && req.method === "GET"
+      ? "poll"
+      : taskId !== undefined && req.method === "DELETE"
+      ? "cancel"
+      : "other"
+    if (await core.intercept(operation, res)) return
     if (bearerOf(req) !== apiSecret) {
       // Runway does not quote the secret back; this simulator does, so that tests prove adapters never repeat it.
       return sendJson(res, 401, { error: `The provided API key is not valid: ${bearerOf(req) ?? "none given"}` })
@@ -166,25 +163,20 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
     if (version !== VERSION) {
       return sendJson(res, 400, { error: `X-Runway-Version must be ${VERSION}, got ${version === undefined ? "none" : String(version)}` })
     }
-    const fault = faults.take()
-    if (fault?._tag === "Status" && fault.status === 429) counts.rateLimited++
-    if (await applyFault(fault, res)) return
-
-    const endpoint = /^\/v1\/([a-z_]+)$/.exec(path)?.[1]
     if (endpoint !== undefined && ENDPOINTS[endpoint] !== undefined) {
       return req.method === "POST" ? create(endpoint, req, res) : sendJson(res, 405, { error: "Method not allowed" })
     }
-    const taskId = /^\/v1\/tasks\/([^/]+)$/.exec(path)?.[1]
     const task = taskId === undefined ? undefined : tasks.get(decodeURIComponent(taskId))
     if (taskId === undefined) return sendJson(res, 404, { error: "Not found" })
     if (task === undefined) return sendJson(res, 404, { error: "Task not found" })
     schedule(Date.now())
     if (req.method === "GET") {
-      counts.polls++
+      counters.polls++
       return sendJson(res, 200, taskObject(task, origin))
     }
     if (req.method === "DELETE") {
-      counts.cancels++
+      counters.cancels++
+      finish(task)
       tasks.delete(task.id)
       res.writeHead(204).end()
       return
@@ -193,5 +185,9 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
   }
 
   const listening = await listen(options.port ?? 0, handle)
-  return { ...faults.controls, url: listening.origin, apiSecret, counts, creates, close: listening.close }
+  return {
+    ...core.controls(listening, () => tasks.forEach((task) => (task.finished = true))),
+    apiSecret,
+    creates
+  }
 }

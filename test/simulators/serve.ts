@@ -6,15 +6,16 @@
 import { simulators } from "./index.js"
 
 const durationMs = Number(process.env["SIM_DURATION_MS"] ?? 5000)
-const started = await Promise.all(simulators.map(async (entry) => ({ entry, served: await entry.start(entry.port, durationMs) })))
+const started = await Promise.all(simulators.map(async (entry) => ({ entry, served: await entry.start({ port: entry.port, durationMs }) })))
 
 console.log(`Provider simulators (generations take ${durationMs} ms):\n`)
 for (const { entry, served } of started) console.log(`  ${entry.name.padEnd(10)} ${served.url}`)
 console.log("\nStart the bundled app against them with:\n")
 const env = started.flatMap(({ served }) => Object.entries(served.env).map(([name, value]) => `${name}='${value}'`))
 console.log(`  ${env.join(" \\\n  ")} \\\n  npm start\n`)
-console.log("Models named with image, video, audio, text or large (a 200 MB video) make that kind of output;")
-console.log("input sim_fail: \"message\" makes a generation fail, sim_duration_ms sets its duration.")
+console.log("Replicate and fal.ai: models named with image, video, audio, text or large (a 200 MB video) make that")
+console.log("kind of output; input sim_fail: \"message\" makes a generation fail, sim_duration_ms sets its duration.")
+console.log("OpenAI: a prompt with [fail] makes a video fail, [reject] is refused. Runway: a promptText with [fail] fails.")
 
 const stop = async () => {
   await Promise.all(started.map(({ served }) => served.close()))

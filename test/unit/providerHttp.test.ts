@@ -1,17 +1,18 @@
-/** The pure parts of the OpenAI and Runway adapters: when to ask again, redaction, base64 streaming, Runway endpoints. */
+/** The pure parts of the provider adapters: when to ask again, redaction, outputs and base64 streaming, Runway endpoints. */
 import { Chunk, Effect, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { openAIApi, openAIRetryAfterMs, parseOpenAIDuration } from "../../adapters/providers/openai/api.js"
-import { base64Stream } from "../../adapters/providers/openai/base64Stream.js"
+import { parseRetryAfter, redact } from "../../adapters/providers/providerHttp.js"
+import { base64Stream, outputTypeOf, urlOutput } from "../../adapters/providers/providerOutputs.js"
 import { runwayTargetOf } from "../../adapters/providers/runway/endpoints.js"
-import { parseRetryAfter, redact } from "../../adapters/providers/shared/providerHttp.js"
 
 const NOW = Date.parse("2025-01-01T00:00:00Z")
 
 describe("Retry-After", () => {
   it("reads delay seconds and HTTP dates; anything else says nothing", () => {
     expect(parseRetryAfter("7", NOW)).toBe(7_000)
+    expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:10 GMT", NOW)).toBe(10_000)
     expect(parseRetryAfter(" 1.5 ", NOW)).toBe(1_500)
     expect(parseRetryAfter("Wed, 01 Jan 2025 00:00:30 GMT", NOW)).toBe(30_000)
     expect(parseRetryAfter("Tue, 31 Dec 2024 23:59:00 GMT", NOW)).toBe(0)
@@ -48,6 +49,23 @@ describe("Retry-After", () => {
 describe("redaction", () => {
   it("removes every occurrence of every secret", () => {
     expect(redact("key sk-1 and sk-1 again, and k2", ["sk-1", "k2", ""])).toBe("key [redacted] and [redacted] again, and [redacted]")
+  })
+})
+
+describe("outputs", () => {
+  it("takes an output's type from its content type or extension, else the declared type", () => {
+    expect(outputTypeOf("video/mp4", "image")).toBe("video")
+    expect(outputTypeOf(undefined, "audio")).toBe("audio")
+    expect(urlOutput("https://x.test/a/out.webm?sig=1", "image")).toMatchObject({ type: "video", contentType: "video/webm" })
+    expect(urlOutput("https://x.test/file", "audio")).toMatchObject({ type: "audio" })
+  })
+
+  it("decodes data URLs into bytes, since nothing can fetch them", async () => {
+    const output = urlOutput(`data:image/png;base64,${Buffer.from("png!").toString("base64")}`, "image")
+    expect(output).toMatchObject({ type: "image", source: { _tag: "Bytes", contentType: "image/png" } })
+    if (output.source._tag !== "Bytes") throw new Error("expected bytes")
+    const chunks = await Effect.runPromise(Stream.runCollect(output.source.body))
+    expect(Buffer.concat(Chunk.toArray(chunks)).toString()).toBe("png!")
   })
 })
 

@@ -1,19 +1,33 @@
 import { HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, Option, Redacted, Schema } from "effect"
+import { Clock, Effect, type Redacted } from "effect"
 import type { KeyObject } from "node:crypto"
 import {
   CallbackRejected,
   type GenerationProvider,
   type ProviderHandle,
   ProviderRejected,
+  type ProviderError,
   type ProviderRequest,
-  type ProviderStatus,
-  type ProviderUnreachable
+  type ProviderStatus
 } from "../../../src/ports/Provider.js"
+import {
+  apiRoot,
+  decodeAnswer,
+  exchange,
+  ignoringStatuses,
+  isSuccess,
+  lowerCaseKeys,
+  rejection,
+  saidIn,
+  secretValue,
+  send,
+  sendJson,
+  shown
+} from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
-import { type Answer, clip, decodeAnswer, failureOf, isSuccess, jsonOf, lowerCaseKeys, send } from "../providerHttp.js"
+import { falApi, isRequestOutcome } from "./api.js"
 import { outputsOf } from "./outputs.js"
-import { FalError, Queued, QueueResult, QueueStatus } from "./schema.js"
+import { Queued, QueueResult, QueueStatus } from "./schema.js"
 import { falWebhookProblem, parsePublicKeys } from "./webhookSignature.js"
 
 /** The provider id catalogs name for fal.ai models. */
@@ -32,7 +46,7 @@ export interface FalOptions {
   readonly webhookPublicKeys?: string | undefined
   /** Between polls when no callback comes. Default 2000 ms. */
   readonly pollIntervalMs?: number | undefined
-  /** For each API call. Default 30 s. */
+  /** The longest wait for one answer of the queue. Default 30 s. */
   readonly requestTimeoutMs?: number | undefined
 }
 
@@ -48,41 +62,19 @@ const appOf = (model: string): string => model.split("/").slice(0, 2).join("/")
 /** Path segments of letters, digits, "_", "." and "-", never "." or ".." (which a URL would resolve away). */
 const isModelId = (model: string): boolean => /^\w[\w.-]*(\/\w[\w.-]*)+$/.test(model)
 
-/** `detail` as a line: a string, or model errors' "loc: msg" entries. */
-const detailOf = (answer: Answer): string | undefined => {
-  const decoded = Schema.decodeUnknownOption(FalError)(jsonOf(answer))
-  if (Option.isNone(decoded)) return undefined
-  const { detail } = decoded.value
-  if (typeof detail === "string") return detail
-  if (Array.isArray(detail)) {
-    return detail.map((entry) => {
-      const { loc, msg } = (entry ?? {}) as { readonly loc?: unknown; readonly msg?: unknown }
-      const where = Array.isArray(loc) ? loc.join(".") : undefined
-      return `${where === undefined ? "" : `${where}: `}${typeof msg === "string" ? msg : JSON.stringify(entry)}`
-    }).join("; ")
-  }
-  return detail === undefined ? undefined : JSON.stringify(detail)
-}
-
 /** fal.ai's queue API as a generation provider, with its signed webhooks as callbacks. */
 export const falProvider = (options: FalOptions): GenerationProvider => {
-  const base = (options.baseUrl ?? FAL_BASE_URL).replace(/\/+$/, "")
+  const base = apiRoot(options.baseUrl ?? FAL_BASE_URL)
   const origin = new URL(base).origin
-  const key = typeof options.apiKey === "string" ? Redacted.make(options.apiKey) : options.apiKey
+  const key = secretValue(options.apiKey)
+  const api = falApi(key)
   const timeoutMs = options.requestTimeoutMs ?? 30_000
   const publicKeys: ReadonlyArray<KeyObject> | undefined = options.webhookPublicKeys === undefined
     ? undefined
     : parsePublicKeys(options.webhookPublicKeys)
 
   const authorized = (request: HttpClientRequest.HttpClientRequest) =>
-    HttpClientRequest.setHeader(request, "authorization", `Key ${Redacted.value(key)}`)
-
-  const call = (request: HttpClientRequest.HttpClientRequest, what: string, isStart = false) =>
-    send(authorized(request), { what, timeoutMs }).pipe(
-      Effect.flatMap((answer) =>
-        isSuccess(answer) ? Effect.succeed(answer) : failureOf(answer, { what, message: detailOf(answer), isStart })
-      )
-    )
+    HttpClientRequest.setHeader(request, "authorization", `Key ${key}`)
 
   /** The key goes with every call, so a URL from an answer is used only on the queue's own host. */
   const onQueueHost = (url: unknown): url is string =>
@@ -98,31 +90,21 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
     }
   }
 
-  /**
-   * The result of a completed request. An error answer here is the request's own outcome
-   * (invalid input, a model error, a timeout at fal.ai): the job fails with its detail. Only
-   * 429 and a 5xx that is not such an outcome (no error_type) are worth asking again.
-   */
-  const result = (urls: RequestUrls, request: ProviderRequest) => {
-    const what = "fal.ai request result"
-    return send(authorized(HttpClientRequest.get(urls.responseUrl)), { what, timeoutMs }).pipe(
-      Effect.flatMap((answer): Effect.Effect<ProviderStatus, ProviderRejected | ProviderUnreachable> => {
-        if (isSuccess(answer)) {
-          return Effect.map(decodeAnswer(QueueResult, answer, what), (body) => {
-            const outputs = outputsOf(body, declaredOutputType(request))
-            return outputs.length === 0
-              ? { _tag: "Failed", message: "The request completed without an output" }
-              : { _tag: "Succeeded", outputs }
-          })
-        }
-        const outcome = Schema.decodeUnknownOption(FalError)(jsonOf(answer)).pipe(Option.flatMap((e) => Option.fromNullable(e.error_type)))
-        if (answer.status === 429 || (answer.status >= 500 && Option.isNone(outcome))) {
-          return failureOf(answer, { what, message: detailOf(answer), isStart: false })
-        }
-        return Effect.succeed({ _tag: "Failed", message: clip(detailOf(answer) ?? `The request failed (HTTP ${answer.status})`) })
-      })
-    )
-  }
+  /** The result of a completed request: its outputs, or the error that is its outcome (see isRequestOutcome). */
+  const result = (urls: RequestUrls, request: ProviderRequest) =>
+    Effect.flatMap(exchange(api, authorized(HttpClientRequest.get(urls.responseUrl)), timeoutMs), (answer): Effect.Effect<ProviderStatus, ProviderError> => {
+      if (isSuccess(answer)) {
+        return Effect.map(decodeAnswer(api, QueueResult, answer), (body) => {
+          const outputs = outputsOf(body, declaredOutputType(request))
+          return outputs.length === 0
+            ? { _tag: "Failed", message: "The request completed without an output" }
+            : { _tag: "Succeeded", outputs }
+        })
+      }
+      return isRequestOutcome(answer.status, answer.text)
+        ? Effect.succeed({ _tag: "Failed", message: shown(api, saidIn(api, answer) ?? `The request failed (HTTP ${answer.status})`) })
+        : rejection(api, answer)
+    })
 
   const provider: GenerationProvider = {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
@@ -137,9 +119,10 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
         }
         const url = new URL(`${base}/${request.providerModel}`)
         if (request.callbackUrl !== undefined && publicKeys !== undefined) url.searchParams.set("fal_webhook", request.callbackUrl)
-        const what = "fal.ai queue submit"
-        const answer = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input), what, true)
-        const queued = yield* decodeAnswer(Queued, answer, what)
+        const queued = yield* sendJson(api, authorized(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input)), Queued, {
+          timeoutMs,
+          isStart: true
+        })
         const urls = urlsOf({ id: queued.request_id }, request.providerModel)
         return {
           _tag: "Started" as const,
@@ -157,32 +140,27 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
     poll: (handle, request) =>
       Effect.gen(function*() {
         const urls = urlsOf(handle, request.providerModel)
-        const what = "fal.ai request status"
-        const status = yield* decodeAnswer(QueueStatus, yield* call(HttpClientRequest.get(urls.statusUrl), what), what)
+        const status = yield* sendJson(api, authorized(HttpClientRequest.get(urls.statusUrl)), QueueStatus, { timeoutMs })
         switch (status.status) {
           case "IN_QUEUE":
           case "IN_PROGRESS":
             return { _tag: "Running" } satisfies ProviderStatus
           case "FAILED":
-            return { _tag: "Failed", message: clip(status.error ?? "The request failed at fal.ai") } satisfies ProviderStatus
+            return { _tag: "Failed", message: shown(api, status.error ?? "The request failed at fal.ai") } satisfies ProviderStatus
           case "CANCELED":
           case "CANCELLED":
             return { _tag: "Failed", message: "The request was cancelled at fal.ai" } satisfies ProviderStatus
           case "COMPLETED":
             return typeof status.error === "string"
-              ? { _tag: "Failed", message: clip(status.error) } satisfies ProviderStatus
+              ? { _tag: "Failed", message: shown(api, status.error) } satisfies ProviderStatus
               : yield* result(urls, request)
         }
       }),
 
+    // 400 is ALREADY_COMPLETED and 404 an unknown request: nothing left to stop either way.
     cancel: (handle, request) =>
-      call(HttpClientRequest.put(urlsOf(handle, request.providerModel).cancelUrl), "fal.ai cancel").pipe(
-        Effect.asVoid,
-        // 400 is ALREADY_COMPLETED and 404 an unknown request: nothing left to stop either way.
-        Effect.catchIf(
-          (error) => error._tag === "ProviderRejected" && (error.httpStatus === 400 || error.httpStatus === 404),
-          () => Effect.void
-        )
+      send(api, authorized(HttpClientRequest.put(urlsOf(handle, request.providerModel).cancelUrl)), { timeoutMs }).pipe(
+        ignoringStatuses([400, 404])
       )
   }
   if (publicKeys === undefined) return provider

@@ -1,5 +1,5 @@
 import { Option, Schema } from "effect"
-import { parseRetryAfter, type ProviderApi } from "../shared/providerHttp.js"
+import { parseRetryAfter, type ProviderApi } from "../providerHttp.js"
 
 /** OpenAI's error body: `{ error: { message, type, param, code } }`. */
 const ErrorBody = Schema.Struct({

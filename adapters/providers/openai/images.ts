@@ -1,8 +1,8 @@
 import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
 import type { ProviderError, ProviderOutput, ProviderRequest, StartOutcome } from "../../../src/ports/Provider.js"
-import { type ProviderApi, sendJson } from "../shared/providerHttp.js"
-import { base64Stream } from "./base64Stream.js"
+import { type ProviderApi, sendJson } from "../providerHttp.js"
+import { base64Source, urlOutput } from "../providerOutputs.js"
 
 const Base64 = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: () => "base64 text" }))
 
@@ -22,10 +22,10 @@ const contentTypeOf = (format: unknown): string =>
   typeof format === "string" && /^(png|jpeg|webp|gif)$/.test(format) ? `image/${format}` : "image/png"
 
 const outputOf = (image: typeof ImageData.Type, contentType: string): ProviderOutput => {
-  const metadata = image.revised_prompt == null ? {} : { metadata: { revisedPrompt: image.revised_prompt } }
+  const metadata = image.revised_prompt == null ? undefined : { revisedPrompt: image.revised_prompt }
   return image.b64_json != null
-    ? { type: "image", source: { _tag: "Bytes", body: base64Stream(image.b64_json), contentType }, contentType, ...metadata }
-    : { type: "image", source: { _tag: "Url", url: image.url! }, contentType, ...metadata }
+    ? { type: "image", source: base64Source(image.b64_json, contentType), contentType, ...(metadata === undefined ? {} : { metadata }) }
+    : urlOutput(image.url!, "image", { contentType, metadata })
 }
 
 /**
@@ -46,7 +46,7 @@ export const generateImages = (
       HttpClientRequest.bodyUnsafeJson({ ...request.input, model: request.providerModel })
     ),
     ImagesResponse,
-    timeoutMs
+    { timeoutMs, isStart: true }
   ).pipe(
     Effect.map(({ data, output_format }): StartOutcome => {
       const contentType = contentTypeOf(output_format ?? request.input["output_format"])

@@ -7,7 +7,7 @@ import type {
   ProviderStatus,
   StartOutcome
 } from "../../../src/ports/Provider.js"
-import { type ProviderApi, sendJson } from "../shared/providerHttp.js"
+import { type ProviderApi, sendJson } from "../providerHttp.js"
 
 /** The Videos API's video object, as create and retrieve answer it. */
 const Video = Schema.Struct({
@@ -60,7 +60,7 @@ export const createVideo = (videos: VideosApi, request: ProviderRequest): Effect
       HttpClientRequest.bodyUnsafeJson(createBody(request))
     ),
     Video,
-    videos.timeoutMs
+    { timeoutMs: videos.timeoutMs, isStart: true }
   ).pipe(
     Effect.map((video): StartOutcome =>
       video.status === "failed"
@@ -76,7 +76,7 @@ export const createVideo = (videos: VideosApi, request: ProviderRequest): Effect
  */
 export const retrieveVideo = (videos: VideosApi, handle: ProviderHandle): Effect.Effect<ProviderStatus, ProviderError> => {
   const url = `${videos.baseUrl}/videos/${encodeURIComponent(handle.id)}`
-  return sendJson(videos.api, HttpClientRequest.get(url).pipe(HttpClientRequest.setHeaders(videos.headers)), Video, videos.timeoutMs).pipe(
+  return sendJson(videos.api, HttpClientRequest.get(url).pipe(HttpClientRequest.setHeaders(videos.headers)), Video, { timeoutMs: videos.timeoutMs }).pipe(
     Effect.map((video): ProviderStatus => {
       switch (video.status) {
         case "queued":

@@ -1,5 +1,5 @@
 import { HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, Option, Redacted, Ref, Schema } from "effect"
+import { Clock, Effect, Option, type Redacted, Ref, Schema } from "effect"
 import {
   CallbackRejected,
   type GenerationProvider,
@@ -8,10 +8,11 @@ import {
   type ProviderRequest,
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
+import { apiRoot, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
-import { type Answer, decodeAnswer, failureOf, isSuccess, jsonOf, lowerCaseKeys, send } from "../providerHttp.js"
+import { replicateApi } from "./api.js"
 import { outputsOf, progressOfLogs } from "./outputs.js"
-import { Prediction, PredictionPage, Problem, WebhookBody, WebhookSecret } from "./schema.js"
+import { Prediction, PredictionPage, WebhookBody, WebhookSecret } from "./schema.js"
 import { webhookProblem } from "./webhookSignature.js"
 
 /** The provider id catalogs name for Replicate models. */
@@ -30,7 +31,7 @@ export interface ReplicateOptions {
   readonly webhookSecret?: string | Redacted.Redacted<string> | undefined
   /** Between polls when no callback comes. Default 2000 ms. */
   readonly pollIntervalMs?: number | undefined
-  /** For each API call. Default 30 s. */
+  /** The longest wait for one answer of the API. Default 30 s. */
   readonly requestTimeoutMs?: number | undefined
 }
 
@@ -76,32 +77,21 @@ const markerOf = (webhook: string | null | undefined): string | null => {
   }
 }
 
-/** Problem details' `detail` (else `title`), as one line. */
-const problemMessage = (answer: Answer): string | undefined => {
-  const decoded = Schema.decodeUnknownOption(Problem)(jsonOf(answer))
-  if (Option.isNone(decoded)) return undefined
-  const { detail, title } = decoded.value
-  if (typeof detail === "string") return detail
-  return detail === undefined ? title : JSON.stringify(detail)
-}
-
 const messageOf = (error: unknown): string | undefined =>
   error === null || error === undefined ? undefined : typeof error === "string" ? error : JSON.stringify(error)
 
 /** Replicate's predictions API as a generation provider, with its webhooks as callbacks. */
 export const replicateProvider = (options: ReplicateOptions): GenerationProvider => {
-  const base = (options.baseUrl ?? REPLICATE_BASE_URL).replace(/\/+$/, "")
+  const base = apiRoot(options.baseUrl ?? REPLICATE_BASE_URL)
   const origin = new URL(base).origin
-  const token = typeof options.apiToken === "string" ? Redacted.make(options.apiToken) : options.apiToken
+  const token = secretValue(options.apiToken)
+  const api = replicateApi(token)
   const timeoutMs = options.requestTimeoutMs ?? 30_000
-  const authorization = () => ({ authorization: `Bearer ${Redacted.value(token)}` })
+  const authorization = () => ({ authorization: `Bearer ${token}` })
+  const authorized = (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.setHeaders(request, authorization())
 
-  const call = (request: HttpClientRequest.HttpClientRequest, what: string, isStart = false) =>
-    send(HttpClientRequest.setHeaders(request, authorization()), { what, timeoutMs }).pipe(
-      Effect.flatMap((answer) =>
-        isSuccess(answer) ? Effect.succeed(answer) : failureOf(answer, { what, message: problemMessage(answer), isStart })
-      )
-    )
+  const call = <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>, isStart = false) =>
+    sendJson(api, authorized(request), schema, { timeoutMs, isStart })
 
   const predictionUrl = (handle: ProviderHandle) => `${base}/v1/predictions/${encodeURIComponent(handle.id)}`
 
@@ -137,13 +127,12 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
 
   const secretCache = Ref.unsafeMake<{ readonly secret: string; readonly at: number } | undefined>(undefined)
   const signingSecret = options.webhookSecret !== undefined
-    ? Effect.succeed(typeof options.webhookSecret === "string" ? options.webhookSecret : Redacted.value(options.webhookSecret))
+    ? Effect.succeed(secretValue(options.webhookSecret))
     : Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const cached = yield* Ref.get(secretCache)
       if (cached !== undefined && now - cached.at < SECRET_KEPT_MS) return cached.secret
-      const what = "Replicate webhook secret"
-      const { key } = yield* decodeAnswer(WebhookSecret, yield* call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), what), what)
+      const { key } = yield* call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret)
       yield* Ref.set(secretCache, { secret: key, at: now })
       return key
     })
@@ -167,26 +156,15 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
             ? {}
             : { webhook: withMarker(request.callbackUrl, request.idempotencyKey), webhook_events_filter: ["completed"] })
         }
-        const what = "Replicate create prediction"
-        const answer = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}${target.path}`), body), what, true)
-        const created = yield* decodeAnswer(Prediction, answer, what)
+        const created = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}${target.path}`), body), Prediction, true)
         return { _tag: "Started" as const, handle: { id: created.id } }
       }),
 
-    poll: (handle, request) => {
-      const what = "Replicate get prediction"
-      return call(HttpClientRequest.get(predictionUrl(handle)), what).pipe(
-        Effect.flatMap((answer) => decodeAnswer(Prediction, answer, what)),
-        Effect.map((prediction) => statusOf(prediction, request))
-      )
-    },
+    poll: (handle, request) =>
+      Effect.map(call(HttpClientRequest.get(predictionUrl(handle)), Prediction), (prediction) => statusOf(prediction, request)),
 
-    cancel: (handle) =>
-      call(HttpClientRequest.post(`${predictionUrl(handle)}/cancel`), "Replicate cancel prediction").pipe(
-        Effect.asVoid,
-        // A prediction Replicate no longer knows has nothing left to stop.
-        Effect.catchIf((error) => error._tag === "ProviderRejected" && error.httpStatus === 404, () => Effect.void)
-      ),
+    // A prediction Replicate no longer knows (404) has nothing left to stop.
+    cancel: (handle) => send(api, authorized(HttpClientRequest.post(`${predictionUrl(handle)}/cancel`)), { timeoutMs }).pipe(ignoringStatuses([404])),
 
     /**
      * Pages through the newest predictions (back to shortly before the job was created) for the
@@ -197,10 +175,9 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
       Effect.gen(function*() {
         if (request.callbackUrl === undefined) return Option.none()
         const notBefore = request.job.createdAt - RECOVER_CLOCK_SKEW_MS
-        const what = "Replicate list predictions"
         let url: string | undefined = `${base}/v1/predictions`
         for (let page = 0; page < RECOVER_MAX_PAGES && url !== undefined; page++) {
-          const listed: typeof PredictionPage.Type = yield* decodeAnswer(PredictionPage, yield* call(HttpClientRequest.get(url), what), what)
+          const listed: typeof PredictionPage.Type = yield* call(HttpClientRequest.get(url), PredictionPage)
           for (const prediction of listed.results) {
             if (markerOf(prediction.webhook) === request.idempotencyKey) return Option.some({ id: prediction.id })
             const created = Date.parse(prediction.created_at ?? "")

@@ -1,5 +1,5 @@
 import { Option, Schema } from "effect"
-import { parseRetryAfter, type ProviderApi } from "../shared/providerHttp.js"
+import { type ProviderApi, retryAfterHeader } from "../providerHttp.js"
 
 /** Runway's error body: `{ error }`, with the failed checks in `issues` when the input did not validate. */
 const ErrorBody = Schema.Struct({
@@ -17,5 +17,5 @@ export const runwayApi = (apiSecret: string): ProviderApi => ({
       issues === undefined || issues.length === 0 ? error : `${error} (${issues.map((issue) => issue.message).join("; ")})`
     )),
   isRetryable: (status) => status === 429 || status >= 500,
-  retryAfterMs: (headers, nowMs) => parseRetryAfter(headers["retry-after"], nowMs)
+  retryAfterMs: retryAfterHeader
 })

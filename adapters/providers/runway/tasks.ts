@@ -9,7 +9,8 @@ import {
   type ProviderStatus,
   type StartOutcome
 } from "../../../src/ports/Provider.js"
-import { type ProviderApi, sendIgnoringBody, sendJson } from "../shared/providerHttp.js"
+import { ignoringStatuses, type ProviderApi, send, sendJson } from "../providerHttp.js"
+import { urlOutput } from "../providerOutputs.js"
 import { isRunwayEndpoint, RUNWAY_CONTENT_TYPES, RUNWAY_ENDPOINTS, runwayTargetOf } from "./endpoints.js"
 
 const Created = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) })
@@ -51,7 +52,7 @@ export const createTask = (tasks: TasksApi, request: ProviderRequest): Effect.Ef
       HttpClientRequest.bodyUnsafeJson({ ...request.input, model: target.model })
     ),
     Created,
-    tasks.timeoutMs
+    { timeoutMs: tasks.timeoutMs, isStart: true }
   ).pipe(Effect.map(({ id }): StartOutcome => ({ _tag: "Started", handle: { id, data: { endpoint: target.endpoint } } })))
 }
 
@@ -81,7 +82,7 @@ const statusOf = (task: Task, type: OutputType): ProviderStatus => {
         ? { _tag: "Failed", message: "Runway finished the task without an output" }
         : {
           _tag: "Succeeded",
-          outputs: task.output.map((url) => ({ type, source: { _tag: "Url", url }, contentType: RUNWAY_CONTENT_TYPES[type] }))
+          outputs: task.output.map((url) => urlOutput(url, type, { contentType: RUNWAY_CONTENT_TYPES[type] }))
         }
   }
 }
@@ -89,12 +90,12 @@ const statusOf = (task: Task, type: OutputType): ProviderStatus => {
 const taskUrl = (tasks: TasksApi, handle: ProviderHandle) => `${tasks.baseUrl}/v1/tasks/${encodeURIComponent(handle.id)}`
 
 export const retrieveTask = (tasks: TasksApi, handle: ProviderHandle, request: ProviderRequest): Effect.Effect<ProviderStatus, ProviderError> =>
-  sendJson(tasks.api, HttpClientRequest.get(taskUrl(tasks, handle)).pipe(HttpClientRequest.setHeaders(tasks.headers)), Task, tasks.timeoutMs).pipe(
+  sendJson(tasks.api, HttpClientRequest.get(taskUrl(tasks, handle)).pipe(HttpClientRequest.setHeaders(tasks.headers)), Task, { timeoutMs: tasks.timeoutMs }).pipe(
     Effect.map((task) => statusOf(task, outputTypeOf(handle, request)))
   )
 
 /** DELETE /v1/tasks/{id} aborts a pending, throttled or running task; a task already gone (404) needs nothing more. */
 export const deleteTask = (tasks: TasksApi, handle: ProviderHandle): Effect.Effect<void, ProviderError> =>
-  sendIgnoringBody(tasks.api, HttpClientRequest.del(taskUrl(tasks, handle)).pipe(HttpClientRequest.setHeaders(tasks.headers)), tasks.timeoutMs).pipe(
-    Effect.catchIf((error) => error._tag === "ProviderRejected" && error.httpStatus === 404, () => Effect.void)
+  send(tasks.api, HttpClientRequest.del(taskUrl(tasks, handle)).pipe(HttpClientRequest.setHeaders(tasks.headers)), { timeoutMs: tasks.timeoutMs }).pipe(
+    ignoringStatuses([404])
   )

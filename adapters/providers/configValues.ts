@@ -1,0 +1,41 @@
+import { Config, type ConfigError, Effect, Option, Redacted } from "effect"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
+
+/** A credential from the environment: missing means "provider not configured"; set but empty is a mistake. */
+export const secretConfig = (name: string): Config.Config<Redacted.Redacted<string>> =>
+  Config.redacted(name).pipe(
+    Config.validate({ message: `${name} is set but empty`, validation: (value) => Redacted.value(value).trim().length > 0 })
+  )
+
+/** An http(s) address from the environment, or the provider's own. */
+export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be an http(s) URL`, validation: (value) => /^https?:\/\/[^\s]+$/.test(value) })
+  )
+
+/** A number of milliseconds from the environment, or the adapter's default. */
+export const millisConfig = (name: string, fallback: number): Config.Config<number> =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a positive number of milliseconds`, validation: (value) => value > 0 })
+  )
+
+/** A setting that may be absent, as an options field that is then left out. */
+export const optionalConfig = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
+  Config.map(Config.option(config), Option.getOrUndefined)
+
+/**
+ * The provider built from `config` when its credential variable is set, else none: the bundled
+ * server registers a provider only then. Once the credential is set, any setting that is wrong
+ * is an error rather than a provider quietly left out.
+ */
+export const providerFromConfig = <A>(
+  credential: string,
+  config: Config.Config<A>,
+  make: (options: A) => GenerationProvider
+): Effect.Effect<Option.Option<GenerationProvider>, ConfigError.ConfigError> =>
+  Effect.gen(function*() {
+    if (Option.isNone(yield* Config.option(Config.string(credential)))) return Option.none()
+    return Option.some(make(yield* config))
+  })

@@ -1,0 +1,37 @@
+import { Option, Schema } from "effect"
+import { HTTP_RETRY_RULES, jsonOf, type ProviderApi } from "../providerHttp.js"
+import { FalError } from "./schema.js"
+
+const decodeError = Schema.decodeUnknownOption(FalError)
+
+/** `detail` as a line: a string, or model errors' "loc: msg" entries. */
+const detailOf = (body: unknown): string | undefined => {
+  const decoded = decodeError(body)
+  if (Option.isNone(decoded)) return undefined
+  const { detail } = decoded.value
+  if (typeof detail === "string") return detail
+  if (Array.isArray(detail)) {
+    return detail.map((entry) => {
+      const { loc, msg } = (entry ?? {}) as { readonly loc?: unknown; readonly msg?: unknown }
+      const where = Array.isArray(loc) ? loc.join(".") : undefined
+      return `${where === undefined ? "" : `${where}: `}${typeof msg === "string" ? msg : JSON.stringify(entry)}`
+    }).join("; ")
+  }
+  return detail === undefined ? undefined : JSON.stringify(detail)
+}
+
+/** fal.ai's answers as the shared HTTP exchange reads them: `detail` errors, HTTP's retry rules. */
+export const falApi = (apiKey: string): ProviderApi => ({
+  name: "fal.ai",
+  secrets: [apiKey],
+  errorMessage: detailOf,
+  ...HTTP_RETRY_RULES
+})
+
+/**
+ * An error answer to a completed request's result that is the request's own outcome (a model's
+ * validation error, a request error with `error_type`, a cancellation): the generation failed.
+ * Only 429 and a 5xx that is not such an outcome are worth asking again.
+ */
+export const isRequestOutcome = (status: number, text: string): boolean =>
+  status !== 429 && (status < 500 || Option.isSome(Option.flatMap(decodeError(jsonOf(text)), (error) => Option.fromNullable(error.error_type))))
