@@ -23,7 +23,7 @@ export interface SimulatorOptions {
 /** What kind of file a simulated model makes, from words in its name: "large" (a big video), video, audio, text, else image. */
 export type OutputKind = "image" | "video" | "audio" | "text" | "large"
 
-export const kindOfModel = (model: string): OutputKind =>
+const kindOfModel = (model: string): OutputKind =>
   /large/i.test(model)
     ? "large"
     : /video/i.test(model)
@@ -42,23 +42,61 @@ export interface ModelFileOptions {
   readonly outputFor?: ((model: string, input: Readonly<Record<string, unknown>>) => OutputKind) | undefined
 }
 
+export interface ModelSettings {
+  readonly durationMs: number
+  readonly largeFileBytes: number
+  readonly outputFor: (model: string, input: Readonly<Record<string, unknown>>) => OutputKind
+}
+
+export const modelSettings = (options: SimulatorOptions & ModelFileOptions): ModelSettings => ({
+  durationMs: options.durationMs ?? 200,
+  largeFileBytes: options.largeFileBytes ?? 200 * 1024 * 1024,
+  outputFor: options.outputFor ?? ((model: string) => kindOfModel(model))
+})
+
 /** Input fields a test sets to steer one generation. */
-export interface Steering {
+interface Steering {
   /** The generation fails with this message. */
   readonly fail?: string | undefined
   /** The generation takes this long instead of the simulator's duration. */
   readonly durationMs?: number | undefined
 }
 
-export const steeringOf = (input: Readonly<Record<string, unknown>>): Steering => ({
+const steeringOf = (input: Readonly<Record<string, unknown>>): Steering => ({
   fail: typeof input["sim_fail"] === "string" ? input["sim_fail"] : undefined,
   durationMs: typeof input["sim_duration_ms"] === "number" ? input["sim_duration_ms"] : undefined
 })
 
+/** A generation of a model that makes files by its name, steered by its input. */
+export interface ModelGeneration {
+  readonly model: string
+  readonly input: Record<string, unknown>
+  readonly createdAt: number
+  readonly durationMs: number
+  /** The message it fails with, when the input says so. */
+  readonly fail: string | undefined
+  readonly kind: OutputKind
+  readonly run: InFlight
+}
+
+/** Accepts a generation: counted as started, and `onDone` called when its duration is up. */
+export const startModelGeneration = (
+  core: SimulatorCore,
+  settings: ModelSettings,
+  model: string,
+  input: Record<string, unknown>,
+  onDone: () => void
+): ModelGeneration => {
+  const steering = steeringOf(input)
+  const durationMs = steering.durationMs ?? settings.durationMs
+  core.timers.after(durationMs, onDone)
+  return { model, input, createdAt: Date.now(), durationMs, fail: steering.fail, kind: settings.outputFor(model, input), run: core.started(input) }
+}
+
 // ---- Faults and counters
 
 /** What the next API request gets instead of (or before) its normal answer. */
-export type Fault =
+type Fault =
   | { readonly _tag: "Status"; readonly status: number; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> }
   | { readonly _tag: "Slow"; readonly delayMs: number }
   | { readonly _tag: "Malformed" }
@@ -146,7 +184,7 @@ class Faults {
 }
 
 /** Timers a simulator holds (completions, callbacks): cleared on close so nothing fires after a test. */
-export class Timers {
+class Timers {
   private readonly pending = new Set<NodeJS.Timeout>()
   after(ms: number, run: () => void) {
     const timer = setTimeout(() => {
@@ -159,6 +197,12 @@ export class Timers {
     for (const timer of this.pending) clearTimeout(timer)
     this.pending.clear()
   }
+}
+
+/** A generation the counters hold in flight. */
+export interface InFlight {
+  /** It ended (done, failed or cancelled): no longer in flight. True the first time only. */
+  readonly end: () => boolean
 }
 
 /** The body a malformed answer carries: cut short, and in no documented shape. */
@@ -175,6 +219,7 @@ export const simulatorCore = (setup: {
   const counters = newCounters()
   const faults = new Faults()
   const timers = new Timers()
+  const running = new Set<InFlight>()
   return {
     counters,
     timers,
@@ -197,20 +242,24 @@ export const simulatorCore = (setup: {
           return true
       }
     },
-    /** A generation was accepted: counted as a start (by its marker field) and in flight. */
-    started: (input: Readonly<Record<string, unknown>>) => {
+    /** A generation was accepted: counted as a start (by its marker field) and in flight until it ends. */
+    started: (input: Readonly<Record<string, unknown>>): InFlight => {
       const marker = String(input[setup.markerField] ?? "")
       counters.starts++
       counters.startsByMarker.set(marker, (counters.startsByMarker.get(marker) ?? 0) + 1)
       counters.inFlight++
       counters.maxInFlight = Math.max(counters.maxInFlight, counters.inFlight)
+      const generation: InFlight = {
+        end: () => {
+          if (!running.delete(generation)) return false
+          counters.inFlight--
+          return true
+        }
+      }
+      running.add(generation)
+      return generation
     },
-    /** A generation ended (done, failed or cancelled): call once per generation. */
-    finished: () => {
-      counters.inFlight--
-    },
-    /** The controls a simulator returns; `onReset` marks its running generations as ended uncounted. */
-    controls: (listening: Listening, onReset: () => void): SimulatorControls => ({
+    controls: (listening: Listening): SimulatorControls => ({
       url: listening.url,
       counters,
       rateLimitNext: (count, options = {}) =>
@@ -233,7 +282,7 @@ export const simulatorCore = (setup: {
       malformedNext: (count, options) => faults.add({ _tag: "Malformed" }, count, options),
       reset: () => {
         faults.clear()
-        onReset()
+        running.clear()
         const { startsByMarker, callbacks } = counters
         Object.assign(counters, { ...newCounters(), startsByMarker, callbacks })
         startsByMarker.clear()
@@ -247,6 +296,8 @@ export const simulatorCore = (setup: {
   }
 }
 
+export type SimulatorCore = ReturnType<typeof simulatorCore>
+
 // ---- HTTP
 
 export const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) => {
@@ -255,13 +306,13 @@ export const sendJson = (res: ServerResponse, status: number, body: unknown, hea
   res.end(text)
 }
 
-export const readBody = async (req: IncomingMessage): Promise<Buffer> => {
+const readBody = async (req: IncomingMessage): Promise<Buffer> => {
   const chunks: Array<Buffer> = []
   for await (const chunk of req) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks)
 }
 
-export const parseJson = (bytes: Buffer): unknown => {
+const parseJson = (bytes: Buffer): unknown => {
   try {
     return JSON.parse(bytes.toString("utf8"))
   } catch {
@@ -311,6 +362,22 @@ export const listen = async (
   }
 }
 
+/**
+ * listen, with GET /files/{generation}/{name} served by serveFile (and counted as a download)
+ * before the provider's API, which gets the request's URL.
+ */
+export const listenServingFiles = (
+  options: { readonly port: number; readonly largeFileBytes: number; readonly counters: Counters },
+  api: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
+): Promise<Listening> =>
+  listen(options.port, async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://simulator")
+    const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(url.pathname)
+    if (file === null || req.method !== "GET") return api(req, res, url)
+    options.counters.downloads++
+    return serveFile(res, file[2]!, options.largeFileBytes)
+  })
+
 /** Sends a callback and records how it went; a callback that cannot be delivered is recorded, not retried. */
 export const deliver = async (
   counters: Counters,
@@ -334,7 +401,7 @@ export const randomId = (length = 26): string => {
 
 // ---- Files
 
-export { TINY_PNG, TINY_WAV }
+export { TINY_PNG }
 
 /** A few bytes a player would take for an MP4 (an ftyp box then an empty mdat); the start of every simulated video. */
 export const TINY_MP4 = Buffer.concat([
@@ -377,7 +444,7 @@ export const contentTypeOf = (kind: Exclude<OutputKind, "text">): string =>
   ({ image: "image/png", video: "video/mp4", audio: "audio/wav", large: "video/mp4" })[kind]
 
 /** GET /files/{generation}/{name}: the output files of kindOfModel; large.mp4 is `largeFileBytes` made as it is sent. */
-export const serveFile = (res: ServerResponse, name: string, largeFileBytes: number): Promise<void> => {
+const serveFile = (res: ServerResponse, name: string, largeFileBytes: number): Promise<void> => {
   const small: Record<string, readonly [Uint8Array, string]> = {
     "output.png": [TINY_PNG, "image/png"],
     "output.wav": [TINY_WAV, "audio/wav"],

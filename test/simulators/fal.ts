@@ -14,17 +14,16 @@ import {
   deliver,
   fileNameOf,
   isObject,
-  kindOfModel,
-  listen,
+  listenServingFiles,
   type ModelFileOptions,
-  type OutputKind,
+  type ModelGeneration,
+  modelSettings,
   readJson,
   sendJson,
-  serveFile,
   simulatorCore,
   type SimulatorControls,
   type SimulatorOptions,
-  steeringOf
+  startModelGeneration
 } from "./core.js"
 
 export interface FalSimulatorOptions extends SimulatorOptions, ModelFileOptions {
@@ -62,27 +61,18 @@ export const signFalWebhook = (
   }
 }
 
-interface Request {
+interface Request extends ModelGeneration {
   readonly id: string
   readonly app: string
-  readonly model: string
-  readonly input: Record<string, unknown>
   readonly webhook: string | null
-  readonly createdAt: number
-  readonly durationMs: number
-  readonly fail: string | undefined
-  readonly kind: OutputKind
   canceled: boolean
-  finished: boolean
 }
 
 const QUEUED_SHARE = 0.3
 
 export const startFalSimulator = async (options: FalSimulatorOptions = {}): Promise<FalSimulator> => {
   const apiKey = options.apiKey ?? "fal-simulator-key"
-  const durationMs = options.durationMs ?? 200
-  const largeFileBytes = options.largeFileBytes ?? 200 * 1024 * 1024
-  const outputFor = options.outputFor ?? ((model: string) => kindOfModel(model))
+  const settings = modelSettings(options)
   const { privateKey, publicKey } = generateKeyPairSync("ed25519")
   const jwk = publicKey.export({ format: "jwk" })
   const core = simulatorCore({ errorBody: (message) => ({ detail: message }), markerField: options.markerField ?? "prompt" })
@@ -122,9 +112,7 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
 
   /** Once per request, when it ends: the in-flight count drops and the webhook goes out. */
   const finish = (r: Request) => {
-    if (r.finished) return
-    r.finished = true
-    core.finished()
+    if (!r.run.end()) return
     if (r.webhook === null) return
     const [status, payload] = resultOf(r)
     const ok = status === 200
@@ -140,28 +128,20 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
 
   const submit = (res: ServerResponse, model: string, body: unknown, webhook: string | null) => {
     if (!isObject(body)) return sendJson(res, 422, { detail: [{ loc: ["body"], msg: "field required", type: "value_error.missing" }] })
-    const steering = steeringOf(body)
     const r: Request = {
+      ...startModelGeneration(core, settings, model, body, () => finish(r)),
       id: randomUUID(),
       app: model.split("/").slice(0, 2).join("/"),
-      model,
-      input: body,
       webhook,
-      createdAt: Date.now(),
-      durationMs: steering.durationMs ?? durationMs,
-      fail: steering.fail,
-      kind: outputFor(model, body),
-      canceled: false,
-      finished: false
+      canceled: false
     }
     requests.push(r)
-    core.started(body)
-    core.timers.after(r.durationMs, () => finish(r))
     const queuePosition = requests.filter((q) => q !== r && phaseOf(q, Date.now()) === "IN_QUEUE").length
     sendJson(res, 200, { status: "IN_QUEUE", request_id: r.id, ...urlsOf(r), queue_position: queuePosition })
   }
 
-  const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) => {
+  const api = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
+    const { pathname: path, searchParams: query } = url
     const method = req.method ?? "GET"
     const onRequest = /^\/(.+)\/requests\/([^/]+)(\/status|\/cancel)?$/.exec(path)
     const operation = method === "POST"
@@ -209,19 +189,11 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
     sendJson(res, 405, { detail: "Method not allowed" })
   }
 
-  const listening = await listen(options.port ?? 0, async (req, res) => {
-    const parsed = new URL(req.url ?? "/", "http://simulator")
-    const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(parsed.pathname)
-    if (file !== null && req.method === "GET") {
-      core.counters.downloads++
-      return serveFile(res, file[2]!, largeFileBytes)
-    }
-    return api(req, res, parsed.pathname, parsed.searchParams)
-  })
+  const listening = await listenServingFiles({ port: options.port ?? 0, largeFileBytes: settings.largeFileBytes, counters: core.counters }, api)
   base = listening.url
 
   return {
-    ...core.controls(listening, () => requests.forEach((r) => (r.finished = true))),
+    ...core.controls(listening),
     apiKey,
     publicKeysJwks: JSON.stringify({ keys: [{ ...jwk, kid: "simulator" }] }),
     publicKeyBase64: Buffer.from(jwk.x!, "base64url").toString("base64"),

@@ -10,7 +10,20 @@
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { bearerOf, isObject, listen, readJson, sendJson, simulatorCore, type SimulatorControls, type SimulatorOptions, streamBytes, TINY_MP4, TINY_PNG } from "./core.js"
+import {
+  bearerOf,
+  type InFlight,
+  isObject,
+  listen,
+  readJson,
+  sendJson,
+  simulatorCore,
+  type SimulatorControls,
+  type SimulatorOptions,
+  streamBytes,
+  TINY_MP4,
+  TINY_PNG
+} from "./core.js"
 
 /** `durationMs` is how long a video takes from create to completed: default 2 s. */
 export interface OpenAISimulatorOptions extends SimulatorOptions {
@@ -42,7 +55,7 @@ interface VideoJob {
   readonly size: string
   readonly createdAt: number
   readonly fails: boolean
-  finished: boolean
+  readonly run: InFlight
 }
 
 const VIDEO_MODELS = new Set(["sora-2", "sora-2-pro"])
@@ -69,13 +82,6 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     markerField: options.markerField ?? "prompt"
   })
   const { counters } = core
-
-  /** Once per video, when it ends (or is deleted): no longer in flight. */
-  const finish = (video: VideoJob) => {
-    if (video.finished) return
-    video.finished = true
-    core.finished()
-  }
 
   const videoObject = (video: VideoJob) => {
     const elapsed = Date.now() - video.createdAt
@@ -115,9 +121,9 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     if (prompt.includes("[reject]")) {
       return sendJson(res, 400, errorBody("Your request was rejected as a result of our safety system.", "image_generation_user_error", "moderation_blocked"))
     }
-    core.started(body)
+    const run = core.started(body)
     await new Promise((resolve) => setTimeout(resolve, options.imageMs ?? 0))
-    core.finished()
+    run.end()
     const inline = model.startsWith("gpt-image-") || format === "b64_json"
     const data = Array.from({ length: n }, () => {
       if (inline) return { b64_json: Buffer.from(TINY_PNG).toString("base64") }
@@ -153,11 +159,10 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
       size,
       createdAt: Date.now(),
       fails: prompt.includes("[fail]"),
-      finished: false
+      run: core.started(body)
     }
     videos.set(video.id, video)
-    core.started(body)
-    core.timers.after(videoMs, () => finish(video))
+    core.timers.after(videoMs, video.run.end)
     sendJson(res, 200, videoObject(video))
   }
 
@@ -221,7 +226,7 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
         return sendJson(res, 400, errorBody("Only completed or failed videos can be deleted.", "invalid_request_error", "invalid_state"))
       }
       counters.cancels++
-      finish(video)
+      video.run.end()
       videos.delete(video.id)
       return sendJson(res, 200, { id: video.id, object: "video.deleted", deleted: true })
     }
@@ -230,7 +235,7 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
 
   const listening = await listen(options.port ?? 0, handle)
   return {
-    ...core.controls(listening, () => videos.forEach((video) => (video.finished = true))),
+    ...core.controls(listening),
     url: `${listening.url}/v1`,
     apiKey,
     bodies

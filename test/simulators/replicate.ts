@@ -12,18 +12,17 @@ import {
   deliver,
   fileNameOf,
   isObject,
-  kindOfModel,
-  listen,
+  listenServingFiles,
   type ModelFileOptions,
-  type OutputKind,
+  type ModelGeneration,
+  modelSettings,
   randomId,
   readJson,
   sendJson,
-  serveFile,
   simulatorCore,
   type SimulatorControls,
   type SimulatorOptions,
-  steeringOf
+  startModelGeneration
 } from "./core.js"
 
 export interface ReplicateSimulatorOptions extends SimulatorOptions, ModelFileOptions {
@@ -55,19 +54,12 @@ export const signReplicateWebhook = (
   return { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": `v1,${signature}` }
 }
 
-interface Generation {
+interface Generation extends ModelGeneration {
   readonly id: string
-  readonly model: string
   readonly version: string | null
-  readonly input: Record<string, unknown>
   readonly webhook: string | null
   readonly events: ReadonlyArray<string>
-  readonly createdAt: number
-  readonly durationMs: number
-  readonly fail: string | undefined
-  readonly kind: OutputKind
   canceledAt: number | undefined
-  finished: boolean
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -82,10 +74,8 @@ const errorBody = (message: string, status: number) =>
 export const startReplicateSimulator = async (options: ReplicateSimulatorOptions = {}): Promise<ReplicateSimulator> => {
   const apiToken = options.apiToken ?? "r8_simulator"
   const webhookSecret = options.webhookSecret ?? `whsec_${randomBytes(24).toString("base64")}`
-  const durationMs = options.durationMs ?? 200
-  const largeFileBytes = options.largeFileBytes ?? 200 * 1024 * 1024
+  const settings = modelSettings(options)
   const pageSize = options.pageSize ?? 100
-  const outputFor = options.outputFor ?? ((model: string) => kindOfModel(model))
   const core = simulatorCore({ errorBody, markerField: options.markerField ?? "prompt" })
   const generations: Array<Generation> = []
   let base = ""
@@ -130,9 +120,7 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
 
   /** Once per prediction, when it ends: the in-flight count drops and the completed webhook goes out. */
   const finish = (g: Generation) => {
-    if (g.finished) return
-    g.finished = true
-    core.finished()
+    if (!g.run.end()) return
     if (g.webhook !== null && g.events.includes("completed")) {
       const body = JSON.stringify(view(g))
       void deliver(core.counters, g.webhook, body, signReplicateWebhook(body, webhookSecret))
@@ -156,30 +144,22 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     const webhook = typeof body["webhook"] === "string" ? body["webhook"] : null
     const events = Array.isArray(body["webhook_events_filter"]) ? body["webhook_events_filter"].map(String) : ["start", "output", "logs", "completed"]
     const modelName = model ?? `simulated/${version!.slice(0, 8)}`
-    const steering = steeringOf(input)
     const g: Generation = {
+      ...startModelGeneration(core, settings, modelName, input, () => finish(g)),
       id: randomId(),
-      model: modelName,
       version,
-      input,
       webhook,
       events,
-      createdAt: Date.now(),
-      durationMs: steering.durationMs ?? durationMs,
-      fail: steering.fail,
-      kind: outputFor(modelName, input),
-      canceledAt: undefined,
-      finished: false
+      canceledAt: undefined
     }
     generations.push(g)
-    core.started(input)
-    core.timers.after(g.durationMs, () => finish(g))
     sendJson(res, 201, view(g))
   }
 
   const find = (id: string) => generations.find((g) => g.id === id)
 
-  const api = async (req: IncomingMessage, res: ServerResponse, path: string, query: URLSearchParams) => {
+  const api = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
+    const { pathname: path, searchParams: query } = url
     const method = req.method ?? "GET"
     const byModel = /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path)
     const byId = /^\/v1\/predictions\/([^/]+)(\/cancel)?$/.exec(path)
@@ -223,19 +203,11 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     problem(res, 404, "Not found", "Not found.")
   }
 
-  const listening = await listen(options.port ?? 0, async (req, res) => {
-    const parsed = new URL(req.url ?? "/", "http://simulator")
-    const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(parsed.pathname)
-    if (file !== null && req.method === "GET") {
-      core.counters.downloads++
-      return serveFile(res, file[2]!, largeFileBytes)
-    }
-    return api(req, res, parsed.pathname, parsed.searchParams)
-  })
+  const listening = await listenServingFiles({ port: options.port ?? 0, largeFileBytes: settings.largeFileBytes, counters: core.counters }, api)
   base = listening.url
 
   return {
-    ...core.controls(listening, () => generations.forEach((g) => (g.finished = true))),
+    ...core.controls(listening),
     apiToken,
     webhookSecret,
     predictions: () => generations.map((g) => view(g))

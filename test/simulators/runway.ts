@@ -11,7 +11,20 @@
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { bearerOf, isObject, listen, readJson, sendJson, simulatorCore, type SimulatorControls, type SimulatorOptions, streamBytes, TINY_MP4, TINY_PNG } from "./core.js"
+import {
+  bearerOf,
+  type InFlight,
+  isObject,
+  listen,
+  readJson,
+  sendJson,
+  simulatorCore,
+  type SimulatorControls,
+  type SimulatorOptions,
+  streamBytes,
+  TINY_MP4,
+  TINY_PNG
+} from "./core.js"
 
 /** `durationMs` is how long a task runs once it has a slot: default 2 s. Starts are counted by `promptText`. */
 export interface RunwaySimulatorOptions extends SimulatorOptions {
@@ -61,7 +74,7 @@ interface Task {
   readonly fails: boolean
   /** When it got a slot under the concurrency limit. */
   startedAt?: number
-  finished: boolean
+  readonly run: InFlight
 }
 
 export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {}): Promise<RunwaySimulator> => {
@@ -73,13 +86,6 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
   const core = simulatorCore({ errorBody: (message) => ({ error: message }), markerField: options.markerField ?? "promptText" })
   const { counters } = core
 
-  /** Once per task, when its run ends or it is deleted: no longer in flight. */
-  const finish = (task: Task) => {
-    if (task.finished) return
-    task.finished = true
-    core.finished()
-  }
-
   const running = (task: Task, now: number) => task.startedAt !== undefined && now - task.startedAt < taskMs
 
   /** Gives waiting tasks the slots finished ones freed, oldest first. */
@@ -89,7 +95,7 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
       if (busy >= concurrency) break
       if (task.startedAt === undefined) {
         task.startedAt = now
-        core.timers.after(taskMs, () => finish(task))
+        core.timers.after(taskMs, task.run.end)
         busy++
       }
     }
@@ -125,10 +131,9 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
       output: spec.output,
       createdAt: Date.now(),
       fails: String(fields["promptText"] ?? "").includes("[fail]"),
-      finished: false
+      run: core.started(fields)
     }
     tasks.set(task.id, task)
-    core.started(fields)
     schedule(Date.now())
     sendJson(res, 200, { id: task.id })
   }
@@ -176,7 +181,7 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
     }
     if (req.method === "DELETE") {
       counters.cancels++
-      finish(task)
+      task.run.end()
       tasks.delete(task.id)
       res.writeHead(204).end()
       return
@@ -186,7 +191,7 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
 
   const listening = await listen(options.port ?? 0, handle)
   return {
-    ...core.controls(listening, () => tasks.forEach((task) => (task.finished = true))),
+    ...core.controls(listening),
     apiSecret,
     creates
   }
