@@ -3,7 +3,7 @@ import { Clock, Effect, ParseResult, Redacted, Schema } from "effect"
 import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
 
 /** Node's fetch as an Effect HttpClient, built once: a provider made with it asks nothing of its caller's context. */
-export const fetchHttpClient: HttpClient.HttpClient = Effect.runSync(HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer)))
+const fetchHttpClient: HttpClient.HttpClient = Effect.runSync(HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer)))
 
 /** How one provider's API answers: what its errors say and which of them are worth asking again. Each adapter's api.ts. */
 export interface ProviderApi {
@@ -39,7 +39,7 @@ export const secretValue = (secret: string | Redacted.Redacted<string>): string 
 export const apiRoot = (baseUrl: string): string => baseUrl.replace(/\/+$/, "")
 
 /** Long provider messages (a validation dump, an HTML error page) are cut: they end up in a job's error. */
-export const MESSAGE_LIMIT = 500
+const MESSAGE_LIMIT = 500
 
 /** Replaces every credential in a message: providers have been known to quote a key they refused. */
 export const redact = (text: string, secrets: ReadonlyArray<string>): string =>

@@ -35,7 +35,7 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
 }
 
 /** The content type a URL's file extension names, when it names one. */
-export const contentTypeOfUrl = (url: string): string | undefined => {
+const contentTypeOfUrl = (url: string): string | undefined => {
   if (url.startsWith("data:")) return url.slice(5).split(/[;,]/)[0] || undefined
   try {
     const extension = new URL(url).pathname.split(".").pop()?.toLowerCase()
@@ -58,7 +58,7 @@ export const isUrl = (value: string): boolean => /^(https?:\/\/|data:)/i.test(va
 const encoder = new TextEncoder()
 
 /** Bytes already at hand (a text answer, a decoded data URL) as an output's stream. */
-export const bytesSource = (body: Uint8Array, contentType: string): OutputSource => ({
+const bytesSource = (body: Uint8Array, contentType: string): OutputSource => ({
   _tag: "Bytes",
   body: Stream.make(body),
   contentType
@@ -97,7 +97,7 @@ export const textOutput = (text: string, contentType = "text/plain; charset=utf-
  * A URL answered by a provider as an output's source. Data URLs (base64 or percent-encoded)
  * are decoded here, since nothing can fetch them; `headers` go with requests for the others.
  */
-export const urlSource = (url: string, headers?: Readonly<Record<string, string>>): OutputSource => {
+const urlSource = (url: string, headers?: Readonly<Record<string, string>>): OutputSource => {
   if (!url.startsWith("data:")) return { _tag: "Url", url, ...(headers === undefined ? {} : { headers }) }
   const comma = url.indexOf(",")
   const meta = url.slice(5, comma)

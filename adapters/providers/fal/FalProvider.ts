@@ -92,18 +92,16 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
 
   /** The result of a completed request: its outputs, or the error that is its outcome (see isRequestOutcome). */
   const result = (urls: RequestUrls, request: ProviderRequest) =>
-    Effect.flatMap(exchange(api, authorized(HttpClientRequest.get(urls.responseUrl)), timeoutMs), (answer): Effect.Effect<ProviderStatus, ProviderError> => {
-      if (isSuccess(answer)) {
-        return Effect.map(decodeAnswer(api, QueueResult, answer), (body) => {
-          const outputs = outputsOf(body, declaredOutputType(request))
-          return outputs.length === 0
-            ? { _tag: "Failed", message: "The request completed without an output" }
-            : { _tag: "Succeeded", outputs }
-        })
+    Effect.gen(function*(): Effect.fn.Return<ProviderStatus, ProviderError> {
+      const answer = yield* exchange(api, authorized(HttpClientRequest.get(urls.responseUrl)), timeoutMs)
+      if (!isSuccess(answer)) {
+        if (!isRequestOutcome(answer.status, answer.text)) return yield* rejection(api, answer)
+        return { _tag: "Failed", message: shown(api, saidIn(api, answer) ?? `The request failed (HTTP ${answer.status})`) }
       }
-      return isRequestOutcome(answer.status, answer.text)
-        ? Effect.succeed({ _tag: "Failed", message: shown(api, saidIn(api, answer) ?? `The request failed (HTTP ${answer.status})`) })
-        : rejection(api, answer)
+      const outputs = outputsOf(yield* decodeAnswer(api, QueueResult, answer), declaredOutputType(request))
+      return outputs.length === 0
+        ? { _tag: "Failed", message: "The request completed without an output" }
+        : { _tag: "Succeeded", outputs }
     })
 
   const provider: GenerationProvider = {
@@ -119,10 +117,8 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
         }
         const url = new URL(`${base}/${request.providerModel}`)
         if (request.callbackUrl !== undefined && publicKeys !== undefined) url.searchParams.set("fal_webhook", request.callbackUrl)
-        const queued = yield* sendJson(api, authorized(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input)), Queued, {
-          timeoutMs,
-          isStart: true
-        })
+        const submit = HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input)
+        const queued = yield* sendJson(api, authorized(submit), Queued, { timeoutMs, isStart: true })
         const urls = urlsOf({ id: queued.request_id }, request.providerModel)
         return {
           _tag: "Started" as const,
