@@ -6,6 +6,7 @@ import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
 import { createServer } from "node:http"
 import { publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
+import { configuredProviders } from "./providers.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
 
 // Everything the server creates (the database and its -wal/-shm, the data and file directories,
@@ -47,10 +48,12 @@ const serve = (settings: ServerSettings) =>
     yield* Effect.addFinalizer(() => Deferred.succeed(ready, Effect.succeed(HttpServerResponse.empty({ status: 503 }))))
     yield* Effect.addFinalizer(() => Effect.logInfo("genjobs stopped: workers drained, stores closed"))
     const publicUrl = publicUrlOf(settings)
+    const real = yield* configuredProviders.pipe(Effect.mapError((error) => new StartFailure(`genjobs: provider settings: ${error}`)))
     const engine = yield* Layer.build(layerEngine(engineOptionsFromEnv(settings.engine, {
       publicUrl,
       providers: {
-        [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) })
+        [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) }),
+        ...real
       }
     })))
     yield* Effect.gen(function*() {
@@ -72,6 +75,7 @@ const serve = (settings: ServerSettings) =>
       ...(Option.isSome(settings.engine.databaseUrl) ? {} : { dataDir: settings.engine.dataDir }),
       files: settings.engine.blobDriver,
       workers,
+      providers: [DEMO_PROVIDER_ID, ...Object.keys(real)].join(", "),
       webhookDispatchers: settings.engine.webhookDispatchers,
       adminApi: Option.isSome(settings.engine.adminToken) || Option.isSome(settings.engine.adminTokens) ? "on" : "off (set ADMIN_TOKEN or ADMIN_TOKENS)",
       metrics: Option.isSome(settings.engine.metricsToken) ? "on" : "off (set METRICS_TOKEN)",
