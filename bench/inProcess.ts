@@ -3,7 +3,7 @@
  * workers (submit, get, list, cancel, presign, a 4 KiB upload PUT), over the memory and SQLite
  * stores, sequentially. No reference: these track the handler's own cost between runs on one machine.
  */
-import type { Layer } from "effect"
+import { type Layer, Logger, LogLevel } from "effect"
 import { type Engine, makeDemoProvider, makeEngine, type StorePorts } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { sqliteStore } from "genjobs/sqlite"
@@ -36,7 +36,8 @@ const bench = async (store: string, layer: Layer.Layer<StorePorts, unknown>) => 
     http: { adminToken: ADMIN },
     workers: 0,
     webhookDispatchers: 0,
-    uploadSweeper: false
+    uploadSweeper: false,
+    observability: Logger.minimumLogLevel(LogLevel.Warning)
   })
   try {
     const call = caller(engine)

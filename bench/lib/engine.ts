@@ -1,4 +1,4 @@
-import { Effect, Redacted } from "effect"
+import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { Admin, Auth, type Caller, Catalog, type Engine, type GenerationProvider, Jobs, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
@@ -28,7 +28,10 @@ export const startPgEngine = (url: string, options: { readonly workers: number; 
     providers: { [BENCH_PROVIDER]: options.provider ?? noopProvider },
     workers: options.workers,
     webhookDispatchers: 0,
-    uploadSweeper: false
+    uploadSweeper: false,
+    // Warnings and errors only, as graphile-worker's quietLogger beside it: per-job info lines to a
+    // console would time the logger, and the bench's stdout is for its JSON lines.
+    observability: Logger.minimumLogLevel(LogLevel.Warning)
   })
 
 /** Loads the bench catalog and makes `accounts` funded accounts; returns a signed-in caller for each. */
