@@ -14,7 +14,8 @@ export type FromChild = { readonly type: "ready" } | { readonly type: "started" 
 /** Runs a TypeScript file of bench/ in its own Node process, as `npm run bench` runs this one. */
 export const forkTs = (file: string, env: Record<string, string>): ChildProcess =>
   fork(fileURLToPath(new URL(`../${file}`, import.meta.url)), [], {
-    execArgv: ["--conditions=genjobs-source", "--import", "tsx"],
+    // BENCH_CHILD_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the figure's processes.
+    execArgv: ["--conditions=genjobs-source", "--import", "tsx", ...(process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")],
     env: { ...process.env, ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
