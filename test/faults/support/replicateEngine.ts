@@ -18,6 +18,8 @@ export interface ReplicateEngineOptions {
   readonly leaseMs: number
   /** Between polls of a running prediction. */
   readonly pollIntervalMs: number
+  /** Enables the admin API of `engine.fetch`. */
+  readonly adminToken?: string | undefined
 }
 
 /** The file's public URL base; outputs are stored under `filesDir` by key. */
@@ -41,6 +43,7 @@ export const startReplicateEngine = (options: ReplicateEngineOptions): Promise<E
     webhookDispatchers: 0,
     uploadSweeper: false,
     retentionSweeper: false,
+    http: { adminToken: options.adminToken },
     // Retries short enough for a test: a 429's Retry-After still sets the least wait.
     settings: { leaseMs: options.leaseMs, pollIntervalMs: 200, providerRetry: { baseMs: 200, capMs: 2_000, maxRetries: 10 } }
   })
