@@ -183,7 +183,7 @@ describe.skipIf(db === undefined)("worker processes killed or frozen while the R
   })
 
   it("a provider answering 429 three times, then accepting: the job completes, no failure recorded", async () => {
-    sim.rateLimitNext(3, 1, "start")
+    sim.rateLimitNext(3, { retryAfterSeconds: 1, on: "start" })
     const job = await submit("busy", 300)
     expect(await settle(db!, 30_000)).toBe(true)
     const [row] = await rows([job])
