@@ -11,6 +11,7 @@ import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
 import { pickup } from "./pickup.js"
+import { providerInflight } from "./providerInflight.js"
 import { queueDrain } from "./queueDrain.js"
 import { serverRss } from "./serverRss.js"
 
@@ -21,7 +22,8 @@ const figures: Record<string, () => Promise<void>> = {
   claim_cost: claimCost,
   server_rss: serverRss,
   event_streams: eventStreams,
-  in_process: inProcess
+  in_process: inProcess,
+  provider_inflight: providerInflight
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")

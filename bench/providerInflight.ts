@@ -1,0 +1,156 @@
+/**
+ * provider_inflight: one worker process (providerInflightWorker.ts, BENCH_INFLIGHT_JOBS worker
+ * fibers, the Replicate adapter) holding BENCH_INFLIGHT_JOBS generations of 30 s in flight at once
+ * against the Replicate simulator (run in this process), on PostgreSQL. The worker's engine starts
+ * idle; its RSS then is the reference. The jobs are then submitted through `Jobs.submit` by an
+ * engine here with no workers. While every generation is in flight (the simulator has seen them
+ * all start and none finish) the worker's RSS peak and CPU are taken from what it reports
+ * (`process.memoryUsage.rss()`, `process.cpuUsage()` every 500 ms); lease-renewal statements are
+ * counted in the worker by wrapping `pg`'s `Client.prototype.query`, over the whole time jobs
+ * are in flight, and so are renewals that failed (the worker's "could not renew job leases"
+ * warnings). The figure fails unless the simulator saw them all in flight at once and every job
+ * completed.
+ */
+import { type ChildProcess, fork } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { startReplicateSimulator } from "../test/simulators/replicate.js"
+import { exited, goAll, readyAll } from "./lib/child.js"
+import { Logger, LogLevel, Redacted } from "effect"
+import { makeEngine } from "genjobs"
+import { memoryFiles } from "genjobs/memory"
+import { postgresStore } from "genjobs/postgres"
+import { BENCH_PROVIDER, noopProvider, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
+import { connect, waitFor, withDatabase } from "./lib/pg.js"
+import { emit, log } from "./lib/report.js"
+import type { InflightCounts } from "./providerInflightWorker.js"
+
+const whole = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback)
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive whole number`)
+  return value
+}
+/** Generations one worker process holds in flight at once (BENCH_INFLIGHT_JOBS), and the wait between polls of each (the engine's default 5 s). */
+const settings = { inflightJobs: whole("BENCH_INFLIGHT_JOBS", 5_000), inflightPollMs: whole("BENCH_INFLIGHT_POLL_MS", 5_000) }
+const GENERATION_MS = 30_000
+const IDLE_MS = 3_000
+const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
+const delta = (before: Record<string, number>, after: Record<string, number>) =>
+  Object.fromEntries(Object.entries(after).map(([kind, n]) => [kind, n - (before[kind] ?? 0)]).filter(([, n]) => Number(n) > 0))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export const providerInflight = () =>
+  withDatabase("provider_inflight", async (url, name) => {
+    const jobs = settings.inflightJobs
+    const sim = await startReplicateSimulator({ durationMs: GENERATION_MS })
+    let child: ChildProcess | undefined
+    const client = await connect(name)
+    try {
+      // The schema, the catalog and a funded account, made by an engine with no workers (and no
+      // log line per submit: stdout carries the figures).
+      const submitter = await makeEngine({
+        store: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
+        files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+        providers: { [BENCH_PROVIDER]: noopProvider },
+        workers: 0,
+        webhookDispatchers: 0,
+        uploadSweeper: false,
+        observability: Logger.minimumLogLevel(LogLevel.Warning)
+      })
+      const [caller] = await seed(submitter, 1)
+      log(`provider_inflight: submitting ${jobs} jobs of ${GENERATION_MS / 1000} s`)
+      const submitStart = performance.now()
+      await submitMany(submitter, [caller!], jobs, 16)
+      const submitSeconds = (performance.now() - submitStart) / 1000
+      // Row locks keep the pending jobs from the worker's claims (SKIP LOCKED) while its idle
+      // RSS is taken; on COMMIT it claims them all in one go, as a worker finding a backlog does.
+      await client.query("BEGIN")
+      await client.query(`SELECT id FROM ${TABLE_PREFIX}jobs WHERE status = 'pending' FOR UPDATE`)
+      // As forkTs, but its log lines go to stderr (stdout carries the figures), counted.
+      child = fork(fileURLToPath(new URL("providerInflightWorker.ts", import.meta.url)), [], {
+        execArgv: ["--conditions=genjobs-source", "--import", "tsx"],
+        env: {
+          ...process.env,
+          BENCH_DATABASE_URL: url,
+          BENCH_SIM_URL: sim.url,
+          BENCH_SIM_TOKEN: sim.apiToken,
+          BENCH_CONCURRENCY: String(jobs),
+          BENCH_POLL_MS: String(settings.inflightPollMs)
+        },
+        stdio: ["ignore", "pipe", "inherit", "ipc"]
+      })
+      let failedRenewals = 0
+      child.stdout!.on("data", (chunk: Buffer) => {
+        process.stderr.write(chunk)
+        failedRenewals += String(chunk).split("could not renew job leases").length - 1
+      })
+      const reports: Array<InflightCounts & { readonly at: number }> = []
+      child.on("message", (message: InflightCounts) => {
+        if (message.type === "counts") reports.push({ ...message, at: performance.now() })
+      })
+      await readyAll([child])
+      await goAll([child])
+      await sleep(IDLE_MS)
+      const idle = reports.at(-1)!
+      if (sim.counters.starts !== 0) throw new Error("provider_inflight: the worker started generations before the jobs were released")
+      await client.query("COMMIT")
+
+      const releasedAt = performance.now()
+      const progress = setInterval(() => log(`provider_inflight: ${sim.counters.starts} started, ${sim.counters.inFlight} in flight`), 5_000)
+      try {
+        await waitFor("every generation to start", async () => sim.counters.starts >= jobs, 200, 5 * 60_000)
+      } finally {
+        clearInterval(progress)
+      }
+      const allStartedAt = performance.now()
+      const holdFrom = reports.length
+      await waitFor("the first generation to end", async () => sim.counters.inFlight < jobs, 200, GENERATION_MS + 60_000)
+      const hold = reports.slice(holdFrom)
+      const holdTo = reports.at(-1)!
+      const holdStart = reports[holdFrom - 1]!
+      const count = async (where: string) => Number((await client.query(`SELECT count(*) AS n FROM genjobs_jobs WHERE ${where}`)).rows[0].n)
+      await waitFor("every job to complete", async () => (await count("status IN ('pending', 'processing')")) === 0, 1_000, 10 * 60_000)
+      const done = reports.at(-1)!
+      const completed = await count("status = 'completed'")
+      await submitter.dispose()
+      if (sim.counters.maxInFlight !== jobs) throw new Error(`provider_inflight: at most ${sim.counters.maxInFlight} of ${jobs} generations were in flight at once`)
+      if (completed !== jobs) throw new Error(`provider_inflight: ${completed} of ${jobs} jobs completed`)
+      if (sim.counters.starts !== jobs) throw new Error(`provider_inflight: ${sim.counters.starts} starts for ${jobs} jobs`)
+      if (hold.length === 0) throw new Error("provider_inflight: no report while every generation was in flight")
+
+      log(`provider_inflight: statements from release to the last completion, by kind: ${JSON.stringify(delta(idle.byKind, done.byKind))}`)
+      const holdSeconds = (holdTo.at - holdStart.at) / 1000
+      const inFlightSeconds = (done.at - idle.at) / 1000
+      const renewals = done.leaseRenewals - idle.leaseRenewals
+      emit({
+        figure: "provider_inflight_rss",
+        engine: MiB(Math.max(...hold.map((r) => r.rss))),
+        reference: MiB(idle.rss),
+        unit: "MiB",
+        better: "lower",
+        referenceIs: "the same worker process's RSS with its engine started and idle",
+        params: {
+          inFlight: sim.counters.maxInFlight,
+          generationSeconds: GENERATION_MS / 1000,
+          store: "PostgreSQL",
+          pollIntervalMs: settings.inflightPollMs,
+          holdSeconds: Math.round(holdSeconds * 10) / 10,
+          cpuPercentWhileHolding: Math.round(((holdTo.cpuMicros - holdStart.cpuMicros) / 1e6 / holdSeconds) * 1000) / 10,
+          statementsPerSecondWhileHolding: Math.round(((holdTo.statements - holdStart.statements) / holdSeconds) * 10) / 10,
+          statementsWhileHoldingByKind: delta(holdStart.byKind, holdTo.byKind),
+          leaseRenewalStatements: renewals,
+          leaseRenewalStatementsPerSecond: Math.round((renewals / inFlightSeconds) * 1000) / 1000,
+          // Renewals that timed out (one lease interval) waiting behind the start burst's writes.
+          failedLeaseRenewals: failedRenewals,
+          leasesPerRenewal: renewals === 0 ? 0 : Math.round((done.leasesRenewed - idle.leasesRenewed) / renewals),
+          pollsPerSecondAtSimulator: Math.round(sim.counters.polls / inFlightSeconds),
+          submitSeconds: Math.round(submitSeconds),
+          allStartedAfterReleaseSeconds: Math.round((allStartedAt - releasedAt) / 100) / 10,
+          firstClaimToAllCompletedSeconds: Math.round(inFlightSeconds)
+        }
+      })
+    } finally {
+      if (child !== undefined) await exited(child, () => child!.send({ type: "stop" }))
+      await client.end()
+      await sim.close()
+    }
+  })

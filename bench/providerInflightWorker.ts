@@ -1,0 +1,89 @@
+/**
+ * The worker process of the provider_inflight figure: the engine from its public entries on
+ * PostgreSQL with BENCH_CONCURRENCY worker fibers and the Replicate adapter pointed at the
+ * parent's simulator, no HTTP. It counts the statements it sends (every `pg` Client.query, the
+ * pool's and the LISTEN connection's alike) and which of them renew leases, and reports them with
+ * its CPU time and RSS to the parent every 500 ms.
+ */
+import { Logger, LogLevel, Redacted } from "effect"
+import { type Engine, makeEngine } from "genjobs"
+import { memoryFiles } from "genjobs/memory"
+import { postgresStore } from "genjobs/postgres"
+import { replicateProvider } from "genjobs/providers/replicate"
+import pg from "pg"
+import { serveParent } from "./lib/child.js"
+import { BENCH_PROVIDER, TABLE_PREFIX } from "./lib/engine.js"
+
+export interface InflightCounts {
+  readonly type: "counts"
+  readonly statements: number
+  readonly leaseRenewals: number
+  /** Leases renewed by those statements, in all. */
+  readonly leasesRenewed: number
+  readonly cpuMicros: number
+  readonly rss: number
+  /** Statements by their first words, for the figure's breakdown. */
+  readonly byKind: Record<string, number>
+}
+
+let statements = 0
+let leaseRenewals = 0
+let leasesRenewed = 0
+const byKind: Record<string, number> = {}
+const query = pg.Client.prototype.query as (...args: Array<unknown>) => unknown
+pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
+  statements++
+  const first = args[0]
+  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text
+  // LeaseKeeper's one statement per tick (SqlJobs.renewLeases): an UPDATE over a JSON list of leases.
+  const kind = typeof text === "string" ? text.trim().split(/\s+/).slice(0, 3).join(" ") : "?"
+  byKind[kind] = (byKind[kind] ?? 0) + 1
+  if (typeof text === "string" && text.includes("SET lease_expires_at") && text.includes("jsonb_to_recordset")) {
+    leaseRenewals++
+    const list = (args[1] as Array<unknown> | undefined)?.find((v) => typeof v === "string" && v.startsWith("[{"))
+    if (typeof list === "string") leasesRenewed += (JSON.parse(list) as Array<unknown>).length
+  }
+  return query.apply(this, args)
+} as typeof pg.Client.prototype.query
+
+const report = () => {
+  const cpu = process.cpuUsage()
+  process.send!({
+    type: "counts",
+    statements,
+    leaseRenewals,
+    leasesRenewed,
+    cpuMicros: cpu.user + cpu.system,
+    rss: process.memoryUsage.rss(),
+    byKind
+  } satisfies InflightCounts)
+}
+setInterval(report, 500).unref()
+
+let engine: Engine | undefined
+
+serveParent({
+  start: async () => {
+    engine = await makeEngine({
+      store: postgresStore({ url: Redacted.make(process.env.BENCH_DATABASE_URL!), tablePrefix: TABLE_PREFIX }),
+      files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+      providers: {
+        [BENCH_PROVIDER]: replicateProvider({
+          apiToken: process.env.BENCH_SIM_TOKEN!,
+          baseUrl: process.env.BENCH_SIM_URL!,
+          pollIntervalMs: Number(process.env.BENCH_POLL_MS)
+        })
+      },
+      workers: Number(process.env.BENCH_CONCURRENCY),
+      webhookDispatchers: 0,
+      uploadSweeper: false,
+      retentionSweeper: false,
+      // A log line per job would fill the bench's stdout, which carries the figures.
+      observability: Logger.minimumLogLevel(LogLevel.Warning)
+    })
+    report()
+  },
+  stop: async () => {
+    await engine?.dispose()
+  }
+})
