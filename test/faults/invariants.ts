@@ -93,7 +93,7 @@ export const checkInvariants = async (db: FaultDb, options: {
   }
 
   const deliveries = await db.query<{ id: string; job_id: string; status: string; attempts: string; payload: string }>(
-    "SELECT id, job_id, status, attempts, payload FROM genjobs_webhook_deliveries"
+    "SELECT id, job_id, status, attempts, payload FROM genjobs_webhook_deliveries ORDER BY job_id, id"
   )
   const deliveriesOf = new Map<string, number>()
   for (const delivery of deliveries) {
