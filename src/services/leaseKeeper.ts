@@ -32,27 +32,37 @@ export const makeLeaseKeeper: Effect.Effect<LeaseKeeper, never, JobRepo | Engine
   const interval = Math.max(1, Math.floor(config.leaseMs / 3))
   const lose = (lease: Held) => Deferred.succeed(lease.lost, undefined)
 
+  /**
+   * Renews `leases` in one write. It may wait for a store connection as long as none of them
+   * would have ended meanwhile: behind thousands of job runs' writes a renewal cut off after one
+   * interval would give up its place in the pool's queue at every tick and never be served.
+   */
+  const renew = (leases: ReadonlyArray<Held>, now: number) =>
+    Effect.gen(function*() {
+      const budget = Math.max(interval, Math.min(...leases.map((lease) => lease.expiresAt)) - now)
+      const exit = yield* Effect.exit(
+        repo.renewLeases(leases.map(({ id, workerId }) => ({ id, workerId })), now, config.leaseMs).pipe(Effect.timeout(Duration.millis(budget)))
+      )
+      if (Exit.isSuccess(exit)) {
+        const renewed = new Set(exit.value)
+        for (const lease of leases) {
+          // Renewals overlap when the store is slow: an older one answering last never shortens what a newer one knew.
+          if (renewed.has(lease.id)) lease.expiresAt = Math.max(lease.expiresAt, now + config.leaseMs)
+          else yield* lose(lease)
+        }
+        return
+      }
+      yield* Effect.logWarning("could not renew job leases", Cause.pretty(exit.cause))
+      const after = yield* Clock.currentTimeMillis
+      for (const lease of leases) if (after >= lease.expiresAt) yield* lose(lease)
+    })
+
+  // Each tick renews what is held then, without waiting for an earlier renewal still queued.
   const tick = Effect.gen(function*() {
     const leases = [...held.values()]
     if (leases.length === 0) return
-    const now = yield* Clock.currentTimeMillis
-    // A renewal that hangs is a failed one: the leases' ends keep passing meanwhile.
-    const exit = yield* Effect.exit(
-      repo.renewLeases(leases.map(({ id, workerId }) => ({ id, workerId })), now, config.leaseMs).pipe(Effect.timeout(Duration.millis(interval)))
-    )
-    if (Exit.isSuccess(exit)) {
-      const renewed = new Set(exit.value)
-      for (const lease of leases) {
-        if (renewed.has(lease.id)) lease.expiresAt = now + config.leaseMs
-        else yield* lose(lease)
-      }
-      return
-    }
-    yield* Effect.logWarning("could not renew job leases", Cause.pretty(exit.cause))
-    const after = yield* Clock.currentTimeMillis
-    for (const lease of leases) if (after >= lease.expiresAt) yield* lose(lease)
+    yield* Effect.fork(renew(leases, yield* Clock.currentTimeMillis))
   })
-
   yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(interval)), tick)))
 
   return {
