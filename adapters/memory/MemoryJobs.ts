@@ -110,6 +110,13 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         setIn(state.jobs, next.id, next)
         return true
       }),
+    updateProviderState: (id, leaseOwner, provider) =>
+      Effect.sync(() => {
+        const stored = state.jobs.get(id)
+        if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== leaseOwner) return false
+        setIn(state.jobs, id, { ...stored, providerPhase: provider.phase, providerHandle: provider.handle, providerStarts: provider.starts })
+        return true
+      }),
     postLedger: ({ accountId, amountMicroCents, jobId, kind, now }) =>
       Effect.sync(() => {
         // The SQL ledger's unique (job_id, kind).

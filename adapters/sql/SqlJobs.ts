@@ -265,6 +265,16 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         storeErrors("update job")
       ),
 
+    updateProviderState: (id, leaseOwner, provider) =>
+      sql`UPDATE ${t.jobs} SET
+          provider_phase = ${provider.phase},
+          provider_handle = ${jsonOrNull(provider.handle)},
+          provider_starts = ${provider.starts}
+        WHERE id = ${id} AND status = 'processing' AND lease_owner = ${leaseOwner} RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("update provider state")
+      ),
+
     postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
 
     insertDelivery: (delivery) =>

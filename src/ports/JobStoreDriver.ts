@@ -3,6 +3,7 @@ import type { Account } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobStatus } from "../domain/job.js"
+import type { ProviderState } from "../domain/providerHandle.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import type { HeldLease, ListQuery } from "./JobRepo.js"
@@ -101,6 +102,15 @@ export interface JobStoreDriver {
   readonly updateJob: (
     next: Job,
     expected: { readonly status: JobStatus; readonly attempts: number }
+  ) => Effect.Effect<boolean, StoreError>
+  /**
+   * Writes the job's provider state only while the job is processing under `leaseOwner`'s
+   * lease, in one write of its own; false, writing nothing, when it no longer is.
+   */
+  readonly updateProviderState: (
+    id: JobId,
+    leaseOwner: string,
+    state: ProviderState
   ) => Effect.Effect<boolean, StoreError>
   /**
    * Writes the ledger line and moves the balance by its amount. At most one line per (job, kind):

@@ -159,13 +159,8 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
     renewLeases: (leases, now, leaseMs) =>
       leases.length === 0 ? Effect.succeed([]) : driver.transaction(driver.renewLeases(leases, now, now + leaseMs)),
 
-    saveProviderState: (id, workerId, state) =>
-      driver.transaction(Effect.gen(function*() {
-        const job = yield* driver.lockJob(id)
-        if (Option.isNone(job) || !holdsLease(job.value, workerId)) return false
-        const next = { ...job.value, providerPhase: state.phase, providerHandle: state.handle, providerStarts: state.starts }
-        return yield* driver.updateJob(next, job.value)
-      })),
+    // One conditional write, with no read first: it runs before every provider start.
+    saveProviderState: (id, workerId, state) => driver.transaction(driver.updateProviderState(id, workerId, state)),
 
     complete: (id, workerId, outputs, now) =>
       driver.transaction(Effect.gen(function*() {

@@ -19,7 +19,8 @@ const writes = new Set([
   "insertDelivery",
   "takeLease",
   "pruneRateWindows",
-  "renewLeases"
+  "renewLeases",
+  "updateProviderState"
 ])
 
 /** A driver with some primitives replaced, recording every call and any write made outside a transaction. */
@@ -77,7 +78,10 @@ describe("job rules over a driver", () => {
       const pending = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 1 }))).job
       yield* repo.claim({ workerId: "w", now: T0 + 2, leaseMs: 1_000, maxAttempts: 1 })
       const before = settled(state)
-      const { calls, driver } = recording(memoryJobDriver(state), { updateJob: () => Effect.succeed(false) })
+      const { calls, driver } = recording(memoryJobDriver(state), {
+        updateJob: () => Effect.succeed(false),
+        updateProviderState: () => Effect.succeed(false)
+      })
       const losing = makeJobRepo(driver)
 
       const cancelled = yield* Effect.flip(losing.cancel(pending.id, owner.id, T0 + 3))
@@ -89,7 +93,7 @@ describe("job rules over a driver", () => {
       // The running job's lease is used up: abandoning it loses too.
       expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
 
-      expect(calls.filter((c) => c === "updateJob").length).toBeGreaterThanOrEqual(6)
+      expect(calls.filter((c) => c === "updateJob" || c === "updateProviderState").length).toBeGreaterThanOrEqual(6)
       expect(calls.filter((c) => c === "postLedger" || c === "insertDelivery")).toEqual([])
       expect(settled(state)).toEqual(before)
       expect(state.jobs.get(pending.id)?.status).toBe("pending")
@@ -140,6 +144,7 @@ describe("job rules over a driver", () => {
       yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
       yield* repo.reap({ workerId: "r", now: T0, passMs: 1_000, maxAttempts: 3, limit: 10 })
       yield* repo.renewLeases([{ id: done.id, workerId: "w" }], T0, 5_000)
+      yield* repo.saveProviderState(done.id, "w", { phase: "starting", handle: null, starts: 1 })
       yield* repo.complete(done.id, "w", [], T0 + 1)
       const failed = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 2 }))).job
       yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3)
