@@ -1,7 +1,7 @@
 import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
 import { claimedJob, type Job } from "../../src/domain/job.js"
-import { bucketOf, type WindowUsage } from "../../src/domain/rateLimit.js"
+import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
 import type { JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
 import type { MemoryState } from "./state.js"
@@ -15,6 +15,9 @@ const leaseExpired = (job: Job, now: number) =>
 const earliestExpiry = (a: Job, b: Job) => a.leaseExpiresAt! - b.leaseExpiresAt!
 
 const rateKey = (key: RateKey, windowMs: number) => JSON.stringify([key.accountId, key.model, key.version, windowMs])
+
+const isOneOf = (job: Job, versions: ReadonlyArray<{ readonly model: string; readonly version: string }>) =>
+  versions.some((v) => v.model === job.model && v.version === job.version)
 
 /**
  * Job storage in memory, for makeJobRepo: the state's one semaphore is the transaction, and an
@@ -99,6 +102,9 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           const windowMs = JSON.parse(name)[3] as number
           for (const start of buckets.keys()) if (start + 2 * windowMs <= now) buckets.delete(start)
         }
+        for (const buckets of state.providerStarts.values()) {
+          for (const start of buckets.keys()) if (start + 2 * MINUTE_MS <= now) buckets.delete(start)
+        }
       }),
     insertJob: (job) => Effect.sync(() => setIn(state.jobs, job.id, job)),
     getJob,
@@ -140,12 +146,52 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
     claimBatch: (claim) =>
       Effect.sync(() => {
         const expired = jobs().filter((j) => leaseExpired(j, claim.now) && j.attempts < claim.maxAttempts).sort(earliestExpiry)
-        const pending = jobs().filter((j) => j.status === "pending").sort(oldestFirst)
+        const pending = jobs().filter((j) => j.status === "pending" && !isOneOf(j, claim.exclude)).sort(oldestFirst)
         return [...expired, ...pending].slice(0, claim.limit).map((job) => {
           const next = claimedJob(job, claim)
           setIn(state.jobs, job.id, next)
           return next
         })
+      }),
+    // The semaphore already serialises every transaction.
+    lockProviderLimits: Effect.void,
+    readLimitUsage: (versions, scopes, now) =>
+      Effect.sync(() => ({
+        inFlight: versions.map((v) => ({
+          ...v,
+          count: jobs().filter((j) => j.status === "processing" && j.model === v.model && j.version === v.version).length
+        })),
+        starts: scopes.map((scope) => ({
+          scope,
+          count: [...(state.providerStarts.get(scope)?.values() ?? [])]
+            .filter((bucket) => bucket.oldest > now - MINUTE_MS)
+            .reduce((n, bucket) => n + bucket.n, 0)
+        }))
+      })),
+    pendingOf: (versions) =>
+      Effect.sync(() =>
+        versions.flatMap((v) =>
+          jobs().filter((j) => j.status === "pending" && j.model === v.model && j.version === v.version).sort(oldestFirst).slice(0, v.limit)
+        )
+      ),
+    claimPending: (ids, lease) =>
+      Effect.sync(() =>
+        ids.flatMap((id) => {
+          const stored = state.jobs.get(id)
+          if (stored === undefined || stored.status !== "pending") return []
+          const next = claimedJob(stored, lease)
+          setIn(state.jobs, id, next)
+          return [next]
+        })
+      ),
+    recordStarts: (starts, now) =>
+      Effect.sync(() => {
+        for (const { count, scope } of starts) {
+          if (!state.providerStarts.has(scope)) setIn(state.providerStarts, scope, new Map())
+          const buckets = state.providerStarts.get(scope)!
+          const bucket = buckets.get(bucketOf(MINUTE_WINDOW, now))
+          setIn(buckets, bucketOf(MINUTE_WINDOW, now), { n: (bucket?.n ?? 0) + count, oldest: Math.min(bucket?.oldest ?? now, now) })
+        }
       }),
     renewLeases: (leases, _now, leaseExpiresAt) =>
       Effect.sync(() =>

@@ -18,6 +18,8 @@ export interface MemoryState {
   readonly uploads: Map<string, Upload>
   /** Rate-limit buckets by (account, model, version, window), then by bucket start. */
   readonly rateWindows: Map<string, Map<number, { readonly n: number; readonly oldest: number }>>
+  /** Provider starts by limit scope, then by bucket start of the minute window. */
+  readonly providerStarts: Map<string, Map<number, { readonly n: number; readonly oldest: number }>>
   readonly leases: Map<string, { readonly owner: string; readonly expiresAt: number }>
   catalog: StoredCatalog
   readonly lock: Effect.Semaphore
@@ -32,6 +34,7 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.mak
   deliveries: new Map(),
   uploads: new Map(),
   rateWindows: new Map(),
+  providerStarts: new Map(),
   leases: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
   lock

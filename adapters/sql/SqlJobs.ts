@@ -3,7 +3,9 @@ import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
-import { bucketOf, type WindowUsage } from "../../src/domain/rateLimit.js"
+import type { ClaimLease } from "../../src/domain/job.js"
+import type { VersionRef } from "../../src/domain/providerLimits.js"
+import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
 import type { ClaimBatch, IdempotencyRecord, JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { postLedger } from "./ledger.js"
 import { SqlTables } from "./tables.js"
@@ -14,6 +16,9 @@ const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
 const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
 const decodeWindows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ window_ms: DbInt, n: DbInt, oldest: DbInt })))
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+const decodeUsage = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ kind: Schema.Literal("flight", "starts"), a: Schema.String, b: Schema.String, n: DbInt }))
+)
 const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
 const decodeIdempotency = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ request_hash: Schema.String, job_id: Schema.String, created_at: DbInt }))
@@ -116,9 +121,20 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     )
 
   /** claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing. */
-  const claimSet = (claim: ClaimBatch) =>
+  const claimSet = (claim: ClaimLease) =>
     sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${claim.now}),
       lease_owner = ${claim.leaseOwner}, lease_expires_at = ${leaseUntil(claim.now, claim.leaseExpiresAt)}`
+
+  /** The versions as a row list, for `(model, version) IN (...)` in both dialects. */
+  const versionRows = (versions: ReadonlyArray<VersionRef>) =>
+    sql`VALUES ${sql.csv(versions.map((v) => sql`(${v.model}, ${v.version})`))}`
+
+  /** `(model, version)` is none of `versions`: pending jobs of limited versions are the limited claim's. */
+  const notAmong = (versions: ReadonlyArray<VersionRef>) =>
+    versions.length === 0 ? sql`` : sql`AND (model, version) NOT IN (${versionRows(versions)})`
+
+  /** A lock only limited claims take, one per table prefix. */
+  const limitsLock = `${t.prefix}provider_limits`
 
   /**
    * Expired leases from the partial index of processing jobs by expiry, then pending jobs from
@@ -131,7 +147,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
           AND attempts < ${claim.maxAttempts}
         ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
       ), pending AS (
-        SELECT id FROM ${t.jobs} WHERE status = 'pending'
+        SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
         ORDER BY created_at, id LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
       ), picked AS (
         (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${claim.limit}
@@ -148,7 +164,9 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
           ORDER BY lease_expires_at LIMIT ${claim.limit}
         )
         UNION ALL
-        SELECT id FROM (SELECT id FROM ${t.jobs} WHERE status = 'pending' ORDER BY created_at, id LIMIT ${claim.limit})
+        SELECT id FROM (
+          SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ORDER BY created_at, id LIMIT ${claim.limit}
+        )
         LIMIT ${claim.limit}
       ) RETURNING *`
 
@@ -231,6 +249,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     // Twice the window: every job of a bucket has left it by then, whatever the bucket's width.
     pruneRateWindows: (now) =>
       sql`DELETE FROM ${t.rate_windows} WHERE bucket + 2 * window_ms <= ${now}`.pipe(
+        Effect.zipRight(sql`DELETE FROM ${t.provider_starts} WHERE bucket + ${2 * MINUTE_MS} <= ${now}`),
         Effect.asVoid,
         storeErrors("prune rate-limit windows")
       ),
@@ -321,6 +340,62 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         Effect.map((rows) => rows.map((row) => row.id as JobId)),
         storeErrors("renew leases")
       ),
+
+    lockProviderLimits: isPg
+      ? sql`SELECT pg_advisory_xact_lock(hashtextextended(${limitsLock}, 0))`.pipe(Effect.asVoid, storeErrors("lock provider limits"))
+      // SQLite's one writer serialises transactions already.
+      : Effect.void,
+
+    readLimitUsage: (versions, scopes, now) => {
+      const parts = [
+        ...(versions.length === 0 ? [] : [
+          sql`SELECT 'flight' AS kind, model AS a, version AS b, COUNT(*) AS n FROM ${t.jobs}
+            WHERE status = 'processing' AND (model, version) IN (${versionRows(versions)}) GROUP BY model, version`
+        ]),
+        ...(scopes.length === 0 ? [] : [
+          sql`SELECT 'starts' AS kind, scope AS a, '' AS b, SUM(n) AS n FROM ${t.provider_starts}
+            WHERE scope IN ${sql.in(scopes)} AND oldest > ${now - MINUTE_MS} GROUP BY scope`
+        ])
+      ]
+      return (parts.length === 0 ? Effect.succeed([]) : sql`${sql.join(" UNION ALL ", false)(parts)}`.pipe(Effect.flatMap(decodeUsage))).pipe(
+        Effect.map((rows) => ({
+          inFlight: rows.flatMap((r) => (r.kind === "flight" ? [{ model: r.a, version: r.b, count: r.n }] : [])),
+          starts: rows.flatMap((r) => (r.kind === "starts" ? [{ scope: r.a, count: r.n }] : []))
+        })),
+        storeErrors("read provider limit usage")
+      )
+    },
+
+    pendingOf: (versions) =>
+      (isPg
+        ? sql`SELECT j.* FROM jsonb_to_recordset(${JSON.stringify(versions)}::jsonb) AS v(model text, version text, "limit" int)
+            CROSS JOIN LATERAL (
+              SELECT * FROM ${t.jobs} WHERE status = 'pending' AND model = v.model AND version = v.version
+              ORDER BY created_at, id LIMIT v."limit" FOR UPDATE SKIP LOCKED
+            ) AS j`.pipe(Effect.flatMap(allJobs))
+        : Effect.map(
+          Effect.forEach(versions, (v) =>
+            sql`SELECT * FROM ${t.jobs} WHERE status = 'pending' AND model = ${v.model} AND version = ${v.version}
+              ORDER BY created_at, id LIMIT ${v.limit}`.pipe(Effect.flatMap(allJobs))),
+          (found) => found.flat()
+        )).pipe(storeErrors("read pending jobs of limited versions")),
+
+    claimPending: (ids, lease) =>
+      (ids.length === 0
+        ? Effect.succeed([])
+        : sql`UPDATE ${t.jobs} SET ${claimSet(lease)} WHERE id IN ${sql.in(ids)} AND status = 'pending' RETURNING *`.pipe(
+          Effect.flatMap(allJobs)
+        )).pipe(storeErrors("claim limited jobs")),
+
+    recordStarts: (starts, now) =>
+      (starts.length === 0
+        ? Effect.void
+        : sql`INSERT INTO ${t.provider_starts} ${
+          sql.insert(starts.map(({ count, scope }) => ({ scope, bucket: bucketOf(MINUTE_WINDOW, now), n: count, oldest: now })))
+        } ON CONFLICT (scope, bucket) DO UPDATE SET
+            n = ${t.provider_starts}.n + excluded.n,
+            oldest = CASE WHEN excluded.oldest < ${t.provider_starts}.oldest THEN excluded.oldest ELSE ${t.provider_starts}.oldest END`
+          .pipe(Effect.asVoid)).pipe(storeErrors("count provider starts")),
 
     findExhausted: (now, maxAttempts, limit) =>
       sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(now)}

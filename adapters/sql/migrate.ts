@@ -8,6 +8,7 @@ import queue from "./migrations/0005_queue.js"
 import retention from "./migrations/0006_retention.js"
 import providerHandles from "./migrations/0007_provider_handles.js"
 import admin from "./migrations/0008_admin.js"
+import providerLimits from "./migrations/0009_provider_limits.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -33,7 +34,8 @@ const migrate = Effect.gen(function*() {
       "0005_queue": queue(t),
       "0006_retention": retention(t),
       "0007_provider_handles": providerHandles(t),
-      "0008_admin": admin(t)
+      "0008_admin": admin(t),
+      "0009_provider_limits": providerLimits(t)
     })
   })
 })

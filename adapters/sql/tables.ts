@@ -19,7 +19,8 @@ export const TABLES = [
   "uploads",
   "rate_windows",
   "leases",
-  "admin_audit"
+  "admin_audit",
+  "provider_starts"
 ] as const
 
 export const INDEXES = [
@@ -42,7 +43,8 @@ export const INDEXES = [
   "admin_audit_target",
   "accounts_list",
   "jobs_list",
-  "webhook_deliveries_status"
+  "webhook_deliveries_status",
+  "jobs_pending_version"
 ] as const
 
 export type TableName = typeof TABLES[number]

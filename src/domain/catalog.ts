@@ -88,6 +88,10 @@ export const providerInputOf = (
   return out
 }
 
+/** The provider's model id a version runs as: its `provider.model`, else the model's slug. */
+export const providerModelOf = (model: { readonly slug: string }, version: { readonly provider?: ProviderMapping | undefined }): string =>
+  version.provider?.model ?? model.slug
+
 export const ModelVersion = Schema.Struct({
   versionId: NonEmpty,
   status: VersionStatus,
@@ -141,6 +145,27 @@ export const Capability = Schema.Struct({
 })
 export type Capability = typeof Capability.Type
 
+/** Far above any provider's limit; keeps the counts the stores compare with small integers. */
+const LimitCount = Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(1_000_000))
+
+export const ProviderLimit = Schema.Struct({
+  /** The most generations running at once: jobs processing, in every process together. */
+  maxInFlight: Schema.optional(LimitCount),
+  /** The most generations started in any 60 seconds: the provider's requests per minute on creating them. */
+  startsPerMinute: Schema.optional(LimitCount)
+})
+export type ProviderLimit = typeof ProviderLimit.Type
+
+/**
+ * A provider's limits, and tighter ones for some of its models, keyed by the provider's model
+ * id (a version's `provider.model`, else the model's slug). A job must fit both.
+ */
+export const ProviderLimits = Schema.Struct({
+  ...ProviderLimit.fields,
+  models: Schema.optional(Schema.Record({ key: NonEmpty, value: ProviderLimit }))
+})
+export type ProviderLimits = typeof ProviderLimits.Type
+
 export const Provider = Schema.Struct({
   id: NonEmpty,
   name: NonEmpty,
@@ -148,7 +173,9 @@ export const Provider = Schema.Struct({
   logoUrl: Schema.String,
   website: Schema.String,
   color: HexColor,
-  isActive: Schema.optionalWith(Schema.Boolean, { default: () => true })
+  isActive: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  /** How many of its generations run at once and start per minute, across every process. */
+  limits: Schema.optional(ProviderLimits)
 })
 export type Provider = typeof Provider.Type
 

@@ -1,5 +1,5 @@
 import type { Account } from "./account.js"
-import type { CatalogDocument, CatalogModel, ModelVersion } from "./catalog.js"
+import { type CatalogDocument, type CatalogModel, type ModelVersion, providerModelOf } from "./catalog.js"
 import { schemaCompileError } from "./jsonSchema.js"
 
 /** Who may see and use a model (spec 4.3): segment and private models need a matching account. */
@@ -71,6 +71,15 @@ export const catalogProblems = (doc: CatalogDocument): ReadonlyArray<string> => 
       }
     }
     if (!versionIds.has(model.currentVersion)) problems.push(`${at}: currentVersion "${model.currentVersion}" is not among its versions`)
+  }
+  // A misspelt model id would limit nothing, silently.
+  for (const provider of doc.providers) {
+    for (const providerModel of Object.keys(provider.limits?.models ?? {})) {
+      const runs = doc.models.some((model) =>
+        model.providerId === provider.id && model.versions.some((version) => providerModelOf(model, version) === providerModel)
+      )
+      if (!runs) problems.push(`provider "${provider.id}": limits.models "${providerModel}" is the provider model of none of its versions`)
+    }
   }
   return problems
 }

@@ -5,6 +5,7 @@ import type { EngineError, StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import type { Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
+import type { LimitPlan } from "../domain/providerLimits.js"
 
 export interface IdempotencyClaim {
   readonly key: string
@@ -39,6 +40,11 @@ export interface ClaimOptions {
   readonly leaseMs: number
   /** Claims a job at most this many times; an expired lease past it fails the job with a refund. */
   readonly maxAttempts: number
+  /**
+   * The providers' limits (limitPlanOf the catalog): a pending job of a limited version is
+   * claimed only while every limit it counts in has room, and otherwise stays pending.
+   */
+  readonly limits?: LimitPlan | undefined
 }
 
 export interface ReapOptions {

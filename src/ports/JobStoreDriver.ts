@@ -4,6 +4,7 @@ import type { StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobStatus } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
+import type { LimitUsage, VersionRef } from "../domain/providerLimits.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import type { HeldLease, ListQuery } from "./JobRepo.js"
@@ -36,6 +37,8 @@ export interface ClaimBatch extends ClaimLease {
   readonly limit: number
   /** Expired leases with this many attempts are the reaper's, not a claimer's. */
   readonly maxAttempts: number
+  /** Pending jobs of these versions are left to the limited claim (their provider has limits). */
+  readonly exclude: ReadonlyArray<VersionRef>
 }
 
 /**
@@ -85,7 +88,7 @@ export interface JobStoreDriver {
   ) => Effect.Effect<ReadonlyArray<WindowUsage>, StoreError>
   /** Counts one submit at `now` in each window's bucket of `now` (bucketOf). */
   readonly recordRateWindows: (key: RateKey, now: number, windows: ReadonlyArray<RateWindow>) => Effect.Effect<void, StoreError>
-  /** Drops buckets too old to count in any window at `now`. */
+  /** Drops buckets (rate windows and provider starts) too old to count in any window at `now`. */
   readonly pruneRateWindows: (now: number) => Effect.Effect<void, StoreError>
   /**
    * Inserts the job. A store shared by processes also wakes their claimers (PostgreSQL sends
@@ -137,6 +140,31 @@ export interface JobStoreDriver {
     now: number,
     leaseExpiresAt: number
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
+   * Holds the provider limits until the transaction ends: limited claims run one at a time, in
+   * every process sharing the store, so none counts room another is taking.
+   */
+  readonly lockProviderLimits: Effect.Effect<void, StoreError>
+  /**
+   * Jobs processing per version of `versions` (those with none may be left out), and the starts
+   * recorded per scope of `scopes` whose oldest is after `now` minus a minute.
+   */
+  readonly readLimitUsage: (
+    versions: ReadonlyArray<VersionRef>,
+    scopes: ReadonlyArray<string>,
+    now: number
+  ) => Effect.Effect<LimitUsage, StoreError>
+  /** Per version, its `limit` oldest pending jobs in claim order, skipping rows another transaction holds. */
+  readonly pendingOf: (
+    versions: ReadonlyArray<VersionRef & { readonly limit: number }>
+  ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** Claims the jobs of `ids` that are still pending, as `claimBatch` does; answers them as written. */
+  readonly claimPending: (ids: ReadonlyArray<JobId>, claim: ClaimLease) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** Counts starts at `now` in each scope's bucket of the minute window (bucketOf(MINUTE_WINDOW, now)). */
+  readonly recordStarts: (
+    starts: ReadonlyArray<{ readonly scope: string; readonly count: number }>,
+    now: number
+  ) => Effect.Effect<void, StoreError>
   /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
   readonly findExhausted: (now: number, maxAttempts: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import { backoffDelayMs } from "../domain/backoff.js"
 import type { StoreError } from "../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../domain/job.js"
+import { type LimitPlan, limitPlanOf } from "../domain/providerLimits.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { type ProviderOutput, Providers } from "../ports/Provider.js"
 import { JobSignal } from "../ports/JobSignal.js"
@@ -137,12 +138,23 @@ export const make = Effect.gen(function*() {
       }
     }))
 
+  /** The catalog's provider limits, worked out again only when its revision changes. */
+  let limits: { readonly revision: number; readonly plan: LimitPlan } | undefined
+  const limitPlan = Effect.map(catalog.snapshot, (stored) => {
+    if (limits?.revision !== stored.revision) limits = { revision: stored.revision, plan: limitPlanOf(stored.document) }
+    return limits.plan
+  })
+
+  const isLimited = (job: Job) => limits?.plan.versions.some((v) => v.model === job.model && v.version === job.version) ?? false
+
   /** Claims up to `limit` jobs; each with its lease's end on this process's clock (measured before the claim, so never late). */
   const claimUpTo = (workerId: string, limit: number) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit }).pipe(
-        Effect.map((jobs) => jobs.map((job) => ({ job, leaseExpiresAt: now + config.leaseMs })))
-      ))
+    Effect.gen(function*() {
+      const plan = yield* limitPlan
+      const now = yield* Clock.currentTimeMillis
+      const jobs = yield* repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit, limits: plan })
+      return jobs.map((job) => ({ job, leaseExpiresAt: now + config.leaseMs }))
+    })
 
   /** Claims and runs one job; false when there was none. */
   const runOnce = (workerId: string): Effect.Effect<boolean, StoreError> =>
@@ -176,10 +188,13 @@ export const make = Effect.gen(function*() {
       const idle = yield* Ref.make(concurrency)
       // A fiber finished: wakes a claimer waiting for capacity, or the drain.
       const freed = yield* Queue.sliding<void>(1)
+      // A job under a provider limit ended: its room may let a waiting job go.
+      const roomFreed = yield* Queue.sliding<void>(1)
       const runner = Effect.forever(
         Queue.take(buffer).pipe(
           Effect.flatMap(({ job, leaseExpiresAt }) =>
             runJob(job, job.leaseOwner!, leaseExpiresAt, keeper).pipe(
+              Effect.ensuring(isLimited(job) ? Queue.offer(roomFreed, undefined) : Effect.void),
               // A runner outlives any one job: a store error that outlasted the retries leaves the
               // job to its lease (another worker resumes it), never a runner gone for good.
               Effect.catchAllCause((cause) =>
@@ -209,8 +224,10 @@ export const make = Effect.gen(function*() {
             yield* Effect.logError("worker could not reach the store", Cause.pretty(exit.cause))
             yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
           } else if (exit.value.length < free) {
-            // The queue ran dry: a submit signals, and the poll covers a lost signal.
-            yield* signal.wait(config.pollIntervalMs)
+            // The queue ran dry, or what is left waits for provider room: a submit signals, a
+            // limited job ending here frees room, and the poll covers a lost signal and room
+            // freed in other processes.
+            yield* Effect.raceFirst(signal.wait(config.pollIntervalMs), Queue.take(roomFreed))
           }
         }
       })

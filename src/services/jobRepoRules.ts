@@ -2,7 +2,8 @@ import { Effect, Either, Option } from "effect"
 import { idempotencyConflict, refuseSubmit } from "../domain/admission.js"
 import { engineError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
-import { activeStatuses, type Job, type JobEvent, refundsOnEntry, transition } from "../domain/job.js"
+import { activeStatuses, type ClaimLease, type Job, type JobEvent, refundsOnEntry, transition } from "../domain/job.js"
+import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../domain/providerLimits.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
 import type { JobRepo, SubmitOutcome } from "../ports/JobRepo.js"
@@ -60,11 +61,38 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         onSome: (found) => Effect.succeed(found.balanceMicroCents)
       }))
 
-  const claimBatch: JobRepo["Type"]["claimBatch"] = ({ leaseMs, limit, maxAttempts, now, workerId }) =>
-    limit < 1
-      ? Effect.succeed([])
-      : driver.transaction(driver.claimBatch({ now, limit, maxAttempts, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }))
-        .pipe(Effect.map((jobs) => [...jobs].sort(oldestFirst)))
+  /**
+   * Pending jobs of limited versions, in one transaction under the limits' lock: the room of
+   * each scope counted from the jobs processing and the starts of the last minute, the oldest
+   * candidates that fit taken, and their starts counted.
+   */
+  const claimLimited = (plan: LimitPlan, limit: number, lease: ClaimLease) =>
+    driver.transaction(Effect.gen(function*() {
+      yield* driver.lockProviderLimits
+      const usage = yield* driver.readLimitUsage(plan.versions, plan.scopes.map((scope) => scope.key), lease.now)
+      const rooms = roomsOf(plan, usage)
+      const counts = candidateCounts(plan, rooms, limit)
+      if (counts.length === 0) return []
+      const candidates = [...(yield* driver.pendingOf(counts))].sort(oldestFirst)
+      const { picked, starts } = pickWithinLimits(plan, rooms, candidates, limit)
+      if (picked.length === 0) return []
+      const claimed = yield* driver.claimPending(picked.map((job) => job.id), lease)
+      yield* driver.recordStarts(starts, lease.now)
+      return claimed
+    }))
+
+  const claimBatch: JobRepo["Type"]["claimBatch"] = ({ leaseMs, limit, limits, maxAttempts, now, workerId }) =>
+    Effect.gen(function*() {
+      if (limit < 1) return []
+      const lease: ClaimLease = { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
+      const plan = limits ?? NO_LIMITS
+      const limited = plan.versions.length === 0 ? [] : yield* claimLimited(plan, limit, lease)
+      const rest = limit - limited.length
+      const others = rest < 1
+        ? []
+        : yield* driver.transaction(driver.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions }))
+      return [...limited, ...others].sort(oldestFirst)
+    })
 
   const replay = (jobId: JobId) =>
     Effect.flatMap(driver.getJob(jobId), (found) =>

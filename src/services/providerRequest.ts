@@ -1,4 +1,4 @@
-import { type CatalogModel, type ModelVersion, providerInputOf } from "../domain/catalog.js"
+import { type CatalogModel, type ModelVersion, providerInputOf, providerModelOf } from "../domain/catalog.js"
 import type { Job } from "../domain/job.js"
 import type { ProviderRequest } from "../ports/Provider.js"
 
@@ -20,7 +20,7 @@ export const providerRequestOf = (
   job,
   model,
   version,
-  providerModel: version.provider?.model ?? model.slug,
+  providerModel: providerModelOf(model, version),
   input: providerInputOf(version.provider, job.input),
   idempotencyKey: job.id,
   ...(callbackUrl === undefined ? {} : { callbackUrl })

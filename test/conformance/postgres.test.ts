@@ -3,12 +3,14 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/layer.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
-import { jobsChannel } from "../../adapters/sql/SqlJobs.js"
-import { DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
+import { jobsChannel, makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
+import { DEFAULT_TABLE_PREFIX, layerSqlTables, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
+import type { LimitPlan } from "../../src/domain/providerLimits.js"
+import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { freshPostgresUrl } from "../support/postgres.js"
-import { createAccount, job, NO_LIMITS } from "./fixtures.js"
+import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 import { schemaNames } from "./schema.js"
 import { runStoreConformance } from "./storeSuite.js"
 
@@ -50,6 +52,34 @@ if (probe === undefined) {
       }).pipe(Effect.provide(Layer.unwrapEffect(
         Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))
       ))))
+  })
+
+  describe("postgres: provider limits across processes", () => {
+    it.live("limited claims of separate pools wait for each other, so their room is never counted twice", () =>
+      Effect.gen(function*() {
+        const url = Redacted.make((yield* Effect.promise(freshPostgresUrl))!)
+        const plan: LimitPlan = { scopes: [{ key: "p", maxInFlight: 2 }], versions: [{ model: "demo/text", version: "v1", scopes: ["p"] }] }
+        /** A process of its own: its own pool, and a pause between counting the room and taking jobs. */
+        const processRepo = Effect.gen(function*() {
+          const pool = yield* Layer.build(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url }))))
+          const driver = yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool))
+          return makeJobRepo({
+            ...driver,
+            readLimitUsage: (...args) => Effect.tap(driver.readLimitUsage(...args), () => Effect.sleep("150 millis"))
+          })
+        })
+        yield* Effect.gen(function*() {
+          const repo = yield* JobRepo
+          const owner = yield* createAccount(100_000)
+          for (let i = 0; i < 6; i++) yield* repo.submit({ job: job(owner.id, { createdAt: T0 + i }), maxConcurrentJobs: 10, rateLimits: NO_LIMITS })
+        }).pipe(Effect.provide(layerPostgres({ url, databaseClock: false })))
+        const repos = yield* Effect.all(Array.from({ length: 3 }, () => processRepo))
+        const claimed = yield* Effect.all(
+          repos.map((repo, i) => repo.claimBatch({ workerId: `p${i}`, now: T0 + 10, leaseMs: 60_000, maxAttempts: 3, limit: 5, limits: plan })),
+          { concurrency: "unbounded" }
+        )
+        expect(claimed.flat()).toHaveLength(2)
+      }).pipe(Effect.scoped))
   })
 
   describe("postgres: table prefix", () => {

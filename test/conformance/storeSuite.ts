@@ -12,6 +12,7 @@ import { retainedStatuses, unsentDeliveries } from "../../src/domain/retention.j
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
+import { runLimitsConformance } from "./limitsSuite.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo
 
@@ -33,6 +34,8 @@ const balanceAndLedger = (id: AccountId) =>
 export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<Stores, unknown>) => {
   const test = (title: string, body: () => Effect.Effect<void, unknown, Stores>) =>
     it.live(title, () => Effect.provide(body(), makeLayer()))
+
+  runLimitsConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>
