@@ -13,7 +13,7 @@ describe("a worker under a provider limit", () => {
     engine = await makeTestEngine({ catalog: oneAtATime, workers: 4, settings: { pollIntervalMs: 60_000 } })
     const alice = await engine.account({ credits: 100 })
     const hangs = [engine.provider.hangNext(), engine.provider.hangNext(), engine.provider.hangNext()]
-    const jobs = []
+    const jobs: Array<string> = []
     for (let i = 0; i < 3; i++) jobs.push((await alice.submit("test/text", { prompt: `p${i}` })).jobId)
 
     expect((await hangs[0]!.reached).job.id).toBe(jobs[0])
