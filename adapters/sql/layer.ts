@@ -1,4 +1,3 @@
-import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, type Redacted } from "effect"
 import { mkdirSync } from "node:fs"
@@ -19,6 +18,7 @@ import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
+import { layerPgClientWithPoolUse } from "./pgPool.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { layerSqlStoreStats } from "./SqlStoreStats.js"
@@ -74,4 +74,4 @@ export const layerSqlite = (options: { readonly filename: string } & SqlStoreOpt
 /** The stores over a pool of their own; `postgresStore` shares one with the signals. */
 export const layerPostgres = (
   options: { readonly url: Redacted.Redacted<string>; readonly maxConnections?: number | undefined } & SqlStoreOptions
-) => layerSqlStores(options).pipe(Layer.provide(PgClient.layer({ url: options.url, maxConnections: options.maxConnections })))
+) => layerSqlStores(options).pipe(Layer.provide(layerPgClientWithPoolUse({ url: options.url, maxConnections: options.maxConnections })))

@@ -8,6 +8,35 @@ import type { PoolUse } from "../../src/ports/StoreStats.js"
 export class PgPoolUse extends Context.Tag("genjobs/PgPoolUse")<PgPoolUse, () => PoolUse>() {}
 
 /**
+ * pg-pool hands a freed connection to the next waiter synchronously, and a waiter whose query
+ * was interrupted (@effect/sql-pg leaves it queued) hands it back synchronously too: a drain that
+ * interrupts thousands of waiting queries recursed through them all and overflowed the stack.
+ * Here each hand-over runs after the one before it returns, in a loop, in the same order.
+ */
+const handOverInTurn = (pool: Pg.Pool) => {
+  const internals = pool as unknown as { _pulseQueue: () => void }
+  const pulse = internals._pulseQueue.bind(pool)
+  let pulsing = false
+  let again = false
+  internals._pulseQueue = () => {
+    if (pulsing) {
+      again = true
+      return
+    }
+    pulsing = true
+    try {
+      do {
+        again = false
+        pulse()
+      } while (again)
+    } finally {
+      pulsing = false
+    }
+  }
+  return pool
+}
+
+/**
  * PgClient over a `pg` pool the engine holds itself, so its use can be read for metrics
  * (`PgClient.layer` keeps its pool private). Opens as `PgClient.layer` does: one `SELECT 1`
  * within 5 s, and `end` on release.
@@ -18,11 +47,13 @@ export const layerPgClientWithPoolUse = (options: {
 }) => {
   const acquire = Effect.acquireRelease(
     Effect.sync(() => {
-      const pool = new Pg.Pool({
-        connectionString: Redacted.value(options.url),
-        max: options.maxConnections,
-        application_name: "genjobs"
-      })
+      const pool = handOverInTurn(
+        new Pg.Pool({
+          connectionString: Redacted.value(options.url),
+          max: options.maxConnections,
+          application_name: "genjobs"
+        })
+      )
       // A connection that drops while idle is reported here; the next query opens another.
       pool.on("error", () => {})
       return pool

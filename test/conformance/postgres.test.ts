@@ -1,7 +1,9 @@
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/layer.js"
+import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
 import { jobsChannel, makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
 import { DEFAULT_TABLE_PREFIX, layerSqlTables, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
@@ -80,6 +82,18 @@ if (probe === undefined) {
         )
         expect(claimed.flat()).toHaveLength(2)
       }).pipe(Effect.scoped))
+  })
+
+  describe("postgres: the pool", () => {
+    it.live("interrupting 10,000 queries that wait for a connection hands the connections over without overflowing the stack", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const waiting = yield* Effect.forEach(Array.from({ length: 10_000 }), () => Effect.fork(sql`SELECT pg_sleep(0.2)`))
+        yield* Effect.sleep("50 millis")
+        yield* Fiber.interruptAll(waiting)
+        // The pool serves again once the sleeping queries end.
+        expect(yield* sql<{ one: number }>`SELECT 1 AS one`).toEqual([{ one: 1 }])
+      }).pipe(Effect.provide(layerPgClientWithPoolUse({ url: Redacted.make(probe), maxConnections: 4 }))))
   })
 
   describe("postgres: table prefix", () => {
