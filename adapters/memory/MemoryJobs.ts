@@ -116,13 +116,26 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         setIn(state.jobs, next.id, next)
         return true
       }),
-    updateProviderState: (id, leaseOwner, provider) =>
-      Effect.sync(() => {
-        const stored = state.jobs.get(id)
-        if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== leaseOwner) return false
-        setIn(state.jobs, id, { ...stored, providerPhase: provider.phase, providerHandle: provider.handle, providerStarts: provider.starts })
-        return true
-      }),
+    // Called outside a transaction: it takes the state's lock as one.
+    updateProviderStates: (states) =>
+      transaction(Effect.sync(() =>
+        states.flatMap(({ id, leaseOwner, state: provider }) => {
+          const stored = state.jobs.get(id)
+          if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== leaseOwner) return []
+          setIn(state.jobs, id, { ...stored, providerPhase: provider.phase, providerHandle: provider.handle, providerStarts: provider.starts })
+          return [id]
+        })
+      )),
+    finishHeld: (endings) =>
+      Effect.sync(() =>
+        endings.flatMap(({ completedAt, error, id, leaseOwner, outputs, status }) => {
+          const stored = state.jobs.get(id)
+          if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== leaseOwner) return []
+          const next: Job = { ...stored, status, outputs, error, completedAt, leaseOwner: null, leaseExpiresAt: null }
+          setIn(state.jobs, id, next)
+          return [next]
+        })
+      ),
     postLedger: ({ accountId, amountMicroCents, jobId, kind, now }) =>
       Effect.sync(() => {
         // The SQL ledger's unique (job_id, kind).
@@ -130,7 +143,7 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         postUndoably(accountId, kind, amountMicroCents, jobId, now)
         return true
       }),
-    insertDelivery: (delivery) => Effect.sync(() => setIn(state.deliveries, delivery.id, delivery)),
+    insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),
     listJobs: ({ accountId, after, limit, model, status }) =>
       Effect.sync(() =>
         jobs()

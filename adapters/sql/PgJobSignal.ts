@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
 import pg from "pg"
 import type { JobId } from "../../src/domain/ids.js"
+import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
@@ -102,6 +103,18 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
 
     yield* session(false).pipe(Effect.zipRight(Effect.forever(session(true))), Effect.forkScoped)
 
+    // One statement for the hints of many calls at once (a claim of 24 jobs, the completions of
+    // every worker fiber finishing meanwhile): one round trip, not one per job.
+    const publishHints = makeWriteBatcher(
+      (calls: ReadonlyArray<ReadonlyArray<JobId>>) =>
+        client`SELECT pg_notify(${eventsChannel}, id)
+          FROM unnest(ARRAY[${client.csv(calls.flat().map((id) => client`${id}`))}]::text[]) AS id`.pipe(
+          Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
+          Effect.as(calls.map(() => undefined))
+        ),
+      100
+    )
+
     return {
       jobs: JobSignal.of({ notify: Effect.void, wait: jobs.wait }),
       webhooks: WebhookSignal.of({
@@ -115,13 +128,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       }),
       events: JobEvents.of({
         // Every process hears its own NOTIFY too, so nothing is published locally here.
-        // One statement for all the jobs of a call: a claim of 24 jobs is one round trip, not 24.
-        publish: (jobIds) =>
-          jobIds.length === 0 ? Effect.void : client`SELECT pg_notify(${eventsChannel}, id)
-            FROM unnest(ARRAY[${client.csv(jobIds.map((id) => client`${id}`))}]::text[]) AS id`.pipe(
-            Effect.asVoid,
-            Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
-          ),
+        publish: (jobIds) => (jobIds.length === 0 ? Effect.void : publishHints(jobIds)),
         publishAll: client`SELECT pg_notify(${eventsChannel}, ${EVERY_JOB})`.pipe(
           Effect.asVoid,
           Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))

@@ -284,21 +284,53 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         storeErrors("update job")
       ),
 
-    updateProviderState: (id, leaseOwner, provider) =>
-      sql`UPDATE ${t.jobs} SET
-          provider_phase = ${provider.phase},
-          provider_handle = ${jsonOrNull(provider.handle)},
-          provider_starts = ${provider.starts}
-        WHERE id = ${id} AND status = 'processing' AND lease_owner = ${leaseOwner} RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
+    updateProviderStates: (states) =>
+      (isPg
+        ? sql`UPDATE ${t.jobs} AS j SET provider_phase = d.phase, provider_handle = d.handle, provider_starts = d.starts
+            FROM jsonb_to_recordset(${JSON.stringify(states.map(({ id, leaseOwner, state }) => ({
+            id,
+            leaseOwner,
+            phase: state.phase,
+            handle: jsonOrNull(state.handle),
+            starts: state.starts
+          })))}::jsonb) AS d(id text, "leaseOwner" text, phase text, handle text, starts bigint)
+            WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.id`
+        // SQLite's writes are local calls: one statement per job, in one transaction.
+        : sql.withTransaction(Effect.map(
+          Effect.forEach(states, ({ id, leaseOwner, state }) =>
+            sql`UPDATE ${t.jobs} SET provider_phase = ${state.phase}, provider_handle = ${jsonOrNull(state.handle)},
+                provider_starts = ${state.starts}
+              WHERE id = ${id} AND status = 'processing' AND lease_owner = ${leaseOwner} RETURNING id`),
+          (rows) => rows.flat()
+        ))).pipe(
+        Effect.flatMap(decodeIds),
+        Effect.map((rows) => rows.map((row) => row.id as JobId)),
         storeErrors("update provider state")
       ),
 
+    finishHeld: (endings) =>
+      (isPg
+        ? sql`UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
+              completed_at = d."completedAt", lease_owner = NULL, lease_expires_at = NULL
+            FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
+            ...e,
+            outputs: jsonOrNull(e.outputs),
+            error: jsonOrNull(e.error)
+          })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, "completedAt" bigint)
+            WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*`
+        : Effect.map(
+          Effect.forEach(endings, (e) =>
+            sql`UPDATE ${t.jobs} SET status = ${e.status}, outputs = ${jsonOrNull(e.outputs)}, error = ${jsonOrNull(e.error)},
+                completed_at = ${e.completedAt}, lease_owner = NULL, lease_expires_at = NULL
+              WHERE id = ${e.id} AND status = 'processing' AND lease_owner = ${e.leaseOwner} RETURNING *`),
+          (rows) => rows.flat()
+        )).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs")),
+
     postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
 
-    insertDelivery: (delivery) =>
-      sql`INSERT INTO ${t.webhook_deliveries} ${
-        sql.insert({
+    insertDeliveries: (deliveries) =>
+      (deliveries.length === 0 ? Effect.void : sql`INSERT INTO ${t.webhook_deliveries} ${
+        sql.insert(deliveries.map((delivery) => ({
           id: delivery.id,
           job_id: delivery.jobId,
           account_id: delivery.accountId,
@@ -310,8 +342,8 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
           lease_owner: delivery.leaseOwner,
           lease_expires_at: delivery.leaseExpiresAt,
           created_at: delivery.createdAt
-        })
-      }`.pipe(Effect.asVoid, storeErrors("insert webhook delivery")),
+        })))
+      }`.pipe(Effect.asVoid)).pipe(storeErrors("insert webhook deliveries")),
 
     listJobs: ({ accountId, after, limit, model, status }) =>
       sql`SELECT * FROM ${t.jobs} WHERE ${

@@ -2,7 +2,7 @@ import type { Effect, Option } from "effect"
 import type { Account } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
-import type { ClaimLease, Job, JobStatus } from "../domain/job.js"
+import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
 import type { LimitUsage, VersionRef } from "../domain/providerLimits.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
@@ -107,20 +107,34 @@ export interface JobStoreDriver {
     expected: { readonly status: JobStatus; readonly attempts: number }
   ) => Effect.Effect<boolean, StoreError>
   /**
-   * Writes the job's provider state only while the job is processing under `leaseOwner`'s
-   * lease, in one write of its own; false, writing nothing, when it no longer is.
+   * Writes each job's provider state only while the job is processing under its `leaseOwner`'s
+   * lease, all in one write; answers the ids it wrote. Called on its own, outside `transaction`:
+   * it must be atomic by itself and wait for transactions holding the jobs.
    */
-  readonly updateProviderState: (
-    id: JobId,
-    leaseOwner: string,
-    state: ProviderState
-  ) => Effect.Effect<boolean, StoreError>
+  readonly updateProviderStates: (
+    states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>
+  ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
+   * Ends each job still processing under its `leaseOwner`'s lease, in one write: `status`,
+   * `outputs`, `error` and `completedAt` set, the lease released, nothing else touched. Answers
+   * the jobs it wrote, as written.
+   */
+  readonly finishHeld: (
+    endings: ReadonlyArray<{
+      readonly id: JobId
+      readonly leaseOwner: string
+      readonly status: JobStatus
+      readonly outputs: ReadonlyArray<OutputItem> | null
+      readonly error: JobError | null
+      readonly completedAt: number
+    }>
+  ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**
    * Writes the ledger line and moves the balance by its amount. At most one line per (job, kind):
    * a second one writes and moves nothing and answers false.
    */
   readonly postLedger: (entry: JobLedgerEntry) => Effect.Effect<boolean, StoreError>
-  readonly insertDelivery: (delivery: WebhookDelivery) => Effect.Effect<void, StoreError>
+  readonly insertDeliveries: (deliveries: ReadonlyArray<WebhookDelivery>) => Effect.Effect<void, StoreError>
   /** Newest first over (createdAt, id), up to `limit + 1` jobs. */
   readonly listJobs: (query: ListQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**

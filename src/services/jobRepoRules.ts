@@ -2,12 +2,14 @@ import { Effect, Either, Option } from "effect"
 import { idempotencyConflict, refuseSubmit } from "../domain/admission.js"
 import { engineError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
-import { activeStatuses, type ClaimLease, type Job, type JobEvent, refundsOnEntry, transition } from "../domain/job.js"
+import { activeStatuses, type ClaimLease, type Job, type JobEvent, type OutputItem, refundsOnEntry, transition } from "../domain/job.js"
+import type { ProviderState } from "../domain/providerHandle.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../domain/providerLimits.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
 import type { JobRepo, SubmitOutcome } from "../ports/JobRepo.js"
 import type { JobStoreDriver } from "../ports/JobStoreDriver.js"
+import { makeWriteBatcher } from "./writeBatcher.js"
 
 const abandonedLease = {
   code: "INTERNAL_ERROR",
@@ -20,6 +22,9 @@ const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 
 /** The name of the reaper's pass lease. */
 const REAPER = "jobs-reaper"
+
+/** Writes of separate jobs sent together at most (makeWriteBatcher); a worker process runs tens of jobs at once. */
+const MAX_WRITE_BATCH = 100
 
 const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
@@ -48,7 +53,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
             })
           }
           const delivery = deliveryFor(next, now)
-          if (delivery !== undefined) yield* driver.insertDelivery(delivery)
+          if (delivery !== undefined) yield* driver.insertDeliveries([delivery])
           return Option.some(next)
         })
     })
@@ -93,6 +98,41 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         : yield* driver.transaction(driver.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions }))
       return [...limited, ...others].sort(oldestFirst)
     })
+
+  /** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
+  const saveProviderState = makeWriteBatcher(
+    (states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>) =>
+      Effect.map(driver.updateProviderStates(states), (written) => states.map((s) => written.includes(s.id))),
+    MAX_WRITE_BATCH
+  )
+
+  /**
+   * Completions of many jobs in one transaction: one conditional write ends those still held by
+   * their workers, and their webhook deliveries are written with them.
+   */
+  const complete = makeWriteBatcher(
+    (endings: ReadonlyArray<{ readonly id: JobId; readonly workerId: string; readonly outputs: ReadonlyArray<OutputItem>; readonly now: number }>) =>
+      driver.transaction(Effect.gen(function*() {
+        const status = Either.getOrThrow(transition("processing", "Complete"))
+        const written = yield* driver.finishHeld(endings.map((e) => ({
+          id: e.id,
+          leaseOwner: e.workerId,
+          status,
+          outputs: e.outputs,
+          error: null,
+          completedAt: e.now
+        })))
+        const byId = new Map(written.map((job) => [job.id, job]))
+        const deliveries = endings.flatMap((e) => {
+          const job = byId.get(e.id)
+          const delivery = job === undefined ? undefined : deliveryFor(job, e.now)
+          return delivery === undefined ? [] : [delivery]
+        })
+        if (deliveries.length > 0) yield* driver.insertDeliveries(deliveries)
+        return endings.map((e) => Option.fromNullable(byId.get(e.id)))
+      })),
+    MAX_WRITE_BATCH
+  )
 
   const replay = (jobId: JobId) =>
     Effect.flatMap(driver.getJob(jobId), (found) =>
@@ -187,15 +227,9 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
     renewLeases: (leases, now, leaseMs) =>
       leases.length === 0 ? Effect.succeed([]) : driver.transaction(driver.renewLeases(leases, now, now + leaseMs)),
 
-    // One conditional write, with no read first: it runs before every provider start.
-    saveProviderState: (id, workerId, state) => driver.transaction(driver.updateProviderState(id, workerId, state)),
+    saveProviderState: (id, workerId, state) => saveProviderState({ id, leaseOwner: workerId, state }),
 
-    complete: (id, workerId, outputs, now) =>
-      driver.transaction(Effect.gen(function*() {
-        const job = yield* driver.lockJob(id)
-        if (Option.isNone(job) || !holdsLease(job.value, workerId)) return Option.none<Job>()
-        return yield* move(job.value, "Complete", { outputs, completedAt: now, ...releasedLease }, now)
-      })),
+    complete: (id, workerId, outputs, now) => complete({ id, workerId, outputs, now }),
 
     fail: (id, workerId, error, now) =>
       driver.transaction(Effect.gen(function*() {

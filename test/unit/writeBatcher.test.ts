@@ -1,0 +1,85 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber } from "effect"
+import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
+
+/** A store whose writes wait for `open` and record each batch they are given. */
+const gatedStore = Effect.gen(function*() {
+  const open = yield* Deferred.make<void>()
+  const batches: Array<ReadonlyArray<string>> = []
+  const writeMany = (items: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      batches.push(items)
+      yield* Deferred.await(open)
+      if (items.includes("bad")) return yield* Effect.fail(`refused ${items.join(",")}`)
+      return items.map((item) => item.toUpperCase())
+    })
+  return { open, batches, writeMany }
+})
+
+/** Lets other fibers run until `done` holds (the writer runs in a fiber of its own). */
+const until = (done: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1_000 && !done(); i++) yield* Effect.yieldNow()
+    expect(done()).toBe(true)
+  })
+
+describe("write batcher", () => {
+  it.effect("writes the first at once, and what arrives meanwhile in the next write, each answered its own", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      const write = makeWriteBatcher(writeMany, 100)
+      const first = yield* Effect.fork(write("a"))
+      yield* until(() => batches.length === 1)
+      const later = yield* Effect.fork(Effect.all(["b", "c", "d"].map(write), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow()
+      yield* Deferred.succeed(open, undefined)
+      expect(yield* Fiber.join(first)).toBe("A")
+      expect(yield* Fiber.join(later)).toEqual(["B", "C", "D"])
+      expect(batches).toEqual([["a"], ["b", "c", "d"]])
+    }))
+
+  it.effect("keeps batches to the largest size", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      const write = makeWriteBatcher(writeMany, 2)
+      const all = yield* Effect.fork(Effect.all(["a", "b", "c", "d", "e"].map(write), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow()
+      yield* Deferred.succeed(open, undefined)
+      expect(yield* Fiber.join(all)).toEqual(["A", "B", "C", "D", "E"])
+      expect(batches.flat()).toEqual(["a", "b", "c", "d", "e"])
+      expect(Math.max(...batches.map((b) => b.length))).toBe(2)
+    }))
+
+  it.effect("a failed batch is written again item by item: only the bad item fails", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      const write = makeWriteBatcher(writeMany, 100)
+      const first = yield* Effect.fork(write("a"))
+      yield* until(() => batches.length === 1)
+      const rest = yield* Effect.fork(Effect.all(["b", "bad", "c"].map((item) => Effect.either(write(item))), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow()
+      yield* Deferred.succeed(open, undefined)
+      yield* Fiber.join(first)
+      const answers = yield* Fiber.join(rest)
+      expect(answers.map((a) => (a._tag === "Right" ? a.right : a.left))).toEqual(["B", "refused bad", "C"])
+      expect(batches).toEqual([["a"], ["b", "bad", "c"], ["b"], ["bad"], ["c"]])
+    }))
+
+  it.effect("an interrupted caller stops neither its write nor the others'", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      const write = makeWriteBatcher(writeMany, 100)
+      const first = yield* Effect.fork(write("a"))
+      yield* until(() => batches.length === 1)
+      const gone = yield* Effect.fork(write("b"))
+      const kept = yield* Effect.fork(write("c"))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(first)
+      yield* Fiber.interrupt(gone)
+      yield* Deferred.succeed(open, undefined)
+      expect(yield* Fiber.join(kept)).toBe("C")
+      expect(batches).toEqual([["a"], ["b", "c"]])
+      // And the batcher still writes afterwards.
+      expect(yield* write("d")).toBe("D")
+    }))
+})
