@@ -156,8 +156,9 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           .sort(newestFirst)
           .slice(0, limit + 1)
       ),
+    // Called outside a transaction: it takes the state's lock as one.
     claimBatch: (claim) =>
-      Effect.sync(() => {
+      transaction(Effect.sync(() => {
         const expired = jobs().filter((j) => leaseExpired(j, claim.now) && j.attempts < claim.maxAttempts).sort(earliestExpiry)
         const pending = jobs().filter((j) => j.status === "pending" && !isOneOf(j, claim.exclude)).sort(oldestFirst)
         return [...expired, ...pending].slice(0, claim.limit).map((job) => {
@@ -165,7 +166,7 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           setIn(state.jobs, job.id, next)
           return next
         })
-      }),
+      })),
     // The semaphore already serialises every transaction.
     lockProviderLimits: Effect.void,
     readLimitUsage: (versions, scopes, now) =>

@@ -141,7 +141,8 @@ export interface JobStoreDriver {
    * Takes up to `limit` runnable jobs in one write: processing ones whose lease expired by `now`
    * with fewer than `maxAttempts` attempts (earliest expiry first), then pending ones in claim
    * order (createdAt, then id). Each becomes `claimedJob(job, claim)`; answers them as written.
-   * The pending path reads an index in claim order and never sorts the backlog.
+   * The pending path reads an index in claim order and never sorts the backlog. Called on its
+   * own, outside `transaction`: it must be atomic by itself.
    */
   readonly claimBatch: (claim: ClaimBatch) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**

@@ -95,7 +95,8 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
       const rest = limit - limited.length
       const others = rest < 1
         ? []
-        : yield* driver.transaction(driver.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions }))
+        // One atomic statement of its own: no transaction around it (two round trips fewer on PostgreSQL).
+        : yield* driver.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions })
       return [...limited, ...others].sort(oldestFirst)
     })
 

@@ -21,8 +21,11 @@ export const layerPublishingJobRepo = Layer.effect(
     return JobRepo.of({
       ...repo,
       cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish([outcome.job.id])),
-      claim: (options) => Effect.tap(repo.claim(options), publishSome),
-      claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => events.publish(jobs.map((job) => job.id))),
+      // A claim's hints go out beside the run rather than before it: on PostgreSQL each is a
+      // round trip, and the claimed jobs' provider starts need not wait for it.
+      claim: (options) => Effect.tap(repo.claim(options), (found) => Effect.forkDaemon(publishSome(found))),
+      claimBatch: (options) =>
+        Effect.tap(repo.claimBatch(options), (jobs) => Effect.forkDaemon(events.publish(jobs.map((job) => job.id)))),
       complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
       fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome),
       reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))

@@ -24,8 +24,8 @@ const writes = new Set([
   "updateProviderStates"
 ])
 
-/** One atomic statement of its own, written outside any transaction (JobStoreDriver says so). */
-const standalone = new Set(["updateProviderStates"])
+/** One atomic statement each, written outside any transaction (JobStoreDriver says so). */
+const standalone = new Set(["updateProviderStates", "claimBatch"])
 
 /** A driver with some primitives replaced, recording every call and any write made outside a transaction. */
 const recording = (base: JobStoreDriver, overrides: Partial<JobStoreDriver> = {}) => {
@@ -136,7 +136,7 @@ describe("job rules over a driver", () => {
       expect(state.ledger).toHaveLength(1)
     }))
 
-  it.effect("writes only inside a transaction, but for the provider state's one statement", () =>
+  it.effect("writes only inside a transaction, but for the claim's and the provider state's one statement", () =>
     Effect.gen(function*() {
       const { owner, state } = yield* setup
       const { calls, driver, outside } = recording(memoryJobDriver(state))
