@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
-import { extname, join } from "node:path"
+import { dirname, extname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 /** A file the dashboard's page loads, held in memory: the whole set is some 80 KB. */
@@ -10,12 +10,6 @@ export interface Asset {
   readonly contentType: string
   readonly etag: string
 }
-
-/**
- * The browser code: plain ES modules beside this file, run as written (no bundler, here or at
- * the embedder's). The build copies them beside the compiled module in dist/.
- */
-const UI_DIR = fileURLToPath(new URL("./ui/", import.meta.url))
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".js": "text/javascript; charset=utf-8",
@@ -43,14 +37,24 @@ const asset = (body: Uint8Array, contentType: string): Asset => ({
   etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`
 })
 
-/** Every asset by the name it is served under; throws when a file is missing, which is a packaging fault. */
+/**
+ * Every asset by the name it is served under; throws when a file cannot be read.
+ *
+ * The browser code is plain ES modules in `ui/` beside this module, run as written (no bundler,
+ * here or at the embedder's); the build copies them beside the compiled module in dist/. Paths
+ * are worked out at run time from this module's own file: bundlers (Next.js's) turn the static
+ * forms, `new URL("./ui/", import.meta.url)` and `createRequire(import.meta.url)`, into
+ * imports of their own.
+ */
 export const loadAssets = (): ReadonlyMap<string, Asset> => {
+  const self = fileURLToPath(import.meta.url)
+  const uiDir = join(dirname(self), "ui")
   const assets = new Map<string, Asset>()
-  for (const file of readdirSync(UI_DIR)) {
+  for (const file of readdirSync(uiDir)) {
     const contentType = CONTENT_TYPES[extname(file)]
-    if (contentType !== undefined) assets.set(file, asset(readFileSync(join(UI_DIR, file)), contentType))
+    if (contentType !== undefined) assets.set(file, asset(readFileSync(join(uiDir, file)), contentType))
   }
-  const require = createRequire(import.meta.url)
+  const require = createRequire(self)
   for (const { name, specifier } of VENDOR) {
     const browserBuild = require.resolve(specifier).replace(/\.js$/, ".module.js")
     assets.set(name, asset(readFileSync(browserBuild), CONTENT_TYPES[".js"]!))

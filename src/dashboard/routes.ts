@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { createHash } from "node:crypto"
 import { HttpConfig } from "../http/HttpConfig.js"
 import { type Asset, IMPORTS, loadAssets } from "./assets.js"
@@ -79,7 +79,16 @@ export const DashboardRoutes = HttpApiBuilder.Router.use((router) =>
     const config = yield* HttpConfig
     const adminApiOn = config.adminToken !== undefined || config.adminTokens.length > 0
     if (!config.dashboard || !adminApiOn) return
-    const assets = loadAssets()
+    const loaded = Either.try(loadAssets)
+    if (Either.isLeft(loaded)) {
+      // The engine serves on without it: a host that bundles genjobs may not ship its files.
+      const reason = `The dashboard's files cannot be read (${loaded.left}). If a bundler packs genjobs ` +
+        "into your server without its files, leave genjobs out of the bundle (Next.js: serverExternalPackages); see docs/dashboard.md."
+      yield* Effect.logWarning(reason)
+      yield* router.get(DASHBOARD_PATH, HttpServerResponse.text(reason, { status: 503 }))
+      return
+    }
+    const assets = loaded.right
     yield* router.get(
       DASHBOARD_PATH,
       Effect.map(HttpServerRequest.HttpServerRequest, (request) =>

@@ -57,11 +57,13 @@ const Credit = ({ account, api, notify, onAccount, onCredited }) => {
   </section>`
 }
 
+/** @typedef {{ type: string, percentage: string, models: string }} DiscountRow a discount as its inputs hold it */
+
 /** @param {SectionProps} props */
 const Settings = ({ account, api, notify, onAccount }) => {
   const [error, setError] = useState(/** @type {any} */ (null))
   const [discounts, setDiscounts] = useState(
-    () => account.discounts.map((/** @type {any} */ d) => ({ type: d.type, percentage: String(d.percentage), models: (d.models ?? []).join(", ") }))
+    /** @returns {Array<DiscountRow>} */ () => account.discounts.map((/** @type {any} */ d) => ({ type: d.type, percentage: String(d.percentage), models: (d.models ?? []).join(", ") }))
   )
   const setDiscount = (/** @type {number} */ i, /** @type {string} */ field, /** @type {string} */ value) =>
     setDiscounts((all) => all.map((d, j) => (i === j ? { ...d, [field]: value } : d)))

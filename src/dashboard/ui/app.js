@@ -128,7 +128,8 @@ const App = () => {
   return html`
     <a class="skip" href="#main" onClick=${(/** @type {Event} */ e) => {
       e.preventDefault()
-      document.querySelector("main h1")?.focus()
+      const heading = /** @type {HTMLElement | null} */ (document.querySelector("main h1"))
+      heading?.focus()
     }}>Skip to content</a>
     <header>
       <span class="brand">genjobs</span>

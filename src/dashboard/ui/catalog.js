@@ -105,8 +105,8 @@ export const CatalogView = ({ api, notify }) => {
         setError({ code: "CATALOG_CHANGED", message: `The stored catalog changed since the preview (now revision ${again.revision}): check the changes again before applying.` })
         return
       }
-      const stored = await api("PUT", "admin/catalog", preview.document)
-      notify(`Catalog replaced: revision ${stored.revision}, ${stored.models} models.`)
+      const replaced = await api("PUT", "admin/catalog", preview.document)
+      notify(`Catalog replaced: revision ${replaced.revision}, ${replaced.models} models.`)
       await load()
     } catch (e) {
       setError(e)

@@ -12,8 +12,8 @@ export const ErrorMessage = ({ error }) => {
   /** @type {Array<string>} */
   const lines = [
     ...(Array.isArray(details.reasons) ? details.reasons : []),
-    ...(Array.isArray(details.errors) ? details.errors.map((e) => `${e.path}: ${e.message}`) : []),
-    ...(Array.isArray(details.invalid) ? details.invalid.map((e) => `Invalid: ${e}`) : [])
+    ...(Array.isArray(details.errors) ? details.errors.map((/** @type {any} */ e) => `${e.path}: ${e.message}`) : []),
+    ...(Array.isArray(details.invalid) ? details.invalid.map((/** @type {string} */ e) => `Invalid: ${e}`) : [])
   ]
   return html`<div class="error" role="alert">
     <p><strong>${error.code ? `${error.code}: ` : ""}</strong>${error.message}</p>
