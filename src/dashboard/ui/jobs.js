@@ -122,17 +122,18 @@ const PICTURE = /\.(png|apng|jpe?g|gif|webp|avif)$/i
 
 /**
  * How an output is previewed: by the extension of its file when that names a picture (the demo's
- * "videos" are animated PNGs), else by its type.
+ * "videos" are animated PNGs), else by its type; only http(s) URLs are loaded or linked at all.
  * @param {{ url: string, type: string }} output
  */
 const previewKind = (output) => {
-  let path = output.url
+  let url
   try {
-    path = new URL(output.url).pathname
+    url = new URL(output.url)
   } catch {
-    return "link"
+    return "none"
   }
-  if (PICTURE.test(path)) return "image"
+  if (url.protocol !== "https:" && url.protocol !== "http:") return "none"
+  if (PICTURE.test(url.pathname)) return "image"
   return output.type === "video" || output.type === "audio" || output.type === "image" ? output.type : "link"
 }
 
@@ -140,6 +141,7 @@ const previewKind = (output) => {
 const OutputPreview = ({ n, output }) => {
   const kind = previewKind(output)
   const label = `Output ${n}: ${output.type}`
+  if (kind === "none") return html`<figure class="output"><figcaption>${label}: <code>${output.url}</code></figcaption></figure>`
   return html`<figure class="output">
     ${kind === "image" && html`<img src=${output.url} alt=${label} loading="lazy" />`}
     ${kind === "video" && html`<video src=${output.url} poster=${output.posterImage ?? undefined} controls preload="metadata" aria-label=${label}></video>`}
