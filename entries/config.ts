@@ -32,6 +32,7 @@ export const EngineEnv = Config.all({
       })
     )
   )),
+  dashboard: Config.boolean("DASHBOARD").pipe(Config.withDefault(true)),
   metricsToken: Config.option(Config.redacted("METRICS_TOKEN")),
   workerConcurrency: nonNegative("WORKER_CONCURRENCY", 2),
   creditMicroCents: Config.integer("CREDIT_MICRO_CENTS").pipe(
@@ -200,7 +201,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       adminToken: Option.getOrUndefined(settings.adminToken),
       adminTokens: Object.fromEntries(Option.getOrElse(settings.adminTokens, () => []).map(({ name, token }) => [name, token])),
       trustedProxyHops: settings.trustedProxyHops,
-      maxJsonBodyBytes: settings.maxJsonBodyBytes
+      maxJsonBodyBytes: settings.maxJsonBodyBytes,
+      dashboard: settings.dashboard
     },
     metrics: { token: Option.getOrUndefined(settings.metricsToken) },
     workers: settings.workerConcurrency,

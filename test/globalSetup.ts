@@ -6,8 +6,9 @@ import { dropTestDatabases, postgresAvailable } from "./support/postgres.js"
 export default async function setup() {
   // Inherited by the test processes: names this run's databases (see support/postgres.ts).
   process.env["GENJOBS_TEST_RUN"] = randomBytes(4).toString("hex")
-  // End-to-end suites run the built package (dist/), as `npm start` and installs do: build it first.
-  execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { stdio: "inherit" })
+  // End-to-end suites run the built package (dist/), as `npm start` and installs do: build it first
+  // (the compiler, then the dashboard's browser files copied beside its module).
+  execFileSync("npm", ["run", "build", "--silent"], { stdio: "inherit" })
   const available = await postgresAvailable()
   if (!available) console.warn("PostgreSQL is not reachable: its suites are skipped (they fail when CI is set).")
   return async () => {

@@ -68,6 +68,7 @@ const serve = (settings: ServerSettings) =>
     )
     yield* Deferred.succeed(ready, yield* Effect.provide(HttpApiBuilder.httpApp, routes))
     const workers = settings.engine.workerConcurrency
+    const adminApiOn = Option.isSome(settings.engine.adminToken) || Option.isSome(settings.engine.adminTokens)
     yield* Effect.logInfo("genjobs listening", {
       url: publicUrl,
       address: `${settings.host}:${settings.port}`,
@@ -77,7 +78,8 @@ const serve = (settings: ServerSettings) =>
       workers,
       providers: [DEMO_PROVIDER_ID, ...Object.keys(real)].join(", "),
       webhookDispatchers: settings.engine.webhookDispatchers,
-      adminApi: Option.isSome(settings.engine.adminToken) || Option.isSome(settings.engine.adminTokens) ? "on" : "off (set ADMIN_TOKEN or ADMIN_TOKENS)",
+      adminApi: adminApiOn ? "on" : "off (set ADMIN_TOKEN or ADMIN_TOKENS)",
+      dashboard: !adminApiOn ? "off (needs the admin API)" : settings.engine.dashboard ? `${publicUrl}/dashboard` : "off (DASHBOARD=false)",
       metrics: Option.isSome(settings.engine.metricsToken) ? "on" : "off (set METRICS_TOKEN)",
       tracing: settings.observability.tracing?.url ?? "off"
     })

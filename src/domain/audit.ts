@@ -9,7 +9,8 @@ export const AuditAction = Schema.Literal(
   "account.webhook_secret.rotate",
   "key.create",
   "key.deactivate",
-  "catalog.replace"
+  "catalog.replace",
+  "delivery.retry"
 )
 export type AuditAction = typeof AuditAction.Type
 
@@ -19,7 +20,7 @@ export const AuditEntry = Schema.Struct({
   /** The admin token's name (`admin` for ADMIN_TOKEN), or `system` for writes made from code. */
   actor: Schema.String,
   action: AuditAction,
-  /** The id of the record changed: an account, a key, or `catalog`. */
+  /** The id of the record changed: an account, a key, a webhook delivery, or `catalog`. */
   target: Schema.String,
   summary: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   /** The HTTP request that made the change; null for writes made from code. */

@@ -29,6 +29,7 @@ import {
   AccountView,
   AdminDeliveryList,
   AdminDeliveryListParams,
+  AdminDeliveryView,
   AdminJobIdPath,
   AdminJobList,
   AdminJobListParams,
@@ -36,6 +37,7 @@ import {
   AuditList,
   AuditParams,
   CatalogImportResult,
+  CatalogPreviewView,
   CreatedApiKeyView,
   CreditsBody,
   ApiKeyView,
@@ -285,6 +287,16 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .annotateContext(docs("Replace the catalog", "Validates and stores a whole catalog document; the revision grows by one."))
   )
   .add(
+    HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff")
+      .setPayload(CatalogDocument)
+      .addSuccess(CatalogPreviewView)
+      .annotateContext(docs(
+        "Preview a catalog replacement",
+        "Checks a document as PUT /admin/catalog does (an invalid one is VALIDATION_ERROR with its reasons) and " +
+          "answers what it would add, remove and change, by id; stores nothing."
+      ))
+  )
+  .add(
     HttpApiEndpoint.get("exportCatalog", "/admin/catalog")
       .addSuccess(CatalogDocument)
       .annotateContext(docs("Export the catalog", "The catalog document as stored."))
@@ -394,6 +406,15 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .annotateContext(docs(
         "List webhook deliveries across accounts",
         "Deliveries of every account with their attempts, newest first, filtered by account and status."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.post("retryDelivery", "/admin/webhooks/deliveries/:id/retry")
+      .setPath(DeliveryIdPath)
+      .addSuccess(AdminDeliveryView)
+      .annotateContext(docs(
+        "Retry a webhook delivery of any account",
+        "Sends a failed delivery once more, now (DELIVERY_NOT_RETRYABLE unless it has failed); recorded in the audit log."
       ))
   )
   .add(

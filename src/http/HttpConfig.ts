@@ -12,6 +12,8 @@ export interface HttpSettings {
   readonly trustedProxyHops: number
   /** The largest request body read, in bytes (upload PUTs have their own limits); larger is 413. */
   readonly maxJsonBodyBytes: number
+  /** Whether /dashboard is served; it is only ever served while the admin API is on. */
+  readonly dashboard: boolean
 }
 
 /** HttpSettings as a host writes them: a plain string token is wrapped so it never shows in logs. */
@@ -21,6 +23,8 @@ export interface HttpOptions {
   readonly adminTokens?: Readonly<Record<string, Redacted.Redacted<string> | string>> | undefined
   readonly trustedProxyHops?: number | undefined
   readonly maxJsonBodyBytes?: number | undefined
+  /** The operator dashboard at /dashboard, on with the admin API unless this is false (docs/dashboard.md). */
+  readonly dashboard?: boolean | undefined
 }
 
 export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, HttpSettings>() {
@@ -32,6 +36,7 @@ export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, Ht
         token: typeof token === "string" ? Redacted.make(token) : token
       })),
       trustedProxyHops: options.trustedProxyHops ?? 0,
-      maxJsonBodyBytes: options.maxJsonBodyBytes ?? DEFAULT_MAX_JSON_BODY_BYTES
+      maxJsonBodyBytes: options.maxJsonBodyBytes ?? DEFAULT_MAX_JSON_BODY_BYTES,
+      dashboard: options.dashboard ?? true
     })
 }

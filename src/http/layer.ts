@@ -10,18 +10,20 @@ import { JobsHandlers } from "./handlers/jobs.js"
 import { UploadsHandlers } from "./handlers/uploads.js"
 import { WebhooksHandlers } from "./handlers/webhooks.js"
 import { SystemRoutes } from "./systemRoutes.js"
+import { DashboardRoutes } from "../dashboard/routes.js"
 import { MetricsRoute } from "../observability/metricsRoute.js"
 import { RequestLogMiddleware } from "../observability/requestLog.js"
 
 /**
  * The whole HTTP surface: the API, /health, /files, /metrics, /v1/openapi.json, the reference page
- * at /docs, the error envelope and the request log.
+ * at /docs, the operator dashboard at /dashboard, the error envelope and the request log.
  * Needs the engine services (Jobs, Admin, Catalog, Auth), BlobStore and HttpConfig.
  */
 export const EngineHttpLive = Layer.mergeAll(
   // Built after the envelope's middleware, so it wraps it and logs the status the client gets.
   RequestLogMiddleware.pipe(Layer.provide(ErrorEnvelopeMiddleware)),
   SystemRoutes,
+  DashboardRoutes,
   MetricsRoute,
   HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
   // The page inlines Scalar's bundle and the document; without its default web fonts it loads

@@ -4,20 +4,32 @@ import { invalidAllowedEntries } from "../domain/access.js"
 import { type Account, type AccountUpdate, type ApiKey, type NewAccount, type NewApiKey } from "../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../domain/apiKeySecret.js"
 import { type AuditAction, type AuditActor, changesBetween, newAuditId, redact, SYSTEM_ACTOR } from "../domain/audit.js"
+import { type CatalogDiff, catalogDiff, isEmptyDiff } from "../domain/catalogDiff.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { MAX_MICRO_CENTS } from "../domain/limits.js"
 import { type AccountId, type ApiKeyId, newAccountId, newApiKeyId } from "../domain/ids.js"
+import type { WebhookDelivery } from "../domain/webhook.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { AccountSettingsRepo } from "../ports/AccountSettingsRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
 import { AuditLog } from "../ports/AuditLog.js"
 import type { StoredCatalog } from "../ports/CatalogRepo.js"
+import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
+import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { Catalog } from "./Catalog.js"
+import { reopenFailedDelivery } from "./Webhooks.js"
 
 export interface CreatedKey {
   readonly record: ApiKey
   /** The secret: shown once, never stored. */
   readonly secret: string
+}
+
+/** What replacing the catalog with a document would change, against the revision it was compared with. */
+export interface CatalogPreview {
+  readonly revision: number
+  readonly unchanged: boolean
+  readonly diff: CatalogDiff
 }
 
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString("base64url")}`
@@ -36,6 +48,8 @@ export const make = Effect.gen(function*() {
   const settings = yield* AccountSettingsRepo
   const audit = yield* AuditLog
   const catalog = yield* Catalog
+  const deliveries = yield* WebhookDeliveryRepo
+  const webhookSignal = yield* WebhookSignal
 
   /** The change with its audit entry; `summary` is redacted whatever it holds. */
   const audited = <A, E>(
@@ -213,6 +227,30 @@ export const make = Effect.gen(function*() {
       }
     }))
 
+  /**
+   * The check `replaceCatalog` makes, and what the document would add, remove and change, by id;
+   * nothing is stored. A dry run before a replace, as `genjobs catalog apply` shows.
+   */
+  const previewCatalog = (input: unknown): Effect.Effect<CatalogPreview, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const next = yield* catalog.check(input)
+      const { document, revision } = yield* catalog.snapshot
+      const diff = catalogDiff(document, next)
+      return { revision, unchanged: isEmptyDiff(diff), diff }
+    })
+
+  /** Sends a failed delivery of any account once more, now, by the rule an account's own retry follows. */
+  const retryDelivery = (id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<WebhookDelivery, EngineError | StoreError> =>
+    audited(
+      by,
+      "delivery.retry",
+      reopenFailedDelivery(id, () => true).pipe(Effect.provideService(WebhookDeliveryRepo, deliveries)),
+      (delivery) => ({ target: delivery.id, summary: { accountId: delivery.accountId, jobId: delivery.jobId } })
+    ).pipe(
+      // Woken once the change is committed, so a dispatcher that wakes finds it due.
+      Effect.tap(() => webhookSignal.notify)
+    )
+
   const ledger = (id: string) => getAccount(id).pipe(Effect.zipRight(accounts.ledger(id as AccountId)))
 
   return {
@@ -224,7 +262,9 @@ export const make = Effect.gen(function*() {
     deactivateKey,
     ledger,
     rotateWebhookSecret,
-    replaceCatalog
+    replaceCatalog,
+    previewCatalog,
+    retryDelivery
   } as const
 })
 

@@ -46,12 +46,16 @@ export const make = Effect.gen(function*() {
   const document = Effect.map(current, (c) => c.stored.document)
 
   /** Decodes and checks a whole document; refuses it whole with every reason. */
+  const check = (input: unknown): Effect.Effect<CatalogDocument, EngineError> =>
+    Either.mapLeft(
+      checkCatalogDocument(input),
+      (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
+    )
+
+  /** Stores a document that passes `check`, whole; otherwise changes nothing. */
   const replace = (input: unknown): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
     Effect.gen(function*() {
-      const doc = yield* Either.mapLeft(
-        checkCatalogDocument(input),
-        (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
-      )
+      const doc = yield* check(input)
       const stored = yield* repo.replace(doc)
       yield* Ref.set(cache, compile(stored, yield* Clock.currentTimeMillis))
       return stored
@@ -122,7 +126,7 @@ export const make = Effect.gen(function*() {
 
   const snapshot = Effect.map(current, (c) => c.stored)
 
-  return { current: document, snapshot, replace, resolve, forJob, validateInput } as const
+  return { current: document, snapshot, check, replace, resolve, forJob, validateInput } as const
 })
 
 export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {

@@ -12,6 +12,33 @@ export interface DeliveryPage {
   readonly hasMore: boolean
 }
 
+/**
+ * The rule of every retry, the account's and the operator's: a failed delivery goes back to
+ * pending, due now. A delivery `visible` refuses is answered as unknown, so an account cannot
+ * learn another's ids. The caller wakes the dispatchers once the change is committed.
+ */
+export const reopenFailedDelivery = (
+  id: string,
+  visible: (delivery: WebhookDelivery) => boolean
+): Effect.Effect<WebhookDelivery, EngineError | StoreError, WebhookDeliveryRepo> =>
+  Effect.gen(function*() {
+    const repo = yield* WebhookDeliveryRepo
+    const found = yield* repo.get(id)
+    if (Option.isNone(found) || !visible(found.value)) {
+      return yield* Effect.fail(engineError("NOT_FOUND", `No webhook delivery "${id}"`, { deliveryId: id }))
+    }
+    const again = yield* repo.retry(id, yield* Clock.currentTimeMillis)
+    if (Option.isNone(again)) {
+      return yield* Effect.fail(
+        engineError("DELIVERY_NOT_RETRYABLE", `Only failed deliveries can be retried; this one is ${found.value.status}`, {
+          deliveryId: id,
+          status: found.value.status
+        })
+      )
+    }
+    return again.value
+  })
+
 /** Operators' view of webhook deliveries: the account's own, never another's. */
 export const make = Effect.gen(function*() {
   const repo = yield* WebhookDeliveryRepo
@@ -29,25 +56,15 @@ export const make = Effect.gen(function*() {
       return { deliveries: page.items, hasMore: page.hasMore, nextCursor: page.nextCursor }
     })
 
-  /** Sends a failed delivery once more, now. */
+  /** Sends a failed delivery of the caller's account once more, now. */
   const retry = (caller: Caller, id: string): Effect.Effect<WebhookDelivery, EngineError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "submit_job")
-      const found = yield* repo.get(id)
-      if (Option.isNone(found) || found.value.accountId !== caller.account.id) {
-        return yield* Effect.fail(engineError("NOT_FOUND", `No webhook delivery "${id}"`, { deliveryId: id }))
-      }
-      const again = yield* repo.retry(id, yield* Clock.currentTimeMillis)
-      if (Option.isNone(again)) {
-        return yield* Effect.fail(
-          engineError("DELIVERY_NOT_RETRYABLE", `Only failed deliveries can be retried; this one is ${found.value.status}`, {
-            deliveryId: id,
-            status: found.value.status
-          })
-        )
-      }
+      const again = yield* reopenFailedDelivery(id, (delivery) => delivery.accountId === caller.account.id).pipe(
+        Effect.provideService(WebhookDeliveryRepo, repo)
+      )
       yield* signal.notify
-      return again.value
+      return again
     })
 
   return { list, retry } as const

@@ -236,6 +236,29 @@ export const runAdminConformance = (
           expect(yield* accounts.count).toBe(0)
           expect(yield* audit.list({ limit: 10 })).toEqual([first])
         }))
+
+      test("a delivery retry and its entry commit together", () =>
+        Effect.gen(function*() {
+          const audit = yield* AuditLog
+          const deliveries = yield* WebhookDeliveryRepo
+          const owner = yield* createAccount(1_000_000)
+          const j = job(owner.id, { webhookUrl: "https://example.com/hook" })
+          yield* submit(j)
+          yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no" }, T0 + 1))
+          const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 60_000, maxPerAccount: 4 }))
+          const attempt = { attempt: 1, at: T0 + 10, statusCode: 500, error: "HTTP 500", durationMs: 5, responseBody: null }
+          yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })
+          const first = entry({ action: "delivery.retry", target: claimed.id })
+          yield* audit.recorded(Effect.void, () => first)
+          const refused = yield* Effect.exit(audit.recorded(deliveries.retry(claimed.id, T0 + 20), () => first))
+          expect(Exit.isFailure(refused)).toBe(true)
+          expect(Option.getOrThrow(yield* deliveries.get(claimed.id)).status).toBe("failed")
+          const second = entry({ action: "delivery.retry", target: claimed.id })
+          const retried = yield* audit.recorded(deliveries.retry(claimed.id, T0 + 30), () => second)
+          expect(Option.getOrThrow(retried).status).toBe("pending")
+          const ids = (yield* audit.list({ limit: 10, action: "delivery.retry" })).map((e) => e.id)
+          expect(new Set(ids)).toEqual(new Set([first.id, second.id]))
+        }))
     }
   })
 }

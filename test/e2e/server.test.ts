@@ -77,13 +77,18 @@ describe("the bundled server on its embedded defaults", () => {
     expect(refused).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
   })
 
-  it("serves the OpenAPI document and its reference page", async () => {
+  it("serves the OpenAPI document, its reference page and the operator dashboard", async () => {
     const doc = await call(server, "GET", "/v1/openapi.json")
     expect(doc.status).toBe(200)
     expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(["/v1/jobs/submit", "/v1/jobs", "/v1/jobs/{jobId}"]))
     const page = await call(server, "GET", "/docs")
     expect(page.status).toBe(200)
     expect(page.headers.get("content-type")).toContain("text/html")
+    // Built into dist/ with its browser files, and announced at start.
+    const dashboard = await call(server, "GET", "/dashboard")
+    expect([dashboard.status, dashboard.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"])
+    expect((await call(server, "GET", "/dashboard/assets/app.js")).status).toBe(200)
+    expect(server.output).toContain(`${server.url}/dashboard`)
   })
 
   it("checks IP allow-lists against the real client address", async () => {

@@ -1,4 +1,6 @@
+import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { type HttpEngine, makeHttpEngine, type Reply } from "../support/httpEngine.js"
 
 const ALICE = "alice-admin-token"
@@ -229,5 +231,114 @@ describe("admin API: listings, updates and the audit log", () => {
     for (const secret of [key.body.key, created.body.webhookSecret, rotated.body.webhookSecret, ALICE]) expect(text).not.toContain(secret)
     expect((await engine.admin("GET", "/admin/audit?actor=alice&action=key.create")).body.entries.map((e: any) => e.target)).toContain(key.body.id)
     expectError(await engine.admin("GET", "/admin/audit?action=account.delete"), 400, "VALIDATION_ERROR")
+  })
+})
+
+describe("admin API: retrying deliveries of any account, and previewing a catalog", () => {
+  let engine: HttpEngine
+  const asAlice = (method: string, path: string, body?: unknown) =>
+    engine.request(method, path, { body, headers: { authorization: `Bearer ${ALICE}` } })
+
+  beforeAll(async () => {
+    engine = await makeHttpEngine({}, { http: { adminTokens: { alice: ALICE } } })
+  })
+  afterAll(() => engine.dispose())
+
+  /** Marks the only due delivery failed, as a dispatcher does after its last attempt. */
+  const failOnlyDelivery = (deliveryId: string) =>
+    engine.runtime.runPromise(Effect.gen(function*() {
+      const repo = yield* WebhookDeliveryRepo
+      const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4 })
+      expect(Option.getOrThrow(claimed).id).toBe(deliveryId)
+      yield* repo.recordAttempt(deliveryId, "d", {
+        attempt: 6,
+        at: Date.now(),
+        statusCode: 500,
+        error: "HTTP 500",
+        durationMs: 3,
+        responseBody: "down"
+      }, { status: "failed" })
+    }))
+
+  it("retries a failed delivery of any account, only a failed one, and records who did", async () => {
+    const acc = await engine.account()
+    const jobId = (await acc.post("/v1/jobs/submit", {
+      model: "demo/text-gen/text-to-text",
+      input: { prompt: "p" },
+      webhookUrl: "https://hooks.example.com/x"
+    })).body.jobId
+    while (await engine.work()) { /* finish it */ }
+    const [delivery] = (await engine.admin("GET", `/admin/webhooks/deliveries?accountId=${acc.accountId}`)).body.deliveries
+    const path = `/admin/webhooks/deliveries/${delivery.id}/retry`
+    expectError(await engine.request("POST", path), 401, "UNAUTHORIZED")
+    expectError(await engine.request("POST", path, { headers: { authorization: `Bearer ${acc.key}` } }), 401, "INVALID_API_KEY")
+    const pending = await engine.admin("POST", path)
+    expectError(pending, 409, "DELIVERY_NOT_RETRYABLE")
+    expect(pending.body.error.details).toMatchObject({ deliveryId: delivery.id, status: "pending" })
+
+    await failOnlyDelivery(delivery.id)
+    const retried = await asAlice("POST", path)
+    expect(retried.status).toBe(200)
+    expect(retried.body).toMatchObject({ id: delivery.id, accountId: acc.accountId, jobId, status: "pending", nextAttemptAt: expect.any(String) })
+    expect(retried.body.attempts).toEqual([expect.objectContaining({ attempt: 6, statusCode: 500 })])
+    // Due again: a dispatcher takes it at once.
+    expect((await engine.admin("GET", `/admin/webhooks/deliveries?accountId=${acc.accountId}&status=pending`)).body.deliveries.map((d: any) => d.id))
+      .toEqual([delivery.id])
+    expectError(await engine.admin("POST", "/admin/webhooks/deliveries/whd_missing/retry"), 404, "NOT_FOUND")
+
+    const entries = (await engine.admin("GET", `/admin/audit?action=delivery.retry&target=${delivery.id}`)).body.entries
+    expect(entries).toEqual([expect.objectContaining({
+      actor: "alice",
+      action: "delivery.retry",
+      target: delivery.id,
+      summary: { accountId: acc.accountId, jobId },
+      requestId: retried.headers.get("x-request-id")
+    })])
+  })
+
+  it("previews a catalog document: the same check as a replace, then what it changes, storing nothing", async () => {
+    const before = await engine.admin("GET", "/admin/catalog")
+    const revision = (await engine.admin("PUT", "/admin/catalog", before.body)).body.revision
+    const same = await engine.admin("POST", "/admin/catalog/diff", before.body)
+    expect(same.status).toBe(200)
+    const nothing = { added: [], removed: [], changed: [] }
+    expect(same.body).toEqual({
+      revision,
+      unchanged: true,
+      diff: { categories: nothing, capabilities: nothing, providers: nothing, models: nothing }
+    })
+
+    const [first, second, ...rest] = before.body.models
+    const edited = {
+      ...before.body,
+      categories: [...before.body.categories, { id: "3d", name: "3D", description: "Shapes" }],
+      models: [{ ...first, name: "Renamed" }, ...rest]
+    }
+    const preview = await asAlice("POST", "/admin/catalog/diff", edited)
+    expect(preview.status).toBe(200)
+    expect(preview.body).toEqual({
+      revision,
+      unchanged: false,
+      diff: {
+        categories: { added: ["3d"], removed: [], changed: [] },
+        capabilities: nothing,
+        providers: nothing,
+        models: { added: [], removed: [second.slug], changed: [first.slug] }
+      }
+    })
+
+    const invalid = { ...before.body, models: [{ ...first, providerId: "nobody", currentVersion: "v9" }] }
+    const refused = await engine.admin("POST", "/admin/catalog/diff", invalid)
+    expectError(refused, 400, "VALIDATION_ERROR")
+    expect(refused.body.error.details.reasons).toEqual((await engine.admin("PUT", "/admin/catalog", invalid)).body.error.details.reasons)
+    expect(refused.body.error.details.reasons.join("\n")).toMatch(/unknown providerId "nobody"/)
+    expectError(await engine.admin("POST", "/admin/catalog/diff", { models: "none" }), 400, "VALIDATION_ERROR")
+    expectError(await engine.request("POST", "/admin/catalog/diff", { body: edited }), 401, "UNAUTHORIZED")
+
+    // Nothing stored, nothing recorded.
+    expect((await engine.admin("GET", "/admin/catalog")).body).toEqual(before.body)
+    const recorded = (await engine.admin("GET", "/admin/audit?action=catalog.replace")).body.entries
+    expect(recorded.map((e: any) => e.requestId)).not.toContain(preview.headers.get("x-request-id"))
+    expect(recorded[0].summary.revision).toBe(revision)
   })
 })

@@ -147,8 +147,19 @@ const call = async (app: App, method: string, path: string, auth: string, body?:
   return { status: response.status, type: response.headers.get("content-type"), body: await response.json() as any }
 }
 
+/** The dashboard's page and the files it loads, its UI toolkit resolved from the installed dependencies. */
+const dashboardLoads = async (app: App) => {
+  const page = await fetch(`${app.base}/dashboard`)
+  expect(page.status).toBe(200)
+  const html = await page.text()
+  const urls = [...html.matchAll(/"(\.\/dashboard\/assets\/[\w.-]+)"/g)].map((m) => m[1]!)
+  expect(urls).toEqual(expect.arrayContaining(["./dashboard/assets/app.js", "./dashboard/assets/preact.js", "./dashboard/assets/htm-preact.js"]))
+  for (const url of urls) expect([url, (await fetch(`${app.base}/${url.slice(2)}`)).status]).toEqual([url, 200])
+}
+
 /** The API through the mount: admin setup, IP allow-lists, a job to completion, its file, bad JSON, shutdown. */
 const exercise = async (app: App) => {
+  await dashboardLoads(app)
   expect((await call(app, "PUT", "/admin/catalog", ADMIN, demoCatalog())).status).toBe(200)
   const account = (await call(app, "POST", "/admin/accounts", ADMIN, { name: "mount", creditsMicroCents: 1_000_000 })).body
   const key = async (allowedIPs: Array<string>) =>

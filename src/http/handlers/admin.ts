@@ -47,6 +47,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
           Effect.map((stored) => ({ revision: stored.revision, models: stored.document.models.length })),
           toApiFailure
         ))
+      .handle("previewCatalog", ({ payload }) => admin.previewCatalog(payload).pipe(toApiFailure))
       .handle("exportCatalog", () => catalog.current.pipe(toApiFailure))
       .handle("catalogSchema", () => Effect.succeed(catalogJsonSchema))
       .handle("listAccounts", ({ urlParams }) =>
@@ -91,6 +92,8 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
           Effect.map((page) => ({ deliveries: page.items.map(adminDeliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),
           toApiFailure
         ))
+      .handle("retryDelivery", ({ path }) =>
+        Effect.flatMap(actor, (by) => admin.retryDelivery(path.id, by)).pipe(Effect.map(adminDeliveryView), toApiFailure))
       .handle("auditLog", ({ urlParams }) =>
         reads.auditLog(urlParams).pipe(
           Effect.map((page) => ({ entries: page.items.map(auditEntryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),

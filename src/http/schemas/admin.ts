@@ -54,6 +54,19 @@ export const IdPath = Schema.Struct({ id: Schema.String })
 
 export const CatalogImportResult = Schema.Struct({ revision: Schema.Number, models: Schema.Number })
 
+const PartDiff = Schema.Struct({
+  added: Schema.Array(Schema.String),
+  removed: Schema.Array(Schema.String),
+  changed: Schema.Array(Schema.String)
+})
+
+/** What a catalog document would change: ids of each part (models by slug) added, removed and changed. */
+export const CatalogPreviewView = Schema.Struct({
+  revision: Schema.Number.annotations({ description: "The stored catalog's revision the document was compared with" }),
+  unchanged: Schema.Boolean.annotations({ description: "True when replacing would change nothing" }),
+  diff: Schema.Struct({ categories: PartDiff, capabilities: PartDiff, providers: PartDiff, models: PartDiff })
+})
+
 const pageOf = <K extends string, S extends Schema.Schema.Any>(key: K, item: S) =>
   Schema.Struct({ [key]: Schema.Array(item), nextCursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean } as {
     [P in K]: Schema.Array$<S>

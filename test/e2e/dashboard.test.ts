@@ -1,0 +1,226 @@
+import { Effect, Layer } from "effect"
+import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine, WebhookSender } from "genjobs"
+import { genjobsNode } from "genjobs/http"
+import { memoryFiles, memoryStore } from "genjobs/memory"
+import { existsSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { demoCatalog } from "../support/demoCatalog.js"
+
+/** Debian's chromium package; CI installs it (.ci/run), so there a missing browser is a failure. */
+const CHROMIUM = "/usr/bin/chromium"
+const present = existsSync(CHROMIUM)
+const BASE_PATH = "/ops/genjobs"
+const ADMIN = "dashboard-admin-token"
+const SHOTS = "/tmp/genjobs-dashboard"
+
+/** A receiver that is always down, so a delivery fails after its six attempts at once. */
+const downReceiver = Layer.succeed(WebhookSender, {
+  send: () => Effect.succeed({ statusCode: 503, retryAfter: undefined, body: "receiver down" })
+})
+
+describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headless Chromium, under a base path", () => {
+  let engine: Engine
+  let server: Server
+  let origin: string
+  let browser: Browser
+  let page: Page
+  const pageErrors: Array<string> = []
+
+  const api = async (method: string, path: string, token: string, body?: unknown) => {
+    const response = await fetch(`${origin}${BASE_PATH}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    return { status: response.status, body: await response.json() as any }
+  }
+
+  beforeAll(async () => {
+    expect(present, `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true)
+    server = createServer().listen(0, "127.0.0.1")
+    await new Promise((resolve) => server.once("listening", resolve))
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    engine = await makeEngine({
+      store: memoryStore(),
+      files: memoryFiles({ publicUrl: `${origin}${BASE_PATH}` }),
+      providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
+      http: { adminToken: ADMIN },
+      basePath: BASE_PATH,
+      webhookSender: downReceiver,
+      settings: { webhookRetryDelaysMs: [0, 0, 0, 0, 0] }
+    })
+    server.on("request", genjobsNode(engine))
+    expect((await api("PUT", "/admin/catalog", ADMIN, demoCatalog())).status).toBe(200)
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    })
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    page.setDefaultTimeout(10_000)
+    page.on("pageerror", (error) => pageErrors.push(error.message))
+    page.on("console", (message) => {
+      // The refusals the tests provoke (a wrong token, an invalid catalog) are logged by the browser as failed loads.
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) pageErrors.push(message.text())
+    })
+    // Deactivating a key and rotating a secret ask first.
+    page.on("dialog", (dialog) => void dialog.accept())
+  }, 60_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    server?.closeAllConnections()
+    server?.close()
+    await engine?.dispose()
+  })
+
+  it("refuses a wrong token, then signs in with the admin token", async () => {
+    const response = await page.goto(`${origin}${BASE_PATH}/dashboard`)
+    expect(response?.status()).toBe(200)
+    expect(response?.headers()["content-security-policy"]).toContain("default-src 'none'")
+    await page.getByLabel("Admin token").fill("not-the-token")
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("not an admin token")
+    await page.getByLabel("Admin token").fill(ADMIN)
+    await page.keyboard.press("Enter")
+    await page.getByRole("heading", { level: 1, name: "Accounts" }).waitFor()
+  })
+
+  let accountId: string
+  let key: string
+
+  it("creates an account with credit and a key whose secret it shows once", async () => {
+    await page.getByLabel("Name", { exact: true }).fill("Dashboard Films")
+    await page.getByLabel("Opening credit (USD)").fill("25")
+    await page.getByRole("button", { name: "Create account" }).click()
+    await page.getByRole("heading", { level: 1, name: "Dashboard Films" }).waitFor()
+    expect(await page.getByTestId("balance").textContent()).toBe("$25.00")
+    accountId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!)
+    expect(accountId).toMatch(/^acc_/)
+
+    await page.getByLabel("Key name").fill("backend")
+    await page.getByRole("checkbox", { name: /check_status/ }).check()
+    await page.getByRole("checkbox", { name: /submit_job/ }).check()
+    await page.getByRole("button", { name: "Create key" }).click()
+    const secret = page.getByLabel("New API key secret")
+    await secret.waitFor()
+    key = await secret.inputValue()
+    expect(key).toMatch(/^gjk_/)
+    const keys = page.getByRole("table", { name: /Keys of this account/ })
+    await expect.poll(() => keys.textContent()).toContain("submit_job, check_status")
+    expect(await keys.textContent()).not.toContain(key)
+    await page.getByRole("button", { name: "I have stored it" }).click()
+    expect(await page.getByLabel("New API key secret").count()).toBe(0)
+  })
+
+  it("credits the account and shows the ledger line", async () => {
+    await page.getByLabel("Amount (USD)").fill("2.5")
+    await page.getByRole("button", { name: "Add credit" }).click()
+    await expect.poll(() => page.getByTestId("balance").textContent()).toBe("$27.50")
+    const ledger = page.getByRole("table", { name: /Credits, charges and refunds/ })
+    await expect.poll(() => ledger.locator("tbody tr").allTextContents()).toEqual([
+      expect.stringMatching(/credit\$25\.00/),
+      expect.stringMatching(/credit\$2\.50/)
+    ])
+    expect(await page.getByRole("status").first().textContent()).toContain("Credited $2.50")
+  })
+
+  it("rotates the webhook secret, keeping the old one for the overlap", async () => {
+    const before = (await api("GET", `/admin/accounts/${accountId}`, ADMIN)).body.webhookSecret
+    await page.getByLabel("Keep the old secret signing for").selectOption({ label: "1 hour" })
+    await page.getByRole("button", { name: "Rotate secret" }).click()
+    await page.getByText("Previous secret, still signing").waitFor()
+    const after = (await api("GET", `/admin/accounts/${accountId}`, ADMIN)).body
+    expect(after.previousWebhookSecret).toBe(before)
+    expect(Date.parse(after.previousWebhookSecretExpiresAt) - Date.now()).toBeGreaterThan(3_500_000)
+    await page.getByRole("button", { name: "Show secrets" }).click()
+    expect(await page.getByTestId("webhook-secret").textContent()).toBe(after.webhookSecret)
+  })
+
+  it("watches a job submitted with that key through the API complete, and previews its picture", async () => {
+    await page.getByRole("link", { name: "Jobs of this account" }).click()
+    await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor()
+    const submitted = await api("POST", "/v1/jobs/submit", key, {
+      model: "demo/image-gen/text-to-image",
+      input: { prompt: "a lighthouse at dusk", width: 64, height: 48, demoDelayMs: 6_000 }
+    })
+    expect(submitted.status).toBe(200)
+    const row = page.locator(`tr[data-job="${submitted.body.jobId}"]`)
+    // No click: the list refreshes itself, first to show the new job, then while it runs.
+    await row.waitFor()
+    expect(await row.textContent()).toMatch(/processing50%/)
+    await expect.poll(() => row.textContent(), { timeout: 15_000 }).toMatch(/completed100%/)
+
+    await row.getByRole("link", { name: submitted.body.jobId }).click()
+    await page.getByRole("heading", { level: 1, name: `Job ${submitted.body.jobId}` }).waitFor()
+    const picture = page.getByRole("img", { name: "Output 1: image" })
+    await picture.waitFor()
+    await expect.poll(() => picture.evaluate((img: HTMLImageElement) => [img.complete, img.naturalWidth, img.naturalHeight]))
+      .toEqual([true, 64, 48])
+    // The file's own URL, loaded by the browser without any key: output URLs are capabilities.
+    const done = await api("GET", `/v1/jobs/${submitted.body.jobId}`, key)
+    expect(await picture.getAttribute("src")).toBe(done.body.outputs[0].url)
+    await page.screenshot({ path: `${SHOTS}-job.png`, fullPage: true })
+  }, 45_000)
+
+  it("refuses an invalid catalog with its reasons, and shows a valid change before applying it", async () => {
+    await page.getByRole("link", { name: "Catalog" }).click()
+    const editor = page.getByLabel("Catalog document (JSON)")
+    await expect.poll(() => editor.inputValue()).toContain("demo/image-gen/text-to-image")
+    const stored = JSON.parse(await editor.inputValue())
+
+    await editor.fill(JSON.stringify({ ...stored, models: [{ ...stored.models[0], providerId: "nobody" }] }, null, 2))
+    await page.getByRole("button", { name: "Check and preview changes" }).click()
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/unknown providerId "nobody"/)
+
+    const renamed = { ...stored, models: stored.models.map((m: any, i: number) => (i === 0 ? { ...m, name: "Lighthouse Painter" } : m)) }
+    await editor.fill(JSON.stringify(renamed, null, 2))
+    await page.getByRole("button", { name: "Check and preview changes" }).click()
+    const diff = page.getByRole("region", { name: /Changes against revision/ })
+    await expect.poll(() => diff.textContent()).toMatch(new RegExp(`changed ${stored.models[0].slug}:\\s*name$`))
+    // Nothing is stored before the operator applies.
+    expect((await api("GET", "/admin/catalog", ADMIN)).body.models[0].name).toBe(stored.models[0].name)
+    await page.screenshot({ path: `${SHOTS}-catalog.png`, fullPage: true })
+    await page.getByRole("button", { name: "Apply these changes" }).click()
+    await expect.poll(() => page.getByRole("status").first().textContent()).toMatch(/Catalog replaced: revision \d+/)
+    expect((await api("GET", "/admin/catalog", ADMIN)).body.models[0].name).toBe("Lighthouse Painter")
+  })
+
+  it("retries a failed webhook delivery", async () => {
+    const submitted = await api("POST", "/v1/jobs/submit", key, {
+      model: "demo/text-gen/text-to-text",
+      input: { prompt: "hello" },
+      webhookUrl: "https://hooks.example.com/genjobs"
+    })
+    let delivery: any
+    for (let i = 0; i < 200 && delivery?.status !== "failed"; i++) {
+      await new Promise((r) => setTimeout(r, 50))
+      delivery = (await api("GET", `/admin/webhooks/deliveries?accountId=${accountId}`, ADMIN)).body.deliveries[0]
+    }
+    expect(delivery).toMatchObject({ jobId: submitted.body.jobId, status: "failed" })
+
+    await page.getByRole("link", { name: "Webhook deliveries" }).click()
+    const row = page.locator(`tr[data-delivery="${delivery.id}"]`)
+    await expect.poll(() => row.textContent()).toContain("6 attempts")
+    await row.getByRole("button", { name: `Retry delivery ${delivery.id}` }).click()
+    await expect.poll(() => page.getByRole("status").first().textContent()).toContain(`Delivery ${delivery.id} is pending again`)
+    // Sent again at once; the receiver is still down, so it fails again after a seventh attempt.
+    await expect.poll(async () => (await api("GET", `/admin/webhooks/deliveries?accountId=${accountId}`, ADMIN)).body.deliveries[0].attempts.length)
+      .toBeGreaterThan(6)
+    const audit = (await api("GET", `/admin/audit?action=delivery.retry&target=${delivery.id}`, ADMIN)).body.entries
+    expect(audit).toEqual([expect.objectContaining({ actor: "admin", target: delivery.id })])
+  })
+
+  it("deactivates the key, and the API refuses it from then on", async () => {
+    await page.goto(`${origin}${BASE_PATH}/dashboard#/accounts/${accountId}`)
+    await page.getByRole("button", { name: /^Deactivate key backend/ }).click()
+    const keys = page.getByRole("table", { name: /Keys of this account/ })
+    await expect.poll(() => keys.textContent()).toContain("deactivated")
+    const refused = await api("GET", "/v1/jobs", key)
+    expect([refused.status, refused.body.error.code]).toEqual([401, "API_KEY_INACTIVE"])
+    expect(pageErrors).toEqual([])
+  })
+})
