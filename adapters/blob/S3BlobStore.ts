@@ -7,7 +7,8 @@ import {
   PutObjectCommand,
   type S3Client
 } from "@aws-sdk/client-s3"
-import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { Upload } from "@aws-sdk/lib-storage"
+import { Chunk, Deferred, Effect, Layer, Option, Stream } from "effect"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore, checkedPrefixes } from "../../src/ports/BlobStore.js"
 
@@ -22,6 +23,16 @@ export interface S3Location {
 const DELETE_BATCH = 1000
 /** Prefixes listed at once. */
 const LIST_CONCURRENCY = 8
+/**
+ * A streamed body goes up in parts of this size (S3's least is 5 MiB, its most 10,000 parts:
+ * objects up to 78 GiB); a body that fits one part is a single PutObject.
+ */
+const PART_SIZE = 8 * 1024 * 1024
+/**
+ * Parts uploading at once. An upload holds these and the part being filled, with its pieces until
+ * they are joined: 40 MiB at the most, measured.
+ */
+const PARTS_IN_FLIGHT = 2
 
 const isMissing = (error: unknown) =>
   typeof error === "object" && error !== null && "name" in error && (error.name === "NoSuchKey" || error.name === "NotFound")
@@ -72,16 +83,48 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
       call("put", () =>
         s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: blob.bytes, ContentType: blob.contentType }))
       ).pipe(Effect.as(`${s3.publicBaseUrl.replace(/\/$/, "")}/${encodeURIComponent(key)}`)),
-    // Uploads reach S3 straight from the client; what the engine streams here is small enough
-    // to gather, and a single PutObject needs the length up front.
-    putStream: (key, contentType, body) =>
-      Stream.runCollect(body).pipe(
-        Effect.map((chunks) => new Uint8Array(Buffer.concat([...chunks]))),
-        Effect.flatMap((bytes) =>
-          call("put", () => s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key, Body: bytes, ContentType: contentType })))
-            .pipe(Effect.as(bytes.length))
+    putStream: <E>(key: string, contentType: string, body: Stream.Stream<Uint8Array, E>) =>
+      Effect.gen(function*() {
+        const bodyFailed = yield* Deferred.make<never, E>()
+        // Failed when the put is interrupted: the body then ends in an error, and the upload
+        // stops as it does for a failed body, aborting its multipart upload.
+        const cut = yield* Deferred.make<never, StoreError>()
+        let written = 0
+        const source = Stream.toReadableStreamRuntime(
+          body.pipe(
+            Stream.tap((bytes) => Effect.sync(() => (written += bytes.length))),
+            Stream.tapErrorCause((cause) => Deferred.failCause(bodyFailed, cause)),
+            Stream.interruptWhenDeferred(cut)
+          ),
+          yield* Effect.runtime<never>()
         )
-      ),
+        const upload = new Upload({
+          client: s3.client,
+          params: { Bucket: s3.bucket, Key: key, Body: source, ContentType: contentType },
+          partSize: PART_SIZE,
+          queueSize: PARTS_IN_FLIGHT,
+          leavePartsOnError: false
+        })
+        yield* Effect.async<void, unknown>((resume) => {
+          const done = upload.done().then(() => resume(Effect.void), (cause) => resume(Effect.fail(cause)))
+          // Not `upload.abort()`: it answers at once and leaves the AbortMultipartUpload to run
+          // later, unawaited (never, while the body is stalled); a process exiting on a drain
+          // would skip it. This waits for the parts in flight, then for the abort.
+          return Deferred.fail(cut, new StoreError({ message: "S3 put interrupted" })).pipe(Effect.zipRight(Effect.promise(() => done)))
+        }).pipe(
+          // The body's own failure, when it failed, rather than the upload's that followed.
+          Effect.catchAll((cause) =>
+            Deferred.poll(bodyFailed).pipe(
+              Effect.flatMap(Option.getOrElse((): Effect.Effect<never, StoreError | E> =>
+                Effect.fail(new StoreError({ message: "S3 put failed", cause }))
+              ))
+            )
+          ),
+          // The body is read by a fiber of its own; a failed upload leaves it waiting to be read.
+          Effect.ensuring(Effect.promise(() => source.cancel().catch(() => undefined)))
+        )
+        return written
+      }),
     get: (key, range) =>
       optional("get", async () => {
         const object = await s3.client.send(new GetObjectCommand({
