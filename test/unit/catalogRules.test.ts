@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest"
 import type { Account } from "../../src/domain/account.js"
 import type { CatalogDocument, CatalogModel, ModelVersion } from "../../src/domain/catalog.js"
+import { readFileSync } from "node:fs"
+import { checkCatalogDocument } from "../../src/domain/catalogCheck.js"
 import { canSee, catalogProblems, defaultVersion, findModel, isUsable } from "../../src/domain/catalogRules.js"
 import type { AccountId } from "../../src/domain/ids.js"
 import { sampleCatalog } from "../conformance/fixtures.js"
@@ -77,6 +79,12 @@ describe("slugs", () => {
 describe("catalog documents", () => {
   it("accepts the bundled demo catalog", () => {
     expect(catalogProblems(sampleCatalog())).toEqual([])
+  })
+
+  it("accepts the README's example catalog of real providers (CATALOG_FILE=examples/catalogs/providers.json)", () => {
+    const example = JSON.parse(readFileSync(new URL("../../examples/catalogs/providers.json", import.meta.url), "utf8"))
+    const checked = checkCatalogDocument(example)
+    expect(checked._tag === "Left" ? checked.left : []).toEqual([])
   })
 
   it("lists every broken reference and invalid schema", () => {
