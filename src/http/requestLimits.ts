@@ -36,56 +36,101 @@ const cappedStream = (request: HttpServerRequest.HttpServerRequest, maxBytes: nu
 const decodeError = (request: HttpServerRequest.HttpServerRequest, cause: unknown) =>
   new HttpServerError.RequestError({ request, reason: "Decode", cause })
 
-const isAsyncIterable = (u: unknown): u is AsyncIterable<Uint8Array> =>
-  typeof u === "object" && u !== null && Symbol.asyncIterator in u
-
-/**
- * The platform's own body as chunks, when it can be read so: a Node IncomingMessage, or a web
- * Request's body (null when it has none). Read directly, a JSON body costs a few promises; through
- * `request.stream` (a Stream over a channel) it cost about half a millisecond of CPU per request.
- */
-const chunksOf = (request: HttpServerRequest.HttpServerRequest): AsyncIterable<Uint8Array> | null | undefined => {
-  const source = request.source
-  if (typeof Request !== "undefined" && source instanceof Request) {
-    return source.body === null || isAsyncIterable(source.body) ? source.body : undefined
-  }
-  return isAsyncIterable(source) ? source : undefined
+/** What this reader needs of a Node readable stream (the IncomingMessage of @effect/platform-node's server). */
+interface NodeReadable {
+  readonly readable: boolean
+  on(event: string, listener: (...args: Array<any>) => void): unknown
+  off(event: string, listener: (...args: Array<any>) => void): unknown
+  destroy(): unknown
 }
 
+const isNodeReadable = (u: unknown): u is NodeReadable =>
+  typeof u === "object" && u !== null && "readable" in u && typeof (u as NodeReadable).on === "function" &&
+  typeof (u as NodeReadable).off === "function" && typeof (u as NodeReadable).destroy === "function"
+
+const EMPTY = new Uint8Array(0)
+
 /**
- * Every byte of the body, or a PAYLOAD_TOO_LARGE defect at the first chunk past the cap.
- * Leaving the loop early (over the cap, or interrupted) ends the iteration, which closes the
- * source as the platform's stream does when it is cut off.
+ * A Node readable's bytes up to the cap, read as @effect/platform-node reads a body as text
+ * (listeners, no Stream): undefined once past the cap. Cut off (past the cap, or interrupted),
+ * the source is destroyed, as the platform's stream does.
  */
-const readCapped = (
-  request: HttpServerRequest.HttpServerRequest,
-  chunks: AsyncIterable<Uint8Array> | null,
-  maxBytes: number
-): Effect.Effect<Uint8Array, HttpServerError.RequestError> =>
+const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeReadable, maxBytes: number) =>
+  Effect.async<Uint8Array | undefined, HttpServerError.RequestError>((resume) => {
+    if (!source.readable) return resume(Effect.succeed(EMPTY))
+    const parts: Array<Uint8Array> = []
+    let seen = 0
+    const stop = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Uint8Array) => {
+      seen += chunk.length
+      if (seen <= maxBytes) return void parts.push(chunk)
+      stop()
+      source.destroy()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      stop()
+      resume(Effect.succeed(Buffer.concat(parts, seen)))
+    }
+    const onError = (cause: unknown) => {
+      stop()
+      resume(Effect.fail(decodeError(request, cause)))
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(() => {
+      stop()
+      source.destroy()
+    })
+  })
+
+/** A web body's bytes up to the cap, through its reader: undefined once past the cap, the stream then cancelled. */
+const readWeb = (request: HttpServerRequest.HttpServerRequest, body: ReadableStream<Uint8Array> | null, maxBytes: number) =>
   Effect.tryPromise({
     try: async (signal) => {
-      if (chunks === null) return new Uint8Array(0)
-      const iterator = chunks[Symbol.asyncIterator]()
-      const stop = () => void iterator.return?.()
-      signal.addEventListener("abort", stop, { once: true })
+      if (body === null) return EMPTY
+      const reader = body.getReader()
+      const cancel = () => void reader.cancel().catch(() => undefined)
+      signal.addEventListener("abort", cancel, { once: true })
       try {
         const parts: Array<Uint8Array> = []
         let seen = 0
-        for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
+        for (let next = await reader.read(); !next.done; next = await reader.read()) {
           seen += next.value.length
           if (seen > maxBytes) {
-            stop()
+            cancel()
             return undefined
           }
           parts.push(next.value)
         }
         return Buffer.concat(parts, seen)
       } finally {
-        signal.removeEventListener("abort", stop)
+        signal.removeEventListener("abort", cancel)
       }
     },
     catch: (cause) => decodeError(request, cause)
-  }).pipe(Effect.flatMap((bytes) => (bytes === undefined ? Effect.die(tooLarge(maxBytes)) : Effect.succeed(bytes))))
+  })
+
+/**
+ * Every byte of the body, or a PAYLOAD_TOO_LARGE defect at the first chunk past the cap. Read
+ * from the platform's source when it is a Node IncomingMessage or a web Request: through
+ * `request.stream` (a Stream over a channel) a JSON body cost about half a millisecond of CPU.
+ */
+const readCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> => {
+  const source = request.source
+  const read = typeof Request !== "undefined" && source instanceof Request
+    ? readWeb(request, source.body, maxBytes)
+    : isNodeReadable(source)
+    ? readNode(request, source, maxBytes)
+    : undefined
+  if (read === undefined) return collectCapped(request, maxBytes)
+  return Effect.flatMap(read, (bytes) => (bytes === undefined ? Effect.die(tooLarge(maxBytes)) : Effect.succeed(bytes)))
+}
 
 /** The same through the request's Stream, for platforms whose request holds no readable source. */
 const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
@@ -119,12 +164,7 @@ interface Limited extends HttpServerRequest.HttpServerRequest {
 
 const bytesOf = (self: Limited) => {
   const limits = self[LIMITS]
-  if (limits.bytes === undefined) {
-    const chunks = chunksOf(limits.request)
-    limits.bytes = Effect.runSync(Effect.cached(
-      chunks === undefined ? collectCapped(limits.request, limits.maxBytes) : readCapped(limits.request, chunks, limits.maxBytes)
-    ))
-  }
+  limits.bytes ??= Effect.runSync(Effect.cached(readCapped(limits.request, limits.maxBytes)))
   return limits.bytes
 }
 
