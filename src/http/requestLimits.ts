@@ -150,69 +150,50 @@ const tooDeepOrNul = (value: unknown) => {
 
 // Built only when a route reads one of these, as errors capture a stack trace when made.
 const notJson = Effect.dieSync(() => engineError("VALIDATION_ERROR", "The request body must be JSON"))
+const notJsonStream = Stream.fromEffect(notJson)
 
-const LIMITS = Symbol.for("genjobs/http/BodyLimits")
-
-interface Limited extends HttpServerRequest.HttpServerRequest {
-  readonly [LIMITS]: {
-    readonly request: HttpServerRequest.HttpServerRequest
-    readonly maxBytes: number
-    /** The one read of the body, made by the first reader and shared by the others. */
-    bytes?: Effect.Effect<Uint8Array, HttpServerError.RequestError>
-  }
-}
-
-const bytesOf = (self: Limited) => {
-  const limits = self[LIMITS]
-  limits.bytes ??= Effect.runSync(Effect.cached(readCapped(limits.request, limits.maxBytes)))
-  return limits.bytes
-}
-
-const textOf = (self: Limited) => Effect.map(bytesOf(self), (b) => new TextDecoder().decode(b))
-
-/** The readers of a limited request, built on first use: a request whose body is never read pays nothing. */
-const limitedReaders: PropertyDescriptorMap = {
-  stream: {
-    get(this: Limited) {
-      return cappedStream(this[LIMITS].request, this[LIMITS].maxBytes)
-    }
-  },
-  text: {
-    get(this: Limited) {
-      return textOf(this)
-    }
-  },
-  json: {
-    get(this: Limited) {
-      const request = this[LIMITS].request
-      return Effect.flatMap(textOf(this), (t) =>
-        Effect.try({ try: () => JSON.parse(t) as unknown, catch: (cause) => decodeError(request, cause) })).pipe(
-          Effect.tap(tooDeepOrNul)
-        )
-    }
-  },
-  arrayBuffer: {
-    get(this: Limited) {
-      return Effect.map(bytesOf(this), (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))
-    }
-  },
-  urlParamsBody: { value: notJson },
-  multipart: { value: notJson },
-  multipartStream: { value: Stream.fromEffect(notJson) }
-}
+const textOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
+  Effect.map(bytes, (b) => new TextDecoder().decode(b))
 
 /**
  * The request with every body reader capped at `maxBytes`; JSON is also refused when nested
  * deeper than MAX_JSON_DEPTH or holding a NUL. Refusals are defects carrying an EngineError,
  * as the API builder turns body errors into defects anyway; the error middleware renders them.
  * The engine takes no multipart bodies, so those readers refuse rather than read uncapped.
+ * A Proxy rather than an object made with property descriptors: those cost several
+ * microseconds a request to make, and every read through them is slow.
  */
 export const withBodyLimits = (
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number
 ): HttpServerRequest.HttpServerRequest => {
   if (isUploadPut(request)) return request
-  const limited = Object.create(request, limitedReaders) as { [LIMITS]: Limited[typeof LIMITS] }
-  limited[LIMITS] = { request, maxBytes }
-  return limited as unknown as HttpServerRequest.HttpServerRequest
+  /** The one read of the body, made by the first reader and shared by the others. */
+  let read: Effect.Effect<Uint8Array, HttpServerError.RequestError> | undefined
+  const bytes = () => (read ??= Effect.runSync(Effect.cached(readCapped(request, maxBytes))))
+  return new Proxy(request, {
+    get: (target, key, receiver) => {
+      switch (key) {
+        case "stream":
+          return cappedStream(target, maxBytes)
+        case "text":
+          return textOf(bytes())
+        case "json":
+          return Effect.flatMap(textOf(bytes()), (t) =>
+            Effect.try({ try: () => JSON.parse(t) as unknown, catch: (cause) => decodeError(target, cause) })).pipe(
+              Effect.tap(tooDeepOrNul)
+            )
+        case "arrayBuffer":
+          return Effect.map(bytes(), (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))
+        case "urlParamsBody":
+        case "multipart":
+          return notJson
+        case "multipartStream":
+          return notJsonStream
+        default:
+          // The receiver stays the proxy, so the platform's own getters (unsafeJson...) read through these readers too.
+          return Reflect.get(target, key, receiver)
+      }
+    }
+  })
 }
