@@ -60,6 +60,13 @@ export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
 export const apiKeyRepo = (state: MemoryState): ApiKeyRepo["Type"] => ({
   create: (key) => Effect.sync(() => void state.keys.set(key.id, key)),
   findByHash: (hash) => Effect.sync(() => Option.fromNullable([...state.keys.values()].find((k) => k.hash === hash))),
+  findWithAccount: (hash) =>
+    Effect.sync(() =>
+      Option.map(
+        Option.fromNullable([...state.keys.values()].find((k) => k.hash === hash)),
+        (key) => ({ key, account: Option.fromNullable(state.accounts.get(key.accountId)) })
+      )
+    ),
   deactivate: (id) =>
     Effect.sync(() => {
       const key = state.keys.get(id)

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { activeStatuses } from "../../src/domain/job.js"
 import type { AccountRepo } from "../../src/ports/AccountRepo.js"
-import type { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
+import type { ApiKeyRepo, KeyWithAccount } from "../../src/ports/ApiKeyRepo.js"
 import { postLedger } from "./ledger.js"
 import { AccountRow, ApiKeyRow, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -11,6 +11,21 @@ const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
 const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
 const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
 const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
+const decodeKey = Schema.decodeUnknown(ApiKeyRow)
+const decodeAccount = Schema.decodeUnknown(AccountRow)
+
+const ACCOUNT_COLUMNS = Object.keys(AccountRow.fields)
+
+/** A row of the key joined with its account: the account's columns prefixed `a_`, all null when it is gone. */
+const decodeKeyWithAccount = (row: Record<string, unknown>) => {
+  const account: Record<string, unknown> = {}
+  for (const column of ACCOUNT_COLUMNS) account[column] = row[`a_${column}`]
+  return Effect.zipWith(
+    decodeKey(row),
+    account["id"] === null ? Effect.succeed(Option.none()) : Effect.map(decodeAccount(account), (a) => Option.some(toAccount(a))),
+    (key, found): KeyWithAccount => ({ key: toApiKey(key), account: found })
+  )
+}
 
 export const makeSqlAccounts = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -81,6 +96,11 @@ export const makeSqlAccounts = Effect.gen(function*() {
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toApiKey))
     )
 
+  /** The account's columns renamed apart from the key's (both tables have id, name and created_at). */
+  const accountColumns = sql.literal(
+    ACCOUNT_COLUMNS.map((column) => `a.${column} AS a_${column}`).join(", ")
+  )
+
   const keys: ApiKeyRepo["Type"] = {
     create: (key) =>
       sql`INSERT INTO ${t.api_keys} ${
@@ -98,6 +118,14 @@ export const makeSqlAccounts = Effect.gen(function*() {
         })
       }`.pipe(Effect.asVoid, storeErrors("create API key")),
     findByHash: (hash) => findKey("hash", hash).pipe(storeErrors("read API key")),
+    findWithAccount: (hash) =>
+      sql`SELECT k.*, ${accountColumns} FROM ${t.api_keys} k LEFT JOIN ${t.accounts} a ON a.id = k.account_id
+        WHERE k.hash = ${hash}`.pipe(
+        Effect.flatMap((rows) =>
+          rows.length === 0 ? Effect.succeed(Option.none()) : Effect.map(decodeKeyWithAccount(rows[0]), Option.some)
+        ),
+        storeErrors("read API key")
+      ),
     deactivate: (id) =>
       sql`UPDATE ${t.api_keys} SET active = 0 WHERE id = ${id}`.pipe(
         Effect.zipRight(findKey("id", id)),

@@ -1,39 +1,49 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { engineError } from "../domain/errors.js"
+import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { noteRequestAccount } from "../observability/requestLog.js"
-import { Auth } from "../services/Auth.js"
+import { Auth, type Caller, type Credentials } from "../services/Auth.js"
 import { DEFAULT_ADMIN_NAME } from "./adminTokens.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { clientAddress, toApiFailure } from "./requestContext.js"
 
-const authenticateRequest = Effect.gen(function*() {
-  const auth = yield* Auth
-  const { trustedProxyHops } = yield* HttpConfig
-  return Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const authorization = request.headers["authorization"]
-    const apiKey = request.headers["x-api-key"]
-    const credentials = { authorization, apiKey, clientIp: yield* clientAddress(trustedProxyHops) }
-    const caller = Effect.tap(auth.authenticate(credentials), (c) => noteRequestAccount(c.account.id))
-    return { presented: authorization !== undefined || apiKey !== undefined, caller }
-  })
+/** The credentials the request being served presents, read off it in place (no effect per header). */
+const requestCredentials = Effect.map(HttpConfig, ({ trustedProxyHops }) => (context: Context.Context<never>): Credentials => {
+  const request = Context.unsafeGet(context as Context.Context<HttpServerRequest.HttpServerRequest>, HttpServerRequest.HttpServerRequest)
+  return {
+    authorization: request.headers["authorization"],
+    apiKey: request.headers["x-api-key"],
+    clientIp: clientAddress(request, context, trustedProxyHops)
+  }
 })
+
+const authenticated = (auth: Auth["Type"], credentials: Credentials) =>
+  Effect.tap(auth.authenticate(credentials), (c) => noteRequestAccount(c.account.id))
 
 export const ApiKeyAuthLive = Layer.effect(
   ApiKeyAuth,
-  Effect.map(authenticateRequest, (read) => read.pipe(Effect.flatMap((r) => r.caller), toApiFailure))
+  Effect.gen(function*() {
+    const auth = yield* Auth
+    const credentialsOf = yield* requestCredentials
+    return Effect.withFiberRuntime<Caller, EngineError | StoreError>((fiber) => authenticated(auth, credentialsOf(fiber.currentContext))).pipe(
+      toApiFailure
+    )
+  })
 )
 
 export const OptionalApiKeyAuthLive = Layer.effect(
   OptionalApiKeyAuth,
-  Effect.map(authenticateRequest, (read) =>
-    read.pipe(
-      Effect.flatMap((r) => (r.presented ? Effect.map(r.caller, Option.some) : Effect.succeed(Option.none()))),
-      toApiFailure
-    ))
+  Effect.gen(function*() {
+    const auth = yield* Auth
+    const credentialsOf = yield* requestCredentials
+    return Effect.withFiberRuntime<Option.Option<Caller>, EngineError | StoreError>((fiber) => {
+      const credentials = credentialsOf(fiber.currentContext)
+      const presented = credentials.authorization !== undefined || credentials.apiKey !== undefined
+      return presented ? Effect.map(authenticated(auth, credentials), Option.some) : Effect.succeed(Option.none())
+    }).pipe(toApiFailure)
+  })
 )
 
 /** Compares secrets in constant time. */

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Context, Effect, Option } from "effect"
 import { type EngineError, engineError, STORE_RETRY_AFTER_SECONDS } from "../domain/errors.js"
 import { newRequestId } from "../domain/ids.js"
 import { ApiFailure, renderFailure } from "./errorEnvelope.js"
@@ -62,24 +62,28 @@ const onRoute = (failure: ApiFailure, request: HttpServerRequest.HttpServerReque
  * Retry-After; defects are logged and answered as INTERNAL_ERROR.
  */
 export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.map(HttpConfig, ({ maxJsonBodyBytes }) => (app) =>
-  Effect.gen(function*() {
+  Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>((fiber) => {
     const requestId = newRequestId()
-    const request = yield* HttpServerRequest.HttpServerRequest
+    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
     const refused = refusedBeforeBody(request, maxJsonBodyBytes)
-    return yield* (refused === undefined ? Effect.void : Effect.die(refused)).pipe(
-      Effect.zipRight(Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBodyLimits(request, maxJsonBodyBytes))),
-      Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),
-      Effect.catchAllCause((cause) => {
-        // A body that is not JSON, or over the limits, arrives as a defect, so defects are looked at too.
-        const failure = Option.match(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)), {
-          onNone: () => undefined,
-          onSome: (error) => asFailure(error, requestId)
-        })
-        if (failure !== undefined) return Effect.succeed(renderFailure(onRoute(failure, request)))
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
-        return Effect.logError("unhandled error while serving a request", Cause.pretty(cause)).pipe(
-          Effect.as(renderFailure(ApiFailure.fromEngine(engineError("INTERNAL_ERROR", "An internal error occurred"), requestId)))
-        )
+    const served = refused === undefined
+      ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBodyLimits(request, maxJsonBodyBytes))
+      : Effect.die(refused)
+    return served.pipe(
+      Effect.matchCauseEffect({
+        onSuccess: (response) => Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId)),
+        onFailure: (cause) => {
+          // A body that is not JSON, or over the limits, arrives as a defect, so defects are looked at too.
+          const failure = Option.match(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)), {
+            onNone: () => undefined,
+            onSome: (error) => asFailure(error, requestId)
+          })
+          if (failure !== undefined) return Effect.succeed(renderFailure(onRoute(failure, request)))
+          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+          return Effect.logError("unhandled error while serving a request", Cause.pretty(cause)).pipe(
+            Effect.as(renderFailure(ApiFailure.fromEngine(engineError("INTERNAL_ERROR", "An internal error occurred"), requestId)))
+          )
+        }
       }),
       Effect.locally(CurrentRequestId, requestId)
     )

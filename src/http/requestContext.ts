@@ -1,4 +1,4 @@
-import { HttpServerRequest } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, FiberRef, Option } from "effect"
 import { type EngineError, engineError, STORE_RETRY_AFTER_SECONDS, StoreError } from "../domain/errors.js"
 import { ApiFailure } from "./errorEnvelope.js"
@@ -19,17 +19,20 @@ export class ClientPeer extends Context.Tag("genjobs/ClientPeer")<ClientPeer, {
  * The client address. Without trusted proxies it is the socket's peer; with N trusted proxies
  * in front, it is the Nth address from the right of X-Forwarded-For (the one our nearest
  * trusted proxy saw). Unknown addresses stay unknown, so IP-restricted keys fail closed.
+ * Read from the request and the context of the fiber serving it.
  */
-export const clientAddress = (configuredHops: number) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const mounted = Option.getOrUndefined(yield* Effect.serviceOption(ClientPeer))
-    const peer = mounted?.remoteAddress ?? Option.getOrUndefined(request.remoteAddress)
-    const trustedProxyHops = mounted?.trustedProxyHops ?? configuredHops
-    if (trustedProxyHops <= 0) return peer
-    const forwarded = (request.headers["x-forwarded-for"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")
-    return forwarded[forwarded.length - trustedProxyHops] ?? undefined
-  })
+export const clientAddress = (
+  request: HttpServerRequest.HttpServerRequest,
+  context: Context.Context<never>,
+  configuredHops: number
+): string | undefined => {
+  const mounted = Option.getOrUndefined(Context.getOption(context as Context.Context<ClientPeer>, ClientPeer))
+  const peer = mounted?.remoteAddress ?? Option.getOrUndefined(request.remoteAddress)
+  const trustedProxyHops = mounted?.trustedProxyHops ?? configuredHops
+  if (trustedProxyHops <= 0) return peer
+  const forwarded = (request.headers["x-forwarded-for"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")
+  return forwarded[forwarded.length - trustedProxyHops] ?? undefined
+}
 
 /**
  * Maps the engine's errors to the envelope. A store failure is logged and answered 503

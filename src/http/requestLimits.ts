@@ -36,45 +36,164 @@ const cappedStream = (request: HttpServerRequest.HttpServerRequest, maxBytes: nu
 const decodeError = (request: HttpServerRequest.HttpServerRequest, cause: unknown) =>
   new HttpServerError.RequestError({ request, reason: "Decode", cause })
 
+/** What this reader needs of a Node readable stream (the IncomingMessage of @effect/platform-node's server). */
+interface NodeReadable {
+  readonly readable: boolean
+  on(event: string, listener: (...args: Array<any>) => void): unknown
+  off(event: string, listener: (...args: Array<any>) => void): unknown
+  destroy(): unknown
+}
+
+const isNodeReadable = (u: unknown): u is NodeReadable =>
+  typeof u === "object" && u !== null && "readable" in u && typeof (u as NodeReadable).on === "function" &&
+  typeof (u as NodeReadable).off === "function" && typeof (u as NodeReadable).destroy === "function"
+
+const EMPTY = new Uint8Array(0)
+
+/**
+ * A Node readable's bytes up to the cap, read as @effect/platform-node reads a body as text
+ * (listeners, no Stream): undefined once past the cap. Cut off (past the cap, or interrupted),
+ * the source is destroyed, as the platform's stream does.
+ */
+const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeReadable, maxBytes: number) =>
+  Effect.async<Uint8Array | undefined, HttpServerError.RequestError>((resume) => {
+    if (!source.readable) return resume(Effect.succeed(EMPTY))
+    const parts: Array<Uint8Array> = []
+    let seen = 0
+    const stop = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Uint8Array) => {
+      seen += chunk.length
+      if (seen <= maxBytes) return void parts.push(chunk)
+      stop()
+      source.destroy()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      stop()
+      resume(Effect.succeed(Buffer.concat(parts, seen)))
+    }
+    const onError = (cause: unknown) => {
+      stop()
+      resume(Effect.fail(decodeError(request, cause)))
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(() => {
+      stop()
+      source.destroy()
+    })
+  })
+
+/** A web body's bytes up to the cap, through its reader: undefined once past the cap, the stream then cancelled. */
+const readWeb = (request: HttpServerRequest.HttpServerRequest, body: ReadableStream<Uint8Array> | null, maxBytes: number) =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      if (body === null) return EMPTY
+      const reader = body.getReader()
+      const cancel = () => void reader.cancel().catch(() => undefined)
+      signal.addEventListener("abort", cancel, { once: true })
+      try {
+        const parts: Array<Uint8Array> = []
+        let seen = 0
+        for (let next = await reader.read(); !next.done; next = await reader.read()) {
+          seen += next.value.length
+          if (seen > maxBytes) {
+            cancel()
+            return undefined
+          }
+          parts.push(next.value)
+        }
+        return Buffer.concat(parts, seen)
+      } finally {
+        signal.removeEventListener("abort", cancel)
+      }
+    },
+    catch: (cause) => decodeError(request, cause)
+  })
+
+/**
+ * Every byte of the body, or a PAYLOAD_TOO_LARGE defect at the first chunk past the cap. Read
+ * from the platform's source when it is a Node IncomingMessage or a web Request: through
+ * `request.stream` (a Stream over a channel) a JSON body cost about half a millisecond of CPU.
+ */
+const readCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> => {
+  const source = request.source
+  const read = typeof Request !== "undefined" && source instanceof Request
+    ? readWeb(request, source.body, maxBytes)
+    : isNodeReadable(source)
+    ? readNode(request, source, maxBytes)
+    : undefined
+  if (read === undefined) return collectCapped(request, maxBytes)
+  return Effect.flatMap(read, (bytes) => (bytes === undefined ? Effect.die(tooLarge(maxBytes)) : Effect.succeed(bytes)))
+}
+
+/** The same through the request's Stream, for platforms whose request holds no readable source. */
+const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+  Effect.map(Stream.runCollect(cappedStream(request, maxBytes)), (chunks) => Buffer.concat(Array.from(chunks)))
+
+const tooDeepOrNul = (value: unknown) => {
+  const problem = jsonProblem(value)
+  if (problem === undefined) return Effect.void
+  return Effect.die(
+    problem._tag === "TooDeep"
+      ? engineError("VALIDATION_ERROR", "The request body nests too deeply")
+      : engineError("VALIDATION_ERROR", "The request body holds a NUL character", {
+        errors: [{ path: problem.path, message: "must not contain the NUL character (\\u0000)" }]
+      })
+  )
+}
+
+// Built only when a route reads one of these, as errors capture a stack trace when made.
+const notJson = Effect.dieSync(() => engineError("VALIDATION_ERROR", "The request body must be JSON"))
+const notJsonStream = Stream.fromEffect(notJson)
+
+const textOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
+  Effect.map(bytes, (b) => new TextDecoder().decode(b))
+
 /**
  * The request with every body reader capped at `maxBytes`; JSON is also refused when nested
  * deeper than MAX_JSON_DEPTH or holding a NUL. Refusals are defects carrying an EngineError,
  * as the API builder turns body errors into defects anyway; the error middleware renders them.
  * The engine takes no multipart bodies, so those readers refuse rather than read uncapped.
+ * A Proxy rather than an object made with property descriptors: those cost several
+ * microseconds a request to make, and every read through them is slow.
  */
 export const withBodyLimits = (
   request: HttpServerRequest.HttpServerRequest,
   maxBytes: number
 ): HttpServerRequest.HttpServerRequest => {
   if (isUploadPut(request)) return request
-  const stream = cappedStream(request, maxBytes)
-  const bytes = Effect.runSync(Effect.cached(
-    Effect.map(Stream.runCollect(stream), (chunks) => Buffer.concat(Array.from(chunks)))
-  ))
-  const text = Effect.map(bytes, (b) => new TextDecoder().decode(b))
-  const json = Effect.flatMap(text, (t) =>
-    Effect.try({ try: () => JSON.parse(t) as unknown, catch: (cause) => decodeError(request, cause) })).pipe(
-      Effect.tap((value) => {
-        const problem = jsonProblem(value)
-        if (problem === undefined) return Effect.void
-        return Effect.die(
-          problem._tag === "TooDeep"
-            ? engineError("VALIDATION_ERROR", "The request body nests too deeply")
-            : engineError("VALIDATION_ERROR", "The request body holds a NUL character", {
-              errors: [{ path: problem.path, message: "must not contain the NUL character (\\u0000)" }]
-            })
-        )
-      })
-    )
-  // Built only when a route reads one of these, as errors capture a stack trace when made.
-  const notJson = Effect.dieSync(() => engineError("VALIDATION_ERROR", "The request body must be JSON"))
-  return Object.create(request, {
-    stream: { value: stream },
-    text: { value: text },
-    json: { value: json },
-    arrayBuffer: { value: Effect.map(bytes, (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)) },
-    urlParamsBody: { value: notJson },
-    multipart: { value: notJson },
-    multipartStream: { value: Stream.fromEffect(notJson) }
-  }) as HttpServerRequest.HttpServerRequest
+  /** The one read of the body, made by the first reader and shared by the others. */
+  let read: Effect.Effect<Uint8Array, HttpServerError.RequestError> | undefined
+  const bytes = () => (read ??= Effect.runSync(Effect.cached(readCapped(request, maxBytes))))
+  return new Proxy(request, {
+    get: (target, key, receiver) => {
+      switch (key) {
+        case "stream":
+          return cappedStream(target, maxBytes)
+        case "text":
+          return textOf(bytes())
+        case "json":
+          return Effect.flatMap(textOf(bytes()), (t) =>
+            Effect.try({ try: () => JSON.parse(t) as unknown, catch: (cause) => decodeError(target, cause) })).pipe(
+              Effect.tap(tooDeepOrNul)
+            )
+        case "arrayBuffer":
+          return Effect.map(bytes(), (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))
+        case "urlParamsBody":
+        case "multipart":
+          return notJson
+        case "multipartStream":
+          return notJsonStream
+        default:
+          // The receiver stays the proxy, so the platform's own getters (unsafeJson...) read through these readers too.
+          return Reflect.get(target, key, receiver)
+      }
+    }
+  })
 }

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Context, Effect, Exit, FiberRef, Metric, Option, Tracer } from "effect"
+import { Cause, Clock, Context, DefaultServices, Effect, Exit, FiberRef, Metric, Option, Tracer } from "effect"
 import { httpDuration, httpRequests } from "./metrics.js"
 
 /** What is learnt about a request while it is served, for its log line. Auth fills the account. */
@@ -60,6 +60,30 @@ const QUIET_ROUTES = new Set(["/health", "/metrics"])
 /** Status of a request that ended without a response: 499 when the client went away, else 500. */
 const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.isInterruptedOnly(cause) ? 499 : 500)
 
+interface RequestMetrics {
+  readonly requests: Metric.Metric.Counter<number>
+  readonly duration: Metric.Metric.Histogram<number>
+}
+
+/**
+ * The request metrics of each method, route and status, tagged once: a metric tagged anew on
+ * every request makes and hashes new keys each time. As many entries as series in the registry.
+ */
+const taggedMetrics = new Map<string, RequestMetrics>()
+
+const metricsOf = (method: string, route: string, status: number): RequestMetrics => {
+  const key = `${method} ${route} ${status}`
+  let metrics = taggedMetrics.get(key)
+  if (metrics === undefined) {
+    metrics = {
+      requests: Metric.tagged(Metric.tagged(Metric.tagged(httpRequests, "method", method), "route", route), "status", String(status)),
+      duration: Metric.tagged(Metric.tagged(httpDuration, "method", method), "route", route)
+    }
+    taggedMetrics.set(key, metrics)
+  }
+  return metrics
+}
+
 /**
  * One log line per request (method, route template, path without its query, status, duration,
  * request id, account id once authenticated) and the HTTP metrics. The query string, headers
@@ -70,37 +94,36 @@ const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.isInterruptedOnl
 export const RequestLogMiddleware = HttpApiBuilder.middleware((app) =>
   Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>((fiber) => {
     const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+    // Read in place rather than through Clock.currentTimeNanos: two fewer effects per request, same clock.
+    const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
+    const start = clock.unsafeCurrentTimeNanos()
     const facts: RequestFacts = { accountId: undefined }
     const span = serverSpanOf(fiber.currentContext)
     const probe = span === undefined ? new RouteProbe() : undefined
     const routed = probe === undefined ? app : Effect.withParentSpan(app, probe)
-    return Effect.flatMap(Clock.currentTimeNanos, (start) =>
-      Effect.onExit(Effect.locally(routed, CurrentRequestFacts, facts), (exit) =>
-        Effect.flatMap(Clock.currentTimeNanos, (end) => {
-          const route = String((span ?? probe!).attributes.get("http.route") ?? "unmatched")
-          const status = Exit.isSuccess(exit) ? exit.value.status : statusOfFailure(exit.cause)
-          const seconds = Number(end - start) / 1e9
-          const requestId = Exit.isSuccess(exit) ? exit.value.headers["x-request-id"] : undefined
-          const line = {
-            method: request.method,
-            route,
-            path: pathOf(request.url),
-            status,
-            durationMs: Math.round(seconds * 1e4) / 10,
-            ...(requestId === undefined ? {} : { requestId }),
-            ...(facts.accountId === undefined ? {} : { accountId: facts.accountId })
-          }
-          return Effect.zipRight(
-            status >= 500
-              ? Effect.logWarning("http request", line)
-              : QUIET_ROUTES.has(route)
-              ? Effect.logDebug("http request", line)
-              : Effect.logInfo("http request", line),
-            Effect.zipRight(
-              Metric.increment(Metric.tagged(Metric.tagged(Metric.tagged(httpRequests, "method", request.method), "route", route), "status", String(status))),
-              Metric.update(Metric.tagged(Metric.tagged(httpDuration, "method", request.method), "route", route), seconds)
-            )
-          )
-        })))
+    return Effect.onExit(Effect.locally(routed, CurrentRequestFacts, facts), (exit) => {
+      const route = String((span ?? probe!).attributes.get("http.route") ?? "unmatched")
+      const status = Exit.isSuccess(exit) ? exit.value.status : statusOfFailure(exit.cause)
+      const seconds = Number(clock.unsafeCurrentTimeNanos() - start) / 1e9
+      const requestId = Exit.isSuccess(exit) ? exit.value.headers["x-request-id"] : undefined
+      const line = {
+        method: request.method,
+        route,
+        path: pathOf(request.url),
+        status,
+        durationMs: Math.round(seconds * 1e4) / 10,
+        ...(requestId === undefined ? {} : { requestId }),
+        ...(facts.accountId === undefined ? {} : { accountId: facts.accountId })
+      }
+      const metrics = metricsOf(request.method, route, status)
+      return Effect.zipRight(
+        status >= 500
+          ? Effect.logWarning("http request", line)
+          : QUIET_ROUTES.has(route)
+          ? Effect.logDebug("http request", line)
+          : Effect.logInfo("http request", line),
+        Effect.zipRight(Metric.increment(metrics.requests), Metric.update(metrics.duration, seconds))
+      )
+    })
   })
 )

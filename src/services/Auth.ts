@@ -41,6 +41,10 @@ export const make = Effect.gen(function*() {
   const keys = yield* ApiKeyRepo
   const accounts = yield* AccountRepo
 
+  /** The key, with its account when the store reads both at once; otherwise the account is read after the checks. */
+  const findKey: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly account?: Option.Option<Account> }>, StoreError> =
+    keys.findWithAccount ?? ((hash) => Effect.map(keys.findByHash(hash), Option.map((key) => ({ key }))))
+
   const authenticate = (credentials: Credentials): Effect.Effect<Caller, EngineError | StoreError> =>
     Effect.gen(function*() {
       const secret = yield* presentedSecret(credentials)
@@ -48,23 +52,24 @@ export const make = Effect.gen(function*() {
       const invalid = () => engineError("INVALID_API_KEY", "The API key does not exist or is malformed")
       if (!isWellFormedKey(secret)) return yield* Effect.fail(invalid())
       const hash = hashKeySecret(secret)
-      const key = yield* keys.findByHash(hash)
-      if (Option.isNone(key) || !sameDigest(key.value.hash, hash)) return yield* Effect.fail(invalid())
-      if (!key.value.active) return yield* Effect.fail(engineError("API_KEY_INACTIVE", "This API key has been deactivated"))
+      const found = yield* findKey(hash)
+      if (Option.isNone(found) || !sameDigest(found.value.key.hash, hash)) return yield* Effect.fail(invalid())
+      const key = found.value.key
+      if (!key.active) return yield* Effect.fail(engineError("API_KEY_INACTIVE", "This API key has been deactivated"))
       const now = yield* Clock.currentTimeMillis
-      if (key.value.expiresAt !== null && key.value.expiresAt <= now) {
+      if (key.expiresAt !== null && key.expiresAt <= now) {
         return yield* Effect.fail(engineError("API_KEY_EXPIRED", "This API key has expired"))
       }
-      if (!ipAllowed(key.value.allowedIPs, credentials.clientIp)) {
+      if (!ipAllowed(key.allowedIPs, credentials.clientIp)) {
         return yield* Effect.fail(
           engineError("IP_NOT_WHITELISTED", "Requests from this address are not allowed for this API key", {
             ip: credentials.clientIp ?? null
           })
         )
       }
-      const account = yield* accounts.get(key.value.accountId)
+      const account = found.value.account ?? (yield* accounts.get(key.accountId))
       if (Option.isNone(account)) return yield* Effect.fail(invalid())
-      return { account: account.value, key: key.value }
+      return { account: account.value, key }
     })
 
   return { authenticate } as const

@@ -122,6 +122,33 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.getOrThrow(yield* repo.findByHash("a".repeat(64))).active).toBe(false)
         expect(Option.isNone(yield* repo.deactivate("key_missing" as ApiKeyId))).toBe(true)
       }))
+
+    test("reads a key with its account in one call, deactivation included", () =>
+      Effect.gen(function*() {
+        const repo = yield* ApiKeyRepo
+        const owner = yield* createAccount(5_000, { segments: ["beta"], discounts: [{ type: "volume", percentage: 10 }] })
+        const key = {
+          id: "key_2" as ApiKeyId,
+          accountId: owner.id,
+          name: "k",
+          scopes: [] as const,
+          allowedIPs: [],
+          hash: "c".repeat(64),
+          hint: "gjk_cdef",
+          active: true,
+          expiresAt: null,
+          createdAt: T0
+        }
+        yield* repo.create(key)
+        const findWithAccount = repo.findWithAccount!
+        expect(Option.getOrThrow(yield* findWithAccount("c".repeat(64)))).toEqual({
+          key,
+          account: yield* Effect.flatMap(AccountRepo, (accounts) => accounts.get(owner.id))
+        })
+        expect(Option.isNone(yield* findWithAccount("d".repeat(64)))).toBe(true)
+        yield* repo.deactivate(key.id)
+        expect(Option.getOrThrow(yield* findWithAccount("c".repeat(64))).key.active).toBe(false)
+      }))
   })
 
   describe(`${name}: CatalogRepo`, () => {
