@@ -111,8 +111,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
           FROM unnest(ARRAY[${client.csv(calls.flat().map((id) => client`${id}`))}]::text[]) AS id`.pipe(
           Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
           Effect.as(calls.map(() => undefined))
-        ),
-      100
+        )
     )
 
     return {

@@ -23,9 +23,6 @@ const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 /** The name of the reaper's pass lease. */
 const REAPER = "jobs-reaper"
 
-/** Writes of separate jobs sent together at most (makeWriteBatcher); a worker process runs tens of jobs at once. */
-const MAX_WRITE_BATCH = 100
-
 const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** The job repository over any store driver: every job rule lives here, once for all stores. */
@@ -103,8 +100,10 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
   /** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
   const saveProviderState = makeWriteBatcher(
     (states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>) =>
-      Effect.map(driver.updateProviderStates(states), (written) => states.map((s) => written.includes(s.id))),
-    MAX_WRITE_BATCH
+      Effect.map(driver.updateProviderStates(states), (written) => {
+        const held = new Set(written)
+        return states.map((s) => held.has(s.id))
+      })
   )
 
   /**
@@ -131,8 +130,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         })
         if (deliveries.length > 0) yield* driver.insertDeliveries(deliveries)
         return endings.map((e) => Option.fromNullable(byId.get(e.id)))
-      })),
-    MAX_WRITE_BATCH
+      }))
   )
 
   const replay = (jobId: JobId) =>

@@ -1,5 +1,8 @@
 import { Deferred, Effect, Exit, FiberId } from "effect"
 
+/** Writes of separate jobs sent together at most; a worker process runs tens of jobs at once. */
+const MAX_WRITE_BATCH = 100
+
 /**
  * Writes asked for by many fibers at once, sent to the store together. The first write goes at
  * once; those asked for while it is on its way go together in the next, up to `maxBatch`, and so
@@ -10,7 +13,7 @@ import { Deferred, Effect, Exit, FiberId } from "effect"
  */
 export const makeWriteBatcher = <I, O, E>(
   writeMany: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>,
-  maxBatch: number
+  maxBatch: number = MAX_WRITE_BATCH
 ): ((item: I) => Effect.Effect<O, E>) => {
   const queued: Array<{ readonly item: I; readonly done: Deferred.Deferred<O, E> }> = []
   let writing = false

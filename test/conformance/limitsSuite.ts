@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Layer, Option } from "effect"
-import type { LimitPlan } from "../../src/domain/providerLimits.js"
+import { type LimitPlan, NO_LIMITS as NO_PROVIDER_LIMITS } from "../../src/domain/providerLimits.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
@@ -46,7 +46,7 @@ export const runLimitsConformance = (name: string, makeLayer: () => Layer.Layer<
         const next = yield* claim("w3", T0 + 40, 10, plan)
         expect(next.map((j) => [j.id, j.status, j.leaseOwner])).toEqual([[made[3]!.id, "processing", "w3"]])
         // Without the plan (a process that has not read the limits yet) the job is claimed as any other.
-        expect((yield* claim("w4", T0 + 50, 10, NO_LIMITS_PLAN)).map((j) => j.id)).toEqual([made[5]!.id])
+        expect((yield* claim("w4", T0 + 50, 10, NO_PROVIDER_LIMITS)).map((j) => j.id)).toEqual([made[5]!.id])
       }))
 
     test("a job waiting for room can be cancelled, with its refund", () =>
@@ -108,5 +108,3 @@ export const runLimitsConformance = (name: string, makeLayer: () => Layer.Layer<
       }))
   })
 }
-
-const NO_LIMITS_PLAN: LimitPlan = { scopes: [], versions: [] }

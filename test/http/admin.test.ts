@@ -1,7 +1,5 @@
-import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
-import { type HttpEngine, makeHttpEngine, type Reply } from "../support/httpEngine.js"
+import { failDelivery, type HttpEngine, makeHttpEngine, type Reply } from "../support/httpEngine.js"
 
 const ALICE = "alice-admin-token"
 
@@ -244,22 +242,6 @@ describe("admin API: retrying deliveries of any account, and previewing a catalo
   })
   afterAll(() => engine.dispose())
 
-  /** Marks the only due delivery failed, as a dispatcher does after its last attempt. */
-  const failOnlyDelivery = (deliveryId: string) =>
-    engine.runtime.runPromise(Effect.gen(function*() {
-      const repo = yield* WebhookDeliveryRepo
-      const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4 })
-      expect(Option.getOrThrow(claimed).id).toBe(deliveryId)
-      yield* repo.recordAttempt(deliveryId, "d", {
-        attempt: 6,
-        at: Date.now(),
-        statusCode: 500,
-        error: "HTTP 500",
-        durationMs: 3,
-        responseBody: "down"
-      }, { status: "failed" })
-    }))
-
   it("retries a failed delivery of any account, only a failed one, and records who did", async () => {
     const acc = await engine.account()
     const jobId = (await acc.post("/v1/jobs/submit", {
@@ -276,7 +258,7 @@ describe("admin API: retrying deliveries of any account, and previewing a catalo
     expectError(pending, 409, "DELIVERY_NOT_RETRYABLE")
     expect(pending.body.error.details).toMatchObject({ deliveryId: delivery.id, status: "pending" })
 
-    await failOnlyDelivery(delivery.id)
+    await failDelivery(engine, delivery.id)
     const retried = await asAlice("POST", path)
     expect(retried.status).toBe(200)
     expect(retried.body).toMatchObject({ id: delivery.id, accountId: acc.accountId, jobId, status: "pending", nextAttemptAt: expect.any(String) })

@@ -1,7 +1,5 @@
-import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
-import { type HttpEngine, makeHttpEngine } from "../support/httpEngine.js"
+import { failDelivery, type HttpEngine, makeHttpEngine } from "../support/httpEngine.js"
 
 const expectError = (reply: { status: number; body: any }, status: number, code: string) => {
   expect({ status: reply.status, code: reply.body?.error?.code }).toEqual({ status, code })
@@ -28,22 +26,6 @@ describe("webhook deliveries API", () => {
     while (await engine.work()) { /* run them all */ }
     return ids
   }
-
-  /** Marks a delivery failed as a dispatcher would after its last attempt. */
-  const failDelivery = (deliveryId: string) =>
-    engine.runtime.runPromise(Effect.gen(function*() {
-      const repo = yield* WebhookDeliveryRepo
-      const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4 })
-      expect(Option.getOrThrow(claimed).id).toBe(deliveryId)
-      yield* repo.recordAttempt(deliveryId, "d", {
-        attempt: 6,
-        at: Date.now(),
-        statusCode: 500,
-        error: "HTTP 500",
-        durationMs: 3,
-        responseBody: "no"
-      }, { status: "failed" })
-    }))
 
   it("lists the account's deliveries newest first, filtered and paged", async () => {
     const acc = await engine.account()
@@ -73,7 +55,7 @@ describe("webhook deliveries API", () => {
     const [jobId] = await jobsWithWebhooks(acc, 1)
     const [delivery] = (await acc.get(`/v1/webhooks/deliveries?jobId=${jobId}`)).body.deliveries
     expectError(await acc.post(`/v1/webhooks/deliveries/${delivery.id}/retry`), 409, "DELIVERY_NOT_RETRYABLE")
-    await failDelivery(delivery.id)
+    await failDelivery(engine, delivery.id)
     const failed = await acc.get("/v1/webhooks/deliveries?status=failed")
     expect(failed.body.deliveries).toEqual([expect.objectContaining({ id: delivery.id, status: "failed", nextAttemptAt: null })])
     expect(failed.body.deliveries[0].attempts[0]).toMatchObject({ attempt: 6, statusCode: 500, error: "HTTP 500", responseBody: "no" })

@@ -1,5 +1,5 @@
 import { FetchHttpClient } from "@effect/platform"
-import { Context, Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Context, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
@@ -158,3 +158,24 @@ export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}, opt
 }
 
 export type HttpEngine = Awaited<ReturnType<typeof makeHttpEngine>>
+
+/**
+ * Marks the only due delivery failed, as a dispatcher does after its sixth attempt; throws when
+ * the due delivery is another one.
+ */
+export const failDelivery = (engine: HttpEngine, deliveryId: string) =>
+  engine.runtime.runPromise(Effect.gen(function*() {
+    const repo = yield* WebhookDeliveryRepo
+    const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4 })
+    if (Option.getOrUndefined(claimed)?.id !== deliveryId) {
+      return yield* Effect.die(new Error(`expected ${deliveryId} due, found ${Option.getOrUndefined(claimed)?.id}`))
+    }
+    yield* repo.recordAttempt(deliveryId, "d", {
+      attempt: 6,
+      at: Date.now(),
+      statusCode: 500,
+      error: "HTTP 500",
+      durationMs: 3,
+      responseBody: "no"
+    }, { status: "failed" })
+  }))
