@@ -1,6 +1,6 @@
 import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
-import { claimedJob, type Job } from "../../src/domain/job.js"
+import { activeStatuses, claimedJob, type Job } from "../../src/domain/job.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
 import type { JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
@@ -74,8 +74,8 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         setIn(state.idempotency, idempotencyKey(accountId, key), record)
         return Option.none()
       }),
-    countJobs: (accountId, statuses) =>
-      Effect.sync(() => jobs().filter((j) => j.accountId === accountId && statuses.includes(j.status)).length),
+    activeJobs: (accountId) =>
+      Effect.sync(() => jobs().filter((j) => j.accountId === accountId && activeStatuses.includes(j.status)).length),
     readRateWindows: (key, now, windows) =>
       Effect.sync(() =>
         windows.map((window): WindowUsage => {

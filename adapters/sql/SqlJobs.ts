@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { JobId } from "../../src/domain/ids.js"
@@ -91,21 +91,60 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
 
   type Charge = Parameters<JobStoreDriver["chargeAccount"]>[0]
 
-  /** One statement: the account row is changed (and locked) only when the balance covers the charge. */
+  /**
+   * The start of a charging statement on PostgreSQL: the account's ended jobs are taken out of
+   * `active_job_ends` (rows another statement is taking are skipped, so this never waits on
+   * them), then the account is charged, and the ends folded into `active_jobs`, only when the
+   * balance covers the cost and `admits` holds; refused, the ends go back. The charge's ledger
+   * line is written when there is a cost. `account` answers the balance before the charge.
+   *
+   * Ends written after the statement began are not seen, so `a.active_jobs - folded.n` can only
+   * count too many active jobs, never too few. Nothing waits for an account's lock while holding
+   * ends, so the two locks never deadlock.
+   */
+  const chargingPg = (accountId: string, jobId: JobId, costMicroCents: number, now: number, admits: Statement.Fragment) =>
+    sql`ended AS (
+        DELETE FROM ${t.active_job_ends} WHERE ctid = ANY(ARRAY(
+          SELECT ctid FROM ${t.active_job_ends} WHERE account_id = ${accountId} FOR UPDATE SKIP LOCKED
+        )) RETURNING account_id
+      ), folded AS (
+        SELECT COUNT(*) AS n FROM ended
+      ), account AS (
+        UPDATE ${t.accounts} AS a SET balance_micro_cents = a.balance_micro_cents - ${costMicroCents},
+          active_jobs = a.active_jobs - folded.n
+        FROM folded
+        WHERE a.id = ${accountId} AND a.balance_micro_cents >= ${costMicroCents} ${admits}
+        RETURNING a.id, a.balance_micro_cents + ${costMicroCents} AS before
+      ), restored AS (
+        INSERT INTO ${t.active_job_ends} (account_id) SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account)
+      ), line AS (
+        INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+        SELECT ${randomUUID()}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents} > 0
+      )`
+
+  /** A free job moves no money, but its charge still takes the lock that serialises the account's submits. */
   const chargePg = ({ accountId, costMicroCents, jobId, now }: Charge) =>
-    (costMicroCents > 0
-      ? sql`WITH account AS (
-          UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
-          WHERE id = ${accountId} AND balance_micro_cents >= ${costMicroCents}
-          RETURNING balance_micro_cents + ${costMicroCents} AS before
-        ), line AS (
-          INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
-          SELECT ${randomUUID()}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account
-        )
-        SELECT before FROM account`
-      // A free job moves nothing, but still takes the lock that serialises the account's submits.
-      : sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents WHERE id = ${accountId}
-          RETURNING balance_micro_cents AS before`).pipe(Effect.flatMap(firstBalance))
+    sql`WITH ${chargingPg(accountId, jobId, costMicroCents, now, sql``)} SELECT before FROM account`.pipe(
+      Effect.flatMap(firstBalance)
+    )
+
+  /**
+   * A whole submit in one statement, so one round trip and no transaction around it: the charge
+   * of chargingPg, admitted only while the account's active jobs stay under its maximum, and the
+   * job's insert, which counts itself active (trigger) and wakes claimers on commit.
+   */
+  const submitPg = (job: Job, maxConcurrentJobs: number) => {
+    const row = jobRow(job)
+    const admits = sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`
+    return sql`WITH ${chargingPg(job.accountId, job.id, job.costMicroCents, job.createdAt, admits)}, inserted AS (
+        INSERT INTO ${t.jobs} (${sql.literal(Object.keys(row).join(", "))})
+        SELECT ${sql.csv(Object.values(row).map((value) => sql`${value}`))} FROM account RETURNING id
+      )
+      SELECT pg_notify(${channel}, 'jobs') FROM inserted`.pipe(
+      Effect.map((rows) => rows.length > 0),
+      storeErrors("submit job")
+    )
+  }
 
   const chargeSqlite = ({ accountId, costMicroCents, jobId, now }: Charge) =>
     sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
@@ -207,13 +246,19 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         storeErrors("claim idempotency key")
       ),
 
-    countJobs: (accountId, statuses) =>
-      sql`SELECT COUNT(*) AS n FROM ${t.jobs}
-        WHERE account_id = ${accountId} AND status IN ${sql.in(statuses)}`.pipe(
+    // Read under the account's lock: no submit moves the count meanwhile, and the ends counted
+    // are those committed when this statement starts.
+    activeJobs: (accountId) =>
+      (isPg
+        ? sql`SELECT active_jobs - (SELECT COUNT(*) FROM ${t.active_job_ends} WHERE account_id = ${accountId}) AS n
+            FROM ${t.accounts} WHERE id = ${accountId}`
+        : sql`SELECT active_jobs AS n FROM ${t.accounts} WHERE id = ${accountId}`).pipe(
         Effect.flatMap(decodeCount),
         Effect.map((rows) => rows[0]?.n ?? 0),
-        storeErrors("count jobs")
+        storeErrors("count active jobs")
       ),
+
+    ...(isPg ? { submitAtOnce: (job: Job, maxConcurrentJobs: number) => submitPg(job, maxConcurrentJobs) } : {}),
 
     readRateWindows: (key, now, windows) =>
       sql`SELECT window_ms, SUM(n) AS n, MIN(oldest) AS oldest FROM ${t.rate_windows}

@@ -9,6 +9,7 @@ import retention from "./migrations/0006_retention.js"
 import providerHandles from "./migrations/0007_provider_handles.js"
 import admin from "./migrations/0008_admin.js"
 import providerLimits from "./migrations/0009_provider_limits.js"
+import activeJobs from "./migrations/0010_active_jobs.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -35,7 +36,8 @@ const migrate = Effect.gen(function*() {
       "0006_retention": retention(t),
       "0007_provider_handles": providerHandles(t),
       "0008_admin": admin(t),
-      "0009_provider_limits": providerLimits(t)
+      "0009_provider_limits": providerLimits(t),
+      "0010_active_jobs": activeJobs(t)
     })
   })
 })

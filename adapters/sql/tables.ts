@@ -20,7 +20,8 @@ export const TABLES = [
   "rate_windows",
   "leases",
   "admin_audit",
-  "provider_starts"
+  "provider_starts",
+  "active_job_ends"
 ] as const
 
 export const INDEXES = [
@@ -44,12 +45,16 @@ export const INDEXES = [
   "accounts_list",
   "jobs_list",
   "webhook_deliveries_status",
-  "jobs_pending_version"
+  "jobs_pending_version",
+  "active_job_ends_account"
 ] as const
+
+/** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */
+export const ROUTINES = ["jobs_count_started", "jobs_count_ended", "jobs_count_deleted", "count_started_job", "count_ended_job"] as const
 
 export type TableName = typeof TABLES[number]
 export type IndexName = typeof INDEXES[number]
-type Name = TableName | IndexName | "migrations"
+type Name = TableName | IndexName | typeof ROUTINES[number] | "migrations"
 
 /**
  * The longest name PostgreSQL derives from a table name here (PostgreSQL 18 names NOT NULL
@@ -88,7 +93,7 @@ export const layerSqlTables = (prefix: string = DEFAULT_TABLE_PREFIX) =>
     Effect.gen(function*() {
       yield* checkTablePrefix(prefix)
       const sql = yield* SqlClient.SqlClient
-      const names: ReadonlyArray<Name> = [...TABLES, ...INDEXES, "migrations"]
+      const names: ReadonlyArray<Name> = [...TABLES, ...INDEXES, ...ROUTINES, "migrations"]
       return { prefix, ...Object.fromEntries(names.map((name) => [name, sql(`${prefix}${name}`)])) } as Tables
     })
   )

@@ -76,7 +76,16 @@ export interface JobStoreDriver {
     record: IdempotencyRecord,
     notBefore: number
   ) => Effect.Effect<Option.Option<IdempotencyRecord>, StoreError>
-  readonly countJobs: (accountId: AccountId, statuses: ReadonlyArray<JobStatus>) => Effect.Effect<number, StoreError>
+  /** The account's jobs that count against its maximum (`activeStatuses`), as of now. */
+  readonly activeJobs: (accountId: AccountId) => Effect.Effect<number, StoreError>
+  /**
+   * Optional, for a store where a transaction costs round trips: a submit without idempotency
+   * key or rate limits in one atomic write. Charges the job's cost with its ledger line, inserts
+   * the job and wakes claimers as `insertJob` does, only while the balance covers the cost and
+   * fewer than `maxConcurrentJobs` of the account's jobs are active (it may count too many, never
+   * too few). False when it wrote nothing: the caller then decides in a transaction.
+   */
+  readonly submitAtOnce?: ((job: Job, maxConcurrentJobs: number) => Effect.Effect<boolean, StoreError>) | undefined
   /**
    * Per window, in order: the submits of its buckets whose oldest submit is after `now` minus
    * the window, and that oldest submit.

@@ -2,7 +2,7 @@ import { Effect, Either, Option } from "effect"
 import { idempotencyConflict, refuseSubmit } from "../domain/admission.js"
 import { engineError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
-import { activeStatuses, type ClaimLease, type Job, type JobEvent, type OutputItem, refundsOnEntry, transition } from "../domain/job.js"
+import { type ClaimLease, type Job, type JobEvent, type OutputItem, refundsOnEntry, transition } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../domain/providerLimits.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
@@ -140,8 +140,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         onSome: (job) => Effect.succeed<SubmitOutcome>({ _tag: "Replayed", job })
       }))
 
-  return {
-    submit: ({ idempotency, job, maxConcurrentJobs, rateLimits }) =>
+  const submitInTransaction: JobRepo["Type"]["submit"] = ({ idempotency, job, maxConcurrentJobs, rateLimits }) =>
       driver.transaction(Effect.gen(function*() {
         if (idempotency !== undefined) {
           const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
@@ -167,7 +166,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
           now: job.createdAt,
           costMicroCents: job.costMicroCents,
           balanceMicroCents: balance,
-          activeJobs: yield* driver.countJobs(job.accountId, activeStatuses),
+          activeJobs: yield* driver.activeJobs(job.accountId),
           maxConcurrentJobs,
           rateLimits,
           minute: usageOf(MINUTE_WINDOW),
@@ -181,7 +180,24 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
         yield* driver.insertJob(job)
         return { _tag: "Created", job } satisfies SubmitOutcome
-      })),
+      }))
+
+  const created = (job: Job): SubmitOutcome => ({ _tag: "Created", job })
+
+  return {
+    // A submit that only needs the balance and the active jobs checked is one write where the
+    // store offers it; anything it does not admit is decided, refusal and its reason included, in
+    // the transaction.
+    submit: (request) => {
+      const { submitAtOnce } = driver
+      if (submitAtOnce === undefined || request.idempotency !== undefined || limitedWindows(request.rateLimits).length > 0) {
+        return submitInTransaction(request)
+      }
+      return Effect.flatMap(
+        submitAtOnce(request.job, request.maxConcurrentJobs),
+        (done) => (done ? Effect.succeed(created(request.job)) : submitInTransaction(request))
+      )
+    },
 
     get: driver.getJob,
 

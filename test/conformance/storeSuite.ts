@@ -238,6 +238,31 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect((yield* balanceAndLedger(owner.id)).entries).toEqual([])
       }))
 
+    test("a job that ends, however it ends, frees its place; a refused submit takes none", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(5_000)
+        const lease = { leaseMs: 60_000, maxAttempts: 3 }
+        const at = (i: number) => job(owner.id, { createdAt: T0 + i })
+        const admit = (j: ReturnType<typeof at>) => Effect.map(submit({ job: j, maxConcurrentJobs: 2 }), codeOf)
+        const [a, b, c, d, e, f] = [0, 1, 2, 3, 4, 5].map(at)
+        expect([yield* admit(a!), yield* admit(b!), yield* admit(c!)]).toEqual(["ok", "ok", "CONCURRENT_JOBS_EXCEEDED"])
+        yield* repo.cancel(a!.id, owner.id, T0 + 10)
+        expect(yield* admit(c!)).toBe("ok")
+        const running = Option.getOrThrow(yield* repo.claim({ workerId: "w1", now: T0 + 20, ...lease }))
+        expect(running.id).toBe(b!.id)
+        yield* repo.complete(b!.id, "w1", [], T0 + 21)
+        expect(yield* admit(d!)).toBe("ok")
+        yield* repo.claim({ workerId: "w2", now: T0 + 30, ...lease })
+        yield* repo.fail(c!.id, "w2", { code: "GENERATION_FAILED", message: "no" }, T0 + 31)
+        // Refused for its price after the failure's end was written: that end must still count.
+        expect(codeOf(yield* submit({ job: job(owner.id, { costMicroCents: 50_000 }), maxConcurrentJobs: 2 }))).toBe("INSUFFICIENT_BALANCE")
+        expect([yield* admit(e!), yield* admit(f!)]).toEqual(["ok", "CONCURRENT_JOBS_EXCEEDED"])
+        expect((yield* repo.list({ accountId: owner.id, limit: 10, status: "pending" })).map((j) => j.id).sort()).toEqual([d!.id, e!.id].sort())
+        const { balance, sum } = yield* balanceAndLedger(owner.id)
+        expect([balance, sum]).toEqual([2_000, 2_000])
+      }))
+
     test("parallel submits never overshoot the concurrency maximum or the balance", () =>
       Effect.gen(function*() {
         const capped = yield* createAccount(100_000)

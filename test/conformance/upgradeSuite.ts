@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import type { AccountId } from "../../src/domain/ids.js"
+import type { EngineError } from "../../src/domain/errors.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
@@ -27,7 +28,7 @@ const migrationRows = (table: string) =>
       Effect.map((rows) => rows.map((row) => [Number(row.migration_id), row.name]))
     )
 
-const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"]]
+const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"]]
 
 const balanceIsLedger = (id: AccountId) =>
   Effect.gen(function*() {
@@ -91,8 +92,9 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           for (const u of release.uploads) expect(Option.getOrThrow(yield* uploads.get(u.id))).toEqual(u)
 
           // effect_sql_migrations held only the engine's rows, so it is gone.
+          // PostgreSQL keeps ended jobs apart from their accounts' active counts (migration 0010).
           expect((yield* tableNames).sort()).toEqual([
-            "genjobs_accounts", "genjobs_admin_audit", "genjobs_api_keys", "genjobs_catalog", "genjobs_idempotency_keys", "genjobs_jobs", "genjobs_leases",
+            "genjobs_accounts", ...(name === "postgres" ? ["genjobs_active_job_ends"] : []), "genjobs_admin_audit", "genjobs_api_keys", "genjobs_catalog", "genjobs_idempotency_keys", "genjobs_jobs", "genjobs_leases",
             "genjobs_ledger", "genjobs_migrations", "genjobs_provider_starts", "genjobs_rate_windows", "genjobs_uploads", "genjobs_webhook_deliveries"
           ])
           expect(yield* migrationRows("genjobs_migrations")).toEqual(ENGINE_MIGRATIONS)
@@ -112,8 +114,11 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
             })
           // The release's idempotency record still answers with its job.
           expect(yield* submit(job(alice.id, { createdAt: T0 + 5_000 }))).toEqual({ _tag: "Replayed", job: release.jobs.pending })
+          // The release's pending and processing jobs count against the maximum from the start (migration 0010).
           const fresh = job(alice.id, { createdAt: T0 + 6_000 })
-          expect((yield* jobs.submit({ job: fresh, maxConcurrentJobs: 100, rateLimits: NO_LIMITS }))._tag).toBe("Created")
+          const refused = yield* Effect.either(jobs.submit({ job: fresh, maxConcurrentJobs: 2, rateLimits: NO_LIMITS }))
+          expect(Either.isLeft(refused) && (refused.left as EngineError).code).toBe("CONCURRENT_JOBS_EXCEEDED")
+          expect((yield* jobs.submit({ job: fresh, maxConcurrentJobs: 3, rateLimits: NO_LIMITS }))._tag).toBe("Created")
 
           // The oldest runnable job is the release's pending one; the leased one stays with its worker.
           const claimed = Option.getOrThrow(yield* jobs.claim({ workerId: "w-new", now: T0 + 10_000, leaseMs: 60_000, maxAttempts: 3 }))
