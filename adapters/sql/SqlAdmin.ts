@@ -1,4 +1,4 @@
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { JobCursor } from "../../src/domain/cursor.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
@@ -108,7 +108,8 @@ export const makeSqlAdmin = Effect.gen(function*() {
         ...(patch.allowedModels === undefined ? {} : { allowed_models: JSON.stringify(patch.allowedModels) }),
         ...(patch.discounts === undefined ? {} : { discounts: JSON.stringify(patch.discounts) })
       }
-      const write = Object.keys(columns).length === 0
+      // Typed as one effect: the union of a Statement and Effect.void does not pipe in incremental builds.
+      const write: Effect.Effect<unknown, SqlError.SqlError> = Object.keys(columns).length === 0
         ? Effect.void
         : sql`UPDATE ${t.accounts} SET ${sql.update(columns)} WHERE id = ${id}`
       return write.pipe(Effect.zipRight(findAccount(id)), storeErrors("update account"))

@@ -159,10 +159,15 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
       )
     )
 
-  /** claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing. */
+  /**
+   * claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing; a Pickup
+   * marks the provider start begun. The right-hand sides read the row as it was.
+   */
   const claimSet = (claim: ClaimLease) =>
     sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${claim.now}),
-      lease_owner = ${claim.leaseOwner}, lease_expires_at = ${leaseUntil(claim.now, claim.leaseExpiresAt)}`
+      lease_owner = ${claim.leaseOwner}, lease_expires_at = ${leaseUntil(claim.now, claim.leaseExpiresAt)},
+      provider_phase = CASE WHEN status = 'pending' THEN 'starting' ELSE provider_phase END,
+      provider_starts = CASE WHEN status = 'pending' THEN provider_starts + 1 ELSE provider_starts END`
 
   /** The versions as a row list, for `(model, version) IN (...)` in both dialects. */
   const versionRows = (versions: ReadonlyArray<VersionRef>) =>

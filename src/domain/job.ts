@@ -87,8 +87,11 @@ export interface ClaimLease {
 
 /**
  * What a claim makes of a runnable job: the state machine's Pickup (pending) or Reclaim (an
- * expired lease), one more attempt, the claimer's lease. Stores that claim in one statement
- * write exactly this; the conformance suite holds them to it.
+ * expired lease), one more attempt, the claimer's lease. A Pickup also records the provider
+ * start as begun (phase `starting`, one start): the claimer calls the provider straight after,
+ * so the mark that keeps a provider from being paid twice costs no write of its own. A Reclaim
+ * keeps the provider state the lost run left. Stores that claim in one statement write exactly
+ * this; the conformance suite holds them to it.
  */
 export const claimedJob = (job: Job, lease: ClaimLease): Job => ({
   ...job,
@@ -96,8 +99,17 @@ export const claimedJob = (job: Job, lease: ClaimLease): Job => ({
   attempts: job.attempts + 1,
   startedAt: job.startedAt ?? lease.now,
   leaseOwner: lease.leaseOwner,
-  leaseExpiresAt: lease.leaseExpiresAt
+  leaseExpiresAt: lease.leaseExpiresAt,
+  ...(job.status === "pending" ? { providerPhase: "starting", providerStarts: job.providerStarts + 1 } : {})
 })
+
+/**
+ * The job was just taken by its first pickup, whose claim recorded the provider start as begun
+ * (claimedJob): pending jobs have no attempts, so only that claim leaves exactly one, and a run
+ * that finds it may start the provider without writing the mark again.
+ */
+export const startMarkedByClaim = (job: Job): boolean =>
+  job.attempts === 1 && job.providerPhase === "starting" && job.providerHandle === null
 
 /** Refunds follow the statuses that give the credits back. */
 export const refundsOnEntry = (status: JobStatus): boolean => status === "failed" || status === "cancelled"

@@ -1,7 +1,7 @@
 import { Clock, Data, Duration, Effect, Option, Queue, Random, type Scope } from "effect"
 import { backoffDelayMs } from "../domain/backoff.js"
 import type { StoreError } from "../domain/errors.js"
-import type { Job, JobError } from "../domain/job.js"
+import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
 import type { ProviderHandle, ProviderState } from "../domain/providerHandle.js"
 import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
@@ -37,7 +37,8 @@ const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running" }>): G
 
 /**
  * A job's generation at its provider, started at most once. The phase `starting` is committed
- * before `start` is called and the handle right after it answers; a worker that finds a handle
+ * before `start` is called (by the first pickup's claim, or by the run for a later start) and
+ * the handle right after it answers; a worker that finds a handle
  * polls it, one that finds `starting` without a handle asks `recover` or fails the job with a
  * refund, since the provider may have started. Only a start the provider refused is asked again.
  */
@@ -148,9 +149,11 @@ export const makeProviderCalls = Effect.gen(function*() {
       })
 
       if (state.handle !== null) return yield* follow(provider, request, state.handle, deadline)
-      if (state.phase === "starting") return yield* recoverOrFail
+      // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's.
+      const marked = startMarkedByClaim(job)
+      if (state.phase === "starting" && !marked) return yield* recoverOrFail
       for (let attempt = 0;; attempt++) {
-        yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
+        if (!(attempt === 0 && marked)) yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
         const outcome = yield* Effect.either(provider.start(request))
         if (outcome._tag === "Right") {
           return outcome.right._tag === "Started" ? yield* followStarted(outcome.right.handle) : ended(outcome.right.status)

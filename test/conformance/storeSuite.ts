@@ -370,7 +370,17 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: newer })
         yield* submit({ job: older })
         const first = Option.getOrThrow(yield* repo.claim({ workerId: "w1", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 }))
-        expect(first).toEqual({ ...older, status: "processing", attempts: 1, startedAt: T0 + 10, leaseOwner: "w1", leaseExpiresAt: T0 + 1_010 })
+        // A first pickup records the provider start as begun (claimedJob).
+        expect(first).toEqual({
+          ...older,
+          status: "processing",
+          attempts: 1,
+          startedAt: T0 + 10,
+          leaseOwner: "w1",
+          leaseExpiresAt: T0 + 1_010,
+          providerPhase: "starting",
+          providerStarts: 1
+        })
         expect(Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 })).id).toBe(newer.id)
         expect(Option.isNone(yield* repo.claim({ workerId: "w3", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
       }))
@@ -562,6 +572,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: fresh })
         const taken = yield* claimOf("w", T0 + 1_000, 2, 2)
         expect(taken.map((j) => [j.id, j.attempts, j.startedAt])).toEqual([[early.id, 2, T0], [late.id, 2, T0]])
+        // A reclaim keeps the provider state the lost run left: its start may have reached the provider.
+        expect(taken.map((j) => [j.providerPhase, j.providerStarts])).toEqual([["starting", 1], ["starting", 1]])
         expect((yield* claimOf("w", T0 + 1_000, 2, 2)).map((j) => [j.id, j.attempts])).toEqual([[fresh.id, 1]])
         // Every lease lapses: early and late have used both attempts, fresh has one left.
         expect((yield* claimOf("x", T0 + 5_000, 10, 2)).map((j) => [j.id, j.attempts])).toEqual([[fresh.id, 2]])
