@@ -217,6 +217,21 @@ describe("provider runs: resume, never restart", () => {
     }))
   })
 
+  it.effect("a worker that dies after its first claim, before calling the provider: the claim's mark keeps the next worker from starting", () => {
+    const { counts, provider } = scriptedProvider({})
+    return run(provider, Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const { accountId, job } = yield* submitText()
+      const claimed = Option.getOrThrow(yield* repo.claim({ workerId: "dead", now: 0, leaseMs: LEASE, maxAttempts: 3 }))
+      expect(claimed).toMatchObject({ providerPhase: "starting", providerStarts: 1, attempts: 1 })
+      yield* TestClock.adjust(LEASE)
+      expect(yield* (yield* Worker).runOnce("B")).toBe(true)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "INTERNAL_ERROR" }, providerStarts: 1 })
+      expect(yield* balanceOf(accountId)).toBe(100_000)
+      expect(counts.starts).toBe(0)
+    }))
+  })
+
   it.effect("a provider that finishes in its start needs no handle", () => {
     const { counts, provider } = scriptedProvider({
       start: () => Effect.succeed({ _tag: "Finished", status: succeeded([textOutput("at once")]) } as const)
