@@ -84,6 +84,63 @@ if (probe === undefined) {
       }).pipe(Effect.scoped))
   })
 
+  describe("postgres: active jobs across processes", () => {
+    it.live("submits and completions of separate pools never admit past the maximum, never deadlock, and leave the count exact", () =>
+      Effect.gen(function*() {
+        const url = Redacted.make((yield* Effect.promise(freshPostgresUrl))!)
+        const MAX = 5
+        const owner = yield* createAccount(1_000_000_000).pipe(Effect.provide(layerPostgres({ url, databaseClock: false })))
+        const processRepo = Effect.gen(function*() {
+          const pool = yield* Layer.build(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url }))))
+          return makeJobRepo(yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool)))
+        })
+        const repos = yield* Effect.all(Array.from({ length: 3 }, () => processRepo))
+        const sql = (yield* Layer.build(PgClient.layer({ url }))).pipe(Context.get(SqlClient.SqlClient))
+        const active = sql<{ n: string }>`SELECT COUNT(*) AS n FROM genjobs_jobs
+          WHERE account_id = ${owner.id} AND status IN ('pending', 'processing')`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
+        let submitting = true
+        const outcomes: Array<string> = []
+        const submitter = (repo: JobRepo["Type"], lane: number) =>
+          Effect.forEach(Array.from({ length: 25 }, (_, i) => i), (i) =>
+            repo.submit({ job: job(owner.id, { createdAt: T0 + lane * 100 + i }), maxConcurrentJobs: MAX, rateLimits: NO_LIMITS }).pipe(
+              Effect.match({ onFailure: (e) => ("code" in e ? String(e.code) : e._tag), onSuccess: (o) => o._tag }),
+              Effect.map((outcome) => outcomes.push(outcome))
+            ), { discard: true })
+        // Claims and ends jobs while the submits run: a completion batch, a failure with its refund, a cancel.
+        const completer = (repo: JobRepo["Type"], p: number) =>
+          Effect.gen(function*() {
+            for (let round = 0; submitting || (yield* active) > 0; round++) {
+              const claimed = yield* repo.claimBatch({ workerId: `c${p}-${round}`, now: T0 + 10_000, leaseMs: 600_000, maxAttempts: 3, limit: 3 })
+              yield* Effect.forEach(claimed, (j, i) =>
+                i === 1
+                  ? repo.fail(j.id, `c${p}-${round}`, { code: "GENERATION_FAILED", message: "no" }, T0 + 10_001)
+                  : repo.complete(j.id, `c${p}-${round}`, [], T0 + 10_001), { concurrency: "unbounded", discard: true })
+              const [pending] = yield* repo.list({ accountId: owner.id, limit: 1, status: "pending" })
+              if (pending !== undefined && round % 4 === 0) yield* Effect.ignore(repo.cancel(pending.id, owner.id, T0 + 10_002))
+              if (claimed.length === 0) yield* Effect.sleep("5 millis")
+            }
+          })
+        const peaks: Array<number> = []
+        const watcher = Effect.forever(Effect.flatMap(active, (n) => Effect.sync(() => peaks.push(n)))).pipe(Effect.fork)
+        const watching = yield* watcher
+        const completers = yield* Effect.fork(Effect.all(repos.map(completer), { concurrency: "unbounded" }))
+        yield* Effect.all(repos.flatMap((repo, p) => [0, 1, 2].map((lane) => submitter(repo, p * 3 + lane))), { concurrency: "unbounded" })
+        submitting = false
+        yield* Fiber.join(completers)
+        yield* Fiber.interrupt(watching)
+        expect(new Set(outcomes)).toEqual(new Set(["Created", "CONCURRENT_JOBS_EXCEEDED"]))
+        expect(outcomes.filter((o) => o === "Created").length).toBeGreaterThan(MAX)
+        expect(Math.max(...peaks)).toBeLessThanOrEqual(MAX)
+        // Nothing active is left, and the kept count agrees: its ends, folded or not, match what ended.
+        const [kept] = yield* sql<{ n: string }>`SELECT active_jobs - (SELECT COUNT(*) FROM genjobs_active_job_ends WHERE account_id = ${owner.id}) AS n
+          FROM genjobs_accounts WHERE id = ${owner.id}`
+        expect(Number(kept!.n)).toBe(0)
+        const [money] = yield* sql<{ balance: string; ledger: string }>`SELECT a.balance_micro_cents AS balance,
+          (SELECT SUM(amount_micro_cents) FROM genjobs_ledger WHERE account_id = a.id) AS ledger FROM genjobs_accounts a WHERE a.id = ${owner.id}`
+        expect(money!.balance).toBe(money!.ledger)
+      }).pipe(Effect.scoped), 60_000)
+  })
+
   describe("postgres: the pool", () => {
     it.live("interrupting 10,000 queries that wait for a connection hands the connections over without overflowing the stack", () =>
       Effect.gen(function*() {
