@@ -139,6 +139,32 @@ if (probe === undefined) {
           (SELECT SUM(amount_micro_cents) FROM genjobs_ledger WHERE account_id = a.id) AS ledger FROM genjobs_accounts a WHERE a.id = ${owner.id}`
         expect(money!.balance).toBe(money!.ledger)
       }).pipe(Effect.scoped), 60_000)
+
+    it.live("jobs a host inserts many at a time in one statement count for their accounts", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const sql = yield* SqlClient.SqlClient
+        const [a, b] = [yield* createAccount(100_000), yield* createAccount(100_000)]
+        const seedJob = job(a.id)
+        yield* repo.submit({ job: seedJob, maxConcurrentJobs: 10, rateLimits: NO_LIMITS })
+        // Copies of the submitted job: 3 more for a, 2 for b, one of them already ended.
+        yield* sql`INSERT INTO genjobs_jobs
+          SELECT (r).* FROM (
+            SELECT jsonb_populate_record(j, jsonb_build_object('id', 'job_copy_' || g, 'account_id', CASE WHEN g <= 3 THEN ${a.id} ELSE ${b.id} END,
+              'status', CASE WHEN g = 6 THEN 'completed' ELSE 'pending' END)) AS r
+            FROM genjobs_jobs j CROSS JOIN generate_series(1, 6) AS g WHERE j.id = ${seedJob.id}
+          ) AS copies`
+        const admit = (owner: typeof a, max: number) =>
+          repo.submit({ job: job(owner.id), maxConcurrentJobs: max, rateLimits: NO_LIMITS }).pipe(
+            Effect.match({ onFailure: (e) => ("code" in e ? String(e.code) : e._tag), onSuccess: (o) => o._tag })
+          )
+        expect([yield* admit(a, 4), yield* admit(a, 5), yield* admit(b, 2), yield* admit(b, 3)])
+          .toEqual(["CONCURRENT_JOBS_EXCEEDED", "Created", "CONCURRENT_JOBS_EXCEEDED", "Created"])
+      }).pipe(Effect.provide(Layer.unwrapEffect(
+        Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
+          Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
+        ))
+      ))))
   })
 
   describe("postgres: the pool", () => {

@@ -26,9 +26,13 @@ export default (t: Tables) => Effect.gen(function*() {
       Effect.gen(function*() {
         yield* sql`CREATE TABLE ${t.active_job_ends} (account_id TEXT NOT NULL)`
         yield* sql`CREATE INDEX ${t.active_job_ends_account} ON ${t.active_job_ends} (account_id)`
+        // Once per statement, not per row: a bulk insert moving one account's row once per job
+        // would make it a chain of row versions to walk on every move.
         yield* sql`CREATE FUNCTION ${t.count_started_job}() RETURNS trigger LANGUAGE plpgsql AS $$
           BEGIN
-            UPDATE ${t.accounts} SET active_jobs = active_jobs + 1 WHERE id = NEW.account_id;
+            UPDATE ${t.accounts} AS a SET active_jobs = a.active_jobs + started.n
+            FROM (SELECT account_id, COUNT(*) AS n FROM started_jobs WHERE status IN ${active} GROUP BY account_id) AS started
+            WHERE a.id = started.account_id;
             RETURN NULL;
           END $$`
         yield* sql`CREATE FUNCTION ${t.count_ended_job}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -37,7 +41,7 @@ export default (t: Tables) => Effect.gen(function*() {
             RETURN NULL;
           END $$`
         yield* sql`CREATE TRIGGER ${t.jobs_count_started} AFTER INSERT ON ${t.jobs}
-          FOR EACH ROW WHEN (NEW.status IN ${active}) EXECUTE FUNCTION ${t.count_started_job}()`
+          REFERENCING NEW TABLE AS started_jobs FOR EACH STATEMENT EXECUTE FUNCTION ${t.count_started_job}()`
         yield* sql`CREATE TRIGGER ${t.jobs_count_ended} AFTER UPDATE OF status ON ${t.jobs}
           FOR EACH ROW WHEN (OLD.status IN ${active} AND NEW.status NOT IN ${active}) EXECUTE FUNCTION ${t.count_ended_job}()`
         yield* sql`CREATE TRIGGER ${t.jobs_count_deleted} AFTER DELETE ON ${t.jobs}
