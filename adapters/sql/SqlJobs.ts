@@ -263,7 +263,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         storeErrors("count active jobs")
       ),
 
-    ...(isPg ? { submitAtOnce: (job: Job, maxConcurrentJobs: number) => submitPg(job, maxConcurrentJobs) } : {}),
+    ...(isPg ? { submitAtOnce: submitPg } : {}),
 
     readRateWindows: (key, now, windows) =>
       sql`SELECT window_ms, SUM(n) AS n, MIN(oldest) AS oldest FROM ${t.rate_windows}

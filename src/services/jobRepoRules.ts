@@ -141,48 +141,46 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
       }))
 
   const submitInTransaction: JobRepo["Type"]["submit"] = ({ idempotency, job, maxConcurrentJobs, rateLimits }) =>
-      driver.transaction(Effect.gen(function*() {
-        if (idempotency !== undefined) {
-          const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
-            requestHash: idempotency.requestHash,
-            jobId: job.id,
-            createdAt: job.createdAt
-          }, idempotency.notBefore)
-          if (Option.isSome(previous)) {
-            if (previous.value.requestHash !== idempotency.requestHash) return yield* Effect.fail(idempotencyConflict(idempotency.key))
-            return yield* replay(previous.value.jobId)
-          }
+    driver.transaction(Effect.gen(function*() {
+      if (idempotency !== undefined) {
+        const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
+          requestHash: idempotency.requestHash,
+          jobId: job.id,
+          createdAt: job.createdAt
+        }, idempotency.notBefore)
+        if (Option.isSome(previous)) {
+          if (previous.value.requestHash !== idempotency.requestHash) return yield* Effect.fail(idempotencyConflict(idempotency.key))
+          return yield* replay(previous.value.jobId)
         }
-        // The charge takes the account's lock, serialising its submits across processes: the
-        // counts below see every submit admitted before. A refusal rolls the charge back.
-        const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
-        const charged = yield* driver.chargeAccount(charge)
-        const balance = Option.isSome(charged) ? charged.value : yield* lockedBalance(job)
-        const key = { accountId: job.accountId, model: job.model, version: job.version }
-        const windows = limitedWindows(rateLimits)
-        const usage = windows.length === 0 ? [] : yield* driver.readRateWindows(key, job.createdAt, windows)
-        const usageOf = (window: typeof MINUTE_WINDOW) => usage[windows.indexOf(window)] ?? NO_USAGE
-        const refusal = refuseSubmit({
-          now: job.createdAt,
-          costMicroCents: job.costMicroCents,
-          balanceMicroCents: balance,
-          activeJobs: yield* driver.activeJobs(job.accountId),
-          maxConcurrentJobs,
-          rateLimits,
-          minute: usageOf(MINUTE_WINDOW),
-          day: usageOf(DAY_WINDOW)
-        })
-        if (refusal !== undefined) return yield* Effect.fail(refusal)
-        // The balance fell short of the conditional charge but covers the job under the lock: credit came in between.
-        if (Option.isNone(charged) && Option.isNone(yield* driver.chargeAccount(charge))) {
-          return yield* Effect.fail(new StoreError({ message: `The balance of ${job.accountId} moved under its lock` }))
-        }
-        if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
-        yield* driver.insertJob(job)
-        return { _tag: "Created", job } satisfies SubmitOutcome
-      }))
-
-  const created = (job: Job): SubmitOutcome => ({ _tag: "Created", job })
+      }
+      // The charge takes the account's lock, serialising its submits across processes: the
+      // counts below see every submit admitted before. A refusal rolls the charge back.
+      const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+      const charged = yield* driver.chargeAccount(charge)
+      const balance = Option.isSome(charged) ? charged.value : yield* lockedBalance(job)
+      const key = { accountId: job.accountId, model: job.model, version: job.version }
+      const windows = limitedWindows(rateLimits)
+      const usage = windows.length === 0 ? [] : yield* driver.readRateWindows(key, job.createdAt, windows)
+      const usageOf = (window: typeof MINUTE_WINDOW) => usage[windows.indexOf(window)] ?? NO_USAGE
+      const refusal = refuseSubmit({
+        now: job.createdAt,
+        costMicroCents: job.costMicroCents,
+        balanceMicroCents: balance,
+        activeJobs: yield* driver.activeJobs(job.accountId),
+        maxConcurrentJobs,
+        rateLimits,
+        minute: usageOf(MINUTE_WINDOW),
+        day: usageOf(DAY_WINDOW)
+      })
+      if (refusal !== undefined) return yield* Effect.fail(refusal)
+      // The balance fell short of the conditional charge but covers the job under the lock: credit came in between.
+      if (Option.isNone(charged) && Option.isNone(yield* driver.chargeAccount(charge))) {
+        return yield* Effect.fail(new StoreError({ message: `The balance of ${job.accountId} moved under its lock` }))
+      }
+      if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
+      yield* driver.insertJob(job)
+      return { _tag: "Created", job } satisfies SubmitOutcome
+    }))
 
   return {
     // A submit that only needs the balance and the active jobs checked is one write where the
@@ -195,7 +193,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
       }
       return Effect.flatMap(
         submitAtOnce(request.job, request.maxConcurrentJobs),
-        (done) => (done ? Effect.succeed(created(request.job)) : submitInTransaction(request))
+        (done) => (done ? Effect.succeed<SubmitOutcome>({ _tag: "Created", job: request.job }) : submitInTransaction(request))
       )
     },
 
