@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { activeStatuses } from "../../src/domain/job.js"
 import type { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { ApiKeyRepo, KeyWithAccount } from "../../src/ports/ApiKeyRepo.js"
+import { readActiveJobs } from "./activeJobs.js"
 import { postLedger } from "./ledger.js"
 import { AccountRow, ApiKeyRow, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -82,12 +82,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
       Effect.map((rows) => rows[0]?.n ?? 0),
       storeErrors("count accounts")
     ),
-    activeJobs: (id) =>
-      sql`SELECT COUNT(*) AS n FROM ${t.jobs} WHERE account_id = ${id} AND status IN ${sql.in(activeStatuses)}`.pipe(
-        Effect.flatMap(decodeCount),
-        Effect.map((rows) => rows[0]?.n ?? 0),
-        storeErrors("count active jobs")
-      )
+    activeJobs: (id) => readActiveJobs(sql, t, id)
   }
 
   const findKey = (column: "id" | "hash", value: string) =>

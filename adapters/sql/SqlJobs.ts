@@ -7,13 +7,13 @@ import type { ClaimLease } from "../../src/domain/job.js"
 import type { VersionRef } from "../../src/domain/providerLimits.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
 import type { ClaimBatch, IdempotencyRecord, JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
+import { readActiveJobs } from "./activeJobs.js"
 import { postLedger } from "./ledger.js"
 import { SqlTables } from "./tables.js"
 import { AccountRow, DbInt, JobRow, storeErrors, toAccount, toJob } from "./rows.js"
 
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
-const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
 const decodeWindows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ window_ms: DbInt, n: DbInt, oldest: DbInt })))
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
 const decodeUsage = Schema.decodeUnknown(
@@ -251,17 +251,8 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         storeErrors("claim idempotency key")
       ),
 
-    // Read under the account's lock: no submit moves the count meanwhile, and the ends counted
-    // are those committed when this statement starts.
-    activeJobs: (accountId) =>
-      (isPg
-        ? sql`SELECT active_jobs - (SELECT COUNT(*) FROM ${t.active_job_ends} WHERE account_id = ${accountId}) AS n
-            FROM ${t.accounts} WHERE id = ${accountId}`
-        : sql`SELECT active_jobs AS n FROM ${t.accounts} WHERE id = ${accountId}`).pipe(
-        Effect.flatMap(decodeCount),
-        Effect.map((rows) => rows[0]?.n ?? 0),
-        storeErrors("count active jobs")
-      ),
+    // Read under the account's lock: no submit or fold moves the count meanwhile.
+    activeJobs: (accountId) => readActiveJobs(sql, t, accountId),
 
     ...(isPg ? { submitAtOnce: submitPg } : {}),
 
