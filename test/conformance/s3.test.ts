@@ -1,4 +1,3 @@
-import { S3Client } from "@aws-sdk/client-s3"
 import { Effect, Fiber, Layer, Option, Stream, TestClock, TestContext } from "effect"
 import { spawn } from "node:child_process"
 import { once } from "node:events"
@@ -17,7 +16,7 @@ import { UploadTarget } from "../../src/ports/UploadTarget.js"
 import { Uploads, UploadSigningSecret } from "../../src/services/Uploads.js"
 import { UploadSweeper, VERIFY_GRACE_MS } from "../../src/services/UploadSweeper.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
-import { startS3 } from "../support/s3.js"
+import { s3ClientAt, startS3 } from "../support/s3.js"
 import { generatedBody, PIECE, readAll, runBlobConformance, sha256Of } from "./blobSuite.js"
 
 const s3 = await startS3()
@@ -226,13 +225,7 @@ describe("s3: a streamed body is uploaded in parts as it is read", () => {
     try {
       const [line] = await once(createInterface({ input: server.stdout }), "line") as [string]
       const { bucket, endpoint } = JSON.parse(line) as { endpoint: string; bucket: string }
-      const client = new S3Client({
-        endpoint,
-        region: "us-east-1",
-        forcePathStyle: true,
-        requestChecksumCalculation: "WHEN_REQUIRED",
-        credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }
-      })
+      const client = s3ClientAt(endpoint)
       const blobs = makeS3BlobStore({ client, bucket, publicBaseUrl: `${endpoint}/${bucket}` })
       setFlagsFromString("--expose-gc")
       const gc = runInNewContext("gc") as () => void

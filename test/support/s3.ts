@@ -9,18 +9,22 @@ import { startPresignedUrlGate } from "./presignedUrlGate.js"
  * A real S3-compatible server on 127.0.0.1 (s3rver) behind a gate that checks presigned URLs'
  * signatures as S3 does, with one empty bucket per call.
  */
-export const startS3 = async () => {
-  const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(join(tmpdir(), "genjobs-s3-")) })
-  const { port } = await server.run()
-  const gate = await startPresignedUrlGate({ upstream: `http://127.0.0.1:${port}`, secretAccessKey: "S3RVER" })
-  const endpoint = gate.endpoint
-  const client = new S3Client({
+/** A client of the local S3 server (S3rver's fixed credentials) at `endpoint`. */
+export const s3ClientAt = (endpoint: string) =>
+  new S3Client({
     endpoint,
     region: "us-east-1",
     forcePathStyle: true,
     requestChecksumCalculation: "WHEN_REQUIRED",
     credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" }
   })
+
+export const startS3 = async () => {
+  const server = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: mkdtempSync(join(tmpdir(), "genjobs-s3-")) })
+  const { port } = await server.run()
+  const gate = await startPresignedUrlGate({ upstream: `http://127.0.0.1:${port}`, secretAccessKey: "S3RVER" })
+  const endpoint = gate.endpoint
+  const client = s3ClientAt(endpoint)
   let n = 0
   return {
     endpoint,

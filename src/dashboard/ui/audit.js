@@ -1,21 +1,11 @@
 /** The audit log of admin writes: who changed what, when, with which request. */
 import { html } from "htm/preact"
 import { withQuery } from "./api.js"
+import { AUDIT_ACTIONS } from "./auditActions.js"
 import { time } from "./format.js"
 import { ErrorMessage, LoadMore, PageTitle, usePagedList } from "./ui.js"
 
 /** @typedef {import("./accounts.js").ViewProps} ViewProps */
-
-const ACTIONS = [
-  "account.create",
-  "account.update",
-  "account.credit",
-  "account.webhook_secret.rotate",
-  "key.create",
-  "key.deactivate",
-  "catalog.replace",
-  "delivery.retry"
-]
 
 /** @param {ViewProps} props */
 export const AuditView = ({ api, query }) => {
@@ -34,7 +24,7 @@ export const AuditView = ({ api, query }) => {
       <div><label for="a-action">Action</label>
         <select id="a-action" name="action">
           <option value="" selected=${filters.action === ""}>Any</option>
-          ${ACTIONS.map((a) => html`<option value=${a} selected=${filters.action === a}>${a}</option>`)}
+          ${AUDIT_ACTIONS.map((a) => html`<option value=${a} selected=${filters.action === a}>${a}</option>`)}
         </select>
       </div>
       <div><label for="a-target">Target id</label><input id="a-target" name="target" defaultValue=${filters.target} /></div>
