@@ -32,6 +32,7 @@ import { Catalog } from "./services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
 import { JobFollow } from "./services/JobFollow.js"
 import { Jobs } from "./services/Jobs.js"
+import { LocalWorkers } from "./services/LocalWorkers.js"
 import { layerPublishingJobRepo } from "./services/publishingJobRepo.js"
 import { RetentionSweeper } from "./services/RetentionSweeper.js"
 import { Uploads, type UploadSigningSecret } from "./services/Uploads.js"
@@ -64,6 +65,8 @@ export const EngineServicesLive = Layer.mergeAll(
   RetentionSweeper.layer
 ).pipe(
   Layer.provideMerge(Catalog.layer),
+  // One per engine: its submits hand jobs to its own idle workers.
+  Layer.provideMerge(LocalWorkers.layer),
   Layer.provide(layerObservedJobRepo),
   Layer.provide(layerPublishingJobRepo)
 )

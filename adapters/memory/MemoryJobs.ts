@@ -107,6 +107,15 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         }
       }),
     insertJob: (job) => Effect.sync(() => setIn(state.jobs, job.id, job)),
+    insertClaimed: (job, handOff) =>
+      Effect.sync(() => {
+        if (jobs().some((j) => j.status === "pending" || (leaseExpired(j, handOff.now) && j.attempts < handOff.maxAttempts))) {
+          return Option.none()
+        }
+        const claimed = claimedJob(job, handOff)
+        setIn(state.jobs, job.id, claimed)
+        return Option.some(claimed)
+      }),
     getJob,
     lockJob: getJob,
     updateJob: (next, expected) =>

@@ -2,10 +2,10 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { JobId } from "../../src/domain/ids.js"
-import type { Job } from "../../src/domain/job.js"
-import type { ClaimLease } from "../../src/domain/job.js"
+import { type ClaimLease, claimedJob, type Job } from "../../src/domain/job.js"
 import type { VersionRef } from "../../src/domain/providerLimits.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
+import type { HandOffLease } from "../../src/ports/JobRepo.js"
 import type { ClaimBatch, IdempotencyRecord, JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { readActiveJobs } from "./activeJobs.js"
 import { postLedger } from "./ledger.js"
@@ -128,20 +128,53 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
       Effect.flatMap(firstBalance)
     )
 
+  const columnsOf = (job: Job) => sql.literal(Object.keys(jobRow(job)).join(", "))
+  const values = (row: ReturnType<typeof jobRow>) => sql.csv(Object.values(row).map((value) => sql`${value}`))
+  /** claimedJob's row, with the lease's expiry on the lease clock as a claim writes it. */
+  const claimedValues = (job: Job, lease: HandOffLease) =>
+    sql.csv(Object.entries(jobRow(claimedJob(job, lease))).map(([column, value]) =>
+      column === "lease_expires_at" ? leaseUntil(lease.now, lease.leaseExpiresAt) : sql`${value}`
+    ))
+  /** What a claim could take now: a pending job, or an expired lease with attempts left. */
+  const anyRunnable = (lease: HandOffLease) =>
+    sql`(EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'pending')
+      OR EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(lease.now)}
+        AND attempts < ${lease.maxAttempts}))`
+
   /**
    * A whole submit in one statement, so one round trip and no transaction around it: the charge
    * of chargingPg, admitted only while the account's active jobs stay under its maximum, and the
-   * job's insert, which counts itself active (trigger) and wakes claimers on commit.
+   * job's insert, which counts itself active (trigger). Queued, it wakes claimers on commit;
+   * with a hand-off and nothing runnable it is inserted as the local worker's claim instead
+   * (claimedJob, as claimSet writes it), and nobody else is woken.
    */
-  const submitPg = (job: Job, maxConcurrentJobs: number) => {
-    const row = jobRow(job)
+  const submitPg = (job: Job, maxConcurrentJobs: number, handOff?: HandOffLease) => {
     const admits = sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`
-    return sql`WITH ${chargingPg(job.accountId, job.id, job.costMicroCents, job.createdAt, admits)}, inserted AS (
-        INSERT INTO ${t.jobs} (${sql.literal(Object.keys(row).join(", "))})
-        SELECT ${sql.csv(Object.values(row).map((value) => sql`${value}`))} FROM account RETURNING id
+    const charging = chargingPg(job.accountId, job.id, job.costMicroCents, job.createdAt, admits)
+    if (handOff === undefined) {
+      return sql`WITH ${charging}, inserted AS (
+          INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(jobRow(job))} FROM account RETURNING id
+        )
+        SELECT pg_notify(${channel}, 'jobs') FROM inserted`.pipe(
+        Effect.map((rows) => (rows.length > 0 ? Option.some(job) : Option.none())),
+        storeErrors("submit job")
       )
-      SELECT pg_notify(${channel}, 'jobs') FROM inserted`.pipe(
-      Effect.map((rows) => rows.length > 0),
+    }
+    return sql`WITH ${charging}, runnable AS (
+        SELECT ${anyRunnable(handOff)} AS found
+      ), queued AS (
+        INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(jobRow(job))} FROM account, runnable WHERE runnable.found RETURNING id
+      ), taken AS (
+        INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)}
+        FROM account, runnable WHERE NOT runnable.found RETURNING *
+      )
+      SELECT taken.*, queued.id AS queued_id, CASE WHEN queued.id IS NOT NULL THEN pg_notify(${channel}, 'jobs') END AS woke
+      FROM account LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
+      Effect.flatMap((rows) => {
+        const [row] = rows as ReadonlyArray<{ readonly queued_id: string | null }>
+        if (row === undefined) return Effect.succeed(Option.none<Job>())
+        return row.queued_id !== null ? Effect.succeed(Option.some(job)) : firstJob(rows)
+      }),
       storeErrors("submit job")
     )
   }
@@ -255,6 +288,12 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     activeJobs: (accountId) => readActiveJobs(sql, t, accountId),
 
     ...(isPg ? { submitAtOnce: submitPg } : {}),
+
+    insertClaimed: (job, handOff) =>
+      sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)} WHERE NOT ${anyRunnable(handOff)} RETURNING *`.pipe(
+        Effect.flatMap(firstJob),
+        storeErrors("insert claimed job")
+      ),
 
     readRateWindows: (key, now, windows) =>
       sql`SELECT window_ms, SUM(n) AS n, MIN(oldest) AS oldest FROM ${t.rate_windows}

@@ -5,6 +5,8 @@ import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans
 import { jobsAbandoned, jobsFinished, jobsSubmitted, pickupSeconds, runSeconds } from "./metrics.js"
 
 type Repo = JobRepo["Type"]
+
+const MS = 1_000_000n
 type Outcome = "completed" | "failed" | "cancelled"
 
 const submitted = (job: Job) =>
@@ -34,6 +36,23 @@ const claimed = (job: Job) => {
   )
 }
 
+/**
+ * A job handed at its submit to an idle worker of the process (LocalWorkers): the submit's
+ * write was its claim, so its pickup is logged, and its queued and claim spans recorded, here.
+ */
+const handedOff = (job: Job, submitStart: bigint) =>
+  Effect.flatMap(Clock.currentTimeNanos, (end) =>
+    Effect.all([
+      recordJobSpan("genjobs.job.queued", job.id, BigInt(job.createdAt) * MS, BigInt(job.startedAt ?? job.createdAt) * MS),
+      recordJobSpan("genjobs.job.claim", job.id, submitStart, end, {
+        "genjobs.worker_id": job.leaseOwner,
+        "genjobs.attempt": job.attempts,
+        "genjobs.claimed_together": 1,
+        "genjobs.handed_off": true
+      }),
+      claimed(job)
+    ], { discard: true }))
+
 const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
   const runMs = outcome !== "cancelled" && job.startedAt !== null && job.completedAt !== null
     ? job.completedAt - job.startedAt
@@ -61,7 +80,6 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
   ], { discard: true })
 }
 
-const MS = 1_000_000n
 
 /**
  * A claim's jobs are known once it returns, and most claims of an idle queue return none: each
@@ -92,12 +110,12 @@ const claimSpans = (workerId: string) => <E, R>(claim: Effect.Effect<ReadonlyArr
 export const observeJobRepo = (repo: Repo): Repo => ({
   ...repo,
   submit: (command) =>
-    repo.submit(command).pipe(
+    Effect.flatMap(Clock.currentTimeNanos, (start) => repo.submit(command).pipe(
       Effect.tap((outcome) =>
         outcome._tag === "Created"
           ? Effect.zipRight(
             Effect.ignore(Effect.map(Effect.currentSpan, (span) => rememberSubmitSpan(outcome.job.id, span))),
-            submitted(outcome.job)
+            Effect.zipRight(submitted(outcome.job), outcome.job.status === "processing" ? handedOff(outcome.job, start) : Effect.void)
           )
           : Effect.logDebug("job submit replayed", { jobId: outcome.job.id })
       ),
@@ -106,7 +124,7 @@ export const observeJobRepo = (repo: Repo): Repo => ({
         "genjobs.model": command.job.model,
         "genjobs.account_id": command.job.accountId
       })
-    ),
+    )),
   claim: (options) =>
     repo.claim(options).pipe(
       Effect.map(Option.toArray),

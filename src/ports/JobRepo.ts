@@ -3,7 +3,7 @@ import type { RateLimits } from "../domain/catalog.js"
 import type { JobCursor } from "../domain/cursor.js"
 import type { EngineError, StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
-import type { Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
+import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
 import type { LimitPlan } from "../domain/providerLimits.js"
 
@@ -15,14 +15,27 @@ export interface IdempotencyClaim {
   readonly notBefore: number
 }
 
+/** The lease of an idle worker of this process that offers to take a submitted job at once. */
+export interface HandOffLease extends ClaimLease {
+  /** As in ClaimOptions: an expired lease under it is runnable, so the job waits behind it. */
+  readonly maxAttempts: number
+}
+
 export interface SubmitCommand {
   readonly job: Job
   readonly maxConcurrentJobs: number
   readonly rateLimits: RateLimits
   readonly idempotency?: IdempotencyClaim
+  /**
+   * Asked at most once, and only where the store can insert the job already claimed: an idle
+   * local worker's lease, or None. The job is then written as that worker's claim
+   * (`claimedJob`) when nothing older is runnable, and stays pending otherwise.
+   */
+  readonly handOff?: Effect.Effect<Option.Option<HandOffLease>> | undefined
 }
 
 export type SubmitOutcome =
+  /** The job as stored: pending, or processing when it was handed off to the local worker. */
   | { readonly _tag: "Created"; readonly job: Job }
   | { readonly _tag: "Replayed"; readonly job: Job }
 

@@ -7,7 +7,7 @@ import type { ProviderState } from "../domain/providerHandle.js"
 import type { LimitUsage, VersionRef } from "../domain/providerLimits.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
-import type { HeldLease, ListQuery } from "./JobRepo.js"
+import type { HandOffLease, HeldLease, ListQuery } from "./JobRepo.js"
 
 export interface IdempotencyRecord {
   readonly requestHash: string
@@ -80,12 +80,25 @@ export interface JobStoreDriver {
   readonly activeJobs: (accountId: AccountId) => Effect.Effect<number, StoreError>
   /**
    * Optional, for a store where a transaction costs round trips: a submit without idempotency
-   * key or rate limits in one atomic write. Charges the job's cost with its ledger line, inserts
-   * the job and wakes claimers as `insertJob` does, only while the balance covers the cost and
-   * fewer than `maxConcurrentJobs` of the account's jobs are active (it may count too many, never
-   * too few). False when it wrote nothing: the caller then decides in a transaction.
+   * key or rate limits in one atomic write. Charges the job's cost with its ledger line and
+   * inserts the job, only while the balance covers the cost and fewer than `maxConcurrentJobs`
+   * of the account's jobs are active (it may count too many, never too few). With `handOff`,
+   * when no job is runnable (pending, or an expired lease under `maxAttempts`), it inserts
+   * `claimedJob(job, handOff)` instead, its lease on the lease clock as a claim's; otherwise it
+   * wakes claimers as `insertJob` does. Answers the job as inserted; None when it wrote
+   * nothing: the caller then decides in a transaction.
    */
-  readonly submitAtOnce?: ((job: Job, maxConcurrentJobs: number) => Effect.Effect<boolean, StoreError>) | undefined
+  readonly submitAtOnce?:
+    | ((job: Job, maxConcurrentJobs: number, handOff?: HandOffLease) => Effect.Effect<Option.Option<Job>, StoreError>)
+    | undefined
+  /**
+   * Optional, for a store that can hand a submit to an idle worker of the submitting process:
+   * inserts `claimedJob(job, handOff)` (its lease on the lease clock, as a claim's) only while
+   * no job is runnable (pending, or an expired lease under `handOff.maxAttempts`), and answers
+   * it; None, writing nothing, when one is. Called in the submit's transaction, where `insertJob`
+   * then queues the job.
+   */
+  readonly insertClaimed?: ((job: Job, handOff: HandOffLease) => Effect.Effect<Option.Option<Job>, StoreError>) | undefined
   /**
    * Per window, in order: the submits of its buckets whose oldest submit is after `now` minus
    * the window, and that oldest submit.

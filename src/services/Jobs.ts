@@ -4,11 +4,12 @@ import { engineError, type EngineError, STORE_RETRY_AFTER_SECONDS, type StoreErr
 import { type JobId, newJobId, type RequestId } from "../domain/ids.js"
 import { type Job, JobStatus as JobStatusSchema } from "../domain/job.js"
 import { type CostEstimate, estimateCost, isExactCost } from "../domain/pricing.js"
-import { JobRepo } from "../ports/JobRepo.js"
+import { JobRepo, type SubmitCommand } from "../ports/JobRepo.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
 import { Catalog, type ResolvedModel } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
+import { LocalWorkers, type WorkerSlot } from "./LocalWorkers.js"
 import { readPageRequest, toPage } from "./paging.js"
 
 export interface SubmitRequest {
@@ -19,6 +20,7 @@ export interface SubmitRequest {
 }
 
 export interface SubmitResult {
+  /** The job as admitted: pending, as the spec answers, even when a local worker took it at once. */
   readonly job: Job
   /** The version is deprecated: still served, to be moved off. */
   readonly deprecated: boolean
@@ -66,6 +68,27 @@ export const make = Effect.gen(function*() {
   const catalog = yield* Catalog
   const signal = yield* JobSignal
   const config = yield* EngineConfig
+  const localWorkers = yield* LocalWorkers
+
+  /**
+   * The submit, offered to an idle worker of this process: the store writes the job as that
+   * worker's claim when nothing older is runnable and the worker runs it at once; otherwise the
+   * worker is given back. Uninterruptible, so neither a reserved worker nor a written claim is
+   * left behind.
+   */
+  const submitToRepo = (command: SubmitCommand) =>
+    Effect.uninterruptible(Effect.gen(function*() {
+      let slot = Option.none<WorkerSlot>()
+      const handOff = Effect.map(localWorkers.reserve(command.job), (reserved) => {
+        slot = reserved
+        return Option.map(reserved, (s) => s.lease)
+      })
+      const released = Effect.suspend(() => (Option.isSome(slot) ? slot.value.release : Effect.void))
+      const outcome = yield* Effect.onError(repo.submit({ ...command, handOff }), () => released)
+      const taken = outcome._tag === "Created" && outcome.job.status === "processing"
+      if (Option.isSome(slot)) yield* (taken ? slot.value.run(outcome.job) : slot.value.release)
+      return { outcome, taken }
+    }))
 
   /** The price of this input; one that no balance could hold (or not a number at all) is refused. */
   const priced = (
@@ -150,7 +173,7 @@ export const make = Effect.gen(function*() {
         providerHandle: null,
         providerStarts: 0
       }
-      const outcome = yield* repo.submit({
+      const { outcome, taken } = yield* submitToRepo({
         job,
         maxConcurrentJobs: caller.account.maxConcurrentJobs,
         rateLimits: resolved.version.rateLimits,
@@ -162,9 +185,9 @@ export const make = Effect.gen(function*() {
           }
         })
       })
-      if (outcome._tag === "Created") yield* signal.notify
+      if (outcome._tag === "Created" && !taken) yield* signal.notify
       return {
-        job: outcome.job,
+        job: taken ? job : outcome.job,
         deprecated: resolved.version.status === "deprecated",
         replayed: outcome._tag === "Replayed"
       }

@@ -10,6 +10,7 @@ import { JobSignal } from "../ports/JobSignal.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
+import { LocalWorkers, type ReserveSlot } from "./LocalWorkers.js"
 import { type LeaseKeeper, makeLeaseKeeper } from "./leaseKeeper.js"
 import { makeOutputStore } from "./outputStore.js"
 import { makeProviderCalls, Superseded } from "./providerCalls.js"
@@ -35,6 +36,7 @@ export const make = Effect.gen(function*() {
   const signal = yield* JobSignal
   const webhookSignal = yield* WebhookSignal
   const config = yield* EngineConfig
+  const localWorkers = yield* LocalWorkers
   const files = yield* makeOutputStore
   const calls = yield* makeProviderCalls
   const newLeaseKeeper = makeLeaseKeeper.pipe(Effect.provide(yield* Effect.context<JobRepo | EngineConfig>()))
@@ -145,7 +147,8 @@ export const make = Effect.gen(function*() {
     return limits.plan
   })
 
-  const isLimited = (job: Job) => limits?.plan.versions.some((v) => v.model === job.model && v.version === job.version) ?? false
+  const limitedIn = (plan: LimitPlan, job: Job) => plan.versions.some((v) => v.model === job.model && v.version === job.version)
+  const isLimited = (job: Job) => (limits === undefined ? false : limitedIn(limits.plan, job))
 
   /** Claims up to `limit` jobs; each with its lease's end on this process's clock (measured before the claim, so never late). */
   const claimUpTo = (workerId: string, limit: number) =>
@@ -175,21 +178,25 @@ export const make = Effect.gen(function*() {
    * Starts `concurrency` worker fibers fed by one claimer, and the reaper pass, in the current
    * scope. The claimer takes as many jobs as there are idle fibers in one claim (each claim its
    * own lease owner) and queues them in a local buffer the fibers take from; with none to take
-   * it waits for a signal or the poll interval. Closing the scope drains: no new claims,
-   * running jobs get `drainTimeoutMs` to finish; a job cut off later is retried by another
-   * worker once its lease expires.
+   * it waits for a signal or the poll interval. Idle fibers are also offered to this process's
+   * submits (LocalWorkers): a job the store writes as such a fiber's claim joins the buffer
+   * the same way. Closing the scope drains: no new claims or hand-offs, running jobs get
+   * `drainTimeoutMs` to finish; a job cut off later is retried by another worker once its
+   * lease expires.
    */
   const start = (concurrency: number) =>
     Effect.gen(function*() {
       const processId = randomBytes(6).toString("hex")
       const keeper = yield* newLeaseKeeper
       const buffer = yield* Queue.unbounded<{ readonly job: Job; readonly leaseExpiresAt: number }>()
-      // Fibers neither running nor promised a buffered job; only the claimer takes from it.
+      // Fibers neither running nor promised a job: the claimer takes them all for the length of
+      // a claim, a hand-off one until its submit is written, so neither promises a fiber twice.
       const idle = yield* Ref.make(concurrency)
       // A fiber finished: wakes a claimer waiting for capacity, or the drain.
       const freed = yield* Queue.sliding<void>(1)
       // A job under a provider limit ended: its room may let a waiting job go.
       const roomFreed = yield* Queue.sliding<void>(1)
+      const fiberFreed = Ref.update(idle, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(freed, undefined)))
       const runner = Effect.forever(
         Queue.take(buffer).pipe(
           Effect.flatMap(({ job, leaseExpiresAt }) =>
@@ -203,23 +210,45 @@ export const make = Effect.gen(function*() {
                   : Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause))
               )
             )),
-          Effect.ensuring(Ref.update(idle, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(freed, undefined))))
+          Effect.ensuring(fiberFreed)
         )
       )
       let claims = 0
+      const nextWorkerId = () => `wrk_${processId}_${++claims}`
+      let accepting = true
+      const reserve: ReserveSlot = (job) =>
+        Effect.gen(function*() {
+          if (!accepting) return Option.none()
+          // A limited version's room is counted by the limited claim alone.
+          const plan = yield* Effect.option(limitPlan)
+          if (Option.isNone(plan) || limitedIn(plan.value, job)) return Option.none()
+          if (!(yield* Ref.modify(idle, (n) => (n > 0 ? [true, n - 1] : [false, n])))) return Option.none()
+          const now = yield* Clock.currentTimeMillis
+          const lease = { now, leaseOwner: nextWorkerId(), leaseExpiresAt: now + config.leaseMs, maxAttempts: config.maxAttempts }
+          return Option.some({
+            lease,
+            run: (claimed: Job) => Queue.offer(buffer, { job: claimed, leaseExpiresAt: lease.leaseExpiresAt }),
+            release: fiberFreed
+          })
+        })
+      yield* localWorkers.offer(reserve)
+      // Uninterruptible from taking the idle fibers to the buffer: a drain never strands claimed
+      // jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
+      const claimForIdle = Effect.uninterruptible(Effect.gen(function*() {
+        const free = yield* Ref.getAndSet(idle, 0)
+        if (free === 0) return Option.none()
+        const exit = yield* Effect.exit(claimUpTo(nextWorkerId(), free).pipe(Effect.tap((jobs) => Queue.offerAll(buffer, jobs))))
+        yield* Ref.update(idle, (n) => n + free - (Exit.isSuccess(exit) ? exit.value.length : 0))
+        return Option.some({ free, exit })
+      }))
       const claimer = Effect.gen(function*() {
         while (true) {
-          const free = yield* Ref.get(idle)
-          if (free === 0) {
+          const claimed = yield* claimForIdle
+          if (Option.isNone(claimed)) {
             yield* Queue.take(freed)
             continue
           }
-          // Uninterruptible from the claim to the buffer: a drain never strands claimed jobs.
-          const exit = yield* Effect.exit(Effect.uninterruptible(
-            claimUpTo(`wrk_${processId}_${++claims}`, free).pipe(
-              Effect.tap((jobs) => Ref.update(idle, (n) => n - jobs.length).pipe(Effect.zipRight(Queue.offerAll(buffer, jobs))))
-            )
-          ))
+          const { exit, free } = claimed.value
           if (Exit.isFailure(exit)) {
             yield* Effect.logError("worker could not reach the store", Cause.pretty(exit.cause))
             yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
@@ -244,7 +273,10 @@ export const make = Effect.gen(function*() {
         while ((yield* Ref.get(idle)) < concurrency) yield* Queue.take(freed)
       })
       yield* Effect.addFinalizer(() =>
-        Fiber.interruptAll(background).pipe(
+        Effect.sync(() => {
+          accepting = false
+        }).pipe(
+          Effect.zipRight(Fiber.interruptAll(background)),
           // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
           Effect.zipRight(Effect.interruptible(drained).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
           Effect.zipRight(Fiber.interruptAll(runners))

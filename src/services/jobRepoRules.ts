@@ -7,7 +7,7 @@ import type { ProviderState } from "../domain/providerHandle.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../domain/providerLimits.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
-import type { JobRepo, SubmitOutcome } from "../ports/JobRepo.js"
+import type { HandOffLease, JobRepo, SubmitCommand, SubmitOutcome } from "../ports/JobRepo.js"
 import type { JobStoreDriver } from "../ports/JobStoreDriver.js"
 import { makeWriteBatcher } from "./writeBatcher.js"
 
@@ -140,7 +140,19 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         onSome: (job) => Effect.succeed<SubmitOutcome>({ _tag: "Replayed", job })
       }))
 
-  const submitInTransaction: JobRepo["Type"]["submit"] = ({ idempotency, job, maxConcurrentJobs, rateLimits }) =>
+  /** The job as that worker's claim when the store hands off and nothing is runnable; else queued. */
+  const insertOffered = (job: Job, handOff: Option.Option<HandOffLease>) =>
+    Effect.gen(function*() {
+      const { insertClaimed } = driver
+      const claimed = Option.isNone(handOff) || insertClaimed === undefined ? Option.none() : yield* insertClaimed(job, handOff.value)
+      if (Option.isNone(claimed)) yield* driver.insertJob(job)
+      return Option.getOrElse(claimed, () => job)
+    })
+
+  const submitInTransaction = (
+    { idempotency, job, maxConcurrentJobs, rateLimits }: SubmitCommand,
+    handOff: Option.Option<HandOffLease>
+  ) =>
     driver.transaction(Effect.gen(function*() {
       if (idempotency !== undefined) {
         const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
@@ -178,24 +190,26 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         return yield* Effect.fail(new StoreError({ message: `The balance of ${job.accountId} moved under its lock` }))
       }
       if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
-      yield* driver.insertJob(job)
-      return { _tag: "Created", job } satisfies SubmitOutcome
+      return { _tag: "Created", job: yield* insertOffered(job, handOff) } satisfies SubmitOutcome
     }))
 
   return {
     // A submit that only needs the balance and the active jobs checked is one write where the
-    // store offers it; anything it does not admit is decided, refusal and its reason included, in
-    // the transaction.
-    submit: (request) => {
-      const { submitAtOnce } = driver
-      if (submitAtOnce === undefined || request.idempotency !== undefined || limitedWindows(request.rateLimits).length > 0) {
-        return submitInTransaction(request)
-      }
-      return Effect.flatMap(
-        submitAtOnce(request.job, request.maxConcurrentJobs),
-        (done) => (done ? Effect.succeed<SubmitOutcome>({ _tag: "Created", job: request.job }) : submitInTransaction(request))
-      )
-    },
+    // store offers it, and may go straight to an idle local worker; anything it does not admit
+    // is decided, refusal and its reason included, in the transaction, and queued.
+    submit: (request) =>
+      Effect.gen(function*() {
+        // Asked once, whichever way the submit is written.
+        const handOff = request.handOff === undefined || driver.insertClaimed === undefined
+          ? Option.none<HandOffLease>()
+          : yield* request.handOff
+        const { submitAtOnce } = driver
+        if (submitAtOnce !== undefined && request.idempotency === undefined && limitedWindows(request.rateLimits).length === 0) {
+          const written = yield* submitAtOnce(request.job, request.maxConcurrentJobs, Option.getOrUndefined(handOff))
+          if (Option.isSome(written)) return { _tag: "Created", job: written.value } satisfies SubmitOutcome
+        }
+        return yield* submitInTransaction(request, handOff)
+      }),
 
     get: driver.getJob,
 

@@ -181,6 +181,74 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(sum).toBe(balance)
       }))
 
+    test("a submit offered to an idle local worker is written as its claim when nothing older is runnable", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const accounts = yield* AccountRepo
+        const owner = yield* createAccount(100_000)
+        let asked = 0
+        const lease = (leaseOwner: string, now: number) => ({ now, leaseOwner, leaseExpiresAt: now + 1_000, maxAttempts: 2 })
+        const offered = (leaseOwner: string, now: number) =>
+          Effect.sync(() => {
+            asked++
+            return Option.some(lease(leaseOwner, now))
+          })
+        const first = job(owner.id, { createdAt: T0 })
+        const handed = yield* submit({ job: first, handOff: offered("w1", T0 + 5) })
+        const claimedFirst = claimedJob(first, lease("w1", T0 + 5))
+        expect(handed).toEqual(Either.right({ _tag: "Created", job: claimedFirst }))
+        expect(Option.getOrThrow(yield* repo.get(first.id))).toEqual(claimedFirst)
+        expect(asked).toBe(1)
+        // Counted active like any claimed job, and no other worker can take it.
+        expect(yield* accounts.activeJobs(owner.id)).toBe(1)
+        expect(yield* repo.claimBatch({ workerId: "w9", now: T0 + 6, leaseMs: 1_000, maxAttempts: 2, limit: 5 })).toEqual([])
+        // A queued job is older: the next offered submit waits behind it, and wakes claimers.
+        const queued = job(owner.id, { createdAt: T0 + 10 })
+        yield* submit({ job: queued })
+        const behind = job(owner.id, { createdAt: T0 + 20 })
+        expect(yield* submit({ job: behind, handOff: offered("w2", T0 + 25) })).toEqual(Either.right({ _tag: "Created", job: behind }))
+        const next = yield* repo.claimBatch({ workerId: "w3", now: T0 + 30, leaseMs: 1_000, maxAttempts: 2, limit: 5 })
+        expect(next.map((j) => j.id)).toEqual([queued.id, behind.id])
+        // An expired lease that can still be claimed is runnable too.
+        const late = job(owner.id, { createdAt: T0 + 40 })
+        expect(yield* submit({ job: late, handOff: offered("w4", T0 + 2_000) })).toEqual(Either.right({ _tag: "Created", job: late }))
+        // A refused submit writes nothing, offered or not.
+        const full = yield* submit({ job: job(owner.id, { createdAt: T0 + 50 }), handOff: offered("w5", T0 + 55), maxConcurrentJobs: 4 })
+        expect(codeOf(full)).toBe("CONCURRENT_JOBS_EXCEEDED")
+        expect(yield* accounts.activeJobs(owner.id)).toBe(4)
+        const { balance, sum } = yield* balanceAndLedger(owner.id)
+        expect([balance, sum]).toEqual([96_000, 96_000])
+      }))
+
+    test("a submit decided in a transaction (idempotency key, rate limits) is handed off the same way", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const lease = (leaseOwner: string, now: number) => ({ now, leaseOwner, leaseExpiresAt: now + 1_000, maxAttempts: 2 })
+        const offered = (leaseOwner: string, now: number) => Effect.succeed(Option.some(lease(leaseOwner, now)))
+        const idempotency = { key: "k1", requestHash: "h1", notBefore: T0 - 86_400_000 }
+        const keyed = job(owner.id, { createdAt: T0 })
+        const claimedKeyed = claimedJob(keyed, lease("w1", T0 + 1))
+        expect(yield* submit({ job: keyed, idempotency, handOff: offered("w1", T0 + 1) }))
+          .toEqual(Either.right({ _tag: "Created", job: claimedKeyed }))
+        // Its replay answers the job as it now is, and writes nothing.
+        expect(yield* submit({ job: job(owner.id, { createdAt: T0 + 2 }), idempotency, handOff: offered("w2", T0 + 2) }))
+          .toEqual(Either.right({ _tag: "Replayed", job: claimedKeyed }))
+        const limits = { requestsPerMinute: 10, requestsPerDay: 100 }
+        const limited = job(owner.id, { createdAt: T0 + 3 })
+        expect(yield* submit({ job: limited, rateLimits: limits, handOff: offered("w3", T0 + 4) }))
+          .toEqual(Either.right({ _tag: "Created", job: claimedJob(limited, lease("w3", T0 + 4)) }))
+        const queued = job(owner.id, { createdAt: T0 + 5 })
+        yield* submit({ job: queued, rateLimits: limits })
+        const behind = job(owner.id, { createdAt: T0 + 6 })
+        expect(yield* submit({ job: behind, rateLimits: limits, handOff: offered("w4", T0 + 7) }))
+          .toEqual(Either.right({ _tag: "Created", job: behind }))
+        expect((yield* repo.claimBatch({ workerId: "w5", now: T0 + 8, leaseMs: 1_000, maxAttempts: 2, limit: 5 })).map((j) => j.id))
+          .toEqual([queued.id, behind.id])
+        const { balance, sum } = yield* balanceAndLedger(owner.id)
+        expect([balance, sum]).toEqual([96_000, 96_000])
+      }))
+
     test("refuses without writing anything: balance, concurrency, rate limits", () =>
       Effect.gen(function*() {
         const repo = yield* JobRepo

@@ -131,6 +131,8 @@ describe("traces over OTLP/HTTP", () => {
     for (const name of lifecycle) {
       expect(named(name)[0]).toMatchObject({ traceId: submit.traceId, parentSpanId: submit.spanId })
     }
+    // The worker was idle: the submit handed the job to it, and that write is the claim's span.
+    expect(named("genjobs.job.claim")[0]!.attributes).toMatchObject({ "genjobs.handed_off": true, "genjobs.attempt": 1 })
     // Claims that found no job leave no span.
     expect(spans.filter((s) => s.name === "genjobs.job.claim").every((s) => s.attributes["genjobs.job_id"] !== undefined)).toBe(true)
     expect(named("genjobs.webhook.send")[0]!.attributes).toMatchObject({ "http.response.status_code": 200, "server.address": "hooks.example.com" })
