@@ -19,6 +19,9 @@ const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.S
 const decodeUsage = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ kind: Schema.Literal("flight", "starts"), a: Schema.String, b: Schema.String, n: DbInt }))
 )
+const decodeSubmitted = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ queued_id: Schema.NullOr(Schema.String), lease_expires_at: Schema.NullOr(DbInt) }))
+)
 const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
 const decodeIdempotency = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ request_hash: Schema.String, job_id: Schema.String, created_at: DbInt }))
@@ -166,15 +169,18 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(jobRow(job))} FROM account, runnable WHERE runnable.found RETURNING id
       ), taken AS (
         INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)}
-        FROM account, runnable WHERE NOT runnable.found RETURNING *
+        FROM account, runnable WHERE NOT runnable.found RETURNING lease_expires_at
       )
-      SELECT taken.*, queued.id AS queued_id, CASE WHEN queued.id IS NOT NULL THEN pg_notify(${channel}, 'jobs') END AS woke
+      SELECT queued.id AS queued_id, taken.lease_expires_at,
+        CASE WHEN queued.id IS NOT NULL THEN pg_notify(${channel}, 'jobs') END AS woke
       FROM account LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
-      Effect.flatMap((rows) => {
-        const [row] = rows as ReadonlyArray<{ readonly queued_id: string | null }>
-        if (row === undefined) return Effect.succeed(Option.none<Job>())
-        return row.queued_id !== null ? Effect.succeed(Option.some(job)) : firstJob(rows)
-      }),
+      Effect.flatMap(decodeSubmitted),
+      // Taken, the row is claimedJob's but for the lease's end, which the lease clock set.
+      Effect.map((rows) =>
+        Option.map(Option.fromNullable(rows[0]), (row) =>
+          row.queued_id !== null ? job : { ...claimedJob(job, handOff), leaseExpiresAt: row.lease_expires_at }
+        )
+      ),
       storeErrors("submit job")
     )
   }
