@@ -167,6 +167,9 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       }))
   })
 
+  /** An idle local worker's lease, as LocalWorkers offers it with a submit. */
+  const handOffLease = (leaseOwner: string, now: number) => ({ now, leaseOwner, leaseExpiresAt: now + 1_000, maxAttempts: 2 })
+
   describe(`${name}: JobRepo submit`, () => {
     test("stores the job exactly and charges it through the ledger", () =>
       Effect.gen(function*() {
@@ -187,15 +190,14 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const accounts = yield* AccountRepo
         const owner = yield* createAccount(100_000)
         let asked = 0
-        const lease = (leaseOwner: string, now: number) => ({ now, leaseOwner, leaseExpiresAt: now + 1_000, maxAttempts: 2 })
         const offered = (leaseOwner: string, now: number) =>
           Effect.sync(() => {
             asked++
-            return Option.some(lease(leaseOwner, now))
+            return Option.some(handOffLease(leaseOwner, now))
           })
         const first = job(owner.id, { createdAt: T0 })
         const handed = yield* submit({ job: first, handOff: offered("w1", T0 + 5) })
-        const claimedFirst = claimedJob(first, lease("w1", T0 + 5))
+        const claimedFirst = claimedJob(first, handOffLease("w1", T0 + 5))
         expect(handed).toEqual(Either.right({ _tag: "Created", job: claimedFirst }))
         expect(Option.getOrThrow(yield* repo.get(first.id))).toEqual(claimedFirst)
         expect(asked).toBe(1)
@@ -224,11 +226,10 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const owner = yield* createAccount(100_000)
-        const lease = (leaseOwner: string, now: number) => ({ now, leaseOwner, leaseExpiresAt: now + 1_000, maxAttempts: 2 })
-        const offered = (leaseOwner: string, now: number) => Effect.succeed(Option.some(lease(leaseOwner, now)))
+        const offered = (leaseOwner: string, now: number) => Effect.succeed(Option.some(handOffLease(leaseOwner, now)))
         const idempotency = { key: "k1", requestHash: "h1", notBefore: T0 - 86_400_000 }
         const keyed = job(owner.id, { createdAt: T0 })
-        const claimedKeyed = claimedJob(keyed, lease("w1", T0 + 1))
+        const claimedKeyed = claimedJob(keyed, handOffLease("w1", T0 + 1))
         expect(yield* submit({ job: keyed, idempotency, handOff: offered("w1", T0 + 1) }))
           .toEqual(Either.right({ _tag: "Created", job: claimedKeyed }))
         // Its replay answers the job as it now is, and writes nothing.
@@ -237,7 +238,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const limits = { requestsPerMinute: 10, requestsPerDay: 100 }
         const limited = job(owner.id, { createdAt: T0 + 3 })
         expect(yield* submit({ job: limited, rateLimits: limits, handOff: offered("w3", T0 + 4) }))
-          .toEqual(Either.right({ _tag: "Created", job: claimedJob(limited, lease("w3", T0 + 4)) }))
+          .toEqual(Either.right({ _tag: "Created", job: claimedJob(limited, handOffLease("w3", T0 + 4)) }))
         const queued = job(owner.id, { createdAt: T0 + 5 })
         yield* submit({ job: queued, rateLimits: limits })
         const behind = job(owner.id, { createdAt: T0 + 6 })
