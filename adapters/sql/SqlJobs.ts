@@ -515,6 +515,21 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
             oldest = CASE WHEN excluded.oldest < ${t.provider_starts}.oldest THEN excluded.oldest ELSE ${t.provider_starts}.oldest END`
           .pipe(Effect.asVoid)).pipe(storeErrors("count provider starts")),
 
+    ...(isPg
+      ? {
+        foldJobEnds: (limit: number) =>
+          sql`WITH ended AS (
+              DELETE FROM ${t.active_job_ends} WHERE ctid = ANY(ARRAY(
+                SELECT ctid FROM ${t.active_job_ends} LIMIT ${limit} FOR UPDATE SKIP LOCKED
+              )) RETURNING account_id
+            ), folded AS (
+              SELECT account_id, COUNT(*) AS n FROM ended GROUP BY account_id
+            )
+            UPDATE ${t.accounts} AS a SET active_jobs = a.active_jobs - folded.n FROM folded WHERE a.id = folded.account_id`
+            .pipe(Effect.asVoid, storeErrors("fold job ends"))
+      }
+      : {}),
+
     findExhausted: (now, maxAttempts, limit) =>
       sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(now)}
         AND attempts >= ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit} ${skipLocked}`.pipe(

@@ -113,6 +113,13 @@ export interface JobStoreDriver {
   /** Drops buckets (rate windows and provider starts) too old to count in any window at `now`. */
   readonly pruneRateWindows: (now: number) => Effect.Effect<void, StoreError>
   /**
+   * Optional, for a store that writes a job's end apart from its account's count of active jobs
+   * (PostgreSQL's `active_job_ends`): folds up to `limit` ends into their accounts' counts,
+   * skipping ends another statement is folding, so the ends of accounts that stopped submitting
+   * do not pile up. Any count read before or after answers the same.
+   */
+  readonly foldJobEnds?: ((limit: number) => Effect.Effect<void, StoreError>) | undefined
+  /**
    * Inserts the job. A store shared by processes also wakes their claimers (PostgreSQL sends
    * NOTIFY here), delivered when the transaction commits.
    */

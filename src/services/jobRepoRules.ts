@@ -23,6 +23,9 @@ const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 /** The name of the reaper's pass lease. */
 const REAPER = "jobs-reaper"
 
+/** Job ends one reaper pass folds into their accounts' counts at most; submits fold their own meanwhile. */
+const FOLD_LIMIT = 10_000
+
 const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /** The job repository over any store driver: every job rule lives here, once for all stores. */
@@ -240,16 +243,28 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
     claimBatch,
 
     reap: ({ limit, maxAttempts, now, passMs, workerId }) =>
-      driver.transaction(Effect.gen(function*() {
-        if (!(yield* driver.takeLease(REAPER, workerId, now, now + passMs))) return 0
-        let abandoned = 0
-        for (const job of yield* driver.findExhausted(now, maxAttempts, limit)) {
-          const moved = yield* move(job, "Abandon", { error: abandonedLease, completedAt: now, ...releasedLease }, now)
-          if (Option.isSome(moved)) abandoned++
+      Effect.gen(function*() {
+        const pass = yield* driver.transaction(Effect.gen(function*() {
+          if (!(yield* driver.takeLease(REAPER, workerId, now, now + passMs))) return Option.none<number>()
+          let abandoned = 0
+          for (const job of yield* driver.findExhausted(now, maxAttempts, limit)) {
+            const moved = yield* move(job, "Abandon", { error: abandonedLease, completedAt: now, ...releasedLease }, now)
+            if (Option.isSome(moved)) abandoned++
+          }
+          yield* driver.pruneRateWindows(now)
+          return Option.some(abandoned)
+        }))
+        if (Option.isNone(pass)) return 0
+        // A statement of its own, still under the pass's lease: whatever it meets (a deadlock
+        // with a host's bulk insert, say), the pass's abandonments stand, and the next pass folds.
+        const { foldJobEnds } = driver
+        if (foldJobEnds !== undefined) {
+          yield* foldJobEnds(FOLD_LIMIT).pipe(
+            Effect.catchAll((error) => Effect.logWarning("job ends could not be folded into their accounts' counts", error.message))
+          )
         }
-        yield* driver.pruneRateWindows(now)
-        return abandoned
-      })),
+        return pass.value
+      }),
 
     renewLeases: (leases, now, leaseMs) =>
       leases.length === 0 ? Effect.succeed([]) : driver.transaction(driver.renewLeases(leases, now, now + leaseMs)),

@@ -9,6 +9,7 @@ import { jobsChannel, makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
 import { DEFAULT_TABLE_PREFIX, layerSqlTables, MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
 import type { LimitPlan } from "../../src/domain/providerLimits.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
+import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { freshPostgresUrl } from "../support/postgres.js"
@@ -160,6 +161,40 @@ if (probe === undefined) {
           )
         expect([yield* admit(a, 4), yield* admit(a, 5), yield* admit(b, 2), yield* admit(b, 3)])
           .toEqual(["CONCURRENT_JOBS_EXCEEDED", "Created", "CONCURRENT_JOBS_EXCEEDED", "Created"])
+      }).pipe(Effect.provide(Layer.unwrapEffect(
+        Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
+          Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
+        ))
+      ))))
+  })
+
+  describe("postgres: job ends of accounts that stopped submitting", () => {
+    it.live("are folded into their counts by the reaper's pass, which every count read agrees with", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const accounts = yield* AccountRepo
+        const sql = yield* SqlClient.SqlClient
+        const owners = [yield* createAccount(100_000), yield* createAccount(100_000)]
+        for (const owner of owners) {
+          for (let i = 0; i < 3; i++) yield* repo.submit({ job: job(owner.id, { createdAt: T0 + i }), maxConcurrentJobs: 10, rateLimits: NO_LIMITS })
+        }
+        const claimed = yield* repo.claimBatch({ workerId: "w", now: T0 + 10, leaseMs: 60_000, maxAttempts: 3, limit: 5 })
+        for (const j of claimed) yield* repo.complete(j.id, "w", [], T0 + 20)
+        const ends = sql<{ n: string }>`SELECT COUNT(*) AS n FROM genjobs_active_job_ends`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
+        const counts = Effect.forEach(owners, (owner) => accounts.activeJobs(owner.id))
+        expect(yield* ends).toBe(5)
+        expect(yield* counts).toEqual([0, 1])
+        expect(yield* repo.reap({ workerId: "r", now: T0 + 30, passMs: 10_000, maxAttempts: 3, limit: 10 })).toBe(0)
+        expect(yield* ends).toBe(0)
+        expect(yield* counts).toEqual([0, 1])
+        const kept = yield* sql<{ n: string }>`SELECT active_jobs AS n FROM genjobs_accounts ORDER BY id`
+        expect(kept.map((row) => Number(row.n)).sort()).toEqual([0, 1])
+        // A pass that another process holds folds nothing.
+        const more = Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 40, leaseMs: 60_000, maxAttempts: 3 }))
+        yield* repo.complete(more.id, "w2", [], T0 + 50)
+        expect(yield* repo.reap({ workerId: "other", now: T0 + 60, passMs: 10_000, maxAttempts: 3, limit: 10 })).toBe(0)
+        expect(yield* ends).toBe(1)
+        expect(yield* counts).toEqual([0, 0])
       }).pipe(Effect.provide(Layer.unwrapEffect(
         Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
           Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
