@@ -216,9 +216,12 @@ export const make = Effect.gen(function*() {
       let claims = 0
       const nextWorkerId = () => `wrk_${processId}_${++claims}`
       let accepting = true
+      // Whether the last claim left fibers idle (the queue ran dry). While a backlog fills every
+      // claim, a fiber set aside for a submit would only sit out the submit's transaction.
+      let queueDry = false
       const reserve: ReserveSlot = (job) =>
         Effect.gen(function*() {
-          if (!accepting) return Option.none()
+          if (!accepting || !queueDry) return Option.none()
           // A limited version's room is counted by the limited claim alone.
           const plan = yield* Effect.option(limitPlan)
           if (Option.isNone(plan) || limitedIn(plan.value, job)) return Option.none()
@@ -238,7 +241,9 @@ export const make = Effect.gen(function*() {
         const free = yield* Ref.getAndSet(idle, 0)
         if (free === 0) return Option.none()
         const exit = yield* Effect.exit(claimUpTo(nextWorkerId(), free).pipe(Effect.tap((jobs) => Queue.offerAll(buffer, jobs))))
-        yield* Ref.update(idle, (n) => n + free - (Exit.isSuccess(exit) ? exit.value.length : 0))
+        const taken = Exit.isSuccess(exit) ? exit.value.length : 0
+        queueDry = Exit.isSuccess(exit) && taken < free
+        yield* Ref.update(idle, (n) => n + free - taken)
         return Option.some({ free, exit })
       }))
       const claimer = Effect.gen(function*() {
