@@ -12,6 +12,9 @@ const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.i
 const leaseExpired = (job: Job, now: number) =>
   job.status === "processing" && job.leaseExpiresAt !== null && job.leaseExpiresAt <= now
 
+/** A job a claim may take over: its lease expired with attempts left. */
+const reclaimable = (job: Job, now: number, maxAttempts: number) => leaseExpired(job, now) && job.attempts < maxAttempts
+
 const earliestExpiry = (a: Job, b: Job) => a.leaseExpiresAt! - b.leaseExpiresAt!
 
 const rateKey = (key: RateKey, windowMs: number) => JSON.stringify([key.accountId, key.model, key.version, windowMs])
@@ -109,7 +112,7 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
     insertJob: (job) => Effect.sync(() => setIn(state.jobs, job.id, job)),
     insertClaimed: (job, handOff) =>
       Effect.sync(() => {
-        if (jobs().some((j) => j.status === "pending" || (leaseExpired(j, handOff.now) && j.attempts < handOff.maxAttempts))) {
+        if (jobs().some((j) => j.status === "pending" || reclaimable(j, handOff.now, handOff.maxAttempts))) {
           return Option.none()
         }
         const claimed = claimedJob(job, handOff)
@@ -168,7 +171,7 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
     // Called outside a transaction: it takes the state's lock as one.
     claimBatch: (claim) =>
       transaction(Effect.sync(() => {
-        const expired = jobs().filter((j) => leaseExpired(j, claim.now) && j.attempts < claim.maxAttempts).sort(earliestExpiry)
+        const expired = jobs().filter((j) => reclaimable(j, claim.now, claim.maxAttempts)).sort(earliestExpiry)
         const pending = jobs().filter((j) => j.status === "pending" && !isOneOf(j, claim.exclude)).sort(oldestFirst)
         return [...expired, ...pending].slice(0, claim.limit).map((job) => {
           const next = claimedJob(job, claim)

@@ -22,6 +22,7 @@ const decodeUsage = Schema.decodeUnknown(
 const decodeSubmitted = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ queued_id: Schema.NullOr(Schema.String), lease_expires_at: Schema.NullOr(DbInt) }))
 )
+const decodeLeaseEnds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
 const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
 const decodeIdempotency = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ request_hash: Schema.String, job_id: Schema.String, created_at: DbInt }))
@@ -138,11 +139,18 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     sql.csv(Object.entries(jobRow(claimedJob(job, lease))).map(([column, value]) =>
       column === "lease_expires_at" ? leaseUntil(lease.now, lease.leaseExpiresAt) : sql`${value}`
     ))
-  /** What a claim could take now: a pending job, or an expired lease with attempts left. */
+  /** A job a claim may take over: its lease expired by `now` with attempts left. */
+  const reclaimable = (now: number, maxAttempts: number) =>
+    sql`status = 'processing' AND lease_expires_at <= ${leaseNow(now)} AND attempts < ${maxAttempts}`
+  /** What a claim could take now: a pending job, or a reclaimable one. */
   const anyRunnable = (lease: HandOffLease) =>
     sql`(EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'pending')
-      OR EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(lease.now)}
-        AND attempts < ${lease.maxAttempts}))`
+      OR EXISTS (SELECT 1 FROM ${t.jobs} WHERE ${reclaimable(lease.now, lease.maxAttempts)}))`
+  /** The job as a hand-off inserted it: claimedJob's row but for the lease's end, which the lease clock set. */
+  const takenAs = (job: Job, lease: HandOffLease, leaseExpiresAt: number | null): Job => ({
+    ...claimedJob(job, lease),
+    leaseExpiresAt
+  })
 
   /**
    * A whole submit in one statement, so one round trip and no transaction around it: the charge
@@ -175,11 +183,8 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         CASE WHEN queued.id IS NOT NULL THEN pg_notify(${channel}, 'jobs') END AS woke
       FROM account LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
       Effect.flatMap(decodeSubmitted),
-      // Taken, the row is claimedJob's but for the lease's end, which the lease clock set.
       Effect.map((rows) =>
-        Option.map(Option.fromNullable(rows[0]), (row) =>
-          row.queued_id !== null ? job : { ...claimedJob(job, handOff), leaseExpiresAt: row.lease_expires_at }
-        )
+        Option.map(Option.fromNullable(rows[0]), (row) => (row.queued_id !== null ? job : takenAs(job, handOff, row.lease_expires_at)))
       ),
       storeErrors("submit job")
     )
@@ -226,8 +231,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
    */
   const claimPg = (claim: ClaimBatch) =>
     sql`WITH expired AS (
-        SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(claim.now)}
-          AND attempts < ${claim.maxAttempts}
+        SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
         ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
       ), pending AS (
         SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
@@ -242,8 +246,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
   const claimSqlite = (claim: ClaimBatch) =>
     sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN (
         SELECT id FROM (
-          SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${claim.now}
-            AND attempts < ${claim.maxAttempts}
+          SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
           ORDER BY lease_expires_at LIMIT ${claim.limit}
         )
         UNION ALL
@@ -296,8 +299,10 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     ...(isPg ? { submitAtOnce: submitPg } : {}),
 
     insertClaimed: (job, handOff) =>
-      sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)} WHERE NOT ${anyRunnable(handOff)} RETURNING *`.pipe(
-        Effect.flatMap(firstJob),
+      sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)} WHERE NOT ${anyRunnable(handOff)}
+        RETURNING lease_expires_at`.pipe(
+        Effect.flatMap(decodeLeaseEnds),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => takenAs(job, handOff, row.lease_expires_at))),
         storeErrors("insert claimed job")
       ),
 

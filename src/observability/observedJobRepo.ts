@@ -5,9 +5,9 @@ import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans
 import { jobsAbandoned, jobsFinished, jobsSubmitted, pickupSeconds, runSeconds } from "./metrics.js"
 
 type Repo = JobRepo["Type"]
+type Outcome = "completed" | "failed" | "cancelled"
 
 const MS = 1_000_000n
-type Outcome = "completed" | "failed" | "cancelled"
 
 const submitted = (job: Job) =>
   Effect.zipRight(
@@ -79,7 +79,6 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
       : Metric.update(Metric.tagged(Metric.tagged(runSeconds, "model", job.model), "outcome", outcome), runMs / 1000)
   ], { discard: true })
 }
-
 
 /**
  * A claim's jobs are known once it returns, and most claims of an idle queue return none: each

@@ -26,6 +26,14 @@ if (probe === undefined) {
 } else {
   // A fresh database per test, so queue tests see only their own jobs. The suite's times are
   // its own (T0...), so leases follow them here; the database clock has its own tests below.
+  /** A fresh store, leases on the suite's clock, beside a raw SQL client to read its tables. */
+  const freshStoreWithSql = () =>
+    Layer.unwrapEffect(
+      Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
+        Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
+      ))
+    )
+
   runStoreConformance("postgres", () =>
     Layer.unwrapEffect(
       Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!), databaseClock: false })))
@@ -161,11 +169,7 @@ if (probe === undefined) {
           )
         expect([yield* admit(a, 4), yield* admit(a, 5), yield* admit(b, 2), yield* admit(b, 3)])
           .toEqual(["CONCURRENT_JOBS_EXCEEDED", "Created", "CONCURRENT_JOBS_EXCEEDED", "Created"])
-      }).pipe(Effect.provide(Layer.unwrapEffect(
-        Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
-          Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
-        ))
-      ))))
+      }).pipe(Effect.provide(freshStoreWithSql())))
   })
 
   describe("postgres: job ends of accounts that stopped submitting", () => {
@@ -195,11 +199,7 @@ if (probe === undefined) {
         expect(yield* repo.reap({ workerId: "other", now: T0 + 60, passMs: 10_000, maxAttempts: 3, limit: 10 })).toBe(0)
         expect(yield* ends).toBe(1)
         expect(yield* counts).toEqual([0, 0])
-      }).pipe(Effect.provide(Layer.unwrapEffect(
-        Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
-          Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
-        ))
-      ))))
+      }).pipe(Effect.provide(freshStoreWithSql())))
   })
 
   describe("postgres: the pool", () => {
