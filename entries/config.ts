@@ -23,6 +23,7 @@ export const EngineEnv = Config.all({
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
+  databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
   adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
   adminTokens: Config.option(Config.redacted("ADMIN_TOKENS").pipe(
     Config.mapOrFail((text) =>
@@ -133,7 +134,7 @@ const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> 
     onSome: (url) =>
       isPostgresUrl(url)
         ? Layer.unwrapEffect(Effect.promise(() => import("../adapters/sql/stores.js")).pipe(
-          Effect.map(({ postgresStore }) => postgresStore({ url, ...tablePrefixOf(settings) }))
+          Effect.map(({ postgresStore }) => postgresStore({ url, preparedStatements: settings.databasePreparedStatements, ...tablePrefixOf(settings) }))
         ))
         : Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
   })

@@ -1,5 +1,5 @@
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Effect, Layer, type Redacted } from "effect"
+import { Effect, Layer } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
@@ -18,7 +18,7 @@ import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
-import { layerPgClientWithPoolUse } from "./pgPool.js"
+import { layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { layerSqlStoreStats } from "./SqlStoreStats.js"
@@ -72,6 +72,5 @@ export const layerSqlite = (options: { readonly filename: string } & SqlStoreOpt
   )
 
 /** The stores over a pool of their own; `postgresStore` shares one with the signals. */
-export const layerPostgres = (
-  options: { readonly url: Redacted.Redacted<string>; readonly maxConnections?: number | undefined } & SqlStoreOptions
-) => layerSqlStores(options).pipe(Layer.provide(layerPgClientWithPoolUse({ url: options.url, maxConnections: options.maxConnections })))
+export const layerPostgres = (options: PgPoolOptions & SqlStoreOptions) =>
+  layerSqlStores(options).pipe(Layer.provide(layerPgClientWithPoolUse(options)))

@@ -3,6 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import Pg from "pg"
 import type { PoolUse } from "../../src/ports/StoreStats.js"
+import { makeStatementNames, preparingClient } from "./preparedStatements.js"
 
 /** The pool's counters, read from the `pg` pool the client runs on. */
 export class PgPoolUse extends Context.Tag("genjobs/PgPoolUse")<PgPoolUse, () => PoolUse>() {}
@@ -36,22 +37,31 @@ const handOverInTurn = (pool: Pg.Pool) => {
   return pool
 }
 
+export interface PgPoolOptions {
+  readonly url: Redacted.Redacted<string>
+  /** Connections in the pool; `pg`'s default (10) when unset. */
+  readonly maxConnections?: number | undefined
+  /**
+   * Statements run again and again are prepared on each connection (the default). Turn off
+   * behind a pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode).
+   */
+  readonly preparedStatements?: boolean | undefined
+}
+
 /**
  * PgClient over a `pg` pool the engine holds itself, so its use can be read for metrics
  * (`PgClient.layer` keeps its pool private). Opens as `PgClient.layer` does: one `SELECT 1`
  * within 5 s, and `end` on release.
  */
-export const layerPgClientWithPoolUse = (options: {
-  readonly url: Redacted.Redacted<string>
-  readonly maxConnections?: number | undefined
-}) => {
+export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
   const acquire = Effect.acquireRelease(
     Effect.sync(() => {
       const pool = handOverInTurn(
         new Pg.Pool({
           connectionString: Redacted.value(options.url),
           max: options.maxConnections,
-          application_name: "genjobs"
+          application_name: "genjobs",
+          ...(options.preparedStatements === false ? {} : { Client: preparingClient(makeStatementNames()) })
         })
       )
       // A connection that drops while idle is reported here; the next query opens another.

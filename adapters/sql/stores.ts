@@ -1,8 +1,8 @@
-import { Layer, type Redacted } from "effect"
+import { Layer } from "effect"
 import { layerLocalSignals } from "../memory/LocalJobSignal.js"
 import { layerSqlite, layerSqlStores, type SqlStoreOptions } from "./layer.js"
 import { layerPgSignalsOver } from "./PgJobSignal.js"
-import { layerPgClientWithPoolUse } from "./pgPool.js"
+import { layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 
 /** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
 export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
@@ -12,9 +12,7 @@ export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer
  * process sharing the database. One pool per process serves the stores and the signals (whose
  * LISTEN holds one more connection of its own): `maxConnections` bounds it (default 10).
  */
-export const postgresStore = (
-  options: { readonly url: Redacted.Redacted<string>; readonly maxConnections?: number | undefined } & SqlStoreOptions
-) =>
+export const postgresStore = (options: PgPoolOptions & SqlStoreOptions) =>
   Layer.merge(layerSqlStores(options), layerPgSignalsOver(options.tablePrefix)).pipe(
-    Layer.provide(layerPgClientWithPoolUse({ url: options.url, maxConnections: options.maxConnections }))
+    Layer.provide(layerPgClientWithPoolUse(options))
   )
