@@ -1,7 +1,6 @@
 import { Effect, Layer, Option } from "effect"
-import { randomUUID } from "node:crypto"
 import type { Account, LedgerEntry, LedgerKind } from "../../src/domain/account.js"
-import type { AccountId } from "../../src/domain/ids.js"
+import { type AccountId, newLedgerEntryId } from "../../src/domain/ids.js"
 import { activeStatuses } from "../../src/domain/job.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
@@ -19,7 +18,7 @@ export const post = (
   const account = state.accounts.get(accountId)!
   const updated = { ...account, balanceMicroCents: account.balanceMicroCents + amountMicroCents }
   state.accounts.set(accountId, updated)
-  const entry: LedgerEntry = { id: randomUUID(), accountId, jobId, kind, amountMicroCents, createdAt: now }
+  const entry: LedgerEntry = { id: newLedgerEntryId(now), accountId, jobId, kind, amountMicroCents, createdAt: now }
   state.ledger.push(entry)
   return updated
 }

@@ -1,7 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import { randomUUID } from "node:crypto"
-import type { JobId } from "../../src/domain/ids.js"
+import { type JobId, newLedgerEntryId } from "../../src/domain/ids.js"
 import { type ClaimLease, claimedJob, type Job } from "../../src/domain/job.js"
 import type { VersionRef } from "../../src/domain/providerLimits.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
@@ -123,7 +122,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         INSERT INTO ${t.active_job_ends} (account_id) SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account)
       ), line AS (
         INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
-        SELECT ${randomUUID()}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents} > 0
+        SELECT ${newLedgerEntryId(now)}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents} > 0
       )`
 
   /** A free job moves no money, but its charge still takes the lock that serialises the account's submits. */
@@ -198,7 +197,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
       Effect.tap((before) =>
         Option.isSome(before) && costMicroCents > 0
           ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
-              VALUES (${randomUUID()}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
+              VALUES (${newLedgerEntryId(now)}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
           : Effect.void
       )
     )

@@ -1,7 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { randomUUID } from "node:crypto"
 import type { LedgerKind } from "../../src/domain/account.js"
+import { newLedgerEntryId } from "../../src/domain/ids.js"
 import type { Tables } from "./tables.js"
 
 /**
@@ -18,7 +18,7 @@ export const postLedger = (sql: SqlClient.SqlClient, t: Tables, entry: {
 }) =>
   Effect.gen(function*() {
     const inserted = yield* sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
-      VALUES (${randomUUID()}, ${entry.accountId}, ${entry.jobId}, ${entry.kind}, ${entry.amountMicroCents}, ${entry.now})
+      VALUES (${newLedgerEntryId(entry.now)}, ${entry.accountId}, ${entry.jobId}, ${entry.kind}, ${entry.amountMicroCents}, ${entry.now})
       ON CONFLICT (job_id, kind) DO NOTHING RETURNING id`
     if (inserted.length === 0) return false
     yield* sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents + ${entry.amountMicroCents}

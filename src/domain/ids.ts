@@ -38,17 +38,22 @@ export const randomToken = (bytes: number): string =>
 let lastMs = 0
 let sequence = 0
 
-/**
- * Job ids sort in creation order within a process: a fixed-width base-36 time and sequence
- * prefix, then randomness. The job list breaks createdAt ties by id, so jobs submitted in the
- * same millisecond still list newest first.
- */
-export const newJobId = (now: number): JobId => {
+/** A fixed-width base-36 time and sequence: ids made in one process sort in the order they were made. */
+const orderedPrefix = (now: number): string => {
   const ms = Math.max(now, lastMs)
   sequence = ms === lastMs ? sequence + 1 : 0
   lastMs = ms
-  return JobId.make(`job_${ms.toString(36).padStart(9, "0")}${sequence.toString(36).padStart(4, "0")}${randomToken(10)}`)
+  return `${ms.toString(36).padStart(9, "0")}${sequence.toString(36).padStart(4, "0")}`
 }
+
+/**
+ * Job ids sort in creation order within a process, then carry randomness. The job list breaks
+ * createdAt ties by id, so jobs submitted in the same millisecond still list newest first.
+ */
+export const newJobId = (now: number): JobId => JobId.make(`job_${orderedPrefix(now)}${randomToken(10)}`)
+
+/** Ledger lines sort the same way: a statement lists two credits of one millisecond in the order they were posted. */
+export const newLedgerEntryId = (now: number): string => `led_${orderedPrefix(now)}${randomToken(10)}`
 export const newAccountId = (): AccountId => AccountId.make(`acc_${randomToken(12)}`)
 export const newApiKeyId = (): ApiKeyId => ApiKeyId.make(`key_${randomToken(12)}`)
 export const newRequestId = (): RequestId => RequestId.make(`req_${randomToken(12)}`)

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { generateKeySecret, hashKeySecret, isWellFormedKey, KEY_PREFIX, keyHint, sameDigest } from "../../src/domain/apiKeySecret.js"
 import { canonicalJson } from "../../src/domain/canonicalJson.js"
 import { decodeCursor, encodeCursor, isAfterCursor } from "../../src/domain/cursor.js"
-import { newJobId } from "../../src/domain/ids.js"
+import { newJobId, newLedgerEntryId } from "../../src/domain/ids.js"
 
 describe("API key secrets", () => {
   it("are prefixed, well-formed and unique", () => {
@@ -68,6 +68,15 @@ describe("canonical JSON for idempotency", () => {
 describe("job ids", () => {
   it("sort in creation order, also within one millisecond and when the clock steps back", () => {
     const ids = [newJobId(5_000), newJobId(5_000), newJobId(5_000), newJobId(4_000), newJobId(6_000)]
+    expect([...ids].sort()).toEqual(ids)
+    expect(new Set(ids).size).toBe(ids.length)
+  })
+})
+
+describe("ledger entry ids", () => {
+  it("sort in the order the lines were posted, also within one millisecond, so a statement lists them so", () => {
+    const ids = [newLedgerEntryId(5_000), newLedgerEntryId(5_000), newJobId(5_000), newLedgerEntryId(5_000), newLedgerEntryId(4_000)]
+      .filter((id) => id.startsWith("led_"))
     expect([...ids].sort()).toEqual(ids)
     expect(new Set(ids).size).toBe(ids.length)
   })
