@@ -28,19 +28,23 @@ export const make = Effect.gen(function*() {
 
   const compile = (stored: StoredCatalog, now: number): Compiled => ({ stored, checkedAt: now, validators: new Map() })
 
+  /**
+   * Caches `next` unless a newer revision got there meanwhile: a read that began before a
+   * replace and answers after it must not put the older catalog back for the next check's while.
+   */
+  const keep = (next: Compiled) =>
+    Ref.modify(cache, (cached) => {
+      const kept = cached !== undefined && cached.stored.revision > next.stored.revision ? cached : next
+      return [kept, kept] as const
+    })
+
   /** The catalog, cached; the cache follows the stored revision, so any process's change lands. */
   const current: Effect.Effect<Compiled, StoreError> = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const cached = yield* Ref.get(cache)
     if (cached !== undefined && now - cached.checkedAt < REVISION_CHECK_MS) return cached
-    if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) {
-      const fresh = { ...cached, checkedAt: now }
-      yield* Ref.set(cache, fresh)
-      return fresh
-    }
-    const compiled = compile(yield* repo.load, now)
-    yield* Ref.set(cache, compiled)
-    return compiled
+    if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) return yield* keep({ ...cached, checkedAt: now })
+    return yield* keep(compile(yield* repo.load, now))
   })
 
   const document = Effect.map(current, (c) => c.stored.document)
@@ -57,7 +61,7 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const doc = yield* check(input)
       const stored = yield* repo.replace(doc)
-      yield* Ref.set(cache, compile(stored, yield* Clock.currentTimeMillis))
+      yield* keep(compile(stored, yield* Clock.currentTimeMillis))
       return stored
     })
 
