@@ -4,7 +4,7 @@ import { engineError, type EngineError, STORE_RETRY_AFTER_SECONDS, type StoreErr
 import { type JobId, newJobId, type RequestId } from "../domain/ids.js"
 import { type Job, JobStatus as JobStatusSchema } from "../domain/job.js"
 import { type CostEstimate, estimateCost, isExactCost } from "../domain/pricing.js"
-import { JobRepo, type SubmitCommand } from "../ports/JobRepo.js"
+import { JobRepo, type SubmitCommand, type SubmitOutcome } from "../ports/JobRepo.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
 import { Catalog, type ResolvedModel } from "./Catalog.js"
@@ -84,11 +84,43 @@ export const make = Effect.gen(function*() {
         return Option.map(reserved, (s) => s.lease)
       })
       const released = Effect.suspend(() => (Option.isSome(slot) ? slot.value.release : Effect.void))
-      const outcome = yield* Effect.onError(repo.submit({ ...command, handOff }), () => released)
-      const taken = outcome._tag === "Created" && outcome.job.status === "processing"
+      let found = false
+      const outcome = yield* repo.submit({ ...command, handOff }).pipe(
+        Effect.catchTag("StoreError", (error) => Effect.tap(confirmStored(command.job, error), () => Effect.sync(() => (found = true)))),
+        Effect.onError(() => released)
+      )
+      // A job found after a lost answer is never run here: another fiber of this process may
+      // hold it under the same owner. Handed off, it waits out its lease and is taken over.
+      const taken = !found && outcome._tag === "Created" && outcome.job.status === "processing"
       if (Option.isSome(slot)) yield* (taken ? slot.value.run(outcome.job) : slot.value.release)
-      return { outcome, taken }
+      return { outcome, taken, found }
     }))
+
+  /**
+   * The store failed the submit, but a failure can come after the commit (the connection lost
+   * with the commit's answer on its way): the job is looked up by its id before the client is
+   * told anything. Stored, it was admitted and charged, and is answered as created; absent,
+   * nothing was charged and the store's failure stands; when the store cannot even say, the
+   * answer names the job's id so the client can look before it retries.
+   */
+  const confirmStored = (job: Job, failure: StoreError): Effect.Effect<SubmitOutcome, EngineError | StoreError> =>
+    repo.get(job.id).pipe(
+      Effect.catchTag("StoreError", () =>
+        Effect.fail(engineError(
+          "PUBSUB_PUBLISH_FAILED",
+          "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
+          { jobId: job.id },
+          STORE_RETRY_AFTER_SECONDS
+        ))),
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(failure),
+        onSome: (stored) =>
+          Effect.as(
+            Effect.logWarning("submit's store answer was lost after its commit; the job was found stored", { jobId: job.id }),
+            { _tag: "Created", job: stored } satisfies SubmitOutcome
+          )
+      }))
+    )
 
   /** The price of this input; one that no balance could hold (or not a number at all) is refused. */
   const priced = (
@@ -173,7 +205,7 @@ export const make = Effect.gen(function*() {
         providerHandle: null,
         providerStarts: 0
       }
-      const { outcome, taken } = yield* submitToRepo({
+      const { found, outcome, taken } = yield* submitToRepo({
         job,
         maxConcurrentJobs: caller.account.maxConcurrentJobs,
         rateLimits: resolved.version.rateLimits,
@@ -187,7 +219,8 @@ export const make = Effect.gen(function*() {
       })
       if (outcome._tag === "Created" && !taken) yield* signal.notify
       return {
-        job: taken ? job : outcome.job,
+        // As admitted: pending, whether a local worker or another process took it by now.
+        job: taken || found ? job : outcome.job,
         deprecated: resolved.version.status === "deprecated",
         replayed: outcome._tag === "Replayed"
       }

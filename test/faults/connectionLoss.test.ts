@@ -34,6 +34,8 @@ interface Sent {
   jobId?: string
   /** When the 200 arrived: the job was committed by then. */
   answeredAt?: number
+  /** A 503 that could not say whether the job was queued names the job's id. */
+  unconfirmedJobId?: string
 }
 
 /**
@@ -54,6 +56,7 @@ const startLoad = (tally: Tally, api: RunningServer, key: string) => {
       model: TEXT,
       input: { prompt: `load ${i}`, demoDelayMs: (i % 4) * 100 }
     })
+    if (reply.status === 503 && reply.body?.error?.details?.jobId !== undefined) entry.unconfirmedJobId = reply.body.error.details.jobId
     if (reply.status === 200) {
       entry.jobId = reply.body.jobId
       entry.answeredAt = Date.now()
@@ -78,6 +81,7 @@ const startLoad = (tally: Tally, api: RunningServer, key: string) => {
 }
 
 const acceptedOf = (sent: ReadonlyArray<Sent>) => sent.flatMap((s) => (s.jobId === undefined ? [] : [s.jobId]))
+const unconfirmedOf = (sent: ReadonlyArray<Sent>) => sent.flatMap((s) => (s.unconfirmedJobId === undefined ? [] : [s.unconfirmedJobId]))
 
 /**
  * Pickup of the jobs submitted in [from, to) ms after `origin`: from the submit's answer (the
@@ -101,6 +105,7 @@ const describeWindow = (values: Array<number>) =>
 describe.skipIf(db === undefined)("database connections terminated under a submit load (pg_terminate_backend)", () => {
   const tally = new Tally()
   const accepted: Array<string> = []
+  const unconfirmed: Array<string> = []
   let receiver: Receiver
   let servers: Servers
   let api: RunningServer
@@ -171,15 +176,16 @@ describe.skipIf(db === undefined)("database connections terminated under a submi
     await sleep(2_000)
     await load.stop()
     accepted.push(...acceptedOf(load.sent))
+    unconfirmed.push(...unconfirmedOf(load.sent))
 
     const worker = await servers.start({ WORKER_CONCURRENCY: String(WORKERS) })
     expect(await settle(db!, 20_000)).toBe(true)
     await worker.stop("SIGTERM")
-    const report = await checkInvariants(db!, { accepted, tally })
+    const report = await checkInvariants(db!, { accepted, unconfirmed, tally })
     console.log([
       `[fault] outage: the database refused connections for 2 s, then was cut every 300 ms for 2 s; ${terminated} connections terminated`,
       `  answers: ${JSON.stringify(tally.summary())}`,
-      `  jobs ${JSON.stringify(report.byStatus)}, claimed more than once: ${report.reclaimed}`
+      `  jobs ${JSON.stringify(report.byStatus)}, claimed more than once: ${report.reclaimed}, 503s that could not say whether the job was queued: ${unconfirmed.length}`
     ].join("\n"))
     expect(report.violations).toEqual([])
     expect(tally.count(503, "outage")).toBeGreaterThan(0)

@@ -27,6 +27,7 @@ export interface InvariantReport {
 /**
  * What must hold after any fault once the run has settled, read from the database itself:
  * - every job a client was answered 200 with a jobId for exists and is terminal, and so is every other job;
+ * - when `unconfirmed` is given, no job exists that its client was told was not queued;
  * - no job ran to an end twice: at most one charge and one refund each, a refund exactly when it
  *   failed or was cancelled, and a completed or failed job with a webhook has exactly one
  *   delivery whose payload is the job's final state (status, completion time, first output); a
@@ -40,6 +41,11 @@ export interface InvariantReport {
  */
 export const checkInvariants = async (db: FaultDb, options: {
   readonly accepted: ReadonlyArray<string>
+  /**
+   * Given, every stored job must be accepted or named by a 503 that could not say whether it
+   * was queued: a submit answered "nothing was charged" left nothing behind.
+   */
+  readonly unconfirmed?: ReadonlyArray<string>
   readonly tally: Tally
   readonly maxAttempts?: number
   readonly received?: ReadonlyArray<ReceivedWebhook>
@@ -51,6 +57,10 @@ export const checkInvariants = async (db: FaultDb, options: {
   )
   const byId = new Map(jobs.map((job) => [job.id, job]))
   for (const id of options.accepted) if (!byId.has(id)) violations.push(`accepted job ${id} is not in the database`)
+  if (options.unconfirmed !== undefined) {
+    const answered = new Set([...options.accepted, ...options.unconfirmed])
+    for (const job of jobs) if (!answered.has(job.id)) violations.push(`job ${job.id} is stored though its submit was answered as not queued`)
+  }
   const byStatus: Record<string, number> = {}
   for (const job of jobs) {
     byStatus[job.status] = (byStatus[job.status] ?? 0) + 1
