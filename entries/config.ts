@@ -24,6 +24,9 @@ export const EngineEnv = Config.all({
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
   databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
+  databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
+    Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
+  )),
   adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
   adminTokens: Config.option(Config.redacted("ADMIN_TOKENS").pipe(
     Config.mapOrFail((text) =>
@@ -134,7 +137,12 @@ const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> 
     onSome: (url) =>
       isPostgresUrl(url)
         ? Layer.unwrapEffect(Effect.promise(() => import("../adapters/sql/stores.js")).pipe(
-          Effect.map(({ postgresStore }) => postgresStore({ url, preparedStatements: settings.databasePreparedStatements, ...tablePrefixOf(settings) }))
+          Effect.map(({ postgresStore }) => postgresStore({
+            url,
+            preparedStatements: settings.databasePreparedStatements,
+            maxConnections: Option.getOrUndefined(settings.databasePoolSize),
+            ...tablePrefixOf(settings)
+          }))
         ))
         : Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
   })

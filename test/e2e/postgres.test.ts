@@ -1,3 +1,4 @@
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readEvents } from "../../src/client/eventStream.js"
 import { freshPostgresUrl } from "../support/postgres.js"
@@ -60,4 +61,65 @@ describe.skipIf(databaseUrl === undefined)("scale-out on PostgreSQL: an API proc
     // The backstop re-read comes every 5 s: sooner means the worker process's NOTIFY arrived.
     expect(Date.now() - started).toBeLessThan(4_500)
   })
+})
+
+describe.skipIf(databaseUrl === undefined)("DATABASE_POOL_SIZE", () => {
+  it("bounds the connections one process opens, whatever its workers and requests ask for", async () => {
+    const url = (await freshPostgresUrl())!
+    const admin = "e2e-admin-token"
+    const server = await startServer({
+      DATABASE_URL: url,
+      DATA_DIR: tempDataDir(),
+      WORKER_CONCURRENCY: "8",
+      DATABASE_POOL_SIZE: "2",
+      ADMIN_TOKEN: admin
+    })
+    const observer = new pg.Client({ connectionString: url })
+    await observer.connect()
+    try {
+      const asAdmin = (path: string, body: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${admin}`, "content-type": "application/json" },
+          body: JSON.stringify(body)
+        }).then((r) => r.json() as any)
+      const account = await asAdmin("/admin/accounts", { name: "pool", creditsMicroCents: 1_000_000_000, maxConcurrentJobs: 100 })
+      const key = String((await asAdmin(`/admin/accounts/${account.id}/keys`, { name: "pool" })).key)
+      let most = 0
+      let sampling = true
+      const sampler = (async () => {
+        while (sampling) {
+          const { rows } = await observer.query<{ n: string }>(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'genjobs'"
+          )
+          most = Math.max(most, Number(rows[0]!.n))
+          await new Promise((r) => setTimeout(r, 5))
+        }
+      })()
+      const call = (path: string, body?: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: body === undefined ? "GET" : "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) })
+        }).then(async (r) => ({ status: r.status, body: await r.json() as any }))
+      const submitted = await Promise.all(Array.from({ length: 30 }, (_, i) =>
+        call("/v1/jobs/submit", { model: "demo/text-gen/text-to-text", input: { prompt: `p${i}`, demoDelayMs: 50 } })))
+      expect(submitted.map((s) => s.status)).toEqual(submitted.map(() => 200))
+      const deadline = Date.now() + 20_000
+      const ended = new Set<string>()
+      while (ended.size < submitted.length && Date.now() < deadline) {
+        for (const { body } of submitted) {
+          if (!ended.has(body.jobId) && (await call(`/v1/jobs/${body.jobId}`)).body.status === "completed") ended.add(body.jobId)
+        }
+      }
+      sampling = false
+      await sampler
+      expect(ended.size).toBe(submitted.length)
+      expect(most).toBeGreaterThan(0)
+      expect(most).toBeLessThanOrEqual(2)
+    } finally {
+      await observer.end()
+      await server.stop("SIGKILL")
+    }
+  }, 60_000)
 })
