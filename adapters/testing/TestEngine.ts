@@ -1,7 +1,8 @@
-import { Effect, Layer } from "effect"
+import { Effect, Either, Layer, Logger } from "effect"
 import type { CatalogDocument } from "../../src/domain/catalog.js"
 import { composeEngine, type EngineContext } from "../../src/engine.js"
 import { type EngineFetch, normalizeBasePath, webHandlerInScope } from "../../src/http/webHandler.js"
+import { type LogLevelName, parseLogLevel } from "../../src/observability/logger.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { WebhookSender } from "../../src/ports/WebhookSender.js"
 import { Catalog } from "../../src/services/Catalog.js"
@@ -29,6 +30,12 @@ export interface TestEngineOptions {
   readonly uploadSweeper?: boolean | undefined
   /** The path the engine is mounted under; requests, file and upload URLs carry it. */
   readonly basePath?: string | undefined
+  /**
+   * The engine's log lines below this level are dropped. Default `warn`: a line per request and
+   * per job would bury the test suite's own output; `info` or `debug` shows them when a test
+   * needs looking into.
+   */
+  readonly logLevel?: LogLevelName | undefined
 }
 
 export interface TestWebhooks {
@@ -124,7 +131,8 @@ export class TestEngine extends Effect.Tag("genjobs/testing/TestEngine")<TestEng
       })
       return Layer.scoped(TestEngine, make(options, provider, recorder)).pipe(
         Layer.provide(WebhookDispatcher.layer.pipe(Layer.provide(Layer.succeed(WebhookSender, recorder.sender)))),
-        Layer.provideMerge(engine)
+        Layer.provideMerge(engine),
+        Layer.provide(Logger.minimumLogLevel(Either.getOrThrow(parseLogLevel(options.logLevel ?? "warn"))))
       )
     }))
 }
