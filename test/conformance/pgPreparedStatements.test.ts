@@ -64,6 +64,28 @@ if (probe === undefined) {
         expect(yield* sql.withTransaction(row)).toEqual([{ id: 1, a: "one", b: 7, c: 8 }])
       })))
 
+    it.scoped("instrumentation that wraps pg's query after the pool is made (OpenTelemetry's, say) sees every statement", () =>
+      withFreshDatabase(() => Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const seen: Array<unknown> = []
+        const original = Pg.Client.prototype.query
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            Pg.Client.prototype.query = function(this: Pg.Client, ...args: Array<unknown>) {
+              seen.push(args[0])
+              return (original as (...a: Array<unknown>) => unknown).apply(this, args)
+            } as typeof original
+          }),
+          () => Effect.sync(() => (Pg.Client.prototype.query = original))
+        )
+        for (let i = 0; i < 3; i++) yield* sql`SELECT ${i}::int AS n`
+        expect(seen).toEqual([
+          "SELECT $1::int AS n",
+          expect.objectContaining({ text: "SELECT $1::int AS n", name: expect.any(String) }),
+          expect.objectContaining({ text: "SELECT $1::int AS n", name: expect.any(String) })
+        ])
+      })))
+
     it.scoped("turned off, nothing is prepared", () =>
       withFreshDatabase(() => Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
