@@ -73,6 +73,6 @@ export { type ProviderPhase, type ProviderState } from "./domain/providerHandle.
 export { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "./domain/outputFiles.js"
 export { checkCatalogDocument } from "./domain/catalogCheck.js"
 export { type CatalogDiff, catalogDiff, isEmptyDiff, type PartDiff } from "./domain/catalogDiff.js"
-export { AuditAction, type AuditActor, AuditEntry, SYSTEM_ACTOR } from "./domain/audit.js"
+export { AuditAction, type AuditActor, AuditEntry, RecordedAuditAction, SYSTEM_ACTOR } from "./domain/audit.js"
 export { Account, AccountUpdate, ApiKey, LedgerEntry, Scope } from "./domain/account.js"
 export { ENGINE_VERSION } from "./version.js"

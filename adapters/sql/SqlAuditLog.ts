@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AuditAction, type AuditEntry } from "../../src/domain/audit.js"
+import { type AuditEntry, RecordedAuditAction } from "../../src/domain/audit.js"
 import type { AuditLog } from "../../src/ports/AuditLog.js"
 import { DbInt, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -8,7 +8,7 @@ import { SqlTables } from "./tables.js"
 const AuditRow = Schema.Struct({
   id: Schema.String,
   actor: Schema.String,
-  action: AuditAction,
+  action: RecordedAuditAction,
   target: Schema.String,
   summary: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   request_id: Schema.NullOr(Schema.String),

@@ -14,12 +14,19 @@ export const AuditAction = Schema.Literal(
 )
 export type AuditAction = typeof AuditAction.Type
 
+/**
+ * An action as the log gives it back: one of `AuditAction`, or one a newer release recorded
+ * (processes of two releases share the log during a rolling upgrade), shown as it was written
+ * rather than failing the whole page.
+ */
+export const RecordedAuditAction = Schema.Union(AuditAction, Schema.String)
+
 /** One admin write: who, what, on which record, when, and what changed (secrets left out). */
 export const AuditEntry = Schema.Struct({
   id: Schema.String,
   /** The admin token's name (`admin` for ADMIN_TOKEN), or `system` for writes made from code. */
   actor: Schema.String,
-  action: AuditAction,
+  action: RecordedAuditAction,
   /** The id of the record changed: an account, a key, a webhook delivery, or `catalog`. */
   target: Schema.String,
   summary: Schema.Record({ key: Schema.String, value: Schema.Unknown }),

@@ -215,6 +215,16 @@ export const runAdminConformance = (
         expect(yield* audit.list({ limit: 2, after: cursorOf(page, 2) })).toEqual([made[0]])
       }))
 
+    test("lists an entry whose action a newer release recorded, as written (two releases share the log during a rolling upgrade)", () =>
+      Effect.gen(function*() {
+        const audit = yield* AuditLog
+        const newer = entry({ createdAt: T0 + 1, action: "account.archive" })
+        yield* audit.recorded(Effect.void, () => newer)
+        const known = entry({ createdAt: T0 + 2 })
+        yield* audit.recorded(Effect.void, () => known)
+        expect(yield* audit.list({ limit: 10 })).toEqual([known, newer])
+      }))
+
     test("a change that fails leaves no entry", () =>
       Effect.gen(function*() {
         const audit = yield* AuditLog

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { Discount, LedgerEntry, Scope } from "../../domain/account.js"
-import { AuditAction } from "../../domain/audit.js"
+import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
 import { JobError, JobStatus } from "../../domain/job.js"
 import { MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { DeliveryStatus } from "../../domain/webhook.js"
@@ -150,7 +150,7 @@ export const AdminDeliveryList = pageOf("deliveries", AdminDeliveryView)
 export const AuditEntryView = Schema.Struct({
   id: Schema.String,
   actor: Schema.String,
-  action: AuditAction,
+  action: RecordedAuditAction,
   target: Schema.String,
   summary: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
   requestId: Schema.NullOr(Schema.String),
