@@ -34,13 +34,15 @@ const query = pg.Client.prototype.query as (...args: Array<unknown>) => unknown
 pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
   statements++
   const first = args[0]
+  // `query(text, values, callback)`, or `query({ name, text, values }, callback)` for a prepared statement.
   const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text
+  const values = typeof first === "string" ? args[1] : (first as { values?: unknown } | undefined)?.values
   // LeaseKeeper's one statement per tick (SqlJobs.renewLeases): an UPDATE over a JSON list of leases.
   const kind = typeof text === "string" ? text.trim().split(/\s+/).slice(0, 3).join(" ") : "?"
   byKind[kind] = (byKind[kind] ?? 0) + 1
   if (typeof text === "string" && text.includes("SET lease_expires_at") && text.includes("jsonb_to_recordset")) {
     leaseRenewals++
-    const list = (args[1] as Array<unknown> | undefined)?.find((v) => typeof v === "string" && v.startsWith("[{"))
+    const list = Array.isArray(values) ? values.find((v) => typeof v === "string" && v.startsWith("[{")) : undefined
     if (typeof list === "string") leasesRenewed += (JSON.parse(list) as Array<unknown>).length
   }
   return query.apply(this, args)
