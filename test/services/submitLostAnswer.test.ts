@@ -29,14 +29,20 @@ const storesWith = (fault: { current: Fault }) =>
   })
 
 const CREDITS = 1_000_000
-const submitOne = Effect.gen(function*() {
-  const caller = yield* demoCaller(CREDITS)
-  const result = yield* Effect.either(
-    (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
-  )
-  const account = Option.getOrThrow(yield* (yield* AccountRepo).get(caller.account.id))
-  return { result, charged: CREDITS - account.balanceMicroCents }
-})
+
+/** One submit under `fault`: its outcome, the engine error it failed with if any, and what the account was charged. */
+const submitUnder = (fault: { current: Fault }, during: Fault) =>
+  Effect.gen(function*() {
+    const caller = yield* demoCaller(CREDITS)
+    fault.current = during
+    const result = yield* Effect.either(
+      (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
+    )
+    fault.current = "none"
+    const account = Option.getOrThrow(yield* (yield* AccountRepo).get(caller.account.id))
+    const error = Either.isLeft(result) && result.left._tag === "EngineError" ? result.left : undefined
+    return { result, error, charged: CREDITS - account.balanceMicroCents }
+  })
 
 describe("a submit whose store fails around its commit", () => {
   const fault = { current: "none" as Fault }
@@ -44,9 +50,7 @@ describe("a submit whose store fails around its commit", () => {
 
   it.effect("committed, its answer lost: the job is found by its id and answered as created, charged once", () =>
     Effect.gen(function*() {
-      fault.current = "after commit"
-      const { charged, result } = yield* submitOne
-      fault.current = "none"
+      const { charged, result } = yield* submitUnder(fault, "after commit")
       expect(Either.isRight(result)).toBe(true)
       const { job } = Either.getOrThrow(result)
       expect(job.status).toBe("pending")
@@ -56,10 +60,7 @@ describe("a submit whose store fails around its commit", () => {
 
   it.effect("not committed: 503 PUBSUB_PUBLISH_FAILED, nothing charged", () =>
     Effect.gen(function*() {
-      fault.current = "before commit"
-      const { charged, result } = yield* submitOne
-      fault.current = "none"
-      const error = Either.isLeft(result) && result.left._tag === "EngineError" ? result.left : undefined
+      const { charged, error } = yield* submitUnder(fault, "before commit")
       expect(error?.code).toBe("PUBSUB_PUBLISH_FAILED")
       expect(error?.message).toContain("nothing was charged")
       expect(charged).toBe(0)
@@ -67,10 +68,7 @@ describe("a submit whose store fails around its commit", () => {
 
   it.effect("committed, and the store cannot be read either: 503 naming the job's id, under which the job is found", () =>
     Effect.gen(function*() {
-      fault.current = "after commit, reads down"
-      const { charged, result } = yield* submitOne
-      fault.current = "none"
-      const error = Either.isLeft(result) && result.left._tag === "EngineError" ? result.left : undefined
+      const { charged, error } = yield* submitUnder(fault, "after commit, reads down")
       expect(error?.code).toBe("PUBSUB_PUBLISH_FAILED")
       expect(error?.message).not.toContain("nothing was charged")
       expect(error?.retryAfterSeconds).toBeGreaterThan(0)
