@@ -105,13 +105,15 @@ export const make = Effect.gen(function*() {
    */
   const confirmStored = (job: Job, failure: StoreError): Effect.Effect<SubmitOutcome, EngineError | StoreError> =>
     repo.get(job.id).pipe(
-      Effect.catchTag("StoreError", () =>
-        Effect.fail(engineError(
-          "PUBSUB_PUBLISH_FAILED",
-          "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
-          { jobId: job.id },
-          STORE_RETRY_AFTER_SECONDS
-        ))),
+      Effect.catchTag("StoreError", (lookup) =>
+        Effect.logError("submit could not be stored, nor its job looked up", { jobId: job.id }, failure, lookup).pipe(
+          Effect.zipRight(Effect.fail(engineError(
+            "PUBSUB_PUBLISH_FAILED",
+            "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
+            { jobId: job.id },
+            STORE_RETRY_AFTER_SECONDS
+          )))
+        )),
       Effect.flatMap(Option.match({
         onNone: () => Effect.fail(failure),
         onSome: (stored) =>
