@@ -144,7 +144,8 @@ export interface LoggerOptions {
   readonly write?: ((line: string) => void) | undefined
 }
 
-const levelOf = (level: LoggerOptions["level"]): LogLevel.LogLevel =>
+/** A level by name (or as given); `info` when unset. */
+export const levelOf = (level: LoggerOptions["level"]): LogLevel.LogLevel =>
   level === undefined ? LogLevel.Info : typeof level === "string" ? Either.getOrThrow(parseLogLevel(level)) : level
 
 /**

@@ -84,9 +84,9 @@ export const make = Effect.gen(function*() {
         return Option.map(reserved, (s) => s.lease)
       })
       const released = Effect.suspend(() => (Option.isSome(slot) ? slot.value.release : Effect.void))
-      let found = false
-      const outcome = yield* repo.submit({ ...command, handOff }).pipe(
-        Effect.catchTag("StoreError", (error) => Effect.tap(confirmStored(command.job, error), () => Effect.sync(() => (found = true)))),
+      const { found, outcome } = yield* repo.submit({ ...command, handOff }).pipe(
+        Effect.map((outcome) => ({ outcome, found: false })),
+        Effect.catchTag("StoreError", (error) => Effect.map(confirmStored(command.job, error), (outcome) => ({ outcome, found: true }))),
         Effect.onError(() => released)
       )
       // A job found after a lost answer is never run here: another fiber of this process may
