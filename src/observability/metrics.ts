@@ -1,59 +1,21 @@
-import { Metric, MetricBoundaries } from "effect"
+import { Metric } from "effect"
+import * as Keys from "./metricKeys.js"
 
 /**
  * The engine's metrics. They live in Effect's global metric registry, as Prometheus client
  * libraries keep a default registry: one process, one set of series, whatever number of
  * engines it runs. Counters end in `_total` and durations are in seconds, as Prometheus names them.
+ * Their descriptions are in metricKeys.ts.
  */
 
-const seconds = (bounds: ReadonlyArray<number>) => MetricBoundaries.fromIterable(bounds)
-
-export const jobsSubmitted = Metric.counter("genjobs_jobs_submitted_total", {
-  description: "Jobs admitted (charged and queued), by model. Idempotent replays are not counted."
-})
-
-export const jobsFinished = Metric.counter("genjobs_jobs_finished_total", {
-  description: "Jobs that reached a final status, by model and outcome (completed, failed, cancelled)."
-})
-
-export const jobsAbandoned = Metric.counter("genjobs_jobs_abandoned_total", {
-  description: "Jobs the reaper failed after their last attempt's lease ran out (also counted as failed when their model is known)."
-})
-
-export const pickupSeconds = Metric.histogram(
-  "genjobs_job_pickup_seconds",
-  seconds([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800]),
-  "Time from a job's submit to its first claim by a worker, by model."
-)
-
-export const runSeconds = Metric.histogram(
-  "genjobs_job_run_seconds",
-  seconds([0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600]),
-  "Time from a job's first claim to its completion or failure, by model and outcome."
-)
-
-export const queuePending = Metric.gauge("genjobs_queue_pending_jobs", {
-  description: "Jobs waiting for a worker, read from the store at scrape time."
-})
-
-export const webhookAttempts = Metric.counter("genjobs_webhook_attempts_total", {
-  description: "Webhook attempts by outcome: delivered (2xx), retry (another attempt is scheduled), failed (the last attempt failed)."
-})
-
-export const httpRequests = Metric.counter("genjobs_http_requests_total", {
-  description: "HTTP requests answered, by method, route template and status."
-})
-
-export const httpDuration = Metric.histogram(
-  "genjobs_http_request_duration_seconds",
-  seconds([0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
-  "Time to answer an HTTP request (to the response's headers), by method and route template."
-)
-
-export const poolConnections = Metric.gauge("genjobs_db_pool_connections", {
-  description: "Database pool connections by state (total, idle), read at scrape time. PostgreSQL only."
-})
-
-export const poolWaiting = Metric.gauge("genjobs_db_pool_waiting_requests", {
-  description: "Queries waiting for a free pool connection, read at scrape time. PostgreSQL only."
-})
+export const jobsSubmitted = Metric.fromMetricKey(Keys.jobsSubmitted)
+export const jobsFinished = Metric.fromMetricKey(Keys.jobsFinished)
+export const jobsAbandoned = Metric.fromMetricKey(Keys.jobsAbandoned)
+export const pickupSeconds = Metric.fromMetricKey(Keys.pickupSeconds)
+export const runSeconds = Metric.fromMetricKey(Keys.runSeconds)
+export const queuePending = Metric.fromMetricKey(Keys.queuePending)
+export const webhookAttempts = Metric.fromMetricKey(Keys.webhookAttempts)
+export const httpRequests = Metric.fromMetricKey(Keys.httpRequests)
+export const httpDuration = Metric.fromMetricKey(Keys.httpDuration)
+export const poolConnections = Metric.fromMetricKey(Keys.poolConnections)
+export const poolWaiting = Metric.fromMetricKey(Keys.poolWaiting)

@@ -5,7 +5,8 @@ import { sameSecret } from "../http/authLayers.js"
 import { ApiFailure } from "../http/errorEnvelope.js"
 import { CurrentRequestId } from "../http/requestContext.js"
 import { StoreStats } from "../ports/StoreStats.js"
-import { poolConnections, poolWaiting, queuePending } from "./metrics.js"
+import { poolWaiting, queuePending } from "./metrics.js"
+import { poolConnectionsOf } from "./metricSeries.js"
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "./prometheus.js"
 
 export interface MetricsOptions {
@@ -35,8 +36,8 @@ const readGauges = Effect.gen(function*() {
   yield* Metric.set(queuePending, pending._tag === "Right" ? pending.right : Number.NaN)
   const pool = yield* stats.value.pool
   if (pool === undefined) return
-  yield* Metric.set(Metric.tagged(poolConnections, "state", "total"), pool.total)
-  yield* Metric.set(Metric.tagged(poolConnections, "state", "idle"), pool.idle)
+  yield* Metric.set(poolConnectionsOf("total"), pool.total)
+  yield* Metric.set(poolConnectionsOf("idle"), pool.idle)
   yield* Metric.set(poolWaiting, pool.waiting)
 })
 

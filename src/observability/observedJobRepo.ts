@@ -2,7 +2,8 @@ import { Clock, Effect, Layer, Metric, Option } from "effect"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
-import { jobsAbandoned, jobsFinished, jobsSubmitted, pickupSeconds, runSeconds } from "./metrics.js"
+import { jobsFinishedOf, jobsSubmittedOf, pickupSecondsOf, runSecondsOf } from "./metricSeries.js"
+import { jobsAbandoned } from "./metrics.js"
 
 type Repo = JobRepo["Type"]
 type Outcome = "completed" | "failed" | "cancelled"
@@ -18,7 +19,7 @@ const submitted = (job: Job) =>
       version: job.version,
       costMicroCents: job.costMicroCents
     }),
-    Metric.increment(Metric.tagged(jobsSubmitted, "model", job.model))
+    Metric.increment(jobsSubmittedOf(job.model))
   )
 
 /** A claim of a job: its first (pickup latency measured) or a take-over after a lost lease. */
@@ -32,7 +33,7 @@ const claimed = (job: Job) => {
       attempt: job.attempts,
       ...(pickupMs === undefined ? {} : { pickupMs })
     }),
-    pickupMs === undefined ? Effect.void : Metric.update(Metric.tagged(pickupSeconds, "model", job.model), pickupMs / 1000)
+    pickupMs === undefined ? Effect.void : Metric.update(pickupSecondsOf(job.model), pickupMs / 1000)
   )
 }
 
@@ -73,10 +74,10 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
   return Effect.all([
     line,
     refundedMicroCents > 0 ? Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }) : Effect.void,
-    Metric.increment(Metric.tagged(Metric.tagged(jobsFinished, "model", job.model), "outcome", outcome)),
+    Metric.increment(jobsFinishedOf(job.model, outcome)),
     runMs === undefined
       ? Effect.void
-      : Metric.update(Metric.tagged(Metric.tagged(runSeconds, "model", job.model), "outcome", outcome), runMs / 1000)
+      : Metric.update(runSecondsOf(job.model, outcome), runMs / 1000)
   ], { discard: true })
 }
 

@@ -2,7 +2,7 @@ import { Effect, Layer, Metric, Option } from "effect"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
 import { WebhookSender } from "../ports/WebhookSender.js"
 import { inJobSpan } from "./jobSpans.js"
-import { webhookAttempts } from "./metrics.js"
+import { webhookAttemptsOf } from "./metricSeries.js"
 
 /** Deliveries claimed and not yet recorded by this process; a lost lease can strand a few, so it is bounded. */
 const IN_FLIGHT_REMEMBERED = 10_000
@@ -53,7 +53,7 @@ export const observeWebhookDeliveries = (repo: WebhookDeliveryRepo["Type"]): Web
             nextAttemptAt: new Date(outcome.nextAttemptAt).toISOString()
           })
           : Effect.logError("webhook delivery failed", { ...fields, error: attempt.error })
-        return Effect.zipRight(line, Metric.increment(Metric.tagged(webhookAttempts, "outcome", label)))
+        return Effect.zipRight(line, Metric.increment(webhookAttemptsOf(label)))
       })
   }
 }

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Context, DefaultServices, Effect, Exit, FiberRef, Metric, Option, Tracer } from "effect"
-import { httpDuration, httpRequests } from "./metrics.js"
+import { httpDurationOf, httpRequestsOf } from "./metricSeries.js"
 
 /** What is learnt about a request while it is served, for its log line. Auth fills the account. */
 interface RequestFacts {
@@ -60,30 +60,6 @@ const QUIET_ROUTES = new Set(["/health", "/metrics"])
 /** Status of a request that ended without a response: 499 when the client went away, else 500. */
 const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.isInterruptedOnly(cause) ? 499 : 500)
 
-interface RequestMetrics {
-  readonly requests: Metric.Metric.Counter<number>
-  readonly duration: Metric.Metric.Histogram<number>
-}
-
-/**
- * The request metrics of each method, route and status, tagged once: a metric tagged anew on
- * every request makes and hashes new keys each time. As many entries as series in the registry.
- */
-const taggedMetrics = new Map<string, RequestMetrics>()
-
-const metricsOf = (method: string, route: string, status: number): RequestMetrics => {
-  const key = `${method} ${route} ${status}`
-  let metrics = taggedMetrics.get(key)
-  if (metrics === undefined) {
-    metrics = {
-      requests: Metric.tagged(Metric.tagged(Metric.tagged(httpRequests, "method", method), "route", route), "status", String(status)),
-      duration: Metric.tagged(Metric.tagged(httpDuration, "method", method), "route", route)
-    }
-    taggedMetrics.set(key, metrics)
-  }
-  return metrics
-}
-
 /**
  * One log line per request (method, route template, path without its query, status, duration,
  * request id, account id once authenticated) and the HTTP metrics. The query string, headers
@@ -115,14 +91,16 @@ export const RequestLogMiddleware = HttpApiBuilder.middleware((app) =>
         ...(requestId === undefined ? {} : { requestId }),
         ...(facts.accountId === undefined ? {} : { accountId: facts.accountId })
       }
-      const metrics = metricsOf(request.method, route, status)
       return Effect.zipRight(
         status >= 500
           ? Effect.logWarning("http request", line)
           : QUIET_ROUTES.has(route)
           ? Effect.logDebug("http request", line)
           : Effect.logInfo("http request", line),
-        Effect.zipRight(Metric.increment(metrics.requests), Metric.update(metrics.duration, seconds))
+        Effect.zipRight(
+          Metric.increment(httpRequestsOf(request.method, route, String(status))),
+          Metric.update(httpDurationOf(request.method, route), seconds)
+        )
       )
     })
   })
