@@ -5,9 +5,10 @@
  * server doing one INSERT per request on the same database kind. PostgreSQL, then SQLite.
  */
 import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { benchModel } from "./catalog.js"
+import { type CpuSample, cpuPerRequest } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
 import { withDatabase } from "./lib/pg.js"
@@ -16,12 +17,20 @@ import { makeAccounts, type RunningServer, startBareServer, startBundledServer }
 
 const MODEL = benchModel("demo")
 
+interface Measured extends LoadResult {
+  /** µs of CPU per answered submit: the server process, every PostgreSQL process, the load generator. */
+  readonly cpu: CpuSample
+}
+
 /** A warm-up (JIT, pools, caches; not reported), then the measured run. */
-const measure = async (url: string, keys: ReadonlyArray<string>, label: string): Promise<LoadResult> => {
+const measure = async (server: RunningServer, keys: ReadonlyArray<string>, label: string): Promise<Measured> => {
+  const url = server.url
   await probeSubmit(url, keys[0]!, MODEL)
   const common = { url, keys, model: MODEL, connections: settings.httpConnections, label }
   if (settings.httpWarmupSeconds > 0) await submitLoad({ ...common, seconds: settings.httpWarmupSeconds, warmup: true })
-  return submitLoad({ ...common, seconds: settings.httpSeconds })
+  const cpu = cpuPerRequest(server.pid)
+  const result = await submitLoad({ ...common, seconds: settings.httpSeconds })
+  return { ...result, cpu: cpu(result.ok) }
 }
 
 const withServer = async <A>(start: Promise<RunningServer>, body: (server: RunningServer) => Promise<A>): Promise<A> => {
@@ -35,7 +44,7 @@ const withServer = async <A>(start: Promise<RunningServer>, body: (server: Runni
 
 const round = (n: number) => Math.round(n * 10) / 10
 
-const report = (store: string, accounts: number, engine: LoadResult, bare: LoadResult, target: string) =>
+const report = (store: string, accounts: number, engine: Measured, bare: Measured, target: string) =>
   emit({
     figure: `http_submit_${store}_${accounts}_account${accounts === 1 ? "" : "s"}`,
     engine: engine.rps,
@@ -55,7 +64,11 @@ const report = (store: string, accounts: number, engine: LoadResult, bare: LoadR
       referenceP50Ms: bare.p50,
       referenceP99Ms: bare.p99,
       referenceNon2xx: bare.non2xx,
-      referenceRps: round(bare.rps)
+      referenceRps: round(bare.rps),
+      // CPU per answered submit in µs, by process; all of them share `cores`, which bounds what throughput is possible.
+      engineCpuUsPerRequest: store === "pg" ? engine.cpu : { server: engine.cpu.server, loader: engine.cpu.loader },
+      referenceCpuUsPerRequest: store === "pg" ? bare.cpu : { server: bare.cpu.server, loader: bare.cpu.loader },
+      cores: availableParallelism()
     }
   })
 
@@ -64,13 +77,13 @@ const postgres = async () => {
     withServer(startBundledServer({ DATABASE_URL: url, WORKER_CONCURRENCY: "0" }), async (server) => {
       const keys = await makeAccounts(server.url, 8)
       log("http_submit: bundled server on PostgreSQL, 8 accounts")
-      const eight = await measure(server.url, keys, "engine pg 8 accounts")
+      const eight = await measure(server, keys, "engine pg 8 accounts")
       log("http_submit: bundled server on PostgreSQL, 1 account")
-      return [eight, await measure(server.url, keys.slice(0, 1), "engine pg 1 account")] as const
+      return [eight, await measure(server, keys.slice(0, 1), "engine pg 1 account")] as const
     }))
   log("http_submit: bare server on PostgreSQL")
   const bare = await withDatabase("bare", (url) =>
-    withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measure(server.url, ["none"], "bare pg")))
+    withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measure(server, ["none"], "bare pg")))
   report("pg", 8, eight, bare, ">= 0.6")
   report("pg", 1, one, bare, ">= 0.4")
 }
@@ -79,14 +92,14 @@ const sqlite = async () => {
   log("http_submit: bundled server on SQLite, 8 accounts then 1")
   const [eight, one] = await withServer(startBundledServer({ WORKER_CONCURRENCY: "0" }), async (server) => {
     const keys = await makeAccounts(server.url, 8)
-    return [await measure(server.url, keys, "engine sqlite 8 accounts"), await measure(server.url, keys.slice(0, 1), "engine sqlite 1 account")] as const
+    return [await measure(server, keys, "engine sqlite 8 accounts"), await measure(server, keys.slice(0, 1), "engine sqlite 1 account")] as const
   })
   log("http_submit: bare server on SQLite")
   const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-bare-"))
   try {
     const bare = await withServer(
       startBareServer("sqlite.ts", { SQLITE_FILE: join(dir, "bare.db") }),
-      (server) => measure(server.url, ["none"], "bare sqlite")
+      (server) => measure(server, ["none"], "bare sqlite")
     )
     report("sqlite", 8, eight, bare, ">= 0.6")
     report("sqlite", 1, one, bare, ">= 0.6 (issue: SQLite >= 0.6x bare)")

@@ -7,6 +7,7 @@
  */
 import { claimCost } from "./claimCost.js"
 import { eventStreams } from "./eventStreams.js"
+import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
@@ -19,6 +20,7 @@ const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
   pickup,
   http_submit: httpSubmit,
+  http_floor: httpFloor,
   claim_cost: claimCost,
   server_rss: serverRss,
   event_streams: eventStreams,

@@ -31,39 +31,25 @@ export interface LoadResult {
   readonly errors: number
 }
 
-/**
- * POSTs a job submit to `url` over `connections` keep-alive connections, for `seconds` or until
- * `amount` requests, each with the next key of `keys` in turn. Only 2xx answers count: any other
- * answer or socket error fails the figure, so it never times refusals.
- */
-export const submitLoad = (options: {
+interface LoadOptions {
   readonly url: string
-  readonly keys: ReadonlyArray<string>
-  readonly model: string
   readonly connections: number
   readonly seconds?: number
   readonly amount?: number
   readonly label: string
   /** A warm-up may end before its first answer (a cold server); a measured run may not. */
   readonly warmup?: boolean
-}): Promise<LoadResult> =>
+}
+
+/** Runs autocannon; only 2xx answers count: any other answer or socket error fails the figure, so it never times refusals. */
+const load = (options: LoadOptions, request: AutocannonRequest): Promise<LoadResult> =>
   new Promise((resolve, reject) => {
-    let turn = 0
-    const body = JSON.stringify({ model: options.model, input: { prompt: "a short bench prompt" } })
     autocannon({
       url: options.url,
       connections: options.connections,
       ...(options.amount === undefined ? { duration: options.seconds ?? 10 } : { amount: options.amount }),
       timeout: 30,
-      requests: [{
-        method: "POST",
-        path: "/v1/jobs/submit",
-        body,
-        setupRequest: (request) => ({
-          ...request,
-          headers: { "content-type": "application/json", authorization: `Bearer ${options.keys[turn++ % options.keys.length]}` }
-        })
-      }]
+      requests: [request]
     }, (error, result) => {
       if (error !== null) return reject(error)
       const failed = result.non2xx + result.errors + result.timeouts
@@ -82,6 +68,27 @@ export const submitLoad = (options: {
       })
     })
   })
+
+/**
+ * POSTs a job submit to `url` over `connections` keep-alive connections, for `seconds` or until
+ * `amount` requests, each with the next key of `keys` in turn.
+ */
+export const submitLoad = (options: LoadOptions & { readonly keys: ReadonlyArray<string>; readonly model: string }): Promise<LoadResult> => {
+  let turn = 0
+  return load(options, {
+    method: "POST",
+    path: "/v1/jobs/submit",
+    body: JSON.stringify({ model: options.model, input: { prompt: "a short bench prompt" } }),
+    setupRequest: (request) => ({
+      ...request,
+      headers: { "content-type": "application/json", authorization: `Bearer ${options.keys[turn++ % options.keys.length]}` }
+    })
+  })
+}
+
+/** GETs `path` of `url` over `connections` keep-alive connections. */
+export const getLoad = (options: LoadOptions & { readonly path: string }): Promise<LoadResult> =>
+  load(options, { method: "GET", path: options.path })
 
 /** One submit by hand before a load run, so a refusal fails with its message rather than a count. */
 export const probeSubmit = async (url: string, key: string, model: string) => {
