@@ -1,13 +1,14 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import type { MemoryState } from "./state.js"
 
 export const catalogRepo = (state: MemoryState): CatalogRepo["Type"] => ({
   load: Effect.sync(() => state.catalog),
   revision: Effect.sync(() => state.catalog.revision),
-  replace: (document) =>
+  replace: (document, ifRevision) =>
     Effect.sync(() => {
+      if (ifRevision !== undefined && ifRevision !== state.catalog.revision) return Option.none()
       state.catalog = { document, revision: state.catalog.revision + 1 }
-      return state.catalog
+      return Option.some(state.catalog)
     })
 })

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { CatalogDocument, emptyCatalog } from "../../src/domain/catalog.js"
 import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { DbInt, storeErrors } from "./rows.js"
@@ -26,12 +26,20 @@ export const makeSqlCatalog = Effect.gen(function*() {
       Effect.map((rows) => rows[0]?.revision ?? 0),
       storeErrors("read catalog revision")
     ),
-    replace: (document) =>
+    replace: (document, ifRevision) =>
       sql.withTransaction(Effect.gen(function*() {
         const text = yield* encode(document)
-        yield* sql`INSERT INTO ${t.catalog} (id, document, revision) VALUES (1, ${text}, 1)
-          ON CONFLICT (id) DO UPDATE SET document = ${text}, revision = ${t.catalog}.revision + 1`
-        return yield* load
+        // The revision is compared in the write itself, so two replaces made against one revision
+        // cannot both pass: the second finds the row at the next revision, or the first's row.
+        const written = ifRevision === undefined
+          ? yield* sql`INSERT INTO ${t.catalog} (id, document, revision) VALUES (1, ${text}, 1)
+              ON CONFLICT (id) DO UPDATE SET document = ${text}, revision = ${t.catalog}.revision + 1 RETURNING revision`
+          : ifRevision === 0
+          ? yield* sql`INSERT INTO ${t.catalog} (id, document, revision) VALUES (1, ${text}, 1)
+              ON CONFLICT (id) DO NOTHING RETURNING revision`
+          : yield* sql`UPDATE ${t.catalog} SET document = ${text}, revision = revision + 1
+              WHERE id = 1 AND revision = ${ifRevision} RETURNING revision`
+        return written.length === 0 ? Option.none() : Option.some(yield* load)
       })).pipe(storeErrors("replace catalog"))
   }
   return repo

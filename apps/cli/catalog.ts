@@ -68,11 +68,10 @@ const apply = Command.make("apply", {
     yield* progress(o.json, `Checking ${o.file} …`)
     const doc = yield* readCatalogFile(o.file)
     const client = yield* adminClient(o)
-    yield* progress(o.json, "Reading the server's catalog …")
-    const current = yield* client.call("GET", "/admin/catalog")
-    const { catalogDiff, isEmptyDiff } = yield* engine
-    const diff = catalogDiff(current, doc)
-    if (isEmptyDiff(diff)) {
+    yield* progress(o.json, "Comparing with the server's catalog …")
+    const preview: { revision: number; unchanged: boolean; diff: CatalogDiff } = yield* client.call("POST", "/admin/catalog/diff", doc)
+    const diff = preview.diff
+    if (preview.unchanged) {
       return yield* emit(o.json, { applied: false, diff }, () => "The server's catalog already matches the file: nothing to apply")
     }
     yield* progress(o.json, `Changes (${counts(diff)}):\n${diffLines(diff)}`)
@@ -86,7 +85,20 @@ const apply = Command.make("apply", {
       if (!confirmed) return yield* Effect.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
     }
     yield* progress(o.json, "Applying …")
-    const result = yield* client.call("PUT", "/admin/catalog", doc)
+    // Only over the revision the changes above were computed against: what was shown is what is applied.
+    const result = yield* client.call("PUT", "/admin/catalog", doc, { "if-match": `"${preview.revision}"` }).pipe(
+      Effect.catchIf((e) => e.code === "PRECONDITION_FAILED", (e) =>
+        Effect.fail(
+          new CliError({
+            code: e.code,
+            message: `Not applied: the server's catalog changed while you were asked (from revision ${preview.revision}); ` +
+              "run apply again to see the changes against it",
+            status: e.status,
+            requestId: e.requestId,
+            details: e.details
+          })
+        ))
+    )
     yield* emit(o.json, { applied: true, revision: result.revision, models: result.models, diff }, () =>
       `Applied: revision ${result.revision}, ${result.models} models (${counts(diff)})`)
   }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(

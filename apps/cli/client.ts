@@ -21,7 +21,7 @@ export interface Connection {
 }
 
 export interface AdminClient {
-  readonly call: (method: string, path: string, body?: unknown) => Effect.Effect<any, CliError>
+  readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Effect.Effect<any, CliError>
 }
 
 /** The admin API of the server the options (or the environment) name. The token never leaves the Authorization header. */
@@ -39,14 +39,14 @@ export const adminClient = (options: Connection): Effect.Effect<AdminClient, Cli
       return yield* Effect.fail(new CliError({ code: "ADMIN_TOKEN_MISSING", message: "Pass --admin-token or set GENJOBS_ADMIN_TOKEN" }))
     }
     const authorization = `Bearer ${Redacted.value(token.value)}`
-    const call = (method: string, path: string, body?: unknown) =>
+    const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
       Effect.gen(function*() {
         const response = yield* Effect.tryPromise({
           try: (signal) =>
             fetch(`${base}${path}`, {
               method,
               signal,
-              headers: { authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+              headers: { ...headers, authorization, ...(body === undefined ? {} : { "content-type": "application/json" }) },
               ...(body === undefined ? {} : { body: JSON.stringify(body) })
             }),
           catch: (cause) =>

@@ -37,6 +37,7 @@ import {
   AuditList,
   AuditParams,
   CatalogImportResult,
+  CatalogReplaceHeaders,
   CatalogPreviewView,
   CreatedApiKeyView,
   CreditsBody,
@@ -283,8 +284,13 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.put("replaceCatalog", "/admin/catalog")
       .setPayload(CatalogDocument)
+      .setHeaders(CatalogReplaceHeaders)
       .addSuccess(CatalogImportResult)
-      .annotateContext(docs("Replace the catalog", "Validates and stores a whole catalog document; the revision grows by one."))
+      .annotateContext(docs(
+        "Replace the catalog",
+        "Validates and stores a whole catalog document; the revision grows by one (the answer's ETag is the new one). " +
+          "With If-Match, only if the stored catalog is still that revision."
+      ))
   )
   .add(
     HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff")
@@ -299,7 +305,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.get("exportCatalog", "/admin/catalog")
       .addSuccess(CatalogDocument)
-      .annotateContext(docs("Export the catalog", "The catalog document as stored."))
+      .annotateContext(docs("Export the catalog", "The catalog document as stored; its ETag is the revision (\"7\"), for If-Match on PUT."))
   )
   .add(
     HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema")

@@ -1,4 +1,4 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Option } from "effect"
 import type { CatalogDocument } from "../domain/catalog.js"
 import type { StoreError } from "../domain/errors.js"
 
@@ -11,5 +11,10 @@ export interface StoredCatalog {
 export class CatalogRepo extends Context.Tag("genjobs/CatalogRepo")<CatalogRepo, {
   readonly load: Effect.Effect<StoredCatalog, StoreError>
   readonly revision: Effect.Effect<number, StoreError>
-  readonly replace: (document: CatalogDocument) => Effect.Effect<StoredCatalog, StoreError>
+  /**
+   * Stores `document` as the next revision. With `ifRevision`, only while the stored revision is
+   * that one (0: nothing stored yet), checked and written at once; none when it is not, and
+   * nothing changed.
+   */
+  readonly replace: (document: CatalogDocument, ifRevision?: number) => Effect.Effect<Option.Option<StoredCatalog>, StoreError>
 }>() {}

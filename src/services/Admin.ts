@@ -216,9 +216,13 @@ export const make = Effect.gen(function*() {
       )
     })
 
-  /** Checks and stores a whole catalog document (see Catalog.replace). */
-  const replaceCatalog = (input: unknown, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
-    audited(by, "catalog.replace", catalog.replace(input), (stored) => ({
+  /** Checks and stores a whole catalog document, if still at `ifRevision` when given (see Catalog.replace). */
+  const replaceCatalog = (
+    input: unknown,
+    by: AuditActor = SYSTEM_ACTOR,
+    ifRevision?: number
+  ): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+    audited(by, "catalog.replace", catalog.replace(input, ifRevision), (stored) => ({
       target: "catalog",
       summary: {
         revision: stored.revision,

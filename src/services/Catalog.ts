@@ -1,5 +1,5 @@
 import type { ValidateFunction } from "ajv"
-import { Clock, Context, Effect, Either, Layer, Ref } from "effect"
+import { Clock, Context, Effect, Either, Layer, Option, Ref } from "effect"
 import type { Account } from "../domain/account.js"
 import type { CatalogDocument, CatalogModel, ModelVersion } from "../domain/catalog.js"
 import { checkCatalogDocument } from "../domain/catalogCheck.js"
@@ -56,11 +56,24 @@ export const make = Effect.gen(function*() {
       (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
     )
 
-  /** Stores a document that passes `check`, whole; otherwise changes nothing. */
-  const replace = (input: unknown): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+  /**
+   * Stores a document that passes `check`, whole; otherwise changes nothing. With `ifRevision`,
+   * only if the stored catalog is still that revision (PRECONDITION_FAILED otherwise), so an
+   * operator's change made against one revision never silently undoes another's.
+   */
+  const replace = (input: unknown, ifRevision?: number): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
     Effect.gen(function*() {
       const doc = yield* check(input)
-      const stored = yield* repo.replace(doc)
+      const written = yield* repo.replace(doc, ifRevision)
+      if (Option.isNone(written)) {
+        const revision = yield* repo.revision
+        return yield* Effect.fail(engineError(
+          "PRECONDITION_FAILED",
+          `The catalog is at revision ${revision}, not ${ifRevision}: it changed since it was read. Nothing was replaced`,
+          { revision, expectedRevision: ifRevision }
+        ))
+      }
+      const stored = written.value
       yield* keep(compile(stored, yield* Clock.currentTimeMillis))
       return stored
     })

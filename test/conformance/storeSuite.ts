@@ -158,12 +158,33 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(yield* repo.load).toEqual({ document: emptyCatalog, revision: 0 })
         expect(yield* repo.revision).toBe(0)
         const doc = sampleCatalog()
-        expect((yield* repo.replace(doc)).revision).toBe(1)
+        expect(Option.getOrThrow(yield* repo.replace(doc)).revision).toBe(1)
         expect(yield* repo.load).toEqual({ document: doc, revision: 1 })
         const smaller = { ...doc, models: doc.models.slice(0, 1) }
         yield* repo.replace(smaller)
         expect(yield* repo.load).toEqual({ document: smaller, revision: 2 })
         expect(yield* repo.revision).toBe(2)
+      }))
+
+    test("replaces only at the revision asked for, and changes nothing otherwise", () =>
+      Effect.gen(function*() {
+        const repo = yield* CatalogRepo
+        const doc = sampleCatalog()
+        const smaller = { ...doc, models: doc.models.slice(0, 1) }
+        // Nothing stored yet is revision 0.
+        expect(Option.isNone(yield* repo.replace(doc, 1))).toBe(true)
+        expect(yield* repo.load).toEqual({ document: emptyCatalog, revision: 0 })
+        expect(Option.getOrThrow(yield* repo.replace(doc, 0))).toEqual({ document: doc, revision: 1 })
+        expect(Option.isNone(yield* repo.replace(smaller, 0))).toBe(true)
+        expect(Option.getOrThrow(yield* repo.replace(smaller, 1))).toEqual({ document: smaller, revision: 2 })
+        // Two replaces made against one revision: the second is refused.
+        expect(Option.isNone(yield* repo.replace(doc, 1))).toBe(true)
+        expect(Option.isNone(yield* repo.replace(doc, 3))).toBe(true)
+        expect(yield* repo.load).toEqual({ document: smaller, revision: 2 })
+        // At the same time (on PostgreSQL over two connections): exactly one of them is stored.
+        const racing = yield* Effect.all([repo.replace(doc, 2), repo.replace(smaller, 2)], { concurrency: 2 })
+        expect(racing.filter(Option.isSome)).toHaveLength(1)
+        expect((yield* repo.load).revision).toBe(3)
       }))
   })
 

@@ -5,7 +5,7 @@ import { memoryFiles, memoryStore } from "genjobs/memory"
 import { existsSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type Browser, chromium, type Page } from "playwright-core"
+import { type Browser, chromium, type Page, type Route } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { demoCatalog } from "../support/demoCatalog.js"
 
@@ -187,6 +187,39 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
     await page.getByRole("button", { name: "Apply these changes" }).click()
     await expect.poll(() => page.getByRole("status").first().textContent()).toMatch(/Catalog replaced: revision \d+/)
     expect((await api("GET", "/admin/catalog", ADMIN)).body.models[0].name).toBe("Lighthouse Painter")
+  })
+
+  it("never applies over a catalog another operator replaced since the preview: it shows the new changes first", async () => {
+    await page.getByRole("link", { name: "Catalog" }).click()
+    const editor = page.getByLabel("Catalog document (JSON)")
+    await expect.poll(() => editor.inputValue()).toContain("demo/image-gen/text-to-image")
+    const stored = JSON.parse(await editor.inputValue())
+    const mine = { ...stored, models: stored.models.map((m: any, i: number) => (i === 0 ? { ...m, name: "Mine" } : m)) }
+    await editor.fill(JSON.stringify(mine, null, 2))
+    await page.getByRole("button", { name: "Check and preview changes" }).click()
+    const diff = page.getByRole("region", { name: /Changes against revision/ })
+    await expect.poll(() => diff.textContent()).toMatch(new RegExp(`changed ${stored.models[0].slug}:\\s*name$`))
+
+    // Another operator renames the second model at the last moment: after anything the page could
+    // check, just before its own replace reaches the server.
+    const theirs = { ...stored, models: stored.models.map((m: any, i: number) => (i === 1 ? { ...m, name: "Theirs" } : m)) }
+    let replaced: { status: number; body: any } | undefined
+    const raceTheApply = async (route: Route) => {
+      if (route.request().method() === "PUT" && replaced === undefined) replaced = await api("PUT", "/admin/catalog", ADMIN, theirs)
+      await route.continue()
+    }
+    await page.route("**/admin/catalog", raceTheApply)
+    await page.getByRole("button", { name: "Apply these changes" }).click()
+    await expect.poll(() => replaced?.status).toBe(200)
+    await page.unroute("**/admin/catalog", raceTheApply)
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(
+      new RegExp(`changed since the preview \\(now revision ${replaced!.body.revision}\\)`)
+    )
+    // Their change stands; the preview now says mine would undo it.
+    const now = (await api("GET", "/admin/catalog", ADMIN)).body
+    expect(now.models.map((m: any) => m.name).slice(0, 2)).toEqual([stored.models[0].name, "Theirs"])
+    await expect.poll(() => page.getByRole("region", { name: `Changes against revision ${replaced!.body.revision}` }).textContent())
+      .toContain(stored.models[1].slug)
   })
 
   it("retries a failed webhook delivery", async () => {

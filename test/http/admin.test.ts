@@ -9,8 +9,8 @@ const expectError = (reply: Reply, status: number, code: string) => {
 
 describe("admin API: listings, updates and the audit log", () => {
   let engine: HttpEngine
-  const asAlice = (method: string, path: string, body?: unknown) =>
-    engine.request(method, path, { body, headers: { authorization: `Bearer ${ALICE}` } })
+  const asAlice = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    engine.request(method, path, { body, headers: { authorization: `Bearer ${ALICE}`, ...headers } })
 
   beforeAll(async () => {
     engine = await makeHttpEngine({}, { http: { adminTokens: { alice: ALICE } } })
@@ -234,8 +234,8 @@ describe("admin API: listings, updates and the audit log", () => {
 
 describe("admin API: retrying deliveries of any account, and previewing a catalog", () => {
   let engine: HttpEngine
-  const asAlice = (method: string, path: string, body?: unknown) =>
-    engine.request(method, path, { body, headers: { authorization: `Bearer ${ALICE}` } })
+  const asAlice = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    engine.request(method, path, { body, headers: { authorization: `Bearer ${ALICE}`, ...headers } })
 
   beforeAll(async () => {
     engine = await makeHttpEngine({}, { http: { adminTokens: { alice: ALICE } } })
@@ -322,5 +322,36 @@ describe("admin API: retrying deliveries of any account, and previewing a catalo
     const recorded = (await engine.admin("GET", "/admin/audit?action=catalog.replace")).body.entries
     expect(recorded.map((e: any) => e.requestId)).not.toContain(preview.headers.get("x-request-id"))
     expect(recorded[0].summary.revision).toBe(revision)
+  })
+
+  it("replaces the catalog only at the revision If-Match names; a stale one is 412 and changes nothing", async () => {
+    const read = await engine.admin("GET", "/admin/catalog")
+    const tag = read.headers.get("etag")
+    expect(tag).toMatch(/^"\d+"$/)
+    const revision = Number(JSON.parse(tag!))
+    expect((await engine.admin("POST", "/admin/catalog/diff", read.body)).body.revision).toBe(revision)
+
+    // Two operators edit the same revision: the first applies, the second is refused.
+    const [first, ...rest] = read.body.models
+    const mine = { ...read.body, models: [{ ...first, name: "Mine" }, ...rest] }
+    const theirs = { ...read.body, models: [{ ...first, name: "Theirs" }, ...rest] }
+    const applied = await asAlice("PUT", "/admin/catalog", mine, { "if-match": tag! })
+    expect(applied.status).toBe(200)
+    expect(applied.body.revision).toBe(revision + 1)
+    expect(applied.headers.get("etag")).toBe(`"${revision + 1}"`)
+    const stale = await asAlice("PUT", "/admin/catalog", theirs, { "if-match": tag! })
+    expectError(stale, 412, "PRECONDITION_FAILED")
+    expect(stale.body.error.details).toEqual({ revision: revision + 1, expectedRevision: revision })
+    const now = await engine.admin("GET", "/admin/catalog")
+    expect(now.body.models[0].name).toBe("Mine")
+    expect(now.headers.get("etag")).toBe(`"${revision + 1}"`)
+    const recorded = (await engine.admin("GET", "/admin/audit?action=catalog.replace")).body.entries
+    expect(recorded.map((e: any) => e.requestId)).toContain(applied.headers.get("x-request-id"))
+    expect(recorded.map((e: any) => e.requestId)).not.toContain(stale.headers.get("x-request-id"))
+
+    // Without If-Match, or with *, the replace is unconditional as before; a header that names no revision is refused.
+    expect((await asAlice("PUT", "/admin/catalog", read.body, { "if-match": "*" })).body.revision).toBe(revision + 2)
+    expectError(await asAlice("PUT", "/admin/catalog", theirs, { "if-match": String(revision + 2) }), 400, "VALIDATION_ERROR")
+    expect((await engine.admin("GET", "/admin/catalog")).body).toEqual(read.body)
   })
 })

@@ -23,7 +23,7 @@ export class ApiError extends Error {
 }
 
 /**
- * @typedef {(method: string, path: string, body?: unknown) => Promise<any>} Call
+ * @typedef {(method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<any>} Call
  */
 
 /**
@@ -33,13 +33,13 @@ export class ApiError extends Error {
  * @param {(error: ApiError) => void} [onRefused]
  * @returns {Call}
  */
-export const adminApi = (token, onRefused) => async (method, path, body) => {
+export const adminApi = (token, onRefused) => async (method, path, body, headers = {}) => {
   let response
   try {
     response = await fetch(new URL(path, apiRoot), {
       method,
       cache: "no-store",
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: { ...headers, authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     })
   } catch {

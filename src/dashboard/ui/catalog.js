@@ -4,6 +4,7 @@
  */
 import { html } from "htm/preact"
 import { useEffect, useRef, useState } from "preact/hooks"
+import { ApiError } from "./api.js"
 import { ErrorMessage, PageTitle } from "./ui.js"
 
 /** @typedef {import("./accounts.js").ViewProps} ViewProps */
@@ -94,22 +95,29 @@ export const CatalogView = ({ api, notify }) => {
     }
   }
 
+  /** After a refused apply: the document's changes against the catalog as it is now. */
+  const showChangedSince = async (/** @type {unknown} */ document) => {
+    try {
+      const [again, stored] = await Promise.all([api("POST", "admin/catalog/diff", document), api("GET", "admin/catalog")])
+      setPreview({ document, result: again, stored })
+      setError({ code: "CATALOG_CHANGED", message: `The stored catalog changed since the preview (now revision ${again.revision}): check the changes again before applying.` })
+    } catch (e) {
+      setError(e)
+    }
+  }
+
   const apply = async () => {
     if (preview === null) return
     setBusy(true)
     try {
-      // Someone may have replaced the catalog since the preview: then the operator sees the new changes first.
-      const [again, stored] = await Promise.all([api("POST", "admin/catalog/diff", preview.document), api("GET", "admin/catalog")])
-      if (again.revision !== preview.result.revision) {
-        setPreview({ document: preview.document, result: again, stored })
-        setError({ code: "CATALOG_CHANGED", message: `The stored catalog changed since the preview (now revision ${again.revision}): check the changes again before applying.` })
-        return
-      }
-      const replaced = await api("PUT", "admin/catalog", preview.document)
+      // Applied only over the revision the changes were shown against: if someone replaced the
+      // catalog since, the server refuses (412) and the operator sees the new changes first.
+      const replaced = await api("PUT", "admin/catalog", preview.document, { "if-match": `"${preview.result.revision}"` })
       notify(`Catalog replaced: revision ${replaced.revision}, ${replaced.models} models.`)
       await load()
     } catch (e) {
-      setError(e)
+      if (e instanceof ApiError && e.code === "PRECONDITION_FAILED") await showChangedSince(preview.document)
+      else setError(e)
     } finally {
       setBusy(false)
     }

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, JSONSchema } from "effect"
 import type { AuditActor } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
@@ -9,6 +9,7 @@ import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, aud
 import { EngineApi } from "../Api.js"
 import { CurrentAdmin } from "../middleware.js"
 import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { ifMatchRevision, revisionTag } from "../revisionTags.js"
 import { accountView, apiKeyView } from "../views.js"
 
 /**
@@ -29,6 +30,12 @@ const withoutPlaceholderIds = (value: unknown): unknown =>
 /** The catalog document's JSON Schema, derived from the Schema the import decodes with. */
 const catalogJsonSchema = withoutPlaceholderIds(JSONSchema.make(CatalogDocument)) as Record<string, unknown>
 
+/** The catalog's revision as this answer's ETag, for the client's If-Match. */
+const withRevisionTag = (revision: number) =>
+  HttpApp.appendPreResponseHandler((_request, response) =>
+    Effect.succeed(HttpServerResponse.setHeader(response, "etag", revisionTag(revision)))
+  )
+
 /** The audit log's "who": the admin token's name and this request's id. */
 const actor: Effect.Effect<AuditActor, never, CurrentAdmin> = Effect.zipWith(
   CurrentAdmin,
@@ -42,13 +49,16 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
     const reads = yield* AdminReads
     const catalog = yield* Catalog
     return handlers
-      .handle("replaceCatalog", ({ payload }) =>
-        Effect.flatMap(actor, (by) => admin.replaceCatalog(payload, by)).pipe(
-          Effect.map((stored) => ({ revision: stored.revision, models: stored.document.models.length })),
-          toApiFailure
-        ))
+      .handle("replaceCatalog", ({ headers, payload }) =>
+        Effect.gen(function*() {
+          const ifRevision = yield* ifMatchRevision(headers["if-match"])
+          const stored = yield* admin.replaceCatalog(payload, yield* actor, ifRevision)
+          yield* withRevisionTag(stored.revision)
+          return { revision: stored.revision, models: stored.document.models.length }
+        }).pipe(toApiFailure))
       .handle("previewCatalog", ({ payload }) => admin.previewCatalog(payload).pipe(toApiFailure))
-      .handle("exportCatalog", () => catalog.current.pipe(toApiFailure))
+      .handle("exportCatalog", () =>
+        Effect.flatMap(catalog.snapshot, (stored) => Effect.as(withRevisionTag(stored.revision), stored.document)).pipe(toApiFailure))
       .handle("catalogSchema", () => Effect.succeed(catalogJsonSchema))
       .handle("listAccounts", ({ urlParams }) =>
         reads.accounts(urlParams).pipe(

@@ -54,6 +54,14 @@ export const IdPath = Schema.Struct({ id: Schema.String })
 
 export const CatalogImportResult = Schema.Struct({ revision: Schema.Number, models: Schema.Number })
 
+export const CatalogReplaceHeaders = Schema.Struct({
+  "if-match": Schema.optional(Schema.String).annotations({
+    description: "Replace only if the stored catalog is still this revision, as an entity tag (\"7\"): the ETag of " +
+      "GET /admin/catalog, or the revision of POST /admin/catalog/diff in quotes. Otherwise 412 PRECONDITION_FAILED " +
+      "and nothing changes."
+  })
+})
+
 const PartDiff = Schema.Struct({
   added: Schema.Array(Schema.String),
   removed: Schema.Array(Schema.String),

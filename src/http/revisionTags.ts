@@ -1,0 +1,25 @@
+import { Either } from "effect"
+import { type EngineError, engineError } from "../domain/errors.js"
+
+/** The entity tag of a catalog revision: `"7"`. */
+export const revisionTag = (revision: number): string => `"${revision}"`
+
+/**
+ * The revision an `If-Match` header asks for: undefined when absent or `*` (any stored catalog
+ * will do). One strong entity tag naming a revision is taken; anything else is refused rather
+ * than guessed at, since a precondition that silently passed would undo another's change.
+ */
+export const ifMatchRevision = (header: string | undefined): Either.Either<number | undefined, EngineError> => {
+  if (header === undefined) return Either.right(undefined)
+  const value = header.trim()
+  if (value === "*") return Either.right(undefined)
+  const match = /^"(0|[1-9][0-9]{0,14})"$/.exec(value)
+  if (match === null) {
+    return Either.left(engineError(
+      "VALIDATION_ERROR",
+      "If-Match must be one catalog revision as an entity tag, such as \"7\" (quotes included), or *",
+      { errors: [{ path: "/headers/if-match", message: "must be one strong entity tag such as \"7\", or *" }] }
+    ))
+  }
+  return Either.right(Number(match[1]))
+}
