@@ -1,5 +1,5 @@
 import type { ValidateFunction } from "ajv"
-import { Clock, Context, Effect, Either, Layer, Option, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Either, Layer, Option, Ref } from "effect"
 import type { Account } from "../domain/account.js"
 import type { CatalogDocument, CatalogModel, ModelVersion } from "../domain/catalog.js"
 import { checkCatalogDocument } from "../domain/catalogCheck.js"
@@ -38,13 +38,40 @@ export const make = Effect.gen(function*() {
       return [kept, kept] as const
     })
 
+  /** The stored revision compared with the cache's, and the catalog read again if it moved. */
+  const reload = (now: number): Effect.Effect<Compiled, StoreError> =>
+    Effect.gen(function*() {
+      const cached = yield* Ref.get(cache)
+      if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) return yield* keep({ ...cached, checkedAt: now })
+      return yield* keep(compile(yield* repo.load, now))
+    })
+
+  /**
+   * The reload in flight, shared: every caller that finds the cache stale while one runs waits
+   * for it rather than sending its own. A worker claiming thousands of jobs at once otherwise
+   * sent thousands of revision checks, each holding a pool connection.
+   */
+  const reloading = yield* Ref.make<Deferred.Deferred<Compiled, StoreError> | undefined>(undefined)
+
+  const sharedReload = (now: number): Effect.Effect<Compiled, StoreError> =>
+    Effect.gen(function*() {
+      const mine = yield* Deferred.make<Compiled, StoreError>()
+      const joined = yield* Ref.modify(reloading, (inFlight) => (inFlight === undefined ? [mine, mine] : [inFlight, inFlight]))
+      if (joined === mine) {
+        // Its own fiber: a caller that gives up waiting (interrupted) does not cancel the others' answer.
+        yield* Effect.forkDaemon(
+          reload(now).pipe(Effect.exit, Effect.flatMap((exit) => Deferred.done(mine, exit)), Effect.ensuring(Ref.set(reloading, undefined)))
+        )
+      }
+      return yield* Deferred.await(joined)
+    })
+
   /** The catalog, cached; the cache follows the stored revision, so any process's change lands. */
   const current: Effect.Effect<Compiled, StoreError> = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const cached = yield* Ref.get(cache)
     if (cached !== undefined && now - cached.checkedAt < REVISION_CHECK_MS) return cached
-    if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) return yield* keep({ ...cached, checkedAt: now })
-    return yield* keep(compile(yield* repo.load, now))
+    return yield* sharedReload(now)
   })
 
   const document = Effect.map(current, (c) => c.stored.document)

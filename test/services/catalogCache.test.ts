@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { StoreError } from "../../src/domain/errors.js"
 import { catalogRepo } from "../../adapters/memory/MemoryCatalog.js"
 import { makeMemoryState } from "../../adapters/memory/state.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
@@ -42,5 +43,53 @@ describe("the catalog cache", () => {
       const resolved = yield* Effect.exit(catalog.resolve(account(), slug, undefined))
       expect(Exit.isSuccess(resolved)).toBe(true)
       expect((yield* catalog.snapshot).revision).toBe(1)
+    }))
+
+  it.effect("callers that find the cache stale together share one revision check, and its failure", () =>
+    Effect.gen(function*() {
+      const state = yield* makeMemoryState
+      const repo = catalogRepo(state)
+      let checks = 0
+      let gate = yield* Deferred.make<void>()
+      let failing = false
+      const countingRepo: CatalogRepo["Type"] = {
+        ...repo,
+        revision: Effect.suspend(() => {
+          checks++
+          return Effect.zipRight(
+            Deferred.await(gate),
+            failing ? Effect.fail(new StoreError({ message: "read catalog revision: connection lost" })) : repo.revision
+          )
+        })
+      }
+      const catalog = yield* Catalog.pipe(Effect.provide(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, countingRepo)))))
+      yield* catalog.replace(sampleCatalog())
+
+      // Past the check interval, 50 readers at once (a worker claiming a batch) and one that gives up.
+      yield* TestClock.adjust("3 seconds")
+      const readers = yield* Effect.forkAll(Array.from({ length: 50 }, () => catalog.snapshot))
+      const impatient = yield* Effect.fork(catalog.snapshot)
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(impatient)
+      yield* Deferred.succeed(gate, undefined)
+      const read = yield* Fiber.join(readers)
+      expect(checks).toBe(1)
+      expect(read.every((stored) => stored.revision === 1)).toBe(true)
+
+      // A check that fails fails the callers waiting on it; the next stale caller checks again.
+      yield* TestClock.adjust("3 seconds")
+      gate = yield* Deferred.make<void>()
+      failing = true
+      const failed = yield* Effect.forkAll(Array.from({ length: 10 }, () => Effect.exit(catalog.snapshot)))
+      yield* Effect.yieldNow()
+      yield* Deferred.succeed(gate, undefined)
+      const exits = yield* Fiber.join(failed)
+      expect(checks).toBe(2)
+      expect(exits.map((exit) => Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag)).toEqual(
+        Array.from({ length: 10 }, () => "StoreError")
+      )
+      failing = false
+      expect((yield* catalog.snapshot).revision).toBe(1)
+      expect(checks).toBe(3)
     }))
 })
