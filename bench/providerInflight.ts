@@ -14,7 +14,7 @@
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { startReplicateSimulator } from "../test/simulators/replicate.js"
-import { exited, goAll, readyAll } from "./lib/child.js"
+import { childExecArgv, exited, goAll, readyAll } from "./lib/child.js"
 import { Logger, LogLevel, Redacted } from "effect"
 import { makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
@@ -67,7 +67,7 @@ export const providerInflight = () =>
       await client.query(`SELECT id FROM ${TABLE_PREFIX}jobs WHERE status = 'pending' FOR UPDATE`)
       // As forkTs, but its log lines go to stderr (stdout carries the figures), counted.
       child = fork(fileURLToPath(new URL("providerInflightWorker.ts", import.meta.url)), [], {
-        execArgv: ["--conditions=genjobs-source", "--import", "tsx"],
+        execArgv: childExecArgv(),
         env: {
           ...process.env,
           BENCH_DATABASE_URL: url,

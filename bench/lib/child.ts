@@ -11,11 +11,22 @@ export type FromChild = { readonly type: "ready" } | { readonly type: "started" 
   readonly message: string
 }
 
+/**
+ * How `npm run bench` runs TypeScript in a child process, plus BENCH_CHILD_NODE_ARGS (e.g.
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof", "--trace-gc", "--max-old-space-size=768") for the
+ * figure's processes.
+ */
+export const childExecArgv = (): Array<string> => [
+  "--conditions=genjobs-source",
+  "--import",
+  "tsx",
+  ...(process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+]
+
 /** Runs a TypeScript file of bench/ in its own Node process, as `npm run bench` runs this one. */
 export const forkTs = (file: string, env: Record<string, string>): ChildProcess =>
   fork(fileURLToPath(new URL(`../${file}`, import.meta.url)), [], {
-    // BENCH_CHILD_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the figure's processes.
-    execArgv: ["--conditions=genjobs-source", "--import", "tsx", ...(process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")],
+    execArgv: childExecArgv(),
     env: { ...process.env, ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
