@@ -1,5 +1,5 @@
 /**
- * genjobs/client: the engine's API from any fetch runtime (Node 20+, browsers, Deno, Bun,
+ * genjobs/client: the engine's API from any fetch runtime (Node 22+, browsers, Deno, Bun,
  * workers). `createClient` for Promises (run, subscribe, uploads, pages, typed errors, retries),
  * `makeEffectClient` for Effect, from the same HttpApi definition as the server. Nothing here
  * loads the server or a Node module. See docs/client.md.

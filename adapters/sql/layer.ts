@@ -22,6 +22,7 @@ import { layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { layerSqlStoreStats } from "./SqlStoreStats.js"
+import { checkSqliteDriver } from "./sqliteDriverCheck.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 import { layerSqlTables } from "./tables.js"
@@ -58,15 +59,18 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrapEffect(
 export const layerSqlStores = (options: SqlStoreOptions = {}) =>
   Layer.merge(stores(options), layerSqlStoreStats).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
 
-/** SQLite file in WAL mode (the client's default), created with its directory when missing. */
+/**
+ * SQLite file in WAL mode (the client's default), created with its directory when missing.
+ * Fails with SqliteDriverError where the installed driver would abort the process.
+ */
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
   layerSqlStores(options).pipe(
     Layer.provide(
       Layer.unwrapEffect(
-        Effect.sync(() => {
+        checkSqliteDriver.pipe(Effect.map(() => {
           if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
           return SqliteClient.layer({ filename: options.filename })
-        })
+        }))
       )
     )
   )

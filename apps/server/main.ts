@@ -90,10 +90,15 @@ const serve = (settings: ServerSettings) =>
     return yield* Effect.never
   }).pipe(Effect.scoped, Effect.provide(layerObservability(settings.observability)))
 
+/** Refusals of the store's settings, whose message says all there is to say. */
+const isSettingsRefusal = (value: unknown): value is { readonly message: string } =>
+  value instanceof Error && "_tag" in value && (value._tag === "SqliteDriverError" || value._tag === "TablePrefixError")
+
 const oneLine = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure) && failure.value instanceof StartFailure) return failure.value.line
   if (Option.isSome(failure) && ConfigError.isConfigError(failure.value)) return `genjobs: invalid configuration: ${String(failure.value)}`
+  if (Option.isSome(failure) && isSettingsRefusal(failure.value)) return `genjobs: ${failure.value.message}`
   return `genjobs: the server stopped: ${Cause.pretty(cause)}`
 }
 

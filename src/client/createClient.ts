@@ -66,7 +66,7 @@ export interface GenjobsClient {
   readonly upload: (file: UploadBody, options: UploadOptions) => Promise<Upload>
 }
 
-/** A Promise client of the engine's API over fetch: Node 20+, browsers, Deno, Bun, workers. */
+/** A Promise client of the engine's API over fetch: Node 22+, browsers, Deno, Bun, workers. */
 export const createClient = (options: ClientOptions): GenjobsClient => {
   const transport = makeTransport(options)
   const support = { events: true }

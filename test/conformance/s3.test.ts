@@ -246,11 +246,13 @@ describe("s3: a streamed body is uploaded in parts as it is read", () => {
       }
       const grewMiB = (peak - before) / 1024 / 1024
       // Two parts in flight, one being filled (its pieces, then their concatenation) and one just
-      // answered but not yet let go: up to 40 MiB, measured. Gathered whole, as before: 300 MiB.
-      // The lower bound only shows the sampler saw the upload: on a busy machine the samples
-      // land between parts, and one run saw a peak of 7.7 MiB.
+      // answered but not yet let go: 40 to 50 MiB measured on Node 20, 50 to 71 MiB on Node 24
+      // (more while the other core is busy; where Node 24 holds the rest is not pinned down).
+      // Gathered whole, as before: 300 MiB. So the bound is the body's own size: an upload that
+      // holds the body whole fails it. The lower bound only shows the sampler saw the upload: on a busy
+      // machine the samples land between parts, and one run saw a peak of 7.7 MiB.
       expect(grewMiB).toBeGreaterThan(2)
-      expect(grewMiB).toBeLessThan(64)
+      expect(grewMiB).toBeLessThan(100)
       expect(Option.getOrThrow(await Effect.runPromise(blobs.stat("job_m-0.mp4"))).size).toBe(100 * 1024 * 1024)
     } finally {
       server.stdin.end()

@@ -27,7 +27,7 @@ const ENTRIES = Object.entries(pkg.exports as Record<string, string | Record<str
 // The frameworks the mounts are written for, by major version, and TypeScript as consumers have it.
 const FRAMEWORKS = [
   "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2", "next@16", "react@19", "react-dom@19",
-  `typescript@${pkg.devDependencies.typescript}`, "@types/node@20",
+  `typescript@${pkg.devDependencies.typescript}`, "@types/node@22",
   // @effect/sql-pg's declarations import "pg", whose types a consumer without skipLibCheck needs.
   "@types/pg"
 ]
@@ -62,10 +62,10 @@ beforeAll(async () => {
   // e2e suites, which run dist/ at the same time, from seeing it rebuilt under them.
   const { stdout } = await npm(ROOT, ["pack", "--ignore-scripts", "--json", "--pack-destination", scratch])
   const tarball = join(scratch, JSON.parse(stdout)[0].filename)
-  writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }))
-  // --ignore-scripts: better-sqlite3 would build its native addon from source (~2 minutes here),
-  // and it loads that addon only when a database is opened (lib/database.js), so importing
-  // genjobs/sqlite works without it. No other package here needs an install script.
+  // better-sqlite3 13 as docs/embedding.md tells hosts to get it (12.x aborts Node 24).
+  const overrides = { "better-sqlite3": pkg.overrides["better-sqlite3"] }
+  writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module", overrides }))
+  // --ignore-scripts: no package here needs an install script (better-sqlite3 13 ships its binaries).
   await npm(scratch, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball, ...PEERS, ...FRAMEWORKS])
 
   cpSync(join(ROOT, "examples/mounts"), join(scratch, "examples"), { recursive: true })

@@ -17,6 +17,9 @@ export const freePort = () =>
     })
   })
 
+/** Neither exited nor killed by a signal (a process a signal ended has no exit code). */
+export const isRunning = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
+
 export const tempDataDir = () => mkdtempSync(join(tmpdir(), "genjobs-e2e-"))
 
 export interface RunningServer {
@@ -27,10 +30,13 @@ export interface RunningServer {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts the built bundled server the way `npm start` does, and waits for /health. */
-export const startServer = async (env: Record<string, string>): Promise<RunningServer> => {
+/**
+ * Starts the built bundled server the way `npm start` does (with `nodeArgs` for node itself, if
+ * any), and waits for /health.
+ */
+export const startServer = async (env: Record<string, string>, nodeArgs: ReadonlyArray<string> = []): Promise<RunningServer> => {
   const port = await freePort()
-  const child = spawn(process.execPath, ["dist/apps/server/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, "dist/apps/server/main.js"], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
     stdio: ["ignore", "pipe", "pipe"]
@@ -42,7 +48,7 @@ export const startServer = async (env: Record<string, string>): Promise<RunningS
     output: "",
     exited,
     stop: async (signal = "SIGTERM") => {
-      if (child.exitCode === null) child.kill(signal)
+      if (isRunning(child)) child.kill(signal)
       return exited
     }
   }
@@ -50,7 +56,7 @@ export const startServer = async (env: Record<string, string>): Promise<RunningS
   child.stderr!.on("data", (chunk) => (running.output += String(chunk)))
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${running.output}`)
+    if (!isRunning(child)) throw new Error(`server exited early (${child.exitCode ?? child.signalCode}):\n${running.output}`)
     try {
       if ((await fetch(`${running.url}/health`)).ok) return running
     } catch {
