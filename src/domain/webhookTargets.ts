@@ -1,6 +1,6 @@
 import ipaddr from "ipaddr.js"
 
-/** DESIGN.md's list of webhook targets to refuse, after resolving every A and AAAA record. */
+/** The webhook targets to refuse (docs/webhooks.md), after resolving every A and AAAA record. */
 const FORBIDDEN_V4 = [
   "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
   "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",

@@ -31,7 +31,7 @@ export const make = Effect.gen(function*() {
   const repo = yield* UploadRepo
   const target = yield* UploadTarget
 
-  /** Any valid active key may upload (DESIGN.md); the upload belongs to the key's account. */
+  /** Any valid active key may upload (no scope needed); the upload belongs to the key's account. */
   const presign = (
     caller: Caller,
     body: { readonly filename?: unknown; readonly contentType?: unknown; readonly size?: unknown }

@@ -4,7 +4,7 @@ import { PageLimit, StatusFilter } from "./paging.js"
 
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
-/** Submit body. modelSlug/modelVersion are accepted as aliases of model/version (DESIGN.md). */
+/** Submit body. modelSlug/modelVersion are accepted as aliases of model/version (docs/decisions.md). */
 export const SubmitBody = Schema.Struct({
   model: Schema.optional(Schema.String),
   modelSlug: Schema.optional(Schema.String),
