@@ -11,6 +11,7 @@ import type { BlobStore } from "./ports/BlobStore.js"
 import type { CatalogRepo } from "./ports/CatalogRepo.js"
 import type { JobEvents } from "./ports/JobEvents.js"
 import type { JobRepo } from "./ports/JobRepo.js"
+import type { JobQueue } from "./ports/JobQueue.js"
 import type { JobSignal } from "./ports/JobSignal.js"
 import type { RetentionRepo } from "./ports/RetentionRepo.js"
 import { type GenerationProvider, layerProviders } from "./ports/Provider.js"
@@ -102,6 +103,12 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly store: Layer.Layer<StorePorts, ES>
   /** Output and upload files: `localFiles(...)`, `s3Files(...)`, `memoryFiles(...)`, or your own. */
   readonly files: Layer.Layer<FilePorts, EF>
+  /**
+   * A queue broker that carries jobs to workers: `redisQueue(...)` (`genjobs/redis`),
+   * `natsQueue(...)` (`genjobs/nats`), or your own `JobQueue`. Default: the store is the queue.
+   * The store still keeps every job; see docs/queues.md.
+   */
+  readonly queue?: Layer.Layer<JobQueue, unknown> | undefined
   /** Generation providers by the provider id the catalog's models name (docs/providers.md). */
   readonly providers: Readonly<Record<string, GenerationProvider>>
   /** Fetches the output files providers answer with as URLs. Default: `FetchHttpClient.layer` (the global fetch). */
@@ -163,6 +170,7 @@ export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer
     Layer.provideMerge(Layer.mergeAll(
       parts.store,
       parts.files,
+      parts.queue ?? Layer.empty,
       layerTracedProviders.pipe(Layer.provide(layerProviders(parts.providers))),
       parts.httpClient ?? FetchHttpClient.layer,
       EngineConfig.layer(parts.settings),

@@ -200,16 +200,30 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           jobs().filter((j) => j.status === "pending" && j.model === v.model && j.version === v.version).sort(oldestFirst).slice(0, v.limit)
         )
       ),
-    claimPending: (ids, lease) =>
+    claimIds: (ids, claim) =>
       Effect.sync(() =>
         ids.flatMap((id) => {
           const stored = state.jobs.get(id)
-          if (stored === undefined || stored.status !== "pending") return []
-          const next = claimedJob(stored, lease)
+          if (stored === undefined) return []
+
+          if (!((stored.status === "pending" && !isOneOf(stored, claim.exclude)) || reclaimable(stored, claim.now, claim.maxAttempts))) return []
+          const next = claimedJob(stored, claim)
           setIn(state.jobs, id, next)
           return [next]
         })
       ),
+    queueGaps: ({ after, graceMs, limit, maxAttempts, now }) =>
+      Effect.sync(() => ({
+        pending: jobs()
+          .filter((j) =>
+            j.status === "pending" && j.createdAt <= now - graceMs &&
+            (after === null || j.createdAt > after.createdAt || (j.createdAt === after.createdAt && j.id > after.id))
+          )
+          .sort(oldestFirst)
+          .slice(0, limit)
+          .map((j) => ({ id: j.id, createdAt: j.createdAt })),
+        expired: jobs().filter((j) => reclaimable(j, now - graceMs, maxAttempts)).sort(earliestExpiry).slice(0, limit).map((j) => j.id)
+      })),
     recordStarts: (starts, now) =>
       Effect.sync(() => {
         for (const { count, scope } of starts) {

@@ -502,12 +502,26 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
           (found) => found.flat()
         )).pipe(storeErrors("read pending jobs of limited versions")),
 
-    claimPending: (ids, lease) =>
+    claimIds: (ids, claim) =>
       (ids.length === 0
         ? Effect.succeed([])
-        : sql`UPDATE ${t.jobs} SET ${claimSet(lease)} WHERE id IN ${sql.in(ids)} AND status = 'pending' RETURNING *`.pipe(
+        : sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN ${sql.in(ids)}
+            AND ((status = 'pending' ${notAmong(claim.exclude)}) OR (${reclaimable(claim.now, claim.maxAttempts)})) RETURNING *`.pipe(
           Effect.flatMap(allJobs)
-        )).pipe(storeErrors("claim limited jobs")),
+        )).pipe(storeErrors("claim jobs by id")),
+
+    queueGaps: ({ after, graceMs, limit, maxAttempts, now }) =>
+      Effect.all({
+        pending: sql`SELECT id, created_at FROM ${t.jobs} WHERE status = 'pending' AND created_at <= ${now - graceMs}
+            ${after === null ? sql`` : sql`AND (created_at, id) > (${after.createdAt}, ${after.id})`}
+            ORDER BY created_at, id LIMIT ${limit}`.pipe(
+          Effect.map((rows) => rows.map((row) => ({ id: row["id"] as JobId, createdAt: Number(row["created_at"]) })))
+        ),
+        expired: sql`SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(now)} - ${graceMs}
+            AND attempts < ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit}`.pipe(
+          Effect.map((rows) => rows.map((row) => row["id"] as JobId))
+        )
+      }).pipe(storeErrors("read what the queue may have lost")),
 
     recordStarts: (starts, now) =>
       (starts.length === 0

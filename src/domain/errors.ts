@@ -66,6 +66,12 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   cause: Schema.optional(Schema.Unknown)
 }) {}
 
+/** A queue broker (Redis, NATS) that could not be reached or refused a command. */
+export class QueueError extends Schema.TaggedError<QueueError>()("QueueError", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Unknown)
+}) {}
+
 /** A job status change that the state machine refuses. */
 export class TransitionError extends Schema.TaggedError<TransitionError>()("TransitionError", {
   from: Schema.String,

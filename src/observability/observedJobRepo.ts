@@ -137,6 +137,11 @@ export const observeJobRepo = (repo: Repo): Repo => ({
       claimSpans(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed))
     ),
+  claimIds: (ids, options) =>
+    repo.claimIds(ids, options).pipe(
+      claimSpans(options.workerId),
+      Effect.tap((jobs) => Effect.forEach(jobs, claimed))
+    ),
   complete: (id, workerId, outputs, now) =>
     repo.complete(id, workerId, outputs, now).pipe(
       Effect.tap((job) => (Option.isSome(job) ? finished(job.value, "completed", 0) : Effect.void)),

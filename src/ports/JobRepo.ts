@@ -6,6 +6,7 @@ import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
 import type { LimitPlan } from "../domain/providerLimits.js"
+import type { QueuePosition } from "./JobStoreDriver.js"
 
 export interface IdempotencyClaim {
   readonly key: string
@@ -58,6 +59,11 @@ export interface ClaimOptions {
    * claimed only while every limit it counts in has room, and otherwise stays pending.
    */
   readonly limits?: LimitPlan | undefined
+  /**
+   * Claims only pending jobs of limited versions: a queue broker delivers the rest (see
+   * `claimIds`), so the store's own queue is not read for them.
+   */
+  readonly limitedOnly?: boolean | undefined
 }
 
 export interface ReapOptions {
@@ -68,6 +74,23 @@ export interface ReapOptions {
   readonly maxAttempts: number
   /** Jobs abandoned per pass at most. */
   readonly limit: number
+}
+
+export interface QueueGapOptions {
+  readonly workerId: string
+  readonly now: number
+  readonly passMs: number
+  /** Jobs younger than this (since their submit, or their lease's end) are left to the broker. */
+  readonly graceMs: number
+  /** Where the last pass's pending jobs ended: this pass goes on after it (null: from the oldest). */
+  readonly after: QueuePosition | null
+  readonly maxAttempts: number
+  readonly limit: number
+}
+
+export interface QueueGaps {
+  readonly pending: ReadonlyArray<QueuePosition>
+  readonly expired: ReadonlyArray<JobId>
 }
 
 /** A job's lease as the worker holding it knows it. */
@@ -108,6 +131,18 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
    * leases whose attempts are used up are left to `reap`.
    */
   readonly claimBatch: (options: ClaimOptions & { readonly limit: number }) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Claims those of `ids` that are runnable, under one lease, as `claimBatch` does: what a
+   * queue broker delivered. Pending jobs of versions under provider limits are left to
+   * `claimBatch`, which counts their room. Answers the jobs claimed; any other id is a duplicate
+   * delivery, a job that ended, or one another claim holds.
+   */
+  readonly claimIds: (ids: ReadonlyArray<JobId>, options: ClaimOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * The queue relay's pass, while this process holds (or takes) it for `passMs`: what a broker
+   * may have lost (`JobStoreDriver.queueGaps`). None when another process holds the pass.
+   */
+  readonly queueGaps: (options: QueueGapOptions) => Effect.Effect<Option.Option<QueueGaps>, StoreError>
   /**
    * The queue's periodic pass: fails processing jobs whose lease expired after their last
    * attempt, with a refund, and drops spent rate-limit buckets. Answers how many jobs it failed;

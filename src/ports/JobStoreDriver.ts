@@ -41,6 +41,18 @@ export interface ClaimBatch extends ClaimLease {
   readonly exclude: ReadonlyArray<VersionRef>
 }
 
+/** Where a pending job stands in claim order. */
+export interface QueuePosition {
+  readonly createdAt: number
+  readonly id: JobId
+}
+
+/** A claim of given jobs: runnable ones only, and no pending job of the `exclude` versions. */
+export interface ClaimBatchOfIds extends ClaimLease {
+  readonly maxAttempts: number
+  readonly exclude: ReadonlyArray<VersionRef>
+}
+
 /**
  * What a job store must do for `makeJobRepo` (services/jobRepoRules.ts), which owns every rule:
  * the state machine, refunds, webhooks, ownership, idempotency and admission. A driver only
@@ -202,8 +214,26 @@ export interface JobStoreDriver {
   readonly pendingOf: (
     versions: ReadonlyArray<VersionRef & { readonly limit: number }>
   ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
-  /** Claims the jobs of `ids` that are still pending, as `claimBatch` does; answers them as written. */
-  readonly claimPending: (ids: ReadonlyArray<JobId>, claim: ClaimLease) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Claims the jobs of `ids` that are runnable (pending, or processing with their lease expired
+   * by `claim.now` and fewer than `claim.maxAttempts` attempts), as `claimBatch` does, leaving
+   * pending jobs of the `exclude` versions; answers them as written. A job another claim holds
+   * is not runnable, so two claims of one id never both take it.
+   */
+  readonly claimIds: (ids: ReadonlyArray<JobId>, claim: ClaimBatchOfIds) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * What a queue broker may have lost, for the relay that publishes it again: up to `limit`
+   * pending jobs created `graceMs` or more before `now`, in claim order after `after` (null:
+   * from the first), and up to `limit` processing jobs whose lease expired `graceMs` or more
+   * before `now` (on the lease clock) with fewer than `maxAttempts` attempts.
+   */
+  readonly queueGaps: (gaps: {
+    readonly now: number
+    readonly graceMs: number
+    readonly after: QueuePosition | null
+    readonly maxAttempts: number
+    readonly limit: number
+  }) => Effect.Effect<{ readonly pending: ReadonlyArray<QueuePosition>; readonly expired: ReadonlyArray<JobId> }, StoreError>
   /** Counts starts at `now` in each scope's bucket of the minute window (bucketOf(MINUTE_WINDOW, now)). */
   readonly recordStarts: (
     starts: ReadonlyArray<{ readonly scope: string; readonly count: number }>,

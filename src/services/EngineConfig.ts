@@ -18,6 +18,13 @@ export interface EngineSettings {
    * it at a time; another takes it over within two intervals of that process stopping.
    */
   readonly reapIntervalMs: number
+  /**
+   * With a queue broker: a job still pending this long after its submit, or whose lease ended
+   * this long ago, is published again by the queue relay (once per pass over the backlog), in
+   * case the broker lost it (a restart without persistence, a publish cut off by a crash).
+   * Every reaper interval; one process at a time.
+   */
+  readonly queueRelayGraceMs: number
   /** How long a graceful shutdown waits for running jobs. */
   readonly drainTimeoutMs: number
   /** How long an Idempotency-Key is remembered. */
@@ -65,6 +72,7 @@ export const defaultEngineSettings: EngineSettings = {
   maxAttempts: 3,
   pollIntervalMs: 1_000,
   reapIntervalMs: 5_000,
+  queueRelayGraceMs: 60_000,
   drainTimeoutMs: 30_000,
   idempotencyWindowMs: 24 * 60 * 60 * 1000,
   webhookDeadlineMs: 30_000,

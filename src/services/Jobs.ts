@@ -4,6 +4,7 @@ import { engineError, type EngineError, STORE_RETRY_AFTER_SECONDS, type StoreErr
 import { type JobId, newJobId, type RequestId } from "../domain/ids.js"
 import { type Job, JobStatus as JobStatusSchema } from "../domain/job.js"
 import { type CostEstimate, estimateCost, isExactCost } from "../domain/pricing.js"
+import { JobQueue } from "../ports/JobQueue.js"
 import { JobRepo, type SubmitCommand, type SubmitOutcome } from "../ports/JobRepo.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
@@ -69,6 +70,22 @@ export const make = Effect.gen(function*() {
   const signal = yield* JobSignal
   const config = yield* EngineConfig
   const localWorkers = yield* LocalWorkers
+  const queue = yield* Effect.serviceOption(JobQueue)
+
+  /**
+   * Queues a stored job: wakes this store's claimers, and publishes it to the broker when there
+   * is one. A publish that fails leaves the job stored and charged: the queue relay publishes it
+   * once it has waited `queueRelayGraceMs`, so the submit still succeeds.
+   */
+  const enqueue = (job: Job) =>
+    Effect.zipRight(
+      signal.notify,
+      Option.isNone(queue) ? Effect.void : queue.value.publish([job.id]).pipe(
+        Effect.catchAll((error) =>
+          Effect.logWarning("a submitted job could not be published to the queue; the relay publishes it later", { jobId: job.id }, error.message)
+        )
+      )
+    )
 
   /**
    * The submit, offered to an idle worker of this process: the store writes the job as that
@@ -219,7 +236,7 @@ export const make = Effect.gen(function*() {
           }
         })
       })
-      if (outcome._tag === "Created" && !taken) yield* signal.notify
+      if (outcome._tag === "Created" && !taken) yield* enqueue(job)
       return {
         // As admitted: pending, whether a local worker or another process took it by now.
         job: taken || found ? job : outcome.job,

@@ -1,10 +1,13 @@
 import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import { backoffDelayMs } from "../domain/backoff.js"
-import type { StoreError } from "../domain/errors.js"
+import type { QueueError, StoreError } from "../domain/errors.js"
+import type { JobId } from "../domain/ids.js"
 import type { Job, JobError, OutputItem } from "../domain/job.js"
 import { type LimitPlan, limitPlanOf } from "../domain/providerLimits.js"
+import { JobQueue } from "../ports/JobQueue.js"
 import { JobRepo } from "../ports/JobRepo.js"
+import type { QueuePosition } from "../ports/JobStoreDriver.js"
 import { type ProviderOutput, Providers } from "../ports/Provider.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
@@ -13,6 +16,7 @@ import { EngineConfig } from "./EngineConfig.js"
 import { LocalWorkers, type ReserveSlot } from "./LocalWorkers.js"
 import { type LeaseKeeper, makeLeaseKeeper } from "./leaseKeeper.js"
 import { makeOutputStore } from "./outputStore.js"
+import { makeBrokerClaims } from "./brokerClaims.js"
 import { makeProviderCalls, Superseded } from "./providerCalls.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 
@@ -20,6 +24,12 @@ const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", messa
 
 /** Jobs one reaper pass fails at most; a larger backlog of them takes several passes. */
 const REAP_LIMIT = 100
+
+/** How long a broker holds a worker's delivery: half as long again as the job's lease. */
+export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
+
+/** Jobs one queue relay pass publishes again at most, pending and expired each. */
+const RELAY_LIMIT = 1_000
 
 /** How a run ends before its result is written: the job's outputs, or why it failed. */
 type Ending =
@@ -37,6 +47,8 @@ export const make = Effect.gen(function*() {
   const webhookSignal = yield* WebhookSignal
   const config = yield* EngineConfig
   const localWorkers = yield* LocalWorkers
+  // A queue broker when one is configured; else the store is the queue (claimBatch, JobSignal).
+  const queue = yield* Effect.serviceOption(JobQueue)
   const files = yield* makeOutputStore
   const calls = yield* makeProviderCalls
   const newLeaseKeeper = makeLeaseKeeper.pipe(Effect.provide(yield* Effect.context<JobRepo | EngineConfig>()))
@@ -159,6 +171,39 @@ export const make = Effect.gen(function*() {
       return jobs.map((job) => ({ job, leaseExpiresAt: now + config.leaseMs }))
     })
 
+  /**
+   * One queue relay pass, if this process holds (or takes) the pass: publishes again what the
+   * broker may have lost, going on through the backlog from `after`; answers where to go on from.
+   */
+  const relayOnce = (
+    workerId: string,
+    publish: (ids: ReadonlyArray<JobId>) => Effect.Effect<void, QueueError>,
+    after: QueuePosition | null
+  ): Effect.Effect<QueuePosition | null, StoreError | QueueError> =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const gaps = yield* repo.queueGaps({
+        workerId,
+        now,
+        passMs: 2 * config.reapIntervalMs,
+        graceMs: config.queueRelayGraceMs,
+        after,
+        maxAttempts: config.maxAttempts,
+        limit: RELAY_LIMIT
+      })
+      if (Option.isNone(gaps)) return null
+      const { expired, pending } = gaps.value
+      const ids = [...expired, ...pending.map((p) => p.id)]
+      if (ids.length > 0) {
+        yield* publish(ids)
+        yield* Effect.logInfo("the queue relay published jobs again that the broker had not delivered in time", {
+          pending: pending.length,
+          expiredLeases: expired.length
+        })
+      }
+      return pending.length < RELAY_LIMIT ? null : pending[pending.length - 1]!
+    })
+
   /** Claims and runs one job; false when there was none. */
   const runOnce = (workerId: string): Effect.Effect<boolean, StoreError> =>
     Effect.scoped(Effect.gen(function*() {
@@ -187,7 +232,38 @@ export const make = Effect.gen(function*() {
   const start = (concurrency: number) =>
     Effect.gen(function*() {
       const processId = randomBytes(6).toString("hex")
+      let claims = 0
       const keeper = yield* newLeaseKeeper
+      const broker = Option.isNone(queue)
+        ? undefined
+        // Deliveries are held half a lease longer than the lease they lead to, which starts a
+        // little later (at the claim): redelivered, a dead holder's job is reclaimable at once.
+        : yield* makeBrokerClaims(
+          yield* queue.value.consume({ name: `wrk_${processId}`, visibilityMs: brokerVisibilityMs(config.leaseMs) }),
+          config.leaseMs
+        )
+      /**
+       * Up to `limit` jobs for a new lease owner. From a broker: limited versions' pending jobs
+       * from the store (their room is counted there), the rest from the broker's deliveries,
+       * waiting up to `waitMs` for one. From the store: one claim, no wait.
+       */
+      const claimFor = (limit: number, waitMs: number) =>
+        Effect.gen(function*() {
+          const workerId = nextWorkerId()
+          if (broker === undefined) return yield* claimUpTo(workerId, limit)
+          const plan = yield* limitPlan
+          const now = yield* Clock.currentTimeMillis
+          const options = { workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limits: plan }
+          const limited = plan.versions.length === 0 ? [] : yield* repo.claimBatch({ ...options, limit, limitedOnly: true })
+          const rest = limit - limited.length
+          const delivered = rest < 1 ? [] : yield* broker.take(
+            rest,
+            limited.length > 0 ? 0 : waitMs,
+            (ids) => repo.claimIds(ids, options),
+            (id) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "processing")
+          )
+          return [...limited, ...delivered].map((job) => ({ job, leaseExpiresAt: now + config.leaseMs }))
+        })
       const buffer = yield* Queue.unbounded<{ readonly job: Job; readonly leaseExpiresAt: number }>()
       // Fibers neither running nor promised a job: the claimer takes them all for the length of
       // a claim, a hand-off one until its submit is written, so neither promises a fiber twice.
@@ -202,6 +278,7 @@ export const make = Effect.gen(function*() {
           Effect.flatMap(({ job, leaseExpiresAt }) =>
             runJob(job, job.leaseOwner!, leaseExpiresAt, keeper).pipe(
               Effect.ensuring(isLimited(job) ? Queue.offer(roomFreed, undefined) : Effect.void),
+              Effect.ensuring(broker === undefined ? Effect.void : broker.done(job.id)),
               // A runner outlives any one job: a store error that outlasted the retries leaves the
               // job to its lease (another worker resumes it), never a runner gone for good.
               Effect.catchAllCause((cause) =>
@@ -213,7 +290,6 @@ export const make = Effect.gen(function*() {
           Effect.ensuring(fiberFreed)
         )
       )
-      let claims = 0
       const nextWorkerId = () => `wrk_${processId}_${++claims}`
       let accepting = true
       // Whether the last claim left fibers idle (the queue ran dry). While a backlog fills every
@@ -234,13 +310,14 @@ export const make = Effect.gen(function*() {
             release: fiberFreed
           })
         })
-      yield* localWorkers.offer(reserve)
+      // A broker's deliveries go to whichever process takes them first: no local hand-off.
+      if (broker === undefined) yield* localWorkers.offer(reserve)
       // Uninterruptible from taking the idle fibers to the buffer: a drain never strands claimed
       // jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
       const claimForIdle = Effect.uninterruptible(Effect.gen(function*() {
         const free = yield* Ref.getAndSet(idle, 0)
         if (free === 0) return Option.none()
-        const exit = yield* Effect.exit(claimUpTo(nextWorkerId(), free).pipe(Effect.tap((jobs) => Queue.offerAll(buffer, jobs))))
+        const exit = yield* Effect.exit(claimFor(free, config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(buffer, jobs))))
         const taken = Exit.isSuccess(exit) ? exit.value.length : 0
         queueDry = Exit.isSuccess(exit) && taken < free
         yield* Ref.update(idle, (n) => n + free - taken)
@@ -255,9 +332,9 @@ export const make = Effect.gen(function*() {
           }
           const { exit, free } = claimed.value
           if (Exit.isFailure(exit)) {
-            yield* Effect.logError("worker could not reach the store", Cause.pretty(exit.cause))
+            yield* Effect.logError(broker === undefined ? "worker could not reach the store" : "worker could not reach the store or the queue", Cause.pretty(exit.cause))
             yield* Effect.sleep(Duration.millis(config.pollIntervalMs))
-          } else if (exit.value.length < free) {
+          } else if (exit.value.length < free && broker === undefined) {
             // The queue ran dry, or what is left waits for provider room: a submit signals, a
             // limited job ending here frees room, and the poll covers a lost signal and room
             // freed in other processes.
@@ -272,8 +349,19 @@ export const make = Effect.gen(function*() {
           if (Exit.isFailure(exit)) yield* Effect.logError("the reaper could not reach the store", Cause.pretty(exit.cause))
         }
       })
+      // With a broker: what it may have lost is published again, one process at a time.
+      const publish = Option.isNone(queue) ? undefined : queue.value.publish
+      const relay = publish === undefined ? Effect.never : Effect.gen(function*() {
+        let after: QueuePosition | null = null
+        while (true) {
+          yield* Effect.sleep(Duration.millis(config.reapIntervalMs))
+          const exit: Exit.Exit<QueuePosition | null, StoreError | QueueError> = yield* Effect.exit(relayOnce(`rly_${processId}`, publish, after))
+          if (Exit.isSuccess(exit)) after = exit.value
+          else yield* Effect.logError("the queue relay could not reach the store or the queue", Cause.pretty(exit.cause))
+        }
+      })
       const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkScoped(runner))
-      const background = [yield* Effect.forkScoped(claimer), yield* Effect.forkScoped(reaper)]
+      const background = [yield* Effect.forkScoped(claimer), yield* Effect.forkScoped(reaper), yield* Effect.forkScoped(relay)]
       const drained = Effect.gen(function*() {
         while ((yield* Ref.get(idle)) < concurrency) yield* Queue.take(freed)
       })

@@ -23,6 +23,9 @@ const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 /** The name of the reaper's pass lease. */
 const REAPER = "jobs-reaper"
 
+/** The name of the queue relay's pass lease. */
+const RELAY = "queue-relay"
+
 /** Job ends one reaper pass folds into their accounts' counts at most; submits fold their own meanwhile. */
 const FOLD_LIMIT = 10_000
 
@@ -71,7 +74,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
    * each scope counted from the jobs processing and the starts of the last minute, the oldest
    * candidates that fit taken, and their starts counted.
    */
-  const claimLimited = (plan: LimitPlan, limit: number, lease: ClaimLease) =>
+  const claimLimited = (plan: LimitPlan, limit: number, lease: ClaimLease, maxAttempts: number) =>
     driver.transaction(Effect.gen(function*() {
       yield* driver.lockProviderLimits
       const usage = yield* driver.readLimitUsage(plan.versions, plan.scopes.map((scope) => scope.key), lease.now)
@@ -81,19 +84,19 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
       const candidates = [...(yield* driver.pendingOf(counts))].sort(oldestFirst)
       const { picked, starts } = pickWithinLimits(plan, rooms, candidates, limit)
       if (picked.length === 0) return []
-      const claimed = yield* driver.claimPending(picked.map((job) => job.id), lease)
+      const claimed = yield* driver.claimIds(picked.map((job) => job.id), { ...lease, maxAttempts, exclude: [] })
       yield* driver.recordStarts(starts, lease.now)
       return claimed
     }))
 
-  const claimBatch: JobRepo["Type"]["claimBatch"] = ({ leaseMs, limit, limits, maxAttempts, now, workerId }) =>
+  const claimBatch: JobRepo["Type"]["claimBatch"] = ({ leaseMs, limit, limitedOnly, limits, maxAttempts, now, workerId }) =>
     Effect.gen(function*() {
       if (limit < 1) return []
       const lease: ClaimLease = { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
       const plan = limits ?? NO_LIMITS
-      const limited = plan.versions.length === 0 ? [] : yield* claimLimited(plan, limit, lease)
+      const limited = plan.versions.length === 0 ? [] : yield* claimLimited(plan, limit, lease, maxAttempts)
       const rest = limit - limited.length
-      const others = rest < 1
+      const others = rest < 1 || limitedOnly === true
         ? []
         // One atomic statement of its own: no transaction around it (two round trips fewer on PostgreSQL).
         : yield* driver.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions })
@@ -241,6 +244,18 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
     claim: (options) => Effect.map(claimBatch({ ...options, limit: 1 }), (jobs) => Option.fromNullable(jobs[0])),
 
     claimBatch,
+
+    claimIds: (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
+      Effect.map(
+        driver.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
+        (jobs) => [...jobs].sort(oldestFirst)
+      ),
+
+    queueGaps: ({ after, graceMs, limit, maxAttempts, now, passMs, workerId }) =>
+      driver.transaction(Effect.gen(function*() {
+        if (!(yield* driver.takeLease(RELAY, workerId, now, now + passMs))) return Option.none()
+        return Option.some(yield* driver.queueGaps({ now, graceMs, after, maxAttempts, limit }))
+      })),
 
     reap: ({ limit, maxAttempts, now, passMs, workerId }) =>
       Effect.gen(function*() {

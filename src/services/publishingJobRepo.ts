@@ -26,6 +26,8 @@ export const layerPublishingJobRepo = Layer.effect(
       claim: (options) => Effect.tap(repo.claim(options), (found) => Effect.forkDaemon(publishSome(found))),
       claimBatch: (options) =>
         Effect.tap(repo.claimBatch(options), (jobs) => Effect.forkDaemon(events.publish(jobs.map((job) => job.id)))),
+      claimIds: (ids, options) =>
+        Effect.tap(repo.claimIds(ids, options), (jobs) => Effect.forkDaemon(events.publish(jobs.map((job) => job.id)))),
       complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
       fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome),
       reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))

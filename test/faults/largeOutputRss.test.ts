@@ -7,8 +7,9 @@
  * of a download once about 64 MB of them are outstanding (its external-memory limit), so RSS
  * peaks near +64 MB with any fast download, a bare `fetch` piped to a file included (measured
  * +64 to +77 MiB on this machine). So:
- * - as the process runs by default, the peak growth must stay far below the file (half of it):
- *   a copy of the file in memory fails it;
+ * - as the process runs by default, the peak growth must stay below the file: a copy of the file
+ *   in memory fails it. (Half the file was the bound on Node 20; Node 24 collects later when the
+ *   machine is busy: +73 MiB alone, +134 MiB beside other suites, measured.)
  * - with garbage collected every 100 ms while the job runs, RSS shows what the process holds,
  *   and that must grow by less than 64 MB, the issue's bound.
  *
@@ -87,7 +88,7 @@ describe.skipIf(process.platform !== "linux")("a 200 MB video output given as a 
       `[fault] 200 MB output: as it runs, stored in ${plain.seconds.toFixed(1)} s, RSS ${MiB(plain.baseline)} MiB before, growth ${MiB(plain.peak - plain.baseline)} MiB at peak; ` +
         `with garbage collected every 100 ms, stored in ${collected.seconds.toFixed(1)} s, growth ${MiB(collected.peak - collected.baseline)} MiB at peak (limit 64)`
     )
-    expect(plain.peak - plain.baseline).toBeLessThan(SIZE / 2)
+    expect(plain.peak - plain.baseline).toBeLessThan(SIZE)
     expect(collected.peak - collected.baseline).toBeLessThan(LIMIT)
   })
 })

@@ -1,0 +1,45 @@
+import { Context, type Effect, type Scope } from "effect"
+import type { QueueError } from "../domain/errors.js"
+import type { JobId } from "../domain/ids.js"
+
+/** One delivery of a job id to a consumer. */
+export interface QueueDelivery {
+  readonly jobId: JobId
+  /** The adapter's handle of this delivery (a stream entry, a message), for `extend` and `ack`. */
+  readonly receipt: string
+}
+
+/** A member of the queue's one group of workers, shared by every process of the engine. */
+export interface QueueConsumer {
+  /**
+   * Up to `max` deliveries, oldest published first, waiting up to `waitMs` when none is ready.
+   * A delivery neither acked nor extended within the consumer's `visibilityMs` is delivered
+   * again, to any member (its holder is taken to be dead).
+   */
+  readonly receive: (max: number, waitMs: number) => Effect.Effect<ReadonlyArray<QueueDelivery>, QueueError>
+  /** Starts each delivery's `visibilityMs` again: its job is still running. */
+  readonly extend: (deliveries: ReadonlyArray<QueueDelivery>) => Effect.Effect<void, QueueError>
+  /** Done with each delivery: it is never delivered again. */
+  readonly ack: (deliveries: ReadonlyArray<QueueDelivery>) => Effect.Effect<void, QueueError>
+}
+
+/**
+ * A broker that carries job ids from submits to workers (Redis, NATS JetStream, memory). It
+ * only decides who runs which job when: the store keeps the truth. Delivery is at least once:
+ * an id published twice, or redelivered after a holder stopped answering, reaches workers
+ * again, and a worker's claim of the stored job (conditional on its status and lease) turns the
+ * duplicate away. Every name an adapter makes in its broker starts with the engine's table
+ * prefix, so two engines share one broker as they share one database.
+ */
+export class JobQueue extends Context.Tag("genjobs/JobQueue")<JobQueue, {
+  /** Adds the ids to the queue, in order. */
+  readonly publish: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void, QueueError>
+  /**
+   * Joins the group as `name` (unique among the engine's processes) with deliveries held for
+   * `visibilityMs` (the engine's job lease); leaves it when the scope closes.
+   */
+  readonly consume: (options: {
+    readonly name: string
+    readonly visibilityMs: number
+  }) => Effect.Effect<QueueConsumer, QueueError, Scope.Scope>
+}>() {}

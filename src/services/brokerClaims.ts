@@ -1,0 +1,68 @@
+import { Cause, Duration, Effect } from "effect"
+import type { QueueError, StoreError } from "../domain/errors.js"
+import type { JobId } from "../domain/ids.js"
+import type { Job } from "../domain/job.js"
+import type { QueueConsumer, QueueDelivery } from "../ports/JobQueue.js"
+
+/**
+ * A worker's claims through a queue broker. The broker only says which job to try: each
+ * delivery is claimed in the store (`JobRepo.claimIds`, conditional on the job being
+ * runnable), so a duplicate, a job that ended, or one another worker holds is turned away. A
+ * turned-away delivery is acked unless its job is still processing: a lease not yet expired
+ * when the broker gave up on its holder must be tried again later, not forgotten. A claimed
+ * job's delivery is kept from redelivery (extended every third of the lease) until the job's
+ * run ends here, then acked.
+ */
+export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
+  Effect.gen(function*() {
+    const held = new Map<JobId, QueueDelivery>()
+
+    const ackQuietly = (deliveries: ReadonlyArray<QueueDelivery>) =>
+      deliveries.length === 0 ? Effect.void : consumer.ack(deliveries).pipe(
+        // Unacked, they come back once their visibility passes, and are turned away then.
+        Effect.catchAll((error) => Effect.logWarning("queue deliveries could not be acked; they will be turned away when redelivered", error.message))
+      )
+
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3)))).pipe(
+        Effect.zipRight(Effect.suspend(() => (held.size === 0 ? Effect.void : consumer.extend([...held.values()])))),
+        Effect.catchAllCause((cause) => Effect.logWarning("queue deliveries of running jobs could not be extended", Cause.pretty(cause)))
+      )
+    ))
+
+    /** Up to `max` deliveries (waiting up to `waitMs`), claimed with `claim`; answers the jobs claimed. */
+    const take = (
+      max: number,
+      waitMs: number,
+      claim: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlyArray<Job>, StoreError>,
+      processing: (id: JobId) => Effect.Effect<boolean, StoreError>
+    ): Effect.Effect<ReadonlyArray<Job>, StoreError | QueueError> =>
+      Effect.gen(function*() {
+        // The worker claims uninterruptibly, so that claimed jobs always reach its fibers; the
+        // wait for a delivery, which may be long, is left interruptible: a drain ends it at once,
+        // and a delivery it was about to take is redelivered once its visibility passes.
+        const deliveries = yield* Effect.interruptible(consumer.receive(max, waitMs))
+        if (deliveries.length === 0) return []
+        // A store error leaves the deliveries unacked: redelivered once their visibility passes.
+        const jobs = yield* claim([...new Set(deliveries.map((d) => d.jobId))])
+        const claimed = new Set(jobs.map((job) => job.id))
+        const turnedAway: Array<QueueDelivery> = []
+        for (const delivery of deliveries) {
+          if (claimed.has(delivery.jobId) && !held.has(delivery.jobId)) held.set(delivery.jobId, delivery)
+          else turnedAway.push(delivery)
+        }
+        const stillRunning = yield* Effect.filter(turnedAway, (delivery) => processing(delivery.jobId))
+        yield* ackQuietly(turnedAway.filter((delivery) => !stillRunning.includes(delivery)))
+        return jobs
+      })
+
+    /** The job's run here ended (settled, lost its lease, or stopped on an error): its delivery is done. */
+    const done = (jobId: JobId) =>
+      Effect.suspend(() => {
+        const delivery = held.get(jobId)
+        held.delete(jobId)
+        return delivery === undefined ? Effect.void : ackQuietly([delivery])
+      })
+
+    return { take, done } as const
+  })

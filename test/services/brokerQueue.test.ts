@@ -1,0 +1,129 @@
+import { Clock, Effect, Exit, Layer, Option, Scope } from "effect"
+import { afterEach, describe, expect, it } from "vitest"
+import { makeEngine } from "../../entries/index.js"
+import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
+import { QueueError } from "../../src/domain/errors.js"
+import type { JobId, RequestId } from "../../src/domain/ids.js"
+import type { Engine } from "../../src/engine.js"
+import { JobQueue } from "../../src/ports/JobQueue.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
+import type { EngineSettings } from "../../src/services/EngineConfig.js"
+import { Jobs } from "../../src/services/Jobs.js"
+import { brokerVisibilityMs, Worker } from "../../src/services/Worker.js"
+import { demoCaller } from "../support/engineLayer.js"
+import { waitFor } from "../support/waitFor.js"
+
+const MODEL = "demo/text-gen/text-to-text"
+
+/** Counts starts per job; each generation finishes in its start. */
+const countingProvider = () => {
+  const starts = new Map<string, number>()
+  const provider: GenerationProvider = {
+    start: ({ job }) =>
+      Effect.sync(() => {
+        starts.set(job.id, (starts.get(job.id) ?? 0) + 1)
+        return { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const
+      }),
+    poll: () => Effect.die("finishes in its start"),
+    cancel: () => Effect.void
+  }
+  return { starts, provider }
+}
+
+/** The engine's queue: an optional part, so not in the engine's context type. */
+const theQueue = Effect.map(Effect.serviceOption(JobQueue), Option.getOrThrow)
+
+const engines: Array<Engine> = []
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((engine) => engine.dispose()))
+})
+
+const engineWith = async (
+  provider: GenerationProvider,
+  queue: Layer.Layer<JobQueue, unknown>,
+  settings: Partial<EngineSettings> = {},
+  workers = 4
+) => {
+  const engine = await makeEngine({
+    store: memoryStore(),
+    files: memoryFiles({ publicUrl: "http://files.test" }),
+    queue,
+    providers: { demo: provider },
+    workers,
+    webhookDispatchers: 0,
+    uploadSweeper: false,
+    retentionSweeper: false,
+    // A poll this long never finds a job by itself: the broker's deliveries and the relay do.
+    settings: { pollIntervalMs: 60_000, ...settings }
+  })
+  engines.push(engine)
+  const caller = await engine.run(demoCaller(1_000_000_000, 1_000))
+  const submit = (prompt: string) =>
+    engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
+  const status = (id: JobId) => engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
+  return { engine, submit, status }
+}
+
+const allCompleted = (status: (id: JobId) => Promise<string>, ids: ReadonlyArray<JobId>) =>
+  waitFor(async () => (await Promise.all(ids.map(status))).every((s) => s === "completed"), 10_000)
+
+describe("an engine whose queue is a broker (memory broker)", () => {
+  it("runs every submitted job once, though the broker delivers each of them three times", async () => {
+    const { provider, starts } = countingProvider()
+    const { engine, status, submit } = await engineWith(provider, memoryQueue())
+    const ids: Array<JobId> = []
+    for (let i = 0; i < 30; i++) ids.push((await submit(`p${i}`)).job.id)
+    // Two more deliveries of each: duplicates the store's conditional claim turns away.
+    await engine.run(Effect.flatMap(theQueue, (queue) => Effect.zipRight(queue.publish(ids), queue.publish(ids))))
+    expect(await allCompleted(status, ids)).toBe(true)
+    expect(ids.map((id) => starts.get(id))).toEqual(ids.map(() => 1))
+  })
+
+  it("runs a job whose publish failed: the relay publishes it once it waited its grace", async () => {
+    const { provider, starts } = countingProvider()
+    let refusals = 1
+    // A broker that refuses the first publish (the submit's), then takes the relay's.
+    const flaky = Layer.effect(
+      JobQueue,
+      Effect.map(JobQueue, (queue) =>
+        JobQueue.of({
+          ...queue,
+          publish: (jobIds) =>
+            refusals-- > 0 ? Effect.fail(new QueueError({ message: "broker down" })) : queue.publish(jobIds)
+        }))
+    ).pipe(Layer.provide(memoryQueue()))
+    const { status, submit } = await engineWith(provider, flaky, { queueRelayGraceMs: 300, reapIntervalMs: 100 })
+    const { job } = await submit("lost publish")
+    expect(job.status).toBe("pending")
+    expect(await allCompleted(status, [job.id])).toBe(true)
+    expect(starts.get(job.id)).toBe(1)
+  })
+
+  it("hands a job whose holder went silent to another worker once its lease and the delivery's visibility pass", async () => {
+    const { provider, starts } = countingProvider()
+    const { engine, status, submit } = await engineWith(provider, memoryQueue(), { leaseMs: 500 }, 0)
+    const { job } = await submit("taken over")
+    // A worker of another process takes the delivery, claims the job and dies without a word.
+    const claimed = await engine.run(Effect.scoped(Effect.gen(function*() {
+      const consumer = yield* (yield* theQueue).consume({ name: "doomed", visibilityMs: brokerVisibilityMs(500) })
+      const [delivery] = yield* consumer.receive(1, 1_000)
+      const now = yield* Clock.currentTimeMillis
+      return yield* (yield* JobRepo).claimIds([delivery!.jobId], { workerId: "wrk_doomed", now, leaseMs: 500, maxAttempts: 3 })
+    })))
+    expect(claimed.map((j) => j.id)).toEqual([job.id])
+    // This process's workers start now: the broker redelivers to them, and the store lets them
+    // take the job over. Its provider start was begun by the dead worker and never confirmed,
+    // so the job fails with a refund rather than risk a second start.
+    const scope = Effect.runSync(Scope.make())
+    await engine.run(Scope.extend(Effect.flatMap(Worker, (worker) => worker.start(2)), scope))
+    try {
+      expect(await waitFor(async () => (await status(job.id)) === "failed", 10_000)).toBe(true)
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+    const stored = await engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
+    expect(stored.attempts).toBe(2)
+    expect(starts.get(job.id)).toBeUndefined()
+  })
+})
