@@ -1,0 +1,113 @@
+import { createClient } from "@redis/client"
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+/** The shared server the tests use; CI provides it at this address. Other runs use it too. */
+export const TEST_REDIS_URL = process.env["TEST_REDIS_URL"] ?? "redis://127.0.0.1:6379"
+
+const clientOf = (url: string) =>
+  createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: false, connectTimeout: 2_000 } })
+
+/** A client that tries once, for the tests' own checks and cleanup. */
+const withClient = async <A>(url: string, run: (client: ReturnType<typeof clientOf>) => Promise<A>) => {
+  const client = clientOf(url)
+  client.on("error", () => undefined)
+  try {
+    await client.connect()
+    return await run(client)
+  } finally {
+    client.destroy()
+  }
+}
+
+export const ping = (url: string) => withClient(url, (client) => client.ping())
+
+/**
+ * Whether the shared Redis answers. Under CI a missing server is an error: the Redis suites must
+ * not pass by skipping.
+ */
+export const redisAvailable = async (): Promise<boolean> => {
+  try {
+    await ping(TEST_REDIS_URL)
+    return true
+  } catch (error) {
+    if (process.env["CI"]) throw new Error(`Redis is required in CI (${TEST_REDIS_URL}): ${String(error)}`)
+    return false
+  }
+}
+
+/** Deletes exactly these keys (the ones a test made), nothing else of the shared server. */
+export const deleteKeys = async (url: string, keys: ReadonlyArray<string>) => {
+  if (keys.length > 0) await withClient(url, (client) => client.del([...keys]))
+}
+
+/** Whether a `redis-server` binary is on PATH; under CI its absence is an error, as a missing server is. */
+export const redisServerAvailable = async (): Promise<boolean> => {
+  const found = await new Promise<boolean>((resolve) => {
+    const child = spawn("redis-server", ["--version"], { stdio: "ignore" })
+    child.on("error", () => resolve(false))
+    child.on("exit", (code) => resolve(code === 0))
+  })
+  if (!found && process.env["CI"]) throw new Error("redis-server is required in CI (not found on PATH)")
+  return found
+}
+
+/** A port free on 127.0.0.1 at the time of asking. */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.on("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+    })
+  })
+
+/** Polls until the server at `url` answers PING, or throws once `ms` passed. */
+export const waitForRedis = async (url: string, ms = 10_000) => {
+  const until = Date.now() + ms
+  let last: unknown
+  while (Date.now() < until) {
+    try {
+      await ping(url)
+      return
+    } catch (error) {
+      last = error
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  throw new Error(`Redis at ${url} did not answer within ${ms} ms: ${String(last)}`)
+}
+
+/**
+ * A private `redis-server` without persistence on `port` (a broker whose restart loses
+ * everything), in a scratch directory of its own. `kill` ends this process only, by its PID.
+ */
+export const startRedisServer = async (port: number) => {
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-redis-"))
+  const child: ChildProcess = spawn(
+    "redis-server",
+    ["--save", "", "--appendonly", "no", "--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+    { stdio: "ignore" }
+  )
+  const exited = new Promise<void>((resolve) => {
+    child.on("exit", () => resolve())
+    child.on("error", () => resolve())
+  })
+  const url = `redis://127.0.0.1:${port}`
+  const kill = async (signal: NodeJS.Signals = "SIGKILL") => {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) process.kill(child.pid, signal)
+    await exited
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    await waitForRedis(url)
+  } catch (error) {
+    await kill()
+    throw error
+  }
+  return { url, pid: child.pid, kill }
+}
