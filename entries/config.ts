@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { DEFAULT_WEBHOOK_DISPATCHERS, type FilePorts, type StorePorts } from "../src/engine.js"
+import type { JobQueue } from "../src/ports/JobQueue.js"
 import { parseAdminTokens } from "../src/http/adminTokens.js"
 import { DEFAULT_MAX_JSON_BODY_BYTES } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
@@ -23,6 +24,10 @@ export const EngineEnv = Config.all({
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
+  queueUrl: Config.option(Config.redacted("QUEUE_URL")),
+  queueRelayGraceMs: nonNegative("QUEUE_RELAY_GRACE_MS", defaultEngineSettings.queueRelayGraceMs).pipe(
+    Config.validate({ message: "QUEUE_RELAY_GRACE_MS must be at least 1000", validation: (n) => n >= 1000 })
+  ),
   databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
   databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
@@ -147,6 +152,29 @@ const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> 
         : Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
   })
 
+/**
+ * The store's own queue unless QUEUE_URL names a broker: `redis://` (or `rediss://`) for Redis
+ * Streams, `nats://` for NATS JetStream. The clients are optional packages, loaded only when chosen.
+ */
+const queueOf = (settings: EngineEnvSettings): Layer.Layer<JobQueue, unknown> | undefined =>
+  Option.match(settings.queueUrl, {
+    onNone: () => undefined,
+    onSome: (url) => {
+      const scheme = /^([a-z]+):\/\//.exec(Redacted.value(url))?.[1]
+      if (scheme === "redis" || scheme === "rediss") {
+        return Layer.unwrapEffect(Effect.promise(() => import("../adapters/redis/RedisJobQueue.js")).pipe(
+          Effect.map(({ layerRedisJobQueue }) => layerRedisJobQueue({ url, ...tablePrefixOf(settings) }))
+        ))
+      }
+      if (scheme === "nats") {
+        return Layer.unwrapEffect(Effect.promise(() => import("../adapters/nats/NatsJobQueue.js")).pipe(
+          Effect.map(({ layerNatsJobQueue }) => layerNatsJobQueue({ url, ...tablePrefixOf(settings) }))
+        ))
+      }
+      return Layer.fail(new Error("QUEUE_URL must be a redis://, rediss:// or nats:// URL; leave it unset for the store's own queue"))
+    }
+  })
+
 /** Files on the local disk (served by the engine), or in an S3-compatible bucket. */
 const filesOf = (settings: EngineEnvSettings, publicUrl: string): Layer.Layer<FilePorts, unknown> => {
   if (settings.blobDriver === "fs") {
@@ -192,6 +220,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
   return {
     store: storeOf(settings),
     files: filesOf(settings, publicUrl),
+    queue: queueOf(settings),
     providers: defaults.providers,
     settings: {
       // Providers that call back are given callback addresses under it.
@@ -199,6 +228,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       creditMicroCents: settings.creditMicroCents,
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,
+      queueRelayGraceMs: settings.queueRelayGraceMs,
       webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
       jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,

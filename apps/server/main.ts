@@ -1,6 +1,6 @@
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, ConfigError, Deferred, Effect, Layer, Option } from "effect"
+import { Cause, ConfigError, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
@@ -73,6 +73,10 @@ const serve = (settings: ServerSettings) =>
       url: publicUrl,
       address: `${settings.host}:${settings.port}`,
       store: Option.isSome(settings.engine.databaseUrl) ? "postgres" : "sqlite",
+      queue: Option.match(settings.engine.queueUrl, {
+        onNone: () => "the store's own",
+        onSome: (url) => /^([a-z]+):/.exec(Redacted.value(url))?.[1] ?? "unknown"
+      }),
       ...(Option.isSome(settings.engine.databaseUrl) ? {} : { dataDir: settings.engine.dataDir }),
       files: settings.engine.blobDriver,
       workers,

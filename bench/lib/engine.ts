@@ -1,7 +1,9 @@
 import { Effect, Logger, LogLevel, Redacted } from "effect"
 import { Admin, Auth, type Caller, Catalog, type Engine, type GenerationProvider, Jobs, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
+import { natsQueue } from "genjobs/nats"
 import { postgresStore } from "genjobs/postgres"
+import { redisQueue } from "genjobs/redis"
 import { BENCH_ACCOUNT, benchCatalog, benchModel } from "../catalog.js"
 
 /** The provider id of the bench catalog in engines built here. */
@@ -21,9 +23,26 @@ export const TABLE_PREFIX = "genjobs_"
  * upload sweeper), so a figure times the queue and nothing else. Files stay in memory: the no-op
  * provider writes none.
  */
-export const startPgEngine = (url: string, options: { readonly workers: number; readonly provider?: GenerationProvider }): Promise<Engine> =>
+/** Which queue the engine runs on: PostgreSQL's own (the store), or a broker at a URL. */
+export type BenchQueue =
+  | { readonly kind: "store" }
+  | { readonly kind: "redis"; readonly url: string }
+  | { readonly kind: "nats"; readonly url: string }
+
+const queueLayer = (queue: BenchQueue | undefined) =>
+  queue === undefined || queue.kind === "store"
+    ? undefined
+    : queue.kind === "redis"
+    ? redisQueue({ url: queue.url, tablePrefix: TABLE_PREFIX })
+    : natsQueue({ url: queue.url, tablePrefix: TABLE_PREFIX })
+
+export const startPgEngine = (
+  url: string,
+  options: { readonly workers: number; readonly provider?: GenerationProvider; readonly queue?: BenchQueue }
+): Promise<Engine> =>
   makeEngine({
     store: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
+    queue: queueLayer(options.queue),
     files: memoryFiles({ publicUrl: "http://bench.invalid" }),
     providers: { [BENCH_PROVIDER]: options.provider ?? noopProvider },
     workers: options.workers,
