@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpClient, type HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, ParseResult, Redacted, Schema } from "effect"
+import { Clock, Effect, ParseResult, Schema } from "effect"
 import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
 
 /** Node's fetch as an Effect HttpClient, built once: a provider made with it asks nothing of its caller's context. */
@@ -31,9 +31,7 @@ export interface Answer {
   readonly text: string
 }
 
-/** A credential as an adapter's options take it. */
-export const secretValue = (secret: string | Redacted.Redacted<string>): string =>
-  typeof secret === "string" ? secret : Redacted.value(secret)
+export { secretValue } from "../../src/domain/secret.js"
 
 /** An API root as given, without the trailing slashes that would double in paths. */
 export const apiRoot = (baseUrl: string): string => baseUrl.replace(/\/+$/, "")

@@ -1,13 +1,14 @@
 import { createClient, ErrorReply } from "@redis/client"
-import { type Context, Duration, Effect, Layer, Redacted, Runtime, type Scope } from "effect"
+import { type Context, Duration, Effect, Layer, Runtime, type Scope } from "effect"
 import { QueueError } from "../../src/domain/errors.js"
+import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobQueue, type QueueConsumer, type QueueDelivery } from "../../src/ports/JobQueue.js"
 
 export interface RedisJobQueueOptions {
   /** `redis[s]://[[user][:password]@]host[:port][/db]`; a `Redacted` keeps it out of logs and traces. */
-  readonly url: string | Redacted.Redacted<string>
+  readonly url: Secret
   /** Starts every key the queue makes in Redis, as the stores' tables do; `"genjobs_"` by default. */
   readonly tablePrefix?: string | undefined
 }
@@ -156,7 +157,7 @@ export const makeRedisJobQueue = (
     const prefix = yield* checkPrefix(options.tablePrefix ?? DEFAULT_TABLE_PREFIX)
     const key = `${prefix}jobs`
     const group = `${prefix}workers`
-    const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
+    const url = secretValue(options.url)
     const client = yield* connected(() => makeClient(url), "queue")
 
     const createGroup = call("create the consumer group", () =>

@@ -1,6 +1,7 @@
 import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
+import { type Secret, secretValue } from "../../src/domain/secret.js"
 import Pg from "pg"
 import type { PoolUse } from "../../src/ports/StoreStats.js"
 import { makeStatementNames, preparingClient } from "./preparedStatements.js"
@@ -38,7 +39,8 @@ const handOverInTurn = (pool: Pg.Pool) => {
 }
 
 export interface PgPoolOptions {
-  readonly url: Redacted.Redacted<string>
+  /** `postgres://user:password@host:port/database`; a plain string or a `Redacted`. */
+  readonly url: Secret
   /** Connections in the pool; `pg`'s default (10) when unset. */
   readonly maxConnections?: number | undefined
   /**
@@ -58,7 +60,7 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
     Effect.sync(() => {
       const pool = handOverInTurn(
         new Pg.Pool({
-          connectionString: Redacted.value(options.url),
+          connectionString: secretValue(options.url),
           max: options.maxConnections,
           application_name: "genjobs",
           ...(options.preparedStatements === false ? {} : { Client: preparingClient(makeStatementNames()) })

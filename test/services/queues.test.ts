@@ -1,11 +1,14 @@
 import { Clock, Effect, Exit, Layer, Option, Scope } from "effect"
 import { randomBytes } from "node:crypto"
+import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { makeEngine } from "../../entries/index.js"
 import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
+import { postgresStore } from "../../entries/postgres.js"
+import { sqliteStore } from "../../entries/sqlite.js"
 import { QueueError } from "../../src/domain/errors.js"
 import type { JobId, RequestId } from "../../src/domain/ids.js"
-import type { Engine } from "../../src/engine.js"
+import type { Engine, StorePorts } from "../../src/engine.js"
 import { JobQueue } from "../../src/ports/JobQueue.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
@@ -17,6 +20,8 @@ import { natsQueue } from "genjobs/nats"
 import { demoCaller } from "../support/engineLayer.js"
 import { deleteStreams, natsAvailable, TEST_NATS_URL } from "../support/nats.js"
 import { deleteKeys, redisAvailable, TEST_REDIS_URL } from "../support/redis.js"
+import { freshPostgresUrl } from "../support/postgres.js"
+import { tempDataDir } from "../support/serverProcess.js"
 import { waitFor } from "../support/waitFor.js"
 
 const MODEL = "demo/text-gen/text-to-text"
@@ -46,20 +51,20 @@ afterEach(async () => {
 
 const engineWith = async (
   provider: GenerationProvider,
-  queue: Layer.Layer<JobQueue, unknown>,
+  parts: { readonly store: Layer.Layer<StorePorts, unknown>; readonly queue?: Layer.Layer<JobQueue, unknown> | undefined },
   settings: Partial<EngineSettings> = {},
   workers = 4
 ) => {
   const engine = await makeEngine({
-    store: memoryStore(),
+    store: parts.store,
     files: memoryFiles({ publicUrl: "http://files.test" }),
-    queue,
+    queue: parts.queue,
     providers: { demo: provider },
     workers,
     webhookDispatchers: 0,
     uploadSweeper: false,
     retentionSweeper: false,
-    // A poll this long never finds a job by itself: the broker's deliveries and the relay do.
+    // A poll this long never finds a job by itself: deliveries, signals and the relay do.
     settings: { pollIntervalMs: 60_000, ...settings }
   })
   engines.push(engine)
@@ -87,30 +92,57 @@ const newPrefix = (made: Array<string>) => {
   return prefix
 }
 
-/** Each broker, a new queue of its own (its own prefix) for each engine. */
-const brokers: Array<[string, boolean, () => Layer.Layer<JobQueue, unknown>]> = [
-  ["memory", true, memoryQueue],
-  ["redis", withRedis, () => redisQueue({ url: TEST_REDIS_URL, tablePrefix: newPrefix(redisPrefixes) })],
-  ["nats", withNats, () => natsQueue({ servers: TEST_NATS_URL, tablePrefix: newPrefix(natsPrefixes) })]
+const pgUrl = await freshPostgresUrl()
+const newPgStore = async () => postgresStore({ url: (await freshPostgresUrl())!, tablePrefix: newPrefix([]) })
+
+interface QueueCase {
+  readonly name: string
+  readonly available: boolean
+  readonly store: () => Promise<Layer.Layer<StorePorts, unknown>>
+  /** A new broker queue (its own prefix); none: the store is the queue. */
+  readonly queue?: (() => Layer.Layer<JobQueue, unknown>) | undefined
+}
+
+/** Every queue the engine can run on, each over a store it is used with. */
+const cases: ReadonlyArray<QueueCase> = [
+  { name: "the store's own, memory", available: true, store: async () => memoryStore() },
+  { name: "the store's own, SQLite", available: true, store: async () => sqliteStore({ filename: join(tempDataDir(), "genjobs.db") }) },
+  { name: "the store's own, PostgreSQL", available: pgUrl !== undefined, store: newPgStore },
+  { name: "memory broker, memory store", available: true, store: async () => memoryStore(), queue: memoryQueue },
+  {
+    name: "Redis, PostgreSQL store",
+    available: withRedis && pgUrl !== undefined,
+    store: newPgStore,
+    queue: () => redisQueue({ url: TEST_REDIS_URL, tablePrefix: newPrefix(redisPrefixes) })
+  },
+  {
+    name: "NATS, PostgreSQL store",
+    available: withNats && pgUrl !== undefined,
+    store: newPgStore,
+    queue: () => natsQueue({ servers: TEST_NATS_URL, tablePrefix: newPrefix(natsPrefixes) })
+  }
 ]
 
-describe.each(brokers)("an engine whose queue is a broker (%s)", (_name, available, newQueue) => {
+describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }) => {
   if (!available) {
-    it.skip("runs its jobs through the broker (the broker is not reachable)", () => undefined)
+    it.skip("runs its jobs through the queue (a server it needs is not reachable)", () => undefined)
     return
   }
-  it("runs every submitted job once, though the broker delivers each of them three times", async () => {
+  const partsOf = async () => ({ store: await store(), queue: queue?.() })
+
+  it("runs every submitted job once, though a broker delivers each of them three times", async () => {
     const { provider, starts } = countingProvider()
-    const { engine, status, submit } = await engineWith(provider, newQueue())
+    const { engine, status, submit } = await engineWith(provider, await partsOf())
     const ids: Array<JobId> = []
     for (let i = 0; i < 30; i++) ids.push((await submit(`p${i}`)).job.id)
     // Two more deliveries of each: duplicates the store's conditional claim turns away.
-    await engine.run(Effect.flatMap(theQueue, (queue) => Effect.zipRight(queue.publish(ids), queue.publish(ids))))
+    if (queue !== undefined) await engine.run(Effect.flatMap(theQueue, (broker) => Effect.zipRight(broker.publish(ids), broker.publish(ids))))
     expect(await allCompleted(status, ids)).toBe(true)
     expect(ids.map((id) => starts.get(id))).toEqual(ids.map(() => 1))
   })
 
-  it("runs a job whose publish failed: the relay publishes it once it waited its grace", async () => {
+  // A broker's only: the store's own queue has no publish to lose.
+  if (queue !== undefined) it("runs a job whose publish failed: the relay publishes it once it waited its grace", async () => {
     const { provider, starts } = countingProvider()
     let refusals = 1
     // A broker that refuses the first publish (the submit's), then takes the relay's.
@@ -122,8 +154,8 @@ describe.each(brokers)("an engine whose queue is a broker (%s)", (_name, availab
           publish: (jobIds) =>
             refusals-- > 0 ? Effect.fail(new QueueError({ message: "broker down" })) : queue.publish(jobIds)
         }))
-    ).pipe(Layer.provide(newQueue()))
-    const { status, submit } = await engineWith(provider, flaky, { queueRelayGraceMs: 300, reapIntervalMs: 100 })
+    ).pipe(Layer.provide(queue()))
+    const { status, submit } = await engineWith(provider, { store: await store(), queue: flaky }, { queueRelayGraceMs: 300, reapIntervalMs: 100 })
     const { job } = await submit("lost publish")
     expect(job.status).toBe("pending")
     expect(await allCompleted(status, [job.id])).toBe(true)
@@ -132,17 +164,21 @@ describe.each(brokers)("an engine whose queue is a broker (%s)", (_name, availab
 
   it("hands a job whose holder went silent to another worker once its lease and the delivery's visibility pass", async () => {
     const { provider, starts } = countingProvider()
-    const { engine, status, submit } = await engineWith(provider, newQueue(), { leaseMs: 500 }, 0)
+    // A short poll: on the store's own queue, reclaiming an expired lease waits for a poll.
+    const { engine, status, submit } = await engineWith(provider, await partsOf(), { leaseMs: 500, pollIntervalMs: 200 }, 0)
     const { job } = await submit("taken over")
-    // A worker of another process takes the delivery, claims the job and dies without a word.
+    // A worker of another process takes the job (from the broker, or the store), claims it and dies without a word.
     const claimed = await engine.run(Effect.scoped(Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const now = yield* Clock.currentTimeMillis
+      const claim = { workerId: "wrk_doomed", now, leaseMs: 500, maxAttempts: 3 }
+      if (queue === undefined) return yield* repo.claimBatch({ ...claim, limit: 1 })
       const consumer = yield* (yield* theQueue).consume({ name: "doomed", visibilityMs: brokerVisibilityMs(500) })
       const [delivery] = yield* consumer.receive(1, 1_000)
-      const now = yield* Clock.currentTimeMillis
-      return yield* (yield* JobRepo).claimIds([delivery!.jobId], { workerId: "wrk_doomed", now, leaseMs: 500, maxAttempts: 3 })
+      return yield* repo.claimIds([delivery!.jobId], claim)
     })))
     expect(claimed.map((j) => j.id)).toEqual([job.id])
-    // This process's workers start now: the broker redelivers to them, and the store lets them
+    // This process's workers start now: the queue gives them the job again, and the store lets them
     // take the job over. Its provider start was begun by the dead worker and never confirmed,
     // so the job fails with a refund rather than risk a second start.
     const scope = Effect.runSync(Scope.make())
