@@ -1,5 +1,6 @@
 import { S3Client } from "@aws-sdk/client-s3"
 import { Layer, Redacted } from "effect"
+import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { UploadSigningSecret } from "../../src/services/Uploads.js"
 import { layerS3BlobStore, type S3Location } from "./S3BlobStore.js"
 import { layerS3UploadTarget } from "./S3UploadTarget.js"
@@ -15,7 +16,8 @@ export interface S3FilesOptions {
   readonly publicUrl?: string | undefined
   readonly forcePathStyle?: boolean | undefined
   /** Signs the engine's own upload grants; the same value in every process of a deployment. */
-  readonly uploadSecret: string
+  /** Signs upload URLs: a plain string or a `Redacted`. */
+  readonly uploadSecret: Secret
 }
 
 /** The URL objects are served from when none is configured. */
@@ -44,6 +46,6 @@ export const s3Files = (options: S3FilesOptions) => {
   return Layer.mergeAll(
     layerS3BlobStore(location),
     layerS3UploadTarget(location),
-    Layer.succeed(UploadSigningSecret, options.uploadSecret)
+    Layer.succeed(UploadSigningSecret, secretValue(options.uploadSecret))
   )
 }

@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
 import pg from "pg"
 import type { JobId } from "../../src/domain/ids.js"
+import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
@@ -155,15 +156,16 @@ export const layerPgSignalsOver = (tablePrefix?: string | undefined) =>
   )
 
 interface PgSignalOptions {
-  readonly url: Redacted.Redacted<string>
+  /** A plain string or a `Redacted`. */
+  readonly url: Secret
   readonly tablePrefix?: string | undefined
 }
 
 export const layerPgJobSignal = (options: PgSignalOptions) =>
   Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
-    Layer.provide(PgClient.layer({ url: options.url, maxConnections: 1 }))
+    Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
   )
 
 /** Both signals a store provides, over one small pool of their own. */
 export const layerPgSignals = (options: PgSignalOptions) =>
-  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(PgClient.layer({ url: options.url, maxConnections: 1 })))
+  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 })))
