@@ -122,7 +122,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
         INSERT INTO ${t.active_job_ends} (account_id) SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account)
       ), line AS (
         INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
-        SELECT ${newLedgerEntryId(now)}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents} > 0
+        SELECT ${newLedgerEntryId(now)}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents}::bigint > 0
       )`
 
   /** A free job moves no money, but its charge still takes the lock that serialises the account's submits. */
@@ -517,7 +517,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
             ORDER BY created_at, id LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map((row) => ({ id: row["id"] as JobId, createdAt: Number(row["created_at"]) })))
         ),
-        expired: sql`SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${leaseNow(now)} - ${graceMs}
+        expired: sql`SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at + ${graceMs} <= ${leaseNow(now)}
             AND attempts < ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit}`.pipe(
           Effect.map((rows) => rows.map((row) => row["id"] as JobId))
         )

@@ -413,6 +413,26 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   })
 
   describe(`${name}: JobRepo cancel`, () => {
+    test("charges and refunds jobs of 2^40 micro-cents exactly, on the one-statement and the transaction paths", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const big = 2 ** 40
+        const credit = 2 ** 42 + 7
+        const owner = yield* createAccount(credit)
+        const once = job(owner.id, { costMicroCents: big })
+        const keyed = job(owner.id, { costMicroCents: big + 1, createdAt: T0 + 1 })
+        expect(Either.isRight(yield* submit({ job: once }))).toBe(true)
+        expect(Either.isRight(yield* submit({ job: keyed, idempotency: { key: "big", requestHash: "h", notBefore: 0 } }))).toBe(true)
+        expect((yield* balanceAndLedger(owner.id)).balance).toBe(credit - 2 * big - 1)
+        expect((yield* repo.cancel(once.id, owner.id, T0 + 2)).refundedMicroCents).toBe(big)
+        yield* repo.claim({ workerId: "w", now: T0 + 3, leaseMs: 1000, maxAttempts: 3 })
+        expect(Option.isSome(yield* repo.fail(keyed.id, "w", { code: "GENERATION_FAILED", message: "no" }, T0 + 4))).toBe(true)
+        const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
+        expect(balance).toBe(credit)
+        expect(sum).toBe(balance)
+        expect(entries.filter((e) => e.jobId !== null).map((e) => e.amountMicroCents).sort((a, b) => a - b)).toEqual([-big - 1, -big, big, big + 1])
+      }))
+
     test("cancels pending jobs with a refund of what was charged, and only those", () =>
       Effect.gen(function*() {
         const repo = yield* JobRepo
