@@ -21,6 +21,7 @@ const DAY_MS = 24 * 60 * 60 * 1000
 /** Every engine setting the environment can give; the bundled server reads these and a few of its own. */
 export const EngineEnv = Config.all({
   publicUrl: Config.option(Config.string("PUBLIC_URL")),
+  providerCallbackUrl: Config.option(Config.string("PROVIDER_CALLBACK_URL")),
   dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
@@ -223,8 +224,10 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
     queue: queueOf(settings),
     providers: defaults.providers,
     settings: {
-      // Providers that call back are given callback addresses under it.
-      publicUrl,
+      // Providers that call back are given callback addresses under it, when one was given: the
+      // default address (HOST:PORT, loopback by default) is one no remote provider can reach,
+      // so without one they are polled.
+      publicUrl: Option.getOrUndefined(Option.orElse(settings.providerCallbackUrl, () => settings.publicUrl))?.replace(/\/+$/, ""),
       creditMicroCents: settings.creditMicroCents,
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,
