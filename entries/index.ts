@@ -18,4 +18,5 @@ export { localFiles, type LocalFilesOptions } from "../adapters/blob/localFiles.
 export { layerFsBlobStore, makeFsBlobStore } from "../adapters/blob/FsBlobStore.js"
 export { layerSignedUploadTarget } from "../adapters/blob/SignedUploadTarget.js"
 export { DEMO_PROVIDER_ID, makeDemoProvider } from "../adapters/generators/demo/DemoGenerator.js"
+export { demoCatalog } from "../adapters/generators/demo/demoCatalog.js"
 export { layerNodeWebhookSender, makeNodeWebhookSender } from "../adapters/webhooks/NodeWebhookSender.js"

@@ -3,7 +3,7 @@
  * object makes the engine; its `fetch` answers the API under the path you mount it at.
  * docs/embedding.md walks through it; test/e2e/embedded.test.ts runs it.
  */
-import { DEMO_PROVIDER_ID, localFiles, makeDemoProvider, makeEngine } from "genjobs"
+import { DEMO_PROVIDER_ID, demoCatalog, localFiles, makeDemoProvider, makeEngine } from "genjobs"
 import { sqliteStore } from "genjobs/sqlite"
 
 export interface EmbeddedOptions {
@@ -23,6 +23,7 @@ export const makeEmbeddedEngine = (options: EmbeddedOptions) =>
     store: sqliteStore({ filename: `${options.dataDir}/genjobs.db` }),
     files: localFiles({ dir: `${options.dataDir}/files`, publicUrl: options.publicUrl, uploadSecret: options.uploadSecret }),
     providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
+    catalog: demoCatalog,                                  // the models clients may submit; yours in its place
     http: { adminToken: options.adminToken },
     basePath: options.basePath
   })

@@ -1,5 +1,6 @@
 import { FetchHttpClient, type HttpClient } from "@effect/platform"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { canonicalJson } from "./domain/canonicalJson.js"
 import { HttpConfig, type HttpOptions } from "./http/HttpConfig.js"
 import { makeWebHandler, type EngineFetch, type WebHandlerOptions } from "./http/webHandler.js"
 import type { AccountRepo } from "./ports/AccountRepo.js"
@@ -111,6 +112,12 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   readonly queue?: Layer.Layer<JobQueue, unknown> | undefined
   /** Generation providers by the provider id the catalog's models name (docs/providers.md). */
   readonly providers: Readonly<Record<string, GenerationProvider>>
+  /**
+   * The catalog document (the format of `PUT /admin/catalog`; `demoCatalog` for a try), made
+   * the stored catalog at start unless the store's is the same already. An invalid one fails
+   * the start with its reasons. Unset: the store's catalog as it is (empty on a new store).
+   */
+  readonly catalog?: unknown
   /** Fetches the output files providers answer with as URLs. Default: `FetchHttpClient.layer` (the global fetch). */
   readonly httpClient?: Layer.Layer<HttpClient.HttpClient> | undefined
   /** Sends webhooks; needed unless `webhookDispatchers` is 0. */
@@ -135,6 +142,22 @@ export interface EngineParts<ES = never, EF = never, EW = never> {
   /** Who may read `/metrics`; off without a token. See docs/observability.md. */
   readonly metrics?: MetricsOptions | undefined
 }
+
+/**
+ * Makes `catalog` the stored catalog, unless the store's is the same already: processes that
+ * start together with one document neither bump the revision in turn nor undo each other
+ * (a replace conditional on the revision read, tried again if another process replaced first).
+ */
+const catalogAtStart = (catalog: unknown) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const service = yield* Catalog
+    const wanted = canonicalJson(yield* service.check(catalog))
+    const replaceUnlessSame = Effect.flatMap(service.snapshot, (stored) =>
+      canonicalJson(stored.document) === wanted ? Effect.void : Effect.asVoid(service.replace(catalog, stored.revision)))
+    yield* replaceUnlessSame.pipe(
+      Effect.retry({ times: 3, while: (error) => error._tag === "EngineError" && error.code === "PRECONDITION_FAILED" })
+    )
+  }))
 
 /** Attempts in flight per process: idle ones cost nothing, and with 4 per account one slow tenant leaves 12 for the rest. */
 export const DEFAULT_WEBHOOK_DISPATCHERS = 16
@@ -178,7 +201,11 @@ export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer
       MetricsConfig.layer(parts.metrics)
     ))
   )
-  return Layer.merge(services, backgroundWork(parts as EngineParts<unknown, unknown, unknown>).pipe(Layer.provide(services))) as Layer.Layer<
+  // The catalog is in place before the background work claims its first job.
+  const started = parts.catalog === undefined
+    ? backgroundWork(parts as EngineParts<unknown, unknown, unknown>)
+    : backgroundWork(parts as EngineParts<unknown, unknown, unknown>).pipe(Layer.provide(catalogAtStart(parts.catalog)))
+  return Layer.merge(services, started.pipe(Layer.provide(services))) as Layer.Layer<
     EngineContext,
     ES | EF | EW
   >

@@ -38,8 +38,20 @@ export interface NatsJobQueueOptions {
   readonly token?: string | Redacted.Redacted<string> | undefined
   /** The connection's name in the server's monitoring; `"genjobs <prefix>"` by default. */
   readonly name?: string | undefined
-  /** TLS for the connection (`{}`: TLS with the system's CAs), as nats.js takes it. */
-  readonly tls?: NodeConnectionOptions["tls"] | undefined
+  /**
+   * TLS for the connection (`{}`: TLS with the system's CAs), as nats.js takes it: PEM text or
+   * files. Written out here so that the package's declarations do not pull in nats.js's, which
+   * do not compile under `exactOptionalPropertyTypes`.
+   */
+  readonly tls?: {
+    readonly handshakeFirst?: boolean
+    readonly ca?: string
+    readonly caFile?: string
+    readonly cert?: string
+    readonly certFile?: string
+    readonly key?: string
+    readonly keyFile?: string
+  } | undefined
   /**
    * How long connecting, a publish's acknowledgement, an ack's confirmation and a JetStream API
    * call may take before they fail with a QueueError (a receive: its wait, and this beyond).
@@ -94,7 +106,7 @@ const isNoStream = (error: QueueError) =>
 const connectionOptions = (options: NatsJobQueueOptions): Effect.Effect<NodeConnectionOptions, QueueError> =>
   Effect.gen(function*() {
     const auth: { user?: string; pass?: string; token?: string; tls?: NonNullable<NodeConnectionOptions["tls"]> | null } = {}
-    if (options.tls !== undefined) auth.tls = options.tls
+    if (options.tls !== undefined) auth.tls = { ...options.tls }
     if (options.user !== undefined) auth.user = options.user
     if (options.pass !== undefined) auth.pass = valueOf(options.pass)
     if (options.token !== undefined) auth.token = valueOf(options.token)

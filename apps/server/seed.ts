@@ -1,7 +1,6 @@
 import { Console, Effect } from "effect"
 import { readFile } from "node:fs/promises"
-import demoCatalog from "./demo-catalog.json" with { type: "json" }
-import { AccountRepo, Admin, Catalog, CatalogRepo } from "genjobs"
+import { AccountRepo, Admin, Catalog, CatalogRepo, demoCatalog } from "genjobs"
 
 const readJson = (path: string) =>
   Effect.tryPromise({

@@ -2,7 +2,7 @@
  * The engine the mount examples serve: in memory, with the demo provider. Each example mounts it
  * with a framework; docs/mounts.md shows them, test/package/tarball.test.ts runs them.
  */
-import { DEMO_PROVIDER_ID, makeDemoProvider, makeEngine } from "genjobs"
+import { DEMO_PROVIDER_ID, demoCatalog, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 
 export const port = Number(process.env["PORT"] ?? 3000)
@@ -16,6 +16,7 @@ export const makeExampleEngine = () =>
     store: memoryStore(),
     files: memoryFiles({ publicUrl }),
     providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
+    catalog: demoCatalog,                                  // the models clients may submit; yours in its place
     http: { adminToken: process.env["ADMIN_TOKEN"], trustedProxyHops: Number(process.env["TRUSTED_PROXY_HOPS"] ?? 0) },
     basePath
   })

@@ -109,6 +109,8 @@ export const make = Effect.gen(function*() {
    * The model and version a submit or estimate names. Unknown, disabled and deleted answer
    * MODEL_NOT_FOUND; a model the account may not see answers MODEL_ACCESS_DENIED.
    */
+  /** The empty catalog is told of once per process, at the first submit it refuses. */
+  let emptyCatalogTold = false
   const resolve = (
     account: Account,
     slug: string,
@@ -118,6 +120,13 @@ export const make = Effect.gen(function*() {
       const { stored } = yield* current
       const model = findModel(stored.document.models, slug)
       if (model === undefined) {
+        if (stored.document.models.length === 0 && !emptyCatalogTold) {
+          emptyCatalogTold = true
+          yield* Effect.logWarning(
+            "the catalog is empty, so every submit answers MODEL_NOT_FOUND: give makeEngine a catalog " +
+              "(`catalog: demoCatalog` to try the demo provider), or load one with PUT /admin/catalog or CATALOG_FILE"
+          )
+        }
         return yield* Effect.fail(engineError("MODEL_NOT_FOUND", `No model "${slug}"`, { model: slug }))
       }
       if (!canSee(model, account)) {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
-export const demoCatalogPath = fileURLToPath(new URL("../../apps/server/demo-catalog.json", import.meta.url))
+export const demoCatalogPath = fileURLToPath(new URL("../../adapters/generators/demo/demo-catalog.json", import.meta.url))
 
 /** A fresh copy of the bundled demo catalog document. */
 export interface EditableCatalog {
