@@ -22,6 +22,7 @@ import type { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "./ports/WebhookSender.js"
 import type { WebhookSignal } from "./ports/WebhookSignal.js"
 import { currentObservability } from "./observability/inherit.js"
+import { layerLogger } from "./observability/logger.js"
 import { MetricsConfig, type MetricsOptions } from "./observability/metricsRoute.js"
 import { layerObservedJobRepo } from "./observability/observedJobRepo.js"
 import { layerObservedWebhooks } from "./observability/observedWebhooks.js"
@@ -226,14 +227,15 @@ export interface StartOptions extends WebHandlerOptions {
   /**
    * Layers that set how the engine logs and traces (`layerLogger`, `layerOtlpTracing` of
    * `genjobs/observability`, or Effect's Logger and Tracer layers): they apply to its
-   * background work and its request handling alike. Default: Effect's default logger, no export.
+   * background work and its request handling alike. Default: the engine's logger, one line per
+   * event from `info` up (JSON when stdout is not a terminal, as the bundled server logs), no export.
    */
   readonly observability?: Layer.Layer<never, unknown> | undefined
 }
 
 /** Builds the layer once and serves it: the stores open, the loops start, the handler answers. */
 export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: StartOptions = {}): Promise<Engine> => {
-  const observed = options.observability === undefined ? layer : Layer.provide(layer, options.observability)
+  const observed = Layer.provide(layer, options.observability ?? layerLogger())
   const runtime = ManagedRuntime.make(observed) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
   const context = await runtime.runPromise(Effect.context<EngineContext>())
   const inherited = await runtime.runPromise(currentObservability)

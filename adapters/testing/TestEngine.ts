@@ -1,8 +1,8 @@
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Layer } from "effect"
 import type { CatalogDocument } from "../../src/domain/catalog.js"
 import { composeEngine, type EngineContext } from "../../src/engine.js"
 import { type EngineFetch, normalizeBasePath, webHandlerInScope } from "../../src/http/webHandler.js"
-import { levelOf, type LogLevelName } from "../../src/observability/logger.js"
+import { layerLogger, type LogLevelName } from "../../src/observability/logger.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { WebhookSender } from "../../src/ports/WebhookSender.js"
 import { Catalog } from "../../src/services/Catalog.js"
@@ -132,7 +132,8 @@ export class TestEngine extends Effect.Tag("genjobs/testing/TestEngine")<TestEng
       return Layer.scoped(TestEngine, make(options, provider, recorder)).pipe(
         Layer.provide(WebhookDispatcher.layer.pipe(Layer.provide(Layer.succeed(WebhookSender, recorder.sender)))),
         Layer.provideMerge(engine),
-        Layer.provide(Logger.minimumLogLevel(levelOf(options.logLevel ?? "warn")))
+        // One line per event, as the bundled server logs; warnings and worse unless asked.
+        Layer.provide(layerLogger({ level: options.logLevel ?? "warn" }))
       )
     }))
 }

@@ -12,7 +12,9 @@ export interface QueueDelivery {
 /** A member of the queue's one group of workers, shared by every process of the engine. */
 export interface QueueConsumer {
   /**
-   * Up to `max` deliveries, oldest published first, waiting up to `waitMs` when none is ready.
+   * Up to `max` deliveries, oldest published first, waiting up to `waitMs` when none is ready
+   * (longer where the broker cannot end a wait sooner without losing what it sent meanwhile:
+   * NATS waits a second at least).
    * A delivery neither acked nor extended within the consumer's `visibilityMs` is delivered
    * again, to any member (its holder is taken to be dead).
    */

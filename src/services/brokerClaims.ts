@@ -16,6 +16,7 @@ import type { QueueConsumer, QueueDelivery } from "../ports/JobQueue.js"
 export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
   Effect.gen(function*() {
     const held = new Map<JobId, QueueDelivery>()
+    const scope = yield* Effect.scope
 
     const ackQuietly = (deliveries: ReadonlyArray<QueueDelivery>) =>
       deliveries.length === 0 ? Effect.void : consumer.ack(deliveries).pipe(
@@ -56,12 +57,16 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
         return jobs
       })
 
-    /** The job's run here ended (settled, lost its lease, or stopped on an error): its delivery is done. */
+    /**
+     * The job's run here ended (settled, lost its lease, or stopped on an error): its delivery
+     * is acked in the background, so the worker's fiber takes its next job without waiting for
+     * the broker's answer. An ack cut off by a drain leaves a delivery that is turned away later.
+     */
     const done = (jobId: JobId) =>
       Effect.suspend(() => {
         const delivery = held.get(jobId)
         held.delete(jobId)
-        return delivery === undefined ? Effect.void : ackQuietly([delivery])
+        return delivery === undefined ? Effect.void : Effect.asVoid(Effect.forkIn(ackQuietly([delivery]), scope))
       })
 
     return { take, done } as const
