@@ -252,17 +252,27 @@ export const make = Effect.gen(function*() {
           const workerId = nextWorkerId()
           if (broker === undefined) return yield* claimUpTo(workerId, limit)
           const plan = yield* limitPlan
-          const now = yield* Clock.currentTimeMillis
-          const options = { workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limits: plan }
-          const limited = plan.versions.length === 0 ? [] : yield* repo.claimBatch({ ...options, limit, limitedOnly: true })
+          const options = { workerId, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limits: plan }
+          const limitedAt = yield* Clock.currentTimeMillis
+          const limited = plan.versions.length === 0 ? [] : yield* repo.claimBatch({ ...options, now: limitedAt, limit, limitedOnly: true })
           const rest = limit - limited.length
+          // The claim's time is read after the wait for a delivery (up to waitMs): it starts the
+          // lease and the job's startedAt.
+          let deliveredAt = limitedAt
           const delivered = rest < 1 ? [] : yield* broker.take(
             rest,
             limited.length > 0 ? 0 : waitMs,
-            (ids) => repo.claimIds(ids, options),
+            (ids) =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                deliveredAt = now
+                return repo.claimIds(ids, { ...options, now })
+              }),
             (id) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "processing")
           )
-          return [...limited, ...delivered].map((job) => ({ job, leaseExpiresAt: now + config.leaseMs }))
+          return [
+            ...limited.map((job) => ({ job, leaseExpiresAt: limitedAt + config.leaseMs })),
+            ...delivered.map((job) => ({ job, leaseExpiresAt: deliveredAt + config.leaseMs }))
+          ]
         })
       const buffer = yield* Queue.unbounded<{ readonly job: Job; readonly leaseExpiresAt: number }>()
       // Fibers neither running nor promised a job: the claimer takes them all for the length of

@@ -139,6 +139,9 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     if (queue !== undefined) await engine.run(Effect.flatMap(theQueue, (broker) => Effect.zipRight(broker.publish(ids), broker.publish(ids))))
     expect(await allCompleted(status, ids)).toBe(true)
     expect(ids.map((id) => starts.get(id))).toEqual(ids.map(() => 1))
+    // Started after it was submitted: a claim takes its time after the wait for a delivery.
+    const stored = await engine.run(Effect.forEach(ids, (id) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), Option.getOrThrow)))
+    expect(stored.filter((job) => job.startedAt! < job.createdAt).map((job) => job.id)).toEqual([])
   })
 
   // A broker's only: the store's own queue has no publish to lose.
