@@ -171,18 +171,21 @@ export const makeRedisJobQueue = (
 
     yield* createGroup
 
+    // Commands sent in one tick go out pipelined, in one round trip, and fail at once while the
+    // connection is down. Not MULTI: node-redis queues a MULTI for the next reconnection even
+    // without an offline queue (measured: submits waited 1.5 s while Redis was down). Neither
+    // needs to be atomic: a publish half done is made up by the relay, an ack half done is a
+    // delivery turned away later.
     const publish = (jobIds: ReadonlyArray<JobId>) =>
-      jobIds.length === 0 ? Effect.void : call("publish", () => {
-        const multi = client.multi()
-        for (const jobId of jobIds) multi.xAdd(key, "*", { job: jobId })
-        return multi.exec()
-      }).pipe(Effect.asVoid)
+      jobIds.length === 0
+        ? Effect.void
+        : call("publish", () => Promise.all(jobIds.map((jobId) => client.xAdd(key, "*", { job: jobId })))).pipe(Effect.asVoid)
 
     /** Acknowledges and deletes the entries, in one round trip. */
     const ackIds = (ids: Array<string>) =>
       ids.length === 0
         ? Effect.void
-        : call("ack", () => client.multi().xAck(key, group, ids).xDel(key, ids).exec()).pipe(Effect.asVoid)
+        : call("ack", () => Promise.all([client.xAck(key, group, ids), client.xDel(key, ids)])).pipe(Effect.asVoid)
     /**
      * The deliveries of the entries read; the entries without a job id acknowledged away, if that
      * works (else they come back later): the deliveries taken are answered either way.

@@ -11,7 +11,7 @@ import { freePort, redisServerAvailable, startRedisServer } from "../support/red
 const available = await redisServerAvailable()
 
 /** How soon a command must fail while the broker is down: at once, not after some long timeout. */
-const FAILS_WITHIN_MS = 2_000
+const FAILS_WITHIN_MS = 500
 
 /** Receives until `count` deliveries came or `ms` passed (a deadline, not a pause deciding the result). */
 const receiveAll = (consumer: QueueConsumer, count: number, ms: number) =>
