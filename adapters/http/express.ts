@@ -30,7 +30,7 @@ const reserialised = (req: ExpressRequestLike): BodySource => {
 }
 
 // body-parser's errors carry a `type` such as "entity.parse.failed" and a 4xx status.
-const isBodyParserError = (error: unknown): error is { readonly type: string; readonly body?: unknown } =>
+const isBodyParserError = (error: unknown): error is { readonly type: string; readonly body?: unknown; readonly limit?: unknown } =>
   typeof error === "object" && error !== null && "type" in error && typeof error.type === "string" &&
   "status" in error && typeof error.status === "number" && error.status < 500
 
@@ -41,17 +41,22 @@ const isBodyParserError = (error: unknown): error is { readonly type: string; re
  * engine answer it with its own JSON error, not Express's HTML page.
  */
 export const genjobsExpress = (engine: Mountable, options: MountOptions = {}): [ExpressHandler, ExpressErrorHandler] => {
-  const serve = (req: ExpressRequestLike, res: ServerResponse, body?: BodySource) =>
+  const serve = (req: ExpressRequestLike, res: ServerResponse, body?: BodySource, refused?: { readonly limitBytes?: number | undefined }) =>
     serveNode(engine, req, res, req.originalUrl, {
       remoteAddress: req.socket.remoteAddress,
       basePath: req.baseUrl,
-      trustedProxyHops: options.trustedProxyHops
+      trustedProxyHops: options.trustedProxyHops,
+      bodyRefusedByHost: refused
     }, body)
   const handler: ExpressHandler = (req, res) => {
     void serve(req, res, req.readableEnded ? reserialised(req) : undefined)
   }
   const errorHandler: ExpressErrorHandler = (error, req, res, next) => {
     if (!isBodyParserError(error)) return next(error)
+    // Refused for its size, the body was read off and dropped: the engine says whose limit it was.
+    if (error.type === "entity.too.large") {
+      return void serve(req, res, { kind: "replaced", body: undefined }, { limitBytes: typeof error.limit === "number" ? error.limit : undefined })
+    }
     // The engine reads the raw text the parser refused and answers as for any body it cannot parse.
     void serve(req, res, { kind: "replaced", body: typeof error.body === "string" ? error.body : "" })
   }

@@ -14,6 +14,12 @@ export interface RequestInfo {
   readonly basePath?: string | undefined
   /** Proxies in front of this mount whose X-Forwarded-For entries are believed; overrides HttpConfig. */
   readonly trustedProxyHops?: number | undefined
+  /**
+   * The host's own body parser refused the body for its size and read it off before the engine
+   * could (Express's `express.json()` at its 100 kB default, say), with its limit if known: the
+   * engine answers 413 PAYLOAD_TOO_LARGE and says whose limit it was.
+   */
+  readonly bodyRefusedByHost?: { readonly limitBytes?: number | undefined } | undefined
 }
 
 /** The engine as a web-standard function: what every framework mount calls. */
@@ -46,6 +52,18 @@ const outsideBasePath = (basePath: string): Response =>
     newRequestId()
   )))
 
+/** A body the host's parser refused before the engine could read it: only its size is known, and it was too large there. */
+const refusedByHost = (limitBytes: number | undefined): Response =>
+  HttpServerResponse.toWeb(renderFailure(ApiFailure.fromEngine(
+    engineError(
+      "PAYLOAD_TOO_LARGE",
+      `The application's body parser refused this request body for its size${limitBytes === undefined ? "" : ` (its limit: ${limitBytes} bytes)`} ` +
+        "before the engine could read it: mount the engine before that parser, or raise its limit",
+      { maxBytes: limitBytes ?? null, refusedBy: "host" }
+    ),
+    newRequestId()
+  )))
+
 /** The request as the engine's routes see it, the base path taken off; undefined outside the base path. */
 const underBasePath = (request: Request, basePath: string): Request | undefined => {
   if (basePath === "") return request
@@ -75,6 +93,7 @@ const mount = (
     }
     const routed = underBasePath(request, basePath)
     if (routed === undefined) return Promise.resolve(outsideBasePath(basePath))
+    if (info.bodyRefusedByHost !== undefined) return Promise.resolve(refusedByHost(info.bodyRefusedByHost.limitBytes))
     return handler(routed, Context.make(ClientPeer, peer))
   }
 }
