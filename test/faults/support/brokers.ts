@@ -1,0 +1,140 @@
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import { createClient } from "@redis/client"
+import { Effect } from "effect"
+import { makeNatsJobQueue } from "genjobs/nats"
+import { makeRedisJobQueue } from "genjobs/redis"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { JobId } from "../../../src/domain/ids.js"
+import { freePort, natsServerAvailable, startNatsServer } from "../../support/nats.js"
+import { redisServerAvailable, startRedisServer } from "../../support/redis.js"
+
+export type BrokerKind = "redis" | "nats"
+
+/** The bundled server's default table prefix: the stream both adapters make is `<prefix>jobs`. */
+const PREFIX = "genjobs_"
+const STREAM = `${PREFIX}jobs`
+
+/**
+ * A private broker of one fault scenario, on a port of its own: never the shared servers on
+ * 6379 / 4222. It is stopped by its PID only.
+ */
+export interface PrivateBroker {
+  readonly kind: BrokerKind
+  /** The server's QUEUE_URL. */
+  readonly url: string
+  /** SIGKILL: the broker dies without a word (Redis, without persistence, loses its stream). */
+  kill(): Promise<void>
+  /** Starts it again on the same port (NATS on the same store directory, so its stream is kept); answers once it serves. */
+  restart(): Promise<void>
+  /**
+   * Messages not yet delivered and acked. Redis: the stream's length (the adapter deletes an
+   * entry when it acks it). NATS: the consumer's pending and unacked messages; the stream itself
+   * may keep a message acked just before a SIGKILL, whose deletion the server lost while the
+   * consumer's ack floor passed it (see `stranded`).
+   */
+  backlog(): Promise<number>
+  /** NATS: messages the stream holds though the consumer has acked past them (0 for Redis). */
+  stranded(): Promise<number>
+  /** Messages the stream stored since it was made (NATS: its last sequence; Redis: entries-added); a NATS duplicate within its window is not stored. */
+  stored(): Promise<number>
+  /** Publishes the ids as a submit does, through the engine's own adapter (`genjobs/redis`, `genjobs/nats`) with the server's table prefix. */
+  publish(ids: ReadonlyArray<string>): Promise<void>
+  /** Kills it and removes its files. */
+  close(): Promise<void>
+}
+
+/** Whether the broker's binary is on PATH; under CI its absence throws (the suite must not pass by skipping). */
+export const brokerAvailable = (kind: BrokerKind) => (kind === "redis" ? redisServerAvailable() : natsServerAvailable())
+
+const redisClient = (url: string) =>
+  createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: false, connectTimeout: 2_000 } })
+
+const redisOnce = async <A>(url: string, run: (client: ReturnType<typeof redisClient>) => Promise<A>) => {
+  const client = redisClient(url)
+  client.on("error", () => undefined)
+  try {
+    await client.connect()
+    return await run(client)
+  } finally {
+    client.destroy()
+  }
+}
+
+const natsOnce = async <A>(url: string, run: (jsm: Awaited<ReturnType<typeof jetstreamManager>>) => Promise<A>) => {
+  const nc = await connect({ servers: url, reconnect: false, timeout: 2_000 })
+  try {
+    return await run(await jetstreamManager(nc, { timeout: 2_000 }))
+  } finally {
+    await nc.close()
+  }
+}
+
+/** A field of a Redis reply given as a flat [name, value, ...] list (RESP2) or a map (RESP3). */
+const fieldOf = (reply: unknown, name: string): unknown => {
+  if (Array.isArray(reply)) {
+    const at = reply.findIndex((v) => String(v) === name)
+    return at < 0 ? undefined : reply[at + 1]
+  }
+  return reply !== null && typeof reply === "object" ? (reply as Record<string, unknown>)[name] : undefined
+}
+
+export const startBroker = async (kind: BrokerKind): Promise<PrivateBroker> => {
+  const port = await freePort()
+  if (kind === "redis") {
+    let server = await startRedisServer(port)
+    return {
+      kind,
+      url: server.url,
+      kill: () => server.kill("SIGKILL"),
+      restart: async () => {
+        server = await startRedisServer(port)
+      },
+      backlog: () => redisOnce(server.url, (client) => client.xLen(STREAM)),
+      stranded: async () => 0,
+      stored: () =>
+        redisOnce(server.url, async (client) => {
+          if ((await client.exists(STREAM)) === 0) return 0
+          return Number(fieldOf(await client.sendCommand(["XINFO", "STREAM", STREAM]), "entries-added"))
+        }),
+      publish: (ids) =>
+        Effect.runPromise(Effect.scoped(Effect.flatMap(
+          makeRedisJobQueue({ url: server.url, tablePrefix: PREFIX }),
+          (queue) => queue.publish(ids as ReadonlyArray<JobId>)
+        ))),
+      close: () => server.kill("SIGKILL")
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-fault-nats-"))
+  let server = await startNatsServer(port, dir)
+  const info = () => natsOnce(server.url, (jsm) => jsm.streams.info(STREAM))
+  const consumer = () => natsOnce(server.url, (jsm) => jsm.consumers.info(STREAM, `${PREFIX}workers`))
+  return {
+    kind,
+    url: server.url,
+    kill: () => server.kill("SIGKILL"),
+    restart: async () => {
+      server = await startNatsServer(port, dir)
+    },
+    backlog: async () => {
+      const state = await consumer()
+      return state.num_pending + state.num_ack_pending
+    },
+    stranded: async () => {
+      const [stream, state] = [await info(), await consumer()]
+      return stream.state.messages - state.num_pending - state.num_ack_pending
+    },
+    stored: async () => (await info()).state.last_seq,
+    publish: (ids) =>
+      Effect.runPromise(Effect.scoped(Effect.flatMap(
+        makeNatsJobQueue({ url: server.url, tablePrefix: PREFIX }),
+        (queue) => queue.publish(ids as ReadonlyArray<JobId>)
+      ))),
+    close: async () => {
+      await server.kill("SIGKILL")
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
