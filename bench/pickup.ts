@@ -1,152 +1,410 @@
 /**
  * pickup: how long a job waits for an idle worker, p50/p99 over sequential jobs, the engine beside
- * graphile-worker in the shape of its latencyTest: one process, one worker (concurrency 1), each
- * job added after the previous one started, time from before the submit (engine: Jobs.submit;
+ * graphile-worker in the shape of its latencyTest: one worker (concurrency 1), each job added
+ * after the previous one started, time from before the submit (engine: Jobs.submit;
  * graphile-worker: addJob) to the provider / task being called. A 10 ms pause between jobs lets
  * the previous job finish, so this is wake-up plus claim, not queueing behind a running job.
  *
- * The engine's submit hands the job to its own idle worker when it has one (docs/decisions.md,
- * "Local hand-off"), which graphile-worker does not do; pickup_remote_p50 times the other path
- * too, a submit from an API-only engine picked up by another engine's worker (NOTIFY, then a
- * claim), against the same graphile-worker reference.
+ * The engine is timed on each of its queues, every case on a database (and a table prefix, which
+ * on a broker names its stream) of its own:
+ * - `pickup_p50`: the store's queue, one engine submitting to its own idle worker, which the
+ *   submit hands the job to in its statement (docs/decisions.md, "Local hand-off").
+ * - `pickup_no_handoff_p50`: the store's queue in one process without the hand-off: submits
+ *   through an engine without workers, run by a second engine's worker in the same process (the
+ *   hand-off only reaches workers of the submitting engine), woken by NOTIFY, then a claim. The
+ *   path a submit takes when the hand-off is not there, so pickup_p50's params say what the
+ *   hand-off gains.
+ * - `pickup_remote_p50`: the same with the worker's engine in another process (pickupWorker.ts).
+ * - `pickup_redis_p50`, `pickup_nats_p50`: the queue on a broker, submits through an engine
+ *   without workers (commit, then publish), the worker's engine in another process blocking on
+ *   the broker's receive, then claiming the job by id; in params the same with one engine
+ *   submitting to its own worker (`sameProcess*`: with a broker there is no hand-off).
+ * Across processes the provider's time is read on the clock the processes share
+ * (performance.timeOrigin + now, checked against ping-pongs: `clockOffsetMs` in params).
  *
  * graphile-worker is measured in both configurations of graphile.ts, each on a fresh database:
  * `unbatched` (its defaults) and `batched` (its best published throughput configuration: a local
  * queue of 500, batched completions). Batching is for throughput and may cost latency (the local
- * queue's fetch sits between the NOTIFY and the task), so the reference of both figures is the
+ * queue's fetch sits between the NOTIFY and the task), so the reference of every figure is the
  * configuration with the lower p50 in this run, `referenceConfig` in params, the other beside it.
+ *
+ * Every case is set up first, then timed one job of each case after the other (the order
+ * rotated each time), so a machine getting busier or quieter during the run weighs on every case
+ * alike; `p50ByFifth` in params is the p50 of each fifth of a case's jobs, in the order taken.
+ * Whether the submits of pickup_p50 were handed off is counted from outside: a queued submit
+ * sends NOTIFY on the engine's jobs channel, a handed-off one does not (`handOff.handedOff`).
  */
-import { Effect } from "effect"
+import type { ChildProcess } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { writeFileSync } from "node:fs"
 import { makeWorkerUtils } from "graphile-worker"
-import type { GenerationProvider } from "genjobs"
-import { noopProvider, seed, startPgEngine, submit } from "./lib/engine.js"
+import pg from "pg"
+import { exited, forkTs, nextMessage } from "./lib/child.js"
+import { type BenchQueue, seed, submit } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
-import { withDatabase } from "./lib/pg.js"
+import { connect } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 import { type GraphileConfigName, graphileConfigLabel, graphilePool, installGraphile, quietLogger, runGraphile } from "./graphile.js"
+import {
+  brokerUrls,
+  deleteBrokerNames,
+  type FromPickupWorker,
+  newPrefix,
+  sharedNow,
+  startPickupEngine,
+  timedProvider,
+  type ToPickupWorker
+} from "./pickupLib.js"
 
 const WARMUP = 20
 const PAUSE_MS = 10
+/** p50s by part of the run: this many parts. */
+const PARTS = 5
+/** A job not started within this long fails the figure (a lost job, not a slow pickup). */
+const SEEN_TIMEOUT_MS = 30_000
+/** Ping-pongs with a worker process to check the shared clock. */
+const CLOCK_PINGS = 50
+/** A worker process whose clock is further off than this fails the figure: its times would be wrong. */
+const MAX_CLOCK_OFFSET_MS = 0.5
+/** The issue's goal for every pickup figure. */
+const TARGET = "<= 1.0 (the issue's target: pickup p50 <= 1.0x graphile-worker on every queue, cross-process included)"
+/** The issue: the local hand-off stays only if it improves pickup p50 by this much or more. */
+const HAND_OFF_THRESHOLD = 0.2
 
-/** Resolvers of the jobs in flight by id, called with the time the worker saw them. */
+/** Resolvers of the jobs in flight by id, called with the time (this process's performance.now) the worker saw them. */
 const starts = new Map<string, (at: number) => void>()
 const started = (id: string, at: number) => starts.get(id)?.(at)
+/** A job seen by a process of this machine at `at` on the shared clock. */
+const startedAt = (id: string, at: number) => started(id, at - performance.timeOrigin)
 
-/** Times `samples` sequential jobs; `add(id)` queues job `id`, whose start must call `started(id, now)`. */
-const measure = async (samples: number, add: (id: string) => Promise<unknown>) => {
-  const latencies: Array<number> = []
-  for (let i = 0; i < WARMUP + samples; i++) {
-    const id = `j${i}`
-    const seen = new Promise<number>((resolve) => starts.set(id, resolve))
-    const t0 = performance.now()
-    await add(id)
-    const t1 = await seen
-    starts.delete(id)
-    if (i >= WARMUP) latencies.push(t1 - t0)
-    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
+/** What a run acquired, released last first (also when setting up or timing failed). */
+class Resources {
+  private readonly releases: Array<() => Promise<unknown>> = []
+  defer(release: () => Promise<unknown>) {
+    this.releases.push(release)
   }
-  return latencies
+  async releaseAll() {
+    const errors: Array<unknown> = []
+    for (const release of this.releases.reverse()) {
+      try {
+        await release()
+      } catch (error) {
+        errors.push(error)
+      }
+    }
+    if (errors.length > 0) throw errors[0]
+  }
 }
 
-const timedProvider = {
-  ...noopProvider,
-  start: ({ job }) =>
-    Effect.sync(() => {
-      started(String(job.input["prompt"]), performance.now())
-      return { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const
-    })
-} satisfies GenerationProvider
-
-/** `remote`: submits go through an engine without workers; a second engine on the database runs them. */
-const engineSide = (samples: number, remote: boolean) =>
-  withDatabase(remote ? "pickupr" : "pickup", async (url) => {
-    const engine = await startPgEngine(url, { workers: remote ? 0 : 1, provider: timedProvider })
+/** A fresh database `genjobs_bench_<label>_<random>`, dropped when the run's resources are released. */
+const openDatabase = async (resources: Resources, label: string): Promise<string> => {
+  const name = `genjobs_bench_${label}_${randomBytes(4).toString("hex")}`
+  const admin = await connect("postgres")
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
+  resources.defer(async () => {
+    const admin = await connect("postgres")
     try {
-      const [caller] = await seed(engine, 1)
-      // Started after the seed, so its catalog is the bench's from the start.
-      const worker = remote ? await startPgEngine(url, { workers: 1, provider: timedProvider }) : undefined
-      try {
-        return await measure(samples, (id) => submit(engine, caller!, id))
-      } finally {
-        await worker?.dispose()
-      }
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     } finally {
-      await engine.dispose()
+      await admin.end()
     }
   })
+  return `${settings.pgUrl}/${name}`
+}
 
-const graphileSide = (samples: number, config: GraphileConfigName) =>
-  withDatabase(config === "batched" ? "pickupgb" : "pickupg", async (url) => {
-    await installGraphile(url)
-    const pool = graphilePool(url, 4)
-    const runner = await runGraphile(config, {
-      pgPool: pool,
-      concurrency: 1,
-      taskList: { latency: async (payload) => started(String((payload as { id: string }).id), performance.now()) }
+/** One case: how to queue job `id` (whose start calls `started`), and its times. */
+interface Case {
+  readonly key: string
+  readonly label: string
+  readonly add: (id: string) => Promise<unknown>
+  readonly latencies: Array<number>
+  /** The shared clock checked against the worker process's, for the cases that have one. */
+  readonly clock?: ClockCheck
+  /** NOTIFYs heard on the case's jobs channel so far: one per queued submit (store queue). */
+  readonly queued?: () => number
+  next: number
+}
+
+const newCase = (key: string, label: string, add: (id: string) => Promise<unknown>, extra: Pick<Case, "clock" | "queued"> = {}): Case => ({
+  key,
+  label,
+  add,
+  latencies: [],
+  ...extra,
+  next: 0
+})
+
+interface ClockCheck {
+  /** The worker process's clock minus this one's, estimated from the ping-pong of least round trip. */
+  readonly clockOffsetMs: number
+  readonly pingRoundTripMs: number
+}
+
+/** Reads the worker's clock `CLOCK_PINGS` times; the reading of least round trip bounds the offset within half of it. */
+const checkClock = async (child: ChildProcess, pong: { next?: (at: number) => void }): Promise<ClockCheck> => {
+  let best: ClockCheck | undefined
+  for (let i = 0; i < CLOCK_PINGS; i++) {
+    const sent = sharedNow()
+    const at = await new Promise<number>((resolve) => {
+      pong.next = resolve
+      child.send({ type: "ping" } satisfies ToPickupWorker)
     })
-    const utils = await makeWorkerUtils({ pgPool: pool, logger: quietLogger })
-    try {
-      return await measure(samples, (id) => utils.addJob("latency", { id }))
-    } finally {
-      await utils.release()
-      await runner.stop()
-      await pool.end()
-    }
+    const received = sharedNow()
+    const check = { clockOffsetMs: at - (sent + received) / 2, pingRoundTripMs: received - sent }
+    if (best === undefined || check.pingRoundTripMs < best.pingRoundTripMs) best = check
+  }
+  if (Math.abs(best!.clockOffsetMs) > MAX_CLOCK_OFFSET_MS) {
+    throw new Error(`the worker process's clock is ${best!.clockOffsetMs} ms off this one's: its pickup times would be wrong`)
+  }
+  return { clockOffsetMs: ms(best!.clockOffsetMs), pingRoundTripMs: ms(best!.pingRoundTripMs) }
+}
+
+/** Starts pickupWorker.ts on the case's database, prefix and queue; stopped when the resources are released. */
+const startWorkerProcess = async (resources: Resources, url: string, queue: BenchQueue, prefix: string): Promise<ClockCheck> => {
+  const child = forkTs("pickupWorker.ts", {
+    BENCH_DATABASE_URL: url,
+    BENCH_PICKUP_PREFIX: prefix,
+    BENCH_PICKUP_QUEUE: JSON.stringify(queue)
   })
+  resources.defer(() => exited(child, () => child.send({ type: "stop" } satisfies ToPickupWorker)))
+  const pong: { next?: (at: number) => void } = {}
+  child.on("message", (message: FromPickupWorker) => {
+    if (message.type === "seen") startedAt(message.id, message.at)
+    else if (message.type === "pong") pong.next?.(message.at)
+  })
+  await nextMessage(child, "ready")
+  return checkClock(child, pong)
+}
+
+/**
+ * Where the worker runs: the submitting engine's own (`oneEngine`), a second engine in this
+ * process (`twoEngines`), or an engine in another process (`twoProcesses`).
+ */
+type Topology = "oneEngine" | "twoEngines" | "twoProcesses"
+
+/** Counts the NOTIFYs on `prefix`'s jobs channel (adapters/sql: one per submit that queued its job). */
+const countQueued = async (resources: Resources, url: string, prefix: string): Promise<() => number> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  resources.defer(() => client.end())
+  let heard = 0
+  client.on("notification", () => heard++)
+  await client.query(`LISTEN ${pg.escapeIdentifier(`${prefix}jobs`)}`)
+  return () => heard
+}
+
+const engineCase = async (
+  resources: Resources,
+  key: string,
+  label: string,
+  queue: BenchQueue,
+  topology: Topology,
+  options: { readonly countQueued?: boolean } = {}
+): Promise<Case> => {
+  const url = await openDatabase(resources, `pickup_${key}`)
+  const prefix = newPrefix()
+  const queued = options.countQueued === true ? await countQueued(resources, url, prefix) : undefined
+  // Deferred before the engines, so it runs after they stopped (and can no longer make them again).
+  if (queue.kind !== "store") resources.defer(() => deleteBrokerNames(queue, prefix))
+  const provider = timedProvider(startedAt)
+  const engine = await startPickupEngine(url, { workers: topology === "oneEngine" ? 1 : 0, provider, queue, prefix })
+  resources.defer(() => engine.dispose())
+  const [caller] = await seed(engine, 1)
+  // The worker's engine starts after the seed, so its catalog is the bench's from the start.
+  let clock: ClockCheck | undefined
+  if (topology === "twoEngines") {
+    const worker = await startPickupEngine(url, { workers: 1, provider, queue, prefix })
+    resources.defer(() => worker.dispose())
+  } else if (topology === "twoProcesses") {
+    clock = await startWorkerProcess(resources, url, queue, prefix)
+  }
+  return newCase(key, label, (id) => submit(engine, caller!, id), {
+    ...(clock === undefined ? {} : { clock }),
+    ...(queued === undefined ? {} : { queued })
+  })
+}
+
+const graphileCase = async (resources: Resources, config: GraphileConfigName): Promise<Case> => {
+  const url = await openDatabase(resources, config === "batched" ? "pickupgb" : "pickupg")
+  await installGraphile(url)
+  const pool = graphilePool(url, 4)
+  resources.defer(() => pool.end())
+  const runner = await runGraphile(config, {
+    pgPool: pool,
+    concurrency: 1,
+    taskList: { latency: async (payload) => started(String((payload as { id: string }).id), performance.now()) }
+  })
+  resources.defer(() => runner.stop())
+  const utils = await makeWorkerUtils({ pgPool: pool, logger: quietLogger })
+  resources.defer(async () => utils.release())
+  return newCase(`graphile_${config}`, `graphile-worker ${config} (${graphileConfigLabel[config]})`, (id) => utils.addJob("latency", { id }))
+}
+
+const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promise<A> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${timeoutMs} ms`)), timeoutMs)))
+  ]).finally(() => clearTimeout(timer))
+}
+
+/** Queues one job of the case and answers how long it waited to start, then pauses. */
+const sampleOnce = async (c: Case): Promise<number> => {
+  const id = `${c.key}-${c.next++}`
+  const seen = new Promise<number>((resolve) => starts.set(id, resolve))
+  try {
+    const t0 = performance.now()
+    await c.add(id)
+    const t1 = await within(seen, SEEN_TIMEOUT_MS, `${c.label}: job ${id} did not start`)
+    return t1 - t0
+  } finally {
+    starts.delete(id)
+    await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
+  }
+}
+
+/** Warms every case up, then takes `samples` of each, one job of each case after the other. */
+const timeAll = async (cases: ReadonlyArray<Case>, samples: number) => {
+  for (const c of cases) {
+    for (let i = 0; i < WARMUP; i++) await sampleOnce(c)
+  }
+  // Late NOTIFYs of the warm-up are heard before the count starts.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  const queuedBefore = new Map(cases.map((c) => [c, c.queued?.() ?? 0]))
+  for (let i = 0; i < samples; i++) {
+    if (i % Math.max(1, Math.floor(samples / PARTS)) === 0) log(`pickup: job ${i + 1} of ${samples} of each of ${cases.length} cases`)
+    for (let k = 0; k < cases.length; k++) {
+      const c = cases[(i + k) % cases.length]!
+      c.latencies.push(await sampleOnce(c))
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  /** Submits of each case that sent NOTIFY while timed (queued, not handed off). */
+  return new Map(cases.map((c) => [c, (c.queued?.() ?? 0) - queuedBefore.get(c)!]))
+}
+
+/** The p50 of each of PARTS consecutive parts of `latencies` (in the order taken). */
+const p50ByPart = (latencies: ReadonlyArray<number>): Array<number> => {
+  const parts = Math.max(1, Math.min(PARTS, latencies.length))
+  return Array.from({ length: parts }, (_, p) =>
+    ms(percentile(latencies.slice(Math.floor((p * latencies.length) / parts), Math.floor(((p + 1) * latencies.length) / parts)), 50)))
+}
 
 export const pickup = async () => {
   const samples = settings.pickupSamples
-  log(`pickup: engine, ${samples} sequential jobs`)
-  const engine = await engineSide(samples, false)
-  log(`pickup: engine, submits from an API-only engine, ${samples} sequential jobs`)
-  const remote = await engineSide(samples, true)
-  log(`pickup: graphile-worker unbatched (${graphileConfigLabel.unbatched}), ${samples} sequential jobs`)
-  const unbatched = await graphileSide(samples, "unbatched")
-  log(`pickup: graphile-worker batched (${graphileConfigLabel.batched}), ${samples} sequential jobs`)
-  const batched = await graphileSide(samples, "batched")
-  // The better (lower) p50 of the two is the reference; a tie goes to the batched configuration.
-  const referenceConfig: GraphileConfigName = percentile(batched, 50) <= percentile(unbatched, 50) ? "batched" : "unbatched"
-  const graphile = referenceConfig === "batched" ? batched : unbatched
-  const referenceIs = `graphile-worker 0.18, latencyTest shape (addJob -> task start), the lower p50 of its two configurations: ` +
-    `${referenceConfig} (${graphileConfigLabel[referenceConfig]})`
-  const params = {
-    samples,
-    warmup: WARMUP,
-    workers: 1,
-    pauseMs: PAUSE_MS,
-    engineP99: ms(percentile(engine, 99)),
-    referenceP99: ms(percentile(graphile, 99)),
-    p99Ratio: ms(percentile(engine, 99) / percentile(graphile, 99)),
-    referenceConfig,
-    batchedReferenceIs: graphileConfigLabel.batched,
-    batchedReferenceP50: ms(percentile(batched, 50)),
-    batchedReferenceP99: ms(percentile(batched, 99)),
-    unbatchedReferenceIs: graphileConfigLabel.unbatched,
-    unbatchedReferenceP50: ms(percentile(unbatched, 50)),
-    unbatchedReferenceP99: ms(percentile(unbatched, 99))
-  }
-  emit({
-    figure: "pickup_p50",
-    engine: percentile(engine, 50),
-    reference: percentile(graphile, 50),
-    unit: "ms",
-    better: "lower",
-    referenceIs,
-    target: "<= 1.5",
-    params
-  })
-  emit({
-    figure: "pickup_remote_p50",
-    engine: percentile(remote, 50),
-    reference: percentile(graphile, 50),
-    unit: "ms",
-    better: "lower",
-    referenceIs,
-    target: "<= 1.5 (the issue's pickup target, on the path without local hand-off)",
-    params: {
-      ...params,
-      engineP99: ms(percentile(remote, 99)),
-      p99Ratio: ms(percentile(remote, 99) / percentile(graphile, 99))
+  const redis: BenchQueue = { kind: "redis", url: brokerUrls.redis }
+  const nats: BenchQueue = { kind: "nats", url: brokerUrls.nats }
+  const store: BenchQueue = { kind: "store" }
+  const resources = new Resources()
+  try {
+    log("pickup: setting up every case (each on a database of its own)")
+    const handOff = await engineCase(resources, "handoff", "store queue, one engine (hand-off)", store, "oneEngine", { countQueued: true })
+    const noHandOff = await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
+    const remote = await engineCase(resources, "remote", "store queue, worker in another process", store, "twoProcesses")
+    const redisRemote = await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses")
+    const redisLocal = await engineCase(resources, "redis1", `Redis (${redis.url}), one engine`, redis, "oneEngine")
+    const natsRemote = await engineCase(resources, "nats", `NATS (${nats.url}), worker in another process`, nats, "twoProcesses")
+    const natsLocal = await engineCase(resources, "nats1", `NATS (${nats.url}), one engine`, nats, "oneEngine")
+    const unbatched = await graphileCase(resources, "unbatched")
+    const batched = await graphileCase(resources, "batched")
+    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, unbatched, batched]
+    log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
+    const queued = await timeAll(cases, samples)
+    // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
+    const dump = process.env.BENCH_PICKUP_DUMP
+    if (dump !== undefined && dump !== "") {
+      writeFileSync(dump, JSON.stringify(Object.fromEntries(cases.map((c) => [c.key, c.latencies.map(ms)]))))
     }
-  })
+
+    const p50 = (c: Case) => percentile(c.latencies, 50)
+    const p99 = (c: Case) => percentile(c.latencies, 99)
+    // The better (lower) p50 of the two is the reference; a tie goes to the batched configuration.
+    const referenceConfig: GraphileConfigName = p50(batched) <= p50(unbatched) ? "batched" : "unbatched"
+    const graphile = referenceConfig === "batched" ? batched : unbatched
+    const referenceIs = `graphile-worker 0.18, latencyTest shape (addJob -> task start), the lower p50 of its two configurations: ` +
+      `${referenceConfig} (${graphileConfigLabel[referenceConfig]})`
+    const common = {
+      samples,
+      warmup: WARMUP,
+      workers: 1,
+      pauseMs: PAUSE_MS,
+      referenceP99: ms(p99(graphile)),
+      referenceMax: ms(percentile(graphile.latencies, 100)),
+      referenceConfig,
+      batchedReferenceIs: graphileConfigLabel.batched,
+      batchedReferenceP50: ms(p50(batched)),
+      batchedReferenceP99: ms(p99(batched)),
+      unbatchedReferenceIs: graphileConfigLabel.unbatched,
+      unbatchedReferenceP50: ms(p50(unbatched)),
+      unbatchedReferenceP99: ms(p99(unbatched))
+    }
+    const tails = (c: Case) => ({
+      engineP99: ms(p99(c)),
+      engineMax: ms(percentile(c.latencies, 100)),
+      p99Ratio: ms(p99(c) / p99(graphile)),
+      p50ByFifth: p50ByPart(c.latencies),
+      ...(c.clock ?? {})
+    })
+    /** The same queue with one engine submitting to its own worker: no hand-off on a broker. */
+    const sameProcess = (c: Case) => ({
+      sameProcessP50: ms(p50(c)),
+      sameProcessP99: ms(p99(c)),
+      sameProcessMax: ms(percentile(c.latencies, 100)),
+      sameProcessRatio: ms(p50(c) / p50(graphile)),
+      sameProcessP50ByFifth: p50ByPart(c.latencies)
+    })
+    const figure = (name: string, c: Case, measured: string, params: Record<string, unknown> = {}) =>
+      emit({
+        figure: name,
+        engine: p50(c),
+        reference: p50(graphile),
+        unit: "ms",
+        better: "lower",
+        referenceIs,
+        target: TARGET,
+        params: { measured, ...common, ...tails(c), ...params }
+      })
+
+    const gain = (withIt: number, without: number) => ms(1 - withIt / without)
+    figure("pickup_p50", handOff, "store queue; one engine, its idle worker handed the job by the submit (local hand-off)", {
+      handOff: {
+        // p50 without the hand-off (pickup_no_handoff_p50) vs with it, this run; gain = 1 - with / without.
+        withP50: ms(p50(handOff)),
+        withoutP50: ms(p50(noHandOff)),
+        gain: gain(p50(handOff), p50(noHandOff)),
+        withP99: ms(p99(handOff)),
+        withoutP99: ms(p99(noHandOff)),
+        p99Gain: gain(p99(handOff), p99(noHandOff)),
+        gainByFifth: p50ByPart(handOff.latencies).map((w, r) => gain(w, p50ByPart(noHandOff.latencies)[r]!)),
+        // Submits of pickup_p50 the store wrote as the idle worker's claim (the rest were queued: NOTIFY, then a claim).
+        handedOff: samples - queued.get(handOff)!,
+        threshold: HAND_OFF_THRESHOLD,
+        thresholdIs: "the issue: the local hand-off stays only if it improves pickup p50 by 20 % or more"
+      }
+    })
+    figure(
+      "pickup_no_handoff_p50",
+      noHandOff,
+      "store queue; one process, no hand-off: submits through an engine without workers, a second engine's worker woken by NOTIFY, then a claim"
+    )
+    figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)")
+    figure(
+      "pickup_redis_p50",
+      redisRemote,
+      "Redis Streams queue; submits through an engine without workers (commit, then XADD), the worker's engine in another process (XREADGROUP BLOCK, then a claim by id)",
+      sameProcess(redisLocal)
+    )
+    figure(
+      "pickup_nats_p50",
+      natsRemote,
+      "NATS JetStream queue; submits through an engine without workers (commit, then publish), the worker's engine in another process (pull fetch, then a claim by id)",
+      sameProcess(natsLocal)
+    )
+  } finally {
+    await resources.releaseAll()
+  }
 }

@@ -1,20 +1,52 @@
 /**
- * queue_drain: N tiny jobs drained by P worker processes of C workers each, jobs/s, the engine
- * beside graphile-worker in its perfTest shape. Each queue is filled before the clock starts
- * (the engine's through its own submit path, Jobs.submit; graphile-worker's with batched
- * add_jobs), the worker processes load their modules, then all get `go` at once; the clock stops
- * when the database shows every job done, polled every 20 ms on every side.
+ * queue_drain: N tiny jobs drained by P worker processes of C workers each, jobs/s, the engine on
+ * each of its queues beside a reference in its perfTest shape, side by side in one run:
  *
- * graphile-worker runs twice in the same run, each on a fresh database with the same P x C
- * (graphile.ts): `batched`, its best published configuration (a local queue of 500, batched
- * completions and failures), the reference of the ratio, since the project's target (>= 0.5x) is
- * against graphile-worker at its best; and `unbatched`, its defaults (each worker fetches its own
- * job, one statement per completion), the reference of the earlier results, printed in params
- * (`unbatched*`) for comparison with them. Batched, the default 15,500 jobs drain in about half a
- * second on 2 cores, so the 20 ms poll and the runners' start-up weigh a few per cent there; a
- * larger BENCH_DRAIN_JOBS gives a steadier reference.
+ * - `queue_drain`: the store's own queue (PostgreSQL: claims in the jobs table, `NOTIFY`) against
+ *   graphile-worker (graphile.ts);
+ * - `queue_drain_nats`: the engine on NATS JetStream (`genjobs/nats`) against the same
+ *   graphile-worker run;
+ * - `queue_drain_redis`: the engine on Redis Streams (`genjobs/redis`) against BullMQ on the same
+ *   Redis (bullmq.ts), the same P processes of one Worker with `concurrency` C.
+ *
+ * Each queue is filled before the clock starts: the engine's through its own submit path
+ * (Jobs.submit; with a broker configured, each submit publishes its job's id after the commit, and
+ * the broker is checked to hold all N), graphile-worker's with batched add_jobs, BullMQ's with
+ * batched addBulk. The worker processes load their modules, then all get `go` at once; the clock
+ * stops when the database shows every job done (for BullMQ: when its queue counts no job left),
+ * polled every 20 ms on every side. With a broker, the workers take deliveries from it and claim
+ * the stored jobs by id (src/services/brokerClaims.ts): the clock stops on the database, as for the
+ * store's own queue.
+ *
+ * graphile-worker runs twice, each on a fresh database with the same P x C: `batched`, its best
+ * published configuration (a local queue of 500, batched completions and failures), the reference
+ * of the ratios, since the project's target (>= 0.5) is against graphile-worker at its best; and
+ * `unbatched`, its defaults (each worker fetches its own job, one statement per completion), the
+ * reference of the earlier results, printed in params (`unbatched*`). Batched, the default 15,500
+ * jobs drain in about half a second on 2 cores, so the 20 ms poll and the runners' start-up weigh
+ * a few per cent there; a larger BENCH_DRAIN_JOBS gives a steadier reference.
+ *
+ * The brokers are shared (BENCH_REDIS_URL, BENCH_NATS_URL): each run names its stream (and
+ * BullMQ's keys) under a random prefix of its own and deletes them afterwards. BENCH_DRAIN_QUEUES
+ * picks the queues (default `store,redis,nats`).
  */
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect as natsConnect } from "@nats-io/transport-node"
+import { createClient } from "@redis/client"
+import type { Engine } from "genjobs"
+import { randomBytes } from "node:crypto"
+import { createRequire } from "node:module"
 import type pg from "pg"
+import {
+  addNoopBullmqJobs,
+  BULLMQ_JOB_OPTIONS,
+  bullmqJobsFailed,
+  bullmqJobsLeft,
+  bullmqPrefix,
+  deleteRedisKeys,
+  openBullmqQueue,
+  removeBullmqQueue
+} from "./bullmq.js"
 import { forkTs, goAll, readyAll, stopAll } from "./lib/child.js"
 import { seed, startPgEngine, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
@@ -31,16 +63,79 @@ import {
 
 const POLL_MS = 20
 
-/** Forks the workers, waits for them to load, starts them together and times until `drained`. */
-const drain = async (
-  file: string,
-  url: string,
-  drained: () => Promise<boolean>,
-  timeoutMs: number,
-  extraEnv: Record<string, string> = {}
-) => {
-  const env = { ...extraEnv, BENCH_DATABASE_URL: url, BENCH_CONCURRENCY: String(settings.drainConcurrency) }
-  const children = Array.from({ length: settings.drainProcesses }, () => forkTs(file, env))
+/** The queue the engine runs on: the store's own, or a broker under a prefix of this run's own. */
+export type DrainQueue =
+  | { readonly kind: "store" }
+  | { readonly kind: "redis" | "nats"; readonly url: string; readonly prefix: string }
+
+type BrokerQueue = Extract<DrainQueue, { readonly prefix: string }>
+
+const brokerQueue = (kind: BrokerQueue["kind"]): BrokerQueue => ({
+  kind,
+  url: kind === "redis" ? settings.redisUrl : settings.natsUrl,
+  // A table prefix (lower case, digits, _): the adapters name their stream `<prefix>jobs`.
+  prefix: `bench_${kind}_${randomBytes(4).toString("hex")}_`
+})
+
+/** How a worker process learns its queue. */
+export const queueFromEnv = (): DrainQueue => JSON.parse(process.env.BENCH_DRAIN_QUEUE ?? `{"kind":"store"}`) as DrainQueue
+
+/**
+ * The bench engine (lib/engine.ts's startPgEngine: PostgreSQL, the no-op provider, warnings only)
+ * on `queue`. startPgEngine names a broker's stream after the table prefix (`genjobs_jobs`), which
+ * other runs on the shared brokers would share: a broker queue is made here with this run's prefix,
+ * the rest of the engine as startPgEngine makes it.
+ */
+export const startDrainEngine = (url: string, workers: number, queue: DrainQueue): Promise<Engine> =>
+  startPgEngine(url, { workers, ...(queue.kind === "store" ? {} : { queue, queuePrefix: queue.prefix }) })
+
+const withNats = async <A>(url: string, body: (jsm: Awaited<ReturnType<typeof jetstreamManager>>) => Promise<A>): Promise<A> => {
+  const nc = await natsConnect({ servers: url, name: "genjobs bench" })
+  try {
+    return await body(await jetstreamManager(nc))
+  } finally {
+    await nc.close()
+  }
+}
+
+const redisStreamLength = async (url: string, key: string): Promise<number> => {
+  const client = createClient({ url })
+  await client.connect()
+  try {
+    return await client.xLen(key)
+  } finally {
+    client.destroy()
+  }
+}
+
+/** Messages the broker holds for the engine (published and not yet acked). */
+const brokerBacklog = (queue: BrokerQueue): Promise<number> =>
+  queue.kind === "redis"
+    ? redisStreamLength(queue.url, `${queue.prefix}jobs`)
+    : withNats(queue.url, async (jsm) => (await jsm.streams.info(`${queue.prefix}jobs`)).state.messages)
+
+/** Deletes what the engine made in the broker: the stream (with its group, or its consumer). */
+const deleteBrokerQueue = async (queue: BrokerQueue) => {
+  if (queue.kind === "redis") {
+    await deleteRedisKeys(queue.url, `${queue.prefix}*`)
+    return
+  }
+  await withNats(queue.url, async (jsm) => {
+    await jsm.streams.delete(`${queue.prefix}jobs`).catch((error: unknown) => {
+      if (!String(error).includes("not found")) throw error
+    })
+  })
+}
+
+/**
+ * Forks the workers (`file`, with `env`), waits for them to load, starts them together and times
+ * until `drained`.
+ */
+export const drain = async (file: string, env: Record<string, string>, drained: () => Promise<boolean>, timeoutMs: number) => {
+  const children = Array.from(
+    { length: settings.drainProcesses },
+    () => forkTs(file, { ...env, BENCH_CONCURRENCY: String(settings.drainConcurrency) })
+  )
   try {
     await readyAll(children)
     const start = performance.now()
@@ -57,32 +152,52 @@ const countByStatus = async (client: pg.Client) => {
   return Object.fromEntries(rows.map((r: { status: string; n: string }) => [r.status, Number(r.n)])) as Record<string, number>
 }
 
-const engineSide = (n: number) =>
-  withDatabase("drain", async (url, name) => {
-    const engine = await startPgEngine(url, { workers: 0 })
-    const insertStart = performance.now()
+interface EngineDrain {
+  readonly seconds: number
+  readonly insertSeconds: number
+  /** Jobs claimed more than once (a lease lost, a delivery taken over): 0 in a clean drain. */
+  readonly retried: number
+  /** With a broker: messages it held when the clock started (all N), and after the workers stopped. */
+  readonly brokerBefore?: number | undefined
+  readonly brokerAfter?: number | undefined
+}
+
+const engineSide = (n: number, queue: DrainQueue) =>
+  withDatabase(queue.kind === "store" ? "drain" : `drain_${queue.kind}`, async (url, name): Promise<EngineDrain> => {
     try {
-      // Submits over 8 accounts, 16 at a time: one account's submits serialise on its row.
-      await submitMany(engine, await seed(engine, 8), n, 16)
-    } finally {
-      await engine.dispose()
-    }
-    const insertSeconds = (performance.now() - insertStart) / 1000
-    const client = await connect(name)
-    try {
-      const seconds = await drain("queueDrainWorker.ts", url, async () => {
+      const engine = await startDrainEngine(url, 0, queue)
+      const insertStart = performance.now()
+      try {
+        // Submits over 8 accounts, 16 at a time: one account's submits serialise on its row.
+        await submitMany(engine, await seed(engine, 8), n, 16)
+      } finally {
+        await engine.dispose()
+      }
+      const insertSeconds = (performance.now() - insertStart) / 1000
+      const brokerBefore = queue.kind === "store" ? undefined : await brokerBacklog(queue)
+      if (brokerBefore !== undefined && brokerBefore !== n) {
+        throw new Error(`engine drain on ${queue.kind}: ${brokerBefore} messages in the broker after ${n} submits`)
+      }
+      const client = await connect(name)
+      try {
+        const seconds = await drain("queueDrainWorker.ts", { BENCH_DATABASE_URL: url, BENCH_DRAIN_QUEUE: JSON.stringify(queue) }, async () => {
+          const by = await countByStatus(client)
+          return (by["pending"] ?? 0) + (by["processing"] ?? 0) === 0
+        }, 600_000)
         const by = await countByStatus(client)
-        return (by["pending"] ?? 0) + (by["processing"] ?? 0) === 0
-      }, 600_000)
-      const by = await countByStatus(client)
-      if (by["completed"] !== n) throw new Error(`engine drain: expected ${n} completed jobs, found ${JSON.stringify(by)}`)
-      return { seconds, insertSeconds }
+        if (by["completed"] !== n) throw new Error(`engine drain on ${queue.kind}: expected ${n} completed jobs, found ${JSON.stringify(by)}`)
+        const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts > 1`)).rows[0].n)
+        const brokerAfter = queue.kind === "store" ? undefined : await brokerBacklog(queue)
+        return { seconds, insertSeconds, retried, brokerBefore, brokerAfter }
+      } finally {
+        await client.end()
+      }
     } finally {
-      await client.end()
+      if (queue.kind !== "store") await deleteBrokerQueue(queue)
     }
   })
 
-const graphileSide = (n: number, config: GraphileConfigName) =>
+export const graphileSide = (n: number, config: GraphileConfigName) =>
   withDatabase(config === "batched" ? "graphileb" : "graphile", async (url, name) => {
     await installGraphile(url)
     const client = await connect(name)
@@ -90,9 +205,8 @@ const graphileSide = (n: number, config: GraphileConfigName) =>
       const insertStart = performance.now()
       await addNoopJobs(client, n)
       const insertSeconds = (performance.now() - insertStart) / 1000
-      const seconds = await drain("graphileWorker.ts", url, async () => (await graphileJobsLeft(client)) === 0, 600_000, {
-        BENCH_GRAPHILE_CONFIG: config
-      })
+      const seconds = await drain("graphileWorker.ts", { BENCH_DATABASE_URL: url, BENCH_GRAPHILE_CONFIG: config }, async () =>
+        (await graphileJobsLeft(client)) === 0, 600_000)
       const failed = await graphileJobsFailed(client)
       if (failed !== 0) throw new Error(`graphile-worker ${config} drain: ${failed} jobs failed`)
       return { seconds, insertSeconds }
@@ -101,42 +215,150 @@ const graphileSide = (n: number, config: GraphileConfigName) =>
     }
   })
 
+const bullmqVersion = (createRequire(import.meta.url)("bullmq/package.json") as { version: string }).version
+
+const bullmqSide = async (n: number) => {
+  const url = settings.redisUrl
+  const prefix = bullmqPrefix()
+  const queue = await openBullmqQueue(url, prefix)
+  try {
+    const insertStart = performance.now()
+    await addNoopBullmqJobs(queue, n)
+    const insertSeconds = (performance.now() - insertStart) / 1000
+    const waiting = await bullmqJobsLeft(queue)
+    if (waiting !== n) throw new Error(`BullMQ drain: ${waiting} jobs waiting after adding ${n}`)
+    const seconds = await drain("bullmqWorker.ts", { BENCH_REDIS_URL: url, BENCH_BULLMQ_PREFIX: prefix }, async () =>
+      (await bullmqJobsLeft(queue)) === 0, 600_000)
+    // Jobs leave the queue only by completing (removed on completion) or failing (kept): none failed, all completed.
+    const failed = await bullmqJobsFailed(queue)
+    if (failed !== 0) throw new Error(`BullMQ drain: ${failed} jobs failed`)
+    return { seconds, insertSeconds }
+  } finally {
+    await removeBullmqQueue(queue, url, prefix)
+  }
+}
+
 const seconds = (s: number) => Math.round(s * 1000) / 1000
+
+const ENGINE_INSERT = "Jobs.submit over 8 accounts, 16 in flight, before the clock"
+
+const brokerParams = (side: EngineDrain) => ({
+  engineBrokerBacklogAtStart: side.brokerBefore,
+  engineBrokerLeftAfterStop: side.brokerAfter,
+  engineJobsClaimedMoreThanOnce: side.retried
+})
+
+const QUEUES = ["store", "redis", "nats"] as const
 
 export const queueDrain = async () => {
   const n = settings.drainJobs
-  log(`queue_drain: engine, ${n} jobs`)
-  const engine = await engineSide(n)
-  log(`queue_drain: graphile-worker unbatched (${graphileConfigLabel.unbatched}), ${n} jobs`)
-  const unbatched = await graphileSide(n, "unbatched")
-  log(`queue_drain: graphile-worker batched (${graphileConfigLabel.batched}), ${n} jobs`)
-  const batched = await graphileSide(n, "batched")
-  const engineRate = n / engine.seconds
-  const unbatchedRate = n / unbatched.seconds
-  emit({
-    figure: "queue_drain",
-    engine: engineRate,
-    reference: n / batched.seconds,
-    unit: "jobs/s",
-    better: "higher",
-    referenceIs: `graphile-worker 0.18 batched (${graphileConfigLabel.batched}), perfTest shape (batched add_jobs, no-op task)`,
-    target: ">= 0.5",
-    params: {
-      jobs: n,
-      processes: settings.drainProcesses,
-      concurrency: settings.drainConcurrency,
-      engineInsert: "Jobs.submit over 8 accounts, 16 in flight, before the clock",
-      engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
-      referenceInsert: "add_jobs, 1000 per call, before the clock",
-      referenceInsertJobsPerSecond: Math.round(n / batched.insertSeconds),
-      engineSeconds: seconds(engine.seconds),
-      referenceSeconds: seconds(batched.seconds),
-      referenceConfig: "batched",
-      unbatchedReferenceIs: `graphile-worker 0.18 unbatched (${graphileConfigLabel.unbatched}), the same shape`,
-      unbatchedReference: Math.round(unbatchedRate),
-      unbatchedRatio: Math.round((engineRate / unbatchedRate) * 1000) / 1000,
-      unbatchedReferenceSeconds: seconds(unbatched.seconds),
-      unbatchedReferenceInsertJobsPerSecond: Math.round(n / unbatched.insertSeconds)
+  const unknown = settings.drainQueues.filter((q) => !(QUEUES as ReadonlyArray<string>).includes(q))
+  if (unknown.length > 0) throw new Error(`BENCH_DRAIN_QUEUES: unknown queue(s) ${unknown.join(", ")}; known: ${QUEUES.join(", ")}`)
+  const runs = (queue: (typeof QUEUES)[number]) => settings.drainQueues.includes(queue)
+  const common = { jobs: n, processes: settings.drainProcesses, concurrency: settings.drainConcurrency }
+
+  let batched: { seconds: number; insertSeconds: number } | undefined
+  const graphileBatched = async () => {
+    if (batched === undefined) {
+      log(`queue_drain: graphile-worker batched (${graphileConfigLabel.batched}), ${n} jobs`)
+      batched = await graphileSide(n, "batched")
     }
-  })
+    return batched
+  }
+  const graphileReference = {
+    referenceIs: `graphile-worker 0.18 batched (${graphileConfigLabel.batched}), perfTest shape (batched add_jobs, no-op task)`,
+    referenceInsert: "add_jobs, 1000 per call, before the clock"
+  }
+
+  if (runs("store")) {
+    log(`queue_drain: engine on the store's own queue (PostgreSQL), ${n} jobs`)
+    const engine = await engineSide(n, { kind: "store" })
+    log(`queue_drain: graphile-worker unbatched (${graphileConfigLabel.unbatched}), ${n} jobs`)
+    const unbatched = await graphileSide(n, "unbatched")
+    const reference = await graphileBatched()
+    const engineRate = n / engine.seconds
+    const unbatchedRate = n / unbatched.seconds
+    emit({
+      figure: "queue_drain",
+      engine: engineRate,
+      reference: n / reference.seconds,
+      unit: "jobs/s",
+      better: "higher",
+      referenceIs: graphileReference.referenceIs,
+      target: ">= 0.5",
+      params: {
+        ...common,
+        queue: "the store's own (PostgreSQL)",
+        engineInsert: ENGINE_INSERT,
+        engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
+        referenceInsert: graphileReference.referenceInsert,
+        referenceInsertJobsPerSecond: Math.round(n / reference.insertSeconds),
+        engineSeconds: seconds(engine.seconds),
+        referenceSeconds: seconds(reference.seconds),
+        referenceConfig: "batched",
+        engineJobsClaimedMoreThanOnce: engine.retried,
+        unbatchedReferenceIs: `graphile-worker 0.18 unbatched (${graphileConfigLabel.unbatched}), the same shape`,
+        unbatchedReference: Math.round(unbatchedRate),
+        unbatchedRatio: Math.round((engineRate / unbatchedRate) * 1000) / 1000,
+        unbatchedReferenceSeconds: seconds(unbatched.seconds),
+        unbatchedReferenceInsertJobsPerSecond: Math.round(n / unbatched.insertSeconds)
+      }
+    })
+  }
+
+  if (runs("nats")) {
+    const queue = brokerQueue("nats")
+    log(`queue_drain: engine on NATS JetStream (${queue.url}, stream ${queue.prefix}jobs), ${n} jobs`)
+    const engine = await engineSide(n, queue)
+    const reference = await graphileBatched()
+    emit({
+      figure: "queue_drain_nats",
+      engine: n / engine.seconds,
+      reference: n / reference.seconds,
+      unit: "jobs/s",
+      better: "higher",
+      referenceIs: graphileReference.referenceIs,
+      params: {
+        ...common,
+        queue: "NATS JetStream (genjobs/nats: a work-queue stream, one durable pull consumer)",
+        engineInsert: `${ENGINE_INSERT}, each publishing its id`,
+        engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
+        referenceInsert: graphileReference.referenceInsert,
+        referenceInsertJobsPerSecond: Math.round(n / reference.insertSeconds),
+        engineSeconds: seconds(engine.seconds),
+        referenceSeconds: seconds(reference.seconds),
+        referenceConfig: "batched",
+        ...brokerParams(engine)
+      }
+    })
+  }
+
+  if (runs("redis")) {
+    const queue = brokerQueue("redis")
+    log(`queue_drain: engine on Redis Streams (${queue.url}, stream ${queue.prefix}jobs), ${n} jobs`)
+    const engine = await engineSide(n, queue)
+    log(`queue_drain: BullMQ ${bullmqVersion} on the same Redis, ${n} jobs`)
+    const reference = await bullmqSide(n)
+    emit({
+      figure: "queue_drain_redis",
+      engine: n / engine.seconds,
+      reference: n / reference.seconds,
+      unit: "jobs/s",
+      better: "higher",
+      referenceIs: `BullMQ ${bullmqVersion} on the same Redis: P processes of one Worker with concurrency C, a no-op processor, ` +
+        `jobs with ${JSON.stringify(BULLMQ_JOB_OPTIONS)}, node-redis client`,
+      target: ">= 0.5",
+      params: {
+        ...common,
+        queue: "Redis Streams (genjobs/redis: one stream, one consumer group)",
+        engineInsert: `${ENGINE_INSERT}, each publishing its id`,
+        engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
+        referenceInsert: "addBulk, 1000 per call, before the clock",
+        referenceInsertJobsPerSecond: Math.round(n / reference.insertSeconds),
+        engineSeconds: seconds(engine.seconds),
+        referenceSeconds: seconds(reference.seconds),
+        ...brokerParams(engine)
+      }
+    })
+  }
 }

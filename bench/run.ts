@@ -14,10 +14,12 @@ import { log } from "./lib/report.js"
 import { pickup } from "./pickup.js"
 import { providerInflight } from "./providerInflight.js"
 import { queueDrain } from "./queueDrain.js"
+import { serverDrain } from "./serverDrain.js"
 import { serverRss } from "./serverRss.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
+  server_drain: serverDrain,
   pickup,
   http_submit: httpSubmit,
   http_floor: httpFloor,

@@ -29,20 +29,32 @@ export type BenchQueue =
   | { readonly kind: "redis"; readonly url: string }
   | { readonly kind: "nats"; readonly url: string }
 
-const queueLayer = (queue: BenchQueue | undefined) =>
+const queueLayer = (queue: BenchQueue | undefined, prefix: string) =>
   queue === undefined || queue.kind === "store"
     ? undefined
     : queue.kind === "redis"
-    ? redisQueue({ url: queue.url, tablePrefix: TABLE_PREFIX })
-    : natsQueue({ url: queue.url, tablePrefix: TABLE_PREFIX })
+    ? redisQueue({ url: queue.url, tablePrefix: prefix })
+    : natsQueue({ url: queue.url, tablePrefix: prefix })
 
+/**
+ * The engine of the figures from its public entries: workers only, no webhook dispatchers, no
+ * upload sweeper, warnings and errors only. `prefix` (default TABLE_PREFIX) names its tables,
+ * and its broker's names unless `queuePrefix` does: figures on the shared brokers give each run
+ * names of its own.
+ */
 export const startPgEngine = (
   url: string,
-  options: { readonly workers: number; readonly provider?: GenerationProvider; readonly queue?: BenchQueue }
+  options: {
+    readonly workers: number
+    readonly provider?: GenerationProvider
+    readonly queue?: BenchQueue
+    readonly prefix?: string
+    readonly queuePrefix?: string
+  }
 ): Promise<Engine> =>
   makeEngine({
-    store: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
-    queue: queueLayer(options.queue),
+    store: postgresStore({ url: Redacted.make(url), tablePrefix: options.prefix ?? TABLE_PREFIX }),
+    queue: queueLayer(options.queue, options.queuePrefix ?? options.prefix ?? TABLE_PREFIX),
     files: memoryFiles({ publicUrl: "http://bench.invalid" }),
     providers: { [BENCH_PROVIDER]: options.provider ?? noopProvider },
     workers: options.workers,

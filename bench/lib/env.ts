@@ -13,6 +13,13 @@ export const settings = {
   drainJobs: int("BENCH_DRAIN_JOBS", 15_500),
   drainProcesses: int("BENCH_DRAIN_PROCESSES", 2),
   drainConcurrency: int("BENCH_DRAIN_CONCURRENCY", 24),
+  /** Which queues queue_drain runs the engine on, comma-separated: store (PostgreSQL's own), redis, nats. */
+  drainQueues: (process.env.BENCH_DRAIN_QUEUES ?? "store,redis,nats").split(",").map((s) => s.trim()).filter((s) => s !== ""),
+  /** Brokers of queue_drain (shared: each run makes its own keys and streams under a random prefix and deletes them). */
+  redisUrl: process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379",
+  natsUrl: process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222",
+  /** Jobs of server_drain (the bundled server's workers, demo provider); BENCH_DRAIN_JOBS when unset. */
+  serverDrainJobs: int("BENCH_SERVER_DRAIN_JOBS", int("BENCH_DRAIN_JOBS", 15_500)),
   pickupSamples: int("BENCH_PICKUP_SAMPLES", 500),
   httpSeconds: int("BENCH_HTTP_SECONDS", 10),
   httpWarmupSeconds: int("BENCH_HTTP_WARMUP_SECONDS", 2),

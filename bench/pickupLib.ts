@@ -1,0 +1,79 @@
+/**
+ * What the pickup figure (pickup.ts) and its worker process (pickupWorker.ts) share: the engine
+ * on a table prefix of the figure's own, the provider that says when a job reached it, the
+ * messages between the two processes, and the clean-up of what a queue made in its broker.
+ */
+import { randomBytes } from "node:crypto"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect as natsConnect } from "@nats-io/transport-node"
+import { createClient } from "@redis/client"
+import { Effect } from "effect"
+import type { Engine, GenerationProvider } from "genjobs"
+import { type BenchQueue, noopProvider, startPgEngine } from "./lib/engine.js"
+
+/** Shared brokers of this machine; override with BENCH_REDIS_URL / BENCH_NATS_URL. */
+export const brokerUrls = {
+  redis: process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379",
+  nats: process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222"
+}
+
+/**
+ * A table prefix of the figure's own, new each run (`pk<hex>_`). On a broker it starts every
+ * name the queue makes (the Redis stream, the NATS stream and consumer), so a run never takes
+ * another run's deliveries (or another bench's, on lib/engine.ts's fixed `genjobs_`), and its
+ * names can be deleted afterwards.
+ */
+export const newPrefix = () => `pk${randomBytes(4).toString("hex")}_`
+
+/** Milliseconds on a clock every process of this machine shares (checked in pickup.ts). */
+export const sharedNow = () => performance.timeOrigin + performance.now()
+
+/** startPgEngine (lib/engine.ts) on `prefix`, store and queue alike. */
+export const startPickupEngine = (
+  url: string,
+  options: { readonly workers: number; readonly provider: GenerationProvider; readonly queue: BenchQueue; readonly prefix: string }
+): Promise<Engine> => startPgEngine(url, options)
+
+/** The no-op provider, calling `seen(id, sharedNow())` first, the id being the job's prompt. */
+export const timedProvider = (seen: (id: string, at: number) => void): GenerationProvider => ({
+  ...noopProvider,
+  start: ({ job }) =>
+    Effect.sync(() => {
+      seen(String(job.input["prompt"]), sharedNow())
+      return { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const
+    })
+})
+
+/** Deletes what a queue on `prefix` made in its broker: the Redis keys, or the NATS stream (and its consumer). */
+export const deleteBrokerNames = async (queue: BenchQueue, prefix: string): Promise<void> => {
+  if (queue.kind === "redis") {
+    const client = createClient({ url: queue.url })
+    await client.connect()
+    try {
+      const keys: Array<string> = []
+      for await (const found of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 100 })) keys.push(...[found].flat())
+      if (keys.length > 0) await client.del(keys)
+    } finally {
+      client.destroy()
+    }
+  } else if (queue.kind === "nats") {
+    const nc = await natsConnect({ servers: [queue.url] })
+    try {
+      const jsm = await jetstreamManager(nc)
+      for await (const stream of jsm.streams.list()) {
+        if (stream.config.name.startsWith(prefix)) await jsm.streams.delete(stream.config.name)
+      }
+    } finally {
+      await nc.close()
+    }
+  }
+}
+
+/** The parent's messages to a pickup worker process. */
+export type ToPickupWorker = { readonly type: "ping" } | { readonly type: "stop" }
+/** A pickup worker's messages: its engine is up; a job reached its provider at `at` (sharedNow); a clock reading. */
+export type FromPickupWorker =
+  | { readonly type: "ready" }
+  | { readonly type: "failed"; readonly message: string }
+  | { readonly type: "seen"; readonly id: string; readonly at: number }
+  | { readonly type: "pong"; readonly at: number }
