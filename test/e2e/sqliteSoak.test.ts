@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { demoCatalog } from "../support/demoCatalog.js"
-import { isRunning, type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
+import { callServer as call, isRunning, type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 import { waitFor } from "../support/waitFor.js"
 
 const ADMIN = "soak-admin-token"
@@ -12,15 +12,6 @@ const ADMIN = "soak-admin-token"
  */
 const SOAK_MS = Number(process.env.SOAK_MS ?? 20_000)
 const CLIENTS = 8
-
-const call = async (server: RunningServer, method: string, path: string, token: string, body?: unknown) => {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  return { status: response.status, body: await response.json() as any }
-}
 
 /**
  * The embedded default kept busy on the running Node for a while: every kind of request, jobs

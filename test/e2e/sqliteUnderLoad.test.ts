@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { demoCatalog } from "../support/demoCatalog.js"
-import { type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
+import { callServer as call, type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 
 const ADMIN = "e2e-admin-token"
 const ACCOUNTS = 4
@@ -10,15 +10,6 @@ const SUBMITS = 320
 const CONCURRENCY = 32
 const CREDITS = 1_000_000_000
 const TOP_UP = 1_000
-
-const call = async (server: RunningServer, method: string, path: string, token: string, body?: unknown) => {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  return { status: response.status, body: await response.json() as any }
-}
 
 /**
  * The embedded default (one SQLite file, its one writer shared by the API, four workers, the

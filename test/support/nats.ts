@@ -1,7 +1,7 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstreamManager } from "@nats-io/jetstream"
 import { connect, type NatsConnection } from "@nats-io/transport-node"
 import { type ChildProcess, spawn } from "node:child_process"
-import { createServer } from "node:net"
+import { binaryOnPath } from "./binaries.js"
 
 /** The shared server the tests use (JetStream enabled); CI provides it at this address. Other runs use it too. */
 export const TEST_NATS_URL = process.env["TEST_NATS_URL"] ?? "nats://127.0.0.1:4222"
@@ -57,27 +57,10 @@ export const waitingPulls = (url: string, stream: string, consumer: string) =>
     return (await jsm.consumers.info(stream, consumer)).num_waiting
   })
 
-/** Whether a `nats-server` binary is on PATH; under CI its absence is an error, as a missing server is. */
-export const natsServerAvailable = async (): Promise<boolean> => {
-  const found = await new Promise<boolean>((resolve) => {
-    const child = spawn("nats-server", ["--version"], { stdio: "ignore" })
-    child.on("error", () => resolve(false))
-    child.on("exit", (code) => resolve(code === 0))
-  })
-  if (!found && process.env["CI"]) throw new Error("nats-server is required in CI (not found on PATH)")
-  return found
-}
+/** Whether a `nats-server` binary is on PATH; under CI its absence is an error. */
+export const natsServerAvailable = () => binaryOnPath("nats-server")
 
-/** A port free on 127.0.0.1 at the time of asking. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
+export { freePort } from "./serverProcess.js"
 
 /** Polls until the server at `url` answers with JetStream, or throws once `ms` passed. */
 export const waitForNats = async (url: string, ms = 15_000) => {

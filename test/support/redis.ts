@@ -1,7 +1,7 @@
 import { createClient } from "@redis/client"
 import { type ChildProcess, spawn } from "node:child_process"
+import { binaryOnPath } from "./binaries.js"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -12,7 +12,7 @@ const clientOf = (url: string) =>
   createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: false, connectTimeout: 2_000 } })
 
 /** A client that tries once, for the tests' own checks and cleanup. */
-const withClient = async <A>(url: string, run: (client: ReturnType<typeof clientOf>) => Promise<A>) => {
+export const withRedis = async <A>(url: string, run: (client: ReturnType<typeof clientOf>) => Promise<A>) => {
   const client = clientOf(url)
   client.on("error", () => undefined)
   try {
@@ -23,7 +23,7 @@ const withClient = async <A>(url: string, run: (client: ReturnType<typeof client
   }
 }
 
-export const ping = (url: string) => withClient(url, (client) => client.ping())
+export const ping = (url: string) => withRedis(url, (client) => client.ping())
 
 /**
  * Whether the shared Redis answers. Under CI a missing server is an error: the Redis suites must
@@ -41,30 +41,13 @@ export const redisAvailable = async (): Promise<boolean> => {
 
 /** Deletes exactly these keys (the ones a test made), nothing else of the shared server. */
 export const deleteKeys = async (url: string, keys: ReadonlyArray<string>) => {
-  if (keys.length > 0) await withClient(url, (client) => client.del([...keys]))
+  if (keys.length > 0) await withRedis(url, (client) => client.del([...keys]))
 }
 
-/** Whether a `redis-server` binary is on PATH; under CI its absence is an error, as a missing server is. */
-export const redisServerAvailable = async (): Promise<boolean> => {
-  const found = await new Promise<boolean>((resolve) => {
-    const child = spawn("redis-server", ["--version"], { stdio: "ignore" })
-    child.on("error", () => resolve(false))
-    child.on("exit", (code) => resolve(code === 0))
-  })
-  if (!found && process.env["CI"]) throw new Error("redis-server is required in CI (not found on PATH)")
-  return found
-}
+/** Whether a `redis-server` binary is on PATH; under CI its absence is an error. */
+export const redisServerAvailable = () => binaryOnPath("redis-server")
 
-/** A port free on 127.0.0.1 at the time of asking. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.on("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
+export { freePort } from "./serverProcess.js"
 
 /** Polls until the server at `url` answers PING, or throws once `ms` passed. */
 export const waitForRedis = async (url: string, ms = 10_000) => {

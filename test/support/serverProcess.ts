@@ -67,3 +67,13 @@ export const startServer = async (env: Record<string, string>, nodeArgs: Readonl
   await running.stop("SIGKILL")
   throw new Error(`server did not become healthy:\n${running.output}`)
 }
+
+/** One API call to a running server with a bearer token: its status and its JSON answer. */
+export const callServer = async (server: RunningServer, method: string, path: string, token: string, body?: unknown) => {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  return { status: response.status, body: await response.json() as any }
+}

@@ -1,6 +1,5 @@
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
-import { createClient } from "@redis/client"
 import { Effect } from "effect"
 import { makeNatsJobQueue } from "genjobs/nats"
 import { makeRedisJobQueue } from "genjobs/redis"
@@ -9,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { JobId } from "../../../src/domain/ids.js"
 import { freePort, natsServerAvailable, startNatsServer } from "../../support/nats.js"
-import { redisServerAvailable, startRedisServer } from "../../support/redis.js"
+import { redisServerAvailable, startRedisServer, withRedis } from "../../support/redis.js"
 
 export type BrokerKind = "redis" | "nats"
 
@@ -49,20 +48,6 @@ export interface PrivateBroker {
 /** Whether the broker's binary is on PATH; under CI its absence throws (the suite must not pass by skipping). */
 export const brokerAvailable = (kind: BrokerKind) => (kind === "redis" ? redisServerAvailable() : natsServerAvailable())
 
-const redisClient = (url: string) =>
-  createClient({ url, disableOfflineQueue: true, socket: { reconnectStrategy: false, connectTimeout: 2_000 } })
-
-const redisOnce = async <A>(url: string, run: (client: ReturnType<typeof redisClient>) => Promise<A>) => {
-  const client = redisClient(url)
-  client.on("error", () => undefined)
-  try {
-    await client.connect()
-    return await run(client)
-  } finally {
-    client.destroy()
-  }
-}
-
 const natsOnce = async <A>(url: string, run: (jsm: Awaited<ReturnType<typeof jetstreamManager>>) => Promise<A>) => {
   const nc = await connect({ servers: url, reconnect: false, timeout: 2_000 })
   try {
@@ -92,10 +77,10 @@ export const startBroker = async (kind: BrokerKind): Promise<PrivateBroker> => {
       restart: async () => {
         server = await startRedisServer(port)
       },
-      backlog: () => redisOnce(server.url, (client) => client.xLen(STREAM)),
+      backlog: () => withRedis(server.url, (client) => client.xLen(STREAM)),
       stranded: async () => 0,
       stored: () =>
-        redisOnce(server.url, async (client) => {
+        withRedis(server.url, async (client) => {
           if ((await client.exists(STREAM)) === 0) return 0
           return Number(fieldOf(await client.sendCommand(["XINFO", "STREAM", STREAM]), "entries-added"))
         }),
