@@ -8,6 +8,10 @@ describe("the SQLite driver check", () => {
     expect(sqliteDriverProblem("26.1.0", "12.6.2")).toBeDefined()
   })
 
+  it("refuses Node 20 with better-sqlite3 13, which crashes there, naming the Node it needs", () => {
+    expect(sqliteDriverProblem("20.20.2", "13.2.0")).toMatch(/Node 20\.20\.2 is not supported: genjobs needs Node 22 or newer/)
+  })
+
   it("takes better-sqlite3 13 on Node 22 and 24, and 12 on Node 22", () => {
     expect(sqliteDriverProblem("24.21.0", "13.2.0")).toBeUndefined()
     expect(sqliteDriverProblem("22.23.3", "13.2.0")).toBeUndefined()
