@@ -13,10 +13,12 @@ const FORBIDDEN_V6 = [
 ].map((c) => ipaddr.parseCIDR(c))
 
 /**
- * True when a resolved address may not receive webhooks: loopback, private, link-local (cloud
- * metadata at 169.254.169.254 included), CGNAT, multicast, reserved, documentation,
- * unspecified, and IPv6 forms that embed or tunnel IPv4. IPv4-mapped IPv6 is judged by the
- * IPv4 address it carries. An address that does not parse is refused.
+ * True when a resolved address may not receive webhooks: anything but global unicast (ipaddr.js's
+ * `range()`), so loopback, private, link-local (cloud metadata at 169.254.169.254 included),
+ * CGNAT, multicast, reserved, documentation, unspecified, site-local (fec0::/10), IPv4-translated
+ * (::ffff:0:0:0/96) and IPv6 forms that embed or tunnel IPv4; and the lists above besides.
+ * IPv4-mapped IPv6 is judged by the IPv4 address it carries. An address that does not parse is
+ * refused.
  */
 export const isForbiddenAddress = (address: string): boolean => {
   if (!ipaddr.isValid(address)) return true
@@ -24,6 +26,7 @@ export const isForbiddenAddress = (address: string): boolean => {
   if (parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
     return isForbiddenAddress((parsed as ipaddr.IPv6).toIPv4Address().toString())
   }
+  if (parsed.range() !== "unicast") return true
   const ranges = parsed.kind() === "ipv4" ? FORBIDDEN_V4 : FORBIDDEN_V6
   return ranges.some(([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits))
 }

@@ -67,7 +67,9 @@ describe("webhook target addresses (SSRF guard)", () => {
     "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "240.0.0.1", "192.0.2.10", "198.18.0.1", "203.0.113.9",
     "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "::7f00:1", "64:ff9b::7f00:1",
     "fc00::1", "fd12:3456::1", "fe80::1", "ff02::1", "2001:db8::1", "2002:7f00:1::", "2001::1", "100::1",
-    "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "not-an-ip"
+    "2130706433", "0x7f000001", "0177.0.0.1", "127.1", "not-an-ip",
+    // Site-local (deprecated, still routed inside some networks) and IPv4-translated (RFC 6145).
+    "fec0::1", "feff::1", "::ffff:0:7f00:1", "::ffff:0:a00:1"
   ]
   for (const address of refused) {
     it(`refuses ${address}`, () => expect(isForbiddenAddress(address)).toBe(true))
