@@ -225,9 +225,10 @@ export const make = Effect.gen(function*() {
    * own lease owner) and queues them in a local buffer the fibers take from; with none to take
    * it waits for a signal or the poll interval. Idle fibers are also offered to this process's
    * submits (LocalWorkers): a job the store writes as such a fiber's claim joins the buffer
-   * the same way. Closing the scope drains: no new claims or hand-offs, running jobs get
-   * `drainTimeoutMs` to finish; a job cut off later is retried by another worker once its
-   * lease expires.
+   * the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
+   * is no hand-off, and the queue relay's pass runs beside the reaper's (docs/queues.md).
+   * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
+   * finish; a job cut off later is retried by another worker once its lease expires.
    */
   const start = (concurrency: number) =>
     Effect.gen(function*() {
