@@ -8,7 +8,7 @@ const ids = (n: number, tag = "q") => Array.from({ length: n }, (_, i) => JobId.
 const jobIdsOf = (deliveries: ReadonlyArray<QueueDelivery>) => deliveries.map((d) => d.jobId)
 
 /** Receives until `count` deliveries came or `ms` passed (a deadline, not a pause deciding the result). */
-const receiveAll = (consumer: QueueConsumer, count: number, ms = 5_000) =>
+export const receiveAll = (consumer: QueueConsumer, count: number, ms = 5_000) =>
   Effect.gen(function*() {
     const got: Array<QueueDelivery> = []
     const until = (yield* Clock.currentTimeMillis) + ms

@@ -4,8 +4,9 @@ import { redisQueue } from "genjobs/redis"
 import { randomBytes } from "node:crypto"
 import { QueueError } from "../../src/domain/errors.js"
 import { JobId } from "../../src/domain/ids.js"
-import { JobQueue, type QueueConsumer, type QueueDelivery } from "../../src/ports/JobQueue.js"
+import { JobQueue } from "../../src/ports/JobQueue.js"
 import { freePort, redisServerAvailable, startRedisServer } from "../support/redis.js"
+import { receiveAll } from "./jobQueueSuite.js"
 
 // Under CI a missing redis-server throws here and fails the file; elsewhere the test is skipped.
 const available = await redisServerAvailable()
@@ -13,16 +14,6 @@ const available = await redisServerAvailable()
 /** How soon a command must fail while the broker is down: at once, not after some long timeout. */
 const FAILS_WITHIN_MS = 500
 
-/** Receives until `count` deliveries came or `ms` passed (a deadline, not a pause deciding the result). */
-const receiveAll = (consumer: QueueConsumer, count: number, ms: number) =>
-  Effect.gen(function*() {
-    const got: Array<QueueDelivery> = []
-    const until = (yield* Clock.currentTimeMillis) + ms
-    while (got.length < count && (yield* Clock.currentTimeMillis) < until) {
-      got.push(...(yield* consumer.receive(count - got.length, 200)))
-    }
-    return got
-  })
 
 /** The effect's outcome and how long it took; a hang fails the test (bounded well past the limit). */
 const timed = <A>(effect: Effect.Effect<A, QueueError>) =>

@@ -1,7 +1,5 @@
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { demoCatalog } from "../support/demoCatalog.js"
+import { unlimitedDemoCatalogFile } from "../support/demoCatalog.js"
 import { callServer as call, isRunning, type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 import { waitFor } from "../support/waitFor.js"
 
@@ -25,10 +23,7 @@ describe(`the bundled server on SQLite kept under load (Node ${process.versions.
   let server: RunningServer
   beforeAll(async () => {
     const dataDir = tempDataDir()
-    const catalog = demoCatalog()
-    for (const model of catalog.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
-    const catalogFile = join(dataDir, "catalog.json")
-    writeFileSync(catalogFile, JSON.stringify(catalog))
+    const catalogFile = unlimitedDemoCatalogFile(dataDir)
     server = await startServer(
       { DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, WORKER_CONCURRENCY: "8", CATALOG_FILE: catalogFile },
       ["--max-semi-space-size=1"]

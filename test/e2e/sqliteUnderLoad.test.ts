@@ -1,7 +1,5 @@
-import { writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { demoCatalog } from "../support/demoCatalog.js"
+import { unlimitedDemoCatalogFile } from "../support/demoCatalog.js"
 import { callServer as call, type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 
 const ADMIN = "e2e-admin-token"
@@ -21,10 +19,7 @@ describe("the bundled server on SQLite under concurrent writers", () => {
   let server: RunningServer
   beforeAll(async () => {
     const dataDir = tempDataDir()
-    const catalog = demoCatalog()
-    for (const model of catalog.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
-    const catalogFile = join(dataDir, "catalog.json")
-    writeFileSync(catalogFile, JSON.stringify(catalog))
+    const catalogFile = unlimitedDemoCatalogFile(dataDir)
     server = await startServer({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN, WORKER_CONCURRENCY: "4", CATALOG_FILE: catalogFile })
   })
   afterAll(async () => {

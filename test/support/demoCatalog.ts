@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const demoCatalogPath = fileURLToPath(new URL("../../adapters/generators/demo/demo-catalog.json", import.meta.url))
@@ -13,3 +14,12 @@ export interface EditableCatalog {
 
 export const demoCatalog = (): EditableCatalog =>
   JSON.parse(readFileSync(demoCatalogPath, "utf8"))
+
+/** The demo catalog without rate limits, written to `dir/catalog.json` for CATALOG_FILE; answers its path. */
+export const unlimitedDemoCatalogFile = (dir: string): string => {
+  const catalog = demoCatalog()
+  for (const model of catalog.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
+  const file = join(dir, "catalog.json")
+  writeFileSync(file, JSON.stringify(catalog))
+  return file
+}
