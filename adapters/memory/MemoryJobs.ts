@@ -2,6 +2,8 @@ import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
 import { activeStatuses, claimedJob, type Job } from "../../src/domain/job.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
+import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
+import type { HandOffLease } from "../../src/ports/JobRepo.js"
 import type { JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
 import type { MemoryState } from "./state.js"
@@ -23,11 +25,11 @@ const isOneOf = (job: Job, versions: ReadonlyArray<{ readonly model: string; rea
   versions.some((v) => v.model === job.model && v.version === job.version)
 
 /**
- * Job storage in memory, for makeJobRepo: the state's one semaphore is the transaction, and an
- * undo log makes it all or nothing, as a database's is. The rules write before they decide
- * (the charge takes the account's lock) and count on a refusal taking those writes back.
+ * Jobs in memory, for makeJobRepo: the state's one semaphore is the transaction, and an undo
+ * log makes it all or nothing, as a database's is. The rules write before they decide (the
+ * charge takes the account's lock) and count on a refusal taking those writes back.
  */
-export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
+export const memoryJobDriver = (state: MemoryState): JobDrivers => {
   let undo: Array<() => void> = []
   /** Sets `key` in `map`, remembering what to put back if the transaction fails. */
   const setIn = <K, V>(map: Map<K, V>, key: K, value: V) => {
@@ -59,17 +61,26 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
   const idempotencyKey = (accountId: string, key: string) => `${accountId}\u0000${key}`
   // The semaphore already keeps every other writer out of a transaction: a read is a lock.
   const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullable(state.jobs.get(id)))
+  const activeOf = (accountId: string) => jobs().filter((j) => j.accountId === accountId && activeStatuses.includes(j.status)).length
+  const charged = ({ accountId, costMicroCents, jobId, now }: Parameters<JobStoreDriver["chargeAccount"]>[0]) => {
+    const account = state.accounts.get(accountId)
+    if (account === undefined || account.balanceMicroCents < costMicroCents) return Option.none<number>()
+    if (costMicroCents > 0) postUndoably(accountId, "charge", -costMicroCents, jobId, now)
+    return Option.some(account.balanceMicroCents)
+  }
+  /** The job as insertJob writes it: queued, or the hand-off's claim when nothing is runnable. */
+  const inserted = (job: Job, handOff: HandOffLease | undefined) => {
+    const runnable = handOff === undefined ||
+      jobs().some((j) => j.status === "pending" || reclaimable(j, handOff.now, handOff.maxAttempts))
+    const written = runnable ? job : claimedJob(job, handOff)
+    setIn(state.jobs, job.id, written)
+    return written
+  }
 
-  return {
+  const store: JobStoreDriver = {
     transaction,
     lockAccount: (id) => Effect.sync(() => Option.fromNullable(state.accounts.get(id))),
-    chargeAccount: ({ accountId, costMicroCents, jobId, now }) =>
-      Effect.sync(() => {
-        const account = state.accounts.get(accountId)
-        if (account === undefined || account.balanceMicroCents < costMicroCents) return Option.none()
-        if (costMicroCents > 0) postUndoably(accountId, "charge", -costMicroCents, jobId, now)
-        return Option.some(account.balanceMicroCents)
-      }),
+    chargeAccount: (charge) => Effect.sync(() => charged(charge)),
     claimIdempotency: (accountId, key, record, notBefore) =>
       Effect.sync(() => {
         const stored = state.idempotency.get(idempotencyKey(accountId, key))
@@ -77,8 +88,13 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         setIn(state.idempotency, idempotencyKey(accountId, key), record)
         return Option.none()
       }),
-    activeJobs: (accountId) =>
-      Effect.sync(() => jobs().filter((j) => j.accountId === accountId && activeStatuses.includes(j.status)).length),
+    activeJobs: (accountId) => Effect.sync(() => activeOf(accountId)),
+    submit: (job, maxConcurrentJobs, handOff) =>
+      transaction(Effect.sync(() => {
+        if (activeOf(job.accountId) >= maxConcurrentJobs) return Option.none()
+        const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+        return Option.map(charged(charge), () => inserted(job, handOff))
+      })),
     readRateWindows: (key, now, windows) =>
       Effect.sync(() =>
         windows.map((window): WindowUsage => {
@@ -99,26 +115,7 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           setIn(buckets, bucketOf(window, now), { n: (bucket?.n ?? 0) + 1, oldest: Math.min(bucket?.oldest ?? now, now) })
         }
       }),
-    pruneRateWindows: (now) =>
-      Effect.sync(() => {
-        for (const [name, buckets] of state.rateWindows) {
-          const windowMs = JSON.parse(name)[3] as number
-          for (const start of buckets.keys()) if (start + 2 * windowMs <= now) buckets.delete(start)
-        }
-        for (const buckets of state.providerStarts.values()) {
-          for (const start of buckets.keys()) if (start + 2 * MINUTE_MS <= now) buckets.delete(start)
-        }
-      }),
-    insertJob: (job) => Effect.sync(() => setIn(state.jobs, job.id, job)),
-    insertClaimed: (job, handOff) =>
-      Effect.sync(() => {
-        if (jobs().some((j) => j.status === "pending" || reclaimable(j, handOff.now, handOff.maxAttempts))) {
-          return Option.none()
-        }
-        const claimed = claimedJob(job, handOff)
-        setIn(state.jobs, job.id, claimed)
-        return Option.some(claimed)
-      }),
+    insertJob: (job, handOff) => Effect.sync(() => inserted(job, handOff)),
     getJob,
     lockJob: getJob,
     updateJob: (next, expected) =>
@@ -128,6 +125,29 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         setIn(state.jobs, next.id, next)
         return true
       }),
+    postLedger: ({ accountId, amountMicroCents, jobId, kind, now }) =>
+      Effect.sync(() => {
+        // The SQL ledger's unique (job_id, kind).
+        if (state.ledger.some((e) => e.jobId === jobId && e.kind === kind)) return false
+        postUndoably(accountId, kind, amountMicroCents, jobId, now)
+        return true
+      }),
+    insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),
+    listJobs: ({ accountId, after, limit, model, status }) =>
+      Effect.sync(() =>
+        jobs()
+          .filter((j) =>
+            j.accountId === accountId &&
+            (status === undefined || j.status === status) &&
+            (model === undefined || j.model === model) &&
+            (after === undefined || isAfterCursor({ createdAt: j.createdAt, id: j.id }, after))
+          )
+          .sort(newestFirst)
+          .slice(0, limit + 1)
+      )
+  }
+
+  const leases: JobLeaseDriver = {
     // Called outside a transaction: it takes the state's lock as one.
     updateProviderStates: (states) =>
       transaction(Effect.sync(() =>
@@ -148,26 +168,16 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
           return [next]
         })
       ),
-    postLedger: ({ accountId, amountMicroCents, jobId, kind, now }) =>
+    pruneWindows: (now) =>
       Effect.sync(() => {
-        // The SQL ledger's unique (job_id, kind).
-        if (state.ledger.some((e) => e.jobId === jobId && e.kind === kind)) return false
-        postUndoably(accountId, kind, amountMicroCents, jobId, now)
-        return true
+        for (const [name, buckets] of state.rateWindows) {
+          const windowMs = JSON.parse(name)[3] as number
+          for (const start of buckets.keys()) if (start + 2 * windowMs <= now) buckets.delete(start)
+        }
+        for (const buckets of state.providerStarts.values()) {
+          for (const start of buckets.keys()) if (start + 2 * MINUTE_MS <= now) buckets.delete(start)
+        }
       }),
-    insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),
-    listJobs: ({ accountId, after, limit, model, status }) =>
-      Effect.sync(() =>
-        jobs()
-          .filter((j) =>
-            j.accountId === accountId &&
-            (status === undefined || j.status === status) &&
-            (model === undefined || j.model === model) &&
-            (after === undefined || isAfterCursor({ createdAt: j.createdAt, id: j.id }, after))
-          )
-          .sort(newestFirst)
-          .slice(0, limit + 1)
-      ),
     // Called outside a transaction: it takes the state's lock as one.
     claimBatch: (claim) =>
       transaction(Effect.sync(() => {
@@ -250,6 +260,9 @@ export const memoryJobDriver = (state: MemoryState): JobStoreDriver => {
         if (held !== undefined && held.owner !== owner && held.expiresAt > now) return false
         setIn(state.leases, name, { owner, expiresAt })
         return true
-      })
+      }),
+    // Every end is counted in place: nothing is kept apart to fold.
+    foldJobEnds: () => Effect.void
   }
+  return { store, leases }
 }

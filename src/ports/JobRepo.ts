@@ -6,7 +6,7 @@ import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderState } from "../domain/providerHandle.js"
 import type { LimitPlan } from "../domain/providerLimits.js"
-import type { QueuePosition } from "./JobStoreDriver.js"
+import type { QueuePosition } from "./JobLeaseDriver.js"
 
 export interface IdempotencyClaim {
   readonly key: string
@@ -28,11 +28,10 @@ export interface SubmitCommand {
   readonly rateLimits: RateLimits
   readonly idempotency?: IdempotencyClaim
   /**
-   * Asked at most once, and only where the store can insert the job already claimed: an idle
-   * local worker's lease, or None. The job is then written as that worker's claim
-   * (`claimedJob`) when nothing older is runnable, and stays pending otherwise.
+   * An idle worker of this process, reserved for this job (LocalWorkers): the job is written as
+   * that worker's claim (`claimedJob`) when nothing older is runnable, and stays pending otherwise.
    */
-  readonly handOff?: Effect.Effect<Option.Option<HandOffLease>> | undefined
+  readonly handOff?: HandOffLease | undefined
 }
 
 export type SubmitOutcome =
@@ -140,7 +139,7 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
   readonly claimIds: (ids: ReadonlyArray<JobId>, options: ClaimOptions) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**
    * The queue relay's pass, while this process holds (or takes) it for `passMs`: what a broker
-   * may have lost (`JobStoreDriver.queueGaps`). None when another process holds the pass.
+   * may have lost (`JobLeaseDriver.queueGaps`). None when another process holds the pass.
    */
   readonly queueGaps: (options: QueueGapOptions) => Effect.Effect<Option.Option<QueueGaps>, StoreError>
   /**

@@ -21,7 +21,7 @@ export class RetentionRepo extends Context.Tag("genjobs/RetentionRepo")<Retentio
   /**
    * Gives the lease `name` to `owner` until `expiresAt` when it is free, expired by `now` or
    * already `owner`'s; false when another owner holds it. The same leases as the job store's
-   * (JobStoreDriver.takeLease), so every process sharing the store sees them.
+   * (JobLeaseDriver.takeLease), so every process sharing the store sees them.
    */
   readonly takeLease: (name: string, owner: string, now: number, expiresAt: number) => Effect.Effect<boolean, StoreError>
   /** Up to `limit` ids of jobs the filter admits that ended (completedAt) at or before `endedBy`, earliest end first. */

@@ -10,7 +10,7 @@ import { JobSignal } from "../ports/JobSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
 import { Catalog, type ResolvedModel } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
-import { LocalWorkers, type WorkerSlot } from "./LocalWorkers.js"
+import { LocalWorkers } from "./LocalWorkers.js"
 import { readPageRequest, toPage } from "./paging.js"
 
 export interface SubmitRequest {
@@ -88,19 +88,16 @@ export const make = Effect.gen(function*() {
     )
 
   /**
-   * The submit, offered to an idle worker of this process: the store writes the job as that
-   * worker's claim when nothing older is runnable and the worker runs it at once; otherwise the
-   * worker is given back. Uninterruptible, so neither a reserved worker nor a written claim is
-   * left behind.
+   * The submit, offered to an idle worker of this process: one is reserved first, the store
+   * writes the job as that worker's claim when nothing older is runnable, and the worker runs it
+   * at once; otherwise the worker is given back. Uninterruptible, so neither a reserved worker
+   * nor a written claim is left behind.
    */
   const submitToRepo = (command: SubmitCommand) =>
     Effect.uninterruptible(Effect.gen(function*() {
-      let slot = Option.none<WorkerSlot>()
-      const handOff = Effect.map(localWorkers.reserve(command.job), (reserved) => {
-        slot = reserved
-        return Option.map(reserved, (s) => s.lease)
-      })
-      const released = Effect.suspend(() => (Option.isSome(slot) ? slot.value.release : Effect.void))
+      const slot = yield* localWorkers.reserve(command.job)
+      const released = Option.isSome(slot) ? slot.value.release : Effect.void
+      const handOff = Option.isSome(slot) ? slot.value.lease : undefined
       const { found, outcome } = yield* repo.submit({ ...command, handOff }).pipe(
         Effect.map((outcome) => ({ outcome, found: false })),
         Effect.catchTag("StoreError", (error) => Effect.map(confirmStored(command.job, error), (outcome) => ({ outcome, found: true }))),
@@ -109,7 +106,7 @@ export const make = Effect.gen(function*() {
       // A job found after a lost answer is never run here: another fiber of this process may
       // hold it under the same owner. Handed off, it waits out its lease and is taken over.
       const taken = !found && outcome._tag === "Created" && outcome.job.status === "processing"
-      if (Option.isSome(slot)) yield* (taken ? slot.value.run(outcome.job) : slot.value.release)
+      if (Option.isSome(slot)) yield* (taken ? slot.value.run(outcome.job) : released)
       return { outcome, taken, found }
     }))
 

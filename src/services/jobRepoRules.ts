@@ -7,8 +7,8 @@ import type { ProviderState } from "../domain/providerHandle.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../domain/providerLimits.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
-import type { HandOffLease, JobRepo, SubmitCommand, SubmitOutcome } from "../ports/JobRepo.js"
-import type { JobStoreDriver } from "../ports/JobStoreDriver.js"
+import type { JobDrivers } from "../ports/JobLeaseDriver.js"
+import type { JobRepo, SubmitCommand, SubmitOutcome } from "../ports/JobRepo.js"
 import { makeWriteBatcher } from "./writeBatcher.js"
 
 const abandonedLease = {
@@ -31,8 +31,11 @@ const FOLD_LIMIT = 10_000
 
 const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
-/** The job repository over any store driver: every job rule lives here, once for all stores. */
-export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
+/**
+ * The job repository over any store's drivers: every job rule lives here, once for all stores.
+ * `store` keeps jobs, money and webhook rows; `leases` is the store's own queue.
+ */
+export const makeJobRepo = ({ leases, store: driver }: JobDrivers): JobRepo["Type"] => {
   /**
    * Applies an event through the state machine and settles what the new status implies: the
    * refund and the webhook outbox row. None when the machine refuses the event, or when the
@@ -76,16 +79,16 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
    */
   const claimLimited = (plan: LimitPlan, limit: number, lease: ClaimLease, maxAttempts: number) =>
     driver.transaction(Effect.gen(function*() {
-      yield* driver.lockProviderLimits
-      const usage = yield* driver.readLimitUsage(plan.versions, plan.scopes.map((scope) => scope.key), lease.now)
+      yield* leases.lockProviderLimits
+      const usage = yield* leases.readLimitUsage(plan.versions, plan.scopes.map((scope) => scope.key), lease.now)
       const rooms = roomsOf(plan, usage)
       const counts = candidateCounts(plan, rooms, limit)
       if (counts.length === 0) return []
-      const candidates = [...(yield* driver.pendingOf(counts))].sort(oldestFirst)
+      const candidates = [...(yield* leases.pendingOf(counts))].sort(oldestFirst)
       const { picked, starts } = pickWithinLimits(plan, rooms, candidates, limit)
       if (picked.length === 0) return []
-      const claimed = yield* driver.claimIds(picked.map((job) => job.id), { ...lease, maxAttempts, exclude: [] })
-      yield* driver.recordStarts(starts, lease.now)
+      const claimed = yield* leases.claimIds(picked.map((job) => job.id), { ...lease, maxAttempts, exclude: [] })
+      yield* leases.recordStarts(starts, lease.now)
       return claimed
     }))
 
@@ -99,14 +102,14 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
       const others = rest < 1 || limitedOnly === true
         ? []
         // One atomic statement of its own: no transaction around it (two round trips fewer on PostgreSQL).
-        : yield* driver.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions })
+          : yield* leases.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions })
       return [...limited, ...others].sort(oldestFirst)
     })
 
   /** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
   const saveProviderState = makeWriteBatcher(
     (states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>) =>
-      Effect.map(driver.updateProviderStates(states), (written) => {
+      Effect.map(leases.updateProviderStates(states), (written) => {
         const held = new Set(written)
         return states.map((s) => held.has(s.id))
       })
@@ -120,7 +123,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
     (endings: ReadonlyArray<{ readonly id: JobId; readonly workerId: string; readonly outputs: ReadonlyArray<OutputItem>; readonly now: number }>) =>
       driver.transaction(Effect.gen(function*() {
         const status = Either.getOrThrow(transition("processing", "Complete"))
-        const written = yield* driver.finishHeld(endings.map((e) => ({
+        const written = yield* leases.finishHeld(endings.map((e) => ({
           id: e.id,
           leaseOwner: e.workerId,
           status,
@@ -146,19 +149,7 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         onSome: (job) => Effect.succeed<SubmitOutcome>({ _tag: "Replayed", job })
       }))
 
-  /** The job as that worker's claim when the store hands off and nothing is runnable; else queued. */
-  const insertOffered = (job: Job, handOff: Option.Option<HandOffLease>) =>
-    Effect.gen(function*() {
-      const { insertClaimed } = driver
-      const claimed = Option.isNone(handOff) || insertClaimed === undefined ? Option.none() : yield* insertClaimed(job, handOff.value)
-      if (Option.isNone(claimed)) yield* driver.insertJob(job)
-      return Option.getOrElse(claimed, () => job)
-    })
-
-  const submitInTransaction = (
-    { idempotency, job, maxConcurrentJobs, rateLimits }: SubmitCommand,
-    handOff: Option.Option<HandOffLease>
-  ) =>
+  const submitInTransaction = ({ handOff, idempotency, job, maxConcurrentJobs, rateLimits }: SubmitCommand) =>
     driver.transaction(Effect.gen(function*() {
       if (idempotency !== undefined) {
         const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
@@ -196,25 +187,20 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
         return yield* Effect.fail(new StoreError({ message: `The balance of ${job.accountId} moved under its lock` }))
       }
       if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
-      return { _tag: "Created", job: yield* insertOffered(job, handOff) } satisfies SubmitOutcome
+      return { _tag: "Created", job: yield* driver.insertJob(job, handOff) } satisfies SubmitOutcome
     }))
 
   return {
-    // A submit that only needs the balance and the active jobs checked is one write where the
-    // store offers it, and may go straight to an idle local worker; anything it does not admit
-    // is decided, refusal and its reason included, in the transaction, and queued.
+    // A submit that only needs the balance and the active jobs checked is one atomic write,
+    // and may go straight to an idle local worker; anything it does not admit is decided,
+    // refusal and its reason included, in the transaction.
     submit: (request) =>
       Effect.gen(function*() {
-        // Asked once, whichever way the submit is written.
-        const handOff = request.handOff === undefined || driver.insertClaimed === undefined
-          ? Option.none<HandOffLease>()
-          : yield* request.handOff
-        const { submitAtOnce } = driver
-        if (submitAtOnce !== undefined && request.idempotency === undefined && limitedWindows(request.rateLimits).length === 0) {
-          const written = yield* submitAtOnce(request.job, request.maxConcurrentJobs, Option.getOrUndefined(handOff))
+        if (request.idempotency === undefined && limitedWindows(request.rateLimits).length === 0) {
+          const written = yield* driver.submit(request.job, request.maxConcurrentJobs, request.handOff)
           if (Option.isSome(written)) return { _tag: "Created", job: written.value } satisfies SubmitOutcome
         }
-        return yield* submitInTransaction(request, handOff)
+        return yield* submitInTransaction(request)
       }),
 
     get: driver.getJob,
@@ -247,42 +233,39 @@ export const makeJobRepo = (driver: JobStoreDriver): JobRepo["Type"] => {
 
     claimIds: (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
       Effect.map(
-        driver.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
+        leases.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
         (jobs) => [...jobs].sort(oldestFirst)
       ),
 
     queueGaps: ({ after, graceMs, limit, maxAttempts, now, passMs, workerId }) =>
       driver.transaction(Effect.gen(function*() {
-        if (!(yield* driver.takeLease(RELAY, workerId, now, now + passMs))) return Option.none()
-        return Option.some(yield* driver.queueGaps({ now, graceMs, after, maxAttempts, limit }))
+        if (!(yield* leases.takeLease(RELAY, workerId, now, now + passMs))) return Option.none()
+        return Option.some(yield* leases.queueGaps({ now, graceMs, after, maxAttempts, limit }))
       })),
 
     reap: ({ limit, maxAttempts, now, passMs, workerId }) =>
       Effect.gen(function*() {
         const pass = yield* driver.transaction(Effect.gen(function*() {
-          if (!(yield* driver.takeLease(REAPER, workerId, now, now + passMs))) return Option.none<number>()
+          if (!(yield* leases.takeLease(REAPER, workerId, now, now + passMs))) return Option.none<number>()
           let abandoned = 0
-          for (const job of yield* driver.findExhausted(now, maxAttempts, limit)) {
+          for (const job of yield* leases.findExhausted(now, maxAttempts, limit)) {
             const moved = yield* move(job, "Abandon", { error: abandonedLease, completedAt: now, ...releasedLease }, now)
             if (Option.isSome(moved)) abandoned++
           }
-          yield* driver.pruneRateWindows(now)
+          yield* leases.pruneWindows(now)
           return Option.some(abandoned)
         }))
         if (Option.isNone(pass)) return 0
         // A statement of its own, still under the pass's lease: whatever it meets (a deadlock
         // with a host's bulk insert, say), the pass's abandonments stand, and the next pass folds.
-        const { foldJobEnds } = driver
-        if (foldJobEnds !== undefined) {
-          yield* foldJobEnds(FOLD_LIMIT).pipe(
-            Effect.catchAll((error) => Effect.logWarning("job ends could not be folded into their accounts' counts", error.message))
-          )
-        }
+        yield* leases.foldJobEnds(FOLD_LIMIT).pipe(
+          Effect.catchAll((error) => Effect.logWarning("job ends could not be folded into their accounts' counts", error.message))
+        )
         return pass.value
       }),
 
-    renewLeases: (leases, now, leaseMs) =>
-      leases.length === 0 ? Effect.succeed([]) : driver.transaction(driver.renewLeases(leases, now, now + leaseMs)),
+    renewLeases: (held, now, leaseMs) =>
+      held.length === 0 ? Effect.succeed([]) : driver.transaction(leases.renewLeases(held, now, now + leaseMs)),
 
     saveProviderState: (id, workerId, state) => saveProviderState({ id, leaseOwner: workerId, state }),
 

@@ -73,10 +73,10 @@ if (probe === undefined) {
         /** A process of its own: its own pool, and a pause between counting the room and taking jobs. */
         const processRepo = Effect.gen(function*() {
           const pool = yield* Layer.build(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url }))))
-          const driver = yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool))
+          const { leases, store } = yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool))
           return makeJobRepo({
-            ...driver,
-            readLimitUsage: (...args) => Effect.tap(driver.readLimitUsage(...args), () => Effect.sleep("150 millis"))
+            store,
+            leases: { ...leases, readLimitUsage: (...args) => Effect.tap(leases.readLimitUsage(...args), () => Effect.sleep("150 millis")) }
           })
         })
         yield* Effect.gen(function*() {

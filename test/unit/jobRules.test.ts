@@ -4,6 +4,7 @@ import { memoryJobDriver } from "../../adapters/memory/MemoryJobs.js"
 import { accountRepo } from "../../adapters/memory/MemoryAccounts.js"
 import { makeMemoryState, type MemoryState } from "../../adapters/memory/state.js"
 import type { AccountId } from "../../src/domain/ids.js"
+import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
 import { account, job, NO_LIMITS, T0 } from "../conformance/fixtures.js"
@@ -12,6 +13,7 @@ const writes = new Set([
   "claimIdempotency",
   "chargeAccount",
   "recordRateWindows",
+  "submit",
   "insertJob",
   "claimBatch",
   "updateJob",
@@ -19,40 +21,45 @@ const writes = new Set([
   "insertDeliveries",
   "finishHeld",
   "takeLease",
-  "pruneRateWindows",
+  "pruneWindows",
+  "foldJobEnds",
   "renewLeases",
   "updateProviderStates"
 ])
 
-/** One atomic statement each, written outside any transaction (JobStoreDriver says so). */
-const standalone = new Set(["updateProviderStates", "claimBatch"])
+/** One atomic statement each, written outside any transaction (the driver ports say so). */
+const standalone = new Set(["submit", "updateProviderStates", "claimBatch", "foldJobEnds"])
 
-/** A driver with some primitives replaced, recording every call and any write made outside a transaction. */
-const recording = (base: JobStoreDriver, overrides: Partial<JobStoreDriver> = {}) => {
+/** Drivers with some primitives replaced, recording every call and any write made outside a transaction. */
+const recording = (base: JobDrivers, overrides: Partial<JobStoreDriver & JobLeaseDriver> = {}) => {
   const calls: Array<string> = []
   const outside: Array<string> = []
   let depth = 0
-  const source: Record<string, unknown> = { ...base, ...overrides }
-  const wrapped = Object.fromEntries(
-    Object.entries(source).map(([name, primitive]) => [
-      name,
-      (...args: Array<unknown>) =>
-        Effect.suspend(() => {
-          calls.push(name)
-          if (writes.has(name) && !standalone.has(name) && depth === 0) outside.push(name)
-          return (primitive as (...a: Array<unknown>) => Effect.Effect<unknown>)(...args)
-        })
-    ])
-  ) as unknown as JobStoreDriver
-  const driver: JobStoreDriver = {
-    ...wrapped,
+  const wrap = <D extends object>(half: D): D =>
+    Object.fromEntries(
+      Object.entries(half).map(([name, primitive]) => {
+        const chosen = (name in overrides ? overrides[name as keyof typeof overrides] : primitive) as unknown
+        const recorded = (run: () => Effect.Effect<unknown>) =>
+          Effect.suspend(() => {
+            calls.push(name)
+            if (writes.has(name) && !standalone.has(name) && depth === 0) outside.push(name)
+            return run()
+          })
+        // lockProviderLimits is an effect, not a function.
+        return [name, Effect.isEffect(chosen)
+          ? recorded(() => chosen as Effect.Effect<unknown>)
+          : (...args: Array<unknown>) => recorded(() => (chosen as (...a: Array<unknown>) => Effect.Effect<unknown>)(...args))]
+      })
+    ) as D
+  const store: JobStoreDriver = {
+    ...wrap(base.store),
     transaction: (effect) =>
-      base.transaction(Effect.suspend(() => {
+      base.store.transaction(Effect.suspend(() => {
         depth++
         return Effect.ensuring(effect, Effect.sync(() => depth--))
       }))
   }
-  return { driver, calls, outside }
+  return { drivers: { store, leases: wrap(base.leases) }, calls, outside }
 }
 
 const setup = Effect.gen(function*() {
@@ -82,12 +89,12 @@ describe("job rules over a driver", () => {
       const pending = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 1 }))).job
       yield* repo.claim({ workerId: "w", now: T0 + 2, leaseMs: 1_000, maxAttempts: 1 })
       const before = settled(state)
-      const { calls, driver } = recording(memoryJobDriver(state), {
+      const { calls, drivers } = recording(memoryJobDriver(state), {
         updateJob: () => Effect.succeed(false),
         updateProviderStates: () => Effect.succeed([]),
         finishHeld: () => Effect.succeed([])
       })
-      const losing = makeJobRepo(driver)
+      const losing = makeJobRepo(drivers)
 
       const cancelled = yield* Effect.flip(losing.cancel(pending.id, owner.id, T0 + 3))
       expect(cancelled).toMatchObject({ code: "JOB_CANNOT_BE_CANCELLED", message: "Only pending jobs can be cancelled; this one is pending" })
@@ -127,11 +134,11 @@ describe("job rules over a driver", () => {
   it.effect("refuses a submit for an account that no longer exists, writing nothing", () =>
     Effect.gen(function*() {
       const { state } = yield* setup
-      const { calls, driver } = recording(memoryJobDriver(state))
-      const refused = yield* Effect.flip(makeJobRepo(driver).submit(submitCommand("acc_gone" as AccountId)))
+      const { calls, drivers } = recording(memoryJobDriver(state))
+      const refused = yield* Effect.flip(makeJobRepo(drivers).submit(submitCommand("acc_gone" as AccountId)))
       expect(refused).toMatchObject({ code: "INVALID_API_KEY", message: "The account no longer exists" })
-      // The conditional charge finds no account, and nothing after it runs.
-      expect(calls.filter((c) => writes.has(c))).toEqual(["chargeAccount"])
+      // The one-write submit and then the conditional charge find no account, and nothing after them runs.
+      expect(calls.filter((c) => writes.has(c))).toEqual(["submit", "chargeAccount"])
       expect(state.jobs.size).toBe(0)
       expect(state.ledger).toHaveLength(1)
     }))
@@ -139,8 +146,8 @@ describe("job rules over a driver", () => {
   it.effect("writes only inside a transaction, but for the claim's and the provider state's one statement", () =>
     Effect.gen(function*() {
       const { owner, state } = yield* setup
-      const { calls, driver, outside } = recording(memoryJobDriver(state))
-      const repo = makeJobRepo(driver)
+      const { calls, drivers, outside } = recording(memoryJobDriver(state))
+      const repo = makeJobRepo(drivers)
       const hook = { webhookUrl: "https://hooks.example.com/h" }
       const idempotency = { key: "k", requestHash: "h", notBefore: T0 - 1 }
       const done = (yield* repo.submit({ ...submitCommand(owner.id, hook), idempotency })).job

@@ -1,0 +1,87 @@
+import type { Statement } from "@effect/sql"
+import { Effect, Option, Schema } from "effect"
+import { newLedgerEntryId } from "../../../src/domain/ids.js"
+import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
+import type { JobSql } from "../queue/context.js"
+import { AccountRow, DbInt, storeErrors, toAccount } from "../rows.js"
+
+const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
+const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
+
+export const firstBalance = (rows: ReadonlyArray<unknown>) =>
+  decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullable(found[0]), (row) => row.before)))
+
+export type Charge = Parameters<JobStoreDriver["chargeAccount"]>[0]
+
+/** Locking and charging an account. */
+export const makeChargeStatements = ({ sql, t }: JobSql) => {
+  /**
+   * The start of a charging statement on PostgreSQL: the account's ended jobs are taken out of
+   * `active_job_ends` (rows another statement is taking are skipped, so this never waits on
+   * them), then the account is charged, and the ends folded into `active_jobs`, only when the
+   * balance covers the cost and `admits` holds; refused, the ends go back. The charge's ledger
+   * line is written when there is a cost. `account` answers the balance before the charge.
+   *
+   * Ends written after the statement began are not seen, so `a.active_jobs - folded.n` can only
+   * count too many active jobs, never too few. Nothing waits for an account's lock while holding
+   * ends, so the two locks never deadlock.
+   */
+  const chargingPg = ({ accountId, costMicroCents, jobId, now }: Charge, admits: Statement.Fragment) =>
+    sql`ended AS (
+        DELETE FROM ${t.active_job_ends} WHERE ctid = ANY(ARRAY(
+          SELECT ctid FROM ${t.active_job_ends} WHERE account_id = ${accountId} FOR UPDATE SKIP LOCKED
+        )) RETURNING account_id
+      ), folded AS (
+        SELECT COUNT(*) AS n FROM ended
+      ), account AS (
+        UPDATE ${t.accounts} AS a SET balance_micro_cents = a.balance_micro_cents - ${costMicroCents},
+          active_jobs = a.active_jobs - folded.n
+        FROM folded
+        WHERE a.id = ${accountId} AND a.balance_micro_cents >= ${costMicroCents} ${admits}
+        RETURNING a.id, a.balance_micro_cents + ${costMicroCents} AS before
+      ), restored AS (
+        INSERT INTO ${t.active_job_ends} (account_id) SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account)
+      ), line AS (
+        INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+        SELECT ${newLedgerEntryId(now)}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents}::bigint > 0
+      )`
+
+  /** SQLite's charge: the balance and the active jobs sit in the account's row, counted by triggers. */
+  const chargeSqlite = ({ accountId, costMicroCents, jobId, now }: Charge, admits: Statement.Fragment) =>
+    sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
+      WHERE id = ${accountId} AND balance_micro_cents >= ${costMicroCents} ${admits}
+      RETURNING balance_micro_cents + ${costMicroCents} AS before`.pipe(
+      Effect.flatMap(firstBalance),
+      Effect.tap((before) =>
+        Option.isSome(before) && costMicroCents > 0
+          ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+              VALUES (${newLedgerEntryId(now)}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
+          : Effect.void
+      )
+    )
+
+  const chargeAccount: JobStoreDriver["chargeAccount"] = sql.onDialectOrElse({
+    // A free job moves no money, but its charge still takes the lock that serialises the account's submits.
+    pg: () => (charge: Charge) =>
+      sql`WITH ${chargingPg(charge, sql``)} SELECT before FROM account`.pipe(Effect.flatMap(firstBalance), storeErrors("charge account")),
+    orElse: () => (charge: Charge) => chargeSqlite(charge, sql``).pipe(storeErrors("charge account"))
+  })
+
+  const lockAccount: JobStoreDriver["lockAccount"] = sql.onDialectOrElse({
+    pg: () => (id) =>
+      sql`SELECT * FROM ${t.accounts} WHERE id = ${id} FOR UPDATE`.pipe(
+        Effect.flatMap(decodeAccounts),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
+        storeErrors("lock account")
+      ),
+    // SQLite's one writer already serialises transactions: a read there is a lock.
+    orElse: () => (id) =>
+      sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeAccounts),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
+        storeErrors("lock account")
+      )
+  })
+
+  return { chargingPg, chargeSqlite, chargeAccount, lockAccount }
+}

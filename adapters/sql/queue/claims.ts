@@ -1,0 +1,86 @@
+import { Effect } from "effect"
+import type { ClaimLease } from "../../../src/domain/job.js"
+import type { VersionRef } from "../../../src/domain/providerLimits.js"
+import type { ClaimBatch, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
+import { allJobs } from "../jobs/jobRows.js"
+import { storeErrors } from "../rows.js"
+import type { JobSql } from "./context.js"
+
+/** The fragments every claim is written with. */
+export const makeClaimFragments = ({ clock, sql }: JobSql) => {
+  /** A job a claim may take over: its lease expired by `now` with attempts left. */
+  const reclaimable = (now: number, maxAttempts: number) =>
+    sql`status = 'processing' AND lease_expires_at <= ${clock.now(now)} AND attempts < ${maxAttempts}`
+
+  /**
+   * claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing; a Pickup
+   * marks the provider start begun. The right-hand sides read the row as it was.
+   */
+  const claimSet = (claim: ClaimLease) =>
+    sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${claim.now}),
+      lease_owner = ${claim.leaseOwner}, lease_expires_at = ${clock.until(claim.now, claim.leaseExpiresAt)},
+      provider_phase = CASE WHEN status = 'pending' THEN 'starting' ELSE provider_phase END,
+      provider_starts = CASE WHEN status = 'pending' THEN provider_starts + 1 ELSE provider_starts END`
+
+  /** The versions as a row list, for `(model, version) IN (...)` in both dialects. */
+  const versionRows = (versions: ReadonlyArray<VersionRef>) =>
+    sql`VALUES ${sql.csv(versions.map((v) => sql`(${v.model}, ${v.version})`))}`
+
+  /** `(model, version)` is none of `versions`: pending jobs of limited versions are the limited claim's. */
+  const notAmong = (versions: ReadonlyArray<VersionRef>) =>
+    versions.length === 0 ? sql`` : sql`AND (model, version) NOT IN (${versionRows(versions)})`
+
+  return { reclaimable, claimSet, versionRows, notAmong }
+}
+
+/** Claims: a batch in claim order, or given jobs. */
+export const makeClaimStatements = (ctx: JobSql) => {
+  const { sql, t } = ctx
+  const { claimSet, notAmong, reclaimable } = makeClaimFragments(ctx)
+
+  const claimBatch = sql.onDialectOrElse({
+    /**
+     * Expired leases from the partial index of processing jobs by expiry, then pending jobs from
+     * the partial index of pending jobs in claim order: each side reads at most `limit` index
+     * entries, locking them with SKIP LOCKED, and one UPDATE writes the claim on the picked rows.
+     */
+    pg: () => (claim: ClaimBatch) =>
+      sql`WITH expired AS (
+          SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
+          ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
+        ), pending AS (
+          SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
+          ORDER BY created_at, id LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
+        ), picked AS (
+          (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${claim.limit}
+        )
+        UPDATE ${t.jobs} AS j SET ${claimSet(claim)}
+        FROM picked WHERE j.id = picked.id RETURNING j.*`,
+    /** The same picks in SQLite, whose one writer already keeps parallel claims apart. */
+    orElse: () => (claim: ClaimBatch) =>
+      sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN (
+          SELECT id FROM (
+            SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
+            ORDER BY lease_expires_at LIMIT ${claim.limit}
+          )
+          UNION ALL
+          SELECT id FROM (
+            SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ORDER BY created_at, id LIMIT ${claim.limit}
+          )
+          LIMIT ${claim.limit}
+        ) RETURNING *`
+  })
+
+  const claimIds: JobLeaseDriver["claimIds"] = (ids, claim) =>
+    (ids.length === 0
+      ? Effect.succeed([])
+      : sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN ${sql.in(ids)}
+          AND ((status = 'pending' ${notAmong(claim.exclude)}) OR (${reclaimable(claim.now, claim.maxAttempts)})) RETURNING *`.pipe(
+        Effect.flatMap(allJobs)
+      )).pipe(storeErrors("claim jobs by id"))
+
+  return {
+    claimBatch: ((claim) => claimBatch(claim).pipe(Effect.flatMap(allJobs), storeErrors("claim jobs"))) satisfies JobLeaseDriver["claimBatch"],
+    claimIds
+  }
+}

@@ -1,0 +1,28 @@
+import type { SqlClient, Statement } from "@effect/sql"
+import type { Tables } from "../tables.js"
+
+/**
+ * The time leases are kept on: the caller's `now`, or PostgreSQL's own clock in milliseconds,
+ * so processes whose clocks drift apart never take over a lease early.
+ */
+export interface LeaseClock {
+  /** The time lease expiries are compared with. */
+  readonly now: (now: number) => Statement.Fragment
+  /** A lease expiry `expiresAt - now` ahead of the lease clock. */
+  readonly until: (now: number, expiresAt: number) => Statement.Fragment
+}
+
+/** What every job and queue statement is written with. */
+export interface JobSql {
+  readonly sql: SqlClient.SqlClient
+  readonly t: Tables
+  readonly clock: LeaseClock
+}
+
+export const makeLeaseClock = (sql: SqlClient.SqlClient, databaseClock: boolean): LeaseClock =>
+  databaseClock
+    ? {
+      now: () => sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint`,
+      until: (now, expiresAt) => sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint + ${expiresAt - now}`
+    }
+    : { now: (now) => sql`${now}`, until: (_now, expiresAt) => sql`${expiresAt}` }

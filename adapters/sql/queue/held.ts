@@ -1,0 +1,88 @@
+import { Effect, Schema } from "effect"
+import type { JobId } from "../../../src/domain/ids.js"
+import type { ProviderState } from "../../../src/domain/providerHandle.js"
+import type { HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
+import type { HeldLease } from "../../../src/ports/JobRepo.js"
+import { allJobs, jsonOrNull } from "../jobs/jobRows.js"
+import { storeErrors } from "../rows.js"
+import type { JobSql } from "./context.js"
+
+const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
+
+type ProviderStates = ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>
+
+/**
+ * The writes a worker makes while it holds jobs, each only where the job is still processing
+ * under that worker's lease. PostgreSQL writes many jobs in one statement over a JSON record
+ * set; SQLite's writes are local calls, one statement per job.
+ */
+export const makeHeldStatements = ({ clock, sql, t }: JobSql) => {
+  const renewLeases = sql.onDialectOrElse({
+    pg: () => (leases: ReadonlyArray<HeldLease>, now: number, leaseExpiresAt: number) =>
+      sql`UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
+        FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS held(id text, "workerId" text)
+        WHERE j.id = held.id AND j.lease_owner = held."workerId" AND j.status = 'processing' RETURNING j.id`,
+    orElse: () => (leases: ReadonlyArray<HeldLease>, _now: number, leaseExpiresAt: number) =>
+      sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
+        WHERE status = 'processing' AND (id, lease_owner) IN (
+          SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
+        ) RETURNING id`
+  })
+
+  const updateProviderStates = sql.onDialectOrElse({
+    pg: () => (states: ProviderStates) =>
+      sql`UPDATE ${t.jobs} AS j SET provider_phase = d.phase, provider_handle = d.handle, provider_starts = d.starts
+        FROM jsonb_to_recordset(${JSON.stringify(states.map(({ id, leaseOwner, state }) => ({
+        id,
+        leaseOwner,
+        phase: state.phase,
+        handle: jsonOrNull(state.handle),
+        starts: state.starts
+      })))}::jsonb) AS d(id text, "leaseOwner" text, phase text, handle text, starts bigint)
+        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.id`,
+    // Called on its own: one transaction around the per-job statements.
+    orElse: () => (states: ProviderStates) =>
+      sql.withTransaction(Effect.map(
+        Effect.forEach(states, ({ id, leaseOwner, state }) =>
+          sql`UPDATE ${t.jobs} SET provider_phase = ${state.phase}, provider_handle = ${jsonOrNull(state.handle)},
+              provider_starts = ${state.starts}
+            WHERE id = ${id} AND status = 'processing' AND lease_owner = ${leaseOwner} RETURNING id`),
+        (rows) => rows.flat()
+      ))
+  })
+
+  const finishHeld = sql.onDialectOrElse({
+    pg: () => (endings: ReadonlyArray<HeldEnding>) =>
+      sql`UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
+          completed_at = d."completedAt", lease_owner = NULL, lease_expires_at = NULL
+        FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
+        ...e,
+        outputs: jsonOrNull(e.outputs),
+        error: jsonOrNull(e.error)
+      })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, "completedAt" bigint)
+        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*`,
+    orElse: () => (endings: ReadonlyArray<HeldEnding>) =>
+      Effect.map(
+        Effect.forEach(endings, (e) =>
+          sql`UPDATE ${t.jobs} SET status = ${e.status}, outputs = ${jsonOrNull(e.outputs)}, error = ${jsonOrNull(e.error)},
+              completed_at = ${e.completedAt}, lease_owner = NULL, lease_expires_at = NULL
+            WHERE id = ${e.id} AND status = 'processing' AND lease_owner = ${e.leaseOwner} RETURNING *`),
+        (rows) => rows.flat()
+      )
+  })
+
+  return {
+    renewLeases: ((leases, now, leaseExpiresAt) =>
+      renewLeases(leases, now, leaseExpiresAt).pipe(Effect.flatMap(idsOf), storeErrors("renew leases"))) satisfies JobLeaseDriver[
+        "renewLeases"
+      ],
+    updateProviderStates: ((states) =>
+      updateProviderStates(states).pipe(Effect.flatMap(idsOf), storeErrors("update provider state"))) satisfies JobLeaseDriver[
+        "updateProviderStates"
+      ],
+    finishHeld: ((endings) => finishHeld(endings).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs"))) satisfies JobLeaseDriver[
+      "finishHeld"
+    ]
+  }
+}

@@ -1,0 +1,75 @@
+import { Effect, Schema } from "effect"
+import { bucketOf, MINUTE_MS, MINUTE_WINDOW } from "../../../src/domain/rateLimit.js"
+import type { VersionRef } from "../../../src/domain/providerLimits.js"
+import type { JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
+import { allJobs } from "../jobs/jobRows.js"
+import { DbInt, storeErrors } from "../rows.js"
+import { makeClaimFragments } from "./claims.js"
+import type { JobSql } from "./context.js"
+
+const decodeUsage = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ kind: Schema.Literal("flight", "starts"), a: Schema.String, b: Schema.String, n: DbInt }))
+)
+
+/** The limited claim's reads and writes: the room each provider scope has, and its pending jobs. */
+export const makeProviderLimitStatements = (ctx: JobSql) => {
+  const { sql, t } = ctx
+  const { versionRows } = makeClaimFragments(ctx)
+  /** A lock only limited claims take, one per table prefix. */
+  const limitsLock = `${t.prefix}provider_limits`
+
+  const lockProviderLimits: JobLeaseDriver["lockProviderLimits"] = sql.onDialectOrElse({
+    pg: () => sql`SELECT pg_advisory_xact_lock(hashtextextended(${limitsLock}, 0))`.pipe(Effect.asVoid, storeErrors("lock provider limits")),
+    // SQLite's one writer serialises transactions already.
+    orElse: () => Effect.void
+  })
+
+  const readLimitUsage: JobLeaseDriver["readLimitUsage"] = (versions, scopes, now) => {
+    const parts = [
+      ...(versions.length === 0 ? [] : [
+        sql`SELECT 'flight' AS kind, model AS a, version AS b, COUNT(*) AS n FROM ${t.jobs}
+          WHERE status = 'processing' AND (model, version) IN (${versionRows(versions)}) GROUP BY model, version`
+      ]),
+      ...(scopes.length === 0 ? [] : [
+        sql`SELECT 'starts' AS kind, scope AS a, '' AS b, SUM(n) AS n FROM ${t.provider_starts}
+          WHERE scope IN ${sql.in(scopes)} AND oldest > ${now - MINUTE_MS} GROUP BY scope`
+      ])
+    ]
+    return (parts.length === 0 ? Effect.succeed([]) : sql`${sql.join(" UNION ALL ", false)(parts)}`.pipe(Effect.flatMap(decodeUsage))).pipe(
+      Effect.map((rows) => ({
+        inFlight: rows.flatMap((r) => (r.kind === "flight" ? [{ model: r.a, version: r.b, count: r.n }] : [])),
+        starts: rows.flatMap((r) => (r.kind === "starts" ? [{ scope: r.a, count: r.n }] : []))
+      })),
+      storeErrors("read provider limit usage")
+    )
+  }
+
+  type Versions = ReadonlyArray<VersionRef & { readonly limit: number }>
+  const pendingOf: JobLeaseDriver["pendingOf"] = sql.onDialectOrElse({
+    pg: () => (versions: Versions) =>
+      sql`SELECT j.* FROM jsonb_to_recordset(${JSON.stringify(versions)}::jsonb) AS v(model text, version text, "limit" int)
+        CROSS JOIN LATERAL (
+          SELECT * FROM ${t.jobs} WHERE status = 'pending' AND model = v.model AND version = v.version
+          ORDER BY created_at, id LIMIT v."limit" FOR UPDATE SKIP LOCKED
+        ) AS j`.pipe(Effect.flatMap(allJobs), storeErrors("read pending jobs of limited versions")),
+    orElse: () => (versions: Versions) =>
+      Effect.map(
+        Effect.forEach(versions, (v) =>
+          sql`SELECT * FROM ${t.jobs} WHERE status = 'pending' AND model = ${v.model} AND version = ${v.version}
+            ORDER BY created_at, id LIMIT ${v.limit}`.pipe(Effect.flatMap(allJobs))),
+        (found) => found.flat()
+      ).pipe(storeErrors("read pending jobs of limited versions"))
+  })
+
+  const recordStarts: JobLeaseDriver["recordStarts"] = (starts, now) =>
+    (starts.length === 0
+      ? Effect.void
+      : sql`INSERT INTO ${t.provider_starts} ${
+        sql.insert(starts.map(({ count, scope }) => ({ scope, bucket: bucketOf(MINUTE_WINDOW, now), n: count, oldest: now })))
+      } ON CONFLICT (scope, bucket) DO UPDATE SET
+          n = ${t.provider_starts}.n + excluded.n,
+          oldest = CASE WHEN excluded.oldest < ${t.provider_starts}.oldest THEN excluded.oldest ELSE ${t.provider_starts}.oldest END`
+        .pipe(Effect.asVoid)).pipe(storeErrors("count provider starts"))
+
+  return { lockProviderLimits, readLimitUsage, pendingOf, recordStarts }
+}

@@ -1,0 +1,150 @@
+import type { Effect } from "effect"
+import type { StoreError } from "../domain/errors.js"
+import type { JobId } from "../domain/ids.js"
+import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
+import type { ProviderState } from "../domain/providerHandle.js"
+import type { LimitUsage, VersionRef } from "../domain/providerLimits.js"
+import type { HeldLease } from "./JobRepo.js"
+import type { JobStoreDriver } from "./JobStoreDriver.js"
+
+/** Up to `limit` runnable jobs for one lease. */
+export interface ClaimBatch extends ClaimLease {
+  readonly limit: number
+  /** Expired leases with this many attempts are the reaper's, not a claimer's. */
+  readonly maxAttempts: number
+  /** Pending jobs of these versions are left to the limited claim (their provider has limits). */
+  readonly exclude: ReadonlyArray<VersionRef>
+}
+
+/** Where a pending job stands in claim order. */
+export interface QueuePosition {
+  readonly createdAt: number
+  readonly id: JobId
+}
+
+/** A claim of given jobs: runnable ones only, and no pending job of the `exclude` versions. */
+export interface ClaimBatchOfIds extends ClaimLease {
+  readonly maxAttempts: number
+  readonly exclude: ReadonlyArray<VersionRef>
+}
+
+/** A held job's end, written only while its worker still holds it. */
+export interface HeldEnding {
+  readonly id: JobId
+  readonly leaseOwner: string
+  readonly status: JobStatus
+  readonly outputs: ReadonlyArray<OutputItem> | null
+  readonly error: JobError | null
+  readonly completedAt: number
+}
+
+/**
+ * The store's own queue, for `makeJobRepo`: who runs which job when. Claims, leases and the
+ * writes a worker makes while it holds a job, each conditional on the lease, so a job has at
+ * most one holder; the rules that decide (the state machine, refunds, limits) stay in
+ * services/jobRepoRules.ts. Operations said to run "on their own" are atomic by themselves,
+ * outside `JobStoreDriver.transaction`; the others run inside one. A store with row locks
+ * skips rows another transaction holds in `claimBatch`, `pendingOf` and `findExhausted`, so
+ * parallel claims take different jobs. With a queue broker (ports/JobQueue.ts) the broker says
+ * which job to try and `claimIds` takes it; without one `claimBatch` picks.
+ */
+export interface JobLeaseDriver {
+  /**
+   * On its own: takes up to `limit` runnable jobs in one write: processing ones whose lease
+   * expired by `now` with fewer than `maxAttempts` attempts (earliest expiry first), then pending
+   * ones in claim order (createdAt, then id). Each becomes `claimedJob(job, claim)`; answers
+   * them as written. The pending path reads an index in claim order and never sorts the backlog.
+   */
+  readonly claimBatch: (claim: ClaimBatch) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * On its own: claims the jobs of `ids` that are runnable (pending, or processing with their
+   * lease expired by `claim.now` and fewer than `claim.maxAttempts` attempts), as `claimBatch`
+   * does, leaving pending jobs of the `exclude` versions; answers them as written. A job another
+   * claim holds is not runnable, so two claims of one id never both take it.
+   */
+  readonly claimIds: (ids: ReadonlyArray<JobId>, claim: ClaimBatchOfIds) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Sets the lease expiry of each job of `leases` that is processing under that lease owner, in
+   * one write; answers the ids it wrote. A store with its own clock sets `leaseExpiresAt - now`
+   * from its clock instead.
+   */
+  readonly renewLeases: (
+    leases: ReadonlyArray<HeldLease>,
+    now: number,
+    leaseExpiresAt: number
+  ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
+   * On its own: writes each job's provider state only while the job is processing under its
+   * `leaseOwner`'s lease, all in one write; answers the ids it wrote. It waits for transactions
+   * holding the jobs.
+   */
+  readonly updateProviderStates: (
+    states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>
+  ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
+   * Ends each job still processing under its `leaseOwner`'s lease, in one write: `status`,
+   * `outputs`, `error` and `completedAt` set, the lease released, nothing else touched. Answers
+   * the jobs it wrote, as written.
+   */
+  readonly finishHeld: (endings: ReadonlyArray<HeldEnding>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
+  readonly findExhausted: (now: number, maxAttempts: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * What a queue broker may have lost, for the relay that publishes it again: up to `limit`
+   * pending jobs created `graceMs` or more before `now`, in claim order after `after` (null:
+   * from the first), and up to `limit` processing jobs whose lease expired `graceMs` or more
+   * before `now` (on the lease clock) with fewer than `maxAttempts` attempts.
+   */
+  readonly queueGaps: (gaps: {
+    readonly now: number
+    readonly graceMs: number
+    readonly after: QueuePosition | null
+    readonly maxAttempts: number
+    readonly limit: number
+  }) => Effect.Effect<{ readonly pending: ReadonlyArray<QueuePosition>; readonly expired: ReadonlyArray<JobId> }, StoreError>
+  /**
+   * Gives the lease `name` to `owner` until `expiresAt` when it is free, expired by `now` or
+   * already `owner`'s; false when another owner holds it. The reaper and the relay run one pass
+   * at a time across processes under such a lease.
+   */
+  readonly takeLease: (name: string, owner: string, now: number, expiresAt: number) => Effect.Effect<boolean, StoreError>
+  /**
+   * Holds the provider limits until the transaction ends: limited claims run one at a time, in
+   * every process sharing the store, so none counts room another is taking.
+   */
+  readonly lockProviderLimits: Effect.Effect<void, StoreError>
+  /**
+   * Jobs processing per version of `versions` (those with none may be left out), and the starts
+   * recorded per scope of `scopes` whose oldest is after `now` minus a minute.
+   */
+  readonly readLimitUsage: (
+    versions: ReadonlyArray<VersionRef>,
+    scopes: ReadonlyArray<string>,
+    now: number
+  ) => Effect.Effect<LimitUsage, StoreError>
+  /** Per version, its `limit` oldest pending jobs in claim order, skipping rows another transaction holds. */
+  readonly pendingOf: (
+    versions: ReadonlyArray<VersionRef & { readonly limit: number }>
+  ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /** Counts starts at `now` in each scope's bucket of the minute window (bucketOf(MINUTE_WINDOW, now)). */
+  readonly recordStarts: (
+    starts: ReadonlyArray<{ readonly scope: string; readonly count: number }>,
+    now: number
+  ) => Effect.Effect<void, StoreError>
+  /** Drops buckets (rate windows and provider starts) too old to count in any window at `now`. */
+  readonly pruneWindows: (now: number) => Effect.Effect<void, StoreError>
+  /**
+   * On its own, after a reaper pass: folds up to `limit` job ends kept apart from their
+   * accounts' counts of active jobs (PostgreSQL's `active_job_ends`) into those counts, skipping
+   * ends another statement is folding, so the ends of accounts that stopped submitting do not
+   * pile up. Any count read before or after answers the same. A store that counts ends in place
+   * has nothing to fold.
+   */
+  readonly foldJobEnds: (limit: number) => Effect.Effect<void, StoreError>
+}
+
+/** Both halves of a job store, as `makeJobRepo` takes them. */
+export interface JobDrivers {
+  readonly store: JobStoreDriver
+  readonly leases: JobLeaseDriver
+}
