@@ -2,20 +2,25 @@ import { Effect, Option } from "effect"
 import type { GenerationProvider } from "genjobs"
 import { FAL_PROVIDER_ID, falProviderFromConfig } from "genjobs/providers/fal"
 import { OPENAI_PROVIDER_ID, openaiProviderFromConfig } from "genjobs/providers/openai"
+import { OPENROUTER_PROVIDER_ID, openRouterProviderFromConfig } from "genjobs/providers/openrouter"
 import { REPLICATE_PROVIDER_ID, replicateProviderFromConfig } from "genjobs/providers/replicate"
 import { RUNWAY_PROVIDER_ID, runwayProviderFromConfig } from "genjobs/providers/runway"
+import { VEO_PROVIDER_ID, veoProviderFromConfig } from "genjobs/providers/veo"
 
 /**
  * The real providers whose credential the environment holds (REPLICATE_API_TOKEN, FAL_KEY,
- * OPENAI_API_KEY, RUNWAYML_API_SECRET), by the provider id a catalog's models name. A provider
- * without its credential is not registered; a credential with invalid settings stops the start.
+ * OPENAI_API_KEY, RUNWAYML_API_SECRET, GEMINI_API_KEY, OPENROUTER_API_KEY), by the provider id a
+ * catalog's models name. A provider without its credential is not registered; a credential with
+ * invalid settings stops the start.
  */
 export const configuredProviders = Effect.map(
   Effect.all({
     [REPLICATE_PROVIDER_ID]: replicateProviderFromConfig,
     [FAL_PROVIDER_ID]: falProviderFromConfig,
     [OPENAI_PROVIDER_ID]: openaiProviderFromConfig,
-    [RUNWAY_PROVIDER_ID]: runwayProviderFromConfig
+    [RUNWAY_PROVIDER_ID]: runwayProviderFromConfig,
+    [VEO_PROVIDER_ID]: veoProviderFromConfig,
+    [OPENROUTER_PROVIDER_ID]: openRouterProviderFromConfig
   }),
   (found): Record<string, GenerationProvider> =>
     Object.fromEntries(Object.entries(found).flatMap(([id, provider]) => Option.isSome(provider) ? [[id, provider.value]] : []))

@@ -1,10 +1,9 @@
 /**
- * genjobs/providers/openai: the Images API (gpt-image-1, dall-e-3: answered within the start) and
- * the Videos API (sora-2, sora-2-pro: created, polled, fetched) as a generation provider. See
- * docs/providers.md.
+ * genjobs/providers/openai: OpenAI's Images API (gpt-image-1, dall-e-3: answered within the
+ * start) as a generation provider. OpenAI removed its Videos API (Sora) on 2026-09-24: video
+ * models run through genjobs/providers/veo or genjobs/providers/openrouter. See docs/providers.md.
  */
 export {
-  isOpenAIVideoModel,
   OPENAI_BASE_URL,
   OPENAI_PROVIDER_ID,
   type OpenAIOptions,

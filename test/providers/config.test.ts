@@ -3,15 +3,27 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Option, Redacted } from "effect"
 import { falProviderFromConfig } from "genjobs/providers/fal"
 import { OPENAI_BASE_URL, openaiConfig, openaiProviderFromConfig } from "genjobs/providers/openai"
+import { OPENROUTER_BASE_URL, openRouterConfig, openRouterProviderFromConfig } from "genjobs/providers/openrouter"
 import { replicateProviderFromConfig } from "genjobs/providers/replicate"
 import { RUNWAY_API_VERSION, RUNWAY_BASE_URL, runwayConfig, runwayProviderFromConfig } from "genjobs/providers/runway"
+import { VEO_BASE_URL, veoConfig, veoProviderFromConfig } from "genjobs/providers/veo"
+import { configuredProviders } from "../../apps/server/providers.js"
 
 const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
 
 describe("Config readers", () => {
   it.effect("register a provider only when its credential is set", () =>
     Effect.gen(function*() {
-      for (const fromConfig of [replicateProviderFromConfig, falProviderFromConfig, openaiProviderFromConfig, runwayProviderFromConfig]) {
+      for (
+        const fromConfig of [
+          replicateProviderFromConfig,
+          falProviderFromConfig,
+          openaiProviderFromConfig,
+          runwayProviderFromConfig,
+          veoProviderFromConfig,
+          openRouterProviderFromConfig
+        ]
+      ) {
         expect(Option.isNone(yield* withEnv({})(fromConfig))).toBe(true)
       }
       const replicate = yield* withEnv({ REPLICATE_API_TOKEN: "r8_x", REPLICATE_POLL_INTERVAL_MS: "500" })(replicateProviderFromConfig)
@@ -49,5 +61,36 @@ describe("Config readers", () => {
       expect([options.baseUrl, options.apiVersion]).toEqual([RUNWAY_BASE_URL, RUNWAY_API_VERSION])
       const custom = yield* withEnv({ RUNWAYML_API_SECRET: "key_env", RUNWAYML_BASE_URL: "http://127.0.0.1:4104" })(runwayConfig)
       expect(custom.baseUrl).toBe("http://127.0.0.1:4104")
+    }))
+
+  it.effect("Veo: GEMINI_API_KEY registers it, with the Gemini API's address and Google's poll pace", () =>
+    Effect.gen(function*() {
+      const options = yield* withEnv({ GEMINI_API_KEY: "AIza-env" })(veoConfig)
+      expect([options.baseUrl, options.pollIntervalMs]).toEqual([VEO_BASE_URL, 10_000])
+      expect(Redacted.isRedacted(options.apiKey) && Redacted.value(options.apiKey)).toBe("AIza-env")
+      const provider = yield* withEnv({ GEMINI_API_KEY: "AIza-env", VEO_POLL_INTERVAL_MS: "2500" })(veoProviderFromConfig)
+      expect(Option.getOrThrow(provider).pollIntervalMs).toBe(2500)
+      expect((yield* Effect.either(withEnv({ GEMINI_API_KEY: "AIza-env", GEMINI_BASE_URL: "localhost:4105" })(veoProviderFromConfig)))._tag)
+        .toBe("Left")
+    }))
+
+  it.effect("OpenRouter: callbacks only with OPENROUTER_WEBHOOK_SECRET, which stays redacted", () =>
+    Effect.gen(function*() {
+      const options = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "whs-env" })(openRouterConfig)
+      expect(options.baseUrl).toBe(OPENROUTER_BASE_URL)
+      expect(String(options.webhookSecret)).not.toContain("whs-env")
+      const polled = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env" })(openRouterProviderFromConfig)
+      expect(Option.getOrThrow(polled).verifyCallback).toBeUndefined()
+      const called = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "whs-env" })(openRouterProviderFromConfig)
+      expect(Option.getOrThrow(called).verifyCallback).toBeDefined()
+      expect((yield* Effect.either(withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "" })(openRouterProviderFromConfig)))._tag)
+        .toBe("Left")
+    }))
+
+  it.effect("the bundled server registers Veo and OpenRouter under their ids from their keys alone", () =>
+    Effect.gen(function*() {
+      expect(Object.keys(yield* withEnv({ REPLICATE_API_TOKEN: "r8_x" })(configuredProviders))).toEqual(["replicate"])
+      const both = yield* withEnv({ GEMINI_API_KEY: "AIza-env", OPENROUTER_API_KEY: "sk-or-env" })(configuredProviders)
+      expect(Object.keys(both).sort()).toEqual(["openrouter", "veo"])
     }))
 })

@@ -1,44 +1,27 @@
 /**
- * The OpenAI adapter against the OpenAI simulator: images answered within the start, Sora videos
- * created, polled and fetched with the key only in the content source's headers, OpenAI's errors
- * typed as retryable or permanent, and the key never in a message or a handle.
+ * The OpenAI adapter against the OpenAI simulator: images answered within the start, the retired
+ * Videos API (Sora) refused with what to use instead, OpenAI's errors typed as retryable or
+ * permanent, and the key never in a message.
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { openaiProvider } from "genjobs/providers/openai"
-import type { GenerationProvider, ProviderHandle, ProviderStatus, StartOutcome } from "../../src/ports/Provider.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { type OpenAISimulator, startOpenAISimulator } from "../simulators/openai.js"
-import { bytesOf, failureOf, requestFor, sleep } from "./support.js"
+import { bytesOf, failureOf, requestFor } from "./support.js"
 
-const VIDEO_BYTES = 300_000
 let sim: OpenAISimulator
 let provider: GenerationProvider
 
 beforeAll(async () => {
-  sim = await startOpenAISimulator({ durationMs: 300, videoBytes: VIDEO_BYTES })
-  provider = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, requestTimeoutMs: 5_000 })
+  sim = await startOpenAISimulator()
+  provider = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, imageRequestTimeoutMs: 5_000 })
 })
 afterAll(() => sim.close())
 beforeEach(() => sim.reset())
 
 const start = (providerModel: string, input: Record<string, unknown>, on = provider) =>
   Effect.runPromise(on.start(requestFor(providerModel, input)))
-
-const startedHandle = (outcome: StartOutcome): ProviderHandle => {
-  if (outcome._tag !== "Started") throw new Error(`expected Started, got ${JSON.stringify(outcome)}`)
-  return outcome.handle
-}
-
-/** Polls as the engine would until the generation is no longer running. */
-const settle = async (handle: ProviderHandle, seen: Array<ProviderStatus> = []) => {
-  for (let i = 0; i < 200; i++) {
-    const status = await Effect.runPromise(provider.poll(handle, requestFor("sora-2", {})))
-    seen.push(status)
-    if (status._tag !== "Running") return status
-    await sleep(25)
-  }
-  throw new Error("the video never finished")
-}
 
 describe("OpenAI Images API (synchronous)", () => {
   it("answers a gpt-image-1 generation within the start, its picture as a byte stream decoded from b64_json", async () => {
@@ -72,56 +55,22 @@ describe("OpenAI Images API (synchronous)", () => {
   })
 })
 
-describe("OpenAI Videos API (asynchronous)", () => {
-  it("creates a Sora video, polls it queued -> in progress -> completed, and hands its content over with the key in headers only", async () => {
-    const outcome = await start("sora-2", { prompt: "waves at dusk", seconds: 4, size: "1280x720" })
-    const handle = startedHandle(outcome)
-    expect(handle.id).toMatch(/^video_/)
-    // The API takes seconds as a string; the catalog's number is sent as one.
-    expect(sim.bodies.at(-1)).toMatchObject({ model: "sora-2", seconds: "4", size: "1280x720" })
-
-    const seen: Array<ProviderStatus> = []
-    const status = await settle(handle, seen)
-    expect(seen[0]!._tag).toBe("Running")
-    expect(seen.filter((s) => s._tag === "Running").every((s) => s._tag === "Running" && (s.progress ?? 0) <= 100)).toBe(true)
-    if (status._tag !== "Succeeded") throw new Error(JSON.stringify(status))
-    const [output] = status.outputs
-    expect([output!.type, output!.contentType, output!.metadata]).toEqual(["video", "video/mp4", { seconds: "4", size: "1280x720" }])
-    if (output!.source._tag !== "Url") throw new Error("expected a URL source")
-    expect(output!.source.url).toBe(`${sim.url}/videos/${handle.id}/content`)
-    expect(output!.source.headers).toEqual({ authorization: `Bearer ${sim.apiKey}` })
-
-    const video = await Effect.runPromise(bytesOf(output!.source))
-    expect([video.contentType, video.bytes.length, video.bytes.subarray(4, 8).toString()]).toEqual(["video/mp4", VIDEO_BYTES, "ftyp"])
-    expect((await fetch(output!.source.url)).status).toBe(401)
-    const thumbnail = await Effect.runPromise(bytesOf(output!.thumbnail!))
-    expect(thumbnail.contentType).toBe("image/webp")
-
-    // What the engine stores: the handle and the metadata, never the key.
-    expect(JSON.stringify(handle)).not.toContain(sim.apiKey)
-    expect(JSON.stringify(output!.metadata)).not.toContain(sim.apiKey)
-    expect(sim.counters.starts).toBe(1)
+describe("OpenAI Videos API (removed by OpenAI on 2026-09-24)", () => {
+  it("refuses a Sora model for good before asking OpenAI, naming the providers to use instead", async () => {
+    for (const model of ["sora-2", "sora-2-pro"]) {
+      const error = await failureOf(provider.start(requestFor(model, { prompt: "waves at dusk", seconds: 4 })))
+      expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false })
+      expect(error.message).toContain("removed the Videos API")
+      expect(error.message).toContain("veo or openrouter")
+    }
+    expect(sim.counters.requests).toBe(0)
   })
 
-  it("a video that fails at OpenAI ends Failed with OpenAI's reason", async () => {
-    const handle = startedHandle(await start("sora-2", { prompt: "[fail] a storm" }))
-    const status = await settle(handle)
-    expect(status).toEqual({
-      _tag: "Failed",
-      message: "OpenAI could not generate the video: The video could not be generated for this prompt. (video_generation_failed)"
-    })
-  })
-
-  it("an input the API refuses is permanent, with OpenAI's message", async () => {
-    const error = await failureOf(provider.start(requestFor("sora-2", { prompt: "x", seconds: 5 })))
-    expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 400 })
-    expect(error.message).toContain("Invalid value for 'seconds'")
-  })
-
-  it("cancel asks nothing of OpenAI: it documents no way to stop a video in progress", async () => {
-    const handle = startedHandle(await start("sora-2", { prompt: "a long take" }))
-    await Effect.runPromise(provider.cancel(handle, requestFor("sora-2", {})))
-    expect(sim.counters.cancels).toBe(0)
+  it("a video handle kept from before the retirement fails its job when polled, without a request", async () => {
+    const error = await failureOf(provider.poll({ id: "video_68d7512d07848190" }, requestFor("sora-2", {})))
+    expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false })
+    expect(error.message).toContain("removed the Videos API")
+    expect(sim.counters.requests).toBe(0)
   })
 })
 
@@ -129,11 +78,11 @@ describe("OpenAI errors", () => {
   it("429 three times: three retryable rejections with Retry-After, then the start goes through once", async () => {
     sim.rateLimitNext(3, { retryAfterSeconds: 2 })
     for (let i = 0; i < 3; i++) {
-      const error = await failureOf(provider.start(requestFor("sora-2", { prompt: "patience" })))
+      const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "patience" })))
       expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: true, retryAfterMs: 2_000, httpStatus: 429 })
       expect(error.message).toContain("Rate limit reached")
     }
-    startedHandle(await start("sora-2", { prompt: "patience" }))
+    expect((await start("gpt-image-1", { prompt: "patience" }))._tag).toBe("Finished")
     expect([sim.counters.rateLimited, sim.counters.starts]).toEqual([3, 1])
   })
 
@@ -150,14 +99,13 @@ describe("OpenAI errors", () => {
     expect(error).toMatchObject({ retryable: true, retryAfterMs: 90_000 })
   })
 
-  it("a 5xx (overloaded) is retryable, on start and on poll", async () => {
+  it("a 5xx (overloaded) is retryable", async () => {
     sim.errorNext(1, 503, { message: "The engine is currently overloaded, please try again later" })
     const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: true, httpStatus: 503 })
     expect(error.message).toBe("OpenAI answered HTTP 503: The engine is currently overloaded, please try again later")
-    const handle = startedHandle(await start("sora-2", { prompt: "x" }))
     sim.errorNext(1, 500)
-    expect(await failureOf(provider.poll(handle, requestFor("sora-2", {})))).toMatchObject({ retryable: true, httpStatus: 500 })
+    expect(await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "x" })))).toMatchObject({ retryable: true, httpStatus: 500 })
   })
 
   it("a wrong key is a permanent 401 whose message does not repeat the key, even when OpenAI quotes it", async () => {
@@ -180,11 +128,10 @@ describe("OpenAI errors", () => {
     const gone = await startOpenAISimulator()
     await gone.close()
     const unreachable = openaiProvider({ apiKey: "sk-some-key-abc", baseUrl: gone.url })
-    const error = await failureOf(unreachable.start(requestFor("sora-2", { prompt: "x" })))
+    const error = await failureOf(unreachable.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error._tag).toBe("ProviderUnreachable")
     expect(error.message).toContain("OpenAI could not be reached")
     expect(error.message).not.toContain("sk-some-key-abc")
-    expect((await failureOf(unreachable.poll({ id: "video_1" }, requestFor("sora-2", {}))))._tag).toBe("ProviderUnreachable")
 
     sim.slowNext(1, 2_000)
     const impatient = openaiProvider({ apiKey: sim.apiKey, baseUrl: sim.url, imageRequestTimeoutMs: 200 })
@@ -194,16 +141,8 @@ describe("OpenAI errors", () => {
 
   it("a body that is not the documented JSON is ProviderUnreachable, never a crash", async () => {
     sim.malformedNext(1)
-    const error = await failureOf(provider.start(requestFor("sora-2", { prompt: "x" })))
+    const error = await failureOf(provider.start(requestFor("gpt-image-1", { prompt: "x" })))
     expect(error._tag).toBe("ProviderUnreachable")
     expect(error.message).toContain("OpenAI answered HTTP 200 with a body it does not document")
-    const handle = startedHandle(await start("sora-2", { prompt: "x" }))
-    sim.malformedNext(1)
-    expect((await failureOf(provider.poll(handle, requestFor("sora-2", {}))))._tag).toBe("ProviderUnreachable")
-  })
-
-  it("an unknown video is a permanent rejection", async () => {
-    const error = await failureOf(provider.poll({ id: "video_missing" }, requestFor("sora-2", {})))
-    expect(error).toMatchObject({ _tag: "ProviderRejected", retryable: false, httpStatus: 404 })
   })
 })

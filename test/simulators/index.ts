@@ -6,8 +6,10 @@
 import type { SimulatorControls } from "./core.js"
 import { startFalSimulator } from "./fal.js"
 import { startOpenAISimulator } from "./openai.js"
+import { startOpenRouterSimulator } from "./openrouter.js"
 import { startReplicateSimulator } from "./replicate.js"
 import { startRunwaySimulator } from "./runway.js"
+import { startVeoSimulator } from "./veo.js"
 
 export interface ServedSimulator {
   readonly url: string
@@ -45,5 +47,11 @@ export const simulators: ReadonlyArray<SimulatorEntry> = [
   })),
   entry("fal", 4102, startFalSimulator, (sim) => ({ FAL_BASE_URL: sim.url, FAL_KEY: sim.apiKey, FAL_WEBHOOK_PUBLIC_KEYS: sim.publicKeyBase64 })),
   entry("openai", 4103, startOpenAISimulator, (sim) => ({ OPENAI_BASE_URL: sim.url, OPENAI_API_KEY: sim.apiKey })),
-  entry("runway", 4104, startRunwaySimulator, (sim) => ({ RUNWAYML_BASE_URL: sim.url, RUNWAYML_API_SECRET: sim.apiSecret }))
+  entry("runway", 4104, startRunwaySimulator, (sim) => ({ RUNWAYML_BASE_URL: sim.url, RUNWAYML_API_SECRET: sim.apiSecret })),
+  entry("veo", 4105, startVeoSimulator, (sim) => ({ GEMINI_BASE_URL: sim.url, GEMINI_API_KEY: sim.apiKey })),
+  entry("openrouter", 4106, startOpenRouterSimulator, (sim) => ({
+    OPENROUTER_BASE_URL: sim.url,
+    OPENROUTER_API_KEY: sim.apiKey,
+    OPENROUTER_WEBHOOK_SECRET: sim.webhookSecret
+  }))
 ]

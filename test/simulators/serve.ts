@@ -15,7 +15,9 @@ const env = started.flatMap(({ served }) => Object.entries(served.env).map(([nam
 console.log(`  ${env.join(" \\\n  ")} \\\n  npm start\n`)
 console.log("Replicate and fal.ai: models named with image, video, audio, text or large (a 200 MB video) make that")
 console.log("kind of output; input sim_fail: \"message\" makes a generation fail, sim_duration_ms sets its duration.")
-console.log("OpenAI: a prompt with [fail] makes a video fail, [reject] is refused. Runway: a promptText with [fail] fails.")
+console.log("OpenAI (images): a prompt with [reject] is refused. Runway: a promptText with [fail] fails.")
+console.log("Veo: a prompt with [fail] ends in an operation error, [filtered] is removed by the safety filters, [reject] is refused.")
+console.log("OpenRouter: a prompt with [fail] makes the job fail, [reject] is refused by moderation; callbacks go to callback_url.")
 
 const stop = async () => {
   await Promise.all(started.map(({ served }) => served.close()))

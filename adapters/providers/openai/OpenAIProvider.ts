@@ -1,9 +1,8 @@
 import { Effect, type Redacted } from "effect"
-import type { GenerationProvider } from "../../../src/ports/Provider.js"
+import { type GenerationProvider, ProviderRejected } from "../../../src/ports/Provider.js"
 import { apiRoot, secretValue } from "../providerHttp.js"
 import { openAIApi } from "./api.js"
 import { generateImages } from "./images.js"
-import { createVideo, retrieveVideo, type VideosApi } from "./videos.js"
 
 /** The provider id catalogs name for OpenAI models. */
 export const OPENAI_PROVIDER_ID = "openai"
@@ -18,21 +17,21 @@ export interface OpenAIOptions {
   readonly organization?: string | undefined
   /** Sent as OpenAI-Project. */
   readonly project?: string | undefined
-  /** Between polls of a video. Default 10 s (OpenAI gives no hint). */
-  readonly pollIntervalMs?: number | undefined
-  /** The longest wait for one answer of the Videos API (create, retrieve). Default 60 s. */
-  readonly requestTimeoutMs?: number | undefined
   /** The longest wait for an Images API answer, which holds the generation itself. Default 5 min. */
   readonly imageRequestTimeoutMs?: number | undefined
 }
 
-/** Sora models go to the Videos API; every other model to the Images API. */
-export const isOpenAIVideoModel = (model: string): boolean => /^sora(-|$)/.test(model)
+/** OpenAI removed the Videos API and the Sora 2 models on 2026-09-24. */
+const VIDEOS_RETIRED =
+  "OpenAI removed the Videos API and the Sora models on 2026-09-24: run video models through the veo or openrouter provider instead"
+
+/** Sora models were served only by the retired Videos API. */
+const isSoraModel = (model: string): boolean => /^sora(-|$)/.test(model)
 
 /**
- * OpenAI as a generation provider. Images (gpt-image-1, dall-e-3, ...) come back within the start
- * call; Sora videos are created, polled and fetched from their content endpoint. No request is
- * retried here: the engine retries what comes back retryable.
+ * OpenAI's Images API (gpt-image-1, dall-e-3, ...) as a generation provider: each picture comes
+ * back within the start call, so nothing is ever polled. No request is retried here: the engine
+ * retries what comes back retryable.
  */
 export const openaiProvider = (options: OpenAIOptions): GenerationProvider => {
   const apiKey = secretValue(options.apiKey)
@@ -43,17 +42,14 @@ export const openaiProvider = (options: OpenAIOptions): GenerationProvider => {
     ...(options.organization === undefined ? {} : { "openai-organization": options.organization }),
     ...(options.project === undefined ? {} : { "openai-project": options.project })
   }
-  const videos: VideosApi = { api, baseUrl, headers, timeoutMs: options.requestTimeoutMs ?? 60_000 }
   const imageTimeoutMs = options.imageRequestTimeoutMs ?? 300_000
   return {
-    pollIntervalMs: options.pollIntervalMs ?? 10_000,
     start: (request) =>
-      isOpenAIVideoModel(request.providerModel)
-        ? createVideo(videos, request)
+      isSoraModel(request.providerModel)
+        ? Effect.fail(new ProviderRejected({ message: VIDEOS_RETIRED, retryable: false }))
         : generateImages(api, baseUrl, headers, imageTimeoutMs, request),
-    poll: (handle) => retrieveVideo(videos, handle),
-    // OpenAI documents no way to stop a video in progress (DELETE only removes finished ones): the
-    // generation runs to its end at OpenAI and the engine no longer asks about it.
+    // Only a video started before the retirement has a handle: it can no longer be fetched.
+    poll: () => Effect.fail(new ProviderRejected({ message: VIDEOS_RETIRED, retryable: false })),
     cancel: () => Effect.void
   }
 }

@@ -1,17 +1,16 @@
 import { Config } from "effect"
-import { baseUrlConfig, millisConfig, optionalConfig, providerFromConfig, secretConfig } from "../configValues.js"
+import { baseUrlConfig, optionalConfig, providerFromConfig, secretConfig } from "../configValues.js"
 import { OPENAI_BASE_URL, type OpenAIOptions, openaiProvider } from "./OpenAIProvider.js"
 
 /**
  * OpenAI's options from the environment, as OpenAI's own SDKs read them: OPENAI_API_KEY,
- * OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID; and OPENAI_POLL_INTERVAL_MS.
+ * OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID.
  */
 export const openaiConfig: Config.Config<OpenAIOptions> = Config.all({
   apiKey: secretConfig("OPENAI_API_KEY"),
   baseUrl: baseUrlConfig("OPENAI_BASE_URL", OPENAI_BASE_URL),
   organization: optionalConfig(Config.string("OPENAI_ORG_ID")),
-  project: optionalConfig(Config.string("OPENAI_PROJECT_ID")),
-  pollIntervalMs: millisConfig("OPENAI_POLL_INTERVAL_MS", 10_000)
+  project: optionalConfig(Config.string("OPENAI_PROJECT_ID"))
 })
 
 /** The OpenAI provider when OPENAI_API_KEY is set, else none. */

@@ -1,0 +1,19 @@
+import { Option, Schema } from "effect"
+import { HTTP_RETRY_RULES, type ProviderApi } from "../providerHttp.js"
+import { ErrorBody } from "./schema.js"
+
+const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
+
+/**
+ * The Gemini API's answers as the shared HTTP exchange reads them: Google's error body, and
+ * HTTP's retry rules (429 RESOURCE_EXHAUSTED, 500 INTERNAL, 503 UNAVAILABLE and 504
+ * DEADLINE_EXCEEDED are asked again; 400 INVALID_ARGUMENT, 403 PERMISSION_DENIED, 404 NOT_FOUND
+ * are final).
+ */
+export const veoApi = (apiKey: string): ProviderApi => ({
+  name: "Gemini API",
+  secrets: [apiKey],
+  errorMessage: (body) =>
+    Option.getOrUndefined(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullable(error.message))),
+  ...HTTP_RETRY_RULES
+})
