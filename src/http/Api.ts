@@ -1,6 +1,5 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { AccountUpdate, NewAccount, NewApiKey } from "../domain/account.js"
 import { CatalogDocument } from "../domain/catalog.js"
 import { DocumentedErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
@@ -26,6 +25,7 @@ import {
 import {
   AccountList,
   AccountListParams,
+  AccountUpdateBody,
   AccountView,
   AdminDeliveryList,
   AdminDeliveryListParams,
@@ -36,6 +36,7 @@ import {
   AdminJobView,
   AuditList,
   AuditParams,
+  CatalogBody,
   CatalogImportResult,
   CatalogReplaceHeaders,
   CatalogPreviewView,
@@ -46,6 +47,8 @@ import {
   KeyList,
   LedgerParams,
   LedgerView,
+  NewAccountBody,
+  NewApiKeyBody,
   RotateSecretBody
 } from "./schemas/admin.js"
 import {
@@ -283,7 +286,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.put("replaceCatalog", "/admin/catalog")
-      .setPayload(CatalogDocument)
+      .setPayload(CatalogBody)
       .setHeaders(CatalogReplaceHeaders)
       .addSuccess(CatalogImportResult)
       .annotateContext(docs(
@@ -294,7 +297,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff")
-      .setPayload(CatalogDocument)
+      .setPayload(CatalogBody)
       .addSuccess(CatalogPreviewView)
       .annotateContext(docs(
         "Preview a catalog replacement",
@@ -314,7 +317,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("createAccount", "/admin/accounts")
-      .setPayload(NewAccount)
+      .setPayload(NewAccountBody)
       .addSuccess(AccountView, { status: 201 })
       .annotateContext(docs("Create an account", "An account with its opening credit, limits, segments and discounts."))
   )
@@ -337,7 +340,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.patch("updateAccount", "/admin/accounts/:id")
       .setPath(IdPath)
-      .setPayload(AccountUpdate)
+      .setPayload(AccountUpdateBody)
       .addSuccess(AccountView)
       .annotateContext(docs(
         "Update an account",
@@ -372,7 +375,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("createKey", "/admin/accounts/:id/keys")
       .setPath(IdPath)
-      .setPayload(NewApiKey)
+      .setPayload(NewApiKeyBody)
       .addSuccess(CreatedApiKeyView, { status: 201 })
       .annotateContext(docs("Create an API key", "A key with its scopes, allowed IPs and expiry; the secret is in this answer only."))
   )

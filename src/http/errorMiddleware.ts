@@ -8,8 +8,24 @@ import { CurrentRequestId } from "./requestContext.js"
 import { refusedBeforeBody, withBodyLimits } from "./requestLimits.js"
 
 interface DecodeIssue {
+  readonly _tag: string
   readonly path: ReadonlyArray<PropertyKey>
   readonly message: string
+}
+
+/**
+ * A body's fields its schema does not declare (schemas/strictBody.ts), as dotted paths
+ * (`scope`, `discounts.0.kind`): what a client compares with the fields it meant to send.
+ */
+const unknownFields = (issues: ReadonlyArray<DecodeIssue>): ReadonlyArray<string> =>
+  issues.filter((i) => i._tag === "Unexpected").map((i) => i.path.map(String).join("."))
+
+const decodeFailure = (issues: ReadonlyArray<DecodeIssue>) => {
+  const errors = issues.map((i) => ({ path: `/${i.path.map(String).join("/")}`, message: i.message }))
+  const unknown = unknownFields(issues)
+  return unknown.length === 0
+    ? engineError("VALIDATION_ERROR", "The request does not match the expected shape", { errors })
+    : engineError("VALIDATION_ERROR", `The request has fields this endpoint does not take: ${unknown.join(", ")}`, { unknown, errors })
 }
 
 const tagOf = (u: unknown): string | undefined =>
@@ -19,15 +35,8 @@ const tagOf = (u: unknown): string | undefined =>
 const asFailure = (error: unknown, requestId: string): ApiFailure | undefined => {
   if (error instanceof ApiFailure) return error
   switch (tagOf(error)) {
-    case "HttpApiDecodeError": {
-      const issues = (error as { issues: ReadonlyArray<DecodeIssue> }).issues
-      return ApiFailure.fromEngine(
-        engineError("VALIDATION_ERROR", "The request does not match the expected shape", {
-          errors: issues.map((i) => ({ path: `/${i.path.map(String).join("/")}`, message: i.message }))
-        }),
-        requestId
-      )
-    }
+    case "HttpApiDecodeError":
+      return ApiFailure.fromEngine(decodeFailure((error as { issues: ReadonlyArray<DecodeIssue> }).issues), requestId)
     case "RequestError":
       return ApiFailure.fromEngine(engineError("VALIDATION_ERROR", "The request body is not valid JSON"), requestId)
     case "RouteNotFound":

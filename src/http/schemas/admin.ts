@@ -1,11 +1,13 @@
 import { Schema } from "effect"
-import { Discount, LedgerEntry, Scope } from "../../domain/account.js"
+import { AccountUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
+import { CatalogDocument } from "../../domain/catalog.js"
 import { JobError, JobStatus } from "../../domain/job.js"
 import { MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { DeliveryStatus } from "../../domain/webhook.js"
 import { OutputItemView } from "./jobs.js"
 import { PageLimit, StatusFilter } from "./paging.js"
+import { strictBody } from "./strictBody.js"
 import { DeliveryView } from "./webhooks.js"
 
 export const AccountView = Schema.Struct({
@@ -22,10 +24,10 @@ export const AccountView = Schema.Struct({
   createdAt: Schema.String
 })
 
-export const RotateSecretBody = Schema.Struct({
+export const RotateSecretBody = strictBody(Schema.Struct({
   /** How long the old secret keeps signing beside the new one; a day unless said. */
   overlapSeconds: Schema.optionalWith(Schema.Number, { default: () => 86_400 })
-})
+}))
 
 export const ApiKeyView = Schema.Struct({
   id: Schema.String,
@@ -41,7 +43,13 @@ export const ApiKeyView = Schema.Struct({
 
 export const CreatedApiKeyView = Schema.extend(ApiKeyView, Schema.Struct({ key: Schema.String }))
 
-export const CreditsBody = Schema.Struct({ amountMicroCents: Schema.Number })
+export const CreditsBody = strictBody(Schema.Struct({ amountMicroCents: Schema.Number }))
+
+/** The admin bodies whose shapes the domain defines, as the API takes them: without unknown fields. */
+export const NewAccountBody = strictBody(NewAccount)
+export const AccountUpdateBody = strictBody(AccountUpdate)
+export const NewApiKeyBody = strictBody(NewApiKey)
+export const CatalogBody = strictBody(CatalogDocument)
 
 /** A page of the ledger, oldest first; `createdAt` in epoch milliseconds. */
 export const LedgerView = Schema.Struct({

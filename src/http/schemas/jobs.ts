@@ -1,26 +1,27 @@
 import { Schema } from "effect"
 import { JobError, JobStatus, OutputType } from "../../domain/job.js"
 import { PageLimit, StatusFilter } from "./paging.js"
+import { strictBody } from "./strictBody.js"
 
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** Submit body. modelSlug/modelVersion are accepted as aliases of model/version (docs/decisions.md). */
-export const SubmitBody = Schema.Struct({
+export const SubmitBody = strictBody(Schema.Struct({
   model: Schema.optional(Schema.String),
   modelSlug: Schema.optional(Schema.String),
   version: Schema.optional(Schema.String),
   modelVersion: Schema.optional(Schema.String),
   input: JsonObject,
   webhookUrl: Schema.optional(Schema.String)
-})
+}))
 
-export const EstimateBody = Schema.Struct({
+export const EstimateBody = strictBody(Schema.Struct({
   model: Schema.optional(Schema.String),
   modelSlug: Schema.optional(Schema.String),
   version: Schema.optional(Schema.String),
   modelVersion: Schema.optional(Schema.String),
   input: Schema.optional(JsonObject)
-})
+}))
 
 /** `Prefer: wait=N` (RFC 7240): hold the answer until the job is final or N seconds (at most 60) pass. */
 const prefer = Schema.optional(Schema.String).annotations({

@@ -1,12 +1,13 @@
 import { Schema } from "effect"
+import { strictBody } from "./strictBody.js"
 
 /** Fields stay unknown here so the service can answer the spec's own error codes for them. */
-export const PresignBody = Schema.Struct({
+export const PresignBody = strictBody(Schema.Struct({
   filename: Schema.optional(Schema.Unknown),
   contentType: Schema.optional(Schema.Unknown),
   /** Extension: the file's exact length in bytes, bound into the upload URL. */
   size: Schema.optional(Schema.Unknown)
-})
+}))
 
 const envelope = <A, I>(data: Schema.Schema<A, I>) =>
   Schema.Struct({ success: Schema.Literal(true), data, requestId: Schema.String })
