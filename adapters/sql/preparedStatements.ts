@@ -78,7 +78,9 @@ export const preparingClient = (names: StatementNames): typeof Pg.Client =>
         baseQuery(this, { name, text, values }, ((error, result) => {
           if (error !== null && error.code !== undefined && STALE_STATEMENT.has(error.code)) {
             names.renew(text)
-            // pg keeps the transaction status of the last ReadyForQuery ('I': no transaction open).
+            // pg keeps the transaction status of the last ReadyForQuery ('I': no transaction open),
+            // in a private field: should a release drop it, nothing is retried and the error stands
+            // (test/conformance/pgPreparedStatements.test.ts then fails on the retry).
             if (!retried && (this as unknown as { _txStatus?: string })._txStatus === "I") return run(true)
           }
           ;(callback as Callback)(error, result)
