@@ -25,6 +25,8 @@ const REVISION_CHECK_MS = 2_000
 export const make = Effect.gen(function*() {
   const repo = yield* CatalogRepo
   const cache = yield* Ref.make<Compiled | undefined>(undefined)
+  /** Owns the shared reloads: the engine's shutdown interrupts one in flight. */
+  const scope = yield* Effect.scope
 
   const compile = (stored: StoredCatalog, now: number): Compiled => ({ stored, checkedAt: now, validators: new Map() })
 
@@ -59,8 +61,9 @@ export const make = Effect.gen(function*() {
       const joined = yield* Ref.modify(reloading, (inFlight) => (inFlight === undefined ? [mine, mine] : [inFlight, inFlight]))
       if (joined === mine) {
         // Its own fiber: a caller that gives up waiting (interrupted) does not cancel the others' answer.
-        yield* Effect.forkDaemon(
-          reload(now).pipe(Effect.exit, Effect.flatMap((exit) => Deferred.done(mine, exit)), Effect.ensuring(Ref.set(reloading, undefined)))
+        yield* Effect.forkIn(
+          reload(now).pipe(Effect.exit, Effect.flatMap((exit) => Deferred.done(mine, exit)), Effect.ensuring(Ref.set(reloading, undefined))),
+          scope
         )
       }
       return yield* Deferred.await(joined)
@@ -183,7 +186,7 @@ export const make = Effect.gen(function*() {
 })
 
 export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.effect(Catalog, make)
+  static readonly layer = Layer.scoped(Catalog, make)
 }
 
 export type { CatalogDocument }

@@ -11,11 +11,15 @@ import { JobRepo } from "../ports/JobRepo.js"
  * nothing). A submit publishes nothing: nobody can follow a job before its
  * id is answered, and on PostgreSQL each hint is a round trip on the submit path.
  */
-export const layerPublishingJobRepo = Layer.effect(
+export const layerPublishingJobRepo = Layer.scoped(
   JobRepo,
   Effect.gen(function*() {
     const repo = yield* JobRepo
     const events = yield* JobEvents
+    // The engine's scope owns the hints in flight: its shutdown interrupts them, and a claimer's
+    // interruption does not.
+    const scope = yield* Effect.scope
+    const beside = (publish: Effect.Effect<void>) => Effect.forkIn(publish, scope)
     const publishSome = <A extends { readonly id: JobId }>(found: Option.Option<A>) =>
       Option.isSome(found) ? events.publish([found.value.id]) : Effect.void
     return JobRepo.of({
@@ -23,11 +27,11 @@ export const layerPublishingJobRepo = Layer.effect(
       cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish([outcome.job.id])),
       // A claim's hints go out beside the run rather than before it: on PostgreSQL each is a
       // round trip, and the claimed jobs' provider starts need not wait for it.
-      claim: (options) => Effect.tap(repo.claim(options), (found) => Effect.forkDaemon(publishSome(found))),
+      claim: (options) => Effect.tap(repo.claim(options), (found) => beside(publishSome(found))),
       claimBatch: (options) =>
-        Effect.tap(repo.claimBatch(options), (jobs) => Effect.forkDaemon(events.publish(jobs.map((job) => job.id)))),
+        Effect.tap(repo.claimBatch(options), (jobs) => beside(events.publish(jobs.map((job) => job.id)))),
       claimIds: (ids, options) =>
-        Effect.tap(repo.claimIds(ids, options), (jobs) => Effect.forkDaemon(events.publish(jobs.map((job) => job.id)))),
+        Effect.tap(repo.claimIds(ids, options), (jobs) => beside(events.publish(jobs.map((job) => job.id)))),
       complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
       fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome),
       reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, TestClock } from "effect"
 import { StoreError } from "../../src/domain/errors.js"
 import { catalogRepo } from "../../adapters/memory/MemoryCatalog.js"
 import { makeMemoryState } from "../../adapters/memory/state.js"
@@ -8,7 +8,7 @@ import { Catalog } from "../../src/services/Catalog.js"
 import { account, sampleCatalog } from "../conformance/fixtures.js"
 
 describe("the catalog cache", () => {
-  it.effect("a load that started before a replace and ends after it never puts the older catalog back", () =>
+  it.scoped("a load that started before a replace and ends after it never puts the older catalog back", () =>
     Effect.gen(function*() {
       const state = yield* makeMemoryState
       const repo = catalogRepo(state)
@@ -27,7 +27,8 @@ describe("the catalog cache", () => {
             )
             : Effect.succeed(stored))
       }
-      const catalog = yield* Catalog.pipe(Effect.provide(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, slowRepo)))))
+      // Built in the test\'s scope, as the engine builds it in its own: the shared reloads run there.
+      const catalog = Context.get(yield* Layer.build(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, slowRepo)))), Catalog)
       const document = sampleCatalog()
       const slug = document.models[0]!.slug
 
@@ -45,7 +46,7 @@ describe("the catalog cache", () => {
       expect((yield* catalog.snapshot).revision).toBe(1)
     }))
 
-  it.effect("callers that find the cache stale together share one revision check, and its failure", () =>
+  it.scoped("callers that find the cache stale together share one revision check, and its failure", () =>
     Effect.gen(function*() {
       const state = yield* makeMemoryState
       const repo = catalogRepo(state)
@@ -62,7 +63,8 @@ describe("the catalog cache", () => {
           )
         })
       }
-      const catalog = yield* Catalog.pipe(Effect.provide(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, countingRepo)))))
+      // Built in the test\'s scope, as the engine builds it in its own: the shared reloads run there.
+      const catalog = Context.get(yield* Layer.build(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, countingRepo)))), Catalog)
       yield* catalog.replace(sampleCatalog())
 
       // Past the check interval, 50 readers at once (a worker claiming a batch) and one that gives up.
