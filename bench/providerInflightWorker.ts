@@ -80,6 +80,8 @@ serveParent({
       webhookDispatchers: 0,
       uploadSweeper: false,
       retentionSweeper: false,
+      // The simulator serves its outputs from 127.0.0.1: an explicit opt-in past the address guard.
+      settings: { providerOutputAllowPrivate: true },
       // A log line per job would fill the bench's stdout, which carries the figures.
       observability: Logger.minimumLogLevel(LogLevel.Warning)
     })

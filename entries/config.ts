@@ -50,6 +50,7 @@ export const EngineEnv = Config.all({
     Config.validate({ message: "CREDIT_MICRO_CENTS must be a positive whole number", validation: (n) => n > 0 })
   ),
   webhookAllowPrivate: Config.boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  providerOutputAllowPrivate: Config.boolean("PROVIDER_OUTPUT_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", DEFAULT_WEBHOOK_DISPATCHERS),
   webhookDeliveriesPerAccount: nonNegative("WEBHOOK_DELIVERIES_PER_ACCOUNT", defaultEngineSettings.webhookDeliveriesPerAccount).pipe(
     Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
@@ -237,7 +238,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,
       retentionBatchSize: settings.retentionBatchSize,
       webhookDeadlineMs: settings.webhookDeadlineMs,
-      webhookRetryDelaysMs: settings.webhookRetryDelaysMs
+      webhookRetryDelaysMs: settings.webhookRetryDelaysMs,
+      providerOutputAllowPrivate: settings.providerOutputAllowPrivate
     },
     http: {
       adminToken: Option.getOrUndefined(settings.adminToken),

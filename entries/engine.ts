@@ -1,8 +1,13 @@
 import type { Layer } from "effect"
+import { layerGuardedHttpClient } from "../adapters/net/guardedHttpClient.js"
 import { layerNodeWebhookSender } from "../adapters/webhooks/NodeWebhookSender.js"
 import { composeEngine, type Engine, type EngineContext, type EngineParts, startEngine, type StartOptions } from "../src/engine.js"
 
-/** The whole engine's settings. Webhooks go out through the Node sender unless you give your own. */
+/**
+ * The whole engine's settings. Webhooks go out through the Node sender and output files are
+ * downloaded behind the address guard (`settings.providerOutputAllowPrivate` lifts it) unless
+ * you give your own `webhookSender` or `httpClient`.
+ */
 export interface EngineOptions<ES = unknown, EF = unknown, EW = never> extends EngineParts<ES, EF, EW> {
   /** Lets webhooks reach private and loopback addresses: development only. Default false. */
   readonly webhookAllowPrivate?: boolean | undefined
@@ -10,7 +15,8 @@ export interface EngineOptions<ES = unknown, EF = unknown, EW = never> extends E
 
 const withSender = <ES, EF, EW>(options: EngineOptions<ES, EF, EW>): EngineParts<ES, EF, EW> => ({
   ...options,
-  webhookSender: options.webhookSender ?? layerNodeWebhookSender({ allowPrivate: options.webhookAllowPrivate ?? false })
+  webhookSender: options.webhookSender ?? layerNodeWebhookSender({ allowPrivate: options.webhookAllowPrivate ?? false }),
+  httpClient: options.httpClient ?? layerGuardedHttpClient({ allowPrivate: options.settings?.providerOutputAllowPrivate ?? false })
 })
 
 /** The whole engine as a Layer: services, and background work for as long as its scope is open. */

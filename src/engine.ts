@@ -7,6 +7,7 @@ import type { AccountRepo } from "./ports/AccountRepo.js"
 import type { AccountSettingsRepo } from "./ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "./ports/AdminReadRepo.js"
 import type { AuditLog } from "./ports/AuditLog.js"
+import type { AuthFailures } from "./ports/AuthFailures.js"
 import type { ApiKeyRepo } from "./ports/ApiKeyRepo.js"
 import type { BlobStore } from "./ports/BlobStore.js"
 import type { CatalogRepo } from "./ports/CatalogRepo.js"
@@ -47,7 +48,7 @@ import { Worker } from "./services/Worker.js"
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
  * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo, AdminReadRepo, AccountSettingsRepo,
- * AuditLog), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
+ * AuditLog, AuthFailures), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
  * (to fetch providers' output files) and EngineConfig.
  * `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
@@ -75,7 +76,8 @@ export const EngineServicesLive = Layer.mergeAll(
 )
 
 /**
- * What a store adapter provides: every repository, the signals that wake idle workers and
+ * What a store adapter provides: every repository (AuthFailures counts failed authentications
+ * for the HTTP layer's guessing throttle), the signals that wake idle workers and
  * webhook dispatchers, and the hints of job status changes for the jobs' followers.
  */
 export type StorePorts =
@@ -89,6 +91,7 @@ export type StorePorts =
   | AdminReadRepo
   | AccountSettingsRepo
   | AuditLog
+  | AuthFailures
   | JobSignal
   | WebhookSignal
   | JobEvents

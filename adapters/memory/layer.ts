@@ -2,11 +2,13 @@ import { Effect, Layer } from "effect"
 import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
+import { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
 import { accountSettingsRepo, adminReadRepo } from "./MemoryAdmin.js"
 import { memoryAuditLog } from "./MemoryAuditLog.js"
+import { memoryAuthFailures } from "./MemoryAuthFailures.js"
 import { catalogRepo } from "./MemoryCatalog.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
@@ -30,6 +32,7 @@ export const layerMemoryStores = Layer.unwrapEffect(
       Layer.succeed(RetentionRepo, retentionRepo(state)),
       Layer.succeed(AdminReadRepo, adminReadRepo(state)),
       Layer.succeed(AccountSettingsRepo, accountSettingsRepo(state)),
-      Layer.succeed(AuditLog, memoryAuditLog())
+      Layer.succeed(AuditLog, memoryAuditLog()),
+      Layer.succeed(AuthFailures, memoryAuthFailures())
     ))
 )

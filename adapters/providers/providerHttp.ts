@@ -95,8 +95,59 @@ const causeText = (cause: unknown): string => {
   return code === undefined ? cause.message : `${cause.message} (${code})`
 }
 
-export const unreachable = (api: ProviderApi, message: string) =>
-  new ProviderUnreachable({ message: redact(`${api.name} ${message}`, api.secrets) })
+/**
+ * Error codes Node and undici raise only while connecting, before a request is written: the
+ * connection refused or never made (no route, no address, undici's connect timeout), the name
+ * not resolved, and TLS handshake failures (certificate checks, a peer that does not speak TLS).
+ * A reset or a timeout of an open connection is not here: the request may have arrived.
+ */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_FAIL",
+  "EAI_NONAME",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "CERT_REVOKED",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_CHAIN_TOO_LONG",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "HOSTNAME_MISMATCH",
+  "INVALID_CA",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+  "ERR_TLS_HANDSHAKE_TIMEOUT",
+  "ERR_SSL_WRONG_VERSION_NUMBER"
+])
+
+const codeOf = (error: unknown): string | undefined => {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined
+  return typeof code === "string" ? code : undefined
+}
+
+/**
+ * Whether a failed fetch provably never wrote its request. fetch rejects with "fetch failed"
+ * whose cause is the socket's error; trying each address of a name (happy eyeballs) gives an
+ * AggregateError, which counts only when every address failed that way.
+ */
+export const neverSent = (fetchError: unknown): boolean => {
+  const cause = typeof fetchError === "object" && fetchError !== null ? (fetchError as { cause?: unknown }).cause : undefined
+  const failures = cause instanceof AggregateError && cause.errors.length > 0 ? cause.errors : [cause]
+  return failures.every((failure) => NOT_SENT_CODES.has(codeOf(failure) ?? ""))
+}
+
+export const unreachable = (api: ProviderApi, message: string, notSent = false) =>
+  new ProviderUnreachable({ message: redact(`${api.name} ${message}`, api.secrets), notSent })
 
 /** The provider's message in an error answer: its documented error body, else the text as it came. */
 export const saidIn = (api: ProviderApi, answer: Answer): string | undefined => {
@@ -128,7 +179,8 @@ export const rejection = (api: ProviderApi, answer: Answer, options: { readonly 
 
 /**
  * Sends one request and reads its answer whole, whatever its status. No answer within
- * `timeoutMs`, a refused or reset connection, a body cut short: ProviderUnreachable.
+ * `timeoutMs`, a refused or reset connection, a body cut short: ProviderUnreachable, with
+ * `notSent` when the connection failed before the request was written (neverSent).
  */
 export const exchange = (
   api: ProviderApi,
@@ -141,7 +193,7 @@ export const exchange = (
     ),
     Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => unreachable(api, `did not answer within ${timeoutMs} ms`) }),
     Effect.catchTags({
-      RequestError: (error) => Effect.fail(unreachable(api, `could not be reached: ${causeText(error.cause)}`)),
+      RequestError: (error) => Effect.fail(unreachable(api, `could not be reached: ${causeText(error.cause)}`, neverSent(error.cause))),
       ResponseError: (error) => Effect.fail(unreachable(api, `broke off its answer: ${causeText(error.cause)}`))
     })
   )

@@ -6,6 +6,7 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
+import { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -17,6 +18,7 @@ import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
+import { makeSqlAuthFailures } from "./SqlAuthFailures.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
@@ -46,7 +48,8 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrapEffect(
       Layer.succeed(RetentionRepo, yield* makeSqlRetention),
       Layer.succeed(AdminReadRepo, admin.reads),
       Layer.succeed(AccountSettingsRepo, admin.settings),
-      Layer.succeed(AuditLog, yield* makeSqlAuditLog)
+      Layer.succeed(AuditLog, yield* makeSqlAuditLog),
+      Layer.succeed(AuthFailures, yield* makeSqlAuthFailures)
     )
   })
 )

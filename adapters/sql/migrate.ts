@@ -10,6 +10,7 @@ import providerHandles from "./migrations/0007_provider_handles.js"
 import admin from "./migrations/0008_admin.js"
 import providerLimits from "./migrations/0009_provider_limits.js"
 import activeJobs from "./migrations/0010_active_jobs.js"
+import authFailures from "./migrations/0011_auth_failures.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -37,7 +38,8 @@ const migrate = Effect.gen(function*() {
       "0007_provider_handles": providerHandles(t),
       "0008_admin": admin(t),
       "0009_provider_limits": providerLimits(t),
-      "0010_active_jobs": activeJobs(t)
+      "0010_active_jobs": activeJobs(t),
+      "0011_auth_failures": authFailures(t)
     })
   })
 })

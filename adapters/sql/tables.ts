@@ -17,7 +17,8 @@ export const TABLES = [
   "leases",
   "admin_audit",
   "provider_starts",
-  "active_job_ends"
+  "active_job_ends",
+  "auth_failures"
 ] as const
 
 export const INDEXES = [
@@ -42,7 +43,8 @@ export const INDEXES = [
   "jobs_list",
   "webhook_deliveries_status",
   "jobs_pending_version",
-  "active_job_ends_account"
+  "active_job_ends_account",
+  "auth_failures_bucket"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

@@ -1,11 +1,10 @@
 import { Effect, Layer } from "effect"
-import { lookup } from "node:dns/promises"
 import type { ClientRequest } from "node:http"
 import { request } from "node:https"
-import { isIP, type LookupFunction } from "node:net"
+import { forbiddenHostOf } from "../../src/domain/publicAddress.js"
 import { deadlineReason } from "../../src/domain/webhookSchedule.js"
-import { isForbiddenAddress } from "../../src/domain/webhookTargets.js"
 import { WebhookNotDelivered, type WebhookResponse, WebhookSender } from "../../src/ports/WebhookSender.js"
+import { checkedLookup } from "../net/checkedLookup.js"
 
 export interface SenderOptions {
   /** Development only: lets webhooks reach private and loopback addresses. */
@@ -15,26 +14,6 @@ export interface SenderOptions {
 }
 
 const BODY_LIMIT = 1_024
-
-/**
- * Resolves every A and AAAA record, refuses the target when any is not public, and hands the
- * checked address to the socket: the connection goes where the check looked (no DNS rebinding)
- * while SNI and Host keep the name.
- */
-const checkedLookup = (allowPrivate: boolean): LookupFunction => (hostname, options, callback) => {
-  lookup(hostname, { all: true, verbatim: true })
-    .then((addresses) => {
-      const refused = addresses.find((a) => isForbiddenAddress(a.address))
-      if (addresses.length === 0) throw new Error(`${hostname} has no address`)
-      if (refused !== undefined && !allowPrivate) {
-        throw new Error(`refused: ${hostname} resolves to the non-public address ${refused.address}`)
-      }
-      const chosen = addresses[0]!
-      if (options.all === true) callback(null, [{ address: chosen.address, family: chosen.family }])
-      else callback(null, chosen.address, chosen.family)
-    })
-    .catch((error: Error) => callback(Object.assign(error, { code: "EREFUSED" }), "", 0))
-}
 
 /**
  * One POST, bounded as a whole by `timeoutMs`: DNS, connect, TLS, headers and the answer's body
@@ -60,10 +39,8 @@ export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Ty
       if (!URL.canParse(webhook.url)) return fail("the webhook URL is not a URL")
       const url = new URL(webhook.url)
       if (url.protocol !== "https:") return fail("refused: webhooks go to https URLs only")
-      const host = url.hostname.replace(/^\[|\]$/g, "")
-      if (isIP(host) !== 0 && isForbiddenAddress(host) && !options.allowPrivate) {
-        return fail(`refused: ${host} is not a public address`)
-      }
+      const forbidden = forbiddenHostOf(url)
+      if (forbidden !== undefined && !options.allowPrivate) return fail(`refused: ${forbidden} is not a public address`)
       req = request(url, {
         method: "POST",
         headers: { ...webhook.headers, "content-length": String(Buffer.byteLength(webhook.body)) },

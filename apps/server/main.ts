@@ -60,6 +60,9 @@ const serve = (settings: ServerSettings) =>
       if (settings.engine.webhookAllowPrivate) {
         yield* Effect.logWarning("WEBHOOK_ALLOW_PRIVATE is set: webhooks may target private addresses. Development only.")
       }
+      if (settings.engine.providerOutputAllowPrivate) {
+        yield* Effect.logWarning("PROVIDER_OUTPUT_ALLOW_PRIVATE is set: output downloads may reach private addresses. For simulators and private providers only.")
+      }
       if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
       yield* seedIfEmpty
     }).pipe(Effect.provide(engine))

@@ -19,7 +19,7 @@ export const OutputItem = Schema.Struct({
 })
 export type OutputItem = typeof OutputItem.Type
 
-export const JobFailureCode = Schema.Literal("GENERATION_FAILED", "INTERNAL_ERROR")
+export const JobFailureCode = Schema.Literal("GENERATION_FAILED", "INTERNAL_ERROR", "PROVIDER_UNAVAILABLE")
 export const JobError = Schema.Struct({ code: JobFailureCode, message: Schema.String })
 export type JobError = typeof JobError.Type
 

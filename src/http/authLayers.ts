@@ -4,6 +4,7 @@ import { timingSafeEqual } from "node:crypto"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { noteRequestAccount } from "../observability/requestLog.js"
 import { Auth, type Caller, type Credentials } from "../services/Auth.js"
+import { AuthThrottle } from "../services/AuthThrottle.js"
 import { DEFAULT_ADMIN_NAME } from "./adminTokens.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
@@ -19,32 +20,35 @@ const requestCredentials = Effect.map(HttpConfig, ({ trustedProxyHops }) => (con
   }
 })
 
-const authenticated = (auth: Auth["Type"], credentials: Credentials) =>
-  Effect.tap(auth.authenticate(credentials), (c) => noteRequestAccount(c.account.id))
+/** The key's check, behind the guessing throttle of the client's address. */
+const authenticated = (auth: Auth["Type"], throttle: AuthThrottle["Type"], credentials: Credentials) =>
+  throttle.guard(credentials.clientIp, Effect.tap(auth.authenticate(credentials), (c) => noteRequestAccount(c.account.id)))
 
 export const ApiKeyAuthLive = Layer.effect(
   ApiKeyAuth,
   Effect.gen(function*() {
     const auth = yield* Auth
+    const throttle = yield* AuthThrottle
     const credentialsOf = yield* requestCredentials
-    return Effect.withFiberRuntime<Caller, EngineError | StoreError>((fiber) => authenticated(auth, credentialsOf(fiber.currentContext))).pipe(
-      toApiFailure
-    )
+    return Effect.withFiberRuntime<Caller, EngineError | StoreError>((fiber) =>
+      authenticated(auth, throttle, credentialsOf(fiber.currentContext))
+    ).pipe(toApiFailure)
   })
-)
+).pipe(Layer.provide(AuthThrottle.layer))
 
 export const OptionalApiKeyAuthLive = Layer.effect(
   OptionalApiKeyAuth,
   Effect.gen(function*() {
     const auth = yield* Auth
+    const throttle = yield* AuthThrottle
     const credentialsOf = yield* requestCredentials
     return Effect.withFiberRuntime<Option.Option<Caller>, EngineError | StoreError>((fiber) => {
       const credentials = credentialsOf(fiber.currentContext)
       const presented = credentials.authorization !== undefined || credentials.apiKey !== undefined
-      return presented ? Effect.map(authenticated(auth, credentials), Option.some) : Effect.succeed(Option.none())
+      return presented ? Effect.map(authenticated(auth, throttle, credentials), Option.some) : Effect.succeed(Option.none())
     }).pipe(toApiFailure)
   })
-)
+).pipe(Layer.provide(AuthThrottle.layer))
 
 /** Compares secrets in constant time. */
 export const sameSecret = (a: string, b: string): boolean => {
@@ -56,7 +60,8 @@ export const sameSecret = (a: string, b: string): boolean => {
 export const AdminAuthLive = Layer.effect(
   AdminAuth,
   Effect.gen(function*() {
-    const { adminToken, adminTokens } = yield* HttpConfig
+    const { adminToken, adminTokens, trustedProxyHops } = yield* HttpConfig
+    const throttle = yield* AuthThrottle
     const tokens = [
       ...(adminToken === undefined ? [] : [{ name: DEFAULT_ADMIN_NAME, token: adminToken }]),
       ...adminTokens
@@ -66,12 +71,15 @@ export const AdminAuthLive = Layer.effect(
         return yield* Effect.fail(engineError("NOT_FOUND", "The admin API is off: set ADMIN_TOKEN or ADMIN_TOKENS to turn it on"))
       }
       const request = yield* HttpServerRequest.HttpServerRequest
-      const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
-      if (match === null) return yield* Effect.fail(engineError("UNAUTHORIZED", "Send Authorization: Bearer <admin token>"))
-      // Every token is compared, so the time taken does not tell which one came close.
-      const matched = tokens.filter(({ token }) => sameSecret(match[1]!, token))
-      if (matched.length === 0) return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
-      return { actor: matched[0]!.name }
+      const client = clientAddress(request, yield* Effect.context<never>(), trustedProxyHops)
+      return yield* throttle.guard(client, Effect.gen(function*() {
+        const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
+        if (match === null) return yield* Effect.fail(engineError("UNAUTHORIZED", "Send Authorization: Bearer <admin token>"))
+        // Every token is compared, so the time taken does not tell which one came close.
+        const matched = tokens.filter(({ token }) => sameSecret(match[1]!, token))
+        if (matched.length === 0) return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
+        return { actor: matched[0]!.name }
+      }))
     }).pipe(toApiFailure)
   })
-)
+).pipe(Layer.provide(AuthThrottle.layer))

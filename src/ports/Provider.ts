@@ -71,7 +71,8 @@ export type StartOutcome =
  * The provider answered with an error. `retryable` (429, 5xx, overloaded): the engine asks again
  * with capped exponential backoff and jitter, never sooner than `retryAfterMs`; otherwise the job
  * fails with GENERATION_FAILED and this message. From `start` it means nothing was started, so
- * starting again is safe.
+ * starting again is safe; a 429 or 503 from `start` is an outage (isOutage), waited out until the
+ * version's deadline rather than counted against `providerRetry.maxRetries`.
  */
 export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("ProviderRejected", {
   message: Schema.String,
@@ -84,13 +85,33 @@ export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("Pr
 /**
  * No usable answer: refused connection, reset, timeout, an unreadable body. Retried for `poll`
  * and `cancel`. From `start` the outcome is unknown (the provider may have started), so the engine
- * does not start again: it asks `recover`, and without a found handle fails the job with a refund.
+ * does not start again: it asks `recover`, and without a found handle fails the job with a refund;
+ * unless `notSent` says the request never left.
  */
 export class ProviderUnreachable extends Schema.TaggedError<ProviderUnreachable>()("ProviderUnreachable", {
-  message: Schema.String
+  message: Schema.String,
+  /**
+   * The request provably never reached the provider: the connection was refused, the name did
+   * not resolve, TLS failed in its handshake, before a byte of the request was written. Nothing
+   * can have started, so a start may be asked again. False whenever the request may have arrived
+   * (a reset, a timeout, a broken answer).
+   */
+  notSent: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }) {}
 
 export type ProviderError = ProviderRejected | ProviderUnreachable
+
+/**
+ * The provider is down or turning work away, and provably took nothing: a request that never
+ * reached it, or a refusal HTTP defines as "not processed, come back later" (429 Too Many
+ * Requests, 503 Service Unavailable; an adapter whose provider may have created something on
+ * such an answer reports it as ProviderUnreachable instead). A start that meets it waits with
+ * backoff until the version's deadline instead of failing the job.
+ */
+export const isOutage = (error: ProviderError): boolean =>
+  error._tag === "ProviderUnreachable"
+    ? error.notSent
+    : error.retryable && (error.httpStatus === 429 || error.httpStatus === 503)
 
 /** A provider's callback as it arrived at the engine's endpoint. */
 export interface CallbackRequest {
@@ -119,9 +140,10 @@ export interface GenerationProvider {
   /** Best effort: a deadline or a cancel tells the provider to stop; the job ends either way. */
   readonly cancel: (handle: ProviderHandle, request: ProviderRequest) => Effect.Effect<void, ProviderError>
   /**
-   * After a crash between asking for a start and committing its handle: the generation the
-   * provider already holds for this job (by `idempotencyKey`), if any. Without `recover`, or when
-   * it finds none, such a job fails with a refund rather than risk a second start.
+   * After a crash between asking for a start and committing its handle, or a start whose answer
+   * never came: the generation the provider already holds for this job (by `idempotencyKey`), if
+   * any; the engine then follows it. Without `recover`, or when it finds none, such a job fails
+   * with a refund rather than risk a second start.
    */
   readonly recover?: (request: ProviderRequest) => Effect.Effect<Option.Option<ProviderHandle>, ProviderError>
   /** For providers that call back when done: checks a callback as the provider documents. */

@@ -64,6 +64,12 @@ export interface EngineSettings {
   readonly storeRetry: Backoff
   /** The largest output file the engine stores, per output type, in bytes: a larger one fails the job. */
   readonly outputSizeCaps: OutputSizeCaps
+  /**
+   * Lets output downloads reach private, loopback and other non-public addresses (a simulator,
+   * a provider on a private network). Off: an output URL whose address, once resolved, or whose
+   * redirect is not public fails the job before anything is fetched.
+   */
+  readonly providerOutputAllowPrivate: boolean
 }
 
 export const defaultEngineSettings: EngineSettings = {
@@ -85,7 +91,8 @@ export const defaultEngineSettings: EngineSettings = {
   providerPollIntervalMs: 5_000,
   providerRetry: { baseMs: 1_000, capMs: 60_000, maxRetries: 10 },
   storeRetry: { baseMs: 100, capMs: 5_000 },
-  outputSizeCaps: DEFAULT_OUTPUT_SIZE_CAPS
+  outputSizeCaps: DEFAULT_OUTPUT_SIZE_CAPS,
+  providerOutputAllowPrivate: false
 }
 
 export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {

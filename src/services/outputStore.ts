@@ -1,9 +1,10 @@
-import { HttpClient } from "@effect/platform"
-import { Data, Effect, Option, Stream } from "effect"
+import { FetchHttpClient, HttpClient, type HttpClientError, type HttpClientResponse } from "@effect/platform"
+import { Data, Effect, Option, type Scope, Stream } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { OutputItem, OutputType } from "../domain/job.js"
 import { acceptsContentType, extensionOf, mediaTypeOf } from "../domain/outputFiles.js"
+import { AddressRefused, outputUrlRefusal } from "../domain/publicAddress.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { type OutputSource, type ProviderError, type ProviderOutput, ProviderRejected, ProviderUnreachable } from "../ports/Provider.js"
 import { UploadTarget } from "../ports/UploadTarget.js"
@@ -25,15 +26,26 @@ const downloadRefusal = (url: string, status: number, retryAfterHeader: string |
   })
 }
 
+/** Redirects a download follows before it gives up: more is a loop or a provider misconfigured. */
+const MAX_REDIRECTS = 5
+const REDIRECTS = new Set([301, 302, 303, 307, 308])
+
+/** The download's own refusal (the client's address guard), or else the provider's file host out of reach. */
+const unreachable = (url: string) => (error: HttpClientError.HttpClientError): OutputRefused | ProviderUnreachable =>
+  error._tag === "RequestError" && error.cause instanceof AddressRefused
+    ? new OutputRefused({ message: `The output ${url} was not fetched: ${error.cause.message}` })
+    : new ProviderUnreachable({ message: `The output ${url} could not be fetched` })
+
 const sizeText = (bytes: number) =>
   bytes >= 1024 * 1024 ? `${Math.round(bytes / (1024 * 1024))} MiB` : `${bytes} bytes`
 
 /**
  * Streams a job's outputs into the BlobStore, never a whole file in memory: URL sources are
- * fetched with HttpClient, byte streams are read as they come. Each file's content type must
- * fit its output's type and its size the type's cap (`outputSizeCaps`). Keys are
- * `${jobId}-${attempt}-...`: unique to the attempt, so a superseded worker never overwrites the
- * winner's files, and still starting with the job's id, which the retention sweep goes by.
+ * fetched with HttpClient behind the address guard (`download`), byte streams are read as they
+ * come. Each file's content type must fit its output's type and its size the type's cap
+ * (`outputSizeCaps`). Keys are `${jobId}-${attempt}-...`: unique to the attempt, so a superseded
+ * worker never overwrites the winner's files, and still starting with the job's id, which the
+ * retention sweep goes by.
  */
 export const makeOutputStore = Effect.gen(function*() {
   const blobs = yield* BlobStore
@@ -41,14 +53,39 @@ export const makeOutputStore = Effect.gen(function*() {
   const http = HttpClient.withScope(yield* HttpClient.HttpClient)
   const config = yield* EngineConfig
 
+  /**
+   * GETs an output URL. Every hop passes the address guard first (its scheme, an address in it;
+   * names are checked by the client as it dials them) and redirects are followed here, not by
+   * the client, so none can lead past the guard. Headers (a provider's token) go to the first
+   * URL's origin only.
+   */
+  const download = (
+    url: string,
+    headers: Readonly<Record<string, string>>,
+    hops = 0
+  ): Effect.Effect<HttpClientResponse.HttpClientResponse, OutputRefused | ProviderError, Scope.Scope> =>
+    Effect.gen(function*() {
+      const refusal = outputUrlRefusal(url, config.providerOutputAllowPrivate)
+      if (refusal !== undefined) return yield* new OutputRefused({ message: `The output ${url} was not fetched: refused: ${refusal}` })
+      const response = yield* http.get(url, { headers }).pipe(
+        Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
+        Effect.mapError(unreachable(url))
+      )
+      const location = response.headers["location"]
+      if (!REDIRECTS.has(response.status) || location === undefined) return response
+      if (hops >= MAX_REDIRECTS) return yield* new OutputRefused({ message: `The output ${url} redirects more than ${MAX_REDIRECTS} times` })
+      const next = URL.canParse(location, url) ? new URL(location, url) : undefined
+      if (next === undefined) return yield* new OutputRefused({ message: `The output ${url} redirects to something that is not a URL` })
+      return yield* download(next.href, next.origin === new URL(url).origin ? headers : {}, hops + 1)
+    })
+
   /** Stores one source under `key` (its extension added) and answers the key, its URL and content type. */
   const storeSource = (key: string, type: OutputType, source: OutputSource, declared: string | undefined, written: Array<string>) =>
     Effect.scoped(Effect.gen(function*() {
       const cap = config.outputSizeCaps[type]
       const opened = source._tag === "Bytes"
         ? { body: source.body, told: source.contentType, length: undefined }
-        : yield* http.get(source.url, { headers: source.headers ?? {} }).pipe(
-          Effect.mapError(() => new ProviderUnreachable({ message: `The output ${source.url} could not be fetched` })),
+        : yield* download(source.url, source.headers ?? {}).pipe(
           Effect.filterOrElse((response) => response.status >= 200 && response.status < 300, (response) =>
             Effect.fail(downloadRefusal(source.url, response.status, response.headers["retry-after"]))),
           Effect.map((response) => ({

@@ -1,16 +1,17 @@
-import { Clock, Data, Duration, Effect, Option, Queue, Random, type Scope } from "effect"
-import { backoffDelayMs } from "../domain/backoff.js"
+import { Clock, Data, Duration, Effect, Option, Queue, Random, Schedule, type Scope } from "effect"
+import { type Backoff, backoffDelayMs } from "../domain/backoff.js"
 import type { StoreError } from "../domain/errors.js"
 import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
 import type { ProviderHandle, ProviderState } from "../domain/providerHandle.js"
 import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
-import type {
-  GenerationProvider,
-  ProviderError,
-  ProviderOutput,
-  ProviderRequest,
-  ProviderStatus
+import {
+  type GenerationProvider,
+  isOutage,
+  type ProviderError,
+  type ProviderOutput,
+  type ProviderRequest,
+  type ProviderStatus
 } from "../ports/Provider.js"
 import { EngineConfig } from "./EngineConfig.js"
 
@@ -32,15 +33,50 @@ const unconfirmedStart: Generation = {
   }
 }
 
+const providerUnavailable = (waitedSeconds: number, message: string): Generation => ({
+  _tag: "Failed",
+  error: {
+    code: "PROVIDER_UNAVAILABLE",
+    message: `The provider could not take the job within ${waitedSeconds} seconds (${message}); nothing was started and its cost was refunded`
+  }
+})
+
 const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running" }>): Generation =>
   status._tag === "Succeeded" ? status : generationFailed(status.message)
+
+/** How long a start waits out a provider outage when the version sets no `provider.timeoutSeconds`. */
+const DEFAULT_OUTAGE_WAIT_SECONDS = 60 * 60
+
+/**
+ * backoffDelayMs as a Schedule over the errors it retries: full jitter below the capped
+ * exponential ceiling, never sooner than the error's Retry-After.
+ */
+const backoff = <E>(settings: Backoff, retryAfterOf: (error: E) => number | undefined = () => undefined) =>
+  Schedule.intersect(Schedule.forever, Schedule.identity<E>()).pipe(
+    Schedule.addDelayEffect(([attempt, error]) =>
+      Effect.map(Random.next, (random) => Duration.millis(backoffDelayMs(settings, attempt, random, retryAfterOf(error)))))
+  )
+
+/** Stops a schedule at `deadline` (epoch ms): no wait runs past it, and none starts after it. */
+const until = (deadline: number) => <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
+  schedule.pipe(
+    Schedule.checkEffect(() => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)),
+    Schedule.modifyDelayEffect((_, delay) =>
+      Effect.map(Clock.currentTimeMillis, (now) => Duration.min(delay, Duration.millis(Math.max(0, deadline - now)))))
+  )
+
+const retryAfterOf = (error: ProviderError | Superseded) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)
+
+/** Provably nothing started: the provider refused, or never got the request. */
+const nothingStarted = (error: ProviderError) => error._tag === "ProviderRejected" || error.notSent
 
 /**
  * A job's generation at its provider, started at most once. The phase `starting` is committed
  * before `start` is called (by the first pickup's claim, or by the run for a later start) and
  * the handle right after it answers; a worker that finds a handle
  * polls it, one that finds `starting` without a handle asks `recover` or fails the job with a
- * refund, since the provider may have started. Only a start the provider refused is asked again.
+ * refund, since the provider may have started. Only a start the provider refused, or one whose
+ * request provably never reached it, is asked again.
  */
 export const makeProviderCalls = Effect.gen(function*() {
   const repo = yield* JobRepo
@@ -49,31 +85,24 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /** Retries a store write on StoreError (the race with the lease ends it); fails with Superseded when the lease was lost. */
   const storeWrite = (write: Effect.Effect<boolean, StoreError>): Effect.Effect<void, Superseded> =>
-    Effect.gen(function*() {
-      for (let attempt = 0;; attempt++) {
-        const written = yield* Effect.either(write)
-        if (written._tag === "Right") return written.right ? undefined : yield* Effect.fail(new Superseded())
-        yield* Effect.logWarning("a job's provider state could not be written; retrying", written.left.message)
-        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.storeRetry, attempt, yield* Random.next)))
-      }
-    })
+    write.pipe(
+      Effect.tapError((error) => Effect.logWarning("a job's provider state could not be written; retrying", error.message)),
+      Effect.retry(backoff<StoreError>(config.storeRetry)),
+      Effect.orDie,
+      Effect.flatMap((written) => (written ? Effect.void : Effect.fail(new Superseded())))
+    )
+
+  /** Transient errors in a row, retried after capped exponential backoff with full jitter, never sooner than Retry-After. */
+  const transientRetries = backoff(config.providerRetry, retryAfterOf).pipe(Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries)))
 
   /**
    * Runs a provider call, retrying its transient errors (a retryable rejection; no answer when
-   * `unreachableIsTransient`) after capped exponential backoff with full jitter, never sooner
-   * than the provider's Retry-After, at most `providerRetry.maxRetries` times in a row.
+   * `unreachableIsTransient`) at most `providerRetry.maxRetries` times in a row.
    */
   const retrying = <A>(call: Effect.Effect<A, ProviderError>, unreachableIsTransient: boolean): Effect.Effect<A, ProviderError> =>
-    Effect.gen(function*() {
-      for (let attempt = 0;; attempt++) {
-        const result = yield* Effect.either(call)
-        if (result._tag === "Right") return result.right
-        const error = result.left
-        const transient = error._tag === "ProviderRejected" ? error.retryable : unreachableIsTransient
-        if (!transient || attempt >= config.providerRetry.maxRetries) return yield* Effect.fail(error)
-        const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
-        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.providerRetry, attempt, yield* Random.next, retryAfterMs)))
-      }
+    Effect.retry(call, {
+      schedule: transientRetries,
+      while: (error) => (error._tag === "ProviderRejected" ? error.retryable : unreachableIsTransient)
     })
 
   /** Hints for the job (a verified provider callback publishes one): each wakes a waiting poll at once. */
@@ -121,7 +150,14 @@ export const makeProviderCalls = Effect.gen(function*() {
       }
     })
 
-  /** Runs the job's generation through `provider`, resuming a stored handle; fails only when the lease was lost. */
+  /**
+   * Runs the job's generation through `provider`, resuming a stored handle; fails only when the
+   * lease was lost. A start the provider provably did not take is asked again: after a transient
+   * refusal at most `providerRetry.maxRetries` times in a row, through an outage (isOutage) with
+   * the same backoff until the version's deadline, and then the job fails with
+   * PROVIDER_UNAVAILABLE. Meanwhile the job stays processing under this worker's lease with no
+   * start recorded (phase null), so a worker that takes it over after a crash starts it afresh.
+   */
   const generate = (
     job: Job,
     workerId: string,
@@ -130,7 +166,9 @@ export const makeProviderCalls = Effect.gen(function*() {
   ): Effect.Effect<Generation, Superseded, Scope.Scope> =>
     Effect.gen(function*() {
       const timeoutSeconds = request.version.provider?.timeoutSeconds
-      const deadline = timeoutSeconds === undefined ? undefined : (job.startedAt ?? (yield* Clock.currentTimeMillis)) + timeoutSeconds * 1000
+      const pickedUpAt = job.startedAt ?? (yield* Clock.currentTimeMillis)
+      const deadline = timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000
+      const outageSeconds = timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS
       let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
       const save = (next: ProviderState) =>
         Effect.tap(storeWrite(repo.saveProviderState(job.id, workerId, next)), () => (state = next))
@@ -150,22 +188,41 @@ export const makeProviderCalls = Effect.gen(function*() {
 
       if (state.handle !== null) return yield* follow(provider, request, state.handle, deadline)
       // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's.
-      const marked = startMarkedByClaim(job)
-      if (state.phase === "starting" && !marked) return yield* recoverOrFail
-      for (let attempt = 0;; attempt++) {
-        if (!(attempt === 0 && marked)) yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
-        const outcome = yield* Effect.either(provider.start(request))
-        if (outcome._tag === "Right") {
-          return outcome.right._tag === "Started" ? yield* followStarted(outcome.right.handle) : ended(outcome.right.status)
-        }
-        const error = outcome.left
-        if (error._tag === "ProviderUnreachable") return yield* recoverOrFail
-        // Refused: nothing started, so starting again is safe.
-        if (!error.retryable || attempt >= config.providerRetry.maxRetries) return generationFailed(error.message)
-        if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) return generationFailed(error.message)
-        yield* save({ phase: null, handle: null, starts: state.starts })
-        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.providerRetry, attempt, yield* Random.next, error.retryAfterMs)))
+      if (state.phase === "starting" && !startMarkedByClaim(job)) return yield* recoverOrFail
+
+      // `starting` is committed before each call (the first pickup's claim did it for the first);
+      // a start that provably took nothing clears it, so the next call is a start of its own.
+      const startOnce = Effect.gen(function*() {
+        if (state.phase !== "starting") yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
+        return yield* Effect.tapError(provider.start(request), (error) =>
+          nothingStarted(error) ? save({ phase: null, handle: null, starts: state.starts }) : Effect.void)
+      })
+      const isProviderError = (error: ProviderError | Superseded): error is ProviderError => error._tag !== "Superseded"
+      const outcome = yield* startOnce.pipe(
+        Effect.retry({
+          schedule: deadline === undefined ? transientRetries : transientRetries.pipe(until(deadline)),
+          while: (error) => error._tag === "ProviderRejected" && error.retryable && !isOutage(error)
+        }),
+        Effect.retry({
+          schedule: backoff(config.providerRetry, retryAfterOf).pipe(until(pickedUpAt + outageSeconds * 1000)),
+          while: (error) => isProviderError(error) && isOutage(error)
+        }),
+        Effect.tapError((error) =>
+          isProviderError(error) && isOutage(error)
+            ? Effect.logWarning("the provider stayed unavailable until the job's deadline", { jobId: job.id }, error.message)
+            : Effect.void
+        ),
+        Effect.either
+      )
+      if (outcome._tag === "Right") {
+        return outcome.right._tag === "Started" ? yield* followStarted(outcome.right.handle) : ended(outcome.right.status)
       }
+      const error = outcome.left
+      if (!isProviderError(error)) return yield* Effect.fail(error)
+      if (isOutage(error)) return providerUnavailable(outageSeconds, error.message)
+      // No answer to a request that may have arrived: the provider may have started.
+      if (!nothingStarted(error)) return yield* recoverOrFail
+      return generationFailed(error.message)
     })
 
   return { generate } as const

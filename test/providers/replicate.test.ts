@@ -1,6 +1,8 @@
 /** The Replicate adapter against the Replicate simulator: the contract the engine relies on. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { replicateProvider } from "genjobs/providers/replicate"
 import type { GenerationProvider, ProviderOutput, ProviderStatus, Succeeded } from "../../src/ports/Provider.js"
 import { type ReplicateSimulator, signReplicateWebhook, startReplicateSimulator } from "../simulators/replicate.js"
@@ -163,20 +165,69 @@ describe("Replicate: errors", () => {
     Effect.gen(function*() {
       const closed = replicateProvider({ apiToken: "t", baseUrl: `http://127.0.0.1:${yield* Effect.promise(closedPort)}` })
       const request = requestFor("acme/image-gen", { prompt: "p" })
-      expect((yield* Effect.flip(closed.start(request)))._tag).toBe("ProviderUnreachable")
+      expect(yield* Effect.flip(closed.start(request))).toMatchObject({ _tag: "ProviderUnreachable", notSent: true })
       expect((yield* Effect.flip(closed.poll({ id: "x" }, request)))._tag).toBe("ProviderUnreachable")
 
       const impatient = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, requestTimeoutMs: 100 })
       sim.slowNext(1, 500, { on: "start" })
       const slow = yield* Effect.flip(impatient.start(request))
-      expect(slow).toMatchObject({ _tag: "ProviderUnreachable" })
+      expect(slow).toMatchObject({ _tag: "ProviderUnreachable", notSent: false })
       expect(slow.message).toContain("did not answer within 100 ms")
 
       sim.malformedNext(1, { on: "start" })
-      expect((yield* Effect.flip(provider.start(request)))._tag).toBe("ProviderUnreachable")
+      expect(yield* Effect.flip(provider.start(request))).toMatchObject({ _tag: "ProviderUnreachable", notSent: false })
       const handle = yield* started(provider, request)
       sim.malformedNext(1, { on: "poll" })
       expect((yield* Effect.flip(provider.poll(handle, request)))._tag).toBe("ProviderUnreachable")
+    }))
+})
+
+describe("Replicate: a start that never reached it, and one whose answer was lost", () => {
+  const request = requestFor("acme/image-gen", { prompt: "p" })
+  const failedStart = (baseUrl: string) => Effect.flip(replicateProvider({ apiToken: "t", baseUrl, requestTimeoutMs: 2000 }).start(request))
+
+  it.live("a name that does not resolve, and TLS that fails in its handshake, are never sent", () =>
+    Effect.gen(function*() {
+      expect(yield* failedStart("http://replicate.invalid")).toMatchObject({ _tag: "ProviderUnreachable", notSent: true })
+      // The simulator speaks plain HTTP: a TLS client's handshake fails before any request is written.
+      expect(yield* failedStart(sim.url.replace("http:", "https:"))).toMatchObject({ _tag: "ProviderUnreachable", notSent: true })
+      expect(sim.counters.requests).toBe(0)
+    }))
+
+  it.live("a connection reset after the request was written leaves the outcome unknown", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<Server>((resolve) => {
+            const s = createServer((req) => req.on("end", () => req.socket.destroy()).resume())
+            s.listen(0, "127.0.0.1", () => resolve(s))
+          })
+        ),
+        (s) => Effect.promise(() => new Promise<void>((done) => s.close(() => done())))
+      )
+      const error = yield* failedStart(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+      expect(error).toMatchObject({ _tag: "ProviderUnreachable", notSent: false })
+    })))
+
+  it.live("a simulator that goes down refuses connections (never sent) and takes starts again once it is back", () =>
+    Effect.gen(function*() {
+      yield* Effect.promise(() => sim.goDown())
+      expect(yield* Effect.flip(provider.start(request))).toMatchObject({ _tag: "ProviderUnreachable", notSent: true })
+      yield* Effect.promise(() => sim.comeBack())
+      yield* started(provider, request)
+      expect(sim.counters.starts).toBe(1)
+    }))
+
+  it.live("a prediction created while its answer was lost is found by recover", () =>
+    Effect.gen(function*() {
+      const callbackUrl = `${receiver.url}/v1/providers/replicate/callbacks/job_late`
+      const late = requestFor("acme/image-gen", { prompt: "late" }, { callbackUrl })
+      sim.answerLateNext(1, 5_000, { on: "start" })
+      const impatient = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, requestTimeoutMs: 200 })
+      expect(yield* Effect.flip(impatient.start(late))).toMatchObject({ _tag: "ProviderUnreachable", notSent: false })
+      expect(sim.counters.starts).toBe(1)
+      const found = yield* provider.recover!(late)
+      expect(found).toEqual(Option.some({ id: sim.predictions().at(-1)!["id"] }))
     }))
 })
 

@@ -2,6 +2,7 @@
 import { Chunk, Effect, Schema, Stream } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
+import { guardedFetch } from "../../adapters/net/guardedHttpClient.js"
 import { CatalogModel } from "../../src/domain/catalog.js"
 import { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
@@ -80,12 +81,18 @@ export const started = (provider: GenerationProvider, request: ProviderRequest) 
   Effect.flatMap(provider.start(request), (outcome) =>
     outcome._tag === "Started" ? Effect.succeed(outcome.handle) : Effect.die(new Error(`expected Started, got ${outcome._tag}`)))
 
+/**
+ * The engine's dialler for output files, opted in to private addresses: the simulators serve
+ * their files from 127.0.0.1, which the engine refuses by default (PROVIDER_OUTPUT_ALLOW_PRIVATE).
+ */
+const simulatorFetch = guardedFetch({ allowPrivate: true })
+
 /** An output's bytes as the engine gets them: a stream read to its end, or a URL fetched with the source's headers. */
 export const bytesOf = (source: OutputSource): Effect.Effect<{ readonly contentType: string | null; readonly bytes: Buffer }, unknown> =>
   source._tag === "Bytes"
     ? Effect.map(Stream.runCollect(source.body), (chunks) => ({ contentType: source.contentType, bytes: Buffer.concat(Chunk.toArray(chunks)) }))
     : Effect.tryPromise(async () => {
-      const response = await fetch(source.url, { headers: { ...source.headers } })
+      const response = await simulatorFetch(source.url, { headers: { ...source.headers } })
       if (!response.ok) throw new Error(`GET ${source.url}: ${response.status} ${await response.text()}`)
       return { contentType: response.headers.get("content-type"), bytes: Buffer.from(await response.arrayBuffer()) }
     })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Option, Ref, Scope, Stream, TestClock } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Ref, Scope, Stream, TestClock } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
@@ -30,11 +30,12 @@ import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { textOutput } from "../support/providers.js"
 
 const LEASE = 10_000
+const config = { maxRetries: 5 }
 const settings: Partial<EngineSettings> = {
   leaseMs: LEASE,
   maxAttempts: 3,
   providerPollIntervalMs: 1_000,
-  providerRetry: { baseMs: 1_000, capMs: 8_000, maxRetries: 5 },
+  providerRetry: { baseMs: 1_000, capMs: 8_000, maxRetries: config.maxRetries },
   storeRetry: { baseMs: 100, capMs: 1_000 }
 }
 
@@ -241,6 +242,143 @@ describe("provider runs: resume, never restart", () => {
       yield* (yield* Worker).runOnce("A")
       expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", providerPhase: "starting", providerHandle: null })
       expect([counts.starts, counts.polls]).toEqual([1, 0])
+    }))
+  })
+})
+
+/** The demo text model with a deadline of `timeoutSeconds` at its provider. */
+const withDeadline = (timeoutSeconds: number) => {
+  const catalog = demoCatalog()
+  const text = catalog.models.find((m) => m["slug"] === "demo/text-gen/text-to-text")!
+  text["versions"][0].provider = { timeoutSeconds }
+  return catalog
+}
+
+const refused = () => new ProviderUnreachable({ message: "could not be reached: fetch failed (ECONNREFUSED)", notSent: true })
+
+describe("provider runs: provider outages", () => {
+  it.effect("a provider refusing connections: the job waits with backoff, no start recorded, and completes once it is back; one start", () => {
+    const down = Effect.runSync(Ref.make(true))
+    const askedAt: Array<number> = []
+    const { counts, provider } = scriptedProvider({
+      start: (n) =>
+        Effect.gen(function*() {
+          askedAt.push(yield* Clock.currentTimeMillis)
+          return (yield* Ref.get(down)) ? yield* Effect.fail(refused()) : { _tag: "Started", handle: { id: `gen_${n}` } } as const
+        })
+    })
+    return run(provider, Effect.gen(function*() {
+      const { accountId, job } = yield* submitText()
+      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      // Far past providerRetry.maxRetries (5 here): an outage is waited out, not counted.
+      for (let moved = 0; counts.starts < 12 && moved < 600_000; moved += 500) yield* TestClock.adjust(500)
+      expect(counts.starts).toBeGreaterThanOrEqual(12)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "processing", providerPhase: null, providerHandle: null, attempts: 1 })
+      // Capped exponential backoff: waits grow, none past capMs (8 s here).
+      const waits = askedAt.slice(1).map((at, i) => at - askedAt[i]!)
+      expect(Math.max(...waits)).toBeLessThanOrEqual(8_000)
+      expect(askedAt.at(-1)! - askedAt[0]!).toBeGreaterThan(20_000)
+      yield* Ref.set(down, false)
+      expect(yield* joinMoving(fiber)).toBe(true)
+      const done = yield* jobOf(job.id)
+      expect(done).toMatchObject({ status: "completed", error: null, providerPhase: "started", providerHandle: { id: `gen_${counts.starts}` } })
+      expect(done.providerStarts).toBe(counts.starts)
+      expect(yield* balanceOf(accountId)).toBe(100_000 - job.costMicroCents)
+    }))
+  })
+
+  it.effect("an outage that outlasts the version's deadline fails the job with PROVIDER_UNAVAILABLE and a refund", () => {
+    const { counts, provider } = scriptedProvider({ start: () => Effect.fail(refused()) })
+    return run(provider, Effect.gen(function*() {
+      const { accountId, job } = yield* submitText({ prompt: "p" }, withDeadline(120))
+      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      yield* TestClock.adjust(119_000)
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* joinMoving(fiber)
+      const failed = yield* jobOf(job.id)
+      expect(failed).toMatchObject({
+        status: "failed",
+        providerHandle: null,
+        error: { code: "PROVIDER_UNAVAILABLE", message: expect.stringContaining("within 120 seconds (could not be reached") }
+      })
+      expect(failed.completedAt! - failed.startedAt!).toBeGreaterThanOrEqual(120_000)
+      expect(yield* balanceOf(accountId)).toBe(100_000)
+      expect(counts.starts).toBeGreaterThan(config.maxRetries + 1)
+    }))
+  })
+
+  it.effect("without a deadline in the catalog an outage is waited out for an hour", () => {
+    const { provider } = scriptedProvider({ start: () => Effect.fail(refused()) })
+    return run(provider, Effect.gen(function*() {
+      const { job } = yield* submitText()
+      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      yield* TestClock.adjust(3_590_000)
+      expect((yield* jobOf(job.id)).status).toBe("processing")
+      yield* joinMoving(fiber, 5_000)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "PROVIDER_UNAVAILABLE" } })
+      // A long lease keeps the test's hour of renewals short.
+    }), { settings: { leaseMs: 600_000 } })
+  })
+
+  it.effect("429 and 503 from a start are waited out like an outage, Retry-After honoured; other 5xx still give up after maxRetries", () => {
+    const busy = scriptedProvider({
+      start: (n) =>
+        n <= 8
+          ? Effect.fail(new ProviderRejected({ message: "overloaded", retryable: true, httpStatus: n % 2 === 0 ? 429 : 503, retryAfterMs: 2_000 }))
+          : Effect.succeed({ _tag: "Started", handle: { id: `gen_${n}` } } as const)
+    })
+    const broken = scriptedProvider({
+      start: () => Effect.fail(new ProviderRejected({ message: "internal error", retryable: true, httpStatus: 500 }))
+    })
+    return Effect.gen(function*() {
+      yield* run(busy.provider, Effect.gen(function*() {
+        const { job } = yield* submitText()
+        yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+        expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", providerHandle: { id: "gen_9" }, providerStarts: 9 })
+      }))
+      yield* run(broken.provider, Effect.gen(function*() {
+        const { job } = yield* submitText()
+        yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+        expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "internal error" } })
+        expect(broken.counts.starts).toBe(config.maxRetries + 1)
+      }))
+    })
+  })
+
+  it.effect("a start whose request may have arrived (no answer after it was sent) is never asked again, outage or not", () => {
+    const { counts, provider } = scriptedProvider({
+      start: (n) => Effect.fail(n === 1 ? refused() : new ProviderUnreachable({ message: "connection reset after the request was sent" }))
+    })
+    return run(provider, Effect.gen(function*() {
+      const { accountId, job } = yield* submitText()
+      yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+      expect(yield* jobOf(job.id)).toMatchObject({
+        status: "failed",
+        providerPhase: "starting",
+        error: { code: "INTERNAL_ERROR", message: expect.stringContaining("provider start could not be confirmed") }
+      })
+      expect(counts.starts).toBe(2)
+      expect(yield* balanceOf(accountId)).toBe(100_000)
+    }))
+  })
+
+  it.effect("a worker that dies while waiting out an outage leaves no start recorded: the next one starts the job", () => {
+    const down = Effect.runSync(Ref.make(true))
+    const { counts, provider } = scriptedProvider({
+      start: (n) => Effect.flatMap(Ref.get(down), (isDown) => (isDown ? Effect.fail(refused()) : Effect.succeed({ _tag: "Started", handle: { id: `gen_${n}` } } as const)))
+    })
+    return run(provider, Effect.gen(function*() {
+      const worker = yield* Worker
+      const { job } = yield* submitText()
+      const dying = yield* Effect.fork(worker.runOnce("A"))
+      for (let moved = 0; counts.starts < 3 && moved < 60_000; moved += 500) yield* TestClock.adjust(500)
+      yield* Fiber.interrupt(dying)
+      yield* Ref.set(down, false)
+      yield* TestClock.adjust(LEASE)
+      expect(yield* joinMoving(yield* Effect.fork(worker.runOnce("B")))).toBe(true)
+      // Only the last start was taken: the handle is its own.
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", attempts: 2, providerHandle: { id: `gen_${counts.starts}` } })
+      expect(counts.starts).toBeGreaterThan(3)
     }))
   })
 })
@@ -515,7 +653,7 @@ describe("provider runs: outputs given as URLs", () => {
             ? null
             : [...Buffer.concat([...(yield* Stream.runCollect(stored.value.body))])]
           return { job: ended, refunded: (yield* balanceOf(accountId)) === 100_000, bytes }
-        }), { settings: { outputSizeCaps: { image: MiB, video: 2 * MiB, audio: MiB, text: MiB } } })
+        }), { settings: { outputSizeCaps: { image: MiB, video: 2 * MiB, audio: MiB, text: MiB }, providerOutputAllowPrivate: true } })
       }
 
       const small = yield* outcome([urlOutput("image", `${base}/small.png`)])

@@ -99,6 +99,7 @@ export const startModelGeneration = (
 type Fault =
   | { readonly _tag: "Status"; readonly status: number; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> }
   | { readonly _tag: "Slow"; readonly delayMs: number }
+  | { readonly _tag: "Late"; readonly delayMs: number }
   | { readonly _tag: "Malformed" }
 
 /** Which requests a fault meets: those of operation `on` ("start", "poll", "cancel", ...), else any. */
@@ -139,8 +140,19 @@ export interface SimulatorControls {
   readonly errorNext: (count: number, status: number, options?: FaultOptions & { readonly message?: string; readonly body?: unknown }) => void
   /** The next `count` API requests are answered after `delayMs`. */
   readonly slowNext: (count: number, delayMs: number, options?: FaultOptions) => void
+  /**
+   * The next `count` API requests are carried out at once (a start creates its generation) but
+   * their answers are held back `delayMs`: a client that dies meanwhile never learns the outcome.
+   */
+  readonly answerLateNext: (count: number, delayMs: number, options?: FaultOptions) => void
   /** The next `count` API requests answer 200 with a body that is not the documented JSON. */
   readonly malformedNext: (count: number, options?: FaultOptions) => void
+  /**
+   * Stops accepting connections (they are refused, as by a provider that is down) and drops open
+   * ones, keeping the port; `comeBack` listens on it again. Generations and timers go on.
+   */
+  readonly goDown: () => Promise<void>
+  readonly comeBack: () => Promise<void>
   /** Forgets queued faults and zeroes the counters; generations still running end uncounted. */
   readonly reset: () => void
   readonly close: () => Promise<void>
@@ -232,6 +244,14 @@ export const simulatorCore = (setup: {
         case "Slow":
           await new Promise((resolve) => setTimeout(resolve, fault.delayMs))
           return false
+        case "Late": {
+          const end = res.end.bind(res) as (...args: Array<unknown>) => ServerResponse
+          res.end = ((...args: Array<unknown>) => {
+            timers.after(fault.delayMs, () => end(...args))
+            return res
+          }) as ServerResponse["end"]
+          return false
+        }
         case "Malformed":
           res.writeHead(200, { "content-type": "application/json" })
           res.end(MALFORMED_BODY)
@@ -279,6 +299,9 @@ export const simulatorCore = (setup: {
           body: "body" in options ? options.body : setup.errorBody(options.message ?? `Simulated error ${status}`, status)
         }, count, options),
       slowNext: (count, delayMs, options) => faults.add({ _tag: "Slow", delayMs }, count, options),
+      answerLateNext: (count, delayMs, options) => faults.add({ _tag: "Late", delayMs }, count, options),
+      goDown: listening.stop,
+      comeBack: listening.resume,
       malformedNext: (count, options) => faults.add({ _tag: "Malformed" }, count, options),
       reset: () => {
         faults.clear()
@@ -332,6 +355,9 @@ export interface Listening {
   /** http://127.0.0.1:port */
   readonly url: string
   readonly close: () => Promise<void>
+  /** Stops listening (new connections are refused) and drops open connections; the port is kept for `resume`. */
+  readonly stop: () => Promise<void>
+  readonly resume: () => Promise<void>
 }
 
 /** Starts a server on 127.0.0.1; handler errors answer 500 rather than crash the test process. */
@@ -347,19 +373,24 @@ export const listen = async (
     })
   })
   server.keepAliveTimeout = 1000
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(port, "127.0.0.1", () => resolve())
-  })
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return {
-    url: origin,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
+  const listenOn = (on: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once("error", reject)
+      server.listen(on, "127.0.0.1", () => {
+        server.off("error", reject)
+        resolve()
       })
-  }
+    })
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (!server.listening) return resolve()
+      server.close(() => resolve())
+      server.closeAllConnections()
+    })
+  await listenOn(port)
+  const bound = (server.address() as AddressInfo).port
+  origin = `http://127.0.0.1:${bound}`
+  return { url: origin, close: stop, stop, resume: () => listenOn(bound) }
 }
 
 /**

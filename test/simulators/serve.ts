@@ -11,7 +11,8 @@ const started = await Promise.all(simulators.map(async (entry) => ({ entry, serv
 console.log(`Provider simulators (generations take ${durationMs} ms):\n`)
 for (const { entry, served } of started) console.log(`  ${entry.name.padEnd(10)} ${served.url}`)
 console.log("\nStart the bundled app against them with:\n")
-const env = started.flatMap(({ served }) => Object.entries(served.env).map(([name, value]) => `${name}='${value}'`))
+// The simulators serve their output files from 127.0.0.1, which the app downloads only when told to.
+const env = [...started.flatMap(({ served }) => Object.entries(served.env).map(([name, value]) => `${name}='${value}'`)), "PROVIDER_OUTPUT_ALLOW_PRIVATE=1"]
 console.log(`  ${env.join(" \\\n  ")} \\\n  npm start\n`)
 console.log("Replicate and fal.ai: models named with image, video, audio, text or large (a 200 MB video) make that")
 console.log("kind of output; input sim_fail: \"message\" makes a generation fail, sim_duration_ms sets its duration.")

@@ -32,13 +32,14 @@ export interface RunningServer {
 
 /**
  * Starts the built bundled server the way `npm start` does (with `nodeArgs` for node itself, if
- * any), and waits for /health.
+ * any), and waits for /health. Output downloads may reach 127.0.0.1, where the tests' provider
+ * simulators serve their files: an explicit opt-in (`env` can take it back).
  */
 export const startServer = async (env: Record<string, string>, nodeArgs: ReadonlyArray<string> = []): Promise<RunningServer> => {
   const port = await freePort()
   const child = spawn(process.execPath, [...nodeArgs, "dist/apps/server/main.js"], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ...env },
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", PROVIDER_OUTPUT_ALLOW_PRIVATE: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))

@@ -2,7 +2,7 @@ import { createHmac, webcrypto } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { signatureHeader, signWebhook, verifyWebhook } from "../../src/domain/webhookSignature.js"
 import { MAX_ATTEMPTS, nextAttemptAt, parseRetryAfter } from "../../src/domain/webhookSchedule.js"
-import { isForbiddenAddress } from "../../src/domain/webhookTargets.js"
+import { isForbiddenAddress } from "../../src/domain/publicAddress.js"
 
 /** The spec's algorithm written independently, with WebCrypto instead of node:crypto's Hmac. */
 const referenceSignature = async (secret: string, timestamp: number, body: string) => {

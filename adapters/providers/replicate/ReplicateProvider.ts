@@ -1,5 +1,5 @@
 import { HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, Option, type Redacted, Ref, Schema } from "effect"
+import { Clock, Effect, Option, type Redacted, Schema } from "effect"
 import {
   CallbackRejected,
   type GenerationProvider,
@@ -13,7 +13,7 @@ import { declaredOutputType } from "../providerOutputs.js"
 import { replicateApi } from "./api.js"
 import { outputsOf, progressOfLogs } from "./outputs.js"
 import { Prediction, PredictionPage, WebhookBody, WebhookSecret } from "./schema.js"
-import { webhookProblem } from "./webhookSignature.js"
+import { keptSecret, webhookProblem } from "./webhookSignature.js"
 
 /** The provider id catalogs name for Replicate models. */
 export const REPLICATE_PROVIDER_ID = "replicate"
@@ -26,7 +26,8 @@ export interface ReplicateOptions {
   readonly baseUrl?: string | undefined
   /**
    * The webhook signing secret (whsec_...). Without it the adapter asks Replicate for it
-   * (GET /v1/webhooks/default/secret) when the first callback arrives, and keeps it an hour.
+   * (GET /v1/webhooks/default/secret) when the first callback arrives, and keeps it an hour
+   * (a failed fetch, a minute).
    */
   readonly webhookSecret?: string | Redacted.Redacted<string> | undefined
   /** Between polls when no callback comes. Default 2000 ms. */
@@ -46,7 +47,6 @@ export const MARKER_PARAM = "genjobs_key"
 const RECOVER_MAX_PAGES = 10
 /** Predictions created this long before the job still count: clocks differ. */
 const RECOVER_CLOCK_SKEW_MS = 5 * 60_000
-const SECRET_KEPT_MS = 60 * 60_000
 
 type Target = { readonly path: string; readonly version?: string }
 
@@ -125,17 +125,9 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
     }
   }
 
-  const secretCache = Ref.unsafeMake<{ readonly secret: string; readonly at: number } | undefined>(undefined)
   const signingSecret = options.webhookSecret !== undefined
     ? Effect.succeed(secretValue(options.webhookSecret))
-    : Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const cached = yield* Ref.get(secretCache)
-      if (cached !== undefined && now - cached.at < SECRET_KEPT_MS) return cached.secret
-      const { key } = yield* call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret)
-      yield* Ref.set(secretCache, { secret: key, at: now })
-      return key
-    })
+    : keptSecret(Effect.map(call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret), ({ key }) => key))
 
   return {
     pollIntervalMs: options.pollIntervalMs ?? 2000,

@@ -1,3 +1,4 @@
+import { Clock, Effect, Exit, Ref } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 
 /** Replicate signs webhooks the Standard Webhooks way; a delivery older or newer than this is refused (replay). */
@@ -38,4 +39,29 @@ export const webhookProblem = (
     return given.length === expected.length && timingSafeEqual(given, expected)
   })
   return matches ? undefined : "no webhook-signature entry matches"
+}
+
+/** A signing secret fetched from Replicate is kept this long. */
+const SECRET_KEPT_MS = 60 * 60_000
+/** A fetch of it that failed is not tried again for this long. */
+const FAILED_FETCH_KEPT_MS = 60_000
+
+/**
+ * The signing secret from `fetch`, kept an hour once fetched. A failed fetch is kept for a
+ * minute too: an unsigned callback costs nothing to send, and each would otherwise make one
+ * authenticated request to Replicate. Callbacks arriving together wait for one fetch.
+ */
+export const keptSecret = <E>(fetch: Effect.Effect<string, E>): Effect.Effect<string, E> => {
+  const kept = Ref.unsafeMake<{ readonly outcome: Exit.Exit<string, E>; readonly at: number } | undefined>(undefined)
+  const oneFetch = Effect.unsafeMakeSemaphore(1)
+  return oneFetch.withPermits(1)(Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const last = yield* Ref.get(kept)
+    if (last !== undefined && now - last.at < (Exit.isSuccess(last.outcome) ? SECRET_KEPT_MS : FAILED_FETCH_KEPT_MS)) {
+      return yield* last.outcome
+    }
+    const outcome = yield* Effect.exit(fetch)
+    yield* Ref.set(kept, { outcome, at: now })
+    return yield* outcome
+  }))
 }

@@ -1,7 +1,8 @@
 /**
  * A worker process of the fault suite: the engine on PostgreSQL with the Replicate adapter
  * pointed at a simulator (see replicateEngine.ts), until SIGTERM (or a SIGKILL by the test).
- * Environment: DATABASE_URL, FILES_DIR, REPLICATE_URL, REPLICATE_TOKEN, WORKERS, LEASE_MS, POLL_MS.
+ * Environment: DATABASE_URL, FILES_DIR, REPLICATE_URL, REPLICATE_TOKEN, WORKERS, LEASE_MS, POLL_MS,
+ * and PUBLIC_URL when predictions should carry a webhook (and so the marker `recover` finds).
  * Prints "worker ready" once its engine runs.
  */
 import { envInt, envString, startReplicateEngine } from "./replicateEngine.js"
@@ -13,7 +14,8 @@ const engine = await startReplicateEngine({
   replicateToken: envString("REPLICATE_TOKEN"),
   workers: envInt("WORKERS"),
   leaseMs: envInt("LEASE_MS"),
-  pollIntervalMs: envInt("POLL_MS")
+  pollIntervalMs: envInt("POLL_MS"),
+  publicUrl: process.env["PUBLIC_URL"]
 })
 process.once("SIGTERM", () => void engine.dispose().then(() => process.exit(0)))
 console.log("worker ready")

@@ -20,6 +20,11 @@ export interface ReplicateEngineOptions {
   readonly pollIntervalMs: number
   /** Enables the admin API of `engine.fetch`. */
   readonly adminToken?: string | undefined
+  /**
+   * The engine's public URL: predictions then carry a webhook, and in it the job's marker that
+   * `recover` looks for. Without it, a start whose answer was lost cannot be recovered.
+   */
+  readonly publicUrl?: string | undefined
 }
 
 /** The file's public URL base; outputs are stored under `filesDir` by key. */
@@ -45,7 +50,14 @@ export const startReplicateEngine = (options: ReplicateEngineOptions): Promise<E
     retentionSweeper: false,
     http: { adminToken: options.adminToken },
     // Retries short enough for a test: a 429's Retry-After still sets the least wait.
-    settings: { leaseMs: options.leaseMs, pollIntervalMs: 200, providerRetry: { baseMs: 200, capMs: 2_000, maxRetries: 10 } }
+    settings: {
+      leaseMs: options.leaseMs,
+      pollIntervalMs: 200,
+      providerRetry: { baseMs: 200, capMs: 2_000, maxRetries: 10 },
+      publicUrl: options.publicUrl,
+      // The simulator serves outputs from 127.0.0.1.
+      providerOutputAllowPrivate: true
+    }
   })
 
 /** Reads a whole-number environment variable, or fails loudly. */

@@ -1,0 +1,49 @@
+import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { authRetryAfterSeconds, failureBucket, throttleKeyOf } from "../domain/authThrottle.js"
+import { engineError, EngineError, type StoreError } from "../domain/errors.js"
+import { AuthFailures } from "../ports/AuthFailures.js"
+
+/** A credential that was presented and is wrong: a guess. A missing one is not, nor a right key that is deactivated or expired. */
+const isGuess = (error: unknown): boolean => error instanceof EngineError && error.code === "INVALID_API_KEY"
+
+export const make = Effect.gen(function*() {
+  const failures = yield* AuthFailures
+  // The bucket this process last pruned before: buckets end once a minute, so pruning does too.
+  const prunedBefore = yield* Ref.make(0)
+
+  const recordGuess = (client: string, bucket: number) =>
+    Effect.gen(function*() {
+      yield* failures.record(client, bucket)
+      const stale = bucket - 1
+      if ((yield* Ref.getAndSet(prunedBefore, stale)) < stale) yield* failures.prune(stale)
+    })
+
+  /**
+   * Runs `authentication` unless the client address (`clientAddress` of the request) made too
+   * many failed authentications lately, in which case it answers 429 RATE_LIMIT_EXCEEDED with
+   * Retry-After before any key or token is looked at. A wrong credential counts against it.
+   */
+  const guard = <A, E, R>(
+    clientAddress: string | undefined,
+    authentication: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | EngineError | StoreError, R> =>
+    Effect.gen(function*() {
+      const client = throttleKeyOf(clientAddress)
+      const now = yield* Clock.currentTimeMillis
+      const bucket = failureBucket(now)
+      const wait = authRetryAfterSeconds(yield* failures.recent(client, bucket), now)
+      if (wait > 0) {
+        return yield* Effect.fail(
+          engineError("RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address: retry later", {}, wait)
+        )
+      }
+      return yield* Effect.tapError(authentication, (error) => (isGuess(error) ? recordGuess(client, bucket) : Effect.void))
+    })
+
+  return { guard } as const
+})
+
+/** Throttles credential guessing per client address, across every process on the store (docs/operations.md). */
+export class AuthThrottle extends Context.Tag("genjobs/AuthThrottle")<AuthThrottle, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(AuthThrottle, make)
+}
