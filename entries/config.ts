@@ -8,7 +8,9 @@ import { parseAdminTokens } from "../src/http/adminTokens.js"
 import { DEFAULT_MAX_JSON_BODY_BYTES } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
 import { defaultEngineSettings } from "../src/services/EngineConfig.js"
+import { localFiles } from "../adapters/blob/localFiles.js"
 import { layerEngine, type EngineOptions } from "./engine.js"
+import { loadOptionalEntry } from "./optionalEntry.js"
 
 const nonNegative = (name: string, fallback: number) =>
   Config.integer(name).pipe(
@@ -138,19 +140,25 @@ const tablePrefixOf = (settings: EngineEnvSettings) =>
 const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> =>
   Option.match(settings.databaseUrl, {
     onNone: () =>
-      Layer.unwrapEffect(Effect.promise(() => import("../adapters/sql/stores.js")).pipe(
-        Effect.map(({ sqliteStore }) => sqliteStore({ filename: join(settings.dataDir, "genjobs.db"), ...tablePrefixOf(settings) }))
-      )),
+      Layer.unwrapEffect(
+        loadOptionalEntry<typeof import("./sqlite.js")>("genjobs/sqlite", "DATABASE_URL is unset, so the store is SQLite").pipe(
+          Effect.map(({ sqliteStore }) => sqliteStore({ filename: join(settings.dataDir, "genjobs.db"), ...tablePrefixOf(settings) }))
+        )
+      ),
     onSome: (url) =>
       isPostgresUrl(url)
-        ? Layer.unwrapEffect(Effect.promise(() => import("../adapters/sql/stores.js")).pipe(
-          Effect.map(({ postgresStore }) => postgresStore({
-            url,
-            preparedStatements: settings.databasePreparedStatements,
-            maxConnections: Option.getOrUndefined(settings.databasePoolSize),
-            ...tablePrefixOf(settings)
-          }))
-        ))
+        ? Layer.unwrapEffect(
+          loadOptionalEntry<typeof import("./postgres.js")>("genjobs/postgres", "DATABASE_URL names PostgreSQL").pipe(
+            Effect.map(({ postgresStore }) =>
+              postgresStore({
+                url,
+                preparedStatements: settings.databasePreparedStatements,
+                maxConnections: Option.getOrUndefined(settings.databasePoolSize),
+                ...tablePrefixOf(settings)
+              })
+            )
+          )
+        )
         : Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
   })
 
@@ -164,49 +172,53 @@ const queueOf = (settings: EngineEnvSettings): Layer.Layer<JobQueue, unknown> | 
     onSome: (url) => {
       const scheme = /^([a-z]+):\/\//.exec(Redacted.value(url))?.[1]
       if (scheme === "redis" || scheme === "rediss") {
-        return Layer.unwrapEffect(Effect.promise(() => import("../adapters/redis/RedisJobQueue.js")).pipe(
-          Effect.map(({ layerRedisJobQueue }) => layerRedisJobQueue({ url, ...tablePrefixOf(settings) }))
-        ))
+        return Layer.unwrapEffect(
+          loadOptionalEntry<typeof import("./redis.js")>("genjobs/redis", "QUEUE_URL names Redis").pipe(
+            Effect.map(({ layerRedisJobQueue }) => layerRedisJobQueue({ url, ...tablePrefixOf(settings) }))
+          )
+        )
       }
       if (scheme === "nats") {
-        return Layer.unwrapEffect(Effect.promise(() => import("../adapters/nats/NatsJobQueue.js")).pipe(
-          Effect.map(({ layerNatsJobQueue }) => layerNatsJobQueue({ url, ...tablePrefixOf(settings) }))
-        ))
+        return Layer.unwrapEffect(
+          loadOptionalEntry<typeof import("./nats.js")>("genjobs/nats", "QUEUE_URL names NATS").pipe(
+            Effect.map(({ layerNatsJobQueue }) => layerNatsJobQueue({ url, ...tablePrefixOf(settings) }))
+          )
+        )
       }
       return Layer.fail(new Error("QUEUE_URL must be a redis://, rediss:// or nats:// URL; leave it unset for the store's own queue"))
     }
   })
 
-/** Files on the local disk (served by the engine), or in an S3-compatible bucket. */
+/** Files on the local disk (served by the engine), or in an S3-compatible bucket (an optional package, loaded only when chosen). */
 const filesOf = (settings: EngineEnvSettings, publicUrl: string): Layer.Layer<FilePorts, unknown> => {
   if (settings.blobDriver === "fs") {
-    return Layer.unwrapEffect(Effect.promise(() => import("../adapters/blob/localFiles.js")).pipe(
-      Effect.map(({ localFiles }) =>
-        localFiles({
-          dir: Option.getOrElse(settings.blobDir, () => join(settings.dataDir, "files")),
-          publicUrl,
-          uploadSecret: uploadSecretOf(settings)
-        })
-      )
-    ))
+    return Layer.suspend(() =>
+      localFiles({
+        dir: Option.getOrElse(settings.blobDir, () => join(settings.dataDir, "files")),
+        publicUrl,
+        uploadSecret: uploadSecretOf(settings)
+      })
+    )
   }
   const { s3 } = settings
   if (Option.isNone(s3.bucket)) return Layer.fail(new Error("BLOB_DRIVER=s3 needs S3_BUCKET"))
   const bucket = s3.bucket.value
-  return Layer.unwrapEffect(Effect.promise(() => import("../adapters/blob/s3Files.js")).pipe(
-    Effect.map(({ s3Files }) =>
-      s3Files({
-        bucket,
-        region: s3.region,
-        endpoint: Option.getOrUndefined(s3.endpoint),
-        accessKeyId: Option.getOrUndefined(s3.accessKeyId),
-        secretAccessKey: Option.getOrUndefined(s3.secretAccessKey),
-        publicUrl: Option.getOrUndefined(s3.publicUrl),
-        forcePathStyle: s3.forcePathStyle,
-        uploadSecret: uploadSecretOf(settings)
-      })
+  return Layer.unwrapEffect(
+    loadOptionalEntry<typeof import("./s3.js")>("genjobs/s3", "BLOB_DRIVER is s3").pipe(
+      Effect.map(({ s3Files }) =>
+        s3Files({
+          bucket,
+          region: s3.region,
+          endpoint: Option.getOrUndefined(s3.endpoint),
+          accessKeyId: Option.getOrUndefined(s3.accessKeyId),
+          secretAccessKey: Option.getOrUndefined(s3.secretAccessKey),
+          publicUrl: Option.getOrUndefined(s3.publicUrl),
+          forcePathStyle: s3.forcePathStyle,
+          uploadSecret: uploadSecretOf(settings)
+        })
+      )
     )
-  ))
+  )
 }
 
 /** Where uploaded files are served from: providers that read inputs accept only these URLs. */

@@ -76,5 +76,7 @@ export { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "./domain/outputFi
 export { checkCatalogDocument } from "./domain/catalogCheck.js"
 export { type CatalogDiff, catalogDiff, isEmptyDiff, type PartDiff } from "./domain/catalogDiff.js"
 export { AuditAction, type AuditActor, AuditEntry, RecordedAuditAction, SYSTEM_ACTOR } from "./domain/audit.js"
-export { Account, AccountUpdate, ApiKey, LedgerEntry, Scope } from "./domain/account.js"
+export { Account, AccountUpdate, ApiKey, ApiKeyUpdate, LedgerEntry, Scope } from "./domain/account.js"
+export { Budget, BudgetPeriod, type BudgetScope } from "./domain/budget.js"
+export type { SpendDimension, SpendGroup, SpendQuery } from "./domain/spend.js"
 export { ENGINE_VERSION } from "./version.js"

@@ -2,6 +2,7 @@ import { Effect, Option } from "effect"
 import { type JobCursor, isAfterCursor } from "../../src/domain/cursor.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import { groupSpend } from "../../src/domain/spend.js"
 import type { MemoryState } from "./state.js"
 
 type Keyed = { readonly createdAt: number; readonly id: string }
@@ -57,6 +58,13 @@ export const adminReadRepo = (state: MemoryState): AdminReadRepo["Type"] => ({
         .filter((e) => e.accountId === accountId && (after === undefined || isAfterCursor(after, e)))
         .sort((a, b) => -newestFirst(a, b))
         .slice(0, limit + 1)
+    ),
+  spend: ({ accountId, from, groupBy, to }) =>
+    Effect.sync(() =>
+      groupSpend(
+        [...state.spend.values()].filter((r) => r.hour >= from && r.hour < to && (accountId === undefined || r.accountId === accountId)),
+        groupBy
+      )
     )
 })
 
@@ -66,8 +74,20 @@ export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Ty
       const account = state.accounts.get(id)
       if (account === undefined) return Option.none()
       const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined))
-      const updated = { ...account, ...defined }
+      const { budget: _dropped, ...rest } = { ...account, ...defined }
+      // Absent when there is none, as the SQL stores answer.
+      const updated = _dropped == null ? rest : { ...rest, budget: _dropped }
       state.accounts.set(id, updated)
+      return Option.some(updated)
+    })),
+  updateKeyBudget: (id, budget) =>
+    state.lock.withPermits(1)(Effect.sync(() => {
+      const key = state.keys.get(id)
+      if (key === undefined) return Option.none()
+      const { budget: _dropped, ...rest } = key
+      // Absent when there is none, as the SQL stores answer.
+      const updated = budget === null ? rest : { ...rest, budget }
+      state.keys.set(id, updated)
       return Option.some(updated)
     }))
 })

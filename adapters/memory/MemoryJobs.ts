@@ -2,9 +2,10 @@ import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
 import { activeStatuses, claimedJob, type Job } from "../../src/domain/job.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
+import { addCounts, hourOf, NO_SPEND, rollupChange, type SpendCounts } from "../../src/domain/spend.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { HandOffLease } from "../../src/ports/JobRepo.js"
-import type { JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
+import type { Charged, JobCharge, JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
 import type { MemoryState } from "./state.js"
 
@@ -62,11 +63,28 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
   // The semaphore already keeps every other writer out of a transaction: a read is a lock.
   const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullable(state.jobs.get(id)))
   const activeOf = (accountId: string) => jobs().filter((j) => j.accountId === accountId && activeStatuses.includes(j.status)).length
-  const charged = ({ accountId, costMicroCents, jobId, now }: Parameters<JobStoreDriver["chargeAccount"]>[0]) => {
+  /** Adds `counts` to the rollup of (account, key, model, hour of `at`). */
+  const countSpend = (accountId: string, keyId: string | null, model: string, at: number, counts: SpendCounts) => {
+    const hour = hourOf(at)
+    const name = JSON.stringify([accountId, keyId, model, hour])
+    const found = state.spend.get(name)
+    setIn(state.spend, name, { accountId, keyId, model, hour, ...addCounts(found ?? NO_SPEND, counts) })
+  }
+  /** Net spend of the account's rollups from `since`, of one key only when `keyId` is given. */
+  const spentSince = (accountId: string, since: number, keyId?: string | null) =>
+    [...state.spend.values()]
+      .filter((r) => r.accountId === accountId && r.hour >= since && (keyId === undefined || r.keyId === keyId))
+      .reduce((n, r) => n + r.chargedMicroCents - r.refundedMicroCents, 0)
+  const charged = ({ accountId, costMicroCents, jobId, keyId, model, now, spendSince }: JobCharge) => {
     const account = state.accounts.get(accountId)
-    if (account === undefined || account.balanceMicroCents < costMicroCents) return Option.none<number>()
+    if (account === undefined || account.balanceMicroCents < costMicroCents) return Option.none<Charged>()
     if (costMicroCents > 0) postUndoably(accountId, "charge", -costMicroCents, jobId, now)
-    return Option.some(account.balanceMicroCents)
+    countSpend(accountId, keyId, model, now, rollupChange({ kind: "charge", amountMicroCents: costMicroCents }))
+    return Option.some<Charged>({
+      balanceBefore: account.balanceMicroCents,
+      accountSpent: spendSince?.account === undefined ? null : spentSince(accountId, spendSince.account),
+      keySpent: spendSince?.key === undefined ? null : spentSince(accountId, spendSince.key, keyId)
+    })
   }
   /** The job as insertJob writes it: queued, or the hand-off's claim when nothing is runnable. */
   const inserted = (job: Job, handOff: HandOffLease | undefined) => {
@@ -92,7 +110,14 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     submit: (job, maxConcurrentJobs, handOff) =>
       transaction(Effect.sync(() => {
         if (activeOf(job.accountId) >= maxConcurrentJobs) return Option.none()
-        const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+        const charge = {
+          accountId: job.accountId,
+          jobId: job.id,
+          keyId: job.apiKeyId ?? null,
+          model: job.model,
+          costMicroCents: job.costMicroCents,
+          now: job.createdAt
+        }
         return Option.map(charged(charge), () => inserted(job, handOff))
       })),
     readRateWindows: (key, now, windows) =>
@@ -125,11 +150,13 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
         setIn(state.jobs, next.id, next)
         return true
       }),
-    postLedger: ({ accountId, amountMicroCents, jobId, kind, now }) =>
+    postLedger: (entry) =>
       Effect.sync(() => {
+        const { accountId, amountMicroCents, jobId, kind, now } = entry
         // The SQL ledger's unique (job_id, kind).
-        if (state.ledger.some((e) => e.jobId === jobId && e.kind === kind)) return false
-        postUndoably(accountId, kind, amountMicroCents, jobId, now)
+        if (amountMicroCents !== 0 && state.ledger.some((e) => e.jobId === jobId && e.kind === kind)) return false
+        if (amountMicroCents !== 0) postUndoably(accountId, kind, amountMicroCents, jobId, now)
+        countSpend(accountId, entry.keyId, entry.model, entry.chargedAt, rollupChange(entry))
         return true
       }),
     insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),

@@ -3,6 +3,7 @@ import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { Job } from "../../src/domain/job.js"
+import type { SpendRollup } from "../../src/domain/spend.js"
 import type { IdempotencyRecord } from "../../src/ports/JobStoreDriver.js"
 import type { Upload } from "../../src/domain/upload.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
@@ -11,6 +12,8 @@ import type { WebhookDelivery } from "../../src/domain/webhook.js"
 export interface MemoryState {
   readonly accounts: Map<string, Account>
   readonly ledger: Array<LedgerEntry>
+  /** Spend rollups by rollupKey (src/domain/spend.ts's SpendRollup). */
+  readonly spend: Map<string, SpendRollup>
   readonly keys: Map<string, ApiKey>
   readonly jobs: Map<string, Job>
   readonly idempotency: Map<string, IdempotencyRecord>
@@ -28,6 +31,7 @@ export interface MemoryState {
 export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.makeSemaphore(1), (lock) => ({
   accounts: new Map(),
   ledger: [],
+  spend: new Map(),
   keys: new Map(),
   jobs: new Map(),
   idempotency: new Map(),

@@ -4,7 +4,7 @@ import type { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { ApiKeyRepo, KeyWithAccount } from "../../src/ports/ApiKeyRepo.js"
 import { readActiveJobs } from "./activeJobs.js"
 import { postLedger } from "./ledger.js"
-import { AccountRow, ApiKeyRow, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
+import { AccountRow, ApiKeyRow, budgetColumns, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
@@ -52,6 +52,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
             webhook_secret: account.webhookSecret,
             previous_webhook_secret: account.previousWebhookSecret,
             previous_webhook_secret_expires_at: account.previousWebhookSecretExpiresAt,
+            ...budgetColumns(account.budget),
             created_at: account.createdAt
           })
         }`
@@ -109,6 +110,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
           hint: key.hint,
           active: key.active ? 1 : 0,
           expires_at: key.expiresAt,
+          ...budgetColumns(key.budget),
           created_at: key.createdAt
         })
       }`.pipe(Effect.asVoid, storeErrors("create API key")),

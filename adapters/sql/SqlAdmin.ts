@@ -1,11 +1,15 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { JobCursor } from "../../src/domain/cursor.js"
+import { compareGroups, type SpendDimension, type SpendGroup } from "../../src/domain/spend.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import { NO_KEY } from "./jobs/spend.js"
 import {
   AccountRow,
   ApiKeyRow,
+  budgetColumns,
+  DbInt,
   DeliveryRow,
   JobRow,
   LedgerRow,
@@ -23,6 +27,28 @@ const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
 const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
 const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
+const decodeSpend = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+  account_id: Schema.optional(Schema.String),
+  key_id: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String),
+  day: Schema.optional(DbInt),
+  hour: Schema.optional(DbInt),
+  charged: DbInt,
+  refunded: DbInt,
+  jobs: DbInt,
+  failed: DbInt,
+  cancelled: DbInt
+})))
+
+/** Each dimension of a spend read as its SQL expression. */
+const DIMENSIONS: Record<SpendDimension, string> = {
+  account: "account_id",
+  key: "key_id",
+  model: "model",
+  day: "hour - hour % 86400000",
+  hour: "hour"
+}
+const COLUMN_OF: Record<SpendDimension, string> = { account: "account_id", key: "key_id", model: "model", day: "day", hour: "hour" }
 
 /** `%`, `_` and the escape itself match literally in a LIKE pattern. */
 export const likeFragment = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`
@@ -96,7 +122,33 @@ export const makeSqlAdmin = Effect.gen(function*() {
         Effect.flatMap(decodeLedger),
         Effect.map((rows) => rows.map(toLedgerEntry)),
         storeErrors("read ledger page")
+      ),
+    spend: ({ accountId, from, groupBy, to }) => {
+      const dims = sql.literal(groupBy.map((dim) => `${DIMENSIONS[dim]} AS ${COLUMN_OF[dim]}`).join(", "))
+      const grouped = sql.literal(groupBy.map((dim) => DIMENSIONS[dim]).join(", "))
+      return sql`SELECT ${dims}, SUM(charged_micro_cents) AS charged, SUM(refunded_micro_cents) AS refunded,
+          SUM(jobs) AS jobs, SUM(failed) AS failed, SUM(cancelled) AS cancelled
+        FROM ${t.spend_hourly} WHERE ${
+        sql.and([sql`hour >= ${from}`, sql`hour < ${to}`, ...when(accountId, (id) => sql`account_id = ${id}`)])
+      } GROUP BY ${grouped}`.pipe(
+        Effect.flatMap(decodeSpend),
+        Effect.map((rows) =>
+          rows.map((row): SpendGroup => ({
+            ...(row.account_id === undefined ? {} : { account: row.account_id }),
+            ...(row.key_id === undefined ? {} : { key: row.key_id === NO_KEY ? null : row.key_id }),
+            ...(row.model === undefined ? {} : { model: row.model }),
+            ...(row.day === undefined ? {} : { day: row.day }),
+            ...(row.hour === undefined ? {} : { hour: row.hour }),
+            chargedMicroCents: row.charged,
+            refundedMicroCents: row.refunded,
+            jobs: row.jobs,
+            failed: row.failed,
+            cancelled: row.cancelled
+          })).sort(compareGroups(groupBy))
+        ),
+        storeErrors("read spend")
       )
+    }
   }
 
   const settings: AccountSettingsRepo["Type"] = {
@@ -106,14 +158,22 @@ export const makeSqlAdmin = Effect.gen(function*() {
         ...(patch.maxConcurrentJobs === undefined ? {} : { max_concurrent_jobs: patch.maxConcurrentJobs }),
         ...(patch.segments === undefined ? {} : { segments: JSON.stringify(patch.segments) }),
         ...(patch.allowedModels === undefined ? {} : { allowed_models: JSON.stringify(patch.allowedModels) }),
-        ...(patch.discounts === undefined ? {} : { discounts: JSON.stringify(patch.discounts) })
+        ...(patch.discounts === undefined ? {} : { discounts: JSON.stringify(patch.discounts) }),
+        ...(patch.budget === undefined ? {} : budgetColumns(patch.budget))
       }
       // Typed as one effect: the union of a Statement and Effect.void does not pipe in incremental builds.
       const write: Effect.Effect<unknown, SqlError.SqlError> = Object.keys(columns).length === 0
         ? Effect.void
         : sql`UPDATE ${t.accounts} SET ${sql.update(columns)} WHERE id = ${id}`
       return write.pipe(Effect.zipRight(findAccount(id)), storeErrors("update account"))
-    }
+    },
+    updateKeyBudget: (id, budget) =>
+      sql`UPDATE ${t.api_keys} SET ${sql.update(budgetColumns(budget))} WHERE id = ${id}`.pipe(
+        Effect.zipRight(sql`SELECT * FROM ${t.api_keys} WHERE id = ${id}`),
+        Effect.flatMap(decodeKeys),
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toApiKey)),
+        storeErrors("update API key")
+      )
   }
 
   return { reads, settings } as const

@@ -1,6 +1,7 @@
 import { SqlError } from "@effect/sql"
 import { Effect, Option, ParseResult, Schema } from "effect"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
+import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { Job } from "../../src/domain/job.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
@@ -11,6 +12,24 @@ const DbIntOrNull = Schema.NullOr(DbInt)
 const Json = <A, I>(schema: Schema.Schema<A, I>) => Schema.parseJson(schema)
 
 const JsonStrings = Json(Schema.Array(Schema.String))
+
+/** A budget's two columns, on accounts and on keys; both null when there is none. */
+const BudgetColumns = {
+  budget_limit_micro_cents: DbIntOrNull,
+  budget_period: Schema.NullOr(BudgetPeriod)
+}
+
+/** The budget field as the stores keep it: absent when there is none, as on a record made without one. */
+const budgetOf = (row: { readonly budget_limit_micro_cents: number | null; readonly budget_period: BudgetPeriod | null }): { readonly budget?: Budget } =>
+  row.budget_limit_micro_cents === null || row.budget_period === null
+    ? {}
+    : { budget: { limitMicroCents: row.budget_limit_micro_cents, period: row.budget_period } }
+
+/** A budget as its two columns. */
+export const budgetColumns = (budget: Budget | null | undefined) => ({
+  budget_limit_micro_cents: budget?.limitMicroCents ?? null,
+  budget_period: budget?.period ?? null
+})
 
 export const AccountRow = Schema.Struct({
   id: Schema.String,
@@ -23,6 +42,7 @@ export const AccountRow = Schema.Struct({
   webhook_secret: Schema.String,
   previous_webhook_secret: Schema.NullOr(Schema.String),
   previous_webhook_secret_expires_at: DbIntOrNull,
+  ...BudgetColumns,
   created_at: DbInt
 })
 
@@ -38,6 +58,7 @@ export const toAccount = (row: typeof AccountRow.Type): Account =>
     webhookSecret: row.webhook_secret,
     previousWebhookSecret: row.previous_webhook_secret,
     previousWebhookSecretExpiresAt: row.previous_webhook_secret_expires_at,
+    ...budgetOf(row),
     createdAt: row.created_at
   })
 
@@ -69,6 +90,7 @@ export const ApiKeyRow = Schema.Struct({
   hint: Schema.String,
   active: DbInt,
   expires_at: DbIntOrNull,
+  ...BudgetColumns,
   created_at: DbInt
 })
 
@@ -82,12 +104,15 @@ export const toApiKey = (row: typeof ApiKeyRow.Type): ApiKey => ({
   hint: row.hint,
   active: row.active === 1,
   expiresAt: row.expires_at,
+  ...budgetOf(row),
   createdAt: row.created_at
 })
 
 export const JobRow = Schema.Struct({
   id: Schema.String,
   account_id: Schema.String,
+  /** Absent from the rows of a previous release's reads; null on its jobs. */
+  api_key_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   request_id: Schema.String,
   model: Schema.String,
   version: Schema.String,
@@ -112,6 +137,7 @@ export const JobRow = Schema.Struct({
 export const toJob = (row: typeof JobRow.Type): Job => ({
   id: row.id as Job["id"],
   accountId: row.account_id as Job["accountId"],
+  ...(row.api_key_id === null ? {} : { apiKeyId: row.api_key_id as NonNullable<Job["apiKeyId"]> }),
   requestId: row.request_id as Job["requestId"],
   model: row.model,
   version: row.version,

@@ -18,7 +18,8 @@ export const TABLES = [
   "admin_audit",
   "provider_starts",
   "active_job_ends",
-  "auth_failures"
+  "auth_failures",
+  "spend_hourly"
 ] as const
 
 export const INDEXES = [
@@ -44,7 +45,8 @@ export const INDEXES = [
   "webhook_deliveries_status",
   "jobs_pending_version",
   "active_job_ends_account",
-  "auth_failures_bucket"
+  "auth_failures_bucket",
+  "spend_hourly_hour"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

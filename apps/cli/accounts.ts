@@ -1,9 +1,8 @@
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
-import { Effect, Option } from "effect"
-import { adminClient, allPages, connection, query } from "./client.js"
-import { dollars, emit, fields, list, progress, report, table } from "./output.js"
+import * as Micro from "effect/Micro"
+import { adminClient, allPages, query } from "./client.js"
+import type { Input } from "./commandLine.js"
+import type { accountsCreate, accountsCredit, accountsList } from "./commands.js"
+import { dollars, emit, fields, list as listOf, progress, report, table } from "./output.js"
 
 const accountFields = (a: any) =>
   fields([
@@ -11,9 +10,9 @@ const accountFields = (a: any) =>
     ["name", a.name],
     ["balance", `${dollars(a.balanceMicroCents)} (${a.balanceMicroCents} micro-cents)`],
     ["max concurrent jobs", String(a.maxConcurrentJobs)],
-    ["segments", list(a.segments)],
-    ["allowed models", list(a.allowedModels)],
-    ["discounts", list(a.discounts.map((d: any) => `${d.type} ${d.percentage}%${d.models ? ` on ${d.models.join(", ")}` : ""}`))],
+    ["segments", listOf(a.segments)],
+    ["allowed models", listOf(a.allowedModels)],
+    ["discounts", listOf(a.discounts.map((d: any) => `${d.type} ${d.percentage}%${d.models ? ` on ${d.models.join(", ")}` : ""}`))],
     ...(a.webhookSecret === undefined ? [] : [["webhook secret", a.webhookSecret] as const]),
     ["created", a.createdAt]
   ])
@@ -21,60 +20,37 @@ const accountFields = (a: any) =>
 const accountRows = (accounts: ReadonlyArray<any>) =>
   table(
     ["ID", "NAME", "BALANCE", "MAX JOBS", "SEGMENTS", "CREATED"],
-    accounts.map((a) => [a.id, a.name, dollars(a.balanceMicroCents), String(a.maxConcurrentJobs), list(a.segments), a.createdAt])
+    accounts.map((a) => [a.id, a.name, dollars(a.balanceMicroCents), String(a.maxConcurrentJobs), listOf(a.segments), a.createdAt])
   )
 
-const create = Command.make("create", {
-  ...connection,
-  name: Options.text("name").pipe(Options.withDescription("The account's name")),
-  credits: Options.integer("credits").pipe(Options.withDescription("Opening balance in micro-cents (1,000,000 = $1)"), Options.withDefault(0)),
-  maxConcurrentJobs: Options.integer("max-concurrent-jobs").pipe(Options.optional),
-  segments: Options.text("segment").pipe(Options.repeated, Options.withDescription("A segment (repeat for more)")),
-  allowedModels: Options.text("allow-model").pipe(Options.repeated, Options.withDescription("A private model's slug (repeat for more)"))
-}, (o) =>
-  Effect.gen(function*() {
+export const create = ({ options: o }: Input<typeof accountsCreate>) =>
+  Micro.gen(function*() {
     const client = yield* adminClient(o)
     const account = yield* client.call("POST", "/admin/accounts", {
       name: o.name,
       creditsMicroCents: o.credits,
-      ...Option.match(o.maxConcurrentJobs, { onNone: () => ({}), onSome: (n) => ({ maxConcurrentJobs: n }) }),
-      segments: o.segments,
-      allowedModels: o.allowedModels
+      ...(o["max-concurrent-jobs"] === undefined ? {} : { maxConcurrentJobs: o["max-concurrent-jobs"] }),
+      segments: o.segment,
+      allowedModels: o["allow-model"]
     })
     yield* emit(o.json, account, () => `Created account ${account.id}\n${accountFields(account)}`)
-  }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(Command.withDescription("Create an account"))
+  }).pipe(Micro.catchTag("CliError", report(o.json)))
 
-const listCommand = Command.make("list", {
-  ...connection,
-  search: Options.text("search").pipe(Options.withDescription("A fragment of the name or id"), Options.optional),
-  limit: Options.integer("limit").pipe(Options.withDescription("Accounts per page (1 to 100)"), Options.withDefault(20)),
-  cursor: Options.text("cursor").pipe(Options.withDescription("The next page, as the previous one named it"), Options.optional),
-  all: Options.boolean("all").pipe(Options.withDescription("Every page, not just the first"))
-}, (o) =>
-  Effect.gen(function*() {
+export const list = ({ options: o }: Input<typeof accountsList>) =>
+  Micro.gen(function*() {
     const client = yield* adminClient(o)
-    const search = Option.getOrUndefined(o.search)
     if (o.all) {
-      const accounts = yield* allPages(client, "/admin/accounts", { search }, "accounts", (n) => progress(o.json, `… ${n} accounts`))
+      const accounts = yield* allPages(client, "/admin/accounts", { search: o.search }, "accounts", (n) => progress(o.json, `… ${n} accounts`))
       return yield* emit(o.json, { accounts }, () => `${accountRows(accounts)}\n${accounts.length} accounts`)
     }
-    const page = yield* client.call("GET", `/admin/accounts${query({ search, limit: o.limit, cursor: Option.getOrUndefined(o.cursor) })}`)
+    const page = yield* client.call("GET", `/admin/accounts${query({ search: o.search, limit: o.limit, cursor: o.cursor })}`)
     yield* emit(o.json, page, () =>
       `${accountRows(page.accounts)}${page.hasMore ? `\nMore: --cursor ${page.nextCursor} (or --all)` : ""}`)
-  }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(Command.withDescription("List accounts, newest first"))
+  }).pipe(Micro.catchTag("CliError", report(o.json)))
 
-const credit = Command.make("credit", {
-  ...connection,
-  id: Args.text({ name: "account-id" }),
-  amount: Options.integer("micro-cents").pipe(Options.withDescription("How much to add, in micro-cents (1,000,000 = $1)"))
-}, (o) =>
-  Effect.gen(function*() {
+export const credit = ({ args: [id], options: o }: Input<typeof accountsCredit>) =>
+  Micro.gen(function*() {
     const client = yield* adminClient(o)
-    const account = yield* client.call("POST", `/admin/accounts/${encodeURIComponent(o.id)}/credits`, { amountMicroCents: o.amount })
-    yield* emit(o.json, account, () => `Credited ${dollars(o.amount)}; balance ${dollars(account.balanceMicroCents)}`)
-  }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(Command.withDescription("Add credit to an account through its ledger"))
-
-export const accounts = Command.make("accounts").pipe(
-  Command.withDescription("Create, list and credit accounts"),
-  Command.withSubcommands([create, listCommand, credit])
-)
+    const account = yield* client.call("POST", `/admin/accounts/${encodeURIComponent(id!)}/credits`, { amountMicroCents: o["micro-cents"] })
+    yield* emit(o.json, account, () => `Credited ${dollars(o["micro-cents"])}; balance ${dollars(account.balanceMicroCents)}`)
+  }).pipe(Micro.catchTag("CliError", report(o.json)))

@@ -1,34 +1,33 @@
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
-import * as Prompt from "@effect/cli/Prompt"
-import { Effect, Either, Option } from "effect"
+import * as Either from "effect/Either"
+import * as Micro from "effect/Micro"
 import type { CatalogDiff } from "genjobs"
 import { readFile, writeFile } from "node:fs/promises"
-import { adminClient, connection } from "./client.js"
+import { createInterface } from "node:readline/promises"
+import { adminClient } from "./client.js"
+import type { Input } from "./commandLine.js"
+import type { catalogApply, catalogExport, json } from "./commands.js"
 import { CliError } from "./errors.js"
 import { emit, progress, report } from "./output.js"
 
-/** The engine's catalog rules, loaded only by the commands that use them. */
-const engine = Effect.promise(() => import("genjobs"))
-
-/** The file's document, checked whole as the server would check it. */
-const readCatalogFile = (file: string) =>
-  Effect.gen(function*() {
-    const { checkCatalogDocument } = yield* engine
-    const text = yield* Effect.tryPromise({
+const readJson = (file: string) =>
+  Micro.gen(function*() {
+    const text = yield* Micro.tryPromise({
       try: () => readFile(file, "utf8"),
       catch: (e) => new CliError({ code: "FILE_UNREADABLE", message: `Cannot read ${file}: ${(e as Error).message}` })
     })
-    const parsed = yield* Effect.try({
+    return yield* Micro.try({
       try: () => JSON.parse(text) as unknown,
       catch: (e) => new CliError({ code: "VALIDATION_ERROR", message: `${file} is not JSON: ${(e as Error).message}` })
     })
-    return yield* Either.mapLeft(
-      checkCatalogDocument(parsed),
-      (reasons) => new CliError({ code: "VALIDATION_ERROR", message: `${file} is not a valid catalog`, details: { reasons } })
-    )
   })
+
+/** A yes from the terminal; anything else is a no. */
+const confirm = (question: string) =>
+  Micro.acquireUseRelease(
+    Micro.sync(() => createInterface({ input: process.stdin, output: process.stderr })),
+    (terminal) => Micro.promise(() => terminal.question(question)).pipe(Micro.map((answer) => /^y(es)?$/i.test(answer.trim()))),
+    (terminal) => Micro.sync(() => terminal.close())
+  )
 
 const diffLines = (diff: CatalogDiff): string =>
   (Object.entries(diff) as Array<[string, CatalogDiff["models"]]>)
@@ -44,29 +43,27 @@ const counts = (diff: CatalogDiff) => {
   return `${sum("added")} added, ${sum("removed")} removed, ${sum("changed")} changed`
 }
 
-const file = Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("A catalog document (JSON)"))
-
-const validate = Command.make("validate", {
-  file,
-  json: connection.json
-}, (o) =>
-  Effect.gen(function*() {
-    const doc = yield* readCatalogFile(o.file)
+/**
+ * The file checked whole, as the server checks it, by the engine's own rules: the only command that
+ * loads the engine, since it has no server to ask.
+ */
+export const validate = ({ args: [file], options: o }: Input<typeof json>) =>
+  Micro.gen(function*() {
+    const parsed = yield* readJson(file!)
+    const { checkCatalogDocument } = yield* Micro.promise(() => import("genjobs"))
+    const doc = yield* Either.match(checkCatalogDocument(parsed), {
+      onLeft: (reasons) => Micro.fail(new CliError({ code: "VALIDATION_ERROR", message: `${file} is not a valid catalog`, details: { reasons } })),
+      onRight: Micro.succeed
+    })
     const summary = { valid: true, categories: doc.categories.length, capabilities: doc.capabilities.length, providers: doc.providers.length, models: doc.models.length }
     yield* emit(o.json, summary, () =>
-      `${o.file} is a valid catalog: ${summary.models} models, ${summary.providers} providers, ${summary.categories} categories, ${summary.capabilities} capabilities`)
-  }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(
-    Command.withDescription("Check a catalog file against the catalog schema and rules, without a server")
-  )
+      `${file} is a valid catalog: ${summary.models} models, ${summary.providers} providers, ${summary.categories} categories, ${summary.capabilities} capabilities`)
+  }).pipe(Micro.catchTag("CliError", report(o.json)))
 
-const apply = Command.make("apply", {
-  ...connection,
-  file,
-  yes: Options.boolean("yes").pipe(Options.withAlias("y"), Options.withDescription("Apply without asking"))
-}, (o) =>
-  Effect.gen(function*() {
-    yield* progress(o.json, `Checking ${o.file} …`)
-    const doc = yield* readCatalogFile(o.file)
+/** The server checks the file as it compares it (an invalid one is VALIDATION_ERROR with its reasons), so nothing of the engine loads here. */
+export const apply = ({ args: [file], options: o }: Input<typeof catalogApply>) =>
+  Micro.gen(function*() {
+    const doc = yield* readJson(file!)
     const client = yield* adminClient(o)
     yield* progress(o.json, "Comparing with the server's catalog …")
     const preview: { revision: number; unchanged: boolean; diff: CatalogDiff } = yield* client.call("POST", "/admin/catalog/diff", doc)
@@ -77,18 +74,15 @@ const apply = Command.make("apply", {
     yield* progress(o.json, `Changes (${counts(diff)}):\n${diffLines(diff)}`)
     if (!o.yes) {
       if (o.json || !process.stdin.isTTY) {
-        return yield* Effect.fail(new CliError({ code: "CONFIRMATION_REQUIRED", message: "Not applied: pass --yes to apply without a terminal to ask on" }))
+        return yield* Micro.fail(new CliError({ code: "CONFIRMATION_REQUIRED", message: "Not applied: pass --yes to apply without a terminal to ask on" }))
       }
-      const confirmed = yield* Prompt.confirm({ message: "Apply these changes?", initial: false }).pipe(
-        Effect.mapError(() => new CliError({ code: "CANCELLED", message: "Not applied" }))
-      )
-      if (!confirmed) return yield* Effect.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
+      if (!(yield* confirm("Apply these changes? [y/N] "))) return yield* Micro.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
     }
     yield* progress(o.json, "Applying …")
     // Only over the revision the changes above were computed against: what was shown is what is applied.
     const result = yield* client.call("PUT", "/admin/catalog", doc, { "if-match": `"${preview.revision}"` }).pipe(
-      Effect.catchIf((e) => e.code === "PRECONDITION_FAILED", (e) =>
-        Effect.fail(
+      Micro.catchIf((e) => e.code === "PRECONDITION_FAILED", (e) =>
+        Micro.fail(
           new CliError({
             code: e.code,
             message: `Not applied: the server's catalog changed while you were asked (from revision ${preview.revision}); ` +
@@ -101,28 +95,18 @@ const apply = Command.make("apply", {
     )
     yield* emit(o.json, { applied: true, revision: result.revision, models: result.models, diff }, () =>
       `Applied: revision ${result.revision}, ${result.models} models (${counts(diff)})`)
-  }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(
-    Command.withDescription("Replace the server's catalog with a file, after showing what changes")
-  )
+  }).pipe(Micro.catchTag("CliError", report(o.json)))
 
-const exportCommand = Command.make("export", {
-  ...connection,
-  output: Options.file("output").pipe(Options.withAlias("o"), Options.withDescription("Write to this file instead of stdout"), Options.optional)
-}, (o) =>
-  Effect.gen(function*() {
+export const exportCatalog = ({ options: o }: Input<typeof catalogExport>) =>
+  Micro.gen(function*() {
     const client = yield* adminClient(o)
     const doc = yield* client.call("GET", "/admin/catalog")
     const text = `${JSON.stringify(doc, null, 2)}\n`
-    if (Option.isNone(o.output)) return yield* Effect.sync(() => void process.stdout.write(text))
-    const target = o.output.value
-    yield* Effect.tryPromise({
+    const target = o.output
+    if (target === undefined) return yield* Micro.sync(() => void process.stdout.write(text))
+    yield* Micro.tryPromise({
       try: () => writeFile(target, text),
       catch: (e) => new CliError({ code: "FILE_UNWRITABLE", message: `Cannot write ${target}: ${(e as Error).message}` })
     })
     yield* emit(o.json, { file: target, models: doc.models.length }, () => `Wrote the catalog (${doc.models.length} models) to ${target}`)
-  }).pipe(Effect.catchTag("CliError", report(o.json)))).pipe(Command.withDescription("Write the server's catalog document"))
-
-export const catalog = Command.make("catalog").pipe(
-  Command.withDescription("Validate, apply and export the model catalog"),
-  Command.withSubcommands([validate, apply, exportCommand])
-)
+  }).pipe(Micro.catchTag("CliError", report(o.json)))

@@ -1,47 +1,34 @@
-import * as Options from "@effect/cli/Options"
-import { Config, Effect, Option, Redacted } from "effect"
+import * as Micro from "effect/Micro"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import { CliError } from "./errors.js"
 
-/** The options every command that talks to a server takes. */
-export const connection = {
-  url: Options.text("url").pipe(
-    Options.withDescription("The server's URL (default GENJOBS_URL, else http://localhost:3000)"),
-    Options.optional
-  ),
-  adminToken: Options.redacted("admin-token").pipe(
-    Options.withDescription("An admin token of the server (default GENJOBS_ADMIN_TOKEN)"),
-    Options.optional
-  ),
-  json: Options.boolean("json").pipe(Options.withDescription("Print JSON for scripts instead of tables"))
-}
-
+/** The connection options of a command (commands.ts), as given. */
 export interface Connection {
-  readonly url: Option.Option<string>
-  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  readonly url: string | undefined
+  readonly "admin-token": string | undefined
 }
 
 export interface AdminClient {
-  readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Effect.Effect<any, CliError>
+  readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Micro.Micro<any, CliError>
 }
 
 /** The admin API of the server the options (or the environment) name. The token never leaves the Authorization header. */
-export const adminClient = (options: Connection): Effect.Effect<AdminClient, CliError> =>
-  Effect.gen(function*() {
-    const fromEnv = yield* Config.all({
-      url: Config.string("GENJOBS_URL").pipe(Config.withDefault("http://localhost:3000")),
-      token: Config.option(Config.redacted("GENJOBS_ADMIN_TOKEN"))
-    }).pipe(Effect.mapError((e) => new CliError({ code: "CONFIG_ERROR", message: String(e) })))
-    const base = Option.getOrElse(options.url, () => fromEnv.url).replace(/\/+$/, "")
-    const token = Option.orElse(options.adminToken, () => fromEnv.token).pipe(
-      Option.filter((t) => Redacted.value(t) !== "")
+export const adminClient = (options: Connection): Micro.Micro<AdminClient, CliError> =>
+  Micro.gen(function*() {
+    // The environment read directly: effect/Config would load most of Effect for two variables.
+    const base = (options.url ?? process.env["GENJOBS_URL"] ?? "http://localhost:3000").replace(/\/+$/, "")
+    const token = Option.fromNullable(options["admin-token"] ?? process.env["GENJOBS_ADMIN_TOKEN"]).pipe(
+      Option.filter((t) => t !== ""),
+      Option.map(Redacted.make)
     )
     if (Option.isNone(token)) {
-      return yield* Effect.fail(new CliError({ code: "ADMIN_TOKEN_MISSING", message: "Pass --admin-token or set GENJOBS_ADMIN_TOKEN" }))
+      return yield* Micro.fail(new CliError({ code: "ADMIN_TOKEN_MISSING", message: "Pass --admin-token or set GENJOBS_ADMIN_TOKEN" }))
     }
     const authorization = `Bearer ${Redacted.value(token.value)}`
     const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-      Effect.gen(function*() {
-        const response = yield* Effect.tryPromise({
+      Micro.gen(function*() {
+        const response = yield* Micro.tryPromise({
           try: (signal) =>
             fetch(`${base}${path}`, {
               method,
@@ -55,7 +42,7 @@ export const adminClient = (options: Connection): Effect.Effect<AdminClient, Cli
               message: `Cannot reach ${base}: ${(cause as { cause?: { code?: string } }).cause?.code ?? String(cause)}`
             })
         })
-        const text = yield* Effect.promise(() => response.text())
+        const text = yield* Micro.promise(() => response.text())
         let parsed: any = undefined
         try {
           parsed = text === "" ? undefined : JSON.parse(text)
@@ -64,7 +51,7 @@ export const adminClient = (options: Connection): Effect.Effect<AdminClient, Cli
         }
         if (response.ok) return parsed
         const error = parsed?.error
-        return yield* Effect.fail(
+        return yield* Micro.fail(
           new CliError({
             code: typeof error?.code === "string" ? error.code : `HTTP_${response.status}`,
             message: typeof error?.message === "string" ? error.message : `${method} ${path} answered ${response.status}`,
@@ -92,9 +79,9 @@ export const allPages = <K extends string>(
   path: string,
   params: Record<string, string | number | undefined>,
   key: K,
-  onPage: (count: number) => Effect.Effect<void>
+  onPage: (count: number) => Micro.Micro<void>
 ) =>
-  Effect.gen(function*() {
+  Micro.gen(function*() {
     const items: Array<any> = []
     let cursor: string | undefined = undefined
     do {

@@ -1,5 +1,6 @@
-import { Console, Effect } from "effect"
-import { CliError } from "./errors.js"
+import * as Micro from "effect/Micro"
+import type { CliError } from "./errors.js"
+import { errorText } from "./errorText.js"
 
 /** Micro-cents as dollars: at least two decimals, up to six when they matter. */
 export const dollars = (microCents: number): string => {
@@ -25,34 +26,11 @@ export const list = (values: ReadonlyArray<string>) => (values.length === 0 ? "-
 
 /** The command's answer: JSON for scripts, or the human rendering. */
 export const emit = (json: boolean, value: unknown, human: () => string) =>
-  Console.log(json ? JSON.stringify(value, null, 2) : human())
+  Micro.sync(() => console.log(json ? JSON.stringify(value, null, 2) : human()))
 
 /** A line about work under way, on stderr so stdout stays the answer; nothing in JSON mode. */
-export const progress = (json: boolean, text: string) => (json ? Effect.void : Console.error(text))
+export const progress = (json: boolean, text: string) => (json ? Micro.void : Micro.sync(() => console.error(text)))
 
-/** The error on stderr (JSON when asked), then the failure that makes the exit code 1. */
+/** The error on stderr, then the failure that makes the exit code 1. */
 export const report = (json: boolean) => (error: CliError) =>
-  Effect.zipRight(
-    Console.error(
-      json
-        ? JSON.stringify({
-          error: {
-            code: error.code,
-            message: error.message,
-            ...(error.status === undefined ? {} : { status: error.status }),
-            ...(error.requestId === undefined ? {} : { requestId: error.requestId }),
-            ...(error.details === undefined ? {} : { details: error.details })
-          }
-        })
-        : [
-          `error: ${error.code}: ${error.message}${error.requestId === undefined ? "" : ` (request ${error.requestId})`}`,
-          ...reasonsOf(error.details).map((r) => `  - ${r}`)
-        ].join("\n")
-    ),
-    Effect.fail(error)
-  )
-
-const reasonsOf = (details: unknown): ReadonlyArray<string> => {
-  const reasons = (details as { reasons?: unknown } | undefined)?.reasons
-  return Array.isArray(reasons) ? reasons.map(String) : []
-}
+  Micro.andThen(Micro.sync(() => console.error(errorText(json, error))), Micro.fail(error))

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Budget } from "./budget.js"
 import { AccountId, ApiKeyId } from "./ids.js"
 import { INT32_MAX } from "./limits.js"
 
@@ -22,6 +23,8 @@ export const Account = Schema.Struct({
   /** The secret before the last rotation, still signing until `previousWebhookSecretExpiresAt`. */
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.Int),
+  /** What the account's keys together may spend per period; absent or null: no cap. */
+  budget: Schema.optional(Schema.NullOr(Budget)),
   createdAt: Schema.Int
 })
 export type Account = typeof Account.Type
@@ -41,6 +44,8 @@ export const ApiKey = Schema.Struct({
   hint: Schema.String,
   active: Schema.Boolean,
   expiresAt: Schema.NullOr(Schema.Int),
+  /** What this key may spend per period, within its account's budget; absent or null: no cap of its own. */
+  budget: Schema.optional(Schema.NullOr(Budget)),
   createdAt: Schema.Int
 })
 export type ApiKey = typeof ApiKey.Type
@@ -79,7 +84,8 @@ export const NewAccount = Schema.Struct({
   maxConcurrentJobs: Schema.optionalWith(MaxConcurrentJobs, { default: () => 5 }),
   segments: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] })
+  discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] }),
+  budget: Schema.optional(Schema.NullOr(Budget))
 })
 export type NewAccount = typeof NewAccount.Type
 
@@ -92,7 +98,9 @@ export const AccountUpdate = Schema.Struct({
   maxConcurrentJobs: Schema.optionalWith(MaxConcurrentJobs, { exact: true }),
   segments: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
   allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
-  discounts: Schema.optionalWith(Schema.Array(Discount), { exact: true })
+  discounts: Schema.optionalWith(Schema.Array(Discount), { exact: true }),
+  /** null removes the budget. */
+  budget: Schema.optionalWith(Schema.NullOr(Budget), { exact: true })
 }).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type AccountUpdate = typeof AccountUpdate.Type
 
@@ -100,6 +108,13 @@ export const NewApiKey = Schema.Struct({
   name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
   scopes: Schema.optionalWith(Schema.Array(Scope), { default: () => [] }),
   allowedIPs: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  expiresAt: Schema.optionalWith(Schema.NullOr(Schema.DateTimeUtc), { default: () => null })
+  expiresAt: Schema.optionalWith(Schema.NullOr(Schema.DateTimeUtc), { default: () => null }),
+  budget: Schema.optional(Schema.NullOr(Budget))
 })
 export type NewApiKey = typeof NewApiKey.Type
+
+/** A change of a key's settings: its budget (null removes it). */
+export const ApiKeyUpdate = Schema.Struct({
+  budget: Schema.NullOr(Budget)
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type ApiKeyUpdate = typeof ApiKeyUpdate.Type

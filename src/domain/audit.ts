@@ -8,6 +8,7 @@ export const AuditAction = Schema.Literal(
   "account.credit",
   "account.webhook_secret.rotate",
   "key.create",
+  "key.update",
   "key.deactivate",
   "catalog.replace",
   "delivery.retry"

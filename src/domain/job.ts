@@ -1,6 +1,6 @@
 import { Either, Schema } from "effect"
 import { TransitionError } from "./errors.js"
-import { AccountId, JobId, RequestId } from "./ids.js"
+import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
 import { ProviderHandle, ProviderPhase } from "./providerHandle.js"
 
 export const JobStatus = Schema.Literal("pending", "processing", "completed", "failed", "cancelled")
@@ -27,6 +27,8 @@ export type JobError = typeof JobError.Type
 export const Job = Schema.Struct({
   id: JobId,
   accountId: AccountId,
+  /** The key that submitted the job; null (or absent) for jobs of releases that did not record it. */
+  apiKeyId: Schema.optional(Schema.NullOr(ApiKeyId)),
   requestId: RequestId,
   model: Schema.String,
   version: Schema.String,

@@ -5,6 +5,7 @@ import { DocumentedErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
 import { AccountOverviewView } from "./schemas/account.js"
+import { AccountSpendParams, AdminSpendParams, SpendView } from "./schemas/spend.js"
 import {
   CapabilityItem,
   CatalogModelDetail,
@@ -42,6 +43,7 @@ import {
   CatalogPreviewView,
   CreatedApiKeyView,
   CreditsBody,
+  ApiKeyUpdateBody,
   ApiKeyView,
   IdPath,
   KeyList,
@@ -275,7 +277,18 @@ export class AccountGroup extends HttpApiGroup.make("account")
       .addSuccess(AccountOverviewView)
       .annotateContext(docs(
         "Get your account",
-        "The calling key's account (balance, concurrent-job limit, jobs in flight) and the key itself; any active key, whatever its scopes."
+        "The calling key's account (balance, concurrent-job limit, jobs in flight, budget) and the key itself with its budget; " +
+          "each budget with what its current period has spent and when it resets. Any active key, whatever its scopes."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("spend", "/v1/account/spend")
+      .setUrlParams(AccountSpendParams)
+      .addSuccess(SpendView)
+      .annotateContext(docs(
+        "Get your account's spend",
+        "The account's charges, refunds, jobs, failures and cancellations, summed by key, model, day or hour (UTC; one or two, " +
+          "comma-separated), over at most 366 days (scope check_status). A job counts in the hour it was submitted."
       ))
   )
   .middleware(ApiKeyAuth)
@@ -385,6 +398,26 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .setPayload(RotateSecretBody)
       .addSuccess(AccountView)
       .annotateContext(docs("Rotate the webhook secret", "A new secret; the old one keeps signing beside it for overlapSeconds."))
+  )
+  .add(
+    HttpApiEndpoint.patch("updateKey", "/admin/keys/:id")
+      .setPath(IdPath)
+      .setPayload(ApiKeyUpdateBody)
+      .addSuccess(ApiKeyView)
+      .annotateContext(docs(
+        "Update an API key",
+        "Sets the key's budget ({limitMicroCents, period: day | month | total}, UTC periods), or removes it with null."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("spend", "/admin/spend")
+      .setUrlParams(AdminSpendParams)
+      .addSuccess(SpendView)
+      .annotateContext(docs(
+        "Read spend",
+        "Charges, refunds, jobs, failures and cancellations from the hourly rollups, of every account or one (`accountId`), " +
+          "summed by account, key, model, day or hour (UTC; one or two, comma-separated), over at most 366 days."
+      ))
   )
   .add(
     HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate")

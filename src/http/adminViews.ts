@@ -15,6 +15,7 @@ export const accountListItem = (account: Account) => ({
   segments: account.segments,
   allowedModels: account.allowedModels,
   discounts: account.discounts,
+  budget: account.budget ?? null,
   createdAt: iso(account.createdAt)
 })
 

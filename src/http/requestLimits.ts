@@ -155,6 +155,14 @@ const notJsonStream = Stream.fromEffect(notJson)
 const textOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
   Effect.map(bytes, (b) => new TextDecoder().decode(b))
 
+/** JSON's text, refused when it is not UTF-8: a lenient decode would store U+FFFD in its place. */
+const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
+  Effect.flatMap(bytes, (b) =>
+    Effect.try({
+      try: () => new TextDecoder("utf-8", { fatal: true }).decode(b),
+      catch: () => engineError("VALIDATION_ERROR", "The request body is not valid UTF-8")
+    }).pipe(Effect.orDie))
+
 /**
  * The request with every body reader capped at `maxBytes`; JSON is also refused when nested
  * deeper than MAX_JSON_DEPTH or holding a NUL. Refusals are defects carrying an EngineError,
@@ -179,7 +187,7 @@ export const withBodyLimits = (
         case "text":
           return textOf(bytes())
         case "json":
-          return Effect.flatMap(textOf(bytes()), (t) =>
+          return Effect.flatMap(jsonTextOf(bytes()), (t) =>
             Effect.try({ try: () => JSON.parse(t) as unknown, catch: (cause) => decodeError(target, cause) })).pipe(
               Effect.tap(tooDeepOrNul)
             )

@@ -1,5 +1,6 @@
 import type { Account, ApiKey } from "../domain/account.js"
 import { type Job, progressOf } from "../domain/job.js"
+import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 
 export const iso = (ms: number): string => new Date(ms).toISOString()
@@ -33,6 +34,7 @@ export const submitView = (job: Job) => ({
 export const accountView = (account: Account) => ({
   ...account,
   previousWebhookSecretExpiresAt: isoOrNull(account.previousWebhookSecretExpiresAt),
+  budget: account.budget ?? null,
   createdAt: iso(account.createdAt)
 })
 
@@ -45,6 +47,7 @@ export const apiKeyView = (key: ApiKey) => ({
   hint: key.hint,
   active: key.active,
   expiresAt: isoOrNull(key.expiresAt),
+  budget: key.budget ?? null,
   createdAt: iso(key.createdAt)
 })
 
@@ -56,4 +59,17 @@ export const deliveryView = (d: WebhookDelivery) => ({
   attempts: d.attempts.map((a) => ({ ...a, at: iso(a.at) })),
   nextAttemptAt: isoOrNull(d.nextAttemptAt),
   createdAt: iso(d.createdAt)
+})
+
+/** A spend read as the API answers it: times as ISO, days as UTC dates, the net spend beside its parts. */
+export const spendView = ({ groups, query }: { readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }) => ({
+  from: iso(query.from),
+  to: iso(query.to),
+  groupBy: query.groupBy,
+  groups: groups.map(({ day, hour, ...group }) => ({
+    ...group,
+    ...(day === undefined ? {} : { day: iso(day).slice(0, 10) }),
+    ...(hour === undefined ? {} : { hour: iso(hour) }),
+    spentMicroCents: group.chargedMicroCents - group.refundedMicroCents
+  }))
 })

@@ -4,6 +4,7 @@ import type { JobCursor } from "../domain/cursor.js"
 import type { StoreError } from "../domain/errors.js"
 import type { AccountId } from "../domain/ids.js"
 import type { Job, JobStatus } from "../domain/job.js"
+import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { DeliveryStatus, WebhookDelivery } from "../domain/webhook.js"
 
 export interface AccountQuery {
@@ -51,4 +52,9 @@ export class AdminReadRepo extends Context.Tag("genjobs/AdminReadRepo")<AdminRea
   readonly jobs: (query: AdminJobQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   readonly deliveries: (query: AdminDeliveryQuery) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
   readonly ledger: (query: LedgerQuery) => Effect.Effect<ReadonlyArray<LedgerEntry>, StoreError>
+  /**
+   * The spend rollups of the range (of one account, or all), summed by `groupBy` and ordered
+   * by it (`groupSpend` in src/domain/spend.ts says what every store answers).
+   */
+  readonly spend: (query: SpendQuery) => Effect.Effect<ReadonlyArray<SpendGroup>, StoreError>
 }>() {}

@@ -1,4 +1,5 @@
 import { Context, type Effect, type Option } from "effect"
+import type { BudgetScope, Budget } from "../domain/budget.js"
 import type { RateLimits } from "../domain/catalog.js"
 import type { JobCursor } from "../domain/cursor.js"
 import type { EngineError, StoreError } from "../domain/errors.js"
@@ -27,6 +28,8 @@ export interface SubmitCommand {
   readonly maxConcurrentJobs: number
   readonly rateLimits: RateLimits
   readonly idempotency?: IdempotencyClaim
+  /** The budgets of the calling key and its account the submit is held to (none: no cap). */
+  readonly budgets?: ReadonlyArray<{ readonly scope: BudgetScope; readonly budget: Budget }> | undefined
   /**
    * An idle worker of this process, reserved for this job (LocalWorkers): the job is written as
    * that worker's claim (`claimedJob`) when nothing older is runnable, and stays pending otherwise.

@@ -1,7 +1,7 @@
 import type { Effect, Option } from "effect"
 import type { Account } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
-import type { AccountId, JobId } from "../domain/ids.js"
+import type { AccountId, ApiKeyId, JobId } from "../domain/ids.js"
 import type { Job, JobStatus } from "../domain/job.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
@@ -21,6 +21,37 @@ export interface JobLedgerEntry {
   /** Signed: charges negative, refunds positive. */
   readonly amountMicroCents: number
   readonly now: number
+  /** The job's key, model and submit time: the spend rollup the line is counted in (hourOf the submit). */
+  readonly keyId: ApiKeyId | null
+  readonly model: string
+  readonly chargedAt: number
+  /** How the job ended, counted in the rollup's `failed` or `cancelled`. */
+  readonly outcome: "failed" | "cancelled"
+}
+
+/** A job's charge: its ledger line and its spend rollup (the rollup's hour is hourOf(now)). */
+export interface JobCharge {
+  readonly accountId: AccountId
+  readonly jobId: JobId
+  readonly keyId: ApiKeyId | null
+  readonly model: string
+  readonly costMicroCents: number
+  readonly now: number
+  /**
+   * Budget periods in play, by their start: after charging, the net spend (charges less refunds)
+   * of the account, and of the key, in rollup hours from that start is read under the account's
+   * lock, this charge included.
+   */
+  readonly spendSince?: { readonly account?: number | undefined; readonly key?: number | undefined } | undefined
+}
+
+/** What a charge that went through answers. */
+export interface Charged {
+  /** The balance before the charge. */
+  readonly balanceBefore: number
+  /** The spend asked for by `spendSince`, this charge included; null when not asked. */
+  readonly accountSpent: number | null
+  readonly keySpent: number | null
 }
 
 /** The submits a rate limit counts together: one account on one model version. */
@@ -44,16 +75,12 @@ export interface JobStoreDriver {
   readonly lockAccount: (id: AccountId) => Effect.Effect<Option.Option<Account>, StoreError>
   /**
    * Takes `costMicroCents` off the balance and writes the charge's ledger line (none for a zero
-   * cost), only while the balance covers it; holds the account until the transaction ends.
-   * Answers the balance before the charge; None, writing and holding nothing, when the account
-   * is missing or its balance falls short.
+   * cost) and its spend rollup (one more job, free ones too), only while the balance covers it;
+   * holds the account until the transaction ends. Answers the balance before the charge and the
+   * spend `spendSince` asks for; None, writing and holding nothing, when the account is missing
+   * or its balance falls short.
    */
-  readonly chargeAccount: (charge: {
-    readonly accountId: AccountId
-    readonly jobId: JobId
-    readonly costMicroCents: number
-    readonly now: number
-  }) => Effect.Effect<Option.Option<number>, StoreError>
+  readonly chargeAccount: (charge: JobCharge) => Effect.Effect<Option.Option<Charged>, StoreError>
   /**
    * Saves `record` as (accountId, key) unless a record of it created at or after `notBefore`
    * exists: then writes nothing and answers that one. A parallel claim of the same key waits
@@ -107,8 +134,10 @@ export interface JobStoreDriver {
     expected: { readonly status: JobStatus; readonly attempts: number }
   ) => Effect.Effect<boolean, StoreError>
   /**
-   * Writes the ledger line and moves the balance by its amount. At most one line per (job, kind):
-   * a second one writes and moves nothing and answers false.
+   * Writes the ledger line, moves the balance by its amount and counts it in its spend rollup,
+   * in that order (the account's row before the rollup's, as a charge takes them). At most one
+   * line per (job, kind): a second one writes and moves nothing and answers false. A zero amount
+   * writes no line and moves nothing: it only counts the job's outcome in the rollup.
    */
   readonly postLedger: (entry: JobLedgerEntry) => Effect.Effect<boolean, StoreError>
   readonly insertDeliveries: (deliveries: ReadonlyArray<WebhookDelivery>) => Effect.Effect<void, StoreError>

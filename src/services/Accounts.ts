@@ -1,8 +1,21 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import type { Scope } from "../domain/account.js"
-import type { StoreError } from "../domain/errors.js"
+import { type Budget, isoOrNull, periodEnd, periodStart } from "../domain/budget.js"
+import type { EngineError, StoreError } from "../domain/errors.js"
+import { HOUR_MS, type SpendGroup, type SpendQuery } from "../domain/spend.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
-import type { Caller } from "./Auth.js"
+import { AdminReadRepo } from "../ports/AdminReadRepo.js"
+import { readSpendQuery, type SpendRequest } from "./AdminReads.js"
+import { type Caller, requireScope } from "./Auth.js"
+
+/** A budget as its holder sees it: the limit, what the current period has spent, when it resets. */
+export interface BudgetStatus {
+  readonly limitMicroCents: number
+  readonly period: Budget["period"]
+  readonly spentMicroCents: number
+  /** ISO time the period ends; null for `total`. */
+  readonly resetsAt: string | null
+}
 
 /**
  * What a key holder may know of their own account: the balance and limits, and the key they
@@ -16,6 +29,7 @@ export interface AccountOverview {
     readonly maxConcurrentJobs: number
     /** Pending and processing jobs: what counts against `maxConcurrentJobs`. */
     readonly jobsInFlight: number
+    readonly budget: BudgetStatus | null
   }
   readonly key: {
     readonly id: string
@@ -23,26 +37,69 @@ export interface AccountOverview {
     readonly scopes: ReadonlyArray<Scope>
     readonly allowedIPs: ReadonlyArray<string>
     readonly expiresAt: number | null
+    readonly budget: BudgetStatus | null
   }
 }
 
 export const make = Effect.gen(function*() {
   const accounts = yield* AccountRepo
+  const reads = yield* AdminReadRepo
+
+  /** The budget's current period read from the account's rollups, of one key when `keyId` is given. */
+  const statusOf = (budget: Budget | null | undefined, accountId: string, now: number, keyId?: string) =>
+    budget == null ? Effect.succeed(null) : Effect.map(
+      reads.spend({ accountId, from: periodStart(budget.period, now), to: now + HOUR_MS, groupBy: ["key"] }),
+      (groups): BudgetStatus => ({
+        limitMicroCents: budget.limitMicroCents,
+        period: budget.period,
+        spentMicroCents: groups
+          .filter((g) => keyId === undefined || g.key === keyId)
+          .reduce((n, g) => n + g.chargedMicroCents - g.refundedMicroCents, 0),
+        resetsAt: isoOrNull(periodEnd(budget.period, now))
+      })
+    )
 
   /** Any active key may read its own account, whatever its scopes: it needs none to know its limits. */
   const overview = ({ account, key }: Caller): Effect.Effect<AccountOverview, StoreError> =>
-    Effect.map(accounts.activeJobs(account.id), (jobsInFlight) => ({
-      account: {
-        id: account.id,
-        name: account.name,
-        balanceMicroCents: account.balanceMicroCents,
-        maxConcurrentJobs: account.maxConcurrentJobs,
-        jobsInFlight
-      },
-      key: { id: key.id, name: key.name, scopes: key.scopes, allowedIPs: key.allowedIPs, expiresAt: key.expiresAt }
-    }))
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const [jobsInFlight, accountBudget, keyBudget] = yield* Effect.all([
+        accounts.activeJobs(account.id),
+        statusOf(account.budget, account.id, now),
+        statusOf(key.budget, account.id, now, key.id)
+      ])
+      return {
+        account: {
+          id: account.id,
+          name: account.name,
+          balanceMicroCents: account.balanceMicroCents,
+          maxConcurrentJobs: account.maxConcurrentJobs,
+          jobsInFlight,
+          budget: accountBudget
+        },
+        key: {
+          id: key.id,
+          name: key.name,
+          scopes: key.scopes,
+          allowedIPs: key.allowedIPs,
+          expiresAt: key.expiresAt,
+          budget: keyBudget
+        }
+      }
+    })
 
-  return { overview } as const
+  /** The caller's own account's spend (scope check_status), by key, model or day. */
+  const spend = (
+    caller: Caller,
+    request: SpendRequest
+  ): Effect.Effect<{ readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      yield* requireScope(caller, "check_status")
+      const query = yield* readSpendQuery(request, caller.account.id, ["key", "model", "day", "hour"])
+      return { query, groups: yield* reads.spend(query) }
+    })
+
+  return { overview, spend } as const
 })
 
 export class Accounts extends Context.Tag("genjobs/Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { invalidAllowedEntries } from "../domain/access.js"
-import { type Account, type AccountUpdate, type ApiKey, type NewAccount, type NewApiKey } from "../domain/account.js"
+import { type Account, type AccountUpdate, type ApiKey, type ApiKeyUpdate, type NewAccount, type NewApiKey } from "../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../domain/apiKeySecret.js"
 import { type AuditAction, type AuditActor, changesBetween, newAuditId, redact, SYSTEM_ACTOR } from "../domain/audit.js"
 import { type CatalogDiff, catalogDiff, isEmptyDiff } from "../domain/catalogDiff.js"
@@ -85,6 +85,7 @@ export const make = Effect.gen(function*() {
         webhookSecret: newWebhookSecret(),
         previousWebhookSecret: null,
         previousWebhookSecretExpiresAt: null,
+        ...(input.budget == null ? {} : { budget: input.budget }),
         createdAt: yield* Clock.currentTimeMillis
       }
       return yield* accounts.create(account, input.creditsMicroCents)
@@ -101,7 +102,7 @@ export const make = Effect.gen(function*() {
       const fields = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k)
       if (fields.length === 0) {
         return yield* Effect.fail(
-          engineError("VALIDATION_ERROR", "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts")
+          engineError("VALIDATION_ERROR", "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget")
         )
       }
       const { after } = yield* audited(by, "account.update", Effect.gen(function*() {
@@ -161,6 +162,7 @@ export const make = Effect.gen(function*() {
         hint: keyHint(secret),
         active: true,
         expiresAt,
+        ...(input.budget == null ? {} : { budget: input.budget }),
         createdAt: now
       }
       yield* keys.create(record)
@@ -173,9 +175,24 @@ export const make = Effect.gen(function*() {
         hint: record.hint,
         scopes: record.scopes,
         allowedIPs: record.allowedIPs,
-        expiresAt: iso(record.expiresAt)
+        expiresAt: iso(record.expiresAt),
+        budget: record.budget ?? null
       }
     }))
+
+  /** Sets a key's budget (null removes it); the key's other settings are fixed at creation. */
+  const updateKey = (id: string, update: ApiKeyUpdate, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, EngineError | StoreError> =>
+    audited(
+      by,
+      "key.update",
+      settings.updateKeyBudget(id as ApiKeyId, update.budget).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.fail(engineError("NOT_FOUND", `No API key "${id}"`, { keyId: id })),
+          onSome: Effect.succeed
+        }))
+      ),
+      (key) => ({ target: key.id, summary: { accountId: key.accountId, budget: update.budget } })
+    )
 
   const deactivateKey = (id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, EngineError | StoreError> =>
     audited(
@@ -263,6 +280,7 @@ export const make = Effect.gen(function*() {
     updateAccount,
     addCredits,
     createKey,
+    updateKey,
     deactivateKey,
     ledger,
     rotateWebhookSecret,

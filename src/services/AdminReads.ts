@@ -1,10 +1,19 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey, LedgerEntry } from "../domain/account.js"
 import { AuditAction, type AuditEntry } from "../domain/audit.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import { type Job, JobStatus } from "../domain/job.js"
 import { MAX_PAGE_SIZE } from "../domain/limits.js"
+import {
+  checkSpendQuery,
+  DEFAULT_SPEND_RANGE_DAYS,
+  HOUR_MS,
+  hourOf,
+  type SpendDimension,
+  type SpendGroup,
+  type SpendQuery
+} from "../domain/spend.js"
 import { DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
 import type { Account } from "../domain/account.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
@@ -36,7 +45,33 @@ const readTime = (field: string, value: string | undefined): Effect.Effect<numbe
   return Number.isNaN(ms) ? Effect.fail(invalid(field, `${field} must be an ISO 8601 time, like 2025-01-31T12:00:00Z`)) : Effect.succeed(ms)
 }
 
-/** What the operator reads across accounts: accounts, keys, jobs, deliveries, ledgers and the audit log. */
+/** A spend read's parameters as the API takes them: ISO times and a comma-separated groupBy. */
+export interface SpendRequest {
+  readonly from?: string | undefined
+  readonly to?: string | undefined
+  readonly groupBy?: string | undefined
+}
+
+/**
+ * A spend read checked: `to` defaults to the end of the current hour, `from` to 30 days before
+ * `to`, `groupBy` to `day`; the range is at most MAX_SPEND_RANGE_DAYS.
+ */
+export const readSpendQuery = (
+  request: SpendRequest,
+  accountId: string | undefined,
+  allowed: ReadonlyArray<SpendDimension>
+): Effect.Effect<SpendQuery, EngineError> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const to = (yield* readTime("to", request.to)) ?? hourOf(now) + HOUR_MS
+    const from = (yield* readTime("from", request.from)) ?? to - DEFAULT_SPEND_RANGE_DAYS * 86_400_000
+    const groupBy = (request.groupBy ?? "day").split(",").map((dim) => dim.trim()) as Array<SpendDimension>
+    const query: SpendQuery = { from, to, groupBy, accountId }
+    const refusal = checkSpendQuery(query, allowed)
+    return refusal === undefined ? query : yield* Effect.fail(refusal)
+  })
+
+/** What the operator reads across accounts: accounts, keys, jobs, deliveries, ledgers, spend and the audit log. */
 export const make = Effect.gen(function*() {
   const repo = yield* AdminReadRepo
   const audit = yield* AuditLog
@@ -132,7 +167,17 @@ export const make = Effect.gen(function*() {
       return toPage(rows, limit)
     })
 
-  return { accounts, keys, jobs, job, deliveries, ledger, auditLog } as const
+  /** Spend across accounts, or of one (NOT_FOUND when it does not exist), grouped as asked. */
+  const spend = (
+    request: SpendRequest & { readonly accountId?: string | undefined }
+  ): Effect.Effect<{ readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const query = yield* readSpendQuery(request, request.accountId, ["account", "key", "model", "day", "hour"])
+      if (request.accountId !== undefined) yield* account(request.accountId)
+      return { query, groups: yield* repo.spend(query) }
+    })
+
+  return { accounts, keys, jobs, job, deliveries, ledger, spend, auditLog } as const
 })
 
 export class AdminReads extends Context.Tag("genjobs/AdminReads")<AdminReads, Effect.Effect.Success<typeof make>>() {

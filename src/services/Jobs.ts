@@ -64,6 +64,12 @@ const checkWebhookUrl = (url: string | undefined): Effect.Effect<void, EngineErr
   return Effect.void
 }
 
+/** The budgets a caller's submits are held to: the key's, then its account's. */
+const budgetsOf = ({ account, key }: Caller): NonNullable<SubmitCommand["budgets"]> => [
+  ...(key.budget == null ? [] : [{ scope: "key" as const, budget: key.budget }]),
+  ...(account.budget == null ? [] : [{ scope: "account" as const, budget: account.budget }])
+]
+
 export const make = Effect.gen(function*() {
   const repo = yield* JobRepo
   const catalog = yield* Catalog
@@ -201,6 +207,7 @@ export const make = Effect.gen(function*() {
       const job: Job = {
         id: newJobId(now),
         accountId: caller.account.id,
+        apiKeyId: caller.key.id,
         requestId,
         model: resolved.model.slug,
         version: resolved.version.versionId,
@@ -225,6 +232,7 @@ export const make = Effect.gen(function*() {
         job,
         maxConcurrentJobs: caller.account.maxConcurrentJobs,
         rateLimits: resolved.version.rateLimits,
+        budgets: budgetsOf(caller),
         ...(idempotencyKey === undefined ? {} : {
           idempotency: {
             key: idempotencyKey,

@@ -1,5 +1,6 @@
 import { Effect, Either, Option } from "effect"
 import { idempotencyConflict, refuseSubmit } from "../domain/admission.js"
+import { type BudgetUse, periodStart, refuseForBudget } from "../domain/budget.js"
 import { engineError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { type ClaimLease, type Job, type JobEvent, type OutputItem, refundsOnEntry, transition } from "../domain/job.js"
@@ -49,13 +50,18 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): JobRepo["Typ
         Effect.gen(function*() {
           const next: Job = { ...job, ...changes, status }
           if (!(yield* driver.updateJob(next, { status: job.status, attempts: job.attempts }))) return Option.none<Job>()
-          if (refundsOnEntry(status) && job.costMicroCents > 0) {
+          // A free job's end is posted too: no ledger line, but its rollup counts the outcome.
+          if (refundsOnEntry(status)) {
             yield* driver.postLedger({
               accountId: job.accountId,
               jobId: job.id,
               kind: "refund",
               amountMicroCents: job.costMicroCents,
-              now
+              now,
+              keyId: job.apiKeyId ?? null,
+              model: job.model,
+              chargedAt: job.createdAt,
+              outcome: status === "failed" ? "failed" : "cancelled"
             })
           }
           const delivery = deliveryFor(next, now)
@@ -149,7 +155,7 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): JobRepo["Typ
         onSome: (job) => Effect.succeed<SubmitOutcome>({ _tag: "Replayed", job })
       }))
 
-  const submitInTransaction = ({ handOff, idempotency, job, maxConcurrentJobs, rateLimits }: SubmitCommand) =>
+  const submitInTransaction = ({ budgets = [], handOff, idempotency, job, maxConcurrentJobs, rateLimits }: SubmitCommand) =>
     driver.transaction(Effect.gen(function*() {
       if (idempotency !== undefined) {
         const previous = yield* driver.claimIdempotency(job.accountId, idempotency.key, {
@@ -162,11 +168,24 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): JobRepo["Typ
           return yield* replay(previous.value.jobId)
         }
       }
-      // The charge takes the account's lock, serialising its submits across processes: the
-      // counts below see every submit admitted before. A refusal rolls the charge back.
-      const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+      // The charge takes the account's lock, serialising its submits (its keys' too) across
+      // processes: the counts and the spend below see every submit admitted before. A refusal
+      // rolls the charge back.
+      const sinceOf = (scope: BudgetUse["scope"]) => {
+        const found = budgets.find((b) => b.scope === scope)
+        return found === undefined ? undefined : periodStart(found.budget.period, job.createdAt)
+      }
+      const charge = {
+        accountId: job.accountId,
+        jobId: job.id,
+        keyId: job.apiKeyId ?? null,
+        model: job.model,
+        costMicroCents: job.costMicroCents,
+        now: job.createdAt,
+        spendSince: budgets.length === 0 ? undefined : { account: sinceOf("account"), key: sinceOf("key") }
+      }
       const charged = yield* driver.chargeAccount(charge)
-      const balance = Option.isSome(charged) ? charged.value : yield* lockedBalance(job)
+      const balance = Option.isSome(charged) ? charged.value.balanceBefore : yield* lockedBalance(job)
       const key = { accountId: job.accountId, model: job.model, version: job.version }
       const windows = limitedWindows(rateLimits)
       const usage = windows.length === 0 ? [] : yield* driver.readRateWindows(key, job.createdAt, windows)
@@ -183,20 +202,31 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): JobRepo["Typ
       })
       if (refusal !== undefined) return yield* Effect.fail(refusal)
       // The balance fell short of the conditional charge but covers the job under the lock: credit came in between.
-      if (Option.isNone(charged) && Option.isNone(yield* driver.chargeAccount(charge))) {
+      const made = Option.isSome(charged) ? charged : yield* driver.chargeAccount(charge)
+      if (Option.isNone(made)) {
         return yield* Effect.fail(new StoreError({ message: `The balance of ${job.accountId} moved under its lock` }))
       }
+      const spent = { account: made.value.accountSpent, key: made.value.keySpent }
+      // The spend read includes this charge: what was spent before it is that less the cost.
+      const uses = budgets.map(({ budget, scope }): BudgetUse => ({
+        scope,
+        budget,
+        spentMicroCents: (spent[scope] ?? 0) - job.costMicroCents
+      }))
+      const overBudget = refuseForBudget(job.createdAt, job.costMicroCents, uses)
+      if (overBudget !== undefined) return yield* Effect.fail(overBudget)
       if (windows.length > 0) yield* driver.recordRateWindows(key, job.createdAt, windows)
       return { _tag: "Created", job: yield* driver.insertJob(job, handOff) } satisfies SubmitOutcome
     }))
 
   return {
-    // A submit that only needs the balance and the active jobs checked is one atomic write,
-    // and may go straight to an idle local worker; anything it does not admit is decided,
-    // refusal and its reason included, in the transaction.
+    // A submit that only needs the balance and the active jobs checked (no idempotency key,
+    // rate limit or budget) is one atomic write, and may go straight to an idle local worker;
+    // anything it does not admit is decided, refusal and its reason included, in the transaction.
     submit: (request) =>
       Effect.gen(function*() {
-        if (request.idempotency === undefined && limitedWindows(request.rateLimits).length === 0) {
+        const budgeted = request.budgets !== undefined && request.budgets.length > 0
+        if (request.idempotency === undefined && limitedWindows(request.rateLimits).length === 0 && !budgeted) {
           const written = yield* driver.submit(request.job, request.maxConcurrentJobs, request.handOff)
           if (Option.isSome(written)) return { _tag: "Created", job: written.value } satisfies SubmitOutcome
         }

@@ -8,11 +8,19 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const DIST = join(ROOT, "dist")
 /** Packages a browser bundle of the client may load. */
 const ALLOWED_PACKAGES = /^(effect|@effect\/platform)(\/|$)/
+const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+/** What an install of genjobs always brings: its dependencies and its peers that are not optional. */
+const ALWAYS_INSTALLED = [
+  ...Object.keys(pkg.dependencies),
+  ...Object.keys(pkg.peerDependencies).filter((name) => pkg.peerDependenciesMeta?.[name]?.optional !== true)
+]
+/** The package a specifier names: "@effect/sql-pg" of "@effect/sql-pg/PgClient". */
+const packageOf = (spec: string) => spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/")
 
 /**
  * Every module the built entry loads, following relative imports, with what each names outside
  * the package. The built JavaScript, not the source: it is what runs, and type-only imports are
- * gone from it.
+ * gone from it. Dynamic imports with a literal specifier count: bundlers follow them too.
  */
 const graphOf = (entry: string) => {
   const files = new Set<string>()
@@ -49,4 +57,20 @@ describe("genjobs/client loads in browsers", () => {
   it("loads nothing of the server: no services, adapters or apps", () => {
     expect(files.filter((f) => /^(src\/services|adapters|apps)\//.test(f))).toEqual([])
   })
+})
+
+// A bundler (Next.js) packing an app's server resolves every module these entries reach, static or
+// literal `import()`: one optional peer among them fails the app's build unless it is installed.
+describe("the main entry and the entries of an in-memory engine reach no optional peer", () => {
+  for (const entry of ["index", "http", "memory", "testing"]) {
+    it(`genjobs${entry === "index" ? "" : `/${entry}`}`, () => {
+      const { files, packages } = graphOf(`entries/${entry}.js`)
+      expect(files.length).toBeGreaterThan(1)
+      const optional = packages.filter((p) => {
+        const spec = p.split(" -> ")[1]!
+        return !spec.startsWith("node:") && !builtinModules.includes(spec) && !ALWAYS_INSTALLED.includes(packageOf(spec))
+      })
+      expect(optional).toEqual([])
+    })
+  }
 })

@@ -3,6 +3,7 @@ import { Effect, Either, type Layer, Option } from "effect"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
 import type { EngineError } from "../../src/domain/errors.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { claimedJob } from "../../src/domain/job.js"
@@ -12,9 +13,10 @@ import { retainedStatuses, unsentDeliveries } from "../../src/domain/retention.j
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
+import { runBudgetConformance } from "./budgetSuite.js"
 import { runLimitsConformance } from "./limitsSuite.js"
 
-export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo
+export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo
 
 const codeOf = <A>(result: Either.Either<A, unknown>) =>
   Either.isLeft(result) ? (result.left as EngineError).code : "ok"
@@ -36,6 +38,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     it.live(title, () => Effect.provide(body(), makeLayer()))
 
   runLimitsConformance(name, makeLayer)
+  runBudgetConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>
@@ -113,6 +116,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           hint: "gjk_abcd",
           active: true,
           expiresAt: T0 + 1000,
+          budget: { limitMicroCents: 500, period: "day" as const },
           createdAt: T0
         }
         yield* repo.create(key)

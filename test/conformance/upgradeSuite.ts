@@ -4,6 +4,7 @@ import { Effect, Either, Layer, Option } from "effect"
 import type { AccountId } from "../../src/domain/ids.js"
 import type { EngineError } from "../../src/domain/errors.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -28,7 +29,7 @@ const migrationRows = (table: string) =>
       Effect.map((rows) => rows.map((row) => [Number(row.migration_id), row.name]))
     )
 
-const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"]]
+const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"]]
 
 const balanceIsLedger = (id: AccountId) =>
   Effect.gen(function*() {
@@ -95,7 +96,8 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           // PostgreSQL keeps ended jobs apart from their accounts' active counts (migration 0010).
           expect((yield* tableNames).sort()).toEqual([
             "genjobs_accounts", ...(name === "postgres" ? ["genjobs_active_job_ends"] : []), "genjobs_admin_audit", "genjobs_api_keys", "genjobs_auth_failures", "genjobs_catalog", "genjobs_idempotency_keys", "genjobs_jobs", "genjobs_leases",
-            "genjobs_ledger", "genjobs_migrations", "genjobs_provider_starts", "genjobs_rate_windows", "genjobs_uploads", "genjobs_webhook_deliveries"
+            "genjobs_ledger", "genjobs_migrations", "genjobs_provider_starts", "genjobs_rate_windows", "genjobs_spend_hourly", "genjobs_uploads",
+            "genjobs_webhook_deliveries"
           ])
           expect(yield* migrationRows("genjobs_migrations")).toEqual(ENGINE_MIGRATIONS)
         }))
@@ -127,6 +129,11 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           expect(done.status).toBe("completed")
           expect((yield* (yield* WebhookDeliveryRepo).forJob(claimed.id)).map((d) => d.status)).toEqual(["pending"])
           expect(yield* balanceIsLedger(alice.id)).toBe(6_000)
+          // The rollups migration 0012 made from the release's ledger, and the charges since, sum to it.
+          const [rolled] = yield* (yield* AdminReadRepo).spend({ accountId: alice.id, from: 0, to: T0 + 86_400_000, groupBy: ["account"] })
+          const lines = yield* (yield* AccountRepo).ledger(alice.id)
+          const sumOf = (kind: string) => lines.filter((e) => e.kind === kind).reduce((n, e) => n + Math.abs(e.amountMicroCents), 0)
+          expect([rolled?.chargedMicroCents, rolled?.refundedMicroCents]).toEqual([sumOf("charge"), sumOf("refund")])
 
           // Foreign keys point at the renamed tables: a key of a known account goes in, of an unknown one not.
           const sql = yield* SqlClient.SqlClient

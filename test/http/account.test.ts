@@ -26,9 +26,10 @@ describe("GET /v1/account", () => {
         name: "test",
         balanceMicroCents: 1_000_000 - 2 * TEXT_COST,
         maxConcurrentJobs: 3,
-        jobsInFlight: 1
+        jobsInFlight: 1,
+        budget: null
       },
-      key: { id: acc.keyId, name: "k", scopes: [], allowedIPs: [], expiresAt: null }
+      key: { id: acc.keyId, name: "k", scopes: [], allowedIPs: [], expiresAt: null, budget: null }
     })
     expect(reply.headers.get("x-request-id")).toMatch(/^req_/)
   })
@@ -52,7 +53,8 @@ describe("GET /v1/account", () => {
       name: "office",
       scopes: ["check_status"],
       allowedIPs: ["10.0.0.0/8"],
-      expiresAt
+      expiresAt,
+      budget: null
     })
     expect((await acc.get("/v1/account")).body.key).toMatchObject({ id: acc.keyId, scopes: ["list_models"] })
   })

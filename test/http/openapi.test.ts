@@ -87,7 +87,7 @@ describe("the OpenAPI document", () => {
     const responses = doc.paths["/v1/jobs/submit"]!.post.responses
     const codes = (status: number) => (doc.components.schemas[`Error${status}`] as any).properties.error.properties.code.enum
     expect(responses["402"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Error402" })
-    expect(codes(402)).toEqual(["INSUFFICIENT_BALANCE"])
+    expect(codes(402)).toEqual(["INSUFFICIENT_BALANCE", "BUDGET_EXCEEDED"])
     expect(codes(401)).toEqual(["UNAUTHORIZED", "INVALID_API_KEY", "API_KEY_INACTIVE", "API_KEY_EXPIRED"])
     expect(codes(503)).toEqual(["PUBSUB_PUBLISH_FAILED", "SERVICE_UNAVAILABLE"])
     expect(responses["429"].headers["Retry-After"]).toBeDefined()

@@ -99,6 +99,20 @@ describe("request limits", () => {
     const probe = "[".repeat(5_000) + "]".repeat(5_000)
     expectError(await post("/v1/jobs/submit", { body: probe }), 400, "VALIDATION_ERROR")
   })
+
+  it("answers 400 VALIDATION_ERROR for a JSON body that is not UTF-8, submitting nothing", async () => {
+    const before = await engine.handler(new Request(`${BASE}/v1/jobs`, { headers: { authorization: `Bearer ${key}` } })).then((r) => r.json() as any)
+    // "prompt": "caf\xe9": Latin-1 bytes, which a lenient decoder would store as U+FFFD.
+    const latin1 = Uint8Array.from([...new TextEncoder().encode(`{"model":"${IMAGE}","input":{"prompt":"caf`), 0xe9, ...new TextEncoder().encode(`"}}`)])
+    const refused = await post("/v1/jobs/submit", { body: latin1 })
+    expectError(refused, 400, "VALIDATION_ERROR")
+    expect(refused.body.error.message).toBe("The request body is not valid UTF-8")
+    const after = await engine.handler(new Request(`${BASE}/v1/jobs`, { headers: { authorization: `Bearer ${key}` } })).then((r) => r.json() as any)
+    expect(after.data).toEqual(before.data)
+    // The same text in UTF-8 is taken.
+    const utf8 = await post("/v1/jobs/submit", { body: JSON.stringify({ model: IMAGE, input: { prompt: "café" } }) })
+    expect(utf8.status).toBe(200)
+  })
 })
 
 describe("request limits: the default cap", () => {

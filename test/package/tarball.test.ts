@@ -1,10 +1,11 @@
 /**
  * The package as npm publishes it: `npm pack`, installed into a scratch ESM project with the real
  * frameworks, typechecked as a strict consumer, imported with plain node, and each mount example
- * of examples/mounts served over HTTP under /api/genjobs.
+ * of examples/mounts served over HTTP under /api/genjobs. The Next.js example is built and served
+ * from a second project with only what an in-memory engine needs installed, and no next.config.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -26,13 +27,18 @@ const ENTRIES = Object.entries(pkg.exports as Record<string, string | Record<str
 
 // The frameworks the mounts are written for, by major version, and TypeScript as consumers have it.
 const FRAMEWORKS = [
-  "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2", "next@16", "react@19", "react-dom@19",
+  "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2",
   `typescript@${pkg.devDependencies.typescript}`, "@types/node@22",
   // @effect/sql-pg's declarations import "pg", whose types a consumer without skipLibCheck needs.
   "@types/pg"
 ]
+const NEXT = ["next@16", "react@19", "react-dom@19"]
+const isOptional = (name: string) => pkg.peerDependenciesMeta?.[name]?.optional === true
 // Every peer, optional ones included, so that every entry imports; at the versions this repo tests.
 const PEERS = Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.devDependencies[name]}`)
+/** What an app with the in-memory engine installs: the peers that are not optional. */
+const REQUIRED_PEERS = Object.keys(pkg.peerDependencies).filter((name) => !isOptional(name))
+  .map((name) => `${name}@${pkg.devDependencies[name]}`)
 
 /** A strict consumer. DOM is in lib because @effect/platform's own declarations name DOM types. */
 const tsconfig = (dir: string) => ({
@@ -45,12 +51,17 @@ const tsconfig = (dir: string) => ({
 })
 
 let scratch: string
+/** The Next.js app's project: genjobs, its required peers and Next, nothing else (not under scratch, whose node_modules Node would find). */
+let lean: string
 /** The examples compiled by the scratch project's tsc: typechecked by one test, run by the others. */
 let examples: Promise<unknown>
 const servers: Array<ChildProcess> = []
 
 const npm = (cwd: string, args: Array<string>) =>
   run("npm", args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_loglevel: "error" } })
+// --ignore-scripts: no package here needs an install script (better-sqlite3 13 ships its binaries).
+const install = (cwd: string, packages: Array<string>) =>
+  npm(cwd, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", ...packages])
 const tsc = (project: string) =>
   run(process.execPath, [join(scratch, "node_modules/typescript/bin/tsc"), "-p", project], { cwd: scratch }).catch((error) => {
     throw new Error(`tsc -p ${project}:\n${error.stdout}${error.stderr}`)
@@ -65,8 +76,9 @@ beforeAll(async () => {
   // better-sqlite3 13 as docs/embedding.md tells hosts to get it (12.x aborts Node 24).
   const overrides = { "better-sqlite3": pkg.overrides["better-sqlite3"] }
   writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module", overrides }))
-  // --ignore-scripts: no package here needs an install script (better-sqlite3 13 ships its binaries).
-  await npm(scratch, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", tarball, ...PEERS, ...FRAMEWORKS])
+  lean = mkdtempSync(join(tmpdir(), "genjobs-next-"))
+  writeFileSync(join(lean, "package.json"), JSON.stringify({ name: "lean", private: true, type: "module" }))
+  await Promise.all([install(scratch, [tarball, ...PEERS, ...FRAMEWORKS]), install(lean, [tarball, ...REQUIRED_PEERS, ...NEXT])])
 
   cpSync(join(ROOT, "examples/mounts"), join(scratch, "examples"), { recursive: true })
   cpSync(join(ROOT, "test/package/consumer.ts"), join(scratch, "consumer/consumer.ts"))
@@ -75,29 +87,42 @@ beforeAll(async () => {
   writeFileSync(join(scratch, "tsconfig.examples.json"), JSON.stringify(tsconfig("examples")))
   examples = tsc("tsconfig.examples.json")
   examples.catch(() => {}) // reported by the test that awaits it
-}, 300_000)
+}, 600_000)
 
 afterAll(() => {
   for (const child of servers) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true })
-})
+  for (const dir of [scratch, lean]) if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+}, 120_000)
 
 describe("the packed package", () => {
   it("typechecks a strict consumer of every entry (skipLibCheck off) and runs it with plain node", async () => {
     await tsc("tsconfig.consumer.json")
     const { stdout } = await run(process.execPath, ["out-consumer/consumer.js"], { cwd: scratch })
     expect(JSON.parse(stdout)).toEqual({ direct: 200, mounted: 200, mounts: 4 })
-  }, 120_000)
+  }, 300_000)
 
   it("imports every entry with plain node", async () => {
     expect(ENTRIES).toEqual(expect.arrayContaining([
       "genjobs", "genjobs/http", "genjobs/memory", "genjobs/sqlite", "genjobs/postgres", "genjobs/s3",
       "genjobs/providers/replicate", "genjobs/providers/fal",
-      "genjobs/providers/openai", "genjobs/providers/runway"
+      "genjobs/providers/openai", "genjobs/providers/runway", "genjobs/providers/veo", "genjobs/providers/openrouter"
     ]))
     const script = `for (const e of ${JSON.stringify(ENTRIES)}) console.log(e, Object.keys(await import(e)).length)`
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: scratch })
     for (const line of stdout.trim().split("\n")) expect(Number(line.split(" ")[1])).toBeGreaterThan(0)
+  }, 60_000)
+
+  it("without a store's packages, layerEngineConfig fails its start with the line that installs them", async () => {
+    const script = `import { Effect, Layer } from "effect"
+      import { layerEngineConfig } from "genjobs"
+      const error = await Effect.runPromise(Effect.flip(Layer.launch(layerEngineConfig({ publicUrl: "http://127.0.0.1", providers: {} }))))
+      console.log(JSON.stringify({ tag: error._tag, message: error.message }))`
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: lean, env: { ...process.env, DATA_DIR: join(lean, "data") } })
+    const { tag, message } = JSON.parse(stdout)
+    expect(tag).toBe("MissingPackagesError")
+    const line = ["@effect/sql", "@effect/sql-sqlite-node"].map((name) => `${name}@${pkg.peerDependencies[name]}`).join(" ")
+    expect(message).toMatch(/^DATABASE_URL is unset, so the store is SQLite: genjobs\/sqlite needs packages that are not installed/)
+    expect(message).toContain(`npm install ${line}`)
   }, 60_000)
 
   it("typechecks the mount examples against the frameworks' typings (skipLibCheck off)", async () => {
@@ -122,10 +147,10 @@ const waitForHealth = async (base: string, child: ChildProcess, log: () => strin
   throw new Error(`never healthy:\n${log()}`)
 }
 
-const start = async (args: Array<string>, env: Record<string, string>, port: number): Promise<App> => {
+const start = async (args: Array<string>, env: Record<string, string>, port: number, cwd = scratch): Promise<App> => {
   await examples
   const child = spawn(process.execPath, args, {
-    cwd: scratch,
+    cwd,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", ADMIN_TOKEN: ADMIN, NEXT_TELEMETRY_DISABLED: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -220,16 +245,39 @@ describe("each mount example, over HTTP under /api/genjobs", () => {
   // production server, without a dev compiler racing the requests. Next gives a route no socket
   // but puts the peer in X-Forwarded-For when the request has none, so one trusted hop stands in
   // for the proxy a deployment would have (docs/mounts.md); the default trusts nothing.
-  it("Next.js App Router (next build, next start)", async () => {
-    const next = join(scratch, "node_modules/next/dist/bin/next")
+  // In the lean project: Next bundles the route with every module it reaches, so an optional peer
+  // reached from the engine's entries would fail this build.
+  it("Next.js App Router (next build, next start), with only the in-memory engine's packages and no next.config", async () => {
+    const installed = Object.keys(pkg.peerDependencies).filter((name) => existsSync(join(lean, "node_modules", name)))
+    expect(installed.sort()).toEqual(Object.keys(pkg.peerDependencies).filter((name) => !isOptional(name)).sort())
     await examples
-    await run(process.execPath, [next, "build", "out-examples/next"], { cwd: scratch, env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } })
+    cpSync(join(scratch, "out-examples"), join(lean, "out-examples"), { recursive: true })
+    expect(readdirSync(join(lean, "out-examples/next")).filter((f) => f.startsWith("next.config"))).toEqual([])
+    const next = join(lean, "node_modules/next/dist/bin/next")
+    await run(process.execPath, [next, "build", "out-examples/next"], { cwd: lean, env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } })
+      .catch((error) => {
+        throw new Error(`next build:\n${error.stdout}${error.stderr}`)
+      })
     const port = await freePort()
     const app = await start([next, "start", "out-examples/next", "-p", String(port), "-H", "127.0.0.1"], {
       TRUSTED_PROXY_HOPS: "1",
       // Lets the route's own SIGTERM handler drain the engine; Next would exit with 143 itself.
       NEXT_MANUAL_SIG_HANDLE: "true"
-    }, port)
+    }, port, lean)
+    // The CLI from the same install, nothing added: its admin commands against the mounted engine,
+    // and `serve`, which needs the server's packages, says which.
+    const genjobs = (args: Array<string>) =>
+      run("npx", ["genjobs", ...args], { cwd: lean }).then(
+        ({ stdout }) => ({ code: 0, stdout, stderr: "" }),
+        (error) => ({ code: error.code as number, stdout: String(error.stdout), stderr: String(error.stderr) })
+      )
+    expect((await genjobs(["--help"])).stdout).toContain("accounts list")
+    const listed = await genjobs(["accounts", "list", "--url", app.base, "--admin-token", ADMIN, "--json"])
+    expect([listed.code, Array.isArray(JSON.parse(listed.stdout || "{}").accounts)], listed.stderr).toEqual([0, true])
+    const serve = await genjobs(["serve"])
+    expect(serve.code).toBe(1)
+    expect(serve.stderr).toMatch(/^error: CONFIG_ERROR: genjobs serve needs packages that are not installed \(Cannot find package '@effect\/platform-node'/)
+    expect(serve.stderr).toContain(`npm install @effect/platform-node@${pkg.peerDependencies["@effect/platform-node"]}`)
     await exercise(app)
-  }, 180_000)
+  }, 600_000)
 })

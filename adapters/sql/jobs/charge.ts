@@ -1,9 +1,11 @@
 import type { Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { newLedgerEntryId } from "../../../src/domain/ids.js"
-import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
+import { rollupChange } from "../../../src/domain/spend.js"
+import type { Charged, JobCharge, JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import type { JobSql } from "../queue/context.js"
 import { AccountRow, DbInt, storeErrors, toAccount } from "../rows.js"
+import { readSpent, rollupUpsert } from "./spend.js"
 
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
 const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
@@ -11,7 +13,12 @@ const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: 
 export const firstBalance = (rows: ReadonlyArray<unknown>) =>
   decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullable(found[0]), (row) => row.before)))
 
-export type Charge = Parameters<JobStoreDriver["chargeAccount"]>[0]
+export type Charge = JobCharge
+
+const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: Charge) => ({
+  row: { accountId, keyId, model, at: now },
+  counts: rollupChange({ kind: "charge", amountMicroCents: costMicroCents })
+})
 
 /** Locking and charging an account. */
 export const makeChargeStatements = ({ sql, t }: JobSql) => {
@@ -20,14 +27,18 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
    * `active_job_ends` (rows another statement is taking are skipped, so this never waits on
    * them), then the account is charged, and the ends folded into `active_jobs`, only when the
    * balance covers the cost and `admits` holds; refused, the ends go back. The charge's ledger
-   * line is written when there is a cost. `account` answers the balance before the charge.
+   * line is written when there is a cost, and its spend rollup always, after the account's row
+   * (it selects from `account`), the order every writer takes them in. `account` answers the
+   * balance before the charge.
    *
    * Ends written after the statement began are not seen, so `a.active_jobs - folded.n` can only
    * count too many active jobs, never too few. Nothing waits for an account's lock while holding
    * ends, so the two locks never deadlock.
    */
-  const chargingPg = ({ accountId, costMicroCents, jobId, now }: Charge, admits: Statement.Fragment) =>
-    sql`ended AS (
+  const chargingPg = (charge: Charge, admits: Statement.Fragment) => {
+    const { accountId, costMicroCents, jobId, now } = charge
+    const rollup = chargedRollup(charge)
+    return sql`ended AS (
         DELETE FROM ${t.active_job_ends} WHERE ctid = ANY(ARRAY(
           SELECT ctid FROM ${t.active_job_ends} WHERE account_id = ${accountId} FOR UPDATE SKIP LOCKED
         )) RETURNING account_id
@@ -44,27 +55,51 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
       ), line AS (
         INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
         SELECT ${newLedgerEntryId(now)}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents}::bigint > 0
+      ), rollup AS (
+        ${rollupUpsert(sql, t, rollup.row, rollup.counts, sql`FROM account`)}
       )`
+  }
 
   /** SQLite's charge: the balance and the active jobs sit in the account's row, counted by triggers. */
-  const chargeSqlite = ({ accountId, costMicroCents, jobId, now }: Charge, admits: Statement.Fragment) =>
-    sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
+  const chargeSqlite = (charge: Charge, admits: Statement.Fragment) => {
+    const { accountId, costMicroCents, jobId, now } = charge
+    const rollup = chargedRollup(charge)
+    return sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
       WHERE id = ${accountId} AND balance_micro_cents >= ${costMicroCents} ${admits}
       RETURNING balance_micro_cents + ${costMicroCents} AS before`.pipe(
       Effect.flatMap(firstBalance),
       Effect.tap((before) =>
-        Option.isSome(before) && costMicroCents > 0
-          ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+        Option.isNone(before) ? Effect.void : Effect.zipRight(
+          costMicroCents > 0
+            ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
               VALUES (${newLedgerEntryId(now)}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
-          : Effect.void
+            : Effect.void,
+          rollupUpsert(sql, t, rollup.row, rollup.counts, sql``)
+        )
       )
     )
+  }
+
+  /** The spend the charge asked for, read after it took the account's lock (a statement of its own). */
+  const withSpend = (charge: Charge) => (before: Option.Option<number>) =>
+    Option.isNone(before)
+      ? Effect.succeed(Option.none<Charged>())
+      : charge.spendSince === undefined
+      ? Effect.succeed(Option.some<Charged>({ balanceBefore: before.value, accountSpent: null, keySpent: null }))
+      : Effect.map(
+        readSpent(sql, t, charge.accountId, charge.keyId, charge.spendSince),
+        (spent) => Option.some<Charged>({ balanceBefore: before.value, ...spent })
+      )
 
   const chargeAccount: JobStoreDriver["chargeAccount"] = sql.onDialectOrElse({
     // A free job moves no money, but its charge still takes the lock that serialises the account's submits.
     pg: () => (charge: Charge) =>
-      sql`WITH ${chargingPg(charge, sql``)} SELECT before FROM account`.pipe(Effect.flatMap(firstBalance), storeErrors("charge account")),
-    orElse: () => (charge: Charge) => chargeSqlite(charge, sql``).pipe(storeErrors("charge account"))
+      sql`WITH ${chargingPg(charge, sql``)} SELECT before FROM account`.pipe(
+        Effect.flatMap(firstBalance),
+        Effect.flatMap(withSpend(charge)),
+        storeErrors("charge account")
+      ),
+    orElse: () => (charge: Charge) => chargeSqlite(charge, sql``).pipe(Effect.flatMap(withSpend(charge)), storeErrors("charge account"))
   })
 
   const lockAccount: JobStoreDriver["lockAccount"] = sql.onDialectOrElse({

@@ -17,6 +17,7 @@ export const allJobs = (rows: ReadonlyArray<unknown>) => decodeJobs(rows).pipe(E
 export const jobRow = (job: Job) => ({
   id: job.id,
   account_id: job.accountId,
+  api_key_id: job.apiKeyId ?? null,
   request_id: job.requestId,
   model: job.model,
   version: job.version,

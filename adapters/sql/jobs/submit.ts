@@ -13,6 +13,16 @@ const decodeOffered = Schema.decodeUnknown(
 )
 const decodeLeaseEnds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
 
+/** A job's charge, with the key and model its spend rollup counts it under. */
+const chargeOf = (job: Job) => ({
+  accountId: job.accountId,
+  jobId: job.id,
+  keyId: job.apiKeyId ?? null,
+  model: job.model,
+  costMicroCents: job.costMicroCents,
+  now: job.createdAt
+})
+
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
 
@@ -63,7 +73,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
      * insert, which counts itself active (trigger), queued or handed off as insertJob does.
      */
     pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => {
-      const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+      const charge = chargeOf(job)
       const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`)
       return (handOff === undefined
         ? sql`WITH ${charging}, inserted AS (
@@ -82,7 +92,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
     /** SQLite's statements are local calls: the charge and the insert in one transaction. */
     orElse: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
       sql.withTransaction(Effect.gen(function*() {
-        const charge = { accountId: job.accountId, jobId: job.id, costMicroCents: job.costMicroCents, now: job.createdAt }
+        const charge = chargeOf(job)
         const charged = yield* chargeSqlite(charge, sql`AND active_jobs < ${maxConcurrentJobs}`)
         if (Option.isNone(charged)) return Option.none<Job>()
         return Option.some(yield* insertJob(job, handOff))

@@ -9,6 +9,7 @@ export const AUDIT_ACTIONS = [
   "account.credit",
   "account.webhook_secret.rotate",
   "key.create",
+  "key.update",
   "key.deactivate",
   "catalog.replace",
   "delivery.retry"

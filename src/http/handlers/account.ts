@@ -4,14 +4,17 @@ import { Accounts } from "../../services/Accounts.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
 import { toApiFailure } from "../requestContext.js"
-import { iso } from "../views.js"
+import { iso, spendView } from "../views.js"
 
 export const AccountHandlers = HttpApiBuilder.group(EngineApi, "account", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
-    return handlers.handle("get", () =>
-      Effect.gen(function*() {
-        const { account, key } = yield* accounts.overview(yield* CurrentCaller)
-        return { account, key: { ...key, expiresAt: key.expiresAt === null ? null : iso(key.expiresAt) } }
-      }).pipe(toApiFailure))
+    return handlers
+      .handle("get", () =>
+        Effect.gen(function*() {
+          const { account, key } = yield* accounts.overview(yield* CurrentCaller)
+          return { account, key: { ...key, expiresAt: key.expiresAt === null ? null : iso(key.expiresAt) } }
+        }).pipe(toApiFailure))
+      .handle("spend", ({ urlParams }) =>
+        Effect.flatMap(CurrentCaller, (caller) => accounts.spend(caller, urlParams)).pipe(Effect.map(spendView), toApiFailure))
   }))

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
-import { AccountUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
+import { AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
+import { Budget } from "../../domain/budget.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
 import { JobError, JobStatus } from "../../domain/job.js"
@@ -21,6 +22,7 @@ export const AccountView = Schema.Struct({
   webhookSecret: Schema.String,
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
+  budget: Schema.NullOr(Budget),
   createdAt: Schema.String
 })
 
@@ -38,6 +40,7 @@ export const ApiKeyView = Schema.Struct({
   hint: Schema.String,
   active: Schema.Boolean,
   expiresAt: Schema.NullOr(Schema.String),
+  budget: Schema.NullOr(Budget),
   createdAt: Schema.String
 })
 
@@ -49,6 +52,7 @@ export const CreditsBody = strictBody(Schema.Struct({ amountMicroCents: Schema.N
 export const NewAccountBody = strictBody(NewAccount)
 export const AccountUpdateBody = strictBody(AccountUpdate)
 export const NewApiKeyBody = strictBody(NewApiKey)
+export const ApiKeyUpdateBody = strictBody(ApiKeyUpdate)
 export const CatalogBody = strictBody(CatalogDocument)
 
 /** A page of the ledger, oldest first; `createdAt` in epoch milliseconds. */

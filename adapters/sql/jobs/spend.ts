@@ -1,0 +1,64 @@
+import type { SqlClient, Statement } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { hourOf, type SpendCounts } from "../../../src/domain/spend.js"
+import { DbInt } from "../rows.js"
+import type { Tables } from "../tables.js"
+
+/** A rollup's key column for jobs without a key: '' rather than null, so it can sit in the primary key. */
+export const NO_KEY = ""
+
+export interface RollupRow {
+  readonly accountId: string
+  readonly keyId: string | null
+  readonly model: string
+  /** Any time in the rollup's hour. */
+  readonly at: number
+}
+
+const decodeSpent = Schema.decodeUnknown(Schema.Array(Schema.Struct({ account_spent: DbInt, key_spent: DbInt })))
+
+/**
+ * Adding `counts` to a rollup, creating it when missing. `source` is what the values are
+ * selected from: the rows of a CTE (PostgreSQL's one statement charges only when its `account`
+ * row came back), or nothing for a plain insert. (`WHERE true`: SQLite reads the ON of an
+ * upsert after a bare SELECT as a join's.)
+ */
+export const rollupUpsert = (sql: SqlClient.SqlClient, t: Tables, row: RollupRow, counts: SpendCounts, source: Statement.Fragment) =>
+  sql`INSERT INTO ${t.spend_hourly} AS s
+      (account_id, key_id, model, hour, charged_micro_cents, refunded_micro_cents, jobs, failed, cancelled)
+    SELECT ${row.accountId}, ${row.keyId ?? NO_KEY}, ${row.model}, ${hourOf(row.at)}, ${counts.chargedMicroCents},
+      ${counts.refundedMicroCents}, ${counts.jobs}, ${counts.failed}, ${counts.cancelled} ${source} WHERE true
+    ON CONFLICT (account_id, hour, key_id, model) DO UPDATE SET
+      charged_micro_cents = s.charged_micro_cents + excluded.charged_micro_cents,
+      refunded_micro_cents = s.refunded_micro_cents + excluded.refunded_micro_cents,
+      jobs = s.jobs + excluded.jobs,
+      failed = s.failed + excluded.failed,
+      cancelled = s.cancelled + excluded.cancelled`
+
+/**
+ * The net spend (charges less refunds) of the account from `since.account`, and of its key from
+ * `since.key`, in one read; 0 for what is not asked. Run as a statement of its own after the
+ * charge took the account's lock, so on PostgreSQL it sees every submit committed before.
+ */
+export const readSpent = (
+  sql: SqlClient.SqlClient,
+  t: Tables,
+  accountId: string,
+  keyId: string | null,
+  since: { readonly account?: number | undefined; readonly key?: number | undefined }
+) => {
+  const net = sql.literal("charged_micro_cents - refunded_micro_cents")
+  const accountSpent = since.account === undefined ? sql`0` : sql`SUM(CASE WHEN hour >= ${since.account} THEN ${net} ELSE 0 END)`
+  const keySpent = since.key === undefined
+    ? sql`0`
+    : sql`SUM(CASE WHEN key_id = ${keyId ?? NO_KEY} AND hour >= ${since.key} THEN ${net} ELSE 0 END)`
+  const from = Math.min(since.account ?? Number.MAX_SAFE_INTEGER, since.key ?? Number.MAX_SAFE_INTEGER)
+  return sql`SELECT COALESCE(${accountSpent}, 0) AS account_spent, COALESCE(${keySpent}, 0) AS key_spent
+    FROM ${t.spend_hourly} WHERE account_id = ${accountId} AND hour >= ${from}`.pipe(
+    Effect.flatMap(decodeSpent),
+    Effect.map((rows) => ({
+      accountSpent: since.account === undefined ? null : rows[0]?.account_spent ?? 0,
+      keySpent: since.key === undefined ? null : rows[0]?.key_spent ?? 0
+    }))
+  )
+}
