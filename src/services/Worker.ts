@@ -1,6 +1,5 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, Ref, type Scope } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { backoffDelayMs } from "../domain/backoff.js"
 import type { QueueError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { Job, JobError, OutputItem } from "../domain/job.js"
@@ -8,14 +7,15 @@ import { type LimitPlan, limitPlanOf } from "../domain/providerLimits.js"
 import { JobQueue } from "../ports/JobQueue.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import type { QueuePosition } from "../ports/JobLeaseDriver.js"
-import { type ProviderOutput, Providers } from "../ports/Provider.js"
+import { type ProviderError, type ProviderOutput, Providers } from "../ports/Provider.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
 import { LocalWorkers, type ReserveSlot } from "./LocalWorkers.js"
 import { type LeaseKeeper, makeLeaseKeeper } from "./leaseKeeper.js"
-import { makeOutputStore } from "./outputStore.js"
+import { makeOutputStore, type OutputRefused } from "./outputStore.js"
+import { backoff } from "./backoffSchedule.js"
 import { makeBrokerClaims } from "./brokerClaims.js"
 import { makeProviderCalls, Superseded } from "./providerCalls.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
@@ -53,24 +53,25 @@ export const make = Effect.gen(function*() {
   const calls = yield* makeProviderCalls
   const newLeaseKeeper = makeLeaseKeeper.pipe(Effect.provide(yield* Effect.context<JobRepo | EngineConfig>()))
 
+  type OutputError = OutputRefused | ProviderError | StoreError
+
   /** Stores the outputs, fetching again after a transient failure (of the provider's file host or of the BlobStore). */
   const storeOutputs = (job: Job, attempt: string, outputs: ReadonlyArray<ProviderOutput>, written: Array<string>) =>
-    Effect.gen(function*() {
-      for (let retry = 0;; retry++) {
-        const stored = yield* Effect.either(files.store(job.id, attempt, outputs, written))
-        if (stored._tag === "Right") return { _tag: "Done", outputs: stored.right } satisfies Ending
-        const error = stored.left
-        if (error._tag === "OutputRefused") return { _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } } satisfies Ending
-        const transient = error._tag === "StoreError" || error._tag === "ProviderUnreachable" || error.retryable
-        if (!transient || retry >= config.providerRetry.maxRetries) {
-          return error._tag === "StoreError"
-            ? yield* Effect.die(error)
-            : { _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } } satisfies Ending
-        }
-        const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
-        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.providerRetry, retry, yield* Random.next, retryAfterMs)))
-      }
-    })
+    files.store(job.id, attempt, outputs, written).pipe(
+      Effect.retry({
+        schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
+          Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries))
+        ),
+        while: (error) =>
+          error._tag !== "OutputRefused" && (error._tag === "StoreError" || error._tag === "ProviderUnreachable" || error.retryable)
+      }),
+      Effect.map((stored): Ending => ({ _tag: "Done", outputs: stored })),
+      Effect.catchAll((error) =>
+        error._tag === "StoreError"
+          ? Effect.die(error)
+          : Effect.succeed<Ending>({ _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } })
+      )
+    )
 
   /** Runs the job at its provider and stores what it made; Superseded when the lease was lost on the way. */
   const execute = (job: Job, workerId: string, attempt: string, written: Array<string>): Effect.Effect<Ending, Superseded, Scope.Scope> =>
@@ -104,17 +105,11 @@ export const make = Effect.gen(function*() {
    * the lease lets it (instead of leaving the job to wait out its lease and run again).
    */
   const settle = (job: Job, workerId: string, ending: Ending) =>
-    Effect.gen(function*() {
-      for (let attempt = 0;; attempt++) {
-        const now = yield* Clock.currentTimeMillis
-        const written = yield* Effect.either(
-          ending._tag === "Done" ? repo.complete(job.id, workerId, ending.outputs, now) : repo.fail(job.id, workerId, ending.error, now)
-        )
-        if (written._tag === "Right") return written.right
-        yield* Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, written.left.message)
-        yield* Effect.sleep(Duration.millis(backoffDelayMs(config.storeRetry, attempt, yield* Random.next)))
-      }
-    })
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      ending._tag === "Done" ? repo.complete(job.id, workerId, ending.outputs, now) : repo.fail(job.id, workerId, ending.error, now)).pipe(
+        Effect.tapError((error) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message)),
+        Effect.retry(backoff(config.storeRetry))
+      )
 
   /**
    * Runs one claimed job under its lease, kept by `keeper` until the run ends. A run whose lease

@@ -1,5 +1,4 @@
-import { Clock, Data, Duration, Effect, Option, Queue, Random, Schedule, type Scope } from "effect"
-import { type Backoff, backoffDelayMs } from "../domain/backoff.js"
+import { Clock, Data, Duration, Effect, Option, Queue, Schedule, type Scope } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
 import type { ProviderHandle, ProviderState } from "../domain/providerHandle.js"
@@ -13,6 +12,7 @@ import {
   type ProviderRequest,
   type ProviderStatus
 } from "../ports/Provider.js"
+import { backoff } from "./backoffSchedule.js"
 import { EngineConfig } from "./EngineConfig.js"
 
 /** How a job's generation ended, as far as the provider is concerned. */
@@ -46,16 +46,6 @@ const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running" }>): G
 
 /** How long a start waits out a provider outage when the version sets no `provider.timeoutSeconds`. */
 const DEFAULT_OUTAGE_WAIT_SECONDS = 60 * 60
-
-/**
- * backoffDelayMs as a Schedule over the errors it retries: full jitter below the capped
- * exponential ceiling, never sooner than the error's Retry-After.
- */
-const backoff = <E>(settings: Backoff, retryAfterOf: (error: E) => number | undefined = () => undefined) =>
-  Schedule.intersect(Schedule.forever, Schedule.identity<E>()).pipe(
-    Schedule.addDelayEffect(([attempt, error]) =>
-      Effect.map(Random.next, (random) => Duration.millis(backoffDelayMs(settings, attempt, random, retryAfterOf(error)))))
-  )
 
 /** Stops a schedule at `deadline` (epoch ms): no wait runs past it, and none starts after it. */
 const until = (deadline: number) => <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
