@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { layerPgSignals } from "../../adapters/sql/PgJobSignal.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
@@ -8,14 +8,27 @@ import { freshPostgresUrl } from "../support/postgres.js"
 
 const url = await freshPostgresUrl()
 
-/** Polls `count` until it reaches `atLeast`; fails after `ms` (well under the followers' 5 s re-read). */
+/** Checks `holds` every 20 ms until it does; fails after `ms` (well under the followers' 5 s re-read). */
+const within = <E, R>(what: string, ms: number, holds: Effect.Effect<boolean, E, R>) =>
+  holds.pipe(
+    Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (held) => held }),
+    Effect.timeoutFail({ duration: ms, onTimeout: () => new Error(`${what}: not within ${ms} ms`) })
+  )
+
 const reaches = (count: () => number, atLeast: number, ms: number) =>
-  Effect.gen(function*() {
-    for (let waited = 0; count() < atLeast; waited += 20) {
-      if (waited >= ms) return yield* Effect.fail(new Error(`${count()} hints after ${ms} ms, expected ${atLeast}`))
-      yield* Effect.sleep("20 millis")
-    }
-  })
+  within(`${atLeast} hints (${count()} so far)`, ms, Effect.sync(() => count() >= atLeast))
+
+/**
+ * `connections` LISTEN connections of this database subscribed: the last statement of each was
+ * its last LISTEN (the job-events channel), so a NOTIFY sent now reaches them.
+ */
+const listening = (connections: number) =>
+  Effect.flatMap(PgClient.PgClient, (sql) =>
+    sql<{ subscribed: number }>`SELECT count(*)::int AS subscribed FROM pg_stat_activity
+      WHERE application_name = 'genjobs listener' AND datname = current_database()
+        AND state = 'idle' AND query LIKE 'LISTEN %job_events%'`).pipe(
+    Effect.map(([row]) => row!.subscribed >= connections)
+  )
 
 if (url === undefined) {
   describe.skip("postgres: job events (server not reachable)", () => {
@@ -23,6 +36,9 @@ if (url === undefined) {
   })
 } else {
   describe("postgres: job events over LISTEN/NOTIFY", () => {
+    /** The test's own connection, to watch and cut the others. */
+    const probe = PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
+
     /** Each has its own pool and LISTEN connection, as separate processes would. */
     const oneProcess = () =>
       Layer.build(layerPgSignals({ url: Redacted.make(url) })).pipe(Effect.map((context) => Context.get(context, JobEvents)))
@@ -41,7 +57,7 @@ if (url === undefined) {
         const publisher = yield* oneProcess()
         const followed = yield* counting(follower, "job_a")
         const other = yield* counting(follower, "job_b")
-        yield* Effect.sleep("300 millis")
+        yield* within("both processes listening", 5_000, listening(2))
         yield* publisher.publish(["job_a" as JobId])
         yield* reaches(followed, 1, 2_000)
         expect(other()).toBe(0)
@@ -49,25 +65,23 @@ if (url === undefined) {
         yield* publisher.publishAll
         yield* reaches(other, 1, 2_000)
         yield* reaches(followed, 2, 2_000)
-      }).pipe(Effect.scoped))
+      }).pipe(Effect.provide(probe), Effect.scoped))
 
     it.live("re-subscribes after its LISTEN connection is killed: a later change still arrives before the 5 s re-read", () =>
       Effect.gen(function*() {
         const follower = yield* oneProcess()
         const publisher = yield* oneProcess()
         const hints = yield* counting(follower, "job_a")
-        yield* Effect.sleep("300 millis")
+        yield* within("both processes listening", 5_000, listening(2))
         yield* Effect.flatMap(PgClient.PgClient, (sql) =>
           sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE application_name = 'genjobs listener' AND datname = current_database() AND pid <> pg_backend_pid()`).pipe(
-          Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
-        )
+            WHERE application_name = 'genjobs listener' AND datname = current_database() AND pid <> pg_backend_pid()`)
         // Once back, each listener hints every follower once for what it may have missed meanwhile.
         yield* reaches(hints, 1, 3_000)
+        yield* within("both processes listening again", 3_000, listening(2))
         const before = hints()
-        yield* Effect.sleep("100 millis")
         yield* publisher.publish(["job_a" as JobId])
         yield* reaches(hints, before + 1, 2_000)
-      }).pipe(Effect.scoped))
+      }).pipe(Effect.provide(probe), Effect.scoped))
   })
 }

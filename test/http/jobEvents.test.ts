@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readEvents, type ServerEvent } from "../../src/client/eventStream.js"
 import { type HttpEngine, BASE, makeHttpEngine } from "../support/httpEngine.js"
+import { waitFor } from "../support/waitFor.js"
 
 const TEXT = "demo/text-gen/text-to-text"
 
@@ -25,6 +26,16 @@ describe("the job status stream and long-poll", () => {
   }
 
   const statuses = (events: ReadonlyArray<ServerEvent>) => events.map((e) => [e.id, JSON.parse(e.data).status])
+
+  /** Whether `answer` is still unanswered when asked. */
+  const stillOpen = (answer: Promise<unknown>) => {
+    let open = true
+    const answered = () => {
+      open = false
+    }
+    void answer.then(answered, answered)
+    return () => open
+  }
 
   it("streams pending, processing and completed, each as GET answers it, then ends", async () => {
     const acc = await engine.account()
@@ -133,8 +144,11 @@ describe("the job status stream and long-poll", () => {
     const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
     const started = Date.now()
     const polled = acc.get(`/v1/jobs/${jobId}`, { prefer: "wait=10" })
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    await engine.work()
+    const held = stillOpen(polled)
+    // A plain GET sent after it is answered first: the poll is held while the job is pending.
+    expect((await acc.get(`/v1/jobs/${jobId}`)).body.status).toBe("pending")
+    expect(held()).toBe(true)
+    expect(await engine.work()).toBe(true)
     const answer = await polled
     expect(Date.now() - started).toBeLessThan(5_000)
     expect(answer.status).toBe(200)
@@ -165,8 +179,11 @@ describe("the job status stream and long-poll", () => {
     const acc = await engine.account()
     const started = Date.now()
     const submitted = acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } }, { prefer: "wait=10" })
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    await engine.work()
+    const held = stillOpen(submitted)
+    // The job is stored (and the submit held) before the worker looks for it.
+    expect(await waitFor(async () => (await acc.get("/v1/jobs")).body.jobs.length === 1)).toBe(true)
+    expect(held()).toBe(true)
+    expect(await engine.work()).toBe(true)
     const answer = await submitted
     expect(Date.now() - started).toBeLessThan(5_000)
     expect(answer.status).toBe(200)

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { type HttpEngine, makeHttpEngine, type Outage } from "../support/httpEngine.js"
+import { waitFor } from "../support/waitFor.js"
 
 const IMAGE = "demo/image-gen/text-to-image"
 const SUBMIT = { model: IMAGE, input: { prompt: "x" } }
@@ -70,8 +71,11 @@ describe("one store failing on the submit path", () => {
     const engine = await makeHttpEngine({}, { outage })
     try {
       const acc = await engine.account({ credits: 100_000 })
-      // The catalog is cached for 2 seconds; after that a submit reads its revision again.
-      await new Promise((resolve) => setTimeout(resolve, 2_100))
+      // The catalog is cached for 2 seconds; once an estimate (which charges nothing) reads it
+      // again and fails, so does a submit.
+      const estimateFails = () =>
+        during(outage, async () => (await acc.post("/v1/jobs/estimate", SUBMIT)).status === 503)
+      expect(await waitFor(estimateFails, 5_000)).toBe(true)
       expectRetryLater(await during(outage, () => acc.post("/v1/jobs/submit", SUBMIT)), "PUBSUB_PUBLISH_FAILED")
       expect((await engine.admin("GET", `/admin/accounts/${acc.accountId}`)).body.balanceMicroCents).toBe(100_000)
     } finally {

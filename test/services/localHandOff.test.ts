@@ -1,5 +1,5 @@
 import { describe as effectDescribe, it as effectIt } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Option, Redacted, Schedule, Scope } from "effect"
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -52,18 +52,31 @@ afterEach(async () => {
   await Promise.all(listeners.splice(0).map((client) => client.end()))
 })
 
+/** The test's own notification, not a wake-up: see `allHeard`. */
+const SENTINEL = "test: all heard"
+
 /** The wake-ups claimers of other processes get on the database: NOTIFYs on the jobs channel. */
 const wakeUps = async (url: string) => {
   const client = new pg.Client({ connectionString: url })
   listeners.push(client)
   await client.connect()
-  const heard = { count: 0 }
-  client.on("notification", () => heard.count++)
-  await client.query(`LISTEN "${jobsChannel(DEFAULT_TABLE_PREFIX)}"`)
-  return heard
+  const channel = jobsChannel(DEFAULT_TABLE_PREFIX)
+  const heard = { count: 0, sentinel: false }
+  client.on("notification", (message) => {
+    if (message.payload === SENTINEL) heard.sentinel = true
+    else heard.count++
+  })
+  await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+  /**
+   * Sends the sentinel and waits for it: notifications arrive in commit order, so every wake-up
+   * committed before this call has been counted once it returns true.
+   */
+  const allHeard = async () => {
+    await client.query(`SELECT pg_notify($1, $2)`, [channel, SENTINEL])
+    return waitFor(() => heard.sentinel)
+  }
+  return Object.assign(heard, { allHeard })
 }
-
-const settle = () => new Promise((resolve) => setTimeout(resolve, 200))
 
 /** An engine on a fresh database whose claimer polls once a minute: only a submit's hand-off or signal wakes it. */
 const engineWith = async (provider: GenerationProvider, workers: number, url?: string) => {
@@ -110,7 +123,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     expect(await waitFor(async () => (await stored(engine, job)).status === "completed")).toBe(true)
     expect(started).toEqual(["first"])
     expect((await stored(engine, job)).attempts).toBe(1)
-    await settle()
+    expect(await heard.allHeard()).toBe(true)
     expect(heard.count).toBe(0)
     const account = await engine.run(Effect.map(Effect.flatMap(AccountRepo, (repo) => repo.get(caller.account.id)), Option.getOrThrow))
     expect(account.balanceMicroCents).toBe(1_000_000 - job.costMicroCents)
@@ -232,7 +245,12 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       yield* (yield* Jobs).submit(caller, { model: MODEL, input: { prompt: "runs" } }, "req_t" as RequestId)
       yield* Deferred.await(running)
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* Effect.sleep("50 millis")
+      // Until the drain begins the idle fiber may still be offered: given back, and asked again.
+      const offered = Effect.flatMap(
+        local.reserve(probe),
+        Option.match({ onNone: () => Effect.succeed(false), onSome: (slot) => Effect.as(slot.release, true) })
+      )
+      yield* offered.pipe(Effect.repeat({ schedule: Schedule.spaced("5 millis"), while: (was) => was }), Effect.timeout("5 seconds"))
       expect(Option.isNone(yield* local.reserve(probe))).toBe(true)
       yield* Deferred.succeed(finish, undefined)
       yield* closing.await

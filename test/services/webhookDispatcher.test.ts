@@ -18,6 +18,7 @@ import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, engineOver, memoryEngine } from "../support/engineLayer.js"
 
 const text = finishing([textOutput("hi")])
+const postgresUrl = await freshPostgresUrl()
 
 /** A receiver that answers from a script and remembers what it got and when. */
 const scriptedReceiver = (answers: ReadonlyArray<WebhookResponse | "no answer">) =>
@@ -219,18 +220,16 @@ describe("webhook dispatcher", () => {
     }))
 
   type Stores = Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, unknown>
-  const restartStores: Array<[string, () => Promise<Stores | undefined>]> = [
-    ["SQLite", async () => layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "genjobs-webhooks-")), "store.db") })],
-    ["PostgreSQL", async () => {
-      const url = await freshPostgresUrl()
-      return url === undefined ? undefined : layerPostgres({ url: Redacted.make(url) })
-    }]
+  // Without a PostgreSQL server its case is skipped, and shows as skipped (under CI a missing
+  // server fails the file: see support/postgres.ts).
+  const restartStores: Array<[string, (() => Stores) | undefined]> = [
+    ["SQLite", () => layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "genjobs-webhooks-")), "store.db") })],
+    ["PostgreSQL", postgresUrl === undefined ? undefined : () => layerPostgres({ url: Redacted.make(postgresUrl) })]
   ]
   for (const [storeName, makeStore] of restartStores) {
-    it.live(`resumes on time after a restart: pending deliveries live in ${storeName}`, () =>
+    it.live.skipIf(makeStore === undefined)(`resumes on time after a restart: pending deliveries live in ${storeName}`, () =>
       Effect.gen(function*() {
-        const store = yield* Effect.promise(makeStore)
-        if (store === undefined) return
+        const store = makeStore!()
         const { received, sender } = yield* scriptedReceiver([status(500), status(200)])
         // The same store, built twice: two process lifetimes.
         const lifetime = () => dispatching(engineOver(store, text), sender)

@@ -1,5 +1,5 @@
 import { FetchHttpClient, type HttpClient } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger, LogLevel } from "effect"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
@@ -13,7 +13,18 @@ import type { UploadSigningSecret } from "../../src/services/Uploads.js"
 import type { BlobStore } from "../../src/ports/BlobStore.js"
 import type { UploadTarget } from "../../src/ports/UploadTarget.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
+import { makeLogger } from "../../src/observability/logger.js"
 import { demoCatalog } from "./demoCatalog.js"
+
+/**
+ * The engine's log lines during tests: warnings and worse, one JSON line each (a cause included),
+ * in place of Effect's default logger, which writes every info line over several. Only the default
+ * logger goes, and the minimum level stays: a test recording lines with its own logger gets them all.
+ */
+export const quietLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.filterLogLevel(makeLogger("json"), LogLevel.greaterThanEqual(LogLevel.Warning))
+)
 
 const memoryFiles = Layer.merge(
   layerMemoryBlobStore("http://files.test/files"),
@@ -40,7 +51,8 @@ export const engineOver = <E, F = never>(
         files,
         layerProviders({ demo: provider }),
         http,
-        EngineConfig.layer(settings)
+        EngineConfig.layer(settings),
+        quietLogs
       )
     )
   )

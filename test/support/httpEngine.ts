@@ -19,6 +19,7 @@ import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { EngineConfig, type EngineSettings } from "../../src/services/EngineConfig.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCatalog } from "./demoCatalog.js"
+import { quietLogs } from "./engineLayer.js"
 
 type StoreServices = Layer.Layer.Success<typeof layerMemoryStores>
 
@@ -82,13 +83,15 @@ export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}, opt
         layerProviders({ demo: makeDemoProvider() }),
         FetchHttpClient.layer,
         EngineConfig.layer(settings),
-        HttpConfig.layer({ ...options.http, adminToken: Redacted.make(ADMIN_TOKEN) })
+        HttpConfig.layer({ ...options.http, adminToken: Redacted.make(ADMIN_TOKEN) }),
+        quietLogs
       )
     )
   )
   const runtime = ManagedRuntime.make(services)
   const context = await runtime.runPromise(Effect.context<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
-  const web = makeWebHandler(Layer.succeedContext(context))
+  // The handler's runtime is its own: it logs as the engine's does only when told.
+  const web = makeWebHandler(Layer.merge(Layer.succeedContext(context), quietLogs))
 
   const request = async (
     method: string,

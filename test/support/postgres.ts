@@ -4,7 +4,15 @@ import { randomBytes } from "node:crypto"
 
 /** The server the tests use; CI provides it at this address. */
 export const ADMIN_URL = process.env["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-export const TEST_DB_PREFIX = "genjobs_t_"
+
+/**
+ * Every test database's name starts with this (`TEST_DB_PREFIX`), so runs on one server can be
+ * told apart and cleaned up. Letters, digits and `_` only: it goes into LIKE patterns.
+ */
+export const TEST_DB_PREFIX = process.env["TEST_DB_PREFIX"] ?? "genjobs_t_"
+if (!/^[a-z_][a-z0-9_]*$/i.test(TEST_DB_PREFIX)) {
+  throw new Error(`TEST_DB_PREFIX must be letters, digits and "_", starting with a letter or "_": ${JSON.stringify(TEST_DB_PREFIX)}`)
+}
 
 /**
  * This run's own databases start with this; the global setup sets GENJOBS_TEST_RUN before the
@@ -12,10 +20,10 @@ export const TEST_DB_PREFIX = "genjobs_t_"
  */
 const runPrefix = () => `${TEST_DB_PREFIX}${process.env["GENJOBS_TEST_RUN"] ?? "local"}_`
 
-const onAdmin = <A>(run: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
+const onAdmin = <A>(run: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>, maxConnections = 1) =>
   Effect.runPromise(
     Effect.flatMap(PgClient.PgClient, run).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(ADMIN_URL), maxConnections: 1 }))
+      Effect.provide(PgClient.layer({ url: Redacted.make(ADMIN_URL), maxConnections }))
     )
   )
 
@@ -50,6 +58,8 @@ export const postgresAvailable = async (): Promise<boolean> => {
   }
 }
 
+const DROPS_AT_ONCE = 8
+
 /** Drops the databases this run made; run once after all suites. */
 export const dropTestDatabases = () =>
   onAdmin((sql) =>
@@ -57,6 +67,9 @@ export const dropTestDatabases = () =>
       // "_" is a LIKE wildcard: match the run's prefix literally.
       const pattern = `${runPrefix().replace(/_/g, "\\_")}%`
       const rows = yield* sql<{ datname: string }>`SELECT datname FROM pg_database WHERE datname LIKE ${pattern}`
-      for (const row of rows) yield* sql`DROP DATABASE IF EXISTS ${sql(row.datname)} WITH (FORCE)`
-    })
-  )
+      // Each drop waits for a checkpoint; drops waiting at once share one.
+      yield* Effect.forEach(rows, (row) => sql`DROP DATABASE IF EXISTS ${sql(row.datname)} WITH (FORCE)`, {
+        concurrency: DROPS_AT_ONCE,
+        discard: true
+      })
+    }), DROPS_AT_ONCE)
