@@ -5,7 +5,7 @@ import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/
 import { addCounts, hourOf, NO_SPEND, rollupChange, type SpendCounts } from "../../src/domain/spend.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { HandOffLease } from "../../src/ports/JobRepo.js"
-import type { Charged, JobCharge, JobStoreDriver, RateKey } from "../../src/ports/JobStoreDriver.js"
+import { type Charged, chargeOf, type JobCharge, type JobStoreDriver, type RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
 import type { MemoryState } from "./state.js"
 
@@ -110,15 +110,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     submit: (job, maxConcurrentJobs, handOff) =>
       transaction(Effect.sync(() => {
         if (activeOf(job.accountId) >= maxConcurrentJobs) return Option.none()
-        const charge = {
-          accountId: job.accountId,
-          jobId: job.id,
-          keyId: job.apiKeyId ?? null,
-          model: job.model,
-          costMicroCents: job.costMicroCents,
-          now: job.createdAt
-        }
-        return Option.map(charged(charge), () => inserted(job, handOff))
+        return Option.map(charged(chargeOf(job)), () => inserted(job, handOff))
       })),
     readRateWindows: (key, now, windows) =>
       Effect.sync(() =>

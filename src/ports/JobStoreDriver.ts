@@ -45,6 +45,16 @@ export interface JobCharge {
   readonly spendSince?: { readonly account?: number | undefined; readonly key?: number | undefined } | undefined
 }
 
+/** The charge of `job` as submitted, with the key and model its spend rollup counts it under. */
+export const chargeOf = (job: Job): JobCharge => ({
+  accountId: job.accountId,
+  jobId: job.id,
+  keyId: job.apiKeyId ?? null,
+  model: job.model,
+  costMicroCents: job.costMicroCents,
+  now: job.createdAt
+})
+
 /** What a charge that went through answers. */
 export interface Charged {
   /** The balance before the charge. */

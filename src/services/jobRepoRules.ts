@@ -9,6 +9,7 @@ import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf }
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
 import type { JobDrivers } from "../ports/JobLeaseDriver.js"
+import { chargeOf } from "../ports/JobStoreDriver.js"
 import type { JobRepo, SubmitCommand, SubmitOutcome } from "../ports/JobRepo.js"
 import { makeWriteBatcher } from "./writeBatcher.js"
 
@@ -176,12 +177,7 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): JobRepo["Typ
         return found === undefined ? undefined : periodStart(found.budget.period, job.createdAt)
       }
       const charge = {
-        accountId: job.accountId,
-        jobId: job.id,
-        keyId: job.apiKeyId ?? null,
-        model: job.model,
-        costMicroCents: job.costMicroCents,
-        now: job.createdAt,
+        ...chargeOf(job),
         spendSince: budgets.length === 0 ? undefined : { account: sinceOf("account"), key: sinceOf("key") }
       }
       const charged = yield* driver.chargeAccount(charge)

@@ -1,7 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { Job } from "../../../src/domain/job.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
-import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
+import { chargeOf, type JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, storeErrors } from "../rows.js"
@@ -13,15 +13,6 @@ const decodeOffered = Schema.decodeUnknown(
 )
 const decodeLeaseEnds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
 
-/** A job's charge, with the key and model its spend rollup counts it under. */
-const chargeOf = (job: Job) => ({
-  accountId: job.accountId,
-  jobId: job.id,
-  keyId: job.apiKeyId ?? null,
-  model: job.model,
-  costMicroCents: job.costMicroCents,
-  now: job.createdAt
-})
 
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
