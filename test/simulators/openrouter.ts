@@ -81,15 +81,15 @@ export const startOpenRouterSimulator = async (options: OpenRouterSimulatorOptio
   const core = simulatorCore({ errorBody, markerField: options.markerField ?? "prompt" })
   const { counters } = core
 
-  const statusOf = (job: VideoJob) => {
-    const elapsed = Date.now() - job.createdAt
+  const statusOf = (job: VideoJob, now: number) => {
+    const elapsed = now - job.createdAt
     if (elapsed < durationMs / 10) return "pending"
     if (elapsed < durationMs) return "in_progress"
     return job.fails ? "failed" : "completed"
   }
 
-  const jobView = (job: VideoJob, origin: string) => {
-    const status = statusOf(job)
+  const jobView = (job: VideoJob, origin: string, now = Date.now()) => {
+    const status = statusOf(job, now)
     return {
       id: job.id,
       polling_url: `/api/v1/videos/${job.id}`,
@@ -108,7 +108,8 @@ export const startOpenRouterSimulator = async (options: OpenRouterSimulatorOptio
   /** When a job ends: no longer in flight, and its signed event goes to its callback URL. */
   const finish = (job: VideoJob, origin: string) => {
     if (!job.run.end() || job.callbackUrl === undefined) return
-    const data = jobView(job, origin)
+    // As of the job's end: a timer may fire a millisecond before Date.now() says it is due.
+    const data = jobView(job, origin, job.createdAt + durationMs)
     const body = JSON.stringify({ type: `video.generation.${data.status}`, created_at: new Date().toISOString(), data })
     void deliver(counters, job.callbackUrl, body, {
       ...signOpenRouterWebhook(body, webhookSecret),
@@ -164,7 +165,7 @@ export const startOpenRouterSimulator = async (options: OpenRouterSimulatorOptio
       counters.polls++
       return sendJson(res, 200, jobView(job, origin))
     }
-    if (statusOf(job) !== "completed") return fail(res, 409, "The video is not ready")
+    if (statusOf(job, Date.now()) !== "completed") return fail(res, 409, "The video is not ready")
     if (url.searchParams.get("index") !== "0") return fail(res, 404, "No video at this index")
     counters.downloads++
     return streamBytes(res, "video/mp4", TINY_MP4, options.videoBytes ?? 256 * 1024)
