@@ -260,19 +260,26 @@ describe("provider runs: provider outages", () => {
   it.effect("a provider refusing connections: the job waits with backoff, no start recorded, and completes once it is back; one start", () => {
     const down = Effect.runSync(Ref.make(true))
     const askedAt: Array<number> = []
+    // The stored phase at each call: every start, retries included, is marked `starting` first.
+    const phasesAtStart: Array<string | null> = []
+    let storedPhase: Effect.Effect<string | null> = Effect.succeed(null)
     const { counts, provider } = scriptedProvider({
       start: (n) =>
         Effect.gen(function*() {
           askedAt.push(yield* Clock.currentTimeMillis)
+          phasesAtStart.push(yield* storedPhase)
           return (yield* Ref.get(down)) ? yield* Effect.fail(refused()) : { _tag: "Started", handle: { id: `gen_${n}` } } as const
         })
     })
     return run(provider, Effect.gen(function*() {
       const { accountId, job } = yield* submitText()
+      const repo = yield* JobRepo
+      storedPhase = repo.get(job.id).pipe(Effect.map((found) => Option.getOrThrow(found).providerPhase), Effect.orDie)
       const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
       // Far past providerRetry.maxRetries (5 here): an outage is waited out, not counted.
       for (let moved = 0; counts.starts < 12 && moved < 600_000; moved += 500) yield* TestClock.adjust(500)
       expect(counts.starts).toBeGreaterThanOrEqual(12)
+      expect(phasesAtStart.every((phase) => phase === "starting")).toBe(true)
       expect(yield* jobOf(job.id)).toMatchObject({ status: "processing", providerPhase: null, providerHandle: null, attempts: 1 })
       // Capped exponential backoff: waits grow, none past capMs (8 s here).
       const waits = askedAt.slice(1).map((at, i) => at - askedAt[i]!)

@@ -3,7 +3,7 @@ import { Effect, Option, Schema } from "effect"
 import { newLedgerEntryId } from "../../../src/domain/ids.js"
 import { rollupChange } from "../../../src/domain/spend.js"
 import type { Charged, JobCharge, JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
-import type { JobSql } from "../queue/context.js"
+import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { AccountRow, DbInt, storeErrors, toAccount } from "../rows.js"
 import { readSpent, rollupUpsert } from "./spend.js"
 
@@ -13,9 +13,7 @@ const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: 
 export const firstBalance = (rows: ReadonlyArray<unknown>) =>
   decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullable(found[0]), (row) => row.before)))
 
-export type Charge = JobCharge
-
-const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: Charge) => ({
+const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: JobCharge) => ({
   row: { accountId, keyId, model, at: now },
   counts: rollupChange({ kind: "charge", amountMicroCents: costMicroCents })
 })
@@ -35,7 +33,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
    * count too many active jobs, never too few. Nothing waits for an account's lock while holding
    * ends, so the two locks never deadlock.
    */
-  const chargingPg = (charge: Charge, admits: Statement.Fragment) => {
+  const chargingPg = (charge: JobCharge, admits: Statement.Fragment) => {
     const { accountId, costMicroCents, jobId, now } = charge
     const rollup = chargedRollup(charge)
     return sql`ended AS (
@@ -61,7 +59,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
   }
 
   /** SQLite's charge: the balance and the active jobs sit in the account's row, counted by triggers. */
-  const chargeSqlite = (charge: Charge, admits: Statement.Fragment) => {
+  const chargeSqlite = (charge: JobCharge, admits: Statement.Fragment) => {
     const { accountId, costMicroCents, jobId, now } = charge
     const rollup = chargedRollup(charge)
     return sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
@@ -81,7 +79,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
   }
 
   /** The spend the charge asked for, read after it took the account's lock (a statement of its own). */
-  const withSpend = (charge: Charge) => (before: Option.Option<number>) =>
+  const withSpend = (charge: JobCharge) => (before: Option.Option<number>) =>
     Option.isNone(before)
       ? Effect.succeed(Option.none<Charged>())
       : charge.spendSince === undefined
@@ -93,30 +91,23 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
 
   const chargeAccount: JobStoreDriver["chargeAccount"] = sql.onDialectOrElse({
     // A free job moves no money, but its charge still takes the lock that serialises the account's submits.
-    pg: () => (charge: Charge) =>
+    pg: () => (charge: JobCharge) =>
       sql`WITH ${chargingPg(charge, sql``)} SELECT before FROM account`.pipe(
         Effect.flatMap(firstBalance),
         Effect.flatMap(withSpend(charge)),
         storeErrors("charge account")
       ),
-    orElse: () => (charge: Charge) => chargeSqlite(charge, sql``).pipe(Effect.flatMap(withSpend(charge)), storeErrors("charge account"))
+    orElse: () => (charge: JobCharge) => chargeSqlite(charge, sql``).pipe(Effect.flatMap(withSpend(charge)), storeErrors("charge account"))
   })
 
-  const lockAccount: JobStoreDriver["lockAccount"] = sql.onDialectOrElse({
-    pg: () => (id) =>
-      sql`SELECT * FROM ${t.accounts} WHERE id = ${id} FOR UPDATE`.pipe(
-        Effect.flatMap(decodeAccounts),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
-        storeErrors("lock account")
-      ),
-    // SQLite's one writer already serialises transactions: a read there is a lock.
-    orElse: () => (id) =>
-      sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
-        Effect.flatMap(decodeAccounts),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
-        storeErrors("lock account")
-      )
-  })
+  const forUpdate = forUpdateOf(sql)
+
+  const lockAccount: JobStoreDriver["lockAccount"] = (id) =>
+    sql`SELECT * FROM ${t.accounts} WHERE id = ${id} ${forUpdate}`.pipe(
+      Effect.flatMap(decodeAccounts),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
+      storeErrors("lock account")
+    )
 
   return { chargingPg, chargeSqlite, chargeAccount, lockAccount }
 }

@@ -1,7 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { Job } from "../../../src/domain/job.js"
 import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
-import type { JobSql } from "../queue/context.js"
+import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { JobRow, storeErrors, toJob } from "../rows.js"
 
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
@@ -41,8 +41,7 @@ export const jobRow = (job: Job) => ({
 
 /** Reading, locking, updating and listing one account's jobs. */
 export const makeJobRowStatements = ({ sql, t }: JobSql) => {
-  // SQLite's one writer already serialises transactions: a read there is a lock.
-  const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+  const forUpdate = forUpdateOf(sql)
 
   const getJob: JobStoreDriver["getJob"] = (id) =>
     sql`SELECT * FROM ${t.jobs} WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job"))

@@ -26,3 +26,7 @@ export const makeLeaseClock = (sql: SqlClient.SqlClient, databaseClock: boolean)
       until: (now, expiresAt) => sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint + ${expiresAt - now}`
     }
     : { now: (now) => sql`${now}`, until: (_now, expiresAt) => sql`${expiresAt}` }
+
+/** `FOR UPDATE` on PostgreSQL; nothing on SQLite, whose one writer makes a transaction's read a lock. */
+export const forUpdateOf = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
