@@ -75,6 +75,7 @@ export { type ProviderPhase, type ProviderState } from "./domain/providerHandle.
 export { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "./domain/outputFiles.js"
 export { checkCatalogDocument } from "./domain/catalogCheck.js"
 export { type CatalogDiff, catalogDiff, isEmptyDiff, type PartDiff } from "./domain/catalogDiff.js"
+export { unregisteredLine, type UnregisteredVersion } from "./domain/catalogServing.js"
 export { AuditAction, type AuditActor, AuditEntry, RecordedAuditAction, SYSTEM_ACTOR } from "./domain/audit.js"
 export { Account, AccountUpdate, ApiKey, ApiKeyUpdate, LedgerEntry, Scope } from "./domain/account.js"
 export { Budget, BudgetPeriod, type BudgetScope } from "./domain/budget.js"

@@ -6,6 +6,7 @@ import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
 import { createServer } from "node:http"
 import { publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
+import { reportUnregistered } from "./catalogReport.js"
 import { configuredProviders } from "./providers.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
 
@@ -65,6 +66,7 @@ const serve = (settings: ServerSettings) =>
       }
       if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
       yield* seedIfEmpty
+      yield* reportUnregistered
     }).pipe(Effect.provide(engine))
     const routes = yield* Layer.build(
       Layer.mergeAll(EngineHttpLive, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(Layer.provide(Layer.succeedContext(engine)))

@@ -8,11 +8,15 @@ const readJson = (path: string) =>
     catch: (cause) => new Error(`cannot read the catalog file ${path}: ${String(cause)}`)
   })
 
-/** Imports a catalog document; an invalid one stops the start with its reasons. */
-const importCatalog = (document: unknown, source: string) =>
+/**
+ * Imports a catalog document; an invalid one stops the start with its reasons. With
+ * `allowUnregisteredProviders`, versions whose providers this server has no credential for are
+ * stored all the same (the start report names them, and they are served as disabled).
+ */
+const importCatalog = (document: unknown, source: string, options?: { readonly allowUnregisteredProviders: boolean }) =>
   Effect.gen(function*() {
     const catalog = yield* Catalog
-    const stored = yield* catalog.replace(document).pipe(
+    const stored = yield* catalog.replace(document, undefined, options).pipe(
       Effect.catchTag("EngineError", (error) => {
         const reasons = (error.details?.["reasons"] as ReadonlyArray<string> | undefined) ?? []
         return Effect.fail(new Error([`${source}: ${error.message}`, ...reasons.map((r) => `  - ${r}`)].join("\n")))
@@ -21,7 +25,12 @@ const importCatalog = (document: unknown, source: string) =>
     yield* Effect.logInfo(`catalog loaded from ${source}: ${stored.document.models.length} models, revision ${stored.revision}`)
   })
 
-export const importCatalogFile = (path: string) => Effect.flatMap(readJson(path), (document) => importCatalog(document, path))
+/**
+ * CATALOG_FILE: a deployment's catalog, shared by processes that may hold different provider
+ * credentials, so a version this one cannot run is reported rather than refused.
+ */
+export const importCatalogFile = (path: string) =>
+  Effect.flatMap(readJson(path), (document) => importCatalog(document, path, { allowUnregisteredProviders: true }))
 
 /**
  * On an empty store: the demo catalog and a demo account whose key is printed once. A store

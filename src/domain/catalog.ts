@@ -92,6 +92,18 @@ export const providerInputOf = (
 export const providerModelOf = (model: { readonly slug: string }, version: { readonly provider?: ProviderMapping | undefined }): string =>
   version.provider?.model ?? model.slug
 
+/** A time with its offset, as JSON carries it: 2027-03-31T00:00:00Z. */
+const IsoDateTime = Schema.String.pipe(
+  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/, {
+    message: () => "an ISO 8601 date-time with its offset, such as 2027-03-31T00:00:00Z"
+  }),
+  // Date.parse reads 2027-02-30 as March 2nd: the day must exist in its month.
+  Schema.filter((s) => {
+    const [year, month, day] = s.slice(0, 10).split("-").map(Number) as [number, number, number]
+    return Number.isFinite(Date.parse(s)) && new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day
+  }, { message: () => "a date-time that exists" })
+)
+
 export const ModelVersion = Schema.Struct({
   versionId: NonEmpty,
   status: VersionStatus,
@@ -105,9 +117,22 @@ export const ModelVersion = Schema.Struct({
   }),
   createdAt: Schema.optional(Schema.String),
   /** How the version runs at its provider (model id, input mapping, deadline). */
-  provider: Schema.optional(ProviderMapping)
+  provider: Schema.optional(ProviderMapping),
+  /**
+   * When the version goes away (ISO 8601 date-time with its offset): until then it is served
+   * with Deprecation and Sunset headers, from then on as if disabled.
+   */
+  sunsetAt: Schema.optional(IsoDateTime)
 })
 export type ModelVersion = typeof ModelVersion.Type
+
+/**
+ * The ids of the providers a version may run on. Routes will list several; until then it is the
+ * model's one provider. Once a version has routes, this must give every route's provider once.
+ */
+export const providerIdsOf = (model: { readonly providerId: string }, _version: ModelVersion): ReadonlyArray<string> => [
+  model.providerId
+]
 
 export const Visibility = Schema.Literal("public", "segment", "private")
 export type Visibility = typeof Visibility.Type

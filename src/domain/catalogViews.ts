@@ -49,6 +49,9 @@ export const catalogListItem = (doc: CatalogDocument, viewer: Viewer, m: Visible
   ratings: m.ratings
 })
 
+/** `sunsetAt` when the version has one: the field is left out otherwise. */
+const sunsetOf = (version: ModelVersion) => (version.sunsetAt === undefined ? {} : { sunsetAt: version.sunsetAt })
+
 /** The provider/model part of a slug: variants share it. */
 const baseOf = (slug: string) => slug.split("/").slice(0, 2).join("/")
 
@@ -70,6 +73,7 @@ export const catalogDetail = (doc: CatalogDocument, viewer: Viewer, slug: string
     capability: m.capability,
     inputSchema: m.served.inputSchema,
     pricing: pricingFor(m.served.pricing, m, viewer),
+    ...sunsetOf(m.served),
     siblings: visible
       .filter((x) => x.slug !== m.slug && baseOf(x.slug) === baseOf(m.slug))
       .map((x) => ({ slug: x.slug, capability: x.capability }))
@@ -137,7 +141,8 @@ export const modelListItem = (doc: CatalogDocument, viewer: Viewer, m: CatalogMo
     category: m.category,
     currentVersion: m.currentVersion,
     versionCount: liveVersions(m).length,
-    currentVersionPricing: current === undefined ? null : pricingFor(current.pricing, m, viewer)
+    currentVersionPricing: current === undefined ? null : pricingFor(current.pricing, m, viewer),
+    ...(current?.sunsetAt === undefined ? {} : { currentVersionSunsetAt: current.sunsetAt })
   }
 }
 
@@ -146,7 +151,7 @@ export const modelList = (doc: CatalogDocument, viewer: Viewer) => keyedModels(d
 export const modelDetail = (doc: CatalogDocument, viewer: Viewer, id: string) => {
   const m = keyedModels(doc, viewer).find((x) => x.slug === id)
   if (m === undefined) return undefined
-  const { currentVersionPricing: _p, versionCount: _c, ...summary } = modelListItem(doc, viewer, m)
+  const { currentVersionPricing: _p, currentVersionSunsetAt: _s, versionCount: _c, ...summary } = modelListItem(doc, viewer, m)
   return {
     ...summary,
     versions: liveVersions(m).map((v) => ({
@@ -155,7 +160,8 @@ export const modelDetail = (doc: CatalogDocument, viewer: Viewer, id: string) =>
       inputSchema: v.inputSchema,
       outputSchema: v.outputSchema,
       pricing: pricingFor(v.pricing, m, viewer),
-      rateLimits: v.rateLimits
+      rateLimits: v.rateLimits,
+      ...sunsetOf(v)
     }))
   }
 }

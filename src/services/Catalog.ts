@@ -4,9 +4,18 @@ import type { Account } from "../domain/account.js"
 import type { CatalogDocument, CatalogModel, ModelVersion } from "../domain/catalog.js"
 import { checkCatalogDocument } from "../domain/catalogCheck.js"
 import { canSee, defaultVersion, findModel, isUsable } from "../domain/catalogRules.js"
+import {
+  servedCatalog,
+  servedModel,
+  sunsetsPassed,
+  unregisteredLine,
+  type UnregisteredVersion,
+  unregisteredVersions
+} from "../domain/catalogServing.js"
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { compileSchema, problemsOf } from "../domain/jsonSchema.js"
 import { CatalogRepo, type StoredCatalog } from "../ports/CatalogRepo.js"
+import { Providers } from "../ports/Provider.js"
 
 export interface ResolvedModel {
   readonly model: CatalogModel
@@ -19,11 +28,30 @@ interface Compiled {
   readonly validators: Map<string, ValidateFunction>
 }
 
+/** The catalog as this engine serves it now (see catalogServing.ts), and what it was derived from. */
+export interface ServedCatalog {
+  readonly document: CatalogDocument
+  readonly revision: number
+  /** Versions past their sunset: with the revision, the served document changes only when this does. */
+  readonly sunsetsPassed: number
+}
+
+export interface CheckOptions {
+  /**
+   * Accept versions whose every provider is unregistered here (they are then served as
+   * disabled). Only for a document this process does not own, such as the bundled server's
+   * CATALOG_FILE, which a fleet of processes with different credentials shares.
+   */
+  readonly allowUnregisteredProviders?: boolean | undefined
+}
+
 /** Another process's catalog change shows here within this long. */
 const REVISION_CHECK_MS = 2_000
 
 export const make = Effect.gen(function*() {
   const repo = yield* CatalogRepo
+  const providers = yield* Providers
+  const isRegistered = (providerId: string) => Option.isSome(providers.forProvider(providerId))
   const cache = yield* Ref.make<Compiled | undefined>(undefined)
   /** Owns the shared reloads: the engine's shutdown interrupts one in flight. */
   const scope = yield* Effect.scope
@@ -77,23 +105,51 @@ export const make = Effect.gen(function*() {
     return yield* sharedReload(now)
   })
 
-  const document = Effect.map(current, (c) => c.stored.document)
+  const served: Effect.Effect<ServedCatalog, StoreError> = Effect.gen(function*() {
+    const { stored } = yield* current
+    const now = yield* Clock.currentTimeMillis
+    return {
+      document: servedCatalog(stored.document, now, isRegistered),
+      revision: stored.revision,
+      sunsetsPassed: sunsetsPassed(stored.document, now)
+    }
+  })
 
-  /** Decodes and checks a whole document; refuses it whole with every reason. */
-  const check = (input: unknown): Effect.Effect<CatalogDocument, EngineError> =>
-    Either.mapLeft(
-      checkCatalogDocument(input),
-      (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
-    )
+  /**
+   * Decodes and checks a whole document; refuses it whole with every reason. A version a
+   * request could reach whose every provider is unregistered here is refused too: it would be
+   * listed and charged, then fail at run time.
+   */
+  const check = (input: unknown, options: CheckOptions = {}): Effect.Effect<CatalogDocument, EngineError> =>
+    Effect.gen(function*() {
+      const doc = yield* Either.mapLeft(
+        checkCatalogDocument(input),
+        (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
+      )
+      if (options.allowUnregisteredProviders === true) return doc
+      const unregistered = unregisteredVersions(doc, yield* Clock.currentTimeMillis, isRegistered)
+      if (unregistered.length === 0) return doc
+      const reasons = unregistered.map(unregisteredLine)
+      // The reasons in the message too: makeEngine's start fails with it.
+      return yield* Effect.fail(engineError(
+        "VALIDATION_ERROR",
+        `The catalog names providers this engine has not registered (register them, or disable or remove these versions): ${reasons.join("; ")}`,
+        { reasons, unregisteredProviders: unregistered }
+      ))
+    })
 
   /**
    * Stores a document that passes `check`, whole; otherwise changes nothing. With `ifRevision`,
    * only if the stored catalog is still that revision (PRECONDITION_FAILED otherwise), so an
    * operator's change made against one revision never silently undoes another's.
    */
-  const replace = (input: unknown, ifRevision?: number): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+  const replace = (
+    input: unknown,
+    ifRevision?: number,
+    options?: CheckOptions
+  ): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
     Effect.gen(function*() {
-      const doc = yield* check(input)
+      const doc = yield* check(input, options)
       const written = yield* repo.replace(doc, ifRevision)
       if (Option.isNone(written)) {
         const revision = yield* repo.revision
@@ -108,12 +164,13 @@ export const make = Effect.gen(function*() {
       return stored
     })
 
-  /**
-   * The model and version a submit or estimate names. Unknown, disabled and deleted answer
-   * MODEL_NOT_FOUND; a model the account may not see answers MODEL_ACCESS_DENIED.
-   */
   /** The empty catalog is told of once per process, at the first submit it refuses. */
   let emptyCatalogTold = false
+  /**
+   * The model and version a submit or estimate names, as served now. Unknown, disabled,
+   * deleted, past their sunset and unregistered answer MODEL_NOT_FOUND; a model the account
+   * may not see answers MODEL_ACCESS_DENIED.
+   */
   const resolve = (
     account: Account,
     slug: string,
@@ -121,8 +178,8 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<ResolvedModel, EngineError | StoreError> =>
     Effect.gen(function*() {
       const { stored } = yield* current
-      const model = findModel(stored.document.models, slug)
-      if (model === undefined) {
+      const found = findModel(stored.document.models, slug)
+      if (found === undefined) {
         if (stored.document.models.length === 0 && !emptyCatalogTold) {
           emptyCatalogTold = true
           yield* Effect.logWarning(
@@ -132,6 +189,7 @@ export const make = Effect.gen(function*() {
         }
         return yield* Effect.fail(engineError("MODEL_NOT_FOUND", `No model "${slug}"`, { model: slug }))
       }
+      const model = servedModel(found, yield* Clock.currentTimeMillis, isRegistered)
       if (!canSee(model, account)) {
         return yield* Effect.fail(
           engineError("MODEL_ACCESS_DENIED", `This account has no access to the model "${slug}"`, { model: slug })
@@ -182,7 +240,13 @@ export const make = Effect.gen(function*() {
 
   const snapshot = Effect.map(current, (c) => c.stored)
 
-  return { current: document, snapshot, check, replace, resolve, forJob, validateInput } as const
+  /** The stored catalog's versions this engine cannot run (served as disabled), for a report at start. */
+  const unregistered: Effect.Effect<ReadonlyArray<UnregisteredVersion>, StoreError> = Effect.gen(function*() {
+    const { stored } = yield* current
+    return unregisteredVersions(stored.document, yield* Clock.currentTimeMillis, isRegistered)
+  })
+
+  return { served, snapshot, check, replace, resolve, forJob, validateInput, unregistered } as const
 })
 
 export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {

@@ -25,6 +25,8 @@ export interface SubmitResult {
   readonly job: Job
   /** The version is deprecated: still served, to be moved off. */
   readonly deprecated: boolean
+  /** When the version goes away (its catalog `sunsetAt`), if it has one. */
+  readonly sunsetAt: string | undefined
   /** The answer repeats the first submit of this Idempotency-Key. */
   readonly replayed: boolean
 }
@@ -180,12 +182,15 @@ export const make = Effect.gen(function*() {
       readonly version?: string | undefined
       readonly input?: Readonly<Record<string, unknown>> | undefined
     }
-  ): Effect.Effect<{ readonly estimate: CostEstimate; readonly deprecated: boolean }, EngineError | StoreError> =>
+  ): Effect.Effect<
+    { readonly estimate: CostEstimate; readonly deprecated: boolean; readonly sunsetAt: string | undefined },
+    EngineError | StoreError
+  > =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
       // The same checks as submit, so an estimate never prices what submit would refuse.
       const { cost, resolved } = yield* quote(caller, request, request.input)
-      return { estimate: cost, deprecated: resolved.version.status === "deprecated" }
+      return { estimate: cost, deprecated: resolved.version.status === "deprecated", sunsetAt: resolved.version.sunsetAt }
     })
 
   const submit = (
@@ -246,6 +251,7 @@ export const make = Effect.gen(function*() {
         // As admitted: pending, whether a local worker or another process took it by now.
         job: taken || found ? job : outcome.job,
         deprecated: resolved.version.status === "deprecated",
+        sunsetAt: resolved.version.sunsetAt,
         replayed: outcome._tag === "Replayed"
       }
     }).pipe(

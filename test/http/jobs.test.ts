@@ -158,7 +158,10 @@ describe("jobs API end to end", () => {
     expect(current.body.costMicroCents).toBe(50_000)
     const old = await acc.post("/v1/jobs/submit", { model: IMAGE, version: "v1", input: { prompt: "x" } })
     expect(old.status).toBe(200)
-    expect(old.headers.get("deprecation")).toBe("true")
+    // RFC 9745: a Structured Field date, deprecated as of the answer; no sunset date was set.
+    const deprecatedAt = Number(old.headers.get("deprecation")?.replace(/^@/, ""))
+    expect(Math.abs(deprecatedAt - Date.now() / 1000)).toBeLessThan(60)
+    expect(old.headers.get("sunset")).toBeNull()
     expect(old.body.costMicroCents).toBe(40_000)
     const alias = await acc.post("/v1/jobs/submit", { modelSlug: IMAGE, modelVersion: "v1", input: { prompt: "x" } })
     expect(alias.body.costMicroCents).toBe(40_000)

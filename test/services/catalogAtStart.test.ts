@@ -68,6 +68,17 @@ describe("makeEngine({ catalog })", () => {
     expect(await revisionOf(await start(sqliteStore({ filename: file }), fewer))).toBe(2)
   })
 
+  it("refuses to start with a catalog whose versions name only providers it was not given, naming them", async () => {
+    const runway = {
+      ...demoCatalog,
+      providers: [...demoCatalog.providers, { id: "runway", name: "Runway", description: "", logoUrl: "", website: "", color: "#000000" }],
+      models: [...demoCatalog.models, { ...demoCatalog.models[0]!, slug: "runway/gen4/text-to-image", providerId: "runway" }]
+    }
+    await expect(start(memoryStore(), runway)).rejects.toThrow(
+      /not registered.*model "runway\/gen4\/text-to-image" version "v1": no registered provider \("runway"\); .* version "v2"/
+    )
+  })
+
   it("refuses to start with an invalid catalog, with its reasons", async () => {
     await expect(start(memoryStore(), { models: [{ slug: 42 }] })).rejects.toThrow(/catalog|VALIDATION|models/i)
   })

@@ -3,9 +3,15 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, TestClock } from "effect
 import { StoreError } from "../../src/domain/errors.js"
 import { catalogRepo } from "../../adapters/memory/MemoryCatalog.js"
 import { makeMemoryState } from "../../adapters/memory/state.js"
+import { DEMO_PROVIDER_ID, makeDemoProvider } from "../../adapters/generators/demo/DemoGenerator.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { layerProviders } from "../../src/ports/Provider.js"
 import { Catalog } from "../../src/services/Catalog.js"
 import { account, sampleCatalog } from "../conformance/fixtures.js"
+
+/** The catalog over a repository, with the demo provider the sample catalog names registered. */
+const catalogOver = (repo: CatalogRepo["Type"]) =>
+  Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, repo)), Layer.provide(layerProviders({ [DEMO_PROVIDER_ID]: makeDemoProvider() })))
 
 describe("the catalog cache", () => {
   it.scoped("a load that started before a replace and ends after it never puts the older catalog back", () =>
@@ -28,7 +34,7 @@ describe("the catalog cache", () => {
             : Effect.succeed(stored))
       }
       // Built in the test\'s scope, as the engine builds it in its own: the shared reloads run there.
-      const catalog = Context.get(yield* Layer.build(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, slowRepo)))), Catalog)
+      const catalog = Context.get(yield* Layer.build(catalogOver(slowRepo)), Catalog)
       const document = sampleCatalog()
       const slug = document.models[0]!.slug
 
@@ -64,7 +70,7 @@ describe("the catalog cache", () => {
         })
       }
       // Built in the test\'s scope, as the engine builds it in its own: the shared reloads run there.
-      const catalog = Context.get(yield* Layer.build(Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, countingRepo)))), Catalog)
+      const catalog = Context.get(yield* Layer.build(catalogOver(countingRepo)), Catalog)
       yield* catalog.replace(sampleCatalog())
 
       // Past the check interval, 50 readers at once (a worker claiming a batch) and one that gives up.

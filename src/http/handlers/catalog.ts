@@ -37,7 +37,7 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
     const view = <A>(f: (doc: CatalogDocument, viewer: Viewer) => A) =>
       Effect.gen(function*() {
         const viewer = yield* CurrentViewer
-        const doc = yield* catalog.current.pipe(toApiFailure)
+        const { document: doc } = yield* catalog.served.pipe(toApiFailure)
         return f(doc, { account: Option.getOrUndefined(Option.map(viewer, (c) => c.account)) })
       })
     const model = (slug: string) =>
@@ -66,12 +66,13 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
       Effect.gen(function*() {
         const caller = yield* CurrentCaller
         yield* requireScope(caller, "list_models").pipe(toApiFailure)
-        const stored = yield* catalog.snapshot.pipe(toApiFailure)
+        const served = yield* catalog.served.pipe(toApiFailure)
         return yield* cache(
-          `${caller.account.id}\u0000${route}`,
-          stored.revision,
+          // A sunset passing changes the answer without a new revision.
+          `${caller.account.id}\u0000${served.sunsetsPassed}\u0000${route}`,
+          served.revision,
           Effect.suspend(() => {
-            const body = f(stored.document, { account: caller.account })
+            const body = f(served.document, { account: caller.account })
             return missing === undefined || body !== undefined ? Effect.succeed(body) : notFound(...missing)
           }),
           `private, max-age=${CACHE_SECONDS}`

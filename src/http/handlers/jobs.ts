@@ -1,9 +1,10 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef } from "effect"
+import { Clock, Effect, FiberRef } from "effect"
 import { RequestId } from "../../domain/ids.js"
 import { JobFollow } from "../../services/JobFollow.js"
 import { Jobs } from "../../services/Jobs.js"
 import { EngineApi } from "../Api.js"
+import { deprecationHeaders } from "../deprecationHeaders.js"
 import { CurrentCaller } from "../middleware.js"
 import { CurrentRequestId, toApiFailure } from "../requestContext.js"
 import { eventStreamResponse, makeHeartbeats, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
@@ -25,8 +26,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
             input: payload.input,
             webhookUrl: payload.webhookUrl
           }, requestId, headers["idempotency-key"])
-          const extra: Record<string, string> = {}
-          if (result.deprecated) extra["deprecation"] = "true"
+          const extra: Record<string, string> = deprecationHeaders(result, yield* Clock.currentTimeMillis)
           if (result.replayed) extra["idempotent-replayed"] = "true"
           const wait = readPreferWait(headers.prefer)
           if (wait === undefined) return HttpServerResponse.unsafeJson(submitView(result.job), { headers: extra })
@@ -39,12 +39,12 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
       .handle("estimate", ({ payload }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
-          const { deprecated, estimate } = yield* jobs.estimate(caller, {
+          const { estimate, ...version } = yield* jobs.estimate(caller, {
             model: payload.model ?? payload.modelSlug ?? "",
             version: payload.version ?? payload.modelVersion,
             input: payload.input
           })
-          return HttpServerResponse.unsafeJson(estimate, { headers: deprecated ? { deprecation: "true" } : {} })
+          return HttpServerResponse.unsafeJson(estimate, { headers: deprecationHeaders(version, yield* Clock.currentTimeMillis) })
         }).pipe(toApiFailure))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {

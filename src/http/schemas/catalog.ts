@@ -41,6 +41,8 @@ export const CatalogModelDetail = Schema.Struct({
   capability: Schema.String,
   inputSchema: JsonObject,
   pricing: JsonObject,
+  /** When the served version goes away (ISO 8601); absent when it has no sunset. */
+  sunsetAt: Schema.optional(Schema.String),
   siblings: Schema.Array(Schema.Struct({ slug: Schema.String, capability: Schema.String }))
 })
 
@@ -83,7 +85,9 @@ const ModelFields = {
 export const ModelItem = Schema.Struct({
   ...ModelFields,
   versionCount: Schema.Number,
-  currentVersionPricing: Schema.NullOr(JsonObject)
+  currentVersionPricing: Schema.NullOr(JsonObject),
+  /** When the current version goes away (ISO 8601); absent when it has no sunset. */
+  currentVersionSunsetAt: Schema.optional(Schema.String)
 })
 
 export const ModelDetail = Schema.Struct({
@@ -94,7 +98,9 @@ export const ModelDetail = Schema.Struct({
     inputSchema: JsonObject,
     outputSchema: JsonObject,
     pricing: JsonObject,
-    rateLimits: Schema.Struct({ requestsPerMinute: Schema.Number, requestsPerDay: Schema.Number })
+    rateLimits: Schema.Struct({ requestsPerMinute: Schema.Number, requestsPerDay: Schema.Number }),
+    /** When the version goes away (ISO 8601): served as disabled from then on. Absent when it has no sunset. */
+    sunsetAt: Schema.optional(Schema.String)
   }))
 })
 
