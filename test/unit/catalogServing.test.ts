@@ -1,6 +1,8 @@
 import { Schema } from "effect"
+import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import { unregisteredReport } from "../../apps/server/catalogReport.js"
+import { PROVIDER_CREDENTIALS } from "../../apps/server/providers.js"
 import { CatalogDocument } from "../../src/domain/catalog.js"
 import { servedCatalog, servedStatus, sunsetsPassed, unregisteredVersions } from "../../src/domain/catalogServing.js"
 import { deprecationHeaders } from "../../src/http/deprecationHeaders.js"
@@ -65,6 +67,17 @@ describe("what a catalog serves", () => {
     const doc = Schema.decodeUnknownSync(CatalogDocument)(demoCatalog())
     const served = servedCatalog(doc, Date.now(), onlyDemo)
     expect(served.models.every((model, i) => model === doc.models[i])).toBe(true)
+  })
+})
+
+describe("the README's example catalog (examples/catalogs/providers.json)", () => {
+  it("names only providers the bundled server registers, and no removed model", () => {
+    const text = readFileSync(new URL("../../examples/catalogs/providers.json", import.meta.url), "utf8")
+    const example = Schema.decodeUnknownSync(CatalogDocument)(JSON.parse(text))
+    expect(unregisteredVersions(example, Date.now(), (id) => id in PROVIDER_CREDENTIALS)).toEqual([])
+    expect(new Set(example.models.map((m) => m.providerId))).toEqual(new Set(Object.keys(PROVIDER_CREDENTIALS)))
+    // OpenAI removed the Sora models and its Videos API on 2026-09-24.
+    expect(text).not.toMatch(/sora/i)
   })
 })
 
