@@ -8,20 +8,14 @@ import { type CatalogDocument, type CatalogModel, type ModelVersion, providerIds
  */
 export type IsRegistered = (providerId: string) => boolean
 
-/** The instant `sunsetAt` names, in epoch milliseconds; undefined without one. */
-export const sunsetMillisOf = (version: ModelVersion): number | undefined =>
-  version.sunsetAt === undefined ? undefined : Date.parse(version.sunsetAt)
-
-export const isPastSunset = (version: ModelVersion, now: number): boolean => {
-  const sunset = sunsetMillisOf(version)
-  return sunset !== undefined && sunset <= now
-}
+const isPastSunset = (version: ModelVersion, now: number): boolean =>
+  version.sunsetAt !== undefined && Date.parse(version.sunsetAt) <= now
 
 /** Served on request as the document says: active or deprecated, and not past its sunset. */
 const isLive = (version: ModelVersion, now: number): boolean =>
   (version.status === "active" || version.status === "deprecated") && !isPastSunset(version, now)
 
-/** The provider ids of a version that this engine has not registered; all of them means it cannot run here. */
+/** The version's provider ids when none of them is registered here (it cannot run), else none. */
 const missingProvidersOf = (model: CatalogModel, version: ModelVersion, isRegistered: IsRegistered) => {
   const ids = providerIdsOf(model, version)
   const missing = ids.filter((id) => !isRegistered(id))
