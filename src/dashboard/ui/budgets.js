@@ -78,7 +78,7 @@ export const loadBudgetSpend = async (api, account, keys) => {
  * @param {{ budget: any, spent: number | undefined, createdAt: string, label: string, testId: string }} props
  */
 export const BudgetBar = ({ budget, createdAt, label, spent, testId }) => {
-  if (budget === null || budget === undefined) return html`<span class="muted">No budget</span>`
+  if (budget === null || budget === undefined) return html`<span class="muted" data-testid=${testId}>No budget</span>`
   const { end } = periodOf(budget.period, Date.now(), Date.parse(createdAt))
   const limit = budget.limitMicroCents
   const known = spent ?? 0
