@@ -77,15 +77,12 @@ export const loadAssets = (): ReadonlyMap<string, Asset> => {
     const contentType = CONTENT_TYPES[extname(file)]
     if (contentType !== undefined) assets.set(file, asset(readFileSync(join(uiDir, file)), contentType))
   }
-  const require = createRequire(self)
-  const requireFrom = (pkg: string | undefined) => (pkg === undefined ? require : createRequire(resolveFrom(pkg)))
-  const resolveFrom = (pkg: string): string => {
-    const parent = VENDOR.find((v) => v.specifier === pkg)
-    return requireFrom(parent?.from).resolve(pkg)
-  }
+  // Each package's file as resolved from the package that depends on it (VENDOR lists dependents first).
+  const resolved = new Map<string, string>()
   for (const { browserBuild, from, name, specifier } of VENDOR) {
-    const file = browserBuild(requireFrom(from).resolve(specifier))
-    assets.set(name, asset(readFileSync(file), CONTENT_TYPES[".js"]!))
+    const file = createRequire(from === undefined ? self : resolved.get(from)!).resolve(specifier)
+    resolved.set(specifier, file)
+    assets.set(name, asset(readFileSync(browserBuild(file)), CONTENT_TYPES[".js"]!))
   }
   return assets
 }

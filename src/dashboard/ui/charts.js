@@ -34,7 +34,8 @@ const sum = (values) => values.reduce((a, b) => a + b, 0)
  * @param {ChartProps & { shown: boolean, totals: boolean }} props
  */
 const ChartTable = ({ categories, categoryLabel, format, id, series, shown, title, totals }) => html`
-  <table class=${shown ? "chart-table" : "chart-table sr-only"} id=${`${id}-table`} data-testid=${`${id}-table`}>
+  <div class=${shown ? "chart-table" : "chart-table sr-only"} id=${`${id}-table`}>
+  <table data-testid=${`${id}-table`}>
     <caption>${title}</caption>
     <thead><tr>
       <th scope="col">${categoryLabel}</th>
@@ -53,7 +54,8 @@ const ChartTable = ({ categories, categoryLabel, format, id, series, shown, titl
       ${series.map((s) => html`<td class="num">${format(sum(s.values))}</td>`)}
       ${series.length > 1 && html`<td class="num" data-testid=${`${id}-total`}>${format(sum(series.map((s) => sum(s.values))))}</td>`}
     </tr></tfoot>`}
-  </table>`
+  </table>
+  </div>`
 
 /**
  * A chart's frame: its heading, the SVG, the legend, and the table toggle.
