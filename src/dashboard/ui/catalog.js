@@ -189,6 +189,9 @@ export const CatalogView = ({ api, notify }) => {
     }
   }
 
+  /** The form view edits the document the text holds, read once per render. */
+  const formDocument = mode === "form" && text !== null ? parsed(text) : null
+
   return html`
     <${PageTitle}>Catalog<//>
     <p>The whole catalog as one document (docs/catalog.md explains every field).
@@ -206,9 +209,9 @@ export const CatalogView = ({ api, notify }) => {
               setText(e.currentTarget.value)
               setPreview(null)
             }}></textarea>`
-        : parsed(text).error !== null
-        ? html`<p class="error" role="alert">The document is not JSON (${parsed(text).error}): fix it in the JSON view first.</p>`
-        : html`<${ModelsForm} document=${parsed(text).document} onChange=${(/** @type {any} */ doc) => {
+        : formDocument?.error != null
+        ? html`<p class="error" role="alert">The document is not JSON (${formDocument.error}): fix it in the JSON view first.</p>`
+        : html`<${ModelsForm} document=${formDocument?.document} onChange=${(/** @type {any} */ doc) => {
           setText(`${JSON.stringify(doc, null, 2)}\n`)
           setPreview(null)
         }} />`}
