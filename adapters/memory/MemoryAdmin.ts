@@ -65,7 +65,18 @@ export const adminReadRepo = (state: MemoryState): AdminReadRepo["Type"] => ({
         [...state.spend.values()].filter((r) => r.hour >= from && r.hour < to && (accountId === undefined || r.accountId === accountId)),
         groupBy
       )
-    )
+    ),
+  stats: ({ from, limit, to }) =>
+    Effect.sync(() => {
+      const jobs = [...state.jobs.values()]
+      const count = (status: string) => jobs.filter((j) => j.status === status).length
+      const runs = jobs
+        .filter((j) => j.status === "completed" && j.startedAt !== null && j.completedAt !== null && j.completedAt >= from && j.completedAt < to)
+        .sort((a, b) => b.completedAt! - a.completedAt!)
+        .slice(0, limit)
+        .map((j) => ({ model: j.model, runMs: j.completedAt! - j.startedAt! }))
+      return { pending: count("pending"), processing: count("processing"), runs }
+    })
 })
 
 export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Type"] => ({

@@ -27,6 +27,8 @@ const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
 const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
 const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
+const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ status: Schema.String, n: DbInt })))
+const decodeRuns = Schema.decodeUnknown(Schema.Array(Schema.Struct({ model: Schema.String, run_ms: DbInt })))
 const decodeSpend = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   account_id: Schema.optional(Schema.String),
   key_id: Schema.optional(Schema.String),
@@ -148,7 +150,26 @@ export const makeSqlAdmin = Effect.gen(function*() {
         ),
         storeErrors("read spend")
       )
-    }
+    },
+    stats: ({ from, limit, to }) =>
+      Effect.all([
+        // Each status from its partial index (jobs_pending, jobs_leases).
+        sql`SELECT 'pending' AS status, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'pending'
+          UNION ALL SELECT 'processing' AS status, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'processing'`.pipe(
+          Effect.flatMap(decodeCounts)
+        ),
+        // Ended jobs by their end, from jobs_ended.
+        sql`SELECT model, completed_at - started_at AS run_ms FROM ${t.jobs}
+          WHERE completed_at >= ${from} AND completed_at < ${to} AND status = 'completed' AND started_at IS NOT NULL
+          ORDER BY completed_at DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeRuns))
+      ]).pipe(
+        Effect.map(([counts, runs]) => ({
+          pending: counts.find((c) => c.status === "pending")?.n ?? 0,
+          processing: counts.find((c) => c.status === "processing")?.n ?? 0,
+          runs: runs.map((r) => ({ model: r.model, runMs: r.run_ms }))
+        })),
+        storeErrors("read stats")
+      )
   }
 
   const settings: AccountSettingsRepo["Type"] = {

@@ -1,7 +1,9 @@
 import * as Micro from "effect/Micro"
 import { adminClient, allPages, query } from "./client.js"
 import type { Input } from "./commandLine.js"
-import type { accountsCreate, accountsCredit, accountsList } from "./commands.js"
+import { budgetText, readBudget } from "./budget.js"
+import type { accountsCreate, accountsCredit, accountsList, accountsUpdate } from "./commands.js"
+import { CliError } from "./errors.js"
 import { dollars, emit, fields, list as listOf, progress, report, table } from "./output.js"
 
 const accountFields = (a: any) =>
@@ -12,6 +14,7 @@ const accountFields = (a: any) =>
     ["max concurrent jobs", String(a.maxConcurrentJobs)],
     ["segments", listOf(a.segments)],
     ["allowed models", listOf(a.allowedModels)],
+    ["budget", budgetText(a.budget)],
     ["discounts", listOf(a.discounts.map((d: any) => `${d.type} ${d.percentage}%${d.models ? ` on ${d.models.join(", ")}` : ""}`))],
     ...(a.webhookSecret === undefined ? [] : [["webhook secret", a.webhookSecret] as const]),
     ["created", a.createdAt]
@@ -25,13 +28,15 @@ const accountRows = (accounts: ReadonlyArray<any>) =>
 
 export const create = ({ options: o }: Input<typeof accountsCreate>) =>
   Micro.gen(function*() {
+    const budget = yield* readBudget(o.budget)
     const client = yield* adminClient(o)
     const account = yield* client.call("POST", "/admin/accounts", {
       name: o.name,
       creditsMicroCents: o.credits,
       ...(o["max-concurrent-jobs"] === undefined ? {} : { maxConcurrentJobs: o["max-concurrent-jobs"] }),
       segments: o.segment,
-      allowedModels: o["allow-model"]
+      allowedModels: o["allow-model"],
+      ...(budget === undefined ? {} : { budget })
     })
     yield* emit(o.json, account, () => `Created account ${account.id}\n${accountFields(account)}`)
   }).pipe(Micro.catchTag("CliError", report(o.json)))
@@ -53,4 +58,21 @@ export const credit = ({ args: [id], options: o }: Input<typeof accountsCredit>)
     const client = yield* adminClient(o)
     const account = yield* client.call("POST", `/admin/accounts/${encodeURIComponent(id!)}/credits`, { amountMicroCents: o["micro-cents"] })
     yield* emit(o.json, account, () => `Credited ${dollars(o["micro-cents"])}; balance ${dollars(account.balanceMicroCents)}`)
+  }).pipe(Micro.catchTag("CliError", report(o.json)))
+
+/** `genjobs accounts update`: sets what is given (PATCH), leaves the rest. */
+export const update = ({ args: [id], options: o }: Input<typeof accountsUpdate>) =>
+  Micro.gen(function*() {
+    const budget = yield* readBudget(o.budget)
+    const patch = {
+      ...(o.name === undefined ? {} : { name: o.name }),
+      ...(o["max-concurrent-jobs"] === undefined ? {} : { maxConcurrentJobs: o["max-concurrent-jobs"] }),
+      ...(budget === undefined ? {} : { budget })
+    }
+    if (Object.keys(patch).length === 0) {
+      return yield* Micro.fail(new CliError({ code: "USAGE", message: "Nothing to change: pass --name, --max-concurrent-jobs or --budget" }))
+    }
+    const client = yield* adminClient(o)
+    const account = yield* client.call("PATCH", `/admin/accounts/${encodeURIComponent(id!)}`, patch)
+    yield* emit(o.json, account, () => `Updated account ${account.id}\n${accountFields(account)}`)
   }).pipe(Micro.catchTag("CliError", report(o.json)))

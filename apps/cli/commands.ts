@@ -17,12 +17,26 @@ const paging = (what: string) => ({
   all: { kind: "flag", description: "Every page, not just the first" }
 }) as const
 
+const budget = {
+  kind: "text",
+  value: "LIMIT/PERIOD",
+  description: "A budget in micro-cents per day, month (UTC) or total, as 5000000/month ($5 a month); none removes it"
+} as const
+
 export const accountsCreate = {
   name: { kind: "text", required: true, description: "The account's name" },
   credits: { kind: "integer", value: "MICRO_CENTS", default: 0, description: "Opening balance in micro-cents (1,000,000 = $1)" },
   "max-concurrent-jobs": { kind: "integer", description: "Jobs it may run at once (default the server's)" },
   segment: { kind: "text", repeated: true, description: "A segment" },
   "allow-model": { kind: "text", value: "SLUG", repeated: true, description: "A private model's slug" },
+  budget,
+  ...connection
+} as const satisfies Options
+
+export const accountsUpdate = {
+  name: { kind: "text", description: "A new name" },
+  "max-concurrent-jobs": { kind: "integer", description: "Jobs it may run at once" },
+  budget,
   ...connection
 } as const satisfies Options
 
@@ -42,6 +56,12 @@ export const keysCreate = {
   scope: { kind: "text", repeated: true, choices: ["submit_job", "check_status", "list_models"], description: "A scope (none means all)" },
   "allow-ip": { kind: "text", value: "IP_OR_CIDR", repeated: true, description: "An address or CIDR range (none means any)" },
   "expires-at": { kind: "text", value: "ISO", description: "ISO 8601 time the key stops working" },
+  budget,
+  ...connection
+} as const satisfies Options
+
+export const keysUpdate = {
+  budget: { ...budget, required: true },
   ...connection
 } as const satisfies Options
 
@@ -93,7 +113,7 @@ export const commands = {
     load: () => import("./server.js").then((m) => m.migrate)
   }),
   accounts: {
-    description: "Create, list and credit accounts",
+    description: "Create, list, credit and update accounts",
     commands: {
       create: command({ description: "Create an account", options: accountsCreate, load: () => import("./accounts.js").then((m) => m.create) }),
       list: command({ description: "List accounts, newest first", options: accountsList, load: () => import("./accounts.js").then((m) => m.list) }),
@@ -102,17 +122,29 @@ export const commands = {
         args: ["account-id"],
         options: accountsCredit,
         load: () => import("./accounts.js").then((m) => m.credit)
+      }),
+      update: command({
+        description: "Change an account's name, concurrent-job limit or budget",
+        args: ["account-id"],
+        options: accountsUpdate,
+        load: () => import("./accounts.js").then((m) => m.update)
       })
     }
   },
   keys: {
-    description: "Create and deactivate API keys",
+    description: "Create, update and deactivate API keys",
     commands: {
       create: command({
         description: "Create an API key; its secret is printed once",
         args: ["account-id"],
         options: keysCreate,
         load: () => import("./keys.js").then((m) => m.create)
+      }),
+      update: command({
+        description: "Set or remove an API key's budget",
+        args: ["key-id"],
+        options: keysUpdate,
+        load: () => import("./keys.js").then((m) => m.update)
       }),
       deactivate: command({
         description: "Deactivate an API key: it is refused from now on",

@@ -1,7 +1,8 @@
 import * as Micro from "effect/Micro"
 import { adminClient } from "./client.js"
 import type { Input } from "./commandLine.js"
-import type { connection, keysCreate } from "./commands.js"
+import { budgetText, readBudget } from "./budget.js"
+import type { connection, keysCreate, keysUpdate } from "./commands.js"
 import { emit, fields, list, report } from "./output.js"
 
 const keyFields = (k: any) =>
@@ -13,17 +14,20 @@ const keyFields = (k: any) =>
     ["scopes", k.scopes.length === 0 ? "all" : list(k.scopes)],
     ["allowed IPs", k.allowedIPs.length === 0 ? "any" : list(k.allowedIPs)],
     ["expires", k.expiresAt ?? "never"],
+    ["budget", budgetText(k.budget)],
     ["active", k.active ? "yes" : "no"]
   ])
 
 export const create = ({ args: [accountId], options: o }: Input<typeof keysCreate>) =>
   Micro.gen(function*() {
+    const budget = yield* readBudget(o.budget)
     const client = yield* adminClient(o)
     const key = yield* client.call("POST", `/admin/accounts/${encodeURIComponent(accountId!)}/keys`, {
       name: o.name,
       scopes: o.scope,
       allowedIPs: o["allow-ip"],
-      expiresAt: o["expires-at"] ?? null
+      expiresAt: o["expires-at"] ?? null,
+      ...(budget === undefined ? {} : { budget })
     })
     yield* emit(o.json, key, () => `${keyFields(key)}\n\nThe key (shown only this once; keep it):\n\n    ${key.key}\n`)
   }).pipe(Micro.catchTag("CliError", report(o.json)))
@@ -33,4 +37,13 @@ export const deactivate = ({ args: [id], options: o }: Input<typeof connection>)
     const client = yield* adminClient(o)
     const key = yield* client.call("POST", `/admin/keys/${encodeURIComponent(id!)}/deactivate`)
     yield* emit(o.json, key, () => `Deactivated key ${key.id} (${key.hint}) of account ${key.accountId}`)
+  }).pipe(Micro.catchTag("CliError", report(o.json)))
+
+/** `genjobs keys update`: the budget is the only field a key takes after creation. */
+export const update = ({ args: [id], options: o }: Input<typeof keysUpdate>) =>
+  Micro.gen(function*() {
+    const budget = yield* readBudget(o.budget)
+    const client = yield* adminClient(o)
+    const key = yield* client.call("PATCH", `/admin/keys/${encodeURIComponent(id!)}`, { budget })
+    yield* emit(o.json, key, () => `Updated key ${key.id}\n${keyFields(key)}`)
   }).pipe(Micro.catchTag("CliError", report(o.json)))

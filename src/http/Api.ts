@@ -6,6 +6,7 @@ import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
 import { AccountOverviewView } from "./schemas/account.js"
 import { AccountSpendParams, AdminSpendParams, SpendView } from "./schemas/spend.js"
+import { AdminStatsParams, StatsView } from "./schemas/stats.js"
 import {
   CapabilityItem,
   CatalogModelDetail,
@@ -417,6 +418,16 @@ export class AdminGroup extends HttpApiGroup.make("admin")
         "Read spend",
         "Charges, refunds, jobs, failures and cancellations from the hourly rollups, of every account or one (`accountId`), " +
           "summed by account, key, model, day or hour (UTC; one or two, comma-separated), over at most 366 days."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("stats", "/admin/stats")
+      .setUrlParams(AdminStatsParams)
+      .addSuccess(StatsView)
+      .annotateContext(docs(
+        "Read the queue and run times",
+        "Jobs pending (the queue's depth) and processing (in flight) now, and p50/p95 run time per model of the jobs " +
+          "completed in the range (the last 24 hours unless asked)."
       ))
   )
   .add(

@@ -1,6 +1,7 @@
 import type { Account, ApiKey } from "../domain/account.js"
 import { type Job, progressOf } from "../domain/job.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
+import type { Stats } from "../domain/stats.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 
 export const iso = (ms: number): string => new Date(ms).toISOString()
@@ -72,4 +73,14 @@ export const spendView = ({ groups, query }: { readonly query: SpendQuery; reado
     ...(hour === undefined ? {} : { hour: iso(hour) }),
     spentMicroCents: group.chargedMicroCents - group.refundedMicroCents
   }))
+})
+
+/** The queue and run times as the API answers them: times as ISO. */
+export const statsView = (stats: Stats) => ({
+  at: iso(stats.at),
+  pendingJobs: stats.pending,
+  processingJobs: stats.processing,
+  from: iso(stats.from),
+  to: iso(stats.to),
+  runTimes: stats.runTimes
 })

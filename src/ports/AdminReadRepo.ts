@@ -5,6 +5,7 @@ import type { StoreError } from "../domain/errors.js"
 import type { AccountId } from "../domain/ids.js"
 import type { Job, JobStatus } from "../domain/job.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
+import type { StatsQuery, StatsRead } from "../domain/stats.js"
 import type { DeliveryStatus, WebhookDelivery } from "../domain/webhook.js"
 
 export interface AccountQuery {
@@ -57,4 +58,9 @@ export class AdminReadRepo extends Context.Tag("genjobs/AdminReadRepo")<AdminRea
    * by it (`groupSpend` in src/domain/spend.ts says what every store answers).
    */
   readonly spend: (query: SpendQuery) => Effect.Effect<ReadonlyArray<SpendGroup>, StoreError>
+  /**
+   * Pending and processing jobs now, and the runs (start to end) of the completed jobs that
+   * ended in the range, newest end first, at most `limit`.
+   */
+  readonly stats: (query: StatsQuery) => Effect.Effect<StatsRead, StoreError>
 }>() {}

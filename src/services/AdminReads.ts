@@ -10,10 +10,12 @@ import {
   DEFAULT_SPEND_RANGE_DAYS,
   HOUR_MS,
   hourOf,
+  MAX_SPEND_RANGE_DAYS,
   type SpendDimension,
   type SpendGroup,
   type SpendQuery
 } from "../domain/spend.js"
+import { MAX_STATS_RUNS, runTimesByModel, type Stats } from "../domain/stats.js"
 import { DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
 import type { Account } from "../domain/account.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
@@ -177,7 +179,24 @@ export const make = Effect.gen(function*() {
       return { query, groups: yield* repo.spend(query) }
     })
 
-  return { accounts, keys, jobs, job, deliveries, ledger, spend, auditLog } as const
+  /**
+   * Jobs pending and processing now, and p50/p95 run time per model of the jobs completed in the
+   * range (the last 24 hours unless asked; at most 366 days).
+   */
+  const stats = (request: { readonly from?: string | undefined; readonly to?: string | undefined }): Effect.Effect<Stats, EngineError | StoreError> =>
+    Effect.gen(function*() {
+      const at = yield* Clock.currentTimeMillis
+      const to = (yield* readTime("to", request.to)) ?? at
+      const from = (yield* readTime("from", request.from)) ?? to - 86_400_000
+      if (from >= to) return yield* Effect.fail(invalid("to", "to must be later than from"))
+      if (to - from > MAX_SPEND_RANGE_DAYS * 86_400_000) {
+        return yield* Effect.fail(invalid("from", `The range must be at most ${MAX_SPEND_RANGE_DAYS} days`))
+      }
+      const read = yield* repo.stats({ from, to, limit: MAX_STATS_RUNS })
+      return { at, from, to, pending: read.pending, processing: read.processing, runTimes: runTimesByModel(read.runs) }
+    })
+
+  return { accounts, keys, jobs, job, deliveries, ledger, spend, stats, auditLog } as const
 })
 
 export class AdminReads extends Context.Tag("genjobs/AdminReads")<AdminReads, Effect.Effect.Success<typeof make>>() {

@@ -153,6 +153,32 @@ export const runAdminConformance = (
         expect((yield* reads.deliveries({ limit: 2, after: cursorOf(page, 2) })).map((d) => d.jobId)).toEqual([made[0]!.id])
       }))
 
+    test("counts pending and processing jobs, and reads the runs of jobs completed in the range, newest end first", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const a = yield* createAccount(1_000_000)
+        const done = (model: string, startedAt: number, completedAt: number) =>
+          submit(job(a.id, { model, status: "completed", startedAt, completedAt, createdAt: startedAt - 5 }))
+        yield* done("demo/text", T0 + 100, T0 + 400)
+        yield* done("demo/text", T0 + 200, T0 + 1_200)
+        yield* done("demo/image", T0 + 300, T0 + 350)
+        yield* done("demo/image", T0 + 10_000, T0 + 20_000) // ends after the range
+        yield* submit(job(a.id, { status: "failed", startedAt: T0 + 1, completedAt: T0 + 500 })) // not completed
+        yield* submit(job(a.id, { status: "processing", startedAt: T0 + 1 }))
+        yield* submit(job(a.id))
+        yield* submit(job(a.id))
+        const stats = yield* reads.stats({ from: T0, to: T0 + 10_000, limit: 10 })
+        expect(stats.pending).toBe(2)
+        expect(stats.processing).toBe(1)
+        expect(stats.runs).toEqual([
+          { model: "demo/text", runMs: 1_000 },
+          { model: "demo/text", runMs: 300 },
+          { model: "demo/image", runMs: 50 }
+        ])
+        expect((yield* reads.stats({ from: T0, to: T0 + 10_000, limit: 2 })).runs.map((r) => r.runMs)).toEqual([1_000, 300])
+        expect((yield* reads.stats({ from: T0 + 401, to: T0 + 10_000, limit: 10 })).runs).toEqual([{ model: "demo/text", runMs: 1_000 }])
+      }))
+
     test("pages an account's ledger oldest first", () =>
       Effect.gen(function*() {
         const reads = yield* AdminReadRepo

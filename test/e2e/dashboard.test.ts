@@ -16,6 +16,10 @@ const BASE_PATH = "/ops/genjobs"
 const ADMIN = "dashboard-admin-token"
 const SHOTS = "/tmp/genjobs-dashboard"
 
+/** Micro-cents as the dashboard shows them. */
+const usd = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 6 })
+const money = (microCents: number) => usd.format(microCents / 1_000_000)
+
 /** A receiver that is always down, so a delivery fails after its six attempts at once. */
 const downReceiver = Layer.succeed(WebhookSender, {
   send: () => Effect.succeed({ statusCode: 503, retryAfter: undefined, body: "receiver down" })
@@ -245,6 +249,107 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
       .toBeGreaterThan(6)
     const audit = (await api("GET", `/admin/audit?action=delivery.retry&target=${delivery.id}`, ADMIN)).body.entries
     expect(audit).toEqual([expect.objectContaining({ actor: "admin", target: delivery.id })])
+  })
+
+  it("draws the Usage page's charts with the totals of the jobs that ran", async () => {
+    // Two more jobs that complete and one that fails (and is refunded), beside the two of the tests above.
+    const inputs = [{ prompt: "one" }, { prompt: "two" }, { prompt: "three", demoFail: true }]
+    const ids: Array<string> = []
+    for (const input of inputs) {
+      const submitted = await api("POST", "/v1/jobs/submit", key, { model: "demo/text-gen/text-to-text", input })
+      expect(submitted.status).toBe(200)
+      ids.push(submitted.body.jobId)
+    }
+    await expect.poll(async () => Promise.all(ids.map(async (id) => (await api("GET", `/v1/jobs/${id}`, key)).body.status)), { timeout: 15_000 })
+      .toEqual(["completed", "completed", "failed"])
+    const jobs: Array<any> = (await api("GET", `/admin/jobs?accountId=${accountId}&limit=100`, ADMIN)).body.jobs
+    expect(jobs).toHaveLength(5)
+    const completed = jobs.filter((j) => j.status === "completed")
+    const spent = completed.reduce((n, j) => n + j.costMicroCents, 0)
+    expect(spent).toBeGreaterThan(0)
+
+    await page.getByRole("link", { name: "Usage", exact: true }).click()
+    await page.getByRole("heading", { level: 1, name: "Usage" }).waitFor()
+    const chart = (id: string) => page.getByTestId(id)
+    for (const id of ["chart-spend-model", "chart-spend-key", "chart-outcomes", "chart-queue", "chart-runtime"]) {
+      await expect.poll(() => chart(id).locator("svg[role=img] rect").count(), { message: id }).toBeGreaterThan(0)
+    }
+    await expect.poll(() => chart("chart-failure-rate").locator("svg[role=img] path").count()).toBe(1)
+    // The table views hold the numbers: spend by model and by key sum to what the completed jobs cost.
+    expect(await page.getByTestId("chart-spend-model-table").locator("tfoot td").last().textContent()).toBe(money(spent))
+    const byModel = await page.getByTestId("chart-spend-model-table").locator("thead th").allTextContents()
+    expect(byModel.slice(1, -1).sort()).toEqual([...new Set(completed.map((j) => j.model))].sort())
+    const byKey = page.getByTestId("chart-spend-key-table")
+    const { hint } = (await api("GET", `/admin/accounts/${accountId}/keys`, ADMIN)).body.keys[0]
+    expect(await byKey.locator("thead th").nth(1).textContent()).toBe(`backend (${hint}…)`)
+    expect(await byKey.locator("tfoot td").last().textContent()).toBe(money(spent))
+    // Jobs by outcome: five submitted, one failed, none cancelled.
+    expect(await page.getByTestId("chart-outcomes-table").locator("tfoot td").allTextContents()).toEqual(["4", "1", "0", "5"])
+    const rates = await page.getByTestId("chart-failure-rate-table").locator("tbody td").allTextContents()
+    expect(rates.filter((r) => r !== "0.0%").length).toBeGreaterThan(0)
+    // Run times: a p50 and a p95 per model that completed a job; the queue is empty now.
+    const runtimeRows = await page.getByTestId("chart-runtime-table").locator("tbody th").allTextContents()
+    expect(runtimeRows.sort()).toEqual([...new Set(completed.map((j) => j.model))].sort())
+    expect(await chart("chart-runtime").locator("svg[role=img] rect").count()).toBe(2 * runtimeRows.length)
+    await expect.poll(() => page.getByTestId("queue-depth").textContent()).toBe("0")
+    expect(await page.getByTestId("in-flight").textContent()).toBe("0")
+    await page.screenshot({ path: `${SHOTS}-usage.png`, fullPage: true })
+    // The table view can be shown, and its button says so.
+    const toggle = chart("chart-spend-model").getByRole("button", { name: "Show as a table" })
+    await toggle.click()
+    expect(await chart("chart-spend-model").getByRole("button", { name: "Hide the table" }).getAttribute("aria-expanded")).toBe("true")
+    await expect.poll(() => page.getByRole("table", { name: "Spend per day by model" }).isVisible()).toBe(true)
+  }, 45_000)
+
+  it("sets budgets on the account and on a key, and shows what the key spent against its limit", async () => {
+    await page.goto(`${origin}${BASE_PATH}/dashboard#/accounts/${accountId}`)
+    const keyId = (await api("GET", `/admin/accounts/${accountId}/keys`, ADMIN)).body.keys[0].id
+    const jobs: Array<any> = (await api("GET", `/admin/jobs?accountId=${accountId}&limit=100`, ADMIN)).body.jobs
+    const spent = jobs.filter((j) => j.status === "completed").reduce((n, j) => n + j.costMicroCents, 0)
+
+    await page.getByLabel("Budget of the account (USD)").fill("100")
+    await page.getByLabel("Budget period of the account").selectOption("month")
+    await page.getByRole("button", { name: "Set budget" }).click()
+    await expect.poll(() => page.getByTestId("budget-account").textContent()).toContain(`${money(spent)} of $100.00 this month`)
+
+    await page.getByRole("button", { name: /^Edit the budget of key backend/ }).click()
+    await page.getByLabel("Budget of key backend (USD)").fill("0.25")
+    await page.getByLabel("Budget period of key backend").selectOption("day")
+    await page.getByRole("button", { name: "Set budget" }).last().click()
+    const bar = page.getByTestId(`budget-key-${keyId}`)
+    await expect.poll(() => bar.textContent()).toContain(`${money(spent)} of $0.25 this day`)
+    expect(await bar.getByRole("meter").getAttribute("value")).toBe(String(spent))
+    expect((await api("GET", `/admin/accounts/${accountId}/keys`, ADMIN)).body.keys[0].budget).toEqual({ limitMicroCents: 250_000, period: "day" })
+    await page.screenshot({ path: `${SHOTS}-budgets.png`, fullPage: true })
+
+    // Removed: the key is capped by its account's budget only.
+    await page.getByRole("button", { name: /^Edit the budget of key backend/ }).click()
+    await page.getByRole("button", { name: "Remove budget" }).last().click()
+    await expect.poll(() => bar.textContent()).toBe("No budget")
+    expect((await api("GET", `/admin/accounts/${accountId}/keys`, ADMIN)).body.keys[0].budget).toBeNull()
+  })
+
+  it("edits models in the catalog's form view and applies them through the same check and preview", async () => {
+    await page.getByRole("link", { name: "Catalog" }).click()
+    await page.getByRole("button", { name: "Models form" }).click()
+    const slug = "demo/video-gen/text-to-video"
+    const model = page.locator(`fieldset[data-model="${slug}"]`)
+    await model.getByLabel("Name").fill("Film Maker")
+    await model.getByLabel("Visibility").selectOption("private")
+    await model.getByLabel(`Status of ${slug} version v1`).selectOption("deprecated")
+    await model.getByLabel(`Base credits of ${slug} version v1`).fill("75")
+    await page.getByRole("button", { name: "Check and preview changes" }).click()
+    const diff = page.getByRole("region", { name: /Changes against revision/ })
+    await expect.poll(() => diff.textContent()).toMatch(new RegExp(`changed ${slug}:\\s*name, visibility, versions$`))
+    await page.screenshot({ path: `${SHOTS}-catalog-form.png`, fullPage: true })
+    await page.getByRole("button", { name: "Apply these changes" }).click()
+    await expect.poll(() => page.getByRole("status").first().textContent()).toMatch(/Catalog replaced: revision \d+/)
+    const stored = (await api("GET", "/admin/catalog", ADMIN)).body.models.find((m: any) => m.slug === slug)
+    expect([stored.name, stored.visibility, stored.versions[0].status, stored.versions[0].pricing.baseCredits])
+      .toEqual(["Film Maker", "private", "deprecated", 75])
+    // The JSON view shows the same document.
+    await page.getByRole("button", { name: "JSON document" }).click()
+    expect(await page.getByLabel("Catalog document (JSON)").inputValue()).toContain("\"Film Maker\"")
   })
 
   it("deactivates the key, and the API refuses it from then on", async () => {

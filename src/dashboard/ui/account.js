@@ -2,6 +2,7 @@
 import { html } from "htm/preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { seg, withQuery } from "./api.js"
+import { BudgetBar, budgetOf, BudgetForm, loadBudgetSpend, patchKeyBudget, PERIODS } from "./budgets.js"
 import { dollarsToMicroCents, listOf, localToIso, money, time } from "./format.js"
 import { ErrorMessage, href, LoadMore, PageTitle, useLoad, usePagedList } from "./ui.js"
 
@@ -54,6 +55,24 @@ const Credit = ({ account, api, notify, onAccount, onCredited }) => {
       <button type="submit">Add credit</button>
     </form>
     <${ErrorMessage} error=${error} />
+  </section>`
+}
+
+/** @param {SectionProps} props */
+const AccountBudget = ({ account, api, notify, onAccount }) => {
+  const spend = useLoad(() => loadBudgetSpend(api, account, []), [account.id, account.budget?.limitMicroCents, account.budget?.period])
+  const save = async (/** @type {any} */ budget) => {
+    const updated = await api("PATCH", `admin/accounts/${seg(account.id)}`, { budget })
+    onAccount(updated)
+    notify(budget === null ? "The account's budget is removed." : `The account's budget is ${money(budget.limitMicroCents)} ${budget.period === "total" ? "in total" : `per ${budget.period}`}.`)
+  }
+  return html`<section aria-labelledby="budget">
+    <h2 id="budget">Budget</h2>
+    <p class="hint">What all the account's keys together may spend; a submit past it is refused (402 BUDGET_EXCEEDED).</p>
+    <${ErrorMessage} error=${spend.error} />
+    <p><${BudgetBar} budget=${account.budget} createdAt=${account.createdAt} label="Account budget" testId="budget-account"
+      spent=${account.budget ? spend.data?.[account.budget.period]?.account : undefined} /></p>
+    <${BudgetForm} key=${JSON.stringify(account.budget)} id="account-budget" budget=${account.budget} what="the account" save=${save} />
   </section>`
 }
 
@@ -157,6 +176,9 @@ const NewKeySecret = ({ created, onDone }) => {
 /** @param {SectionProps} props */
 const Keys = ({ account, api, notify }) => {
   const keys = useLoad(() => api("GET", `admin/accounts/${seg(account.id)}/keys`), [account.id])
+  const spend = useLoad(() => loadBudgetSpend(api, account, keys.data?.keys ?? []), [keys.data])
+  /** The key whose budget form is open. */
+  const [editing, setEditing] = useState(/** @type {string | null} */ (null))
   const [created, setCreated] = useState(/** @type {any} */ (null))
   const [error, setError] = useState(/** @type {any} */ (null))
   const create = async (/** @type {SubmitEvent} */ event) => {
@@ -168,7 +190,8 @@ const Keys = ({ account, api, notify }) => {
         name: String(data.get("name")).trim(),
         scopes: data.getAll("scopes").map(String),
         allowedIPs: listOf(String(data.get("allowedIPs") ?? "")),
-        expiresAt: localToIso(String(data.get("expiresAt") ?? "")) ?? null
+        expiresAt: localToIso(String(data.get("expiresAt") ?? "")) ?? null,
+        ...budgetOf(data)
       })
       setError(null)
       form.reset()
@@ -177,6 +200,12 @@ const Keys = ({ account, api, notify }) => {
     } catch (e) {
       setError(e)
     }
+  }
+  const saveBudget = async (/** @type {any} */ key, /** @type {any} */ budget) => {
+    await patchKeyBudget(api, key.id, budget)
+    setEditing(null)
+    notify(budget === null ? `Key ${key.name}: budget removed.` : `Key ${key.name}: budget ${money(budget.limitMicroCents)} ${budget.period === "total" ? "in total" : `per ${budget.period}`}.`)
+    void keys.reload()
   }
   const deactivate = async (/** @type {any} */ key) => {
     if (!confirm(`Deactivate the key “${key.name}” (${key.hint}…)? Requests with it will be refused from now on.`)) return
@@ -195,7 +224,7 @@ const Keys = ({ account, api, notify }) => {
       <caption>Keys of this account, oldest first; secrets are never shown again after creation</caption>
       <thead><tr>
         <th scope="col">Name</th><th scope="col">Starts with</th><th scope="col">Scopes</th><th scope="col">Allowed IPs</th>
-        <th scope="col">Expires</th><th scope="col">State</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th>
+        <th scope="col">Expires</th><th scope="col">Budget</th><th scope="col">State</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th>
       </tr></thead>
       <tbody>
         ${(keys.data?.keys ?? []).map((/** @type {any} */ k) => html`<tr>
@@ -204,12 +233,21 @@ const Keys = ({ account, api, notify }) => {
           <td>${k.scopes.join(", ") || "all"}</td>
           <td>${k.allowedIPs.join(", ") || "any"}</td>
           <td>${time(k.expiresAt)}</td>
+          <td><${BudgetBar} budget=${k.budget} createdAt=${k.createdAt} label=${`Budget of key ${k.name}`} testId=${`budget-key-${k.id}`}
+            spent=${k.budget ? spend.data?.[k.budget.period]?.keys.get(k.id) ?? (spend.data ? 0 : undefined) : undefined} /></td>
           <td>${k.active ? "active" : "deactivated"}</td>
           <td>${time(k.createdAt)}</td>
-          <td>${k.active && html`<button type="button" class="danger" onClick=${() => deactivate(k)}
-            aria-label=${`Deactivate key ${k.name} (${k.hint})`}>Deactivate</button>`}</td>
-        </tr>`)}
-        ${keys.data?.keys.length === 0 && html`<tr><td colspan="8">No keys yet.</td></tr>`}
+          <td class="row-actions">
+            <button type="button" class="secondary" aria-expanded=${editing === k.id} onClick=${() => setEditing(editing === k.id ? null : k.id)}
+              aria-label=${`Edit the budget of key ${k.name} (${k.hint})`}>Budget</button>
+            ${k.active && html`<button type="button" class="danger" onClick=${() => deactivate(k)}
+            aria-label=${`Deactivate key ${k.name} (${k.hint})`}>Deactivate</button>`}
+          </td>
+        </tr>
+        ${editing === k.id && html`<tr><td colspan="9">
+          <${BudgetForm} id=${`key-budget-${k.id}`} budget=${k.budget} what=${`key ${k.name}`} save=${(/** @type {any} */ b) => saveBudget(k, b)} />
+        </td></tr>`}`)}
+        ${keys.data?.keys.length === 0 && html`<tr><td colspan="9">No keys yet.</td></tr>`}
       </tbody>
     </table>
     ${created !== null && html`<${NewKeySecret} created=${created} onDone=${() => setCreated(null)} />`}
@@ -228,6 +266,14 @@ const Keys = ({ account, api, notify }) => {
       <p id="key-ips-hint" class="hint">Addresses or CIDR ranges, one per line or comma-separated; empty allows any address.</p>
       <label for="key-expires">Expires at (optional)</label>
       <input id="key-expires" name="expiresAt" type="datetime-local" />
+      <label for="key-budget">Budget (USD, optional)</label>
+      <span class="inline">
+        <input id="key-budget" name="budgetLimit" inputmode="decimal" size="8" />
+        <label for="key-budget-period" class="sr-only">Budget period</label>
+        <select id="key-budget-period" name="budgetPeriod">
+          ${PERIODS.map(([value, text]) => html`<option value=${value} selected=${value === "month"}>${text}</option>`)}
+        </select>
+      </span>
       <div class="actions"><button type="submit">Create key</button></div>
     </form>
     <${ErrorMessage} error=${error} />
@@ -330,10 +376,12 @@ export const AccountView = ({ api, id, notify }) => {
     </dl>
     <p class="links">
       <a href=${withQuery("#/jobs", { accountId: account.id })}>Jobs of this account</a>
+      <a href=${withQuery("#/usage", { accountId: account.id })}>Usage charts</a>
       <a href=${withQuery("#/deliveries", { accountId: account.id })}>Webhook deliveries</a>
       <a href=${withQuery("#/audit", { target: account.id })}>Audit entries</a>
     </p>
     <${Credit} ...${section} onCredited=${() => setLedgerVersion((v) => v + 1)} />
+    <${AccountBudget} ...${section} />
     <${Keys} ...${section} />
     <${WebhookSecret} ...${section} />
     <${Settings} key=${account.id} ...${section} />

@@ -13,6 +13,7 @@ import { AuditView } from "./audit.js"
 import { CatalogView } from "./catalog.js"
 import { DeliveriesView } from "./deliveries.js"
 import { JobsView, JobView } from "./jobs.js"
+import { UsageView } from "./usage.js"
 import { ErrorMessage } from "./ui.js"
 
 const TOKEN_KEY = "genjobs.adminToken"
@@ -25,6 +26,7 @@ const readRoute = () => {
 
 const SECTIONS = [
   ["accounts", "Accounts"],
+  ["usage", "Usage"],
   ["jobs", "Jobs"],
   ["deliveries", "Webhook deliveries"],
   ["catalog", "Catalog"],
@@ -117,6 +119,8 @@ const App = () => {
     ? html`<${JobView} key=${id} id=${id} ...${props} />`
     : section === "jobs"
     ? html`<${JobsView} ...${props} />`
+    : section === "usage"
+    ? html`<${UsageView} ...${props} />`
     : section === "deliveries"
     ? html`<${DeliveriesView} ...${props} />`
     : section === "catalog"

@@ -10,7 +10,7 @@ import { EngineApi } from "../Api.js"
 import { CurrentAdmin } from "../middleware.js"
 import { CurrentRequestId, toApiFailure } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
-import { accountView, apiKeyView, spendView } from "../views.js"
+import { accountView, apiKeyView, spendView, statsView } from "../views.js"
 
 /**
  * Effect marks every "any JSON" spot with the same `$id` ("/schemas/unknown"), which standard
@@ -92,6 +92,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
       .handle("updateKey", ({ path, payload }) =>
         Effect.flatMap(actor, (by) => admin.updateKey(path.id, payload, by)).pipe(Effect.map(apiKeyView), toApiFailure))
       .handle("spend", ({ urlParams }) => reads.spend(urlParams).pipe(Effect.map(spendView), toApiFailure))
+      .handle("stats", ({ urlParams }) => reads.stats(urlParams).pipe(Effect.map(statsView), toApiFailure))
       .handle("deactivateKey", ({ path }) =>
         Effect.flatMap(actor, (by) => admin.deactivateKey(path.id, by)).pipe(Effect.map(apiKeyView), toApiFailure))
       .handle("listJobs", ({ urlParams }) =>
