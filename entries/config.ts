@@ -32,6 +32,10 @@ export const EngineEnv = Config.all({
     Config.validate({ message: "QUEUE_RELAY_GRACE_MS must be at least 1000", validation: (n) => n >= 1000 })
   ),
   databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
+  // Kept in step with DEFAULT_STORE_TIMEOUT_MS (adapters/sql/pgPool.ts), which entries/ cannot import for the optional pg package.
+  storeTimeoutMs: nonNegative("STORE_TIMEOUT_MS", 5_000).pipe(
+    Config.validate({ message: "STORE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
+  ),
   databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
   )),
@@ -160,6 +164,7 @@ const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> 
                 url,
                 preparedStatements: settings.databasePreparedStatements,
                 maxConnections: Option.getOrUndefined(settings.databasePoolSize),
+                storeTimeoutMs: settings.storeTimeoutMs,
                 ...tablePrefixOf(settings)
               })
             )

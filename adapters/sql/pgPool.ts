@@ -42,6 +42,49 @@ const handOverInTurn = (pool: Pg.Pool) => {
   return pool
 }
 
+/** 5 s: long enough for a statement of a healthy store under load, short enough that a client still waits for its 503. */
+export const DEFAULT_STORE_TIMEOUT_MS = 5_000
+
+/** When the statement bound is on, and for how long; off while the store migrates (see `armStoreTimeout`). */
+interface StatementBound {
+  ms: number | undefined
+}
+
+/**
+ * A `pg` client class whose callback statements fail after `bound.ms` without an answer: the
+ * connection is then ended, so a statement still on its way or running never commits behind
+ * its caller's 503 (a transaction ends rolled back), and the pool never hands the client out
+ * again. A pg-cursor stream (no callback) is not bounded.
+ */
+const boundedClient = (Base: typeof Pg.Client, bound: StatementBound): typeof Pg.Client =>
+  class BoundedClient extends Base {
+    override query(...args: Array<any>): any {
+      const ms = bound.ms
+      const last = args.length - 1
+      const callback = args[last] as unknown
+      const run = () => (Base.prototype.query as (...args: Array<unknown>) => unknown).apply(this, args)
+      if (ms === undefined || typeof callback !== "function") return run()
+      let settled = false
+      const timer = setTimeout(() => {
+        settled = true
+        this.end().catch(() => undefined)
+        callback(new Error(`The store did not answer within ${ms} ms; the connection was closed`))
+      }, ms)
+      args[last] = (error: unknown, result: unknown) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        callback(error, result)
+      }
+      return run()
+    }
+  }
+
+/** Turns the statement bound on; the stores arm it once migrated (migrations and their locks may rightly take longer). */
+export class PgStatementBound extends Context.Tag("genjobs/PgStatementBound")<PgStatementBound, { readonly arm: Effect.Effect<void> }>() {}
+
+export const armStoreTimeout = Effect.flatMap(PgStatementBound, (bound) => bound.arm)
+
 export interface PgPoolOptions {
   /** `postgres://user:password@host:port/database`; a plain string or a `Redacted`. */
   readonly url: Secret
@@ -52,6 +95,11 @@ export interface PgPoolOptions {
    * behind a pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode).
    */
   readonly preparedStatements?: boolean | undefined
+  /**
+   * How long a request waits on the store before its 503 (with Retry-After): for a connection
+   * from the pool, for a new connection, and for each statement's answer. Default 5000 ms.
+   */
+  readonly storeTimeoutMs?: number | undefined
 }
 
 /**
@@ -60,6 +108,8 @@ export interface PgPoolOptions {
  * within 5 s, and `end` on release.
  */
 export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
+  const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
+  const bound: StatementBound = { ms: undefined }
   const acquire = Effect.acquireRelease(
     Effect.sync(() => {
       const pool = handOverInTurn(
@@ -67,7 +117,9 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
           connectionString: secretValue(options.url),
           max: options.maxConnections,
           application_name: "genjobs",
-          ...(options.preparedStatements === false ? {} : { Client: preparingClient(makeStatementNames()) })
+          // Bounds both the wait for a free connection and the opening of a new one.
+          connectionTimeoutMillis: timeoutMs,
+          Client: boundedClient(options.preparedStatements === false ? Pg.Client : preparingClient(makeStatementNames()), bound)
         })
       )
       // A connection that drops while idle is reported here; the next query opens another.
@@ -87,8 +139,9 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
     )
   )
   return Layer.unwrapScoped(Effect.map(acquire, (pool) =>
-    Layer.merge(
+    Layer.mergeAll(
       PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "genjobs" }),
-      Layer.succeed(PgPoolUse, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }))
+      Layer.succeed(PgPoolUse, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })),
+      Layer.succeed(PgStatementBound, { arm: Effect.sync(() => void (bound.ms = timeoutMs)) })
     )))
 }
