@@ -4,6 +4,7 @@ import { Context, Duration, Effect, Layer } from "effect"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import Pg from "pg"
 import type { PoolUse } from "../../src/ports/StoreStats.js"
+import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "./pgInternals.js"
 import { makeStatementNames, preparingClient } from "./preparedStatements.js"
 
 /** The pool's counters, read from the `pg` pool the client runs on. */
@@ -17,9 +18,9 @@ export class PgPoolUse extends Context.Tag("genjobs/PgPoolUse")<PgPoolUse, () =>
  */
 const handOverInTurn = (pool: Pg.Pool) => {
   const internals = pool as unknown as { _pulseQueue?: unknown }
-  // A private method of pg-pool 3 (the range package.json allows). Should a release rename it,
-  // the pool runs unpatched rather than not at all, and the drain test in
-  // test/conformance/postgres.test.ts ("interrupting 10,000 queries") fails.
+  // A private method of pg-pool 3, used only on the majors it was written for (pgInternals.ts).
+  // Should a release rename it, the pool runs unpatched rather than not at all, and
+  // test/conformance/pgInternals.test.ts fails.
   if (typeof internals._pulseQueue !== "function") return pool
   const pulse = (internals._pulseQueue as () => void).bind(pool)
   let pulsing = false
@@ -110,18 +111,23 @@ export interface PgPoolOptions {
 export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
   const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
   const bound: StatementBound = { ms: undefined }
+  const versions = installedPgVersions()
+  const known = internalsKnown(versions)
+  const unknownVersions = known ? Effect.void : Effect.logWarning(
+    "pg or pg-pool is of a release the pool patch was not written for: the pool runs without it (a drain that interrupts thousands of queries may overflow the stack)",
+    { installed: versions, writtenFor: KNOWN_MAJORS }
+  )
   const acquire = Effect.acquireRelease(
     Effect.sync(() => {
-      const pool = handOverInTurn(
-        new Pg.Pool({
-          connectionString: secretValue(options.url),
-          max: options.maxConnections,
-          application_name: "genjobs",
-          // Bounds both the wait for a free connection and the opening of a new one.
-          connectionTimeoutMillis: timeoutMs,
-          Client: boundedClient(options.preparedStatements === false ? Pg.Client : preparingClient(makeStatementNames()), bound)
-        })
-      )
+      const created = new Pg.Pool({
+        connectionString: secretValue(options.url),
+        max: options.maxConnections,
+        application_name: "genjobs",
+        // Bounds both the wait for a free connection and the opening of a new one.
+        connectionTimeoutMillis: timeoutMs,
+        Client: boundedClient(options.preparedStatements === false ? Pg.Client : preparingClient(makeStatementNames()), bound)
+      })
+      const pool = known ? handOverInTurn(created) : created
       // A connection that drops while idle is reported here; the next query opens another.
       pool.on("error", () => {})
       return pool
@@ -138,7 +144,7 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
       }))
     )
   )
-  return Layer.unwrapScoped(Effect.map(acquire, (pool) =>
+  return Layer.unwrapScoped(Effect.map(Effect.zipRight(unknownVersions, acquire), (pool) =>
     Layer.mergeAll(
       PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "genjobs" }),
       Layer.succeed(PgPoolUse, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })),
