@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { DEFAULT_WEBHOOK_DISPATCHERS, type FilePorts, type StorePorts } from "../src/engine.js"
 import type { JobQueue } from "../src/ports/JobQueue.js"
 import { parseAdminTokens } from "../src/http/adminTokens.js"
-import { DEFAULT_MAX_JSON_BODY_BYTES } from "../src/http/HttpConfig.js"
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_JSON_BODY_BYTES, DEFAULT_UPLOAD_IDLE_TIMEOUT_MS } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
 import { defaultEngineSettings } from "../src/services/EngineConfig.js"
 import { localFiles } from "../adapters/blob/localFiles.js"
@@ -32,6 +32,10 @@ export const EngineEnv = Config.all({
     Config.validate({ message: "QUEUE_RELAY_GRACE_MS must be at least 1000", validation: (n) => n >= 1000 })
   ),
   databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
+  // Kept in step with DEFAULT_STORE_TIMEOUT_MS (adapters/sql/pgPool.ts), which entries/ cannot import for the optional pg package.
+  storeTimeoutMs: nonNegative("STORE_TIMEOUT_MS", 5_000).pipe(
+    Config.validate({ message: "STORE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
+  ),
   databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
   )),
@@ -82,6 +86,12 @@ export const EngineEnv = Config.all({
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
     Config.validate({ message: "MAX_JSON_BODY_BYTES must be at least 1", validation: (n) => n >= 1 })
+  ),
+  bodyTimeoutMs: nonNegative("BODY_TIMEOUT_MS", DEFAULT_BODY_TIMEOUT_MS).pipe(
+    Config.validate({ message: "BODY_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
+  ),
+  uploadIdleTimeoutMs: nonNegative("UPLOAD_IDLE_TIMEOUT_MS", DEFAULT_UPLOAD_IDLE_TIMEOUT_MS).pipe(
+    Config.validate({ message: "UPLOAD_IDLE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
   ),
   leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
     Config.validate({ message: "JOB_LEASE_MS must be at least 1000", validation: (n) => n >= 1000 })
@@ -154,6 +164,7 @@ const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> 
                 url,
                 preparedStatements: settings.databasePreparedStatements,
                 maxConnections: Option.getOrUndefined(settings.databasePoolSize),
+                storeTimeoutMs: settings.storeTimeoutMs,
                 ...tablePrefixOf(settings)
               })
             )
@@ -258,6 +269,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       adminTokens: Object.fromEntries(Option.getOrElse(settings.adminTokens, () => []).map(({ name, token }) => [name, token])),
       trustedProxyHops: settings.trustedProxyHops,
       maxJsonBodyBytes: settings.maxJsonBodyBytes,
+      bodyTimeoutMs: settings.bodyTimeoutMs,
+      uploadIdleTimeoutMs: settings.uploadIdleTimeoutMs,
       dashboard: settings.dashboard
     },
     metrics: { token: Option.getOrUndefined(settings.metricsToken) },

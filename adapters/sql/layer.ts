@@ -20,7 +20,7 @@ import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlAuthFailures } from "./SqlAuthFailures.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
-import { layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
+import { armStoreTimeout, layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { layerSqlStoreStats } from "./SqlStoreStats.js"
@@ -78,6 +78,6 @@ export const layerSqlite = (options: { readonly filename: string } & SqlStoreOpt
     )
   )
 
-/** The stores over a pool of their own; `postgresStore` shares one with the signals. */
+/** The stores over a pool of their own; `postgresStore` shares one with the signals. Statements are bounded once migrated. */
 export const layerPostgres = (options: PgPoolOptions & SqlStoreOptions) =>
-  layerSqlStores(options).pipe(Layer.provide(layerPgClientWithPoolUse(options)))
+  Layer.tap(layerSqlStores(options), () => armStoreTimeout).pipe(Layer.provide(layerPgClientWithPoolUse(options)))

@@ -4,6 +4,7 @@ import { Context, Duration, Effect, Layer } from "effect"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import Pg from "pg"
 import type { PoolUse } from "../../src/ports/StoreStats.js"
+import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "./pgInternals.js"
 import { makeStatementNames, preparingClient } from "./preparedStatements.js"
 
 /** The pool's counters, read from the `pg` pool the client runs on. */
@@ -17,9 +18,9 @@ export class PgPoolUse extends Context.Tag("genjobs/PgPoolUse")<PgPoolUse, () =>
  */
 const handOverInTurn = (pool: Pg.Pool) => {
   const internals = pool as unknown as { _pulseQueue?: unknown }
-  // A private method of pg-pool 3 (the range package.json allows). Should a release rename it,
-  // the pool runs unpatched rather than not at all, and the drain test in
-  // test/conformance/postgres.test.ts ("interrupting 10,000 queries") fails.
+  // A private method of pg-pool 3, used only on the majors it was written for (pgInternals.ts).
+  // Should a release rename it, the pool runs unpatched rather than not at all, and
+  // test/conformance/pgInternals.test.ts fails.
   if (typeof internals._pulseQueue !== "function") return pool
   const pulse = (internals._pulseQueue as () => void).bind(pool)
   let pulsing = false
@@ -42,6 +43,49 @@ const handOverInTurn = (pool: Pg.Pool) => {
   return pool
 }
 
+/** 5 s: long enough for a statement of a healthy store under load, short enough that a client still waits for its 503. */
+export const DEFAULT_STORE_TIMEOUT_MS = 5_000
+
+/** When the statement bound is on, and for how long; off while the store migrates (see `armStoreTimeout`). */
+interface StatementBound {
+  ms: number | undefined
+}
+
+/**
+ * A `pg` client class whose callback statements fail after `bound.ms` without an answer: the
+ * connection is then ended, so a statement still on its way or running never commits behind
+ * its caller's 503 (a transaction ends rolled back), and the pool never hands the client out
+ * again. A pg-cursor stream (no callback) is not bounded.
+ */
+const boundedClient = (Base: typeof Pg.Client, bound: StatementBound): typeof Pg.Client =>
+  class BoundedClient extends Base {
+    override query(...args: Array<any>): any {
+      const ms = bound.ms
+      const last = args.length - 1
+      const callback = args[last] as unknown
+      const run = () => (Base.prototype.query as (...args: Array<unknown>) => unknown).apply(this, args)
+      if (ms === undefined || typeof callback !== "function") return run()
+      let settled = false
+      const timer = setTimeout(() => {
+        settled = true
+        this.end().catch(() => undefined)
+        callback(new Error(`The store did not answer within ${ms} ms; the connection was closed`))
+      }, ms)
+      args[last] = (error: unknown, result: unknown) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        callback(error, result)
+      }
+      return run()
+    }
+  }
+
+/** Turns the statement bound on; the stores arm it once migrated (migrations and their locks may rightly take longer). */
+export class PgStatementBound extends Context.Tag("genjobs/PgStatementBound")<PgStatementBound, { readonly arm: Effect.Effect<void> }>() {}
+
+export const armStoreTimeout = Effect.flatMap(PgStatementBound, (bound) => bound.arm)
+
 export interface PgPoolOptions {
   /** `postgres://user:password@host:port/database`; a plain string or a `Redacted`. */
   readonly url: Secret
@@ -52,6 +96,11 @@ export interface PgPoolOptions {
    * behind a pooler that cannot keep prepared statements (PgBouncer before 1.21 in transaction mode).
    */
   readonly preparedStatements?: boolean | undefined
+  /**
+   * How long a request waits on the store before its 503 (with Retry-After): for a connection
+   * from the pool, for a new connection, and for each statement's answer. Default 5000 ms.
+   */
+  readonly storeTimeoutMs?: number | undefined
 }
 
 /**
@@ -60,16 +109,25 @@ export interface PgPoolOptions {
  * within 5 s, and `end` on release.
  */
 export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
+  const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
+  const bound: StatementBound = { ms: undefined }
+  const versions = installedPgVersions()
+  const known = internalsKnown(versions)
+  const unknownVersions = known ? Effect.void : Effect.logWarning(
+    "pg or pg-pool is of a release the pool patch was not written for: the pool runs without it (a drain that interrupts thousands of queries may overflow the stack)",
+    { installed: versions, writtenFor: KNOWN_MAJORS }
+  )
   const acquire = Effect.acquireRelease(
     Effect.sync(() => {
-      const pool = handOverInTurn(
-        new Pg.Pool({
-          connectionString: secretValue(options.url),
-          max: options.maxConnections,
-          application_name: "genjobs",
-          ...(options.preparedStatements === false ? {} : { Client: preparingClient(makeStatementNames()) })
-        })
-      )
+      const created = new Pg.Pool({
+        connectionString: secretValue(options.url),
+        max: options.maxConnections,
+        application_name: "genjobs",
+        // Bounds both the wait for a free connection and the opening of a new one.
+        connectionTimeoutMillis: timeoutMs,
+        Client: boundedClient(options.preparedStatements === false ? Pg.Client : preparingClient(makeStatementNames()), bound)
+      })
+      const pool = known ? handOverInTurn(created) : created
       // A connection that drops while idle is reported here; the next query opens another.
       pool.on("error", () => {})
       return pool
@@ -86,9 +144,10 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
       }))
     )
   )
-  return Layer.unwrapScoped(Effect.map(acquire, (pool) =>
-    Layer.merge(
+  return Layer.unwrapScoped(Effect.map(Effect.zipRight(unknownVersions, acquire), (pool) =>
+    Layer.mergeAll(
       PgClient.layerFromPool({ acquire: Effect.succeed(pool), applicationName: "genjobs" }),
-      Layer.succeed(PgPoolUse, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }))
+      Layer.succeed(PgPoolUse, () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })),
+      Layer.succeed(PgStatementBound, { arm: Effect.sync(() => void (bound.ms = timeoutMs)) })
     )))
 }

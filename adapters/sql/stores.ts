@@ -2,7 +2,7 @@ import { Layer } from "effect"
 import { layerLocalSignals } from "../memory/LocalJobSignal.js"
 import { layerSqlite, layerSqlStores, type SqlStoreOptions } from "./layer.js"
 import { layerPgSignalsOver } from "./PgJobSignal.js"
-import { layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
+import { armStoreTimeout, layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 
 /** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
 export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
@@ -13,6 +13,6 @@ export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer
  * LISTEN holds one more connection of its own): `maxConnections` bounds it (default 10).
  */
 export const postgresStore = (options: PgPoolOptions & SqlStoreOptions) =>
-  Layer.merge(layerSqlStores(options), layerPgSignalsOver(options.tablePrefix)).pipe(
+  Layer.merge(Layer.tap(layerSqlStores(options), () => armStoreTimeout), layerPgSignalsOver(options.tablePrefix)).pipe(
     Layer.provide(layerPgClientWithPoolUse(options))
   )

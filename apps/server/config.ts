@@ -11,6 +11,11 @@ export const ServerConfig = Config.all({
   ),
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   catalogFile: Config.option(Config.string("CATALOG_FILE")),
+  // A client that opened a connection and sends its headers slower than this is cut off (Node's headersTimeout).
+  headersTimeoutMs: Config.integer("HEADERS_TIMEOUT_MS").pipe(
+    Config.withDefault(10_000),
+    Config.validate({ message: "HEADERS_TIMEOUT_MS must be a whole number of at least 100", validation: (n) => n >= 100 })
+  ),
   observability: ObservabilityEnv
 })
 

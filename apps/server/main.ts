@@ -31,11 +31,23 @@ const listenFailure = (settings: ServerSettings, cause: unknown): StartFailure =
   )
 }
 
+/**
+ * Headers must arrive within HEADERS_TIMEOUT_MS. Node's own bound on a whole request (300 s) is
+ * off: the engine bounds a JSON body itself (BODY_TIMEOUT_MS) and an upload by its silences
+ * (UPLOAD_IDLE_TIMEOUT_MS), as a 100 MiB upload over a slow link may rightly take longer.
+ */
+const serverOptions = (settings: ServerSettings) => ({
+  headersTimeout: settings.headersTimeoutMs,
+  requestTimeout: 0,
+  // How often Node looks for headers past their time: its default (30 s) would let them run 40 s.
+  connectionsCheckingInterval: Math.min(1_000, settings.headersTimeoutMs)
+})
+
 /** The bundled server: the port bound first, then the engine from the environment, seeded, then served. */
 const serve = (settings: ServerSettings) =>
   Effect.gen(function*() {
     // Bound before anything is created or printed: a taken port stops the start with nothing to undo.
-    const listening = yield* Layer.build(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })).pipe(
+    const listening = yield* Layer.build(NodeHttpServer.layer(() => createServer(serverOptions(settings)), { port: settings.port, host: settings.host })).pipe(
       Effect.mapError((cause) => listenFailure(settings, cause))
     )
     // Requests that arrive while the engine starts wait for it, rather than finding no handler.

@@ -3,6 +3,12 @@ import { Context, Layer, Redacted } from "effect"
 /** 1 MiB: a job's input and the admin API's documents fit with room to spare; files go through uploads. */
 export const DEFAULT_MAX_JSON_BODY_BYTES = 1_048_576
 
+/** 30 s: a JSON body of at most 1 MiB arrives in that time over any link a client should use. */
+export const DEFAULT_BODY_TIMEOUT_MS = 30_000
+
+/** 30 s without a byte: an upload on a slow link keeps sending, one that stalled this long has stopped. */
+export const DEFAULT_UPLOAD_IDLE_TIMEOUT_MS = 30_000
+
 export interface HttpSettings {
   /** Bearer token of the admin API, recorded as the actor `admin`. */
   readonly adminToken: Redacted.Redacted<string> | undefined
@@ -12,6 +18,10 @@ export interface HttpSettings {
   readonly trustedProxyHops: number
   /** The largest request body read, in bytes (upload PUTs have their own limits); larger is 413. */
   readonly maxJsonBodyBytes: number
+  /** The longest a request body (upload PUTs aside) may take to arrive, from its first read; then 408 REQUEST_TIMEOUT. */
+  readonly bodyTimeoutMs: number
+  /** The longest an upload PUT's body may go without a byte; then 408 REQUEST_TIMEOUT. Its total time is not bounded. */
+  readonly uploadIdleTimeoutMs: number
   /** Whether /dashboard is served; it is only ever served while the admin API is on. */
   readonly dashboard: boolean
 }
@@ -23,6 +33,8 @@ export interface HttpOptions {
   readonly adminTokens?: Readonly<Record<string, Redacted.Redacted<string> | string>> | undefined
   readonly trustedProxyHops?: number | undefined
   readonly maxJsonBodyBytes?: number | undefined
+  readonly bodyTimeoutMs?: number | undefined
+  readonly uploadIdleTimeoutMs?: number | undefined
   /** The operator dashboard at /dashboard, on with the admin API unless this is false (docs/dashboard.md). */
   readonly dashboard?: boolean | undefined
 }
@@ -37,6 +49,8 @@ export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, Ht
       })),
       trustedProxyHops: options.trustedProxyHops ?? 0,
       maxJsonBodyBytes: options.maxJsonBodyBytes ?? DEFAULT_MAX_JSON_BODY_BYTES,
+      bodyTimeoutMs: options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
+      uploadIdleTimeoutMs: options.uploadIdleTimeoutMs ?? DEFAULT_UPLOAD_IDLE_TIMEOUT_MS,
       dashboard: options.dashboard ?? true
     })
 }

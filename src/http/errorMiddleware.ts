@@ -66,17 +66,25 @@ const onRoute = (failure: ApiFailure, request: HttpServerRequest.HttpServerReque
     : failure
 
 /**
+ * A body that timed out was left unread: the connection is closed after the answer, so neither
+ * the rest of that body nor a stalled client holds the socket (Node closes it once the 408 is sent).
+ */
+const closingWhenTimedOut = (response: HttpServerResponse.HttpServerResponse, failure: ApiFailure) =>
+  failure.error.code === "REQUEST_TIMEOUT" ? HttpServerResponse.setHeader(response, "connection", "close") : response
+
+/**
  * Gives every request an id (X-Request-Id), applies the request limits (body size, JSON depth,
  * NUL characters) and renders every failure in the spec's envelope with its status and
  * Retry-After; defects are logged and answered as INTERNAL_ERROR.
  */
-export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.map(HttpConfig, ({ maxJsonBodyBytes }) => (app) =>
+export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.map(HttpConfig, (config) => (app) =>
   Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>((fiber) => {
     const requestId = newRequestId()
     const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-    const refused = refusedBeforeBody(request, maxJsonBodyBytes)
+    const refused = refusedBeforeBody(request, config.maxJsonBodyBytes)
+    const limits = { maxBytes: config.maxJsonBodyBytes, timeoutMs: config.bodyTimeoutMs, uploadIdleMs: config.uploadIdleTimeoutMs }
     const served = refused === undefined
-      ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBodyLimits(request, maxJsonBodyBytes))
+      ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBodyLimits(request, limits))
       : Effect.die(refused)
     return served.pipe(
       Effect.matchCauseEffect({
@@ -87,7 +95,7 @@ export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.map(Http
             onNone: () => undefined,
             onSome: (error) => asFailure(error, requestId)
           })
-          if (failure !== undefined) return Effect.succeed(renderFailure(onRoute(failure, request)))
+          if (failure !== undefined) return Effect.succeed(closingWhenTimedOut(renderFailure(onRoute(failure, request)), failure))
           if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
           return Effect.logError("unhandled error while serving a request", Cause.pretty(cause)).pipe(
             Effect.as(renderFailure(ApiFailure.fromEngine(engineError("INTERNAL_ERROR", "An internal error occurred"), requestId)))

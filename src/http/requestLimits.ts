@@ -1,5 +1,5 @@
 import { type HttpServerRequest, HttpServerError } from "@effect/platform"
-import { Effect, Stream } from "effect"
+import { Cause, Duration, Effect, Stream } from "effect"
 import { engineError, type EngineError } from "../domain/errors.js"
 import { hasNul, jsonProblem } from "../domain/limits.js"
 
@@ -33,6 +33,10 @@ const cappedStream = (request: HttpServerRequest.HttpServerRequest, maxBytes: nu
     })
   })
 
+/** What a body that does not arrive in time is answered: 408, and the connection closed (see errorMiddleware.ts). */
+export const timedOut = (what: string, ms: number) =>
+  engineError("REQUEST_TIMEOUT", `${what} within ${ms} ms; the connection is closed`, { timeoutMs: ms })
+
 const decodeError = (request: HttpServerRequest.HttpServerRequest, cause: unknown) =>
   new HttpServerError.RequestError({ request, reason: "Decode", cause })
 
@@ -52,8 +56,10 @@ const EMPTY = new Uint8Array(0)
 
 /**
  * A Node readable's bytes up to the cap, read as @effect/platform-node reads a body as text
- * (listeners, no Stream): undefined once past the cap. Cut off (past the cap, or interrupted),
- * the source is destroyed, as the platform's stream does.
+ * (listeners, no Stream): undefined once past the cap. Past the cap the source is destroyed, as
+ * the platform's stream does. Interrupted, it only stops listening: destroying an unfinished
+ * IncomingMessage destroys its socket, and a body that timed out must still get its 408
+ * (`bounded` destroys it when the request itself is interrupted).
  */
 const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeReadable, maxBytes: number) =>
   Effect.async<Uint8Array | undefined, HttpServerError.RequestError>((resume) => {
@@ -83,10 +89,7 @@ const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeRead
     source.on("data", onData)
     source.on("end", onEnd)
     source.on("error", onError)
-    return Effect.sync(() => {
-      stop()
-      source.destroy()
-    })
+    return Effect.sync(stop)
   })
 
 /** A web body's bytes up to the cap, through its reader: undefined once past the cap, the stream then cancelled. */
@@ -121,19 +124,27 @@ const readWeb = (request: HttpServerRequest.HttpServerRequest, body: ReadableStr
  * from the platform's source when it is a Node IncomingMessage or a web Request: through
  * `request.stream` (a Stream over a channel) a JSON body cost about half a millisecond of CPU.
  */
-const readCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> => {
+const readCapped = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits): Effect.Effect<Uint8Array, HttpServerError.RequestError> => {
   const source = request.source
+  const { maxBytes } = limits
   const read = typeof Request !== "undefined" && source instanceof Request
-    ? readWeb(request, source.body, maxBytes)
+    ? bounded(readWeb(request, source.body, maxBytes), limits)
     : isNodeReadable(source)
-    ? readNode(request, source, maxBytes)
+    ? bounded(readNode(request, source, maxBytes), limits).pipe(Effect.onInterrupt(() => Effect.sync(() => source.destroy())))
     : undefined
-  if (read === undefined) return collectCapped(request, maxBytes)
+  if (read === undefined) return bounded(collectCapped(request, maxBytes), limits)
   return Effect.flatMap(read, (bytes) => (bytes === undefined ? Effect.die(tooLarge(maxBytes)) : Effect.succeed(bytes)))
 }
 
+/** A read that has not ended `timeoutMs` after it began dies with REQUEST_TIMEOUT, the read interrupted. */
+const bounded = <A>(read: Effect.Effect<A, HttpServerError.RequestError>, { timeoutMs }: BodyLimits) =>
+  Effect.timeoutFailCause(read, {
+    duration: Duration.millis(timeoutMs),
+    onTimeout: () => Cause.die(timedOut("The request body did not arrive", timeoutMs))
+  })
+
 /** The same through the request's Stream, for platforms whose request holds no readable source. */
-const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) =>
+const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> =>
   Effect.map(Stream.runCollect(cappedStream(request, maxBytes)), (chunks) => Buffer.concat(Array.from(chunks)))
 
 const tooDeepOrNul = (value: unknown) => {
@@ -163,8 +174,33 @@ const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestErro
       catch: () => engineError("VALIDATION_ERROR", "The request body is not valid UTF-8")
     }).pipe(Effect.orDie))
 
+export interface BodyLimits {
+  /** The largest body read (upload PUTs aside); larger is 413. */
+  readonly maxBytes: number
+  /** The longest a body (upload PUTs aside) may take to arrive, from its first read; then 408. */
+  readonly timeoutMs: number
+  /** The longest an upload PUT's body may go without a byte; then 408. */
+  readonly uploadIdleMs: number
+}
+
 /**
- * The request with every body reader capped at `maxBytes`; JSON is also refused when nested
+ * An upload PUT's body stream, dying with REQUEST_TIMEOUT when no bytes came for `uploadIdleMs`:
+ * a slow link sending 100 MiB is legitimate, so its total time is not bounded, only its silences.
+ */
+const withUploadIdleTimeout = (request: HttpServerRequest.HttpServerRequest, { uploadIdleMs }: BodyLimits) =>
+  new Proxy(request, {
+    get: (target, key, receiver) =>
+      key === "stream"
+        ? Stream.timeoutFailCause(
+          target.stream,
+          () => Cause.die(timedOut("The upload sent no bytes", uploadIdleMs)),
+          Duration.millis(uploadIdleMs)
+        )
+        : Reflect.get(target, key, receiver)
+  })
+
+/**
+ * The request with every body reader capped at `maxBytes` and bounded by `timeoutMs`; JSON is also refused when nested
  * deeper than MAX_JSON_DEPTH or holding a NUL. Refusals are defects carrying an EngineError,
  * as the API builder turns body errors into defects anyway; the error middleware renders them.
  * The engine takes no multipart bodies, so those readers refuse rather than read uncapped.
@@ -173,17 +209,21 @@ const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestErro
  */
 export const withBodyLimits = (
   request: HttpServerRequest.HttpServerRequest,
-  maxBytes: number
+  limits: BodyLimits
 ): HttpServerRequest.HttpServerRequest => {
-  if (isUploadPut(request)) return request
+  if (isUploadPut(request)) return withUploadIdleTimeout(request, limits)
+  const { maxBytes } = limits
   /** The one read of the body, made by the first reader and shared by the others. */
   let read: Effect.Effect<Uint8Array, HttpServerError.RequestError> | undefined
-  const bytes = () => (read ??= Effect.runSync(Effect.cached(readCapped(request, maxBytes))))
+  const bytes = () => (read ??= Effect.runSync(Effect.cached(readCapped(request, limits))))
   return new Proxy(request, {
     get: (target, key, receiver) => {
       switch (key) {
         case "stream":
-          return cappedStream(target, maxBytes)
+          return Stream.interruptWhen(
+            cappedStream(target, maxBytes),
+            Effect.zipRight(Effect.sleep(Duration.millis(limits.timeoutMs)), Effect.die(timedOut("The request body did not arrive", limits.timeoutMs)))
+          )
         case "text":
           return textOf(bytes())
         case "json":

@@ -1,4 +1,5 @@
 import { Clock, Effect, Layer, Metric, Option } from "effect"
+import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
@@ -81,6 +82,25 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
   ], { discard: true })
 }
 
+const sameUrls = (a: ReadonlyArray<{ readonly url: string }>, b: ReadonlyArray<{ readonly url: string }>) =>
+  a.length === b.length && a.every((o, i) => o.url === b[i]!.url)
+
+/**
+ * The job as this ending left it, when a write that found nothing to end (the job no longer held)
+ * was this ending's own, committed by an earlier try whose answer was lost (a connection cut
+ * after COMMIT, a batch written again item by item): the worker's retry then finds the job
+ * already ended. Completed with exactly these outputs (whose keys name this run's attempt), or
+ * failed with this error (the lease is released on any end, so the error is what tells), it is
+ * this ending's commit, so its line is written now, once: the try that committed logged nothing,
+ * as it failed.
+ */
+const endedBy = (repo: Repo, id: JobId, matches: (job: Job) => boolean) =>
+  repo.get(id).pipe(
+    Effect.map(Option.filter(matches)),
+    // A read that fails costs the line only, never the write's own answer.
+    Effect.orElseSucceed(() => Option.none<Job>())
+  )
+
 /**
  * A claim's jobs are known once it returns, and most claims of an idle queue return none: each
  * claimed job gets its spans afterwards, in its own trace (the wait in the queue on its first
@@ -144,12 +164,27 @@ export const observeJobRepo = (repo: Repo): Repo => ({
     ),
   complete: (id, workerId, outputs, now) =>
     repo.complete(id, workerId, outputs, now).pipe(
-      Effect.tap((job) => (Option.isSome(job) ? finished(job.value, "completed", 0) : Effect.void)),
+      Effect.tap((job) =>
+        Option.isSome(job)
+          ? finished(job.value, "completed", 0)
+          : Effect.flatMap(
+            endedBy(repo, id, (stored) => stored.status === "completed" && stored.outputs !== null && sameUrls(stored.outputs, outputs)),
+            Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, "completed", 0) })
+          )
+      ),
       inJobSpan("genjobs.job.complete", id, { "genjobs.outputs": outputs.length })
     ),
   fail: (id, workerId, error, now) =>
     repo.fail(id, workerId, error, now).pipe(
-      Effect.tap((job) => (Option.isSome(job) ? finished(job.value, "failed", job.value.costMicroCents) : Effect.void)),
+      Effect.tap((job) =>
+        Option.isSome(job)
+          ? finished(job.value, "failed", job.value.costMicroCents)
+          : Effect.flatMap(
+            endedBy(repo, id, (stored) =>
+              stored.status === "failed" && stored.error?.code === error.code && stored.error.message === error.message),
+            Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, "failed", stored.costMicroCents) })
+          )
+      ),
       inJobSpan("genjobs.job.fail", id, { "genjobs.error_code": error.code })
     ),
   cancel: (id, accountId, now) =>
