@@ -31,6 +31,9 @@ export const EngineEnv = Config.all({
   queueRelayGraceMs: nonNegative("QUEUE_RELAY_GRACE_MS", defaultEngineSettings.queueRelayGraceMs).pipe(
     Config.validate({ message: "QUEUE_RELAY_GRACE_MS must be at least 1000", validation: (n) => n >= 1000 })
   ),
+  queueRelayIntervalMs: nonNegative("QUEUE_RELAY_INTERVAL_MS", defaultEngineSettings.queueRelayIntervalMs).pipe(
+    Config.validate({ message: "QUEUE_RELAY_INTERVAL_MS must be at least 100", validation: (n) => n >= 100 })
+  ),
   databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
   databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
@@ -245,6 +248,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,
       queueRelayGraceMs: settings.queueRelayGraceMs,
+      queueRelayIntervalMs: settings.queueRelayIntervalMs,
       webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
       jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,

@@ -160,7 +160,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
             refusals-- > 0 ? Effect.fail(new QueueError({ message: "broker down" })) : queue.publish(jobIds)
         }))
     ).pipe(Layer.provide(queue()))
-    const { status, submit } = await engineWith(provider, { store: await store(), queue: flaky }, { queueRelayGraceMs: 300, reapIntervalMs: 100 })
+    const { status, submit } = await engineWith(provider, { store: await store(), queue: flaky }, { queueRelayGraceMs: 300, queueRelayIntervalMs: 100 })
     const { job } = await submit("lost publish")
     expect(job.status).toBe("pending")
     expect(await allCompleted(status, [job.id])).toBe(true)
