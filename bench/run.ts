@@ -6,6 +6,7 @@
  * code 1; the others still run.
  */
 import { claimCost } from "./claimCost.js"
+import { drainFloor } from "./drainFloor.js"
 import { eventStreams } from "./eventStreams.js"
 import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
@@ -19,6 +20,7 @@ import { serverRss } from "./serverRss.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
+  queue_drain_floor: drainFloor,
   server_drain: serverDrain,
   pickup,
   http_submit: httpSubmit,

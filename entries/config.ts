@@ -31,6 +31,9 @@ export const EngineEnv = Config.all({
   queueRelayGraceMs: nonNegative("QUEUE_RELAY_GRACE_MS", defaultEngineSettings.queueRelayGraceMs).pipe(
     Config.validate({ message: "QUEUE_RELAY_GRACE_MS must be at least 1000", validation: (n) => n >= 1000 })
   ),
+  queueRelayIntervalMs: nonNegative("QUEUE_RELAY_INTERVAL_MS", defaultEngineSettings.queueRelayIntervalMs).pipe(
+    Config.validate({ message: "QUEUE_RELAY_INTERVAL_MS must be at least 100", validation: (n) => n >= 100 })
+  ),
   databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
   // Kept in step with DEFAULT_STORE_TIMEOUT_MS (adapters/sql/pgPool.ts), which entries/ cannot import for the optional pg package.
   storeTimeoutMs: nonNegative("STORE_TIMEOUT_MS", 5_000).pipe(
@@ -256,6 +259,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       leaseMs: settings.leaseMs,
       maxAttempts: settings.maxAttempts,
       queueRelayGraceMs: settings.queueRelayGraceMs,
+      queueRelayIntervalMs: settings.queueRelayIntervalMs,
       webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
       jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,

@@ -13,7 +13,7 @@ import type { BlobStore } from "./ports/BlobStore.js"
 import type { CatalogRepo } from "./ports/CatalogRepo.js"
 import type { JobEvents } from "./ports/JobEvents.js"
 import type { JobRepo } from "./ports/JobRepo.js"
-import type { JobQueue } from "./ports/JobQueue.js"
+import { type JobQueue, QueueIsBroker } from "./ports/JobQueue.js"
 import type { JobSignal } from "./ports/JobSignal.js"
 import type { RetentionRepo } from "./ports/RetentionRepo.js"
 import { type GenerationProvider, layerProviders } from "./ports/Provider.js"
@@ -195,7 +195,8 @@ const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
 export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer.Layer<EngineContext, ES | EF | EW> => {
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(Layer.mergeAll(
-      parts.store,
+      // The store leaves out what only its own queue needs (its claimers' wake-ups) when a broker is the queue.
+      parts.queue === undefined ? parts.store : parts.store.pipe(Layer.provide(Layer.succeed(QueueIsBroker, true))),
       parts.files,
       parts.queue ?? Layer.empty,
       layerTracedProviders.pipe(Layer.provide(layerProviders(parts.providers))),

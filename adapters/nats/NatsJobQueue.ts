@@ -241,8 +241,11 @@ interface Held {
  * `publish` stores one message per id (its payload and `Nats-Msg-Id` the job id), awaiting each
  * PubAck. `receive` pulls one message, waiting up to `waitMs` (a second at least) for it, then the rest of the batch
  * the first message says is waiting (its pending count), so it answers as soon as anything is
- * there. `extend` sends "working" (+WPI) for each delivery; `ack` sends a confirmed ack (+ACK,
- * awaiting the server's answer), which in a work queue deletes the message.
+ * there. `extend` sends "working" (+WPI) for each delivery whose visibility has not passed here
+ * (NATS applies a "working" to whichever delivery of the message is pending, possibly another
+ * member's; the server's timer started one trip earlier, so that trip is the window left);
+ * `ack` sends a confirmed ack (+ACK, awaiting the server's answer), which in a work queue deletes
+ * the message.
  *
  * Operations fail at once with a QueueError while the connection is down (the client
  * reconnects in the background, forever), and within `timeoutMs` otherwise. A stream or consumer
@@ -474,7 +477,9 @@ export const makeNatsJobQueue = (
                 const now = Date.now()
                 for (const delivery of deliveries) {
                   const entry = held.get(delivery.receipt)
-                  if (entry === undefined) continue
+                  // Past its visibility the server may have handed it to another member, and a
+                  // "working" does not say which delivery it is for: it would keep that one's.
+                  if (entry === undefined || now - entry.touched >= visibility) continue
                   entry.msg.working()
                   entry.touched = now
                 }

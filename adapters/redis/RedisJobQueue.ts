@@ -136,10 +136,24 @@ end
 return 0`
 
 /**
+ * Resets the idle time of the entries (ARGV[3..]) that the member ARGV[2] of group ARGV[1] still
+ * holds, and of no other: an entry another member reclaimed after this one's visibility passed is
+ * theirs, and a late extend must not take it back (XCLAIM alone moves any pending entry).
+ */
+const EXTEND_SCRIPT = `local extended = 0
+for i = 3, #ARGV do
+  if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1, ARGV[2]) == 1 then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    extended = extended + 1
+  end
+end
+return extended`
+
+/**
  * The queue as a Redis stream, `<prefix>jobs`, read by one consumer group, `<prefix>workers`:
  * `publish` adds an entry (field `job`) per id; members read new entries with XREADGROUP and take
  * over the entries whose holder stayed silent for `visibilityMs` with XAUTOCLAIM; `extend` resets
- * an entry's idle time (XCLAIM), `ack` acknowledges and deletes it, so the stream holds only jobs
+ * the idle time of the entries the member still holds (XPENDING, then XCLAIM, in one script), `ack` acknowledges and deletes it, so the stream holds only jobs
  * not yet done.
  *
  * The group is created when the queue starts, and again whenever Redis answers that it is gone
@@ -262,7 +276,8 @@ export const makeRedisJobQueue = (
 
         const extend = (deliveries: ReadonlyArray<QueueDelivery>) =>
           deliveries.length === 0 ? Effect.void : withGroup(
-            call("extend", () => client.xClaimJustId(key, group, name, 0, deliveries.map((d) => d.receipt)))
+            call("extend", () =>
+              client.eval(EXTEND_SCRIPT, { keys: [key], arguments: [group, name, ...deliveries.map((d) => d.receipt)] }))
           ).pipe(Effect.asVoid)
 
         const ack = (deliveries: ReadonlyArray<QueueDelivery>) => ackIds(deliveries.map((d) => d.receipt))

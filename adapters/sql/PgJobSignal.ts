@@ -39,7 +39,7 @@ const connectionOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
  *
  * Jobs: the job store sends NOTIFY in the submitting transaction (SqlJobs insertJob), so
  * every process hears of a job once it commits, this one included, and `notify` has nothing
- * left to do. Each notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
+ * left to do (with a queue broker the store sends none, and no worker waits here). Each notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
  * notification wakes every local dispatcher. Job events: `publish` sends NOTIFY after the
  * change committed; each notification hints the job's followers in this process.
  *

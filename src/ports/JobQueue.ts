@@ -45,3 +45,13 @@ export class JobQueue extends Context.Tag("genjobs/JobQueue")<JobQueue, {
     readonly visibilityMs: number
   }) => Effect.Effect<QueueConsumer, QueueError, Scope.Scope>
 }>() {}
+
+/**
+ * Whether the engine's queue is a broker (a `JobQueue` is configured): set by the engine for its
+ * store's layer, read once when a store builds its statements. The store's own queue wakes its
+ * claimers as a submit commits (PostgreSQL: NOTIFY in the submit's statement); with a broker no
+ * worker waits for that, so the store leaves it out.
+ */
+export class QueueIsBroker extends Context.Reference<QueueIsBroker>()("genjobs/QueueIsBroker", {
+  defaultValue: () => false
+}) {}

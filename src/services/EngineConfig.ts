@@ -22,9 +22,14 @@ export interface EngineSettings {
    * With a queue broker: a job still pending this long after its submit, or whose lease ended
    * this long ago, is published again by the queue relay (once per pass over the backlog), in
    * case the broker lost it (a restart without persistence, a publish cut off by a crash).
-   * Every reaper interval; one process at a time.
+   * Every `queueRelayIntervalMs`; one process at a time.
    */
   readonly queueRelayGraceMs: number
+  /**
+   * With a queue broker: how often the queue relay's pass runs. One process runs it at a time;
+   * another takes it over within two intervals of that process stopping.
+   */
+  readonly queueRelayIntervalMs: number
   /** How long a graceful shutdown waits for running jobs. */
   readonly drainTimeoutMs: number
   /** How long an Idempotency-Key is remembered. */
@@ -79,6 +84,7 @@ export const defaultEngineSettings: EngineSettings = {
   pollIntervalMs: 1_000,
   reapIntervalMs: 5_000,
   queueRelayGraceMs: 60_000,
+  queueRelayIntervalMs: 5_000,
   drainTimeoutMs: 30_000,
   idempotencyWindowMs: 24 * 60 * 60 * 1000,
   webhookDeadlineMs: 30_000,

@@ -180,7 +180,7 @@ export const make = Effect.gen(function*() {
       const gaps = yield* repo.queueGaps({
         workerId,
         now,
-        passMs: 2 * config.reapIntervalMs,
+        passMs: 2 * config.queueRelayIntervalMs,
         graceMs: config.queueRelayGraceMs,
         after,
         maxAttempts: config.maxAttempts,
@@ -221,7 +221,8 @@ export const make = Effect.gen(function*() {
    * it waits for a signal or the poll interval. Idle fibers are also offered to this process's
    * submits (LocalWorkers): a job the store writes as such a fiber's claim joins the buffer
    * the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
-   * is no hand-off, and the queue relay's pass runs beside the reaper's (docs/queues.md).
+   * is no hand-off, and the queue relay's pass runs beside the reaper's, every
+   * `queueRelayIntervalMs` (docs/queues.md).
    * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
    * finish; a job cut off later is retried by another worker once its lease expires.
    */
@@ -360,7 +361,7 @@ export const make = Effect.gen(function*() {
       const relay = publish === undefined ? Effect.never : Effect.gen(function*() {
         let after: QueuePosition | null = null
         while (true) {
-          yield* Effect.sleep(Duration.millis(config.reapIntervalMs))
+          yield* Effect.sleep(Duration.millis(config.queueRelayIntervalMs))
           const exit: Exit.Exit<QueuePosition | null, StoreError | QueueError> = yield* Effect.exit(relayOnce(`rly_${processId}`, publish, after))
           if (Exit.isSuccess(exit)) after = exit.value
           else yield* Effect.logError("the queue relay could not reach the store or the queue", Cause.pretty(exit.cause))

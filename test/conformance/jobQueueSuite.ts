@@ -124,6 +124,27 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         expect(jobIdsOf(yield* receiveAll(other, 1, VISIBILITY_MS * 10))).toEqual(jobIdsOf(held))
       }))
 
+    test("a late extend does not take back a delivery another member got after its visibility passed", () =>
+      Effect.gen(function*() {
+        const queue = yield* JobQueue
+        const late = yield* member("late")
+        const next = yield* member("next")
+        const third = yield* member("third")
+        const [id] = ids(1)
+        yield* queue.publish([id!])
+        const first = yield* receiveAll(late, 1)
+        expect(jobIdsOf(first)).toEqual([id])
+        // Its visibility passes: "next" gets it, then goes silent (dies) without extending it.
+        expect(jobIdsOf(yield* receiveAll(next, 1, VISIBILITY_MS * 10))).toEqual([id])
+        // "late" wakes up and keeps extending the delivery it lost: that must not keep it from
+        // going on once "next"'s visibility passes, as it would if the extends took it back.
+        const zombie = yield* Effect.fork(Effect.forever(late.extend(first).pipe(Effect.zipRight(Effect.sleep(VISIBILITY_MS / 4)))))
+        const again = yield* receiveAll(third, 1, VISIBILITY_MS * 10)
+        yield* Fiber.interrupt(zombie)
+        expect(jobIdsOf(again)).toEqual([id])
+        yield* third.ack(again)
+      }))
+
     test("an id published twice reaches members at least once, and acking each delivery ends both", () =>
       Effect.gen(function*() {
         const queue = yield* JobQueue

@@ -1,4 +1,5 @@
-import { Clock, Effect, Exit, Layer, Option, Scope } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Effect, Exit, Fiber, Layer, ManagedRuntime, Option, Redacted, Scope, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
@@ -6,6 +7,7 @@ import { makeEngine } from "../../entries/index.js"
 import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
 import { postgresStore } from "../../entries/postgres.js"
 import { sqliteStore } from "../../entries/sqlite.js"
+import { jobsChannel } from "../../adapters/sql/SqlJobs.js"
 import { QueueError } from "../../src/domain/errors.js"
 import type { JobId, RequestId } from "../../src/domain/ids.js"
 import type { Engine, StorePorts } from "../../src/engine.js"
@@ -158,7 +160,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
             refusals-- > 0 ? Effect.fail(new QueueError({ message: "broker down" })) : queue.publish(jobIds)
         }))
     ).pipe(Layer.provide(queue()))
-    const { status, submit } = await engineWith(provider, { store: await store(), queue: flaky }, { queueRelayGraceMs: 300, reapIntervalMs: 100 })
+    const { status, submit } = await engineWith(provider, { store: await store(), queue: flaky }, { queueRelayGraceMs: 300, queueRelayIntervalMs: 100 })
     const { job } = await submit("lost publish")
     expect(job.status).toBe("pending")
     expect(await allCompleted(status, [job.id])).toBe(true)
@@ -194,5 +196,59 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     const stored = await engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
     expect(stored.attempts).toBe(2)
     expect(starts.get(job.id)).toBeUndefined()
+  })
+})
+
+describe("PostgreSQL submits and NOTIFY", () => {
+  if (pgUrl === undefined) {
+    it.skip("NOTIFYs only for the store's own queue (PostgreSQL is not reachable)", () => undefined)
+    return
+  }
+
+  /**
+   * What the store's jobs channel carried while `act` ran: markers sent before (once one is heard,
+   * LISTEN is in place) and after it (heard last, as notifications come in commit order) bound it.
+   */
+  const heardDuring = async (url: string, prefix: string, act: () => Promise<void>) => {
+    const channel = jobsChannel(prefix)
+    const runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
+    const heard: Array<string> = []
+    try {
+      const listener = runtime.runFork(Effect.flatMap(PgClient.PgClient, (client) =>
+        Stream.runForEach(client.listen(channel), (payload) => Effect.sync(() => heard.push(payload)))))
+      const mark = (payload: string) =>
+        runtime.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql`SELECT pg_notify(${channel}, ${payload})`))
+      expect(await waitFor(async () => {
+        await mark("before")
+        return heard.includes("before")
+      }, 10_000)).toBe(true)
+      const from = heard.length
+      await act()
+      await mark("after")
+      expect(await waitFor(() => heard.includes("after"), 10_000)).toBe(true)
+      runtime.runFork(Fiber.interrupt(listener))
+      return heard.slice(from, heard.indexOf("after")).filter((payload) => payload !== "before")
+    } finally {
+      await runtime.dispose()
+    }
+  }
+
+  it.each([
+    { name: "the store's own queue wakes its claimers with each submit", broker: false, expected: ["jobs", "jobs", "jobs"] },
+    { name: "with a broker, a submit sends nothing on the channel (no worker listens)", broker: true, expected: [] }
+  ])("$name", async ({ broker, expected }) => {
+    const url = (await freshPostgresUrl())!
+    const prefix = newPrefix([])
+    // No workers: a submit is never handed off to an idle one (a hand-off wakes no one either).
+    const { submit } = await engineWith(
+      countingProvider().provider,
+      { store: postgresStore({ url, tablePrefix: prefix }), queue: broker ? memoryQueue() : undefined },
+      {},
+      0
+    )
+    const heard = await heardDuring(url, prefix, async () => {
+      for (let i = 0; i < 3; i++) expect((await submit(`n${i}`)).job.status).toBe("pending")
+    })
+    expect(heard).toEqual(expected)
   })
 })

@@ -17,12 +17,17 @@ const decodeLeaseEnds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ lease_
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
 
-/** Inserting a job, and a whole submit (charge and insert) in one atomic write. */
-export const makeSubmitStatements = (ctx: JobSql) => {
+/**
+ * Inserting a job, and a whole submit (charge and insert) in one atomic write. `wakeClaimers`:
+ * the store is the queue, so PostgreSQL's statements NOTIFY its claimers; false with a broker,
+ * which carries the job to the workers instead (none listens).
+ */
+export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly wakeClaimers: boolean }) => {
   const { sql, t } = ctx
   const { chargeSqlite, chargingPg } = makeChargeStatements(ctx)
   const { anyRunnable, claimedValues, columnsOf, offeredInserts, takenAs, values } = makeHandOffFragments(ctx)
-  const channel = jobsChannel(t.prefix)
+  /** What a PostgreSQL statement selects for the job it queued. */
+  const wake = wakeClaimers ? sql`pg_notify(${jobsChannel(t.prefix)}, 'jobs')` : sql`NULL`
 
   /** The job a statement of offeredInserts wrote: queued as it is, or taken by the lease. */
   const offeredJob = (job: Job, lease: HandOffLease) => (rows: ReadonlyArray<unknown>) =>
@@ -31,14 +36,14 @@ export const makeSubmitStatements = (ctx: JobSql) => {
     ))
 
   const insertJob: JobStoreDriver["insertJob"] = sql.onDialectOrElse({
-    // NOTIFY in the same statement, so claimers hear of the job when it commits, never before.
+    // NOTIFY (when `wake` is one) in the same statement, so claimers hear of the job when it commits, never before.
     pg: () => (job: Job, handOff: HandOffLease | undefined) =>
       (handOff === undefined
         ? sql`WITH inserted AS (INSERT INTO ${t.jobs} ${sql.insert(jobRow(job))} RETURNING id)
-            SELECT pg_notify(${channel}, 'jobs') FROM inserted`.pipe(Effect.as(job))
+            SELECT ${wake} FROM inserted`.pipe(Effect.as(job))
         : sql`WITH ${offeredInserts(job, handOff, sql``)}
             SELECT queued.id AS queued_id, taken.lease_expires_at,
-              CASE WHEN queued.id IS NOT NULL THEN pg_notify(${channel}, 'jobs') END AS woke
+              CASE WHEN queued.id IS NOT NULL THEN ${wake} END AS woke
             FROM runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
           Effect.flatMap(offeredJob(job, handOff)),
           Effect.map(Option.getOrElse(() => job))
@@ -70,12 +75,12 @@ export const makeSubmitStatements = (ctx: JobSql) => {
         ? sql`WITH ${charging}, inserted AS (
               INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(job)} FROM account RETURNING id
             )
-            SELECT pg_notify(${channel}, 'jobs') FROM inserted`.pipe(
+            SELECT ${wake} FROM inserted`.pipe(
             Effect.map((rows) => (rows.length > 0 ? Option.some(job) : Option.none()))
           )
         : sql`WITH ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
             SELECT queued.id AS queued_id, taken.lease_expires_at,
-              CASE WHEN queued.id IS NOT NULL THEN pg_notify(${channel}, 'jobs') END AS woke
+              CASE WHEN queued.id IS NOT NULL THEN ${wake} END AS woke
             FROM account, runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
             Effect.flatMap(offeredJob(job, handOff))
           )).pipe(storeErrors("submit job"))

@@ -1,0 +1,92 @@
+/**
+ * queue_drain_floor: the engine's own per-job work, with no database and no broker: N jobs drained
+ * in this one process by P x C worker fibers (the queue_drain sizes), the memory store, the no-op
+ * provider, on the memory store's own queue and on the memory broker (`memoryQueue`, the broker
+ * path: deliveries, claims by id, acks). What is left is the engine: the Effect runtime, the job's
+ * state machine, its lease, its claim and its settlement. Jobs/s and CPU per job of this process
+ * (`process.cpuUsage`, user + system), which bounds any queue_drain on one core: a PostgreSQL or
+ * Redis drain adds its store's and broker's work to it. No reference: the floor says what the
+ * targets leave for the rest.
+ */
+import { Effect, Exit, Logger, LogLevel, Option, Scope } from "effect"
+import { type Engine, JobRepo, makeEngine, Worker } from "genjobs"
+import { memoryFiles, memoryQueue, memoryStore } from "genjobs/memory"
+import { BENCH_PROVIDER, noopProvider, seed, submit } from "./lib/engine.js"
+import { settings } from "./lib/env.js"
+import { emit, log } from "./lib/report.js"
+
+type JobIdOf = Parameters<JobRepo["Type"]["get"]>[0]
+
+const POLL_MS = 20
+
+/** Whether every job is completed; `from` is where the last look stopped (jobs end roughly in order). */
+const makeDrained = (engine: Engine, ids: ReadonlyArray<JobIdOf>) => {
+  let from = 0
+  return () =>
+    engine.run(Effect.gen(function*() {
+      const repo = yield* JobRepo
+      while (from < ids.length) {
+        const job = yield* repo.get(ids[from]!)
+        if (Option.isNone(job) || job.value.status !== "completed") return false
+        from++
+      }
+      return true
+    }))
+}
+
+const floorRun = async (n: number, fibers: number, broker: boolean) => {
+  const engine = await makeEngine({
+    store: memoryStore(),
+    queue: broker ? memoryQueue() : undefined,
+    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+    providers: { [BENCH_PROVIDER]: noopProvider },
+    // Workers are started below, once the queue is full.
+    workers: 0,
+    webhookDispatchers: 0,
+    uploadSweeper: false,
+    retentionSweeper: false,
+    observability: Logger.minimumLogLevel(LogLevel.Warning)
+  })
+  const scope = Effect.runSync(Scope.make())
+  try {
+    const callers = await seed(engine, 8)
+    const ids: Array<JobIdOf> = []
+    for (let i = 0; i < n; i++) ids.push((await submit(engine, callers[i % callers.length]!, `p${i}`)).job.id as JobIdOf)
+    const drained = makeDrained(engine, ids)
+    const cpu = process.cpuUsage()
+    const start = performance.now()
+    await engine.run(Scope.extend(Effect.flatMap(Worker, (worker) => worker.start(fibers)), scope))
+    while (!(await drained())) await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+    const seconds = (performance.now() - start) / 1000
+    const used = process.cpuUsage(cpu)
+    return { seconds, cpuMicrosPerJob: (used.user + used.system) / n }
+  } finally {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    await engine.dispose()
+  }
+}
+
+export const drainFloor = async () => {
+  const n = settings.drainJobs
+  const fibers = settings.drainProcesses * settings.drainConcurrency
+  for (const broker of [false, true]) {
+    const queue = broker ? "memory broker (memoryQueue), memory store" : "the memory store's own queue"
+    log(`queue_drain_floor: ${queue}, ${n} jobs, ${fibers} fibers in one process`)
+    const run = await floorRun(n, fibers, broker)
+    emit({
+      figure: broker ? "queue_drain_floor_broker" : "queue_drain_floor",
+      engine: n / run.seconds,
+      reference: null,
+      unit: "jobs/s",
+      better: "higher",
+      referenceIs: "none: the engine's own per-job work in one process (no database, no broker)",
+      params: {
+        jobs: n,
+        fibers,
+        queue,
+        seconds: Math.round(run.seconds * 1000) / 1000,
+        cpuMicrosPerJob: Math.round(run.cpuMicrosPerJob)
+      }
+    })
+  }
+}
