@@ -92,6 +92,48 @@ export const providerInputOf = (
 export const providerModelOf = (model: { readonly slug: string }, version: { readonly provider?: ProviderMapping | undefined }): string =>
   version.provider?.model ?? model.slug
 
+/**
+ * One way a version can run: the provider id, the provider's model (default the model's slug)
+ * and the input mapping (as `provider.input`; default the job's input as it is). Routes are
+ * tried in order; consecutive routes that all carry a `weight` share one rank, and each job
+ * takes them in an order drawn by weight (see routeOrder in providerRoutes.ts).
+ */
+export const ProviderRoute = Schema.Struct({
+  provider: NonEmpty,
+  model: ProviderMapping.fields.model,
+  input: ProviderMapping.fields.input,
+  weight: Schema.optional(Finite.pipe(Schema.positive()))
+})
+export type ProviderRoute = typeof ProviderRoute.Type
+
+/** A route as the engine runs it: its position in the version's list, and its mapping resolved. */
+export interface EffectiveRoute {
+  readonly index: number
+  readonly providerId: string
+  /** The provider's model id. */
+  readonly model: string
+  readonly mapping: ProviderMapping
+  readonly weight: number | undefined
+}
+
+/**
+ * The routes a version runs on, in the catalog's order: its `routes`, else the one route of
+ * today's catalogs (the model's `providerId` with the version's `provider` mapping).
+ */
+export const routesOf = (
+  model: { readonly slug: string; readonly providerId: string },
+  version: { readonly provider?: ProviderMapping | undefined; readonly routes?: ReadonlyArray<ProviderRoute> | undefined }
+): ReadonlyArray<EffectiveRoute> =>
+  version.routes === undefined
+    ? [{ index: 0, providerId: model.providerId, model: providerModelOf(model, version), mapping: version.provider ?? {}, weight: undefined }]
+    : version.routes.map((route, index) => ({
+      index,
+      providerId: route.provider,
+      model: route.model ?? model.slug,
+      mapping: route.input === undefined ? {} : { input: route.input },
+      weight: route.weight
+    }))
+
 export const ModelVersion = Schema.Struct({
   versionId: NonEmpty,
   status: VersionStatus,
@@ -105,7 +147,9 @@ export const ModelVersion = Schema.Struct({
   }),
   createdAt: Schema.optional(Schema.String),
   /** How the version runs at its provider (model id, input mapping, deadline). */
-  provider: Schema.optional(ProviderMapping)
+  provider: Schema.optional(ProviderMapping),
+  /** Providers to run on, in order of preference; without it, the model's `providerId` with `provider` above. */
+  routes: Schema.optional(Schema.Array(ProviderRoute).pipe(Schema.minItems(1)))
 })
 export type ModelVersion = typeof ModelVersion.Type
 

@@ -1,6 +1,7 @@
 import type { Account } from "../domain/account.js"
 import type { AuditEntry } from "../domain/audit.js"
 import { type Job, progressOf } from "../domain/job.js"
+import type { ProviderRouteRef } from "../domain/providerHandle.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import { deliveryView, iso, jobView } from "./views.js"
 
@@ -43,9 +44,14 @@ export const adminJobView = (job: Job) => {
     output,
     outputs,
     error,
-    estimatedCompletionTime: iso(job.estimatedCompletionAt)
+    estimatedCompletionTime: iso(job.estimatedCompletionAt),
+    route: routeView(job.providerHandle?.route)
   }
 }
+
+/** The stored route of a job's generation: which of its version's routes, the provider, the credential's id (never its secret). */
+const routeView = (route: ProviderRouteRef | undefined) =>
+  route === undefined ? null : { index: route.index, providerId: route.providerId, credentialId: route.credentialId ?? null }
 
 export const adminDeliveryView = (delivery: WebhookDelivery) => ({ ...deliveryView(delivery), accountId: delivery.accountId })
 

@@ -137,7 +137,13 @@ export const AdminJobView = Schema.extend(
     output: Schema.NullOr(Schema.String),
     outputs: Schema.NullOr(Schema.Array(OutputItemView)),
     error: Schema.NullOr(JobError),
-    estimatedCompletionTime: Schema.String
+    estimatedCompletionTime: Schema.String,
+    /** The route the generation was started on; null before a start, or for a start that finished in its call. */
+    route: Schema.NullOr(Schema.Struct({
+      index: Schema.Number,
+      providerId: Schema.String,
+      credentialId: Schema.NullOr(Schema.String)
+    }))
   })
 )
 
