@@ -4,23 +4,11 @@
  * 429), never after a start that may have happened; the route used shows in the admin job view;
  * the charge is the version's whatever the route.
  */
-import { FetchHttpClient } from "@effect/platform"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { replicateProvider } from "genjobs/providers/replicate"
-import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
-import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
-import { layerMemoryStores } from "../../adapters/memory/layer.js"
-import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
-import { EngineServicesLive } from "../../src/engine.js"
-import { HttpConfig } from "../../src/http/HttpConfig.js"
-import { makeWebHandler, type WebHandler } from "../../src/http/webHandler.js"
-import { layerProviders } from "../../src/ports/Provider.js"
-import { EngineConfig } from "../../src/services/EngineConfig.js"
-import { Worker } from "../../src/services/Worker.js"
 import { startReplicateSimulator, type ReplicateSimulator } from "../simulators/replicate.js"
 import { demoCatalog } from "../support/demoCatalog.js"
-import { ADMIN_TOKEN, BASE } from "../support/httpEngine.js"
+import { startEngine, type TestEngine } from "./engineHarness.js"
 
 const MODEL = "replicate/image-gen/text-to-image"
 
@@ -37,24 +25,12 @@ const catalog = () => {
 
 let first: ReplicateSimulator
 let second: ReplicateSimulator
-let runtime: ManagedRuntime.ManagedRuntime<any, never>
-let web: WebHandler
-let key: string
-
-const call = async (method: string, path: string, body?: unknown, token = key) => {
-  const response = await web.fetch(new Request(`${BASE}${path}`, {
-    method,
-    headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  }))
-  return { status: response.status, body: await response.json() as any }
-}
+let engine: TestEngine
 
 const submitAndRun = async () => {
-  const submitted = await call("POST", "/v1/jobs/submit", { model: MODEL, input: { prompt: "p" } })
-  expect(submitted.status).toBe(200)
-  await runtime.runPromise(Effect.flatMap(Worker, (worker) => worker.runOnce("w")))
-  return (await call("GET", `/admin/jobs/${submitted.body.jobId}`, undefined, ADMIN_TOKEN)).body
+  const jobId = await engine.submit(MODEL)
+  await engine.runOne()
+  return engine.adminJob(jobId)
 }
 
 beforeAll(async () => {
@@ -62,36 +38,15 @@ beforeAll(async () => {
   second = await startReplicateSimulator({ durationMs: 50 })
   const adapter = (sim: ReplicateSimulator) =>
     replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, pollIntervalMs: 25, requestTimeoutMs: 500 })
-  const services = EngineServicesLive.pipe(
-    Layer.provideMerge(Layer.mergeAll(
-      layerMemoryStores,
-      layerLocalSignals,
-      layerMemoryBlobStore(`${BASE}/files`),
-      layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
-      // A public URL on a closed port: predictions carry the job's marker, so `recover` can find them.
-      EngineConfig.layer({
-        providerRetry: { baseMs: 10, capMs: 50, maxRetries: 3 },
-        providerOutputAllowPrivate: true,
-        publicUrl: "http://127.0.0.1:9"
-      }),
-      FetchHttpClient.layer,
-      HttpConfig.layer({ adminToken: Redacted.make(ADMIN_TOKEN) }),
-      layerProviders({ replicate: adapter(first), "replicate-b": adapter(second) })
-    ))
-  )
-  runtime = ManagedRuntime.make(services)
-  web = makeWebHandler(Layer.succeedContext(await runtime.runPromise(Effect.context<any>())))
-  expect((await call("PUT", "/admin/catalog", catalog(), ADMIN_TOKEN)).status).toBe(200)
-  const account = await call("POST", "/admin/accounts", { name: "routes", creditsMicroCents: 100_000_000 }, ADMIN_TOKEN)
-  key = (await call("POST", `/admin/accounts/${account.body.id}/keys`, { name: "k", scopes: [], allowedIPs: [] }, ADMIN_TOKEN)).body.key
+  // A public URL on a closed port: predictions carry the job's marker, so `recover` can find them.
+  engine = await startEngine({ replicate: adapter(first), "replicate-b": adapter(second) }, catalog(), { publicUrl: "http://127.0.0.1:9" })
 })
 afterEach(() => {
   first.reset()
   second.reset()
 })
 afterAll(async () => {
-  await web?.dispose()
-  await runtime?.dispose()
+  await engine?.dispose()
   await first?.close()
   await second?.close()
 })
