@@ -189,7 +189,9 @@ export interface GenerationProvider {
 /** Providers by the provider id the catalog's models name. */
 export class Providers extends Context.Tag("genjobs/Providers")<Providers, {
   readonly forProvider: (providerId: string) => Option.Option<GenerationProvider>
+  /** The ids registered, when known: the health endpoint lists each, called or not. */
+  readonly providerIds?: ReadonlyArray<string>
 }>() {}
 
 export const layerProviders = (byId: Readonly<Record<string, GenerationProvider>>) =>
-  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullable(byId[providerId]) })
+  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullable(byId[providerId]), providerIds: Object.keys(byId) })

@@ -1,5 +1,6 @@
-import { Clock, Context, Effect, Layer, Ref, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Option, Ref, type Scope } from "effect"
 import { afterAdmit, afterFailure, afterSuccess, type Circuit, closedCircuit, isAvailable } from "../domain/circuit.js"
+import { Providers } from "../ports/Provider.js"
 import { EngineConfig } from "./EngineConfig.js"
 
 /** The credential id shown for a provider that lists no credentials of its own. */
@@ -38,10 +39,21 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
   readonly fellBack: (providerId: string) => Effect.Effect<void>
   /** A start was sent to this provider (for the metrics). */
   readonly started: (providerId: string) => Effect.Effect<void>
+  /** Every registered provider's credentials and every credential called, by provider id and credential id. */
   readonly snapshot: Effect.Effect<ReadonlyArray<CredentialHealth>>
 }>() {
   static readonly layer = Layer.effect(ProviderHealth, Effect.gen(function*() {
     const settings = (yield* EngineConfig).providerCircuit
+    const providers = yield* Effect.serviceOption(Providers)
+    const registered = Option.match(providers, {
+      onNone: () => [],
+      onSome: (p) =>
+        (p.providerIds ?? []).flatMap((providerId) =>
+          Option.match(p.forProvider(providerId), {
+            onNone: () => [],
+            onSome: (provider) => (provider.credentials?.map((c) => c.id) ?? [DEFAULT_CREDENTIAL]).map((credentialId) => ({ providerId, credentialId }))
+          }))
+    })
     const entries = yield* Ref.make(new Map<string, Entry & { readonly providerId: string; readonly credentialId: string }>())
     // NUL never appears in a provider id or a credential id.
     const keyOf = (providerId: string, credentialId: string) => `${providerId}\u0000${credentialId}`
@@ -74,8 +86,11 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
       fellBack: () => Effect.void,
       started: () => Effect.void,
       snapshot: Effect.map(Ref.get(entries), (map) =>
-        [...map.values()]
-          .map(({ circuit, credentialId, inFlight, providerId }) => ({ providerId, credentialId, circuit, inFlight }))
+        [...registered.filter(({ credentialId, providerId }) => !map.has(keyOf(providerId, credentialId))), ...map.values()]
+          .map(({ credentialId, providerId }) => {
+            const entry = map.get(keyOf(providerId, credentialId)) ?? { circuit: closedCircuit, inFlight: 0 }
+            return { providerId, credentialId, circuit: entry.circuit, inFlight: entry.inFlight }
+          })
           .sort((a, b) => a.providerId.localeCompare(b.providerId) || a.credentialId.localeCompare(b.credentialId)))
     }
   }))

@@ -8,7 +8,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { replicateProvider } from "genjobs/providers/replicate"
 import { startReplicateSimulator, type ReplicateSimulator } from "../simulators/replicate.js"
 import { demoCatalog } from "../support/demoCatalog.js"
-import { startEngine, type TestEngine } from "./engineHarness.js"
+import { waitFor } from "../support/waitFor.js"
+import { ADMIN_TOKEN, startEngine, type TestEngine } from "./engineHarness.js"
 
 const MODEL = "replicate/image-gen/text-to-image"
 
@@ -39,7 +40,10 @@ beforeAll(async () => {
   const adapter = (sim: ReplicateSimulator) =>
     replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, pollIntervalMs: 25, requestTimeoutMs: 500 })
   // A public URL on a closed port: predictions carry the job's marker, so `recover` can find them.
-  engine = await startEngine({ replicate: adapter(first), "replicate-b": adapter(second) }, catalog(), { publicUrl: "http://127.0.0.1:9" })
+  engine = await startEngine({ replicate: adapter(first), "replicate-b": adapter(second) }, catalog(), {
+    publicUrl: "http://127.0.0.1:9",
+    providerCircuit: { failures: 3, pauseMs: 300 }
+  })
 })
 afterEach(() => {
   first.reset()
@@ -87,5 +91,22 @@ describe("routes with fallback", () => {
     const job = await submitAndRun()
     expect(job).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
     expect(second.counters.starts).toBe(0)
+  })
+
+  it("a provider's circuit opens after the configured failures (starts skip it), shows in GET /admin/providers/health, and closes after a probe", async () => {
+    const healthOf = async (providerId: string) =>
+      (await engine.call("GET", "/admin/providers/health", undefined, ADMIN_TOKEN)).body.providers.find((p: any) => p.providerId === providerId)
+    // Three 500s in a row: each start falls back to the second route, the third opens the first's circuit.
+    first.errorNext(3, 500, { on: "start" })
+    for (let i = 0; i < 3; i++) expect(await submitAndRun()).toMatchObject({ status: "completed", route: { index: 1 } })
+    expect(await healthOf("replicate")).toMatchObject({ credentialId: "default", state: "open", consecutiveFailures: 3, openedAt: expect.any(String) })
+    expect(await healthOf("replicate-b")).toMatchObject({ state: "closed", consecutiveFailures: 0 })
+    // Open: the next start does not ask the first provider at all.
+    const asked = first.counters.requests
+    expect(await submitAndRun()).toMatchObject({ status: "completed", route: { index: 1 } })
+    expect(first.counters.requests).toBe(asked)
+    // After the pause, one start is the probe; it succeeds, and the circuit closes.
+    await waitFor(async () => (await submitAndRun()).route.index === 0, 10_000)
+    expect(await healthOf("replicate")).toMatchObject({ state: "closed", consecutiveFailures: 0, openedAt: null })
   })
 })
