@@ -16,7 +16,8 @@ import {
   type ProviderOutput,
   type ProviderRequest,
   Providers,
-  type ProviderStatus
+  type ProviderStatus,
+  ProviderUnreachable
 } from "../ports/Provider.js"
 import { backoff } from "./backoffSchedule.js"
 import { EngineConfig } from "./EngineConfig.js"
@@ -297,8 +298,13 @@ export const makeProviderCalls = Effect.gen(function*() {
             }
           }
           const picked = pickCredential(loads)
-          if (picked === undefined || (!ignoreCircuits && !(yield* health.admit(providerId, picked.id)))) return Option.none()
-          return Option.some({ registered, credentialId: registered.provider.credentials === undefined ? undefined : picked.id })
+          if (picked === undefined) return Option.none()
+          return Option.some({
+            registered,
+            healthKey: picked.id,
+            credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
+            steered: !ignoreCircuits
+          })
         })
 
       /**
@@ -331,7 +337,16 @@ export const makeProviderCalls = Effect.gen(function*() {
       const startPass = Effect.gen(function*() {
         const targets = yield* plan
         let last: StartFailed | undefined
-        for (const [i, { credentialId, registered }] of targets.entries()) {
+        for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
+          // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
+          if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
+            last ??= new StartFailed({
+              error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
+              attempt: attemptOn(registered, credentialId)
+            })
+            if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+            continue
+          }
           const attempt = attemptOn(registered, credentialId)
           const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
           yield* Scope.extend(holding(attempt.ref), scope)
