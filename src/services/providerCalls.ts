@@ -259,7 +259,8 @@ export const makeProviderCalls = Effect.gen(function*() {
       if (usable.length === 0) {
         return internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`)
       }
-      for (const route of ordered) if (registeredOf(route).length === 0) yield* health.fellBack(route.providerId)
+      // Routes before the first registered one are passed over: each such start falls back.
+      for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
 
       /** The start's outcome is unknown: only a generation one of `candidates` can point to is followed. */
       const recoverOrFail = (candidates: ReadonlyArray<Attempt>) =>
