@@ -60,6 +60,10 @@ export const EngineEnv = Config.all({
   ),
   webhookAllowPrivate: Config.boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   providerOutputAllowPrivate: Config.boolean("PROVIDER_OUTPUT_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  providerCircuitFailures: nonNegative("PROVIDER_CIRCUIT_FAILURES", defaultEngineSettings.providerCircuit.failures).pipe(
+    Config.validate({ message: "PROVIDER_CIRCUIT_FAILURES must be at least 1", validation: (n) => n >= 1 })
+  ),
+  providerCircuitPauseMs: nonNegative("PROVIDER_CIRCUIT_PAUSE_MS", defaultEngineSettings.providerCircuit.pauseMs),
   webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", DEFAULT_WEBHOOK_DISPATCHERS),
   webhookDeliveriesPerAccount: nonNegative("WEBHOOK_DELIVERIES_PER_ACCOUNT", defaultEngineSettings.webhookDeliveriesPerAccount).pipe(
     Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
@@ -266,7 +270,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       retentionBatchSize: settings.retentionBatchSize,
       webhookDeadlineMs: settings.webhookDeadlineMs,
       webhookRetryDelaysMs: settings.webhookRetryDelaysMs,
-      providerOutputAllowPrivate: settings.providerOutputAllowPrivate
+      providerOutputAllowPrivate: settings.providerOutputAllowPrivate,
+      providerCircuit: { failures: settings.providerCircuitFailures, pauseMs: settings.providerCircuitPauseMs }
     },
     http: {
       adminToken: Option.getOrUndefined(settings.adminToken),

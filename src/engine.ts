@@ -26,6 +26,7 @@ import { currentObservability } from "./observability/inherit.js"
 import { layerLogger } from "./observability/logger.js"
 import { MetricsConfig, type MetricsOptions } from "./observability/metricsRoute.js"
 import { layerObservedJobRepo } from "./observability/observedJobRepo.js"
+import { layerObservedProviderHealth } from "./observability/observedProviderHealth.js"
 import { layerObservedWebhooks } from "./observability/observedWebhooks.js"
 import { layerTracedProviders } from "./observability/tracedProviders.js"
 import { Accounts } from "./services/Accounts.js"
@@ -43,6 +44,7 @@ import { Uploads, type UploadSigningSecret } from "./services/Uploads.js"
 import { UploadSweeper } from "./services/UploadSweeper.js"
 import { WebhookDispatcher } from "./services/WebhookDispatcher.js"
 import { Webhooks } from "./services/Webhooks.js"
+import { ProviderHealth } from "./services/ProviderHealth.js"
 import { Worker } from "./services/Worker.js"
 
 /**
@@ -71,6 +73,8 @@ export const EngineServicesLive = Layer.mergeAll(
   Layer.provideMerge(Catalog.layer),
   // One per engine: its submits hand jobs to its own idle workers.
   Layer.provideMerge(LocalWorkers.layer),
+  // One per engine: the circuits of the provider credentials its workers call.
+  Layer.provideMerge(layerObservedProviderHealth.pipe(Layer.provide(ProviderHealth.layer))),
   Layer.provide(layerObservedJobRepo),
   Layer.provide(layerPublishingJobRepo)
 )

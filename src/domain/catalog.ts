@@ -104,6 +104,48 @@ const IsoDateTime = Schema.String.pipe(
   }, { message: () => "a date-time that exists" })
 )
 
+/**
+ * One way a version can run: the provider id, the provider's model (default the model's slug)
+ * and the input mapping (as `provider.input`; default the job's input as it is). Routes are
+ * tried in order; consecutive routes that all carry a `weight` share one rank, and each job
+ * takes them in an order drawn by weight (see routeOrder in providerRoutes.ts).
+ */
+export const ProviderRoute = Schema.Struct({
+  provider: NonEmpty,
+  model: ProviderMapping.fields.model,
+  input: ProviderMapping.fields.input,
+  weight: Schema.optional(Finite.pipe(Schema.positive()))
+})
+export type ProviderRoute = typeof ProviderRoute.Type
+
+/** A route as the engine runs it: its position in the version's list, and its mapping resolved. */
+export interface EffectiveRoute {
+  readonly index: number
+  readonly providerId: string
+  /** The provider's model id. */
+  readonly model: string
+  readonly mapping: ProviderMapping
+  readonly weight: number | undefined
+}
+
+/**
+ * The routes a version runs on, in the catalog's order: its `routes`, else the one route of
+ * today's catalogs (the model's `providerId` with the version's `provider` mapping).
+ */
+export const routesOf = (
+  model: { readonly slug: string; readonly providerId: string },
+  version: { readonly provider?: ProviderMapping | undefined; readonly routes?: ReadonlyArray<ProviderRoute> | undefined }
+): ReadonlyArray<EffectiveRoute> =>
+  version.routes === undefined
+    ? [{ index: 0, providerId: model.providerId, model: providerModelOf(model, version), mapping: version.provider ?? {}, weight: undefined }]
+    : version.routes.map((route, index) => ({
+      index,
+      providerId: route.provider,
+      model: route.model ?? model.slug,
+      mapping: route.input === undefined ? {} : { input: route.input },
+      weight: route.weight
+    }))
+
 export const ModelVersion = Schema.Struct({
   versionId: NonEmpty,
   status: VersionStatus,
@@ -122,16 +164,15 @@ export const ModelVersion = Schema.Struct({
    * When the version goes away (ISO 8601 date-time with its offset): until then it is served
    * with Deprecation and Sunset headers, from then on as if disabled.
    */
-  sunsetAt: Schema.optional(IsoDateTime)
+  sunsetAt: Schema.optional(IsoDateTime),
+  /** Providers to run on, in order of preference; without it, the model's `providerId` with `provider` above. */
+  routes: Schema.optional(Schema.Array(ProviderRoute).pipe(Schema.minItems(1)))
 })
 export type ModelVersion = typeof ModelVersion.Type
 
-/**
- * The ids of the providers a version may run on. Routes will list several; until then it is the
- * model's one provider. Once a version has routes, this must give every route's provider once.
- */
-export const providerIdsOf = (model: { readonly providerId: string }, _version: ModelVersion): ReadonlyArray<string> => [
-  model.providerId
+/** The ids of the providers a version may run on: each of its routes' providers, once. */
+export const providerIdsOf = (model: { readonly slug: string; readonly providerId: string }, version: ModelVersion): ReadonlyArray<string> => [
+  ...new Set(routesOf(model, version).map((route) => route.providerId))
 ]
 
 export const Visibility = Schema.Literal("public", "segment", "private")

@@ -5,11 +5,27 @@ import { Schema } from "effect"
  * the engine waits on it: enough for any worker in any process to follow the same generation
  * after a crash instead of paying for a second one. JSON only; never a credential.
  */
+/**
+ * Which of the version's routes and which provider credential a generation was started on,
+ * kept with its handle so that every later poll, cancel and download, in any process, goes to
+ * the same provider with the same credential. The credential by its id, never its secret.
+ */
+export const ProviderRouteRef = Schema.Struct({
+  /** The route's position in the version's `routes` (0 for a version without routes). */
+  index: Schema.Int.pipe(Schema.nonNegative()),
+  providerId: Schema.String.pipe(Schema.minLength(1)),
+  /** Absent for a provider that lists no credentials of its own. */
+  credentialId: Schema.optional(Schema.String)
+})
+export type ProviderRouteRef = typeof ProviderRouteRef.Type
+
 export const ProviderHandle = Schema.Struct({
   /** The provider's own id of the generation: a prediction id, a request id, a task id. */
   id: Schema.String.pipe(Schema.minLength(1)),
   /** Whatever else resuming needs (status and result URLs, the endpoint that was used). */
-  data: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  data: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  /** Set by the engine, not the adapter: absent on handles stored before routes existed (the version's first route then). */
+  route: Schema.optional(ProviderRouteRef)
 })
 export type ProviderHandle = typeof ProviderHandle.Type
 

@@ -37,6 +37,7 @@ import {
   AdminJobListParams,
   AdminJobView,
   AuditList,
+  ProviderHealthList,
   AuditParams,
   CatalogBody,
   CatalogImportResult,
@@ -478,6 +479,15 @@ export class AdminGroup extends HttpApiGroup.make("admin")
         "Read the audit log",
         "Every admin write, newest first: the actor (the admin token's name), the action, its target, a summary " +
           "of the change without secrets, the request id and the time. Filter by actor, action or target."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("providerHealth", "/admin/providers/health")
+      .addSuccess(ProviderHealthList)
+      .annotateContext(docs(
+        "Read provider health",
+        "Each registered provider and credential id (never a secret) with its circuit in this process: state " +
+          "(closed, open, half_open), consecutive failures, when it opened, and generations in flight."
       ))
   )
   .middleware(AdminAuth)

@@ -1,6 +1,8 @@
 import type { Account } from "../domain/account.js"
 import type { AuditEntry } from "../domain/audit.js"
 import { type Job, progressOf } from "../domain/job.js"
+import type { ProviderRouteRef } from "../domain/providerHandle.js"
+import type { CredentialHealth } from "../services/ProviderHealth.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import { deliveryView, iso, jobView } from "./views.js"
 
@@ -43,10 +45,25 @@ export const adminJobView = (job: Job) => {
     output,
     outputs,
     error,
-    estimatedCompletionTime: iso(job.estimatedCompletionAt)
+    estimatedCompletionTime: iso(job.estimatedCompletionAt),
+    route: routeView(job.providerHandle?.route)
   }
 }
+
+/** The stored route of a job's generation: which of its version's routes, the provider, the credential's id (never its secret). */
+const routeView = (route: ProviderRouteRef | undefined) =>
+  route === undefined ? null : { index: route.index, providerId: route.providerId, credentialId: route.credentialId ?? null }
 
 export const adminDeliveryView = (delivery: WebhookDelivery) => ({ ...deliveryView(delivery), accountId: delivery.accountId })
 
 export const auditEntryView = (entry: AuditEntry) => ({ ...entry, createdAt: iso(entry.createdAt) })
+
+/** A provider credential's circuit as GET /admin/providers/health shows it. */
+export const providerHealthView = (entry: CredentialHealth) => ({
+  providerId: entry.providerId,
+  credentialId: entry.credentialId,
+  state: entry.circuit.state,
+  consecutiveFailures: entry.circuit.failures,
+  openedAt: entry.circuit.state === "closed" ? null : iso(entry.circuit.openedAt),
+  inFlight: entry.inFlight
+})

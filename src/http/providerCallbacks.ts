@@ -1,5 +1,6 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option, Schema } from "effect"
+import { routesOf } from "../domain/catalog.js"
 import { engineError, type ErrorCode } from "../domain/errors.js"
 import { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
@@ -23,7 +24,7 @@ const storedHandleId = (job: Job): string | undefined => job.providerHandle?.id
 const refuse = (code: ErrorCode, message: string) =>
   Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, message), requestId)))
 
-/** The job of a callback's path, when it exists and its model runs at that provider. */
+/** The job of a callback's path, when it exists and runs (or may run) at that provider. */
 const jobAt = (providerId: string, rawJobId: string | undefined) =>
   Effect.gen(function*() {
     const jobId = Schema.decodeUnknownOption(JobId)(rawJobId)
@@ -31,7 +32,13 @@ const jobAt = (providerId: string, rawJobId: string | undefined) =>
     const job = yield* Effect.flatMap(JobRepo, (repo) => repo.get(jobId.value))
     if (Option.isNone(job)) return undefined
     const resolved = yield* Effect.flatMap(Catalog, (catalog) => catalog.forJob(job.value.model, job.value.version))
-    return resolved?.model.providerId === providerId ? job.value : undefined
+    if (resolved === undefined) return undefined
+    // A started job takes callbacks from the route it started on; before that, from any of its routes.
+    const route = job.value.providerHandle?.route
+    const runsThere = route === undefined
+      ? routesOf(resolved.model, resolved.version).some((r) => r.providerId === providerId)
+      : route.providerId === providerId
+    return runsThere ? job.value : undefined
   }).pipe(toApiFailure)
 
 /**

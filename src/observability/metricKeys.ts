@@ -57,3 +57,15 @@ export const poolConnections = MetricKey.gauge("genjobs_db_pool_connections", {
 export const poolWaiting = MetricKey.gauge("genjobs_db_pool_waiting_requests", {
   description: "Queries waiting for a free pool connection, read at scrape time. PostgreSQL only."
 })
+
+export const providerStarts = MetricKey.counter("genjobs_provider_starts_total", {
+  description: "Starts sent to a provider, by provider id (each route tried and each retry counts)."
+})
+
+export const providerFailures = MetricKey.counter("genjobs_provider_failures_total", {
+  description: "Provider calls (start, poll, cancel, recover) that got no answer or a retryable refusal, by provider id and credential id."
+})
+
+export const providerFallbacks = MetricKey.counter("genjobs_provider_fallbacks_total", {
+  description: "Starts that moved on from a provider to the version's next route (refused, circuit open, or not registered), by the provider left."
+})

@@ -32,6 +32,7 @@ export const traceProvider = (providerId: string, provider: GenerationProvider):
 export const layerTracedProviders = Layer.effect(
   Providers,
   Effect.map(Providers, (providers) => ({
+    ...providers,
     forProvider: (providerId: string) => Option.map(providers.forProvider(providerId), (p) => traceProvider(providerId, p))
   }))
 )

@@ -21,6 +21,19 @@ export interface ProviderRequest {
   readonly idempotencyKey: string
   /** The engine's callback address for this job, when it has a public URL and the provider calls back. */
   readonly callbackUrl?: string
+  /**
+   * Which of the provider's `credentials` to call with: the one the generation was started
+   * with, for every call about it. Absent: the provider's first (or only) credential. An id the
+   * provider no longer has is refused (ProviderRejected, not retryable), never swapped.
+   */
+  readonly credentialId?: string
+}
+
+/** A credential a provider can call with, as the engine sees it: an id and a weight, never the secret. */
+export interface ProviderCredential {
+  readonly id: string
+  /** Its share of new starts relative to the provider's other credentials (default 1). */
+  readonly weight: number
 }
 
 /**
@@ -113,6 +126,21 @@ export const isOutage = (error: ProviderError): boolean =>
     ? error.notSent
     : error.retryable && (error.httpStatus === 429 || error.httpStatus === 503)
 
+/**
+ * A refused start that lets the job move on to its version's next route: nothing was started
+ * (an outage, or a retryable refusal such as a 500 before acceptance). A start whose outcome is
+ * unknown (a timeout, a reset) never moves on: the provider may be running it.
+ */
+export const movesToNextRoute = (error: ProviderError): boolean =>
+  isOutage(error) || (error._tag === "ProviderRejected" && error.retryable)
+
+/**
+ * Whether an error says the provider (with that credential) is unwell, for its circuit: no
+ * answer, or a retryable refusal. A final refusal (bad input, payment) is an answer, not a failure.
+ */
+export const countsAgainstHealth = (error: ProviderError): boolean =>
+  error._tag === "ProviderUnreachable" || error.retryable
+
 /** A provider's callback as it arrived at the engine's endpoint. */
 export interface CallbackRequest {
   readonly headers: Readonly<Record<string, string>>
@@ -150,12 +178,20 @@ export interface GenerationProvider {
   readonly verifyCallback?: (request: CallbackRequest) => Effect.Effect<ProviderCallback, CallbackRejected>
   /** How long to wait between polls when the provider gives no hint. */
   readonly pollIntervalMs?: number
+  /**
+   * The credentials the provider holds, when more than one may be chosen: the engine picks one
+   * for each start (by weight and load, skipping those whose circuit is open), passes its id as
+   * `ProviderRequest.credentialId` and stores it with the job's handle.
+   */
+  readonly credentials?: ReadonlyArray<ProviderCredential>
 }
 
 /** Providers by the provider id the catalog's models name. */
 export class Providers extends Context.Tag("genjobs/Providers")<Providers, {
   readonly forProvider: (providerId: string) => Option.Option<GenerationProvider>
+  /** The ids registered, when known: the health endpoint lists each, called or not. */
+  readonly providerIds?: ReadonlyArray<string>
 }>() {}
 
 export const layerProviders = (byId: Readonly<Record<string, GenerationProvider>>) =>
-  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullable(byId[providerId]) })
+  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullable(byId[providerId]), providerIds: Object.keys(byId) })

@@ -1,5 +1,6 @@
 import { Context, Layer } from "effect"
 import type { Backoff } from "../domain/backoff.js"
+import type { CircuitSettings } from "../domain/circuit.js"
 import { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "../domain/outputFiles.js"
 import { RETRY_DELAYS_MS } from "../domain/webhookSchedule.js"
 
@@ -65,6 +66,12 @@ export interface EngineSettings {
    * backoff with full jitter, never sooner than its Retry-After, at most `maxRetries` times in a row.
    */
   readonly providerRetry: Backoff & { readonly maxRetries: number }
+  /**
+   * A provider credential's circuit: `failures` failed calls in a row (no answer, 429, 5xx) open
+   * it, so new starts skip it (another credential, else the next route); after `pauseMs` one
+   * probe goes through, and its success closes it.
+   */
+  readonly providerCircuit: CircuitSettings
   /** Completion, failure and provider-state writes that hit a store error are retried this way while the job's lease may still be held. */
   readonly storeRetry: Backoff
   /** The largest output file the engine stores, per output type, in bytes: a larger one fails the job. */
@@ -96,6 +103,7 @@ export const defaultEngineSettings: EngineSettings = {
   publicUrl: undefined,
   providerPollIntervalMs: 5_000,
   providerRetry: { baseMs: 1_000, capMs: 60_000, maxRetries: 10 },
+  providerCircuit: { failures: 5, pauseMs: 30_000 },
   storeRetry: { baseMs: 100, capMs: 5_000 },
   outputSizeCaps: DEFAULT_OUTPUT_SIZE_CAPS,
   providerOutputAllowPrivate: false

@@ -7,7 +7,7 @@ import { type LimitPlan, limitPlanOf } from "../domain/providerLimits.js"
 import { JobQueue } from "../ports/JobQueue.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import type { QueuePosition } from "../ports/JobLeaseDriver.js"
-import { type ProviderError, type ProviderOutput, Providers } from "../ports/Provider.js"
+import { type ProviderError, type ProviderOutput } from "../ports/Provider.js"
 import { JobSignal } from "../ports/JobSignal.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { Catalog } from "./Catalog.js"
@@ -18,7 +18,6 @@ import { makeOutputStore, type OutputRefused } from "./outputStore.js"
 import { backoff } from "./backoffSchedule.js"
 import { makeBrokerClaims } from "./brokerClaims.js"
 import { makeProviderCalls, Superseded } from "./providerCalls.js"
-import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 
 const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", message })
 
@@ -42,7 +41,6 @@ const sameOutputs = (job: Job, outputs: ReadonlyArray<OutputItem>) =>
 export const make = Effect.gen(function*() {
   const repo = yield* JobRepo
   const catalog = yield* Catalog
-  const providers = yield* Providers
   const signal = yield* JobSignal
   const webhookSignal = yield* WebhookSignal
   const config = yield* EngineConfig
@@ -80,16 +78,7 @@ export const make = Effect.gen(function*() {
       if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
         return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
       }
-      const providerId = resolved.model.providerId
-      const provider = providers.forProvider(providerId)
-      if (Option.isNone(provider)) {
-        return { _tag: "Failed", error: internal(`No provider is registered for provider id "${providerId}"`) } as const
-      }
-      const callbackUrl = config.publicUrl !== undefined && provider.value.verifyCallback !== undefined
-        ? callbackUrlOf(config.publicUrl, providerId, job.id)
-        : undefined
-      const request = providerRequestOf(job, resolved.model, resolved.version, callbackUrl)
-      const generation = yield* calls.generate(job, workerId, provider.value, request)
+      const generation = yield* calls.generate(job, workerId, resolved.model, resolved.version)
       if (generation._tag === "Failed") return generation
       return yield* storeOutputs(job, attempt, generation.outputs, written)
     }).pipe(

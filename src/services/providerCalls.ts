@@ -1,19 +1,28 @@
-import { Clock, Data, Duration, Effect, Option, Queue, Schedule, type Scope } from "effect"
+import { Clock, Data, Duration, Effect, ExecutionStrategy, Exit, Option, Queue, Schedule, Scope } from "effect"
+import { type CatalogModel, type EffectiveRoute, type ModelVersion, routesOf } from "../domain/catalog.js"
+import { type CredentialLoad, pickCredential } from "../domain/credentialPick.js"
 import type { StoreError } from "../domain/errors.js"
 import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
-import type { ProviderHandle, ProviderState } from "../domain/providerHandle.js"
+import type { ProviderHandle, ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
+import { routeOrder } from "../domain/providerRoutes.js"
 import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import {
+  countsAgainstHealth,
   type GenerationProvider,
   isOutage,
+  movesToNextRoute,
   type ProviderError,
   type ProviderOutput,
   type ProviderRequest,
-  type ProviderStatus
+  Providers,
+  type ProviderStatus,
+  ProviderUnreachable
 } from "../ports/Provider.js"
 import { backoff } from "./backoffSchedule.js"
 import { EngineConfig } from "./EngineConfig.js"
+import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
+import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 
 /** How a job's generation ended, as far as the provider is concerned. */
 export type Generation =
@@ -22,6 +31,14 @@ export type Generation =
 
 /** The worker no longer holds the job's lease: it must stop and write nothing more. */
 export class Superseded extends Data.TaggedError("Superseded")<{}> {}
+
+/** A pass over the routes ended without a start: the last route's error, and the start it was, when one was sent. */
+class StartFailed extends Data.TaggedError("StartFailed")<{
+  readonly error: ProviderError
+  readonly attempt: { readonly ref: ProviderRouteRef; readonly provider: GenerationProvider; readonly request: ProviderRequest }
+}> {}
+
+const internalFailure = (message: string): Generation => ({ _tag: "Failed", error: { code: "INTERNAL_ERROR", message } })
 
 const generationFailed = (message: string): Generation => ({ _tag: "Failed", error: { code: "GENERATION_FAILED", message } })
 
@@ -83,7 +100,9 @@ export const makeProviderCalls = Effect.gen(function*() {
     )
 
   /** Transient errors in a row, retried after capped exponential backoff with full jitter, never sooner than Retry-After. */
-  const transientRetries = backoff(config.providerRetry, retryAfterOf).pipe(Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries)))
+  const transientSchedule = <E>(retryAfter: (error: E) => number | undefined) =>
+    backoff(config.providerRetry, retryAfter).pipe(Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries)))
+  const transientRetries = transientSchedule(retryAfterOf)
 
   /**
    * Runs a provider call, retrying its transient errors (a retryable rejection; no answer when
@@ -140,78 +159,237 @@ export const makeProviderCalls = Effect.gen(function*() {
       }
     })
 
+  const health = yield* ProviderHealth
+  const providers = yield* Providers
+
+  /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
+  const watched = (provider: GenerationProvider, providerId: string, credentialId: string | undefined): GenerationProvider => {
+    const key = credentialId ?? DEFAULT_CREDENTIAL
+    const counted = <A>(call: Effect.Effect<A, ProviderError>) =>
+      call.pipe(
+        Effect.tap(() => health.record(providerId, key, false)),
+        Effect.tapError((error) => health.record(providerId, key, countsAgainstHealth(error)))
+      )
+    return {
+      ...provider,
+      start: (request) => Effect.zipRight(health.started(providerId), counted(provider.start(request))),
+      poll: (handle, request) => counted(provider.poll(handle, request)),
+      cancel: (handle, request) => counted(provider.cancel(handle, request)),
+      ...(provider.recover === undefined ? {} : { recover: (request: ProviderRequest) => counted(provider.recover!(request)) })
+    }
+  }
+
+  /** A route whose provider is registered, ready to be asked. */
+  interface Registered {
+    readonly route: EffectiveRoute
+    readonly provider: GenerationProvider
+  }
+
+  /** One start's target: a route, its provider as this credential calls it, the request it is sent. */
+  interface Attempt {
+    readonly ref: ProviderRouteRef
+    readonly provider: GenerationProvider
+    readonly request: ProviderRequest
+  }
+
   /**
-   * Runs the job's generation through `provider`, resuming a stored handle; fails only when the
-   * lease was lost. A start the provider provably did not take is asked again: after a transient
-   * refusal at most `providerRetry.maxRetries` times in a row, through an outage (isOutage) with
-   * the same backoff until the version's deadline, and then the job fails with
-   * PROVIDER_UNAVAILABLE. Meanwhile the job stays processing under this worker's lease with no
-   * start recorded (phase null), so a worker that takes it over after a crash starts it afresh.
+   * Runs the job's generation on its version's routes, resuming a stored handle on the route
+   * and credential it was started with; fails only when the lease was lost. A start goes to the
+   * first route (in routeOrder) whose provider is registered and has a credential whose circuit
+   * is not open; a refusal that proves nothing started there (movesToNextRoute) moves it to the
+   * next route, and a start whose outcome is unknown is never left. When every route refused,
+   * the whole list is asked again: after a transient refusal at most `providerRetry.maxRetries`
+   * times in a row, through an outage (isOutage) with the same backoff until the version's
+   * deadline, and then the job fails with PROVIDER_UNAVAILABLE. Meanwhile the job stays
+   * processing under this worker's lease with no start recorded (phase null), so a worker that
+   * takes it over after a crash starts it afresh.
    */
   const generate = (
     job: Job,
     workerId: string,
-    provider: GenerationProvider,
-    request: ProviderRequest
+    model: CatalogModel,
+    version: ModelVersion
   ): Effect.Effect<Generation, Superseded, Scope.Scope> =>
     Effect.gen(function*() {
-      const timeoutSeconds = request.version.provider?.timeoutSeconds
+      const timeoutSeconds = version.provider?.timeoutSeconds
       const pickedUpAt = job.startedAt ?? (yield* Clock.currentTimeMillis)
       const deadline = timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000
       const outageSeconds = timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS
       let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
       const save = (next: ProviderState) =>
         Effect.tap(storeWrite(repo.saveProviderState(job.id, workerId, next)), () => (state = next))
-      const followStarted = (handle: ProviderHandle) =>
-        Effect.zipRight(save({ ...state, phase: "started", handle }), follow(provider, request, handle, deadline))
 
-      /** The start's outcome is unknown: only a generation the provider can point to is followed. */
-      const recoverOrFail = Effect.gen(function*() {
-        if (provider.recover === undefined) return unconfirmedStart
-        const found = yield* Effect.either(retrying(provider.recover(request), true))
-        if (found._tag === "Left") {
-          yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: job.id }, found.left.message)
-          return unconfirmedStart
+      const catalogRoutes = routesOf(model, version)
+      const registeredOf = (route: EffectiveRoute): ReadonlyArray<Registered> =>
+        Option.match(providers.forProvider(route.providerId), { onNone: () => [], onSome: (provider) => [{ route, provider }] })
+      const attemptOn = ({ provider, route }: Registered, credentialId: string | undefined): Attempt => {
+        const callbackUrl = config.publicUrl !== undefined && provider.verifyCallback !== undefined
+          ? callbackUrlOf(config.publicUrl, route.providerId, job.id)
+          : undefined
+        return {
+          ref: { index: route.index, providerId: route.providerId, ...(credentialId === undefined ? {} : { credentialId }) },
+          provider: watched(provider, route.providerId, credentialId),
+          request: providerRequestOf(job, model, version, callbackUrl, route, credentialId)
         }
-        return Option.isSome(found.right) ? yield* followStarted(found.right.value) : unconfirmedStart
-      })
+      }
+      /** Counts the generation in flight on its credential for as long as the run follows it. */
+      const holding = (ref: ProviderRouteRef) => health.hold(ref.providerId, ref.credentialId ?? DEFAULT_CREDENTIAL)
+      const followStarted = (attempt: Attempt, handle: ProviderHandle) =>
+        Effect.zipRight(
+          save({ ...state, phase: "started", handle: { ...handle, route: attempt.ref } }),
+          follow(attempt.provider, attempt.request, handle, deadline)
+        )
 
-      if (state.handle !== null) return yield* follow(provider, request, state.handle, deadline)
-      // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's.
-      if (state.phase === "starting" && !startMarkedByClaim(job)) return yield* recoverOrFail
+      // A stored handle is followed on the route and with the credential it was started with.
+      if (state.handle !== null) {
+        const ref = state.handle.route ?? { index: 0, providerId: catalogRoutes[0]!.providerId }
+        const route = catalogRoutes[ref.index]?.providerId === ref.providerId
+          ? catalogRoutes[ref.index]
+          : catalogRoutes.find((r) => r.providerId === ref.providerId)
+        if (route === undefined) return internalFailure(`The job's route to "${ref.providerId}" is no longer in its version's routes`)
+        const registered = registeredOf(route)[0]
+        if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
+        yield* holding(ref)
+        const attempt = attemptOn(registered, ref.credentialId)
+        return yield* follow(attempt.provider, attempt.request, state.handle, deadline)
+      }
+
+      const ordered = routeOrder(catalogRoutes, job.id)
+      const usable = ordered.flatMap(registeredOf)
+      if (usable.length === 0) {
+        return internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`)
+      }
+      // Routes before the first registered one are passed over: each such start falls back.
+      for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
+
+      /** The start's outcome is unknown: only a generation one of `candidates` can point to is followed. */
+      const recoverOrFail = (candidates: ReadonlyArray<Attempt>) =>
+        Effect.gen(function*() {
+          for (const candidate of candidates) {
+            const recover = candidate.provider.recover
+            if (recover === undefined) continue
+            const found = yield* Effect.either(retrying(recover(candidate.request), true))
+            if (found._tag === "Left") {
+              yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: job.id }, found.left.message)
+            } else if (Option.isSome(found.right)) {
+              yield* holding(candidate.ref)
+              return yield* followStarted(candidate, found.right.value)
+            }
+          }
+          return unconfirmedStart
+        })
+      const everyCredential = (registered: Registered): ReadonlyArray<Attempt> =>
+        (registered.provider.credentials ?? [undefined]).map((credential) => attemptOn(registered, credential?.id))
+
+      // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
+      if (state.phase === "starting" && !startMarkedByClaim(job)) return yield* recoverOrFail(usable.flatMap(everyCredential))
+
+      /**
+       * The credential a start on this route takes: weighted least in flight among those whose
+       * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
+       */
+      const credentialFor = (registered: Registered, ignoreCircuits: boolean) =>
+        Effect.gen(function*() {
+          const providerId = registered.route.providerId
+          const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
+          const loads: Array<CredentialLoad> = []
+          for (const { id, weight } of credentials) {
+            if (ignoreCircuits || (yield* health.available(providerId, id))) {
+              loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
+            }
+          }
+          const picked = pickCredential(loads)
+          if (picked === undefined) return Option.none()
+          return Option.some({
+            registered,
+            healthKey: picked.id,
+            credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
+            steered: !ignoreCircuits
+          })
+        })
+
+      /**
+       * The routes a pass tries, each with its credential: those with a credential whose circuit
+       * lets the start through. A circuit steers starts away while another route can take them;
+       * when every one is open, every route is tried as if closed, paced by the job's own retry
+       * and outage schedules rather than held back.
+       */
+      const plan = Effect.gen(function*() {
+        const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(registered, false))).flatMap(Option.toArray)
+        if (steered.length > 0) {
+          for (const registered of usable) {
+            if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
+          }
+          return steered
+        }
+        return (yield* Effect.forEach(usable, (registered) => credentialFor(registered, true))).flatMap(Option.toArray)
+      })
 
       // `starting` is committed before each call (the first pickup's claim did it for the first);
       // a start that provably took nothing clears it, so the next call is a start of its own.
-      const startOnce = Effect.gen(function*() {
-        if (state.phase !== "starting") yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
-        return yield* Effect.tapError(provider.start(request), (error) =>
-          nothingStarted(error) ? save({ phase: null, handle: null, starts: state.starts }) : Effect.void)
+      const startOn = (attempt: Attempt) =>
+        Effect.gen(function*() {
+          if (state.phase !== "starting") yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
+          return yield* Effect.tapError(attempt.provider.start(attempt.request), (error) =>
+            nothingStarted(error) ? save({ phase: null, handle: null, starts: state.starts }) : Effect.void)
+        })
+
+      /** One pass over the routes in order, moving on only from a start that provably took nothing. */
+      const startPass = Effect.gen(function*() {
+        const targets = yield* plan
+        let last: StartFailed | undefined
+        for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
+          // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
+          if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
+            last ??= new StartFailed({
+              error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
+              attempt: attemptOn(registered, credentialId)
+            })
+            if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+            continue
+          }
+          const attempt = attemptOn(registered, credentialId)
+          const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+          yield* Scope.extend(holding(attempt.ref), scope)
+          const outcome = yield* Effect.either(startOn(attempt))
+          if (outcome._tag === "Right") return { outcome: outcome.right, attempt }
+          yield* Scope.close(scope, Exit.void)
+          if (outcome.left._tag === "Superseded") return yield* outcome.left
+          last = new StartFailed({ error: outcome.left, attempt })
+          if (!movesToNextRoute(outcome.left)) return yield* last
+          if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+        }
+        return yield* last!
       })
-      const isProviderError = (error: ProviderError | Superseded): error is ProviderError => error._tag !== "Superseded"
-      const outcome = yield* startOnce.pipe(
+
+      const isStartFailed = (error: StartFailed | Superseded): error is StartFailed => error._tag === "StartFailed"
+      const passRetryAfter = (error: StartFailed | Superseded) => (isStartFailed(error) ? retryAfterOf(error.error) : undefined)
+      const outcome = yield* startPass.pipe(
         Effect.retry({
-          schedule: deadline === undefined ? transientRetries : transientRetries.pipe(until(deadline)),
-          while: (error) => error._tag === "ProviderRejected" && error.retryable && !isOutage(error)
+          schedule: deadline === undefined ? transientSchedule(passRetryAfter) : transientSchedule(passRetryAfter).pipe(until(deadline)),
+          while: (error) => isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
         }),
         Effect.retry({
-          schedule: backoff(config.providerRetry, retryAfterOf).pipe(until(pickedUpAt + outageSeconds * 1000)),
-          while: (error) => isProviderError(error) && isOutage(error)
+          schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(pickedUpAt + outageSeconds * 1000)),
+          while: (error) => isStartFailed(error) && isOutage(error.error)
         }),
         Effect.tapError((error) =>
-          isProviderError(error) && isOutage(error)
-            ? Effect.logWarning("the provider stayed unavailable until the job's deadline", { jobId: job.id }, error.message)
+          isStartFailed(error) && isOutage(error.error)
+            ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: job.id }, error.error.message)
             : Effect.void
         ),
         Effect.either
       )
       if (outcome._tag === "Right") {
-        return outcome.right._tag === "Started" ? yield* followStarted(outcome.right.handle) : ended(outcome.right.status)
+        const { attempt, outcome: started } = outcome.right
+        return started._tag === "Started" ? yield* followStarted(attempt, started.handle) : ended(started.status)
       }
-      const error = outcome.left
-      if (!isProviderError(error)) return yield* Effect.fail(error)
+      const failure = outcome.left
+      if (!isStartFailed(failure)) return yield* Effect.fail(failure)
+      const { attempt, error } = failure
       if (isOutage(error)) return providerUnavailable(outageSeconds, error.message)
-      // No answer to a request that may have arrived: the provider may have started.
-      if (!nothingStarted(error)) return yield* recoverOrFail
+      // No answer to a request that may have arrived: the provider may have started, on this route only.
+      if (!nothingStarted(error)) return yield* recoverOrFail([attempt])
       return generationFailed(error.message)
     })
 

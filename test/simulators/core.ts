@@ -398,13 +398,20 @@ export const listen = async (
  * before the provider's API, which gets the request's URL.
  */
 export const listenServingFiles = (
-  options: { readonly port: number; readonly largeFileBytes: number; readonly counters: Counters },
+  options: {
+    readonly port: number
+    readonly largeFileBytes: number
+    readonly counters: Counters
+    /** When given, a file request it refuses answers 401 (files behind the API's credentials). */
+    readonly authorized?: ((req: IncomingMessage) => boolean) | undefined
+  },
   api: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
 ): Promise<Listening> =>
   listen(options.port, async (req, res) => {
     const url = new URL(req.url ?? "/", "http://simulator")
     const file = /^\/files\/([^/]+)\/([^/]+)$/.exec(url.pathname)
     if (file === null || req.method !== "GET") return api(req, res, url)
+    if (options.authorized !== undefined && !options.authorized(req)) return sendJson(res, 401, { detail: "Unauthenticated" })
     options.counters.downloads++
     return serveFile(res, file[2]!, options.largeFileBytes)
   })

@@ -28,6 +28,10 @@ import {
 export interface ReplicateSimulatorOptions extends SimulatorOptions, ModelFileOptions {
   /** The token requests must carry as `Authorization: Bearer ...`. Default "r8_simulator". */
   readonly apiToken?: string | undefined
+  /** Other tokens it takes as well (several credentials of one account); `acceptOnly` narrows them later. */
+  readonly otherTokens?: ReadonlyArray<string> | undefined
+  /** Output files also need a token it takes, as files on Replicate's own API host do. Default false. */
+  readonly filesNeedToken?: boolean | undefined
   /** The webhook signing secret. Default a fresh whsec_ secret. */
   readonly webhookSecret?: string | undefined
   /** Predictions per page of GET /v1/predictions. Default 100, as Replicate. */
@@ -36,6 +40,8 @@ export interface ReplicateSimulatorOptions extends SimulatorOptions, ModelFileOp
 
 export interface ReplicateSimulator extends SimulatorControls {
   readonly apiToken: string
+  /** From now on, only these tokens are taken (API requests and, with `filesNeedToken`, files): any other answers 401. */
+  readonly acceptOnly: (...tokens: ReadonlyArray<string>) => void
   readonly webhookSecret: string
   /** Every prediction created, oldest first, as the API would show it now. */
   readonly predictions: () => ReadonlyArray<Record<string, unknown>>
@@ -73,6 +79,8 @@ const errorBody = (message: string, status: number) =>
 
 export const startReplicateSimulator = async (options: ReplicateSimulatorOptions = {}): Promise<ReplicateSimulator> => {
   const apiToken = options.apiToken ?? "r8_simulator"
+  let accepted = new Set([apiToken, ...(options.otherTokens ?? [])])
+  const authorized = (req: IncomingMessage) => accepted.has(/^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "")
   const webhookSecret = options.webhookSecret ?? `whsec_${randomBytes(24).toString("base64")}`
   const settings = modelSettings(options)
   const pageSize = options.pageSize ?? 100
@@ -173,7 +181,7 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
       ? "list"
       : "other"
     if (await core.intercept(operation, res)) return
-    if (req.headers.authorization !== `Bearer ${apiToken}`) {
+    if (!authorized(req)) {
       return problem(res, 401, "Unauthenticated", "You did not pass a valid authentication token")
     }
     if (operation === "start") return create(res, await readJson(req), byModel === null ? undefined : `${byModel[1]}/${byModel[2]}`)
@@ -203,12 +211,20 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     problem(res, 404, "Not found", "Not found.")
   }
 
-  const listening = await listenServingFiles({ port: options.port ?? 0, largeFileBytes: settings.largeFileBytes, counters: core.counters }, api)
+  const listening = await listenServingFiles({
+    port: options.port ?? 0,
+    largeFileBytes: settings.largeFileBytes,
+    counters: core.counters,
+    ...(options.filesNeedToken === true ? { authorized } : {})
+  }, api)
   base = listening.url
 
   return {
     ...core.controls(listening),
     apiToken,
+    acceptOnly: (...tokens) => {
+      accepted = new Set(tokens)
+    },
     webhookSecret,
     predictions: () => generations.map((g) => view(g))
   }

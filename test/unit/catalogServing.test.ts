@@ -46,6 +46,27 @@ describe("what a catalog serves", () => {
     expect(unregisteredVersions(doc, 0, () => true)).toEqual([])
   })
 
+  it("counts every route's provider: a version runs while any route's provider is registered", () => {
+    const doc = catalogWith("fal", [
+      { versionId: "a", status: "active" },
+      { versionId: "b", status: "active" }
+    ])
+    const model = doc.models.at(-1)!
+    const withRoutes = Schema.decodeUnknownSync(CatalogDocument)({
+      ...doc,
+      models: [...doc.models.slice(0, -1), {
+        ...model,
+        versions: [
+          { ...model.versions[0], routes: [{ provider: "fal" }, { provider: "demo" }] },
+          { ...model.versions[1], routes: [{ provider: "fal" }, { provider: "runway" }, { provider: "fal" }] }
+        ]
+      }]
+    })
+    expect(unregisteredVersions(withRoutes, 0, onlyDemo)).toEqual([
+      { model: "fal/model/text-to-image", version: "b", providers: ["fal", "runway"] }
+    ])
+  })
+
   it("serves a version past its sunset, or without a registered provider, as disabled; deleted stays deleted", () => {
     const doc = catalogWith("demo2", [
       { versionId: "a", status: "active", sunsetAt: "1970-01-01T01:00:00+00:00" },

@@ -7,6 +7,7 @@ import {
   ProviderRejected,
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
 import { apiRoot, lowerCaseKeys, secretValue, sendJson } from "../providerHttp.js"
 import { urlOutput } from "../providerOutputs.js"
 import { openRouterApi } from "./api.js"
@@ -18,8 +19,11 @@ export const OPENROUTER_PROVIDER_ID = "openrouter"
 export const OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 
 export interface OpenRouterOptions {
-  /** An API key (sk-or-...). Sent only to `baseUrl`, never logged. */
-  readonly apiKey: string | Redacted.Redacted<string>
+  /**
+   * An API key (sk-or-...), or several (comma-separated, or a list of keys or of `{ id?, secret,
+   * weight? }`): each job keeps the one it started with. Sent only to `baseUrl`, never logged.
+   */
+  readonly apiKey: CredentialsOption
   /** The API root, with its version. Default https://openrouter.ai/api/v1; a simulator's address in tests. */
   readonly baseUrl?: string | undefined
   /**
@@ -44,37 +48,39 @@ const MODEL_ID = /^[A-Za-z0-9][\w.-]*\/[A-Za-z0-9][\w.:-]*$/
  * handle. No request is retried here: the engine retries what comes back retryable.
  */
 export const openRouterProvider = (options: OpenRouterOptions): GenerationProvider => {
-  const apiKey = secretValue(options.apiKey)
+  const keys = credentialSet("OpenRouter", options.apiKey)
   const base = apiRoot(options.baseUrl ?? OPENROUTER_BASE_URL)
   const origin = new URL(base).origin
-  const api = openRouterApi(apiKey)
+  const api = openRouterApi(keys.secrets)
   const timeoutMs = options.requestTimeoutMs ?? 60_000
-  const authorization = { authorization: `Bearer ${apiKey}` }
+  const authorization = (key: string) => ({ authorization: `Bearer ${key}` })
   const webhookSecret = options.webhookSecret === undefined ? undefined : secretValue(options.webhookSecret)
 
-  const call = (request: HttpClientRequest.HttpClientRequest, isStart = false) =>
-    sendJson(api, HttpClientRequest.setHeaders(request, authorization), VideoJob, { timeoutMs, isStart })
+  /** One call with the key of the job's credential (`credentialId`). */
+  const call = (request: HttpClientRequest.HttpClientRequest, credentialId: string | undefined, isStart = false) =>
+    Effect.flatMap(keys.secretFor(credentialId), (key) =>
+      sendJson(api, HttpClientRequest.setHeaders(request, authorization(key)), VideoJob, { timeoutMs, isStart }))
 
-  /** The content endpoint needs the key; a signed URL elsewhere needs nothing, and never gets the key. */
-  const headersFor = (url: string) => (URL.canParse(url) && new URL(url).origin === origin ? authorization : undefined)
+  /** The content endpoint needs the job's key; a signed URL elsewhere needs nothing, and never gets the key. */
+  const headersFor = (key: string) => (url: string) => (URL.canParse(url) && new URL(url).origin === origin ? authorization(key) : undefined)
 
-  const completed = (job: VideoJob): ProviderStatus => {
+  const completed = (job: VideoJob, key: string): ProviderStatus => {
     const urls = job.unsigned_urls ?? []
     if (urls.length === 0) return { _tag: "Failed", message: "OpenRouter completed the video without a URL to fetch it from" }
     const metadata = job.generation_id == null ? undefined : { generationId: job.generation_id }
     return {
       _tag: "Succeeded",
-      outputs: urls.map((url) => urlOutput(url, "video", { contentType: "video/mp4", headers: headersFor(url), metadata }))
+      outputs: urls.map((url) => urlOutput(url, "video", { contentType: "video/mp4", headers: headersFor(key)(url), metadata }))
     }
   }
 
-  const statusOf = (job: VideoJob): ProviderStatus => {
+  const statusOf = (job: VideoJob, key: string): ProviderStatus => {
     switch (job.status) {
       case "pending":
       case "in_progress":
         return { _tag: "Running" }
       case "completed":
-        return completed(job)
+        return completed(job, key)
       case "failed":
         return { _tag: "Failed", message: `OpenRouter could not generate the video: ${job.error ?? "no reason given"}` }
       case "cancelled":
@@ -88,6 +94,7 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
 
   return {
     pollIntervalMs: options.pollIntervalMs ?? 15_000,
+    ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
 
     start: (request) =>
       Effect.gen(function*() {
@@ -102,11 +109,15 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
           model: request.providerModel,
           ...(webhookSecret === undefined || request.callbackUrl === undefined ? {} : { callback_url: request.callbackUrl })
         }
-        const job = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}/videos`), body), true)
+        const job = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}/videos`), body), request.credentialId, true)
         return { _tag: "Started" as const, handle: { id: job.id } }
       }),
 
-    poll: (handle) => Effect.map(call(HttpClientRequest.get(jobUrl(handle))), statusOf),
+    poll: (handle, request) =>
+      Effect.gen(function*() {
+        const key = yield* keys.secretFor(request.credentialId)
+        return statusOf(yield* call(HttpClientRequest.get(jobUrl(handle)), request.credentialId), key)
+      }),
 
     // OpenRouter documents no way to stop a video job: it runs to its end (and is charged), and
     // the engine no longer asks about it.

@@ -10,9 +10,9 @@ const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
  * again; 400, 401, 402 out of credits and 403 moderation are final). A 502 or 504 to a submit may
  * come after the upstream provider took the job, so the start's outcome is left unknown.
  */
-export const openRouterApi = (apiKey: string): ProviderApi => ({
+export const openRouterApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "OpenRouter",
-  secrets: [apiKey],
+  secrets: apiKeys,
   errorMessage: (body) => Option.getOrUndefined(Option.map(decodeErrorBody(body), ({ error }) => error.message)),
   ...HTTP_RETRY_RULES
 })

@@ -3,11 +3,13 @@ import { Clock, Effect, Option, type Redacted, Schema } from "effect"
 import {
   CallbackRejected,
   type GenerationProvider,
+  type ProviderError,
   type ProviderHandle,
   ProviderRejected,
   type ProviderRequest,
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
 import { apiRoot, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { replicateApi } from "./api.js"
@@ -20,8 +22,12 @@ export const REPLICATE_PROVIDER_ID = "replicate"
 export const REPLICATE_BASE_URL = "https://api.replicate.com"
 
 export interface ReplicateOptions {
-  /** An API token (r8_...). Sent only to `baseUrl`, never logged. */
-  readonly apiToken: string | Redacted.Redacted<string>
+  /**
+   * An API token (r8_...), or several (comma-separated, or a list of tokens or of
+   * `{ id?, secret, weight? }`): each job keeps the one it started with. Sent only to `baseUrl`,
+   * never logged.
+   */
+  readonly apiToken: CredentialsOption
   /** Default https://api.replicate.com; a simulator's address in tests. */
   readonly baseUrl?: string | undefined
   /**
@@ -84,27 +90,33 @@ const messageOf = (error: unknown): string | undefined =>
 export const replicateProvider = (options: ReplicateOptions): GenerationProvider => {
   const base = apiRoot(options.baseUrl ?? REPLICATE_BASE_URL)
   const origin = new URL(base).origin
-  const token = secretValue(options.apiToken)
-  const api = replicateApi(token)
+  const tokens = credentialSet("Replicate", options.apiToken)
+  const api = replicateApi(tokens.secrets)
   const timeoutMs = options.requestTimeoutMs ?? 30_000
-  const authorization = () => ({ authorization: `Bearer ${token}` })
-  const authorized = (request: HttpClientRequest.HttpClientRequest) => HttpClientRequest.setHeaders(request, authorization())
+  const authorization = (token: string) => ({ authorization: `Bearer ${token}` })
+  /** The request with the token of the credential `credentialId` (the job's). */
+  const authorized = (request: HttpClientRequest.HttpClientRequest, credentialId: string | undefined) =>
+    Effect.map(tokens.secretFor(credentialId), (token) => HttpClientRequest.setHeaders(request, authorization(token)))
 
-  const call = <A, I>(request: HttpClientRequest.HttpClientRequest, schema: Schema.Schema<A, I>, isStart = false) =>
-    sendJson(api, authorized(request), schema, { timeoutMs, isStart })
+  const call = <A, I>(
+    request: HttpClientRequest.HttpClientRequest,
+    schema: Schema.Schema<A, I>,
+    credentialId: string | undefined,
+    isStart = false
+  ) => Effect.flatMap(authorized(request, credentialId), (signed) => sendJson(api, signed, schema, { timeoutMs, isStart }))
 
   const predictionUrl = (handle: ProviderHandle) => `${base}/v1/predictions/${encodeURIComponent(handle.id)}`
 
-  /** Output files on the API's own host (its files API) need the token; replicate.delivery URLs need nothing. */
-  const headersFor = (url: string) => {
+  /** Output files on the API's own host (its files API) need the job's token; replicate.delivery URLs need nothing. */
+  const headersFor = (token: string) => (url: string) => {
     try {
-      return new URL(url).origin === origin ? authorization() : undefined
+      return new URL(url).origin === origin ? authorization(token) : undefined
     } catch {
       return undefined
     }
   }
 
-  const statusOf = (prediction: Prediction, request: ProviderRequest): ProviderStatus => {
+  const statusOf = (prediction: Prediction, request: ProviderRequest, token: string): ProviderStatus => {
     switch (prediction.status) {
       case "starting":
       case "processing": {
@@ -112,7 +124,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
         return { _tag: "Running", ...(progress === undefined ? {} : { progress }) }
       }
       case "succeeded": {
-        const outputs = outputsOf(prediction.output, declaredOutputType(request), headersFor)
+        const outputs = outputsOf(prediction.output, declaredOutputType(request), headersFor(token))
         return outputs.length === 0
           ? { _tag: "Failed", message: "The prediction succeeded without an output" }
           : { _tag: "Succeeded", outputs }
@@ -125,12 +137,18 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
     }
   }
 
-  const signingSecret = options.webhookSecret !== undefined
-    ? Effect.succeed(secretValue(options.webhookSecret))
-    : keptSecret(Effect.map(call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret), ({ key }) => key))
+  /**
+   * The webhook signing secrets: the configured one, else each token's account's, fetched. A
+   * callback names no credential before it is verified, so it is checked against each.
+   */
+  const signingSecrets: ReadonlyArray<Effect.Effect<string, ProviderError>> = options.webhookSecret !== undefined
+    ? [Effect.succeed(secretValue(options.webhookSecret))]
+    : (tokens.credentials?.map(({ id }) => id) ?? [undefined]).map((credentialId) =>
+      keptSecret(Effect.map(call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret, credentialId), ({ key }) => key)))
 
   return {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
+    ...(tokens.credentials === undefined ? {} : { credentials: tokens.credentials }),
 
     start: (request) =>
       Effect.gen(function*() {
@@ -148,15 +166,26 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
             ? {}
             : { webhook: withMarker(request.callbackUrl, request.idempotencyKey), webhook_events_filter: ["completed"] })
         }
-        const created = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}${target.path}`), body), Prediction, true)
+        const created = yield* call(
+          HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}${target.path}`), body),
+          Prediction,
+          request.credentialId,
+          true
+        )
         return { _tag: "Started" as const, handle: { id: created.id } }
       }),
 
     poll: (handle, request) =>
-      Effect.map(call(HttpClientRequest.get(predictionUrl(handle)), Prediction), (prediction) => statusOf(prediction, request)),
+      Effect.gen(function*() {
+        const token = yield* tokens.secretFor(request.credentialId)
+        const prediction = yield* call(HttpClientRequest.get(predictionUrl(handle)), Prediction, request.credentialId)
+        return statusOf(prediction, request, token)
+      }),
 
     // A prediction Replicate no longer knows (404) has nothing left to stop.
-    cancel: (handle) => send(api, authorized(HttpClientRequest.post(`${predictionUrl(handle)}/cancel`)), { timeoutMs }).pipe(ignoringStatuses([404])),
+    cancel: (handle, request) =>
+      Effect.flatMap(authorized(HttpClientRequest.post(`${predictionUrl(handle)}/cancel`), request.credentialId), (signed) =>
+        send(api, signed, { timeoutMs })).pipe(ignoringStatuses([404])),
 
     /**
      * Pages through the newest predictions (back to shortly before the job was created) for the
@@ -169,7 +198,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
         const notBefore = request.job.createdAt - RECOVER_CLOCK_SKEW_MS
         let url: string | undefined = `${base}/v1/predictions`
         for (let page = 0; page < RECOVER_MAX_PAGES && url !== undefined; page++) {
-          const listed: typeof PredictionPage.Type = yield* call(HttpClientRequest.get(url), PredictionPage)
+          const listed: typeof PredictionPage.Type = yield* call(HttpClientRequest.get(url), PredictionPage, request.credentialId)
           for (const prediction of listed.results) {
             if (markerOf(prediction.webhook) === request.idempotencyKey) return Option.some({ id: prediction.id })
             const created = Date.parse(prediction.created_at ?? "")
@@ -186,15 +215,18 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
     verifyCallback: (callback) =>
       Effect.gen(function*() {
         const headers = lowerCaseKeys(callback.headers)
-        const secret = yield* signingSecret.pipe(
-          Effect.mapError(() => new CallbackRejected({ message: "The webhook signing secret could not be fetched from Replicate" }))
-        )
-        const problem = webhookProblem(
-          { id: headers["webhook-id"], timestamp: headers["webhook-timestamp"], signature: headers["webhook-signature"] },
-          callback.body,
-          secret,
-          yield* Clock.currentTimeMillis
-        )
+        const now = yield* Clock.currentTimeMillis
+        const signed = { id: headers["webhook-id"], timestamp: headers["webhook-timestamp"], signature: headers["webhook-signature"] }
+        let fetched = false
+        let problem: string | undefined
+        for (const signingSecret of signingSecrets) {
+          const secret = yield* Effect.option(signingSecret)
+          if (secret._tag === "None") continue
+          fetched = true
+          problem = webhookProblem(signed, callback.body, secret.value, now)
+          if (problem === undefined) break
+        }
+        if (!fetched) return yield* new CallbackRejected({ message: "The webhook signing secret could not be fetched from Replicate" })
         if (problem !== undefined) return yield* new CallbackRejected({ message: `Replicate webhook refused: ${problem}` })
         const body = yield* Schema.decodeUnknown(Schema.parseJson(WebhookBody))(new TextDecoder().decode(callback.body)).pipe(
           Effect.mapError(() => new CallbackRejected({ message: "Replicate webhook refused: the body is not a prediction" }))

@@ -10,9 +10,9 @@ const problemMessage = (body: unknown): string | undefined =>
     typeof detail === "string" ? detail : detail === undefined ? title : JSON.stringify(detail)))
 
 /** Replicate's answers as the shared HTTP exchange reads them: problem details, HTTP's retry rules. */
-export const replicateApi = (apiToken: string): ProviderApi => ({
+export const replicateApi = (apiTokens: ReadonlyArray<string>): ProviderApi => ({
   name: "Replicate",
-  secrets: [apiToken],
+  secrets: apiTokens,
   errorMessage: problemMessage,
   ...HTTP_RETRY_RULES
 })

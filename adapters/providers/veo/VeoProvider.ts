@@ -1,12 +1,13 @@
 import { HttpClientRequest } from "@effect/platform"
-import { Effect, type Redacted } from "effect"
+import { Effect } from "effect"
 import {
   type GenerationProvider,
   type ProviderHandle,
   ProviderRejected,
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
-import { apiRoot, secretValue, sendJson } from "../providerHttp.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
+import { apiRoot, sendJson } from "../providerHttp.js"
 import { urlOutput } from "../providerOutputs.js"
 import { veoApi } from "./api.js"
 import { predictBody } from "./request.js"
@@ -17,8 +18,12 @@ export const VEO_PROVIDER_ID = "veo"
 export const VEO_BASE_URL = "https://generativelanguage.googleapis.com"
 
 export interface VeoOptions {
-  /** A Gemini API key. Sent only to `baseUrl` as `x-goog-api-key`, never logged. */
-  readonly apiKey: string | Redacted.Redacted<string>
+  /**
+   * A Gemini API key, or several (comma-separated, or a list of keys or of `{ id?, secret,
+   * weight? }`): each job keeps the one it started with. Sent only to `baseUrl` as
+   * `x-goog-api-key`, never logged.
+   */
+  readonly apiKey: CredentialsOption
   /** The API root, without `/v1beta`. Default https://generativelanguage.googleapis.com; a simulator's address in tests. */
   readonly baseUrl?: string | undefined
   /** Between polls of an operation. Default 10 s, as Google's examples poll. */
@@ -41,20 +46,22 @@ const refused = (message: string) => new ProviderRejected({ message, retryable: 
  * what comes back retryable.
  */
 export const veoProvider = (options: VeoOptions): GenerationProvider => {
-  const apiKey = secretValue(options.apiKey)
+  const keys = credentialSet("Gemini API", options.apiKey)
   const base = apiRoot(options.baseUrl ?? VEO_BASE_URL)
   const origin = new URL(base).origin
-  const api = veoApi(apiKey)
+  const api = veoApi(keys.secrets)
   const timeoutMs = options.requestTimeoutMs ?? 60_000
-  const keyHeader = { "x-goog-api-key": apiKey }
+  const keyHeader = (key: string) => ({ "x-goog-api-key": key })
 
-  const call = (request: HttpClientRequest.HttpClientRequest, isStart = false) =>
-    sendJson(api, HttpClientRequest.setHeaders(request, keyHeader), Operation, { timeoutMs, isStart })
+  /** One call with the key of the job's credential (`credentialId`). */
+  const call = (request: HttpClientRequest.HttpClientRequest, credentialId: string | undefined, isStart = false) =>
+    Effect.flatMap(keys.secretFor(credentialId), (key) =>
+      sendJson(api, HttpClientRequest.setHeaders(request, keyHeader(key)), Operation, { timeoutMs, isStart }))
 
-  /** A file URI on the API's own host needs the key to download; the key goes nowhere else. */
-  const headersFor = (uri: string) => (URL.canParse(uri) && new URL(uri).origin === origin ? keyHeader : undefined)
+  /** A file URI on the API's own host needs the job's key to download; the key goes nowhere else. */
+  const headersFor = (key: string) => (uri: string) => (URL.canParse(uri) && new URL(uri).origin === origin ? keyHeader(key) : undefined)
 
-  const statusOf = (operation: Operation): ProviderStatus => {
+  const statusOf = (operation: Operation, key: string): ProviderStatus => {
     if (operation.done !== true) return { _tag: "Running" }
     if (operation.error !== undefined) {
       const code = operation.error.status ?? operation.error.code
@@ -67,7 +74,7 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
     const outputs = (result?.generatedSamples ?? []).flatMap(({ video }) =>
       video?.uri === undefined
         ? []
-        : [urlOutput(video.uri, "video", { contentType: video.mimeType ?? "video/mp4", headers: headersFor(video.uri) })]
+        : [urlOutput(video.uri, "video", { contentType: video.mimeType ?? "video/mp4", headers: headersFor(key)(video.uri) })]
     )
     if (outputs.length > 0) return { _tag: "Succeeded", outputs }
     const reasons = result?.raiMediaFilteredReasons ?? []
@@ -86,6 +93,7 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
 
   return {
     pollIntervalMs: options.pollIntervalMs ?? 10_000,
+    ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
 
     start: (request) =>
       Effect.gen(function*() {
@@ -95,12 +103,18 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
         }
         const operation = yield* call(
           HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}/v1beta/models/${model}:predictLongRunning`), predictBody(request.input)),
+          request.credentialId,
           true
         )
         return { _tag: "Started" as const, handle: { id: operation.name } }
       }),
 
-    poll: (handle) => Effect.flatMap(operationUrl(handle), (url) => Effect.map(call(HttpClientRequest.get(url)), statusOf)),
+    poll: (handle, request) =>
+      Effect.gen(function*() {
+        const key = yield* keys.secretFor(request.credentialId)
+        const operation = yield* call(HttpClientRequest.get(yield* operationUrl(handle)), request.credentialId)
+        return statusOf(operation, key)
+      }),
 
     // The Gemini API documents no way to stop a video operation: it runs to its end at Google,
     // and the engine no longer asks about it.

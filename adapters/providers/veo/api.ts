@@ -10,9 +10,9 @@ const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
  * DEADLINE_EXCEEDED are asked again; 400 INVALID_ARGUMENT, 403 PERMISSION_DENIED, 404 NOT_FOUND
  * are final).
  */
-export const veoApi = (apiKey: string): ProviderApi => ({
+export const veoApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "Gemini API",
-  secrets: [apiKey],
+  secrets: apiKeys,
   errorMessage: (body) =>
     Option.getOrUndefined(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullable(error.message))),
   ...HTTP_RETRY_RULES

@@ -5,7 +5,8 @@ import { CatalogDocument } from "../../domain/catalog.js"
 import { Admin } from "../../services/Admin.js"
 import { AdminReads } from "../../services/AdminReads.js"
 import { Catalog } from "../../services/Catalog.js"
-import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, auditEntryView } from "../adminViews.js"
+import { ProviderHealth } from "../../services/ProviderHealth.js"
+import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, auditEntryView, providerHealthView } from "../adminViews.js"
 import { EngineApi } from "../Api.js"
 import { CurrentAdmin } from "../middleware.js"
 import { CurrentRequestId, toApiFailure } from "../requestContext.js"
@@ -48,6 +49,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
     const admin = yield* Admin
     const reads = yield* AdminReads
     const catalog = yield* Catalog
+    const health = yield* ProviderHealth
     return handlers
       .handle("replaceCatalog", ({ headers, payload }) =>
         Effect.gen(function*() {
@@ -101,6 +103,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
           toApiFailure
         ))
       .handle("getJob", ({ path }) => reads.job(path.jobId).pipe(Effect.map(adminJobView), toApiFailure))
+      .handle("providerHealth", () => Effect.map(health.snapshot, (entries) => ({ providers: entries.map(providerHealthView) })))
       .handle("listDeliveries", ({ urlParams }) =>
         reads.deliveries(urlParams).pipe(
           Effect.map((page) => ({ deliveries: page.items.map(adminDeliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),

@@ -137,7 +137,13 @@ export const AdminJobView = Schema.extend(
     output: Schema.NullOr(Schema.String),
     outputs: Schema.NullOr(Schema.Array(OutputItemView)),
     error: Schema.NullOr(JobError),
-    estimatedCompletionTime: Schema.String
+    estimatedCompletionTime: Schema.String,
+    /** The route the generation was started on; null before a start, or for a start that finished in its call. */
+    route: Schema.NullOr(Schema.Struct({
+      index: Schema.Number,
+      providerId: Schema.String,
+      credentialId: Schema.NullOr(Schema.String)
+    }))
   })
 )
 
@@ -185,3 +191,18 @@ export const AuditParams = Schema.Struct({
 })
 
 export const AuditList = pageOf("entries", AuditEntryView)
+
+/** One provider credential's circuit (see docs/providers.md#provider-health). */
+export const ProviderCredentialHealth = Schema.Struct({
+  providerId: Schema.String,
+  /** The credential's id, never its secret; "default" for a provider with one credential. */
+  credentialId: Schema.String,
+  state: Schema.Literal("closed", "open", "half_open"),
+  consecutiveFailures: Schema.Number,
+  /** When the circuit last opened; null while it is closed. */
+  openedAt: Schema.NullOr(Schema.String),
+  /** Generations this process follows on the credential now. */
+  inFlight: Schema.Number
+})
+
+export const ProviderHealthList = Schema.Struct({ providers: Schema.Array(ProviderCredentialHealth) })

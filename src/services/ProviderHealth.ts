@@ -1,0 +1,97 @@
+import { Clock, Context, Effect, Layer, Option, Ref, type Scope } from "effect"
+import { afterAdmit, afterFailure, afterSuccess, type Circuit, closedCircuit, isAvailable } from "../domain/circuit.js"
+import { Providers } from "../ports/Provider.js"
+import { EngineConfig } from "./EngineConfig.js"
+
+/** The credential id shown for a provider that lists no credentials of its own. */
+export const DEFAULT_CREDENTIAL = "default"
+
+/** One provider credential's circuit, as the health endpoint shows it. */
+export interface CredentialHealth {
+  readonly providerId: string
+  readonly credentialId: string
+  readonly circuit: Circuit
+  /** Generations this process follows on it now. */
+  readonly inFlight: number
+}
+
+interface Entry {
+  readonly circuit: Circuit
+  readonly inFlight: number
+}
+
+/**
+ * The health of each provider credential this process called: its circuit (see circuit.ts)
+ * and its generations in flight. Per process, as the calls it counts are: a circuit opened
+ * here does not stop another process's starts.
+ */
+export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<ProviderHealth, {
+  /** Whether a start may go to this credential now (its circuit is closed, or its pause is over). */
+  readonly available: (providerId: string, credentialId: string) => Effect.Effect<boolean>
+  /** Lets a start through: false when another took the probe first. */
+  readonly admit: (providerId: string, credentialId: string) => Effect.Effect<boolean>
+  /** A call's outcome: a success closes the circuit, a failure counts towards opening it. */
+  readonly record: (providerId: string, credentialId: string, failed: boolean) => Effect.Effect<void>
+  readonly inFlight: (providerId: string, credentialId: string) => Effect.Effect<number>
+  /** Counts a generation in flight on this credential until the scope closes. */
+  readonly hold: (providerId: string, credentialId: string) => Effect.Effect<void, never, Scope.Scope>
+  /** A start moved on from this provider to the version's next route (for the metrics). */
+  readonly fellBack: (providerId: string) => Effect.Effect<void>
+  /** A start was sent to this provider (for the metrics). */
+  readonly started: (providerId: string) => Effect.Effect<void>
+  /** Every registered provider's credentials and every credential called, by provider id and credential id. */
+  readonly snapshot: Effect.Effect<ReadonlyArray<CredentialHealth>>
+}>() {
+  static readonly layer = Layer.effect(ProviderHealth, Effect.gen(function*() {
+    const settings = (yield* EngineConfig).providerCircuit
+    const providers = yield* Effect.serviceOption(Providers)
+    const registered = Option.match(providers, {
+      onNone: () => [],
+      onSome: (p) =>
+        (p.providerIds ?? []).flatMap((providerId) =>
+          Option.match(p.forProvider(providerId), {
+            onNone: () => [],
+            onSome: (provider) => (provider.credentials?.map((c) => c.id) ?? [DEFAULT_CREDENTIAL]).map((credentialId) => ({ providerId, credentialId }))
+          }))
+    })
+    const entries = yield* Ref.make(new Map<string, Entry & { readonly providerId: string; readonly credentialId: string }>())
+    // NUL never appears in a provider id or a credential id.
+    const keyOf = (providerId: string, credentialId: string) => `${providerId}\u0000${credentialId}`
+    const update = <A>(providerId: string, credentialId: string, f: (entry: Entry) => readonly [A, Entry]) =>
+      Ref.modify(entries, (map) => {
+        const key = keyOf(providerId, credentialId)
+        const [out, next] = f(map.get(key) ?? { circuit: closedCircuit, inFlight: 0 })
+        return [out, new Map(map).set(key, { ...next, providerId, credentialId })] as const
+      })
+    const circuitOf = (providerId: string, credentialId: string) =>
+      Effect.map(Ref.get(entries), (map) => map.get(keyOf(providerId, credentialId)) ?? { circuit: closedCircuit, inFlight: 0 })
+    const addInFlight = (providerId: string, credentialId: string, n: number) =>
+      update(providerId, credentialId, (entry) => [undefined, { ...entry, inFlight: entry.inFlight + n }] as const)
+    return {
+      available: (providerId, credentialId) =>
+        Effect.zipWith(circuitOf(providerId, credentialId), Clock.currentTimeMillis, (entry, now) => isAvailable(entry.circuit, now, settings)),
+      admit: (providerId, credentialId) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          update(providerId, credentialId, (entry) =>
+            isAvailable(entry.circuit, now, settings)
+              ? [true, { ...entry, circuit: afterAdmit(entry.circuit, now) }] as const
+              : [false, entry] as const)),
+      record: (providerId, credentialId, failed) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          update(providerId, credentialId, (entry) =>
+            [undefined, { ...entry, circuit: failed ? afterFailure(entry.circuit, now, settings) : afterSuccess(entry.circuit) }] as const)),
+      inFlight: (providerId, credentialId) => Effect.map(circuitOf(providerId, credentialId), (entry) => entry.inFlight),
+      hold: (providerId, credentialId) =>
+        Effect.acquireRelease(addInFlight(providerId, credentialId, 1), () => addInFlight(providerId, credentialId, -1)),
+      fellBack: () => Effect.void,
+      started: () => Effect.void,
+      snapshot: Effect.map(Ref.get(entries), (map) =>
+        [...registered.filter(({ credentialId, providerId }) => !map.has(keyOf(providerId, credentialId))), ...map.values()]
+          .map(({ credentialId, providerId }) => {
+            const entry = map.get(keyOf(providerId, credentialId)) ?? { circuit: closedCircuit, inFlight: 0 }
+            return { providerId, credentialId, circuit: entry.circuit, inFlight: entry.inFlight }
+          })
+          .sort((a, b) => a.providerId.localeCompare(b.providerId) || a.credentialId.localeCompare(b.credentialId)))
+    }
+  }))
+}

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, TestClock } from "effect"
+import { layerProviders } from "../../src/ports/Provider.js"
+import { EngineConfig } from "../../src/services/EngineConfig.js"
+import { ProviderHealth } from "../../src/services/ProviderHealth.js"
+import { idleProvider } from "../support/providers.js"
+
+const layer = ProviderHealth.layer.pipe(
+  Layer.provide(EngineConfig.layer({ providerCircuit: { failures: 2, pauseMs: 30_000 } })),
+  Layer.provide(layerProviders({ quiet: idleProvider }))
+)
+
+describe("ProviderHealth", () => {
+  it.effect("opens a credential's circuit after the configured failures, lets one probe through after the pause, and closes on its success", () =>
+    Effect.gen(function*() {
+      const health = yield* ProviderHealth
+      yield* health.record("p", "k1", true)
+      expect(yield* health.available("p", "k1")).toBe(true)
+      yield* health.record("p", "k1", true)
+      expect(yield* health.available("p", "k1")).toBe(false)
+      expect(yield* health.available("p", "k2")).toBe(true)
+      yield* TestClock.adjust(29_999)
+      expect(yield* health.admit("p", "k1")).toBe(false)
+      yield* TestClock.adjust(1)
+      expect(yield* health.admit("p", "k1")).toBe(true)
+      expect(yield* health.admit("p", "k1")).toBe(false)
+      const probing = (yield* health.snapshot).find((e) => e.credentialId === "k1")
+      expect(probing?.circuit).toMatchObject({ state: "half_open", failures: 2, openedAt: 0 })
+      yield* health.record("p", "k1", false)
+      expect((yield* health.snapshot).find((e) => e.credentialId === "k1")?.circuit).toEqual({ state: "closed", failures: 0 })
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("lists every registered provider, called or not, and counts generations in flight while held", () =>
+    Effect.gen(function*() {
+      const health = yield* ProviderHealth
+      expect(yield* health.snapshot).toEqual([{ providerId: "quiet", credentialId: "default", circuit: { state: "closed", failures: 0 }, inFlight: 0 }])
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* health.hold("quiet", "default")
+        expect(yield* health.inFlight("quiet", "default")).toBe(1)
+      }))
+      expect(yield* health.inFlight("quiet", "default")).toBe(0)
+    }).pipe(Effect.provide(layer)))
+})
