@@ -4,19 +4,14 @@
  * of examples/mounts served over HTTP under /api/genjobs. The Next.js example is built and served
  * from a second project with only what an in-memory engine needs installed, and no next.config.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process"
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { type ChildProcess, spawn } from "node:child_process"
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { freePort } from "../support/serverProcess.js"
-
-const run = promisify(execFile)
-const ROOT = fileURLToPath(new URL("../..", import.meta.url))
-const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+import { npm, packInto, pkg, ROOT, run } from "./scratch.js"
 const ADMIN = "tarball-admin"
 const BASE_PATH = "/api/genjobs"
 
@@ -57,8 +52,6 @@ let lean: string
 let examples: Promise<unknown>
 const servers: Array<ChildProcess> = []
 
-const npm = (cwd: string, args: Array<string>) =>
-  run("npm", args, { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_loglevel: "error" } })
 // --ignore-scripts: no package here needs an install script (better-sqlite3 13 ships its binaries).
 const install = (cwd: string, packages: Array<string>) =>
   npm(cwd, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", ...packages])
@@ -69,10 +62,7 @@ const tsc = (project: string) =>
 
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "genjobs-tarball-"))
-  // globalSetup has just built dist/ (what `prepare` runs); packing without scripts keeps the
-  // e2e suites, which run dist/ at the same time, from seeing it rebuilt under them.
-  const { stdout } = await npm(ROOT, ["pack", "--ignore-scripts", "--json", "--pack-destination", scratch])
-  const tarball = join(scratch, JSON.parse(stdout)[0].filename)
+  const tarball = await packInto(scratch)
   // better-sqlite3 13 as docs/embedding.md tells hosts to get it (12.x aborts Node 24).
   const overrides = { "better-sqlite3": pkg.overrides["better-sqlite3"] }
   writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module", overrides }))
