@@ -144,7 +144,8 @@ describe.concurrent("each line, in an empty project", () => {
         await engine.dispose()
       })
       it.effect("it.effect runs", () => Effect.sync(() => expect(1).toBe(1)))`)
-    const { stdout } = await run(process.execPath, [join(project, "node_modules/vitest/vitest.mjs"), "run"], { cwd: project, env: { ...process.env, CI: "1", NO_COLOR: "1" } })
+    // vitest's 5 s default per test is too short for a first engine start on a loaded machine.
+    const { stdout } = await run(process.execPath, [join(project, "node_modules/vitest/vitest.mjs"), "run", "--testTimeout=60000"], { cwd: project, env: { ...process.env, CI: "1", NO_COLOR: "1" } })
       .catch((error) => {
         throw new Error(`vitest:\n${error.stdout}${error.stderr}`)
       })
