@@ -24,6 +24,7 @@ export const e2eFiles = [
   "test/e2e/startOnOldNode.test.ts",
   "test/e2e/webhookReceiver.test.ts",
   "test/package/tarball.test.ts",
+  "test/package/installLines.test.ts",
   "test/client/server.test.ts",
   "test/client/importGraph.test.ts",
   "test/conformance/s3.test.ts",

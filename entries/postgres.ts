@@ -1,6 +1,6 @@
-/** PostgreSQL as the store and the queue, shared by any number of processes. Needs `@effect/sql-pg`. */
-export { postgresStore } from "../adapters/sql/stores.js"
-export { layerPostgres, layerSqlStores } from "../adapters/sql/layer.js"
+/** PostgreSQL as the store and the queue, shared by any number of processes. Needs `@effect/sql`, `@effect/sql-pg` and `pg`, and no SQLite package. */
+export { layerPostgres, postgresStore } from "../adapters/sql/postgres.js"
+export { layerSqlStores } from "../adapters/sql/layer.js"
 export {
   layerPgJobSignal,
   layerPgSignals,

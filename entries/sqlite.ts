@@ -1,4 +1,4 @@
-/** The embedded store: one SQLite file. Needs the `@effect/sql-sqlite-node` package. */
-export { sqliteStore } from "../adapters/sql/stores.js"
-export { layerSqlite, layerSqlStores } from "../adapters/sql/layer.js"
+/** The embedded store: one SQLite file. Needs `@effect/sql` and `@effect/sql-sqlite-node`, and no PostgreSQL package. */
+export { layerSqlite, sqliteStore } from "../adapters/sql/sqlite.js"
+export { layerSqlStores } from "../adapters/sql/layer.js"
 export { layerLocalJobSignal, layerLocalSignals, layerLocalWebhookSignal } from "../adapters/memory/LocalJobSignal.js"

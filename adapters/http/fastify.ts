@@ -32,6 +32,8 @@ const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
  * The engine as a Fastify 5 plugin: `app.register(genjobsFastify(engine), { prefix: "/api/genjobs" })`.
  * Inside its own encapsulated context it replaces the content-type parsers with one that leaves
  * the body unread, so the engine reads the stream itself; the app's parsers are untouched.
+ * Fastify enforces `bodyLimit` only in the parsers that read the body themselves, so under the
+ * prefix the engine's own limits apply, with its 413 PAYLOAD_TOO_LARGE.
  */
 export const genjobsFastify = (engine: Mountable, options: MountOptions = {}): FastifyPlugin => async (instance) => {
   instance.removeAllContentTypeParsers()

@@ -60,6 +60,19 @@ export const sendWebResponse = async (response: Response, res: ServerResponse): 
 }
 
 /**
+ * Reads off and drops what is left of a body the engine answered without reading to the end (a
+ * 413 on its Content-Length, a 401 before a large upload), as Node does for a request nobody
+ * read: the web stream over it has paused the socket, and the next request on a kept-alive
+ * connection would wait behind the unread bytes (Fastify) or be reset (node:http). Only the web
+ * stream's own listener is removed; the request stays open and its end frees the connection.
+ */
+const discardUnreadBody = (req: IncomingMessage) => {
+  if (req.readableEnded || req.destroyed) return
+  req.removeAllListeners("data")
+  req.resume()
+}
+
+/**
  * Answers one Node request with the engine. Resolves when the answer is written or the client
  * has gone (the engine's work for it is then aborted); never rejects, so a listener can drop it.
  */
@@ -76,7 +89,9 @@ export const serveNode = async (
     if (!res.writableFinished) controller.abort()
   })
   try {
-    await sendWebResponse(await engine.fetch(toWebRequest(req, url, body, controller.signal), info), res)
+    const response = await engine.fetch(toWebRequest(req, url, body, controller.signal), info)
+    if (body.kind === "stream") discardUnreadBody(req)
+    await sendWebResponse(response, res)
   } catch {
     // The client left mid-answer, or the engine failed before answering: nothing more can be said.
     if (res.headersSent) res.destroy()

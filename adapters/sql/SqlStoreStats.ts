@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
 import { StoreStats } from "../../src/ports/StoreStats.js"
-import { PgPoolUse } from "./pgPool.js"
+import { PgPoolUse } from "./pgPoolUse.js"
 import { storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 

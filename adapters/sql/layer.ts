@@ -1,7 +1,4 @@
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
-import { mkdirSync } from "node:fs"
-import { dirname } from "node:path"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
@@ -20,11 +17,9 @@ import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlAuthFailures } from "./SqlAuthFailures.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
-import { armStoreTimeout, layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { layerSqlStoreStats } from "./SqlStoreStats.js"
-import { checkSqliteDriver } from "./sqliteDriverCheck.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
 import { layerSqlTables } from "./tables.js"
@@ -56,28 +51,9 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrapEffect(
 
 /**
  * The store ports over whatever SqlClient is provided (SQLite or PostgreSQL): a host can pass
- * its own pool. Migrates first, moving a database of the unprefixed release to the prefix.
+ * its own pool. This file imports no driver: the SQLite and PostgreSQL layers (sqlite.ts, postgres.ts)
+ * each bring their own, so an app installs only the driver of the store it uses. Migrates first, moving a database of the unprefixed release to the prefix.
  * Fails with TablePrefixError on an invalid prefix.
  */
 export const layerSqlStores = (options: SqlStoreOptions = {}) =>
   Layer.merge(stores(options), layerSqlStoreStats).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
-
-/**
- * SQLite file in WAL mode (the client's default), created with its directory when missing.
- * Fails with SqliteDriverError where the installed driver would abort the process.
- */
-export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
-  layerSqlStores(options).pipe(
-    Layer.provide(
-      Layer.unwrapEffect(
-        checkSqliteDriver.pipe(Effect.map(() => {
-          if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
-          return SqliteClient.layer({ filename: options.filename })
-        }))
-      )
-    )
-  )
-
-/** The stores over a pool of their own; `postgresStore` shares one with the signals. Statements are bounded once migrated. */
-export const layerPostgres = (options: PgPoolOptions & SqlStoreOptions) =>
-  Layer.tap(layerSqlStores(options), () => armStoreTimeout).pipe(Layer.provide(layerPgClientWithPoolUse(options)))

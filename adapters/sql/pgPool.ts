@@ -3,12 +3,9 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer } from "effect"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import Pg from "pg"
-import type { PoolUse } from "../../src/ports/StoreStats.js"
 import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "./pgInternals.js"
+import { PgPoolUse } from "./pgPoolUse.js"
 import { makeStatementNames, preparingClient } from "./preparedStatements.js"
-
-/** The pool's counters, read from the `pg` pool the client runs on. */
-export class PgPoolUse extends Context.Tag("genjobs/PgPoolUse")<PgPoolUse, () => PoolUse>() {}
 
 /**
  * pg-pool hands a freed connection to the next waiter synchronously, and a waiter whose query

@@ -74,3 +74,21 @@ describe("the main entry and the entries of an in-memory engine reach no optiona
     })
   }
 })
+
+// An app installs the driver of the store it uses and no other: each store entry reaches only its
+// own driver's packages (a bundler would fail on the other's, and Node would load it).
+describe("each store entry reaches only its own driver", () => {
+  const stores = [
+    ["sqlite", ["@effect/sql", "@effect/sql-sqlite-node"]],
+    ["postgres", ["@effect/sql", "@effect/sql-pg", "pg"]]
+  ] as const
+  for (const [entry, drivers] of stores) {
+    it(`genjobs/${entry} loads ${drivers.join(", ")} and no other optional peer`, () => {
+      const { packages } = graphOf(`entries/${entry}.js`)
+      const optional = new Set(packages.map((p) => packageOf(p.split(" -> ")[1]!)).filter((name) =>
+        !name.startsWith("node:") && !builtinModules.includes(name) && !ALWAYS_INSTALLED.includes(name)
+      ))
+      expect([...optional].sort()).toEqual([...drivers].sort())
+    })
+  }
+})

@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Redacted } from "effect"
-import { layerPostgres } from "../../adapters/sql/layer.js"
+import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
 import { layerSqlTables } from "../../adapters/sql/tables.js"
 import type { Budget, BudgetScope } from "../../src/domain/budget.js"

@@ -1,7 +1,7 @@
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { layerSqlite } from "../../adapters/sql/layer.js"
+import { layerSqlite } from "../../adapters/sql/sqlite.js"
 import { runStoreConformance } from "./storeSuite.js"
 
 const dir = mkdtempSync(join(tmpdir(), "genjobs-sqlite-"))

@@ -3,7 +3,7 @@ import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { layerSqlite } from "../../adapters/sql/layer.js"
+import { layerSqlite } from "../../adapters/sql/sqlite.js"
 import { MAX_TABLE_PREFIX_LENGTH } from "../../adapters/sql/tables.js"
 
 const dir = mkdtempSync(join(tmpdir(), "genjobs-prefix-"))

@@ -1,5 +1,5 @@
 import { genjobsHono, genjobsNext, genjobsNode, type RequestInfo } from "genjobs/http"
-import { createServer, request as httpRequest, type Server } from "node:http"
+import { Agent, createServer, request as httpRequest, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 
@@ -53,6 +53,38 @@ describe("the node:http mount", () => {
     await expect.poll(() => engine.seen.length).toBe(1)
     req.destroy()
     await expect.poll(() => engine.seen[0]?.signal.aborted).toBe(true)
+  })
+})
+
+/** A request over `agent`, answered within 5 s or failed: a connection left stuck must not hang the test. */
+const send = (agent: Agent, url: string, body: string) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", agent, timeout: 5_000 }, (res) => {
+      let text = ""
+      res.on("data", (chunk) => (text += String(chunk)))
+      res.on("end", () => resolve({ status: res.statusCode!, text }))
+    })
+    req.on("timeout", () => req.destroy(new Error("no answer within 5 s")))
+    req.on("error", reject)
+    req.end(body)
+  })
+
+describe("a body the engine answers without reading", () => {
+  it("is read off, so the next request on the kept-alive connection is answered", async () => {
+    // Answers 413 from the headers alone, as the engine does for a Content-Length over its limit.
+    const engine = {
+      fetch: async (request: Request) =>
+        new URL(request.url).pathname === "/big" ? new Response("too large", { status: 413 }) : new Response(await request.text(), { status: 201 })
+    }
+    const base = await listen(genjobsNode(engine))
+    // One socket, kept alive: the second request goes over the connection the first left.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      expect(await send(agent, `${base}/big`, "x".repeat(4_000_000))).toEqual({ status: 413, text: "too large" })
+      expect(await send(agent, `${base}/next`, "after")).toEqual({ status: 201, text: "after" })
+    } finally {
+      agent.destroy()
+    }
   })
 })
 

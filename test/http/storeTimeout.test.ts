@@ -2,7 +2,7 @@ import { Redacted } from "effect"
 import { type AddressInfo, createServer, type Server, type Socket, connect } from "node:net"
 import Pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { layerPostgres } from "../../adapters/sql/layer.js"
+import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { type HttpEngine, makeHttpEngine } from "../support/httpEngine.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { layerFsBlobStore } from "../../adapters/blob/FsBlobStore.js"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
-import { layerSqlite } from "../../adapters/sql/layer.js"
+import { layerSqlite } from "../../adapters/sql/sqlite.js"
 import { demoCaller, engineOver, memoryEngine } from "../support/engineLayer.js"
 
 

@@ -1,11 +1,13 @@
 import { Layer } from "effect"
-import { layerLocalSignals } from "../memory/LocalJobSignal.js"
-import { layerSqlite, layerSqlStores, type SqlStoreOptions } from "./layer.js"
+import { layerSqlStores, type SqlStoreOptions } from "./layer.js"
 import { layerPgSignalsOver } from "./PgJobSignal.js"
 import { armStoreTimeout, layerPgClientWithPoolUse, type PgPoolOptions } from "./pgPool.js"
 
-/** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
-export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
+// The PostgreSQL store alone: genjobs/postgres loads this file, so it must reach no SQLite package.
+
+/** The stores over a pool of their own; `postgresStore` shares one with the signals. Statements are bounded once migrated. */
+export const layerPostgres = (options: PgPoolOptions & SqlStoreOptions) =>
+  Layer.tap(layerSqlStores(options), () => armStoreTimeout).pipe(Layer.provide(layerPgClientWithPoolUse(options)))
 
 /**
  * Every store in PostgreSQL; LISTEN/NOTIFY wakes workers and webhook dispatchers in every

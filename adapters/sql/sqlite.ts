@@ -1,0 +1,28 @@
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Layer } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { layerLocalSignals } from "../memory/LocalJobSignal.js"
+import { layerSqlStores, type SqlStoreOptions } from "./layer.js"
+import { checkSqliteDriver } from "./sqliteDriverCheck.js"
+
+// The SQLite store alone: genjobs/sqlite loads this file, so it must reach no PostgreSQL package.
+
+/**
+ * SQLite file in WAL mode (the client's default), created with its directory when missing.
+ * Fails with SqliteDriverError where the installed driver would abort the process.
+ */
+export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
+  layerSqlStores(options).pipe(
+    Layer.provide(
+      Layer.unwrapEffect(
+        checkSqliteDriver.pipe(Effect.map(() => {
+          if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
+          return SqliteClient.layer({ filename: options.filename })
+        }))
+      )
+    )
+  )
+
+/** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
+export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
