@@ -26,7 +26,8 @@ const catalog = () => {
     providerId: "replicate",
     versions: model.versions.map((v: object) => ({ ...v, provider: { model: "owner/image" } }))
   })
-  return doc
+  // Only the model under test: the demo provider is not registered here, and the catalog check refuses its models.
+  return { ...doc, models: doc.models.filter((m) => m.slug === MODEL) }
 }
 
 let sim: ReplicateSimulator
