@@ -33,7 +33,8 @@ export interface InvariantReport {
  *   delivery whose payload is the job's final state (status, completion time, first output); a
  *   second ending would have left a payload that no longer matches the row;
  * - no job was claimed more often than JOB_MAX_ATTEMPTS;
- * - every account's balance is the sum of its ledger;
+ * - every account's balance is the sum of its ledger, and its spend rollups sum to the ledger's
+ *   charges and refunds (with its jobs, failures and cancellations counted once each);
  * - every delivery's recorded attempts are numbered 1, 2, 3 ... (each recorded once), and the
  *   receiver, when given, got each (delivery, attempt) at most once and nothing for a delivery
  *   that does not exist;
@@ -99,6 +100,28 @@ export const checkInvariants = async (db: FaultDb, options: {
   for (const account of accounts) {
     if (account.balance !== account.ledger) {
       violations.push(`account ${account.id}: balance ${account.balance} but ledger sums to ${account.ledger}`)
+    }
+  }
+
+  // The spend rollups are written with each ledger line, so per account they sum to the ledger's
+  // charges and refunds, and count its jobs, failures and cancellations.
+  const rollups = await db.query<{ id: string; rolled: string; booked: string }>(
+    `SELECT a.id,
+       (SELECT COALESCE(SUM(s.charged_micro_cents), 0) || ' ' || COALESCE(SUM(s.refunded_micro_cents), 0) || ' ' ||
+               COALESCE(SUM(s.jobs), 0) || ' ' || COALESCE(SUM(s.failed), 0) || ' ' || COALESCE(SUM(s.cancelled), 0)
+        FROM genjobs_spend_hourly s WHERE s.account_id = a.id) AS rolled,
+       (SELECT COALESCE(SUM(CASE WHEN l.kind = 'charge' THEN -l.amount_micro_cents ELSE 0 END), 0) || ' ' ||
+               COALESCE(SUM(CASE WHEN l.kind = 'refund' THEN l.amount_micro_cents ELSE 0 END), 0) || ' ' ||
+               COUNT(*) FILTER (WHERE l.kind = 'charge') || ' ' ||
+               COUNT(*) FILTER (WHERE l.kind = 'refund' AND j.status = 'failed') || ' ' ||
+               COUNT(*) FILTER (WHERE l.kind = 'refund' AND j.status = 'cancelled')
+        FROM genjobs_ledger l LEFT JOIN genjobs_jobs j ON j.id = l.job_id
+        WHERE l.account_id = a.id AND l.kind IN ('charge', 'refund')) AS booked
+     FROM genjobs_accounts a`
+  )
+  for (const account of rollups) {
+    if (account.rolled !== account.booked) {
+      violations.push(`account ${account.id}: spend rollups (charged refunded jobs failed cancelled) ${account.rolled} but the ledger says ${account.booked}`)
     }
   }
 
