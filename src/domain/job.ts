@@ -99,7 +99,9 @@ export const claimedJob = (job: Job, lease: ClaimLease): Job => ({
   ...job,
   status: Either.getOrThrow(transition(job.status, job.status === "pending" ? "Pickup" : "Reclaim")),
   attempts: job.attempts + 1,
-  startedAt: job.startedAt ?? lease.now,
+  // The claim's time is read before its statement runs, which can see a job submitted meanwhile:
+  // a job never starts before it was created.
+  startedAt: job.startedAt ?? Math.max(job.createdAt, lease.now),
   leaseOwner: lease.leaseOwner,
   leaseExpiresAt: lease.leaseExpiresAt,
   ...(job.status === "pending" ? { providerPhase: "starting", providerStarts: job.providerStarts + 1 } : {})

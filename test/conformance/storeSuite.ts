@@ -651,6 +651,22 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(yield* claimOf("b3", T0 + 10, 0)).toEqual([])
       }))
 
+    test("a job submitted after the claim read its clock starts when it was created, not before", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(100_000)
+        const late = job(owner.id, { createdAt: T0 + 50 })
+        yield* submit({ job: late })
+        const [claimed] = yield* claimOf("c1", T0 + 10, 1)
+        expect(claimed).toEqual(claimedJob(late, { now: T0 + 10, leaseOwner: "c1", leaseExpiresAt: T0 + 1_010 }))
+        expect(claimed!.startedAt).toBe(T0 + 50)
+        expect(Option.getOrThrow(yield* repo.get(late.id)).startedAt).toBe(T0 + 50)
+        const byId = job(owner.id, { createdAt: T0 + 70 })
+        yield* submit({ job: byId })
+        const [taken] = yield* repo.claimIds([byId.id], { workerId: "c2", now: T0 + 20, leaseMs: 1_000, maxAttempts: 3 })
+        expect(taken!.startedAt).toBe(T0 + 70)
+      }))
+
     test("parallel batch claims never hand a job to two claimers", () =>
       Effect.gen(function*() {
         const owner = yield* createAccount(1_000_000)

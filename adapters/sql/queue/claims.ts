@@ -16,8 +16,9 @@ export const makeClaimFragments = ({ clock, sql }: JobSql) => {
    * claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing; a Pickup
    * marks the provider start begun. The right-hand sides read the row as it was.
    */
+  const greatest = sql.onDialectOrElse({ pg: () => sql.literal("GREATEST"), orElse: () => sql.literal("MAX") })
   const claimSet = (claim: ClaimLease) =>
-    sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${claim.now}),
+    sql`status = 'processing', attempts = attempts + 1, started_at = COALESCE(started_at, ${greatest}(created_at, ${claim.now})),
       lease_owner = ${claim.leaseOwner}, lease_expires_at = ${clock.until(claim.now, claim.leaseExpiresAt)},
       provider_phase = CASE WHEN status = 'pending' THEN 'starting' ELSE provider_phase END,
       provider_starts = CASE WHEN status = 'pending' THEN provider_starts + 1 ELSE provider_starts END`
