@@ -21,11 +21,14 @@ import { webhookDeliveryRepo } from "./MemoryWebhooks.js"
 import { makeMemoryState } from "./state.js"
 
 /** Every store port in memory, sharing one state: for tests and throwaway runs. */
-export const layerMemoryStores = Layer.unwrapEffect(
-  Effect.map(makeMemoryState, (state) =>
-    Layer.mergeAll(
+export const layerMemoryStores = Layer.unwrapScoped(
+  Effect.gen(function*() {
+    const state = yield* makeMemoryState
+    // Scoped: the job rules' write batchers run in the layer's scope and stop when it closes.
+    const jobs = yield* makeJobRepo(memoryJobDriver(state))
+    return Layer.mergeAll(
       layerAccounts(state),
-      Layer.succeed(JobRepo, makeJobRepo(memoryJobDriver(state))),
+      Layer.succeed(JobRepo, jobs),
       Layer.succeed(CatalogRepo, catalogRepo(state)),
       Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state)),
       Layer.succeed(UploadRepo, uploadRepo(state)),
@@ -34,5 +37,6 @@ export const layerMemoryStores = Layer.unwrapEffect(
       Layer.succeed(AccountSettingsRepo, accountSettingsRepo(state)),
       Layer.succeed(AuditLog, memoryAuditLog()),
       Layer.succeed(AuthFailures, memoryAuthFailures())
-    ))
+    )
+  })
 )

@@ -106,7 +106,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
 
     // One statement for the hints of many calls at once (a claim of 24 jobs, the completions of
     // every worker fiber finishing meanwhile): one round trip, not one per job.
-    const publishHints = makeWriteBatcher(
+    const publishHints = yield* makeWriteBatcher(
       (calls: ReadonlyArray<ReadonlyArray<JobId>>) =>
         client`SELECT pg_notify(${eventsChannel}, id)
           FROM unnest(ARRAY[${client.csv(calls.flat().map((id) => client`${id}`))}]::text[]) AS id`.pipe(

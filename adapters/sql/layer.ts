@@ -29,14 +29,15 @@ export interface SqlStoreOptions extends SqlJobDriverOptions {
   readonly tablePrefix?: string | undefined
 }
 
-const stores = (options: SqlJobDriverOptions) => Layer.unwrapEffect(
+// Scoped: the job rules' write batchers run in the layer's scope and stop when it closes.
+const stores = (options: SqlJobDriverOptions) => Layer.unwrapScoped(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
     const admin = yield* makeSqlAdmin
     return Layer.mergeAll(
       Layer.succeed(AccountRepo, accounts),
       Layer.succeed(ApiKeyRepo, keys),
-      Layer.succeed(JobRepo, makeJobRepo(yield* makeSqlJobDriver(options))),
+      Layer.succeed(JobRepo, yield* makeJobRepo(yield* makeSqlJobDriver(options))),
       Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
       Layer.succeed(UploadRepo, yield* makeSqlUploads),

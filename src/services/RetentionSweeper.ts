@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Cause, Clock, Context, Duration, Effect, ExecutionStrategy, Exit, Layer, Option, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { StoreError } from "../domain/errors.js"
 import { jobFilePrefix, retainedStatuses, retentionCutoffs, unsentDeliveries } from "../domain/retention.js"
@@ -100,14 +100,23 @@ export const make = Effect.gen(function*() {
    * Closing it lets a batch under way finish (up to `drainTimeoutMs`) and starts no other.
    */
   const start = Effect.gen(function*() {
-    const loop = yield* Effect.forkDaemon(Effect.forever(
-      Effect.exit(sweepOnce).pipe(
-        Effect.tap((exit) => Exit.isFailure(exit) ? Effect.logError("retention sweep failed", Cause.pretty(exit.cause)) : Effect.void),
-        Effect.zipRight(Effect.sleep(Duration.millis(config.retentionSweepIntervalMs)))
-      )
-    ))
-    yield* Effect.addFinalizer(() =>
-      Fiber.interrupt(loop).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)
+    // The loop runs in a scope of its own inside the caller's, so the caller's close can bound the
+    // wait: closing `sweeps` interrupts the loop, which finishes its uninterruptible batch first;
+    // past `drainTimeoutMs` the close stops waiting and the batch is abandoned (it ends by itself
+    // and starts no other). The close runs interruptible, or the timeout, inside a finalizer, could
+    // not stop the wait. `sweeps` is closed by then, so the caller's own close of it adds no wait.
+    const sweeps = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    yield* Effect.forkIn(
+      Effect.forever(
+        Effect.exit(sweepOnce).pipe(
+          Effect.tap((exit) => Exit.isFailure(exit) ? Effect.logError("retention sweep failed", Cause.pretty(exit.cause)) : Effect.void),
+          Effect.zipRight(Effect.sleep(Duration.millis(config.retentionSweepIntervalMs)))
+        )
+      ),
+      sweeps
+    )
+    yield* Effect.addFinalizer((exit) =>
+      Effect.interruptible(Scope.close(sweeps, exit)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)
     )
   })
 

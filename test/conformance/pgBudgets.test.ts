@@ -30,7 +30,7 @@ if (probe === undefined) {
           /** A process of its own: its own pool and its own job repository. */
           const processRepo = Effect.gen(function*() {
             const pool = yield* Layer.build(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url }))))
-            return makeJobRepo(yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool)))
+            return yield* makeJobRepo(yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool)))
           })
           const repos = yield* Effect.all(Array.from({ length: 3 }, () => processRepo))
           const budgets: ReadonlyArray<{ readonly scope: BudgetScope; readonly budget: Budget }> = [

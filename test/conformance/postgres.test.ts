@@ -78,7 +78,7 @@ if (probe === undefined) {
         const processRepo = Effect.gen(function*() {
           const pool = yield* Layer.build(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url }))))
           const { leases, store } = yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool))
-          return makeJobRepo({
+          return yield* makeJobRepo({
             store,
             leases: { ...leases, readLimitUsage: (...args) => Effect.tap(leases.readLimitUsage(...args), () => Effect.sleep("150 millis")) }
           })
@@ -105,7 +105,7 @@ if (probe === undefined) {
         const owner = yield* createAccount(1_000_000_000).pipe(Effect.provide(layerPostgres({ url, databaseClock: false })))
         const processRepo = Effect.gen(function*() {
           const pool = yield* Layer.build(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url }))))
-          return makeJobRepo(yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool)))
+          return yield* makeJobRepo(yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool)))
         })
         const repos = yield* Effect.all(Array.from({ length: 3 }, () => processRepo))
         const sql = (yield* Layer.build(PgClient.layer({ url }))).pipe(Context.get(SqlClient.SqlClient))

@@ -239,4 +239,31 @@ describe("RetentionSweeper", () => {
         expect(yield* exists(newer)).toBe(true)
       }).pipe(Effect.provide(engine({ jobRetentionMs: DAY, retentionBatchSize: 1 }, filesWith(gate))))
     }))
+
+  it.effect("closing waits for a batch under way at most drainTimeoutMs, then abandons it: it ends by itself and starts no other", () =>
+    Effect.gen(function*() {
+      const gate = { entered: yield* Deferred.make<void>(), open: yield* Deferred.make<void>() }
+      yield* Effect.gen(function*() {
+        const caller = yield* demoCaller()
+        const older = yield* submit(caller, { prompt: "a" })
+        yield* runNext
+        const newer = yield* submit(caller, { prompt: "b" })
+        yield* runNext
+        yield* TestClock.adjust(DAY + 1)
+        const scope = yield* Scope.make()
+        yield* Scope.extend((yield* RetentionSweeper).start, scope)
+        yield* Deferred.await(gate.entered)
+        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        yield* TestClock.adjust(4_999)
+        expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+        // The batch is still held by its gate: the close ends on the deadline all the same.
+        yield* TestClock.adjust(1)
+        yield* Fiber.join(closing)
+        yield* Deferred.succeed(gate.open, undefined)
+        for (let i = 0; i < 1_000 && (yield* exists(older)); i++) yield* Effect.yieldNow()
+        expect(yield* exists(older)).toBe(false)
+        yield* TestClock.adjust(10 * 60_000)
+        expect(yield* exists(newer)).toBe(true)
+      }).pipe(Effect.provide(engine({ jobRetentionMs: DAY, retentionBatchSize: 1, drainTimeoutMs: 5_000 }, filesWith(gate))))
+    }))
 })

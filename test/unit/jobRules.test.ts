@@ -65,7 +65,7 @@ const recording = (base: JobDrivers, overrides: Partial<JobStoreDriver & JobLeas
 const setup = Effect.gen(function*() {
   const state = yield* makeMemoryState
   const owner = yield* accountRepo(state).create(account(), 10_000)
-  return { state, owner, repo: makeJobRepo(memoryJobDriver(state)) }
+  return { state, owner, repo: yield* makeJobRepo(memoryJobDriver(state)) }
 })
 
 const submitCommand = (accountId: AccountId, overrides: Parameters<typeof job>[1] = {}) => ({
@@ -81,7 +81,7 @@ const settled = (state: MemoryState) => ({
 })
 
 describe("job rules over a driver", () => {
-  it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
+  it.scoped("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
       const hook = { webhookUrl: "https://hooks.example.com/h" }
@@ -94,7 +94,7 @@ describe("job rules over a driver", () => {
         updateProviderStates: () => Effect.succeed([]),
         finishHeld: () => Effect.succeed([])
       })
-      const losing = makeJobRepo(drivers)
+      const losing = yield* makeJobRepo(drivers)
 
       const cancelled = yield* Effect.flip(losing.cancel(pending.id, owner.id, T0 + 3))
       expect(cancelled).toMatchObject({ code: "JOB_CANNOT_BE_CANCELLED", message: "Only pending jobs can be cancelled; this one is pending" })
@@ -112,7 +112,7 @@ describe("job rules over a driver", () => {
       expect(state.jobs.get(running.id)?.status).toBe("processing")
     }))
 
-  it.effect("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
+  it.scoped("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
       const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.example.com/h" }))
@@ -131,11 +131,11 @@ describe("job rules over a driver", () => {
       expect(JSON.parse(delivery!.payload)).toMatchObject({ jobId: j.id, status: "failed", error: { code: "INTERNAL_ERROR" } })
     }))
 
-  it.effect("refuses a submit for an account that no longer exists, writing nothing", () =>
+  it.scoped("refuses a submit for an account that no longer exists, writing nothing", () =>
     Effect.gen(function*() {
       const { state } = yield* setup
       const { calls, drivers } = recording(memoryJobDriver(state))
-      const refused = yield* Effect.flip(makeJobRepo(drivers).submit(submitCommand("acc_gone" as AccountId)))
+      const refused = yield* Effect.flip((yield* makeJobRepo(drivers)).submit(submitCommand("acc_gone" as AccountId)))
       expect(refused).toMatchObject({ code: "INVALID_API_KEY", message: "The account no longer exists" })
       // The one-write submit and then the conditional charge find no account, and nothing after them runs.
       expect(calls.filter((c) => writes.has(c))).toEqual(["submit", "chargeAccount"])
@@ -143,11 +143,11 @@ describe("job rules over a driver", () => {
       expect(state.ledger).toHaveLength(1)
     }))
 
-  it.effect("writes only inside a transaction, but for the claim's and the provider state's one statement", () =>
+  it.scoped("writes only inside a transaction, but for the claim's and the provider state's one statement", () =>
     Effect.gen(function*() {
       const { owner, state } = yield* setup
       const { calls, drivers, outside } = recording(memoryJobDriver(state))
-      const repo = makeJobRepo(drivers)
+      const repo = yield* makeJobRepo(drivers)
       const hook = { webhookUrl: "https://hooks.example.com/h" }
       const idempotency = { key: "k", requestHash: "h", notBefore: T0 - 1 }
       const done = (yield* repo.submit({ ...submitCommand(owner.id, hook), idempotency })).job

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 
 /** A store whose writes wait for `open` and record each batch they are given. */
@@ -24,10 +24,10 @@ const until = (done: () => boolean) =>
   })
 
 describe("write batcher", () => {
-  it.effect("writes the first at once, and what arrives meanwhile in the next write, each answered its own", () =>
+  it.scoped("writes the first at once, and what arrives meanwhile in the next write, each answered its own", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany, 100)
       const first = yield* Effect.fork(write("a"))
       yield* until(() => batches.length === 1)
       const later = yield* Effect.fork(Effect.all(["b", "c", "d"].map(write), { concurrency: "unbounded" }))
@@ -38,10 +38,10 @@ describe("write batcher", () => {
       expect(batches).toEqual([["a"], ["b", "c", "d"]])
     }))
 
-  it.effect("keeps batches to the largest size", () =>
+  it.scoped("keeps batches to the largest size", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = makeWriteBatcher(writeMany, 2)
+      const write = yield* makeWriteBatcher(writeMany, 2)
       const all = yield* Effect.fork(Effect.all(["a", "b", "c", "d", "e"].map(write), { concurrency: "unbounded" }))
       yield* Effect.yieldNow()
       yield* Deferred.succeed(open, undefined)
@@ -50,10 +50,10 @@ describe("write batcher", () => {
       expect(Math.max(...batches.map((b) => b.length))).toBe(2)
     }))
 
-  it.effect("a failed batch is written again item by item: only the bad item fails", () =>
+  it.scoped("a failed batch is written again item by item: only the bad item fails", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany, 100)
       const first = yield* Effect.fork(write("a"))
       yield* until(() => batches.length === 1)
       const rest = yield* Effect.fork(Effect.all(["b", "bad", "c"].map((item) => Effect.either(write(item))), { concurrency: "unbounded" }))
@@ -65,10 +65,10 @@ describe("write batcher", () => {
       expect(batches).toEqual([["a"], ["b", "bad", "c"], ["b"], ["bad"], ["c"]])
     }))
 
-  it.effect("an interrupted caller stops neither its write nor the others'", () =>
+  it.scoped("an interrupted caller stops neither its write nor the others'", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany, 100)
       const first = yield* Effect.fork(write("a"))
       yield* until(() => batches.length === 1)
       const gone = yield* Effect.fork(write("b"))
@@ -81,5 +81,42 @@ describe("write batcher", () => {
       expect(batches).toEqual([["a"], ["b", "c"]])
       // And the batcher still writes afterwards.
       expect(yield* write("d")).toBe("D")
+    }))
+
+  it.effect("closing its scope stops the writer: a write on its way or queued ends interrupted, never waits, and none starts after", () =>
+    Effect.gen(function*() {
+      const { batches, writeMany } = yield* gatedStore
+      const writers: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
+      const recorded = (items: ReadonlyArray<string>) =>
+        Effect.withFiberRuntime<ReadonlyArray<string>, string>((fiber) => {
+          writers.push(fiber)
+          return writeMany(items)
+        })
+      const scope = yield* Scope.make()
+      const write = yield* Scope.extend(makeWriteBatcher(recorded, 100), scope)
+      const onItsWay = yield* Effect.fork(Effect.exit(write("a")))
+      yield* until(() => batches.length === 1)
+      const queued = yield* Effect.fork(Effect.exit(write("b")))
+      yield* Effect.yieldNow()
+      // The store never answers: only the close can end these writes.
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Fiber.join(onItsWay))).toBe(true)
+      expect(Exit.isInterrupted(yield* Fiber.join(queued))).toBe(true)
+      expect(Exit.isInterrupted(yield* Effect.exit(write("c")))).toBe(true)
+      expect(batches).toEqual([["a"]])
+      // The writer fiber ended with the scope.
+      expect(writers).toHaveLength(1)
+      expect(writers[0]!.unsafePoll()).not.toBeNull()
+    }))
+
+  it.effect("closing its scope leaves the answers already given as they are", () =>
+    Effect.gen(function*() {
+      const { open, writeMany } = yield* gatedStore
+      yield* Deferred.succeed(open, undefined)
+      const scope = yield* Scope.make()
+      const write = yield* Scope.extend(makeWriteBatcher(writeMany, 100), scope)
+      expect(yield* write("a")).toBe("A")
+      yield* Scope.close(scope, Exit.void)
+      expect(Exit.isInterrupted(yield* Effect.exit(write("b")))).toBe(true)
     }))
 })
