@@ -5,10 +5,11 @@
  * with it. Their output files need no key (fal.ai's CDN, Runway's and OpenAI's signed URLs), so
  * a download proves the job's outputs were reached, not which key fetched them.
  */
+import { ConfigProvider, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { falProvider } from "genjobs/providers/fal"
-import { openaiProvider } from "genjobs/providers/openai"
-import { runwayProvider } from "genjobs/providers/runway"
+import { falProvider, falProviderFromConfig } from "genjobs/providers/fal"
+import { openaiProvider, openaiProviderFromConfig } from "genjobs/providers/openai"
+import { runwayProvider, runwayProviderFromConfig } from "genjobs/providers/runway"
 import { credentialIdOf } from "../../adapters/providers/credentials.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { SimulatorControls } from "../simulators/core.js"
@@ -18,6 +19,7 @@ import { type RunwaySimulator, startRunwaySimulator } from "../simulators/runway
 import { demoCatalog } from "../support/demoCatalog.js"
 import { waitFor } from "../support/waitFor.js"
 import { startEngine, type TestEngine } from "./engineHarness.js"
+import { requestFor } from "./support.js"
 
 /** A catalog holding one image model served by `providerId` with the version's `provider` mapping. */
 const catalogFor = (slug: string, providerId: string, mapping: Record<string, unknown>) => {
@@ -124,5 +126,42 @@ describe("OpenAI with two keys", () => {
     expect(sim.counters.starts).toBe(1)
     expect(sim.counters.downloads).toBe(1)
     expect(JSON.stringify(stored)).not.toContain("key2")
+  })
+})
+
+describe("fal.ai, OpenAI and Runway keys from the environment and for cancels", () => {
+  it("FAL_KEY, OPENAI_API_KEY and RUNWAYML_API_SECRET list several keys, comma-separated", async () => {
+    const env = new Map([["FAL_KEY", "key1,key2"], ["OPENAI_API_KEY", "key1, key2"], ["RUNWAYML_API_SECRET", "key1,key2"]])
+    const ids = [{ id: credentialIdOf("key1"), weight: 1 }, { id: credentialIdOf("key2"), weight: 1 }]
+    for (const fromConfig of [falProviderFromConfig, openaiProviderFromConfig, runwayProviderFromConfig]) {
+      const provider = await Effect.runPromise(Effect.withConfigProvider(fromConfig, ConfigProvider.fromMap(env)))
+      expect(Option.getOrThrow(provider).credentials).toEqual(ids)
+    }
+  })
+
+  it("a fal.ai request and a Runway task started with the second key are cancelled with it", async () => {
+    const fal = await startFalSimulator({ apiKey: "key1", otherKeys: ["key2"], durationMs: 30_000 })
+    const runway = await startRunwaySimulator({ apiSecret: "key1", otherSecrets: ["key2"], durationMs: 30_000 })
+    try {
+      const cases = [
+        { sim: fal, provider: falProvider({ apiKey: "key1,key2", baseUrl: fal.url }), request: requestFor("fal-ai/flux/dev", { prompt: "p" }) },
+        {
+          sim: runway,
+          provider: runwayProvider({ apiSecret: "key1,key2", baseUrl: runway.url }),
+          request: requestFor("text_to_image/gen4_image", { promptText: "p", ratio: "1920:1080" })
+        }
+      ]
+      for (const { provider, request: base, sim } of cases) {
+        const request = { ...base, credentialId: credentialIdOf("key2") }
+        const started = await Effect.runPromise(provider.start(request))
+        if (started._tag !== "Started") throw new Error(`expected Started, got ${started._tag}`)
+        sim.acceptOnly("key2")
+        await Effect.runPromise(provider.cancel(started.handle, request))
+        expect(sim.counters.cancels).toBe(1)
+      }
+    } finally {
+      await fal.close()
+      await runway.close()
+    }
   })
 })
