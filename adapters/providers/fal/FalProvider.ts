@@ -10,6 +10,7 @@ import {
   type ProviderRequest,
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
 import {
   apiRoot,
   decodeAnswer,
@@ -23,7 +24,6 @@ import {
   sendJson,
   shown
 } from "../providerHttp.js"
-import { type CredentialsOption, credentialSet } from "../credentials.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { falApi, isRequestOutcome } from "./api.js"
 import { outputsOf } from "./outputs.js"
