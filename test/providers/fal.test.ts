@@ -41,7 +41,8 @@ const only = (status: ProviderStatus): ProviderOutput => {
 describe("fal.ai: generations", () => {
   it.live("queues a request and polls it through IN_QUEUE and IN_PROGRESS to its images", () =>
     Effect.gen(function*() {
-      const request = requestFor("fal-ai/flux/dev", { prompt: "a lighthouse" })
+      // A second long, so that the first poll finds it running even on a loaded machine.
+      const request = requestFor("fal-ai/flux/dev", { prompt: "a lighthouse", sim_duration_ms: 1_000 })
       const handle = yield* started(provider, request)
       expect(handle.data).toEqual({
         statusUrl: `${sim.url}/fal-ai/flux/requests/${handle.id}/status`,

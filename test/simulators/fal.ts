@@ -29,10 +29,14 @@ import {
 export interface FalSimulatorOptions extends SimulatorOptions, ModelFileOptions {
   /** The key requests must carry as `Authorization: Key ...`. Default "fal-simulator-key". */
   readonly apiKey?: string | undefined
+  /** Other keys it takes as well (several keys of one account); `acceptOnly` narrows them later. */
+  readonly otherKeys?: ReadonlyArray<string> | undefined
 }
 
 export interface FalSimulator extends SimulatorControls {
   readonly apiKey: string
+  /** From now on, only these keys are taken: any other answers 401 (output files need none, as at fal.ai, whose result files are on its public CDN). */
+  readonly acceptOnly: (...keys: ReadonlyArray<string>) => void
   /** The webhook verification key as fal.ai publishes its keys: a JWKS document. */
   readonly publicKeysJwks: string
   /** The same key as base64 raw bytes. */
@@ -72,6 +76,7 @@ const QUEUED_SHARE = 0.3
 
 export const startFalSimulator = async (options: FalSimulatorOptions = {}): Promise<FalSimulator> => {
   const apiKey = options.apiKey ?? "fal-simulator-key"
+  let accepted = new Set([apiKey, ...(options.otherKeys ?? [])])
   const settings = modelSettings(options)
   const { privateKey, publicKey } = generateKeyPairSync("ed25519")
   const jwk = publicKey.export({ format: "jwk" })
@@ -154,7 +159,7 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
       ? "result"
       : "other"
     if (await core.intercept(operation, res)) return
-    if (req.headers.authorization !== `Key ${apiKey}`) return sendJson(res, 401, { detail: "Unauthorized" })
+    if (!accepted.has(/^Key (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "")) return sendJson(res, 401, { detail: "Unauthorized" })
     if (operation === "start") {
       const model = path.replace(/^\/+|\/+$/g, "")
       if (!/^[\w.-]+(\/[\w.-]+)+$/.test(model)) return sendJson(res, 404, { detail: "Application not found" })
@@ -195,6 +200,9 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
   return {
     ...core.controls(listening),
     apiKey,
+    acceptOnly: (...keys) => {
+      accepted = new Set(keys)
+    },
     publicKeysJwks: JSON.stringify({ keys: [{ ...jwk, kid: "simulator" }] }),
     publicKeyBase64: Buffer.from(jwk.x!, "base64url").toString("base64"),
     privateKey

@@ -25,6 +25,8 @@ import {
 export interface OpenAISimulatorOptions extends SimulatorOptions {
   /** The key the simulator accepts: default "sk-simulator-openai". */
   readonly apiKey?: string | undefined
+  /** Other keys it takes as well (several keys of one organization); `acceptOnly` narrows them later. */
+  readonly otherKeys?: ReadonlyArray<string> | undefined
   /** How long an image generation holds its request: default 0. */
   readonly imageMs?: number | undefined
 }
@@ -34,6 +36,8 @@ export interface OpenAISimulator extends SimulatorControls {
   /** The API root with its version, as OPENAI_BASE_URL takes it: http://127.0.0.1:port/v1 */
   readonly url: string
   readonly apiKey: string
+  /** From now on, only these keys are taken: any other answers 401 (output files need none, as at OpenAI, whose image URLs are signed). */
+  readonly acceptOnly: (...keys: ReadonlyArray<string>) => void
   /** Every request body a create received, oldest first. */
   readonly bodies: ReadonlyArray<Record<string, unknown>>
 }
@@ -44,6 +48,7 @@ const errorBody = (message: string, type = "invalid_request_error", code: string
 
 export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {}): Promise<OpenAISimulator> => {
   const apiKey = options.apiKey ?? "sk-simulator-openai"
+  let accepted = new Set([apiKey, ...(options.otherKeys ?? [])])
   const bodies: Array<Record<string, unknown>> = []
   const files = new Map<string, Uint8Array>()
   const core = simulatorCore({
@@ -96,7 +101,7 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     }
     const path = url.pathname
     if (await core.intercept(req.method === "POST" ? "start" : "other", res)) return
-    if (bearerOf(req) !== apiKey) {
+    if (!accepted.has(bearerOf(req) ?? "")) {
       const given = bearerOf(req)
       return sendJson(res, 401, errorBody(
         given === undefined
@@ -121,6 +126,9 @@ export const startOpenAISimulator = async (options: OpenAISimulatorOptions = {})
     ...core.controls(listening),
     url: `${listening.url}/v1`,
     apiKey,
+    acceptOnly: (...keys) => {
+      accepted = new Set(keys)
+    },
     bodies
   }
 }

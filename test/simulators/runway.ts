@@ -30,6 +30,8 @@ import {
 export interface RunwaySimulatorOptions extends SimulatorOptions {
   /** The secret the simulator accepts: default "key_simulator_runway". */
   readonly apiSecret?: string | undefined
+  /** Other secrets it takes as well (several keys of one organization); `acceptOnly` narrows them later. */
+  readonly otherSecrets?: ReadonlyArray<string> | undefined
   /** Tasks running at once; the rest wait THROTTLED: default unlimited. */
   readonly concurrency?: number | undefined
   /** Size of a video output: default 256 KiB. */
@@ -41,6 +43,8 @@ export interface RunwaySimulator extends SimulatorControls {
   /** The API root, as RUNWAYML_BASE_URL takes it: http://127.0.0.1:port */
   readonly url: string
   readonly apiSecret: string
+  /** From now on, only these secrets are taken: any other answers 401 (output files need none, as at Runway, whose output URLs are signed). */
+  readonly acceptOnly: (...secrets: ReadonlyArray<string>) => void
   /** Every task creation as it arrived: the endpoint and its body, oldest first. */
   readonly creates: ReadonlyArray<{ readonly endpoint: string; readonly body: Record<string, unknown> }>
 }
@@ -79,6 +83,7 @@ interface Task {
 
 export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {}): Promise<RunwaySimulator> => {
   const apiSecret = options.apiSecret ?? "key_simulator_runway"
+  let accepted = new Set([apiSecret, ...(options.otherSecrets ?? [])])
   const taskMs = options.durationMs ?? 2_000
   const concurrency = options.concurrency ?? Number.POSITIVE_INFINITY
   const creates: Array<{ endpoint: string; body: Record<string, unknown> }> = []
@@ -160,7 +165,7 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
       ? "cancel"
       : "other"
     if (await core.intercept(operation, res)) return
-    if (bearerOf(req) !== apiSecret) {
+    if (!accepted.has(bearerOf(req) ?? "")) {
       // Runway does not quote the secret back; this simulator does, so that tests prove adapters never repeat it.
       return sendJson(res, 401, { error: `The provided API key is not valid: ${bearerOf(req) ?? "none given"}` })
     }
@@ -193,6 +198,9 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
   return {
     ...core.controls(listening),
     apiSecret,
+    acceptOnly: (...secrets) => {
+      accepted = new Set(secrets)
+    },
     creates
   }
 }

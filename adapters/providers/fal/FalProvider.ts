@@ -1,5 +1,5 @@
 import { HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, type Redacted } from "effect"
+import { Clock, Effect } from "effect"
 import type { KeyObject } from "node:crypto"
 import {
   CallbackRejected,
@@ -10,6 +10,7 @@ import {
   type ProviderRequest,
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
 import {
   apiRoot,
   decodeAnswer,
@@ -19,7 +20,6 @@ import {
   lowerCaseKeys,
   rejection,
   saidIn,
-  secretValue,
   send,
   sendJson,
   shown
@@ -35,8 +35,12 @@ export const FAL_PROVIDER_ID = "fal"
 export const FAL_BASE_URL = "https://queue.fal.run"
 
 export interface FalOptions {
-  /** A fal.ai API key, sent as `Authorization: Key ...` to `baseUrl` only, never logged. */
-  readonly apiKey: string | Redacted.Redacted<string>
+  /**
+   * A fal.ai API key, or several (comma-separated, or a list of keys or of `{ id?, secret,
+   * weight? }`): each job keeps the one it started with. Sent as `Authorization: Key ...` to
+   * `baseUrl` only, never logged.
+   */
+  readonly apiKey: CredentialsOption
   /** The queue's address. Default https://queue.fal.run; a simulator's address in tests. */
   readonly baseUrl?: string | undefined
   /**
@@ -66,15 +70,16 @@ const isModelId = (model: string): boolean => /^\w[\w.-]*(\/\w[\w.-]*)+$/.test(m
 export const falProvider = (options: FalOptions): GenerationProvider => {
   const base = apiRoot(options.baseUrl ?? FAL_BASE_URL)
   const origin = new URL(base).origin
-  const key = secretValue(options.apiKey)
-  const api = falApi(key)
+  const keys = credentialSet("fal.ai", options.apiKey)
+  const api = falApi(keys.secrets)
   const timeoutMs = options.requestTimeoutMs ?? 30_000
   const publicKeys: ReadonlyArray<KeyObject> | undefined = options.webhookPublicKeys === undefined
     ? undefined
     : parsePublicKeys(options.webhookPublicKeys)
 
-  const authorized = (request: HttpClientRequest.HttpClientRequest) =>
-    HttpClientRequest.setHeader(request, "authorization", `Key ${key}`)
+  /** The request with the key of the job's credential (`credentialId`). */
+  const authorized = (request: HttpClientRequest.HttpClientRequest, credentialId: string | undefined) =>
+    Effect.map(keys.secretFor(credentialId), (key) => HttpClientRequest.setHeader(request, "authorization", `Key ${key}`))
 
   /** The key goes with every call, so a URL from an answer is used only on the queue's own host. */
   const onQueueHost = (url: unknown): url is string =>
@@ -93,7 +98,7 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
   /** The result of a completed request: its outputs, or the error that is its outcome (see isRequestOutcome). */
   const result = (urls: RequestUrls, request: ProviderRequest) =>
     Effect.gen(function*(): Effect.fn.Return<ProviderStatus, ProviderError> {
-      const answer = yield* exchange(api, authorized(HttpClientRequest.get(urls.responseUrl)), timeoutMs)
+      const answer = yield* exchange(api, yield* authorized(HttpClientRequest.get(urls.responseUrl), request.credentialId), timeoutMs)
       if (!isSuccess(answer)) {
         if (!isRequestOutcome(answer.status, answer.text)) return yield* rejection(api, answer)
         return { _tag: "Failed", message: shown(api, saidIn(api, answer) ?? `The request failed (HTTP ${answer.status})`) }
@@ -106,6 +111,7 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
 
   const provider: GenerationProvider = {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
+    ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
 
     start: (request) =>
       Effect.gen(function*() {
@@ -118,7 +124,7 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
         const url = new URL(`${base}/${request.providerModel}`)
         if (request.callbackUrl !== undefined && publicKeys !== undefined) url.searchParams.set("fal_webhook", request.callbackUrl)
         const submit = HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input)
-        const queued = yield* sendJson(api, authorized(submit), Queued, { timeoutMs, isStart: true })
+        const queued = yield* sendJson(api, yield* authorized(submit, request.credentialId), Queued, { timeoutMs, isStart: true })
         const urls = urlsOf({ id: queued.request_id }, request.providerModel)
         return {
           _tag: "Started" as const,
@@ -136,7 +142,12 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
     poll: (handle, request) =>
       Effect.gen(function*() {
         const urls = urlsOf(handle, request.providerModel)
-        const status = yield* sendJson(api, authorized(HttpClientRequest.get(urls.statusUrl)), QueueStatus, { timeoutMs })
+        const status = yield* sendJson(
+          api,
+          yield* authorized(HttpClientRequest.get(urls.statusUrl), request.credentialId),
+          QueueStatus,
+          { timeoutMs }
+        )
         switch (status.status) {
           case "IN_QUEUE":
           case "IN_PROGRESS":
@@ -155,7 +166,8 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
 
     // 400 is ALREADY_COMPLETED and 404 an unknown request: nothing left to stop either way.
     cancel: (handle, request) =>
-      send(api, authorized(HttpClientRequest.put(urlsOf(handle, request.providerModel).cancelUrl)), { timeoutMs }).pipe(
+      authorized(HttpClientRequest.put(urlsOf(handle, request.providerModel).cancelUrl), request.credentialId).pipe(
+        Effect.flatMap((cancel) => send(api, cancel, { timeoutMs })),
         ignoringStatuses([400, 404])
       )
   }

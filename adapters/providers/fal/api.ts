@@ -21,9 +21,9 @@ const detailOf = (body: unknown): string | undefined => {
 }
 
 /** fal.ai's answers as the shared HTTP exchange reads them: `detail` errors, HTTP's retry rules. */
-export const falApi = (apiKey: string): ProviderApi => ({
+export const falApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "fal.ai",
-  secrets: [apiKey],
+  secrets: apiKeys,
   errorMessage: detailOf,
   ...HTTP_RETRY_RULES
 })

@@ -1,6 +1,7 @@
-import { Effect, type Redacted } from "effect"
+import { Effect } from "effect"
 import { type GenerationProvider, ProviderRejected } from "../../../src/ports/Provider.js"
-import { apiRoot, secretValue } from "../providerHttp.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
+import { apiRoot } from "../providerHttp.js"
 import { openAIApi } from "./api.js"
 import { generateImages } from "./images.js"
 
@@ -9,8 +10,12 @@ export const OPENAI_PROVIDER_ID = "openai"
 export const OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 export interface OpenAIOptions {
-  /** An API key (sk-...). Sent only to `baseUrl`, never logged. */
-  readonly apiKey: string | Redacted.Redacted<string>
+  /**
+   * An API key (sk-...), or several (comma-separated, or a list of keys or of `{ id?, secret,
+   * weight? }`): each job is generated with the one the engine chose for it. Sent only to
+   * `baseUrl`, never logged.
+   */
+  readonly apiKey: CredentialsOption
   /** The API root, with its version. Default https://api.openai.com/v1; a simulator's address in tests. */
   readonly baseUrl?: string | undefined
   /** Sent as OpenAI-Organization. */
@@ -34,20 +39,23 @@ const isSoraModel = (model: string): boolean => /^sora(-|$)/.test(model)
  * retries what comes back retryable.
  */
 export const openaiProvider = (options: OpenAIOptions): GenerationProvider => {
-  const apiKey = secretValue(options.apiKey)
+  const keys = credentialSet("OpenAI", options.apiKey)
   const baseUrl = apiRoot(options.baseUrl ?? OPENAI_BASE_URL)
-  const api = openAIApi(apiKey)
-  const headers: Record<string, string> = {
+  const api = openAIApi(...keys.secrets)
+  const headersWith = (apiKey: string): Record<string, string> => ({
     authorization: `Bearer ${apiKey}`,
     ...(options.organization === undefined ? {} : { "openai-organization": options.organization }),
     ...(options.project === undefined ? {} : { "openai-project": options.project })
-  }
+  })
   const imageTimeoutMs = options.imageRequestTimeoutMs ?? 300_000
   return {
+    ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
+    // The pictures come back inline or as signed URLs that need no key, so the start is the only call with one.
     start: (request) =>
       isSoraModel(request.providerModel)
         ? Effect.fail(new ProviderRejected({ message: VIDEOS_RETIRED, retryable: false }))
-        : generateImages(api, baseUrl, headers, imageTimeoutMs, request),
+        : Effect.flatMap(keys.secretFor(request.credentialId), (apiKey) =>
+          generateImages(api, baseUrl, headersWith(apiKey), imageTimeoutMs, request)),
     // Only a video started before the retirement has a handle: it can no longer be fetched.
     poll: () => Effect.fail(new ProviderRejected({ message: VIDEOS_RETIRED, retryable: false })),
     cancel: () => Effect.void

@@ -47,10 +47,13 @@ export const openAIRetryAfterMs = (headers: Readonly<Record<string, string>>, no
   return resets.length === 0 ? undefined : Math.max(...resets)
 }
 
-/** OpenAI's answers as the shared HTTP exchange reads them. Retryable as its SDKs retry: 408, 409, 429, 5xx. */
-export const openAIApi = (apiKey: string): ProviderApi => ({
+/**
+ * OpenAI's answers as the shared HTTP exchange reads them, with every key to redact. Retryable
+ * as its SDKs retry: 408, 409, 429, 5xx.
+ */
+export const openAIApi = (...apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "OpenAI",
-  secrets: [apiKey],
+  secrets: apiKeys,
   errorMessage: (body) => Option.getOrUndefined(Option.map(decodeErrorBody(body), ({ error }) => error.message)),
   isRetryable: (status, body) =>
     status === 408 || status === 409 || status >= 500 || (status === 429 && !isQuotaExhausted(body)),

@@ -1,6 +1,7 @@
-import type { Redacted } from "effect"
-import type { GenerationProvider } from "../../../src/ports/Provider.js"
-import { apiRoot, secretValue } from "../providerHttp.js"
+import { Effect } from "effect"
+import type { GenerationProvider, ProviderRequest } from "../../../src/ports/Provider.js"
+import { type CredentialsOption, credentialSet } from "../credentials.js"
+import { apiRoot } from "../providerHttp.js"
 import { runwayApi } from "./api.js"
 import { createTask, deleteTask, retrieveTask, type TasksApi } from "./tasks.js"
 
@@ -10,8 +11,11 @@ export const RUNWAY_BASE_URL = "https://api.dev.runwayml.com"
 export const RUNWAY_API_VERSION = "2024-11-06"
 
 export interface RunwayOptions {
-  /** An API secret (key_...). Sent only to `baseUrl`, never logged. */
-  readonly apiSecret: string | Redacted.Redacted<string>
+  /**
+   * An API secret (key_...), or several (comma-separated, or a list of secrets or of `{ id?,
+   * secret, weight? }`): each job keeps the one it started with. Sent only to `baseUrl`, never logged.
+   */
+  readonly apiSecret: CredentialsOption
   /** The API root, without /v1. Default https://api.dev.runwayml.com; a simulator's address in tests. */
   readonly baseUrl?: string | undefined
   /** Sent as X-Runway-Version. Default 2024-11-06. */
@@ -28,17 +32,24 @@ export interface RunwayOptions {
  * here: the engine retries what comes back retryable.
  */
 export const runwayProvider = (options: RunwayOptions): GenerationProvider => {
-  const apiSecret = secretValue(options.apiSecret)
-  const tasks: TasksApi = {
-    api: runwayApi(apiSecret),
-    baseUrl: apiRoot(options.baseUrl ?? RUNWAY_BASE_URL),
-    headers: { authorization: `Bearer ${apiSecret}`, "x-runway-version": options.apiVersion ?? RUNWAY_API_VERSION },
-    timeoutMs: options.requestTimeoutMs ?? 60_000
-  }
+  const secrets = credentialSet("Runway", options.apiSecret)
+  const api = runwayApi(secrets.secrets)
+  const baseUrl = apiRoot(options.baseUrl ?? RUNWAY_BASE_URL)
+  const apiVersion = options.apiVersion ?? RUNWAY_API_VERSION
+  const timeoutMs = options.requestTimeoutMs ?? 60_000
+  /** The task calls with the secret of the job's credential. */
+  const tasksFor = (request: ProviderRequest) =>
+    Effect.map(secrets.secretFor(request.credentialId), (apiSecret): TasksApi => ({
+      api,
+      baseUrl,
+      headers: { authorization: `Bearer ${apiSecret}`, "x-runway-version": apiVersion },
+      timeoutMs
+    }))
   return {
     pollIntervalMs: options.pollIntervalMs ?? 5_000,
-    start: (request) => createTask(tasks, request),
-    poll: (handle, request) => retrieveTask(tasks, handle, request),
-    cancel: (handle) => deleteTask(tasks, handle)
+    ...(secrets.credentials === undefined ? {} : { credentials: secrets.credentials }),
+    start: (request) => Effect.flatMap(tasksFor(request), (tasks) => createTask(tasks, request)),
+    poll: (handle, request) => Effect.flatMap(tasksFor(request), (tasks) => retrieveTask(tasks, handle, request)),
+    cancel: (handle, request) => Effect.flatMap(tasksFor(request), (tasks) => deleteTask(tasks, handle))
   }
 }

@@ -9,9 +9,9 @@ const ErrorBody = Schema.Struct({
 const decodeErrorBody = Schema.decodeUnknownOption(ErrorBody)
 
 /** Runway's answers as the shared HTTP exchange reads them: 429 and 5xx may be asked again (its error table). */
-export const runwayApi = (apiSecret: string): ProviderApi => ({
+export const runwayApi = (apiSecrets: ReadonlyArray<string>): ProviderApi => ({
   name: "Runway",
-  secrets: [apiSecret],
+  secrets: apiSecrets,
   errorMessage: (body) =>
     Option.getOrUndefined(Option.map(decodeErrorBody(body), ({ error, issues }) =>
       issues === undefined || issues.length === 0 ? error : `${error} (${issues.map((issue) => issue.message).join("; ")})`
