@@ -39,11 +39,11 @@ beforeAll(async () => {
   first = await startReplicateSimulator({ durationMs: 50 })
   second = await startReplicateSimulator({ durationMs: 50 })
   const adapter = (sim: ReplicateSimulator) =>
-    replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, pollIntervalMs: 25, requestTimeoutMs: 500 })
+    replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, pollIntervalMs: 25, requestTimeoutMs: 1_500 })
   // A public URL on a closed port: predictions carry the job's marker, so `recover` can find them.
   engine = await startEngine({ replicate: adapter(first), "replicate-b": adapter(second) }, catalog(), {
     publicUrl: "http://127.0.0.1:9",
-    providerCircuit: { failures: 3, pauseMs: 300 }
+    providerCircuit: { failures: 3, pauseMs: 2_000 }
   })
 })
 afterEach(() => {
@@ -81,7 +81,7 @@ describe("routes with fallback", () => {
   })
 
   it("a route that accepted the start but whose answer never came is never left for another: the job follows what it finds there", async () => {
-    first.answerLateNext(1, 2_000, { on: "start" })
+    first.answerLateNext(1, 4_000, { on: "start" })
     const job = await submitAndRun()
     expect(job).toMatchObject({ status: "completed", route: { index: 0, providerId: "replicate" } })
     expect([first.counters.starts, second.counters.starts]).toEqual([1, 0])
