@@ -1,5 +1,5 @@
-import { Effect, Option } from "effect"
-import { type GenerationProvider, ProviderRejected, type ProviderStatus, ProviderUnreachable } from "genjobs"
+import { Effect } from "effect"
+import { type GenerationProvider, ProviderRejected, type ProviderStatus, ProviderUnreachable, type Recovered } from "genjobs"
 
 /**
  * A provider for a made-up HTTP API: POST /jobs starts a generation and answers {id};
@@ -44,9 +44,10 @@ export const makeAcmeProvider = (baseUrl: string, apiKey: string): GenerationPro
         )
       ),
     cancel: (handle) => Effect.asVoid(call("DELETE", `/jobs/${handle.id}`)),
+    // Nothing found is Unknown: NotStarted (start afresh) only if acme's lookup sees every job at once.
     recover: (request) =>
       call<{ id: string | null }>("GET", `/jobs?key=${request.idempotencyKey}`).pipe(
-        Effect.map(({ id }) => Option.map(Option.fromNullable(id), (found) => ({ id: found })))
+        Effect.map(({ id }): Recovered => (id === null ? { _tag: "Unknown" } : { _tag: "Found", handle: { id } }))
       ),
     pollIntervalMs: 2_000
   }

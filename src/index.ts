@@ -49,6 +49,7 @@ export {
   Providers,
   type ProviderStatus,
   ProviderUnreachable,
+  type Recovered,
   type Running,
   type StartOutcome,
   type Succeeded

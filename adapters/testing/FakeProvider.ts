@@ -1,11 +1,12 @@
-import { Deferred, Effect, Exit, FiberId, Option } from "effect"
+import { Deferred, Effect, Exit, FiberId } from "effect"
 import {
   type GenerationProvider,
   type ProviderOutput,
   ProviderRejected,
   type ProviderRequest,
   type ProviderStatus,
-  ProviderUnreachable
+  ProviderUnreachable,
+  type Recovered
 } from "../../src/ports/Provider.js"
 import { defaultOutputs } from "./outputs.js"
 
@@ -147,8 +148,12 @@ export const makeFakeProvider = (): FakeProvider => {
           : Effect.succeed(statusOf(behaviour, request))
       }),
     cancel: () => Effect.sync(() => void cancels++),
+    // Not found is Unknown, as for a provider that cannot list everything: a lost start fails its job.
     recover: (request) =>
-      Effect.sync(() => Option.map(Option.fromNullable(byKey.get(request.idempotencyKey)), (id) => ({ id })))
+      Effect.sync((): Recovered => {
+        const id = byKey.get(request.idempotencyKey)
+        return id === undefined ? { _tag: "Unknown" } : { _tag: "Found", handle: { id } }
+      })
   }
 
   const hangNext = (): Hang => {

@@ -81,6 +81,25 @@ export type StartOutcome =
   | { readonly _tag: "Finished"; readonly status: Succeeded | Failed }
 
 /**
+ * What `recover` learned about the job's generation at its provider (by `idempotencyKey`).
+ * Only `NotStarted` lets a start whose outcome was unknown be asked again, so an adapter answers
+ * it only from a complete record; anything less certain is `Unknown`.
+ */
+export type Recovered =
+  /** The provider holds the job's generation: the engine follows this handle. */
+  | { readonly _tag: "Found"; readonly handle: ProviderHandle }
+  /**
+   * The provider's complete record of what it holds (every generation of the credential, read to
+   * the end or back past the job's creation) has none for this job. A start request still in
+   * flight may not show yet: `settledAfterMs` (at least the start call's request timeout) is how
+   * long after such a request was sent it shows for sure, so the engine asks again that long after
+   * the lost run's last possible start before it starts afresh.
+   */
+  | { readonly _tag: "NotStarted"; readonly settledAfterMs: number }
+  /** The provider cannot say (no marker to search by, a list cut short): the job fails with a refund. */
+  | { readonly _tag: "Unknown" }
+
+/**
  * The provider answered with an error. `retryable` (429, 5xx, overloaded): the engine asks again
  * with capped exponential backoff and jitter, never sooner than `retryAfterMs`; otherwise the job
  * fails with GENERATION_FAILED and this message. From `start` it means nothing was started, so
@@ -169,11 +188,12 @@ export interface GenerationProvider {
   readonly cancel: (handle: ProviderHandle, request: ProviderRequest) => Effect.Effect<void, ProviderError>
   /**
    * After a crash between asking for a start and committing its handle, or a start whose answer
-   * never came: the generation the provider already holds for this job (by `idempotencyKey`), if
-   * any; the engine then follows it. Without `recover`, or when it finds none, such a job fails
-   * with a refund rather than risk a second start.
+   * never came: the generation the provider already holds for this job (by `idempotencyKey`);
+   * the engine then follows it. A job taken over from a crashed run starts afresh only when every
+   * route and credential answers `NotStarted`, twice, `settledAfterMs` apart. Without `recover`,
+   * or on `Unknown` or an error, such a job fails with a refund rather than risk a second start.
    */
-  readonly recover?: (request: ProviderRequest) => Effect.Effect<Option.Option<ProviderHandle>, ProviderError>
+  readonly recover?: (request: ProviderRequest) => Effect.Effect<Recovered, ProviderError>
   /** For providers that call back when done: checks a callback as the provider documents. */
   readonly verifyCallback?: (request: CallbackRequest) => Effect.Effect<ProviderCallback, CallbackRejected>
   /** How long to wait between polls when the provider gives no hint. */

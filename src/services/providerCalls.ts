@@ -262,27 +262,66 @@ export const makeProviderCalls = Effect.gen(function*() {
       // Routes before the first registered one are passed over: each such start falls back.
       for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
 
-      /** The start's outcome is unknown: only a generation one of `candidates` can point to is followed. */
-      const recoverOrFail = (candidates: ReadonlyArray<Attempt>) =>
+      /**
+       * What `candidates` know of the job's generation together: the first found, else
+       * `NotStarted` only when every one searched a complete record (with the longest settling
+       * time), else `Unknown` (no `recover`, an error, an incomplete search).
+       */
+      const recoverFrom = (candidates: ReadonlyArray<Attempt>) =>
         Effect.gen(function*() {
+          let settledAfterMs = 0
+          let complete = candidates.length > 0
           for (const candidate of candidates) {
             const recover = candidate.provider.recover
-            if (recover === undefined) continue
+            if (recover === undefined) {
+              complete = false
+              continue
+            }
             const found = yield* Effect.either(retrying(recover(candidate.request), true))
             if (found._tag === "Left") {
               yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: job.id }, found.left.message)
-            } else if (Option.isSome(found.right)) {
-              yield* holding(candidate.ref)
-              return yield* followStarted(candidate, found.right.value)
+              complete = false
+            } else if (found.right._tag === "Found") {
+              return { _tag: "Found", candidate, handle: found.right.handle } as const
+            } else if (found.right._tag === "NotStarted") {
+              settledAfterMs = Math.max(settledAfterMs, found.right.settledAfterMs)
+            } else {
+              complete = false
             }
           }
-          return unconfirmedStart
+          return complete ? { _tag: "NotStarted", settledAfterMs } as const : { _tag: "Unknown" } as const
+        })
+      const followFound = (candidate: Attempt, handle: ProviderHandle) =>
+        Effect.zipRight(holding(candidate.ref), followStarted(candidate, handle))
+
+      /** The start's outcome is unknown: only a generation one of `candidates` can point to is followed. */
+      const recoverOrFail = (candidates: ReadonlyArray<Attempt>) =>
+        Effect.flatMap(recoverFrom(candidates), (recovered) =>
+          recovered._tag === "Found" ? followFound(recovered.candidate, recovered.handle) : Effect.succeed(unconfirmedStart))
+
+      /**
+       * A lost run's `starting` without a handle: its start may have reached any route. Only when
+       * every route is registered and each says `NotStarted`, twice, is the job started afresh.
+       * The lost run sent its start, if at all, before its lease ran out, so before this takeover;
+       * the second search comes `settledAfterMs` later, when any such request shows for certain.
+       */
+      const recoverLostRun = (startAfresh: Effect.Effect<Generation, Superseded, Scope.Scope>) =>
+        Effect.gen(function*() {
+          const candidates = usable.flatMap(everyCredential)
+          const complete = usable.length === ordered.length
+          const first = yield* recoverFrom(candidates)
+          if (first._tag === "Found") return yield* followFound(first.candidate, first.handle)
+          if (first._tag === "Unknown" || !complete) return unconfirmedStart
+          yield* Effect.sleep(Duration.millis(first.settledAfterMs))
+          const second = yield* recoverFrom(candidates)
+          if (second._tag === "Found") return yield* followFound(second.candidate, second.handle)
+          if (second._tag === "Unknown") return unconfirmedStart
+          yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: job.id })
+          yield* save({ phase: null, handle: null, starts: state.starts })
+          return yield* startAfresh
         })
       const everyCredential = (registered: Registered): ReadonlyArray<Attempt> =>
         (registered.provider.credentials ?? [undefined]).map((credential) => attemptOn(registered, credential?.id))
-
-      // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
-      if (state.phase === "starting" && !startMarkedByClaim(job)) return yield* recoverOrFail(usable.flatMap(everyCredential))
 
       /**
        * The credential a start on this route takes: weighted least in flight among those whose
@@ -364,33 +403,39 @@ export const makeProviderCalls = Effect.gen(function*() {
 
       const isStartFailed = (error: StartFailed | Superseded): error is StartFailed => error._tag === "StartFailed"
       const passRetryAfter = (error: StartFailed | Superseded) => (isStartFailed(error) ? retryAfterOf(error.error) : undefined)
-      const outcome = yield* startPass.pipe(
-        Effect.retry({
-          schedule: deadline === undefined ? transientSchedule(passRetryAfter) : transientSchedule(passRetryAfter).pipe(until(deadline)),
-          while: (error) => isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
-        }),
-        Effect.retry({
-          schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(pickedUpAt + outageSeconds * 1000)),
-          while: (error) => isStartFailed(error) && isOutage(error.error)
-        }),
-        Effect.tapError((error) =>
-          isStartFailed(error) && isOutage(error.error)
-            ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: job.id }, error.error.message)
-            : Effect.void
-        ),
-        Effect.either
-      )
-      if (outcome._tag === "Right") {
-        const { attempt, outcome: started } = outcome.right
-        return started._tag === "Started" ? yield* followStarted(attempt, started.handle) : ended(started.status)
-      }
-      const failure = outcome.left
-      if (!isStartFailed(failure)) return yield* Effect.fail(failure)
-      const { attempt, error } = failure
-      if (isOutage(error)) return providerUnavailable(outageSeconds, error.message)
-      // No answer to a request that may have arrived: the provider may have started, on this route only.
-      if (!nothingStarted(error)) return yield* recoverOrFail([attempt])
-      return generationFailed(error.message)
+      const startAfresh = Effect.gen(function*() {
+        const outcome = yield* startPass.pipe(
+          Effect.retry({
+            schedule: deadline === undefined ? transientSchedule(passRetryAfter) : transientSchedule(passRetryAfter).pipe(until(deadline)),
+            while: (error) => isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
+          }),
+          Effect.retry({
+            schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(pickedUpAt + outageSeconds * 1000)),
+            while: (error) => isStartFailed(error) && isOutage(error.error)
+          }),
+          Effect.tapError((error) =>
+            isStartFailed(error) && isOutage(error.error)
+              ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: job.id }, error.error.message)
+              : Effect.void
+          ),
+          Effect.either
+        )
+        if (outcome._tag === "Right") {
+          const { attempt, outcome: started } = outcome.right
+          return started._tag === "Started" ? yield* followStarted(attempt, started.handle) : ended(started.status)
+        }
+        const failure = outcome.left
+        if (!isStartFailed(failure)) return yield* Effect.fail(failure)
+        const { attempt, error } = failure
+        if (isOutage(error)) return providerUnavailable(outageSeconds, error.message)
+        // No answer to a request that may have arrived: the provider may have started, on this route only.
+        if (!nothingStarted(error)) return yield* recoverOrFail([attempt])
+        return generationFailed(error.message)
+      })
+
+      // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
+      if (state.phase === "starting" && !startMarkedByClaim(job)) return yield* recoverLostRun(startAfresh)
+      return yield* startAfresh
     })
 
   return { generate } as const

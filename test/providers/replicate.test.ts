@@ -1,6 +1,6 @@
 /** The Replicate adapter against the Replicate simulator: the contract the engine relies on. */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { replicateProvider } from "genjobs/providers/replicate"
@@ -227,7 +227,7 @@ describe("Replicate: a start that never reached it, and one whose answer was los
       expect(yield* Effect.flip(impatient.start(late))).toMatchObject({ _tag: "ProviderUnreachable", notSent: false })
       expect(sim.counters.starts).toBe(1)
       const found = yield* provider.recover!(late)
-      expect(found).toEqual(Option.some({ id: sim.predictions().at(-1)!["id"] }))
+      expect(found).toEqual({ _tag: "Found", handle: { id: sim.predictions().at(-1)!["id"] } })
     }))
 })
 
@@ -274,16 +274,46 @@ describe("Replicate: webhooks", () => {
 })
 
 describe("Replicate: recover", () => {
-  it.live("finds the job's prediction by the key in its webhook URL, paging back through newer predictions", () =>
+  /** A simulator of its own, so the account's list of predictions holds only the test's (3 a page). */
+  const ownAccount = Effect.acquireRelease(
+    Effect.promise(() => startReplicateSimulator({ durationMs: 150, pageSize: 3 })),
+    (own) => Effect.promise(() => own.close())
+  ).pipe(Effect.map((own) => replicateProvider({ apiToken: own.apiToken, baseUrl: own.url, webhookSecret: own.webhookSecret, requestTimeoutMs: 2000 })))
+  const marked = (prompt: string, job = "job_lost") =>
+    requestFor("acme/image-gen", { prompt }, { callbackUrl: `${receiver.url}/v1/providers/replicate/callbacks/${job}` })
+
+  it.scopedLive("finds the job's prediction by the key in its webhook URL, paging back; reading the whole list, finds nothing for a job never started", () =>
     Effect.gen(function*() {
-      const callbackUrl = `${receiver.url}/v1/providers/replicate/callbacks/job_lost`
-      const lost = requestFor("acme/image-gen", { prompt: "lost", sim_duration_ms: 60_000 }, { callbackUrl })
-      const handle = yield* started(provider, lost)
-      // Newer predictions of other jobs push it to a later page (3 a page here).
-      for (let i = 0; i < 7; i++) yield* started(provider, requestFor("acme/image-gen", { prompt: `other ${i}` }, { callbackUrl }))
-      expect(yield* provider.recover!(lost)).toEqual(Option.some({ id: handle.id }))
-      expect(yield* provider.recover!(requestFor("acme/image-gen", { prompt: "never started" }, { callbackUrl }))).toEqual(Option.none())
-      expect(yield* provider.recover!(requestFor("acme/image-gen", { prompt: "no callback" }))).toEqual(Option.none())
+      const own = yield* ownAccount
+      const lost = marked("lost")
+      const handle = yield* started(own, lost)
+      // Newer predictions of other jobs push it to a later page.
+      for (let i = 0; i < 7; i++) yield* started(own, marked(`other ${i}`, `job_${i}`))
+      expect(yield* own.recover!(lost)).toEqual({ _tag: "Found", handle: { id: handle.id } })
+      // The whole list read, to its end: nothing for this job, once a request of it has had the request timeout to show.
+      expect(yield* own.recover!(marked("never started", "job_never"))).toEqual({ _tag: "NotStarted", settledAfterMs: 2000 })
+      // No callback URL, no marker: a prediction of this job could not be told apart.
+      expect(yield* own.recover!(requestFor("acme/image-gen", { prompt: "no callback" }))).toEqual({ _tag: "Unknown" })
+    }))
+
+  it.scopedLive("cannot rule a start out when the list is cut short (past 10 pages)", () =>
+    Effect.gen(function*() {
+      const own = yield* ownAccount
+      const absent = marked("absent", "job_absent")
+      for (let i = 0; i < 30; i++) yield* started(own, marked(`filler ${i}`, `job_${i}`))
+      expect(yield* own.recover!(absent)).toEqual({ _tag: "NotStarted", settledAfterMs: 2000 })
+      yield* started(own, marked("one more", "job_more"))
+      expect(yield* own.recover!(absent)).toEqual({ _tag: "Unknown" })
+    }))
+
+  it.scopedLive("cannot rule a start out when a prediction in the window has no webhook: it may be the job's, from a run without a public URL", () =>
+    Effect.gen(function*() {
+      const own = yield* ownAccount
+      const absent = marked("absent", "job_absent")
+      yield* started(own, marked("marked", "job_other"))
+      expect(yield* own.recover!(absent)).toEqual({ _tag: "NotStarted", settledAfterMs: 2000 })
+      yield* started(own, requestFor("acme/image-gen", { prompt: "unmarked" }))
+      expect(yield* own.recover!(absent)).toEqual({ _tag: "Unknown" })
     }))
 })
 

@@ -178,7 +178,7 @@ describe("provider runs: resume, never restart", () => {
   it.effect("a start whose answer was lost is recovered by the job's idempotency key, not started again", () => {
     const { counts, provider } = scriptedProvider({
       start: () => Effect.fail(new ProviderUnreachable({ message: "connection reset" })),
-      recover: (request) => Effect.succeed(Option.some({ id: `found_${request.idempotencyKey}` }))
+      recover: (request) => Effect.succeed({ _tag: "Found", handle: { id: `found_${request.idempotencyKey}` } } as const)
     })
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
@@ -230,6 +230,108 @@ describe("provider runs: resume, never restart", () => {
       expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "INTERNAL_ERROR" }, providerStarts: 1 })
       expect(yield* balanceOf(accountId)).toBe(100_000)
       expect(counts.starts).toBe(0)
+    }))
+  })
+
+  /** What a worker dying after its `starting` commit and before the provider's answer leaves, taken over by "B". */
+  const takenOver = () =>
+    Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const { accountId, job } = yield* submitText()
+      yield* repo.claim({ workerId: "dead", now: 0, leaseMs: LEASE, maxAttempts: 3 })
+      yield* repo.saveProviderState(job.id, "dead", { phase: "starting", handle: null, starts: 1 })
+      yield* TestClock.adjust(LEASE)
+      const fiber = yield* Effect.fork((yield* Worker).runOnce("B"))
+      return { accountId, job, fiber }
+    })
+
+  it.effect("a lost start the provider's complete record does not hold: searched again once it would show, then started once and completed", () => {
+    const SETTLE = 30_000
+    const searchedAt: Array<number> = []
+    const { counts, provider } = scriptedProvider({
+      recover: () => Effect.map(Clock.currentTimeMillis, (now) => (searchedAt.push(now), { _tag: "NotStarted", settledAfterMs: SETTLE } as const))
+    })
+    return run(provider, Effect.gen(function*() {
+      const { accountId, fiber, job } = yield* takenOver()
+      expect(yield* joinMoving(fiber)).toBe(true)
+      expect(searchedAt).toHaveLength(2)
+      expect(searchedAt[1]! - searchedAt[0]!).toBeGreaterThanOrEqual(SETTLE)
+      expect(counts.starts).toBe(1)
+      expect(yield* jobOf(job.id)).toMatchObject({
+        status: "completed",
+        error: null,
+        providerPhase: "started",
+        providerHandle: { id: "gen_1" },
+        providerStarts: 2
+      })
+      expect(yield* balanceOf(accountId)).toBe(100_000 - job.costMicroCents)
+    }))
+  })
+
+  it.effect("a lost start that shows at the provider only on the second search is followed, not started again", () => {
+    let searches = 0
+    const { counts, provider } = scriptedProvider({
+      recover: () =>
+        Effect.sync(() =>
+          ++searches === 1
+            ? { _tag: "NotStarted", settledAfterMs: 10_000 } as const
+            : { _tag: "Found", handle: { id: "late_prediction" } } as const
+        )
+    })
+    return run(provider, Effect.gen(function*() {
+      const { fiber, job } = yield* takenOver()
+      expect(yield* joinMoving(fiber)).toBe(true)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", providerHandle: { id: "late_prediction" }, providerStarts: 1 })
+      expect([counts.starts, counts.polls]).toEqual([0, 1])
+    }))
+  })
+
+  it.effect("a lost start the provider finds is followed on its handle: no start", () => {
+    const { counts, provider } = scriptedProvider({
+      recover: (request) => Effect.succeed({ _tag: "Found", handle: { id: `found_${request.idempotencyKey}` } } as const)
+    })
+    return run(provider, Effect.gen(function*() {
+      const { fiber, job } = yield* takenOver()
+      expect(yield* joinMoving(fiber)).toBe(true)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", providerHandle: { id: `found_${job.id}` }, providerStarts: 1 })
+      expect([counts.starts, counts.polls]).toEqual([0, 1])
+    }))
+  })
+
+  it.effect("a lost start the provider cannot rule out (Unknown, or NotStarted then Unknown) fails the job with a refund, no start", () =>
+    Effect.forEach([["Unknown"], ["NotStarted", "Unknown"]] as const, (answers) => {
+      let searches = 0
+      const { counts, provider } = scriptedProvider({
+        recover: () =>
+          Effect.sync(() =>
+            answers[Math.min(searches++, answers.length - 1)] === "Unknown"
+              ? { _tag: "Unknown" } as const
+              : { _tag: "NotStarted", settledAfterMs: 5_000 } as const
+          )
+      })
+      return run(provider, Effect.gen(function*() {
+        const { accountId, fiber, job } = yield* takenOver()
+        expect(yield* joinMoving(fiber)).toBe(true)
+        expect(yield* jobOf(job.id)).toMatchObject({
+          status: "failed",
+          error: { code: "INTERNAL_ERROR", message: expect.stringContaining("could not be confirmed") }
+        })
+        expect(yield* balanceOf(accountId)).toBe(100_000)
+        expect([searches, counts.starts]).toEqual([answers.length, 0])
+      }))
+    }))
+
+  it.effect("a start whose answer was lost in this run is never asked again, even when the provider says NotStarted", () => {
+    const { counts, provider } = scriptedProvider({
+      start: () => Effect.fail(new ProviderUnreachable({ message: "timeout" })),
+      recover: () => Effect.succeed({ _tag: "NotStarted", settledAfterMs: 0 } as const)
+    })
+    return run(provider, Effect.gen(function*() {
+      const { accountId, job } = yield* submitText()
+      expect(yield* (yield* Worker).runOnce("A")).toBe(true)
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "INTERNAL_ERROR" } })
+      expect(yield* balanceOf(accountId)).toBe(100_000)
+      expect(counts.starts).toBe(1)
     }))
   })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Stream, TestClock } from "effect"
+import { Effect, Stream, TestClock } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { crc32, inflateSync } from "node:zlib"
@@ -157,7 +157,7 @@ describe("demo provider", () => {
       yield* TestClock.adjust(1)
       expect((yield* outputsOf(yield* provider.poll(started.handle, request)))).toHaveLength(1)
       // A worker that lost the start's answer finds the same generation, due at the same time.
-      expect(yield* provider.recover!(request)).toEqual(Option.some(started.handle))
+      expect(yield* provider.recover!(request)).toEqual({ _tag: "Found", handle: started.handle })
     }))
 })
 

@@ -1,4 +1,4 @@
-import { Clock, Data, Effect, Option, Stream } from "effect"
+import { Clock, Data, Effect, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type {
   GenerationProvider,
@@ -168,5 +168,5 @@ export const makeDemoProvider = (options: DemoOptions = {}): GenerationProvider 
       )
     }),
   cancel: () => Effect.void,
-  recover: (request) => Effect.map(Clock.currentTimeMillis, (now) => Option.some(handleOf(request, now)))
+  recover: (request) => Effect.map(Clock.currentTimeMillis, (now) => ({ _tag: "Found", handle: handleOf(request, now) }) as const)
 })

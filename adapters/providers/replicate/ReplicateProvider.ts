@@ -1,5 +1,5 @@
 import { HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, Option, type Redacted, Schema } from "effect"
+import { Clock, Effect, type Redacted, Schema } from "effect"
 import {
   CallbackRejected,
   type GenerationProvider,
@@ -49,7 +49,7 @@ export interface ReplicateOptions {
  */
 export const MARKER_PARAM = "genjobs_key"
 
-/** How far back `recover` pages through recent predictions (100 a page). */
+/** How far back `recover` pages through recent predictions (100 a page); a search cut here is Unknown. */
 const RECOVER_MAX_PAGES = 10
 /** Predictions created this long before the job still count: clocks differ. */
 const RECOVER_CLOCK_SKEW_MS = 5 * 60_000
@@ -189,27 +189,36 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
 
     /**
      * Pages through the newest predictions (back to shortly before the job was created) for the
-     * one whose webhook URL carries the job's idempotency key. A job started without a callback
-     * URL left no marker: nothing can be told apart, so nothing is found.
+     * one whose webhook URL carries the job's idempotency key. Replicate lists every prediction
+     * of the token's account, newest first, so a search that reaches the end of the list or a
+     * prediction older than the job is complete: nothing found is `NotStarted`. It is `Unknown`
+     * when the job has no callback URL (a start without one leaves no marker), when a prediction
+     * in the window has no webhook (it may be this job's, started by a run without a public URL),
+     * and when the search stops early (its page limit, a next page off the API's host).
      */
     recover: (request) =>
       Effect.gen(function*() {
-        if (request.callbackUrl === undefined) return Option.none()
+        const unknown = { _tag: "Unknown" } as const
+        const notStarted = { _tag: "NotStarted", settledAfterMs: timeoutMs } as const
+        if (request.callbackUrl === undefined) return unknown
         const notBefore = request.job.createdAt - RECOVER_CLOCK_SKEW_MS
         let url: string | undefined = `${base}/v1/predictions`
-        for (let page = 0; page < RECOVER_MAX_PAGES && url !== undefined; page++) {
+        for (let page = 0; page < RECOVER_MAX_PAGES; page++) {
           const listed: typeof PredictionPage.Type = yield* call(HttpClientRequest.get(url), PredictionPage, request.credentialId)
           for (const prediction of listed.results) {
-            if (markerOf(prediction.webhook) === request.idempotencyKey) return Option.some({ id: prediction.id })
+            const marker = markerOf(prediction.webhook)
+            if (marker === request.idempotencyKey) return { _tag: "Found", handle: { id: prediction.id } } as const
             const created = Date.parse(prediction.created_at ?? "")
-            if (created < notBefore) return Option.none()
+            if (created < notBefore) return notStarted
+            // A time that does not parse could be inside the window: treated as in it.
+            if (prediction.webhook === null || prediction.webhook === undefined) return unknown
           }
+          if (listed.next === null || listed.next === undefined) return notStarted
           // The token goes with each page: follow only pages on the API's own host.
-          url = listed.next !== null && listed.next !== undefined && URL.canParse(listed.next) && new URL(listed.next).origin === origin
-            ? listed.next
-            : undefined
+          if (!URL.canParse(listed.next) || new URL(listed.next).origin !== origin) return unknown
+          url = listed.next
         }
-        return Option.none()
+        return unknown
       }),
 
     verifyCallback: (callback) =>
