@@ -29,7 +29,8 @@ describe.skipIf(db === undefined)("a provider limit of 2 in flight, held by two 
   beforeAll(async () => {
     sim = await startReplicateSimulator()
     servers = new Servers({ DATABASE_URL: db!.url, ADMIN_TOKEN })
-    api = await servers.start({ WORKER_CONCURRENCY: "0" })
+    // The API registers Replicate (it runs no workers) so that the catalog, which names it, is accepted.
+    api = await servers.start({ WORKER_CONCURRENCY: "0", REPLICATE_API_TOKEN: sim.apiToken, REPLICATE_BASE_URL: sim.url })
     const catalog = replicateCatalog()
     const limited = { ...catalog, providers: catalog.providers.map((p) => ({ ...p, limits: { maxInFlight: 2 } })) }
     expect((await call(tally, api, "PUT", "/admin/catalog", ADMIN_TOKEN, limited)).status).toBe(200)

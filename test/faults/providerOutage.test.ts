@@ -76,7 +76,8 @@ describe.skipIf(db === undefined)("a provider that refuses connections, then com
   beforeAll(async () => {
     sim = await startReplicateSimulator()
     servers = new Servers({ DATABASE_URL: db!.url, ADMIN_TOKEN, JOB_LEASE_MS: "2000" })
-    api = await servers.start({ WORKER_CONCURRENCY: "0" })
+    // The API registers Replicate (it runs no workers) so that the catalog, which names it, is accepted.
+    api = await servers.start({ WORKER_CONCURRENCY: "0", REPLICATE_API_TOKEN: sim.apiToken, REPLICATE_BASE_URL: sim.url })
     expect((await call(tally, api, "PUT", "/admin/catalog", ADMIN_TOKEN, catalogWithDeadline())).status).toBe(200)
     tenant = await makeTenant(tally, api, { name: "t", creditsMicroCents: CREDITS, maxConcurrentJobs: 100 })
     worker = await startTs("./providerWorker.ts", {

@@ -97,7 +97,8 @@ describe.skipIf(db === undefined)("worker processes killed or frozen while the R
     sim = await startReplicateSimulator()
     mp4 = Buffer.from(await (await fetch(`${sim.url}/files/any/output.mp4`)).arrayBuffer())
     servers = new Servers({ DATABASE_URL: db!.url, ADMIN_TOKEN, JOB_LEASE_MS: String(LEASE_MS) })
-    api = await servers.start({ WORKER_CONCURRENCY: "0" })
+    // The API registers Replicate (it runs no workers) so that the catalog, which names it, is accepted.
+    api = await servers.start({ WORKER_CONCURRENCY: "0", REPLICATE_API_TOKEN: sim.apiToken, REPLICATE_BASE_URL: sim.url })
     const catalog = await call(tally, api, "PUT", "/admin/catalog", ADMIN_TOKEN, replicateCatalog())
     expect(catalog.status).toBe(200)
     tenant = await makeTenant(tally, api, { name: "t", creditsMicroCents: CREDITS, maxConcurrentJobs: 100 })

@@ -88,7 +88,7 @@ describe.skipIf(db === undefined)("a worker process killed with SIGKILL in the m
     )
   })
 
-  it("the invariant check sees a job ended twice, a refund of a completed job, a balance off its ledger and a job left running", async () => {
+  it("the invariant check sees a job ended twice, a refund of a completed job, a balance and spend rollups off the ledger, and a job left running", async () => {
     const [a, b, c] = accepted
     // A second ending would rewrite the row after its webhook was written.
     await db!.query("UPDATE genjobs_jobs SET completed_at = completed_at + 1 WHERE id = $1", [a])
@@ -103,6 +103,8 @@ describe.skipIf(db === undefined)("a worker process killed with SIGKILL in the m
       "job job_* is still processing",
       "job job_* completed was refunded {\"amount\":10000,\"n\":1}",
       "account acc_*: balance 99880000 but ledger sums to 99890000",
+      // The injected refund is in the ledger but in no spend rollup.
+      expect.stringMatching(/^account acc_\*: spend rollups \(charged refunded jobs failed cancelled\) (\d+) 0 (\d+) 0 0 but the ledger says \1 10000 \2 0 0$/),
       expect.stringMatching(/^delivery whd_\* carries completed at .* but job job_\* is completed at /),
       expect.stringMatching(/^delivery whd_\* carries completed at .* but job job_\* is processing at /),
       "job job_* processing has 1 webhook deliveries",
