@@ -695,7 +695,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const fresh = job(owner.id, { createdAt: T0 + 2 })
         yield* submit({ job: fresh })
         const taken = yield* claimOf("w", T0 + 1_000, 2, 2)
-        expect(taken.map((j) => [j.id, j.attempts, j.startedAt])).toEqual([[early.id, 2, T0], [late.id, 2, T0]])
+        // Each keeps its first start: late's first claim read T0, before late was created, so it started at its creation.
+        expect(taken.map((j) => [j.id, j.attempts, j.startedAt])).toEqual([[early.id, 2, T0], [late.id, 2, T0 + 1]])
         // A reclaim keeps the provider state the lost run left: its start may have reached the provider.
         expect(taken.map((j) => [j.providerPhase, j.providerStarts])).toEqual([["starting", 1], ["starting", 1]])
         expect((yield* claimOf("w", T0 + 1_000, 2, 2)).map((j) => [j.id, j.attempts])).toEqual([[fresh.id, 1]])
