@@ -173,16 +173,31 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
         states.flatMap(({ id, leaseOwner, state: provider }) => {
           const stored = state.jobs.get(id)
           if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== leaseOwner) return []
-          setIn(state.jobs, id, { ...stored, providerPhase: provider.phase, providerHandle: provider.handle, providerStarts: provider.starts })
+          setIn(state.jobs, id, {
+            ...stored,
+            providerPhase: provider.phase,
+            providerHandle: provider.handle,
+            providerStarts: provider.starts,
+            providerRoute: provider.route ?? stored.providerRoute
+          })
           return [id]
         })
       )),
     finishHeld: (endings) =>
       Effect.sync(() =>
-        endings.flatMap(({ completedAt, error, id, leaseOwner, outputs, status }) => {
+        endings.flatMap(({ completedAt, error, id, leaseOwner, outputs, providerRoute, status }) => {
           const stored = state.jobs.get(id)
           if (stored === undefined || stored.status !== "processing" || stored.leaseOwner !== leaseOwner) return []
-          const next: Job = { ...stored, status, outputs, error, completedAt, leaseOwner: null, leaseExpiresAt: null }
+          const next: Job = {
+            ...stored,
+            status,
+            outputs,
+            error,
+            completedAt,
+            leaseOwner: null,
+            leaseExpiresAt: null,
+            providerRoute: providerRoute ?? stored.providerRoute
+          }
           setIn(state.jobs, id, next)
           return [next]
         })

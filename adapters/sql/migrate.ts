@@ -12,6 +12,7 @@ import providerLimits from "./migrations/0009_provider_limits.js"
 import activeJobs from "./migrations/0010_active_jobs.js"
 import authFailures from "./migrations/0011_auth_failures.js"
 import budgetsAndSpend from "./migrations/0012_budgets_and_spend.js"
+import providerRoute from "./migrations/0013_provider_route.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -41,7 +42,8 @@ const migrate = Effect.gen(function*() {
       "0009_provider_limits": providerLimits(t),
       "0010_active_jobs": activeJobs(t),
       "0011_auth_failures": authFailures(t),
-      "0012_budgets_and_spend": budgetsAndSpend(t)
+      "0012_budgets_and_spend": budgetsAndSpend(t),
+      "0013_provider_route": providerRoute(t)
     })
   })
 })

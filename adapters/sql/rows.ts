@@ -131,7 +131,8 @@ export const JobRow = Schema.Struct({
   lease_expires_at: DbIntOrNull,
   provider_phase: Job.fields.providerPhase,
   provider_handle: Schema.NullOr(Json(Job.fields.providerHandle.members[0])),
-  provider_starts: DbInt
+  provider_starts: DbInt,
+  provider_route: Schema.NullOr(Json(Job.fields.providerRoute.members[0]))
 })
 
 export const toJob = (row: typeof JobRow.Type): Job => ({
@@ -156,7 +157,8 @@ export const toJob = (row: typeof JobRow.Type): Job => ({
   leaseExpiresAt: row.lease_expires_at,
   providerPhase: row.provider_phase,
   providerHandle: row.provider_handle,
-  providerStarts: row.provider_starts
+  providerStarts: row.provider_starts,
+  providerRoute: row.provider_route
 })
 
 /**

@@ -1,5 +1,5 @@
 import type { Account } from "./account.js"
-import { type CatalogDocument, type CatalogModel, type ModelVersion, providerModelOf } from "./catalog.js"
+import { type CatalogDocument, type CatalogModel, type ModelVersion, routesOf } from "./catalog.js"
 import { schemaCompileError } from "./jsonSchema.js"
 
 /** Who may see and use a model (spec 4.3): segment and private models need a matching account. */
@@ -76,7 +76,8 @@ export const catalogProblems = (doc: CatalogDocument): ReadonlyArray<string> => 
   for (const provider of doc.providers) {
     for (const providerModel of Object.keys(provider.limits?.models ?? {})) {
       const runs = doc.models.some((model) =>
-        model.providerId === provider.id && model.versions.some((version) => providerModelOf(model, version) === providerModel)
+        model.versions.some((version) =>
+          routesOf(model, version).some((route) => route.providerId === provider.id && route.model === providerModel))
       )
       if (!runs) problems.push(`provider "${provider.id}": limits.models "${providerModel}" is the provider model of none of its versions`)
     }

@@ -1,7 +1,7 @@
 import { Either, Schema } from "effect"
 import { TransitionError } from "./errors.js"
 import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
-import { ProviderHandle, ProviderPhase } from "./providerHandle.js"
+import { ProviderHandle, ProviderPhase, ProviderRouteRef } from "./providerHandle.js"
 
 export const JobStatus = Schema.Literal("pending", "processing", "completed", "failed", "cancelled")
 export type JobStatus = typeof JobStatus.Type
@@ -49,7 +49,12 @@ export const Job = Schema.Struct({
   providerPhase: Schema.NullOr(ProviderPhase),
   providerHandle: Schema.NullOr(ProviderHandle),
   /** Starts asked of the provider, the refused ones included. */
-  providerStarts: Schema.Int
+  providerStarts: Schema.Int,
+  /**
+   * The route (and credential id, never its secret) the job's start was sent on, synchronous
+   * starts included; null before any start was sent, and on jobs of releases that did not record it.
+   */
+  providerRoute: Schema.NullOr(ProviderRouteRef)
 })
 export type Job = typeof Job.Type
 

@@ -43,4 +43,9 @@ export interface ProviderState {
   readonly handle: ProviderHandle | null
   /** Starts asked of the provider for this job, the refused ones included. */
   readonly starts: number
+  /**
+   * The route the job's start was sent on, recorded with `started` (Job.providerRoute). A route
+   * once recorded never changes, so a state without one leaves the stored route as it is.
+   */
+  readonly route?: ProviderRouteRef
 }

@@ -1,4 +1,4 @@
-import { type CatalogDocument, type ProviderLimit, providerModelOf } from "./catalog.js"
+import { type CatalogDocument, type ProviderLimit, routesOf } from "./catalog.js"
 
 /** A model version, as the jobs table names it. */
 export interface VersionRef {
@@ -25,10 +25,18 @@ const limits = (limit: ProviderLimit) => limit.maxInFlight !== undefined || limi
 const providerScopeKey = (providerId: string) => JSON.stringify([providerId])
 const modelScopeKey = (providerId: string, providerModel: string) => JSON.stringify([providerId, providerModel])
 
-/** The scopes of every provider with limits, and the versions (of every status) each holds. */
+/**
+ * The scopes of every provider with limits, and the versions (of every status) each holds. A
+ * version counts in the scopes of every route it may run on (routesOf: its `routes`, else the
+ * model's provider): each route's provider, and that provider's limit on the route's own
+ * provider model. Which route a job takes is only known at its start, after the claim, so the
+ * claim counts it under all of them: no provider ever runs more than its limits allow, at the
+ * cost of holding back a version with several routes while any one of them is full.
+ */
 export const limitPlanOf = (doc: CatalogDocument): LimitPlan => {
   const scopes: Array<LimitScope> = []
-  const versions: Array<VersionRef & { readonly scopes: ReadonlyArray<string> }> = []
+  /** Per provider with limits: its own scope's key (when it limits itself), its per-model limits. */
+  const limited = new Map<string, { readonly own: string | undefined; readonly models: Readonly<Record<string, ProviderLimit>> }>()
   for (const provider of doc.providers) {
     if (provider.limits === undefined) continue
     const { models = {}, ...own } = provider.limits
@@ -37,16 +45,20 @@ export const limitPlanOf = (doc: CatalogDocument): LimitPlan => {
     for (const [providerModel, limit] of Object.entries(models)) {
       if (limits(limit)) scopes.push({ key: modelScopeKey(provider.id, providerModel), ...limit })
     }
-    for (const model of doc.models) {
-      if (model.providerId !== provider.id) continue
-      for (const version of model.versions) {
-        const providerModel = providerModelOf(model, version)
-        const held = [
-          ...(providerScope === undefined ? [] : [providerScope]),
-          ...(models[providerModel] !== undefined && limits(models[providerModel]) ? [modelScopeKey(provider.id, providerModel)] : [])
-        ]
-        if (held.length > 0) versions.push({ model: model.slug, version: version.versionId, scopes: held })
+    limited.set(provider.id, { own: providerScope, models })
+  }
+  const versions: Array<VersionRef & { readonly scopes: ReadonlyArray<string> }> = []
+  for (const model of doc.models) {
+    for (const version of model.versions) {
+      const held = new Set<string>()
+      for (const route of routesOf(model, version)) {
+        const provider = limited.get(route.providerId)
+        if (provider === undefined) continue
+        if (provider.own !== undefined) held.add(provider.own)
+        const modelLimit = provider.models[route.model]
+        if (modelLimit !== undefined && limits(modelLimit)) held.add(modelScopeKey(route.providerId, route.model))
       }
+      if (held.size > 0) versions.push({ model: model.slug, version: version.versionId, scopes: [...held] })
     }
   }
   return { scopes, versions }

@@ -46,7 +46,8 @@ export const adminJobView = (job: Job) => {
     outputs,
     error,
     estimatedCompletionTime: iso(job.estimatedCompletionAt),
-    route: routeView(job.providerHandle?.route)
+    // Jobs of releases before provider_route carry their route on the handle only.
+    route: routeView(job.providerRoute ?? job.providerHandle?.route)
   }
 }
 

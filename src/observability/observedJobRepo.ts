@@ -162,8 +162,8 @@ export const observeJobRepo = (repo: Repo): Repo => ({
       claimSpans(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed))
     ),
-  complete: (id, workerId, outputs, now) =>
-    repo.complete(id, workerId, outputs, now).pipe(
+  complete: (id, workerId, outputs, now, route) =>
+    repo.complete(id, workerId, outputs, now, route).pipe(
       Effect.tap((job) =>
         Option.isSome(job)
           ? finished(job.value, "completed", 0)
@@ -174,8 +174,8 @@ export const observeJobRepo = (repo: Repo): Repo => ({
       ),
       inJobSpan("genjobs.job.complete", id, { "genjobs.outputs": outputs.length })
     ),
-  fail: (id, workerId, error, now) =>
-    repo.fail(id, workerId, error, now).pipe(
+  fail: (id, workerId, error, now, route) =>
+    repo.fail(id, workerId, error, now, route).pipe(
       Effect.tap((job) =>
         Option.isSome(job)
           ? finished(job.value, "failed", job.value.costMicroCents)

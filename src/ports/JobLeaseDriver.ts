@@ -2,7 +2,7 @@ import type { Effect } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
-import type { ProviderState } from "../domain/providerHandle.js"
+import type { ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import type { LimitUsage, VersionRef } from "../domain/providerLimits.js"
 import type { HeldLease } from "./JobRepo.js"
 import type { JobStoreDriver } from "./JobStoreDriver.js"
@@ -36,6 +36,11 @@ export interface HeldEnding {
   readonly outputs: ReadonlyArray<OutputItem> | null
   readonly error: JobError | null
   readonly completedAt: number
+  /**
+   * The route the job's start was sent on, when the provider ended the generation in its start
+   * call (no handle was saved, so no route either); absent leaves the stored route as it is.
+   */
+  readonly providerRoute?: ProviderRouteRef
 }
 
 /**
@@ -75,16 +80,16 @@ export interface JobLeaseDriver {
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /**
    * On its own: writes each job's provider state only while the job is processing under its
-   * `leaseOwner`'s lease, all in one write; answers the ids it wrote. It waits for transactions
-   * holding the jobs.
+   * `leaseOwner`'s lease, all in one write; answers the ids it wrote. A state without `route`
+   * leaves the stored route. It waits for transactions holding the jobs.
    */
   readonly updateProviderStates: (
     states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /**
    * Ends each job still processing under its `leaseOwner`'s lease, in one write: `status`,
-   * `outputs`, `error` and `completedAt` set, the lease released, nothing else touched. Answers
-   * the jobs it wrote, as written.
+   * `outputs`, `error`, `completedAt` and (when given) `providerRoute` set, the lease released,
+   * nothing else touched. Answers the jobs it wrote, as written.
    */
   readonly finishHeld: (endings: ReadonlyArray<HeldEnding>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */

@@ -5,7 +5,7 @@ import type { JobCursor } from "../domain/cursor.js"
 import type { EngineError, StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
-import type { ProviderState } from "../domain/providerHandle.js"
+import type { ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import type { LimitPlan } from "../domain/providerLimits.js"
 import type { QueuePosition } from "./JobLeaseDriver.js"
 
@@ -162,21 +162,28 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /** Writes the job's provider phase, handle and start count, only for the lease holder; false when the lease was lost. */
   readonly saveProviderState: (id: JobId, workerId: string, state: ProviderState) => Effect.Effect<boolean, StoreError>
-  /** processing -> completed, only for the lease holder. None when the lease was lost. */
+  /**
+   * processing -> completed, only for the lease holder. None when the lease was lost.
+   * `providerRoute` is recorded with the end when given: the route of a start the provider
+   * answered with its ending, so no handle (and no route) was saved before.
+   */
   readonly complete: (
     id: JobId,
     workerId: string,
     outputs: ReadonlyArray<OutputItem>,
-    now: number
+    now: number,
+    providerRoute?: ProviderRouteRef
   ) => Effect.Effect<Option.Option<Job>, StoreError>
   /**
    * -> failed with a refund of what was charged. With a worker id only the lease holder may fail
-   * a processing job; without one, a pending or processing job is abandoned.
+   * a processing job; without one, a pending or processing job is abandoned. `providerRoute` as
+   * for `complete`.
    */
   readonly fail: (
     id: JobId,
     workerId: string | null,
     error: JobError,
-    now: number
+    now: number,
+    providerRoute?: ProviderRouteRef
   ) => Effect.Effect<Option.Option<Job>, StoreError>
 }>() {}

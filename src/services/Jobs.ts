@@ -231,7 +231,8 @@ export const make = Effect.gen(function*() {
         leaseExpiresAt: null,
         providerPhase: null,
         providerHandle: null,
-        providerStarts: 0
+        providerStarts: 0,
+        providerRoute: null
       }
       const { found, outcome, taken } = yield* submitToRepo({
         job,

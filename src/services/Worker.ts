@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import type { QueueError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { Job, JobError, OutputItem } from "../domain/job.js"
+import type { ProviderRouteRef } from "../domain/providerHandle.js"
 import { type LimitPlan, limitPlanOf } from "../domain/providerLimits.js"
 import { JobQueue } from "../ports/JobQueue.js"
 import { JobRepo } from "../ports/JobRepo.js"
@@ -30,10 +31,10 @@ export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
 /** Jobs one queue relay pass publishes again at most, pending and expired each. */
 const RELAY_LIMIT = 1_000
 
-/** How a run ends before its result is written: the job's outputs, or why it failed. */
+/** How a run ends before its result is written: the job's outputs, or why it failed; the route of a start that ended in its call. */
 type Ending =
-  | { readonly _tag: "Done"; readonly outputs: ReadonlyArray<OutputItem> }
-  | { readonly _tag: "Failed"; readonly error: JobError }
+  | { readonly _tag: "Done"; readonly outputs: ReadonlyArray<OutputItem>; readonly route?: ProviderRouteRef }
+  | { readonly _tag: "Failed"; readonly error: JobError; readonly route?: ProviderRouteRef }
 
 const sameOutputs = (job: Job, outputs: ReadonlyArray<OutputItem>) =>
   job.status === "completed" && job.outputs !== null && job.outputs.map((o) => o.url).join("\n") === outputs.map((o) => o.url).join("\n")
@@ -80,7 +81,8 @@ export const make = Effect.gen(function*() {
       }
       const generation = yield* calls.generate(job, workerId, resolved.model, resolved.version)
       if (generation._tag === "Failed") return generation
-      return yield* storeOutputs(job, attempt, generation.outputs, written)
+      const stored = yield* storeOutputs(job, attempt, generation.outputs, written)
+      return generation.route === undefined ? stored : { ...stored, route: generation.route }
     }).pipe(
       Effect.catchAllDefect((defect) =>
         Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
@@ -95,7 +97,9 @@ export const make = Effect.gen(function*() {
    */
   const settle = (job: Job, workerId: string, ending: Ending) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      ending._tag === "Done" ? repo.complete(job.id, workerId, ending.outputs, now) : repo.fail(job.id, workerId, ending.error, now)).pipe(
+      ending._tag === "Done"
+        ? repo.complete(job.id, workerId, ending.outputs, now, ending.route)
+        : repo.fail(job.id, workerId, ending.error, now, ending.route)).pipe(
         Effect.tapError((error) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message)),
         Effect.retry(backoff(config.storeRetry))
       )

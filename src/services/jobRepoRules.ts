@@ -4,7 +4,7 @@ import { type BudgetUse, periodStart, refuseForBudget } from "../domain/budget.j
 import { engineError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { type ClaimLease, type Job, type JobEvent, type OutputItem, refundsOnEntry, transition } from "../domain/job.js"
-import type { ProviderState } from "../domain/providerHandle.js"
+import type { ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../domain/providerLimits.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../domain/rateLimit.js"
 import { deliveryFor } from "../domain/webhook.js"
@@ -128,7 +128,13 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): Effect.Effec
      * their workers, and their webhook deliveries are written with them.
      */
     const complete = yield* makeWriteBatcher(
-      (endings: ReadonlyArray<{ readonly id: JobId; readonly workerId: string; readonly outputs: ReadonlyArray<OutputItem>; readonly now: number }>) =>
+      (endings: ReadonlyArray<{
+        readonly id: JobId
+        readonly workerId: string
+        readonly outputs: ReadonlyArray<OutputItem>
+        readonly now: number
+        readonly providerRoute: ProviderRouteRef | undefined
+      }>) =>
         driver.transaction(Effect.gen(function*() {
           const status = Either.getOrThrow(transition("processing", "Complete"))
           const written = yield* leases.finishHeld(endings.map((e) => ({
@@ -137,7 +143,8 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): Effect.Effec
             status,
             outputs: e.outputs,
             error: null,
-            completedAt: e.now
+            completedAt: e.now,
+            ...(e.providerRoute === undefined ? {} : { providerRoute: e.providerRoute })
           })))
           const byId = new Map(written.map((job) => [job.id, job]))
           const deliveries = endings.flatMap((e) => {
@@ -296,15 +303,15 @@ export const makeJobRepo = ({ leases, store: driver }: JobDrivers): Effect.Effec
 
       saveProviderState: (id, workerId, state) => saveProviderState({ id, leaseOwner: workerId, state }),
 
-      complete: (id, workerId, outputs, now) => complete({ id, workerId, outputs, now }),
+      complete: (id, workerId, outputs, now, providerRoute) => complete({ id, workerId, outputs, now, providerRoute }),
 
-      fail: (id, workerId, error, now) =>
+      fail: (id, workerId, error, now, providerRoute) =>
         driver.transaction(Effect.gen(function*() {
           const job = yield* driver.lockJob(id)
           if (Option.isNone(job)) return Option.none<Job>()
           // A worker fails only the job it holds; without a worker the job is abandoned, whoever holds it.
           if (workerId !== null && !holdsLease(job.value, workerId)) return Option.none<Job>()
-          const changes = { error, completedAt: now, ...releasedLease }
+          const changes = { error, completedAt: now, ...releasedLease, ...(providerRoute === undefined ? {} : { providerRoute }) }
           return yield* move(job.value, workerId === null ? "Abandon" : "Fail", changes, now)
         }))
     } satisfies JobRepo["Type"]

@@ -24,10 +24,14 @@ import { EngineConfig } from "./EngineConfig.js"
 import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 
-/** How a job's generation ended, as far as the provider is concerned. */
+/**
+ * How a job's generation ended, as far as the provider is concerned. `route` is the route of a
+ * start sent without a handle being saved (it ended in its call, was refused, or was never
+ * confirmed), for the job's end to record; a saved handle recorded its route already.
+ */
 export type Generation =
-  | { readonly _tag: "Succeeded"; readonly outputs: ReadonlyArray<ProviderOutput> }
-  | { readonly _tag: "Failed"; readonly error: JobError }
+  | { readonly _tag: "Succeeded"; readonly outputs: ReadonlyArray<ProviderOutput>; readonly route?: ProviderRouteRef }
+  | { readonly _tag: "Failed"; readonly error: JobError; readonly route?: ProviderRouteRef }
 
 /** The worker no longer holds the job's lease: it must stop and write nothing more. */
 export class Superseded extends Data.TaggedError("Superseded")<{}> {}
@@ -76,6 +80,13 @@ const retryAfterOf = (error: ProviderError | Superseded) => (error._tag === "Pro
 
 /** Provably nothing started: the provider refused, or never got the request. */
 const nothingStarted = (error: ProviderError) => error._tag === "ProviderRejected" || error.notSent
+
+/** The request reached the provider, or may have: its route ran the job's start. */
+const wasSent = (error: ProviderError) => error._tag === "ProviderRejected" || !error.notSent
+
+const isStartFailed = (error: StartFailed | Superseded): error is StartFailed => error._tag === "StartFailed"
+
+const passRetryAfter = (error: StartFailed | Superseded) => (isStartFailed(error) ? retryAfterOf(error.error) : undefined)
 
 /**
  * A job's generation at its provider, started at most once. The phase `starting` is committed
@@ -192,6 +203,283 @@ export const makeProviderCalls = Effect.gen(function*() {
     readonly request: ProviderRequest
   }
 
+  /** A route of a pass with the credential its start takes (see credentialFor). */
+  interface Target {
+    readonly registered: Registered
+    readonly healthKey: string
+    readonly credentialId: string | undefined
+    /** Chosen among closed circuits: an open one past its pause must still admit the start. */
+    readonly steered: boolean
+  }
+
+  /** What the steps of one job's `generate` share. */
+  interface JobRun {
+    readonly job: Job
+    readonly model: CatalogModel
+    readonly version: ModelVersion
+    /** The version's routes in the catalog's order. */
+    readonly routes: ReadonlyArray<EffectiveRoute>
+    readonly pickedUpAt: number
+    /** When the generation must have ended (epoch ms): the version's `provider.timeoutSeconds` after pickup. */
+    readonly deadline: number | undefined
+    /** How long a start waits out an outage of every route. */
+    readonly outageSeconds: number
+    /** The job's provider state as this run last wrote or found it. */
+    readonly state: () => ProviderState
+    /** Writes the provider state under the run's lease; Superseded when the lease was lost. */
+    readonly save: (next: ProviderState) => Effect.Effect<void, Superseded>
+  }
+
+  const runOf = (job: Job, workerId: string, model: CatalogModel, version: ModelVersion): Effect.Effect<JobRun> =>
+    Effect.gen(function*() {
+      const timeoutSeconds = version.provider?.timeoutSeconds
+      const pickedUpAt = job.startedAt ?? (yield* Clock.currentTimeMillis)
+      let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
+      return {
+        job,
+        model,
+        version,
+        routes: routesOf(model, version),
+        pickedUpAt,
+        deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
+        outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
+        state: () => state,
+        save: (next) => Effect.tap(storeWrite(repo.saveProviderState(job.id, workerId, next)), () => (state = next))
+      }
+    })
+
+  const registeredOf = (route: EffectiveRoute): ReadonlyArray<Registered> =>
+    Option.match(providers.forProvider(route.providerId), { onNone: () => [], onSome: (provider) => [{ route, provider }] })
+
+  const attemptOn = (run: JobRun, { provider, route }: Registered, credentialId: string | undefined): Attempt => {
+    const callbackUrl = config.publicUrl !== undefined && provider.verifyCallback !== undefined
+      ? callbackUrlOf(config.publicUrl, route.providerId, run.job.id)
+      : undefined
+    return {
+      ref: { index: route.index, providerId: route.providerId, ...(credentialId === undefined ? {} : { credentialId }) },
+      provider: watched(provider, route.providerId, credentialId),
+      request: providerRequestOf(run.job, run.model, run.version, callbackUrl, route, credentialId)
+    }
+  }
+
+  /** Counts the generation in flight on its credential for as long as the run follows it. */
+  const holding = (ref: ProviderRouteRef) => health.hold(ref.providerId, ref.credentialId ?? DEFAULT_CREDENTIAL)
+
+  /** Saves the handle with its route (the job's record of where it runs), then follows it. */
+  const followStarted = (run: JobRun, attempt: Attempt, handle: ProviderHandle) =>
+    Effect.zipRight(
+      run.save({ ...run.state(), phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
+      follow(attempt.provider, attempt.request, handle, run.deadline)
+    )
+
+  const followFound = (run: JobRun, candidate: Attempt, handle: ProviderHandle) =>
+    Effect.zipRight(holding(candidate.ref), followStarted(run, candidate, handle))
+
+  /** A stored handle is followed on the route and with the credential it was started with. */
+  const resumeStored = (run: JobRun, handle: ProviderHandle) =>
+    Effect.gen(function*() {
+      // A handle stored before routes existed carries none: it ran on the version's first route.
+      const ref = handle.route ?? { index: 0, providerId: run.routes[0]!.providerId }
+      const route = run.routes[ref.index]?.providerId === ref.providerId
+        ? run.routes[ref.index]
+        : run.routes.find((r) => r.providerId === ref.providerId)
+      if (route === undefined) return internalFailure(`The job's route to "${ref.providerId}" is no longer in its version's routes`)
+      const registered = registeredOf(route)[0]
+      if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
+      yield* holding(ref)
+      const attempt = attemptOn(run, registered, ref.credentialId)
+      return yield* follow(attempt.provider, attempt.request, handle, run.deadline)
+    })
+
+  /**
+   * What `candidates` know of the job's generation together: the first found, else
+   * `NotStarted` only when every one searched a complete record (with the longest settling
+   * time), else `Unknown` (no `recover`, an error, an incomplete search).
+   */
+  const recoverFrom = (run: JobRun, candidates: ReadonlyArray<Attempt>) =>
+    Effect.gen(function*() {
+      let settledAfterMs = 0
+      let complete = candidates.length > 0
+      for (const candidate of candidates) {
+        const recover = candidate.provider.recover
+        if (recover === undefined) {
+          complete = false
+          continue
+        }
+        const found = yield* Effect.either(retrying(recover(candidate.request), true))
+        if (found._tag === "Left") {
+          yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: run.job.id }, found.left.message)
+          complete = false
+        } else if (found.right._tag === "Found") {
+          return { _tag: "Found", candidate, handle: found.right.handle } as const
+        } else if (found.right._tag === "NotStarted") {
+          settledAfterMs = Math.max(settledAfterMs, found.right.settledAfterMs)
+        } else {
+          complete = false
+        }
+      }
+      return complete ? { _tag: "NotStarted", settledAfterMs } as const : { _tag: "Unknown" } as const
+    })
+
+  /** The start sent on `attempt` got no answer: only a generation the provider can point to is followed. */
+  const recoverOrFail = (run: JobRun, attempt: Attempt) =>
+    Effect.flatMap(recoverFrom(run, [attempt]), (recovered) =>
+      recovered._tag === "Found"
+        ? followFound(run, recovered.candidate, recovered.handle)
+        : Effect.succeed<Generation>({ ...unconfirmedStart, route: attempt.ref }))
+
+  /** A start on each of the route's credentials, for a search of every place a lost start may have gone. */
+  const everyCredential = (run: JobRun, registered: Registered): ReadonlyArray<Attempt> =>
+    (registered.provider.credentials ?? [undefined]).map((credential) => attemptOn(run, registered, credential?.id))
+
+  /**
+   * A lost run's `starting` without a handle: its start may have reached any route. Only when
+   * every route is registered and each says `NotStarted`, twice, is the job started afresh.
+   * The lost run sent its start, if at all, before its lease ran out, so before this takeover;
+   * the second search comes `settledAfterMs` later, when any such request shows for certain.
+   */
+  const recoverLostRun = (run: JobRun, usable: ReadonlyArray<Registered>, complete: boolean) =>
+    Effect.gen(function*() {
+      const candidates = usable.flatMap((registered) => everyCredential(run, registered))
+      const first = yield* recoverFrom(run, candidates)
+      if (first._tag === "Found") return yield* followFound(run, first.candidate, first.handle)
+      if (first._tag === "Unknown" || !complete) return unconfirmedStart
+      yield* Effect.sleep(Duration.millis(first.settledAfterMs))
+      const second = yield* recoverFrom(run, candidates)
+      if (second._tag === "Found") return yield* followFound(run, second.candidate, second.handle)
+      if (second._tag === "Unknown") return unconfirmedStart
+      yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: run.job.id })
+      yield* run.save({ phase: null, handle: null, starts: run.state().starts })
+      return yield* startAfresh(run, usable)
+    })
+
+  /**
+   * The credential a start on this route takes: weighted least in flight among those whose
+   * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
+   */
+  const credentialFor = (registered: Registered, ignoreCircuits: boolean): Effect.Effect<Option.Option<Target>> =>
+    Effect.gen(function*() {
+      const providerId = registered.route.providerId
+      const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
+      const loads: Array<CredentialLoad> = []
+      for (const { id, weight } of credentials) {
+        if (ignoreCircuits || (yield* health.available(providerId, id))) {
+          loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
+        }
+      }
+      const picked = pickCredential(loads)
+      if (picked === undefined) return Option.none()
+      return Option.some({
+        registered,
+        healthKey: picked.id,
+        credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
+        steered: !ignoreCircuits
+      })
+    })
+
+  /**
+   * The routes a pass tries, each with its credential: those with a credential whose circuit
+   * lets the start through. A circuit steers starts away while another route can take them;
+   * when every one is open, every route is tried as if closed, paced by the job's own retry
+   * and outage schedules rather than held back.
+   */
+  const chooseTargets = (usable: ReadonlyArray<Registered>) =>
+    Effect.gen(function*() {
+      const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(registered, false))).flatMap(Option.toArray)
+      if (steered.length > 0) {
+        for (const registered of usable) {
+          if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
+        }
+        return steered
+      }
+      return (yield* Effect.forEach(usable, (registered) => credentialFor(registered, true))).flatMap(Option.toArray)
+    })
+
+  // `starting` is committed before each call (the first pickup's claim did it for the first);
+  // a start that provably took nothing clears it, so the next call is a start of its own.
+  const startOn = (run: JobRun, attempt: Attempt) =>
+    Effect.gen(function*() {
+      if (run.state().phase !== "starting") yield* run.save({ phase: "starting", handle: null, starts: run.state().starts + 1 })
+      return yield* Effect.tapError(attempt.provider.start(attempt.request), (error) =>
+        nothingStarted(error) ? run.save({ phase: null, handle: null, starts: run.state().starts }) : Effect.void)
+    })
+
+  /** One pass over the routes in order, moving on only from a start that provably took nothing. */
+  const startPass = (run: JobRun, usable: ReadonlyArray<Registered>) =>
+    Effect.gen(function*() {
+      const targets = yield* chooseTargets(usable)
+      let last: StartFailed | undefined
+      for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
+        // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
+        if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
+          last ??= new StartFailed({
+            error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
+            attempt: attemptOn(run, registered, credentialId)
+          })
+          if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+          continue
+        }
+        const attempt = attemptOn(run, registered, credentialId)
+        const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+        yield* Scope.extend(holding(attempt.ref), scope)
+        const outcome = yield* Effect.either(startOn(run, attempt))
+        if (outcome._tag === "Right") return { outcome: outcome.right, attempt }
+        yield* Scope.close(scope, Exit.void)
+        if (outcome.left._tag === "Superseded") return yield* outcome.left
+        last = new StartFailed({ error: outcome.left, attempt })
+        if (!movesToNextRoute(outcome.left)) return yield* last
+        if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+      }
+      return yield* last!
+    })
+
+  /**
+   * Passes over the routes until one starts: after a transient refusal at most
+   * `providerRetry.maxRetries` times in a row (within the deadline), through an outage with the
+   * same backoff until the outage wait runs out.
+   */
+  const startPasses = (run: JobRun, usable: ReadonlyArray<Registered>) =>
+    startPass(run, usable).pipe(
+      Effect.retry({
+        schedule: run.deadline === undefined
+          ? transientSchedule(passRetryAfter)
+          : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
+        while: (error) => isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
+      }),
+      Effect.retry({
+        schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
+        while: (error) => isStartFailed(error) && isOutage(error.error)
+      }),
+      Effect.tapError((error) =>
+        isStartFailed(error) && isOutage(error.error)
+          ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: run.job.id }, error.error.message)
+          : Effect.void
+      )
+    )
+
+  /** How the job ends when no pass started it: the route of the deciding start is recorded when that start was sent. */
+  const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation, Superseded, Scope.Scope> => {
+    const sentOn = wasSent(error) ? { route: attempt.ref } : {}
+    if (isOutage(error)) return Effect.succeed({ ...providerUnavailable(run.outageSeconds, error.message), ...sentOn })
+    // No answer to a request that may have arrived: the provider may have started, on this route only.
+    if (!nothingStarted(error)) return recoverOrFail(run, attempt)
+    return Effect.succeed({ ...generationFailed(error.message), ...sentOn })
+  }
+
+  /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
+  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation, Superseded, Scope.Scope> =>
+    Effect.gen(function*() {
+      const outcome = yield* Effect.either(startPasses(run, usable))
+      if (outcome._tag === "Left") {
+        if (!isStartFailed(outcome.left)) return yield* Effect.fail(outcome.left)
+        return yield* noStart(run, outcome.left)
+      }
+      const { attempt, outcome: started } = outcome.right
+      if (started._tag === "Started") return yield* followStarted(run, attempt, started.handle)
+      // No handle to save: the route is recorded with the job's end.
+      return { ...ended(started.status), route: attempt.ref }
+    })
+
   /**
    * Runs the job's generation on its version's routes, resuming a stored handle on the route
    * and credential it was started with; fails only when the lease was lost. A start goes to the
@@ -202,7 +490,8 @@ export const makeProviderCalls = Effect.gen(function*() {
    * times in a row, through an outage (isOutage) with the same backoff until the version's
    * deadline, and then the job fails with PROVIDER_UNAVAILABLE. Meanwhile the job stays
    * processing under this worker's lease with no start recorded (phase null), so a worker that
-   * takes it over after a crash starts it afresh.
+   * takes it over after a crash starts it afresh. The route a start was sent on is recorded on
+   * the job: with its handle, or (a start that ended in its call, or was refused) with its end.
    */
   const generate = (
     job: Job,
@@ -211,50 +500,11 @@ export const makeProviderCalls = Effect.gen(function*() {
     version: ModelVersion
   ): Effect.Effect<Generation, Superseded, Scope.Scope> =>
     Effect.gen(function*() {
-      const timeoutSeconds = version.provider?.timeoutSeconds
-      const pickedUpAt = job.startedAt ?? (yield* Clock.currentTimeMillis)
-      const deadline = timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000
-      const outageSeconds = timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS
-      let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
-      const save = (next: ProviderState) =>
-        Effect.tap(storeWrite(repo.saveProviderState(job.id, workerId, next)), () => (state = next))
+      const run = yield* runOf(job, workerId, model, version)
+      const stored = run.state().handle
+      if (stored !== null) return yield* resumeStored(run, stored)
 
-      const catalogRoutes = routesOf(model, version)
-      const registeredOf = (route: EffectiveRoute): ReadonlyArray<Registered> =>
-        Option.match(providers.forProvider(route.providerId), { onNone: () => [], onSome: (provider) => [{ route, provider }] })
-      const attemptOn = ({ provider, route }: Registered, credentialId: string | undefined): Attempt => {
-        const callbackUrl = config.publicUrl !== undefined && provider.verifyCallback !== undefined
-          ? callbackUrlOf(config.publicUrl, route.providerId, job.id)
-          : undefined
-        return {
-          ref: { index: route.index, providerId: route.providerId, ...(credentialId === undefined ? {} : { credentialId }) },
-          provider: watched(provider, route.providerId, credentialId),
-          request: providerRequestOf(job, model, version, callbackUrl, route, credentialId)
-        }
-      }
-      /** Counts the generation in flight on its credential for as long as the run follows it. */
-      const holding = (ref: ProviderRouteRef) => health.hold(ref.providerId, ref.credentialId ?? DEFAULT_CREDENTIAL)
-      const followStarted = (attempt: Attempt, handle: ProviderHandle) =>
-        Effect.zipRight(
-          save({ ...state, phase: "started", handle: { ...handle, route: attempt.ref } }),
-          follow(attempt.provider, attempt.request, handle, deadline)
-        )
-
-      // A stored handle is followed on the route and with the credential it was started with.
-      if (state.handle !== null) {
-        const ref = state.handle.route ?? { index: 0, providerId: catalogRoutes[0]!.providerId }
-        const route = catalogRoutes[ref.index]?.providerId === ref.providerId
-          ? catalogRoutes[ref.index]
-          : catalogRoutes.find((r) => r.providerId === ref.providerId)
-        if (route === undefined) return internalFailure(`The job's route to "${ref.providerId}" is no longer in its version's routes`)
-        const registered = registeredOf(route)[0]
-        if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
-        yield* holding(ref)
-        const attempt = attemptOn(registered, ref.credentialId)
-        return yield* follow(attempt.provider, attempt.request, state.handle, deadline)
-      }
-
-      const ordered = routeOrder(catalogRoutes, job.id)
+      const ordered = routeOrder(run.routes, job.id)
       const usable = ordered.flatMap(registeredOf)
       if (usable.length === 0) {
         return internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`)
@@ -262,180 +512,11 @@ export const makeProviderCalls = Effect.gen(function*() {
       // Routes before the first registered one are passed over: each such start falls back.
       for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
 
-      /**
-       * What `candidates` know of the job's generation together: the first found, else
-       * `NotStarted` only when every one searched a complete record (with the longest settling
-       * time), else `Unknown` (no `recover`, an error, an incomplete search).
-       */
-      const recoverFrom = (candidates: ReadonlyArray<Attempt>) =>
-        Effect.gen(function*() {
-          let settledAfterMs = 0
-          let complete = candidates.length > 0
-          for (const candidate of candidates) {
-            const recover = candidate.provider.recover
-            if (recover === undefined) {
-              complete = false
-              continue
-            }
-            const found = yield* Effect.either(retrying(recover(candidate.request), true))
-            if (found._tag === "Left") {
-              yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: job.id }, found.left.message)
-              complete = false
-            } else if (found.right._tag === "Found") {
-              return { _tag: "Found", candidate, handle: found.right.handle } as const
-            } else if (found.right._tag === "NotStarted") {
-              settledAfterMs = Math.max(settledAfterMs, found.right.settledAfterMs)
-            } else {
-              complete = false
-            }
-          }
-          return complete ? { _tag: "NotStarted", settledAfterMs } as const : { _tag: "Unknown" } as const
-        })
-      const followFound = (candidate: Attempt, handle: ProviderHandle) =>
-        Effect.zipRight(holding(candidate.ref), followStarted(candidate, handle))
-
-      /** The start's outcome is unknown: only a generation one of `candidates` can point to is followed. */
-      const recoverOrFail = (candidates: ReadonlyArray<Attempt>) =>
-        Effect.flatMap(recoverFrom(candidates), (recovered) =>
-          recovered._tag === "Found" ? followFound(recovered.candidate, recovered.handle) : Effect.succeed(unconfirmedStart))
-
-      /**
-       * A lost run's `starting` without a handle: its start may have reached any route. Only when
-       * every route is registered and each says `NotStarted`, twice, is the job started afresh.
-       * The lost run sent its start, if at all, before its lease ran out, so before this takeover;
-       * the second search comes `settledAfterMs` later, when any such request shows for certain.
-       */
-      const recoverLostRun = (startAfresh: Effect.Effect<Generation, Superseded, Scope.Scope>) =>
-        Effect.gen(function*() {
-          const candidates = usable.flatMap(everyCredential)
-          const complete = usable.length === ordered.length
-          const first = yield* recoverFrom(candidates)
-          if (first._tag === "Found") return yield* followFound(first.candidate, first.handle)
-          if (first._tag === "Unknown" || !complete) return unconfirmedStart
-          yield* Effect.sleep(Duration.millis(first.settledAfterMs))
-          const second = yield* recoverFrom(candidates)
-          if (second._tag === "Found") return yield* followFound(second.candidate, second.handle)
-          if (second._tag === "Unknown") return unconfirmedStart
-          yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: job.id })
-          yield* save({ phase: null, handle: null, starts: state.starts })
-          return yield* startAfresh
-        })
-      const everyCredential = (registered: Registered): ReadonlyArray<Attempt> =>
-        (registered.provider.credentials ?? [undefined]).map((credential) => attemptOn(registered, credential?.id))
-
-      /**
-       * The credential a start on this route takes: weighted least in flight among those whose
-       * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
-       */
-      const credentialFor = (registered: Registered, ignoreCircuits: boolean) =>
-        Effect.gen(function*() {
-          const providerId = registered.route.providerId
-          const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
-          const loads: Array<CredentialLoad> = []
-          for (const { id, weight } of credentials) {
-            if (ignoreCircuits || (yield* health.available(providerId, id))) {
-              loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
-            }
-          }
-          const picked = pickCredential(loads)
-          if (picked === undefined) return Option.none()
-          return Option.some({
-            registered,
-            healthKey: picked.id,
-            credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
-            steered: !ignoreCircuits
-          })
-        })
-
-      /**
-       * The routes a pass tries, each with its credential: those with a credential whose circuit
-       * lets the start through. A circuit steers starts away while another route can take them;
-       * when every one is open, every route is tried as if closed, paced by the job's own retry
-       * and outage schedules rather than held back.
-       */
-      const plan = Effect.gen(function*() {
-        const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(registered, false))).flatMap(Option.toArray)
-        if (steered.length > 0) {
-          for (const registered of usable) {
-            if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
-          }
-          return steered
-        }
-        return (yield* Effect.forEach(usable, (registered) => credentialFor(registered, true))).flatMap(Option.toArray)
-      })
-
-      // `starting` is committed before each call (the first pickup's claim did it for the first);
-      // a start that provably took nothing clears it, so the next call is a start of its own.
-      const startOn = (attempt: Attempt) =>
-        Effect.gen(function*() {
-          if (state.phase !== "starting") yield* save({ phase: "starting", handle: null, starts: state.starts + 1 })
-          return yield* Effect.tapError(attempt.provider.start(attempt.request), (error) =>
-            nothingStarted(error) ? save({ phase: null, handle: null, starts: state.starts }) : Effect.void)
-        })
-
-      /** One pass over the routes in order, moving on only from a start that provably took nothing. */
-      const startPass = Effect.gen(function*() {
-        const targets = yield* plan
-        let last: StartFailed | undefined
-        for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
-          // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
-          if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
-            last ??= new StartFailed({
-              error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
-              attempt: attemptOn(registered, credentialId)
-            })
-            if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
-            continue
-          }
-          const attempt = attemptOn(registered, credentialId)
-          const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
-          yield* Scope.extend(holding(attempt.ref), scope)
-          const outcome = yield* Effect.either(startOn(attempt))
-          if (outcome._tag === "Right") return { outcome: outcome.right, attempt }
-          yield* Scope.close(scope, Exit.void)
-          if (outcome.left._tag === "Superseded") return yield* outcome.left
-          last = new StartFailed({ error: outcome.left, attempt })
-          if (!movesToNextRoute(outcome.left)) return yield* last
-          if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
-        }
-        return yield* last!
-      })
-
-      const isStartFailed = (error: StartFailed | Superseded): error is StartFailed => error._tag === "StartFailed"
-      const passRetryAfter = (error: StartFailed | Superseded) => (isStartFailed(error) ? retryAfterOf(error.error) : undefined)
-      const startAfresh = Effect.gen(function*() {
-        const outcome = yield* startPass.pipe(
-          Effect.retry({
-            schedule: deadline === undefined ? transientSchedule(passRetryAfter) : transientSchedule(passRetryAfter).pipe(until(deadline)),
-            while: (error) => isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
-          }),
-          Effect.retry({
-            schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(pickedUpAt + outageSeconds * 1000)),
-            while: (error) => isStartFailed(error) && isOutage(error.error)
-          }),
-          Effect.tapError((error) =>
-            isStartFailed(error) && isOutage(error.error)
-              ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: job.id }, error.error.message)
-              : Effect.void
-          ),
-          Effect.either
-        )
-        if (outcome._tag === "Right") {
-          const { attempt, outcome: started } = outcome.right
-          return started._tag === "Started" ? yield* followStarted(attempt, started.handle) : ended(started.status)
-        }
-        const failure = outcome.left
-        if (!isStartFailed(failure)) return yield* Effect.fail(failure)
-        const { attempt, error } = failure
-        if (isOutage(error)) return providerUnavailable(outageSeconds, error.message)
-        // No answer to a request that may have arrived: the provider may have started, on this route only.
-        if (!nothingStarted(error)) return yield* recoverOrFail([attempt])
-        return generationFailed(error.message)
-      })
-
       // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
-      if (state.phase === "starting" && !startMarkedByClaim(job)) return yield* recoverLostRun(startAfresh)
-      return yield* startAfresh
+      if (run.state().phase === "starting" && !startMarkedByClaim(job)) {
+        return yield* recoverLostRun(run, usable, usable.length === ordered.length)
+      }
+      return yield* startAfresh(run, usable)
     })
 
   return { generate } as const

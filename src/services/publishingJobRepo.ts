@@ -32,8 +32,8 @@ export const layerPublishingJobRepo = Layer.scoped(
         Effect.tap(repo.claimBatch(options), (jobs) => beside(events.publish(jobs.map((job) => job.id)))),
       claimIds: (ids, options) =>
         Effect.tap(repo.claimIds(ids, options), (jobs) => beside(events.publish(jobs.map((job) => job.id)))),
-      complete: (id, workerId, outputs, now) => Effect.tap(repo.complete(id, workerId, outputs, now), publishSome),
-      fail: (id, workerId, error, now) => Effect.tap(repo.fail(id, workerId, error, now), publishSome),
+      complete: (id, workerId, outputs, now, route) => Effect.tap(repo.complete(id, workerId, outputs, now, route), publishSome),
+      fail: (id, workerId, error, now, route) => Effect.tap(repo.fail(id, workerId, error, now, route), publishSome),
       reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))
     })
   })

@@ -52,6 +52,7 @@ export const job = (accountId: AccountId, overrides: Partial<Job> = {}): Job => 
   providerPhase: null,
   providerHandle: null,
   providerStarts: 0,
+  providerRoute: null,
   ...overrides
 })
 

@@ -603,6 +603,38 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(yield* repo.saveProviderState(j.id, "w2", { phase: null, handle: null, starts: 9 })).toBe(false)
       }))
 
+    test("records the route a start was sent on: with the handle, or with the end of a start that ended in its call", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const [polled, done, refused] = [0, 1, 2].map((i) => job(owner.id, { createdAt: T0 + i }))
+        for (const j of [polled, done, refused]) yield* submit({ job: j! })
+        yield* repo.claimBatch({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3, limit: 3 })
+        expect(Option.getOrThrow(yield* repo.get(polled!.id)).providerRoute).toBeNull()
+        // A handle's route is recorded with it, and a later state without one leaves it.
+        const onB = { index: 1, providerId: "b", credentialId: "cred-2" }
+        expect(yield* repo.saveProviderState(polled!.id, "w", { phase: "started", handle: { id: "h", route: onB }, starts: 1, route: onB }))
+          .toBe(true)
+        expect(Option.getOrThrow(yield* repo.get(polled!.id)).providerRoute).toEqual(onB)
+        yield* repo.saveProviderState(polled!.id, "w", { phase: "started", handle: { id: "h", route: onB }, starts: 1 })
+        expect(Option.getOrThrow(yield* repo.complete(polled!.id, "w", [], T0 + 1))).toMatchObject({ status: "completed", providerRoute: onB })
+        // No handle: the route comes with the end, completed or failed, and is read back as written.
+        const onA = { index: 0, providerId: "a" }
+        const completed = Option.getOrThrow(yield* repo.complete(done!.id, "w", [], T0 + 2, onA))
+        expect(completed).toMatchObject({ status: "completed", providerHandle: null, providerRoute: onA })
+        expect(Option.getOrThrow(yield* repo.get(done!.id))).toEqual(completed)
+        const error = { code: "GENERATION_FAILED" as const, message: "refused" }
+        const failed = Option.getOrThrow(yield* repo.fail(refused!.id, "w", error, T0 + 3, onB))
+        expect(failed).toMatchObject({ status: "failed", error, providerRoute: onB })
+        expect(Option.getOrThrow(yield* repo.get(refused!.id))).toEqual(failed)
+        // Not the lease holder: nothing is written, the route neither.
+        const other = job(owner.id, { createdAt: T0 + 3 })
+        yield* submit({ job: other })
+        yield* repo.claimBatch({ workerId: "w2", now: T0 + 4, leaseMs: 1_000, maxAttempts: 3, limit: 1 })
+        expect(Option.isNone(yield* repo.complete(other.id, "w", [], T0 + 5, onA))).toBe(true)
+        expect(Option.getOrThrow(yield* repo.get(other.id)).providerRoute).toBeNull()
+      }))
+
     test("renews many leases in one call: only those still held by their workers, answering which", () =>
       Effect.gen(function*() {
         const repo = yield* JobRepo

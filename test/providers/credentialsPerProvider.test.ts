@@ -115,17 +115,31 @@ describe("OpenAI with two keys", () => {
     await sim?.close()
   })
 
-  it("a job is generated with the key the pick chose, while the simulator refuses the other", async () => {
+  it("a job is generated with the key the pick chose, while the simulator refuses the other, and shows that route", async () => {
     sim.acceptOnly("key2")
     const job = await engine.submit(SLUG)
     await engine.runOne()
     const stored = await engine.adminJob(job)
     // Completed while the simulator refuses the first key: the picture was made with the second.
-    // (A start that finishes at once leaves no handle, and the engine stores the route only with one.)
-    expect(stored).toMatchObject({ status: "completed" })
+    // The start finished in its call and left no handle: the route was recorded with the job's end.
+    expect(stored).toMatchObject({
+      status: "completed",
+      route: { index: 0, providerId: "openai", credentialId: credentialIdOf("key2") }
+    })
     expect(sim.counters.starts).toBe(1)
     expect(sim.counters.downloads).toBe(1)
     expect(JSON.stringify(stored)).not.toContain("key2")
+  })
+
+  it("a start the provider refused in its call fails the job, which shows the route and key it was sent with", async () => {
+    sim.acceptOnly("key1")
+    const job = await engine.submit(SLUG)
+    await engine.runOne()
+    expect(await engine.adminJob(job)).toMatchObject({
+      status: "failed",
+      error: { code: "GENERATION_FAILED", message: expect.stringContaining("HTTP 401") },
+      route: { index: 0, providerId: "openai", credentialId: credentialIdOf("key2") }
+    })
   })
 })
 

@@ -52,7 +52,8 @@ export const requestFor = (
     leaseExpiresAt: now + 60_000,
     providerPhase: "started",
     providerHandle: null,
-    providerStarts: 1
+    providerStarts: 1,
+    providerRoute: null
   }
   return {
     job,

@@ -34,7 +34,8 @@ const job = (input: Record<string, unknown>): Job => ({
   leaseExpiresAt: 1,
   providerPhase: null,
   providerHandle: null,
-  providerStarts: 0
+  providerStarts: 0,
+  providerRoute: null
 })
 
 const bytesOf = (source: OutputSource) =>

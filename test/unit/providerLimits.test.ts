@@ -51,6 +51,58 @@ describe("limit plans from the catalog", () => {
   })
 })
 
+describe("limit plans of versions with routes", () => {
+  const X = JSON.stringify(["x"])
+  const Y = JSON.stringify(["y"])
+
+  /** The demo catalog (its provider "demo" unlimited) with providers x and y, and the text model's version run on `routes`. */
+  const routedCatalog = (routes: ReadonlyArray<{ readonly provider: string; readonly model?: string }>): CatalogDocument => {
+    const doc = sampleCatalog()
+    const demo = doc.providers[0]!
+    return {
+      ...doc,
+      providers: [
+        ...doc.providers,
+        { ...demo, id: "x", name: "x", limits: { maxInFlight: 1, models: { "x-llm": { startsPerMinute: 5 } } } },
+        { ...demo, id: "y", name: "y", limits: { maxInFlight: 2 } }
+      ],
+      models: doc.models.map((m) => (m.slug === TEXT ? { ...m, versions: m.versions.map((v) => ({ ...v, routes })) } : m))
+    }
+  }
+
+  it("holds a version whose only route names provider x by x's maxInFlight, though the model's provider is another", () => {
+    const doc = routedCatalog([{ provider: "x" }])
+    expect(doc.models.find((m) => m.slug === TEXT)!.providerId).toBe("demo")
+    const plan = limitPlanOf(doc)
+    expect(plan.versions).toEqual([{ model: TEXT, version: "v1", scopes: [X] }])
+    // One of its jobs in flight fills x: a claim takes no other.
+    const rooms = roomsOf(plan, { inFlight: [{ model: TEXT, version: "v1", count: 1 }], starts: [] })
+    expect(rooms.get(X)).toBe(0)
+    expect(pickWithinLimits(plan, rooms, [{ model: TEXT, version: "v1" }], 10).picked).toEqual([])
+    expect(pickWithinLimits(plan, roomsOf(plan, { inFlight: [], starts: [] }), [{ model: TEXT, version: "v1" }], 10).picked).toHaveLength(1)
+  })
+
+  it("counts a two-route version under both providers' limits, and under a limit on a route's own provider model", () => {
+    const plan = limitPlanOf(routedCatalog([{ provider: "x", model: "x-llm" }, { provider: "y" }]))
+    const xLlm = JSON.stringify(["x", "x-llm"])
+    expect(plan.versions).toEqual([{ model: TEXT, version: "v1", scopes: [X, xLlm, Y] }])
+    const rooms = roomsOf(plan, { inFlight: [{ model: TEXT, version: "v1", count: 1 }], starts: [{ scope: xLlm, count: 2 }] })
+    expect([...rooms]).toEqual([[X, 0], [xLlm, 3], [Y, 1]])
+    // Two candidates: x has room for one, so one is taken, and its start counts in every scope.
+    const fresh = roomsOf(plan, { inFlight: [], starts: [] })
+    const { picked, starts } = pickWithinLimits(plan, fresh, [{ model: TEXT, version: "v1" }, { model: TEXT, version: "v1" }], 10)
+    expect(picked).toHaveLength(1)
+    expect(starts).toEqual([{ scope: X, count: 1 }, { scope: xLlm, count: 1 }, { scope: Y, count: 1 }])
+  })
+
+  it("accepts a model limit that names a route's provider model", () => {
+    expect(catalogProblems(routedCatalog([{ provider: "x", model: "x-llm" }]))).toEqual([])
+    expect(catalogProblems(routedCatalog([{ provider: "x", model: "other" }]))).toEqual([
+      "provider \"x\": limits.models \"x-llm\" is the provider model of none of its versions"
+    ])
+  })
+})
+
 describe("room and picks", () => {
   const plan: LimitPlan = {
     scopes: [{ key: "p", maxInFlight: 3 }, { key: "a", startsPerMinute: 2 }],

@@ -36,7 +36,8 @@ export const jobRow = (job: Job) => ({
   lease_expires_at: job.leaseExpiresAt,
   provider_phase: job.providerPhase,
   provider_handle: jsonOrNull(job.providerHandle),
-  provider_starts: job.providerStarts
+  provider_starts: job.providerStarts,
+  provider_route: jsonOrNull(job.providerRoute)
 })
 
 /** Reading, locking, updating and listing one account's jobs. */
@@ -61,7 +62,8 @@ export const makeJobRowStatements = ({ sql, t }: JobSql) => {
         lease_expires_at = ${next.leaseExpiresAt},
         provider_phase = ${next.providerPhase},
         provider_handle = ${jsonOrNull(next.providerHandle)},
-        provider_starts = ${next.providerStarts}
+        provider_starts = ${next.providerStarts},
+        provider_route = ${jsonOrNull(next.providerRoute)}
       WHERE id = ${next.id} AND status = ${expected.status} AND attempts = ${expected.attempts} RETURNING id`.pipe(
       Effect.map((rows) => rows.length > 0),
       storeErrors("update job")
