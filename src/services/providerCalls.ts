@@ -1,6 +1,5 @@
 import { Clock, Data, Duration, Effect, ExecutionStrategy, Exit, Option, Queue, Schedule, Scope } from "effect"
 import { type CatalogModel, type EffectiveRoute, type ModelVersion, routesOf } from "../domain/catalog.js"
-import { type CredentialLoad, pickCredential } from "../domain/credentialPick.js"
 import type { StoreError } from "../domain/errors.js"
 import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
 import type { ProviderHandle, ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
@@ -23,6 +22,7 @@ import { backoff } from "./backoffSchedule.js"
 import { EngineConfig } from "./EngineConfig.js"
 import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
+import { chooseTargets, type Registered } from "./startTargets.js"
 
 /**
  * How a job's generation ended, as far as the provider is concerned. `route` is the route of a
@@ -100,6 +100,8 @@ export const makeProviderCalls = Effect.gen(function*() {
   const repo = yield* JobRepo
   const events = yield* JobEvents
   const config = yield* EngineConfig
+  const health = yield* ProviderHealth
+  const providers = yield* Providers
 
   /** Retries a store write on StoreError (the race with the lease ends it); fails with Superseded when the lease was lost. */
   const storeWrite = (write: Effect.Effect<boolean, StoreError>): Effect.Effect<void, Superseded> =>
@@ -170,9 +172,6 @@ export const makeProviderCalls = Effect.gen(function*() {
       }
     })
 
-  const health = yield* ProviderHealth
-  const providers = yield* Providers
-
   /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
   const watched = (provider: GenerationProvider, providerId: string, credentialId: string | undefined): GenerationProvider => {
     const key = credentialId ?? DEFAULT_CREDENTIAL
@@ -190,26 +189,11 @@ export const makeProviderCalls = Effect.gen(function*() {
     }
   }
 
-  /** A route whose provider is registered, ready to be asked. */
-  interface Registered {
-    readonly route: EffectiveRoute
-    readonly provider: GenerationProvider
-  }
-
   /** One start's target: a route, its provider as this credential calls it, the request it is sent. */
   interface Attempt {
     readonly ref: ProviderRouteRef
     readonly provider: GenerationProvider
     readonly request: ProviderRequest
-  }
-
-  /** A route of a pass with the credential its start takes (see credentialFor). */
-  interface Target {
-    readonly registered: Registered
-    readonly healthKey: string
-    readonly credentialId: string | undefined
-    /** Chosen among closed circuits: an open one past its pause must still admit the start. */
-    readonly steered: boolean
   }
 
   /** What the steps of one job's `generate` share. */
@@ -353,48 +337,6 @@ export const makeProviderCalls = Effect.gen(function*() {
       return yield* startAfresh(run, usable)
     })
 
-  /**
-   * The credential a start on this route takes: weighted least in flight among those whose
-   * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
-   */
-  const credentialFor = (registered: Registered, ignoreCircuits: boolean): Effect.Effect<Option.Option<Target>> =>
-    Effect.gen(function*() {
-      const providerId = registered.route.providerId
-      const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
-      const loads: Array<CredentialLoad> = []
-      for (const { id, weight } of credentials) {
-        if (ignoreCircuits || (yield* health.available(providerId, id))) {
-          loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
-        }
-      }
-      const picked = pickCredential(loads)
-      if (picked === undefined) return Option.none()
-      return Option.some({
-        registered,
-        healthKey: picked.id,
-        credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
-        steered: !ignoreCircuits
-      })
-    })
-
-  /**
-   * The routes a pass tries, each with its credential: those with a credential whose circuit
-   * lets the start through. A circuit steers starts away while another route can take them;
-   * when every one is open, every route is tried as if closed, paced by the job's own retry
-   * and outage schedules rather than held back.
-   */
-  const chooseTargets = (usable: ReadonlyArray<Registered>) =>
-    Effect.gen(function*() {
-      const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(registered, false))).flatMap(Option.toArray)
-      if (steered.length > 0) {
-        for (const registered of usable) {
-          if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
-        }
-        return steered
-      }
-      return (yield* Effect.forEach(usable, (registered) => credentialFor(registered, true))).flatMap(Option.toArray)
-    })
-
   // `starting` is committed before each call (the first pickup's claim did it for the first);
   // a start that provably took nothing clears it, so the next call is a start of its own.
   const startOn = (run: JobRun, attempt: Attempt) =>
@@ -407,7 +349,7 @@ export const makeProviderCalls = Effect.gen(function*() {
   /** One pass over the routes in order, moving on only from a start that provably took nothing. */
   const startPass = (run: JobRun, usable: ReadonlyArray<Registered>) =>
     Effect.gen(function*() {
-      const targets = yield* chooseTargets(usable)
+      const targets = yield* chooseTargets(health, usable)
       let last: StartFailed | undefined
       for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
         // An open circuit past its pause lets one start through: taken here, when this route's turn comes.

@@ -1,0 +1,64 @@
+import { Effect, Option } from "effect"
+import type { EffectiveRoute } from "../domain/catalog.js"
+import { type CredentialLoad, pickCredential } from "../domain/credentialPick.js"
+import type { GenerationProvider } from "../ports/Provider.js"
+import { DEFAULT_CREDENTIAL, type ProviderHealth } from "./ProviderHealth.js"
+
+/** A route whose provider is registered, ready to be asked. */
+export interface Registered {
+  readonly route: EffectiveRoute
+  readonly provider: GenerationProvider
+}
+
+/** A route of a pass with the credential its start takes. */
+export interface Target {
+  readonly registered: Registered
+  /** The credential's key in ProviderHealth (DEFAULT_CREDENTIAL for a provider that lists none). */
+  readonly healthKey: string
+  /** The credential the request names; undefined for a provider that lists none. */
+  readonly credentialId: string | undefined
+  /** Chosen among closed circuits: an open one past its pause must still admit the start. */
+  readonly steered: boolean
+}
+
+/**
+ * The credential a start on this route takes: weighted least in flight among those whose
+ * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
+ */
+const credentialFor = (health: ProviderHealth["Type"], registered: Registered, ignoreCircuits: boolean) =>
+  Effect.gen(function*() {
+    const providerId = registered.route.providerId
+    const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
+    const loads: Array<CredentialLoad> = []
+    for (const { id, weight } of credentials) {
+      if (ignoreCircuits || (yield* health.available(providerId, id))) {
+        loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
+      }
+    }
+    const picked = pickCredential(loads)
+    if (picked === undefined) return Option.none<Target>()
+    return Option.some<Target>({
+      registered,
+      healthKey: picked.id,
+      credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
+      steered: !ignoreCircuits
+    })
+  })
+
+/**
+ * The routes a pass over `usable` tries, in order, each with its credential: those with a
+ * credential whose circuit lets the start through (the others count as fallbacks). A circuit
+ * steers starts away while another route can take them; when every one is open, every route is
+ * tried as if closed, paced by the job's own retry and outage schedules rather than held back.
+ */
+export const chooseTargets = (health: ProviderHealth["Type"], usable: ReadonlyArray<Registered>) =>
+  Effect.gen(function*() {
+    const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(health, registered, false))).flatMap(Option.toArray)
+    if (steered.length > 0) {
+      for (const registered of usable) {
+        if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
+      }
+      return steered
+    }
+    return (yield* Effect.forEach(usable, (registered) => credentialFor(health, registered, true))).flatMap(Option.toArray)
+  })
