@@ -86,10 +86,10 @@ const faultyStores = (faults: Faults) =>
     const repo = Context.get(context, JobRepo)
     return Context.add(context, JobRepo, {
       ...repo,
-      complete: (id, workerId, outputs, now) =>
+      complete: (id, workerId, outputs, now, route) =>
         faults.completeFailsFor.has(workerId) || (faults.completeFailures > 0 && faults.completeFailures-- > 0)
           ? Effect.fail(outage())
-          : repo.complete(id, workerId, outputs, now),
+          : repo.complete(id, workerId, outputs, now, route),
       renewLeases: (leases, now, leaseMs) => {
         faults.renewals.push(leases.length)
         return leases.some((lease) => faults.renewalsFailFor.has(lease.workerId)) ? Effect.fail(outage()) : repo.renewLeases(leases, now, leaseMs)
@@ -193,9 +193,11 @@ describe("provider runs: resume, never restart", () => {
     return run(provider, Effect.gen(function*() {
       const { accountId, job } = yield* submitText()
       expect(yield* (yield* Worker).runOnce("A")).toBe(true)
+      // The start may have run there: its route is recorded.
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
-        error: { code: "INTERNAL_ERROR", message: expect.stringContaining("provider start could not be confirmed") }
+        error: { code: "INTERNAL_ERROR", message: expect.stringContaining("provider start could not be confirmed") },
+        providerRoute: { index: 0, providerId: "demo" }
       })
       expect(yield* balanceOf(accountId)).toBe(100_000)
       expect(counts.starts).toBe(1)
@@ -335,14 +337,19 @@ describe("provider runs: resume, never restart", () => {
     }))
   })
 
-  it.effect("a provider that finishes in its start needs no handle", () => {
+  it.effect("a provider that finishes in its start needs no handle; the job records the route with its end", () => {
     const { counts, provider } = scriptedProvider({
       start: () => Effect.succeed({ _tag: "Finished", status: succeeded([textOutput("at once")]) } as const)
     })
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
       yield* (yield* Worker).runOnce("A")
-      expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", providerPhase: "starting", providerHandle: null })
+      expect(yield* jobOf(job.id)).toMatchObject({
+        status: "completed",
+        providerPhase: "starting",
+        providerHandle: null,
+        providerRoute: { index: 0, providerId: "demo" }
+      })
       expect([counts.starts, counts.polls]).toEqual([1, 0])
     }))
   })
@@ -405,9 +412,11 @@ describe("provider runs: provider outages", () => {
       expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
       yield* joinMoving(fiber)
       const failed = yield* jobOf(job.id)
+      // No start ever left: no route ran the job.
       expect(failed).toMatchObject({
         status: "failed",
         providerHandle: null,
+        providerRoute: null,
         error: { code: "PROVIDER_UNAVAILABLE", message: expect.stringContaining("within 120 seconds (could not be reached") }
       })
       expect(failed.completedAt! - failed.startedAt!).toBeGreaterThanOrEqual(120_000)
