@@ -12,9 +12,6 @@ const pkg = createRequire(import.meta.url)("genjobs/package.json") as {
   readonly peerDependencies: Record<string, string>
 }
 
-/** The bundled server's module: `genjobs serve` runs it in this very process, as `npm start` does. */
-const SERVER_MODULE = "../server/main.js"
-
 /**
  * The packages `serve` lacks for these settings: the HTTP platform the server's module imports,
  * and the drivers of the store DATABASE_URL chooses that are missing, so that one install line
@@ -32,9 +29,12 @@ const missingForServe = async (env: CliIoShape["env"]): Promise<ReadonlyArray<st
   return [`@effect/platform-node@${pkg.peerDependencies["@effect/platform-node"]}`, ...drivers]
 }
 
-/** `genjobs serve`: the server owns the process from here, its signals and its exit code, exactly as under `npm start`. */
+/**
+ * `genjobs serve`: the bundled server's module, run in this very process; it owns the process from
+ * here, its signals and its exit code, exactly as under `npm start`.
+ */
 const serve = (env: CliIoShape["env"], io: Streams): Promise<number> =>
-  import(SERVER_MODULE).then(
+  import("../server/main.js").then(
     () => 0,
     async (error: { code?: string; message?: string }) => {
       if (error.code !== "ERR_MODULE_NOT_FOUND") throw error
