@@ -2,11 +2,11 @@ import * as Either from "effect/Either"
 import * as Micro from "effect/Micro"
 import type { CatalogDiff } from "genjobs"
 import { readFile, writeFile } from "node:fs/promises"
-import { createInterface } from "node:readline/promises"
 import { adminClient } from "./client.js"
 import type { Input } from "./commandLine.js"
 import type { catalogApply, catalogExport, json } from "./commands.js"
 import { CliError } from "./errors.js"
+import { CliIo } from "./io.js"
 import { emit, progress, report } from "./output.js"
 
 const readJson = (file: string) =>
@@ -22,12 +22,8 @@ const readJson = (file: string) =>
   })
 
 /** A yes from the terminal; anything else is a no. */
-const confirm = (question: string) =>
-  Micro.acquireUseRelease(
-    Micro.sync(() => createInterface({ input: process.stdin, output: process.stderr })),
-    (terminal) => Micro.promise(() => terminal.question(question)).pipe(Micro.map((answer) => /^y(es)?$/i.test(answer.trim()))),
-    (terminal) => Micro.sync(() => terminal.close())
-  )
+const confirm = (ask: (question: string) => Promise<string>, question: string) =>
+  Micro.promise(() => ask(question)).pipe(Micro.map((answer) => /^y(es)?$/i.test(answer.trim())))
 
 const diffLines = (diff: CatalogDiff): string =>
   (Object.entries(diff) as Array<[string, CatalogDiff["models"]]>)
@@ -73,10 +69,11 @@ export const apply = ({ args: [file], options: o }: Input<typeof catalogApply>) 
     }
     yield* progress(o.json, `Changes (${counts(diff)}):\n${diffLines(diff)}`)
     if (!o.yes) {
-      if (o.json || !process.stdin.isTTY) {
+      const { ask } = yield* Micro.service(CliIo)
+      if (o.json || ask === undefined) {
         return yield* Micro.fail(new CliError({ code: "CONFIRMATION_REQUIRED", message: "Not applied: pass --yes to apply without a terminal to ask on" }))
       }
-      if (!(yield* confirm("Apply these changes? [y/N] "))) return yield* Micro.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
+      if (!(yield* confirm(ask, "Apply these changes? [y/N] "))) return yield* Micro.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
     }
     yield* progress(o.json, "Applying …")
     // Only over the revision the changes above were computed against: what was shown is what is applied.
@@ -103,7 +100,7 @@ export const exportCatalog = ({ options: o }: Input<typeof catalogExport>) =>
     const doc = yield* client.call("GET", "/admin/catalog")
     const text = `${JSON.stringify(doc, null, 2)}\n`
     const target = o.output
-    if (target === undefined) return yield* Micro.sync(() => void process.stdout.write(text))
+    if (target === undefined) return yield* Micro.map(Micro.service(CliIo), (io) => io.stdout(text))
     yield* Micro.tryPromise({
       try: () => writeFile(target, text),
       catch: (e) => new CliError({ code: "FILE_UNWRITABLE", message: `Cannot write ${target}: ${(e as Error).message}` })

@@ -2,6 +2,7 @@ import * as Micro from "effect/Micro"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { CliError } from "./errors.js"
+import { CliIo } from "./io.js"
 
 /** The connection options of a command (commands.ts), as given. */
 export interface Connection {
@@ -14,11 +15,12 @@ export interface AdminClient {
 }
 
 /** The admin API of the server the options (or the environment) name. The token never leaves the Authorization header. */
-export const adminClient = (options: Connection): Micro.Micro<AdminClient, CliError> =>
+export const adminClient = (options: Connection): Micro.Micro<AdminClient, CliError, CliIo> =>
   Micro.gen(function*() {
-    // The environment read directly: effect/Config would load most of Effect for two variables.
-    const base = (options.url ?? process.env["GENJOBS_URL"] ?? "http://localhost:3000").replace(/\/+$/, "")
-    const token = Option.fromNullable(options["admin-token"] ?? process.env["GENJOBS_ADMIN_TOKEN"]).pipe(
+    // The environment read as it is: effect/Config would load most of Effect for two variables.
+    const { env } = yield* Micro.service(CliIo)
+    const base = (options.url ?? env["GENJOBS_URL"] ?? "http://localhost:3000").replace(/\/+$/, "")
+    const token = Option.fromNullable(options["admin-token"] ?? env["GENJOBS_ADMIN_TOKEN"]).pipe(
       Option.filter((t) => t !== ""),
       Option.map(Redacted.make)
     )
@@ -74,12 +76,12 @@ export const query = (params: Record<string, string | number | undefined>): stri
  * Every page of a list, following nextCursor; `onPage` hears how many items have come so far,
  * for the progress line of long listings.
  */
-export const allPages = <K extends string>(
+export const allPages = <K extends string, R>(
   client: AdminClient,
   path: string,
   params: Record<string, string | number | undefined>,
   key: K,
-  onPage: (count: number) => Micro.Micro<void>
+  onPage: (count: number) => Micro.Micro<void, never, R>
 ) =>
   Micro.gen(function*() {
     const items: Array<any> = []

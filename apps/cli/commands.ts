@@ -1,5 +1,6 @@
 import type { CommandSpec, CommandTree, Input, Options } from "./commandLine.js"
 import type { CliError } from "./errors.js"
+import type { CliIo } from "./io.js"
 import type { Effect } from "effect/Effect"
 
 /** The options every command that talks to a server takes. */
@@ -95,14 +96,14 @@ export const jobsList = {
 
 /** A command and the module that runs it, loaded only when it is the one asked for. */
 export interface Runnable<O extends Options = Options> extends CommandSpec<O> {
-  readonly load: () => Promise<(input: Input<O>) => Effect<void, CliError>>
+  readonly load: () => Promise<(input: Input<O>) => Effect<void, CliError, CliIo>>
 }
 
 const command = <O extends Options>(spec: Runnable<O>) => spec
 
 /** Every command of `genjobs`, as docs/cli.md lists them. */
 export const commands = {
-  // Runs the bundled server in this process (main.ts): no options, the environment configures it.
+  // Runs the bundled server in this process (run.ts): no options, the environment configures it.
   serve: {
     description: "Start the bundled server, as npm start does (configured by environment variables; docs/configuration.md)",
     options: {}

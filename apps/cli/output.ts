@@ -1,6 +1,7 @@
 import * as Micro from "effect/Micro"
 import type { CliError } from "./errors.js"
 import { errorText } from "./errorText.js"
+import { CliIo } from "./io.js"
 
 /** Micro-cents as dollars: at least two decimals, up to six when they matter. */
 export const dollars = (microCents: number): string => {
@@ -26,11 +27,11 @@ export const list = (values: ReadonlyArray<string>) => (values.length === 0 ? "-
 
 /** The command's answer: JSON for scripts, or the human rendering. */
 export const emit = (json: boolean, value: unknown, human: () => string) =>
-  Micro.sync(() => console.log(json ? JSON.stringify(value, null, 2) : human()))
+  Micro.map(Micro.service(CliIo), (io) => io.stdout(`${json ? JSON.stringify(value, null, 2) : human()}\n`))
 
 /** A line about work under way, on stderr so stdout stays the answer; nothing in JSON mode. */
-export const progress = (json: boolean, text: string) => (json ? Micro.void : Micro.sync(() => console.error(text)))
+export const progress = (json: boolean, text: string) => (json ? Micro.void : Micro.map(Micro.service(CliIo), (io) => io.stderr(`${text}\n`)))
 
 /** The error on stderr, then the failure that makes the exit code 1. */
 export const report = (json: boolean) => (error: CliError) =>
-  Micro.andThen(Micro.sync(() => console.error(errorText(json, error))), Micro.fail(error))
+  Micro.andThen(Micro.map(Micro.service(CliIo), (io) => io.stderr(`${errorText(json, error)}\n`)), Micro.fail(error))

@@ -9,9 +9,6 @@ import type { json } from "./commands.js"
 import { CliError } from "./errors.js"
 import { emit, progress, report } from "./output.js"
 
-/** The bundled server's module: `genjobs serve` runs it in this very process, as `npm start` does. */
-export const SERVER_MODULE = "../server/main.js"
-
 /** Where the store lives, without credentials. */
 const describeDatabase = (settings: EngineEnvSettings) =>
   Option.match(settings.databaseUrl, {

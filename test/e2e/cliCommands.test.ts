@@ -6,8 +6,9 @@ import { memoryFiles, memoryStore } from "genjobs/memory"
 import { layerLogger } from "genjobs/observability"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as accounts from "../../apps/cli/accounts.js"
+import { CliIo } from "../../apps/cli/io.js"
 import { dollars } from "../../apps/cli/output.js"
 import * as keys from "../../apps/cli/keys.js"
 import { spend } from "../../apps/cli/spend.js"
@@ -34,7 +35,6 @@ describe("genjobs budgets and spend, the commands in-process", () => {
       files: memoryFiles({ publicUrl: url }),
       providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
       http: { adminToken: ADMIN },
-      // The engine logs to stdout too (console.log), which the tests read as the command's output.
       observability: layerLogger({ level: "error", write: () => undefined })
     })
     server.on("request", genjobsNode(engine))
@@ -54,22 +54,18 @@ describe("genjobs budgets and spend, the commands in-process", () => {
   })
 
   /**
-   * Runs a command (Micro, or Effect for `spend`) as main.ts does; answers what it printed on
-   * stdout and stderr, and whether it failed.
+   * Runs a command (Micro, or Effect for `spend`) with buffers for its streams; answers what it
+   * printed on stdout and stderr, and whether it failed.
    */
-  const run = async (program: Micro.Micro<void, unknown> | Effect.Effect<void, unknown>) => {
-    const out = vi.spyOn(console, "log").mockImplementation(() => undefined)
-    const err = vi.spyOn(console, "error").mockImplementation(() => undefined)
-    const printed = (spy: typeof out) => spy.mock.calls.map((c) => c.join(" ")).join("\n")
-    try {
-      const exit = Micro.isMicro(program) ? await Micro.runPromiseExit(program) : await Effect.runPromiseExit(program)
-      return { failed: exit._tag === "Failure", stdout: printed(out), stderr: printed(err) }
-    } finally {
-      out.mockRestore()
-      err.mockRestore()
-    }
+  const run = async (program: Micro.Micro<void, unknown, CliIo> | Effect.Effect<void, unknown, CliIo>) => {
+    const printed = { stdout: "", stderr: "" }
+    const io = { env: {}, stdout: (text: string) => void (printed.stdout += text), stderr: (text: string) => void (printed.stderr += text) }
+    const exit = Micro.isMicro(program)
+      ? await Micro.runPromiseExit(Micro.provideService(program, CliIo, io))
+      : await Effect.runPromiseExit(Effect.provideService(program, CliIo, io))
+    return { failed: exit._tag === "Failure", stdout: printed.stdout.replace(/\n$/, ""), stderr: printed.stderr.replace(/\n$/, "") }
   }
-  const json = async (program: Micro.Micro<void, unknown> | Effect.Effect<void, unknown>) => {
+  const json = async (program: Micro.Micro<void, unknown, CliIo> | Effect.Effect<void, unknown, CliIo>) => {
     const result = await run(program)
     expect(result.failed, result.stderr).toBe(false)
     return JSON.parse(result.stdout)

@@ -33,11 +33,17 @@ export interface RunningServer {
 /**
  * Starts the built bundled server the way `npm start` does (with `nodeArgs` for node itself, if
  * any), and waits for /health. Output downloads may reach 127.0.0.1, where the tests' provider
- * simulators serve their files: an explicit opt-in (`env` can take it back).
+ * simulators serve their files: an explicit opt-in (`env` can take it back). `main` may name the
+ * server's source instead (apps/server/main.ts, with `--import tsx` and the genjobs-source
+ * condition in `nodeArgs`), for the suites of `npm test`, which build nothing.
  */
-export const startServer = async (env: Record<string, string>, nodeArgs: ReadonlyArray<string> = []): Promise<RunningServer> => {
+export const startServer = async (
+  env: Record<string, string>,
+  nodeArgs: ReadonlyArray<string> = [],
+  main = "dist/apps/server/main.js"
+): Promise<RunningServer> => {
   const port = await freePort()
-  const child = spawn(process.execPath, [...nodeArgs, "dist/apps/server/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, main], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", PROVIDER_OUTPUT_ALLOW_PRIVATE: "1", ...env },
     stdio: ["ignore", "pipe", "pipe"]
