@@ -3,7 +3,7 @@ import { engineError, type EngineError } from "../../domain/errors.js"
 import type { SubmitCommand } from "../../ports/JobRepo.js"
 import type { Caller } from "../Auth.js"
 
-/** The checks a submit's request must pass before anything is priced or stored. */
+// The checks a submit's request must pass before anything is priced or stored.
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
