@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { storedUploadProblem, type Upload } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"
@@ -41,13 +41,11 @@ export const make = Effect.gen(function*() {
     handle: (upload: Upload, now: number) => Effect.Effect<void, unknown>
   ) =>
     Effect.gen(function*() {
-      while (true) {
-        const now = yield* Clock.currentTimeMillis
-        const batch = yield* claim(now)
-        for (const upload of batch) yield* handle(upload, now)
-        if (batch.length < BATCH) return
-      }
-    })
+      const now = yield* Clock.currentTimeMillis
+      const batch = yield* claim(now)
+      for (const upload of batch) yield* handle(upload, now)
+      return batch.length
+    }).pipe(Effect.repeat({ until: (claimed) => claimed < BATCH }))
 
   /** One pass: checks what arrived through closed upload URLs, then expires what is past due. */
   const sweepOnce = Effect.gen(function*() {
@@ -79,14 +77,13 @@ export const make = Effect.gen(function*() {
     return result as SweepResult
   })
 
-  const start = Effect.gen(function*() {
-    yield* Effect.forkScoped(Effect.forever(
-      Effect.exit(sweepOnce).pipe(
-        Effect.tap((exit) => Exit.isFailure(exit) ? Effect.logError("upload sweep failed", Cause.pretty(exit.cause)) : Effect.void),
-        Effect.zipRight(Effect.sleep(Duration.millis(SWEEP_EVERY_MS)))
-      )
-    ))
-  })
+  /** A sweep at once, then one every SWEEP_EVERY_MS after the last ended; a failed sweep is logged, the next one runs as planned. */
+  const start = Effect.asVoid(Effect.forkScoped(
+    sweepOnce.pipe(
+      Effect.catchAllCause((cause) => Effect.logError("upload sweep failed", Cause.pretty(cause))),
+      Effect.repeat(Schedule.spaced(Duration.millis(SWEEP_EVERY_MS)))
+    )
+  ))
 
   return { sweepOnce, start } as const
 })

@@ -1,0 +1,93 @@
+import { Effect, Either, Option, type Scope } from "effect"
+import { engineError } from "../../domain/errors.js"
+import type { JobId } from "../../domain/ids.js"
+import { type Job, type OutputItem, transition } from "../../domain/job.js"
+import type { ProviderRouteRef, ProviderState } from "../../domain/providerHandle.js"
+import { deliveryFor } from "../../domain/webhook.js"
+import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
+import type { JobRepo } from "../../ports/JobRepo.js"
+import type { JobStoreDriver } from "../../ports/JobStoreDriver.js"
+import { makeWriteBatcher } from "../writeBatcher.js"
+import { holdsLease, move, releasedLease } from "./move.js"
+
+/** Cancels a pending job of the account, refunded; any other status is refused with the reason. */
+export const cancel = (driver: JobStoreDriver): JobRepo["Type"]["cancel"] => (id, accountId, now) =>
+  driver.transaction(Effect.gen(function*() {
+    const found = yield* driver.lockJob(id)
+    if (Option.isNone(found)) return yield* Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id }))
+    const job = found.value
+    if (job.accountId !== accountId) {
+      return yield* Effect.fail(engineError("UNAUTHORIZED_ACCESS", "This API key has no access to the job", { jobId: id }))
+    }
+    const moved = yield* move(driver, job, "Cancel", { completedAt: now }, now)
+    if (Option.isNone(moved)) {
+      return yield* Effect.fail(
+        engineError("JOB_CANNOT_BE_CANCELLED", `Only pending jobs can be cancelled; this one is ${job.status}`, {
+          jobId: id,
+          status: job.status
+        })
+      )
+    }
+    return { job: moved.value, refundedMicroCents: job.costMicroCents }
+  }))
+
+export const fail = (driver: JobStoreDriver): JobRepo["Type"]["fail"] => (id, workerId, error, now, providerRoute) =>
+  driver.transaction(Effect.gen(function*() {
+    const job = yield* driver.lockJob(id)
+    if (Option.isNone(job)) return Option.none<Job>()
+    // A worker fails only the job it holds; without a worker the job is abandoned, whoever holds it.
+    if (workerId !== null && !holdsLease(job.value, workerId)) return Option.none<Job>()
+    const changes = { error, completedAt: now, ...releasedLease, ...(providerRoute === undefined ? {} : { providerRoute }) }
+    return yield* move(driver, job.value, workerId === null ? "Abandon" : "Fail", changes, now)
+  }))
+
+/**
+ * Completions of many jobs in one transaction: one conditional write ends those still held by
+ * their workers, and their webhook deliveries are written with them.
+ */
+export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRepo["Type"]["complete"], never, Scope.Scope> =>
+  Effect.map(
+    makeWriteBatcher(
+      (endings: ReadonlyArray<{
+        readonly id: JobId
+        readonly workerId: string
+        readonly outputs: ReadonlyArray<OutputItem>
+        readonly now: number
+        readonly providerRoute: ProviderRouteRef | undefined
+      }>) =>
+        store.transaction(Effect.gen(function*() {
+          const status = Either.getOrThrow(transition("processing", "Complete"))
+          const written = yield* leases.finishHeld(endings.map((e) => ({
+            id: e.id,
+            leaseOwner: e.workerId,
+            status,
+            outputs: e.outputs,
+            error: null,
+            completedAt: e.now,
+            ...(e.providerRoute === undefined ? {} : { providerRoute: e.providerRoute })
+          })))
+          const byId = new Map(written.map((job) => [job.id, job]))
+          const deliveries = endings.flatMap((e) => {
+            const job = byId.get(e.id)
+            const delivery = job === undefined ? undefined : deliveryFor(job, e.now)
+            return delivery === undefined ? [] : [delivery]
+          })
+          if (deliveries.length > 0) yield* store.insertDeliveries(deliveries)
+          return endings.map((e) => Option.fromNullable(byId.get(e.id)))
+        }))
+    ),
+    (complete) => (id, workerId, outputs, now, providerRoute) => complete({ id, workerId, outputs, now, providerRoute })
+  )
+
+/** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
+export const makeSaveProviderState = ({ leases }: JobDrivers): Effect.Effect<JobRepo["Type"]["saveProviderState"], never, Scope.Scope> =>
+  Effect.map(
+    makeWriteBatcher(
+      (states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>) =>
+        Effect.map(leases.updateProviderStates(states), (written) => {
+          const held = new Set(written)
+          return states.map((s) => held.has(s.id))
+        })
+    ),
+    (save) => (id, workerId, state) => save({ id, leaseOwner: workerId, state })
+  )

@@ -1,0 +1,18 @@
+import type { Option } from "effect"
+import type { JobQueue } from "../../ports/JobQueue.js"
+import type { JobRepo } from "../../ports/JobRepo.js"
+import type { JobSignal } from "../../ports/JobSignal.js"
+import type { Catalog } from "../Catalog.js"
+import type { EngineConfig } from "../EngineConfig.js"
+import type { LocalWorkers } from "../LocalWorkers.js"
+
+/** What the Jobs use cases are built from; each takes only the part it uses. */
+export interface JobsDeps {
+  readonly repo: JobRepo["Type"]
+  readonly catalog: Catalog["Type"]
+  readonly signal: JobSignal["Type"]
+  readonly config: EngineConfig["Type"]
+  readonly localWorkers: LocalWorkers["Type"]
+  /** A queue broker when one is configured; else the store is the queue. */
+  readonly queue: Option.Option<JobQueue["Type"]>
+}

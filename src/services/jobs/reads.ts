@@ -1,0 +1,52 @@
+import { Effect, Option } from "effect"
+import { engineError, type EngineError, type StoreError } from "../../domain/errors.js"
+import type { JobId } from "../../domain/ids.js"
+import { type Job, JobStatus as JobStatusSchema } from "../../domain/job.js"
+import { type Caller, requireScope } from "../Auth.js"
+import { readPageRequest, toPage } from "../paging.js"
+import type { JobsDeps } from "./deps.js"
+
+export interface ListRequest {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+  readonly status?: string | undefined
+  readonly modelId?: string | undefined
+}
+
+export interface JobPage {
+  readonly jobs: ReadonlyArray<Job>
+  readonly nextCursor: string | null
+  readonly hasMore: boolean
+}
+
+/** The caller's job; another account's is refused as such, not hidden. */
+const ownJob = ({ repo }: Pick<JobsDeps, "repo">, caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
+  Effect.gen(function*() {
+    const job = yield* repo.get(id as JobId)
+    if (Option.isNone(job)) return yield* Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id }))
+    if (job.value.accountId !== caller.account.id) {
+      return yield* Effect.fail(
+        engineError("UNAUTHORIZED_ACCESS", "This API key has no access to the job", { jobId: id })
+      )
+    }
+    return job.value
+  })
+
+export const get = (deps: Pick<JobsDeps, "repo">) => (caller: Caller, id: string) =>
+  requireScope(caller, "check_status").pipe(Effect.zipRight(ownJob(deps, caller, id)))
+
+export const list = ({ repo }: Pick<JobsDeps, "repo">) =>
+(caller: Caller, request: ListRequest): Effect.Effect<JobPage, EngineError | StoreError> =>
+  Effect.gen(function*() {
+    yield* requireScope(caller, "check_status")
+    const { after, limit, status } = yield* readPageRequest(request, JobStatusSchema.literals)
+    const rows = yield* repo.list({
+      accountId: caller.account.id,
+      limit,
+      ...(status === undefined ? {} : { status }),
+      ...(request.modelId === undefined ? {} : { model: request.modelId }),
+      ...(after === undefined ? {} : { after })
+    })
+    const page = toPage(rows, limit)
+    return { jobs: page.items, hasMore: page.hasMore, nextCursor: page.nextCursor }
+  })

@@ -1,0 +1,21 @@
+import type { Effect, Option } from "effect"
+import type { StoreError } from "../../domain/errors.js"
+import type { WebhookDelivery } from "../../domain/webhook.js"
+import type { AccountRepo } from "../../ports/AccountRepo.js"
+import type { WebhookDeliveryRepo } from "../../ports/WebhookDeliveryRepo.js"
+import type { WebhookSender } from "../../ports/WebhookSender.js"
+import type { WebhookSignal } from "../../ports/WebhookSignal.js"
+import type { EngineConfig } from "../EngineConfig.js"
+
+/** What the WebhookDispatcher's pieces are built from; each takes only the part it uses. */
+export interface DispatchDeps {
+  readonly deliveries: WebhookDeliveryRepo["Type"]
+  readonly accounts: AccountRepo["Type"]
+  readonly sender: WebhookSender["Type"]
+  readonly signal: WebhookSignal["Type"]
+  readonly config: EngineConfig["Type"]
+  /** How long a claim holds its delivery: the attempt's deadline and time to record its outcome. */
+  readonly leaseMs: number
+  /** Leases one due delivery for a new lease holder of `workerId` (see claim.ts). */
+  readonly claim: (workerId: string) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
+}

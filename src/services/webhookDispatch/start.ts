@@ -1,0 +1,73 @@
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Option, Queue, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import type { WebhookDelivery } from "../../domain/webhook.js"
+import { attempt } from "./attempt.js"
+import type { DispatchDeps } from "./deps.js"
+
+/**
+ * Up to `concurrency` attempts in flight in the current scope: one claimer leases due
+ * deliveries (fairly across accounts, see claimDue) while slots are free and runs each in its
+ * own fiber. Idle, it sleeps until the next attempt falls due, a signal, a finished attempt
+ * (which may free an account at its cap) or the poll interval, whichever is first. Closing
+ * the scope stops claiming and lets attempts in flight finish (each is bounded by the deadline).
+ */
+export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { claim, config, deliveries, leaseMs, signal } = deps
+    const stopping = yield* Deferred.make<void>()
+    const slots = yield* Effect.makeSemaphore(concurrency)
+    const finished = yield* Queue.sliding<void>(1)
+    const inFlight = yield* FiberSet.make()
+    const workerId = `whd_${randomBytes(6).toString("hex")}`
+    const poll = config.pollIntervalMs
+
+    const idle = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const next = yield* deliveries.nextAttemptAfter(now).pipe(Effect.orElseSucceed(() => Option.none<number>()))
+      const ms = Option.match(next, { onNone: () => poll, onSome: (at) => Math.min(poll, at - now) })
+      yield* Effect.raceAll([signal.wait(ms), Queue.take(finished), Deferred.await(stopping)])
+    })
+
+    const run = (delivery: WebhookDelivery) =>
+      attempt(deps, delivery).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logError("webhook attempt could not be recorded", { deliveryId: delivery.id }, Cause.pretty(cause))
+        ),
+        Effect.ensuring(slots.release(1).pipe(Effect.zipRight(Queue.offer(finished, undefined))))
+      )
+
+    /** Takes a slot and claims into it, or waits when nothing was due; false once stopping. */
+    const claimOnce = Effect.gen(function*() {
+      yield* slots.take(1)
+      if (yield* Deferred.isDone(stopping)) {
+        yield* slots.release(1)
+        return false
+      }
+      // This claim looks at everything finished so far; only later finishes should wake the loop.
+      yield* Queue.takeAll(finished)
+      const exit = yield* Effect.exit(claim(workerId))
+      if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
+        yield* FiberSet.run(inFlight, run(exit.value.value))
+        return true
+      }
+      yield* slots.release(1)
+      if (Exit.isFailure(exit)) {
+        yield* Effect.logError("webhook dispatcher could not reach the store", Cause.pretty(exit.cause))
+        yield* Effect.sleep(Duration.millis(poll)).pipe(Effect.raceFirst(Deferred.await(stopping)))
+      } else {
+        yield* idle
+      }
+      return true
+    })
+
+    const fiber = yield* Effect.forkScoped(Effect.repeat(claimOnce, { while: (goOn) => goOn }))
+    yield* Effect.addFinalizer(() =>
+      Deferred.succeed(stopping, undefined).pipe(
+        Effect.zipRight(Fiber.await(fiber)),
+        // Every slot back means every attempt in flight has been recorded.
+        Effect.zipRight(slots.take(concurrency)),
+        Effect.timeout(Duration.millis(leaseMs)),
+        Effect.ignore
+      )
+    )
+  })

@@ -1,0 +1,47 @@
+import { Cause, Duration, Effect, Exit, Option, Queue, Ref } from "effect"
+import { type BrokerClaims, claimFor } from "./claims.js"
+import type { WorkerDeps } from "./deps.js"
+import type { WorkerPool } from "./pool.js"
+
+/**
+ * Claims as many jobs as there are idle fibers, in one claim, into the buffer. Uninterruptible
+ * from taking the idle fibers to the buffer: a drain never strands claimed jobs, nor fibers
+ * taken for a claim. None when every fiber is busy or promised.
+ */
+const claimForIdle = (deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, broker: BrokerClaims | undefined) =>
+  Effect.uninterruptible(Effect.gen(function*() {
+    const free = yield* Ref.getAndSet(pool.idle, 0)
+    if (free === 0) return Option.none()
+    const exit = yield* Effect.exit(
+      claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
+    )
+    const taken = Exit.isSuccess(exit) ? exit.value.length : 0
+    yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
+    yield* Ref.update(pool.idle, (n) => n + free - taken)
+    return Option.some({ free, exit })
+  }))
+
+/**
+ * One claim, then the wait before the next: for a fiber to free when none was idle, the poll
+ * interval after a failure, and with the store as the queue, a submit's signal or freed provider
+ * room when the claim left fibers idle. With a broker the claim itself waited for deliveries.
+ */
+const claimOnce = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined) =>
+  Effect.gen(function*() {
+    const claimed = yield* claimForIdle(deps, pool, broker)
+    if (Option.isNone(claimed)) return yield* Queue.take(pool.freed)
+    const { exit, free } = claimed.value
+    if (Exit.isFailure(exit)) {
+      yield* Effect.logError(broker === undefined ? "worker could not reach the store" : "worker could not reach the store or the queue", Cause.pretty(exit.cause))
+      yield* Effect.sleep(Duration.millis(deps.config.pollIntervalMs))
+    } else if (exit.value.length < free && broker === undefined) {
+      // The queue ran dry, or what is left waits for provider room: a submit signals, a
+      // limited job ending here frees room, and the poll covers a lost signal and room
+      // freed in other processes.
+      yield* Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
+    }
+  })
+
+/** The claimer: claims for idle fibers for as long as the worker runs. */
+export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> =>
+  Effect.forever(claimOnce(deps, pool, broker))

@@ -1,0 +1,28 @@
+import type { Effect, Option, Scope } from "effect"
+import type { JobQueue } from "../../ports/JobQueue.js"
+import type { JobRepo } from "../../ports/JobRepo.js"
+import type { JobSignal } from "../../ports/JobSignal.js"
+import type { WebhookSignal } from "../../ports/WebhookSignal.js"
+import type { Catalog } from "../Catalog.js"
+import type { EngineConfig } from "../EngineConfig.js"
+import type { LeaseKeeper } from "../leaseKeeper.js"
+import type { LocalWorkers } from "../LocalWorkers.js"
+import type { makeOutputStore } from "../outputStore.js"
+import type { makeProviderCalls } from "../providerCalls.js"
+import type { LimitPlans } from "./limitPlans.js"
+
+/** What the Worker's pieces are built from; each takes only the part it uses. */
+export interface WorkerDeps {
+  readonly repo: JobRepo["Type"]
+  readonly catalog: Catalog["Type"]
+  readonly signal: JobSignal["Type"]
+  readonly webhookSignal: WebhookSignal["Type"]
+  readonly config: EngineConfig["Type"]
+  readonly localWorkers: LocalWorkers["Type"]
+  /** A queue broker when one is configured; else the store is the queue (claimBatch, JobSignal). */
+  readonly queue: Option.Option<JobQueue["Type"]>
+  readonly files: Effect.Effect.Success<typeof makeOutputStore>
+  readonly calls: Effect.Effect.Success<typeof makeProviderCalls>
+  readonly newLeaseKeeper: Effect.Effect<LeaseKeeper, never, Scope.Scope>
+  readonly limits: LimitPlans
+}

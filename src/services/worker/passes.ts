@@ -1,0 +1,82 @@
+import { Cause, Clock, Duration, Effect, Option, Ref, Schedule } from "effect"
+import type { QueueError, StoreError } from "../../domain/errors.js"
+import type { JobId } from "../../domain/ids.js"
+import type { QueuePosition } from "../../ports/JobLeaseDriver.js"
+import type { WorkerDeps } from "./deps.js"
+
+/** Jobs one reaper pass fails at most; a larger backlog of them takes several passes. */
+const REAP_LIMIT = 100
+
+/** Jobs one queue relay pass publishes again at most, pending and expired each. */
+const RELAY_LIMIT = 1_000
+
+/** A pass that failed is logged and the next one runs as planned: the store may be back by then. */
+const loggingFailure = (message: string) => <A, E, R>(pass: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
+  pass.pipe(
+    Effect.asVoid,
+    Effect.catchAllCause((cause) => Effect.logError(message, Cause.pretty(cause)))
+  )
+
+/** One reaper pass, if this process holds (or takes) the pass; answers the jobs it failed. */
+export const reapOnce = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, workerId: string): Effect.Effect<number, StoreError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    repo.reap({ workerId, now, passMs: 2 * config.reapIntervalMs, maxAttempts: config.maxAttempts, limit: REAP_LIMIT }))
+
+/** The reaper: a pass every `reapIntervalMs`, the first one interval after the start. */
+export const reaper = (deps: Pick<WorkerDeps, "config" | "repo">, workerId: string): Effect.Effect<unknown> =>
+  reapOnce(deps, workerId).pipe(
+    loggingFailure("the reaper could not reach the store"),
+    Effect.schedule(Schedule.spaced(Duration.millis(deps.config.reapIntervalMs)))
+  )
+
+/**
+ * One queue relay pass, if this process holds (or takes) the pass: publishes again what the
+ * broker may have lost, going on through the backlog from `after`; answers where to go on from.
+ */
+const relayOnce = (
+  { config, repo }: Pick<WorkerDeps, "config" | "repo">,
+  workerId: string,
+  publish: (ids: ReadonlyArray<JobId>) => Effect.Effect<void, QueueError>,
+  after: QueuePosition | null
+): Effect.Effect<QueuePosition | null, StoreError | QueueError> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const gaps = yield* repo.queueGaps({
+      workerId,
+      now,
+      passMs: 2 * config.queueRelayIntervalMs,
+      graceMs: config.queueRelayGraceMs,
+      after,
+      maxAttempts: config.maxAttempts,
+      limit: RELAY_LIMIT
+    })
+    if (Option.isNone(gaps)) return null
+    const { expired, pending } = gaps.value
+    const ids = [...expired, ...pending.map((p) => p.id)]
+    if (ids.length > 0) {
+      yield* publish(ids)
+      yield* Effect.logInfo("the queue relay published jobs again that the broker had not delivered in time", {
+        pending: pending.length,
+        expiredLeases: expired.length
+      })
+    }
+    return pending.length < RELAY_LIMIT ? null : pending[pending.length - 1]!
+  })
+
+/**
+ * The queue relay, with a broker: a pass every `queueRelayIntervalMs`, the first one interval
+ * after the start, each going on through the backlog where the last left it (a failed pass
+ * leaves the cursor where it was). Without a broker there is nothing to relay.
+ */
+export const relay = (deps: Pick<WorkerDeps, "config" | "queue" | "repo">, workerId: string): Effect.Effect<unknown> =>
+  Option.match(deps.queue, {
+    onNone: () => Effect.never,
+    onSome: ({ publish }) =>
+      Effect.flatMap(Ref.make<QueuePosition | null>(null), (cursor) =>
+        Ref.get(cursor).pipe(
+          Effect.flatMap((after) => relayOnce(deps, workerId, publish, after)),
+          Effect.flatMap((next) => Ref.set(cursor, next)),
+          loggingFailure("the queue relay could not reach the store or the queue"),
+          Effect.schedule(Schedule.spaced(Duration.millis(deps.config.queueRelayIntervalMs)))
+        ))
+  })

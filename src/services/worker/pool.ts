@@ -1,0 +1,56 @@
+import { Effect, Queue, Ref } from "effect"
+import type { Claimed } from "./claims.js"
+
+/**
+ * What a started worker's fibers share: the claimer fills `buffer` for `concurrency` runner
+ * fibers, counting the fibers free to take a job in `idle`.
+ */
+export interface WorkerPool {
+  readonly concurrency: number
+  /** Claimed jobs waiting for a runner fiber. */
+  readonly buffer: Queue.Queue<Claimed>
+  /**
+   * Fibers neither running nor promised a job: the claimer takes them all for the length of
+   * a claim, a hand-off one until its submit is written, so neither promises a fiber twice.
+   */
+  readonly idle: Ref.Ref<number>
+  /** A fiber finished: wakes a claimer waiting for capacity, or the drain. */
+  readonly freed: Queue.Queue<void>
+  /** A job under a provider limit ended: its room may let a waiting job go. */
+  readonly roomFreed: Queue.Queue<void>
+  /** Gives a fiber back to `idle`. */
+  readonly fiberFreed: Effect.Effect<void>
+  /** Cleared when the drain starts: no more hand-offs. */
+  readonly accepting: Ref.Ref<boolean>
+  /**
+   * Whether the last claim left fibers idle (the queue ran dry). While a backlog fills every
+   * claim, a fiber set aside for a submit would only sit out the submit's transaction.
+   */
+  readonly queueDry: Ref.Ref<boolean>
+  /** A new lease owner: each claim and each hand-off its own. */
+  readonly nextWorkerId: () => string
+}
+
+export const makeWorkerPool = (processId: string, concurrency: number): Effect.Effect<WorkerPool> =>
+  Effect.gen(function*() {
+    const idle = yield* Ref.make(concurrency)
+    const freed = yield* Queue.sliding<void>(1)
+    let claims = 0
+    return {
+      concurrency,
+      buffer: yield* Queue.unbounded<Claimed>(),
+      idle,
+      freed,
+      roomFreed: yield* Queue.sliding<void>(1),
+      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(freed, undefined))),
+      accepting: yield* Ref.make(true),
+      queueDry: yield* Ref.make(false),
+      nextWorkerId: () => `wrk_${processId}_${++claims}`
+    }
+  })
+
+/** Waits until every fiber is idle again: every job run or handed off has ended. */
+export const drained = ({ concurrency, freed, idle }: WorkerPool): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while ((yield* Ref.get(idle)) < concurrency) yield* Queue.take(freed)
+  })

@@ -1,0 +1,58 @@
+import { Duration, Effect, Fiber, Option, Ref, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import type { QueueError } from "../../domain/errors.js"
+import { makeBrokerClaims } from "../brokerClaims.js"
+import { claimer } from "./claimer.js"
+import type { WorkerDeps } from "./deps.js"
+import { reserveSlot } from "./handOff.js"
+import { reaper, relay } from "./passes.js"
+import { drained, makeWorkerPool } from "./pool.js"
+import { runner } from "./runner.js"
+
+/** How long a broker holds a worker's delivery: half as long again as the job's lease. */
+export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
+
+/**
+ * Starts `concurrency` worker fibers fed by one claimer, and the reaper pass, in the current
+ * scope. The claimer takes as many jobs as there are idle fibers in one claim (each claim its
+ * own lease owner) and queues them in a local buffer the fibers take from; with none to take
+ * it waits for a signal or the poll interval. Idle fibers are also offered to this process's
+ * submits (LocalWorkers): a job the store writes as such a fiber's claim joins the buffer
+ * the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
+ * is no hand-off, and the queue relay's pass runs beside the reaper's, every
+ * `queueRelayIntervalMs` (docs/queues.md).
+ * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
+ * finish; a job cut off later is retried by another worker once its lease expires.
+ */
+export const start = (deps: WorkerDeps) => (concurrency: number): Effect.Effect<void, QueueError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { config, localWorkers, queue } = deps
+    const processId = randomBytes(6).toString("hex")
+    const keeper = yield* deps.newLeaseKeeper
+    const broker = Option.isNone(queue)
+      ? undefined
+      // Deliveries are held half a lease longer than the lease they lead to, which starts a
+      // little later (at the claim): redelivered, a dead holder's job is reclaimable at once.
+      : yield* makeBrokerClaims(
+        yield* queue.value.consume({ name: `wrk_${processId}`, visibilityMs: brokerVisibilityMs(config.leaseMs) }),
+        config.leaseMs
+      )
+    const pool = yield* makeWorkerPool(processId, concurrency)
+    // A broker's deliveries go to whichever process takes them first: no local hand-off.
+    if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
+    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkScoped(runner(deps, pool, keeper, broker)))
+    const background = [
+      yield* Effect.forkScoped(claimer(deps, pool, broker)),
+      yield* Effect.forkScoped(reaper(deps, `rpr_${processId}`)),
+      // With a broker: what it may have lost is published again, one process at a time.
+      yield* Effect.forkScoped(relay(deps, `rly_${processId}`))
+    ]
+    yield* Effect.addFinalizer(() =>
+      Ref.set(pool.accepting, false).pipe(
+        Effect.zipRight(Fiber.interruptAll(background)),
+        // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
+        Effect.zipRight(Effect.interruptible(drained(pool)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
+        Effect.zipRight(Fiber.interruptAll(runners))
+      )
+    )
+  })
