@@ -125,8 +125,8 @@ const JsonNullText = Schema.transform(Schema.Literal("null"), Schema.Null, {
 })
 
 /**
- * The key that submitted a job: NULL in the column, absent from the job (jobs of releases that
- * did not record it), and a column a previous release's reads did not select.
+ * The key that submitted a job. NULL in the column, or no column at all (a previous release's
+ * reads), is a job without `apiKeyId`, as jobs of releases that did not record it are.
  */
 const ApiKeyIdColumn = Schema.optionalToOptional(Schema.NullOr(Schema.String), Schema.UndefinedOr(Schema.NullOr(ApiKeyId)), {
   decode: Option.filter((id): id is string => id !== null),
@@ -136,8 +136,8 @@ const ApiKeyIdColumn = Schema.optionalToOptional(Schema.NullOr(Schema.String), S
 /**
  * A job as its row in `jobs`, the one definition of that row: decoding reads a row as either
  * driver answers it, encoding gives the row to insert and each update's SET list. A new job
- * field is a line here (its column and codec) and a migration; the compiler names a field of
- * Job missing here.
+ * field is a line here (its column and codec) and a migration; the compiler refuses this
+ * schema while a field of Job is missing here or one here is not Job's.
  */
 export const JobFromRow = Schema.Struct({
   id: Job.fields.id,
