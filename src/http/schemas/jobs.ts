@@ -51,6 +51,14 @@ const Progress = Schema.Number
  * the JSON has them.
  */
 
+/** A struct's encoded side as a struct: each field's JSON, its `fields` at hand for other answers. */
+const jsonStruct = <Fields extends { readonly [key: string]: Schema.Schema.Any }>(struct: Schema.Struct<Fields>) =>
+  Schema.Struct(
+    Object.fromEntries(Object.entries(struct.fields).map(([key, field]) => [key, Schema.encodedSchema(field)])) as {
+      readonly [K in keyof Fields]: Schema.SchemaClass<Schema.Schema.Encoded<Fields[K]>>
+    }
+  )
+
 export const SubmitResponseOfJob = Schema.Struct({
   jobId: Job.fields.id,
   requestId: Job.fields.requestId,
@@ -58,7 +66,7 @@ export const SubmitResponseOfJob = Schema.Struct({
   estimatedCompletionTime: Time,
   costMicroCents: Job.fields.costMicroCents
 })
-export const SubmitResponse = Schema.encodedSchema(SubmitResponseOfJob)
+export const SubmitResponse = jsonStruct(SubmitResponseOfJob)
 
 export const OutputItemView = OutputItem
 
@@ -73,7 +81,7 @@ export const JobViewOfJob = Schema.Struct({
   outputs: Job.fields.outputs,
   error: Job.fields.error
 })
-export const JobView = Schema.encodedSchema(JobViewOfJob)
+export const JobView = jsonStruct(JobViewOfJob)
 
 export const JobListItemOfJob = Schema.Struct({
   jobId: Job.fields.id,
@@ -83,7 +91,7 @@ export const JobListItemOfJob = Schema.Struct({
   createdAt: Time,
   completedAt: Schema.NullOr(Time)
 })
-export const JobListItem = Schema.encodedSchema(JobListItemOfJob)
+export const JobListItem = jsonStruct(JobListItemOfJob)
 
 export const JobListParams = Schema.Struct({
   limit: Schema.optional(PageLimit),
