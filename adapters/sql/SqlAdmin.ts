@@ -11,20 +11,19 @@ import {
   budgetColumns,
   DbInt,
   DeliveryRow,
-  JobRow,
+  JobFromRow,
   LedgerRow,
   storeErrors,
   toAccount,
   toApiKey,
   toDelivery,
-  toJob,
   toLedgerEntry
 } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
 const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
 const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
-const decodeJobs = Schema.decodeUnknown(Schema.Array(JobRow))
+const decodeJobs = Schema.decodeUnknown(Schema.Array(JobFromRow))
 const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
 const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
 const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ status: Schema.String, n: DbInt })))
@@ -103,7 +102,6 @@ export const makeSqlAdmin = Effect.gen(function*() {
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`.pipe(
         Effect.flatMap(decodeJobs),
-        Effect.map((rows) => rows.map(toJob)),
         storeErrors("list jobs across accounts")
       ),
     deliveries: (query) =>

@@ -3,7 +3,9 @@ import { Effect, Option, ParseResult, Schema } from "effect"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
 import { StoreError } from "../../src/domain/errors.js"
-import { Job } from "../../src/domain/job.js"
+import { ApiKeyId } from "../../src/domain/ids.js"
+import { Job, JobError, OutputItem } from "../../src/domain/job.js"
+import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
 
 /** PostgreSQL answers BIGINT as a string, SQLite as a number: both decode to a safe integer. */
@@ -108,58 +110,63 @@ export const toApiKey = (row: typeof ApiKeyRow.Type): ApiKey => ({
   createdAt: row.created_at
 })
 
-export const JobRow = Schema.Struct({
-  id: Schema.String,
-  account_id: Schema.String,
-  /** Absent from the rows of a previous release's reads; null on its jobs. */
-  api_key_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  request_id: Schema.String,
-  model: Schema.String,
-  version: Schema.String,
-  input: Json(Job.fields.input),
-  webhook_url: Schema.NullOr(Schema.String),
-  status: Job.fields.status,
-  cost_micro_cents: DbInt,
-  error: Schema.NullOr(Json(Schema.NullOr(Job.fields.error.members[0]))),
-  outputs: Schema.NullOr(Json(Job.fields.outputs.members[0])),
-  created_at: DbInt,
-  estimated_completion_at: DbInt,
-  started_at: DbIntOrNull,
-  completed_at: DbIntOrNull,
-  attempts: DbInt,
-  lease_owner: Schema.NullOr(Schema.String),
-  lease_expires_at: DbIntOrNull,
-  provider_phase: Job.fields.providerPhase,
-  provider_handle: Schema.NullOr(Json(Job.fields.providerHandle.members[0])),
-  provider_starts: DbInt,
-  provider_route: Schema.NullOr(Json(Job.fields.providerRoute.members[0]))
+/** A field kept in the column `name`. */
+const column = <const Name extends string, S extends Schema.Schema.Any>(name: Name, codec: S) =>
+  Schema.propertySignature(codec).pipe(Schema.fromKey(name))
+
+/** A JSON text column; NULL when the field is null. */
+const JsonOrNull = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(Json(schema))
+
+/** The JSON text `null`, which earlier releases wrote for a job without an error: read as NULL, never written. */
+const JsonNullText = Schema.transform(Schema.Literal("null"), Schema.Null, {
+  strict: true,
+  decode: () => null,
+  encode: () => "null" as const
 })
 
-export const toJob = (row: typeof JobRow.Type): Job => ({
-  id: row.id as Job["id"],
-  accountId: row.account_id as Job["accountId"],
-  ...(row.api_key_id === null ? {} : { apiKeyId: row.api_key_id as NonNullable<Job["apiKeyId"]> }),
-  requestId: row.request_id as Job["requestId"],
-  model: row.model,
-  version: row.version,
-  input: row.input,
-  webhookUrl: row.webhook_url,
-  status: row.status,
-  costMicroCents: row.cost_micro_cents,
-  error: row.error ?? null,
-  outputs: row.outputs,
-  createdAt: row.created_at,
-  estimatedCompletionAt: row.estimated_completion_at,
-  startedAt: row.started_at,
-  completedAt: row.completed_at,
-  attempts: row.attempts,
-  leaseOwner: row.lease_owner,
-  leaseExpiresAt: row.lease_expires_at,
-  providerPhase: row.provider_phase,
-  providerHandle: row.provider_handle,
-  providerStarts: row.provider_starts,
-  providerRoute: row.provider_route
-})
+/**
+ * The key that submitted a job. NULL in the column, or no column at all (a previous release's
+ * reads), is a job without `apiKeyId`, as jobs of releases that did not record it are.
+ */
+const ApiKeyIdColumn = Schema.optionalToOptional(Schema.NullOr(Schema.String), Schema.UndefinedOr(Schema.NullOr(ApiKeyId)), {
+  decode: Option.filter((id): id is string => id !== null),
+  encode: (id) => Option.some(Option.getOrUndefined(id) ?? null)
+}).pipe(Schema.fromKey("api_key_id"))
+
+/**
+ * A job as its row in `jobs`, the one definition of that row: decoding reads a row as either
+ * driver answers it, encoding gives the row to insert and each update's SET list. A new job
+ * field is a line here (its column and codec) and a migration; the compiler refuses this
+ * schema while a field of Job is missing here or one here is not Job's.
+ */
+export const JobFromRow = Schema.Struct({
+  id: Job.fields.id,
+  accountId: column("account_id", Job.fields.accountId),
+  apiKeyId: ApiKeyIdColumn,
+  requestId: column("request_id", Job.fields.requestId),
+  model: Job.fields.model,
+  version: Job.fields.version,
+  input: Json(Job.fields.input),
+  webhookUrl: column("webhook_url", Job.fields.webhookUrl),
+  status: Job.fields.status,
+  costMicroCents: column("cost_micro_cents", DbInt),
+  error: Schema.Union(Schema.Null, Json(JobError), JsonNullText),
+  outputs: JsonOrNull(Schema.Array(OutputItem)),
+  createdAt: column("created_at", DbInt),
+  estimatedCompletionAt: column("estimated_completion_at", DbInt),
+  startedAt: column("started_at", DbIntOrNull),
+  completedAt: column("completed_at", DbIntOrNull),
+  attempts: DbInt,
+  leaseOwner: column("lease_owner", Job.fields.leaseOwner),
+  leaseExpiresAt: column("lease_expires_at", DbIntOrNull),
+  providerPhase: column("provider_phase", Job.fields.providerPhase),
+  providerHandle: column("provider_handle", JsonOrNull(ProviderHandle)),
+  providerStarts: column("provider_starts", DbInt),
+  providerRoute: column("provider_route", JsonOrNull(ProviderRouteRef))
+}) satisfies Schema.Schema<Job, any> // any: the columns are what the fields above make them
+
+/** A job's row as the driver takes and answers it. */
+export type JobColumns = typeof JobFromRow.Encoded
 
 /**
  * SQL and row-decoding failures leave the adapter as StoreError. So does a SqlError defect:

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { randomToken } from "./ids.js"
-import type { Job } from "./job.js"
+import { IsoFromMillis } from "./isoTime.js"
+import { Job, JobError, OutputItem } from "./job.js"
 
 export const DeliveryStatus = Schema.Literal("pending", "sent", "failed")
 export type DeliveryStatus = typeof DeliveryStatus.Type
@@ -32,26 +33,47 @@ export const WebhookDelivery = Schema.Struct({
 })
 export type WebhookDelivery = typeof WebhookDelivery.Type
 
-/** Spec 6.2: output as an object (url, type, metadata) on success, error on failure. */
+/**
+ * Spec 6.2: a webhook's body. On success the first output as an object (metadata always
+ * present), on failure the error; times as ISO.
+ */
+export const WebhookPayload = Schema.Struct({
+  jobId: Job.fields.id,
+  requestId: Job.fields.requestId,
+  status: Job.fields.status,
+  output: Schema.optional(Schema.Struct({
+    url: OutputItem.fields.url,
+    type: OutputItem.fields.type,
+    contentType: OutputItem.fields.contentType,
+    thumbnail: OutputItem.fields.thumbnail,
+    metadata: OutputItem.fields.metadata.from
+  })),
+  error: Schema.optional(JobError),
+  completedAt: IsoFromMillis
+})
+export type WebhookPayload = typeof WebhookPayload.Type
+
+const encodePayload = Schema.encodeSync(Schema.parseJson(WebhookPayload))
+
+/** A terminal job's webhook body: the exact bytes every attempt sends. */
 export const webhookPayload = (job: Job): string => {
   const first = job.outputs?.[0]
-  return JSON.stringify({
+  // Absent (undefined) keys are left out of the JSON.
+  return encodePayload({
     jobId: job.id,
     requestId: job.requestId,
     status: job.status,
-    ...(job.status === "completed" && first !== undefined
+    output: job.status === "completed" && first !== undefined
       ? {
-        output: {
-          url: first.url,
-          type: first.type,
-          ...(first.contentType === undefined ? {} : { contentType: first.contentType }),
-          ...(first.thumbnail === undefined ? {} : { thumbnail: first.thumbnail }),
-          metadata: first.metadata ?? {}
-        }
+        url: first.url,
+        type: first.type,
+        contentType: first.contentType,
+        thumbnail: first.thumbnail,
+        metadata: first.metadata ?? {}
       }
-      : {}),
-    ...(job.error === null ? {} : { error: job.error }),
-    completedAt: new Date(job.completedAt ?? job.createdAt).toISOString()
+      : undefined,
+    error: job.error ?? undefined,
+    completedAt: job.completedAt ?? job.createdAt
   })
 }
 

@@ -1,36 +1,58 @@
+import { Schema } from "effect"
 import type { Account, ApiKey } from "../domain/account.js"
 import { type Job, progressOf } from "../domain/job.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { Stats } from "../domain/stats.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
+import {
+  type JobListItem,
+  JobListItemOfJob,
+  type JobView,
+  JobViewOfJob,
+  type SubmitResponse,
+  SubmitResponseOfJob
+} from "./schemas/jobs.js"
 
 export const iso = (ms: number): string => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
 
-const jobSummary = (job: Job) => ({
-  jobId: job.id,
-  status: job.status,
-  progress: progressOf(job.status),
-  createdAt: iso(job.createdAt),
-  completedAt: isoOrNull(job.completedAt)
-})
+const encodeJobView = Schema.encodeSync(JobViewOfJob)
+const encodeJobListItem = Schema.encodeSync(JobListItemOfJob)
+const encodeSubmitResponse = Schema.encodeSync(SubmitResponseOfJob)
 
-export const jobView = (job: Job) => ({
-  ...jobSummary(job),
-  output: job.outputs?.[0]?.url ?? null,
-  outputs: job.outputs,
-  error: job.error
-})
+/** A job as GET /v1/jobs/{id} answers it, as JSON. */
+export const jobView = (job: Job): typeof JobView.Type =>
+  encodeJobView({
+    jobId: job.id,
+    status: job.status,
+    progress: progressOf(job.status),
+    createdAt: job.createdAt,
+    completedAt: job.completedAt,
+    output: job.outputs?.[0]?.url ?? null,
+    outputs: job.outputs,
+    error: job.error
+  })
 
-export const jobListItem = (job: Job) => ({ ...jobSummary(job), model: job.model })
+/** A job as GET /v1/jobs lists it, as JSON. */
+export const jobListItem = (job: Job): typeof JobListItem.Type =>
+  encodeJobListItem({
+    jobId: job.id,
+    status: job.status,
+    progress: progressOf(job.status),
+    model: job.model,
+    createdAt: job.createdAt,
+    completedAt: job.completedAt
+  })
 
-export const submitView = (job: Job) => ({
-  jobId: job.id,
-  requestId: job.requestId,
-  status: "pending" as const,
-  estimatedCompletionTime: iso(job.estimatedCompletionAt),
-  costMicroCents: job.costMicroCents
-})
+/** A submitted job as POST /v1/jobs answers it, as JSON. */
+export const submitView = (job: Job): typeof SubmitResponse.Type =>
+  encodeSubmitResponse({
+    jobId: job.id,
+    requestId: job.requestId,
+    status: "pending",
+    estimatedCompletionTime: job.estimatedCompletionAt,
+    costMicroCents: job.costMicroCents
+  })
 
 export const accountView = (account: Account) => ({
   ...account,

@@ -3,15 +3,25 @@ import type { JobId } from "../../../src/domain/ids.js"
 import type { ProviderRouteRef, ProviderState } from "../../../src/domain/providerHandle.js"
 import type { HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import type { HeldLease } from "../../../src/ports/JobRepo.js"
-import { allJobs, jsonOrNull } from "../jobs/jobRows.js"
-import { storeErrors } from "../rows.js"
+import { allJobs } from "../jobs/jobRows.js"
+import { JobFromRow, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 
 const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
 const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
 
-/** A route to record, as its column's JSON; null keeps the stored one (a route once recorded never changes). */
-const routeOrNull = (route: ProviderRouteRef | undefined) => (route === undefined ? null : JSON.stringify(route))
+/** A provider state as the job's columns hold it. */
+const encodeProviderColumns = Schema.encodeSync(JobFromRow.pick("providerPhase", "providerHandle", "providerStarts"))
+const providerColumns = (state: ProviderState) =>
+  encodeProviderColumns({ providerPhase: state.phase, providerHandle: state.handle, providerStarts: state.starts })
+
+/** What ending a held job writes, as the job's columns hold it (the lease given up beside it). */
+const endingColumns = Schema.encodeSync(JobFromRow.pick("status", "outputs", "error", "completedAt"))
+
+/** A route to record, as its column holds it; null keeps the stored one (a route once recorded never changes). */
+const encodeRoute = Schema.encodeSync(JobFromRow.pick("providerRoute"))
+const routeOrNull = (route: ProviderRouteRef | undefined) =>
+  route === undefined ? null : encodeRoute({ providerRoute: route }).provider_route
 
 type ProviderStates = ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>
 
@@ -35,23 +45,21 @@ export const makeHeldStatements = ({ clock, sql, t }: JobSql) => {
 
   const updateProviderStates = sql.onDialectOrElse({
     pg: () => (states: ProviderStates) =>
-      sql`UPDATE ${t.jobs} AS j SET provider_phase = d.phase, provider_handle = d.handle, provider_starts = d.starts,
-          provider_route = COALESCE(d.route, j.provider_route)
+      sql`UPDATE ${t.jobs} AS j SET provider_phase = d.provider_phase, provider_handle = d.provider_handle,
+          provider_starts = d.provider_starts, provider_route = COALESCE(d.route, j.provider_route)
         FROM jsonb_to_recordset(${JSON.stringify(states.map(({ id, leaseOwner, state }) => ({
         id,
         leaseOwner,
-        phase: state.phase,
-        handle: jsonOrNull(state.handle),
-        starts: state.starts,
+        ...providerColumns(state),
         route: routeOrNull(state.route)
-      })))}::jsonb) AS d(id text, "leaseOwner" text, phase text, handle text, starts bigint, route text)
+      })))}::jsonb) AS d(id text, "leaseOwner" text, provider_phase text, provider_handle text, provider_starts bigint, route text)
         WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.id`,
     // Called on its own: one transaction around the per-job statements.
     orElse: () => (states: ProviderStates) =>
       sql.withTransaction(Effect.map(
         Effect.forEach(states, ({ id, leaseOwner, state }) =>
-          sql`UPDATE ${t.jobs} SET provider_phase = ${state.phase}, provider_handle = ${jsonOrNull(state.handle)},
-              provider_starts = ${state.starts}, provider_route = COALESCE(${routeOrNull(state.route)}, provider_route)
+          sql`UPDATE ${t.jobs} SET ${sql.update(providerColumns(state))},
+              provider_route = COALESCE(${routeOrNull(state.route)}, provider_route)
             WHERE id = ${id} AND status = 'processing' AND lease_owner = ${leaseOwner} RETURNING id`),
         (rows) => rows.flat()
       ))
@@ -60,23 +68,19 @@ export const makeHeldStatements = ({ clock, sql, t }: JobSql) => {
   const finishHeld = sql.onDialectOrElse({
     pg: () => (endings: ReadonlyArray<HeldEnding>) =>
       sql`UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
-          completed_at = d."completedAt", lease_owner = NULL, lease_expires_at = NULL,
+          completed_at = d.completed_at, lease_owner = NULL, lease_expires_at = NULL,
           provider_route = COALESCE(d.route, j.provider_route)
         FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
         id: e.id,
         leaseOwner: e.leaseOwner,
-        status: e.status,
-        outputs: jsonOrNull(e.outputs),
-        error: jsonOrNull(e.error),
-        completedAt: e.completedAt,
+        ...endingColumns(e),
         route: routeOrNull(e.providerRoute)
-      })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, "completedAt" bigint, route text)
+      })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)
         WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*`,
     orElse: () => (endings: ReadonlyArray<HeldEnding>) =>
       Effect.map(
         Effect.forEach(endings, (e) =>
-          sql`UPDATE ${t.jobs} SET status = ${e.status}, outputs = ${jsonOrNull(e.outputs)}, error = ${jsonOrNull(e.error)},
-              completed_at = ${e.completedAt}, lease_owner = NULL, lease_expires_at = NULL,
+          sql`UPDATE ${t.jobs} SET ${sql.update(endingColumns(e))}, lease_owner = NULL, lease_expires_at = NULL,
               provider_route = COALESCE(${routeOrNull(e.providerRoute)}, provider_route)
             WHERE id = ${e.id} AND status = 'processing' AND lease_owner = ${e.leaseOwner} RETURNING *`),
         (rows) => rows.flat()

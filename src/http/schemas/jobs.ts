@@ -1,5 +1,6 @@
 import { Schema } from "effect"
-import { JobError, JobStatus, OutputType } from "../../domain/job.js"
+import { IsoFromMillis } from "../../domain/isoTime.js"
+import { Job, JobStatus, OutputItem } from "../../domain/job.js"
 import { PageLimit, StatusFilter } from "./paging.js"
 import { strictBody } from "./strictBody.js"
 
@@ -39,42 +40,58 @@ export const JobEventsHeaders = Schema.Struct({
   })
 })
 
-export const SubmitResponse = Schema.Struct({
-  jobId: Schema.String,
-  requestId: Schema.String,
+/** A time in the API's answers: ISO 8601, encoded from the domain's epoch milliseconds. */
+const Time = IsoFromMillis
+const Progress = Schema.Number
+
+/*
+ * Each answer about a job is defined once, from the job's own fields, in the domain's types
+ * (times in milliseconds): `...OfJob`. Encoding one gives the JSON; the answer's schema is its
+ * encoded side, so a handler may return either the view or its JSON. Fields are in the order
+ * the JSON has them.
+ */
+
+/** A struct's encoded side as a struct: each field's JSON, its `fields` at hand for other answers. */
+const jsonStruct = <Fields extends { readonly [key: string]: Schema.Schema.Any }>(struct: Schema.Struct<Fields>) =>
+  Schema.Struct(
+    Object.fromEntries(Object.entries(struct.fields).map(([key, field]) => [key, Schema.encodedSchema(field)])) as {
+      readonly [K in keyof Fields]: Schema.SchemaClass<Schema.Schema.Encoded<Fields[K]>>
+    }
+  )
+
+export const SubmitResponseOfJob = Schema.Struct({
+  jobId: Job.fields.id,
+  requestId: Job.fields.requestId,
   status: Schema.Literal("pending"),
-  estimatedCompletionTime: Schema.String,
-  costMicroCents: Schema.Number
+  estimatedCompletionTime: Time,
+  costMicroCents: Job.fields.costMicroCents
 })
+export const SubmitResponse = jsonStruct(SubmitResponseOfJob)
 
-export const OutputItemView = Schema.Struct({
-  url: Schema.String,
-  type: OutputType,
-  thumbnail: Schema.optional(Schema.String),
-  posterImage: Schema.optional(Schema.String),
-  contentType: Schema.optional(Schema.String),
-  metadata: Schema.optional(JsonObject)
-})
+export const OutputItemView = OutputItem
 
-export const JobView = Schema.Struct({
-  jobId: Schema.String,
-  status: JobStatus,
-  progress: Schema.Number,
-  output: Schema.NullOr(Schema.String),
-  outputs: Schema.NullOr(Schema.Array(OutputItemView)),
-  error: Schema.NullOr(JobError),
-  createdAt: Schema.String,
-  completedAt: Schema.NullOr(Schema.String)
+export const JobViewOfJob = Schema.Struct({
+  jobId: Job.fields.id,
+  status: Job.fields.status,
+  progress: Progress,
+  createdAt: Time,
+  completedAt: Schema.NullOr(Time),
+  /** The first output's URL. */
+  output: Schema.NullOr(OutputItem.fields.url),
+  outputs: Job.fields.outputs,
+  error: Job.fields.error
 })
+export const JobView = jsonStruct(JobViewOfJob)
 
-export const JobListItem = Schema.Struct({
-  jobId: Schema.String,
-  status: JobStatus,
-  progress: Schema.Number,
-  model: Schema.String,
-  createdAt: Schema.String,
-  completedAt: Schema.NullOr(Schema.String)
+export const JobListItemOfJob = Schema.Struct({
+  jobId: Job.fields.id,
+  status: Job.fields.status,
+  progress: Progress,
+  model: Job.fields.model,
+  createdAt: Time,
+  completedAt: Schema.NullOr(Time)
 })
+export const JobListItem = jsonStruct(JobListItemOfJob)
 
 export const JobListParams = Schema.Struct({
   limit: Schema.optional(PageLimit),

@@ -1,0 +1,127 @@
+import { Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { jobRow } from "../../adapters/sql/jobs/jobRows.js"
+import { JobFromRow } from "../../adapters/sql/rows.js"
+import type { AccountId, ApiKeyId, JobId, RequestId } from "../../src/domain/ids.js"
+import type { Job } from "../../src/domain/job.js"
+
+const decodeRow = Schema.decodeUnknownSync(JobFromRow)
+
+/** Every field set, the optional and nullable ones included. */
+const fullJob: Job = {
+  id: "job_full" as JobId,
+  accountId: "acc_1" as AccountId,
+  apiKeyId: "key_1" as ApiKeyId,
+  requestId: "req_1" as RequestId,
+  model: "acme/video",
+  version: "v2",
+  input: { prompt: "a cat", seed: 7, nested: { list: [1, "two", { deep: true }], none: null } },
+  webhookUrl: "https://hooks.example.com/genjobs",
+  status: "failed",
+  costMicroCents: 1_250_000,
+  error: { code: "GENERATION_FAILED", message: "the provider refused the prompt" },
+  outputs: [
+    {
+      url: "https://cdn.example.com/out.mp4",
+      type: "video",
+      thumbnail: "https://cdn.example.com/thumb.png",
+      posterImage: "https://cdn.example.com/poster.png",
+      contentType: "video/mp4",
+      metadata: { width: 1280, height: 720, tags: ["a", "b"] }
+    },
+    { url: "https://cdn.example.com/out.txt", type: "text" }
+  ],
+  createdAt: 1_700_000_000_000,
+  estimatedCompletionAt: 1_700_000_030_000,
+  startedAt: 1_700_000_001_000,
+  completedAt: 1_700_000_020_000,
+  attempts: 2,
+  leaseOwner: "worker-1",
+  leaseExpiresAt: 1_700_000_060_000,
+  providerPhase: "started",
+  providerHandle: {
+    id: "pred_123",
+    data: { statusUrl: "https://api.example.com/p/123" },
+    route: { index: 1, providerId: "replicate", credentialId: "cred_a" }
+  },
+  providerStarts: 3,
+  providerRoute: { index: 1, providerId: "fal", credentialId: "cred_2" }
+}
+
+/** Every nullable field null; a job that recorded no key has no apiKeyId. */
+const bareJob: Job = {
+  id: "job_bare" as JobId,
+  accountId: "acc_1" as AccountId,
+  requestId: "req_2" as RequestId,
+  model: "acme/text",
+  version: "v1",
+  input: {},
+  webhookUrl: null,
+  status: "pending",
+  costMicroCents: 0,
+  error: null,
+  outputs: null,
+  createdAt: 1_700_000_000_000,
+  estimatedCompletionAt: 1_700_000_030_000,
+  startedAt: null,
+  completedAt: null,
+  attempts: 0,
+  leaseOwner: null,
+  leaseExpiresAt: null,
+  providerPhase: null,
+  providerHandle: null,
+  providerStarts: 0,
+  providerRoute: null
+}
+
+/** How PostgreSQL answers a row: BIGINT columns as strings. */
+const asPostgresAnswers = (row: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(row).map(([column, value]) => [column, typeof value === "number" ? String(value) : value]))
+
+describe("a job's row", () => {
+  it.each([["every field set", fullJob], ["every nullable null", bareJob]])("reads back as the job it was written from: %s", (_, job) => {
+    expect(decodeRow(jobRow(job))).toStrictEqual(job)
+    expect(decodeRow(asPostgresAnswers(jobRow(job)))).toStrictEqual(job)
+  })
+
+  it("holds each field in its column, JSON fields as JSON text and nulls as NULL", () => {
+    expect(jobRow(fullJob)).toStrictEqual({
+      id: "job_full",
+      account_id: "acc_1",
+      api_key_id: "key_1",
+      request_id: "req_1",
+      model: "acme/video",
+      version: "v2",
+      input: JSON.stringify(fullJob.input),
+      webhook_url: "https://hooks.example.com/genjobs",
+      status: "failed",
+      cost_micro_cents: 1_250_000,
+      error: JSON.stringify(fullJob.error),
+      outputs: JSON.stringify(fullJob.outputs),
+      created_at: 1_700_000_000_000,
+      estimated_completion_at: 1_700_000_030_000,
+      started_at: 1_700_000_001_000,
+      completed_at: 1_700_000_020_000,
+      attempts: 2,
+      lease_owner: "worker-1",
+      lease_expires_at: 1_700_000_060_000,
+      provider_phase: "started",
+      provider_handle: JSON.stringify(fullJob.providerHandle),
+      provider_starts: 3
+    })
+    const bare = jobRow(bareJob)
+    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url]).toStrictEqual([null, null, null, null, null])
+  })
+
+  it("reads the rows earlier releases wrote: no api_key_id column, JSON null for no error, extra columns", () => {
+    const { api_key_id: _, ...older } = jobRow(bareJob)
+    expect(decodeRow({ ...older, error: "null", some_later_column: 1 })).toStrictEqual(bareJob)
+    expect(decodeRow({ ...jobRow(bareJob), api_key_id: null })).toStrictEqual(bareJob)
+  })
+
+  it("refuses a row a job cannot come from", () => {
+    expect(() => decodeRow({ ...jobRow(bareJob), status: "lost" })).toThrow()
+    expect(() => decodeRow({ ...jobRow(bareJob), attempts: "1.5" })).toThrow()
+    expect(() => decodeRow({ ...jobRow(bareJob), outputs: "{not json" })).toThrow()
+  })
+})
