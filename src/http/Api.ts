@@ -1,7 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CatalogDocument } from "../domain/catalog.js"
-import { DocumentedErrors } from "./errorEnvelope.js"
+import { ApiErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
 import { AccountOverviewView } from "./schemas/account.js"
@@ -504,7 +504,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .add(UploadsGroup)
   .add(WebhooksGroup)
   .add(AdminGroup)
-  .addError(DocumentedErrors)
+  .addError(ApiErrors)
   .annotateContext(OpenApi.annotations({
     title: "Generation jobs engine",
     version: ENGINE_VERSION,

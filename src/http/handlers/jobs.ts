@@ -6,7 +6,7 @@ import { Jobs } from "../../services/Jobs.js"
 import { EngineApi } from "../Api.js"
 import { deprecationHeaders } from "../deprecationHeaders.js"
 import { CurrentCaller } from "../middleware.js"
-import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { CurrentRequestId } from "../requestContext.js"
 import { eventStreamResponse, makeHeartbeats, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
 import { jobListItem, jobView, submitView } from "../views.js"
 
@@ -35,7 +35,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           return HttpServerResponse.unsafeJson({ ...submitView(job), ...jobView(job) }, {
             headers: { ...extra, ...preferenceApplied(wait) }
           })
-        }).pipe(toApiFailure))
+        }))
       .handle("estimate", ({ payload }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
@@ -45,12 +45,12 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
             input: payload.input
           })
           return HttpServerResponse.unsafeJson(estimate, { headers: deprecationHeaders(version, yield* Clock.currentTimeMillis) })
-        }).pipe(toApiFailure))
+        }))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const page = yield* jobs.list(yield* CurrentCaller, urlParams)
           return { jobs: page.jobs.map(jobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }
-        }).pipe(toApiFailure))
+        }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
@@ -59,16 +59,16 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
           if (wait === undefined) return HttpServerResponse.unsafeJson(jobView(job))
           return HttpServerResponse.unsafeJson(jobView(yield* follow.awaitTerminal(job, wait)), { headers: preferenceApplied(wait) })
-        }).pipe(toApiFailure))
+        }))
       .handle("events", ({ headers, path }) =>
         Effect.gen(function*() {
           // Checked before the stream starts, so a refusal is the usual JSON error.
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
           return eventStreamResponse(follow, heartbeats, job.id, readLastEventId(headers["last-event-id"]))
-        }).pipe(toApiFailure))
+        }))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const outcome = yield* jobs.cancel(yield* CurrentCaller, path.jobId)
           return { jobId: outcome.job.id, status: "cancelled" as const, refundedMicroCents: outcome.refundedMicroCents }
-        }).pipe(toApiFailure))
+        }))
   }))
