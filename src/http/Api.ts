@@ -63,10 +63,11 @@ import {
   JobIdPath,
   JobList,
   JobListParams,
-  JobView,
+  JobAnswer,
   SubmitBody,
   SubmitHeaders,
-  SubmitResponse
+  SubmitResponse,
+  SubmitWaitedResponse
 } from "./schemas/jobs.js"
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
@@ -87,6 +88,8 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.post("submit", "/v1/jobs/submit")
       .setPayload(SubmitBody)
       .setHeaders(SubmitHeaders)
+      // The waited answer first: SubmitResponse alone would encode it too, dropping the job's fields.
+      .addSuccess(SubmitWaitedResponse)
       .addSuccess(SubmitResponse)
       .annotateContext(docs(
         "Submit a job",
@@ -118,7 +121,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:jobId")
       .setPath(JobIdPath)
-      .addSuccess(JobView)
+      .addSuccess(JobAnswer)
       .annotateContext(docs(
         "Get a job",
         "A job's status, progress and outputs (scope check_status). With `Prefer: wait=N` the answer waits until " +

@@ -67,6 +67,29 @@ export const JobView = Schema.Struct({
   completedAt: Schema.NullOr(Schema.String)
 })
 
+const { completedAt, createdAt, error, output, outputs, progress } = JobView.fields
+
+/**
+ * JobView's fields in the order GET /v1/jobs/{jobId} and the events stream have always sent them
+ * (the answer's bytes are part of the contract, and encoding writes a struct's keys in its order).
+ */
+export const JobAnswer = Schema.Struct({ jobId: JobView.fields.jobId, status: JobView.fields.status, progress, createdAt, completedAt, output, outputs, error })
+
+/**
+ * Submit's answer under `Prefer: wait=N`: the submit fields, then the job's current fields
+ * (its status, no longer only pending, in the submit's place).
+ */
+export const SubmitWaitedResponse = Schema.Struct({
+  ...SubmitResponse.fields,
+  status: JobView.fields.status,
+  progress,
+  createdAt,
+  completedAt,
+  output,
+  outputs,
+  error
+})
+
 export const JobListItem = Schema.Struct({
   jobId: Schema.String,
   status: JobStatus,
