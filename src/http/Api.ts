@@ -88,9 +88,9 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.post("submit", "/v1/jobs/submit")
       .setPayload(SubmitBody)
       .setHeaders(SubmitHeaders)
-      // The waited answer first: SubmitResponse alone would encode it too, dropping the job's fields.
+      // Strict, so a waited answer (extra fields) is not encoded as the plain one, fields dropped.
+      .addSuccess(SubmitResponse.annotations({ parseOptions: { onExcessProperty: "error" } }))
       .addSuccess(SubmitWaitedResponse)
-      .addSuccess(SubmitResponse)
       .annotateContext(docs(
         "Submit a job",
         "Charges the job's cost and queues it (scope submit_job). `model` is the slug (alias `modelSlug`), `version` " +

@@ -1,7 +1,7 @@
-import Database from "better-sqlite3"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { layerSqlite } from "../../adapters/sql/sqlite.js"
 import { DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
@@ -27,7 +27,7 @@ describe("a stored job row that does not decode", () => {
     expect(submitted.status).toBe(200)
     const jobId: string = submitted.body.jobId
     // A status no release writes, as a hand edit or a bad migration leaves it.
-    const db = new Database(filename)
+    const db = new DatabaseSync(filename)
     try {
       expect(db.prepare(`UPDATE ${DEFAULT_TABLE_PREFIX}jobs SET status = 'exploded' WHERE id = ?`).run(jobId).changes).toBe(1)
     } finally {
