@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 
-/** Every error code the engine answers with; the HTTP status of each lives in http/errorEnvelope.ts. */
+/** Every error code the engine answers with; the HTTP status of each lives in http/errorEnvelope.ts (`statusOf`). */
 export const ErrorCode = Schema.Literal(
   "VALIDATION_ERROR",
   "INVALID_INPUT",

@@ -38,8 +38,6 @@ const statusOf: Record<ErrorCode, number> = {
   INTERNAL_ERROR: 500
 }
 
-export const httpStatusOf = (code: ErrorCode): number => statusOf[code]
-
 /** The codes answered with one status, in the order of the table above. */
 export const codesWithStatus = (status: number): ReadonlyArray<ErrorCode> =>
   (Object.keys(statusOf) as Array<ErrorCode>).filter((code) => statusOf[code] === status)
@@ -51,7 +49,7 @@ export const errorStatuses: ReadonlyArray<number> = [...new Set(Object.values(st
 export const errorComponent = (status: number) => `Error${status}`
 
 /** What an operation of the API may fail with: the engine's refusals and the store's failures. */
-export type ApiError = EngineError | StoreError
+type ApiError = EngineError | StoreError
 
 const isApiError = (u: unknown): u is ApiError => u instanceof EngineError || u instanceof StoreError
 
@@ -60,7 +58,7 @@ const isApiError = (u: unknown): u is ApiError => u instanceof EngineError || u 
  * nothing the client sent was wrong; a row the store holds but cannot read is a 500, since
  * retrying reads the same row.
  */
-export const answeredAs = (error: ApiError): EngineError =>
+const answeredAs = (error: ApiError): EngineError =>
   error instanceof EngineError
     ? error
     : error.cause instanceof CorruptRow
