@@ -105,7 +105,8 @@ const logged = (error: ApiError): Effect.Effect<void> =>
  * The declared error of one status: an ApiError answered with that status, encoded as the
  * envelope with that status's codes as an enum (one OpenAPI component per status, so a
  * generated client knows every code it may meet and where). Encoding reads the request's id,
- * logs store failures and sets the answer's headers.
+ * logs store failures and sets the answer's headers. A client (makeEffectClient) decodes the
+ * envelope as it is, the typed refusal its callers match on.
  */
 const errorOfStatus = (status: number) => {
   const [first, ...rest] = codesWithStatus(status)
@@ -114,20 +115,21 @@ const errorOfStatus = (status: number) => {
     description: [first!, ...rest].join(", ")
   })
   const answered = Schema.declare((u): u is ApiError => isApiError(u) && statusOf[answeredAs(u).code] === status)
-  return Schema.transformOrFail(encoded, answered, {
+  return Schema.transformOrFail(encoded, Schema.Union(Schema.typeSchema(encoded), answered), {
     strict: false,
-    decode: (envelope) =>
-      ParseResult.succeed(engineError(envelope.error.code, envelope.error.message, envelope.error.details)),
+    decode: ParseResult.succeed,
     encode: (error) =>
-      Effect.gen(function*() {
-        const answer = answeredAs(error)
-        yield* logged(error)
-        const headers = errorHeaders(answer)
-        if (Object.keys(headers).length > 0) {
-          yield* HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
-        }
-        return envelopeOf(answer, yield* FiberRef.get(CurrentRequestId))
-      })
+      isApiError(error)
+        ? Effect.gen(function*() {
+          const answer = answeredAs(error)
+          yield* logged(error)
+          const headers = errorHeaders(answer)
+          if (Object.keys(headers).length > 0) {
+            yield* HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+          }
+          return envelopeOf(answer, yield* FiberRef.get(CurrentRequestId))
+        })
+        : ParseResult.succeed(error)
   }).annotations(HttpApiSchema.annotations({ status }))
 }
 
