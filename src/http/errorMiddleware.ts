@@ -23,12 +23,11 @@ const decodeFailure = ({ issues }: HttpApiError.HttpApiDecodeError) => {
 }
 
 /**
- * What stops a request before its handler, as the engine's error: HttpApi's decode failure, a
- * body that is not JSON (HttpApi reads bodies with `orDie`, so it arrives as a defect, as do the
- * request limits' refusals: see requestLimits.ts), and a path no route matches.
+ * What HttpApi raises before a handler runs, as the engine's error: its decode failure, a body
+ * that is not JSON (HttpApi reads bodies with `orDie`, so it arrives as a defect), and a path
+ * no route matches.
  */
 const beforeHandler = (error: unknown): EngineError | undefined => {
-  if (error instanceof EngineError) return error
   if (error instanceof HttpApiError.HttpApiDecodeError) return decodeFailure(error)
   if (error instanceof HttpServerError.RequestError) return engineError("VALIDATION_ERROR", "The request body is not valid JSON")
   if (error instanceof HttpServerError.RouteNotFound) return engineError("NOT_FOUND", "No such endpoint")
@@ -58,6 +57,8 @@ const queueingFailed = (error: StoreError) =>
 const declared = (request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
   const error = Option.getOrUndefined(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)))
+  // A refusal, from a handler or as a request limit's defect (see requestLimits.ts).
+  if (error instanceof EngineError) return Effect.fail(error)
   if (error instanceof StoreError) {
     return isSubmit(request) && !(error.cause instanceof CorruptRow) ? queueingFailed(error) : Effect.fail(error)
   }
