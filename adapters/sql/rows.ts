@@ -2,7 +2,7 @@ import { SqlError } from "@effect/sql"
 import { Effect, Option, ParseResult, Schema } from "effect"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
-import { StoreError } from "../../src/domain/errors.js"
+import { CorruptRow, StoreError } from "../../src/domain/errors.js"
 import { ApiKeyId } from "../../src/domain/ids.js"
 import { Job, JobError, OutputItem } from "../../src/domain/job.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
@@ -173,6 +173,26 @@ export type JobColumns = typeof JobFromRow.Encoded
  * `withTransaction` dies when its COMMIT or ROLLBACK fails, as both do on a connection the
  * server terminated mid-transaction, and that is a store outage (503), not a bug (500).
  */
+/** The id of the first row on a decode failure's path: the shallowest value with a string `id`. */
+const failedRowId = (issue: ParseResult.ParseIssue): string | undefined => {
+  const actual: unknown = "actual" in issue ? issue.actual : undefined
+  if (typeof actual === "object" && actual !== null && "id" in actual && typeof actual.id === "string") return actual.id
+  const next = "issues" in issue ? (Array.isArray(issue.issues) ? issue.issues[0] : issue.issues) : "issue" in issue ? issue.issue : undefined
+  return next === undefined ? undefined : failedRowId(next as ParseResult.ParseIssue)
+}
+
+/**
+ * A read row that does not decode is a CorruptRow, named by the operation and the row's id: the
+ * store answered, so retrying will not help (see CorruptRow). Its issue names the failing
+ * fields, not the row's values, which may hold secrets.
+ */
+const corruptRow = (operation: string, error: ParseResult.ParseError) =>
+  new CorruptRow({
+    operation,
+    rowId: failedRowId(error.issue),
+    issue: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".")}: ${i._tag}`).join("; ")
+  })
+
 export const storeErrors = (what: string) =>
 <A, E, R>(
   effect: Effect.Effect<A, E | SqlError.SqlError | ParseResult.ParseError, R>
@@ -180,7 +200,8 @@ export const storeErrors = (what: string) =>
   Effect.catchIf(
     effect,
     (e): e is SqlError.SqlError | ParseResult.ParseError => e instanceof SqlError.SqlError || ParseResult.isParseError(e),
-    (cause) => Effect.fail(new StoreError({ message: `${what} failed`, cause }))
+    (cause) =>
+      Effect.fail(new StoreError({ message: `${what} failed`, cause: ParseResult.isParseError(cause) ? corruptRow(what, cause) : cause }))
   ).pipe(
     Effect.catchSomeDefect((defect) =>
       defect instanceof SqlError.SqlError

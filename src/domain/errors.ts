@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 
-/** Every error code the engine answers with; the HTTP status of each lives in http/status.ts. */
+/** Every error code the engine answers with; the HTTP status of each lives in http/errorEnvelope.ts (`statusOf`). */
 export const ErrorCode = Schema.Literal(
   "VALIDATION_ERROR",
   "INVALID_INPUT",
@@ -78,4 +78,19 @@ export class QueueError extends Schema.TaggedError<QueueError>()("QueueError", {
 export class TransitionError extends Schema.TaggedError<TransitionError>()("TransitionError", {
   from: Schema.String,
   event: Schema.String
+}) {}
+
+/**
+ * A stored row that does not decode to its record: the store answered, but with data this
+ * engine cannot read (a hand edit, a bad migration). It travels as the `cause` of a StoreError,
+ * so the stores' signatures stay as they are, and is answered 500 rather than a 503 to retry,
+ * as a retry reads the same row.
+ */
+export class CorruptRow extends Schema.TaggedError<CorruptRow>()("CorruptRow", {
+  /** What the store was doing: "read job", "list jobs". */
+  operation: Schema.String,
+  /** The id of the row that failed, when the row has one. */
+  rowId: Schema.optional(Schema.String),
+  /** The decoder's account of what is wrong. */
+  issue: Schema.String
 }) {}

@@ -1,7 +1,7 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CatalogDocument } from "../domain/catalog.js"
-import { DocumentedErrors } from "./errorEnvelope.js"
+import { ApiErrors } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
 import { AccountOverviewView } from "./schemas/account.js"
@@ -66,7 +66,8 @@ import {
   JobView,
   SubmitBody,
   SubmitHeaders,
-  SubmitResponse
+  SubmitResponse,
+  SubmitWaitedResponse
 } from "./schemas/jobs.js"
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
@@ -87,7 +88,9 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     HttpApiEndpoint.post("submit", "/v1/jobs/submit")
       .setPayload(SubmitBody)
       .setHeaders(SubmitHeaders)
-      .addSuccess(SubmitResponse)
+      // Strict, so a waited answer (extra fields) is not encoded as the plain one, fields dropped.
+      .addSuccess(SubmitResponse.annotations({ parseOptions: { onExcessProperty: "error" } }))
+      .addSuccess(SubmitWaitedResponse)
       .annotateContext(docs(
         "Submit a job",
         "Charges the job's cost and queues it (scope submit_job). `model` is the slug (alias `modelSlug`), `version` " +
@@ -504,7 +507,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .add(UploadsGroup)
   .add(WebhooksGroup)
   .add(AdminGroup)
-  .addError(DocumentedErrors)
+  .addError(ApiErrors)
   .annotateContext(OpenApi.annotations({
     title: "Generation jobs engine",
     version: ENGINE_VERSION,

@@ -8,7 +8,7 @@ import { AuthThrottle } from "../services/AuthThrottle.js"
 import { DEFAULT_ADMIN_NAME } from "./adminTokens.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
-import { clientAddress, toApiFailure } from "./requestContext.js"
+import { clientAddress } from "./requestContext.js"
 
 /** The credentials the request being served presents, read off it in place (no effect per header). */
 const requestCredentials = Effect.map(HttpConfig, ({ trustedProxyHops }) => (context: Context.Context<never>): Credentials => {
@@ -32,7 +32,7 @@ export const ApiKeyAuthLive = Layer.effect(
     const credentialsOf = yield* requestCredentials
     return Effect.withFiberRuntime<Caller, EngineError | StoreError>((fiber) =>
       authenticated(auth, throttle, credentialsOf(fiber.currentContext))
-    ).pipe(toApiFailure)
+    )
   })
 ).pipe(Layer.provide(AuthThrottle.layer))
 
@@ -46,7 +46,7 @@ export const OptionalApiKeyAuthLive = Layer.effect(
       const credentials = credentialsOf(fiber.currentContext)
       const presented = credentials.authorization !== undefined || credentials.apiKey !== undefined
       return presented ? Effect.map(authenticated(auth, throttle, credentials), Option.some) : Effect.succeed(Option.none())
-    }).pipe(toApiFailure)
+    })
   })
 ).pipe(Layer.provide(AuthThrottle.layer))
 
@@ -80,6 +80,6 @@ export const AdminAuthLive = Layer.effect(
         if (matched.length === 0) return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
         return { actor: matched[0]!.name }
       }))
-    }).pipe(toApiFailure)
+    })
   })
 ).pipe(Layer.provide(AuthThrottle.layer))

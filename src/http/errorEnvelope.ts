@@ -1,17 +1,7 @@
-import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
-import { Schema } from "effect"
-import type { EngineError, ErrorCode } from "../domain/errors.js"
-
-/** The spec's envelope for every error: {success:false, error:{code,message,details}, requestId}. */
-export class ErrorEnvelope extends Schema.Class<ErrorEnvelope>("ErrorEnvelope")({
-  success: Schema.Literal(false),
-  error: Schema.Struct({
-    code: Schema.String,
-    message: Schema.String,
-    details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
-  }),
-  requestId: Schema.String
-}) {}
+import { HttpApp, HttpApiSchema, HttpServerResponse } from "@effect/platform"
+import { Effect, FiberRef, ParseResult, Schema } from "effect"
+import { CorruptRow, EngineError, engineError, type ErrorCode, STORE_RETRY_AFTER_SECONDS, StoreError } from "../domain/errors.js"
+import { CurrentRequestId } from "./requestContext.js"
 
 const statusOf: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,
@@ -48,8 +38,6 @@ const statusOf: Record<ErrorCode, number> = {
   INTERNAL_ERROR: 500
 }
 
-export const httpStatusOf = (code: ErrorCode): number => statusOf[code]
-
 /** The codes answered with one status, in the order of the table above. */
 export const codesWithStatus = (status: number): ReadonlyArray<ErrorCode> =>
   (Object.keys(statusOf) as Array<ErrorCode>).filter((code) => statusOf[code] === status)
@@ -60,50 +48,100 @@ export const errorStatuses: ReadonlyArray<number> = [...new Set(Object.values(st
 /** The name of a status's envelope among the OpenAPI document's components. */
 export const errorComponent = (status: number) => `Error${status}`
 
+/** What an operation of the API may fail with: the engine's refusals and the store's failures. */
+type ApiError = EngineError | StoreError
+
+const isApiError = (u: unknown): u is ApiError => u instanceof EngineError || u instanceof StoreError
+
 /**
- * The envelope of one status with its codes as an enum, so a generated client knows every code
- * it may meet and where; the OpenAPI document lists one per status on each operation.
+ * What the client is told of a failure. A store failure is a 503 to retry after a failover, as
+ * nothing the client sent was wrong; a row the store holds but cannot read is a 500, since
+ * retrying reads the same row.
  */
-const documented = (status: number) => {
-  const [first, ...rest] = codesWithStatus(status)
-  return Schema.Struct({
+const answeredAs = (error: ApiError): EngineError =>
+  error instanceof EngineError
+    ? error
+    : error.cause instanceof CorruptRow
+    ? engineError("INTERNAL_ERROR", "An internal error occurred")
+    : engineError("SERVICE_UNAVAILABLE", "The service cannot be reached for a moment; retry", {}, STORE_RETRY_AFTER_SECONDS)
+
+/** The spec's envelope for every error: {success:false, error:{code,message,details}, requestId}. */
+const envelope = <C extends ErrorCode>(code: Schema.Schema<C>) =>
+  Schema.Struct({
     success: Schema.Literal(false),
     error: Schema.Struct({
-      code: Schema.Literal(first!, ...rest),
+      code,
       message: Schema.String,
       details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
     }),
     requestId: Schema.String
-  }).annotations(HttpApiSchema.annotations({ status, identifier: errorComponent(status), description: [first!, ...rest].join(", ") }))
-}
+  })
 
-export const DocumentedErrors = Schema.Union(...errorStatuses.map(documented))
+const envelopeOf = (error: EngineError, requestId: string) => ({
+  success: false as const,
+  error: { code: error.code, message: error.message, details: error.details ?? {} },
+  requestId
+})
 
 /**
- * What handlers fail with. It has the envelope's shape (so it satisfies the declared error
- * schemas) plus the status and headers; the error middleware renders it.
+ * The headers an error's answer carries: Retry-After on refusals the client may retry later
+ * (rate and concurrency limits, 503s), and a closed connection after a body that timed out, so
+ * neither the unread rest of that body nor a stalled client holds the socket.
  */
-export class ApiFailure extends ErrorEnvelope {
-  readonly status!: number
-  readonly retryAfterSeconds!: number | undefined
-  static fromEngine(error: EngineError, requestId: string): ApiFailure {
-    const failure = new ApiFailure({
-      success: false,
-      error: { code: error.code, message: error.message, details: error.details ?? {} },
-      requestId
-    })
-    return Object.assign(failure, { status: httpStatusOf(error.code), retryAfterSeconds: error.retryAfterSeconds })
-  }
+const errorHeaders = (error: EngineError): Record<string, string> => ({
+  ...(error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) }),
+  ...(error.code === "REQUEST_TIMEOUT" ? { connection: "close" } : {})
+})
+
+/** Store failures are logged where they are answered: the client sees only the code, the log the cause. */
+const logged = (error: ApiError): Effect.Effect<void> =>
+  error instanceof StoreError
+    ? error.cause instanceof CorruptRow
+      ? Effect.logError("corrupt row", { operation: error.cause.operation, rowId: error.cause.rowId ?? "unknown", issue: error.cause.issue })
+      : Effect.logError("store failure", error.message, error.cause)
+    : Effect.void
+
+/**
+ * The declared error of one status: an ApiError answered with that status, encoded as the
+ * envelope with that status's codes as an enum (one OpenAPI component per status, so a
+ * generated client knows every code it may meet and where). Encoding reads the request's id,
+ * logs store failures and sets the answer's headers. A client (makeEffectClient) decodes the
+ * envelope as it is, the typed refusal its callers match on.
+ */
+const errorOfStatus = (status: number) => {
+  const [first, ...rest] = codesWithStatus(status)
+  const encoded = envelope(Schema.Literal(first!, ...rest)).annotations({
+    identifier: errorComponent(status),
+    description: [first!, ...rest].join(", ")
+  })
+  const answered = Schema.declare((u): u is ApiError => isApiError(u) && statusOf[answeredAs(u).code] === status)
+  return Schema.transformOrFail(encoded, Schema.Union(Schema.typeSchema(encoded), answered), {
+    strict: false,
+    decode: ParseResult.succeed,
+    encode: (error) =>
+      isApiError(error)
+        ? Effect.gen(function*() {
+          const answer = answeredAs(error)
+          yield* logged(error)
+          const headers = errorHeaders(answer)
+          if (Object.keys(headers).length > 0) {
+            yield* HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+          }
+          return envelopeOf(answer, yield* FiberRef.get(CurrentRequestId))
+        })
+        : ParseResult.succeed(error)
+  }).annotations(HttpApiSchema.annotations({ status }))
 }
 
-export const renderFailure = (failure: ApiFailure): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.unsafeJson(
-    { success: false, error: failure.error, requestId: failure.requestId },
-    {
-      status: failure.status,
-      headers: {
-        "x-request-id": failure.requestId,
-        ...(failure.retryAfterSeconds === undefined ? {} : { "retry-after": String(failure.retryAfterSeconds) })
-      }
-    }
-  )
+/** Every error the API answers with, one schema per status; registered on the API with `addError`. */
+export const ApiErrors = Schema.Union(...errorStatuses.map(errorOfStatus))
+
+/**
+ * An error answered outside the API's routing (a path outside the mount's base path, a body
+ * the host refused): the same envelope and headers, rendered directly.
+ */
+export const renderOutsideApi = (error: EngineError, requestId: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson(envelopeOf(error, requestId), {
+    status: statusOf[error.code],
+    headers: { "x-request-id": requestId, ...errorHeaders(error) }
+  })

@@ -1,17 +1,14 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, FiberRef, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { engineError } from "../domain/errors.js"
 import { UPLOAD_ID_PREFIX } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { UploadRepo } from "../ports/UploadRepo.js"
 import { type RangeRequest, requestedRange } from "./byteRange.js"
-import { ApiFailure } from "./errorEnvelope.js"
-import { CurrentRequestId } from "./requestContext.js"
 
 const OUTPUT_MAX_AGE_SECONDS = 3600
 
-const notFound = Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) =>
-  Effect.fail(ApiFailure.fromEngine(engineError("NOT_FOUND", "No such file"), requestId)))
+const notFound = Effect.fail(engineError("NOT_FOUND", "No such file"))
 
 /**
  * How long a file may be cached, or None when it must not be served. An upload's file lives

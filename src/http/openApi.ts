@@ -43,11 +43,10 @@ const errorResponse = (status: number) => ({
 })
 
 /**
- * Effect's generator adds schemas this engine never answers with: its own decode error on 400
- * (the error middleware renders decode errors in the envelope) and the middleware's untyped
- * envelope on 500 beside the documented one.
+ * Effect's generator adds a schema this engine never answers with: its own decode error on 400
+ * (the error middleware answers decode errors in the envelope).
  */
-const UNANSWERED = ["HttpApiDecodeError", "Issue", "PropertyKey", "ErrorEnvelope"]
+const UNANSWERED = ["HttpApiDecodeError", "Issue", "PropertyKey"]
 
 /**
  * `Schema.Unknown` becomes `{"$id": "/schemas/unknown"}` wherever it is used, and JSON Schema

@@ -8,8 +8,7 @@ import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import type { Providers } from "../ports/Provider.js"
 import { Catalog } from "../services/Catalog.js"
-import { ApiFailure, renderFailure } from "./errorEnvelope.js"
-import { CurrentRequestId, toApiFailure } from "./requestContext.js"
+import { CurrentRequestId } from "./requestContext.js"
 
 /** The route providers call back on; outside the HttpApi since signatures need the raw body. */
 export const PROVIDER_CALLBACK_ROUTE = "/v1/providers/:providerId/callbacks/:jobId"
@@ -21,8 +20,7 @@ export const providerCallbackPath = (providerId: string, jobId: string): string 
 /** The provider handle the job stored when its generation started; none before the start committed. */
 const storedHandleId = (job: Job): string | undefined => job.providerHandle?.id
 
-const refuse = (code: ErrorCode, message: string) =>
-  Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, message), requestId)))
+const refuse = (code: ErrorCode, message: string) => Effect.fail(engineError(code, message))
 
 /** The job of a callback's path, when it exists and runs (or may run) at that provider. */
 const jobAt = (providerId: string, rawJobId: string | undefined) =>
@@ -39,7 +37,7 @@ const jobAt = (providerId: string, rawJobId: string | undefined) =>
       ? routesOf(resolved.model, resolved.version).some((r) => r.providerId === providerId)
       : route.providerId === providerId
     return runsThere ? job.value : undefined
-  }).pipe(toApiFailure)
+  })
 
 /**
  * POST /v1/providers/{providerId}/callbacks/{jobId}: a provider says a generation changed. The
@@ -73,6 +71,4 @@ export const receiveProviderCallback = (providers: Option.Option<Providers["Type
     }
     yield* (yield* JobEvents).publish([job.id])
     return yield* HttpServerResponse.json({ success: true, requestId: yield* FiberRef.get(CurrentRequestId) })
-  }).pipe(
-    Effect.catchIf((e): e is ApiFailure => e instanceof ApiFailure, (failure) => Effect.succeed(renderFailure(failure)))
-  )
+  })

@@ -1,7 +1,5 @@
 import type { HttpServerRequest } from "@effect/platform"
-import { Context, Effect, FiberRef, Option } from "effect"
-import { type EngineError, engineError, STORE_RETRY_AFTER_SECONDS, StoreError } from "../domain/errors.js"
-import { ApiFailure } from "./errorEnvelope.js"
+import { Context, FiberRef, Option } from "effect"
 
 /** The id of the request being served: set by the error middleware, echoed in every answer. */
 export const CurrentRequestId = FiberRef.unsafeMake<string>("req_unknown")
@@ -33,20 +31,3 @@ export const clientAddress = (
   const forwarded = (request.headers["x-forwarded-for"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")
   return forwarded[forwarded.length - trustedProxyHops] ?? undefined
 }
-
-/**
- * Maps the engine's errors to the envelope. A store failure is logged and answered 503
- * SERVICE_UNAVAILABLE with Retry-After: nothing the client sent was wrong, and a retry after a
- * failover may well succeed, which a 500 would not tell it.
- */
-export const toApiFailure = <A, R>(effect: Effect.Effect<A, EngineError | StoreError, R>): Effect.Effect<A, ApiFailure, R> =>
-  Effect.catchAll(effect, (error) =>
-    Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) =>
-      error instanceof StoreError
-        ? Effect.logError("store failure", error.message, error.cause).pipe(
-          Effect.zipRight(Effect.fail(ApiFailure.fromEngine(
-            engineError("SERVICE_UNAVAILABLE", "The service cannot be reached for a moment; retry", {}, STORE_RETRY_AFTER_SECONDS),
-            requestId
-          )))
-        )
-        : Effect.fail(ApiFailure.fromEngine(error, requestId))))

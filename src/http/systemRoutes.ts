@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Stream } from "effect"
 import { engineError } from "../domain/errors.js"
 import type { BlobStore } from "../ports/BlobStore.js"
@@ -8,10 +8,9 @@ import { Providers } from "../ports/Provider.js"
 import type { UploadRepo } from "../ports/UploadRepo.js"
 import type { Catalog } from "../services/Catalog.js"
 import { receiveUpload, type UploadSigningSecret } from "../services/Uploads.js"
-import { ApiFailure, renderFailure } from "./errorEnvelope.js"
 import { serveFile } from "./files.js"
 import { PROVIDER_CALLBACK_ROUTE, receiveProviderCallback } from "./providerCallbacks.js"
-import { CurrentRequestId, toApiFailure } from "./requestContext.js"
+import { CurrentRequestId } from "./requestContext.js"
 
 /** The prefix under which stored files are served; PUBLIC_URL + this makes their URLs. */
 export const FILES_PATH = "/files"
@@ -23,10 +22,7 @@ export const FILES_PATH = "/files"
 const CORS = { "access-control-allow-origin": "*", "access-control-expose-headers": "x-request-id" }
 
 const withCors = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  handler.pipe(
-    Effect.catchIf((e): e is E & ApiFailure => e instanceof ApiFailure, (failure) => Effect.succeed(renderFailure(failure))),
-    Effect.map(HttpServerResponse.setHeaders(CORS))
-  )
+  Effect.zipRight(HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, CORS))), handler)
 
 /**
  * GET /health, PUT /uploads/{id} (signed filesystem upload URLs), stored files under /files/{key},
@@ -73,7 +69,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
           request.stream.pipe(
             Stream.mapError(() => engineError("VALIDATION_ERROR", "The upload body could not be read to its end"))
           )
-        ).pipe(Effect.provide(uploadServices), toApiFailure)
+        ).pipe(Effect.provide(uploadServices))
         return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })
       }))
     )

@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer, HttpServerRespons
 import { Context, Effect, Layer, type Scope } from "effect"
 import { engineError } from "../domain/errors.js"
 import { newRequestId } from "../domain/ids.js"
-import { ApiFailure, renderFailure } from "./errorEnvelope.js"
+import { renderOutsideApi } from "./errorEnvelope.js"
 import { EngineHttpLive, type EngineHttpRequirements } from "./layer.js"
 import { ClientPeer } from "./requestContext.js"
 
@@ -47,14 +47,14 @@ export const normalizeBasePath = (path: string | undefined): string => {
 
 /** Not routed at all: with the base path taken off, an outside path could match a route by chance. */
 const outsideBasePath = (basePath: string): Response =>
-  HttpServerResponse.toWeb(renderFailure(ApiFailure.fromEngine(
+  HttpServerResponse.toWeb(renderOutsideApi(
     engineError("NOT_FOUND", `Nothing here: the engine answers under ${basePath}`),
     newRequestId()
-  )))
+  ))
 
 /** A body the host's parser refused before the engine could read it: only its size is known, and it was too large there. */
 const refusedByHost = (limitBytes: number | undefined): Response =>
-  HttpServerResponse.toWeb(renderFailure(ApiFailure.fromEngine(
+  HttpServerResponse.toWeb(renderOutsideApi(
     engineError(
       "PAYLOAD_TOO_LARGE",
       `The application's body parser refused this request body for its size${limitBytes === undefined ? "" : ` (its limit: ${limitBytes} bytes)`} ` +
@@ -62,7 +62,7 @@ const refusedByHost = (limitBytes: number | undefined): Response =>
       { maxBytes: limitBytes ?? null, refusedBy: "host" }
     ),
     newRequestId()
-  )))
+  ))
 
 /** The request as the engine's routes see it, the base path taken off; undefined outside the base path. */
 const underBasePath = (request: Request, basePath: string): Request | undefined => {

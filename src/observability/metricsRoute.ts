@@ -1,9 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Context, Effect, FiberRef, Layer, Metric, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Metric, Option, Redacted } from "effect"
 import { engineError } from "../domain/errors.js"
 import { sameSecret } from "../http/authLayers.js"
-import { ApiFailure } from "../http/errorEnvelope.js"
-import { CurrentRequestId } from "../http/requestContext.js"
 import { StoreStats } from "../ports/StoreStats.js"
 import { poolWaiting, queuePending } from "./metrics.js"
 import { poolConnectionsOf } from "./metricSeries.js"
@@ -47,8 +45,7 @@ const readGauges = Effect.gen(function*() {
  */
 export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(readGauges, Effect.map(Metric.snapshot, renderPrometheus))
 
-const refuse = (code: "NOT_FOUND" | "UNAUTHORIZED" | "INVALID_API_KEY", message: string) =>
-  Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, message), requestId)))
+const refuse = (code: "NOT_FOUND" | "UNAUTHORIZED" | "INVALID_API_KEY", message: string) => Effect.fail(engineError(code, message))
 
 /** GET /metrics behind METRICS_TOKEN; off (404) without one. */
 export const MetricsRoute = HttpApiBuilder.Router.use((router) =>

@@ -1,8 +1,8 @@
 import { SqlError } from "@effect/sql"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { storeErrors } from "../../adapters/sql/rows.js"
-import { StoreError } from "../../src/domain/errors.js"
+import { CorruptRow, StoreError } from "../../src/domain/errors.js"
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromiseExit(effect)
 
@@ -20,5 +20,16 @@ describe("storeErrors: what leaves the SQL adapters when the database fails", ()
   it("any other defect stays a defect", async () => {
     const exit = await run(Effect.die(new Error("bug")).pipe(storeErrors("transaction")))
     expect(Exit.isFailure(exit) && Cause.dieOption(exit.cause)._tag === "Some").toBe(true)
+  })
+
+  it("a row that does not decode is a StoreError caused by a CorruptRow naming the row, not its values", async () => {
+    const rows = [{ id: "job_1", status: "pending" }, { id: "job_2", status: "exploded", secret: "s3cret" }]
+    const decoded = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String, status: Schema.Literal("pending") })))(rows)
+    const exit = await run(decoded.pipe(storeErrors("list jobs")))
+    const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+    const cause = error?._tag === "Some" && error.value instanceof StoreError ? error.value.cause : undefined
+    expect(cause).toBeInstanceOf(CorruptRow)
+    expect(cause).toMatchObject({ operation: "list jobs", rowId: "job_2" })
+    expect(JSON.stringify(cause)).not.toContain("exploded")
   })
 })

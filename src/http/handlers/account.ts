@@ -3,7 +3,6 @@ import { Effect } from "effect"
 import { Accounts } from "../../services/Accounts.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
-import { toApiFailure } from "../requestContext.js"
 import { iso, spendView } from "../views.js"
 
 export const AccountHandlers = HttpApiBuilder.group(EngineApi, "account", (handlers) =>
@@ -14,7 +13,7 @@ export const AccountHandlers = HttpApiBuilder.group(EngineApi, "account", (handl
         Effect.gen(function*() {
           const { account, key } = yield* accounts.overview(yield* CurrentCaller)
           return { account, key: { ...key, expiresAt: key.expiresAt === null ? null : iso(key.expiresAt) } }
-        }).pipe(toApiFailure))
+        }))
       .handle("spend", ({ urlParams }) =>
-        Effect.flatMap(CurrentCaller, (caller) => accounts.spend(caller, urlParams)).pipe(Effect.map(spendView), toApiFailure))
+        Effect.flatMap(CurrentCaller, (caller) => accounts.spend(caller, urlParams)).pipe(Effect.map(spendView)))
   }))

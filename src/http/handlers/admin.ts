@@ -9,7 +9,7 @@ import { ProviderHealth } from "../../services/ProviderHealth.js"
 import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, auditEntryView, providerHealthView } from "../adminViews.js"
 import { EngineApi } from "../Api.js"
 import { CurrentAdmin } from "../middleware.js"
-import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { CurrentRequestId } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
 import { accountView, apiKeyView, spendView, statsView } from "../views.js"
 
@@ -57,63 +57,49 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
           const stored = yield* admin.replaceCatalog(payload, yield* actor, ifRevision)
           yield* withRevisionTag(stored.revision)
           return { revision: stored.revision, models: stored.document.models.length }
-        }).pipe(toApiFailure))
-      .handle("previewCatalog", ({ payload }) => admin.previewCatalog(payload).pipe(toApiFailure))
+        }))
+      .handle("previewCatalog", ({ payload }) => admin.previewCatalog(payload))
       .handle("exportCatalog", () =>
-        Effect.flatMap(catalog.snapshot, (stored) => Effect.as(withRevisionTag(stored.revision), stored.document)).pipe(toApiFailure))
+        Effect.flatMap(catalog.snapshot, (stored) => Effect.as(withRevisionTag(stored.revision), stored.document)))
       .handle("catalogSchema", () => Effect.succeed(catalogJsonSchema))
       .handle("listAccounts", ({ urlParams }) =>
         reads.accounts(urlParams).pipe(
-          Effect.map((page) => ({ accounts: page.items.map(accountListItem), nextCursor: page.nextCursor, hasMore: page.hasMore })),
-          toApiFailure
-        ))
+          Effect.map((page) => ({ accounts: page.items.map(accountListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
       .handle("createAccount", ({ payload }) =>
-        Effect.flatMap(actor, (by) => admin.createAccount(payload, by)).pipe(Effect.map(accountView), toApiFailure))
-      .handle("getAccount", ({ path }) => admin.getAccount(path.id).pipe(Effect.map(accountView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.createAccount(payload, by)).pipe(Effect.map(accountView)))
+      .handle("getAccount", ({ path }) => admin.getAccount(path.id).pipe(Effect.map(accountView)))
       .handle("updateAccount", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.updateAccount(path.id, payload, by)).pipe(Effect.map(accountView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.updateAccount(path.id, payload, by)).pipe(Effect.map(accountView)))
       .handle("listKeys", ({ path }) =>
-        reads.keys(path.id).pipe(Effect.map((keys) => ({ keys: keys.map(apiKeyView) })), toApiFailure))
+        reads.keys(path.id).pipe(Effect.map((keys) => ({ keys: keys.map(apiKeyView) }))))
       .handle("ledger", ({ path, urlParams }) =>
         reads.ledger(path.id, urlParams).pipe(
-          Effect.map((page) => ({ entries: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore })),
-          toApiFailure
-        ))
+          Effect.map((page) => ({ entries: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore }))))
       .handle("addCredits", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.addCredits(path.id, payload.amountMicroCents, by)).pipe(Effect.map(accountView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.addCredits(path.id, payload.amountMicroCents, by)).pipe(Effect.map(accountView)))
       .handle("createKey", ({ path, payload }) =>
         Effect.flatMap(actor, (by) => admin.createKey(path.id, payload, by)).pipe(
-          Effect.map((created) => ({ ...apiKeyView(created.record), key: created.secret })),
-          toApiFailure
-        ))
+          Effect.map((created) => ({ ...apiKeyView(created.record), key: created.secret }))))
       .handle("rotateWebhookSecret", ({ path, payload }) =>
         Effect.flatMap(actor, (by) => admin.rotateWebhookSecret(path.id, payload.overlapSeconds, by)).pipe(
-          Effect.map(accountView),
-          toApiFailure
-        ))
+          Effect.map(accountView)))
       .handle("updateKey", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.updateKey(path.id, payload, by)).pipe(Effect.map(apiKeyView), toApiFailure))
-      .handle("spend", ({ urlParams }) => reads.spend(urlParams).pipe(Effect.map(spendView), toApiFailure))
-      .handle("stats", ({ urlParams }) => reads.stats(urlParams).pipe(Effect.map(statsView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.updateKey(path.id, payload, by)).pipe(Effect.map(apiKeyView)))
+      .handle("spend", ({ urlParams }) => reads.spend(urlParams).pipe(Effect.map(spendView)))
+      .handle("stats", ({ urlParams }) => reads.stats(urlParams).pipe(Effect.map(statsView)))
       .handle("deactivateKey", ({ path }) =>
-        Effect.flatMap(actor, (by) => admin.deactivateKey(path.id, by)).pipe(Effect.map(apiKeyView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.deactivateKey(path.id, by)).pipe(Effect.map(apiKeyView)))
       .handle("listJobs", ({ urlParams }) =>
         reads.jobs(urlParams).pipe(
-          Effect.map((page) => ({ jobs: page.items.map(adminJobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore })),
-          toApiFailure
-        ))
-      .handle("getJob", ({ path }) => reads.job(path.jobId).pipe(Effect.map(adminJobView), toApiFailure))
+          Effect.map((page) => ({ jobs: page.items.map(adminJobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
+      .handle("getJob", ({ path }) => reads.job(path.jobId).pipe(Effect.map(adminJobView)))
       .handle("providerHealth", () => Effect.map(health.snapshot, (entries) => ({ providers: entries.map(providerHealthView) })))
       .handle("listDeliveries", ({ urlParams }) =>
         reads.deliveries(urlParams).pipe(
-          Effect.map((page) => ({ deliveries: page.items.map(adminDeliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),
-          toApiFailure
-        ))
+          Effect.map((page) => ({ deliveries: page.items.map(adminDeliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
       .handle("retryDelivery", ({ path }) =>
-        Effect.flatMap(actor, (by) => admin.retryDelivery(path.id, by)).pipe(Effect.map(adminDeliveryView), toApiFailure))
+        Effect.flatMap(actor, (by) => admin.retryDelivery(path.id, by)).pipe(Effect.map(adminDeliveryView)))
       .handle("auditLog", ({ urlParams }) =>
         reads.auditLog(urlParams).pipe(
-          Effect.map((page) => ({ entries: page.items.map(auditEntryView), nextCursor: page.nextCursor, hasMore: page.hasMore })),
-          toApiFailure
-        ))
+          Effect.map((page) => ({ entries: page.items.map(auditEntryView), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
   }))

@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, FiberRef, Option } from "effect"
+import { Effect, Option } from "effect"
 import type { CatalogDocument } from "../../domain/catalog.js"
 import {
   capabilityGroups,
@@ -19,13 +19,10 @@ import { engineError, type ErrorCode } from "../../domain/errors.js"
 import { requireScope } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
 import { EngineApi } from "../Api.js"
-import { ApiFailure } from "../errorEnvelope.js"
 import { CurrentCaller, CurrentViewer } from "../middleware.js"
-import { CurrentRequestId, toApiFailure } from "../requestContext.js"
 import { CACHE_SECONDS, makeResponseCache } from "../responseCache.js"
 
-const notFound = (code: ErrorCode, what: string) =>
-  Effect.flatMap(FiberRef.get(CurrentRequestId), (requestId) => Effect.fail(ApiFailure.fromEngine(engineError(code, what), requestId)))
+const notFound = (code: ErrorCode, what: string) => Effect.fail(engineError(code, what))
 
 /** A view that may be missing: 404 in the envelope, hidden and unknown answering alike. */
 const found = <A>(value: A | undefined, code: ErrorCode, what: string) =>
@@ -37,7 +34,7 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
     const view = <A>(f: (doc: CatalogDocument, viewer: Viewer) => A) =>
       Effect.gen(function*() {
         const viewer = yield* CurrentViewer
-        const { document: doc } = yield* catalog.served.pipe(toApiFailure)
+        const { document: doc } = yield* catalog.served
         return f(doc, { account: Option.getOrUndefined(Option.map(viewer, (c) => c.account)) })
       })
     const model = (slug: string) =>
@@ -65,8 +62,8 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
     const cached = (route: string, f: (doc: CatalogDocument, viewer: Viewer) => unknown, missing?: [ErrorCode, string]) =>
       Effect.gen(function*() {
         const caller = yield* CurrentCaller
-        yield* requireScope(caller, "list_models").pipe(toApiFailure)
-        const served = yield* catalog.served.pipe(toApiFailure)
+        yield* requireScope(caller, "list_models")
+        const served = yield* catalog.served
         return yield* cache(
           // A sunset passing changes the answer without a new revision.
           `${caller.account.id}\u0000${served.sunsetsPassed}\u0000${route}`,

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, FiberRef } from "effect"
 import { RequestId } from "../../domain/ids.js"
 import { JobFollow } from "../../services/JobFollow.js"
@@ -6,9 +6,18 @@ import { Jobs } from "../../services/Jobs.js"
 import { EngineApi } from "../Api.js"
 import { deprecationHeaders } from "../deprecationHeaders.js"
 import { CurrentCaller } from "../middleware.js"
-import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { CurrentRequestId } from "../requestContext.js"
 import { eventStreamResponse, makeHeartbeats, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
 import { jobListItem, jobView, submitView } from "../views.js"
+
+/**
+ * The answer's value, with headers the protocol adds (Deprecation/Sunset, Idempotent-Replayed,
+ * Preference-Applied) set on the response its success schema encodes.
+ */
+const withHeaders = <A>(headers: Record<string, string>, value: A) =>
+  Object.keys(headers).length === 0
+    ? Effect.succeed(value)
+    : Effect.as(HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers))), value)
 
 export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =>
   Effect.gen(function*() {
@@ -29,13 +38,11 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const extra: Record<string, string> = deprecationHeaders(result, yield* Clock.currentTimeMillis)
           if (result.replayed) extra["idempotent-replayed"] = "true"
           const wait = readPreferWait(headers.prefer)
-          if (wait === undefined) return HttpServerResponse.unsafeJson(submitView(result.job), { headers: extra })
+          if (wait === undefined) return yield* withHeaders(extra, submitView(result.job))
           // A long-poll answers the job as it now is beside the submit's own fields.
           const job = yield* follow.awaitTerminal(result.job, wait)
-          return HttpServerResponse.unsafeJson({ ...submitView(job), ...jobView(job) }, {
-            headers: { ...extra, ...preferenceApplied(wait) }
-          })
-        }).pipe(toApiFailure))
+          return yield* withHeaders({ ...extra, ...preferenceApplied(wait) }, { ...submitView(job), ...jobView(job) })
+        }))
       .handle("estimate", ({ payload }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
@@ -44,31 +51,31 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
             version: payload.version ?? payload.modelVersion,
             input: payload.input
           })
-          return HttpServerResponse.unsafeJson(estimate, { headers: deprecationHeaders(version, yield* Clock.currentTimeMillis) })
-        }).pipe(toApiFailure))
+          return yield* withHeaders(deprecationHeaders(version, yield* Clock.currentTimeMillis), estimate)
+        }))
       .handle("list", ({ urlParams }) =>
         Effect.gen(function*() {
           const page = yield* jobs.list(yield* CurrentCaller, urlParams)
           return { jobs: page.jobs.map(jobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }
-        }).pipe(toApiFailure))
+        }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
           // Read off the request rather than declared: a declared header would become a required
           // argument of every typed client's get.
           const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
-          if (wait === undefined) return HttpServerResponse.unsafeJson(jobView(job))
-          return HttpServerResponse.unsafeJson(jobView(yield* follow.awaitTerminal(job, wait)), { headers: preferenceApplied(wait) })
-        }).pipe(toApiFailure))
+          if (wait === undefined) return jobView(job)
+          return yield* withHeaders(preferenceApplied(wait), jobView(yield* follow.awaitTerminal(job, wait)))
+        }))
       .handle("events", ({ headers, path }) =>
         Effect.gen(function*() {
           // Checked before the stream starts, so a refusal is the usual JSON error.
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
           return eventStreamResponse(follow, heartbeats, job.id, readLastEventId(headers["last-event-id"]))
-        }).pipe(toApiFailure))
+        }))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
           const outcome = yield* jobs.cancel(yield* CurrentCaller, path.jobId)
           return { jobId: outcome.job.id, status: "cancelled" as const, refundedMicroCents: outcome.refundedMicroCents }
-        }).pipe(toApiFailure))
+        }))
   }))

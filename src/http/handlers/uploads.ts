@@ -3,7 +3,7 @@ import { Effect, FiberRef } from "effect"
 import { Uploads } from "../../services/Uploads.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
-import { CurrentRequestId, toApiFailure } from "../requestContext.js"
+import { CurrentRequestId } from "../requestContext.js"
 import { iso } from "../views.js"
 
 /** Upload answers use the spec's {success, data, requestId} envelope. */
@@ -18,7 +18,7 @@ export const UploadsHandlers = HttpApiBuilder.group(EngineApi, "uploads", (handl
         Effect.gen(function*() {
           const result = yield* uploads.presign(yield* CurrentCaller, payload)
           return yield* enveloped({ ...result, expiresAt: iso(result.expiresAt) })
-        }).pipe(toApiFailure))
+        }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
           const u = yield* uploads.get(yield* CurrentCaller, path.id)
@@ -31,5 +31,5 @@ export const UploadsHandlers = HttpApiBuilder.group(EngineApi, "uploads", (handl
             createdAt: iso(u.createdAt),
             expiresAt: iso(u.expiresAt)
           })
-        }).pipe(toApiFailure))
+        }))
   }))

@@ -3,7 +3,6 @@ import { Effect } from "effect"
 import { Webhooks } from "../../services/Webhooks.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
-import { toApiFailure } from "../requestContext.js"
 import { deliveryView } from "../views.js"
 
 export const WebhooksHandlers = HttpApiBuilder.group(EngineApi, "webhooks", (handlers) =>
@@ -14,9 +13,9 @@ export const WebhooksHandlers = HttpApiBuilder.group(EngineApi, "webhooks", (han
         Effect.gen(function*() {
           const page = yield* webhooks.list(yield* CurrentCaller, urlParams)
           return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore }
-        }).pipe(toApiFailure))
+        }))
       .handle("retry", ({ path }) =>
         Effect.gen(function*() {
           return deliveryView(yield* webhooks.retry(yield* CurrentCaller, path.id))
-        }).pipe(toApiFailure))
+        }))
   }))

@@ -93,6 +93,15 @@ export const JobListItemOfJob = Schema.Struct({
 })
 export const JobListItem = jsonStruct(JobListItemOfJob)
 
+/**
+ * Submit's answer under `Prefer: wait=N`: the submit fields, then the job's current fields
+ * (its status, no longer only pending, in the submit's place).
+ */
+export const SubmitWaitedResponse = Schema.Struct({
+  ...SubmitResponse.fields,
+  ...JobView.fields
+})
+
 export const JobListParams = Schema.Struct({
   limit: Schema.optional(PageLimit),
   cursor: Schema.optional(Schema.String),
