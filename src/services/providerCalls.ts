@@ -149,27 +149,32 @@ export const makeProviderCalls = Effect.gen(function*() {
   ): Effect.Effect<Generation, never, Scope.Scope> =>
     Effect.gen(function*() {
       const hints = yield* hintsFor(request.job)
-      while (true) {
+      /** One poll, and the wait before the next: the generation once it ended, none while it runs. */
+      const pollOnce: Effect.Effect<Option.Option<Generation>> = Effect.gen(function*() {
         if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) {
           yield* retrying(provider.cancel(handle, request), true).pipe(
             Effect.catchAll((error) => Effect.logWarning("the provider did not take the cancel", error.message))
           )
-          return generationFailed(
+          return Option.some(generationFailed(
             `The generation did not finish within ${request.version.provider?.timeoutSeconds} seconds; it was cancelled and its cost refunded`
-          )
+          ))
         }
         yield* Queue.takeAll(hints)
         const polled = yield* Effect.either(retrying(provider.poll(handle, request), true))
-        if (polled._tag === "Left") return generationFailed(polled.left.message)
+        if (polled._tag === "Left") return Option.some(generationFailed(polled.left.message))
         const status = polled.right
-        if (status._tag !== "Running") return ended(status)
+        if (status._tag !== "Running") return Option.some(ended(status))
         const now = yield* Clock.currentTimeMillis
         const waitMs = Math.min(
           status.pollAfterMs ?? provider.pollIntervalMs ?? config.providerPollIntervalMs,
           deadline === undefined ? Infinity : Math.max(0, deadline - now)
         )
         yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(0, waitMs))), Queue.take(hints))
-      }
+        return Option.none()
+      })
+      return yield* Effect.iterate(Option.none<Generation>(), { while: Option.isNone, body: () => pollOnce }).pipe(
+        Effect.map(Option.getOrThrow)
+      )
     })
 
   /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */

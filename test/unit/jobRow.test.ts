@@ -107,10 +107,12 @@ describe("a job's row", () => {
       lease_expires_at: 1_700_000_060_000,
       provider_phase: "started",
       provider_handle: JSON.stringify(fullJob.providerHandle),
-      provider_starts: 3
+      provider_starts: 3,
+      provider_route: JSON.stringify(fullJob.providerRoute)
     })
     const bare = jobRow(bareJob)
-    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url]).toStrictEqual([null, null, null, null, null])
+    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route])
+      .toStrictEqual([null, null, null, null, null, null])
   })
 
   it("reads the rows earlier releases wrote: no api_key_id column, JSON null for no error, extra columns", () => {
