@@ -4,6 +4,7 @@ import { jobRow } from "../../adapters/sql/jobs/jobRows.js"
 import { JobFromRow } from "../../adapters/sql/rows.js"
 import type { AccountId, ApiKeyId, JobId, RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
+import { job } from "../conformance/fixtures.js"
 
 const decodeRow = Schema.decodeUnknownSync(JobFromRow)
 
@@ -49,30 +50,13 @@ const fullJob: Job = {
 }
 
 /** Every nullable field null; a job that recorded no key has no apiKeyId. */
-const bareJob: Job = {
+const bareJob: Job = job("acc_1" as AccountId, {
   id: "job_bare" as JobId,
-  accountId: "acc_1" as AccountId,
   requestId: "req_2" as RequestId,
   model: "acme/text",
-  version: "v1",
   input: {},
-  webhookUrl: null,
-  status: "pending",
-  costMicroCents: 0,
-  error: null,
-  outputs: null,
-  createdAt: 1_700_000_000_000,
-  estimatedCompletionAt: 1_700_000_030_000,
-  startedAt: null,
-  completedAt: null,
-  attempts: 0,
-  leaseOwner: null,
-  leaseExpiresAt: null,
-  providerPhase: null,
-  providerHandle: null,
-  providerStarts: 0,
-  providerRoute: null
-}
+  costMicroCents: 0
+})
 
 /** How PostgreSQL answers a row: BIGINT columns as strings. */
 const asPostgresAnswers = (row: Record<string, unknown>) =>

@@ -4,34 +4,10 @@ import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { JobListItem, JobView, SubmitResponse } from "../../src/http/schemas/jobs.js"
 import { jobListItem, jobView, submitView } from "../../src/http/views.js"
+import { job, T0 } from "../conformance/fixtures.js"
 
-const T0 = 1_700_000_000_000
-
-const aJob = (overrides: Partial<Job>): Job => ({
-  id: "job_1" as JobId,
-  accountId: "acc_1" as AccountId,
-  requestId: "req_1" as RequestId,
-  model: "acme/image",
-  version: "v1",
-  input: { prompt: "a fox" },
-  webhookUrl: null,
-  status: "pending",
-  costMicroCents: 25_000,
-  error: null,
-  outputs: null,
-  createdAt: T0,
-  estimatedCompletionAt: T0 + 30_000,
-  startedAt: null,
-  completedAt: null,
-  attempts: 0,
-  leaseOwner: null,
-  leaseExpiresAt: null,
-  providerPhase: null,
-  providerHandle: null,
-  providerStarts: 0,
-  providerRoute: null,
-  ...overrides
-})
+const aJob = (overrides: Partial<Job>): Job =>
+  job("acc_1" as AccountId, { id: "job_1" as JobId, requestId: "req_1" as RequestId, model: "acme/image", costMicroCents: 25_000, ...overrides })
 
 /** The answer's bytes as a handler sends them: through the answer's schema. */
 const body = <A, I>(schema: Schema.Schema<A, I>, view: A) => JSON.stringify(Schema.encodeSync(schema)(view))

@@ -2,34 +2,23 @@ import { describe, expect, it } from "vitest"
 import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { webhookPayload } from "../../src/domain/webhook.js"
+import { job, T0 } from "../conformance/fixtures.js"
 
-const T0 = 1_700_000_000_000
-
-const ended = (overrides: Partial<Job>): Job => ({
-  id: "job_1" as JobId,
-  accountId: "acc_1" as AccountId,
-  requestId: "req_1" as RequestId,
-  model: "acme/image",
-  version: "v1",
-  input: { prompt: "a fox" },
-  webhookUrl: "https://app.example/hooks",
-  status: "completed",
-  costMicroCents: 1_000,
-  error: null,
-  outputs: null,
-  createdAt: T0,
-  estimatedCompletionAt: T0 + 30_000,
-  startedAt: T0 + 1_000,
-  completedAt: T0 + 5_000,
-  attempts: 1,
-  leaseOwner: null,
-  leaseExpiresAt: null,
-  providerPhase: "started",
-  providerHandle: { id: "pred_1" },
-  providerStarts: 1,
-  providerRoute: null,
-  ...overrides
-})
+const ended = (overrides: Partial<Job>): Job =>
+  job("acc_1" as AccountId, {
+    id: "job_1" as JobId,
+    requestId: "req_1" as RequestId,
+    model: "acme/image",
+    webhookUrl: "https://app.example/hooks",
+    status: "completed",
+    startedAt: T0 + 1_000,
+    completedAt: T0 + 5_000,
+    attempts: 1,
+    providerPhase: "started",
+    providerHandle: { id: "pred_1" },
+    providerStarts: 1,
+    ...overrides
+  })
 
 // The bodies receivers verify signatures over: these exact bytes, key order included (spec 6.2).
 describe("a webhook's body", () => {
