@@ -41,8 +41,9 @@ const jobAt = (providerId: string, rawJobId: string | undefined) =>
 
 /**
  * POST /v1/providers/{providerId}/callbacks/{jobId}: a provider says a generation changed. The
- * callback is verified as the provider documents (over the raw body) before anything about the
- * job is looked up, so an unsigned caller learns nothing of which jobs exist. A verified callback
+ * callback is verified as the provider documents (over the raw body), with the credential the
+ * job started with where the provider signs per credential, before anything about the job is
+ * answered, so an unsigned caller learns nothing of which jobs exist. A verified callback
  * about the job's own generation is a hint: the worker following the job polls the provider at
  * once, and the poll's answer (never the callback's body) decides the job. So the answer is
  * quick, and a callback lost or sent twice changes nothing; polling stays the backstop.
@@ -59,11 +60,14 @@ export const receiveProviderCallback = (providers: Option.Option<Providers["Type
     const body = yield* request.arrayBuffer.pipe(
       Effect.catchAll(() => refuse("VALIDATION_ERROR", "The callback body could not be read to its end"))
     )
-    const callback = yield* verify.value({ headers: request.headers, body: new Uint8Array(body) }).pipe(
+    // Looked up first for the credential its start recorded, but refused only once the callback
+    // is verified: an unknown job is checked against every secret, and fails as a forgery does.
+    const job = yield* jobAt(providerId, params["jobId"])
+    const credentialId = job?.providerRoute?.credentialId ?? job?.providerHandle?.route?.credentialId
+    const callback = yield* verify.value({ headers: request.headers, body: new Uint8Array(body), ...(credentialId === undefined ? {} : { credentialId }) }).pipe(
       Effect.tapError((rejected) => Effect.logWarning("provider callback refused", providerId, rejected.message)),
       Effect.catchTag("CallbackRejected", (rejected) => refuse("UNAUTHORIZED", rejected.message))
     )
-    const job = yield* jobAt(providerId, params["jobId"])
     if (job === undefined) return yield* refuse("JOB_NOT_FOUND", `No job "${params["jobId"] ?? ""}" runs at the provider "${providerId}"`)
     const stored = storedHandleId(job)
     if (stored !== undefined && stored !== callback.handleId) {

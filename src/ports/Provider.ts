@@ -165,6 +165,11 @@ export interface CallbackRequest {
   readonly headers: Readonly<Record<string, string>>
   /** The raw body: signatures are computed over the exact bytes. */
   readonly body: Uint8Array
+  /**
+   * The credential the job's generation was started with, when the engine has recorded it: a
+   * provider whose signing secret is per credential checks the callback with that one only.
+   */
+  readonly credentialId?: string
 }
 
 /** A callback that failed the provider's documented check (signature, timestamp, shape). */

@@ -3,6 +3,7 @@ import { Effect, TestClock } from "effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { replicateProvider } from "../../adapters/providers/replicate/ReplicateProvider.js"
+import { signReplicateWebhook } from "../simulators/replicate.js"
 
 /** A Replicate whose secret endpoint fails until `secret` is set, counting the fetches. */
 const secretHost = Effect.acquireRelease(
@@ -49,4 +50,43 @@ describe("Replicate: the webhook secret fetched from Replicate", () => {
       yield* Effect.flip(provider.verifyCallback!(unsigned))
       expect(host.fetches()).toBe(2)
     }))
+})
+
+/** A Replicate with two accounts: each token's secret endpoint answers that account's own signing secret. */
+const twoAccounts = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ url: string; fetchesBy: Map<string, number>; close: () => void }>((resolve) => {
+      const fetchesBy = new Map<string, number>()
+      const server = createServer((req, res) => {
+        const token = (req.headers.authorization ?? "").replace(/^Bearer /, "")
+        fetchesBy.set(token, (fetchesBy.get(token) ?? 0) + 1)
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ key: secretOf(token) }))
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, fetchesBy, close: () => server.close() }))
+    })
+  ),
+  (host) => Effect.sync(host.close)
+)
+const secretOf = (token: string) => `whsec_${Buffer.from(`secret of ${token}`).toString("base64")}`
+
+describe("Replicate: a callback checked with the credential its job started with", () => {
+  it.live("uses that credential's signing secret only, and each one's while the job's is not recorded", () =>
+    Effect.gen(function*() {
+      const host = yield* twoAccounts
+      const provider = replicateProvider({
+        apiToken: [{ id: "first", secret: "r8_first" }, { id: "second", secret: "r8_second" }],
+        baseUrl: host.url
+      })
+      const body = JSON.stringify({ id: "p1" })
+      const signedBySecond = { headers: signReplicateWebhook(body, secretOf("r8_second")), body: new TextEncoder().encode(body) }
+
+      expect(yield* provider.verifyCallback!({ ...signedBySecond, credentialId: "second" })).toEqual({ handleId: "p1" })
+      expect(host.fetchesBy.get("r8_first")).toBeUndefined()
+      // Signed by the other account than the job's: refused, though that account's secret would pass it.
+      const refused = yield* Effect.flip(provider.verifyCallback!({ ...signedBySecond, credentialId: "first" }))
+      expect(refused.message).toContain("no webhook-signature entry matches")
+      // A job whose credential is not recorded yet (its handle not committed): each account's secret is tried.
+      expect(yield* provider.verifyCallback!(signedBySecond)).toEqual({ handleId: "p1" })
+    }).pipe(Effect.scoped))
 })

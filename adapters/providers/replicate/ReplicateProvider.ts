@@ -137,14 +137,22 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
     }
   }
 
+  /** A credential's webhook signing secret, fetched with its token (each token's account has its own). */
+  const fetchedSecrets = new Map(
+    (tokens.credentials?.map(({ id }) => id) ?? [undefined]).map((credentialId) => [
+      credentialId,
+      keptSecret(Effect.map(call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret, credentialId), ({ key }) => key))
+    ])
+  )
   /**
-   * The webhook signing secrets: the configured one, else each token's account's, fetched. A
-   * callback names no credential before it is verified, so it is checked against each.
+   * The secrets a callback is checked against: the configured one; else the secret of the
+   * credential its job started with; else (the job's credential not yet recorded) each one's.
    */
-  const signingSecrets: ReadonlyArray<Effect.Effect<string, ProviderError>> = options.webhookSecret !== undefined
-    ? [Effect.succeed(secretValue(options.webhookSecret))]
-    : (tokens.credentials?.map(({ id }) => id) ?? [undefined]).map((credentialId) =>
-      keptSecret(Effect.map(call(HttpClientRequest.get(`${base}/v1/webhooks/default/secret`), WebhookSecret, credentialId), ({ key }) => key)))
+  const signingSecretsFor = (credentialId: string | undefined): ReadonlyArray<Effect.Effect<string, ProviderError>> => {
+    if (options.webhookSecret !== undefined) return [Effect.succeed(secretValue(options.webhookSecret))]
+    const own = credentialId === undefined ? undefined : fetchedSecrets.get(credentialId)
+    return own === undefined ? [...fetchedSecrets.values()] : [own]
+  }
 
   return {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
@@ -228,7 +236,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
         const signed = { id: headers["webhook-id"], timestamp: headers["webhook-timestamp"], signature: headers["webhook-signature"] }
         let fetched = false
         let problem: string | undefined
-        for (const signingSecret of signingSecrets) {
+        for (const signingSecret of signingSecretsFor(callback.credentialId)) {
           const secret = yield* Effect.option(signingSecret)
           if (secret._tag === "None") continue
           fetched = true
