@@ -19,7 +19,8 @@ import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { providerCallbackPath } from "../../src/http/providerCallbacks.js"
 import { makeWebHandler, type WebHandler } from "../../src/http/webHandler.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
-import { layerProviders } from "../../src/ports/Provider.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import { type GenerationProvider, layerProviders } from "../../src/ports/Provider.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { ADMIN_TOKEN, BASE, makeHttpEngine } from "../support/httpEngine.js"
@@ -30,15 +31,29 @@ const SECRET = `whsec_${Buffer.from("replicate callback secret").toString("base6
 const falKeys = generateKeyPairSync("ed25519")
 const falPublicKey = falKeys.publicKey.export({ format: "jwk" }).x!
 
-/** The demo catalog with a model at each of Replicate and fal.ai. */
+/** The demo catalog with a model at each of Replicate, fal.ai and `pinned`. */
 const catalog = () => {
   const doc = demoCatalog()
   const template = doc.models.find((m) => m.slug === "demo/image-gen/text-to-image")!
-  for (const id of ["replicate", "fal"]) {
+  for (const id of ["replicate", "fal", "pinned"]) {
     doc.providers.push({ ...doc.providers[0], id, name: id })
     doc.models.push({ ...structuredClone(template), slug: `${id}/image-gen/text-to-image`, providerId: id })
   }
   return doc
+}
+
+/** The credential each callback to `pinned` was checked with, in order. */
+const checkedWith: Array<string | undefined> = []
+/** A provider whose signatures would be per credential: it records which one the engine named, and takes the callback. */
+const pinned: GenerationProvider = {
+  start: () => Effect.die("not started in these tests"),
+  poll: () => Effect.die("not polled in these tests"),
+  cancel: () => Effect.void,
+  verifyCallback: (request) =>
+    Effect.sync(() => {
+      checkedWith.push(request.credentialId)
+      return { handleId: "gen_1" }
+    })
 }
 
 const services = EngineServicesLive.pipe(
@@ -54,6 +69,7 @@ const services = EngineServicesLive.pipe(
       demo: makeDemoProvider(),
       replicate: replicateProvider({ apiToken: "r8_unused", baseUrl: "http://127.0.0.1:9", webhookSecret: SECRET }),
       fal: falProvider({ apiKey: "unused", baseUrl: "http://127.0.0.1:9", webhookPublicKeys: falPublicKey }),
+      pinned,
       // A provider that takes no callbacks (no public keys configured).
       polled: falProvider({ apiKey: "unused", baseUrl: "http://127.0.0.1:9" })
     })
@@ -81,7 +97,7 @@ beforeAll(async () => {
   expect((await call("PUT", "/admin/catalog", { body: JSON.stringify(catalog()), headers: admin })).status).toBe(200)
   const account = await call("POST", "/admin/accounts", { body: JSON.stringify({ name: "cb", creditsMicroCents: 10_000_000 }), headers: admin })
   const key = await call("POST", `/admin/accounts/${account.body.id}/keys`, { body: JSON.stringify({ name: "k", scopes: [], allowedIPs: [] }), headers: admin })
-  for (const provider of ["replicate", "fal", "demo"]) {
+  for (const provider of ["replicate", "fal", "demo", "pinned"]) {
     const submitted = await call("POST", "/v1/jobs/submit", {
       body: JSON.stringify({ model: `${provider}/image-gen/text-to-image`, input: { prompt: "p" } }),
       headers: { authorization: `Bearer ${key.body.key}` }
@@ -170,6 +186,23 @@ describe("provider callbacks", () => {
       status: 413,
       body: { error: { code: "PAYLOAD_TOO_LARGE" } }
     })
+  })
+
+  it("checks a callback with the credential the job's start recorded, each one's before it is recorded", async () => {
+    const jobId = jobs["pinned"]!
+    const post = () => call("POST", providerCallbackPath("pinned", jobId), { body: JSON.stringify({ id: "gen_1" }) })
+    expect((await post()).status).toBe(200)
+    // The start's state, as a worker commits it once the provider took the start with the second key.
+    await runtime.runPromise(Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const now = Date.now()
+      const claimed = yield* repo.claimIds([jobId], { workerId: "wrk_cb", now, leaseMs: 60_000, maxAttempts: 3 })
+      expect(claimed.map((job) => job.id)).toEqual([jobId])
+      const route = { index: 0, providerId: "pinned", credentialId: "key_second" }
+      expect(yield* repo.saveProviderState(jobId, "wrk_cb", { phase: "started", handle: { id: "gen_1" }, starts: 1, route })).toBe(true)
+    }))
+    expect((await post()).status).toBe(200)
+    expect(checkedWith).toEqual([undefined, "key_second"])
   })
 
   it("is not an operation of the public OpenAPI document", async () => {
