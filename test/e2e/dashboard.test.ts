@@ -99,11 +99,14 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
   it("creates an account with credit and a key whose secret it shows once", async () => {
     await page.getByLabel("Name", { exact: true }).fill("Dashboard Films")
     await page.getByLabel("Opening credit (USD)").fill("25")
+    await page.getByLabel("Budget (USD, optional)").fill("500")
+    await page.getByLabel("Budget period").selectOption("total")
     await page.getByRole("button", { name: "Create account" }).click()
     await page.getByRole("heading", { level: 1, name: "Dashboard Films" }).waitFor()
     expect(await page.getByTestId("balance").textContent()).toBe("$25.00")
     accountId = decodeURIComponent(new URL(page.url()).hash.split("/")[2]!)
     expect(accountId).toMatch(/^acc_/)
+    expect((await api("GET", `/admin/accounts/${accountId}`, ADMIN)).body.budget).toEqual({ limitMicroCents: 500_000_000, period: "total" })
 
     await page.getByLabel("Key name").fill("backend")
     await page.getByRole("checkbox", { name: /check_status/ }).check()
@@ -309,7 +312,8 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
 
     await page.getByLabel("Budget of the account (USD)").fill("100")
     await page.getByLabel("Budget period of the account").selectOption("month")
-    await page.getByRole("button", { name: "Set budget" }).click()
+    // The account has had a budget since its creation (500 USD in total): changed here.
+    await page.getByRole("button", { name: "Change budget" }).click()
     await expect.poll(() => page.getByTestId("budget-account").textContent()).toContain(`${money(spent)} of $100.00 this month`)
 
     await page.getByRole("button", { name: /^Edit the budget of key backend/ }).click()

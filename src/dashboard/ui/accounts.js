@@ -2,6 +2,7 @@
 import { html } from "htm/preact"
 import { useState } from "preact/hooks"
 import { seg, withQuery } from "./api.js"
+import { budgetOf, PERIODS } from "./budgets.js"
 import { dollarsToMicroCents, money, time } from "./format.js"
 import { ErrorMessage, href, LoadMore, PageTitle, usePagedList } from "./ui.js"
 
@@ -25,7 +26,8 @@ const CreateAccount = ({ api, notify }) => {
       const account = await api("POST", "admin/accounts", {
         name: String(form.get("name")).trim(),
         creditsMicroCents,
-        maxConcurrentJobs: Number(form.get("maxConcurrentJobs"))
+        maxConcurrentJobs: Number(form.get("maxConcurrentJobs")),
+        ...budgetOf(form)
       })
       notify(`Account ${account.name} created with ${money(account.balanceMicroCents)}.`)
       location.hash = href(`accounts/${seg(account.id)}`)
@@ -43,6 +45,14 @@ const CreateAccount = ({ api, notify }) => {
       <p id="account-credit-hint" class="hint">Written to the ledger as a credit; 1 USD is 1,000,000 micro-cents.</p>
       <label for="account-max">Concurrent jobs (plan maximum)</label>
       <input id="account-max" name="maxConcurrentJobs" type="number" min="1" step="1" defaultValue="5" required />
+      <label for="account-budget">Budget (USD, optional)</label>
+      <span class="inline">
+        <input id="account-budget" name="budgetLimit" inputmode="decimal" size="8" />
+        <label for="account-budget-period" class="sr-only">Budget period</label>
+        <select id="account-budget-period" name="budgetPeriod">
+          ${PERIODS.map(([value, text]) => html`<option value=${value} selected=${value === "month"}>${text}</option>`)}
+        </select>
+      </span>
       <div class="actions"><button type="submit">Create account</button></div>
     </form>
     <${ErrorMessage} error=${error} />
