@@ -2,7 +2,7 @@
 import { html } from "htm/preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { seg, withQuery } from "./api.js"
-import { BudgetBar, budgetOf, BudgetForm, loadBudgetSpend, patchKeyBudget, PERIODS } from "./budgets.js"
+import { BudgetBar, BudgetFields, budgetOf, BudgetForm, loadBudgetSpend, patchKeyBudget } from "./budgets.js"
 import { dollarsToMicroCents, listOf, localToIso, money, time } from "./format.js"
 import { ErrorMessage, href, LoadMore, PageTitle, useLoad, usePagedList } from "./ui.js"
 
@@ -266,14 +266,7 @@ const Keys = ({ account, api, notify }) => {
       <p id="key-ips-hint" class="hint">Addresses or CIDR ranges, one per line or comma-separated; empty allows any address.</p>
       <label for="key-expires">Expires at (optional)</label>
       <input id="key-expires" name="expiresAt" type="datetime-local" />
-      <label for="key-budget">Budget (USD, optional)</label>
-      <span class="inline">
-        <input id="key-budget" name="budgetLimit" inputmode="decimal" size="8" />
-        <label for="key-budget-period" class="sr-only">Budget period</label>
-        <select id="key-budget-period" name="budgetPeriod">
-          ${PERIODS.map(([value, text]) => html`<option value=${value} selected=${value === "month"}>${text}</option>`)}
-        </select>
-      </span>
+      <${BudgetFields} id="key-budget" />
       <div class="actions"><button type="submit">Create key</button></div>
     </form>
     <${ErrorMessage} error=${error} />

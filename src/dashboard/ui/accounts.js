@@ -2,7 +2,7 @@
 import { html } from "htm/preact"
 import { useState } from "preact/hooks"
 import { seg, withQuery } from "./api.js"
-import { budgetOf, PERIODS } from "./budgets.js"
+import { BudgetFields, budgetOf } from "./budgets.js"
 import { dollarsToMicroCents, money, time } from "./format.js"
 import { ErrorMessage, href, LoadMore, PageTitle, usePagedList } from "./ui.js"
 
@@ -45,14 +45,7 @@ const CreateAccount = ({ api, notify }) => {
       <p id="account-credit-hint" class="hint">Written to the ledger as a credit; 1 USD is 1,000,000 micro-cents.</p>
       <label for="account-max">Concurrent jobs (plan maximum)</label>
       <input id="account-max" name="maxConcurrentJobs" type="number" min="1" step="1" defaultValue="5" required />
-      <label for="account-budget">Budget (USD, optional)</label>
-      <span class="inline">
-        <input id="account-budget" name="budgetLimit" inputmode="decimal" size="8" />
-        <label for="account-budget-period" class="sr-only">Budget period</label>
-        <select id="account-budget-period" name="budgetPeriod">
-          ${PERIODS.map(([value, text]) => html`<option value=${value} selected=${value === "month"}>${text}</option>`)}
-        </select>
-      </span>
+      <${BudgetFields} id="account-budget" />
       <div class="actions"><button type="submit">Create account</button></div>
     </form>
     <${ErrorMessage} error=${error} />

@@ -13,7 +13,7 @@ const HOUR_MS = 3_600_000
 /** The longest range one spend read takes (docs/admin-api.md#spend). */
 const MAX_RANGE_MS = 366 * DAY_MS
 
-export const PERIODS = [
+const PERIODS = [
   ["day", "per day (UTC)"],
   ["month", "per month (UTC)"],
   ["total", "in total (never resets)"]
@@ -133,6 +133,20 @@ export const BudgetForm = ({ budget, id, save, what }) => {
     <${ErrorMessage} error=${error} />
   </form>`
 }
+
+/**
+ * A creation form's optional budget fields, `budgetLimit` (dollars) and `budgetPeriod`, read back
+ * by `budgetOf`; `id` prefixes the inputs' ids.
+ * @param {{ id: string }} props
+ */
+export const BudgetFields = ({ id }) => html`<label for=${id}>Budget (USD, optional)</label>
+  <span class="inline">
+    <input id=${id} name="budgetLimit" inputmode="decimal" size="8" />
+    <label for=${`${id}-period`} class="sr-only">Budget period</label>
+    <select id=${`${id}-period`} name="budgetPeriod">
+      ${PERIODS.map(([value, text]) => html`<option value=${value} selected=${value === "month"}>${text}</option>`)}
+    </select>
+  </span>`
 
 /**
  * A creation form's optional budget fields (`budgetLimit` in dollars, `budgetPeriod`) as the body's
