@@ -2,7 +2,7 @@ import { HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Option, Queue, type Scope, Stream } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
-import type { Job } from "../domain/job.js"
+import { isTerminal, type Job } from "../domain/job.js"
 import { type JobFollow, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
 import { jobView } from "./views.js"
 
@@ -42,6 +42,16 @@ const eventOf = (job: Job): Uint8Array => {
 const HEARTBEAT_BYTES = encoder.encode(": heartbeat\n\n")
 
 /**
+ * Written first on every stream. Node sends a response's headers with its first body bytes, and
+ * a stream resumed after the current status has no event to write until the job moves on: without
+ * these bytes the client would see no answer at all until then (or the first heartbeat).
+ */
+const OPEN_BYTES = encoder.encode(": open\n\n")
+
+/** The id of a job's last event, its terminal status: a stream resumed at it has nothing left to say. */
+const FINAL_EVENT_ID = statusRank("completed")
+
+/**
  * One timer for the heartbeats of every open stream, running only while any is open. A stream
  * joining between two beats gets its first one sooner than `interval`; after that, every
  * `interval`: no stream is ever silent longer.
@@ -77,13 +87,13 @@ export type Heartbeats = Effect.Effect.Success<ReturnType<typeof makeHeartbeats>
 type End = { readonly error: StoreError | undefined }
 
 /**
- * The text/event-stream answer of a followed job: a queue of bytes filled by the job's shared
- * follower (JobFollow.listen) and the process's heartbeat timer, drained into the response.
- * A store failure mid-stream ends it: the client resumes with Last-Event-ID, as after any
- * dropped connection.
+ * The events of a job still running: a queue of bytes filled by the job's shared follower
+ * (JobFollow.listen) and the process's heartbeat timer, drained into the response. A store
+ * failure mid-stream ends it: the client resumes with Last-Event-ID, as after any dropped
+ * connection.
  */
-export const eventStreamResponse = (follow: JobFollow["Type"], heartbeats: Heartbeats, jobId: JobId, after: number) => {
-  const body = Stream.unwrapScoped(Effect.gen(function*() {
+const followed = (follow: JobFollow["Type"], heartbeats: Heartbeats, jobId: JobId, after: number) =>
+  Stream.unwrapScoped(Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Uint8Array | End>()
     yield* follow.listen(jobId, after, {
       onJob: (job) => Queue.unsafeOffer(queue, eventOf(job)),
@@ -98,9 +108,25 @@ export const eventStreamResponse = (follow: JobFollow["Type"], heartbeats: Heart
         : Effect.zipRight(Effect.logWarning("job status stream ended by a store error", item.error), ended)
     }))
   }))
-  return HttpServerResponse.stream(body, {
+
+/**
+ * The events of `job` ranked above `after`. A job already terminal (as the handler just read it)
+ * has at most its final event left, and a client that saw the final event nothing: those end at
+ * once, with no follower.
+ */
+const eventsAfter = (follow: JobFollow["Type"], heartbeats: Heartbeats, job: Job, after: number) => {
+  if (after >= FINAL_EVENT_ID) return Stream.empty
+  if (isTerminal(job.status)) return Stream.succeed(eventOf(job))
+  return followed(follow, heartbeats, job.id, after)
+}
+
+/**
+ * The text/event-stream answer for `job` (as the handler read it), resumed after the event
+ * `after` (Last-Event-ID): its opening comment at once, then the events left.
+ */
+export const eventStreamResponse = (follow: JobFollow["Type"], heartbeats: Heartbeats, job: Job, after: number) =>
+  HttpServerResponse.stream(Stream.concat(Stream.succeed(OPEN_BYTES), eventsAfter(follow, heartbeats, job, after)), {
     contentType: "text/event-stream",
     // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
     headers: { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
   })
-}

@@ -1,3 +1,6 @@
+import { genjobsNode } from "genjobs/http"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readEvents, type ServerEvent } from "../../src/client/eventStream.js"
 import { type HttpEngine, BASE, makeHttpEngine } from "../support/httpEngine.js"
@@ -66,6 +69,44 @@ describe("the job status stream and long-poll", () => {
     expect(statuses(await collect(await open(acc.key, jobId, { "last-event-id": "1" })))).toEqual([["3", "cancelled"]])
     // After the final event there is nothing left: the stream ends at once.
     expect(await collect(await open(acc.key, jobId, { "last-event-id": "3" }))).toEqual([])
+  })
+
+  it("ends at once a stream resumed at or past the final event's id, while the job is still pending", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" } })
+    for (const lastEventId of ["3", "9"]) {
+      const response = await open(acc.key, jobId, { "last-event-id": lastEventId })
+      expect(response.status).toBe(200)
+      expect(await collect(response)).toEqual([])
+    }
+    expect((await acc.get(`/v1/jobs/${jobId}`)).body.status).toBe("pending")
+    await acc.post(`/v1/jobs/${jobId}/cancel`)
+  })
+
+  it("over node:http, answers a stream resumed after the current status at once, then gives the next event", async () => {
+    const acc = await engine.account()
+    const { body: { jobId } } = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x", demoDelayMs: 50 } })
+    // Node sends a response's headers with its first body bytes: the stream must write some at once,
+    // not wait for the job to move on or for the first heartbeat (15 s).
+    const server = createServer(genjobsNode({ fetch: engine.handler })).listen(0, "127.0.0.1")
+    try {
+      await new Promise((resolve) => server.once("listening", resolve))
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/jobs/${jobId}/events`
+      const response = await fetch(url, { headers: { authorization: `Bearer ${acc.key}`, "last-event-id": "2" } })
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toContain("text/event-stream")
+      const reader = response.body!.getReader()
+      const first = await reader.read()
+      expect(new TextDecoder().decode(first.value)).toBe(": open\n\n")
+      reader.releaseLock()
+      const rest = collect(response)
+      expect(await engine.work()).toBe(true)
+      // Processing (2) was seen before: the next event is the final one, and the stream ends.
+      expect(statuses(await rest)).toEqual([["3", "completed"]])
+    } finally {
+      server.closeAllConnections()
+      server.close()
+    }
   })
 
   it("streams under a base path", async () => {

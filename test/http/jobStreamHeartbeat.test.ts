@@ -66,6 +66,7 @@ describe("the status stream's heartbeat, on TestClock", () => {
       const { key } = yield* call("POST", `/admin/accounts/${account.id}/keys`, "admin", { name: "k" })
       const { jobId } = yield* call("POST", "/v1/jobs/submit", key, { model: "demo/text-gen/text-to-text", input: { prompt: "x" } })
       const stream = reading((yield* request("GET", `/v1/jobs/${jobId}/events`, key)).body!)
+      expect(yield* stream.next).toBe(": open\n\n")
       expect(yield* stream.next).toMatch(/^id: 1\n/)
 
       yield* TestClock.adjust("15 seconds")

@@ -71,7 +71,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
         Effect.gen(function*() {
           // Checked before the stream starts, so a refusal is the usual JSON error.
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
-          return eventStreamResponse(follow, heartbeats, job.id, readLastEventId(headers["last-event-id"]))
+          return eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]))
         }))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
