@@ -9,24 +9,34 @@ const FORBIDDEN_V4 = [
   "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4"
 ].map((c) => ipaddr.parseCIDR(c))
 
-const FORBIDDEN_V6 = [
-  "::/128", "::1/128", "::/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/32",
-  "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"
-].map((c) => ipaddr.parseCIDR(c))
+/**
+ * The only IPv6 addresses reached: global unicast (RFC 4291, 2.4). ipaddr.js's `unicast` range is
+ * "none of its named ranges", which lets reserved space such as 1::1 or 4000::1 through.
+ */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3")
 
 /**
- * True when a resolved address may not be reached by a webhook or an output download: anything
- * but global unicast (ipaddr.js's `range()`), so loopback, private, link-local (cloud metadata at
- * 169.254.169.254 included), CGNAT, multicast, reserved, documentation, unspecified, site-local
- * (fec0::/10), IPv4-translated (::ffff:0:0:0/96) and IPv6 forms that embed or tunnel IPv4; and the
- * lists above besides. IPv4-mapped IPv6 is judged by the IPv4 address it carries. An address that
- * does not parse is refused.
+ * Special ranges inside 2000::/3: Teredo, documentation (RFC 3849, RFC 9637), 6to4. The design
+ * notes' other IPv6 ranges (::/96, 64:ff9b::/96, 100::/64, fc00::/7 ...) lie outside 2000::/3.
+ */
+const FORBIDDEN_V6 = ["2001::/32", "2001:db8::/32", "2002::/16", "3fff::/20"].map((c) => ipaddr.parseCIDR(c))
+
+/**
+ * True when a resolved address may not be reached by a webhook or an output download. IPv4:
+ * anything but ipaddr.js's `unicast`, so loopback, private, link-local (cloud metadata at
+ * 169.254.169.254 included), CGNAT, multicast, reserved, documentation, unspecified; and the list
+ * above besides. IPv6: anything outside 2000::/3 (loopback, unique local, link-local, site-local,
+ * multicast, the IPv4-compatible, IPv4-translated and NAT64 forms, reserved space), its named
+ * special ranges and the list above. IPv4-mapped IPv6 is judged by the IPv4 address it carries.
+ * An address that does not parse is refused.
  */
 export const isForbiddenAddress = (address: string): boolean => {
   if (!ipaddr.isValid(address)) return true
   const parsed = ipaddr.parse(address)
-  if (parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
-    return isForbiddenAddress((parsed as ipaddr.IPv6).toIPv4Address().toString())
+  if (parsed.kind() === "ipv6") {
+    const v6 = parsed as ipaddr.IPv6
+    if (v6.isIPv4MappedAddress()) return isForbiddenAddress(v6.toIPv4Address().toString())
+    if (!v6.match(GLOBAL_UNICAST_V6)) return true
   }
   if (parsed.range() !== "unicast") return true
   const ranges = parsed.kind() === "ipv4" ? FORBIDDEN_V4 : FORBIDDEN_V6

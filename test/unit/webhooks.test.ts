@@ -78,3 +78,41 @@ describe("webhook target addresses (SSRF guard)", () => {
     it(`allows ${address}`, () => expect(isForbiddenAddress(address)).toBe(false))
   }
 })
+
+describe("IPv6 webhook targets: global unicast (2000::/3) only, less its special ranges", () => {
+  const outsideGlobalUnicast = [
+    "1::1", "4000::1", "::1:2:3:4", "5f00::1", "8000::1", "e000::1", "1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "4000::"
+  ]
+  // One address in each special range of the design notes, carrying a public IPv4 where the form embeds one.
+  const specialRanges: ReadonlyArray<[string, string]> = [
+    ["::/128", "::"],
+    ["::1/128", "::1"],
+    ["::ffff:0:0/96, a private IPv4", "::ffff:192.168.0.1"],
+    ["::/96", "::808:808"],
+    ["64:ff9b::/96", "64:ff9b::808:808"],
+    ["64:ff9b:1::/48", "64:ff9b:1::808:808"],
+    ["100::/64", "100::1"],
+    ["2001::/32", "2001:0:4136:e378:8000:63bf:3fff:fdd2"],
+    ["2001:db8::/32", "2001:db8:85a3::8a2e:370:7334"],
+    ["2002::/16", "2002:808:808::1"],
+    ["3fff::/20", "3fff:fff:ffff::1"],
+    ["fc00::/7", "fdff::1"],
+    ["fe80::/10", "febf::1"],
+    ["fec0::/10", "feff:ffff::1"],
+    ["ff00::/8", "ff0e::1"],
+    ["::ffff:0:0:0/96", "::ffff:0:808:808"]
+  ]
+  for (const address of outsideGlobalUnicast) {
+    it(`refuses ${address}, outside 2000::/3`, () => expect(isForbiddenAddress(address)).toBe(true))
+  }
+  for (const [range, address] of specialRanges) {
+    it(`refuses ${address} (${range})`, () => expect(isForbiddenAddress(address)).toBe(true))
+  }
+  const globalUnicast = [
+    "2606:4700::1111", "2001:4860:4860::8888", "2a00:1450:4001:82b::200e", "2400:cb00:2048:1::c629:d7a2",
+    "2000::1", "3fff:ffff::1", "::ffff:8.8.8.8"
+  ]
+  for (const address of globalUnicast) {
+    it(`allows ${address}`, () => expect(isForbiddenAddress(address)).toBe(false))
+  }
+})
