@@ -108,6 +108,25 @@ describe("jobs API end to end", () => {
     expect(jobs.body.jobs).toEqual([])
   })
 
+  it("refuses a webhookUrl holding a control character, and keeps the URL as parsed, the one called", async () => {
+    const acc = await engine.account()
+    const submitWith = (webhookUrl: string) => acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" }, webhookUrl })
+    for (const url of ["https://hooks.test/a\r\nb", "https://hooks.test/in\n", "https://hoo\tks.test/", "\u0001https://hooks.test/", "https://hooks.test/\u007f", "https://hooks.test/\u0085"]) {
+      const refused = await submitWith(url)
+      expectError(refused, 400, "INVALID_INPUT")
+      expect(refused.body.error.details.field).toBe("webhookUrl")
+    }
+    expect((await acc.get("/v1/jobs")).body.jobs).toEqual([])
+
+    const accepted = await submitWith(" https://Hooks.TEST:443/in/../hook?x=ü")
+    expect(accepted.status).toBe(200)
+    const href = "https://hooks.test/hook?x=%C3%BC"
+    expect((await engine.admin("GET", `/admin/jobs/${accepted.body.jobId}`)).body.webhookUrl).toBe(href)
+    while (await engine.work()) { /* this job, and any other test's left waiting */ }
+    const deliveries = (await acc.get(`/v1/webhooks/deliveries?jobId=${accepted.body.jobId}`)).body.deliveries
+    expect(deliveries.map((d: any) => d.url)).toEqual([href])
+  })
+
   it("answers VALIDATION_ERROR for malformed bodies and queries", async () => {
     const acc = await engine.account()
     expectError(await engine.request("POST", "/v1/jobs/submit", {

@@ -1,14 +1,14 @@
 import { Effect } from "effect"
 import { engineError, type EngineError } from "../../domain/errors.js"
+import { parseWebhookUrl } from "../../domain/webhookUrl.js"
 import type { SubmitCommand } from "../../ports/JobRepo.js"
 import type { Caller } from "../Auth.js"
+
+export { MAX_WEBHOOK_URL_LENGTH } from "../../domain/webhookUrl.js"
 
 // The checks a submit's request must pass before anything is priced or stored.
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
-
-/** Longer URLs are refused: receivers and proxies commonly stop at 2,048 characters. */
-export const MAX_WEBHOOK_URL_LENGTH = 2_048
 
 export const requireModel = (model: string): Effect.Effect<void, EngineError> =>
   model.trim() === ""
@@ -20,16 +20,13 @@ export const checkIdempotencyKey = (key: string | undefined): Effect.Effect<void
     ? Effect.fail(engineError("VALIDATION_ERROR", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`))
     : Effect.void
 
-export const checkWebhookUrl = (url: string | undefined): Effect.Effect<void, EngineError> => {
-  if (url === undefined) return Effect.void
-  const invalid = (reason: string) =>
-    Effect.fail(engineError("INVALID_INPUT", `webhookUrl ${reason}`, { field: "webhookUrl" }))
-  if (url.length > MAX_WEBHOOK_URL_LENGTH) return invalid(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`)
-  if (!URL.canParse(url)) return invalid("is not a valid URL")
-  const parsed = new URL(url)
-  if (parsed.protocol !== "https:") return invalid("must use the https:// scheme")
-  if (parsed.username !== "" || parsed.password !== "") return invalid("must not carry credentials")
-  return Effect.void
+/** The URL a job's webhook goes to, as parsed: what is stored and called. */
+export const checkWebhookUrl = (url: string | undefined): Effect.Effect<string | undefined, EngineError> => {
+  if (url === undefined) return Effect.succeed(undefined)
+  const checked = parseWebhookUrl(url)
+  return checked._tag === "Valid"
+    ? Effect.succeed(checked.href)
+    : Effect.fail(engineError("INVALID_INPUT", `webhookUrl ${checked.reason}`, { field: "webhookUrl" }))
 }
 
 /** The budgets a caller's submits are held to: the key's, then its account's. */

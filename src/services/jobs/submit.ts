@@ -29,7 +29,15 @@ export interface SubmitResult {
 }
 
 /** The job a submit admits, pending, before the store has seen it. */
-const newJob = (caller: Caller, request: SubmitRequest, requestId: RequestId, resolved: ResolvedModel, costMicroCents: number, now: number): Job => ({
+const newJob = (
+  caller: Caller,
+  request: SubmitRequest,
+  webhookUrl: string | undefined,
+  requestId: RequestId,
+  resolved: ResolvedModel,
+  costMicroCents: number,
+  now: number
+): Job => ({
   id: newJobId(now),
   accountId: caller.account.id,
   apiKeyId: caller.key.id,
@@ -37,7 +45,7 @@ const newJob = (caller: Caller, request: SubmitRequest, requestId: RequestId, re
   model: resolved.model.slug,
   version: resolved.version.versionId,
   input: request.input,
-  webhookUrl: request.webhookUrl ?? null,
+  webhookUrl: webhookUrl ?? null,
   status: "pending",
   costMicroCents,
   error: null,
@@ -66,10 +74,10 @@ export const submit = (deps: JobsDeps) =>
   Effect.gen(function*() {
     yield* requireScope(caller, "submit_job")
     yield* checkIdempotencyKey(idempotencyKey)
-    yield* checkWebhookUrl(request.webhookUrl)
+    const webhookUrl = yield* checkWebhookUrl(request.webhookUrl)
     const { cost, resolved } = yield* quote(deps, caller, request, request.input)
     const now = yield* Clock.currentTimeMillis
-    const job = newJob(caller, request, requestId, resolved, cost.estimatedCostMicroCents, now)
+    const job = newJob(caller, request, webhookUrl, requestId, resolved, cost.estimatedCostMicroCents, now)
     const { found, outcome, taken } = yield* storeSubmit(deps, {
       job,
       maxConcurrentJobs: caller.account.maxConcurrentJobs,
