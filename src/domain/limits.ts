@@ -29,6 +29,9 @@ export type JsonProblem =
 
 const pointerPart = (key: string | number) => String(key).replaceAll("~", "~0").replaceAll("/", "~1")
 
+/** The JSON pointer (RFC 6901) of the value these keys and indexes lead to. */
+export const jsonPointer = (path: ReadonlyArray<string | number>): string => path.map((part) => `/${pointerPart(part)}`).join("")
+
 /**
  * The first reason to refuse a parsed JSON value: nesting beyond `maxDepth` (the top-level
  * value is depth 1), or a NUL in a string or key (with its JSON pointer). Iterative, so a
