@@ -17,6 +17,7 @@ const CLOSE_OBJECT = 125 // }
 const OPEN_ARRAY = 91 // [
 const CLOSE_ARRAY = 93 // ]
 const COMMA = 44 // ,
+const COLON = 58 // :
 
 /** The index of the quote ending the string whose opening quote is at `start`: the first one after an even run of backslashes. */
 const endOfString = (text: string, start: number): number => {
@@ -25,6 +26,26 @@ const endOfString = (text: string, start: number): number => {
     while (text.charCodeAt(before) === BACKSLASH) before--
     if ((quote - 1 - before) % 2 === 0) return quote
   }
+}
+
+const isSpace = (code: number) => code === 32 || code === 10 || code === 13 || code === 9
+
+/**
+ * How many keys the objects of JSON `text` write, repeated ones included: the strings a colon
+ * follows. `text` must be JSON that JSON.parse accepted. It hops from string to string with
+ * indexOf, so it costs about a tenth of JSON.parse; compared with the members of the parsed
+ * value (which keeps one per distinct key), it tells whether any key repeats without comparing
+ * keys, and `findDuplicateKey` then runs only on a body that is refused.
+ */
+export const countKeys = (text: string): number => {
+  let keys = 0
+  for (let open = text.indexOf("\""); open !== -1;) {
+    let after = endOfString(text, open) + 1
+    while (isSpace(text.charCodeAt(after))) after++
+    if (text.charCodeAt(after) === COLON) keys++
+    open = text.indexOf("\"", after)
+  }
+  return keys
 }
 
 /**

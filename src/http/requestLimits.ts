@@ -1,8 +1,8 @@
 import { type HttpServerRequest, HttpServerError } from "@effect/platform"
 import { Cause, Duration, Effect, Stream } from "effect"
 import { engineError, type EngineError } from "../domain/errors.js"
-import { hasNul, jsonPointer, jsonProblem } from "../domain/limits.js"
-import { findDuplicateKey } from "./duplicateKeys.js"
+import { hasNul, type JsonProblem, jsonPointer, surveyJson } from "../domain/limits.js"
+import { countKeys, findDuplicateKey } from "./duplicateKeys.js"
 
 /** PUT /uploads/{id} streams a file under the limits its signed URL carries, not the JSON cap. */
 const isUploadPut = (request: HttpServerRequest.HttpServerRequest): boolean =>
@@ -148,15 +148,12 @@ const bounded = <A>(read: Effect.Effect<A, HttpServerError.RequestError>, { time
 const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> =>
   Effect.map(Stream.runCollect(cappedStream(request, maxBytes)), (chunks) => Buffer.concat(Array.from(chunks)))
 
-const tooDeepOrNul = (value: unknown) => {
-  const problem = jsonProblem(value)
-  if (problem === undefined) return undefined
-  return problem._tag === "TooDeep"
+const tooDeepOrNul = (problem: JsonProblem) =>
+  problem._tag === "TooDeep"
     ? engineError("VALIDATION_ERROR", "The request body nests too deeply")
     : engineError("VALIDATION_ERROR", "The request body holds a NUL character", {
       errors: [{ path: problem.path, message: "must not contain the NUL character (\\u0000)" }]
     })
-}
 
 /** A key named twice in one object, named as unknown fields are (a dotted path, and a JSON pointer in `errors`). */
 const repeatedKey = (text: string) => {
@@ -172,6 +169,8 @@ const repeatedKey = (text: string) => {
 /**
  * The body's JSON, or a refusal: too deep, a NUL, or a repeated key, which JSON.parse would
  * silently resolve to its last value while another reader of the same bytes takes the first.
+ * A repetition shows as fewer members in the value than keys in the text; only then are the
+ * keys compared, to name the repeated one.
  */
 const parseJson = (request: HttpServerRequest.HttpServerRequest, text: string) => {
   let value: unknown
@@ -180,7 +179,12 @@ const parseJson = (request: HttpServerRequest.HttpServerRequest, text: string) =
   } catch (cause) {
     return Effect.fail(decodeError(request, cause))
   }
-  const refused = tooDeepOrNul(value) ?? repeatedKey(text)
+  const { members, problem } = surveyJson(value)
+  const refused = problem !== undefined
+    ? tooDeepOrNul(problem)
+    : members === countKeys(text)
+    ? undefined
+    : repeatedKey(text)
   return refused === undefined ? Effect.succeed(value) : Effect.die(refused)
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { findDuplicateKey } from "../../src/http/duplicateKeys.js"
+import { surveyJson } from "../../src/domain/limits.js"
+import { countKeys, findDuplicateKey } from "../../src/http/duplicateKeys.js"
 
 /** The scan of a text JSON.parse accepts (as the engine only scans such text). */
 const scan = (text: string) => {
@@ -80,6 +81,28 @@ describe("duplicate keys in JSON text", () => {
     expect(scan(`${"{\"a\":".repeat(depth)}1${"}".repeat(depth)}`)).toBeUndefined()
   })
 
+  it("counts the keys a text writes, repeated ones too, and strings that are no keys not at all", () => {
+    const cases: Array<[string, number]> = [
+      [`1`, 0],
+      [`"a"`, 0],
+      [`["a","b",{}]`, 0],
+      [`{"a":"b"}`, 1],
+      [`{ "a" : "b" , "c"\n:\t["d", "e:", {"f":1}] }`, 3],
+      [`{"a":1,"a":2}`, 2],
+      [`{"x":"\\":", "y\\"":"\\\\"}`, 2],
+      [`[{"":""},{"":""}]`, 2]
+    ]
+    for (const [text, keys] of cases) expect([text, countKeys(text)]).toEqual([text, keys])
+  })
+
+  it("counts as many keys as the parsed value has members exactly when none repeats", () => {
+    for (const text of [`{"a":{"a":1},"b":[{"a":1},{"b":{}}],"c":"\\"d\\":1"}`, `[[{"x":1}],{"":{"":[]}}]`, `"s"`]) {
+      expect([text, surveyJson(JSON.parse(text)).members]).toEqual([text, countKeys(text)])
+    }
+    const repeated = `{"a":1,"b":{"c":1,"\\u0063":2},"a":3}`
+    expect(countKeys(repeated) - surveyJson(JSON.parse(repeated)).members).toBe(2)
+  })
+
   it("finds what JSON.parse would fold, on generated bodies", () => {
     // A seeded generator: the same bodies on every run.
     let seed = 7
@@ -111,6 +134,8 @@ describe("duplicate keys in JSON text", () => {
       const text = value(0)
       const duplicate = scan(text)
       expect([text, duplicate !== undefined]).toEqual([text, injected > before])
+      // The cheap test the engine makes first agrees.
+      expect([text, countKeys(text) > surveyJson(JSON.parse(text)).members]).toEqual([text, injected > before])
       if (duplicate !== undefined) found++
     }
     expect(found).toBeGreaterThan(50)
