@@ -99,6 +99,12 @@ describe("duplicate keys in JSON text", () => {
     for (const text of [`{"a":{"a":1},"b":[{"a":1},{"b":{}}],"c":"\\"d\\":1"}`, `[[{"x":1}],{"":{"":[]}}]`, `"s"`]) {
       expect([text, surveyJson(JSON.parse(text)).members]).toEqual([text, countKeys(text)])
     }
+    // JSON.parse makes `__proto__` an own member like any other key.
+    for (const text of [`{"__proto__":{"x":1},"constructor":1}`, `{"0":1,"00":2,"1e0":3}`]) {
+      expect([text, surveyJson(JSON.parse(text)).members]).toEqual([text, countKeys(text)])
+    }
+    expect(scan(`{"__proto__":1,"__proto__":2}`)).toEqual({ key: "__proto__", path: ["__proto__"] })
+    expect(countKeys(`{"__proto__":1,"__proto__":2}`) - surveyJson(JSON.parse(`{"__proto__":1,"__proto__":2}`)).members).toBe(1)
     const repeated = `{"a":1,"b":{"c":1,"\\u0063":2},"a":3}`
     expect(countKeys(repeated) - surveyJson(JSON.parse(repeated)).members).toBe(2)
   })
@@ -146,6 +152,7 @@ describe("duplicate keys in JSON text", () => {
       JSON.parse(text)
       const started = performance.now()
       const result = findDuplicateKey(text)
+      countKeys(text)
       return { result, ms: performance.now() - started }
     }
     const n = 100_000
