@@ -3,7 +3,7 @@
  * the first reads another request than the one executed. This finds such a key in JSON's text.
  */
 
-/** A key named twice in one object: the key, unescaped, and the JSON pointer of its object's member. */
+/** A key named twice in one object: the key, unescaped, and the path to its second naming. */
 export interface DuplicateKey {
   readonly key: string
   /** Each step from the top-level value to the repeated member: object keys and array indexes. */
