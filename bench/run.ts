@@ -7,6 +7,7 @@
  */
 import { claimCost } from "./claimCost.js"
 import { drainFloor } from "./drainFloor.js"
+import { duplicateKeys } from "./duplicateKeys.js"
 import { eventStreams } from "./eventStreams.js"
 import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
@@ -29,7 +30,8 @@ const figures: Record<string, () => Promise<void>> = {
   server_rss: serverRss,
   event_streams: eventStreams,
   in_process: inProcess,
-  provider_inflight: providerInflight
+  provider_inflight: providerInflight,
+  duplicate_keys: duplicateKeys
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")

@@ -29,27 +29,44 @@ export type JsonProblem =
 
 const pointerPart = (key: string | number) => String(key).replaceAll("~", "~0").replaceAll("/", "~1")
 
+/** The JSON pointer (RFC 6901) of the value these keys and indexes lead to. */
+export const jsonPointer = (path: ReadonlyArray<string | number>): string => path.map((part) => `/${pointerPart(part)}`).join("")
+
+/** What the engine reads of a parsed JSON value, in one walk. */
+export interface JsonSurvey {
+  /** The first reason to refuse it; when there is one, `members` counts only what was walked before it. */
+  readonly problem: JsonProblem | undefined
+  /**
+   * How many members its objects hold (arrays' items aside). JSON.parse keeps one per distinct
+   * key, so fewer than the text writes means a key repeated in one object (src/http/duplicateKeys.ts).
+   */
+  readonly members: number
+}
+
 /**
  * The first reason to refuse a parsed JSON value: nesting beyond `maxDepth` (the top-level
- * value is depth 1), or a NUL in a string or key (with its JSON pointer). Iterative, so a
- * deep value cannot exhaust the stack.
+ * value is depth 1), or a NUL in a string or key (with its JSON pointer); and its objects'
+ * members, counted on the same walk. Iterative, so a deep value cannot exhaust the stack.
  */
-export const jsonProblem = (value: unknown, maxDepth: number = MAX_JSON_DEPTH): JsonProblem | undefined => {
+export const surveyJson = (value: unknown, maxDepth: number = MAX_JSON_DEPTH): JsonSurvey => {
   const pending: Array<{ readonly value: unknown; readonly depth: number; readonly path: string }> = [
     { value, depth: 1, path: "" }
   ]
+  let members = 0
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const { depth, path } = next
     if (typeof next.value === "string") {
-      if (hasNul(next.value)) return { _tag: "Nul", path: path === "" ? "/" : path }
+      if (hasNul(next.value)) return { problem: { _tag: "Nul", path: path === "" ? "/" : path }, members }
     } else if (next.value !== null && typeof next.value === "object") {
-      if (depth > maxDepth) return { _tag: "TooDeep" }
-      for (const [key, child] of Object.entries(next.value)) {
+      if (depth > maxDepth) return { problem: { _tag: "TooDeep" }, members }
+      const entries = Object.entries(next.value)
+      if (!Array.isArray(next.value)) members += entries.length
+      for (const [key, child] of entries) {
         const childPath = `${path}/${pointerPart(key)}`
-        if (hasNul(key)) return { _tag: "Nul", path: childPath }
+        if (hasNul(key)) return { problem: { _tag: "Nul", path: childPath }, members }
         pending.push({ value: child, depth: depth + 1, path: childPath })
       }
     }
   }
-  return undefined
+  return { problem: undefined, members }
 }

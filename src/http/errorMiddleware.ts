@@ -71,7 +71,7 @@ const declared = (request: HttpServerRequest.HttpServerRequest) => (cause: Cause
 
 /**
  * Gives every request an id (X-Request-Id), applies the request limits (body size, JSON depth,
- * NUL characters) and has every failure answered by the API's declared errors (errorEnvelope.ts),
+ * NUL characters, repeated keys) and has every failure answered by the API's declared errors (errorEnvelope.ts),
  * encoded here, inside the request log's middleware, so the log sees the status the client gets.
  */
 export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.gen(function*() {

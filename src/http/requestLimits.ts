@@ -1,7 +1,8 @@
 import { type HttpServerRequest, HttpServerError } from "@effect/platform"
 import { Cause, Duration, Effect, Stream } from "effect"
 import { engineError, type EngineError } from "../domain/errors.js"
-import { hasNul, jsonProblem } from "../domain/limits.js"
+import { hasNul, type JsonProblem, jsonPointer, surveyJson } from "../domain/limits.js"
+import { countKeys, findDuplicateKey } from "./duplicateKeys.js"
 
 /** PUT /uploads/{id} streams a file under the limits its signed URL carries, not the JSON cap. */
 const isUploadPut = (request: HttpServerRequest.HttpServerRequest): boolean =>
@@ -147,16 +148,44 @@ const bounded = <A>(read: Effect.Effect<A, HttpServerError.RequestError>, { time
 const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> =>
   Effect.map(Stream.runCollect(cappedStream(request, maxBytes)), (chunks) => Buffer.concat(Array.from(chunks)))
 
-const tooDeepOrNul = (value: unknown) => {
-  const problem = jsonProblem(value)
-  if (problem === undefined) return Effect.void
-  return Effect.die(
-    problem._tag === "TooDeep"
-      ? engineError("VALIDATION_ERROR", "The request body nests too deeply")
-      : engineError("VALIDATION_ERROR", "The request body holds a NUL character", {
-        errors: [{ path: problem.path, message: "must not contain the NUL character (\\u0000)" }]
-      })
-  )
+const tooDeepOrNul = (problem: JsonProblem) =>
+  problem._tag === "TooDeep"
+    ? engineError("VALIDATION_ERROR", "The request body nests too deeply")
+    : engineError("VALIDATION_ERROR", "The request body holds a NUL character", {
+      errors: [{ path: problem.path, message: "must not contain the NUL character (\\u0000)" }]
+    })
+
+/** A key named twice in one object, named as unknown fields are (a dotted path, and a JSON pointer in `errors`). */
+const repeatedKey = (text: string) => {
+  const duplicate = findDuplicateKey(text)
+  if (duplicate === undefined) return undefined
+  const field = duplicate.path.join(".")
+  return engineError("VALIDATION_ERROR", `The request body names the key "${duplicate.key}" twice in one object (${field})`, {
+    duplicate: field,
+    errors: [{ path: jsonPointer(duplicate.path), message: "is named more than once in its object; each key may appear once" }]
+  })
+}
+
+/**
+ * The body's JSON, or a refusal: too deep, a NUL, or a repeated key, which JSON.parse would
+ * silently resolve to its last value while another reader of the same bytes takes the first.
+ * A repetition shows as fewer members in the value than keys in the text; only then are the
+ * keys compared, to name the repeated one.
+ */
+const parseJson = (request: HttpServerRequest.HttpServerRequest, text: string) => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (cause) {
+    return Effect.fail(decodeError(request, cause))
+  }
+  const { members, problem } = surveyJson(value)
+  const refused = problem !== undefined
+    ? tooDeepOrNul(problem)
+    : members === countKeys(text)
+    ? undefined
+    : repeatedKey(text)
+  return refused === undefined ? Effect.succeed(value) : Effect.die(refused)
 }
 
 // Built only when a route reads one of these, as errors capture a stack trace when made.
@@ -201,7 +230,7 @@ const withUploadIdleTimeout = (request: HttpServerRequest.HttpServerRequest, { u
 
 /**
  * The request with every body reader capped at `maxBytes` and bounded by `timeoutMs`; JSON is also refused when nested
- * deeper than MAX_JSON_DEPTH or holding a NUL. Refusals are defects carrying an EngineError,
+ * deeper than MAX_JSON_DEPTH, holding a NUL or naming a key twice in one object. Refusals are defects carrying an EngineError,
  * as the API builder turns body errors into defects anyway; the error middleware fails with them, by type.
  * The engine takes no multipart bodies, so those readers refuse rather than read uncapped.
  * A Proxy rather than an object made with property descriptors: those cost several
@@ -227,10 +256,7 @@ export const withBodyLimits = (
         case "text":
           return textOf(bytes())
         case "json":
-          return Effect.flatMap(jsonTextOf(bytes()), (t) =>
-            Effect.try({ try: () => JSON.parse(t) as unknown, catch: (cause) => decodeError(target, cause) })).pipe(
-              Effect.tap(tooDeepOrNul)
-            )
+          return Effect.flatMap(jsonTextOf(bytes()), (t) => parseJson(target, t))
         case "arrayBuffer":
           return Effect.map(bytes(), (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))
         case "urlParamsBody":

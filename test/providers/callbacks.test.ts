@@ -144,6 +144,14 @@ describe("provider callbacks", () => {
     expect((await call("POST", providerCallbackPath("fal", jobs["fal"]!), { body, headers })).status).toBe(200)
   })
 
+  it("takes a signed webhook whose body names a key twice: the provider owns its bodies", async () => {
+    // The API refuses such a body (docs/decisions.md, "Duplicate JSON keys are refused"); a
+    // callback's body is the provider's, verified over its bytes, and the poll decides the job.
+    const body = `{"id":"pred123","status":"processing","status":"succeeded","output":["https://replicate.delivery/x.png"]}`
+    const answer = await call("POST", providerCallbackPath("replicate", jobs["replicate"]!), { body, headers: signReplicateWebhook(body, SECRET) })
+    expect(answer).toMatchObject({ status: 200, body: { success: true } })
+  })
+
   it("refuses a tampered body or a stale signature with 401 and no hint", async () => {
     const { body, headers } = replicateCallback("pred123")
     let answer: Awaited<ReturnType<typeof call>> | undefined
