@@ -12,6 +12,7 @@ import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
+import { listPages } from "./listPages.js"
 import { pickup } from "./pickup.js"
 import { providerInflight } from "./providerInflight.js"
 import { queueDrain } from "./queueDrain.js"
@@ -29,7 +30,8 @@ const figures: Record<string, () => Promise<void>> = {
   server_rss: serverRss,
   event_streams: eventStreams,
   in_process: inProcess,
-  provider_inflight: providerInflight
+  provider_inflight: providerInflight,
+  list_pages: listPages
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")
