@@ -1,4 +1,4 @@
-import { SqlClient, Statement } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
@@ -11,6 +11,7 @@ import { JobRepo } from "../../src/ports/JobRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
+import { sentStatement } from "./sentStatement.js"
 
 /**
  * Every list's page on PostgreSQL is a range read of the index made for its filter, starting at
@@ -65,19 +66,6 @@ const seed = Effect.gen(function*() {
     FROM generate_series(0, ${ROWS - 1}) g`
   yield* sql`ANALYZE`
 })
-
-/** The statements `run` sends, as text and parameters, caught before they go out. */
-const sentBy = <A, E, R>(run: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
-    const sent: Array<readonly [string, ReadonlyArray<unknown>]> = []
-    // The plan is what is checked; whether the seeded rows decode is the conformance suites' business.
-    yield* Effect.exit(run.pipe(Statement.withTransformer((statement) => {
-      sent.push(statement.compile())
-      return Effect.succeed(statement)
-    })))
-    expect(sent).toHaveLength(1)
-    return sent[0]!
-  })
 
 const literal = (value: unknown) => typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`
 
@@ -134,7 +122,7 @@ interface Expected {
  */
 const expectRangeRead = <E, R>(run: Effect.Effect<unknown, E, R>, expected: Expected) =>
   Effect.gen(function*() {
-    const statement = yield* sentBy(run)
+    const statement = yield* sentStatement(run)
     for (const when of ["first", "settled"] as const) {
       const plan = yield* planOf(statement, when)
       const types = nodes(plan).map((n) => n["Node Type"])
