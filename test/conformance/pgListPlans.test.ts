@@ -16,7 +16,7 @@ import { sentStatement } from "./sentStatement.js"
 /**
  * Every list's page on PostgreSQL is a range read of the index made for its filter, starting at
  * the cursor: the plan's scan is that index with the cursor's row comparison in its Index Cond,
- * and nothing sorts or reads the whole table. Checked on the statement the store really sends
+ * and nothing sorts (but two filters at once, see `Expected.pair`) or reads the whole table. Checked on the statement the store really sends
  * (caught on its way out), as a prepared statement plans it at first and once settled (see
  * planOf), over enough rows, ANALYZEd, that a sequential scan and a sort are the planner's real
  * alternative.
@@ -67,6 +67,7 @@ const seed = Effect.gen(function*() {
   yield* sql`ANALYZE`
 })
 
+/** A parameter as EXECUTE takes it, a SQL literal. */
 const literal = (value: unknown) => typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`
 
 type PlanNode = {
