@@ -13,6 +13,7 @@ import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
+import { listPages } from "./listPages.js"
 import { pickup } from "./pickup.js"
 import { providerInflight } from "./providerInflight.js"
 import { queueDrain } from "./queueDrain.js"
@@ -31,7 +32,8 @@ const figures: Record<string, () => Promise<void>> = {
   event_streams: eventStreams,
   in_process: inProcess,
   provider_inflight: providerInflight,
-  duplicate_keys: duplicateKeys
+  duplicate_keys: duplicateKeys,
+  list_pages: listPages
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")

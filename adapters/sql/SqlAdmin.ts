@@ -1,9 +1,9 @@
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
-import type { JobCursor } from "../../src/domain/cursor.js"
 import { compareGroups, type SpendDimension, type SpendGroup } from "../../src/domain/spend.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
+import { newerThan, olderThan } from "./cursorFragments.js"
 import { NO_KEY } from "./jobs/spend.js"
 import {
   AccountRow,
@@ -59,10 +59,6 @@ export const makeSqlAdmin = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
 
-  const olderThan = (after: JobCursor | undefined): Array<Statement.Fragment> =>
-    after === undefined ? [] : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`]
-  const newerThan = (after: JobCursor | undefined): Array<Statement.Fragment> =>
-    after === undefined ? [] : [sql`(created_at > ${after.createdAt} OR (created_at = ${after.createdAt} AND id > ${after.id}))`]
   const when = <A>(value: A | undefined, fragment: (value: A) => Statement.Fragment): Array<Statement.Fragment> =>
     value === undefined ? [] : [fragment(value)]
 
@@ -77,7 +73,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
       sql`SELECT * FROM ${t.accounts} WHERE ${
         sql.and([
           ...when(search, (s) => sql`(LOWER(name) LIKE ${likeFragment(s)} ESCAPE '\\' OR LOWER(id) LIKE ${likeFragment(s)} ESCAPE '\\')`),
-          ...olderThan(after)
+          ...olderThan(sql, after)
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
         Effect.flatMap(decodeAccounts),
@@ -98,7 +94,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
           ...when(query.model, (model) => sql`model = ${model}`),
           ...when(query.createdFrom, (from) => sql`created_at >= ${from}`),
           ...when(query.createdBefore, (before) => sql`created_at < ${before}`),
-          ...olderThan(query.after)
+          ...olderThan(sql, query.after)
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`.pipe(
         Effect.flatMap(decodeJobs),
@@ -109,7 +105,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
         sql.and([
           ...when(query.accountId, (id) => sql`account_id = ${id}`),
           ...when(query.status, (status) => sql`status = ${status}`),
-          ...olderThan(query.after)
+          ...olderThan(sql, query.after)
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`.pipe(
         Effect.flatMap(decodeDeliveries),
@@ -117,7 +113,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
         storeErrors("list webhook deliveries across accounts")
       ),
     ledger: ({ accountId, after, limit }) =>
-      sql`SELECT * FROM ${t.ledger} WHERE ${sql.and([sql`account_id = ${accountId}`, ...newerThan(after)])}
+      sql`SELECT * FROM ${t.ledger} WHERE ${sql.and([sql`account_id = ${accountId}`, ...newerThan(sql, after)])}
         ORDER BY created_at, id LIMIT ${limit + 1}`.pipe(
         Effect.flatMap(decodeLedger),
         Effect.map((rows) => rows.map(toLedgerEntry)),

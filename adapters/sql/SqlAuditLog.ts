@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { type AuditEntry, RecordedAuditAction } from "../../src/domain/audit.js"
 import type { AuditLog } from "../../src/ports/AuditLog.js"
+import { olderThan } from "./cursorFragments.js"
 import { DbInt, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
@@ -53,9 +54,7 @@ export const makeSqlAuditLog = Effect.gen(function*() {
           ...(actor === undefined ? [] : [sql`actor = ${actor}`]),
           ...(action === undefined ? [] : [sql`action = ${action}`]),
           ...(target === undefined ? [] : [sql`target = ${target}`]),
-          ...(after === undefined
-            ? []
-            : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`])
+          ...olderThan(sql, after)
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
         Effect.flatMap(decodeRows),

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { olderThan } from "./cursorFragments.js"
 import { DbInt, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
@@ -75,9 +76,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
           sql`account_id = ${accountId}`,
           ...(jobId === undefined ? [] : [sql`job_id = ${jobId}`]),
           ...(status === undefined ? [] : [sql`status = ${status}`]),
-          ...(after === undefined
-            ? []
-            : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`])
+          ...olderThan(sql, after)
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
         Effect.flatMap(decodeDeliveries),

@@ -13,6 +13,7 @@ import activeJobs from "./migrations/0010_active_jobs.js"
 import authFailures from "./migrations/0011_auth_failures.js"
 import budgetsAndSpend from "./migrations/0012_budgets_and_spend.js"
 import providerRoute from "./migrations/0013_provider_route.js"
+import listIndexes from "./migrations/0014_list_indexes.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -43,7 +44,8 @@ const migrate = Effect.gen(function*() {
       "0010_active_jobs": activeJobs(t),
       "0011_auth_failures": authFailures(t),
       "0012_budgets_and_spend": budgetsAndSpend(t),
-      "0013_provider_route": providerRoute(t)
+      "0013_provider_route": providerRoute(t),
+      "0014_list_indexes": listIndexes(t)
     })
   })
 })

@@ -46,7 +46,16 @@ export const INDEXES = [
   "jobs_pending_version",
   "active_job_ends_account",
   "auth_failures_bucket",
-  "spend_hourly_hour"
+  "spend_hourly_hour",
+  "jobs_account_status_list",
+  "jobs_account_model_list",
+  "jobs_status_list",
+  "jobs_model_list",
+  "webhook_deliveries_list",
+  "webhook_deliveries_account_status",
+  "admin_audit_actor",
+  "admin_audit_action",
+  "ledger_account_list"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

@@ -28,6 +28,9 @@ export const settings = {
   claimSamples: int("BENCH_CLAIM_SAMPLES", 200),
   /** Claims stop being sampled after this long (at least 10 are taken). */
   claimSeconds: int("BENCH_CLAIM_SECONDS", 20),
+  /** Jobs of the one account whose list list_pages pages through, and pages timed per position. */
+  listJobs: int("BENCH_LIST_JOBS", 1_000_000),
+  listSamples: int("BENCH_LIST_SAMPLES", 50),
   /** The figure: about 8 minutes on 2 cores (submitted over HTTP while 8 workers run them). */
   rssJobs: int("BENCH_RSS_JOBS", 100_000),
   rssWorkers: int("BENCH_RSS_WORKERS", 8),

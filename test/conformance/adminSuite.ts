@@ -19,6 +19,28 @@ const cursorOf = (rows: ReadonlyArray<{ readonly createdAt: number; readonly id:
   return { createdAt: last.createdAt, id: last.id }
 }
 
+/** Every row of a list read `limit` at a time, each page after the last one's cursor. */
+const everyPage = <A extends { readonly createdAt: number; readonly id: string }, E, R>(
+  read: (after: JobCursor | undefined) => Effect.Effect<ReadonlyArray<A>, E, R>,
+  limit: number
+) =>
+  Effect.gen(function*() {
+    const seen: Array<string> = []
+    let after: JobCursor | undefined
+    // Bounded, so a cursor that stops advancing fails the comparison instead of hanging.
+    for (let page = 0; page < 100; page++) {
+      const rows = yield* read(after)
+      seen.push(...rows.slice(0, limit).map((r) => r.id))
+      if (rows.length <= limit) break
+      after = cursorOf(rows, limit)
+    }
+    return seen
+  })
+
+/** Ids newest first over (createdAt, id), as every list orders them. */
+const newestFirst = (rows: ReadonlyArray<{ readonly createdAt: number; readonly id: string }>) =>
+  [...rows].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((r) => r.id)
+
 const entry = (overrides: Partial<AuditEntry> = {}): AuditEntry => ({
   id: `aud_${Math.random().toString(36).slice(2)}`,
   actor: "alice",
@@ -121,6 +143,21 @@ export const runAdminConformance = (
         const page = yield* reads.jobs({ limit: 3 })
         expect(page).toHaveLength(4)
         expect(ids(yield* reads.jobs({ limit: 3, after: cursorOf(page, 3) }))).toEqual([made[0]!.id])
+      }))
+
+    test("pages jobs across accounts over rows sharing created_at exactly, with and without filters", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const a = yield* createAccount(1_000_000)
+        const b = yield* createAccount(1_000_000)
+        const made = Array.from({ length: 12 }, (_, i) =>
+          job(i % 3 === 0 ? a.id : b.id, { createdAt: T0 + Math.floor(i / 4), model: i % 2 === 0 ? "demo/text" : "demo/image" }))
+        for (const j of made) yield* submit(j)
+        expect(yield* everyPage((after) => reads.jobs({ limit: 2, after }), 2)).toEqual(newestFirst(made))
+        expect(yield* everyPage((after) => reads.jobs({ limit: 2, after, accountId: b.id }), 2))
+          .toEqual(newestFirst(made.filter((j) => j.accountId === b.id)))
+        expect(yield* everyPage((after) => reads.jobs({ limit: 2, after, model: "demo/image", status: "pending" }), 2))
+          .toEqual(newestFirst(made.filter((j) => j.model === "demo/image")))
       }))
 
     test("lists webhook deliveries across accounts newest first, by account and status", () =>
@@ -239,6 +276,16 @@ export const runAdminConformance = (
         expect((yield* audit.list({ limit: 10, target: "acc_1" })).map((e) => e.id)).toEqual([made[0]!.id])
         const page = yield* audit.list({ limit: 2 })
         expect(yield* audit.list({ limit: 2, after: cursorOf(page, 2) })).toEqual([made[0]])
+      }))
+
+    test("pages entries sharing created_at exactly, with and without a filter", () =>
+      Effect.gen(function*() {
+        const audit = yield* AuditLog
+        const made = Array.from({ length: 10 }, (_, i) => entry({ createdAt: T0 + Math.floor(i / 3), actor: i % 2 === 0 ? "alice" : "bob" }))
+        for (const e of made) yield* audit.recorded(Effect.void, () => e)
+        expect(yield* everyPage((after) => audit.list({ limit: 2, after }), 2)).toEqual(newestFirst(made))
+        expect(yield* everyPage((after) => audit.list({ limit: 2, after, actor: "bob" }), 2))
+          .toEqual(newestFirst(made.filter((e) => e.actor === "bob")))
       }))
 
     test("lists an entry whose action a newer release recorded, as written (two releases share the log during a rolling upgrade)", () =>

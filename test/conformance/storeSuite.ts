@@ -6,7 +6,7 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
-import { claimedJob } from "../../src/domain/job.js"
+import { claimedJob, type Job } from "../../src/domain/job.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { retainedStatuses, unsentDeliveries } from "../../src/domain/retention.js"
@@ -391,6 +391,35 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           after = { createdAt: shown[1]!.createdAt, id: shown[1]!.id }
         }
         expect(seen).toEqual(expected)
+      }))
+
+    test("pages a filtered list over jobs sharing created_at exactly: each once, newest first, by id within a time", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(1_000_000)
+        // Four jobs to each time, two models alternating; the cancelled ones are every third.
+        const made = Array.from({ length: 16 }, (_, i) => job(owner.id, { createdAt: T0 + Math.floor(i / 4), model: i % 2 === 0 ? "m/a" : "m/b" }))
+        for (const j of made) yield* submit({ job: j })
+        const cancelled = made.filter((_, i) => i % 3 === 0)
+        for (const j of cancelled) yield* repo.cancel(j.id, owner.id, T0 + 100)
+        const newestFirst = (jobs: ReadonlyArray<Job>) =>
+          [...jobs].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1)).map((j) => j.id)
+        const paged = (filter: { readonly status?: "cancelled"; readonly model?: string }) =>
+          Effect.gen(function*() {
+            const seen: Array<string> = []
+            let after: { createdAt: number; id: string } | undefined
+            for (let page = 0; page < 20; page++) {
+              const rows = yield* repo.list({ accountId: owner.id, limit: 3, ...filter, ...(after === undefined ? {} : { after }) })
+              seen.push(...rows.slice(0, 3).map((j) => j.id))
+              if (rows.length <= 3) return seen
+              after = { createdAt: rows[2]!.createdAt, id: rows[2]!.id }
+            }
+            return seen
+          })
+        expect(yield* paged({})).toEqual(newestFirst(made))
+        expect(yield* paged({ model: "m/a" })).toEqual(newestFirst(made.filter((j) => j.model === "m/a")))
+        expect(yield* paged({ status: "cancelled" })).toEqual(newestFirst(cancelled))
+        expect(yield* paged({ status: "cancelled", model: "m/b" })).toEqual(newestFirst(cancelled.filter((j) => j.model === "m/b")))
       }))
 
     test("filters by status and model, and never shows other accounts' jobs", () =>

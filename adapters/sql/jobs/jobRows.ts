@@ -2,6 +2,7 @@ import { Effect, Option, type ParseResult, Schema } from "effect"
 import type { Job } from "../../../src/domain/job.js"
 import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
+import { olderThan } from "../cursorFragments.js"
 import { JobFromRow, type JobColumns, storeErrors } from "../rows.js"
 
 const decodeJobs = Schema.decodeUnknown(Schema.Array(JobFromRow))
@@ -57,9 +58,7 @@ export const makeJobRowStatements = ({ sql, t }: JobSql) => {
         sql`account_id = ${accountId}`,
         ...(status === undefined ? [] : [sql`status = ${status}`]),
         ...(model === undefined ? [] : [sql`model = ${model}`]),
-        ...(after === undefined
-          ? []
-          : [sql`(created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND id < ${after.id}))`])
+        ...olderThan(sql, after)
       ])
     } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(Effect.flatMap(allJobs), storeErrors("list jobs"))
 

@@ -1,0 +1,19 @@
+import { Statement } from "@effect/sql"
+import { expect } from "@effect/vitest"
+import { Effect } from "effect"
+
+/**
+ * The one statement `run` sends, as its text and parameters, caught on its way out: a plan test
+ * then explains what the store really runs. Whether `run` succeeds is not the question (the
+ * rows a plan test seeds need not decode), so its outcome is dropped.
+ */
+export const sentStatement = <A, E, R>(run: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const sent: Array<readonly [string, ReadonlyArray<unknown>]> = []
+    yield* Effect.exit(run.pipe(Statement.withTransformer((statement) => {
+      sent.push(statement.compile())
+      return Effect.succeed(statement)
+    })))
+    expect(sent).toHaveLength(1)
+    return sent[0]!
+  })
