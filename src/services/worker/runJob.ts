@@ -1,6 +1,6 @@
 import { Cause, Clock, Effect, Either, Option, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import type { StoreError } from "../../domain/errors.js"
+import { CorruptRow, type StoreError } from "../../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../../domain/job.js"
 import type { ProviderRouteRef } from "../../domain/providerHandle.js"
 import type { ProviderError, ProviderOutput } from "../../ports/Provider.js"
@@ -22,24 +22,28 @@ const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", messa
 const sameOutputs = (job: Job, outputs: ReadonlyArray<OutputItem>) =>
   job.status === "completed" && job.outputs !== null && job.outputs.map((o) => o.url).join("\n") === outputs.map((o) => o.url).join("\n")
 
+/** A store that did not answer, or not in time: a retry may get through, unlike a row that does not decode (CorruptRow). */
+const isStoreFault = (error: { readonly _tag: string; readonly cause?: unknown }) =>
+  error._tag === "StoreError" && !(error.cause instanceof CorruptRow)
+
 /**
- * A store read or write retried with the shared backoff until it gets through: a store fault
- * is the engine's, never the job's. The retries end with the run, when the lease is lost (the
- * run is raced with it), and the job goes back to the queue for a later claim to resume.
+ * A store read or write whose store faults are retried with the shared backoff until it gets
+ * through: a store fault is the engine's, never the job's. The retries end with the run, when
+ * the lease is lost (the run is raced with it), and the job goes back to the queue for a later
+ * claim to resume. Other errors go through.
  */
-const untilStored = <A, E extends { readonly message: string }, R>(
+const untilStored = <A, E extends { readonly _tag: string; readonly message: string }, R>(
   config: WorkerDeps["config"],
   what: string,
   jobId: Job["id"],
-  effect: Effect.Effect<A, E, R>,
-  isStoreFault: (error: E) => boolean
+  effect: Effect.Effect<A, E, R>
 ) =>
   effect.pipe(
     Effect.tapError((error) => (isStoreFault(error) ? Effect.logWarning(`${what}; retrying`, { jobId }, error.message) : Effect.void)),
     Effect.retry({ schedule: backoff(config.storeRetry), while: isStoreFault })
   )
 
-const isStoreError = (error: { readonly _tag: string }) => error._tag === "StoreError"
+const isCorruptRow = (error: Superseded | StoreError): error is StoreError => error._tag === "StoreError" && error.cause instanceof CorruptRow
 
 /**
  * Stores the outputs. A BlobStore fault is retried as any store fault is (untilStored); a
@@ -53,7 +57,7 @@ const storeOutputs = (
   outputs: ReadonlyArray<ProviderOutput>,
   written: Array<string>
 ): Effect.Effect<Ending, StoreError> =>
-  untilStored(config, "a job's outputs could not be stored", job.id, files.store(job.id, attempt, outputs, written), isStoreError).pipe(
+  untilStored(config, "a job's outputs could not be stored", job.id, files.store(job.id, attempt, outputs, written)).pipe(
     Effect.retry({
       schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
         Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries))
@@ -83,8 +87,7 @@ const execute = (
       deps.config,
       "a job's model could not be read from the catalog",
       job.id,
-      deps.catalog.forJob(job.model, job.version),
-      isStoreError
+      deps.catalog.forJob(job.model, job.version)
     )
     if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
       return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
@@ -94,6 +97,11 @@ const execute = (
     const stored = yield* storeOutputs(deps, job, attempt, generation.outputs, written)
     return generation.route === undefined ? stored : { ...stored, route: generation.route }
   }).pipe(
+    // A retry reads the same row: the job cannot run, and fails at once with a refund.
+    Effect.catchIf(isCorruptRow, (error) =>
+      Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.message).pipe(
+        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
+      )),
     Effect.catchAllDefect((defect) =>
       Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
         Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
