@@ -1,21 +1,23 @@
-import { Clock, Duration, Effect, Layer, ManagedRuntime, Option, Redacted, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, ManagedRuntime, Option, Redacted, Schedule } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import type { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { layerSqlite } from "../../adapters/sql/sqlite.js"
+import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
+import { BlobStore } from "../../src/ports/BlobStore.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { Jobs } from "../../src/services/Jobs.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { freshPostgresUrl } from "../support/postgres.js"
-import { textOutput } from "../support/providers.js"
+import { finishing, textOutput } from "../support/providers.js"
 import { filesWithFaults, makeStoreFaults, type StoreStep, storeSteps, storesWithFaults } from "../support/storeFaults.js"
 
 const postgresUrl = await freshPostgresUrl()
@@ -162,3 +164,44 @@ for (const [name, makeStores] of backends) {
     }
   })
 }
+
+/** Memory stores where a job's end commits but its answer is lost, and the store then cannot be read until `readsDown` clears. */
+const storesLosingTheEnd = (fault: { loseNextEnd: boolean; readsDown: boolean }) =>
+  Layer.map(layerMemoryStores, (context) => {
+    const repo = Context.get(context, JobRepo)
+    const lost = new StoreError({ message: "Connection terminated unexpectedly" })
+    return Context.add(context, JobRepo, {
+      ...repo,
+      complete: (id, workerId, outputs, now, route) =>
+        Effect.flatMap(repo.complete(id, workerId, outputs, now, route), (ended) => {
+          if (!fault.loseNextEnd) return Effect.succeed(ended)
+          fault.loseNextEnd = false
+          fault.readsDown = true
+          return Effect.fail(lost)
+        }),
+      get: (id) => (fault.readsDown ? Effect.fail(lost) : repo.get(id))
+    })
+  })
+
+describe("a run whose completion was written but not answered, while the store cannot be read", () => {
+  it("keeps its files: they are the completed job's outputs", async () => {
+    const fault = { loseNextEnd: false, readsDown: false }
+    const runtime = ManagedRuntime.make(engineOver(storesLosingTheEnd(fault), finishing([textOutput("done")]), settings))
+    try {
+      const job = await runtime.runPromise(Effect.gen(function*() {
+        const caller = yield* demoCaller(CREDITS)
+        const { job } = yield* (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
+        fault.loseNextEnd = true
+        expect(yield* (yield* Worker).runOnce("A")).toBe(true)
+        fault.readsDown = false
+        return Option.getOrThrow(yield* (yield* JobRepo).get(job.id))
+      }))
+      expect(job.status).toBe("completed")
+      const url = job.outputs![0]!.url
+      const stat = await runtime.runPromise(Effect.flatMap(BlobStore, (files) => files.stat(url.slice("http://files.test/files/".length))))
+      expect(Option.isSome(stat)).toBe(true)
+    } finally {
+      await runtime.dispose()
+    }
+  })
+})
