@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { layerMemoryJobQueue } from "../../adapters/memory/MemoryJobQueue.js"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { layerSqlite } from "../../adapters/sql/sqlite.js"
 import { StoreError } from "../../src/domain/errors.js"
@@ -11,6 +12,7 @@ import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
+import { JobQueue } from "../../src/ports/JobQueue.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { Jobs } from "../../src/services/Jobs.js"
@@ -179,7 +181,7 @@ const storesLosingTheEnd = (fault: { loseNextEnd: boolean; readsDown: boolean })
           fault.readsDown = true
           return Effect.fail(lost)
         }),
-      get: (id) => (fault.readsDown ? Effect.fail(lost) : repo.get(id))
+      get: (id) => Effect.suspend(() => (fault.readsDown ? Effect.fail(lost) : repo.get(id)))
     })
   })
 
@@ -204,4 +206,48 @@ describe("a run whose completion was written but not answered, while the store c
       await runtime.dispose()
     }
   })
+})
+
+describe("a worker taking jobs from a queue broker whose store fails after the claim", () => {
+  it("runs the job it claimed when the store cannot say about a duplicate delivery of it", async () => {
+    const fault = { getFailures: 0 }
+    const stores = Layer.map(layerMemoryStores, (context) => {
+      const repo = Context.get(context, JobRepo)
+      return Context.add(context, JobRepo, {
+        ...repo,
+        get: (id) =>
+          Effect.suspend(() =>
+            fault.getFailures > 0 && fault.getFailures-- > 0 ? Effect.fail(new StoreError({ message: "injected store fault: read job" })) : repo.get(id)
+          )
+      })
+    })
+    const { provider, starts } = countingProvider(() => false)
+    const runtime = ManagedRuntime.make(
+      engineOver(Layer.merge(stores, layerMemoryJobQueue), provider, { ...settings, queueRelayGraceMs: 100, queueRelayIntervalMs: 200 })
+    )
+    try {
+      const ended = await runtime.runPromise(Effect.scoped(Effect.gen(function*() {
+        const caller = yield* demoCaller(CREDITS)
+        const { job } = yield* (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
+        // A second delivery of the same job (the relay's, a redelivery) arrives with the first.
+        // (The queue is an optional part of the engine, so not in its context's type.)
+        const queue = Option.getOrThrow(yield* Effect.serviceOption(JobQueue))
+        yield* queue.publish([job.id])
+        fault.getFailures = 1
+        yield* (yield* Worker).start(2)
+        // The worker's check of the duplicate delivery is the read that fails; the test reads after it.
+        yield* Effect.suspend(() => (fault.getFailures === 0 ? Effect.void : Effect.fail("not yet"))).pipe(Effect.retry(Schedule.spaced(Duration.millis(20))))
+        const repo = yield* JobRepo
+        return yield* Effect.map(repo.get(job.id), Option.getOrThrow).pipe(
+          Effect.filterOrFail(terminal),
+          Effect.retry(Schedule.spaced(Duration.millis(20))),
+          Effect.timeoutFail({ duration: Duration.seconds(10), onTimeout: () => new Error("the job did not end") })
+        )
+      })))
+      expect(fault.getFailures).toBe(0)
+      expect([ended.status, ended.attempts, starts.get(ended.id)]).toEqual(["completed", 1, 1])
+    } finally {
+      await runtime.dispose()
+    }
+  }, 20_000)
 })
