@@ -88,6 +88,7 @@ const faultyEngine = (stores: Stores) => {
 /** Makes `step` fail: a few times in a row, at the moment the step comes. */
 const arm = (engine: ReturnType<typeof faultyEngine>, step: StoreStep) => {
   const { faults } = engine
+  engine.renewalsAtArm.passed = step === "lease renewal" ? faults.passed[step] : undefined
   switch (step) {
     case "catalog read":
       // The catalog is read at a run's start only once its cache aged: between the claim
@@ -127,7 +128,6 @@ const underFault = (engine: ReturnType<typeof faultyEngine>, step: StoreStep) =>
         ({ job }) => job
       ))
     const injected = arm(engine, step)
-    engine.renewalsAtArm.passed = step === "lease renewal" ? engine.faults.passed[step] : undefined
     const ended = yield* Effect.scoped(Effect.gen(function*() {
       yield* (yield* Worker).start(JOBS)
       return yield* Effect.forEach(accepted, (job) => Effect.map(repo.get(job.id), Option.getOrThrow)).pipe(
