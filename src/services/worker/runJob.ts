@@ -138,8 +138,8 @@ export const runJob = (deps: WorkerDeps, job: Job, workerId: string, leaseExpire
       lost.pipe(Effect.as(Option.none()))
     )
     if (Option.isNone(ran) || ran.value._tag === "Left") {
-      // The job stays processing under the lost lease: the claim after it resumes the run.
-      yield* Effect.logWarning("lease lost; the job goes back to the queue", { jobId: job.id })
+      // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
+      yield* Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id })
       return yield* files.remove(written)
     }
     const ending = ran.value.right
