@@ -72,7 +72,10 @@ export interface EngineSettings {
    * probe goes through, and its success closes it.
    */
   readonly providerCircuit: CircuitSettings
-  /** Completion, failure and provider-state writes that hit a store error are retried this way while the job's lease may still be held. */
+  /**
+   * A job's store steps that hit a store fault (its catalog read, provider-state and output
+   * writes, its end) are retried this way while its lease may still be held; failed claims wait it too.
+   */
   readonly storeRetry: Backoff
   /** The largest output file the engine stores, per output type, in bytes: a larger one fails the job. */
   readonly outputSizeCaps: OutputSizeCaps

@@ -52,7 +52,9 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
           if (claimed.has(delivery.jobId) && !held.has(delivery.jobId)) held.set(delivery.jobId, delivery)
           else turnedAway.push(delivery)
         }
-        const stillRunning = yield* Effect.filter(turnedAway, (delivery) => processing(delivery.jobId))
+        // The jobs are claimed now and must reach the worker: a delivery the store cannot say
+        // about stays unacked, and is turned away (and acked) when it comes back.
+        const stillRunning = yield* Effect.filter(turnedAway, (delivery) => Effect.orElseSucceed(processing(delivery.jobId), () => true))
         yield* ackQuietly(turnedAway.filter((delivery) => !stillRunning.includes(delivery)))
         return jobs
       })

@@ -103,12 +103,17 @@ export const makeProviderCalls = Effect.gen(function*() {
   const health = yield* ProviderHealth
   const providers = yield* Providers
 
-  /** Retries a store write on StoreError (the race with the lease ends it); fails with Superseded when the lease was lost. */
-  const storeWrite = (write: Effect.Effect<boolean, StoreError>): Effect.Effect<void, Superseded> =>
+  /**
+   * Retries a store write on StoreError with the shared backoff, for as long as the run holds
+   * the job's lease (the run is raced with the lease's loss); fails with Superseded when the
+   * lease was lost. A store fault never fails the job: should the retries ever end, the run
+   * gives the job back as if superseded, and the claim after it resumes from the stored state.
+   */
+  const storeWrite = (jobId: Job["id"], write: Effect.Effect<boolean, StoreError>): Effect.Effect<void, Superseded> =>
     write.pipe(
-      Effect.tapError((error) => Effect.logWarning("a job's provider state could not be written; retrying", error.message)),
+      Effect.tapError((error) => Effect.logWarning("a job's provider state could not be written; retrying", { jobId }, error.message)),
       Effect.retry(backoff<StoreError>(config.storeRetry)),
-      Effect.orDie,
+      Effect.mapError(() => new Superseded()),
       Effect.flatMap((written) => (written ? Effect.void : Effect.fail(new Superseded())))
     )
 
@@ -233,7 +238,7 @@ export const makeProviderCalls = Effect.gen(function*() {
         deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
         outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
         state: () => state,
-        save: (next) => Effect.tap(storeWrite(repo.saveProviderState(job.id, workerId, next)), () => (state = next))
+        save: (next) => Effect.tap(storeWrite(job.id, repo.saveProviderState(job.id, workerId, next)), () => (state = next))
       }
     })
 

@@ -1,4 +1,5 @@
-import { Cause, Duration, Effect, Exit, Option, Queue, Ref } from "effect"
+import { Cause, Duration, Effect, Exit, Option, Queue, Random, Ref } from "effect"
+import { backoffDelayMs } from "../../domain/backoff.js"
 import { type BrokerClaims, claimFor } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import type { WorkerPool } from "./pool.js"
@@ -22,26 +23,37 @@ const claimForIdle = (deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool
   }))
 
 /**
- * One claim, then the wait before the next: for a fiber to free when none was idle, the poll
- * interval after a failure, and with the store as the queue, a submit's signal or freed provider
- * room when the claim left fibers idle. With a broker the claim itself waited for deliveries.
+ * One claim, then the wait before the next: for a fiber to free when none was idle, and with
+ * the store as the queue, a submit's signal or freed provider room when the claim left fibers
+ * idle. With a broker the claim itself waited for deliveries. Answers whether the claim failed
+ * (the claimer waits the store backoff then).
  */
 const claimOnce = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined) =>
   Effect.gen(function*() {
     const claimed = yield* claimForIdle(deps, pool, broker)
-    if (Option.isNone(claimed)) return yield* Queue.take(pool.freed)
+    if (Option.isNone(claimed)) return yield* Effect.as(Queue.take(pool.freed), false)
     const { exit, free } = claimed.value
     if (Exit.isFailure(exit)) {
       yield* Effect.logError(broker === undefined ? "worker could not reach the store" : "worker could not reach the store or the queue", Cause.pretty(exit.cause))
-      yield* Effect.sleep(Duration.millis(deps.config.pollIntervalMs))
+      return true
     } else if (exit.value.length < free && broker === undefined) {
       // The queue ran dry, or what is left waits for provider room: a submit signals, a
       // limited job ending here frees room, and the poll covers a lost signal and room
       // freed in other processes.
       yield* Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
     }
+    return false
   })
 
-/** The claimer: claims for idle fibers for as long as the worker runs. */
+/**
+ * The claimer: claims for idle fibers for as long as the worker runs. After failed claims in a
+ * row it waits the shared store backoff (`storeRetry`): workers meeting one outage spread their
+ * claims, and a store that is back is claimed from soon.
+ */
 export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> =>
-  Effect.forever(claimOnce(deps, pool, broker))
+  Effect.flatMap(Ref.make(0), (failures) =>
+    Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker), (failed) =>
+      failed
+        ? Effect.flatMap(Effect.zip(Ref.getAndUpdate(failures, (n) => n + 1), Random.next), ([n, random]) =>
+          Effect.sleep(Duration.millis(backoffDelayMs(deps.config.storeRetry, n, random))))
+        : Ref.set(failures, 0))))

@@ -1,6 +1,6 @@
-import { Cause, Clock, Effect, Option, Schedule, type Scope } from "effect"
+import { Cause, Clock, Effect, Either, Option, Schedule, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import type { StoreError } from "../../domain/errors.js"
+import { CorruptRow, type StoreError } from "../../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../../domain/job.js"
 import type { ProviderRouteRef } from "../../domain/providerHandle.js"
 import type { ProviderError, ProviderOutput } from "../../ports/Provider.js"
@@ -22,40 +22,73 @@ const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", messa
 const sameOutputs = (job: Job, outputs: ReadonlyArray<OutputItem>) =>
   job.status === "completed" && job.outputs !== null && job.outputs.map((o) => o.url).join("\n") === outputs.map((o) => o.url).join("\n")
 
-/** Stores the outputs, fetching again after a transient failure (of the provider's file host or of the BlobStore). */
+/** A store that did not answer, or not in time: a retry may get through, unlike a row that does not decode (CorruptRow). */
+const isStoreFault = (error: { readonly _tag: string; readonly cause?: unknown }) =>
+  error._tag === "StoreError" && !(error.cause instanceof CorruptRow)
+
+/**
+ * A store read or write whose store faults are retried with the shared backoff until it gets
+ * through: a store fault is the engine's, never the job's. The retries end with the run, when
+ * the lease is lost (the run is raced with it), and the job goes back to the queue for a later
+ * claim to resume. Other errors go through.
+ */
+const untilStored = <A, E extends { readonly _tag: string; readonly message: string }, R>(
+  config: WorkerDeps["config"],
+  what: string,
+  jobId: Job["id"],
+  effect: Effect.Effect<A, E, R>
+) =>
+  effect.pipe(
+    Effect.tapError((error) => (isStoreFault(error) ? Effect.logWarning(`${what}; retrying`, { jobId }, error.message) : Effect.void)),
+    Effect.retry({ schedule: backoff(config.storeRetry), while: isStoreFault })
+  )
+
+const isCorruptRow = (error: Superseded | StoreError): error is StoreError => error._tag === "StoreError" && error.cause instanceof CorruptRow
+
+/**
+ * Stores the outputs. A BlobStore fault is retried as any store fault is (untilStored); a
+ * transient failure of the provider's file host is fetched again at most
+ * `providerRetry.maxRetries` times in a row; a refused output fails the job.
+ */
 const storeOutputs = (
   { config, files }: Pick<WorkerDeps, "config" | "files">,
   job: Job,
   attempt: string,
   outputs: ReadonlyArray<ProviderOutput>,
   written: Array<string>
-) =>
-  files.store(job.id, attempt, outputs, written).pipe(
+): Effect.Effect<Ending, StoreError> =>
+  untilStored(config, "a job's outputs could not be stored", job.id, files.store(job.id, attempt, outputs, written)).pipe(
     Effect.retry({
       schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
         Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries))
       ),
-      while: (error) =>
-        error._tag !== "OutputRefused" && (error._tag === "StoreError" || error._tag === "ProviderUnreachable" || error.retryable)
+      while: (error) => error._tag === "ProviderUnreachable" || (error._tag === "ProviderRejected" && error.retryable)
     }),
     Effect.map((stored): Ending => ({ _tag: "Done", outputs: stored })),
-    Effect.catchAll((error) =>
-      error._tag === "StoreError"
-        ? Effect.die(error)
-        : Effect.succeed<Ending>({ _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } })
+    Effect.catchIf(
+      (error): error is OutputRefused | ProviderError => error._tag !== "StoreError",
+      (error) => Effect.succeed<Ending>({ _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } })
     )
   )
 
-/** Runs the job at its provider and stores what it made; Superseded when the lease was lost on the way. */
+/**
+ * Runs the job at its provider and stores what it made; Superseded when the lease was lost on
+ * the way, a StoreError only if a store's retries ever ended before the lease did.
+ */
 const execute = (
   deps: Pick<WorkerDeps, "catalog" | "calls" | "config" | "files">,
   job: Job,
   workerId: string,
   attempt: string,
   written: Array<string>
-): Effect.Effect<Ending, Superseded, Scope.Scope> =>
+): Effect.Effect<Ending, Superseded | StoreError, Scope.Scope> =>
   Effect.gen(function*() {
-    const resolved = yield* Effect.orDie(deps.catalog.forJob(job.model, job.version))
+    const resolved = yield* untilStored(
+      deps.config,
+      "a job's model could not be read from the catalog",
+      job.id,
+      deps.catalog.forJob(job.model, job.version)
+    )
     if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
       return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
     }
@@ -64,6 +97,11 @@ const execute = (
     const stored = yield* storeOutputs(deps, job, attempt, generation.outputs, written)
     return generation.route === undefined ? stored : { ...stored, route: generation.route }
   }).pipe(
+    // A retry reads the same row: the job cannot run, and fails at once with a refund.
+    Effect.catchIf(isCorruptRow, (error) =>
+      Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.message).pipe(
+        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
+      )),
     Effect.catchAllDefect((defect) =>
       Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
         Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
@@ -100,7 +138,8 @@ export const runJob = (deps: WorkerDeps, job: Job, workerId: string, leaseExpire
       lost.pipe(Effect.as(Option.none()))
     )
     if (Option.isNone(ran) || ran.value._tag === "Left") {
-      yield* Effect.logWarning("lease lost; another worker owns the job now", { jobId: job.id })
+      // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
+      yield* Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id })
       return yield* files.remove(written)
     }
     const ending = ran.value.right
@@ -112,9 +151,15 @@ export const runJob = (deps: WorkerDeps, job: Job, workerId: string, leaseExpire
       if (ending._tag === "Failed") yield* files.remove(written)
       return
     }
-    // Superseded, or its answer lost: the files stay only if this run's completion is the one stored.
-    const stored = yield* repo.get(job.id).pipe(Effect.option, Effect.map(Option.flatten))
-    const ours = ending._tag === "Done" && Option.isSome(stored) && sameOutputs(stored.value, ending.outputs)
+    // Superseded, or its answer lost: the files stay only if this run's completion is the one
+    // stored, or may be (the store cannot tell now): an unreferenced file is the retention
+    // sweep's to take, a referenced one removed would be a completed job's output lost.
+    if (ending._tag === "Failed") return yield* files.remove(written)
+    const stored = yield* Effect.either(repo.get(job.id))
+    if (Either.isLeft(stored)) {
+      return yield* Effect.logWarning("the job ended elsewhere or its end was not read back; this run's files stay", { jobId: job.id })
+    }
+    const ours = Option.isSome(stored.right) && sameOutputs(stored.right.value, ending.outputs)
     if (!ours) {
       yield* Effect.logWarning("the job ended elsewhere; this run's files are removed", { jobId: job.id })
       yield* files.remove(written)
