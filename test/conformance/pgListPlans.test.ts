@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { JobCursor } from "../../src/domain/cursor.js"
 import type { AccountId } from "../../src/domain/ids.js"
@@ -154,11 +154,17 @@ if (probe === undefined) {
     ))
   ).pipe(Layer.tap((context) => Effect.provide(seed, context)))
 
-  layer(stores, { timeout: "120 seconds", excludeTestServices: true })("postgres: each list's page is an index range read from its cursor", (it) => {
+  // A runtime of the file's own, not @effect/vitest's `layer`: that one assigns its runtime to the
+  // shared \`it\`, which later files of the same worker (isolate: false) would then run under.
+  const runtime = ManagedRuntime.make(stores)
+  beforeAll(() => runtime.runtime(), 120_000)
+  afterAll(() => runtime.dispose())
+
+  describe("postgres: each list's page is an index range read from its cursor", () => {
     // An account with a quarter of the rows may be read from the index of all rows, newest
     // first, checking the account on each: still from the cursor on, a few rows for each shown.
-    it.effect("an account's jobs, with each filter of GET /v1/jobs", () =>
-      Effect.gen(function*() {
+    it("an account's jobs, with each filter of GET /v1/jobs", () =>
+      runtime.runPromise(Effect.gen(function*() {
         const repo = yield* JobRepo
         const page = { accountId: PAGED, limit: 20, after: MIDDLE } as const
         yield* expectRangeRead(repo.list(page), { indexes: ["jobs_account_list", "jobs_list"] })
@@ -174,10 +180,10 @@ if (probe === undefined) {
           indexes: ["jobs_account_status_list", "jobs_account_model_list"],
           pair: true
         })
-      }))
+      })))
 
-    it.effect("the admin's jobs, across accounts or of one, with each filter", () =>
-      Effect.gen(function*() {
+    it("the admin's jobs, across accounts or of one, with each filter", () =>
+      runtime.runPromise(Effect.gen(function*() {
         const reads = yield* AdminReadRepo
         const page = { limit: 50, after: MIDDLE } as const
         yield* expectRangeRead(reads.jobs(page), { indexes: ["jobs_list"] })
@@ -196,10 +202,10 @@ if (probe === undefined) {
           indexes: ["jobs_list"],
           conditions: ["created_at >=", "created_at <"]
         })
-      }))
+      })))
 
-    it.effect("webhook deliveries: an account's, with each filter, and the admin's", () =>
-      Effect.gen(function*() {
+    it("webhook deliveries: an account's, with each filter, and the admin's", () =>
+      runtime.runPromise(Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
         const reads = yield* AdminReadRepo
         const page = { limit: 20, after: { createdAt: T0 + ROWS / 8, id: "dlv_m" } } as const
@@ -214,20 +220,20 @@ if (probe === undefined) {
         })
         yield* expectRangeRead(reads.deliveries({ ...page, accountId: PAGED }), ofAccount)
         yield* expectRangeRead(reads.deliveries({ ...page, accountId: PAGED, status: "failed" }), failedOfAccount)
-      }))
+      })))
 
-    it.effect("the audit log, with each filter", () =>
-      Effect.gen(function*() {
+    it("the audit log, with each filter", () =>
+      runtime.runPromise(Effect.gen(function*() {
         const audit = yield* AuditLog
         const page = { limit: 20, after: { createdAt: T0 + ROWS / 8, id: "aud_m" } } as const
         yield* expectRangeRead(audit.list(page), { indexes: ["admin_audit_list"] })
         yield* expectRangeRead(audit.list({ ...page, actor: "actor7" }), { indexes: ["admin_audit_actor"], conditions: ["actor ="] })
         yield* expectRangeRead(audit.list({ ...page, action: "key.create" }), { indexes: ["admin_audit_action"], conditions: ["action ="] })
         yield* expectRangeRead(audit.list({ ...page, target: accountId(7) }), { indexes: ["admin_audit_target"], conditions: ["target ="] })
-      }))
+      })))
 
-    it.effect("the admin's accounts, and an account's ledger (oldest first)", () =>
-      Effect.gen(function*() {
+    it("the admin's accounts, and an account's ledger (oldest first)", () =>
+      runtime.runPromise(Effect.gen(function*() {
         const reads = yield* AdminReadRepo
         yield* expectRangeRead(reads.accounts({ limit: 20, after: { createdAt: T0 + ACCOUNTS / 2, id: "acc_m" } }), {
           indexes: ["accounts_list"]
@@ -237,6 +243,6 @@ if (probe === undefined) {
           cursor: ">",
           conditions: ["account_id ="]
         })
-      }))
+      })))
   })
 }

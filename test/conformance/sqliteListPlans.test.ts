@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -40,9 +40,14 @@ const expectSearch = <E, R>(run: Effect.Effect<unknown, E, R>, index: string, ra
     expect(plan[0], where).toContain(range)
   })
 
-layer(stores, { excludeTestServices: true })("sqlite: each list's page is a search of its index from the cursor", (it) => {
-  it.effect("an account's jobs with each filter, the admin's jobs, deliveries, audit log, accounts and ledger", () =>
-    Effect.gen(function*() {
+// A runtime of the file's own, not @effect/vitest's `layer`: that one assigns its runtime to the
+// shared \`it\`, which later files of the same worker (isolate: false) would then run under.
+const runtime = ManagedRuntime.make(stores)
+afterAll(() => runtime.dispose())
+
+describe("sqlite: each list's page is a search of its index from the cursor", () => {
+  it("an account's jobs with each filter, the admin's jobs, deliveries, audit log, accounts and ledger", () =>
+    runtime.runPromise(Effect.gen(function*() {
       const jobs = yield* JobRepo
       const reads = yield* AdminReadRepo
       const deliveries = yield* WebhookDeliveryRepo
@@ -69,5 +74,5 @@ layer(stores, { excludeTestServices: true })("sqlite: each list's page is a sear
       yield* expectSearch(audit.list({ ...page, target: "acc_1" }), "admin_audit_target", `target=? AND ${older}`)
       yield* expectSearch(reads.accounts(page), "accounts_list", older)
       yield* expectSearch(reads.ledger({ ...page, accountId: ACCOUNT }), "ledger_account_list", "account_id=? AND (created_at,id)>(?,?)")
-    }))
+    })))
 })
