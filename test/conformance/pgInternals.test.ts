@@ -1,6 +1,7 @@
 import Pg from "pg"
 import { describe, expect, it } from "vitest"
 import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "../../adapters/sql/pgInternals.js"
+import { POOL_QUEUE_TIMEOUT } from "../../adapters/sql/pgShedding.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 
 // Undefined without a server, except under CI, where a missing server fails the run.
@@ -39,6 +40,29 @@ describe("pg internals the patches use", () => {
     await pool.connect().catch(() => undefined)
     expect(pulses).toBeGreaterThan(0)
     await pool.end()
+  })
+
+  it.skipIf(url === undefined)("pg-pool reads connectionTimeoutMillis on each queued connect, answers POOL_QUEUE_TIMEOUT when it runs out, and emits acquire and release", async () => {
+    // What shedRequests (adapters/sql/pgShedding.ts) relies on to queue a request with its own bound.
+    const pool = new Pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 60_000 })
+    const events: Array<string> = []
+    pool.on("acquire", () => void events.push("acquire"))
+    pool.on("release", () => void events.push("release"))
+    try {
+      const held = await pool.connect()
+      const options = pool.options as { connectionTimeoutMillis?: number }
+      options.connectionTimeoutMillis = 50
+      const queued = pool.connect()
+      options.connectionTimeoutMillis = 60_000
+      const started = Date.now()
+      await expect(queued).rejects.toThrow(POOL_QUEUE_TIMEOUT)
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect(pool.waitingCount).toBe(0)
+      held.release()
+      expect(events).toEqual(["acquire", "release"])
+    } finally {
+      await pool.end()
+    }
   })
 
   it.skipIf(url === undefined)("a pg client's _txStatus says I outside a transaction and T inside one", async () => {
