@@ -128,7 +128,7 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
         Client: boundedClient(options.preparedStatements === false ? Pg.Client : preparingClient(makeStatementNames()), bound)
       })
       // Requests are shed rather than queued past their bound (pgShedding.ts).
-      const pool = shedRequests(known ? handOverInTurn(created) : created)
+      const pool = shedRequests(known ? handOverInTurn(created) : created, { prioritize: known })
       // A connection that drops while idle is reported here; the next query opens another.
       pool.on("error", () => {})
       return pool

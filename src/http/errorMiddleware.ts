@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Option } from "effect"
 import { CorruptRow, EngineError, engineError, retryLater, StoreError, storeBusyOf } from "../domain/errors.js"
-import { StoreWaitBudget } from "../ports/StoreWait.js"
+import { StoreWaitBudget, storeWaitBudget } from "../ports/StoreWait.js"
 import { newRequestId } from "../domain/ids.js"
 import { EngineApi } from "./Api.js"
 import { HttpConfig } from "./HttpConfig.js"
@@ -96,7 +96,7 @@ export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.gen(func
         // Every failure reaching the encoder is a declared error: only an interruption passes it.
         Effect.orDie,
         Effect.locally(CurrentRequestId, requestId),
-        Effect.locally(StoreWaitBudget, { remainingMs: config.storeWaitMs })
+        Effect.locally(StoreWaitBudget, storeWaitBudget(config.storeWaitMs))
       )
     })
 }))

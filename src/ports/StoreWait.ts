@@ -7,7 +7,15 @@ import { Fiber, FiberRef, Option } from "effect"
  */
 export interface StoreWaitBudget {
   remainingMs: number
+  /**
+   * Whether the request was already served by the store once: it is under way, and a store
+   * may serve it before requests that have not started (what it was served was work for it).
+   */
+  underWay: boolean
 }
+
+/** A request's budget before it touched the store. */
+export const storeWaitBudget = (ms: number): StoreWaitBudget => ({ remainingMs: ms, underWay: false })
 
 /**
  * The current fiber's StoreWaitBudget; undefined: no budget, wait as long as the store's own

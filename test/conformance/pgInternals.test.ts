@@ -9,7 +9,7 @@ const url = await freshPostgresUrl()
 
 /**
  * The private members of `pg` and `pg-pool` the pool and client patches rely on
- * (adapters/sql/pgPool.ts, adapters/sql/preparedStatements.ts), checked on the installed
+ * (adapters/sql/pgPool.ts, adapters/sql/pgShedding.ts, adapters/sql/preparedStatements.ts), checked on the installed
  * releases: a release that renames or changes one fails here, before the patches go quietly off.
  */
 describe("pg internals the patches use", () => {
@@ -60,6 +60,27 @@ describe("pg internals the patches use", () => {
       expect(pool.waitingCount).toBe(0)
       held.release()
       expect(events).toEqual(["acquire", "release"])
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it.skipIf(url === undefined)("pg-pool queues waiters in _pendingQueue, first served first", async () => {
+    // What shedRequests (adapters/sql/pgShedding.ts) reorders to serve requests under way first.
+    const pool = new Pg.Pool({ connectionString: url, max: 1 })
+    const queue = (pool as unknown as { _pendingQueue?: Array<unknown> })._pendingQueue
+    try {
+      expect(Array.isArray(queue)).toBe(true)
+      const held = await pool.connect()
+      const served: Array<string> = []
+      const first = pool.connect().then((client) => (served.push("first"), client.release()))
+      const second = pool.connect().then((client) => (served.push("second"), client.release()))
+      expect(queue!.length).toBe(2)
+      // Swapped, the second is served first.
+      queue!.unshift(queue!.pop())
+      held.release()
+      await Promise.all([first, second])
+      expect(served).toEqual(["second", "first"])
     } finally {
       await pool.end()
     }
