@@ -97,8 +97,8 @@ export interface PgPoolOptions {
   /**
    * How long a caller waits on the store before its StoreError (a request's 503 with
    * Retry-After): for a connection from the pool, for a new connection, and for each
-   * statement's answer. Default 5000 ms. A request's wait for a pooled connection has the
-   * shorter bound the HTTP layer gives it (`storeWaitMs`), past which it is shed.
+   * statement's answer. Default 5000 ms. A request's first wait for a pooled connection has
+   * the shorter bound the HTTP layer gives it (`storeWaitMs`), past which it is shed.
    */
   readonly storeTimeoutMs?: number | undefined
 }

@@ -1,7 +1,7 @@
 import type Pg from "pg"
 import { StoreBusy } from "../../src/domain/errors.js"
 import { expectedWaitMs, observedHoldMs, shedRetryAfterSeconds } from "../../src/domain/storeWait.js"
-import { currentStoreWaitBudget } from "../../src/ports/StoreWait.js"
+import { currentRequestStoreWait } from "../../src/ports/StoreWait.js"
 
 /** What pg-pool 3 answers a waiter whose `connectionTimeoutMillis` ran out in its queue (checked by test/conformance/pgInternals.test.ts). */
 export const POOL_QUEUE_TIMEOUT = "timeout exceeded when trying to connect"
@@ -9,20 +9,19 @@ export const POOL_QUEUE_TIMEOUT = "timeout exceeded when trying to connect"
 type ConnectCallback = (error: Error | undefined, client: Pg.PoolClient | undefined, done: (release?: unknown) => void) => void
 
 /**
- * Sheds requests the pool cannot serve within what is left of their wait budget
- * (`StoreWaitBudget`, given by the HTTP layer), failing their connect with StoreBusy before
- * anything reaches the database:
- * - at once when the queue in front of a request that has not started is longer than the pool
- *   serves in that time, from the hold times it observes (`expectedWaitMs`);
- * - else when the budget runs out in the queue: pg-pool reads `connectionTimeoutMillis` on each
- *   queued connect, so a request's connect is queued with what is left of its budget, and
- *   pg-pool itself takes it out of the queue when that runs out.
- * A request under way (served once already: a submit's commit after its key lookup) queues ahead
- * of requests that have not started, behind others under way (with `prioritize`, pg-pool's
- * private queue): else a burst spends the pool on key lookups whose commits then find the queue
- * those lookups made, and little completes. Callers without a budget (workers, sweepers) queue
- * as before, up to the store timeout. Opening a new connection keeps the store timeout: that is
- * the database's answer, not a queue.
+ * Sheds requests the pool cannot serve within their bound (`RequestStoreWait`, given by the HTTP
+ * layer), failing their first connect with StoreBusy, before anything of them reached the database:
+ * - at once when the queue in front of them is longer than the pool serves in the bound, from
+ *   the hold times it observes (`expectedWaitMs`);
+ * - else when the bound runs out in the queue: pg-pool reads `connectionTimeoutMillis` on each
+ *   queued connect, so the connect is queued with the bound, and pg-pool itself takes it out of
+ *   the queue when that runs out.
+ * A request the pool served once is under way: never shed, and its later connects queue ahead
+ * of requests that have not started, behind others under way (with `prioritize`: pg-pool's
+ * private queue), else a burst spends the pool on key lookups whose commits then wait behind
+ * the next thousand lookups. Callers outside any request (workers, sweepers) queue as before,
+ * up to the store timeout. Opening a new connection keeps the store timeout: that is the
+ * database's answer, not a queue.
  */
 export const shedRequests = (pool: Pg.Pool, options: { readonly prioritize: boolean }): Pg.Pool => {
   const connections = pool.options.max ?? 10
@@ -39,41 +38,39 @@ export const shedRequests = (pool: Pg.Pool, options: { readonly prioritize: bool
   const connect = pool.connect.bind(pool) as (callback?: ConnectCallback) => unknown
   const settings = pool.options as { connectionTimeoutMillis?: number | undefined }
   // pg-pool 3's waiters, first served first (used only with `prioritize`: pgInternals.ts).
-  const queue = (pool as unknown as { _pendingQueue?: Array<object> })._pendingQueue
+  const queue = options.prioritize ? (pool as unknown as { _pendingQueue?: Array<object> })._pendingQueue : undefined
   const underWay = new WeakSet<object>()
-  // Moves the waiter connect just queued (the last) ahead of those that have not started.
-  const queueAhead = (queuedBefore: number) => {
-    if (!Array.isArray(queue) || queue.length !== queuedBefore + 1) return
-    const item = queue.pop()!
-    underWay.add(item)
-    const first = queue.findIndex((waiting) => !underWay.has(waiting))
-    queue.splice(first === -1 ? queue.length : first, 0, item)
+  // Connects, and moves the waiter this queued (the last, if any) ahead of those not under way.
+  const connectAhead = (callback: ConnectCallback) => {
+    if (!Array.isArray(queue)) return connect(callback)
+    const before = queue.length
+    const result = connect(callback)
+    if (queue.length === before + 1) {
+      const item = queue.pop()!
+      underWay.add(item)
+      const first = queue.findIndex((waiting) => !underWay.has(waiting))
+      queue.splice(first === -1 ? queue.length : first, 0, item)
+    }
+    return result
   }
   ;(pool as { connect: unknown }).connect = (callback?: ConnectCallback) => {
-    const budget = currentStoreWaitBudget()
-    if (budget === undefined || typeof callback !== "function") return connect(callback)
+    const wait = currentRequestStoreWait()
+    if (wait === undefined || typeof callback !== "function") return connect(callback)
+    if (wait.underWay) return connectAhead(callback)
     const served: ConnectCallback = (error, client, done) => {
-      if (client !== undefined) budget.underWay = true
+      if (client !== undefined) wait.underWay = true
       callback(error, client, done)
     }
     // A free connection, or room for a new one: nothing to queue for.
     if (pool.idleCount > 0 || pool.totalCount < connections) return connect(served)
     const storeTimeout = settings.connectionTimeoutMillis
-    // Never longer than the store timeout: a budget past it waits as workers do.
-    const bound = Math.floor(storeTimeout === undefined || storeTimeout === 0 ? budget.remainingMs : Math.min(budget.remainingMs, storeTimeout))
-    const waitMs = budget.underWay ? 0 : expectedWaitMs({ waiting: pool.waitingCount, connections, holdMs })
-    // (A bound of 0 would be pg-pool's "no timeout".)
-    if (bound < 1 || waitMs > bound) return callback(busy(Math.max(waitMs, bound)), undefined, () => undefined)
-    const queuedAt = performance.now()
-    const queuedBefore = options.prioritize && budget.underWay ? queue?.length : undefined
+    // Never longer than the store timeout: a bound past it waits as workers do.
+    const bound = storeTimeout === undefined || storeTimeout === 0 ? wait.boundMs : Math.min(wait.boundMs, storeTimeout)
+    const waitMs = expectedWaitMs({ waiting: pool.waitingCount, connections, holdMs })
+    if (waitMs > bound) return callback(busy(waitMs), undefined, () => undefined)
     settings.connectionTimeoutMillis = bound
     try {
-      const result = connect((error, client, done) => {
-        budget.remainingMs -= performance.now() - queuedAt
-        served(error?.message === POOL_QUEUE_TIMEOUT ? busy(bound) : error, client, done)
-      })
-      if (queuedBefore !== undefined) queueAhead(queuedBefore)
-      return result
+      return connect((error, client, done) => served(error?.message === POOL_QUEUE_TIMEOUT ? busy(bound) : error, client, done))
     } finally {
       settings.connectionTimeoutMillis = storeTimeout
     }

@@ -97,8 +97,7 @@ export class CorruptRow extends Schema.TaggedError<CorruptRow>()("CorruptRow", {
 
 /**
  * What was too busy to serve a request in time: the reason a shed request's 503 gives in
- * `details.reason`. The store's connections (a pool, or SQLite's one connection) are the one
- * resource requests wait for today.
+ * `details.reason`. The store's pooled connections are the one resource requests queue for today.
  */
 export type ShedReason = "store_busy"
 

@@ -10,8 +10,8 @@ export const DEFAULT_BODY_TIMEOUT_MS = 30_000
 export const DEFAULT_UPLOAD_IDLE_TIMEOUT_MS = 30_000
 
 /**
- * 1 s: a request waits at most this for the store (a pooled connection) before it is shed with
- * 503 and Retry-After; a client told at once can retry elsewhere or later, while one queued for
+ * 1 s: a request waits at most this for the store's first pooled connection before it is shed
+ * with 503 and Retry-After; a client told at once can retry elsewhere or later, while one queued for
  * the store timeout (5 s) holds a socket and a place in the queue for a likely 503 anyway.
  */
 export const DEFAULT_STORE_WAIT_MS = 1_000
@@ -32,9 +32,10 @@ export interface HttpSettings {
   /** Whether /dashboard is served; it is only ever served while the admin API is on. */
   readonly dashboard: boolean
   /**
-   * The longest a request waits for the store (a connection of the pool) before it is shed:
-   * 503 with Retry-After, nothing written. Shed at once when the queue it finds is longer than
-   * that. Workers and sweepers are never shed: they wait up to the store's own timeout.
+   * The longest a request waits for the store's first connection before it is shed: 503 with
+   * Retry-After, nothing written. Shed at once when the queue it finds is longer than the pool
+   * serves in that time. Once served it is never shed. Workers and sweepers are never shed:
+   * they wait up to the store's own timeout.
    */
   readonly storeWaitMs: number
 }

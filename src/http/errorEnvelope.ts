@@ -1,6 +1,6 @@
 import { HttpApp, HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Metric, ParseResult, Schema } from "effect"
-import { CorruptRow, EngineError, engineError, type ErrorCode, retryLater, shedReasonOf, StoreError, storeBusyOf } from "../domain/errors.js"
+import { CorruptRow, EngineError, engineError, type ErrorCode, retryLater, shedReasonOf, StoreError } from "../domain/errors.js"
 import { requestsShedOf } from "../observability/metricSeries.js"
 import { CurrentRequestId } from "./requestContext.js"
 
@@ -102,7 +102,7 @@ const errorHeaders = (error: EngineError): Record<string, string> => ({
 const logged = (error: ApiError, answer: EngineError): Effect.Effect<void> => {
   const shed = shedReasonOf(answer)
   if (shed !== undefined) return Metric.increment(requestsShedOf(shed))
-  return error instanceof StoreError && storeBusyOf(error) === undefined
+  return error instanceof StoreError
     ? error.cause instanceof CorruptRow
       ? Effect.logError("corrupt row", { operation: error.cause.operation, rowId: error.cause.rowId ?? "unknown", issue: error.cause.issue })
       : Effect.logError("store failure", error.message, error.cause)

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Option } from "effect"
 import { CorruptRow, EngineError, engineError, retryLater, StoreError, storeBusyOf } from "../domain/errors.js"
-import { StoreWaitBudget, storeWaitBudget } from "../ports/StoreWait.js"
+import { RequestStoreWait, requestStoreWait } from "../ports/StoreWait.js"
 import { newRequestId } from "../domain/ids.js"
 import { EngineApi } from "./Api.js"
 import { HttpConfig } from "./HttpConfig.js"
@@ -71,10 +71,11 @@ const declared = (request: HttpServerRequest.HttpServerRequest) => (cause: Cause
 }
 
 /**
- * Gives every request an id (X-Request-Id) and its budget of store waits (`StoreWaitBudget`,
- * `storeWaitMs`: past it the request is shed), applies the request limits (body size, JSON depth, NUL characters)
- * and has every failure answered by the API's declared errors (errorEnvelope.ts), encoded here,
- * inside the request log's middleware, so the log sees the status the client gets.
+ * Gives every request an id (X-Request-Id) and its bound on waiting for the store
+ * (`RequestStoreWait`: past it the request is shed), applies the request limits (body size, JSON
+ * depth, NUL characters) and has every failure answered by the API's declared errors
+ * (errorEnvelope.ts), encoded here, inside the request log's middleware, so the log sees the
+ * status the client gets.
  */
 export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.gen(function*() {
   const config = yield* HttpConfig
@@ -96,7 +97,7 @@ export const ErrorEnvelopeMiddleware = HttpApiBuilder.middleware(Effect.gen(func
         // Every failure reaching the encoder is a declared error: only an interruption passes it.
         Effect.orDie,
         Effect.locally(CurrentRequestId, requestId),
-        Effect.locally(StoreWaitBudget, storeWaitBudget(config.storeWaitMs))
+        Effect.locally(RequestStoreWait, requestStoreWait(config.storeWaitMs))
       )
     })
 }))
