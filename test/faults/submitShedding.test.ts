@@ -44,8 +44,9 @@ describe.skipIf(db === undefined)("1,000 submits at once to a server whose pool 
       tenants.push(await makeTenant(tally, server, { name: `burst ${i}`, creditsMicroCents: SUBMITS * JOB_COST, maxConcurrentJobs: SUBMITS }))
     }
     // What this machine takes, now, to answer 1,000 requests at once that touch no store: the
-    // surplus's answers may take that on top of the bound (a 2-core machine shared with other
-    // suites can take seconds; on a quiet one it is a few hundred milliseconds).
+    // surplus's answers may take twice that on top of the bound, as each also reads a body and
+    // a key (a 2-core machine shared with other suites takes seconds; a quiet one, a few hundred
+    // milliseconds).
     const floorStarted = performance.now()
     await Promise.all(Array.from({ length: SUBMITS }, () => fetch(`${server.url}/health`).then((r) => r.text())))
     const floorMs = Math.round(performance.now() - floorStarted)
@@ -71,7 +72,7 @@ describe.skipIf(db === undefined)("1,000 submits at once to a server whose pool 
         .toEqual({ status: 503, code: "PUBSUB_PUBLISH_FAILED", reason: "store_busy" })
       expect(Number(reply.retryAfter)).toBeGreaterThanOrEqual(1)
     }
-    expect(slowest(surplus)).toBeLessThan(SURPLUS_WITHIN_MS + floorMs)
+    expect(slowest(surplus)).toBeLessThan(SURPLUS_WITHIN_MS + 2 * floorMs)
 
     // Accepted: each job stored once, pending, charged once. Shed: no job, no charge.
     const ids = accepted.map((r) => r.body.jobId as string).sort()
