@@ -63,4 +63,28 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     // The request under way waited past its bound and was served first; the others in their order.
     expect(served).toEqual(["under way", "worker", "not started"])
   })
+
+  it("sheds a request at once when the holds it saw while others waited say the queue outlasts its bound", async () => {
+    const hold = () => runtime.runFork(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT pg_sleep(${HOLD_SECONDS})`))
+    const held = () => waitFor(async () => (await runtime.runPromise(Effect.map(PgPoolUse, (use) => use().idle))) === 0)
+    // A hold of HOLD_SECONDS while a worker's query waits: the pool serves one caller per such
+    // hold, so a request finding the connection held again cannot be served in the bound.
+    const first = hold()
+    expect(await held()).toBe(true)
+    const worker = start("worker", [])
+    expect(await waitFor(async () => (await waiting()) === 1)).toBe(true)
+    await runtime.runPromise(Fiber.join(first))
+    await runtime.runPromise(Fiber.join(worker))
+    const holder = hold()
+    expect(await held()).toBe(true)
+    const started = performance.now()
+    const shed = await runtime.runPromiseExit(
+      Effect.locally(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
+    )
+    expect(shedOf(shed)?.cause).toBeInstanceOf(StoreBusy)
+    // At once: well before the bound would have run out.
+    expect(performance.now() - started).toBeLessThan(BOUND_MS - 100)
+    expect((shedOf(shed)?.cause as StoreBusy).retryAfterSeconds).toBeGreaterThanOrEqual(1)
+    await runtime.runPromise(Fiber.join(holder))
+  })
 })
