@@ -39,9 +39,8 @@ export const EngineEnv = Config.all({
   storeTimeoutMs: nonNegative("STORE_TIMEOUT_MS", 5_000).pipe(
     Config.validate({ message: "STORE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
   ),
-  storeWaitMs: nonNegative("STORE_WAIT_MS", DEFAULT_STORE_WAIT_MS).pipe(
-    Config.validate({ message: "STORE_WAIT_MS must be at least 1", validation: (n) => n >= 1 })
-  ),
+  // 0 turns shedding off.
+  storeWaitMs: nonNegative("STORE_WAIT_MS", DEFAULT_STORE_WAIT_MS),
   databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
   )),

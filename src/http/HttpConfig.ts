@@ -35,7 +35,7 @@ export interface HttpSettings {
    * The longest a request waits for the store's first connection before it is shed: 503 with
    * Retry-After, nothing written. Shed at once when the queue it finds is longer than the pool
    * serves in that time. Once served it is never shed. Workers and sweepers are never shed:
-   * they wait up to the store's own timeout.
+   * they wait up to the store's own timeout. 0 turns shedding off: requests wait as workers do.
    */
   readonly storeWaitMs: number
 }
@@ -51,7 +51,7 @@ export interface HttpOptions {
   readonly uploadIdleTimeoutMs?: number | undefined
   /** The operator dashboard at /dashboard, on with the admin API unless this is false (docs/dashboard.md). */
   readonly dashboard?: boolean | undefined
-  /** How long a request may wait for the store before it is shed; default 1000 ms. */
+  /** How long a request may wait for the store before it is shed; default 1000 ms, 0 never sheds. */
   readonly storeWaitMs?: number | undefined
 }
 

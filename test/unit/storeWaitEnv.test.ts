@@ -14,8 +14,9 @@ describe("STORE_WAIT_MS", () => {
     expect(httpOf({ STORE_WAIT_MS: "250" })?.storeWaitMs).toBe(250)
   })
 
-  it("refuses a bound under 1 ms, naming the variable", () => {
-    for (const value of ["0", "-5", "soon"]) {
+  it("takes 0 (shedding off) and refuses what is not a whole number of 0 or more, naming the variable", () => {
+    expect(httpOf({ STORE_WAIT_MS: "0" })?.storeWaitMs).toBe(0)
+    for (const value of ["-5", "soon", "1.5"]) {
       const result = read({ STORE_WAIT_MS: value })
       expect(Either.isLeft(result) && String(result.left)).toContain("STORE_WAIT_MS")
     }
