@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { DEFAULT_WEBHOOK_DISPATCHERS, type FilePorts, type StorePorts } from "../src/engine.js"
 import type { JobQueue } from "../src/ports/JobQueue.js"
 import { parseAdminTokens } from "../src/http/adminTokens.js"
-import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_JSON_BODY_BYTES, DEFAULT_UPLOAD_IDLE_TIMEOUT_MS } from "../src/http/HttpConfig.js"
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_MAX_JSON_BODY_BYTES, DEFAULT_STORE_WAIT_MS, DEFAULT_UPLOAD_IDLE_TIMEOUT_MS } from "../src/http/HttpConfig.js"
 import { FILES_PATH } from "../src/http/systemRoutes.js"
 import { defaultEngineSettings } from "../src/services/EngineConfig.js"
 import { localFiles } from "../adapters/blob/localFiles.js"
@@ -39,6 +39,8 @@ export const EngineEnv = Config.all({
   storeTimeoutMs: nonNegative("STORE_TIMEOUT_MS", 5_000).pipe(
     Config.validate({ message: "STORE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
   ),
+  // 0 turns shedding off.
+  storeWaitMs: nonNegative("STORE_WAIT_MS", DEFAULT_STORE_WAIT_MS),
   databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
     Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
   )),
@@ -280,7 +282,8 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       maxJsonBodyBytes: settings.maxJsonBodyBytes,
       bodyTimeoutMs: settings.bodyTimeoutMs,
       uploadIdleTimeoutMs: settings.uploadIdleTimeoutMs,
-      dashboard: settings.dashboard
+      dashboard: settings.dashboard,
+      storeWaitMs: settings.storeWaitMs
     },
     metrics: { token: Option.getOrUndefined(settings.metricsToken) },
     workers: settings.workerConcurrency,

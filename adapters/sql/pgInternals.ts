@@ -4,7 +4,8 @@ import { dirname, join } from "node:path"
 
 /**
  * The majors of `pg` and `pg-pool` whose private members the pool and client patches use:
- * pg-pool's `_pulseQueue` (handOverInTurn in pgPool.ts) and the client's `_txStatus`
+ * pg-pool's `_pulseQueue` (handOverInTurn in pgPool.ts) and `_pendingQueue` (shedRequests in
+ * pgShedding.ts, to serve requests under way first) and the client's `_txStatus`
  * (preparingClient in preparedStatements.ts). test/conformance/pgInternals.test.ts fails when an
  * installed release changes either, so a bump of these majors is checked before it ships.
  */

@@ -5,6 +5,7 @@ import { type Secret, secretValue } from "../../src/domain/secret.js"
 import Pg from "pg"
 import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "./pgInternals.js"
 import { PgPoolUse } from "./pgPoolUse.js"
+import { shedRequests } from "./pgShedding.js"
 import { makeStatementNames, preparingClient } from "./preparedStatements.js"
 
 /**
@@ -94,8 +95,10 @@ export interface PgPoolOptions {
    */
   readonly preparedStatements?: boolean | undefined
   /**
-   * How long a request waits on the store before its 503 (with Retry-After): for a connection
-   * from the pool, for a new connection, and for each statement's answer. Default 5000 ms.
+   * How long a caller waits on the store before its StoreError (a request's 503 with
+   * Retry-After): for a connection from the pool, for a new connection, and for each
+   * statement's answer. Default 5000 ms. A request's first wait for a pooled connection has
+   * the shorter bound the HTTP layer gives it (`storeWaitMs`), past which it is shed.
    */
   readonly storeTimeoutMs?: number | undefined
 }
@@ -124,7 +127,8 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
         connectionTimeoutMillis: timeoutMs,
         Client: boundedClient(options.preparedStatements === false ? Pg.Client : preparingClient(makeStatementNames()), bound)
       })
-      const pool = known ? handOverInTurn(created) : created
+      // Requests are shed rather than queued past their bound (pgShedding.ts).
+      const pool = shedRequests(known ? handOverInTurn(created) : created, { prioritize: known })
       // A connection that drops while idle is reported here; the next query opens another.
       pool.on("error", () => {})
       return pool

@@ -94,3 +94,60 @@ export class CorruptRow extends Schema.TaggedError<CorruptRow>()("CorruptRow", {
   /** The decoder's account of what is wrong. */
   issue: Schema.String
 }) {}
+
+/**
+ * What was too busy to serve a request in time: the reason a shed request's 503 gives in
+ * `details.reason`. The store's pooled connections are the one resource requests queue for today.
+ */
+export type ShedReason = "store_busy"
+
+/**
+ * A request's wait for the store that would pass its bound, refused before anything was sent
+ * to the store: nothing was written, so a retry is safe. Travels as the cause of a driver
+ * error inside a StoreError (as CorruptRow does), so the stores' signatures stay as they are.
+ */
+export class StoreBusy extends Schema.TaggedError<StoreBusy>()("StoreBusy", {
+  reason: Schema.Literal("store_busy"),
+  /** When the queue in front of the request is expected to have drained, in whole seconds (at least 1). */
+  retryAfterSeconds: Schema.Number
+}) {}
+
+/** The StoreBusy a store failure was caused by, looked for down its chain of causes (a driver error, then ours). */
+export const storeBusyOf = (error: StoreError): StoreBusy | undefined => {
+  let cause: unknown = error.cause
+  for (let depth = 0; depth < 4 && typeof cause === "object" && cause !== null; depth++) {
+    if (cause instanceof StoreBusy) return cause
+    cause = (cause as { readonly cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** The two codes a request the store could not serve is answered with: submit's (the spec's) and every other endpoint's. */
+export type RetryLaterCode = "PUBSUB_PUBLISH_FAILED" | "SERVICE_UNAVAILABLE"
+
+const unavailableMessage: Record<RetryLaterCode, string> = {
+  PUBSUB_PUBLISH_FAILED: "The job could not be queued; nothing was charged, retry",
+  SERVICE_UNAVAILABLE: "The service cannot be reached for a moment; retry"
+}
+
+const busyMessage: Record<RetryLaterCode, string> = {
+  PUBSUB_PUBLISH_FAILED: "Too many requests are waiting for the store: the job was not queued and nothing was charged; retry after Retry-After",
+  SERVICE_UNAVAILABLE: "Too many requests are waiting for the store; retry after Retry-After"
+}
+
+/**
+ * The one answer to a request the store could not serve (docs/decisions.md, "Load shedding"):
+ * a 503 with Retry-After whose `details.reason` says why: `store_busy` when the request was shed
+ * (Retry-After: when the queue it found should have drained), `store_unavailable` when the
+ * store failed (Retry-After: STORE_RETRY_AFTER_SECONDS, for a failover).
+ */
+export const retryLater = (code: RetryLaterCode, error: StoreError, details: Record<string, unknown> = {}): EngineError => {
+  const busy = storeBusyOf(error)
+  return busy === undefined
+    ? engineError(code, unavailableMessage[code], { ...details, reason: "store_unavailable" }, STORE_RETRY_AFTER_SECONDS)
+    : engineError(code, busyMessage[code], { ...details, reason: busy.reason }, busy.retryAfterSeconds)
+}
+
+/** Whether an answer is a shed request's (counted by genjobs_requests_shed_total), and why. */
+export const shedReasonOf = (error: EngineError): ShedReason | undefined =>
+  error.details?.["reason"] === "store_busy" ? "store_busy" : undefined

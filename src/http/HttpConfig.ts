@@ -9,6 +9,13 @@ export const DEFAULT_BODY_TIMEOUT_MS = 30_000
 /** 30 s without a byte: an upload on a slow link keeps sending, one that stalled this long has stopped. */
 export const DEFAULT_UPLOAD_IDLE_TIMEOUT_MS = 30_000
 
+/**
+ * 1 s: a request waits at most this for the store's first pooled connection before it is shed
+ * with 503 and Retry-After; a client told at once can retry elsewhere or later, while one queued for
+ * the store timeout (5 s) holds a socket and a place in the queue for a likely 503 anyway.
+ */
+export const DEFAULT_STORE_WAIT_MS = 1_000
+
 export interface HttpSettings {
   /** Bearer token of the admin API, recorded as the actor `admin`. */
   readonly adminToken: Redacted.Redacted<string> | undefined
@@ -24,6 +31,13 @@ export interface HttpSettings {
   readonly uploadIdleTimeoutMs: number
   /** Whether /dashboard is served; it is only ever served while the admin API is on. */
   readonly dashboard: boolean
+  /**
+   * The longest a request waits for the store's first connection before it is shed: 503 with
+   * Retry-After, nothing written. Shed at once when the queue it finds is longer than the pool
+   * serves in that time. Once served it is never shed. Workers and sweepers are never shed:
+   * they wait up to the store's own timeout. 0 turns shedding off: requests wait as workers do.
+   */
+  readonly storeWaitMs: number
 }
 
 /** HttpSettings as a host writes them: a plain string token is wrapped so it never shows in logs. */
@@ -37,6 +51,8 @@ export interface HttpOptions {
   readonly uploadIdleTimeoutMs?: number | undefined
   /** The operator dashboard at /dashboard, on with the admin API unless this is false (docs/dashboard.md). */
   readonly dashboard?: boolean | undefined
+  /** How long a request may wait for the store before it is shed; default 1000 ms, 0 never sheds. */
+  readonly storeWaitMs?: number | undefined
 }
 
 export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, HttpSettings>() {
@@ -51,6 +67,7 @@ export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, Ht
       maxJsonBodyBytes: options.maxJsonBodyBytes ?? DEFAULT_MAX_JSON_BODY_BYTES,
       bodyTimeoutMs: options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS,
       uploadIdleTimeoutMs: options.uploadIdleTimeoutMs ?? DEFAULT_UPLOAD_IDLE_TIMEOUT_MS,
-      dashboard: options.dashboard ?? true
+      dashboard: options.dashboard ?? true,
+      storeWaitMs: options.storeWaitMs ?? DEFAULT_STORE_WAIT_MS
     })
 }

@@ -1,6 +1,7 @@
 import { HttpApp, HttpApiSchema, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, ParseResult, Schema } from "effect"
-import { CorruptRow, EngineError, engineError, type ErrorCode, STORE_RETRY_AFTER_SECONDS, StoreError } from "../domain/errors.js"
+import { Effect, FiberRef, Metric, ParseResult, Schema } from "effect"
+import { CorruptRow, EngineError, engineError, type ErrorCode, retryLater, shedReasonOf, StoreError } from "../domain/errors.js"
+import { requestsShedOf } from "../observability/metricSeries.js"
 import { CurrentRequestId } from "./requestContext.js"
 
 const statusOf: Record<ErrorCode, number> = {
@@ -54,16 +55,16 @@ type ApiError = EngineError | StoreError
 const isApiError = (u: unknown): u is ApiError => u instanceof EngineError || u instanceof StoreError
 
 /**
- * What the client is told of a failure. A store failure is a 503 to retry after a failover, as
- * nothing the client sent was wrong; a row the store holds but cannot read is a 500, since
- * retrying reads the same row.
+ * What the client is told of a failure. A store failure, or a request shed because the store
+ * was busy, is a 503 to retry (`retryLater`), as nothing the client sent was wrong; a row the
+ * store holds but cannot read is a 500, since retrying reads the same row.
  */
 const answeredAs = (error: ApiError): EngineError =>
   error instanceof EngineError
     ? error
     : error.cause instanceof CorruptRow
     ? engineError("INTERNAL_ERROR", "An internal error occurred")
-    : engineError("SERVICE_UNAVAILABLE", "The service cannot be reached for a moment; retry", {}, STORE_RETRY_AFTER_SECONDS)
+    : retryLater("SERVICE_UNAVAILABLE", error)
 
 /** The spec's envelope for every error: {success:false, error:{code,message,details}, requestId}. */
 const envelope = <C extends ErrorCode>(code: Schema.Schema<C>) =>
@@ -93,13 +94,20 @@ const errorHeaders = (error: EngineError): Record<string, string> => ({
   ...(error.code === "REQUEST_TIMEOUT" ? { connection: "close" } : {})
 })
 
-/** Store failures are logged where they are answered: the client sees only the code, the log the cause. */
-const logged = (error: ApiError): Effect.Effect<void> =>
-  error instanceof StoreError
+/**
+ * Store failures are logged where they are answered: the client sees only the code, the log the
+ * cause. Shed requests are counted instead (genjobs_requests_shed_total): a burst shed is the
+ * engine working as meant, and a log line per request would add to the burst.
+ */
+const logged = (error: ApiError, answer: EngineError): Effect.Effect<void> => {
+  const shed = shedReasonOf(answer)
+  if (shed !== undefined) return Metric.increment(requestsShedOf(shed))
+  return error instanceof StoreError
     ? error.cause instanceof CorruptRow
       ? Effect.logError("corrupt row", { operation: error.cause.operation, rowId: error.cause.rowId ?? "unknown", issue: error.cause.issue })
       : Effect.logError("store failure", error.message, error.cause)
     : Effect.void
+}
 
 /**
  * The declared error of one status: an ApiError answered with that status, encoded as the
@@ -122,7 +130,7 @@ const errorOfStatus = (status: number) => {
       isApiError(error)
         ? Effect.gen(function*() {
           const answer = answeredAs(error)
-          yield* logged(error)
+          yield* logged(error, answer)
           const headers = errorHeaders(answer)
           if (Object.keys(headers).length > 0) {
             yield* HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))

@@ -69,3 +69,8 @@ export const providerFailures = MetricKey.counter("genjobs_provider_failures_tot
 export const providerFallbacks = MetricKey.counter("genjobs_provider_fallbacks_total", {
   description: "Starts that moved on from a provider to the version's next route (refused, circuit open, or not registered), by the provider left."
 })
+
+export const requestsShed = MetricKey.counter("genjobs_requests_shed_total", {
+  description:
+    "Requests answered 503 at once because the store could not serve them within their bound (STORE_WAIT_MS), nothing written, by reason (store_busy)."
+})

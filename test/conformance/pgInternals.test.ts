@@ -1,6 +1,7 @@
 import Pg from "pg"
 import { describe, expect, it } from "vitest"
 import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "../../adapters/sql/pgInternals.js"
+import { POOL_QUEUE_TIMEOUT } from "../../adapters/sql/pgShedding.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 
 // Undefined without a server, except under CI, where a missing server fails the run.
@@ -8,7 +9,7 @@ const url = await freshPostgresUrl()
 
 /**
  * The private members of `pg` and `pg-pool` the pool and client patches rely on
- * (adapters/sql/pgPool.ts, adapters/sql/preparedStatements.ts), checked on the installed
+ * (adapters/sql/pgPool.ts, adapters/sql/pgShedding.ts, adapters/sql/preparedStatements.ts), checked on the installed
  * releases: a release that renames or changes one fails here, before the patches go quietly off.
  */
 describe("pg internals the patches use", () => {
@@ -39,6 +40,50 @@ describe("pg internals the patches use", () => {
     await pool.connect().catch(() => undefined)
     expect(pulses).toBeGreaterThan(0)
     await pool.end()
+  })
+
+  it.skipIf(url === undefined)("pg-pool reads connectionTimeoutMillis on each queued connect, answers POOL_QUEUE_TIMEOUT when it runs out, and emits acquire and release", async () => {
+    // What shedRequests (adapters/sql/pgShedding.ts) relies on to queue a request with its own bound.
+    const pool = new Pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 60_000 })
+    const events: Array<string> = []
+    pool.on("acquire", () => void events.push("acquire"))
+    pool.on("release", () => void events.push("release"))
+    try {
+      const held = await pool.connect()
+      const options = pool.options as { connectionTimeoutMillis?: number }
+      options.connectionTimeoutMillis = 50
+      const queued = pool.connect()
+      options.connectionTimeoutMillis = 60_000
+      const started = Date.now()
+      await expect(queued).rejects.toThrow(POOL_QUEUE_TIMEOUT)
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect(pool.waitingCount).toBe(0)
+      held.release()
+      expect(events).toEqual(["acquire", "release"])
+    } finally {
+      await pool.end()
+    }
+  })
+
+  it.skipIf(url === undefined)("pg-pool queues waiters in _pendingQueue, first served first", async () => {
+    // What shedRequests (adapters/sql/pgShedding.ts) reorders to serve requests under way first.
+    const pool = new Pg.Pool({ connectionString: url, max: 1 })
+    const queue = (pool as unknown as { _pendingQueue?: Array<unknown> })._pendingQueue
+    try {
+      expect(Array.isArray(queue)).toBe(true)
+      const held = await pool.connect()
+      const served: Array<string> = []
+      const first = pool.connect().then((client) => (served.push("first"), client.release()))
+      const second = pool.connect().then((client) => (served.push("second"), client.release()))
+      expect(queue!.length).toBe(2)
+      // Swapped, the second is served first.
+      queue!.unshift(queue!.pop())
+      held.release()
+      await Promise.all([first, second])
+      expect(served).toEqual(["second", "first"])
+    } finally {
+      await pool.end()
+    }
   })
 
   it.skipIf(url === undefined)("a pg client's _txStatus says I outside a transaction and T inside one", async () => {

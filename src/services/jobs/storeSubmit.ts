@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { engineError, type EngineError, STORE_RETRY_AFTER_SECONDS, type StoreError } from "../../domain/errors.js"
+import { engineError, type EngineError, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
 import type { Job } from "../../domain/job.js"
 import type { SubmitCommand, SubmitOutcome } from "../../ports/JobRepo.js"
 import type { JobsDeps } from "./deps.js"
@@ -31,7 +31,8 @@ export const enqueue = ({ queue, signal }: Pick<JobsDeps, "queue" | "signal">, j
  * with the commit's answer on its way): the job is looked up by its id before the client is
  * told anything. Stored, it was admitted and charged, and is answered as created; absent,
  * nothing was charged and the store's failure stands; when the store cannot even say, the
- * answer names the job's id so the client can look before it retries.
+ * answer names the job's id so the client can look before it retries. A shed submit never
+ * reached the store (it got no connection), so nothing is looked up: the shed stands.
  */
 const confirmStored = (
   { repo }: Pick<JobsDeps, "repo">,
@@ -39,15 +40,17 @@ const confirmStored = (
   failure: StoreError
 ): Effect.Effect<SubmitOutcome, EngineError | StoreError> =>
   repo.get(job.id).pipe(
-    Effect.catchTag("StoreError", (lookup) =>
-      Effect.logError("submit could not be stored, nor its job looked up", { jobId: job.id }, failure, lookup).pipe(
+    Effect.catchTag("StoreError", (lookup) => {
+      const answer = retryLater("PUBSUB_PUBLISH_FAILED", lookup, { jobId: job.id })
+      return Effect.logError("submit could not be stored, nor its job looked up", { jobId: job.id }, failure, lookup).pipe(
         Effect.zipRight(Effect.fail(engineError(
-          "PUBSUB_PUBLISH_FAILED",
+          answer.code,
           "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
-          { jobId: job.id },
-          STORE_RETRY_AFTER_SECONDS
+          answer.details,
+          answer.retryAfterSeconds
         )))
-      )),
+      )
+    }),
     Effect.flatMap(Option.match({
       onNone: () => Effect.fail(failure),
       onSome: (stored) =>
@@ -74,7 +77,10 @@ export const storeSubmit = (
     const handOff = Option.isSome(slot) ? slot.value.lease : undefined
     const { found, outcome } = yield* deps.repo.submit({ ...command, handOff }).pipe(
       Effect.map((outcome) => ({ outcome, found: false })),
-      Effect.catchTag("StoreError", (error) => Effect.map(confirmStored(deps, command.job, error), (outcome) => ({ outcome, found: true }))),
+      Effect.catchTag("StoreError", (error) =>
+        storeBusyOf(error) === undefined
+          ? Effect.map(confirmStored(deps, command.job, error), (outcome) => ({ outcome, found: true }))
+          : Effect.fail(error)),
       Effect.onError(() => released)
     )
     // A job found after a lost answer is never run here: another fiber of this process may

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { canonicalJson, sha256Hex } from "../../domain/canonicalJson.js"
-import { engineError, type EngineError, STORE_RETRY_AFTER_SECONDS, type StoreError } from "../../domain/errors.js"
+import { type EngineError, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
 import { newJobId, type RequestId } from "../../domain/ids.js"
 import type { Job } from "../../domain/job.js"
 import type { ResolvedModel } from "../Catalog.js"
@@ -100,14 +100,11 @@ export const submit = (deps: JobsDeps) =>
       replayed: outcome._tag === "Replayed"
     }
   }).pipe(
-    // Whether the catalog read or the commit failed, nothing was charged and a retry is safe.
+    // Whether the catalog read or the commit failed, nothing was charged and a retry is safe. A
+    // shed request is the answer to a burst, counted in its metric: logging each would add to it.
     Effect.catchTag("StoreError", (e) =>
-      Effect.logError("submit could not be stored", e).pipe(
-        Effect.zipRight(Effect.fail(engineError(
-          "PUBSUB_PUBLISH_FAILED",
-          "The job could not be queued; nothing was charged, retry",
-          {},
-          STORE_RETRY_AFTER_SECONDS
-        )))
+      Effect.zipRight(
+        storeBusyOf(e) === undefined ? Effect.logError("submit could not be stored", e) : Effect.void,
+        Effect.fail(retryLater("PUBSUB_PUBLISH_FAILED", e))
       ))
   )

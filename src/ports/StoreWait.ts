@@ -1,0 +1,30 @@
+import { Fiber, FiberRef, Option } from "effect"
+
+/**
+ * A request's dealings with the store's queue. Until the store first served it, the request may
+ * be shed: its wait for a connection is bounded by `boundMs`, and nothing of it was written.
+ * Once served it is under way: it is never shed (something of it may be written, and a shed
+ * answer says nothing was), and a store may serve it before requests that have not started.
+ */
+export interface RequestStoreWait {
+  readonly boundMs: number
+  underWay: boolean
+}
+
+/** A request's wait before it touched the store. */
+export const requestStoreWait = (boundMs: number): RequestStoreWait => ({ boundMs, underWay: false })
+
+/**
+ * The current fiber's RequestStoreWait; undefined outside any request. The HTTP layer sets it
+ * once per request, so everything a request does (and the fibers it forks, which share it) is
+ * bounded, while workers, sweepers and dispatchers, started outside any request, wait up to the
+ * store's own timeout and retry. A store reads it where its callers wait (a pool's connect), from
+ * the fiber running there: no Context copy or fork per request.
+ */
+export const RequestStoreWait = FiberRef.unsafeMake<RequestStoreWait | undefined>(undefined)
+
+/** The wait of the request whose fiber runs now, for a driver's callback-style code to read synchronously. */
+export const currentRequestStoreWait = (): RequestStoreWait | undefined => {
+  const fiber = Fiber.getCurrentFiber()
+  return Option.isSome(fiber) ? fiber.value.getFiberRef(RequestStoreWait) : undefined
+}
