@@ -372,7 +372,7 @@ export const listen = async (
       else res.destroy()
     })
   })
-  server.keepAliveTimeout = 5000
+  server.keepAliveTimeout = 1000
   const listenOn = (on: number) =>
     new Promise<void>((resolve, reject) => {
       server.once("error", reject)
