@@ -146,7 +146,7 @@ const codeOf = (error: unknown): string | undefined => {
   return typeof code === "string" ? code : undefined
 }
 
-/** The socket's errors behind a failed request: the error itself, or (fetch's "fetch failed") its cause. */
+/** The socket's errors behind a failed request: the error itself, or the one it wraps when it has no code. */
 const socketErrorsOf = (error: unknown): ReadonlyArray<unknown> => {
   const failure = codeOf(error) === undefined && error instanceof Error && error.cause !== undefined ? error.cause : error
   // Trying each address of a name (happy eyeballs) fails with every address's error.
@@ -237,27 +237,30 @@ export const exchange = (
   if (Either.isLeft(url)) return Effect.fail(unreachable(api, `has no valid address: ${url.left.message}`, true))
   const body = bodyOf(request.body)
   if (body === undefined) return Effect.dieMessage(`a ${request.body._tag} body is not sent to a provider's API`)
-  let answered = false
-  return Effect.tryPromise({
-    try: async (signal) => {
-      const response = await undiciRequest(url.right, {
-        dispatcher: api.connections ?? (sharedPool ??= connectionPool()),
-        method: request.method,
-        headers: request.headers,
-        body,
-        signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs
-      })
-      answered = true
-      return { status: response.statusCode, headers: headersOf(response.headers), text: await response.body.text() }
-    },
-    catch: (error) =>
-      TIMEOUT_CODES.has(codeOf(error) ?? "")
-        ? unreachable(api, `did not answer within ${timeoutMs} ms`)
-        : answered
-        ? unreachable(api, `broke off its answer: ${causeText(error)}`)
-        : unreachable(api, `could not be reached: ${causeText(error)}`, neverSent(error))
+  // Whether the answer's head came, per run: a retry runs this Effect again.
+  return Effect.suspend(() => {
+    let answered = false
+    return Effect.tryPromise({
+      try: async (signal) => {
+        const response = await undiciRequest(url.right, {
+          dispatcher: api.connections ?? (sharedPool ??= connectionPool()),
+          method: request.method,
+          headers: request.headers,
+          body,
+          signal,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs
+        })
+        answered = true
+        return { status: response.statusCode, headers: headersOf(response.headers), text: await response.body.text() }
+      },
+      catch: (error) =>
+        TIMEOUT_CODES.has(codeOf(error) ?? "")
+          ? unreachable(api, `did not answer within ${timeoutMs} ms`)
+          : answered
+          ? unreachable(api, `broke off its answer: ${causeText(error)}`)
+          : unreachable(api, `could not be reached: ${causeText(error)}`, neverSent(error))
+    })
   })
 }
 
