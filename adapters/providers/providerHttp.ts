@@ -264,13 +264,30 @@ export const exchange = (
   })
 }
 
+type JsonDecoder<A> = (text: string) => Effect.Effect<A, ParseResult.ParseError>
+
+/**
+ * Each answer schema's JSON decoder, built once: `Schema.parseJson` makes a new schema (and so a
+ * new parser) on every call, which at thousands of polls a second was a visible share of the
+ * process's CPU.
+ */
+const jsonDecoders = new WeakMap<Schema.Schema.Any, JsonDecoder<unknown>>()
+
+const jsonDecoderOf = <A, I>(schema: Schema.Schema<A, I>): JsonDecoder<A> => {
+  const known = jsonDecoders.get(schema)
+  if (known !== undefined) return known as JsonDecoder<A>
+  const decoder: JsonDecoder<A> = Schema.decodeUnknown(Schema.parseJson(schema))
+  jsonDecoders.set(schema, decoder)
+  return decoder
+}
+
 /**
  * A 2xx answer decoded with the provider's documented shape. An answer that does not match says
  * nothing certain about what happened at the provider: ProviderUnreachable, so a start is looked
  * for (recover) rather than repeated, and a poll is asked again.
  */
 export const decodeAnswer = <A, I>(api: ProviderApi, schema: Schema.Schema<A, I>, answer: Answer): Effect.Effect<A, ProviderUnreachable> =>
-  Schema.decodeUnknown(Schema.parseJson(schema))(answer.text).pipe(
+  jsonDecoderOf(schema)(answer.text).pipe(
     Effect.mapError((error) =>
       unreachable(
         api,
