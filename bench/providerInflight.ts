@@ -8,8 +8,10 @@
  * (`process.memoryUsage.rss()`, `process.cpuUsage()` every 500 ms); lease-renewal statements are
  * counted in the worker by wrapping `pg`'s `Client.prototype.query`, over the whole time jobs
  * are in flight, and so are renewals that failed (the worker's "could not renew job leases"
- * warnings). The figure fails unless the simulator saw them all in flight at once and every job
- * completed.
+ * warnings). The event loop's delay (p99 and longest) is taken from the worker's reports from the
+ * release to the last completion. The figure is reported with the jobs that failed (and of them
+ * the starts that could not be confirmed), then fails unless the simulator saw them all in flight
+ * at once and every job completed.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -111,13 +113,22 @@ export const providerInflight = () =>
       await waitFor("every job to complete", async () => (await count("status IN ('pending', 'processing')")) === 0, 1_000, 10 * 60_000)
       const done = reports.at(-1)!
       const completed = await count("status = 'completed'")
+      const failed = await count("status = 'failed'")
+      const unconfirmed = await count("error LIKE '%could not be confirmed%'")
       await submitter.dispose()
-      if (sim.counters.maxInFlight !== jobs) throw new Error(`provider_inflight: at most ${sim.counters.maxInFlight} of ${jobs} generations were in flight at once`)
-      if (completed !== jobs) throw new Error(`provider_inflight: ${completed} of ${jobs} jobs completed`)
-      if (sim.counters.starts !== jobs) throw new Error(`provider_inflight: ${sim.counters.starts} starts for ${jobs} jobs`)
-      if (hold.length === 0) throw new Error("provider_inflight: no report while every generation was in flight")
+      const released = reports.filter((r) => r.at >= releasedAt)
+      const check = () => {
+        if (sim.counters.maxInFlight !== jobs) throw new Error(`provider_inflight: at most ${sim.counters.maxInFlight} of ${jobs} generations were in flight at once`)
+        if (completed !== jobs) throw new Error(`provider_inflight: ${completed} of ${jobs} jobs completed (${failed} failed, ${unconfirmed} of them unconfirmed starts)`)
+        if (sim.counters.starts !== jobs) throw new Error(`provider_inflight: ${sim.counters.starts} starts for ${jobs} jobs`)
+        if (hold.length === 0) throw new Error("provider_inflight: no report while every generation was in flight")
+      }
 
       log(`provider_inflight: statements from release to the last completion, by kind: ${JSON.stringify(delta(idle.byKind, done.byKind))}`)
+      // The figures of a run that lost jobs are reported too: how many, and how the loop fared.
+      const lost = completed !== jobs || sim.counters.starts !== jobs || hold.length === 0
+      if (lost) log(`provider_inflight: ${failed} failed (${unconfirmed} unconfirmed starts), ${sim.counters.starts} starts, at most ${sim.counters.maxInFlight} in flight; loop delay p99 ${Math.max(0, ...released.map((r) => r.loopDelayP99Ms))} ms, longest ${Math.max(0, ...released.map((r) => r.loopDelayMaxMs))} ms`)
+      check()
       const holdSeconds = (holdTo.at - holdStart.at) / 1000
       const inFlightSeconds = (done.at - idle.at) / 1000
       const renewals = done.leaseRenewals - idle.leaseRenewals
@@ -143,6 +154,11 @@ export const providerInflight = () =>
           failedLeaseRenewals: failedRenewals,
           leasesPerRenewal: renewals === 0 ? 0 : Math.round((done.leasesRenewed - idle.leasesRenewed) / renewals),
           pollsPerSecondAtSimulator: Math.round(sim.counters.polls / inFlightSeconds),
+          failedJobs: failed,
+          unconfirmedStarts: unconfirmed,
+          // The worst half-second's p99, and the longest single delay, from release to the last completion.
+          eventLoopDelayP99Ms: Math.round(Math.max(0, ...released.map((r) => r.loopDelayP99Ms))),
+          eventLoopDelayMaxMs: Math.round(Math.max(0, ...released.map((r) => r.loopDelayMaxMs))),
           submitSeconds: Math.round(submitSeconds),
           allStartedAfterReleaseSeconds: Math.round((allStartedAt - releasedAt) / 100) / 10,
           firstClaimToAllCompletedSeconds: Math.round(inFlightSeconds)

@@ -3,13 +3,15 @@
  * PostgreSQL with BENCH_CONCURRENCY worker fibers and the Replicate adapter pointed at the
  * parent's simulator, no HTTP. It counts the statements it sends (every `pg` Client.query, the
  * pool's and the LISTEN connection's alike) and which of them renew leases, and reports them with
- * its CPU time and RSS to the parent every 500 ms.
+ * its CPU time, RSS and event-loop delay (perf_hooks, since the previous report) to the parent
+ * every 500 ms.
  */
 import { Logger, LogLevel, Redacted } from "effect"
 import { type Engine, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
 import { replicateProvider } from "genjobs/providers/replicate"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import pg from "pg"
 import { serveParent } from "./lib/child.js"
 import { BENCH_PROVIDER, TABLE_PREFIX } from "./lib/engine.js"
@@ -24,7 +26,13 @@ export interface InflightCounts {
   readonly rss: number
   /** Statements by their first words, for the figure's breakdown. */
   readonly byKind: Record<string, number>
+  /** The event loop's delay since the previous report: its 99th percentile and its longest, in ms. */
+  readonly loopDelayP99Ms: number
+  readonly loopDelayMaxMs: number
 }
+
+const loopDelay = monitorEventLoopDelay({ resolution: 10 })
+loopDelay.enable()
 
 let statements = 0
 let leaseRenewals = 0
@@ -57,8 +65,11 @@ const report = () => {
     leasesRenewed,
     cpuMicros: cpu.user + cpu.system,
     rss: process.memoryUsage.rss(),
-    byKind
+    byKind,
+    loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+    loopDelayMaxMs: loopDelay.max / 1e6
   } satisfies InflightCounts)
+  loopDelay.reset()
 }
 setInterval(report, 500).unref()
 

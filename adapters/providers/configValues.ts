@@ -21,6 +21,13 @@ export const millisConfig = (name: string, fallback: number): Config.Config<numb
     Config.validate({ message: `${name} must be a positive number of milliseconds`, validation: (value) => value > 0 })
   )
 
+/** A positive whole number from the environment (a count), or the adapter's default. */
+export const countConfig = (name: string, fallback: number): Config.Config<number> =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: `${name} must be a positive whole number`, validation: (value) => value > 0 })
+  )
+
 /** A setting that may be absent, as an options field that is then left out. */
 export const optionalConfig = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
   Config.map(Config.option(config), Option.getOrUndefined)

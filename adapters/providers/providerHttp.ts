@@ -1,9 +1,25 @@
-import { FetchHttpClient, HttpClient, type HttpClientRequest } from "@effect/platform"
-import { Clock, Effect, ParseResult, Schema } from "effect"
+import { type HttpClientRequest, UrlParams } from "@effect/platform"
+import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Agent, type Dispatcher, request as undiciRequest } from "undici"
 import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
 
-/** Node's fetch as an Effect HttpClient, built once: a provider made with it asks nothing of its caller's context. */
-const fetchHttpClient: HttpClient.HttpClient = Effect.runSync(HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer)))
+/** Connections a provider keeps to each of its API's hosts when its options set none (`maxConnections`). */
+export const DEFAULT_MAX_CONNECTIONS = 64
+
+/** An idle keep-alive connection is closed after this long (or sooner, when the server says so). */
+const KEEP_ALIVE_MS = 30_000
+
+/**
+ * A provider's own connection pool: keep-alive connections to each host of its API, at most
+ * `maxConnections` to each, so that any number of generations in flight holds a bounded number
+ * of sockets (file handles). A request beyond the cap waits in the pool for a free connection;
+ * its timeout (exchange) starts only once it is written, so the wait never counts against it.
+ */
+export const connectionPool = (maxConnections: number = DEFAULT_MAX_CONNECTIONS): Dispatcher =>
+  new Agent({ connections: maxConnections, keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS })
+
+/** The pool of an API that brings none of its own. */
+let sharedPool: Dispatcher | undefined
 
 /** How one provider's API answers: what its errors say and which of them are worth asking again. Each adapter's api.ts. */
 export interface ProviderApi {
@@ -22,6 +38,8 @@ export interface ProviderApi {
    * starting it again. Absent: every error status of a start means nothing started.
    */
   readonly startOutcomeUnknown?: (status: number) => boolean
+  /** The provider's connection pool (connectionPool); absent, a pool shared by every such API. */
+  readonly connections?: Dispatcher | undefined
 }
 
 /** A provider's answer read whole: API answers are small JSON documents (outputs come by URL or stream). */
@@ -88,13 +106,6 @@ export const HTTP_RETRY_RULES: Pick<ProviderApi, "isRetryable" | "retryAfterMs" 
 export const lowerCaseKeys = (headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> =>
   Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]))
 
-const causeText = (cause: unknown): string => {
-  if (!(cause instanceof Error)) return String(cause)
-  const inner = (cause as { cause?: unknown }).cause
-  const code = inner instanceof Error ? ((inner as { code?: string }).code ?? inner.message) : undefined
-  return code === undefined ? cause.message : `${cause.message} (${code})`
-}
-
 /**
  * Error codes Node and undici raise only while connecting, before a request is written: the
  * connection refused or never made (no route, no address, undici's connect timeout), the name
@@ -135,15 +146,21 @@ const codeOf = (error: unknown): string | undefined => {
   return typeof code === "string" ? code : undefined
 }
 
-/**
- * Whether a failed fetch provably never wrote its request. fetch rejects with "fetch failed"
- * whose cause is the socket's error; trying each address of a name (happy eyeballs) gives an
- * AggregateError, which counts only when every address failed that way.
- */
-export const neverSent = (fetchError: unknown): boolean => {
-  const cause = typeof fetchError === "object" && fetchError !== null ? (fetchError as { cause?: unknown }).cause : undefined
-  const failures = cause instanceof AggregateError && cause.errors.length > 0 ? cause.errors : [cause]
-  return failures.every((failure) => NOT_SENT_CODES.has(codeOf(failure) ?? ""))
+/** The socket's errors behind a failed request: the error itself, or the one it wraps when it has no code. */
+const socketErrorsOf = (error: unknown): ReadonlyArray<unknown> => {
+  const failure = codeOf(error) === undefined && error instanceof Error && error.cause !== undefined ? error.cause : error
+  // Trying each address of a name (happy eyeballs) fails with every address's error.
+  return failure instanceof AggregateError && failure.errors.length > 0 ? failure.errors : [failure]
+}
+
+/** Whether a failed request provably never wrote its request: every address it tried failed while connecting. */
+export const neverSent = (error: unknown): boolean =>
+  socketErrorsOf(error).every((failure) => NOT_SENT_CODES.has(codeOf(failure) ?? ""))
+
+const causeText = (error: unknown): string => {
+  if (!(error instanceof Error)) return String(error)
+  const code = codeOf(socketErrorsOf(error)[0])
+  return code === undefined || error.message.includes(code) ? error.message : `${error.message} (${code})`
 }
 
 export const unreachable = (api: ProviderApi, message: string, notSent = false) =>
@@ -177,26 +194,92 @@ export const rejection = (api: ProviderApi, answer: Answer, options: { readonly 
     })
   })
 
+/** undici's codes for a request that got no answer, or no whole answer, in its time. */
+const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
+
+const headersOf = (headers: Record<string, string | Array<string> | undefined>): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value
+  }
+  return out
+}
+
+/** The request's body as undici sends it: provider API requests carry whole documents, or nothing. */
+const bodyOf = (body: HttpClientRequest.HttpClientRequest["body"]): string | Uint8Array | null | undefined => {
+  switch (body._tag) {
+    case "Empty":
+      return null
+    case "Uint8Array":
+      return body.body
+    case "Raw":
+      return typeof body.body === "string" || body.body instanceof Uint8Array ? body.body : undefined
+    default:
+      return undefined
+  }
+}
+
 /**
- * Sends one request and reads its answer whole, whatever its status. No answer within
- * `timeoutMs`, a refused or reset connection, a body cut short: ProviderUnreachable, with
- * `notSent` when the connection failed before the request was written (neverSent).
+ * Sends one request on the provider's pool and reads its answer whole, whatever its status.
+ * `timeoutMs` counts from when the request was written, not from when it was asked for: a
+ * request waiting for a free connection is not timed, and a process that was busy for a while
+ * reads the answers that came meanwhile before it times anything out (undici's timers count
+ * the event loop's turns, not the wall clock). No answer, or no whole answer, within
+ * `timeoutMs` of writing, a refused or reset connection, a body cut short: ProviderUnreachable,
+ * with `notSent` when the connection failed before the request was written (neverSent).
  */
 export const exchange = (
   api: ProviderApi,
   request: HttpClientRequest.HttpClientRequest,
   timeoutMs: number
-): Effect.Effect<Answer, ProviderUnreachable> =>
-  fetchHttpClient.execute(request).pipe(
-    Effect.flatMap((response) =>
-      Effect.map(response.text, (text): Answer => ({ status: response.status, headers: response.headers, text }))
-    ),
-    Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => unreachable(api, `did not answer within ${timeoutMs} ms`) }),
-    Effect.catchTags({
-      RequestError: (error) => Effect.fail(unreachable(api, `could not be reached: ${causeText(error.cause)}`, neverSent(error.cause))),
-      ResponseError: (error) => Effect.fail(unreachable(api, `broke off its answer: ${causeText(error.cause)}`))
+): Effect.Effect<Answer, ProviderUnreachable> => {
+  const url = UrlParams.makeUrl(request.url, request.urlParams, request.hash)
+  if (Either.isLeft(url)) return Effect.fail(unreachable(api, `has no valid address: ${url.left.message}`, true))
+  const body = bodyOf(request.body)
+  if (body === undefined) return Effect.dieMessage(`a ${request.body._tag} body is not sent to a provider's API`)
+  // Whether the answer's head came, per run: a retry runs this Effect again.
+  return Effect.suspend(() => {
+    let answered = false
+    return Effect.tryPromise({
+      try: async (signal) => {
+        const response = await undiciRequest(url.right, {
+          dispatcher: api.connections ?? (sharedPool ??= connectionPool()),
+          method: request.method,
+          headers: request.headers,
+          body,
+          signal,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs
+        })
+        answered = true
+        return { status: response.statusCode, headers: headersOf(response.headers), text: await response.body.text() }
+      },
+      catch: (error) =>
+        TIMEOUT_CODES.has(codeOf(error) ?? "")
+          ? unreachable(api, `did not answer within ${timeoutMs} ms`)
+          : answered
+          ? unreachable(api, `broke off its answer: ${causeText(error)}`)
+          : unreachable(api, `could not be reached: ${causeText(error)}`, neverSent(error))
     })
-  )
+  })
+}
+
+type JsonDecoder<A> = (text: string) => Effect.Effect<A, ParseResult.ParseError>
+
+/**
+ * Each answer schema's JSON decoder, built once: `Schema.parseJson` makes a new schema (and so a
+ * new parser) on every call, which at thousands of polls a second was a visible share of the
+ * process's CPU.
+ */
+const jsonDecoders = new WeakMap<Schema.Schema.Any, JsonDecoder<unknown>>()
+
+const jsonDecoderOf = <A, I>(schema: Schema.Schema<A, I>): JsonDecoder<A> => {
+  const known = jsonDecoders.get(schema)
+  if (known !== undefined) return known as JsonDecoder<A>
+  const decoder: JsonDecoder<A> = Schema.decodeUnknown(Schema.parseJson(schema))
+  jsonDecoders.set(schema, decoder)
+  return decoder
+}
 
 /**
  * A 2xx answer decoded with the provider's documented shape. An answer that does not match says
@@ -204,7 +287,7 @@ export const exchange = (
  * for (recover) rather than repeated, and a poll is asked again.
  */
 export const decodeAnswer = <A, I>(api: ProviderApi, schema: Schema.Schema<A, I>, answer: Answer): Effect.Effect<A, ProviderUnreachable> =>
-  Schema.decodeUnknown(Schema.parseJson(schema))(answer.text).pipe(
+  jsonDecoderOf(schema)(answer.text).pipe(
     Effect.mapError((error) =>
       unreachable(
         api,

@@ -66,6 +66,11 @@ export const providerFailures = MetricKey.counter("genjobs_provider_failures_tot
   description: "Provider calls (start, poll, cancel, recover) that got no answer or a retryable refusal, by provider id and credential id."
 })
 
+export const providerStartsUnconfirmed = MetricKey.counter("genjobs_provider_starts_unconfirmed_total", {
+  description:
+    "Starts whose answer was lost and that the provider's search (recover) did not find, by provider id: each job failed with a refund, and the provider may have run (and billed) its generation."
+})
+
 export const providerFallbacks = MetricKey.counter("genjobs_provider_fallbacks_total", {
   description: "Starts that moved on from a provider to the version's next route (refused, circuit open, or not registered), by the provider left."
 })

@@ -39,6 +39,8 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
   readonly fellBack: (providerId: string) => Effect.Effect<void>
   /** A start was sent to this provider (for the metrics). */
   readonly started: (providerId: string) => Effect.Effect<void>
+  /** A start that may have reached this provider was neither answered nor found there: its job failed with a refund (for the metrics). */
+  readonly unconfirmed: (providerId: string) => Effect.Effect<void>
   /** Every registered provider's credentials and every credential called, by provider id and credential id. */
   readonly snapshot: Effect.Effect<ReadonlyArray<CredentialHealth>>
 }>() {
@@ -85,6 +87,7 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
         Effect.acquireRelease(addInFlight(providerId, credentialId, 1), () => addInFlight(providerId, credentialId, -1)),
       fellBack: () => Effect.void,
       started: () => Effect.void,
+      unconfirmed: () => Effect.void,
       snapshot: Effect.map(Ref.get(entries), (map) =>
         [...registered.filter(({ credentialId, providerId }) => !map.has(keyOf(providerId, credentialId))), ...map.values()]
           .map(({ credentialId, providerId }) => {

@@ -320,7 +320,14 @@ export const makeProviderCalls = Effect.gen(function*() {
     Effect.flatMap(recoverFrom(run, [attempt]), (recovered) =>
       recovered._tag === "Found"
         ? followFound(run, recovered.candidate, recovered.handle)
-        : Effect.succeed<Generation>({ ...unconfirmedStart, route: attempt.ref }))
+        : Effect.as(health.unconfirmed(attempt.ref.providerId), { ...unconfirmedStart, route: attempt.ref }))
+
+  /** A lost run's start went, if at all, to one of these routes, none of which could say: each is counted. */
+  const lostRunUnconfirmed = (usable: ReadonlyArray<Registered>) =>
+    Effect.as(
+      Effect.forEach(new Set(usable.map(({ route }) => route.providerId)), health.unconfirmed, { discard: true }),
+      unconfirmedStart
+    )
 
   /** A start on each of the route's credentials, for a search of every place a lost start may have gone. */
   const everyCredential = (run: JobRun, registered: Registered): ReadonlyArray<Attempt> =>
@@ -337,11 +344,11 @@ export const makeProviderCalls = Effect.gen(function*() {
       const candidates = usable.flatMap((registered) => everyCredential(run, registered))
       const first = yield* recoverFrom(run, candidates)
       if (first._tag === "Found") return yield* followFound(run, first.candidate, first.handle)
-      if (first._tag === "Unknown" || !complete) return unconfirmedStart
+      if (first._tag === "Unknown" || !complete) return yield* lostRunUnconfirmed(usable)
       yield* Effect.sleep(Duration.millis(first.settledAfterMs))
       const second = yield* recoverFrom(run, candidates)
       if (second._tag === "Found") return yield* followFound(run, second.candidate, second.handle)
-      if (second._tag === "Unknown") return unconfirmedStart
+      if (second._tag === "Unknown") return yield* lostRunUnconfirmed(usable)
       yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: run.job.id })
       yield* run.save({ phase: null, handle: null, starts: run.state().starts })
       return yield* startAfresh(run, usable)

@@ -148,7 +148,7 @@ describe("fal.ai: errors", () => {
       expect((yield* Effect.flip(closed.start(request)))._tag).toBe("ProviderUnreachable")
       expect((yield* Effect.flip(closed.poll({ id: "x" }, request)))._tag).toBe("ProviderUnreachable")
       const impatient = falProvider({ apiKey: sim.apiKey, baseUrl: sim.url, requestTimeoutMs: 100 })
-      sim.slowNext(1, 500, { on: "start" })
+      sim.slowNext(1, 2_000, { on: "start" })
       expect((yield* Effect.flip(impatient.start(request)))._tag).toBe("ProviderUnreachable")
       sim.malformedNext(1, { on: "start" })
       expect((yield* Effect.flip(provider.start(request)))._tag).toBe("ProviderUnreachable")

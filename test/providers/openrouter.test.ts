@@ -191,7 +191,7 @@ describe("OpenRouter errors", () => {
     expect(error.message).toContain("OpenRouter could not be reached")
 
     const handle = await startHandle({ prompt: "x" })
-    sim.slowNext(1, 1_000, { on: "poll" })
+    sim.slowNext(1, 2_000, { on: "poll" })
     const impatient = openRouterProvider({ apiKey: sim.apiKey, baseUrl: sim.url, requestTimeoutMs: 100 })
     expect(await failureOf(impatient.poll(handle, requestFor(MODEL, {})))).toMatchObject({
       _tag: "ProviderUnreachable",

@@ -169,7 +169,7 @@ describe("Replicate: errors", () => {
       expect((yield* Effect.flip(closed.poll({ id: "x" }, request)))._tag).toBe("ProviderUnreachable")
 
       const impatient = replicateProvider({ apiToken: sim.apiToken, baseUrl: sim.url, requestTimeoutMs: 100 })
-      sim.slowNext(1, 500, { on: "start" })
+      sim.slowNext(1, 2_000, { on: "start" })
       const slow = yield* Effect.flip(impatient.start(request))
       expect(slow).toMatchObject({ _tag: "ProviderUnreachable", notSent: false })
       expect(slow.message).toContain("did not answer within 100 ms")

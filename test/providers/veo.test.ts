@@ -141,7 +141,7 @@ describe("Gemini API errors", () => {
     expect(error._tag).toBe("ProviderUnreachable")
     expect(error.message).toContain("Gemini API could not be reached")
 
-    sim.slowNext(1, 1_000, { on: "poll" })
+    sim.slowNext(1, 2_000, { on: "poll" })
     const handle = await startHandle({ prompt: "x" })
     const impatient = veoProvider({ apiKey: sim.apiKey, baseUrl: sim.url, requestTimeoutMs: 100 })
     expect(await failureOf(impatient.poll(handle, requestFor(MODEL, {})))).toMatchObject({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Ref, Scope, Stream, TestClock } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, Stream, TestClock } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
@@ -7,6 +7,7 @@ import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { StoreError } from "../../src/domain/errors.js"
 import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
+import { providerStartsUnconfirmed } from "../../src/observability/metrics.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
@@ -191,6 +192,8 @@ describe("provider runs: resume, never restart", () => {
   it.effect("a start that cannot be confirmed fails the job with a refund and is never asked again", () => {
     const { counts, provider } = scriptedProvider({ start: () => Effect.fail(new ProviderUnreachable({ message: "timeout" })) })
     return run(provider, Effect.gen(function*() {
+      const unconfirmed = Metric.value(Metric.tagged(providerStartsUnconfirmed, "provider", "demo"))
+      const before = (yield* unconfirmed).count
       const { accountId, job } = yield* submitText()
       expect(yield* (yield* Worker).runOnce("A")).toBe(true)
       // The start may have run there: its route is recorded.
@@ -201,6 +204,8 @@ describe("provider runs: resume, never restart", () => {
       })
       expect(yield* balanceOf(accountId)).toBe(100_000)
       expect(counts.starts).toBe(1)
+      // Operators see the paid generation that may have no job: genjobs_provider_starts_unconfirmed_total{provider}.
+      expect((yield* unconfirmed).count - before).toBe(1)
     }))
   })
 

@@ -11,19 +11,7 @@ import {
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import {
-  apiRoot,
-  decodeAnswer,
-  exchange,
-  ignoringStatuses,
-  isSuccess,
-  lowerCaseKeys,
-  rejection,
-  saidIn,
-  send,
-  sendJson,
-  shown
-} from "../providerHttp.js"
+import { apiRoot, connectionPool, decodeAnswer, exchange, ignoringStatuses, isSuccess, lowerCaseKeys, rejection, saidIn, send, sendJson, shown } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { falApi, isRequestOutcome } from "./api.js"
 import { outputsOf } from "./outputs.js"
@@ -52,6 +40,11 @@ export interface FalOptions {
   readonly pollIntervalMs?: number | undefined
   /** The longest wait for one answer of the queue. Default 30 s. */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * Connections kept open to each host of the API, at most (default 64): requests beyond them
+   * wait their turn, and that wait does not count against the request's timeout.
+   */
+  readonly maxConnections?: number | undefined
 }
 
 interface RequestUrls {
@@ -71,7 +64,7 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
   const base = apiRoot(options.baseUrl ?? FAL_BASE_URL)
   const origin = new URL(base).origin
   const keys = credentialSet("fal.ai", options.apiKey)
-  const api = falApi(keys.secrets)
+  const api = { ...falApi(keys.secrets), connections: connectionPool(options.maxConnections) }
   const timeoutMs = options.requestTimeoutMs ?? 30_000
   const publicKeys: ReadonlyArray<KeyObject> | undefined = options.webhookPublicKeys === undefined
     ? undefined

@@ -1,5 +1,6 @@
 import { Config, ConfigError, Either } from "effect"
-import { baseUrlConfig, millisConfig, optionalConfig, providerFromConfig, secretConfig } from "../configValues.js"
+import { baseUrlConfig, countConfig, millisConfig, optionalConfig, providerFromConfig, secretConfig } from "../configValues.js"
+import { DEFAULT_MAX_CONNECTIONS } from "../providerHttp.js"
 import { FAL_BASE_URL, type FalOptions, falProvider } from "./FalProvider.js"
 import { parsePublicKeys } from "./webhookSignature.js"
 
@@ -17,12 +18,14 @@ const publicKeysConfig = Config.string("FAL_WEBHOOK_PUBLIC_KEYS").pipe(
 /**
  * fal.ai's options from the environment: FAL_KEY, FAL_BASE_URL, FAL_WEBHOOK_PUBLIC_KEYS (without
  * them jobs are polled only), FAL_POLL_INTERVAL_MS.
+ * Also FAL_MAX_CONNECTIONS: connections kept to each host of the API (default 64).
  */
 export const falConfig: Config.Config<FalOptions> = Config.all({
   apiKey: secretConfig("FAL_KEY"),
   baseUrl: baseUrlConfig("FAL_BASE_URL", FAL_BASE_URL),
   webhookPublicKeys: optionalConfig(publicKeysConfig),
-  pollIntervalMs: millisConfig("FAL_POLL_INTERVAL_MS", 2000)
+  pollIntervalMs: millisConfig("FAL_POLL_INTERVAL_MS", 2000),
+  maxConnections: countConfig("FAL_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)
 })
 
 /** The fal.ai provider when FAL_KEY is set, else none. */

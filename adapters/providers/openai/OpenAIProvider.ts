@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { type GenerationProvider, ProviderRejected } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import { apiRoot } from "../providerHttp.js"
+import { apiRoot, connectionPool } from "../providerHttp.js"
 import { openAIApi } from "./api.js"
 import { generateImages } from "./images.js"
 
@@ -24,6 +24,11 @@ export interface OpenAIOptions {
   readonly project?: string | undefined
   /** The longest wait for an Images API answer, which holds the generation itself. Default 5 min. */
   readonly imageRequestTimeoutMs?: number | undefined
+  /**
+   * Connections kept open to each host of the API, at most (default 64): requests beyond them
+   * wait their turn, and that wait does not count against the request's timeout.
+   */
+  readonly maxConnections?: number | undefined
 }
 
 /** OpenAI removed the Videos API and the Sora 2 models on 2026-09-24. */
@@ -41,7 +46,7 @@ const isSoraModel = (model: string): boolean => /^sora(-|$)/.test(model)
 export const openaiProvider = (options: OpenAIOptions): GenerationProvider => {
   const keys = credentialSet("OpenAI", options.apiKey)
   const baseUrl = apiRoot(options.baseUrl ?? OPENAI_BASE_URL)
-  const api = openAIApi(...keys.secrets)
+  const api = { ...openAIApi(...keys.secrets), connections: connectionPool(options.maxConnections) }
   const headersWith = (apiKey: string): Record<string, string> => ({
     authorization: `Bearer ${apiKey}`,
     ...(options.organization === undefined ? {} : { "openai-organization": options.organization }),

@@ -8,7 +8,7 @@ import {
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import { apiRoot, lowerCaseKeys, secretValue, sendJson } from "../providerHttp.js"
+import { apiRoot, connectionPool, lowerCaseKeys, secretValue, sendJson } from "../providerHttp.js"
 import { urlOutput } from "../providerOutputs.js"
 import { openRouterApi } from "./api.js"
 import { VideoJob, WebhookEvent } from "./schema.js"
@@ -36,6 +36,11 @@ export interface OpenRouterOptions {
   readonly pollIntervalMs?: number | undefined
   /** The longest wait for one answer of the API. Default 60 s. */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * Connections kept open to each host of the API, at most (default 64): requests beyond them
+   * wait their turn, and that wait does not count against the request's timeout.
+   */
+  readonly maxConnections?: number | undefined
 }
 
 /** OpenRouter's model ids: `owner/name`, optionally with a `:variant`. */
@@ -51,7 +56,7 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
   const keys = credentialSet("OpenRouter", options.apiKey)
   const base = apiRoot(options.baseUrl ?? OPENROUTER_BASE_URL)
   const origin = new URL(base).origin
-  const api = openRouterApi(keys.secrets)
+  const api = { ...openRouterApi(keys.secrets), connections: connectionPool(options.maxConnections) }
   const timeoutMs = options.requestTimeoutMs ?? 60_000
   const authorization = (key: string) => ({ authorization: `Bearer ${key}` })
   const webhookSecret = options.webhookSecret === undefined ? undefined : secretValue(options.webhookSecret)

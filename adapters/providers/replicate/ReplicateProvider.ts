@@ -10,7 +10,7 @@ import {
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import { apiRoot, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
+import { apiRoot, connectionPool, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { replicateApi } from "./api.js"
 import { outputsOf, progressOfLogs } from "./outputs.js"
@@ -40,6 +40,11 @@ export interface ReplicateOptions {
   readonly pollIntervalMs?: number | undefined
   /** The longest wait for one answer of the API. Default 30 s. */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * Connections kept open to each host of the API, at most (default 64): requests beyond them
+   * wait their turn, and that wait does not count against the request's timeout.
+   */
+  readonly maxConnections?: number | undefined
 }
 
 /**
@@ -91,7 +96,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
   const base = apiRoot(options.baseUrl ?? REPLICATE_BASE_URL)
   const origin = new URL(base).origin
   const tokens = credentialSet("Replicate", options.apiToken)
-  const api = replicateApi(tokens.secrets)
+  const api = { ...replicateApi(tokens.secrets), connections: connectionPool(options.maxConnections) }
   const timeoutMs = options.requestTimeoutMs ?? 30_000
   const authorization = (token: string) => ({ authorization: `Bearer ${token}` })
   /** The request with the token of the credential `credentialId` (the job's). */

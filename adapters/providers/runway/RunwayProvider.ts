@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { GenerationProvider, ProviderRequest } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import { apiRoot } from "../providerHttp.js"
+import { apiRoot, connectionPool } from "../providerHttp.js"
 import { runwayApi } from "./api.js"
 import { createTask, deleteTask, retrieveTask, type TasksApi } from "./tasks.js"
 
@@ -24,6 +24,11 @@ export interface RunwayOptions {
   readonly pollIntervalMs?: number | undefined
   /** The longest wait for one answer of the API. Default 60 s. */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * Connections kept open to each host of the API, at most (default 64): requests beyond them
+   * wait their turn, and that wait does not count against the request's timeout.
+   */
+  readonly maxConnections?: number | undefined
 }
 
 /**
@@ -33,7 +38,7 @@ export interface RunwayOptions {
  */
 export const runwayProvider = (options: RunwayOptions): GenerationProvider => {
   const secrets = credentialSet("Runway", options.apiSecret)
-  const api = runwayApi(secrets.secrets)
+  const api = { ...runwayApi(secrets.secrets), connections: connectionPool(options.maxConnections) }
   const baseUrl = apiRoot(options.baseUrl ?? RUNWAY_BASE_URL)
   const apiVersion = options.apiVersion ?? RUNWAY_API_VERSION
   const timeoutMs = options.requestTimeoutMs ?? 60_000

@@ -7,7 +7,7 @@ import {
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import { apiRoot, sendJson } from "../providerHttp.js"
+import { apiRoot, connectionPool, sendJson } from "../providerHttp.js"
 import { urlOutput } from "../providerOutputs.js"
 import { veoApi } from "./api.js"
 import { predictBody } from "./request.js"
@@ -30,6 +30,11 @@ export interface VeoOptions {
   readonly pollIntervalMs?: number | undefined
   /** The longest wait for one answer of the API. Default 60 s. */
   readonly requestTimeoutMs?: number | undefined
+  /**
+   * Connections kept open to each host of the API, at most (default 64): requests beyond them
+   * wait their turn, and that wait does not count against the request's timeout.
+   */
+  readonly maxConnections?: number | undefined
 }
 
 /** A model id as the Gemini API names it (`veo-3.1-generate-preview`), with or without `models/`. */
@@ -49,7 +54,7 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
   const keys = credentialSet("Gemini API", options.apiKey)
   const base = apiRoot(options.baseUrl ?? VEO_BASE_URL)
   const origin = new URL(base).origin
-  const api = veoApi(keys.secrets)
+  const api = { ...veoApi(keys.secrets), connections: connectionPool(options.maxConnections) }
   const timeoutMs = options.requestTimeoutMs ?? 60_000
   const keyHeader = (key: string) => ({ "x-goog-api-key": key })
 

@@ -5,13 +5,27 @@ import type { WorkerDeps } from "./deps.js"
 import type { WorkerPool } from "./pool.js"
 
 /**
- * Claims as many jobs as there are idle fibers, in one claim, into the buffer. Uninterruptible
- * from taking the idle fibers to the buffer: a drain never strands claimed jobs, nor fibers
- * taken for a claim. None when every fiber is busy or promised.
+ * The most jobs one claim takes. A worker with thousands of idle fibers would otherwise claim
+ * thousands at once: one statement (synchronous on SQLite), thousands of rows decoded, and
+ * thousands of runs begun in one turn of the event loop, which would hold it for seconds while
+ * provider answers wait. A claim this size stays within a few tens of milliseconds.
+ */
+export const MAX_CLAIM = 100
+
+/** Lets the event loop run (I/O, timers) before the next claim: a microtask yield would not. */
+const yieldToEventLoop = Effect.async<void>((resume) => {
+  const pending = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(pending))
+})
+
+/**
+ * Claims as many jobs as there are idle fibers, MAX_CLAIM at most, in one claim, into the
+ * buffer. Uninterruptible from taking the idle fibers to the buffer: a drain never strands
+ * claimed jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
  */
 const claimForIdle = (deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, broker: BrokerClaims | undefined) =>
   Effect.uninterruptible(Effect.gen(function*() {
-    const free = yield* Ref.getAndSet(pool.idle, 0)
+    const free = yield* Ref.modify(pool.idle, (idle) => [Math.min(idle, MAX_CLAIM), idle - Math.min(idle, MAX_CLAIM)] as const)
     if (free === 0) return Option.none()
     const exit = yield* Effect.exit(
       claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
@@ -41,6 +55,9 @@ const claimOnce = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal
       // limited job ending here frees room, and the poll covers a lost signal and room
       // freed in other processes.
       yield* Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
+    } else {
+      // A full claim: more may wait, claimed next once the runs begun here let the loop go.
+      yield* yieldToEventLoop
     }
     return false
   })
