@@ -186,7 +186,9 @@ export const make = Effect.gen(function*() {
   const stats = (request: { readonly from?: string | undefined; readonly to?: string | undefined }): Effect.Effect<Stats, EngineError | StoreError> =>
     Effect.gen(function*() {
       const at = yield* Clock.currentTimeMillis
-      const to = (yield* readTime("to", request.to)) ?? at
+      // `to` is exclusive: by default the range ends just after now, so a job completed in this
+      // very millisecond is counted.
+      const to = (yield* readTime("to", request.to)) ?? at + 1
       const from = (yield* readTime("from", request.from)) ?? to - 86_400_000
       if (from >= to) return yield* Effect.fail(invalid("to", "to must be later than from"))
       if (to - from > MAX_SPEND_RANGE_DAYS * 86_400_000) {
