@@ -7,15 +7,13 @@
  * (`findDuplicateKey`). Bodies: the bench's usual submit, a 64 KiB prompt, and 64 KiB of small
  * input fields (the check's worst kind: a key every 16 bytes).
  */
-import { Logger, LogLevel } from "effect"
-import { makeDemoProvider, makeEngine } from "genjobs"
-import { memoryFiles, memoryStore } from "genjobs/memory"
+import { memoryStore } from "genjobs/memory"
 import { surveyJson } from "../src/domain/limits.js"
 import { countKeys, findDuplicateKey } from "../src/http/duplicateKeys.js"
-import { BENCH_ACCOUNT, benchCatalog, benchModel } from "./catalog.js"
+import { benchModel } from "./catalog.js"
+import { handlerEngine } from "./lib/handlerEngine.js"
 import { emit, log } from "./lib/report.js"
 
-const ADMIN = "bench-admin-token-0123456789abcdef"
 const KIB64 = 64 * 1_024
 
 /** µs of this process's CPU (user + system) per run of `op`, over `n` runs after `n / 10` unmeasured ones. */
@@ -40,33 +38,11 @@ const bodies = (): ReadonlyArray<{ readonly name: string; readonly text: string;
 }
 
 export const duplicateKeys = async () => {
-  const engine = await makeEngine({
-    store: memoryStore(),
-    files: memoryFiles({ publicUrl: "http://bench" }),
-    providers: { demo: makeDemoProvider() },
-    http: { adminToken: ADMIN },
-    workers: 0,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    observability: Logger.minimumLogLevel(LogLevel.Warning)
-  })
+  const { call, engine, key } = await handlerEngine(memoryStore())
   try {
-    const call = async (path: string, auth: string, body: string) => {
-      const response = await engine.fetch(new Request(`http://bench${path}`, {
-        method: path.startsWith("/admin/catalog") ? "PUT" : "POST",
-        headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" },
-        body
-      }))
-      const text = await response.text()
-      if (!response.ok) throw new Error(`${path} answered ${response.status}: ${text.slice(0, 300)}`)
-      return JSON.parse(text) as Record<string, any>
-    }
-    await call("/admin/catalog", ADMIN, JSON.stringify(benchCatalog("demo")))
-    const account = await call("/admin/accounts", ADMIN, JSON.stringify({ name: "bench", ...BENCH_ACCOUNT }))
-    const key = String((await call(`/admin/accounts/${account["id"]}/keys`, ADMIN, JSON.stringify({ name: "k" })))["key"])
     for (const body of bodies()) {
       log(`duplicate_keys: ${body.name} (${body.text.length} bytes), ${body.submits} submits, ${body.checks} checks`)
-      const submitUs = await cpuPerRun(body.submits, () => call("/v1/jobs/submit", key, body.text))
+      const submitUs = await cpuPerRun(body.submits, () => call("POST", "/v1/jobs/submit", key, body.text))
       const { members } = surveyJson(JSON.parse(body.text))
       const checkUs = await cpuPerRun(body.checks, () => {
         if (countKeys(body.text) !== members) throw new Error("the bench body repeats a key")

@@ -3,47 +3,21 @@
  * workers (submit, get, list, cancel, presign, a 4 KiB upload PUT), over the memory and SQLite
  * stores, sequentially. No reference: these track the handler's own cost between runs on one machine.
  */
-import { type Layer, Logger, LogLevel } from "effect"
-import { type Engine, makeDemoProvider, makeEngine, type StorePorts } from "genjobs"
-import { memoryFiles, memoryStore } from "genjobs/memory"
+import type { Layer } from "effect"
+import type { StorePorts } from "genjobs"
+import { memoryStore } from "genjobs/memory"
 import { sqliteStore } from "genjobs/sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { BENCH_ACCOUNT, benchCatalog, benchModel } from "./catalog.js"
+import { benchModel } from "./catalog.js"
 import { settings } from "./lib/env.js"
+import { handlerEngine } from "./lib/handlerEngine.js"
 import { emit, log } from "./lib/report.js"
 
-const ADMIN = "bench-admin-token-0123456789abcdef"
-
-/** One request through the handler; anything but 2xx stops the figure. */
-const caller = (engine: Engine) => async (method: string, path: string, auth: string, body?: unknown) => {
-  const response = await engine.fetch(new Request(`http://bench${path}`, {
-    method,
-    headers: { authorization: `Bearer ${auth}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  }))
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`)
-  return JSON.parse(text) as Record<string, any>
-}
-
 const bench = async (store: string, layer: Layer.Layer<StorePorts, unknown>) => {
-  const engine = await makeEngine({
-    store: layer,
-    files: memoryFiles({ publicUrl: "http://bench" }),
-    providers: { demo: makeDemoProvider() },
-    http: { adminToken: ADMIN },
-    workers: 0,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    observability: Logger.minimumLogLevel(LogLevel.Warning)
-  })
+  const { call, engine, key } = await handlerEngine(layer)
   try {
-    const call = caller(engine)
-    await call("PUT", "/admin/catalog", ADMIN, benchCatalog("demo"))
-    const account = await call("POST", "/admin/accounts", ADMIN, { name: "bench", ...BENCH_ACCOUNT })
-    const key = String((await call("POST", `/admin/accounts/${account["id"]}/keys`, ADMIN, { name: "k" }))["key"])
     const n = settings.inProcessOps
     const time = async (op: string, run: (i: number) => Promise<unknown>) => {
       const start = performance.now()
