@@ -10,8 +10,11 @@
  * - as the process runs by default, the peak growth must stay below the file: a copy of the file
  *   in memory fails it. (Half the file was the bound on Node 20; Node 24 collects later when the
  *   machine is busy: +73 MiB alone, +134 MiB beside other suites, measured.)
- * - with garbage collected every 100 ms while the job runs, RSS shows what the process holds,
- *   and that must grow by less than 64 MB, the issue's bound.
+ * - with garbage collected every 100 ms while the job runs, the RSS the process reads right after
+ *   each collection shows what it holds, and that must grow by less than 64 MB, the issue's bound.
+ *   (Sampled from outside between collections it measured +28 MiB alone and +65 MiB once after
+ *   the loop-stall test on a busy machine: a collection that comes late lets V8's external limit
+ *   decide again, which is the first run's measure, not the second's.)
  *
  * In the fault suite because its files run one at a time: 200 MB at full speed beside the
  * parallel default suite would slow both. It needs no PostgreSQL.
@@ -73,11 +76,12 @@ describe.skipIf(process.platform !== "linux")("a 200 MB video output given as a 
     await worker.stop("SIGKILL")
 
     const job = JSON.parse(/job (\{.*\})/.exec(worker.output)![1]!)
+    const held = gcEveryMs > 0 ? JSON.parse(/held (\{.*\})/.exec(worker.output)![1]!) as { baseline: number; peak: number } : undefined
     expect(job).toMatchObject({ status: "completed", outputs: [{ type: "video", contentType: "video/mp4" }] })
     const url = job.output as string
     expect(url.startsWith(`${FILES_PUBLIC_URL}/files/`)).toBe(true)
     expect(statSync(join(filesDir, url.slice(`${FILES_PUBLIC_URL}/files/`.length))).size).toBe(SIZE)
-    return { baseline, peak, seconds }
+    return { baseline, peak, seconds, held }
   }
 
   it("is stored whole; the storing process's RSS grows by less than 64 MB of live memory, and never by the file", async () => {
@@ -86,9 +90,9 @@ describe.skipIf(process.platform !== "linux")("a 200 MB video output given as a 
     expect(sim.counters.starts).toBe(2)
     console.log(
       `[fault] 200 MB output: as it runs, stored in ${plain.seconds.toFixed(1)} s, RSS ${MiB(plain.baseline)} MiB before, growth ${MiB(plain.peak - plain.baseline)} MiB at peak; ` +
-        `with garbage collected every 100 ms, stored in ${collected.seconds.toFixed(1)} s, growth ${MiB(collected.peak - collected.baseline)} MiB at peak (limit 64)`
+        `with garbage collected every 100 ms, stored in ${collected.seconds.toFixed(1)} s, growth ${MiB(collected.peak - collected.baseline)} MiB at peak sampled, ${MiB(collected.held!.peak - collected.held!.baseline)} MiB read after collections (limit 64)`
     )
     expect(plain.peak - plain.baseline).toBeLessThan(SIZE)
-    expect(collected.peak - collected.baseline).toBeLessThan(LIMIT)
+    expect(collected.held!.peak - collected.held!.baseline).toBeLessThan(LIMIT)
   })
 })

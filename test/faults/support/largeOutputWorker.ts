@@ -4,8 +4,9 @@
  * an account through its own HTTP handler, prints "worker ready", and on SIGUSR2 submits one job
  * of the 200 MB video model, follows it and prints `job <json>` when it has ended.
  * Environment: SQLITE_FILE, FILES_DIR, REPLICATE_URL, REPLICATE_TOKEN; GC_EVERY_MS (with
- * --expose-gc) collects garbage that often while the job runs, so RSS shows what is live rather
- * than what V8 has not collected yet (see largeOutputRss.test.ts).
+ * --expose-gc) collects garbage that often while the job runs and reads RSS right after each
+ * collection, so it shows what the process holds rather than what V8 has not collected yet, and
+ * prints `held {"baseline","peak"}` before the job line (see largeOutputRss.test.ts).
  */
 import { REPLICATE_LARGE_VIDEO, replicateCatalog } from "./replicateCatalog.js"
 import { envString, startReplicateEngine } from "./replicateEngine.js"
@@ -40,11 +41,21 @@ const { key } = await api("POST", `/admin/accounts/${account.id}/keys`, ADMIN, {
 process.once("SIGUSR2", async () => {
   const gc = (globalThis as { gc?: () => void }).gc
   const every = Number(process.env["GC_EVERY_MS"] ?? "0")
-  if (gc !== undefined && every > 0) setInterval(gc, every).unref()
+  // RSS read just after a full collection: what the process holds, whenever the collection runs.
+  const held = { baseline: 0, peak: 0 }
+  if (gc !== undefined && every > 0) {
+    gc()
+    held.baseline = held.peak = process.memoryUsage.rss()
+    setInterval(() => {
+      gc()
+      held.peak = Math.max(held.peak, process.memoryUsage.rss())
+    }, every).unref()
+  }
   const { jobId } = await api("POST", "/v1/jobs/submit", key, { model: REPLICATE_LARGE_VIDEO, input: { prompt: "a long video", sim_duration_ms: 200 } })
   for (;;) {
     const job = await api("GET", `/v1/jobs/${jobId}`, key)
     if (job.status === "completed" || job.status === "failed" || job.status === "cancelled") {
+      if (held.baseline > 0) console.log(`held ${JSON.stringify(held)}`)
       console.log(`job ${JSON.stringify(job)}`)
       return
     }
