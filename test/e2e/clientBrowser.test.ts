@@ -29,6 +29,8 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
   let browser: Browser
   let page: Page
   const pageErrors: Array<string> = []
+  /** The engine's requests: path, and the Prefer header of a long poll. */
+  const requests: Array<string> = []
 
   const admin = async (path: string, body: unknown) => {
     const response = await fetch(`${origin}${BASE_PATH}${path}`, {
@@ -64,6 +66,7 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
     server.on("request", (request, response) => {
       if (request.url === "/") return response.writeHead(200, { "content-type": "text/html" }).end(PAGE)
       if (request.url === "/client.js") return response.writeHead(200, { "content-type": "text/javascript" }).end(code)
+      requests.push(`${request.url} ${request.headers.prefer ?? ""}`.trim())
       engineHandler(request, response)
     })
     await admin("/admin/catalog", demoCatalog())
@@ -86,8 +89,9 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
     await engine?.dispose()
   })
 
-  it("submits a job, follows it to completed, and reads it back and in the list", async () => {
+  it("submits a job, follows its status stream to completed, and reads it back and in the list", async () => {
     const apiKey = await newKey(10_000_000)
+    requests.length = 0
     const result = await page.evaluate(async ({ baseUrl, apiKey }) => {
       const { createClient } = (window as any).genjobs
       const client = createClient({ baseUrl, apiKey })
@@ -105,6 +109,9 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
     expect(result.seen.at(-1)).toBe("completed")
     expect(result.listed).toEqual([result.job.jobId])
     expect(result.balance).toBeLessThan(10_000_000)
+    // Chromium's fetch streams the answer: the client waited on the event stream, not by polling.
+    expect(requests.filter((r) => r.endsWith("/events"))).toEqual([`${BASE_PATH}/v1/jobs/${result.job.jobId}/events`])
+    expect(requests.filter((r) => r.includes("wait="))).toEqual([])
     expect(pageErrors).toEqual([])
   })
 
