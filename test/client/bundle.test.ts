@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs"
 import { gzipSync } from "node:zlib"
 import { describe, expect, it } from "vitest"
 import { bundleClient } from "./bundle.js"
@@ -17,5 +18,10 @@ describe("genjobs/client bundled for a browser", () => {
     const gzipped = gzipSync(code).byteLength
     console.log(`genjobs/client: ${code.length} bytes minified, ${gzipped} gzipped`)
     expect(gzipped).toBeLessThanOrEqual(MAX_GZIPPED_BYTES)
+  })
+
+  it("docs/client.md promises that size", () => {
+    const page = readFileSync(new URL("../../docs/client.md", import.meta.url), "utf8")
+    expect(page).toContain(`at most ${MAX_GZIPPED_BYTES / 1024} KiB minified and gzipped`)
   })
 })

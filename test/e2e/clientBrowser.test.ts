@@ -19,6 +19,8 @@ const CHROMIUM = "/usr/bin/chromium"
 const present = existsSync(CHROMIUM)
 const BASE_PATH = "/api"
 const ADMIN = "client-browser-admin"
+const INSECURE_HOST = "genjobs.test"
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const PAGE = `<!doctype html><meta charset="utf-8"><title>client</title>
 <script type="module">import * as genjobs from "/client.js"; window.genjobs = genjobs</script>`
 
@@ -31,6 +33,8 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
   const pageErrors: Array<string> = []
   /** The engine's requests: path, and the Prefer header of a long poll. */
   const requests: Array<string> = []
+  /** The Idempotency-Key of each submit. */
+  const idempotencyKeys: Array<string | undefined> = []
 
   const admin = async (path: string, body: unknown) => {
     const response = await fetch(`${origin}${BASE_PATH}${path}`, {
@@ -67,13 +71,15 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
       if (request.url === "/") return response.writeHead(200, { "content-type": "text/html" }).end(PAGE)
       if (request.url === "/client.js") return response.writeHead(200, { "content-type": "text/javascript" }).end(code)
       requests.push(`${request.url} ${request.headers.prefer ?? ""}`.trim())
+      if (request.url?.endsWith("/v1/jobs/submit")) idempotencyKeys.push(request.headers["idempotency-key"] as string | undefined)
       engineHandler(request, response)
     })
     await admin("/admin/catalog", demoCatalog())
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+      // genjobs.test: the same server under a name that is not loopback, for a page that is not a secure context.
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", `--host-resolver-rules=MAP ${INSECURE_HOST} 127.0.0.1`]
     })
     page = await browser.newPage()
     page.setDefaultTimeout(20_000)
@@ -154,5 +160,27 @@ describe.skipIf(!present && !process.env["CI"])("genjobs/client in headless Chro
       ]
     }, { headers, body })
     expect(results).toEqual([{ ok: true, timestamp: now }, { ok: false, reason: "bad_signature" }])
+  })
+
+  // A page over plain http on another host has no crypto.randomUUID: submits still carry a key.
+  it("submits from a page that is not a secure context, with a UUID Idempotency-Key", async () => {
+    const apiKey = await newKey(10_000_000)
+    const insecure = await browser.newPage()
+    try {
+      const port = new URL(origin).port
+      await insecure.goto(`http://${INSECURE_HOST}:${port}/`)
+      await insecure.waitForFunction(() => "genjobs" in window)
+      idempotencyKeys.length = 0
+      const result = await insecure.evaluate(async ({ baseUrl, apiKey }) => {
+        const client = (window as any).genjobs.createClient({ baseUrl, apiKey })
+        const context = { secure: window.isSecureContext, randomUUID: typeof crypto.randomUUID }
+        return { ...context, submitted: await client.submit("demo/text-gen/text-to-text", { prompt: "plain http" }) }
+      }, { baseUrl: `http://${INSECURE_HOST}:${port}${BASE_PATH}`, apiKey })
+      expect([result.secure, result.randomUUID, result.submitted.status]).toEqual([false, "undefined", "pending"])
+      expect(idempotencyKeys).toHaveLength(1)
+      expect(idempotencyKeys[0]).toMatch(UUID)
+    } finally {
+      await insecure.close()
+    }
   })
 })
