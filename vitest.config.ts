@@ -14,6 +14,7 @@ const entries = fileURLToPath(new URL("./entries/", import.meta.url))
  */
 export const e2eFiles = [
   "test/e2e/cli.test.ts",
+  "test/e2e/clientBrowser.test.ts",
   "test/e2e/dashboard.test.ts",
   "test/e2e/operations.test.ts",
   "test/e2e/postgres.test.ts",
@@ -25,6 +26,7 @@ export const e2eFiles = [
   "test/e2e/webhookReceiver.test.ts",
   "test/package/tarball.test.ts",
   "test/package/installLines.test.ts",
+  "test/package/clientProjects.test.ts",
   "test/client/server.test.ts",
   "test/client/importGraph.test.ts",
   "test/conformance/s3.test.ts",

@@ -1,8 +1,9 @@
 /**
  * genjobs/client: the engine's API from any fetch runtime (Node 22+, browsers, Deno, Bun,
- * workers). `createClient` for Promises (run, subscribe, uploads, pages, typed errors, retries),
- * `makeEffectClient` for Effect, from the same HttpApi definition as the server. Nothing here
- * loads the server or a Node module. See docs/client.md.
+ * workers), with no runtime dependency: `createClient` for Promises (run, subscribe, uploads,
+ * pages, typed errors, retries) and `verifyWebhook` on WebCrypto. It loads no package, no Node
+ * module and nothing of the server; its bundle stays under 10 KiB gzipped (test/client/bundle.test.ts).
+ * The Effect client is `genjobs/client/effect`. See docs/client.md.
  */
 export { type ClientOptions, createClient, type GenjobsClient, type ListParams, type RunOptions, type SubmitOptions } from "../src/client/createClient.js"
 export { type ClientErrorCode, GenjobsError, JobFailedError } from "../src/client/errors.js"
@@ -11,19 +12,21 @@ export type { WaitOptions } from "../src/client/waitForJob.js"
 export type { UploadBody, UploadOptions } from "../src/client/upload.js"
 export type {
   AccountOverview,
+  BudgetStatus,
   Cancelled,
   CostEstimate,
   Job,
   JobInput,
+  JobOutput,
   JobPage,
   JobStatus,
   JobSummary,
   Model,
   Models,
+  ModelSummary,
+  ModelVersion,
   Submitted,
   Upload
 } from "../src/client/types.js"
-export { type EffectClient, makeEffectClient } from "../src/client/effectClient.js"
 export { verifyWebhook } from "../src/client/verifyWebhook.js"
-export type { VerifyOptions, VerifyResult } from "../src/domain/webhookRequest.js"
-export { EngineApi } from "../src/http/Api.js"
+export type { VerifyOptions, VerifyResult, WebhookHeaders } from "../src/domain/webhookRequest.js"

@@ -19,6 +19,19 @@ import { waitForJob, type WaitOptions } from "./waitForJob.js"
 
 export type ClientOptions = TransportOptions
 
+/**
+ * A version 4 UUID: `crypto.randomUUID` where it exists; browsers leave it out of pages served
+ * over plain http (not a secure context), where `getRandomValues` still is.
+ */
+const uuid = (): string => {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID()
+  const bytes = crypto.getRandomValues(new Uint8Array(16))
+  bytes[6] = (bytes[6]! & 0x0f) | 0x40
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
 export interface SubmitOptions {
   /** A version id; the latest stable one when not given. */
   readonly version?: string | undefined
@@ -76,7 +89,7 @@ export const createClient = (options: ClientOptions): GenjobsClient => {
       method: "POST",
       path: "/v1/jobs/submit",
       json: { model, input, version: submitOptions.version, webhookUrl: submitOptions.webhookUrl },
-      headers: { "idempotency-key": submitOptions.idempotencyKey ?? crypto.randomUUID() },
+      headers: { "idempotency-key": submitOptions.idempotencyKey ?? uuid() },
       retry: true,
       signal: submitOptions.signal
     })

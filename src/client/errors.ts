@@ -7,8 +7,11 @@ export type ClientErrorCode = "NETWORK_ERROR" | "TIMEOUT"
  * A refused request, from the API's error envelope (`code`, `message`, `details`, `requestId`)
  * and the answer's `status`; or NETWORK_ERROR / TIMEOUT with status 0 when no answer came
  * (after the retries). An answer without the envelope (a proxy's page) is `HTTP_<status>`.
+ * `_tag` tells it apart where `instanceof` cannot (two copies of the package, an Effect
+ * `catchTag` after `Effect.tryPromise`).
  */
 export class GenjobsError extends Error {
+  readonly _tag = "GenjobsError" as const
   override readonly name = "GenjobsError"
   readonly code: string
   readonly status: number
@@ -37,6 +40,7 @@ export class GenjobsError extends Error {
  * error code (GENERATION_FAILED, INTERNAL_ERROR) or JOB_CANCELLED.
  */
 export class JobFailedError extends Error {
+  readonly _tag = "JobFailedError" as const
   override readonly name = "JobFailedError"
   readonly code: string
   readonly job: Job

@@ -1,31 +1,151 @@
 /**
- * The answers' types, taken from the HttpApi schemas with type-only imports: the Promise client
- * stays in step with the server and loads no schema code.
+ * The answers' types, written out as plain interfaces so that `genjobs/client` and its
+ * declarations need no package: an app without effect (or on another major) typechecks against
+ * them. test/client/types.test.ts checks each equals the server's HttpApi schema's type.
  */
-import type { Schema } from "effect"
-import type { AccountOverviewView } from "../http/schemas/account.js"
-import type { ModelDetail, ModelList } from "../http/schemas/catalog.js"
-import type {
-  CancelResponse,
-  CostEstimateView,
-  JobList,
-  JobListItem,
-  JobView,
-  SubmitResponse
-} from "../http/schemas/jobs.js"
-import type { PresignResponse } from "../http/schemas/uploads.js"
 
-export type Job = Schema.Schema.Type<typeof JobView>
-export type JobStatus = Job["status"]
-export type JobPage = Schema.Schema.Type<typeof JobList>
-export type JobSummary = Schema.Schema.Type<typeof JobListItem>
-export type Submitted = Schema.Schema.Type<typeof SubmitResponse>
-export type Cancelled = Schema.Schema.Type<typeof CancelResponse>
-export type CostEstimate = Schema.Schema.Type<typeof CostEstimateView>
-export type Models = Schema.Schema.Type<typeof ModelList>
-export type Model = Schema.Schema.Type<typeof ModelDetail>
-export type AccountOverview = Schema.Schema.Type<typeof AccountOverviewView>
-export type Upload = Schema.Schema.Type<typeof PresignResponse>["data"]
+export type JobStatus = "pending" | "processing" | "completed" | "failed" | "cancelled"
+
+export interface JobOutput {
+  readonly url: string
+  readonly type: "video" | "image" | "audio" | "text"
+  readonly thumbnail?: string
+  readonly posterImage?: string
+  readonly contentType?: string
+  readonly metadata?: { readonly [key: string]: unknown }
+}
+
+/** GET /v1/jobs/{jobId}; times are ISO 8601. */
+export interface Job {
+  readonly jobId: string
+  readonly status: JobStatus
+  /** 0 to 100. */
+  readonly progress: number
+  readonly createdAt: string
+  readonly completedAt: string | null
+  /** The first output's URL. */
+  readonly output: string | null
+  readonly outputs: ReadonlyArray<JobOutput> | null
+  readonly error: { readonly code: "GENERATION_FAILED" | "INTERNAL_ERROR" | "PROVIDER_UNAVAILABLE"; readonly message: string } | null
+}
+
+export interface JobSummary {
+  readonly jobId: string
+  readonly status: JobStatus
+  readonly progress: number
+  /** The model's slug. */
+  readonly model: string
+  readonly createdAt: string
+  readonly completedAt: string | null
+}
+
+export interface JobPage {
+  readonly jobs: ReadonlyArray<JobSummary>
+  readonly nextCursor: string | null
+  readonly hasMore: boolean
+}
+
+export interface Submitted {
+  readonly jobId: string
+  readonly requestId: string
+  readonly status: "pending"
+  readonly estimatedCompletionTime: string
+  readonly costMicroCents: number
+}
+
+export interface Cancelled {
+  readonly jobId: string
+  readonly status: "cancelled"
+  readonly refundedMicroCents: number
+}
+
+export interface CostEstimate {
+  readonly baseCostMicroCents: number
+  readonly estimatedCostMicroCents: number
+  readonly breakdown: ReadonlyArray<{ readonly component: string; readonly costMicroCents: number }>
+  readonly hasDiscount: boolean
+  readonly discounted?: { readonly type: string; readonly percentage: number; readonly savedMicroCents: number }
+}
+
+type JsonObject = { readonly [key: string]: unknown }
+
+export interface ModelSummary {
+  /** The slug, provider/model/capability. */
+  readonly id: string
+  readonly providerId: string
+  readonly providerName: string
+  readonly name: string
+  readonly description: string
+  readonly category: string
+  readonly currentVersion: string
+  readonly versionCount: number
+  readonly currentVersionPricing: JsonObject | null
+  /** ISO 8601; absent when the current version has no sunset. */
+  readonly currentVersionSunsetAt?: string
+}
+
+export interface Models {
+  readonly models: ReadonlyArray<ModelSummary>
+}
+
+export interface ModelVersion {
+  readonly versionId: string
+  readonly status: string
+  readonly inputSchema: JsonObject
+  readonly outputSchema: JsonObject
+  readonly pricing: JsonObject
+  readonly rateLimits: { readonly requestsPerMinute: number; readonly requestsPerDay: number }
+  /** ISO 8601; absent when the version has no sunset. */
+  readonly sunsetAt?: string
+}
+
+export interface Model {
+  readonly id: string
+  readonly providerId: string
+  readonly providerName: string
+  readonly name: string
+  readonly description: string
+  readonly category: string
+  readonly currentVersion: string
+  readonly versions: ReadonlyArray<ModelVersion>
+}
+
+export interface BudgetStatus {
+  readonly limitMicroCents: number
+  readonly period: "day" | "month" | "total"
+  readonly spentMicroCents: number
+  /** When the period ends (UTC); null for `total`. */
+  readonly resetsAt: string | null
+}
+
+export interface AccountOverview {
+  readonly account: {
+    readonly id: string
+    readonly name: string
+    readonly balanceMicroCents: number
+    readonly maxConcurrentJobs: number
+    /** Pending and processing jobs: what counts against maxConcurrentJobs. */
+    readonly jobsInFlight: number
+    readonly budget: BudgetStatus | null
+  }
+  readonly key: {
+    readonly id: string
+    readonly name: string
+    /** Empty means every scope. */
+    readonly scopes: ReadonlyArray<"submit_job" | "check_status" | "list_models">
+    readonly allowedIPs: ReadonlyArray<string>
+    readonly expiresAt: string | null
+    readonly budget: BudgetStatus | null
+  }
+}
+
+export interface Upload {
+  readonly uploadUrl: string
+  readonly fileUrl: string
+  readonly fileId: string
+  readonly expiresAt: string
+  readonly maxSize: number
+}
 
 /** A job's `input`: any JSON object the model's input schema accepts. */
 export type JobInput = Readonly<Record<string, unknown>>

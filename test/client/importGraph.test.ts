@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const DIST = join(ROOT, "dist")
-/** Packages a browser bundle of the client may load. */
+/** Packages a browser bundle of the Effect client may load. */
 const ALLOWED_PACKAGES = /^(effect|@effect\/platform)(\/|$)/
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
 /** What an install of genjobs always brings: its dependencies and its peers that are not optional. */
@@ -20,7 +20,7 @@ const packageOf = (spec: string) => spec.split("/").slice(0, spec.startsWith("@"
 /**
  * Every module the built entry loads, following relative imports, with what each names outside
  * the package. The built JavaScript, not the source: it is what runs, and type-only imports are
- * gone from it. Dynamic imports with a literal specifier count: bundlers follow them too.
+ * gone from it (or, from a .d.ts, the declarations an app's TypeScript reads). Dynamic imports with a literal specifier count: bundlers follow them too.
  */
 const graphOf = (entry: string) => {
   const files = new Set<string>()
@@ -30,7 +30,9 @@ const graphOf = (entry: string) => {
     files.add(file)
     const text = readFileSync(file, "utf8")
     for (const [, spec] of text.matchAll(/(?:from\s+|import\s*\(\s*|^import\s+)["']([^"']+)["']/gm)) {
-      if (spec!.startsWith(".")) visit(resolve(dirname(file), spec!))
+      // A declaration file names its neighbours by their .js.
+      const local = file.endsWith(".d.ts") ? spec!.replace(/\.js$/, ".d.ts") : spec!
+      if (spec!.startsWith(".")) visit(resolve(dirname(file), local))
       else packages.push(`${relative(DIST, file)} -> ${spec}`)
     }
   }
@@ -38,20 +40,40 @@ const graphOf = (entry: string) => {
   return { files: [...files].map((f) => relative(DIST, f)), packages }
 }
 
-describe("genjobs/client loads in browsers", () => {
+describe("genjobs/client loads in browsers, and in apps without effect", () => {
   const { files, packages } = graphOf("entries/client.js")
 
   it("is built", () => {
     expect(existsSync(join(DIST, "entries/client.js"))).toBe(true)
-    expect(files).toContain("src/http/Api.js")
+    expect(files).toContain("src/client/createClient.js")
   })
 
+  it("imports no package and no Node module", () => {
+    expect(packages).toEqual([])
+  })
+
+  it("loads nothing of the server: no services, adapters, apps or HTTP definitions", () => {
+    expect(files.filter((f) => /^(src\/services|src\/http|adapters|apps)\//.test(f))).toEqual([])
+  })
+
+  // An app's TypeScript reads these: one naming effect would fail a strict build without it.
+  it("its declarations name no package either", () => {
+    const declarations = graphOf("entries/client.d.ts")
+    expect(declarations.files).toContain("src/client/types.d.ts")
+    expect(declarations.packages).toEqual([])
+  })
+})
+
+describe("genjobs/client/effect loads in browsers", () => {
+  const { files, packages } = graphOf("entries/client/effect.js")
+
   it("imports no Node module, and only effect and @effect/platform", () => {
-    const node = packages.filter((p) => {
+    expect(files).toContain("src/http/Api.js")
+    const other = packages.filter((p) => {
       const spec = p.split(" -> ")[1]!
       return spec.startsWith("node:") || builtinModules.includes(spec) || !ALLOWED_PACKAGES.test(spec)
     })
-    expect(node).toEqual([])
+    expect(other).toEqual([])
   })
 
   it("loads nothing of the server: no services, adapters or apps", () => {

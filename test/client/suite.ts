@@ -48,7 +48,7 @@ export const clientSuite = (target: () => Target) => {
     const client = await clientFor(target())
     const error = await client.run(TEXT, { prompt: "x", demoFail: true }).catch((e) => e)
     expect(error).toBeInstanceOf(JobFailedError)
-    expect(error.code).toBe("GENERATION_FAILED")
+    expect([error._tag, error.code]).toEqual(["JobFailedError", "GENERATION_FAILED"])
     expect(error.job).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
   })
 
@@ -101,7 +101,7 @@ export const clientSuite = (target: () => Target) => {
     const client = await clientFor(target())
     const missing = await client.get("job_nope").catch((e) => e)
     expect(missing).toBeInstanceOf(GenjobsError)
-    expect(missing).toMatchObject({ code: "JOB_NOT_FOUND", status: 404 })
+    expect(missing).toMatchObject({ _tag: "GenjobsError", code: "JOB_NOT_FOUND", status: 404 })
     expect(missing.requestId).toMatch(/^req_/)
     const anonymous = createClient({ baseUrl: target().baseUrl, apiKey: "gjk_wrong", fetch: target().fetch })
     expect(await anonymous.account().catch((e) => e)).toMatchObject({ status: 401 })

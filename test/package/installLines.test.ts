@@ -152,9 +152,10 @@ describe.concurrent("each line, in an empty project", () => {
     expect(stdout).toMatch(/Tests\s+2 passed/)
   }, 300_000)
 
-  it("client: genjobs/client loads, and an engine in memory starts", async () => {
+  it("client: genjobs/client and genjobs/client/effect load, and an engine in memory starts", async () => {
     const { project } = await installed("client")
     expect(await node(project, `import { createClient } from "genjobs/client"; console.log(typeof createClient({ baseUrl: "http://127.0.0.1" }).submit)`)).toBe("function")
+    expect(await node(project, `import { makeEffectClient } from "genjobs/client/effect"; console.log(typeof makeEffectClient)`)).toBe("function")
     expect(await node(project, engineScript(`import { memoryStore } from "genjobs/memory"`, `memoryStore()`))).toBe("200")
   }, 300_000)
 
