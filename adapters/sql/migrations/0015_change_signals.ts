@@ -6,9 +6,23 @@ import type { Tables } from "../tables.js"
  * PostgreSQL: triggers that NOTIFY `<prefix>changes` when what processes cache changes, so
  * every process drops its cached keys and accounts (payload `access`) or catalog (`catalog`)
  * within a notification's delay (adapters/sql/PgStoreChanges.ts). An account's balance and
- * active jobs move on every submit and are never cached: only its settings notify. SQLite has no
- * signal between processes: its caches live 1 s (adapters/sql/layer.ts).
+ * active jobs move on every submit and are never trusted from a cache: only its settings notify.
+ * SQLite has no signal between processes: its caches live 1 s (adapters/sql/layer.ts).
  */
+/** The columns of accounts that a process caches with a key: all but the balance, the active jobs and what never changes. */
+const ACCOUNT_SETTINGS = [
+  "name",
+  "max_concurrent_jobs",
+  "segments",
+  "allowed_models",
+  "discounts",
+  "webhook_secret",
+  "previous_webhook_secret",
+  "previous_webhook_secret_expires_at",
+  "budget_limit_micro_cents",
+  "budget_period"
+]
+
 export default (t: Tables) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql.onDialectOrElse({
@@ -24,10 +38,10 @@ export default (t: Tables) => Effect.gen(function*() {
           END $$`
         yield* sql`CREATE TRIGGER ${sql(`${t.prefix}api_keys_changed`)} AFTER UPDATE OR DELETE ON ${t.api_keys}
           FOR EACH STATEMENT EXECUTE FUNCTION ${notify}('access')`
-        yield* sql`CREATE TRIGGER ${sql(`${t.prefix}accounts_changed`)} AFTER UPDATE ON ${t.accounts}
-          FOR EACH ROW WHEN (
-            (to_jsonb(OLD) - 'balance_micro_cents' - 'active_jobs') IS DISTINCT FROM (to_jsonb(NEW) - 'balance_micro_cents' - 'active_jobs')
-          ) EXECUTE FUNCTION ${notify}('access')`
+        // By the columns an UPDATE sets, so a submit's (balance and active jobs) never even calls it.
+        // A later migration adding a setting to accounts adds it here too.
+        yield* sql`CREATE TRIGGER ${sql(`${t.prefix}accounts_changed`)} AFTER UPDATE OF ${sql.literal(ACCOUNT_SETTINGS.join(", "))}
+          ON ${t.accounts} FOR EACH STATEMENT EXECUTE FUNCTION ${notify}('access')`
         yield* sql`CREATE TRIGGER ${sql(`${t.prefix}accounts_deleted`)} AFTER DELETE ON ${t.accounts}
           FOR EACH STATEMENT EXECUTE FUNCTION ${notify}('access')`
         yield* sql`CREATE TRIGGER ${sql(`${t.prefix}catalog_changed`)} AFTER INSERT OR UPDATE OR DELETE ON ${t.catalog}
