@@ -48,7 +48,7 @@ export interface CheckOptions {
   readonly allowUnregisteredProviders?: boolean | undefined
 }
 
-/** Without a store's change signal, another process's catalog change shows here within this long. */
+/** Another process's catalog change shows here within this long at most (sooner when the store signals it). */
 const REVISION_CHECK_MS = 2_000
 
 export const make = Effect.gen(function*() {
@@ -56,10 +56,11 @@ export const make = Effect.gen(function*() {
   const providers = yield* Providers
   const isRegistered = (providerId: string) => Option.isSome(providers.forProvider(providerId))
   const cache = yield* Ref.make<Compiled | undefined>(undefined)
-  // With a store that tells of catalog changes, the cache is kept until one is heard (within its maxAgeMs).
+  // A store that tells of catalog changes drops the cache when one is heard; the revision is still
+  // checked every REVISION_CHECK_MS at most (one read per process, not per request).
   const changes = yield* Effect.serviceOption(StoreChanges)
   const generation = () => (Option.isSome(changes) ? changes.value.generation("catalog") : 0)
-  const trustMs = Option.isSome(changes) ? changes.value.maxAgeMs : REVISION_CHECK_MS
+  const trustMs = Option.isSome(changes) ? Math.min(changes.value.maxAgeMs, REVISION_CHECK_MS) : REVISION_CHECK_MS
   /** Owns the shared reloads: the engine's shutdown interrupts one in flight. */
   const scope = yield* Effect.scope
 
