@@ -17,7 +17,8 @@ export const layerPostgres = (options: PgPoolOptions & SqlStoreOptions) =>
 /**
  * Every store in PostgreSQL; LISTEN/NOTIFY wakes workers and webhook dispatchers in every
  * process sharing the database. One pool per process serves the stores and the signals (whose
- * LISTEN holds one more connection of its own): `maxConnections` bounds it (default 10).
+ * LISTEN holds one more connection of its own, and the stores' change listener another):
+ * `maxConnections` bounds the pool (default 10).
  */
 export const postgresStore = (options: PgPoolOptions & SqlStoreOptions) =>
   Layer.merge(pgStores(options), layerPgSignalsOver(options.tablePrefix)).pipe(
