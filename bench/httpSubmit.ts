@@ -8,29 +8,61 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { benchModel } from "./catalog.js"
-import { type CpuSample, cpuPerRequest } from "./lib/cpu.js"
+import { type CpuSample, cpuPerRequest, processCpuMs } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
-import { withDatabase } from "./lib/pg.js"
+import { connect, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import { makeAccounts, type RunningServer, startBareServer, startBundledServer } from "./lib/server.js"
 
 const MODEL = benchModel("demo")
 
 interface Measured extends LoadResult {
-  /** µs of CPU per answered submit: the server process, every PostgreSQL process, the load generator. */
-  readonly cpu: CpuSample
+  /**
+   * µs of CPU per answered submit: the server process, every PostgreSQL process on the machine,
+   * the load generator; and `ownDatabase`, only the backends of the server's own database.
+   */
+  readonly cpu: CpuSample & { readonly ownDatabase?: number }
+}
+
+/** CPU in ms of each backend of `database` now (pg_stat_activity; this reading's own left out). */
+const backendsCpu = async (database: string): Promise<Map<number, number>> => {
+  const client = await connect(database)
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    return new Map(rows.map(({ pid }) => [pid, processCpuMs(pid)]))
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * The database's own backends' CPU per request: what a machine shared with other PostgreSQL users
+ * cannot skew. A backend that starts during the run counts from 0; one gone by its end is lost.
+ */
+const ownDatabaseCpu = async (database: string) => {
+  const before = await backendsCpu(database)
+  return async (requests: number): Promise<number> => {
+    const after = await backendsCpu(database)
+    let ms = 0
+    for (const [pid, now] of after) ms += now - (before.get(pid) ?? 0)
+    return Math.round((ms * 1000) / Math.max(1, requests))
+  }
 }
 
 /** A warm-up (JIT, pools, caches; not reported), then the measured run. */
-const measure = async (server: RunningServer, keys: ReadonlyArray<string>, label: string): Promise<Measured> => {
+const measure = async (server: RunningServer, keys: ReadonlyArray<string>, label: string, database?: string): Promise<Measured> => {
   const url = server.url
   await probeSubmit(url, keys[0]!, MODEL)
   const common = { url, keys, model: MODEL, connections: settings.httpConnections, label }
   if (settings.httpWarmupSeconds > 0) await submitLoad({ ...common, seconds: settings.httpWarmupSeconds, warmup: true })
+  const own = database === undefined ? undefined : await ownDatabaseCpu(database)
   const cpu = cpuPerRequest(server.pid)
   const result = await submitLoad({ ...common, seconds: settings.httpSeconds })
-  return { ...result, cpu: cpu(result.ok) }
+  const sample = cpu(result.ok)
+  return { ...result, cpu: own === undefined ? sample : { ...sample, ownDatabase: await own(result.ok) } }
 }
 
 const withServer = async <A>(start: Promise<RunningServer>, body: (server: RunningServer) => Promise<A>): Promise<A> => {
@@ -73,17 +105,17 @@ const report = (store: string, accounts: number, engine: Measured, bare: Measure
   })
 
 const postgres = async () => {
-  const [eight, one] = await withDatabase("http", (url) =>
+  const [eight, one] = await withDatabase("http", (url, name) =>
     withServer(startBundledServer({ DATABASE_URL: url, WORKER_CONCURRENCY: "0" }), async (server) => {
       const keys = await makeAccounts(server.url, 8)
       log("http_submit: bundled server on PostgreSQL, 8 accounts")
-      const eight = await measure(server, keys, "engine pg 8 accounts")
+      const eight = await measure(server, keys, "engine pg 8 accounts", name)
       log("http_submit: bundled server on PostgreSQL, 1 account")
-      return [eight, await measure(server, keys.slice(0, 1), "engine pg 1 account")] as const
+      return [eight, await measure(server, keys.slice(0, 1), "engine pg 1 account", name)] as const
     }))
   log("http_submit: bare server on PostgreSQL")
-  const bare = await withDatabase("bare", (url) =>
-    withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measure(server, ["none"], "bare pg")))
+  const bare = await withDatabase("bare", (url, name) =>
+    withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measure(server, ["none"], "bare pg", name)))
   report("pg", 8, eight, bare, ">= 0.6")
   report("pg", 1, one, bare, ">= 0.4")
 }

@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
@@ -9,8 +9,10 @@ import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
+import { makeStoreChanges, StoreChanges } from "../../src/ports/StoreChanges.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
+import { announcingChanges } from "./changeWrites.js"
 import { layerMigrations } from "./migrate.js"
 import { makeSqlAccounts } from "./SqlAccounts.js"
 import { makeSqlAdmin } from "./SqlAdmin.js"
@@ -29,21 +31,32 @@ export interface SqlStoreOptions extends SqlJobDriverOptions {
   readonly tablePrefix?: string | undefined
 }
 
+/**
+ * How long a process trusts its cached keys, accounts and catalog when no store signal can tell
+ * it of another process's change (SQLite, or a host's own PostgreSQL client without
+ * PgStoreChanges): this process's own changes reach its caches at once.
+ */
+export const UNSIGNALLED_CACHE_MAX_AGE_MS = 1_000
+
 // Scoped: the job rules' write batchers run in the layer's scope and stop when it closes.
 const stores = (options: SqlJobDriverOptions) => Layer.unwrapScoped(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
     const admin = yield* makeSqlAdmin
+    // PostgreSQL's store layers provide the changes LISTEN hears; otherwise only this process's are known.
+    const changes = Option.getOrElse(yield* Effect.serviceOption(StoreChanges), () => makeStoreChanges(UNSIGNALLED_CACHE_MAX_AGE_MS))
+    const announced = announcingChanges(changes, { accounts, keys, settings: admin.settings, catalog: yield* makeSqlCatalog })
     return Layer.mergeAll(
-      Layer.succeed(AccountRepo, accounts),
-      Layer.succeed(ApiKeyRepo, keys),
+      Layer.succeed(StoreChanges, changes),
+      Layer.succeed(AccountRepo, announced.accounts),
+      Layer.succeed(ApiKeyRepo, announced.keys),
       Layer.succeed(JobRepo, yield* makeJobRepo(yield* makeSqlJobDriver(options))),
-      Layer.succeed(CatalogRepo, yield* makeSqlCatalog),
+      Layer.succeed(CatalogRepo, announced.catalog),
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
       Layer.succeed(UploadRepo, yield* makeSqlUploads),
       Layer.succeed(RetentionRepo, yield* makeSqlRetention),
       Layer.succeed(AdminReadRepo, admin.reads),
-      Layer.succeed(AccountSettingsRepo, admin.settings),
+      Layer.succeed(AccountSettingsRepo, announced.settings),
       Layer.succeed(AuditLog, yield* makeSqlAuditLog),
       Layer.succeed(AuthFailures, yield* makeSqlAuthFailures)
     )

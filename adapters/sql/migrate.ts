@@ -14,6 +14,7 @@ import authFailures from "./migrations/0011_auth_failures.js"
 import budgetsAndSpend from "./migrations/0012_budgets_and_spend.js"
 import providerRoute from "./migrations/0013_provider_route.js"
 import listIndexes from "./migrations/0014_list_indexes.js"
+import changeSignals from "./migrations/0015_change_signals.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -45,7 +46,8 @@ const migrate = Effect.gen(function*() {
       "0011_auth_failures": authFailures(t),
       "0012_budgets_and_spend": budgetsAndSpend(t),
       "0013_provider_route": providerRoute(t),
-      "0014_list_indexes": listIndexes(t)
+      "0014_list_indexes": listIndexes(t),
+      "0015_change_signals": changeSignals(t)
     })
   })
 })

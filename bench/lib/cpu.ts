@@ -10,7 +10,7 @@ import { readdirSync, readFileSync } from "node:fs"
 const TICKS_PER_SECOND = 100
 
 /** User + system CPU of one process, in ms; 0 for a process that has gone. */
-const processCpuMs = (pid: number): number => {
+export const processCpuMs = (pid: number): number => {
   try {
     // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")

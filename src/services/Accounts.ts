@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Scope } from "../domain/account.js"
 import { type Budget, isoOrNull, periodEnd, periodStart } from "../domain/budget.js"
 import type { EngineError, StoreError } from "../domain/errors.js"
@@ -63,7 +63,9 @@ export const make = Effect.gen(function*() {
   const overview = ({ account, key }: Caller): Effect.Effect<AccountOverview, StoreError> =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const [jobsInFlight, accountBudget, keyBudget] = yield* Effect.all([
+      // The caller's account may come from the key cache (authCache.ts): its balance is read now.
+      const [stored, jobsInFlight, accountBudget, keyBudget] = yield* Effect.all([
+        accounts.get(account.id),
         accounts.activeJobs(account.id),
         statusOf(account.budget, account.id, now),
         statusOf(key.budget, account.id, now, key.id)
@@ -72,7 +74,7 @@ export const make = Effect.gen(function*() {
         account: {
           id: account.id,
           name: account.name,
-          balanceMicroCents: account.balanceMicroCents,
+          balanceMicroCents: Option.match(stored, { onNone: () => account.balanceMicroCents, onSome: (a) => a.balanceMicroCents }),
           maxConcurrentJobs: account.maxConcurrentJobs,
           jobsInFlight,
           budget: accountBudget

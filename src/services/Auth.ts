@@ -5,6 +5,8 @@ import { hashKeySecret, isWellFormedKey, sameDigest } from "../domain/apiKeySecr
 import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
+import { StoreChanges } from "../ports/StoreChanges.js"
+import { makeKeyCache } from "./authCache.js"
 
 /** What a request presents: the raw headers and the client address as the server saw it. */
 export interface Credentials {
@@ -42,8 +44,11 @@ export const make = Effect.gen(function*() {
   const accounts = yield* AccountRepo
 
   /** The key, with its account when the store reads both at once; otherwise the account is read after the checks. */
-  const findKey: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly account?: Option.Option<Account> }>, StoreError> =
+  const readKey: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly account?: Option.Option<Account> }>, StoreError> =
     keys.findWithAccount ?? ((hash) => Effect.map(keys.findByHash(hash), Option.map((key) => ({ key }))))
+  // Stores that tell of changes to keys and accounts let them be cached (authCache.ts); others are read every time.
+  const changes = yield* Effect.serviceOption(StoreChanges)
+  const findKey = Option.isSome(changes) ? makeKeyCache(changes.value, readKey) : readKey
 
   const authenticate = (credentials: Credentials): Effect.Effect<Caller, EngineError | StoreError> =>
     Effect.gen(function*() {
@@ -69,6 +74,8 @@ export const make = Effect.gen(function*() {
       }
       const account = found.value.account ?? (yield* accounts.get(key.accountId))
       if (Option.isNone(account)) return yield* Effect.fail(invalid())
+      // The account's balance and active jobs may be as old as the key's cache entry: they are
+      // not the caller's settings, and whoever needs them reads them (the charge, GET /v1/account).
       return { account: account.value, key }
     })
 

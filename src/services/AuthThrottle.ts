@@ -6,13 +6,31 @@ import { AuthFailures } from "../ports/AuthFailures.js"
 /** A credential that was presented and is wrong: a guess. A missing one is not, nor a right key that is deactivated or expired. */
 const isGuess = (error: unknown): boolean => error instanceof EngineError && error.code === "INVALID_API_KEY"
 
+/**
+ * A client found under the limit is not read again for this long: its own next guess here drops
+ * that at once, so only guesses it made at other processes meanwhile are seen this much later.
+ */
+export const CLEAN_CLIENT_TRUST_MS = 1_000
+
+/** Clients remembered as under the limit; beyond it the oldest is forgotten (and read again). */
+const MAX_CLEAN_CLIENTS = 10_000
+
 export const make = Effect.gen(function*() {
   const failures = yield* AuthFailures
   // The bucket this process last pruned before: buckets end once a minute, so pruning does too.
   const prunedBefore = yield* Ref.make(0)
 
+  /** When each client was last found under the limit. */
+  const clean = new Map<string, number>()
+  const markClean = (client: string, now: number) => {
+    clean.delete(client)
+    if (clean.size >= MAX_CLEAN_CLIENTS) clean.delete(clean.keys().next().value!)
+    clean.set(client, now)
+  }
+
   const recordGuess = (client: string, bucket: number) =>
     Effect.gen(function*() {
+      clean.delete(client)
       yield* failures.record(client, bucket)
       const stale = bucket - 1
       if ((yield* Ref.getAndSet(prunedBefore, stale)) < stale) yield* failures.prune(stale)
@@ -31,11 +49,16 @@ export const make = Effect.gen(function*() {
       const client = throttleKeyOf(clientAddress)
       const now = yield* Clock.currentTimeMillis
       const bucket = failureBucket(now)
-      const wait = authRetryAfterSeconds(yield* failures.recent(client, bucket), now)
-      if (wait > 0) {
-        return yield* Effect.fail(
-          engineError("RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address: retry later", {}, wait)
-        )
+      const cleanAt = clean.get(client)
+      if (cleanAt === undefined || now - cleanAt >= CLEAN_CLIENT_TRUST_MS) {
+        const wait = authRetryAfterSeconds(yield* failures.recent(client, bucket), now)
+        if (wait > 0) {
+          clean.delete(client)
+          return yield* Effect.fail(
+            engineError("RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address: retry later", {}, wait)
+          )
+        }
+        markClean(client, now)
       }
       return yield* Effect.tapError(authentication, (error) => (isGuess(error) ? recordGuess(client, bucket) : Effect.void))
     })

@@ -16,6 +16,7 @@ import { engineError, type EngineError, type StoreError } from "../domain/errors
 import { compileSchema, problemsOf } from "../domain/jsonSchema.js"
 import { CatalogRepo, type StoredCatalog } from "../ports/CatalogRepo.js"
 import { Providers } from "../ports/Provider.js"
+import { StoreChanges } from "../ports/StoreChanges.js"
 
 export interface ResolvedModel {
   readonly model: CatalogModel
@@ -25,6 +26,8 @@ export interface ResolvedModel {
 interface Compiled {
   readonly stored: StoredCatalog
   readonly checkedAt: number
+  /** The store's catalog change generation when checked (StoreChanges); 0 without one. */
+  readonly generation: number
   readonly validators: Map<string, ValidateFunction>
 }
 
@@ -45,7 +48,7 @@ export interface CheckOptions {
   readonly allowUnregisteredProviders?: boolean | undefined
 }
 
-/** Another process's catalog change shows here within this long. */
+/** Another process's catalog change shows here within this long at most (sooner when the store signals it). */
 const REVISION_CHECK_MS = 2_000
 
 export const make = Effect.gen(function*() {
@@ -53,10 +56,20 @@ export const make = Effect.gen(function*() {
   const providers = yield* Providers
   const isRegistered = (providerId: string) => Option.isSome(providers.forProvider(providerId))
   const cache = yield* Ref.make<Compiled | undefined>(undefined)
+  // A store that tells of catalog changes drops the cache when one is heard; the revision is still
+  // checked every REVISION_CHECK_MS at most (one read per process, not per request).
+  const changes = yield* Effect.serviceOption(StoreChanges)
+  const generation = () => (Option.isSome(changes) ? changes.value.generation("catalog") : 0)
+  const trustMs = Option.isSome(changes) ? Math.min(changes.value.maxAgeMs, REVISION_CHECK_MS) : REVISION_CHECK_MS
   /** Owns the shared reloads: the engine's shutdown interrupts one in flight. */
   const scope = yield* Effect.scope
 
-  const compile = (stored: StoredCatalog, now: number): Compiled => ({ stored, checkedAt: now, validators: new Map() })
+  const compile = (stored: StoredCatalog, now: number, checked: number): Compiled => ({
+    stored,
+    checkedAt: now,
+    generation: checked,
+    validators: new Map()
+  })
 
   /**
    * Caches `next` unless a newer revision got there meanwhile: a read that began before a
@@ -71,9 +84,13 @@ export const make = Effect.gen(function*() {
   /** The stored revision compared with the cache's, and the catalog read again if it moved. */
   const reload = (now: number): Effect.Effect<Compiled, StoreError> =>
     Effect.gen(function*() {
+      // Taken before the read: a change heard while it runs makes the result stale at once.
+      const checked = generation()
       const cached = yield* Ref.get(cache)
-      if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) return yield* keep({ ...cached, checkedAt: now })
-      return yield* keep(compile(yield* repo.load, now))
+      if (cached !== undefined && (yield* repo.revision) === cached.stored.revision) {
+        return yield* keep({ ...cached, checkedAt: now, generation: checked })
+      }
+      return yield* keep(compile(yield* repo.load, now, checked))
     })
 
   /**
@@ -101,7 +118,7 @@ export const make = Effect.gen(function*() {
   const current: Effect.Effect<Compiled, StoreError> = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const cached = yield* Ref.get(cache)
-    if (cached !== undefined && now - cached.checkedAt < REVISION_CHECK_MS) return cached
+    if (cached !== undefined && cached.generation === generation() && now - cached.checkedAt < trustMs) return cached
     return yield* sharedReload(now)
   })
 
@@ -160,7 +177,7 @@ export const make = Effect.gen(function*() {
         ))
       }
       const stored = written.value
-      yield* keep(compile(stored, yield* Clock.currentTimeMillis))
+      yield* keep(compile(stored, yield* Clock.currentTimeMillis, generation()))
       return stored
     })
 

@@ -1,3 +1,4 @@
+import type { Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { Job } from "../../../src/domain/job.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
@@ -62,6 +63,10 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
         )).pipe(storeErrors("insert job"))
   })
 
+  /** `(columns) SELECT values FROM source` of one encoded row: the job encoded once for both. */
+  const insertedFrom = (row: Record<string, unknown>, source: Statement.Fragment) =>
+    sql`(${sql.literal(Object.keys(row).join(", "))}) SELECT ${sql.csv(Object.values(row).map((value) => sql`${value}`))} FROM ${source}`
+
   const submit: JobStoreDriver["submit"] = sql.onDialectOrElse({
     /**
      * One statement, so one round trip and no transaction around it: the charge of chargingPg,
@@ -73,7 +78,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
       const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`)
       return (handOff === undefined
         ? sql`WITH ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(job)} FROM account RETURNING id
+              INSERT INTO ${t.jobs} ${insertedFrom(jobRow(job), sql`account`)} RETURNING id
             )
             SELECT ${wake} FROM inserted`.pipe(
             Effect.map((rows) => (rows.length > 0 ? Option.some(job) : Option.none()))
