@@ -25,4 +25,11 @@ export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
    * subscription per followed job serves all its followers in the process.
    */
   readonly subscribe: (jobId: JobId, onHint: () => void) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Calls `onHint` with the job id of every hint from now until the scope closes, `undefined`
+   * for a hint of every job (publishAll, or a gap in which hints may have been lost). One
+   * subscription for a whole process's watchers (JobFollow keeps them in a map by job id), so a
+   * watched job costs no subscription of its own. Same rules as `subscribe`.
+   */
+  readonly subscribeAll: (onHint: (jobId: JobId | undefined) => void) => Effect.Effect<void, never, Scope.Scope>
 }>() {}
