@@ -80,10 +80,19 @@ const startServerAt = async (root: string, env: Record<string, string>): Promise
   }
 }
 
+/** 503 answers to opening a stream (shed: the store was busy), each retried after its Retry-After as a client would. */
+let shedOpens = 0
+
 /** Opens one stream on its own socket; resolves once its first event arrived; `onData` sees every chunk after. */
-const openStream = (url: string, path: string, key: string, open: Array<ClientRequest>, onData: (chunk: string) => void) =>
+const openStream = (url: string, path: string, key: string, open: Array<ClientRequest>, onData: (chunk: string) => void): Promise<void> =>
   new Promise<void>((resolve, reject) => {
     const req = request(`${url}${path}`, { headers: { authorization: `Bearer ${key}` }, agent: false }, (res) => {
+      if (res.statusCode === 503) {
+        shedOpens++
+        res.resume()
+        const after = Number(res.headers["retry-after"] ?? 1)
+        return void sleep(after * 1000).then(() => openStream(url, path, key, open, onData)).then(resolve, reject)
+      }
       if (res.statusCode !== 200) return reject(new Error(`a stream answered ${res.statusCode}`))
       res.setEncoding("utf8")
       res.on("data", (chunk: string) => {
@@ -153,9 +162,41 @@ const cancelPaced = async (url: string, key: string, jobIds: ReadonlyArray<strin
   await Promise.all(cancels)
 }
 
-const latencies = (sent: Map<string, number>, seen: Map<string, number>) => {
-  const samples = [...sent].flatMap(([jobId, at]) => (seen.has(jobId) ? [seen.get(jobId)! - at] : []))
-  return { p50Ms: Math.round(percentile(samples, 50)), p99Ms: Math.round(percentile(samples, 99)), missing: sent.size - samples.length }
+/**
+ * The job's end as the server stamped it (`completedAt`, set with the cancel's commit) to the
+ * client's receipt, both on this machine's clock: completion to client. Beside it, from the
+ * cancel request sent, which adds the cancel's own answer time on a busy machine.
+ */
+const completedAtIn = (text: string): number | undefined => {
+  const match = /"completedAt":"?([^",}]+)/.exec(text)
+  if (match === null) return undefined
+  const value = Number.isNaN(Number(match[1])) ? Date.parse(match[1]!) : Number(match[1])
+  return Number.isNaN(value) ? undefined : value
+}
+
+interface Seen {
+  readonly at: number
+  readonly wallLatencyMs: number | undefined
+}
+
+const seenNow = (text: string): Seen => {
+  const completedAt = completedAtIn(text)
+  return { at: performance.now(), wallLatencyMs: completedAt === undefined ? undefined : Date.now() - completedAt }
+}
+
+const latencies = (sent: Map<string, number>, seen: Map<string, Seen>) => {
+  const fromSent = [...sent].flatMap(([jobId, at]) => (seen.has(jobId) ? [seen.get(jobId)!.at - at] : []))
+  const fromEnd = [...sent.keys()].flatMap((jobId) => {
+    const latency = seen.get(jobId)?.wallLatencyMs
+    return latency === undefined ? [] : [latency]
+  })
+  return {
+    p50Ms: Math.round(percentile(fromEnd, 50)),
+    p99Ms: Math.round(percentile(fromEnd, 99)),
+    fromCancelSentP50Ms: Math.round(percentile(fromSent, 50)),
+    fromCancelSentP99Ms: Math.round(percentile(fromSent, 99)),
+    missing: sent.size - fromSent.length
+  }
 }
 
 const submitJobs = async (url: string, key: string, count: number) => {
@@ -177,17 +218,18 @@ const submitJobs = async (url: string, key: string, count: number) => {
 const streams = async (server: RunningServer, key: string, jobIds: ReadonlyArray<string>) => {
   const idle = rssMiB(server.pid)
   const open: Array<ClientRequest> = []
-  const ended = new Map<string, number>()
+  const ended = new Map<string, Seen>()
+  shedOpens = 0
   try {
     const openSeconds = await openAll(settings.streams, (n) =>
       openStream(server.url, `/v1/jobs/${jobIds[n]}/events`, key, open, (chunk) => {
-        if (chunk.includes("\"cancelled\"")) ended.set(jobIds[n]!, performance.now())
+        if (chunk.includes("\"cancelled\"")) ended.set(jobIds[n]!, seenNow(chunk))
       }), () => rssMiB(server.pid))
     const held = await holdIdle(server.pid, idle, settings.streams)
     const sent = new Map<string, number>()
     await cancelPaced(server.url, key, jobIds.slice(0, COMPLETIONS), sent)
     await sleep(2_000)
-    return { ...held, openSeconds: round1(openSeconds), completion: latencies(sent, ended) }
+    return { ...held, openSeconds: round1(openSeconds), shedOpens, completion: latencies(sent, ended) }
   } finally {
     for (const req of open) req.destroy()
   }
@@ -198,7 +240,7 @@ const longPolls = async (server: RunningServer, key: string, jobIds: ReadonlyArr
   const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY })
   const refusals = new Map<string, number>()
   const refuse = (why: string) => refusals.set(why, (refusals.get(why) ?? 0) + 1)
-  const ended = new Map<string, number>()
+  const ended = new Map<string, Seen>()
   let requests = 0
   let stopping = false
   const poll = (jobId: string): void => {
@@ -210,7 +252,7 @@ const longPolls = async (server: RunningServer, key: string, jobIds: ReadonlyArr
       res.on("data", (chunk: string) => (body += chunk))
       res.on("end", () => {
         if (res.statusCode !== 200) return refuse(String(res.statusCode))
-        if (body.includes("\"cancelled\"")) return void ended.set(jobId, performance.now())
+        if (body.includes("\"cancelled\"")) return void ended.set(jobId, seenNow(body))
         poll(jobId)
       })
     })
