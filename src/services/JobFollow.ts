@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, type Scope, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
 import { type EngineError, engineError, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
@@ -33,6 +33,19 @@ const READ_CONCURRENCY = 4
 
 /** The longest `Prefer: wait` honoured; longer asks are clamped to it. */
 export const MAX_WAIT_SECONDS = 60
+
+/**
+ * A long wait (`Prefer: wait=N`, N of 10 s or more) whose job stays open is answered at a random
+ * moment of its last tenth (54 to 60 s for N = 60): long-polls opened together then end, and are
+ * re-issued, spread over seconds rather than as one herd on the store's pool. RFC 7240 lets a
+ * server answer before the wait it was asked for; shorter waits are answered on time.
+ */
+const WAIT_SPREAD = 0.1
+const MIN_SPREAD_SECONDS = 10
+
+/** When a wait of `seconds` from `now` ends, `draw` in [0, 1) placing it in the spread. */
+export const waitEnd = (now: number, seconds: number, draw: number): number =>
+  now + seconds * 1000 - (seconds >= MIN_SPREAD_SECONDS ? Math.floor(draw * seconds * 1000 * WAIT_SPREAD) : 0)
 
 /** How long a client refused for too many open watchers is asked to wait before it retries. */
 export const WATCHERS_RETRY_AFTER_SECONDS = 5
@@ -236,7 +249,7 @@ export const make = Effect.gen(function*() {
    * is held while it waits.
    */
   const awaitTerminal = (job: Job, seconds: number, since?: number): Effect.Effect<Job, StoreError | EngineError> =>
-    isTerminal(job.status) ? Effect.succeed(job) : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    isTerminal(job.status) ? Effect.succeed(job) : Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, draw]) =>
       Effect.async<Job, StoreError | EngineError>((resume) => {
         let latest = job
         let settled = false
@@ -257,7 +270,7 @@ export const make = Effect.gen(function*() {
         }, since)
         if (typeof added !== "function") return resume(Effect.fail(added))
         remove = added
-        cancelDeadline = deadlines.add(now + seconds * 1000, () => settle(undefined))
+        cancelDeadline = deadlines.add(waitEnd(now, seconds, draw), () => settle(undefined))
         return Effect.sync(() => {
           settled = true
           cancelDeadline()

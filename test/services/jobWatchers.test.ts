@@ -5,7 +5,7 @@ import type { Job } from "../../src/domain/job.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
-import { JobFollow, make as makeJobFollow } from "../../src/services/JobFollow.js"
+import { JobFollow, make as makeJobFollow, waitEnd } from "../../src/services/JobFollow.js"
 import { Jobs } from "../../src/services/Jobs.js"
 import { Catalog } from "../../src/services/Catalog.js"
 import { demoCaller, memoryEngine } from "../support/engineLayer.js"
@@ -185,4 +185,16 @@ describe("job watchers", () => {
       expect((yield* Fiber.join(again)).status).toBe("pending")
       yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.provide(memoryEngine(idle, { maxWatchers: 2 }))))
+})
+
+describe("waitEnd", () => {
+  it("answers waits under 10 s on time and spreads longer ones over their last tenth", () => {
+    expect(waitEnd(1_000, 1, 0.99)).toBe(2_000)
+    expect(waitEnd(1_000, 9, 0.99)).toBe(10_000)
+    expect(waitEnd(0, 60, 0)).toBe(60_000)
+    expect(waitEnd(0, 60, 0.999)).toBe(54_006)
+    const ends = Array.from({ length: 1_000 }, (_, i) => waitEnd(0, 60, i / 1_000))
+    expect(Math.min(...ends)).toBeGreaterThanOrEqual(54_000)
+    expect(new Set(ends.map((end) => Math.floor(end / 1_000))).size).toBe(7)
+  })
 })
