@@ -133,7 +133,8 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
           Effect.asVoid,
           Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
         ),
-        subscribe: events.subscribe
+        subscribe: events.subscribe,
+        subscribeAll: events.subscribeAll
       })
     }
   })

@@ -1,7 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Option, Queue, type Scope, Stream } from "effect"
-import type { StoreError } from "../domain/errors.js"
-import type { JobId } from "../domain/ids.js"
+import type { EngineError, StoreError } from "../domain/errors.js"
 import { isTerminal, type Job } from "../domain/job.js"
 import { type JobFollow, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
 import { jobView } from "./views.js"
@@ -86,47 +85,47 @@ export type Heartbeats = Effect.Effect.Success<ReturnType<typeof makeHeartbeats>
 /** What ends a stream: its final event was written, or a store error cut it short. */
 type End = { readonly error: StoreError | undefined }
 
+const respond = (events: Stream.Stream<Uint8Array>) =>
+  HttpServerResponse.stream(Stream.concat(Stream.succeed(OPEN_BYTES), events), {
+    contentType: "text/event-stream",
+    // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
+    headers: { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+  })
+
 /**
- * The events of a job still running: a queue of bytes filled by the job's shared follower
- * (JobFollow.listen) and the process's heartbeat timer, drained into the response. A store
- * failure mid-stream ends it: the client resumes with Last-Event-ID, as after any dropped
- * connection.
+ * The text/event-stream answer for `job` (as the handler read it, after taking `since` from
+ * JobFollow.hintMark), resumed after the event `after` (Last-Event-ID): its opening comment at
+ * once, then the events left. A job already terminal has at most its final event left, and a
+ * client that saw the final event nothing: those end at once, with no watcher. Otherwise the
+ * stream is a queue of bytes filled by the job's shared watch (JobFollow.listen, held by the
+ * request's own scope until the response ends) and the process's heartbeat timer; the watcher
+ * is added here, before the answer starts, so a refusal (too many watchers) is the usual JSON
+ * error. A store failure mid-stream ends it: the client resumes with Last-Event-ID, as after
+ * any dropped connection.
  */
-const followed = (follow: JobFollow["Type"], heartbeats: Heartbeats, jobId: JobId, after: number) =>
-  Stream.unwrapScoped(Effect.gen(function*() {
+export const eventStreamResponse = (
+  follow: JobFollow["Type"],
+  heartbeats: Heartbeats,
+  job: Job,
+  after: number,
+  since: number
+): Effect.Effect<HttpServerResponse.HttpServerResponse, EngineError, Scope.Scope> =>
+  Effect.gen(function*() {
+    if (after >= FINAL_EVENT_ID) return respond(Stream.empty)
+    if (isTerminal(job.status)) return respond(Stream.succeed(eventOf(job)))
     const queue = yield* Queue.unbounded<Uint8Array | End>()
-    yield* follow.listen(jobId, after, {
-      onJob: (job) => Queue.unsafeOffer(queue, eventOf(job)),
+    const rank = statusRank(job.status)
+    if (rank > after) Queue.unsafeOffer(queue, eventOf(job))
+    yield* follow.listen(job.id, Math.max(rank, after), {
+      onJob: (current) => Queue.unsafeOffer(queue, eventOf(current)),
       onEnd: (error) => Queue.unsafeOffer(queue, { error })
-    })
+    }, since)
     yield* heartbeats.add(() => Queue.unsafeOffer(queue, HEARTBEAT_BYTES))
-    return Stream.repeatEffectOption(Effect.flatMap(Queue.take(queue), (item) => {
+    return respond(Stream.repeatEffectOption(Effect.flatMap(Queue.take(queue), (item) => {
       if (item instanceof Uint8Array) return Effect.succeed(item)
       const ended = Effect.fail(Option.none())
       return item.error === undefined
         ? ended
         : Effect.zipRight(Effect.logWarning("job status stream ended by a store error", item.error), ended)
-    }))
-  }))
-
-/**
- * The events of `job` ranked above `after`. A job already terminal (as the handler just read it)
- * has at most its final event left, and a client that saw the final event nothing: those end at
- * once, with no follower.
- */
-const eventsAfter = (follow: JobFollow["Type"], heartbeats: Heartbeats, job: Job, after: number) => {
-  if (after >= FINAL_EVENT_ID) return Stream.empty
-  if (isTerminal(job.status)) return Stream.succeed(eventOf(job))
-  return followed(follow, heartbeats, job.id, after)
-}
-
-/**
- * The text/event-stream answer for `job` (as the handler read it), resumed after the event
- * `after` (Last-Event-ID): its opening comment at once, then the events left.
- */
-export const eventStreamResponse = (follow: JobFollow["Type"], heartbeats: Heartbeats, job: Job, after: number) =>
-  HttpServerResponse.stream(Stream.concat(Stream.succeed(OPEN_BYTES), eventsAfter(follow, heartbeats, job, after)), {
-    contentType: "text/event-stream",
-    // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
-    headers: { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+    })))
   })

@@ -85,6 +85,11 @@ export interface EngineSettings {
    * redirect is not public fails the job before anything is fetched.
    */
   readonly providerOutputAllowPrivate: boolean
+  /**
+   * Open status streams (SSE) and waiting long-polls (`Prefer: wait`) one process holds at once;
+   * one more is answered 503 with Retry-After (docs/decisions.md, "Watchers").
+   */
+  readonly maxWatchers: number
 }
 
 export const defaultEngineSettings: EngineSettings = {
@@ -109,7 +114,8 @@ export const defaultEngineSettings: EngineSettings = {
   providerCircuit: { failures: 5, pauseMs: 30_000 },
   storeRetry: { baseMs: 100, capMs: 5_000 },
   outputSizeCaps: DEFAULT_OUTPUT_SIZE_CAPS,
-  providerOutputAllowPrivate: false
+  providerOutputAllowPrivate: false,
+  maxWatchers: 20_000
 }
 
 export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {

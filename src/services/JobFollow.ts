@@ -1,9 +1,12 @@
-import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue, Scope, Stream } from "effect"
-import type { StoreError } from "../domain/errors.js"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
+import { type EngineError, engineError, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
 import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
+import { EngineConfig } from "./EngineConfig.js"
+import { makeDeadlines } from "./watchDeadlines.js"
+import { makeHintLog } from "./watchHints.js"
 
 /**
  * A job's place in its status sequence: pending 1, processing 2, a terminal status 3. Statuses
@@ -13,17 +16,53 @@ import { JobRepo } from "../ports/JobRepo.js"
 export const statusRank = (status: JobStatus): number =>
   status === "pending" ? 1 : status === "processing" ? 2 : 3
 
-/** The backstop re-read: hints can be lost (a dropped LISTEN connection). */
-export const FOLLOW_TICK = Duration.seconds(5)
+/**
+ * The safety sweep's period: every followed job is re-read once in it, in case a hint was lost
+ * (a dropped LISTEN connection). The sweep is spread over SWEEP_SLOTS steps, each re-reading the
+ * jobs of one slot, so 10,000 followed jobs cost a few reads at a time rather than a burst.
+ */
+export const SWEEP_PERIOD = Duration.seconds(30)
+const SWEEP_SLOTS = 30
 
-/** How often followed jobs are checked for a due backstop re-read: each is re-read 5 to 5.5 s after its last read. */
-const BACKSTOP_CHECK = Duration.millis(500)
-
-/** Reads of followed jobs made at once; more dirty jobs wait for a free one. */
-const READ_CONCURRENCY = 16
+/**
+ * Reads of followed jobs made at once. Few: they are background reads sharing the store's pool
+ * with requests, and a burst of them (a sweep slot, every job after a lost LISTEN connection)
+ * must leave the pool to requests rather than starve them.
+ */
+const READ_CONCURRENCY = 4
 
 /** The longest `Prefer: wait` honoured; longer asks are clamped to it. */
 export const MAX_WAIT_SECONDS = 60
+
+/**
+ * A long wait (`Prefer: wait=N`, N of 10 s or more) whose job stays open is answered at a random
+ * moment of its last tenth (54 to 60 s for N = 60): long-polls opened together then end, and are
+ * re-issued, spread over seconds rather than as one herd on the store's pool. RFC 7240 lets a
+ * server answer before the wait it was asked for; shorter waits are answered on time.
+ */
+const WAIT_SPREAD = 0.1
+const MIN_SPREAD_SECONDS = 10
+
+/** When a wait of `seconds` from `now` ends, `draw` in [0, 1) placing it in the spread. */
+export const waitEnd = (now: number, seconds: number, draw: number): number =>
+  now + seconds * 1000 - (seconds >= MIN_SPREAD_SECONDS ? Math.floor(draw * seconds * 1000 * WAIT_SPREAD) : 0)
+
+/** How long a client refused for too many open watchers is asked to wait before it retries. */
+export const WATCHERS_RETRY_AFTER_SECONDS = 5
+
+/** Open status streams and waiting long-polls of this process (EngineConfig.maxWatchers caps them). */
+export const openWatchers = Metric.gauge("genjobs_open_watchers", {
+  description: "Open job watchers of this process: status streams (SSE) and waiting long-polls (Prefer: wait)."
+})
+
+/** The answer beyond the cap: the overload rule's 503 with Retry-After. */
+const tooManyWatchers = (max: number): EngineError =>
+  engineError(
+    "SERVICE_UNAVAILABLE",
+    "Too many jobs are being watched on this server; retry after Retry-After",
+    { reason: "too_many_watchers", maxWatchers: max },
+    WATCHERS_RETRY_AFTER_SECONDS
+  )
 
 /** One follower of a job, called back from the job's shared re-reads. Callbacks must return at once. */
 export interface JobListener {
@@ -31,7 +70,7 @@ export interface JobListener {
   readonly onJob: (job: Job) => void
   /**
    * The follow is over: after the terminal status was given, or on a store error (the follower
-   * then resumes as after a dropped connection). Not called when the listener's scope closes first.
+   * then resumes as after a dropped connection). Not called when the follower left first.
    */
   readonly onEnd: (error: StoreError | undefined) => void
 }
@@ -41,42 +80,58 @@ interface Follower {
   readonly listener: JobListener
 }
 
-/** The followers of one job in this process: one hint subscription and one re-read for them all. */
+/** The followers of one job in this process: plain data in the map, read once for them all. */
 interface Watch {
   readonly jobId: JobId
   readonly followers: Set<Follower>
-  readonly scope: Scope.CloseableScope
-  /** When the last read started; the backstop re-reads 5 s after it. */
-  lastRead: number
+  /** The sweep slot it is re-read in. */
+  readonly slot: number
   done: boolean
 }
 
 export const make = Effect.gen(function*() {
   const repo = yield* JobRepo
   const events = yield* JobEvents
+  const { maxWatchers } = yield* EngineConfig
   const watches = new Map<JobId, Watch>()
+  const slots = Array.from({ length: SWEEP_SLOTS }, () => new Set<Watch>())
+  let nextSlot = 0
+  let open = 0
   const dirty = new Set<Watch>()
   const wake = yield* Queue.sliding<void>(1)
-  // Open while any job is followed: an idle engine has no timer running.
+  // Open while any job is followed: an idle engine has no sweep running.
   const following = yield* Effect.makeLatch(false)
+  const hints = makeHintLog<JobId>()
+  const deadlines = yield* makeDeadlines
 
   const markDirty = (watch: Watch) => {
     dirty.add(watch)
     Queue.unsafeOffer(wake, undefined)
   }
 
-  const drop = (watch: Watch) =>
-    Effect.suspend(() => {
-      watch.done = true
-      dirty.delete(watch)
-      if (watches.get(watch.jobId) === watch) watches.delete(watch.jobId)
-      if (watches.size === 0) following.unsafeClose()
-      return Scope.close(watch.scope, Exit.void)
-    })
+  // One subscription for the process: a hint wakes exactly the watchers of its job (undefined: every job).
+  yield* events.subscribeAll((jobId) => {
+    if (jobId === undefined) {
+      hints.recordAll()
+      for (const watch of watches.values()) markDirty(watch)
+      return
+    }
+    hints.record(jobId)
+    const watch = watches.get(jobId)
+    if (watch !== undefined) markDirty(watch)
+  })
+
+  const drop = (watch: Watch) => {
+    watch.done = true
+    dirty.delete(watch)
+    slots[watch.slot]!.delete(watch)
+    if (watches.get(watch.jobId) === watch) watches.delete(watch.jobId)
+    if (watches.size === 0) following.unsafeClose()
+  }
 
   const deliver = (watch: Watch, found: Option.Option<Job>) => {
-    // A job gone from the store (none) tells nothing; the next hint or tick reads again.
-    if (Option.isNone(found)) return Effect.void
+    // A job gone from the store (none) tells nothing; the next hint or sweep reads again.
+    if (Option.isNone(found)) return
     const job = found.value
     const rank = statusRank(job.status)
     for (const follower of watch.followers) {
@@ -85,23 +140,21 @@ export const make = Effect.gen(function*() {
         follower.listener.onJob(job)
       }
     }
-    if (!isTerminal(job.status)) return Effect.void
+    if (!isTerminal(job.status)) return
+    drop(watch)
     for (const follower of watch.followers) follower.listener.onEnd(undefined)
-    return drop(watch)
   }
 
-  const read = (watch: Watch) =>
-    Effect.gen(function*() {
-      if (watch.done) return
-      watch.lastRead = yield* Clock.currentTimeMillis
-      const found = yield* Effect.either(repo.get(watch.jobId))
-      if (watch.done) return
-      if (found._tag === "Right") return yield* deliver(watch, found.right)
-      for (const follower of watch.followers) follower.listener.onEnd(found.left)
-      yield* drop(watch)
-    })
+  const read = Effect.fnUntraced(function*(watch: Watch) {
+    if (watch.done) return
+    const found = yield* Effect.either(repo.get(watch.jobId))
+    if (watch.done) return
+    if (found._tag === "Right") return deliver(watch, found.right)
+    drop(watch)
+    for (const follower of watch.followers) follower.listener.onEnd(found.left)
+  })
 
-  // The reader: every job hinted (or due, or newly followed) since it last looked, read once for all its followers.
+  // The reader: every job hinted (or due in the sweep, or joined after a hint) since it last looked, read once for all its followers.
   yield* Queue.take(wake).pipe(
     Effect.zipRight(Effect.suspend(() => {
       const batch = [...dirty]
@@ -109,90 +162,123 @@ export const make = Effect.gen(function*() {
       // A listener that throws loses its job's follow, never the reader every follow depends on.
       return Effect.forEach(batch, (watch) =>
         read(watch).pipe(
-          Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("a job follower failed", cause), drop(watch)))
+          Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("a job follower failed", cause), Effect.sync(() => drop(watch))))
         ), { concurrency: READ_CONCURRENCY, discard: true })
     })),
     Effect.forever,
     Effect.forkScoped
   )
 
-  // The backstop: a job not read for 5 s is read again, in case a hint was lost.
-  const tick = FOLLOW_TICK.pipe(Duration.toMillis)
+  // The safety sweep: one slot's jobs per step, so each followed job is re-read once per SWEEP_PERIOD.
+  const step = Duration.toMillis(SWEEP_PERIOD) / SWEEP_SLOTS
+  let sweepSlot = 0
   yield* following.await.pipe(
-    Effect.zipRight(Effect.sleep(BACKSTOP_CHECK)),
-    Effect.zipRight(Clock.currentTimeMillis),
-    Effect.tap((now) =>
-      Effect.sync(() => {
-        for (const watch of watches.values()) if (now - watch.lastRead >= tick) markDirty(watch)
-      })
-    ),
+    Effect.zipRight(Effect.sleep(step)),
+    Effect.zipRight(Effect.sync(() => {
+      sweepSlot = (sweepSlot + 1) % SWEEP_SLOTS
+      for (const watch of slots[sweepSlot]!) markDirty(watch)
+    })),
     Effect.forever,
     Effect.forkScoped
   )
 
-  const watchOf = (jobId: JobId) =>
-    Effect.gen(function*() {
-      const existing = watches.get(jobId)
-      if (existing !== undefined) return existing
-      const scope = yield* Scope.make()
-      const watch: Watch = { jobId, followers: new Set(), scope, lastRead: 0, done: false }
+  /**
+   * Adds a follower of `jobId`; returns the function that removes it, or the refusal when this
+   * process already holds `maxWatchers`. `since` is `hintMark` taken before the caller read the
+   * job: the job is read again at once only when a hint for it came after that mark (the caller's
+   * read may have missed that change); without a mark it is read at once.
+   */
+  const add = (jobId: JobId, after: number, listener: JobListener, since: number | undefined): (() => void) | EngineError => {
+    if (open >= maxWatchers) return tooManyWatchers(maxWatchers)
+    let watch = watches.get(jobId)
+    if (watch === undefined) {
+      watch = { jobId, followers: new Set(), slot: nextSlot, done: false }
+      nextSlot = (nextSlot + 1) % SWEEP_SLOTS
       watches.set(jobId, watch)
+      slots[watch.slot]!.add(watch)
       following.unsafeOpen()
-      yield* Scope.extend(events.subscribe(jobId, () => markDirty(watch)), scope)
-      return watch
-    })
+    }
+    const follower: Follower = { seen: after, listener }
+    watch.followers.add(follower)
+    open++
+    openWatchers.unsafeModify(1, [])
+    if (since === undefined || hints.since(jobId, since)) markDirty(watch)
+    const joined = watch
+    let removed = false
+    return () => {
+      if (removed) return
+      removed = true
+      open--
+      openWatchers.unsafeModify(-1, [])
+      joined.followers.delete(follower)
+      if (!joined.done && joined.followers.size === 0) drop(joined)
+    }
+  }
+
+  /** The mark to pass as `since`: taken before reading the job a watcher then follows. */
+  const hintMark = Effect.sync(() => hints.mark())
 
   /**
    * Calls `listener` with the job's statuses from now on, those ranked at most `after` left
-   * out, until the terminal one or until the scope closes. Every follower of a job in this
-   * process shares one hint subscription and one re-read: on each hint, every 5 s, and when a
-   * follower joins (its first status comes from a read made after it joined, so no change
-   * falls between). The last follower to leave ends them.
+   * out, until the terminal one or until the scope closes (a request's own scope). Every
+   * follower of a job in this process shares one re-read: on each hint for the job, in the
+   * slow sweep, and on joining (see `add` for `since`). Refused with 503 and Retry-After beyond
+   * EngineConfig.maxWatchers.
    */
-  const listen = (jobId: JobId, after: number, listener: JobListener): Effect.Effect<void, never, Scope.Scope> =>
-    Effect.acquireRelease(
-      Effect.gen(function*() {
-        const watch = yield* watchOf(jobId)
-        const follower: Follower = { seen: after, listener }
-        watch.followers.add(follower)
-        markDirty(watch)
-        return [watch, follower] as const
-      }),
-      ([watch, follower]) =>
-        Effect.suspend(() => {
-          watch.followers.delete(follower)
-          return watch.done || watch.followers.size > 0 ? Effect.void : drop(watch)
-        })
-    ).pipe(Effect.asVoid)
+  const listen = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<void, EngineError, Scope.Scope> =>
+    Effect.flatMap(
+      Effect.sync(() => add(jobId, after, listener, since)),
+      (added) => typeof added === "function" ? Effect.addFinalizer(() => Effect.sync(added)) : Effect.fail(added)
+    )
 
   /**
    * The job's statuses from now on, each once, those ranked at most `after` left out, ending
    * with the first terminal one. A Stream over `listen`, for callers that want one.
    */
-  const follow = (job: Job, after = 0): Stream.Stream<Job, StoreError> =>
-    Stream.asyncScoped<Job, StoreError>((emit) =>
+  const follow = (job: Job, after = 0): Stream.Stream<Job, StoreError | EngineError> =>
+    Stream.asyncScoped<Job, StoreError | EngineError>((emit) =>
       listen(job.id, after, {
         onJob: (current) => void emit.single(current),
         onEnd: (error) => void (error === undefined ? emit.end() : emit.fail(error))
       })
     )
 
-  /** The job once terminal, or as it is after `seconds` (a long-poll). */
-  const awaitTerminal = (job: Job, seconds: number): Effect.Effect<Job, StoreError> =>
-    isTerminal(job.status) ? Effect.succeed(job) : Effect.scoped(Effect.gen(function*() {
-      let latest = job
-      const ended = yield* Deferred.make<void, StoreError>()
-      yield* listen(job.id, 0, {
-        onJob: (current) => {
-          latest = current
-        },
-        onEnd: (error) => Deferred.unsafeDone(ended, error === undefined ? Exit.void : Exit.fail(error))
-      })
-      yield* Deferred.await(ended).pipe(Effect.timeoutOption(Duration.seconds(seconds)))
-      return latest
-    }))
+  /**
+   * The job once terminal, or as it is after `seconds` (a long-poll). The wait is a callback in
+   * the job's watch and one entry in the shared deadlines: no fiber, scope or store connection
+   * is held while it waits.
+   */
+  const awaitTerminal = (job: Job, seconds: number, since?: number): Effect.Effect<Job, StoreError | EngineError> =>
+    isTerminal(job.status) ? Effect.succeed(job) : Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, draw]) =>
+      Effect.async<Job, StoreError | EngineError>((resume) => {
+        let latest = job
+        let settled = false
+        let cancelDeadline: () => void = () => undefined
+        let remove: () => void = () => undefined
+        const settle = (error: StoreError | undefined) => {
+          if (settled) return
+          settled = true
+          cancelDeadline()
+          remove()
+          resume(error === undefined ? Effect.succeed(latest) : Effect.fail(error))
+        }
+        const added = add(job.id, statusRank(job.status), {
+          onJob: (current) => {
+            latest = current
+          },
+          onEnd: settle
+        }, since)
+        if (typeof added !== "function") return resume(Effect.fail(added))
+        remove = added
+        cancelDeadline = deadlines.add(waitEnd(now, seconds, draw), () => settle(undefined))
+        return Effect.sync(() => {
+          settled = true
+          cancelDeadline()
+          remove()
+        })
+      }))
 
-  return { listen, follow, awaitTerminal } as const
+  return { listen, follow, awaitTerminal, hintMark, openCount: () => open } as const
 })
 
 export class JobFollow extends Context.Tag("genjobs/JobFollow")<JobFollow, Effect.Effect.Success<typeof make>>() {

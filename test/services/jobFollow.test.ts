@@ -17,7 +17,7 @@ const withinRealTime = <A, E>(ms: number, effect: Effect.Effect<A, E>) =>
   Effect.race(effect, Effect.promise(() => new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))))
 
 describe("JobFollow", () => {
-  it.scoped("hears of a job the reaper failed at once, without waiting for the 5 s re-read", () =>
+  it.scoped("hears of a job the reaper failed at once, without waiting for the sweep", () =>
     Effect.gen(function*() {
       const worker = yield* Worker
       const follow = yield* JobFollow

@@ -29,6 +29,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
           const requestId = RequestId.make(yield* FiberRef.get(CurrentRequestId))
+          const since = yield* follow.hintMark
           const result = yield* jobs.submit(caller, {
             model: payload.model ?? payload.modelSlug ?? "",
             version: payload.version ?? payload.modelVersion,
@@ -40,7 +41,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const wait = readPreferWait(headers.prefer)
           if (wait === undefined) return yield* withHeaders(extra, submitView(result.job))
           // A long-poll answers the job as it now is beside the submit's own fields.
-          const job = yield* follow.awaitTerminal(result.job, wait)
+          const job = yield* follow.awaitTerminal(result.job, wait, since)
           return yield* withHeaders({ ...extra, ...preferenceApplied(wait) }, { ...submitView(job), ...jobView(job) })
         }))
       .handle("estimate", ({ payload }) =>
@@ -60,18 +61,21 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
+          // Taken before the read: a change the read misses is caught by its hint (JobFollow.add).
+          const since = yield* follow.hintMark
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
           // Read off the request rather than declared: a declared header would become a required
           // argument of every typed client's get.
           const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
           if (wait === undefined) return jobView(job)
-          return yield* withHeaders(preferenceApplied(wait), jobView(yield* follow.awaitTerminal(job, wait)))
+          return yield* withHeaders(preferenceApplied(wait), jobView(yield* follow.awaitTerminal(job, wait, since)))
         }))
       .handle("events", ({ headers, path }) =>
         Effect.gen(function*() {
+          const since = yield* follow.hintMark
           // Checked before the stream starts, so a refusal is the usual JSON error.
           const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
-          return eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]))
+          return yield* eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]), since)
         }))
       .handle("cancel", ({ path }) =>
         Effect.gen(function*() {
