@@ -92,6 +92,9 @@ export const EngineEnv = Config.all({
   retentionBatchSize: nonNegative("RETENTION_BATCH_SIZE", defaultEngineSettings.retentionBatchSize).pipe(
     Config.validate({ message: "RETENTION_BATCH_SIZE must be from 1 to 10000", validation: (n) => n >= 1 && n <= 10_000 })
   ),
+  maxWatchers: nonNegative("MAX_WATCHERS", defaultEngineSettings.maxWatchers).pipe(
+    Config.validate({ message: "MAX_WATCHERS must be at least 1", validation: (n) => n >= 1 })
+  ),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
     Config.validate({ message: "MAX_JSON_BODY_BYTES must be at least 1", validation: (n) => n >= 1 })
@@ -270,6 +273,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,
       retentionBatchSize: settings.retentionBatchSize,
+      maxWatchers: settings.maxWatchers,
       webhookDeadlineMs: settings.webhookDeadlineMs,
       webhookRetryDelaysMs: settings.webhookRetryDelaysMs,
       providerOutputAllowPrivate: settings.providerOutputAllowPrivate,
