@@ -108,7 +108,7 @@ describe("the packed package", () => {
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: lean, env: { ...process.env, DATA_DIR: join(lean, "data") } })
     const { tag, message } = JSON.parse(stdout)
     expect(tag).toBe("MissingPackagesError")
-    const line = ["@effect/sql", "@effect/sql-sqlite-node"].map((name) => `${name}@${pkg.peerDependencies[name]}`).join(" ")
+    const line = ["@effect/sql", "@effect/experimental"].map((name) => `${name}@${pkg.peerDependencies[name]}`).join(" ")
     expect(message).toMatch(/^DATABASE_URL is unset, so the store is SQLite: genjobs\/sqlite needs packages that are not installed/)
     expect(message).toContain(`npm install ${line}`)
   }, 60_000)
