@@ -19,11 +19,17 @@ class Boom {
 }
 
 describe("the node:sqlite SqlClient", () => {
-  it("opens the file in WAL mode, with foreign keys on and a 5 s busy timeout", async () => {
+  it("opens the file as better-sqlite3 did: WAL, synchronous NORMAL, foreign keys on, 16 MB cache, 5 s busy timeout", async () => {
     const pragmas = await run(Effect.flatMap(sql, (sql) =>
-      Effect.all([sql`PRAGMA journal_mode`, sql`PRAGMA foreign_keys`, sql`PRAGMA busy_timeout`])
+      Effect.all([
+        sql`PRAGMA journal_mode`,
+        sql`PRAGMA synchronous`,
+        sql`PRAGMA foreign_keys`,
+        sql`PRAGMA cache_size`,
+        sql`PRAGMA busy_timeout`
+      ])
     ))
-    expect(pragmas.map((rows) => Object.values(rows[0]!)[0])).toEqual(["wal", 1, 5000])
+    expect(pragmas.map((rows) => Object.values(rows[0]!)[0])).toEqual(["wal", 1, 1, -16000, 5000])
   })
 
   it("commits a transaction, and rolls back a nested one to its savepoint only", async () => {
