@@ -1,14 +1,15 @@
 /**
  * The floor under the engine's HTTP submit on SQLite: node:http reading the JSON body and doing
- * one INSERT with node:sqlite (the engine's driver) per request, in WAL mode like the engine's
- * store, nothing else.
+ * one INSERT with node:sqlite (the engine's driver) per request, in WAL mode with synchronous
+ * NORMAL like the engine's store, nothing else.
  */
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { DatabaseSync } from "node:sqlite"
 
 const db = new DatabaseSync(process.env.SQLITE_FILE!)
-db.exec("PRAGMA journal_mode = WAL")
+// The engine's pragmas (adapters/sql/sqliteNode/SqliteClient.ts): a commit waits for no fsync.
+db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
 db.exec(`CREATE TABLE IF NOT EXISTS bare_jobs (
   id TEXT PRIMARY KEY, api_key TEXT NOT NULL, model TEXT NOT NULL, input TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL
 )`)
