@@ -83,7 +83,7 @@ const report = (store: string, accounts: number, engine: Measured, bare: Measure
     reference: bare.rps,
     unit: "req/s",
     better: "higher",
-    referenceIs: `bare node:http + one INSERT per request (${store === "pg" ? "pg" : "better-sqlite3"})`,
+    referenceIs: `bare node:http + one INSERT per request (${store === "pg" ? "pg" : "node:sqlite"})`,
     target,
     params: {
       connections: settings.httpConnections,

@@ -3,7 +3,7 @@ import { createRequire } from "node:module"
 
 /** The optional peers each entry that needs them imports; the rest of the package needs none. */
 export const OPTIONAL_PACKAGES = {
-  "genjobs/sqlite": ["@effect/sql", "@effect/sql-sqlite-node"],
+  "genjobs/sqlite": ["@effect/sql", "@effect/experimental"],
   "genjobs/postgres": ["@effect/sql", "@effect/sql-pg", "pg"],
   "genjobs/s3": ["@aws-sdk/client-s3", "@aws-sdk/lib-storage", "@aws-sdk/s3-request-presigner"],
   "genjobs/redis": ["@redis/client"],

@@ -1,4 +1,3 @@
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
@@ -10,16 +9,20 @@ import { checkSqliteDriver } from "./sqliteDriverCheck.js"
 
 /**
  * SQLite file in WAL mode (the client's default), created with its directory when missing.
- * Fails with SqliteDriverError where the installed driver would abort the process.
+ * Fails with SqliteDriverError on a Node without a usable `node:sqlite`; the client is imported
+ * only after that check, as importing `node:sqlite` there would throw Node's own error instead.
  */
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
   layerSqlStores(options).pipe(
     Layer.provide(
       Layer.unwrapEffect(
-        checkSqliteDriver.pipe(Effect.map(() => {
-          if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
-          return SqliteClient.layer({ filename: options.filename })
-        }))
+        checkSqliteDriver.pipe(
+          Effect.zipRight(Effect.promise(() => import("./sqliteNode/SqliteClient.js"))),
+          Effect.map((SqliteClient) => {
+            if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
+            return SqliteClient.layer({ filename: options.filename })
+          })
+        )
       )
     )
   )

@@ -1,39 +1,26 @@
 import { Data, Effect } from "effect"
-import { readFileSync } from "node:fs"
-import { createRequire } from "node:module"
-import { dirname, join } from "node:path"
 
 export class SqliteDriverError extends Data.TaggedError("SqliteDriverError")<{ readonly message: string }> {}
 
+/** node:sqlite's first release with everything the client uses without a flag (the busy `timeout`). */
+export const MIN_NODE = [22, 16] as const
+
 /**
- * Why this Node and better-sqlite3 must not run together, if they must not: better-sqlite3 12
- * (what @effect/sql-sqlite-node 0.53 asks for) on Node 24, where its statements' finalizers trip
- * `Assertion failed: (env) != nullptr` during a garbage collection and the process dies with
- * SIGABRT, minutes into serving. better-sqlite3 13 is fixed, but needs Node 22: on Node 20 it
- * crashes with a segmentation fault.
+ * Why this Node cannot open the store, if it cannot: the SQLite driver is Node's own `node:sqlite`,
+ * which Node 20 lacks, and which before 22.13 needs `--experimental-sqlite` and before 22.16 has no
+ * busy timeout. Checked before `node:sqlite` is imported, so the answer is this line rather than
+ * Node's "No such built-in module".
  */
-export const sqliteDriverProblem = (nodeVersion: string, driverVersion: string): string | undefined => {
-  const node = Number(nodeVersion.split(".")[0])
-  const driver = Number(driverVersion.split(".")[0])
-  // 13 is built on Node-API for Node 22 and up; on Node 20 it crashes the process at once.
-  if (node < 22 && driver >= 13) return `Node ${nodeVersion} is not supported: genjobs needs Node 22 or newer (24 recommended)`
-  if (node >= 24 && driver < 13) {
-    return `better-sqlite3 ${driverVersion} aborts Node ${nodeVersion} during garbage collection; ` +
-      `add "overrides": {"better-sqlite3": "^13.2.0"} to your package.json and run npm install again`
-  }
-  return undefined
+export const sqliteDriverProblem = (nodeVersion: string): string | undefined => {
+  const [major = 0, minor = 0] = nodeVersion.split(".").map(Number)
+  const [minMajor, minMinor] = MIN_NODE
+  return major > minMajor || (major === minMajor && minor >= minMinor)
+    ? undefined
+    : `Node ${nodeVersion} is not supported: the SQLite store needs Node ${minMajor}.${minMinor} or newer (24 recommended)`
 }
 
-/** The version of the better-sqlite3 that @effect/sql-sqlite-node loads (not necessarily the host's own). */
-const driverVersion = (): string => {
-  const fromClient = createRequire(createRequire(import.meta.url).resolve("@effect/sql-sqlite-node"))
-  // better-sqlite3 13 does not export its package.json; its main file sits in lib/.
-  const packageJson = join(dirname(fromClient.resolve("better-sqlite3")), "..", "package.json")
-  return String(JSON.parse(readFileSync(packageJson, "utf8")).version)
-}
-
-/** Refuses, before any database is opened, a driver that would abort this process (`sqliteDriverProblem`). */
+/** Refuses, before any database is opened, a Node without a usable `node:sqlite` (`sqliteDriverProblem`). */
 export const checkSqliteDriver: Effect.Effect<void, SqliteDriverError> = Effect.suspend(() => {
-  const problem = sqliteDriverProblem(process.versions.node, driverVersion())
+  const problem = sqliteDriverProblem(process.versions.node)
   return problem === undefined ? Effect.void : Effect.fail(new SqliteDriverError({ message: problem }))
 })

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import "../quietSqliteWarning.js"
 import { runCli } from "./run.js"
 
 /**

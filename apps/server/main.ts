@@ -1,3 +1,4 @@
+import "../quietSqliteWarning.js"
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Cause, ConfigError, Deferred, Effect, Layer, Option, Redacted } from "effect"

@@ -1,18 +1,15 @@
 /**
  * The floor under the engine's HTTP submit on SQLite: node:http reading the JSON body and doing
- * one INSERT with better-sqlite3 per request, in WAL mode like the engine's store, nothing else.
+ * one INSERT with node:sqlite (the engine's driver) per request, in WAL mode with synchronous
+ * NORMAL like the engine's store, nothing else.
  */
 import { randomUUID } from "node:crypto"
-import { createRequire } from "node:module"
 import { createServer } from "node:http"
+import { DatabaseSync } from "node:sqlite"
 
-// better-sqlite3 ships no types; this is the little of it used here.
-interface Statement { run: (...params: ReadonlyArray<unknown>) => unknown }
-interface Database { pragma: (sql: string) => unknown; exec: (sql: string) => void; prepare: (sql: string) => Statement }
-const Sqlite = createRequire(import.meta.url)("better-sqlite3") as new(filename: string) => Database
-
-const db = new Sqlite(process.env.SQLITE_FILE!)
-db.pragma("journal_mode = WAL")
+const db = new DatabaseSync(process.env.SQLITE_FILE!)
+// The engine's pragmas (adapters/sql/sqliteNode/SqliteClient.ts): a commit waits for no fsync.
+db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
 db.exec(`CREATE TABLE IF NOT EXISTS bare_jobs (
   id TEXT PRIMARY KEY, api_key TEXT NOT NULL, model TEXT NOT NULL, input TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL
 )`)

@@ -101,7 +101,7 @@ describe("the main entry and the entries of an in-memory engine reach no optiona
 // own driver's packages (a bundler would fail on the other's, and Node would load it).
 describe("each store entry reaches only its own driver", () => {
   const stores = [
-    ["sqlite", ["@effect/sql", "@effect/sql-sqlite-node"]],
+    ["sqlite", ["@effect/sql", "@effect/experimental"]],
     ["postgres", ["@effect/sql", "@effect/sql-pg", "pg"]]
   ] as const
   for (const [entry, drivers] of stores) {

@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import * as SqliteClient from "../../adapters/sql/sqliteNode/SqliteClient.js"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { mkdtempSync } from "node:fs"

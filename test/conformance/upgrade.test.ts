@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import * as SqliteClient from "../../adapters/sql/sqliteNode/SqliteClient.js"
 import { describe, it } from "@effect/vitest"
 import { Redacted } from "effect"
 import { mkdtempSync } from "node:fs"

@@ -75,13 +75,13 @@ describe("the genjobs bin", SLOW, () => {
 
   it("serve without its packages names the ones its store needs, and only those", async () => {
     // As if none of the optional peers serve may need were installed.
-    const hidden = { HIDE_PACKAGES: "@effect/platform-node,@effect/sql,@effect/sql-sqlite-node,@effect/sql-pg,pg" }
+    const hidden = { HIDE_PACKAGES: "@effect/platform-node,@effect/sql,@effect/experimental,@effect/sql-pg,pg" }
     const hide = ["--import", "./test/support/hidePackages.mjs"]
     const installLine = (run: Run) => /Install them: npm install (.*)\n$/.exec(run.stderr)?.[1]?.split(" ")
     const sqlite = await cli(["serve"], { ...hidden, DATABASE_URL: undefined, DATA_DIR: tempDataDir() }, hide)
     expect(sqlite.code).toBe(1)
     expect(sqlite.stderr).toMatch(/^error: CONFIG_ERROR: genjobs serve needs packages that are not installed \(Cannot find package '@effect\/platform-node'/)
-    expect(installLine(sqlite)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/sql-sqlite-node"].map(peer))
+    expect(installLine(sqlite)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/experimental"].map(peer))
     const postgres = await cli(["serve"], { ...hidden, DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs" }, hide)
     expect(postgres.code).toBe(1)
     expect(installLine(postgres)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/sql-pg", "pg"].map(peer))

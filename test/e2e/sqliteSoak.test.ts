@@ -5,8 +5,8 @@ import { waitFor } from "../support/waitFor.js"
 
 const ADMIN = "soak-admin-token"
 /**
- * Long enough for many collections. With the young generation this small, better-sqlite3 12
- * aborts Node 24 before the server is first healthy; with the default one, within a minute.
+ * Long enough for many collections. With the young generation this small, better-sqlite3 12 (the
+ * driver before node:sqlite) aborted Node 24 before the server was first healthy.
  */
 const SOAK_MS = Number(process.env.SOAK_MS ?? 20_000)
 const CLIENTS = 8
@@ -15,9 +15,10 @@ const CLIENTS = 8
  * The embedded default kept busy on the running Node for a while: every kind of request, jobs
  * that complete, fail and are cancelled, with a young generation kept small so that garbage
  * collections (which finalize the SQLite driver's statements the store no longer caches) run
- * all along. better-sqlite3 12 aborts Node 24.19+ with SIGABRT in exactly that finalization
- * (`Assertion failed: (env) != nullptr`, `Statement::~Statement`); the process must live through
- * it and answer every request.
+ * all along. better-sqlite3 12 aborted Node 24.19+ with SIGABRT in exactly that finalization
+ * (`Assertion failed: (env) != nullptr`, `Statement::~Statement`); node:sqlite's statements are
+ * finalized there too. The process must live through it and answer every request, and on Node 22
+ * print no `ExperimentalWarning` for node:sqlite (the server drops that one warning).
  */
 describe(`the bundled server on SQLite kept under load (Node ${process.versions.node})`, () => {
   let server: RunningServer
@@ -65,6 +66,7 @@ describe(`the bundled server on SQLite kept under load (Node ${process.versions.
 
     expect(isRunning(server.child), server.output.slice(-4_000)).toBe(true)
     expect(unexpected).toEqual([])
+    expect(server.output).not.toMatch(/ExperimentalWarning|SQLite is an experimental feature/)
     expect(jobs.length).toBeGreaterThan(100)
     const ended = await waitFor(async () => {
       const pending = await call(server, "GET", "/v1/jobs?status=pending&limit=1", key)

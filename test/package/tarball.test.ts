@@ -52,7 +52,7 @@ let lean: string
 let examples: Promise<unknown>
 const servers: Array<ChildProcess> = []
 
-// --ignore-scripts: no package here needs an install script (better-sqlite3 13 ships its binaries).
+// --ignore-scripts: no package here needs an install script (the SQLite driver is Node's own node:sqlite).
 const install = (cwd: string, packages: Array<string>) =>
   npm(cwd, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", ...packages])
 const tsc = (project: string) =>
@@ -63,9 +63,7 @@ const tsc = (project: string) =>
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), "genjobs-tarball-"))
   const tarball = await packInto(scratch)
-  // better-sqlite3 13 as docs/embedding.md tells hosts to get it (12.x aborts Node 24).
-  const overrides = { "better-sqlite3": pkg.overrides["better-sqlite3"] }
-  writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module", overrides }))
+  writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }))
   lean = mkdtempSync(join(tmpdir(), "genjobs-next-"))
   writeFileSync(join(lean, "package.json"), JSON.stringify({ name: "lean", private: true, type: "module" }))
   await Promise.all([install(scratch, [tarball, ...PEERS, ...FRAMEWORKS]), install(lean, [tarball, ...REQUIRED_PEERS, ...NEXT])])
@@ -110,7 +108,7 @@ describe("the packed package", () => {
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: lean, env: { ...process.env, DATA_DIR: join(lean, "data") } })
     const { tag, message } = JSON.parse(stdout)
     expect(tag).toBe("MissingPackagesError")
-    const line = ["@effect/sql", "@effect/sql-sqlite-node"].map((name) => `${name}@${pkg.peerDependencies[name]}`).join(" ")
+    const line = ["@effect/sql", "@effect/experimental"].map((name) => `${name}@${pkg.peerDependencies[name]}`).join(" ")
     expect(message).toMatch(/^DATABASE_URL is unset, so the store is SQLite: genjobs\/sqlite needs packages that are not installed/)
     expect(message).toContain(`npm install ${line}`)
   }, 60_000)

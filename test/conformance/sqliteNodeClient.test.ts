@@ -1,0 +1,94 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Exit, ManagedRuntime } from "effect"
+import { spawn } from "node:child_process"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import * as SqliteClient from "../../adapters/sql/sqliteNode/SqliteClient.js"
+import { tempDataDir } from "../support/serverProcess.js"
+
+// The engine's SQLite client (adapters/sql/sqliteNode) on its own: what the stores rely on.
+const file = join(tempDataDir(), "client.db")
+const runtime = ManagedRuntime.make(SqliteClient.layer({ filename: file }))
+afterAll(() => runtime.dispose())
+
+const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) => runtime.runPromise(effect)
+const sql = Effect.flatMap(SqlClient.SqlClient, Effect.succeed)
+
+class Boom {
+  readonly _tag = "Boom"
+}
+
+describe("the node:sqlite SqlClient", () => {
+  it("opens the file as better-sqlite3 did: WAL, synchronous NORMAL, foreign keys on, 16 MB cache, 5 s busy timeout", async () => {
+    const pragmas = await run(Effect.flatMap(sql, (sql) =>
+      Effect.all([
+        sql`PRAGMA journal_mode`,
+        sql`PRAGMA synchronous`,
+        sql`PRAGMA foreign_keys`,
+        sql`PRAGMA cache_size`,
+        sql`PRAGMA busy_timeout`
+      ])
+    ))
+    expect(pragmas.map((rows) => Object.values(rows[0]!)[0])).toEqual(["wal", 1, 1, -16000, 5000])
+  })
+
+  it("commits a transaction, and rolls back a nested one to its savepoint only", async () => {
+    const rows = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE tx (n INTEGER NOT NULL)`
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO tx (n) VALUES (1)`
+        yield* Effect.exit(sql.withTransaction(Effect.zipRight(sql`INSERT INTO tx (n) VALUES (2)`, Effect.fail(new Boom()))))
+        yield* sql`INSERT INTO tx (n) VALUES (3)`
+      }))
+      yield* Effect.exit(sql.withTransaction(Effect.zipRight(sql`INSERT INTO tx (n) VALUES (4)`, Effect.fail(new Boom()))))
+      return yield* sql<{ n: number }>`SELECT n FROM tx ORDER BY n`
+    }))
+    expect(rows.map((row) => row.n)).toEqual([1, 3])
+  })
+
+  it("keeps 64-bit money exact: BigInt where SafeIntegers asks, a failure rather than a rounded number elsewhere", async () => {
+    const big = 2n ** 62n + 1n
+    const { exact, plain } = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE money (micro_cents INTEGER NOT NULL)`
+      yield* sql`INSERT INTO money ${sql.insert({ micro_cents: big })}`
+      const exact = yield* Effect.provideService(sql<{ micro_cents: bigint }>`SELECT micro_cents FROM money`, SqlClient.SafeIntegers, true)
+      const plain = yield* Effect.exit(sql`SELECT micro_cents FROM money`)
+      return { exact, plain }
+    }))
+    expect(exact).toEqual([{ micro_cents: big }])
+    expect(Exit.isFailure(plain) && String(plain.cause)).toMatch(/Failed to execute statement/)
+  })
+
+  it("answers a write's changes raw, and rows as arrays for values()", async () => {
+    const [raw, values] = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE kv (k TEXT PRIMARY KEY, v INTEGER)`
+      yield* sql`INSERT INTO kv (k, v) VALUES ('a', 1), ('b', 2)`
+      const raw = yield* sql`UPDATE kv SET v = v + 1`.raw
+      const values = yield* sql`SELECT k, v FROM kv ORDER BY k`.values
+      return [raw, values] as const
+    }))
+    expect(raw).toMatchObject({ changes: 2 })
+    expect(values).toEqual([["a", 2], ["b", 3]])
+  })
+
+  it("waits for another process's write lock instead of failing at once", async () => {
+    await run(Effect.flatMap(sql, (sql) => sql`CREATE TABLE locks (n INTEGER)`))
+    // Another process (the CLI, say) holds the write lock for 500 ms; this insert waits it out.
+    const holder = spawn(process.execPath, ["-e", `
+      const db = new (require("node:sqlite").DatabaseSync)(${JSON.stringify(file)})
+      db.exec("BEGIN IMMEDIATE; INSERT INTO locks (n) VALUES (1)")
+      process.stdout.write("locked")
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500)
+      db.exec("COMMIT")
+    `], { stdio: ["ignore", "pipe", "inherit"] })
+    const exited = new Promise((resolve) => holder.once("exit", resolve))
+    await new Promise((resolve) => holder.stdout.once("data", resolve))
+    await run(Effect.flatMap(sql, (sql) => sql`INSERT INTO locks (n) VALUES (2)`))
+    expect(await exited).toBe(0)
+    const rows = await run(Effect.flatMap(sql, (sql) => sql<{ n: number }>`SELECT n FROM locks ORDER BY n`))
+    expect(rows.map((row) => row.n)).toEqual([1, 2])
+  })
+})
