@@ -9,6 +9,7 @@ import { publicUrlOf, seedDemoOf, ServerConfig, type ServerSettings } from "./co
 import { reportUnregistered } from "./catalogReport.js"
 import { configuredProviders } from "./providers.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
+import { storeFailureLine } from "./storeFailure.js"
 
 // Everything the server creates (the database and its -wal/-shm, the data and file directories,
 // stored files, the upload secret) holds secrets or customers' data: readable by its owner only.
@@ -68,7 +69,12 @@ const serve = (settings: ServerSettings) =>
         [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) }),
         ...real
       }
-    })))
+    }))).pipe(
+      Effect.mapError((error) => {
+        const line = storeFailureLine(settings, error)
+        return line === undefined ? error : new StartFailure(line)
+      })
+    )
     yield* Effect.gen(function*() {
       if (settings.engine.webhookAllowPrivate) {
         yield* Effect.logWarning("WEBHOOK_ALLOW_PRIVATE is set: webhooks may target private addresses. Development only.")
