@@ -2,11 +2,16 @@ import { Logger, LogLevel } from "effect"
 import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
+import { natsQueue } from "genjobs/nats"
 import { redisQueue } from "genjobs/redis"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
 import { readinessBody } from "../../src/http/readiness.js"
 import { ADMIN_URL, freshPostgresUrl } from "../support/postgres.js"
+import { natsServerAvailable, startNatsServer } from "../support/nats.js"
 import { freePort, redisServerAvailable, startRedisServer } from "../support/redis.js"
 
 const ORIGIN = "http://host.test"
@@ -84,6 +89,20 @@ describe("GET /health/ready", () => {
       expect(ready?.status).toBe(200)
     } finally {
       await redis.kill()
+    }
+  })
+
+  it.skipIf(!natsServerAvailable())("answers 503 naming the queue while its NATS JetStream server is down", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "genjobs-ready-nats-"))
+    const nats = await startNatsServer(await freePort(), dir)
+    try {
+      const engine = await start({ store: memoryStore(), files: files(), queue: natsQueue({ url: nats.url }), providers, ...quiet })
+      expect(await get(engine, "/health/ready")).toEqual({ status: 200, body: { status: "ok", checks: { store: "ok", queue: "ok" } } })
+      await nats.kill()
+      expect(await get(engine, "/health/ready")).toMatchObject({ status: 503, body: { failing: ["queue"], checks: { store: "ok" } } })
+    } finally {
+      await nats.kill()
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 })
