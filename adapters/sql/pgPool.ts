@@ -103,11 +103,6 @@ export interface PgPoolOptions {
   readonly storeTimeoutMs?: number | undefined
 }
 
-/**
- * PgClient over a `pg` pool the engine holds itself, so its use can be read for metrics
- * (`PgClient.layer` keeps its pool private). Opens as `PgClient.layer` does: one `SELECT 1`
- * within 5 s, and `end` on release.
- */
 /** The private members of `pg` the patches use (pgInternals.ts), looked for on a pool and a client that never connect. */
 const missingInternals = (pg: Pick<typeof Pg, "Pool" | "Client">): ReadonlyArray<string> => {
   const pool = new pg.Pool() as unknown as { _pulseQueue?: unknown; _pendingQueue?: unknown }
@@ -148,6 +143,11 @@ export const pgPatchPlan = (versions: PgVersions, pg: Pick<typeof Pg, "Pool" | "
     : { patch: false, warning: { message: `the installed pg lacks what the pool patch uses: ${consequence}`, details: { missing } } }
 }
 
+/**
+ * PgClient over a `pg` pool the engine holds itself, so its use can be read for metrics
+ * (`PgClient.layer` keeps its pool private). Opens as `PgClient.layer` does: one `SELECT 1`
+ * within 5 s, and `end` on release.
+ */
 export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
   const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
   const bound: StatementBound = { ms: undefined }
