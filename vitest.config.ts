@@ -20,6 +20,7 @@ export const e2eFiles = [
   "test/e2e/postgres.test.ts",
   "test/e2e/s3.test.ts",
   "test/e2e/server.test.ts",
+  "test/e2e/serverStart.test.ts",
   "test/e2e/sqliteSoak.test.ts",
   "test/e2e/sqliteUnderLoad.test.ts",
   "test/e2e/startOnOldNode.test.ts",

@@ -191,12 +191,60 @@ const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   return Layer.merge(loops, delivery)
 }
 
+/** What each required part is, for the error that names a missing one. */
+const REQUIRED_PARTS = {
+  store: "the stores, a Layer: memoryStore(), sqliteStore({ ... }), postgresStore({ ... }) or your own",
+  files: "where output and upload files live, a Layer: memoryFiles({ ... }), localFiles({ ... }), s3Files({ ... }) or your own",
+  providers: "the generation providers by the id the catalog names, an object ({} for none)"
+} as const
+
+/** The parts given as Layers when given at all: a wrong value here would otherwise fail deep inside Effect. */
+const LAYER_PARTS = ["queue", "httpClient", "webhookSender"] as const
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+
+const isProviderMap = (value: unknown): value is Record<string, unknown> => isObject(value) && !Array.isArray(value) && !Layer.isLayer(value)
+
+/**
+ * What is wrong with an engine's options, one line each; empty when nothing is. The types say
+ * as much to TypeScript, but plain JavaScript (and `as any`) reaches the engine unchecked, where
+ * a missing Layer failed as "Cannot read properties of undefined (reading '_op_layer')".
+ */
+export const engineOptionProblems = (options: unknown): ReadonlyArray<string> => {
+  if (!isObject(options)) return [`the options must be an object, not ${options === null ? "null" : typeof options}`]
+  const problems: Array<string> = []
+  for (const [name, what] of Object.entries(REQUIRED_PARTS)) {
+    const value = options[name]
+    if (value === undefined || value === null) problems.push(`${name} is missing: ${what}`)
+    else if (name === "providers" ? !isProviderMap(value) : !Layer.isLayer(value)) problems.push(`${name} is not ${what}`)
+  }
+  for (const name of LAYER_PARTS) {
+    const value = options[name]
+    if (value !== undefined && !Layer.isLayer(value)) problems.push(`${name}, when given, must be a Layer`)
+  }
+  if (isProviderMap(options["providers"])) {
+    for (const [id, provider] of Object.entries(options["providers"])) {
+      if (!isObject(provider)) problems.push(`providers.${id} is not a provider (makeDemoProvider(), a provider adapter, or your own)`)
+    }
+  }
+  return problems
+}
+
+/** Throws, before any Layer is built, an Error that lists every problem of the options. */
+export const checkEngineOptions = (options: unknown): void => {
+  const problems = engineOptionProblems(options)
+  if (problems.length > 0) {
+    throw new TypeError(`genjobs: the engine's options are incomplete:\n${problems.map((p) => `  - ${p}`).join("\n")}\nSee docs/embedding.md.`)
+  }
+}
+
 /**
  * The whole engine from one settings object: its services over the given parts, with workers,
  * webhook delivery and the upload and retention sweepers running for as long as the layer's scope is open.
  * Closing the scope drains them (running jobs get `drainTimeoutMs`; leases cover the rest).
  */
 export const composeEngine = <ES, EF, EW>(parts: EngineParts<ES, EF, EW>): Layer.Layer<EngineContext, ES | EF | EW> => {
+  checkEngineOptions(parts)
   const services = EngineServicesLive.pipe(
     Layer.provideMerge(Layer.mergeAll(
       // The store leaves out what only its own queue needs (its claimers' wake-ups) when a broker is the queue.

@@ -512,7 +512,10 @@ export const makeNatsJobQueue = (
         return member
       })
 
-    return JobQueue.of({ publish, consume })
+    // A JetStream API call rather than a plain flush: the stream's server must answer, not only the connection.
+    const ping = call("ping", timeoutMs, () => jsm.getAccountInfo()).pipe(Effect.asVoid)
+
+    return JobQueue.of({ publish, consume, ping })
   })
 
 /** `makeNatsJobQueue` as the engine's JobQueue: connected while the layer's scope is open. */

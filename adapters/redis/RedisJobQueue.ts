@@ -286,7 +286,9 @@ export const makeRedisJobQueue = (
         return consumer
       })
 
-    return JobQueue.of({ publish, consume })
+    const ping = call("ping", () => client.ping()).pipe(Effect.asVoid)
+
+    return JobQueue.of({ publish, consume, ping })
   })
 
 export const layerRedisJobQueue = (options: RedisJobQueueOptions) => Layer.scoped(JobQueue, makeRedisJobQueue(options))

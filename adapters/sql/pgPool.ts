@@ -3,7 +3,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer } from "effect"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import Pg from "pg"
-import { installedPgVersions, internalsKnown, KNOWN_MAJORS } from "./pgInternals.js"
+import { installedPgVersions, internalsKnown, KNOWN_MAJORS, type PgVersions } from "./pgInternals.js"
 import { PgPoolUse } from "./pgPoolUse.js"
 import { shedRequests } from "./pgShedding.js"
 import { makeStatementNames, preparingClient } from "./preparedStatements.js"
@@ -103,6 +103,46 @@ export interface PgPoolOptions {
   readonly storeTimeoutMs?: number | undefined
 }
 
+/** The private members of `pg` the patches use (pgInternals.ts), looked for on a pool and a client that never connect. */
+const missingInternals = (pg: Pick<typeof Pg, "Pool" | "Client">): ReadonlyArray<string> => {
+  const pool = new pg.Pool() as unknown as { _pulseQueue?: unknown; _pendingQueue?: unknown }
+  const client = new pg.Client() as unknown as Record<string, unknown>
+  return [
+    ...(typeof pool._pulseQueue === "function" ? [] : ["pg-pool's _pulseQueue"]),
+    ...(Array.isArray(pool._pendingQueue) ? [] : ["pg-pool's _pendingQueue"]),
+    ...("_txStatus" in client ? [] : ["pg's client _txStatus"])
+  ]
+}
+
+/**
+ * Whether the pool is patched, and the warning when it is not. The installed versions decide
+ * where their package.json files can be read. A bundler (Next.js, webpack) hides them (its
+ * require.resolve answers a module id, not a path), and reading them there gave `installed: {}`
+ * and a warning on every start: then the members the patches use decide, on the `pg` the bundle
+ * actually holds.
+ */
+export const pgPatchPlan = (versions: PgVersions, pg: Pick<typeof Pg, "Pool" | "Client">): {
+  readonly patch: boolean
+  readonly warning: { readonly message: string; readonly details: Record<string, unknown> } | undefined
+} => {
+  const consequence = "the pool runs without the patch (a drain that interrupts thousands of queries may overflow the stack)"
+  if (versions.pg !== undefined || versions["pg-pool"] !== undefined) {
+    return internalsKnown(versions)
+      ? { patch: true, warning: undefined }
+      : {
+        patch: false,
+        warning: {
+          message: `pg or pg-pool is of a release the pool patch was not written for: ${consequence}`,
+          details: { installed: versions, writtenFor: KNOWN_MAJORS }
+        }
+      }
+  }
+  const missing = missingInternals(pg)
+  return missing.length === 0
+    ? { patch: true, warning: undefined }
+    : { patch: false, warning: { message: `the installed pg lacks what the pool patch uses: ${consequence}`, details: { missing } } }
+}
+
 /**
  * PgClient over a `pg` pool the engine holds itself, so its use can be read for metrics
  * (`PgClient.layer` keeps its pool private). Opens as `PgClient.layer` does: one `SELECT 1`
@@ -111,12 +151,9 @@ export interface PgPoolOptions {
 export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
   const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
   const bound: StatementBound = { ms: undefined }
-  const versions = installedPgVersions()
-  const known = internalsKnown(versions)
-  const unknownVersions = known ? Effect.void : Effect.logWarning(
-    "pg or pg-pool is of a release the pool patch was not written for: the pool runs without it (a drain that interrupts thousands of queries may overflow the stack)",
-    { installed: versions, writtenFor: KNOWN_MAJORS }
-  )
+  const plan = pgPatchPlan(installedPgVersions(), Pg)
+  const known = plan.patch
+  const unknownVersions = plan.warning === undefined ? Effect.void : Effect.logWarning(plan.warning.message, plan.warning.details)
   const acquire = Effect.acquireRelease(
     Effect.sync(() => {
       const created = new Pg.Pool({

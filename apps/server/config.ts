@@ -11,6 +11,8 @@ export const ServerConfig = Config.all({
   ),
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
   catalogFile: Config.option(Config.string("CATALOG_FILE")),
+  // Unset: on for the embedded SQLite store (a first try), off for PostgreSQL (a deployment); see seedDemoOf.
+  seedDemo: Config.option(Config.boolean("SEED_DEMO")),
   // A client that opened a connection and sends its headers slower than this is cut off (Node's headersTimeout).
   headersTimeoutMs: Config.integer("HEADERS_TIMEOUT_MS").pipe(
     Config.withDefault(10_000),
@@ -27,3 +29,11 @@ export const publicUrlOf = (settings: ServerSettings): string =>
     const host = settings.host === "0.0.0.0" || settings.host === "::" ? "localhost" : settings.host
     return `http://${host.includes(":") ? `[${host}]` : host}:${settings.port}`
   }).replace(/\/$/, "")
+
+/**
+ * Whether an empty store gets the demo catalog and a demo account whose key is printed:
+ * SEED_DEMO when set, else only on the embedded SQLite default. A PostgreSQL database is
+ * usually a deployment's, where a $100 account with a full-scope key is a hole, not a welcome.
+ */
+export const seedDemoOf = (settings: ServerSettings): boolean =>
+  Option.getOrElse(settings.seedDemo, () => Option.isNone(settings.engine.databaseUrl))

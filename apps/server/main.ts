@@ -6,10 +6,11 @@ import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine
 import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
 import { createServer } from "node:http"
-import { publicUrlOf, ServerConfig, type ServerSettings } from "./config.js"
+import { publicUrlOf, seedDemoOf, ServerConfig, type ServerSettings } from "./config.js"
 import { reportUnregistered } from "./catalogReport.js"
 import { configuredProviders } from "./providers.js"
 import { importCatalogFile, seedIfEmpty } from "./seed.js"
+import { storeFailureLine } from "./storeFailure.js"
 
 // Everything the server creates (the database and its -wal/-shm, the data and file directories,
 // stored files, the upload secret) holds secrets or customers' data: readable by its owner only.
@@ -69,7 +70,12 @@ const serve = (settings: ServerSettings) =>
         [DEMO_PROVIDER_ID]: makeDemoProvider({ inputUrlPrefixes: inputUrlPrefixesOf(settings.engine, publicUrl) }),
         ...real
       }
-    })))
+    }))).pipe(
+      Effect.mapError((error) => {
+        const line = storeFailureLine(settings, error)
+        return line === undefined ? error : new StartFailure(line)
+      })
+    )
     yield* Effect.gen(function*() {
       if (settings.engine.webhookAllowPrivate) {
         yield* Effect.logWarning("WEBHOOK_ALLOW_PRIVATE is set: webhooks may target private addresses. Development only.")
@@ -78,7 +84,7 @@ const serve = (settings: ServerSettings) =>
         yield* Effect.logWarning("PROVIDER_OUTPUT_ALLOW_PRIVATE is set: output downloads may reach private addresses. For simulators and private providers only.")
       }
       if (Option.isSome(settings.catalogFile)) yield* importCatalogFile(settings.catalogFile.value)
-      yield* seedIfEmpty
+      if (seedDemoOf(settings)) yield* seedIfEmpty
       yield* reportUnregistered
     }).pipe(Effect.provide(engine))
     const routes = yield* Layer.build(
@@ -97,6 +103,7 @@ const serve = (settings: ServerSettings) =>
       }),
       ...(Option.isSome(settings.engine.databaseUrl) ? {} : { dataDir: settings.engine.dataDir }),
       files: settings.engine.blobDriver,
+      demo: seedDemoOf(settings) ? "seeded on an empty store" : "off (SEED_DEMO=true seeds an empty store)",
       workers,
       providers: [DEMO_PROVIDER_ID, ...Object.keys(real)].join(", "),
       webhookDispatchers: settings.engine.webhookDispatchers,

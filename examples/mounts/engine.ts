@@ -1,6 +1,7 @@
 /**
  * The engine the mount examples serve: in memory, with the demo provider. Each example mounts it
- * with a framework; docs/mounts.md shows them, test/package/tarball.test.ts runs them.
+ * with a framework; docs/mounts.md shows them, test/package/tarball.test.ts runs them. The
+ * Next.js example holds its own (next/lib/engine.ts), so that it pastes into a project alone.
  */
 import { DEMO_PROVIDER_ID, demoCatalog, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"

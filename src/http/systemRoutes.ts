@@ -9,6 +9,7 @@ import type { UploadRepo } from "../ports/UploadRepo.js"
 import type { Catalog } from "../services/Catalog.js"
 import { receiveUpload, type UploadSigningSecret } from "../services/Uploads.js"
 import { serveFile } from "./files.js"
+import { readiness } from "./readiness.js"
 import { PROVIDER_CALLBACK_ROUTE, receiveProviderCallback } from "./providerCallbacks.js"
 import { CurrentRequestId } from "./requestContext.js"
 
@@ -25,7 +26,8 @@ const withCors = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResp
   Effect.zipRight(HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, CORS))), handler)
 
 /**
- * GET /health, PUT /uploads/{id} (signed filesystem upload URLs), stored files under /files/{key},
+ * GET /health (the process answers: liveness), GET /health/ready (its store and queue answer:
+ * readiness, readiness.ts), PUT /uploads/{id} (signed filesystem upload URLs), stored files under /files/{key},
  * and providers' callbacks (POST /v1/providers/{providerId}/callbacks/{jobId}).
  */
 export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
@@ -36,6 +38,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
     // Optional for now: an engine composed without providers answers every callback 404.
     const providers = yield* Effect.serviceOption(Providers)
     yield* router.get("/health", HttpServerResponse.json({ status: "ok" }))
+    yield* router.get("/health/ready", yield* readiness)
     yield* router.options(
       "/uploads/:id",
       HttpServerResponse.empty({

@@ -5,6 +5,7 @@ import { sameSecret } from "../http/authLayers.js"
 import { StoreStats } from "../ports/StoreStats.js"
 import { poolWaiting, queuePending } from "./metrics.js"
 import { poolConnectionsOf } from "./metricSeries.js"
+import { processMetricsText, startProcessMetrics } from "./processMetrics.js"
 import { PROMETHEUS_CONTENT_TYPE, renderPrometheus } from "./prometheus.js"
 
 export interface MetricsOptions {
@@ -41,9 +42,13 @@ const readGauges = Effect.gen(function*() {
 
 /**
  * Every Effect metric of this process in the Prometheus text format, the engine's gauges read
- * first from the store (StoreStats) when it is in context. What `/metrics` answers.
+ * first from the store (StoreStats) when it is in context, then the process's own (CPU, memory,
+ * event loop, GC: processMetrics.ts). What `/metrics` answers.
  */
-export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(readGauges, Effect.map(Metric.snapshot, renderPrometheus))
+export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(
+  readGauges,
+  Effect.zipWith(Effect.map(Metric.snapshot, renderPrometheus), Effect.sync(processMetricsText), (effectMetrics, processMetrics) => effectMetrics + processMetrics)
+)
 
 const refuse = (code: "NOT_FOUND" | "UNAUTHORIZED" | "INVALID_API_KEY", message: string) => Effect.fail(engineError(code, message))
 
@@ -53,6 +58,7 @@ export const MetricsRoute = HttpApiBuilder.Router.use((router) =>
     const services = yield* Effect.context<never>()
     const stats = Context.getOption(services as Context.Context<StoreStats>, StoreStats)
     const token = Option.flatMapNullable(Context.getOption(services as Context.Context<MetricsConfig>, MetricsConfig), (c) => c.token)
+    if (Option.isSome(token)) startProcessMetrics()
     const collect = Option.match(stats, {
       onNone: () => prometheusMetrics,
       onSome: (s) => Effect.provideService(prometheusMetrics, StoreStats, s)

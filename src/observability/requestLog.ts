@@ -55,7 +55,7 @@ const pathOf = (url: string) => {
 }
 
 /** Probes and scrapes, every few seconds from machines: logged at debug, counted in the metrics as any request. */
-const QUIET_ROUTES = new Set(["/health", "/metrics"])
+const QUIET_ROUTES = new Set(["/health", "/health/ready", "/metrics"])
 
 /** Status of a request that ended without a response: 499 when the client went away, else 500. */
 const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.isInterruptedOnly(cause) ? 499 : 500)

@@ -44,6 +44,11 @@ export class JobQueue extends Context.Tag("genjobs/JobQueue")<JobQueue, {
     readonly name: string
     readonly visibilityMs: number
   }) => Effect.Effect<QueueConsumer, QueueError, Scope.Scope>
+  /**
+   * One round trip to the broker, for `GET /health/ready`: fails while it cannot be reached.
+   * Absent where there is no broker to reach (the memory queue).
+   */
+  readonly ping?: Effect.Effect<void, QueueError> | undefined
 }>() {}
 
 /**

@@ -13,7 +13,8 @@ describe.skipIf(databaseUrl === undefined)("scale-out on PostgreSQL: an API proc
   let key: string
   beforeAll(async () => {
     const dataDir = tempDataDir()
-    api = await startServer({ DATABASE_URL: databaseUrl!, DATA_DIR: dataDir, WORKER_CONCURRENCY: "0" })
+    // The demo account is this test's: a PostgreSQL store is seeded only when asked (SEED_DEMO).
+    api = await startServer({ DATABASE_URL: databaseUrl!, DATA_DIR: dataDir, WORKER_CONCURRENCY: "0", SEED_DEMO: "true" })
     servers.push(api)
     key = KEY_PATTERN.exec(api.output)![0]
     servers.push(await startServer({ DATABASE_URL: databaseUrl!, DATA_DIR: dataDir, WORKER_CONCURRENCY: "2" }))
@@ -72,7 +73,9 @@ describe.skipIf(databaseUrl === undefined)("DATABASE_POOL_SIZE", () => {
       DATA_DIR: tempDataDir(),
       WORKER_CONCURRENCY: "8",
       DATABASE_POOL_SIZE: "2",
-      ADMIN_TOKEN: admin
+      ADMIN_TOKEN: admin,
+      // For the demo catalog, which a PostgreSQL store gets only when asked.
+      SEED_DEMO: "true"
     })
     const observer = new pg.Client({ connectionString: url })
     await observer.connect()

@@ -1,11 +1,12 @@
 /**
  * The package as npm publishes it: `npm pack`, installed into a scratch ESM project with the real
  * frameworks, typechecked as a strict consumer, imported with plain node, and each mount example
- * of examples/mounts served over HTTP under /api/genjobs. The Next.js example is built and served
- * from a second project with only what an in-memory engine needs installed, and no next.config.
+ * of examples/mounts served over HTTP under /api/genjobs. The Next.js example's TypeScript files
+ * are pasted as they are into a second project, a bare App Router one with only what an
+ * in-memory engine needs installed (and TypeScript's packages): no next.config, no tsconfig.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -27,7 +28,8 @@ const FRAMEWORKS = [
   // @effect/sql-pg's declarations import "pg", whose types a consumer without skipLibCheck needs.
   "@types/pg"
 ]
-const NEXT = ["next@16", "react@19", "react-dom@19"]
+// With what a TypeScript App Router project has (create-next-app's): Next type-checks the pasted route.
+const NEXT = ["next@16", "react@19", "react-dom@19", `typescript@${pkg.devDependencies.typescript}`, "@types/react@19", "@types/node@22"]
 const isOptional = (name: string) => pkg.peerDependenciesMeta?.[name]?.optional === true
 // Every peer, optional ones included, so that every entry imports; at the versions this repo tests.
 const PEERS = Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.devDependencies[name]}`)
@@ -35,14 +37,19 @@ const PEERS = Object.keys(pkg.peerDependencies).map((name) => `${name}@${pkg.dev
 const REQUIRED_PEERS = Object.keys(pkg.peerDependencies).filter((name) => !isOptional(name))
   .map((name) => `${name}@${pkg.devDependencies[name]}`)
 
-/** A strict consumer. DOM is in lib because @effect/platform's own declarations name DOM types. */
+/**
+ * A strict consumer. DOM is in lib because @effect/platform's own declarations name DOM types.
+ * The Next.js example is left to Next, which type-checks it with its own settings (a bundler's
+ * resolution: its relative import has no extension, as Next projects write them).
+ */
 const tsconfig = (dir: string) => ({
   compilerOptions: {
     target: "ES2022", module: "nodenext", moduleResolution: "nodenext", lib: ["ES2022", "DOM"], types: ["node"],
     strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true, skipLibCheck: false,
     rootDir: dir, outDir: `out-${dir}`
   },
-  include: [dir]
+  include: [dir],
+  exclude: [`${dir}/next`]
 })
 
 let scratch: string
@@ -234,19 +241,22 @@ describe("each mount example, over HTTP under /api/genjobs", () => {
   // for the proxy a deployment would have (docs/mounts.md); the default trusts nothing.
   // In the lean project: Next bundles the route with every module it reaches, so an optional peer
   // reached from the engine's entries would fail this build.
-  it("Next.js App Router (next build, next start), with only the in-memory engine's packages and no next.config", async () => {
+  it("Next.js App Router (next build, next start): the example's files pasted into a bare project, no next.config or tsconfig", async () => {
     const installed = Object.keys(pkg.peerDependencies).filter((name) => existsSync(join(lean, "node_modules", name)))
     expect(installed.sort()).toEqual(Object.keys(pkg.peerDependencies).filter((name) => !isOptional(name)).sort())
-    await examples
-    cpSync(join(scratch, "out-examples"), join(lean, "out-examples"), { recursive: true })
-    expect(readdirSync(join(lean, "out-examples/next")).filter((f) => f.startsWith("next.config"))).toEqual([])
+    // The TypeScript sources as a user pastes them: app/ and lib/ at the project's root, nothing else.
+    const site = join(lean, "site")
+    cpSync(join(ROOT, "examples/mounts/next"), site, { recursive: true })
+    expect(readdirSync(site).sort()).toEqual(["app", "lib"])
     const next = join(lean, "node_modules/next/dist/bin/next")
-    await run(process.execPath, [next, "build", "out-examples/next"], { cwd: lean, env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } })
+    await run(process.execPath, [next, "build", "site"], { cwd: lean, env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } })
       .catch((error) => {
         throw new Error(`next build:\n${error.stdout}${error.stderr}`)
       })
+    // Next wrote the tsconfig a bare project gets: the route's import needed no path alias in it.
+    expect(JSON.parse(readFileSync(join(site, "tsconfig.json"), "utf8")).compilerOptions.paths).toBeUndefined()
     const port = await freePort()
-    const app = await start([next, "start", "out-examples/next", "-p", String(port), "-H", "127.0.0.1"], {
+    const app = await start([next, "start", "site", "-p", String(port), "-H", "127.0.0.1"], {
       TRUSTED_PROXY_HOPS: "1",
       // Lets the route's own SIGTERM handler drain the engine; Next would exit with 143 itself.
       NEXT_MANUAL_SIG_HANDLE: "true"
