@@ -47,7 +47,7 @@ const readGauges = Effect.gen(function*() {
  */
 export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(
   readGauges,
-  Effect.zipWith(Effect.map(Metric.snapshot, renderPrometheus), Effect.sync(processMetricsText), (effectMetrics, processMetrics) => effectMetrics + processMetrics)
+  Effect.zipWith(Effect.map(Metric.snapshot, renderPrometheus), Effect.promise(processMetricsText), (effectMetrics, processMetrics) => effectMetrics + processMetrics)
 )
 
 const refuse = (code: "NOT_FOUND" | "UNAUTHORIZED" | "INVALID_API_KEY", message: string) => Effect.fail(engineError(code, message))
