@@ -134,6 +134,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
       }),
     insertJob: (job, handOff) => Effect.sync(() => inserted(job, handOff)),
     getJob,
+    getJobs: (ids) => Effect.sync(() => ids.flatMap((id) => state.jobs.get(id) ?? [])),
     lockJob: getJob,
     updateJob: (next, expected) =>
       Effect.sync(() => {

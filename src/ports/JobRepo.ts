@@ -119,6 +119,8 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
    */
   readonly submit: (command: SubmitCommand) => Effect.Effect<SubmitOutcome, EngineError | StoreError>
   readonly get: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
+  /** The jobs of `ids` that exist, in no particular order, in one read (the watchers' sweep). */
+  readonly getMany: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /** Newest first; returns up to `limit + 1` jobs so callers can tell whether more follow. */
   readonly list: (query: ListQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   readonly cancel: (

@@ -133,6 +133,8 @@ export interface JobStoreDriver {
   /** Counts one submit at `now` in each window's bucket of `now` (bucketOf). */
   readonly recordRateWindows: (key: RateKey, now: number, windows: ReadonlyArray<RateWindow>) => Effect.Effect<void, StoreError>
   readonly getJob: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
+  /** The jobs of `ids` that exist, in no particular order: one statement for many. */
+  readonly getJobs: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /** `getJob`, holding the row until the transaction ends. */
   readonly lockJob: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
   /**

@@ -25,11 +25,11 @@ export const SWEEP_PERIOD = Duration.seconds(30)
 const SWEEP_SLOTS = 30
 
 /**
- * Reads of followed jobs made at once. Few: they are background reads sharing the store's pool
- * with requests, and a burst of them (a sweep slot, every job after a lost LISTEN connection)
- * must leave the pool to requests rather than starve them.
+ * Followed jobs read in one statement. The reader reads one batch at a time: they are background
+ * reads sharing the store's pool with requests, and a burst of them (a sweep slot, every job
+ * after a lost LISTEN connection) must take one connection at a time, leaving the rest to requests.
  */
-const READ_CONCURRENCY = 4
+const READ_BATCH = 500
 
 /** The longest `Prefer: wait` honoured; longer asks are clamped to it. */
 export const MAX_WAIT_SECONDS = 60
@@ -145,25 +145,49 @@ export const make = Effect.gen(function*() {
     for (const follower of watch.followers) follower.listener.onEnd(undefined)
   }
 
-  const read = Effect.fnUntraced(function*(watch: Watch) {
-    if (watch.done) return
-    const found = yield* Effect.either(repo.get(watch.jobId))
-    if (watch.done) return
-    if (found._tag === "Right") return deliver(watch, found.right)
-    drop(watch)
-    for (const follower of watch.followers) follower.listener.onEnd(found.left)
-  })
+  /** Gives each watcher its job as read; a listener that throws loses its job's follow, never the reader. */
+  const deliverAll = (batch: ReadonlyArray<Watch>, jobs: ReadonlyArray<Job>) => {
+    const byId = new Map<JobId, Job>()
+    for (const job of jobs) byId.set(job.id, job)
+    const failed: Array<unknown> = []
+    for (const watch of batch) {
+      if (watch.done) continue
+      try {
+        deliver(watch, Option.fromNullable(byId.get(watch.jobId)))
+      } catch (error) {
+        failed.push(error)
+        drop(watch)
+      }
+    }
+    return failed.length === 0 ? Effect.void : Effect.logError("a job follower failed", failed)
+  }
 
-  // The reader: every job hinted (or due in the sweep, or joined after a hint) since it last looked, read once for all its followers.
+  /** One statement for a chunk of watched jobs; a store error ends those follows (their followers resume). */
+  const readChunk = (chunk: ReadonlyArray<Watch>) => {
+    const live = chunk.filter((watch) => !watch.done)
+    if (live.length === 0) return Effect.void
+    return Effect.matchEffect(repo.getMany(live.map((watch) => watch.jobId)), {
+      onSuccess: (jobs) => deliverAll(live, jobs),
+      onFailure: (error) =>
+        Effect.sync(() => {
+          for (const watch of live) {
+            if (watch.done) continue
+            drop(watch)
+            for (const follower of watch.followers) follower.listener.onEnd(error)
+          }
+        })
+    })
+  }
+
+  // The reader: every job hinted (or due in the sweep, or joined after a hint) since it last
+  // looked, read once for all its followers, READ_BATCH jobs to a statement.
   yield* Queue.take(wake).pipe(
     Effect.zipRight(Effect.suspend(() => {
       const batch = [...dirty]
       dirty.clear()
-      // A listener that throws loses its job's follow, never the reader every follow depends on.
-      return Effect.forEach(batch, (watch) =>
-        read(watch).pipe(
-          Effect.catchAllCause((cause) => Effect.zipRight(Effect.logError("a job follower failed", cause), Effect.sync(() => drop(watch))))
-        ), { concurrency: READ_CONCURRENCY, discard: true })
+      const chunks: Array<ReadonlyArray<Watch>> = []
+      for (let i = 0; i < batch.length; i += READ_BATCH) chunks.push(batch.slice(i, i + READ_BATCH))
+      return Effect.forEach(chunks, readChunk, { discard: true })
     })),
     Effect.forever,
     Effect.forkScoped

@@ -17,6 +17,7 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Type"],
     return {
       submit: submit(store),
       get: store.getJob,
+      getMany: store.getJobs,
       list: store.listJobs,
       cancel: cancel(store),
       claim: claim(drivers),

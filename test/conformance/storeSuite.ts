@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, type Layer, Option } from "effect"
-import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
+import type { AccountId, ApiKeyId, JobId } from "../../src/domain/ids.js"
 import type { EngineError } from "../../src/domain/errors.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
@@ -372,6 +372,19 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   })
 
   describe(`${name}: JobRepo list`, () => {
+    test("getMany reads the jobs of many ids in one go, exactly as get does, skipping ids it does not hold", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(1_000_000)
+        const made = Array.from({ length: 5 }, () => job(owner.id))
+        for (const j of made) yield* submit({ job: j })
+        const ids = [made[3]!.id, made[0]!.id, "job_missing" as JobId, made[4]!.id]
+        const read = yield* repo.getMany(ids)
+        const byId = (a: Job, b: Job) => (a.id < b.id ? -1 : 1)
+        expect([...read].sort(byId)).toEqual([made[0]!, made[3]!, made[4]!].sort(byId))
+        expect(yield* repo.getMany([])).toEqual([])
+      }))
+
     test("pages newest first over (createdAt, id) without misses or repeats when jobs arrive between pages", () =>
       Effect.gen(function*() {
         const repo = yield* JobRepo

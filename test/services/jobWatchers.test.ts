@@ -86,7 +86,7 @@ describe("job watchers", () => {
         Effect.provideService(JobEvents, { ...(yield* JobEvents), subscribeAll: () => Effect.void }),
         Effect.provideService(JobRepo, {
           ...repo,
-          get: (id) => Effect.zipRight(Effect.sync(() => reads.set(id, (reads.get(id) ?? 0) + 1)), repo.get(id))
+          getMany: (ids) => Effect.zipRight(Effect.sync(() => ids.forEach((id) => reads.set(id, (reads.get(id) ?? 0) + 1))), repo.getMany(ids))
         })
       )
       const watched = yield* Effect.forEach(jobs, (job) =>
@@ -108,14 +108,18 @@ describe("job watchers", () => {
       expect(reads.size).toBe(jobs.length)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("re-reads a job nobody changes at most once per 30 s, spread over the period", () =>
+  it.scoped("re-reads a job nobody changes at most once per 30 s, spread over the period, a step's jobs in one statement", () =>
     Effect.gen(function*() {
       const repo = yield* JobRepo
       const { jobs } = yield* submitJobs(60)
       const readAt: Array<number> = []
+      const statements: Array<number> = []
       let now = 0
       const follow = yield* makeJobFollow.pipe(
-        Effect.provideService(JobRepo, { ...repo, get: (id) => Effect.zipRight(Effect.sync(() => readAt.push(now)), repo.get(id)) })
+        Effect.provideService(JobRepo, {
+          ...repo,
+          getMany: (ids) => Effect.zipRight(Effect.sync(() => (statements.push(now), ids.forEach(() => readAt.push(now)))), repo.getMany(ids))
+        })
       )
       yield* Effect.forEach(jobs, (job) =>
         Effect.flatMap(follow.hintMark, (since) => follow.listen(job.id, 1, { onJob: () => undefined, onEnd: () => undefined }, since)))
@@ -128,6 +132,8 @@ describe("job watchers", () => {
       const perSecond = new Map<number, number>()
       for (const second of readAt) perSecond.set(second, (perSecond.get(second) ?? 0) + 1)
       expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(2)
+      // One statement per sweep step, for however many jobs its slot holds.
+      expect(statements.length).toBeLessThanOrEqual(90)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
   it.scoped("holds 1,000 waiting watchers with no fiber of their own: the count is the same for 10", () =>

@@ -39,6 +39,11 @@ export const makeJobRowStatements = ({ sql, t }: JobSql) => {
   const getJob: JobStoreDriver["getJob"] = (id) =>
     sql`SELECT * FROM ${t.jobs} WHERE id = ${id}`.pipe(Effect.flatMap(firstJob), storeErrors("read job"))
 
+  const getJobs: JobStoreDriver["getJobs"] = (ids) =>
+    ids.length === 0
+      ? Effect.succeed([])
+      : sql`SELECT * FROM ${t.jobs} WHERE id IN ${sql.in(ids)}`.pipe(Effect.flatMap(allJobs), storeErrors("read jobs"))
+
   const lockJob: JobStoreDriver["lockJob"] = (id) =>
     sql`SELECT * FROM ${t.jobs} WHERE id = ${id} ${forUpdate}`.pipe(Effect.flatMap(firstJob), storeErrors("lock job"))
 
@@ -62,5 +67,5 @@ export const makeJobRowStatements = ({ sql, t }: JobSql) => {
       ])
     } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(Effect.flatMap(allJobs), storeErrors("list jobs"))
 
-  return { getJob, lockJob, updateJob, listJobs }
+  return { getJob, getJobs, lockJob, updateJob, listJobs }
 }
