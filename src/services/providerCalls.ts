@@ -1,4 +1,4 @@
-import { Clock, Data, Duration, Effect, Option, Queue, Schedule, type Scope } from "effect"
+import { Clock, Data, Duration, Effect, Exit, Fiber, FiberId, Option, Queue, Schedule, type Scope } from "effect"
 import { type CatalogModel, type EffectiveRoute, type ModelVersion, routesOf } from "../domain/catalog.js"
 import type { StoreError } from "../domain/errors.js"
 import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
@@ -156,22 +156,18 @@ export const makeProviderCalls = Effect.gen(function*() {
   /**
    * Polls a started generation until it ends or its deadline passes (then it is cancelled at
    * the provider, best effort). Between polls it waits the provider's hint, its interval or the
-   * engine's, whichever applies, and wakes early on a job hint or when the lease is lost (then
-   * it stops with Superseded).
+   * engine's, whichever applies, and wakes early on a job hint.
    */
   const follow = (
-    lease: Lease,
     provider: GenerationProvider,
     request: ProviderRequest,
     handle: ProviderHandle,
     deadline: number | undefined
-  ): Effect.Effect<Generation, Superseded> =>
+  ): Effect.Effect<Generation> =>
     Effect.scoped(Effect.gen(function*() {
       const hints = yield* hintsFor(request.job)
-      lease.onLost = () => Queue.unsafeOffer(hints, undefined)
       /** One poll, and the wait before the next: the generation once it ended, none while it runs. */
-      const pollOnce: Effect.Effect<Option.Option<Generation>, Superseded> = Effect.gen(function*() {
-        if (lease.lost) return yield* new Superseded()
+      const pollOnce: Effect.Effect<Option.Option<Generation>> = Effect.gen(function*() {
         if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) {
           yield* retrying(provider.cancel(handle, request), true).pipe(
             Effect.catchAll((error) => Effect.logWarning("the provider did not take the cancel", error.message))
@@ -197,6 +193,24 @@ export const makeProviderCalls = Effect.gen(function*() {
         Effect.map(Option.getOrThrow)
       )
     }))
+
+  /**
+   * Runs `effect` (a started generation followed at its provider, which may wait for minutes on
+   * a call or an interval) on one fiber of its own that the lease's loss interrupts: the steps'
+   * check of the lease would come only once it ended. Superseded when the lease was lost.
+   */
+  const stoppedOnLoss = <A, E>(lease: Lease, effect: Effect.Effect<A, E>): Effect.Effect<A, E | Superseded> =>
+    Effect.suspend(() => {
+      if (lease.lost) return Effect.fail(new Superseded())
+      return Effect.flatMap(Effect.fork(effect), (fiber) => {
+        lease.onLost = () => fiber.unsafeInterruptAsFork(FiberId.none)
+        return Fiber.await(fiber).pipe(
+          Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+          Effect.ensuring(Effect.sync(() => (lease.onLost = undefined))),
+          Effect.flatMap((exit): Effect.Effect<A, E | Superseded> => (Exit.isInterrupted(exit) && lease.lost ? Effect.fail(new Superseded()) : exit))
+        )
+      })
+    })
 
   /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
   const watched = (provider: GenerationProvider, providerId: string, credentialId: string | undefined): GenerationProvider => {
@@ -284,7 +298,7 @@ export const makeProviderCalls = Effect.gen(function*() {
   const followStarted = (run: JobRun, attempt: Attempt, handle: ProviderHandle) =>
     Effect.zipRight(
       run.save({ ...run.state(), phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
-      follow(run.book.lease, attempt.provider, attempt.request, handle, run.deadline)
+      stoppedOnLoss(run.book.lease, follow(attempt.provider, attempt.request, handle, run.deadline))
     )
 
   const followFound = (run: JobRun, candidate: Attempt, handle: ProviderHandle) =>
@@ -306,7 +320,7 @@ export const makeProviderCalls = Effect.gen(function*() {
       if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
       holding(run, ref)
       const attempt = attemptOn(run, registered, ref.credentialId)
-      return yield* follow(run.book.lease, attempt.provider, attempt.request, handle, run.deadline)
+      return yield* stoppedOnLoss(run.book.lease, follow(attempt.provider, attempt.request, handle, run.deadline))
     })
 
   /**

@@ -119,16 +119,15 @@ const execute = Effect.fnUntraced(function*(
  * the job no longer this run's, or the lease was lost before it got through.
  */
 const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job, lease: Lease, ending: Ending) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    retryOnFailure(
-      Effect.tapError(
-        ending._tag === "Done"
-          ? repo.complete(job.id, lease.workerId, ending.outputs, now, ending.route)
-          : repo.fail(job.id, lease.workerId, ending.error, now, ending.route),
-        (error) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message)
+  retryOnFailure(
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      ending._tag === "Done"
+        ? repo.complete(job.id, lease.workerId, ending.outputs, now, ending.route)
+        : repo.fail(job.id, lease.workerId, ending.error, now, ending.route)).pipe(
+        Effect.tapError((error) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message))
       ),
-      () => ({ schedule: backoff(config.storeRetry), while: () => !lease.lost })
-    )).pipe(Effect.orElseSucceed(() => Option.none<Job>()))
+    () => ({ schedule: backoff(config.storeRetry), while: () => !lease.lost })
+  ).pipe(Effect.orElseSucceed(() => Option.none<Job>()))
 
 /**
  * Runs one claimed job under `run`'s lease, which the keeper renews until the runner releases
