@@ -20,6 +20,14 @@ interface Entry {
   readonly inFlight: number
 }
 
+/** A credential's entry as this process keeps it, changed in place. */
+interface Tracked {
+  readonly providerId: string
+  readonly credentialId: string
+  circuit: Circuit
+  inFlight: number
+}
+
 /**
  * The health of each provider credential this process called: its circuit (see circuit.ts)
  * and its generations in flight. Per process, as the calls it counts are: a circuit opened
@@ -59,49 +67,53 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
             onSome: (provider) => (provider.credentials?.map((c) => c.id) ?? [DEFAULT_CREDENTIAL]).map((credentialId) => ({ providerId, credentialId }))
           }))
     })
-    // Plain synchronous bookkeeping: every change is one step of a single-threaded runtime, and
-    // a job's start pays no Ref or Map copy per change.
-    const map = new Map<string, Entry & { readonly providerId: string; readonly credentialId: string }>()
-    // NUL never appears in a provider id or a credential id.
-    const keyOf = (providerId: string, credentialId: string) => `${providerId}\u0000${credentialId}`
-    const update = <A>(providerId: string, credentialId: string, f: (entry: Entry) => readonly [A, Entry]): A => {
-      const key = keyOf(providerId, credentialId)
-      const [out, next] = f(map.get(key) ?? { circuit: closedCircuit, inFlight: 0 })
-      map.set(key, { ...next, providerId, credentialId })
-      return out
+    // Plain synchronous bookkeeping, one record per credential changed in place: a job's start
+    // pays no Ref, no Map copy and no key string per change.
+    const byProvider = new Map<string, Map<string, Tracked>>()
+    const trackedOf = (providerId: string, credentialId: string): Tracked => {
+      let credentials = byProvider.get(providerId)
+      if (credentials === undefined) byProvider.set(providerId, credentials = new Map())
+      let tracked = credentials.get(credentialId)
+      if (tracked === undefined) credentials.set(credentialId, tracked = { providerId, credentialId, circuit: closedCircuit, inFlight: 0 })
+      return tracked
     }
-    const entryOf = (providerId: string, credentialId: string): Entry => map.get(keyOf(providerId, credentialId)) ?? { circuit: closedCircuit, inFlight: 0 }
+    const entryOf = (providerId: string, credentialId: string): Entry =>
+      byProvider.get(providerId)?.get(credentialId) ?? { circuit: closedCircuit, inFlight: 0 }
     const circuitOf = (providerId: string, credentialId: string) => Effect.sync(() => entryOf(providerId, credentialId))
-    const addInFlight = (providerId: string, credentialId: string, n: number) =>
-      update(providerId, credentialId, (entry) => [undefined, { ...entry, inFlight: entry.inFlight + n }] as const)
     return {
       available: (providerId, credentialId) =>
         Effect.zipWith(circuitOf(providerId, credentialId), Clock.currentTimeMillis, (entry, now) => isAvailable(entry.circuit, now, settings)),
       admit: (providerId, credentialId) =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
-          update(providerId, credentialId, (entry) =>
-            isAvailable(entry.circuit, now, settings)
-              ? [true, { ...entry, circuit: afterAdmit(entry.circuit, now) }] as const
-              : [false, entry] as const)),
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const tracked = trackedOf(providerId, credentialId)
+          if (!isAvailable(tracked.circuit, now, settings)) return false
+          tracked.circuit = afterAdmit(tracked.circuit, now)
+          return true
+        }),
       record: (providerId, credentialId, failed) =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
-          update(providerId, credentialId, (entry) =>
-            [undefined, { ...entry, circuit: failed ? afterFailure(entry.circuit, now, settings) : afterSuccess(entry.circuit) }] as const)),
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const tracked = trackedOf(providerId, credentialId)
+          tracked.circuit = failed ? afterFailure(tracked.circuit, now, settings) : afterSuccess(tracked.circuit)
+        }),
       inFlight: (providerId, credentialId) => Effect.map(circuitOf(providerId, credentialId), (entry) => entry.inFlight),
       hold: (providerId, credentialId) => {
-        addInFlight(providerId, credentialId, 1)
+        const tracked = trackedOf(providerId, credentialId)
+        tracked.inFlight++
         let held = true
         return () => {
           if (!held) return
           held = false
-          addInFlight(providerId, credentialId, -1)
+          tracked.inFlight--
         }
       },
       fellBack: () => Effect.void,
       started: () => Effect.void,
       unconfirmed: () => Effect.void,
       snapshot: Effect.sync(() =>
-        [...registered.filter(({ credentialId, providerId }) => !map.has(keyOf(providerId, credentialId))), ...map.values()]
+        [
+          ...registered.filter(({ credentialId, providerId }) => byProvider.get(providerId)?.has(credentialId) !== true),
+          ...[...byProvider.values()].flatMap((credentials) => [...credentials.values()])
+        ]
           .map(({ credentialId, providerId }) => {
             const entry = entryOf(providerId, credentialId)
             return { providerId, credentialId, circuit: entry.circuit, inFlight: entry.inFlight }

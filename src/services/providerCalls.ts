@@ -229,6 +229,16 @@ export const makeProviderCalls = Effect.gen(function*() {
     }
   }
 
+  /** Each provider as each of its credentials calls it, made once per provider object (a start would otherwise wrap its provider anew); weak, as a traced provider is a new object per lookup. */
+  const watchedProviders = new WeakMap<GenerationProvider, Map<string | undefined, GenerationProvider>>()
+  const watchedOf = (provider: GenerationProvider, providerId: string, credentialId: string | undefined) => {
+    let byCredential = watchedProviders.get(provider)
+    if (byCredential === undefined) watchedProviders.set(provider, byCredential = new Map())
+    let calls = byCredential.get(credentialId)
+    if (calls === undefined) byCredential.set(credentialId, calls = watched(provider, providerId, credentialId))
+    return calls
+  }
+
   /** One start's target: a route, its provider as this credential calls it, the request it is sent. */
   interface Attempt {
     readonly ref: ProviderRouteRef
@@ -282,7 +292,7 @@ export const makeProviderCalls = Effect.gen(function*() {
       : undefined
     return {
       ref: { index: route.index, providerId: route.providerId, ...(credentialId === undefined ? {} : { credentialId }) },
-      provider: watched(provider, route.providerId, credentialId),
+      provider: watchedOf(provider, route.providerId, credentialId),
       request: providerRequestOf(run.job, run.model, run.version, callbackUrl, route, credentialId)
     }
   }

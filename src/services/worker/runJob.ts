@@ -44,6 +44,12 @@ const untilStored = <A, E extends { readonly _tag: string; readonly message: str
     () => ({ schedule: backoff(config.storeRetry), while: (error) => isStoreFault(error) && !lease.lost })
   )
 
+/**
+ * The attempt's part of its output files' keys: random, so a superseded run's files never take
+ * another run's keys. Drawn only when there are outputs to store.
+ */
+const attemptKey = (outputs: ReadonlyArray<ProviderOutput>) => (outputs.length === 0 ? "" : randomBytes(4).toString("hex"))
+
 const isCorruptRow = (error: Superseded | StoreError): error is StoreError => error._tag === "StoreError" && error.cause instanceof CorruptRow
 
 /**
@@ -54,11 +60,10 @@ const isCorruptRow = (error: Superseded | StoreError): error is StoreError => er
 const storeOutputs = (
   { config, files }: Pick<WorkerDeps, "config" | "files">,
   lease: Lease,
-  attempt: string,
   outputs: ReadonlyArray<ProviderOutput>,
   written: Array<string>
 ): Effect.Effect<Ending, StoreError> =>
-  untilStored(config, lease, "a job's outputs could not be stored", files.store(lease.id, attempt, outputs, written)).pipe(
+  untilStored(config, lease, "a job's outputs could not be stored", files.store(lease.id, attemptKey(outputs), outputs, written)).pipe(
     (stored) => retryOnFailure(stored, () => ({
       schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
         Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries))
@@ -81,7 +86,6 @@ const execute = Effect.fnUntraced(function*(
   deps: Pick<WorkerDeps, "catalog" | "calls" | "config" | "files">,
   job: Job,
   run: JobRunBook,
-  attempt: string,
   written: Array<string>
 ): Effect.fn.Return<Ending, Superseded | StoreError> {
   const resolved = yield* untilStored(
@@ -97,7 +101,7 @@ const execute = Effect.fnUntraced(function*(
   const generation = yield* deps.calls.generate(job, run, resolved.model, resolved.version)
   if (generation._tag === "Failed") return generation
   if (run.lease.lost) return yield* new Superseded()
-  const stored = yield* storeOutputs(deps, run.lease, attempt, generation.outputs, written)
+  const stored = yield* storeOutputs(deps, run.lease, generation.outputs, written)
   return generation.route === undefined ? stored : { ...stored, route: generation.route }
 }, (effect, _deps, job) =>
   effect.pipe(
@@ -136,9 +140,8 @@ const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job,
  */
 export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook) {
   const { files, repo, webhookSignal } = deps
-  const attempt = randomBytes(4).toString("hex")
   const written: Array<string> = []
-  const ran = yield* Effect.either(execute(deps, job, run, attempt, written))
+  const ran = yield* Effect.either(execute(deps, job, run, written))
   if (ran._tag === "Left") {
     // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
     yield* Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id })
