@@ -22,6 +22,23 @@ const earliestExpiry = (a: Job, b: Job) => a.leaseExpiresAt! - b.leaseExpiresAt!
 
 const rateKey = (key: RateKey, windowMs: number) => JSON.stringify([key.accountId, key.model, key.version, windowMs])
 
+/**
+ * Keeps the first `limit` jobs offered, in `order`, without sorting them all: a claim takes a
+ * few jobs of thousands, and as jobs are stored roughly oldest first, once `limit` are kept most
+ * others are passed over with one comparison.
+ */
+const firstOf = (order: (a: Job, b: Job) => number, limit: number) => {
+  const first: Array<Job> = []
+  const offer = (job: Job) => {
+    if (limit < 1 || (first.length === limit && order(job, first[limit - 1]!) >= 0)) return
+    let at = first.length
+    while (at > 0 && order(job, first[at - 1]!) < 0) at--
+    first.splice(at, 0, job)
+    if (first.length > limit) first.pop()
+  }
+  return { first, offer }
+}
+
 const isOneOf = (job: Job, versions: ReadonlyArray<{ readonly model: string; readonly version: string }>) =>
   versions.some((v) => v.model === job.model && v.version === job.version)
 
@@ -216,9 +233,15 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     // Called outside a transaction: it takes the state's lock as one.
     claimBatch: (claim) =>
       transaction(Effect.sync(() => {
-        const expired = jobs().filter((j) => reclaimable(j, claim.now, claim.maxAttempts)).sort(earliestExpiry)
-        const pending = jobs().filter((j) => j.status === "pending" && !isOneOf(j, claim.exclude)).sort(oldestFirst)
-        return [...expired, ...pending].slice(0, claim.limit).map((job) => {
+        // One pass over the jobs for both.
+        const expired = firstOf(earliestExpiry, claim.limit)
+        const pending = firstOf(oldestFirst, claim.limit)
+        for (const j of state.jobs.values()) {
+          if (j.status === "pending") {
+            if (!isOneOf(j, claim.exclude)) pending.offer(j)
+          } else if (reclaimable(j, claim.now, claim.maxAttempts)) expired.offer(j)
+        }
+        return [...expired.first, ...pending.first].slice(0, claim.limit).map((job) => {
           const next = claimedJob(job, claim)
           setIn(state.jobs, job.id, next)
           return next

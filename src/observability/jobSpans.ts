@@ -3,7 +3,7 @@ import { Context, DefaultServices, Effect, Exit, GlobalValue, Option, Tracer } f
 const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
 
 /** Whether spans go anywhere: Effect's built-in tracer keeps them in memory and drops them. */
-const exporting = Effect.map(Effect.tracer, (tracer) => tracer !== nativeTracer)
+export const exporting = Effect.map(Effect.tracer, (tracer) => tracer !== nativeTracer)
 
 /** Job submit spans remembered in this process, oldest dropped first past this many. */
 const REMEMBERED = 10_000

@@ -2,7 +2,7 @@ import { Clock, Effect, Layer, Metric, Option } from "effect"
 import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
-import { inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
+import { exporting, inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
 import { jobsFinishedOf, jobsSubmittedOf, pickupSecondsOf, runSecondsOf } from "./metricSeries.js"
 import { jobsAbandoned } from "./metrics.js"
 
@@ -127,7 +127,10 @@ const claimSpans = (workerId: string) => <E, R>(claim: Effect.Effect<ReadonlyArr
  * life (submitted, started, completed, failed with its code, cancelled, refunded, abandoned by
  * the reaper), from what the store answers, once the change committed. Reads pass through.
  */
-export const observeJobRepo = (repo: Repo): Repo => ({
+export const observeJobRepo = (repo: Repo, spans = true): Repo => {
+  const claimSpansOf: typeof claimSpans = spans ? claimSpans : () => (claim) => claim
+  const jobSpan: typeof inJobSpan = spans ? inJobSpan : () => (effect) => effect
+  return {
   ...repo,
   submit: (command) =>
     Effect.flatMap(Clock.currentTimeNanos, (start) => repo.submit(command).pipe(
@@ -148,18 +151,18 @@ export const observeJobRepo = (repo: Repo): Repo => ({
   claim: (options) =>
     repo.claim(options).pipe(
       Effect.map(Option.toArray),
-      claimSpans(options.workerId),
+      claimSpansOf(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed)),
       Effect.map((jobs) => Option.fromNullable(jobs[0]))
     ),
   claimBatch: (options) =>
     repo.claimBatch(options).pipe(
-      claimSpans(options.workerId),
+      claimSpansOf(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed))
     ),
   claimIds: (ids, options) =>
     repo.claimIds(ids, options).pipe(
-      claimSpans(options.workerId),
+      claimSpansOf(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed))
     ),
   complete: (id, workerId, outputs, now, route) =>
@@ -172,7 +175,7 @@ export const observeJobRepo = (repo: Repo): Repo => ({
             Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, "completed", 0) })
           )
       ),
-      inJobSpan("genjobs.job.complete", id, { "genjobs.outputs": outputs.length })
+      jobSpan("genjobs.job.complete", id, { "genjobs.outputs": outputs.length })
     ),
   fail: (id, workerId, error, now, route) =>
     repo.fail(id, workerId, error, now, route).pipe(
@@ -185,12 +188,12 @@ export const observeJobRepo = (repo: Repo): Repo => ({
             Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, "failed", stored.costMicroCents) })
           )
       ),
-      inJobSpan("genjobs.job.fail", id, { "genjobs.error_code": error.code })
+      jobSpan("genjobs.job.fail", id, { "genjobs.error_code": error.code })
     ),
   cancel: (id, accountId, now) =>
     repo.cancel(id, accountId, now).pipe(
       Effect.tap((outcome) => finished(outcome.job, "cancelled", outcome.refundedMicroCents)),
-      inJobSpan("genjobs.job.cancel", id)
+      jobSpan("genjobs.job.cancel", id)
     ),
   reap: (options) =>
     repo.reap(options).pipe(
@@ -201,7 +204,12 @@ export const observeJobRepo = (repo: Repo): Repo => ({
         )
       )
     )
-})
+  }
+}
 
-/** The services' JobRepo, observed (see observeJobRepo); wraps the JobRepo in context. */
-export const layerObservedJobRepo = Layer.effect(JobRepo, Effect.map(JobRepo, observeJobRepo))
+/**
+ * The services' JobRepo, observed (see observeJobRepo); wraps the JobRepo in context. Whether
+ * its changes get spans is decided once, as the engine is built: without a tracer that exports,
+ * a claim or an ending checks for none.
+ */
+export const layerObservedJobRepo = Layer.effect(JobRepo, Effect.zipWith(JobRepo, exporting, observeJobRepo))

@@ -1,6 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import { type GenerationProvider, Providers } from "../ports/Provider.js"
-import { inJobSpan } from "./jobSpans.js"
+import { exporting, inJobSpan } from "./jobSpans.js"
 
 /** A provider whose start, poll and cancel each run in a span of the job's trace. */
 export const traceProvider = (providerId: string, provider: GenerationProvider): GenerationProvider => {
@@ -28,11 +28,19 @@ export const traceProvider = (providerId: string, provider: GenerationProvider):
   }
 }
 
-/** The Providers in context, each traced (see traceProvider). */
+/**
+ * The Providers in context, each traced (see traceProvider) when a tracer exports spans, decided
+ * once as the engine is built: without one, the providers are called as they are, with no span
+ * checks and no annotation (which, with no span to annotate, builds and drops an error per call).
+ */
 export const layerTracedProviders = Layer.effect(
   Providers,
-  Effect.map(Providers, (providers) => ({
-    ...providers,
-    forProvider: (providerId: string) => Option.map(providers.forProvider(providerId), (p) => traceProvider(providerId, p))
-  }))
+  Effect.flatMap(exporting, (on) =>
+    Effect.map(Providers, (providers) =>
+      on
+        ? {
+          ...providers,
+          forProvider: (providerId: string) => Option.map(providers.forProvider(providerId), (p) => traceProvider(providerId, p))
+        }
+        : providers))
 )

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Ref, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { afterAdmit, afterFailure, afterSuccess, type Circuit, closedCircuit, isAvailable } from "../domain/circuit.js"
 import { Providers } from "../ports/Provider.js"
 import { EngineConfig } from "./EngineConfig.js"
@@ -20,6 +20,14 @@ interface Entry {
   readonly inFlight: number
 }
 
+/** A credential's entry as this process keeps it, changed in place. */
+interface Tracked {
+  readonly providerId: string
+  readonly credentialId: string
+  circuit: Circuit
+  inFlight: number
+}
+
 /**
  * The health of each provider credential this process called: its circuit (see circuit.ts)
  * and its generations in flight. Per process, as the calls it counts are: a circuit opened
@@ -33,8 +41,11 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
   /** A call's outcome: a success closes the circuit, a failure counts towards opening it. */
   readonly record: (providerId: string, credentialId: string, failed: boolean) => Effect.Effect<void>
   readonly inFlight: (providerId: string, credentialId: string) => Effect.Effect<number>
-  /** Counts a generation in flight on this credential until the scope closes. */
-  readonly hold: (providerId: string, credentialId: string) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Counts a generation in flight on this credential until the answered release is called
+   * (a second call does nothing). Synchronous: a job's run is counted without a scope.
+   */
+  readonly hold: (providerId: string, credentialId: string) => () => void
   /** A start moved on from this provider to the version's next route (for the metrics). */
   readonly fellBack: (providerId: string) => Effect.Effect<void>
   /** A start was sent to this provider (for the metrics). */
@@ -56,42 +67,55 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
             onSome: (provider) => (provider.credentials?.map((c) => c.id) ?? [DEFAULT_CREDENTIAL]).map((credentialId) => ({ providerId, credentialId }))
           }))
     })
-    const entries = yield* Ref.make(new Map<string, Entry & { readonly providerId: string; readonly credentialId: string }>())
-    // NUL never appears in a provider id or a credential id.
-    const keyOf = (providerId: string, credentialId: string) => `${providerId}\u0000${credentialId}`
-    const update = <A>(providerId: string, credentialId: string, f: (entry: Entry) => readonly [A, Entry]) =>
-      Ref.modify(entries, (map) => {
-        const key = keyOf(providerId, credentialId)
-        const [out, next] = f(map.get(key) ?? { circuit: closedCircuit, inFlight: 0 })
-        return [out, new Map(map).set(key, { ...next, providerId, credentialId })] as const
-      })
-    const circuitOf = (providerId: string, credentialId: string) =>
-      Effect.map(Ref.get(entries), (map) => map.get(keyOf(providerId, credentialId)) ?? { circuit: closedCircuit, inFlight: 0 })
-    const addInFlight = (providerId: string, credentialId: string, n: number) =>
-      update(providerId, credentialId, (entry) => [undefined, { ...entry, inFlight: entry.inFlight + n }] as const)
+    // Plain synchronous bookkeeping, one record per credential changed in place: a job's start
+    // pays no Ref, no Map copy and no key string per change.
+    const byProvider = new Map<string, Map<string, Tracked>>()
+    const trackedOf = (providerId: string, credentialId: string): Tracked => {
+      let credentials = byProvider.get(providerId)
+      if (credentials === undefined) byProvider.set(providerId, credentials = new Map())
+      let tracked = credentials.get(credentialId)
+      if (tracked === undefined) credentials.set(credentialId, tracked = { providerId, credentialId, circuit: closedCircuit, inFlight: 0 })
+      return tracked
+    }
+    const entryOf = (providerId: string, credentialId: string): Entry =>
+      byProvider.get(providerId)?.get(credentialId) ?? { circuit: closedCircuit, inFlight: 0 }
+    const circuitOf = (providerId: string, credentialId: string) => Effect.sync(() => entryOf(providerId, credentialId))
     return {
       available: (providerId, credentialId) =>
         Effect.zipWith(circuitOf(providerId, credentialId), Clock.currentTimeMillis, (entry, now) => isAvailable(entry.circuit, now, settings)),
       admit: (providerId, credentialId) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          update(providerId, credentialId, (entry) =>
-            isAvailable(entry.circuit, now, settings)
-              ? [true, { ...entry, circuit: afterAdmit(entry.circuit, now) }] as const
-              : [false, entry] as const)),
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const tracked = trackedOf(providerId, credentialId)
+          if (!isAvailable(tracked.circuit, now, settings)) return false
+          tracked.circuit = afterAdmit(tracked.circuit, now)
+          return true
+        }),
       record: (providerId, credentialId, failed) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          update(providerId, credentialId, (entry) =>
-            [undefined, { ...entry, circuit: failed ? afterFailure(entry.circuit, now, settings) : afterSuccess(entry.circuit) }] as const)),
+        Effect.map(Clock.currentTimeMillis, (now) => {
+          const tracked = trackedOf(providerId, credentialId)
+          tracked.circuit = failed ? afterFailure(tracked.circuit, now, settings) : afterSuccess(tracked.circuit)
+        }),
       inFlight: (providerId, credentialId) => Effect.map(circuitOf(providerId, credentialId), (entry) => entry.inFlight),
-      hold: (providerId, credentialId) =>
-        Effect.acquireRelease(addInFlight(providerId, credentialId, 1), () => addInFlight(providerId, credentialId, -1)),
+      hold: (providerId, credentialId) => {
+        const tracked = trackedOf(providerId, credentialId)
+        tracked.inFlight++
+        let held = true
+        return () => {
+          if (!held) return
+          held = false
+          tracked.inFlight--
+        }
+      },
       fellBack: () => Effect.void,
       started: () => Effect.void,
       unconfirmed: () => Effect.void,
-      snapshot: Effect.map(Ref.get(entries), (map) =>
-        [...registered.filter(({ credentialId, providerId }) => !map.has(keyOf(providerId, credentialId))), ...map.values()]
+      snapshot: Effect.sync(() =>
+        [
+          ...registered.filter(({ credentialId, providerId }) => byProvider.get(providerId)?.has(credentialId) !== true),
+          ...[...byProvider.values()].flatMap((credentials) => [...credentials.values()])
+        ]
           .map(({ credentialId, providerId }) => {
-            const entry = map.get(keyOf(providerId, credentialId)) ?? { circuit: closedCircuit, inFlight: 0 }
+            const entry = entryOf(providerId, credentialId)
             return { providerId, credentialId, circuit: entry.circuit, inFlight: entry.inFlight }
           })
           .sort((a, b) => a.providerId.localeCompare(b.providerId) || a.credentialId.localeCompare(b.credentialId)))

@@ -1,23 +1,38 @@
-import { Cause, Clock, Deferred, Duration, Effect, Exit, type Scope } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, type Scope } from "effect"
 import type { JobId } from "../domain/ids.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { EngineConfig } from "./EngineConfig.js"
 
-interface Held {
+/**
+ * One job's lease as this process holds it: a record the keeper renews, not a fiber. The
+ * run's steps read `lost` (the store's conditional writes refuse a lost lease anyway); a step
+ * that waits (a poll's interval) sets `onLost` to be woken when it is lost.
+ */
+export interface Lease {
   readonly id: JobId
   readonly workerId: string
   /** The lease's end as this process last knew it, on this process's clock; conservative (measured before the write). */
   expiresAt: number
-  readonly lost: Deferred.Deferred<void>
+  /** Set once another worker took the lease, or renewals kept failing until its last known end passed. */
+  lost: boolean
+  /** Called once, when the lease is lost. */
+  onLost: (() => void) | undefined
 }
 
 export interface LeaseKeeper {
-  /**
-   * Keeps the job's lease renewed until the scope closes; `expiresAt` is the lease's end on this
-   * process's clock. Answers an effect that completes when the lease is lost: another worker
-   * took it, or renewals kept failing until the last known end passed.
-   */
-  readonly hold: (id: JobId, workerId: string, expiresAt: number) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  /** Keeps the job's lease renewed until `release`; `expiresAt` is the lease's end on this process's clock. Synchronous. */
+  readonly hold: (id: JobId, workerId: string, expiresAt: number) => Lease
+  /** Stops renewing the lease (the run ended). Synchronous; a second call does nothing. */
+  readonly release: (lease: Lease) => void
+}
+
+/** Marks the lease lost and wakes whatever waits on it. */
+const lose = (lease: Lease) => {
+  if (lease.lost) return
+  lease.lost = true
+  const wake = lease.onLost
+  lease.onLost = undefined
+  wake?.()
 }
 
 /**
@@ -28,16 +43,15 @@ export interface LeaseKeeper {
 export const makeLeaseKeeper: Effect.Effect<LeaseKeeper, never, JobRepo | EngineConfig | Scope.Scope> = Effect.gen(function*() {
   const repo = yield* JobRepo
   const config = yield* EngineConfig
-  const held = new Map<Held["lost"], Held>()
+  const held = new Set<Lease>()
   const interval = Math.max(1, Math.floor(config.leaseMs / 3))
-  const lose = (lease: Held) => Deferred.succeed(lease.lost, undefined)
 
   /**
    * Renews `leases` in one write. It may wait for a store connection as long as none of them
    * would have ended meanwhile: behind thousands of job runs' writes a renewal cut off after one
    * interval would give up its place in the pool's queue at every tick and never be served.
    */
-  const renew = (leases: ReadonlyArray<Held>, now: number) =>
+  const renew = (leases: ReadonlyArray<Lease>, now: number) =>
     Effect.gen(function*() {
       const budget = Math.max(interval, Math.min(...leases.map((lease) => lease.expiresAt)) - now)
       const exit = yield* Effect.exit(
@@ -48,31 +62,32 @@ export const makeLeaseKeeper: Effect.Effect<LeaseKeeper, never, JobRepo | Engine
         for (const lease of leases) {
           // Renewals overlap when the store is slow: an older one answering last never shortens what a newer one knew.
           if (renewed.has(lease.id)) lease.expiresAt = Math.max(lease.expiresAt, now + config.leaseMs)
-          else yield* lose(lease)
+          else lose(lease)
         }
         return
       }
       yield* Effect.logWarning("could not renew job leases", Cause.pretty(exit.cause))
       const after = yield* Clock.currentTimeMillis
-      for (const lease of leases) if (after >= lease.expiresAt) yield* lose(lease)
+      for (const lease of leases) if (after >= lease.expiresAt) lose(lease)
     })
 
   // Each tick renews what is held then, without waiting for an earlier renewal still queued.
   const tick = Effect.gen(function*() {
-    const leases = [...held.values()]
+    const leases = [...held].filter((lease) => !lease.lost)
     if (leases.length === 0) return
     yield* Effect.fork(renew(leases, yield* Clock.currentTimeMillis))
   })
   yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(interval)), tick)))
 
   return {
-    hold: (id, workerId, expiresAt) =>
-      Effect.acquireRelease(
-        Effect.map(Deferred.make<void>(), (lost) => {
-          held.set(lost, { id, workerId, expiresAt, lost })
-          return lost
-        }),
-        (lost) => Effect.sync(() => held.delete(lost))
-      ).pipe(Effect.map((lost) => Deferred.await(lost)))
+    hold: (id, workerId, expiresAt) => {
+      const lease: Lease = { id, workerId, expiresAt, lost: false, onLost: undefined }
+      held.add(lease)
+      return lease
+    },
+    release: (lease) => {
+      held.delete(lease)
+      lease.onLost = undefined
+    }
   }
 })

@@ -1,4 +1,4 @@
-import { Clock, Data, Duration, Effect, ExecutionStrategy, Exit, Option, Queue, Schedule, Scope } from "effect"
+import { Clock, Data, Duration, Effect, Exit, Fiber, FiberId, Option, Queue, Schedule, type Scope } from "effect"
 import { type CatalogModel, type EffectiveRoute, type ModelVersion, routesOf } from "../domain/catalog.js"
 import type { StoreError } from "../domain/errors.js"
 import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
@@ -20,9 +20,20 @@ import {
 } from "../ports/Provider.js"
 import { backoff } from "./backoffSchedule.js"
 import { EngineConfig } from "./EngineConfig.js"
+import type { Lease } from "./leaseKeeper.js"
 import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 import { chooseTargets, type Registered } from "./startTargets.js"
+import { retryOnFailure } from "./worker/retryOnFailure.js"
+
+/**
+ * What one job's run holds while it runs: its lease, and the generations it counts in flight
+ * (ProviderHealth.hold). Its runner releases them all in one go when the run ends.
+ */
+export interface JobRunBook {
+  readonly lease: Lease
+  readonly holds: Array<() => void>
+}
 
 /**
  * How a job's generation ended, as far as the provider is concerned. `route` is the route of a
@@ -105,14 +116,15 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /**
    * Retries a store write on StoreError with the shared backoff, for as long as the run holds
-   * the job's lease (the run is raced with the lease's loss); fails with Superseded when the
-   * lease was lost. A store fault never fails the job: should the retries ever end, the run
-   * gives the job back as if superseded, and the claim after it resumes from the stored state.
+   * the job's lease; fails with Superseded when the lease was lost. A store fault never fails
+   * the job: the run gives the job back as if superseded, and the claim after it resumes from
+   * the stored state.
    */
-  const storeWrite = (jobId: Job["id"], write: Effect.Effect<boolean, StoreError>): Effect.Effect<void, Superseded> =>
-    write.pipe(
-      Effect.tapError((error) => Effect.logWarning("a job's provider state could not be written; retrying", { jobId }, error.message)),
-      Effect.retry(backoff<StoreError>(config.storeRetry)),
+  const storeWrite = (lease: Lease, write: Effect.Effect<boolean, StoreError>): Effect.Effect<void, Superseded> =>
+    retryOnFailure(
+      Effect.tapError(write, (error) => Effect.logWarning("a job's provider state could not be written; retrying", { jobId: lease.id }, error.message)),
+      () => ({ schedule: backoff<StoreError>(config.storeRetry), while: () => !lease.lost })
+    ).pipe(
       Effect.mapError(() => new Superseded()),
       Effect.flatMap((written) => (written ? Effect.void : Effect.fail(new Superseded())))
     )
@@ -127,13 +139,13 @@ export const makeProviderCalls = Effect.gen(function*() {
    * `unreachableIsTransient`) at most `providerRetry.maxRetries` times in a row.
    */
   const retrying = <A>(call: Effect.Effect<A, ProviderError>, unreachableIsTransient: boolean): Effect.Effect<A, ProviderError> =>
-    Effect.retry(call, {
+    retryOnFailure(call, () => ({
       schedule: transientRetries,
-      while: (error) => (error._tag === "ProviderRejected" ? error.retryable : unreachableIsTransient)
-    })
+      while: (error: ProviderError) => (error._tag === "ProviderRejected" ? error.retryable : unreachableIsTransient)
+    }))
 
   /** Hints for the job (a verified provider callback publishes one): each wakes a waiting poll at once. */
-  const hintsFor = (job: Job): Effect.Effect<Queue.Dequeue<void>, never, Scope.Scope> =>
+  const hintsFor = (job: Job): Effect.Effect<Queue.Queue<void>, never, Scope.Scope> =>
     Effect.gen(function*() {
       const hints = yield* Queue.sliding<void>(1)
       // subscribe calls back synchronously; a sliding queue of one never blocks that.
@@ -151,8 +163,8 @@ export const makeProviderCalls = Effect.gen(function*() {
     request: ProviderRequest,
     handle: ProviderHandle,
     deadline: number | undefined
-  ): Effect.Effect<Generation, never, Scope.Scope> =>
-    Effect.gen(function*() {
+  ): Effect.Effect<Generation> =>
+    Effect.scoped(Effect.gen(function*() {
       const hints = yield* hintsFor(request.job)
       /** One poll, and the wait before the next: the generation once it ended, none while it runs. */
       const pollOnce: Effect.Effect<Option.Option<Generation>> = Effect.gen(function*() {
@@ -180,6 +192,24 @@ export const makeProviderCalls = Effect.gen(function*() {
       return yield* Effect.iterate(Option.none<Generation>(), { while: Option.isNone, body: () => pollOnce }).pipe(
         Effect.map(Option.getOrThrow)
       )
+    }))
+
+  /**
+   * Runs `effect` (a started generation followed at its provider, which may wait for minutes on
+   * a call or an interval) on one fiber of its own that the lease's loss interrupts: the steps'
+   * check of the lease would come only once it ended. Superseded when the lease was lost.
+   */
+  const stoppedOnLoss = <A, E>(lease: Lease, effect: Effect.Effect<A, E>): Effect.Effect<A, E | Superseded> =>
+    Effect.suspend(() => {
+      if (lease.lost) return Effect.fail(new Superseded())
+      return Effect.flatMap(Effect.fork(effect), (fiber) => {
+        lease.onLost = () => fiber.unsafeInterruptAsFork(FiberId.none)
+        return Fiber.await(fiber).pipe(
+          Effect.onInterrupt(() => Fiber.interrupt(fiber)),
+          Effect.ensuring(Effect.sync(() => (lease.onLost = undefined))),
+          Effect.flatMap((exit): Effect.Effect<A, E | Superseded> => (Exit.isInterrupted(exit) && lease.lost ? Effect.fail(new Superseded()) : exit))
+        )
+      })
     })
 
   /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
@@ -199,6 +229,16 @@ export const makeProviderCalls = Effect.gen(function*() {
     }
   }
 
+  /** Each provider as each of its credentials calls it, made once per provider object (a start would otherwise wrap its provider anew); weak, as a traced provider is a new object per lookup. */
+  const watchedProviders = new WeakMap<GenerationProvider, Map<string | undefined, GenerationProvider>>()
+  const watchedOf = (provider: GenerationProvider, providerId: string, credentialId: string | undefined) => {
+    let byCredential = watchedProviders.get(provider)
+    if (byCredential === undefined) watchedProviders.set(provider, byCredential = new Map())
+    let calls = byCredential.get(credentialId)
+    if (calls === undefined) byCredential.set(credentialId, calls = watched(provider, providerId, credentialId))
+    return calls
+  }
+
   /** One start's target: a route, its provider as this credential calls it, the request it is sent. */
   interface Attempt {
     readonly ref: ProviderRouteRef
@@ -208,6 +248,7 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /** What the steps of one job's `generate` share. */
   interface JobRun {
+    readonly book: JobRunBook
     readonly job: Job
     readonly model: CatalogModel
     readonly version: ModelVersion
@@ -224,12 +265,12 @@ export const makeProviderCalls = Effect.gen(function*() {
     readonly save: (next: ProviderState) => Effect.Effect<void, Superseded>
   }
 
-  const runOf = (job: Job, workerId: string, model: CatalogModel, version: ModelVersion): Effect.Effect<JobRun> =>
-    Effect.gen(function*() {
+  const runOf = (job: Job, book: JobRunBook, model: CatalogModel, version: ModelVersion): Effect.Effect<JobRun> =>
+    Effect.map(job.startedAt === null ? Clock.currentTimeMillis : Effect.succeed(job.startedAt), (pickedUpAt) => {
       const timeoutSeconds = version.provider?.timeoutSeconds
-      const pickedUpAt = job.startedAt ?? (yield* Clock.currentTimeMillis)
       let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
       return {
+        book,
         job,
         model,
         version,
@@ -238,7 +279,7 @@ export const makeProviderCalls = Effect.gen(function*() {
         deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
         outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
         state: () => state,
-        save: (next) => Effect.tap(storeWrite(job.id, repo.saveProviderState(job.id, workerId, next)), () => (state = next))
+        save: (next) => Effect.tap(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => (state = next))
       }
     })
 
@@ -251,23 +292,30 @@ export const makeProviderCalls = Effect.gen(function*() {
       : undefined
     return {
       ref: { index: route.index, providerId: route.providerId, ...(credentialId === undefined ? {} : { credentialId }) },
-      provider: watched(provider, route.providerId, credentialId),
+      provider: watchedOf(provider, route.providerId, credentialId),
       request: providerRequestOf(run.job, run.model, run.version, callbackUrl, route, credentialId)
     }
   }
 
-  /** Counts the generation in flight on its credential for as long as the run follows it. */
-  const holding = (ref: ProviderRouteRef) => health.hold(ref.providerId, ref.credentialId ?? DEFAULT_CREDENTIAL)
+  /** Counts the generation in flight on its credential until the run ends (the runner releases the run's holds); answers the release. */
+  const holding = (run: JobRun, ref: ProviderRouteRef) => {
+    const release = health.hold(ref.providerId, ref.credentialId ?? DEFAULT_CREDENTIAL)
+    run.book.holds.push(release)
+    return release
+  }
 
   /** Saves the handle with its route (the job's record of where it runs), then follows it. */
   const followStarted = (run: JobRun, attempt: Attempt, handle: ProviderHandle) =>
     Effect.zipRight(
       run.save({ ...run.state(), phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
-      follow(attempt.provider, attempt.request, handle, run.deadline)
+      stoppedOnLoss(run.book.lease, follow(attempt.provider, attempt.request, handle, run.deadline))
     )
 
   const followFound = (run: JobRun, candidate: Attempt, handle: ProviderHandle) =>
-    Effect.zipRight(holding(candidate.ref), followStarted(run, candidate, handle))
+    Effect.suspend(() => {
+      holding(run, candidate.ref)
+      return followStarted(run, candidate, handle)
+    })
 
   /** A stored handle is followed on the route and with the credential it was started with. */
   const resumeStored = (run: JobRun, handle: ProviderHandle) =>
@@ -280,9 +328,9 @@ export const makeProviderCalls = Effect.gen(function*() {
       if (route === undefined) return internalFailure(`The job's route to "${ref.providerId}" is no longer in its version's routes`)
       const registered = registeredOf(route)[0]
       if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
-      yield* holding(ref)
+      holding(run, ref)
       const attempt = attemptOn(run, registered, ref.credentialId)
-      return yield* follow(attempt.provider, attempt.request, handle, run.deadline)
+      return yield* stoppedOnLoss(run.book.lease, follow(attempt.provider, attempt.request, handle, run.deadline))
     })
 
   /**
@@ -379,11 +427,11 @@ export const makeProviderCalls = Effect.gen(function*() {
           continue
         }
         const attempt = attemptOn(run, registered, credentialId)
-        const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
-        yield* Scope.extend(holding(attempt.ref), scope)
+        // Held from before the start is sent; a start that failed gives it back at once.
+        const release = holding(run, attempt.ref)
         const outcome = yield* Effect.either(startOn(run, attempt))
         if (outcome._tag === "Right") return { outcome: outcome.right, attempt }
-        yield* Scope.close(scope, Exit.void)
+        release()
         if (outcome.left._tag === "Superseded") return yield* outcome.left
         last = new StartFailed({ error: outcome.left, attempt })
         if (!movesToNextRoute(outcome.left)) return yield* last
@@ -399,16 +447,19 @@ export const makeProviderCalls = Effect.gen(function*() {
    */
   const startPasses = (run: JobRun, usable: ReadonlyArray<Registered>) =>
     startPass(run, usable).pipe(
-      Effect.retry({
-        schedule: run.deadline === undefined
-          ? transientSchedule(passRetryAfter)
-          : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
-        while: (error) => isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
-      }),
-      Effect.retry({
-        schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
-        while: (error) => isStartFailed(error) && isOutage(error.error)
-      }),
+      (pass) =>
+        retryOnFailure(pass, () => ({
+          schedule: run.deadline === undefined
+            ? transientSchedule(passRetryAfter)
+            : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
+          while: (error: StartFailed | Superseded) =>
+            isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
+        })),
+      (passes) =>
+        retryOnFailure(passes, () => ({
+          schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
+          while: (error: StartFailed | Superseded) => isStartFailed(error) && isOutage(error.error)
+        })),
       Effect.tapError((error) =>
         isStartFailed(error) && isOutage(error.error)
           ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: run.job.id }, error.error.message)
@@ -417,7 +468,7 @@ export const makeProviderCalls = Effect.gen(function*() {
     )
 
   /** How the job ends when no pass started it: the route of the deciding start is recorded when that start was sent. */
-  const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation, Superseded, Scope.Scope> => {
+  const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation, Superseded> => {
     const sentOn = wasSent(error) ? { route: attempt.ref } : {}
     if (isOutage(error)) return Effect.succeed({ ...providerUnavailable(run.outageSeconds, error.message), ...sentOn })
     // No answer to a request that may have arrived: the provider may have started, on this route only.
@@ -426,7 +477,7 @@ export const makeProviderCalls = Effect.gen(function*() {
   }
 
   /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
-  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation, Superseded, Scope.Scope> =>
+  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation, Superseded> =>
     Effect.gen(function*() {
       const outcome = yield* Effect.either(startPasses(run, usable))
       if (outcome._tag === "Left") {
@@ -454,12 +505,12 @@ export const makeProviderCalls = Effect.gen(function*() {
    */
   const generate = (
     job: Job,
-    workerId: string,
+    book: JobRunBook,
     model: CatalogModel,
     version: ModelVersion
-  ): Effect.Effect<Generation, Superseded, Scope.Scope> =>
+  ): Effect.Effect<Generation, Superseded> =>
     Effect.gen(function*() {
-      const run = yield* runOf(job, workerId, model, version)
+      const run = yield* runOf(job, book, model, version)
       const stored = run.state().handle
       if (stored !== null) return yield* resumeStored(run, stored)
 

@@ -16,10 +16,30 @@ export const layerPublishingJobRepo = Layer.scoped(
   Effect.gen(function*() {
     const repo = yield* JobRepo
     const events = yield* JobEvents
-    // The engine's scope owns the hints in flight: its shutdown interrupts them, and a claimer's
-    // interruption does not.
-    const scope = yield* Effect.scope
-    const beside = (publish: Effect.Effect<void>) => Effect.forkIn(publish, scope)
+    // Claims' hints are published by one long-lived fiber of the engine's scope, many claims'
+    // at once when they come faster than it publishes: its shutdown interrupts it, a claimer's
+    // interruption does not, and a claim costs no fiber of its own.
+    const unpublished: Array<JobId> = []
+    let wake: (() => void) | undefined
+    const nextHints = Effect.async<Array<JobId>>((resume) => {
+      const take = () => {
+        wake = undefined
+        resume(Effect.succeed(unpublished.splice(0)))
+      }
+      if (unpublished.length > 0) return take()
+      wake = take
+      return Effect.sync(() => {
+        wake = undefined
+      })
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(nextHints, events.publish)))
+    const beside = (ids: ReadonlyArray<JobId>) =>
+      Effect.sync(() => {
+        if (ids.length === 0) return
+        unpublished.push(...ids)
+        wake?.()
+      })
+    const publishSomeBeside = <A extends { readonly id: JobId }>(found: Option.Option<A>) => beside(Option.isSome(found) ? [found.value.id] : [])
     const publishSome = <A extends { readonly id: JobId }>(found: Option.Option<A>) =>
       Option.isSome(found) ? events.publish([found.value.id]) : Effect.void
     return JobRepo.of({
@@ -27,11 +47,9 @@ export const layerPublishingJobRepo = Layer.scoped(
       cancel: (id, accountId, now) => Effect.tap(repo.cancel(id, accountId, now), (outcome) => events.publish([outcome.job.id])),
       // A claim's hints go out beside the run rather than before it: on PostgreSQL each is a
       // round trip, and the claimed jobs' provider starts need not wait for it.
-      claim: (options) => Effect.tap(repo.claim(options), (found) => beside(publishSome(found))),
-      claimBatch: (options) =>
-        Effect.tap(repo.claimBatch(options), (jobs) => beside(events.publish(jobs.map((job) => job.id)))),
-      claimIds: (ids, options) =>
-        Effect.tap(repo.claimIds(ids, options), (jobs) => beside(events.publish(jobs.map((job) => job.id)))),
+      claim: (options) => Effect.tap(repo.claim(options), publishSomeBeside),
+      claimBatch: (options) => Effect.tap(repo.claimBatch(options), (jobs) => beside(jobs.map((job) => job.id))),
+      claimIds: (ids, options) => Effect.tap(repo.claimIds(ids, options), (jobs) => beside(jobs.map((job) => job.id))),
       complete: (id, workerId, outputs, now, route) => Effect.tap(repo.complete(id, workerId, outputs, now, route), publishSome),
       fail: (id, workerId, error, now, route) => Effect.tap(repo.fail(id, workerId, error, now, route), publishSome),
       reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))

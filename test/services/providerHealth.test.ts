@@ -34,10 +34,10 @@ describe("ProviderHealth", () => {
     Effect.gen(function*() {
       const health = yield* ProviderHealth
       expect(yield* health.snapshot).toEqual([{ providerId: "quiet", credentialId: "default", circuit: { state: "closed", failures: 0 }, inFlight: 0 }])
-      yield* Effect.scoped(Effect.gen(function*() {
-        yield* health.hold("quiet", "default")
-        expect(yield* health.inFlight("quiet", "default")).toBe(1)
-      }))
+      const release = health.hold("quiet", "default")
+      expect(yield* health.inFlight("quiet", "default")).toBe(1)
+      release()
+      release()
       expect(yield* health.inFlight("quiet", "default")).toBe(0)
     }).pipe(Effect.provide(layer)))
 })

@@ -34,8 +34,10 @@ describe("the test engine on TestClock", () => {
       expect(yield* Fiber.join(taking)).toBe(true)
       expect((yield* alice.get(jobId)).status).toBe("completed")
       // The second run polled the generation the first one started: the provider was asked once.
+      // (Whether the dying run got to its own first poll before its interruption is scheduling.)
       expect(engine.provider.calls.map((c) => c.job.attempts)).toEqual([1])
-      expect([engine.provider.starts, engine.provider.polls]).toEqual([1, 2])
+      expect(engine.provider.starts).toBe(1)
+      expect(engine.provider.polls).toBeGreaterThanOrEqual(1)
     }).pipe(Effect.provide(TestEngine.layer({ settings: { leaseMs: LEASE_MS } }))))
 
   it.effect("opens a model's rate-limit window again a minute later", () =>

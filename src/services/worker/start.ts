@@ -1,4 +1,4 @@
-import { Duration, Effect, Fiber, Option, Ref, type Scope } from "effect"
+import { Context, Duration, Effect, Fiber, Option, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { QueueError } from "../../domain/errors.js"
 import { makeBrokerClaims } from "../brokerClaims.js"
@@ -24,8 +24,8 @@ export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
  * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
  * finish; a job cut off later is retried by another worker once its lease expires.
  */
-export const start = (deps: WorkerDeps) => (concurrency: number): Effect.Effect<void, QueueError, Scope.Scope> =>
-  Effect.gen(function*() {
+export const start = (deps: WorkerDeps) =>
+  Effect.fn("genjobs.worker.start")(function*(concurrency: number): Effect.fn.Return<void, QueueError, Scope.Scope> {
     const { config, localWorkers, queue } = deps
     const processId = randomBytes(6).toString("hex")
     const keeper = yield* deps.newLeaseKeeper
@@ -40,7 +40,11 @@ export const start = (deps: WorkerDeps) => (concurrency: number): Effect.Effect<
     const pool = yield* makeWorkerPool(processId, concurrency)
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
     if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
-    const runners = yield* Effect.forEach(Array.from({ length: concurrency }), () => Effect.forkScoped(runner(deps, pool, keeper, broker)))
+    // Runners carry no engine Context: what they use is in `deps`, resolved once here.
+    const runners = yield* Effect.forEach(
+      Array.from({ length: concurrency }),
+      () => Effect.forkScoped(Effect.provide(runner(deps, pool, keeper, broker), Context.empty()))
+    )
     const background = [
       yield* Effect.forkScoped(claimer(deps, pool, broker)),
       yield* Effect.forkScoped(reaper(deps, `rpr_${processId}`)),

@@ -1,0 +1,71 @@
+import { Effect, Exit, ManagedRuntime, Option, Scope, Supervisor } from "effect"
+import { describe, expect, it } from "vitest"
+import type { JobId, RequestId } from "../../src/domain/ids.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import { Catalog } from "../../src/services/Catalog.js"
+import { Jobs } from "../../src/services/Jobs.js"
+import { Worker } from "../../src/services/Worker.js"
+import { demoCatalog } from "../support/demoCatalog.js"
+import { demoCaller, memoryEngine } from "../support/engineLayer.js"
+import { idleProvider } from "../support/providers.js"
+
+/** Counts every fiber started under it (Supervisor.track would only show those still alive). */
+class StartedFibers extends Supervisor.AbstractSupervisor<number> {
+  started = 0
+  get value() {
+    return Effect.sync(() => this.started)
+  }
+  override onStart() {
+    this.started++
+  }
+}
+
+const FIBERS = 8
+
+/**
+ * Drains `n` jobs queued before the worker starts (memory store, in process, a provider that
+ * finishes in its start) and answers how many fibers the worker started meanwhile.
+ */
+const fibersToDrain = async (n: number) => {
+  const runtime = ManagedRuntime.make(memoryEngine(idleProvider, { leaseMs: 60_000, pollIntervalMs: 50 }))
+  try {
+    return await runtime.runPromise(Effect.gen(function*() {
+      const caller = yield* demoCaller(1_000_000_000, 100_000)
+      const unlimited = demoCatalog()
+      for (const model of unlimited.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
+      yield* (yield* Catalog).replace(unlimited)
+      const jobs = yield* Jobs
+      const ids: Array<JobId> = []
+      for (let i = 0; i < n; i++) {
+        ids.push((yield* jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: `p${i}` } }, `req_${i}` as RequestId)).job.id)
+      }
+      const repo = yield* JobRepo
+      const completed = (id: JobId) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "completed")
+      const counter = new StartedFibers()
+      const scope = yield* Scope.make()
+      yield* (yield* Worker).start(FIBERS).pipe(Effect.supervised(counter), Scope.extend(scope))
+      let from = 0
+      while (from < n) {
+        if (yield* completed(ids[from]!)) from++
+        else yield* Effect.sleep("5 millis")
+      }
+      const started = counter.started
+      yield* Scope.close(scope, Exit.void)
+      return started
+    }))
+  } finally {
+    await runtime.dispose()
+  }
+}
+
+describe("worker fibers", () => {
+  it("starts the same fibers to drain 1,000 jobs as to drain 100: a job is data on a runner fiber, not a fiber of its own", async () => {
+    const few = await fibersToDrain(100)
+    const many = await fibersToDrain(1_000)
+    // The runners, the claimer, the reaper, the relay, the lease keeper's loop, and the claimer's
+    // waits once the queue ran dry (a race with a timeout, every poll interval: time, not jobs).
+    expect(few).toBeGreaterThanOrEqual(FIBERS)
+    expect(few).toBeLessThan(FIBERS + 20)
+    expect(Math.abs(many - few)).toBeLessThanOrEqual(6)
+  }, 60_000)
+})
