@@ -1,6 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Redacted, Schedule } from "effect"
-import pg from "pg"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import type { JobId } from "../../src/domain/ids.js"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
@@ -9,26 +8,12 @@ import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
+import { runPgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
 /** The job-events payload that hints every followed job (a job id never looks like it). */
 const EVERY_JOB = "*"
-
-/** Reconnects after 0.1, 0.2, 0.4 ... seconds, never waiting more than 10 between attempts. */
-const reconnectDelays = Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(10))))
-
-/** The client's own connection settings, for a connection of the listener's own outside the pool. */
-const connectionOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
-  ...(config.url === undefined ? {} : { connectionString: Redacted.value(config.url) }),
-  ...(config.host === undefined ? {} : { host: config.host }),
-  ...(config.port === undefined ? {} : { port: config.port }),
-  ...(config.database === undefined ? {} : { database: config.database }),
-  ...(config.username === undefined ? {} : { user: config.username }),
-  ...(config.password === undefined ? {} : { password: Redacted.value(config.password) }),
-  ...(config.ssl === undefined ? {} : { ssl: config.ssl }),
-  application_name: "genjobs listener"
-})
 
 /**
  * Wakes waiters in every process through LISTEN on `<prefix>jobs`, `<prefix>webhooks` and
@@ -62,47 +47,23 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       [eventsChannel]: (payload) => (payload === EVERY_JOB ? events.publishAll : events.publish([payload as JobId]))
     }
 
-    const connect = Effect.acquireRelease(
-      Effect.tryPromise(async () => {
-        const connection = new pg.Client(connectionOf(client.config))
-        // A dropped connection is handled through "end" below; an unhandled "error" would crash the process.
-        connection.on("error", () => undefined)
-        try {
-          await connection.connect()
-          for (const channel of Object.keys(wakes)) await connection.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
-          return connection
-        } catch (error) {
-          void connection.end().catch(() => undefined)
-          throw error
-        }
-      }),
-      (connection) => Effect.promise(() => connection.end().catch(() => undefined))
-    )
-
-    /** Listens until the connection ends. */
-    const listen = (connection: pg.Client) =>
-      Effect.async<void>((resume) => {
-        connection.on("notification", (message) => {
-          const wake = wakes[message.channel]
-          if (wake !== undefined) Effect.runSync(wake(message.payload ?? ""))
-        })
-        connection.on("end", () => resume(Effect.void))
-      })
-
-    const session = (dropped: boolean) =>
-      Effect.scoped(Effect.gen(function*() {
-        const connection = yield* connect.pipe(Effect.retry(reconnectDelays))
-        if (dropped) {
-          yield* Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed")
-          yield* jobs.notify
-          yield* webhooks.notify
-          yield* events.publishAll
-        }
-        yield* listen(connection)
-        yield* Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
-      }))
-
-    yield* session(false).pipe(Effect.zipRight(Effect.forever(session(true))), Effect.forkScoped)
+    yield* runPgListener({
+      config: client.config,
+      applicationName: "genjobs listener",
+      channels: Object.keys(wakes),
+      maxDelay: Duration.seconds(10),
+      onNotification: (channel, payload) => wakes[channel]?.(payload) ?? Effect.void,
+      // Whatever was notified while the connection was down was not heard: everyone looks once.
+      onConnected: (reconnected) =>
+        reconnected
+          ? Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed").pipe(
+            Effect.zipRight(jobs.notify),
+            Effect.zipRight(webhooks.notify),
+            Effect.zipRight(events.publishAll)
+          )
+          : Effect.void,
+      onDropped: Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
+    })
 
     // One statement for the hints of many calls at once (a claim of 24 jobs, the completions of
     // every worker fiber finishing meanwhile): one round trip, not one per job.
