@@ -1,6 +1,7 @@
 import { type HttpClientRequest, UrlParams } from "@effect/platform"
 import { Clock, Effect, Either, ParseResult, Schema } from "effect"
 import { Agent, type Dispatcher, request as undiciRequest } from "undici"
+import { parseRetryAfterMs } from "../../src/domain/retryAfter.js"
 import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
 
 /** Connections a provider keeps to each of its API's hosts when its options set none (`maxConnections`). */
@@ -78,18 +79,9 @@ export const jsonOf = (text: string): unknown => {
 
 export const isSuccess = (answer: Answer): boolean => answer.status >= 200 && answer.status <= 299
 
-/** Retry-After as RFC 9110 gives it: delay seconds or an HTTP date, in milliseconds from `nowMs`. */
-export const parseRetryAfter = (value: string | undefined, nowMs: number): number | undefined => {
-  const trimmed = value?.trim()
-  if (trimmed === undefined || trimmed === "") return undefined
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.ceil(Number(trimmed) * 1000)
-  const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
-}
-
 /** Retry-After, when the provider sends it, says when to ask again. */
 export const retryAfterHeader = (headers: Readonly<Record<string, string>>, nowMs: number): number | undefined =>
-  parseRetryAfter(headers["retry-after"], nowMs)
+  parseRetryAfterMs(headers["retry-after"], nowMs)
 
 /**
  * HTTP's own reading of an error status, for providers that document nothing more: 408, 429 and

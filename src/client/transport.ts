@@ -1,3 +1,4 @@
+import { parseRetryAfterMs } from "../domain/retryAfter.js"
 import { GenjobsError } from "./errors.js"
 
 /** What the client calls to send a request: `fetch` itself, or a stand-in (a web handler, a test double). */
@@ -62,10 +63,8 @@ const backoffMs = (attempt: number) => Math.min(500 * 2 ** attempt, 8_000)
 
 /** Retry-After in seconds or as an HTTP date; capped so a wrong header cannot stall the caller. */
 const retryAfterMs = (response: Response): number | undefined => {
-  const value = response.headers.get("retry-after")
-  if (value === null) return undefined
-  const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now()
-  return Number.isNaN(ms) ? undefined : Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS)
+  const ms = parseRetryAfterMs(response.headers.get("retry-after"), Date.now())
+  return ms === undefined ? undefined : Math.min(ms, MAX_RETRY_AFTER_MS)
 }
 
 /** The error envelope when the answer has one; otherwise what the status says. */

@@ -12,23 +12,14 @@ export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1
 export const nextAttemptAt = (
   attemptsMade: number,
   now: number,
-  retryAfterSeconds?: number,
+  retryAfterMs?: number,
   delaysMs: ReadonlyArray<number> = RETRY_DELAYS_MS
 ): number | undefined => {
   const scheduled = delaysMs[attemptsMade - 1]
   if (scheduled === undefined) return undefined
   const longest = Math.max(...delaysMs)
-  const delay = retryAfterSeconds === undefined ? scheduled : Math.min(longest, Math.max(scheduled, retryAfterSeconds * 1000))
+  const delay = retryAfterMs === undefined ? scheduled : Math.min(longest, Math.max(scheduled, retryAfterMs))
   return now + delay
-}
-
-/** Retry-After as seconds or an HTTP date; undefined when absent or unreadable. */
-export const parseRetryAfter = (value: string | undefined, now: number): number | undefined => {
-  if (value === undefined) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed)
-  const date = Date.parse(trimmed)
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000))
 }
 
 /** The reason a timed-out attempt is recorded with, the same whichever side's timer fired. */

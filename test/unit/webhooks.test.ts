@@ -1,7 +1,8 @@
 import { createHmac, webcrypto } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { signatureHeader, signWebhook, verifyWebhook } from "../../src/domain/webhookSignature.js"
-import { MAX_ATTEMPTS, nextAttemptAt, parseRetryAfter } from "../../src/domain/webhookSchedule.js"
+import { parseRetryAfterMs } from "../../src/domain/retryAfter.js"
+import { MAX_ATTEMPTS, nextAttemptAt } from "../../src/domain/webhookSchedule.js"
 import { isForbiddenAddress } from "../../src/domain/publicAddress.js"
 
 /** The spec's algorithm written independently, with WebCrypto instead of node:crypto's Hmac. */
@@ -47,17 +48,17 @@ describe("webhook retry schedule (spec 6.1)", () => {
   })
 
   it("honours Retry-After within the schedule's bounds", () => {
-    expect(nextAttemptAt(1, 0, 30)).toBe(30_000)
-    expect(nextAttemptAt(3, 0, 2)).toBe(16_000)
-    expect(nextAttemptAt(1, 0, 100_000)).toBe(256_000)
-    expect(nextAttemptAt(6, 0, 1)).toBeUndefined()
+    expect(nextAttemptAt(1, 0, 30_000)).toBe(30_000)
+    expect(nextAttemptAt(3, 0, 2_000)).toBe(16_000)
+    expect(nextAttemptAt(1, 0, 100_000_000)).toBe(256_000)
+    expect(nextAttemptAt(6, 0, 1_000)).toBeUndefined()
   })
 
   it("reads Retry-After as seconds or an HTTP date", () => {
-    expect(parseRetryAfter("120", 0)).toBe(120)
-    expect(parseRetryAfter(new Date(90_000).toUTCString(), 0)).toBe(90)
-    expect(parseRetryAfter("soon", 0)).toBeUndefined()
-    expect(parseRetryAfter(undefined, 0)).toBeUndefined()
+    expect(parseRetryAfterMs("120", 0)).toBe(120_000)
+    expect(parseRetryAfterMs(new Date(90_000).toUTCString(), 0)).toBe(90_000)
+    expect(parseRetryAfterMs("soon", 0)).toBeUndefined()
+    expect(parseRetryAfterMs(undefined, 0)).toBeUndefined()
   })
 })
 

@@ -1,5 +1,6 @@
 import { Option, Schema } from "effect"
-import { parseRetryAfter, type ProviderApi } from "../providerHttp.js"
+import { parseRetryAfterMs } from "../../../src/domain/retryAfter.js"
+import type { ProviderApi } from "../providerHttp.js"
 
 /** OpenAI's error body: `{ error: { message, type, param, code } }`. */
 const ErrorBody = Schema.Struct({
@@ -36,7 +37,7 @@ export const parseOpenAIDuration = (value: string | undefined): number | undefin
 export const openAIRetryAfterMs = (headers: Readonly<Record<string, string>>, nowMs: number): number | undefined => {
   const ms = Number(headers["retry-after-ms"])
   if (headers["retry-after-ms"] !== undefined && Number.isFinite(ms) && ms >= 0) return Math.ceil(ms)
-  const header = parseRetryAfter(headers["retry-after"], nowMs)
+  const header = parseRetryAfterMs(headers["retry-after"], nowMs)
   if (header !== undefined) return header
   const limits = ["requests", "tokens"].flatMap((limit) => {
     const reset = parseOpenAIDuration(headers[`x-ratelimit-reset-${limit}`])

@@ -3,7 +3,8 @@ import { signingSecrets } from "../../domain/account.js"
 import type { StoreError } from "../../domain/errors.js"
 import type { AccountId } from "../../domain/ids.js"
 import type { DeliveryAttempt, WebhookDelivery } from "../../domain/webhook.js"
-import { deadlineReason, nextAttemptAt, parseRetryAfter } from "../../domain/webhookSchedule.js"
+import { parseRetryAfterMs } from "../../domain/retryAfter.js"
+import { deadlineReason, nextAttemptAt } from "../../domain/webhookSchedule.js"
 import { signatureHeader } from "../../domain/webhookSignature.js"
 import type { AttemptOutcome } from "../../ports/WebhookDeliveryRepo.js"
 import { WebhookNotDelivered, type WebhookSender } from "../../ports/WebhookSender.js"
@@ -65,7 +66,7 @@ export const attempt = (deps: DispatchDeps, delivery: WebhookDelivery): Effect.E
       responseBody: result._tag === "Right" ? result.right.body.slice(0, RESPONSE_BODY_LIMIT) : null
     }
     const retryAfter = result._tag === "Right" && honoursRetryAfter(result.right.statusCode)
-      ? parseRetryAfter(result.right.retryAfter, finished)
+      ? parseRetryAfterMs(result.right.retryAfter, finished)
       : undefined
     const next = nextAttemptAt(number, finished, retryAfter, config.webhookRetryDelaysMs)
     const outcome: AttemptOutcome = result._tag === "Right" && isSuccess(result.right.statusCode)
