@@ -28,6 +28,7 @@ export const e2eFiles = [
   "test/package/tarball.test.ts",
   "test/package/installLines.test.ts",
   "test/package/clientProjects.test.ts",
+  "test/package/aiSdkProject.test.ts",
   "test/client/server.test.ts",
   "test/client/importGraph.test.ts",
   "test/conformance/s3.test.ts",
