@@ -4,86 +4,86 @@
  * out the same, so the engine answers with the job it already charged for. Two separate calls of
  * the user, even with the same prompt, must not share one, or the second would get the first's job.
  *
- * What identifies one call:
- * - an `Idempotency-Key` header when the call has one: the AI SDK mints one for every video
- *   `doStart` (outside its retry loop), and a user may pass their own;
- * - otherwise the headers object itself: `generateImage`, `generateSpeech` and
- *   `experimental_generateVideo` build it once per user call and hand the same object to every
- *   retry, so a WeakMap gives it a random id that lives as long as the call.
- * Calls the AI SDK makes in parallel for one user call (n images, one job each) share that
- * object too: each takes the lowest slot not in flight, and a retry (which starts after its
- * attempt failed and released its slot) takes it back.
- * The key hashes the model, the job's input, that id and the slot (so a key the user reuses
+ * One call is one headers object: `generateImage`, `generateSpeech` and
+ * `experimental_generateVideo` build it once per user call (for a video start, once per start,
+ * with the Idempotency-Key the AI SDK mints outside its retry loop) and hand the same object to
+ * every retry. Its identity is that Idempotency-Key header when it has one (the AI SDK's, or the
+ * user's own, which then also covers a retry from a restarted process), else a random id a
+ * WeakMap keeps for as long as the call lives. Calls the AI SDK makes in parallel for one user
+ * call (n images, one job each) share the object: each takes the lowest slot not in flight, and a
+ * retry (which starts after its attempt failed and released its slot) takes it back.
+ * The key hashes the model, the job's input, that identity and the slot (so a key the user reuses
  * across models or inputs cannot meet IDEMPOTENCY_KEY_REUSED).
  */
 
-interface CallSlots {
+type Headers = Record<string, string | undefined> | undefined
+
+interface CallState {
   readonly id: string
   readonly inFlight: Set<number>
+  /** Input files uploaded by this call, by content: a retry sends the same file URL, so the same body. */
+  readonly uploads: Map<string, Promise<string>>
+}
+
+/** What one model call gets: its key, and the call's uploads to reuse. */
+export interface Call {
+  readonly keyFor: (model: string, input: unknown) => Promise<string>
+  readonly uploads: Map<string, Promise<string>>
 }
 
 const hex = (bytes: ArrayBuffer | Uint8Array) =>
   Array.from(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("")
 const randomId = () => hex(crypto.getRandomValues(new Uint8Array(16)))
 
-const calls = new WeakMap<object, CallSlots>()
-const byHeaderKey = new Map<string, CallSlots>()
+export const sha256 = async (bytes: Uint8Array): Promise<string> => hex(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>))
 
-const headerKey = (headers: Record<string, string | undefined> | undefined): string | undefined => {
+const calls = new WeakMap<object, CallState>()
+
+const headerKey = (headers: Headers): string | undefined => {
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (name.toLowerCase() === "idempotency-key" && value !== undefined && value !== "") return value
   }
   return undefined
 }
 
-const slotsOf = (headers: Record<string, string | undefined> | undefined): { readonly slots: CallSlots; readonly release: () => void } => {
+const newState = (headers: Headers): CallState => {
   const given = headerKey(headers)
-  if (given !== undefined) {
-    // Kept only while a call with this key is in flight: afterwards the key itself says it all.
-    const slots = byHeaderKey.get(given) ?? { id: `header:${given}`, inFlight: new Set<number>() }
-    byHeaderKey.set(given, slots)
-    return { slots, release: () => slots.inFlight.size === 0 && byHeaderKey.delete(given) }
-  }
-  if (headers === undefined) return { slots: { id: `call:${randomId()}`, inFlight: new Set() }, release: () => {} }
-  let slots = calls.get(headers)
-  if (slots === undefined) {
-    slots = { id: `call:${randomId()}`, inFlight: new Set() }
-    calls.set(headers, slots)
-  }
-  return { slots, release: () => {} }
+  return { id: given === undefined ? `call:${randomId()}` : `header:${given}`, inFlight: new Set(), uploads: new Map() }
 }
 
+const stateOf = (headers: Headers): CallState => {
+  if (headers === undefined) return newState(headers)
+  let state = calls.get(headers)
+  if (state === undefined) {
+    state = newState(headers)
+    calls.set(headers, state)
+  }
+  return state
+}
 
 /** JSON with object keys sorted, so the same input hashes the same whatever order it was built in. */
 export const canonicalJson = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v) && !(v instanceof Uint8Array)
+    v !== null && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v)
 
-/** The key for one submit of `model` with `input`. */
-export const deriveKey = async (model: string, input: unknown, callId: string, slot: number): Promise<string> =>
-  `aisdk-${hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonicalJson([model, input, callId, slot]))))}`
-
 /**
- * Runs one model call (`run`: its submit and everything after, until it settles) holding the
- * call's slot, with the key of its submit (see above). A slot released after the submit alone
- * would let a parallel call's retry take it while this call still waits for its job.
+ * Runs one model call (`run`: its uploads, its submit and everything after, until it settles)
+ * holding the call's slot. A slot released after the submit alone would let a parallel call's
+ * retry take it while this call still waits for its job.
  */
-export const withCallKey = async <A>(
-  headers: Record<string, string | undefined> | undefined,
-  model: string,
-  input: unknown,
-  run: (idempotencyKey: string) => Promise<A>
-): Promise<A> => {
-  const { release, slots } = slotsOf(headers)
+export const withCall = async <A>(headers: Headers, run: (call: Call) => Promise<A>): Promise<A> => {
+  const state = stateOf(headers)
   let slot = 0
-  while (slots.inFlight.has(slot)) slot++
-  slots.inFlight.add(slot)
+  while (state.inFlight.has(slot)) slot++
+  state.inFlight.add(slot)
   try {
-    return await run(await deriveKey(model, input, slots.id, slot))
+    return await run({
+      keyFor: async (model, input) => `aisdk-${await sha256(new TextEncoder().encode(canonicalJson([model, input, state.id, slot])))}`,
+      uploads: state.uploads
+    })
   } finally {
-    slots.inFlight.delete(slot)
-    release()
+    state.inFlight.delete(slot)
   }
 }

@@ -8,7 +8,7 @@ import type {
 } from "@ai-sdk/provider"
 import { APICallError } from "@ai-sdk/provider"
 import { type ClientOptions, createClient, type Job, type JobOutput } from "../client.js"
-import { withCallKey } from "./callKey.js"
+import { withCall } from "./callKey.js"
 import { apiCallError, jobFailedError } from "./errors.js"
 import { imageInput, type MappedCall, speechInput, videoInput } from "./inputs.js"
 
@@ -79,9 +79,9 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
     // One job is one generation: the AI SDK asks for n images as n calls, each its own job and key.
     maxImagesPerCall: 1,
     doGenerate: async (options) => {
-      const call = await imageInput(client, options)
-      return withCallKey(options.headers, slug, call.input, async (key) => {
-        const job = await run(slug, call, key, options.abortSignal)
+      return withCall(options.headers, async ({ keyFor, uploads }) => {
+        const call = await imageInput(client, options, uploads)
+        const job = await run(slug, call, await keyFor(slug, call.input), options.abortSignal)
         const images = await Promise.all(outputsOf(job, "image").map((output) => bytesOf(output, options.abortSignal)))
         return {
           images: images.map((image) => image.data),
@@ -118,9 +118,9 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
     modelId: slug,
     maxVideosPerCall: 1,
     doGenerate: async (options) => {
-      const call = await videoInput(client, options)
-      return withCallKey(options.headers as Headers, slug, call.input, async (key) => {
-        const job = await run(slug, call, key, options.abortSignal)
+      return withCall(options.headers as Headers, async ({ keyFor, uploads }) => {
+        const call = await videoInput(client, options, uploads)
+        const job = await run(slug, call, await keyFor(slug, call.input), options.abortSignal)
         return {
           videos: await videosOf(job, options.abortSignal),
           warnings: call.warnings,
@@ -131,9 +131,9 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
     },
     // The operation is the job id: a workflow that stored it resumes with doStatus after a crash, charged once.
     doStart: async (options) => {
-      const call = await videoInput(client, options)
-      return withCallKey(options.headers as Headers, slug, call.input, async (key) => {
-        const jobId = await submit(slug, call, key, options.abortSignal)
+      return withCall(options.headers as Headers, async ({ keyFor, uploads }) => {
+        const call = await videoInput(client, options, uploads)
+        const jobId = await submit(slug, call, await keyFor(slug, call.input), options.abortSignal)
         return { operation: jobId, warnings: call.warnings, providerMetadata: { [PROVIDER]: { jobId } }, response: response(slug) }
       })
     },
@@ -155,8 +155,8 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
     modelId: slug,
     doGenerate: async (options) => {
       const call = speechInput(options)
-      return withCallKey(options.headers, slug, call.input, async (key) => {
-        const job = await run(slug, call, key, options.abortSignal)
+      return withCall(options.headers, async ({ keyFor }) => {
+        const job = await run(slug, call, await keyFor(slug, call.input), options.abortSignal)
         const [audio] = outputsOf(job, "audio")
         if (audio === undefined) throw jobFailedError({ ...job, status: "failed", error: { code: "GENERATION_FAILED", message: `job ${job.jobId} has no audio output` } }, jobUrl(job.jobId), { model: slug })
         const { data } = await bytesOf(audio, options.abortSignal)

@@ -7,6 +7,7 @@ import type {
   Experimental_VideoModelV4File as VideoModelV4File
 } from "@ai-sdk/provider"
 import type { GenjobsClient, JobInput } from "../client.js"
+import { sha256 } from "./callKey.js"
 
 /**
  * `providerOptions.genjobs`: what the AI SDK's call options cannot say. `input` is merged over
@@ -35,12 +36,28 @@ const genjobsOptions = (providerOptions: Record<string, unknown> | undefined): G
 const bytesOf = (data: string | Uint8Array): Uint8Array =>
   typeof data === "string" ? Uint8Array.from(atob(data), (c) => c.charCodeAt(0)) : data
 
-/** A file input as a URL the engine's provider can read: a URL as is, bytes uploaded first. */
-const fileUrl = async (client: GenjobsClient, file: ImageModelV4File | VideoModelV4File, signal: AbortSignal | undefined): Promise<string> => {
-  if (file.type === "url") return file.url
-  const extension = file.mediaType.split("/")[1]?.replace(/[^a-z0-9]/gi, "") || "bin"
-  const upload = await client.upload(bytesOf(file.data), { filename: `input.${extension}`, contentType: file.mediaType, signal })
-  return upload.fileUrl
+/**
+ * A file input as a URL the engine's provider can read: a URL as is; bytes uploaded first, once
+ * per call (`uploads`, by content), so the AI SDK's retry sends the same URL and so the same body.
+ */
+const fileUrl = (
+  client: GenjobsClient,
+  file: ImageModelV4File | VideoModelV4File,
+  signal: AbortSignal | undefined,
+  uploads: Map<string, Promise<string>>
+): Promise<string> => {
+  if (file.type === "url") return Promise.resolve(file.url)
+  const bytes = bytesOf(file.data)
+  return sha256(bytes).then((digest) => {
+    const known = uploads.get(`${file.mediaType}:${digest}`)
+    if (known !== undefined) return known
+    const extension = file.mediaType.split("/")[1]?.replace(/[^a-z0-9]/gi, "") || "bin"
+    const uploaded = client.upload(bytes, { filename: `input.${extension}`, contentType: file.mediaType, signal }).then((upload) => upload.fileUrl)
+    // A failed upload is not kept: the retry uploads again.
+    uploads.set(`${file.mediaType}:${digest}`, uploaded)
+    uploaded.catch(() => uploads.delete(`${file.mediaType}:${digest}`))
+    return uploaded
+  })
 }
 
 const finish = (options: GenjobsProviderOptions, fields: Defined, warnings: Array<SharedV4Warning>): MappedCall => ({
@@ -50,7 +67,7 @@ const finish = (options: GenjobsProviderOptions, fields: Defined, warnings: Arra
 })
 
 /** generateImage: prompt, size as width and height, aspectRatio, seed; the first file as imageUrl. */
-export const imageInput = async (client: GenjobsClient, call: ImageModelV4CallOptions): Promise<MappedCall> => {
+export const imageInput = async (client: GenjobsClient, call: ImageModelV4CallOptions, uploads: Map<string, Promise<string>>): Promise<MappedCall> => {
   const warnings: Array<SharedV4Warning> = []
   const [width, height] = call.size === undefined ? [] : call.size.split("x").map(Number)
   const first = call.files?.[0]
@@ -62,12 +79,12 @@ export const imageInput = async (client: GenjobsClient, call: ImageModelV4CallOp
     height,
     aspectRatio: call.aspectRatio,
     seed: call.seed,
-    imageUrl: first === undefined ? undefined : await fileUrl(client, first, call.abortSignal)
+    imageUrl: first === undefined ? undefined : await fileUrl(client, first, call.abortSignal, uploads)
   }, warnings)
 }
 
 /** experimental_generateVideo: prompt, aspectRatio, resolution, duration, fps, seed, generateAudio; the image as imageUrl. */
-export const videoInput = async (client: GenjobsClient, call: VideoModelV4CallOptions): Promise<MappedCall> => {
+export const videoInput = async (client: GenjobsClient, call: VideoModelV4CallOptions, uploads: Map<string, Promise<string>>): Promise<MappedCall> => {
   const warnings: Array<SharedV4Warning> = []
   if (call.frameImages !== undefined) warnings.push({ type: "unsupported", feature: "frameImages" })
   if (call.inputReferences !== undefined) warnings.push({ type: "unsupported", feature: "inputReferences" })
@@ -79,7 +96,7 @@ export const videoInput = async (client: GenjobsClient, call: VideoModelV4CallOp
     fps: call.fps,
     seed: call.seed,
     generateAudio: call.generateAudio,
-    imageUrl: call.image === undefined ? undefined : await fileUrl(client, call.image, call.abortSignal)
+    imageUrl: call.image === undefined ? undefined : await fileUrl(client, call.image, call.abortSignal, uploads)
   }, warnings)
 }
 

@@ -116,6 +116,17 @@ describe("genjobs/ai-sdk: the engine as an AI SDK provider", () => {
     expect((await client.list()).jobs).toHaveLength(1)
   })
 
+  it("a retry of an image-to-image call sends the upload's URL again: the same body, one job", async () => {
+    const { client, genjobs, seen } = await setup({ drop: 1 })
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    // The demo provider here cannot read the upload back (no HTTP server): the job's own outcome is not the point.
+    const outcome = await generateImage({ model: genjobs.imageModel("demo/image-gen/image-to-image"), prompt: { text: "edit", images: [png] } })
+      .catch((e: unknown) => e)
+    expect((outcome as { data?: { code?: string } }).data?.code).not.toBe("IDEMPOTENCY_KEY_REUSED")
+    expect([seen.submits, seen.keys.size]).toEqual([2, 1])
+    expect((await client.list()).jobs).toHaveLength(1)
+  })
+
   it("two separate calls with the same prompt are two jobs", async () => {
     const { client, genjobs, seen } = await setup()
     await generateImage({ model: genjobs.imageModel(IMAGE), prompt: "twice" })

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { imageCallOptions, speechCallOptions, videoCallOptions } from "../../adapters/providers/aiSdk/callOptions.js"
 import { providerErrorOf } from "../../adapters/providers/aiSdk/errors.js"
 import { sniffContentType } from "../../adapters/providers/aiSdk/outputs.js"
-import { withCallKey } from "../../entries/aiSdk/callKey.js"
+import { withCall } from "../../entries/aiSdk/callKey.js"
 
 const NOW = Date.UTC(2026, 0, 1)
 const apiError = (statusCode: number | undefined, headers: Record<string, string> = {}, cause?: unknown) =>
@@ -70,7 +70,7 @@ describe("a job's input as AI SDK call options", () => {
 
 describe("the Idempotency-Key of an AI SDK call", () => {
   const keyOf = (headers: Record<string, string> | undefined, input: unknown = { prompt: "p" }) =>
-    withCallKey(headers, "m", input, async (key) => key)
+    withCall(headers, ({ keyFor }) => keyFor("m", input))
 
   it("a retry (the same headers object, after the attempt settled) gets the same key; another call another", async () => {
     const call = { "user-agent": "ai/7" }
@@ -83,8 +83,8 @@ describe("the Idempotency-Key of an AI SDK call", () => {
     const keys: Array<string> = []
     let release!: () => void
     const held = new Promise<void>((resolve) => (release = resolve))
-    const both = Promise.all([0, 1].map(() => withCallKey(call, "m", { prompt: "p" }, async (key) => {
-      keys.push(key)
+    const both = Promise.all([0, 1].map(() => withCall(call, async ({ keyFor }) => {
+      keys.push(await keyFor("m", { prompt: "p" }))
       await held
     })))
     await new Promise((resolve) => setTimeout(resolve, 0))

@@ -19,6 +19,10 @@ const num = (value: unknown): number | undefined => (typeof value === "number" &
 const bool = (value: unknown): boolean | undefined => (typeof value === "boolean" ? value : undefined)
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
+/** Only the fields set: the speech options are optional, not undefined. */
+const defined = <A extends Record<string, unknown>>(fields: A): { [K in keyof A]?: Exclude<A[K], undefined> } =>
+  Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as { [K in keyof A]?: Exclude<A[K], undefined> }
+
 /** "replicate.image" → "replicate": the key the package reads its providerOptions under. */
 export const providerOptionsKey = (modelProvider: string): string => modelProvider.split(".")[0] ?? modelProvider
 
@@ -82,7 +86,3 @@ export const speechCallOptions = (input: Input, key: string, headers: Record<str
   providerOptions: providerOptionsOf(input, SPEECH_FIELDS, key) as Record<string, JSONObject>,
   headers
 })
-
-/** Only the fields set: the speech options are optional, not undefined. */
-const defined = <A extends Record<string, unknown>>(fields: A): { [K in keyof A]?: Exclude<A[K], undefined> } =>
-  Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as { [K in keyof A]?: Exclude<A[K], undefined> }

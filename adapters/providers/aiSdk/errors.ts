@@ -18,8 +18,8 @@ const header = (headers: Readonly<Record<string, string>> | undefined, name: str
 
 /** `retry-after-ms` (OpenAI's, which the AI SDK honours too) or `Retry-After`. */
 const retryAfterMs = (headers: Readonly<Record<string, string>> | undefined, nowMs: number): number | undefined => {
-  const ms = Number(header(headers, "retry-after-ms"))
-  if (Number.isFinite(ms) && ms >= 0 && header(headers, "retry-after-ms") !== undefined) return ms
+  const ms = header(headers, "retry-after-ms")
+  if (ms !== undefined && ms.trim() !== "" && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Number(ms)
   return parseRetryAfterMs(header(headers, "retry-after"), nowMs)
 }
 
