@@ -16,7 +16,7 @@
  * across models or inputs cannot meet IDEMPOTENCY_KEY_REUSED).
  */
 
-type Headers = Record<string, string | undefined> | undefined
+type CallHeaders = Record<string, string | undefined> | undefined
 
 interface CallState {
   readonly id: string
@@ -39,19 +39,19 @@ export const sha256 = async (bytes: Uint8Array): Promise<string> => hex(await cr
 
 const calls = new WeakMap<object, CallState>()
 
-const headerKey = (headers: Headers): string | undefined => {
+const headerKey = (headers: CallHeaders): string | undefined => {
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (name.toLowerCase() === "idempotency-key" && value !== undefined && value !== "") return value
   }
   return undefined
 }
 
-const newState = (headers: Headers): CallState => {
+const newState = (headers: CallHeaders): CallState => {
   const given = headerKey(headers)
   return { id: given === undefined ? `call:${randomId()}` : `header:${given}`, inFlight: new Set(), uploads: new Map() }
 }
 
-const stateOf = (headers: Headers): CallState => {
+const stateOf = (headers: CallHeaders): CallState => {
   if (headers === undefined) return newState(headers)
   let state = calls.get(headers)
   if (state === undefined) {
@@ -73,7 +73,7 @@ export const canonicalJson = (value: unknown): string =>
  * holding the call's slot. A slot released after the submit alone would let a parallel call's
  * retry take it while this call still waits for its job.
  */
-export const withCall = async <A>(headers: Headers, run: (call: Call) => Promise<A>): Promise<A> => {
+export const withCall = async <A>(headers: CallHeaders, run: (call: Call) => Promise<A>): Promise<A> => {
   const state = stateOf(headers)
   let slot = 0
   while (state.inFlight.has(slot)) slot++

@@ -24,7 +24,7 @@ export interface GenjobsProvider {
 
 const PROVIDER = "genjobs"
 
-type Headers = Record<string, string | undefined> | undefined
+type CallHeaders = Record<string, string | undefined> | undefined
 
 const response = (slug: string) => ({ timestamp: new Date(), modelId: slug, headers: undefined })
 
@@ -118,7 +118,7 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
     modelId: slug,
     maxVideosPerCall: 1,
     doGenerate: async (options) => {
-      return withCall(options.headers as Headers, async ({ keyFor, uploads }) => {
+      return withCall(options.headers as CallHeaders, async ({ keyFor, uploads }) => {
         const call = await videoInput(client, options, uploads)
         const job = await run(slug, call, await keyFor(slug, call.input), options.abortSignal)
         return {
@@ -131,7 +131,7 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
     },
     // The operation is the job id: a workflow that stored it resumes with doStatus after a crash, charged once.
     doStart: async (options) => {
-      return withCall(options.headers as Headers, async ({ keyFor, uploads }) => {
+      return withCall(options.headers as CallHeaders, async ({ keyFor, uploads }) => {
         const call = await videoInput(client, options, uploads)
         const jobId = await submit(slug, call, await keyFor(slug, call.input), options.abortSignal)
         return { operation: jobId, warnings: call.warnings, providerMetadata: { [PROVIDER]: { jobId } }, response: response(slug) }
