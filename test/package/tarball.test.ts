@@ -26,7 +26,9 @@ const FRAMEWORKS = [
   "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2",
   `typescript@${pkg.devDependencies.typescript}`, "@types/node@22",
   // @effect/sql-pg's declarations import "pg", whose types a consumer without skipLibCheck needs.
-  "@types/pg"
+  "@types/pg",
+  // So do @ai-sdk/provider's (genjobs/ai-sdk, genjobs/providers/ai-sdk) "json-schema", which it does not install.
+  "@types/json-schema"
 ]
 // With what a TypeScript App Router project has (create-next-app's): Next type-checks the pasted route.
 const NEXT = ["next@16", "react@19", "react-dom@19", `typescript@${pkg.devDependencies.typescript}`, "@types/react@19", "@types/node@22"]
