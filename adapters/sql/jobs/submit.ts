@@ -156,7 +156,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
             SELECT gate.*, inserted.id AS queued_id, NULL::bigint AS taken_lease_expires_at,
               CASE WHEN gate.gate_admitted THEN (CASE WHEN inserted.id IS NULL THEN ${declined} ELSE ${wake} IS NULL END) END AS woke,
               previous.*
-            FROM gate LEFT JOIN inserted ON true LEFT JOIN ${t.jobs} previous ON previous.id = gate.gate_job_id`
+            FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
         : sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
             SELECT gate.*, queued.id AS queued_id, taken.lease_expires_at AS taken_lease_expires_at,
               CASE WHEN gate.gate_admitted THEN (CASE
@@ -165,7 +165,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
               END) END AS woke,
               previous.*
             FROM gate LEFT JOIN runnable ON true LEFT JOIN queued ON true LEFT JOIN taken ON true
-              LEFT JOIN ${t.jobs} previous ON previous.id = gate.gate_job_id`
+              LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
       return written.pipe(
         Effect.flatMap((rows) =>
           decodeGated(rows).pipe(Effect.flatMap((found): Effect.Effect<GatedSubmit, ParseResult.ParseError> => {

@@ -37,7 +37,8 @@ export default (t: Tables) => Effect.gen(function*() {
             p_day_ms bigint, p_day_bucket bigint, p_day_most bigint,
             p_account_since bigint, p_account_most bigint, p_key_since bigint, p_key_most bigint
           ) RETURNS TABLE (gate_admitted boolean, gate_request_hash text, gate_job_id text, gate_created_at bigint)
-          LANGUAGE plpgsql AS $$
+          -- One row, always: the planner's default guess (1,000) joins the caller's tables by scanning them.
+          LANGUAGE plpgsql ROWS 1 AS $$
           DECLARE
             claimed text;
             counted bigint;
