@@ -9,6 +9,7 @@ import { claimCost } from "./claimCost.js"
 import { drainFloor } from "./drainFloor.js"
 import { duplicateKeys } from "./duplicateKeys.js"
 import { eventStreams } from "./eventStreams.js"
+import { gatedSubmit } from "./gatedSubmit.js"
 import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
@@ -27,6 +28,7 @@ const figures: Record<string, () => Promise<void>> = {
   pickup,
   http_submit: httpSubmit,
   http_floor: httpFloor,
+  gated_submit: gatedSubmit,
   claim_cost: claimCost,
   server_rss: serverRss,
   event_streams: eventStreams,

@@ -15,6 +15,7 @@ import budgetsAndSpend from "./migrations/0012_budgets_and_spend.js"
 import providerRoute from "./migrations/0013_provider_route.js"
 import listIndexes from "./migrations/0014_list_indexes.js"
 import changeSignals from "./migrations/0015_change_signals.js"
+import submitGate from "./migrations/0016_submit_gate.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -47,7 +48,8 @@ const migrate = Effect.gen(function*() {
       "0012_budgets_and_spend": budgetsAndSpend(t),
       "0013_provider_route": providerRoute(t),
       "0014_list_indexes": listIndexes(t),
-      "0015_change_signals": changeSignals(t)
+      "0015_change_signals": changeSignals(t),
+      "0016_submit_gate": submitGate(t)
     })
   })
 })

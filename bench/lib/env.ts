@@ -7,6 +7,17 @@ const int = (name: string, fallback: number): number => {
   return value
 }
 
+/** A comma-separated list of whole numbers, or `fallback` when unset. */
+const ints = (name: string, fallback: ReadonlyArray<number>): ReadonlyArray<number> => {
+  const raw = process.env[name]
+  if (raw === undefined || raw.trim() === "") return fallback
+  return raw.split(",").map((part) => {
+    const value = Number(part.trim())
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be whole numbers above 0, comma-separated, got ${raw}`)
+    return value
+  })
+}
+
 export const settings = {
   /** PostgreSQL server (no database name): the bench creates and drops its own databases there. */
   pgUrl: (process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432").replace(/\/+$/, ""),
@@ -23,7 +34,10 @@ export const settings = {
   pickupSamples: int("BENCH_PICKUP_SAMPLES", 500),
   httpSeconds: int("BENCH_HTTP_SECONDS", 10),
   httpWarmupSeconds: int("BENCH_HTTP_WARMUP_SECONDS", 2),
-  httpConnections: int("BENCH_HTTP_CONNECTIONS", 32),
+  /** The first of BENCH_HTTP_CONNECTIONS: the clients of every HTTP bench but http_submit and http_floor. */
+  httpConnections: ints("BENCH_HTTP_CONNECTIONS", [32])[0]!,
+  /** http_submit and http_floor measure each of these client counts, every one beside its reference in the same run. */
+  httpClientCounts: ints("BENCH_HTTP_CONNECTIONS", [1, 8, 64]),
   claimPending: int("BENCH_CLAIM_PENDING", 1_000_000),
   claimSamples: int("BENCH_CLAIM_SAMPLES", 200),
   /** Claims stop being sampled after this long (at least 10 are taken). */

@@ -71,6 +71,34 @@ export interface RateKey {
   readonly version: string
 }
 
+/** A rate window a gated submit admits while the window counts at most `mostBefore` submits. */
+export interface WindowGate {
+  readonly windowMs: number
+  /** The window's bucket of the submit (bucketOf): where the submit is counted when admitted. */
+  readonly bucket: number
+  readonly mostBefore: number
+}
+
+/**
+ * What a gated submit admits on, besides the balance and the active jobs: bounds computed in
+ * src/ (submitGates) from the rules that refuse, so a store compares and never decides.
+ */
+export interface SubmitGates {
+  readonly idempotency: { readonly key: string; readonly record: IdempotencyRecord; readonly notBefore: number } | undefined
+  readonly minute: WindowGate | undefined
+  readonly day: WindowGate | undefined
+  /** Budget periods by their start: admitted while the net spend since then is at most `mostBefore`. */
+  readonly accountSpend: { readonly since: number; readonly mostBefore: number } | undefined
+  readonly keySpend: { readonly since: number; readonly mostBefore: number } | undefined
+}
+
+/** What a gated submit wrote: the job, nothing but a live record of its key, or nothing (decide in a transaction). */
+export type GatedSubmit =
+  | { readonly _tag: "Created"; readonly job: Job }
+  /** The key's live record; its job when the statement could already see it. */
+  | { readonly _tag: "Recorded"; readonly record: IdempotencyRecord; readonly job: Option.Option<Job> }
+  | { readonly _tag: "Declined" }
+
 /**
  * What a job store must keep for `makeJobRepo` (services/jobRepoRules.ts), which owns every rule:
  * the state machine, refunds, webhooks, ownership, idempotency and admission. A driver only
@@ -113,6 +141,16 @@ export interface JobStoreDriver {
    * transaction. PostgreSQL writes it in one statement (one round trip).
    */
   readonly submit: (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => Effect.Effect<Option.Option<Job>, StoreError>
+  /**
+   * `submit` with an idempotency key, rate windows or budgets, in one round trip, where the
+   * store can (PostgreSQL); absent, such a submit runs the transaction. Claims the key (a live
+   * record of it: nothing written, the record answered), takes the account's lock, and writes
+   * the charge, the job and the windows' counts only when every bound of `gates` holds and
+   * `submit`'s conditions do; Declined, having written nothing, otherwise.
+   */
+  readonly submitGated?:
+    | ((job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined, gates: SubmitGates) => Effect.Effect<GatedSubmit, StoreError>)
+    | undefined
   /**
    * Inserts the job and answers it as written. With `handOff`, when no job is runnable
    * (pending, or an expired lease under `handOff.maxAttempts`), the job is inserted as that

@@ -15,10 +15,18 @@ import { freshPostgresUrl } from "../support/postgres.js"
 
 const ADMIN_TOKEN = "statements-admin-token"
 
-/** The demo catalog without rate limits, as the bench's: a submit with no idempotency key, rate limit or budget. */
-const unlimitedCatalog = () => {
+/** What the counted submit carries besides its body: each one takes it off the plain path. */
+interface Gates {
+  readonly idempotent?: boolean
+  readonly rateLimited?: boolean
+  readonly budgeted?: boolean
+}
+
+/** The demo catalog without rate limits, as the bench's, or with room for the test's few submits. */
+const catalogFor = ({ rateLimited = false }: Gates) => {
   const catalog = demoCatalog()
-  for (const model of catalog.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
+  const rateLimits = rateLimited ? { requestsPerMinute: 100, requestsPerDay: 1_000 } : { requestsPerMinute: 0, requestsPerDay: 0 }
+  for (const model of catalog.models) for (const version of model.versions) version.rateLimits = rateLimits
   return catalog
 }
 
@@ -30,7 +38,7 @@ const head = (text: string) => text.replace(/\s+/g, " ").replace(/"genjobs_/g, "
  * (its key, address and catalog read once before), caught as each statement runs: auth, the
  * guessing throttle and the catalog answer from their caches, and the submit itself is `expected`.
  */
-const submitStatements = (stores: Layer.Layer<any, unknown>) =>
+const submitStatements = (stores: Layer.Layer<any, unknown>, gates: Gates = {}) =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     let counting = false
     const sent: Array<string> = []
@@ -40,28 +48,44 @@ const submitStatements = (stores: Layer.Layer<any, unknown>) =>
         return Effect.succeed(statement)
       })
     )
-    const call = async (path: string, body: unknown, token: string, method = "POST") => {
+    const call = async (path: string, body: unknown, token: string, method = "POST", idempotencyKey?: string) => {
       const response = await fetch(
         new Request(`http://engine.test${path}`, {
           method,
-          headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "x-forwarded-for": "192.0.2.7" },
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${token}`,
+            "x-forwarded-for": "192.0.2.7",
+            ...(idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey })
+          },
           body: JSON.stringify(body)
         })
       )
       return { status: response.status, body: await response.json() as any }
     }
     const run = <A>(f: () => Promise<A>) => Effect.promise(f)
-    expect((yield* run(() => call("/admin/catalog", unlimitedCatalog(), ADMIN_TOKEN, "PUT"))).status).toBe(200)
-    const account = yield* run(() => call("/admin/accounts", { name: "s", creditsMicroCents: 10_000_000 }, ADMIN_TOKEN))
-    const key = yield* run(() => call(`/admin/accounts/${account.body.id}/keys`, { name: "k", scopes: [], allowedIPs: [] }, ADMIN_TOKEN))
+    expect((yield* run(() => call("/admin/catalog", catalogFor(gates), ADMIN_TOKEN, "PUT"))).status).toBe(200)
+    const budget = gates.budgeted ? { budget: { limitMicroCents: 5_000_000, period: "month" } } : {}
+    const account = yield* run(() => call("/admin/accounts", { name: "s", creditsMicroCents: 10_000_000, ...budget }, ADMIN_TOKEN))
+    const key = yield* run(() => call(`/admin/accounts/${account.body.id}/keys`, { name: "k", scopes: [], allowedIPs: [], ...budget }, ADMIN_TOKEN))
     const submit = { model: demoCatalog().models[0]!.slug, input: { prompt: "count me" } }
+    const idempotencyKey = (n: number) => (gates.idempotent ? `statements-${n}` : undefined)
     // Warm: the first submit reads the key, the address's failures and the catalog into their caches.
-    expect((yield* run(() => call("/v1/jobs/submit", submit, key.body.key))).status).toBe(200)
-    counting = true
-    const accepted = yield* run(() => call("/v1/jobs/submit", submit, key.body.key))
-    counting = false
-    expect(accepted.status).toBe(200)
-    return sent
+    expect((yield* run(() => call("/v1/jobs/submit", submit, key.body.key, "POST", idempotencyKey(1)))).status).toBe(200)
+    const counted = (n: number) =>
+      Effect.gen(function*() {
+        sent.length = 0
+        counting = true
+        const answer = yield* run(() => call("/v1/jobs/submit", submit, key.body.key, "POST", idempotencyKey(n)))
+        counting = false
+        expect(answer.status).toBe(200)
+        return { answer, sent: [...sent] }
+      })
+    const accepted = yield* counted(2)
+    // The same key again answers the first submit's job, charged once.
+    const replayed = gates.idempotent ? yield* counted(2) : undefined
+    if (replayed !== undefined) expect(replayed.answer.body.jobId).toBe(accepted.answer.body.jobId)
+    return { accepted: accepted.sent, replayed: replayed?.sent }
   }).pipe(
     Effect.provide(Layer.merge(
       engineOver(stores as any, makeDemoProvider()),
@@ -74,14 +98,44 @@ describe("statements of one accepted submit", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it("SQLite: the charge, its ledger line and spend, and the job, in one transaction; nothing for the key, address or catalog", async () => {
-    const sent = await submitStatements(layerSqlite({ filename: join(dir, "statements.db") }))
-    expect(sent).toEqual(["UPDATE accounts SET", "INSERT INTO ledger", "INSERT INTO spend_hourly", "INSERT INTO jobs"])
+    const { accepted } = await submitStatements(layerSqlite({ filename: join(dir, "statements.db") }))
+    expect(accepted).toEqual(["UPDATE accounts SET", "INSERT INTO ledger", "INSERT INTO spend_hourly", "INSERT INTO jobs"])
+  })
+
+  it("SQLite: an idempotency key, rate limits and budgets add their reads and writes to the one transaction", async () => {
+    const { accepted, replayed } = await submitStatements(layerSqlite({ filename: join(dir, "gated.db") }), {
+      idempotent: true,
+      rateLimited: true,
+      budgeted: true
+    })
+    expect(accepted).toEqual([
+      "INSERT INTO idempotency_keys",
+      "UPDATE accounts SET",
+      "INSERT INTO ledger",
+      "INSERT INTO spend_hourly",
+      "SELECT COALESCE(SUM(CASE WHEN",
+      "SELECT window_ms, SUM(n)",
+      "SELECT active_jobs AS",
+      "INSERT INTO rate_windows",
+      "INSERT INTO jobs"
+    ])
+    expect(replayed).toEqual(["INSERT INTO idempotency_keys", "SELECT request_hash, job_id,", "SELECT * FROM"])
   })
 
   it("PostgreSQL: one statement, charge and job together; nothing for the key, address or catalog", async () => {
     const url = await freshPostgresUrl()
     if (url === undefined) return
-    const sent = await submitStatements(layerPostgres({ url: Redacted.make(url) }))
-    expect(sent).toEqual(["WITH ended AS"])
+    const { accepted } = await submitStatements(layerPostgres({ url: Redacted.make(url) }))
+    expect(accepted).toEqual(["WITH ended AS"])
   })
+
+  for (const gates of [{ idempotent: true }, { rateLimited: true }, { budgeted: true }, { idempotent: true, rateLimited: true, budgeted: true }]) {
+    it(`PostgreSQL: one statement through the gate with ${Object.keys(gates).join(", ")}, and for the replay`, async () => {
+      const url = await freshPostgresUrl()
+      if (url === undefined) return
+      const { accepted, replayed } = await submitStatements(layerPostgres({ url: Redacted.make(url) }), gates)
+      expect(accepted).toEqual(["WITH gate AS"])
+      if (gates.idempotent) expect(replayed).toEqual(["WITH gate AS"])
+    })
+  }
 })

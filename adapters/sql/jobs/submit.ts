@@ -1,18 +1,36 @@
-import type { Statement } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
+import { SqlError, type Statement } from "@effect/sql"
+import { Effect, Option, type ParseResult, Schema } from "effect"
+import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
+import type { JobId } from "../../../src/domain/ids.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
-import { chargeOf, type JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
+import { chargeOf, type GatedSubmit, type JobStoreDriver, type SubmitGates } from "../../../src/ports/JobStoreDriver.js"
+import { SUBMIT_DECLINED_SQLSTATE, submitDeclinedName, submitGateName } from "../migrations/0016_submit_gate.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
-import { DbInt, storeErrors } from "../rows.js"
+import { DbInt, JobFromRow, storeErrors } from "../rows.js"
 import { makeChargeStatements } from "./charge.js"
 import { jobRow } from "./jobRows.js"
+import { NO_KEY } from "./spend.js"
 
 const decodeOffered = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ queued_id: Schema.NullOr(Schema.String), lease_expires_at: Schema.NullOr(DbInt) }))
 )
 const decodeLeaseEnds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
+const decodeGated = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+  gate_admitted: Schema.Boolean,
+  gate_request_hash: Schema.NullOr(Schema.String),
+  gate_job_id: Schema.NullOr(Schema.String),
+  gate_created_at: Schema.NullOr(DbInt),
+  queued_id: Schema.NullOr(Schema.String),
+  taken_lease_expires_at: Schema.NullOr(DbInt),
+  /** The recorded job's own id: null when the statement could not see it yet. */
+  id: Schema.NullOr(Schema.String)
+})))
+const decodeJob = Schema.decodeUnknown(JobFromRow)
+
+/** The gate's or the statement's refusal: everything it wrote rolled back. */
+const isDeclined = (error: SqlError.SqlError) => (error.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
 
 
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
@@ -100,5 +118,83 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
       })).pipe(storeErrors("submit job"))
   })
 
-  return { insertJob, submit }
+  const gateCall = (job: Job, gates: SubmitGates) => {
+    const { accountSpend, day, idempotency, keySpend, minute } = gates
+    return sql`${sql(submitGateName(t.prefix))}(
+      p_account_id => ${job.accountId}, p_key_id => ${job.apiKeyId ?? NO_KEY}, p_model => ${job.model},
+      p_version => ${job.version}, p_now => ${job.createdAt}, p_job_id => ${job.id},
+      p_idempotency_key => ${idempotency?.key ?? null}::text, p_request_hash => ${idempotency?.record.requestHash ?? null}::text,
+      p_not_before => ${idempotency?.notBefore ?? null}::bigint,
+      p_minute_ms => ${minute?.windowMs ?? null}::bigint, p_minute_bucket => ${minute?.bucket ?? null}::bigint,
+      p_minute_most => ${minute?.mostBefore ?? null}::bigint,
+      p_day_ms => ${day?.windowMs ?? null}::bigint, p_day_bucket => ${day?.bucket ?? null}::bigint,
+      p_day_most => ${day?.mostBefore ?? null}::bigint,
+      p_account_since => ${accountSpend?.since ?? null}::bigint, p_account_most => ${accountSpend?.mostBefore ?? null}::bigint,
+      p_key_since => ${keySpend?.since ?? null}::bigint, p_key_most => ${keySpend?.mostBefore ?? null}::bigint
+    )`
+  }
+
+  /**
+   * The gated submit in one statement: the gate (migration 0016) claims the key, locks the
+   * account, checks and counts the windows and the spend; then submit's charge and insert run
+   * only when it admitted. Admitted by the gate but refused by the charge, the statement raises
+   * and rolls back whole, the key's claim and the windows' counts with it. A live record of the
+   * key writes nothing and comes back with its job, when this statement's snapshot (taken
+   * before the claim waited on a parallel one) can see it.
+   */
+  const submitGated = sql.onDialectOrElse({
+    pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined, gates: SubmitGates): Effect.Effect<GatedSubmit, StoreError> => {
+      const charging = chargingPg(
+        chargeOf(job),
+        sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs} AND (SELECT gate_admitted FROM gate)`
+      )
+      const declined = sql`${sql(submitDeclinedName(t.prefix))}()`
+      const written = handOff === undefined
+        ? sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, inserted AS (
+              INSERT INTO ${t.jobs} ${insertedFrom(jobRow(job), sql`account`)} RETURNING id
+            )
+            SELECT gate.*, inserted.id AS queued_id, NULL::bigint AS taken_lease_expires_at,
+              CASE WHEN gate.gate_admitted THEN (CASE WHEN inserted.id IS NULL THEN ${declined} ELSE ${wake} IS NULL END) END AS woke,
+              previous.*
+            FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
+        : sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
+            SELECT gate.*, queued.id AS queued_id, taken.lease_expires_at AS taken_lease_expires_at,
+              CASE WHEN gate.gate_admitted THEN (CASE
+                WHEN queued.id IS NOT NULL THEN ${wake} IS NULL
+                WHEN NOT EXISTS (SELECT 1 FROM taken) THEN ${declined}
+              END) END AS woke,
+              previous.*
+            FROM gate LEFT JOIN runnable ON true LEFT JOIN queued ON true LEFT JOIN taken ON true
+              LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
+      return written.pipe(
+        Effect.flatMap((rows) =>
+          decodeGated(rows).pipe(Effect.flatMap((found): Effect.Effect<GatedSubmit, ParseResult.ParseError> => {
+            const row = found[0]
+            if (row === undefined) return Effect.succeed({ _tag: "Declined" })
+            if (row.gate_admitted) {
+              return Effect.succeed({
+                _tag: "Created",
+                job: row.queued_id !== null || handOff === undefined ? job : takenAs(job, handOff, row.taken_lease_expires_at)
+              })
+            }
+            if (row.gate_request_hash === null || row.gate_job_id === null || row.gate_created_at === null) {
+              return Effect.succeed({ _tag: "Declined" })
+            }
+            const record = { requestHash: row.gate_request_hash, jobId: row.gate_job_id as JobId, createdAt: row.gate_created_at }
+            return row.id === null
+              ? Effect.succeed({ _tag: "Recorded", record, job: Option.none() })
+              : Effect.map(decodeJob(rows[0]), (previous) => ({ _tag: "Recorded", record, job: Option.some(previous) }))
+          }))
+        ),
+        Effect.catchIf(
+          (error): error is SqlError.SqlError => error instanceof SqlError.SqlError && isDeclined(error),
+          () => Effect.succeed<GatedSubmit>({ _tag: "Declined" })
+        ),
+        storeErrors("submit job")
+      )
+    },
+    orElse: () => undefined
+  })
+
+  return { insertJob, submit, submitGated }
 }

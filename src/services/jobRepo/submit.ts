@@ -7,6 +7,7 @@ import type { Job } from "../../domain/job.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../../domain/rateLimit.js"
 import type { JobRepo, SubmitCommand, SubmitOutcome } from "../../ports/JobRepo.js"
 import { chargeOf, type JobStoreDriver } from "../../ports/JobStoreDriver.js"
+import { submitGates } from "./submitGates.js"
 
 /** The balance read under the account's lock, when the conditional charge did not go through. */
 const lockedBalance = (driver: JobStoreDriver, job: Job) =>
@@ -85,15 +86,25 @@ const submitInTransaction = (driver: JobStoreDriver, { budgets = [], handOff, id
 
 /**
  * A submit that only needs the balance and the active jobs checked (no idempotency key, rate
- * limit or budget) is one atomic write, and may go straight to an idle local worker; anything
- * it does not admit is decided, refusal and its reason included, in the transaction.
+ * limit or budget) is one atomic write, and may go straight to an idle local worker; so is a
+ * gated one where the store can (submitGated), its idempotent replay included. Anything they
+ * do not admit is decided, refusal and its reason included, in the transaction.
  */
 export const submit = (driver: JobStoreDriver): JobRepo["Type"]["submit"] => (request) =>
   Effect.gen(function*() {
-    const budgeted = request.budgets !== undefined && request.budgets.length > 0
-    if (request.idempotency === undefined && limitedWindows(request.rateLimits).length === 0 && !budgeted) {
+    const gates = submitGates(request)
+    if (gates === undefined) {
       const written = yield* driver.submit(request.job, request.maxConcurrentJobs, request.handOff)
       if (Option.isSome(written)) return { _tag: "Created", job: written.value } satisfies SubmitOutcome
+    } else if (driver.submitGated !== undefined) {
+      const gated = yield* driver.submitGated(request.job, request.maxConcurrentJobs, request.handOff, gates)
+      if (gated._tag === "Created") return { _tag: "Created", job: gated.job } satisfies SubmitOutcome
+      if (gated._tag === "Recorded" && request.idempotency !== undefined) {
+        if (gated.record.requestHash !== request.idempotency.requestHash) return yield* Effect.fail(idempotencyConflict(request.idempotency.key))
+        return Option.isSome(gated.job)
+          ? { _tag: "Replayed", job: gated.job.value } satisfies SubmitOutcome
+          : yield* replay(driver, gated.record.jobId)
+      }
     }
     return yield* submitInTransaction(driver, request)
   })
