@@ -173,19 +173,25 @@ const declaredError = (answer: RefusalAnswer, answers: (u: unknown) => u is ApiE
           return envelopeOf(answered, yield* FiberRef.get(CurrentRequestId))
         })
         : ParseResult.succeed(error)
-  }).annotations({ ...HttpApiSchema.annotations({ status: answer.status }), [RefusalAnswerId]: { code: answer.code, status: answer.status } })
+  }).annotations(HttpApiSchema.annotations({ status: answer.status }))
 }
 
-const answers = new Map<RefusalClassOf, ReturnType<typeof declaredError>>()
+/** The declared error of every refusal of one class. */
+const errorOfClass = (refusal: RefusalClassOf) => declaredError(refusal, (u): u is AnyRefusal => u instanceof refusal)
+
+const answers = new Map<RefusalClassOf, ReturnType<typeof errorOfClass>>()
 
 /**
- * The declared error of one refusal class, for an endpoint's, a group's or the API's `addError`:
- * one schema per class (made once), so the API's encoder and the OpenAPI document see each once.
+ * The declared error of one refusal class, for an endpoint's or a group's `addError` (through
+ * `refusing`): made once per class, and marked with its code and status for the OpenAPI
+ * document, which lists what each operation declares (openApi.ts). `ApiErrors` holds unmarked
+ * twins, so what the API declares for every operation (and the middlewares' `failure`, which
+ * HttpApi adds to their groups) stays out of each operation's list.
  */
 export const answerOf = (refusal: RefusalClassOf) => {
   const known = answers.get(refusal)
   if (known !== undefined) return known
-  const made = declaredError(refusal, (u): u is AnyRefusal => u instanceof refusal)
+  const made = errorOfClass(refusal).annotations({ [RefusalAnswerId]: { code: refusal.code, status: refusal.status } })
   answers.set(refusal, made)
   return made
 }
@@ -199,8 +205,8 @@ const storeUnavailable = declaredError(
 /** A row the store holds but cannot read, answered 500 INTERNAL_ERROR. */
 const storeCorrupt = declaredError(InternalError, (u): u is StoreError => u instanceof StoreError && u.cause instanceof CorruptRow)
 
-/** Every error the API answers with: each refusal class, and the store's failures; registered on the API with `addError`. */
-export const ApiErrors = Schema.Union(...refusalClasses.map(answerOf), storeUnavailable, storeCorrupt)
+/** Every error the API answers with: each refusal class, and the store's failures; registered on the API with `addError` (and the middlewares' `failure`). */
+export const ApiErrors = Schema.Union(...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt)
 
 /**
  * An error answered outside the API's routing (a path outside the mount's base path, a body
