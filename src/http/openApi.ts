@@ -127,6 +127,7 @@ type Operation = { operationId: string; responses: Record<string, unknown> }
 /** The finishing touches of the generated document (an `OpenApi.Transform` of the API). */
 export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<HttpApiGroup.HttpApiGroup.Any>): Record<string, any> => {
   const answers = operationAnswers(groups)
+  const answered = new Set<number>()
   for (const path of Object.values(spec.paths as Record<string, Record<string, Operation>>)) {
     for (const operation of Object.values(path)) {
       const own = answers.get(operation.operationId) ?? anyRequestRefusals
@@ -135,11 +136,13 @@ export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<
       }
       for (const status of statusesOf(own)) {
         operation.responses[status] = errorResponse(status, codesOf(own, status))
+        answered.add(status)
       }
     }
   }
+  // One component per status some operation answers (411 is the upload PUT's alone, which the document leaves out).
   const errorSchemas = Object.fromEntries(
-    statusesOf(refusalClasses).map((status) => [errorComponent(status), errorEnvelopeSchema(codesOf(refusalClasses, status))])
+    statusesOf(refusalClasses).filter((status) => answered.has(status)).map((status) => [errorComponent(status), errorEnvelopeSchema(codesOf(refusalClasses, status))])
   )
   const generated = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !UNANSWERED.includes(name)))
   const schemas = { ...generated, ...errorSchemas }
