@@ -79,7 +79,7 @@ export {
   ValidationError
 } from "./domain/errors.js"
 export type { EngineRefusal } from "./domain/refusals.js"
-export { type AnyRefusal, Refusal, type RefusalAnswer, RefusalDetails, RetryLaterRefusal } from "./domain/refusal.js"
+export { type AnyRefusal, isRefusal, Refusal, type RefusalAnswer, RefusalDetails, RetryLaterRefusal } from "./domain/refusal.js"
 export {
   ApiKeyExpired,
   ApiKeyInactive,

@@ -198,7 +198,17 @@ export const make = Effect.gen(function*() {
       return { at, from, to, pending: read.pending, processing: read.processing, runTimes: runTimesByModel(read.runs) }
     })
 
-  return { accounts, keys, jobs, job, deliveries, ledger, spend, stats, auditLog } as const
+  return {
+    accounts: Effect.fn("AdminReads.accounts")(accounts),
+    keys: Effect.fn("AdminReads.keys")(keys),
+    jobs: Effect.fn("AdminReads.jobs")(jobs),
+    job: Effect.fn("AdminReads.job")(job),
+    deliveries: Effect.fn("AdminReads.deliveries")(deliveries),
+    ledger: Effect.fn("AdminReads.ledger")(ledger),
+    spend: Effect.fn("AdminReads.spend")(spend),
+    stats: Effect.fn("AdminReads.stats")(stats),
+    auditLog: Effect.fn("AdminReads.auditLog")(auditLog),
+  } as const
 })
 
 export class AdminReads extends Context.Tag("genjobs/AdminReads")<AdminReads, Effect.Effect.Success<typeof make>>() {

@@ -84,7 +84,7 @@ export const make = Effect.gen(function*() {
       return { ...found.value, status, fileUrl: target.fileUrl(id) }
     })
 
-  return { presign, get } as const
+  return { presign: Effect.fn("Uploads.presign")(presign), get: Effect.fn("Uploads.get")(get) } as const
 })
 
 export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effect.Success<typeof make>>() {

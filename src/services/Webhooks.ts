@@ -67,7 +67,7 @@ export const make = Effect.gen(function*() {
       return again
     })
 
-  return { list, retry } as const
+  return { list: Effect.fn("Webhooks.list")(list), retry: Effect.fn("Webhooks.retry")(retry) } as const
 })
 
 export class Webhooks extends Context.Tag("genjobs/Webhooks")<Webhooks, Effect.Effect.Success<typeof make>>() {
