@@ -123,9 +123,14 @@ const busyMessage = (refusal: RetryLater) =>
  */
 export const retryLater = <R extends RetryLater>(refusal: R, error: StoreError, details: Record<string, unknown> = {}): InstanceType<R> => {
   const busy = storeBusyOf(error)
-  return (busy === undefined
-    ? new refusal({ message: unavailableMessage(refusal), details: { ...details, reason: "store_unavailable" }, retryAfterSeconds: STORE_RETRY_AFTER_SECONDS })
-    : new refusal({ message: busyMessage(refusal), details: { ...details, reason: busy.reason }, retryAfterSeconds: busy.retryAfterSeconds })) as InstanceType<R>
+  const answer = busy === undefined
+    ? {
+      message: unavailableMessage(refusal),
+      details: { ...details, reason: "store_unavailable" },
+      retryAfterSeconds: STORE_RETRY_AFTER_SECONDS
+    }
+    : { message: busyMessage(refusal), details: { ...details, reason: busy.reason }, retryAfterSeconds: busy.retryAfterSeconds }
+  return new refusal(answer) as InstanceType<R>
 }
 
 /** Whether an answer is a shed request's (counted by genjobs_requests_shed_total), and why. */

@@ -1,21 +1,23 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { type Cause, Schema } from "effect"
 
 /** What a refusal adds for the client to act on (the field at fault, the limit, the job's id): the envelope's `details`. */
 export const RefusalDetails = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 export type RefusalDetails = typeof RefusalDetails.Type
 
 /** The fields every refusal carries: the envelope's `message` and `details`. */
-const refusalFields = {
+export const refusalFields = {
   message: Schema.String,
   details: Schema.optional(RefusalDetails)
 }
+export type RefusalFields = typeof refusalFields
 
 /** ...and a refusal the client may send again later carries when: the answer's Retry-After. */
-const retryLaterFields = {
+export const retryLaterFields = {
   ...refusalFields,
   retryAfterSeconds: Schema.optional(Schema.Number)
 }
+export type RetryLaterFields = typeof retryLaterFields
 
 /** Marks every refusal instance, whichever class: what `isRefusal` looks for. */
 export const RefusalTypeId: unique symbol = Symbol.for("genjobs/Refusal")
@@ -29,20 +31,59 @@ export interface RefusalAnswer<Code extends string = string> {
   readonly status: number
 }
 
-type RefusalFields = typeof refusalFields
-type RetryLaterFields = typeof retryLaterFields
+/** What a refusal instance has besides its fields: its class's code and status, and the mark. */
+export interface RefusalMarks<Code extends string> extends RefusalAnswer<Code> {
+  readonly [RefusalTypeId]: true
+}
 
 /**
- * The tagged error class of one refusal. `Schema.TaggedError`'s check that a class names itself
- * (`Self`) cannot see through this function's generic `Self`, hence the cast to the type it
- * returns once `Self` is known.
+ * The class `Refusal` and `RetryLaterRefusal` make: `Schema.TaggedError`'s, its instances also
+ * carrying `RefusalMarks`, the class its `code` and `status`. Named, so the declarations of the
+ * classes that extend it can name their base.
  */
-const taggedError = <Self, Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields, status: number) =>
-  Schema.TaggedError<Self>()(tag, fields, HttpApiSchema.annotations({ status })) as unknown as Schema.TaggedErrorClass<
+export type RefusalClass<Self, Tag extends string, Code extends string, Fields extends Schema.Struct.Fields> =
+  & Schema.Class<
     Self,
-    Tag,
-    { readonly _tag: Schema.tag<Tag> } & Fields
+    { readonly _tag: Schema.tag<Tag> } & Fields,
+    Schema.Struct.Encoded<{ readonly _tag: Schema.tag<Tag> } & Fields>,
+    Schema.Struct.Context<Fields>,
+    Schema.Struct.Constructor<Fields>,
+    {},
+    Cause.YieldableError & RefusalMarks<Code>
   >
+  & { readonly _tag: Tag }
+  & RefusalAnswer<Code>
+
+/**
+ * The class of one refusal, over the fields given. `Schema.TaggedError`'s check that a class
+ * names itself (`Self`) cannot see through the generic `Self` here, hence the casts; the type
+ * returned is what `Schema.TaggedError` gives once `Self` is known, plus the marks.
+ */
+const refusalOf = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
+<Self>() =>
+<Tag extends string, Code extends string>(tag: Tag, answer: RefusalAnswer<Code>): RefusalClass<Self, Tag, Code, Fields> => {
+  const Base = Schema.TaggedError<Self>()(tag, fields, HttpApiSchema.annotations({ status: answer.status })) as unknown as new(
+    ...args: Array<any>
+  ) => object
+  class Refused extends Base {
+    /** The spec's code of every refusal of this class (the envelope's `error.code`). */
+    static readonly code = answer.code
+    /** The HTTP status every refusal of this class is answered with. */
+    static readonly status = answer.status
+    /** The spec's code, on the instance (on the prototype: nothing more is stored per refusal). */
+    get code(): Code {
+      return answer.code
+    }
+    /** The HTTP status, on the instance. */
+    get status(): number {
+      return answer.status
+    }
+    get [RefusalTypeId](): true {
+      return true
+    }
+  }
+  return Refused as unknown as RefusalClass<Self, Tag, Code, Fields>
+}
 
 /**
  * A refusal's class: a tagged error carrying `message` and optional `details`, its spec code and
@@ -50,44 +91,16 @@ const taggedError = <Self, Tag extends string, Fields extends Schema.Struct.Fiel
  * HttpApi annotation an endpoint's `addError` reads), e.g.
  * `class JobNotFound extends Refusal<JobNotFound>()("JobNotFound", { code: "JOB_NOT_FOUND", status: 404 }) {}`.
  */
-export const Refusal = <Self = never>() => <Tag extends string, Code extends string>(tag: Tag, answer: RefusalAnswer<Code>) => {
-  class Refused extends taggedError<Self, Tag, RefusalFields>(tag, refusalFields, answer.status) {
-    /** The spec's code of every refusal of this class (the envelope's `error.code`). */
-    static readonly code: Code = answer.code
-    /** The HTTP status every refusal of this class is answered with. */
-    static readonly status: number = answer.status
-    /** The spec's code, on the instance: what the envelope and a log line read. */
-    get code(): Code {
-      return answer.code
-    }
-    /** The HTTP status, on the instance: what the answer is sent with. */
-    get status(): number {
-      return answer.status
-    }
-    get [RefusalTypeId](): true {
-      return true
-    }
-  }
-  return Refused
-}
+export const Refusal: <Self = never>() => <Tag extends string, Code extends string>(
+  tag: Tag,
+  answer: RefusalAnswer<Code>
+) => RefusalClass<Self, Tag, Code, RefusalFields> = refusalOf(refusalFields)
 
 /** A refusal the client may send again later (a limit, a store that is busy or down): it also carries `retryAfterSeconds`. */
-export const RetryLaterRefusal = <Self = never>() => <Tag extends string, Code extends string>(tag: Tag, answer: RefusalAnswer<Code>) => {
-  class Refused extends taggedError<Self, Tag, RetryLaterFields>(tag, retryLaterFields, answer.status) {
-    static readonly code: Code = answer.code
-    static readonly status: number = answer.status
-    get code(): Code {
-      return answer.code
-    }
-    get status(): number {
-      return answer.status
-    }
-    get [RefusalTypeId](): true {
-      return true
-    }
-  }
-  return Refused
-}
+export const RetryLaterRefusal: <Self = never>() => <Tag extends string, Code extends string>(
+  tag: Tag,
+  answer: RefusalAnswer<Code>
+) => RefusalClass<Self, Tag, Code, RetryLaterFields> = refusalOf(retryLaterFields)
 
 /** What every refusal instance offers the HTTP layer: the shape the envelope and its headers are made from. */
 export interface AnyRefusal {
@@ -100,4 +113,4 @@ export interface AnyRefusal {
 }
 
 /** A refusal class that carries no Retry-After: what a helper that refuses with one of several classes takes. */
-export type RefusalClass = new(props: { readonly message: string; readonly details?: RefusalDetails }) => AnyRefusal
+export type RefusalConstructor = new(props: { readonly message: string; readonly details?: RefusalDetails }) => AnyRefusal

@@ -93,7 +93,17 @@ const undocumented = OpenApi.annotations({ exclude: true })
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.post("submit", "/v1/jobs/submit")
-      .addError(refusing(OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput, InsufficientBalance, BudgetExceeded, ConcurrentJobsExceeded, IdempotencyKeyReused, PubsubPublishFailed))
+      .addError(refusing(
+        OperationNotAllowed,
+        ModelNotFound,
+        ModelAccessDenied,
+        InvalidInput,
+        InsufficientBalance,
+        BudgetExceeded,
+        ConcurrentJobsExceeded,
+        IdempotencyKeyReused,
+        PubsubPublishFailed
+      ))
       .setPayload(SubmitBody)
       .setHeaders(SubmitHeaders)
       // Strict, so a waited answer (extra fields) is not encoded as the plain one, fields dropped.

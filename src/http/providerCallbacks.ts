@@ -4,7 +4,7 @@ import { routesOf } from "../domain/catalog.js"
 import { Unauthorized } from "../domain/access.js"
 import { NotFound, ValidationError } from "../domain/errors.js"
 import { JobNotFound } from "../domain/job.js"
-import type { RefusalClass } from "../domain/refusal.js"
+import type { RefusalConstructor } from "../domain/refusal.js"
 import { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobEvents } from "../ports/JobEvents.js"
@@ -23,7 +23,7 @@ export const providerCallbackPath = (providerId: string, jobId: string): string 
 /** The provider handle the job stored when its generation started; none before the start committed. */
 const storedHandleId = (job: Job): string | undefined => job.providerHandle?.id
 
-const refuse = (refusal: RefusalClass, message: string) => Effect.fail(new refusal({ message }))
+const refuse = (refusal: RefusalConstructor, message: string) => Effect.fail(new refusal({ message }))
 
 /** The job of a callback's path, when it exists and runs (or may run) at that provider. */
 const jobAt = (providerId: string, rawJobId: string | undefined) =>

@@ -38,7 +38,7 @@ interface PageRequest {
 /** The longest search fragment taken: longer ones cannot match a name of at most 200 characters. */
 const MAX_SEARCH_LENGTH = 200
 
-const invalid = (field: string, message: string) => new ValidationError({ message: message, details: { field } })
+const invalid = (field: string, message: string) => new ValidationError({ message, details: { field } })
 
 /** An ISO 8601 time (at least a date) as epoch ms; anything else is refused with the field's name. */
 const readTime = (field: string, value: string | undefined): Effect.Effect<number | undefined, EngineError> => {
