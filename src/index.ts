@@ -88,7 +88,7 @@ export {
   OperationNotAllowed,
   Unauthorized,
   UnauthorizedAccess
-} from "./domain/access.js"
+} from "./domain/accessRefusals.js"
 export { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "./domain/admission.js"
 export { BudgetExceeded } from "./domain/budget.js"
 export { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "./domain/catalog.js"
@@ -102,7 +102,7 @@ export {
   UploadAlreadyReceived,
   UploadUrlExpired,
   UploadUrlInvalid
-} from "./domain/upload.js"
+} from "./domain/uploadRefusals.js"
 export { DeliveryNotRetryable } from "./domain/webhook.js"
 export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"
 export { Job, JobError, JobStatus, OutputItem, OutputType } from "./domain/job.js"

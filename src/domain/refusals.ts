@@ -1,4 +1,4 @@
-import type { ApiKeyExpired, ApiKeyInactive, InvalidApiKey, IpNotWhitelisted, OperationNotAllowed, Unauthorized, UnauthorizedAccess } from "./access.js"
+import { ApiKeyExpired, ApiKeyInactive, InvalidApiKey, IpNotWhitelisted, OperationNotAllowed, Unauthorized, UnauthorizedAccess } from "./accessRefusals.js"
 import type { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "./admission.js"
 import type { BudgetExceeded } from "./budget.js"
 import type { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "./catalog.js"
@@ -6,14 +6,14 @@ import type { InternalError, NotFound, PubsubPublishFailed, ServiceUnavailable, 
 import type { JobCannotBeCancelled, JobNotFound } from "./job.js"
 import type { PayloadTooLarge, RequestTimeout } from "./limits.js"
 import type { RateLimitExceeded } from "./rateLimit.js"
-import type {
+import {
   FileTooLarge,
   InvalidContentType,
   LengthRequired,
   UploadAlreadyReceived,
   UploadUrlExpired,
   UploadUrlInvalid
-} from "./upload.js"
+} from "./uploadRefusals.js"
 import type { DeliveryNotRetryable } from "./webhook.js"
 
 /**

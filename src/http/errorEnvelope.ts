@@ -8,7 +8,7 @@ import {
   OperationNotAllowed,
   Unauthorized,
   UnauthorizedAccess
-} from "../domain/access.js"
+} from "../domain/accessRefusals.js"
 import { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "../domain/admission.js"
 import { BudgetExceeded } from "../domain/budget.js"
 import { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "../domain/catalog.js"
@@ -34,7 +34,7 @@ import {
   UploadAlreadyReceived,
   UploadUrlExpired,
   UploadUrlInvalid
-} from "../domain/upload.js"
+} from "../domain/uploadRefusals.js"
 import { DeliveryNotRetryable } from "../domain/webhook.js"
 import { requestsShedOf } from "../observability/metricSeries.js"
 import { CurrentRequestId } from "./requestContext.js"

@@ -1,7 +1,7 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option, Schema } from "effect"
 import { routesOf } from "../domain/catalog.js"
-import { Unauthorized } from "../domain/access.js"
+import { Unauthorized } from "../domain/accessRefusals.js"
 import { NotFound, ValidationError } from "../domain/errors.js"
 import { JobNotFound } from "../domain/job.js"
 import type { RefusalConstructor } from "../domain/refusal.js"

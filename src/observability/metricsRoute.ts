@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, Metric, Option, Redacted } from "effect"
-import { InvalidApiKey, Unauthorized } from "../domain/access.js"
+import { InvalidApiKey, Unauthorized } from "../domain/accessRefusals.js"
 import { NotFound } from "../domain/errors.js"
 import { sameSecret } from "../http/authLayers.js"
 import { StoreStats } from "../ports/StoreStats.js"

@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { ApiKeyExpired, ApiKeyInactive, hasScope, InvalidApiKey, ipAllowed, IpNotWhitelisted, OperationNotAllowed, Unauthorized } from "../domain/access.js"
+import { hasScope, ipAllowed } from "../domain/access.js"
+import { ApiKeyExpired, ApiKeyInactive, InvalidApiKey, IpNotWhitelisted, OperationNotAllowed, Unauthorized } from "../domain/accessRefusals.js"
 import type { Account, ApiKey, Scope } from "../domain/account.js"
 import { hashKeySecret, isWellFormedKey, sameDigest } from "../domain/apiKeySecret.js"
 import { type EngineError, type StoreError } from "../domain/errors.js"

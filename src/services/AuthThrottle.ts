@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Ref } from "effect"
 import { authRetryAfterSeconds, failureBucket, throttleKeyOf } from "../domain/authThrottle.js"
-import { InvalidApiKey } from "../domain/access.js"
+import { InvalidApiKey } from "../domain/accessRefusals.js"
 import { type EngineError, type StoreError } from "../domain/errors.js"
 import { RateLimitExceeded } from "../domain/rateLimit.js"
 import { AuthFailures } from "../ports/AuthFailures.js"

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Exit, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { type EngineError, NotFound, type StoreError, ValidationError } from "../domain/errors.js"
-import { FileTooLarge, InvalidContentType, LengthRequired, UploadAlreadyReceived, UploadUrlExpired, UploadUrlInvalid } from "../domain/upload.js"
+import { FileTooLarge, InvalidContentType, LengthRequired, UploadAlreadyReceived, UploadUrlExpired, UploadUrlInvalid } from "../domain/uploadRefusals.js"
 import {
   checkUploadRequest,
   isUploadGrantSigned,

@@ -1,5 +1,5 @@
 import { Effect, Either, Option, type Scope } from "effect"
-import { UnauthorizedAccess } from "../../domain/access.js"
+import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobCannotBeCancelled, JobNotFound, type OutputItem, transition } from "../../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../../domain/providerHandle.js"

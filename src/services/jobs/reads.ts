@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
 import { type EngineError, type StoreError } from "../../domain/errors.js"
-import { UnauthorizedAccess } from "../../domain/access.js"
+import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobNotFound, JobStatus as JobStatusSchema } from "../../domain/job.js"
 import { type Caller, requireScope } from "../Auth.js"
