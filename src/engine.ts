@@ -163,7 +163,7 @@ const catalogAtStart = (catalog: unknown) =>
     const replaceUnlessSame = Effect.flatMap(service.snapshot, (stored) =>
       canonicalJson(stored.document) === wanted ? Effect.void : Effect.asVoid(service.replace(catalog, stored.revision)))
     yield* replaceUnlessSame.pipe(
-      Effect.retry({ times: 3, while: (error) => error._tag === "EngineError" && error.code === "PRECONDITION_FAILED" })
+      Effect.retry({ times: 3, while: (error) => error._tag === "PreconditionFailed" })
     )
   }))
 

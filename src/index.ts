@@ -68,7 +68,42 @@ export { RetentionRepo, type RetentionFilter } from "./ports/RetentionRepo.js"
 export { UploadTarget } from "./ports/UploadTarget.js"
 export { WebhookDeliveryRepo } from "./ports/WebhookDeliveryRepo.js"
 export { WebhookSender } from "./ports/WebhookSender.js"
-export { EngineError, QueueError, StoreError } from "./domain/errors.js"
+export {
+  type EngineError,
+  InternalError,
+  NotFound,
+  PubsubPublishFailed,
+  QueueError,
+  ServiceUnavailable,
+  StoreError,
+  ValidationError
+} from "./domain/errors.js"
+export type { EngineRefusal } from "./domain/refusals.js"
+export { type AnyRefusal, isRefusal, Refusal, type RefusalAnswer, RefusalDetails, RetryLaterRefusal } from "./domain/refusal.js"
+export {
+  ApiKeyExpired,
+  ApiKeyInactive,
+  InvalidApiKey,
+  IpNotWhitelisted,
+  OperationNotAllowed,
+  Unauthorized,
+  UnauthorizedAccess
+} from "./domain/accessRefusals.js"
+export { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "./domain/admission.js"
+export { BudgetExceeded } from "./domain/budget.js"
+export { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "./domain/catalog.js"
+export { JobCannotBeCancelled, JobNotFound } from "./domain/job.js"
+export { PayloadTooLarge, RequestTimeout } from "./domain/limits.js"
+export { RateLimitExceeded } from "./domain/rateLimit.js"
+export {
+  FileTooLarge,
+  InvalidContentType,
+  LengthRequired,
+  UploadAlreadyReceived,
+  UploadUrlExpired,
+  UploadUrlInvalid
+} from "./domain/uploadRefusals.js"
+export { DeliveryNotRetryable } from "./domain/webhook.js"
 export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"
 export { Job, JobError, JobStatus, OutputItem, OutputType } from "./domain/job.js"
 export { CatalogDocument, CatalogModel, ModelVersion, ProviderMapping, providerInputOf } from "./domain/catalog.js"

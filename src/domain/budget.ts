@@ -1,6 +1,7 @@
 import { Schema } from "effect"
-import { engineError, type EngineError } from "./errors.js"
+import { type EngineError } from "./errors.js"
 import { MAX_MICRO_CENTS } from "./limits.js"
+import { Refusal } from "./refusal.js"
 
 /** The UTC period a budget counts spend over; `total` never resets. */
 export const BudgetPeriod = Schema.Literal("day", "month", "total")
@@ -51,12 +52,15 @@ export interface BudgetUse {
 export const refuseForBudget = (now: number, costMicroCents: number, uses: ReadonlyArray<BudgetUse>): EngineError | undefined => {
   const over = uses.find((use) => use.spentMicroCents + costMicroCents > use.budget.limitMicroCents)
   if (over === undefined) return undefined
-  return engineError("BUDGET_EXCEEDED", `The ${over.scope}'s ${over.budget.period} budget does not cover the job's cost`, {
+  return new BudgetExceeded({ message: `The ${over.scope}'s ${over.budget.period} budget does not cover the job's cost`, details: {
     budget: over.scope,
     period: over.budget.period,
     limitMicroCents: over.budget.limitMicroCents,
     spentMicroCents: over.spentMicroCents,
     requiredMicroCents: costMicroCents,
     resetsAt: isoOrNull(periodEnd(over.budget.period, now))
-  })
+  } })
 }
+
+/** A budget (the account's or the key's) does not cover the job's cost. */
+export class BudgetExceeded extends Refusal<BudgetExceeded>()("BudgetExceeded", { code: "BUDGET_EXCEEDED", status: 402 }) {}

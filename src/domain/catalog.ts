@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Refusal } from "./refusal.js"
 
 const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const HexColor = Schema.String.pipe(Schema.pattern(/^#[0-9a-fA-F]{3,8}$/, { message: () => "a hex colour such as #1a2b3c" }))
@@ -255,3 +256,14 @@ export const CatalogDocument = Schema.Struct({
 export type CatalogDocument = typeof CatalogDocument.Type
 
 export const emptyCatalog: CatalogDocument = { categories: [], capabilities: [], providers: [], models: [] }
+
+// What serving and replacing the catalog refuses.
+
+/** No model (or version, or provider) by this name, or it is not available. */
+export class ModelNotFound extends Refusal<ModelNotFound>()("ModelNotFound", { code: "MODEL_NOT_FOUND", status: 404 }) {}
+
+/** The caller's account has no access to the model. */
+export class ModelAccessDenied extends Refusal<ModelAccessDenied>()("ModelAccessDenied", { code: "MODEL_ACCESS_DENIED", status: 403 }) {}
+
+/** The catalog changed since the revision the request names (If-Match): nothing was replaced. */
+export class PreconditionFailed extends Refusal<PreconditionFailed>()("PreconditionFailed", { code: "PRECONDITION_FAILED", status: 412 }) {}

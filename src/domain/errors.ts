@@ -1,60 +1,40 @@
 import { Schema } from "effect"
-
-/** Every error code the engine answers with; the HTTP status of each lives in http/errorEnvelope.ts (`statusOf`). */
-export const ErrorCode = Schema.Literal(
-  "VALIDATION_ERROR",
-  "INVALID_INPUT",
-  "INVALID_CONTENT_TYPE",
-  "UNAUTHORIZED",
-  "INVALID_API_KEY",
-  "API_KEY_INACTIVE",
-  "API_KEY_EXPIRED",
-  "INSUFFICIENT_BALANCE",
-  "BUDGET_EXCEEDED",
-  "IP_NOT_WHITELISTED",
-  "OPERATION_NOT_ALLOWED",
-  "MODEL_ACCESS_DENIED",
-  "UNAUTHORIZED_ACCESS",
-  "MODEL_NOT_FOUND",
-  "JOB_NOT_FOUND",
-  "NOT_FOUND",
-  "JOB_CANNOT_BE_CANCELLED",
-  "IDEMPOTENCY_KEY_REUSED",
-  "DELIVERY_NOT_RETRYABLE",
-  "PRECONDITION_FAILED",
-  "UPLOAD_URL_INVALID",
-  "UPLOAD_URL_EXPIRED",
-  "UPLOAD_ALREADY_RECEIVED",
-  "FILE_TOO_LARGE",
-  "PAYLOAD_TOO_LARGE",
-  "LENGTH_REQUIRED",
-  "REQUEST_TIMEOUT",
-  "CONCURRENT_JOBS_EXCEEDED",
-  "RATE_LIMIT_EXCEEDED",
-  "PUBSUB_PUBLISH_FAILED",
-  "SERVICE_UNAVAILABLE",
-  "INTERNAL_ERROR"
-)
-export type ErrorCode = typeof ErrorCode.Type
+import { Refusal, RetryLaterRefusal } from "./refusal.js"
+import type { EngineRefusal } from "./refusals.js"
 
 /**
- * The one failure type of the engine's public operations. A single class keyed by `code` keeps
- * the mapping to the spec's envelope total; `retryAfterSeconds` travels with rate and
- * concurrency refusals so the HTTP layer can send Retry-After.
+ * The engine's refusals are one class each, declared where their rule lives (access.ts,
+ * admission.ts, budget.ts, catalog.ts, job.ts, limits.ts, rateLimit.ts, upload.ts, webhook.ts)
+ * and gathered in refusals.ts; these are the ones no single rule owns.
  */
-export class EngineError extends Schema.TaggedError<EngineError>()("EngineError", {
-  code: ErrorCode,
-  message: Schema.String,
-  details: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
-  retryAfterSeconds: Schema.optional(Schema.Number)
+
+/** The request (its body, query, path or a header) is malformed or out of range. */
+export class ValidationError extends Refusal<ValidationError>()("ValidationError", { code: "VALIDATION_ERROR", status: 400 }) {}
+
+/** Nothing by this id or path (an account, a key, an upload, a delivery, an endpoint). */
+export class NotFound extends Refusal<NotFound>()("NotFound", { code: "NOT_FOUND", status: 404 }) {}
+
+/** A failure the client cannot act on (a defect, a row the store cannot read): logged, never described. */
+export class InternalError extends Refusal<InternalError>()("InternalError", { code: "INTERNAL_ERROR", status: 500 }) {}
+
+/** The store (or a watcher slot) cannot serve the request for a moment: retry after Retry-After. */
+export class ServiceUnavailable extends RetryLaterRefusal<ServiceUnavailable>()("ServiceUnavailable", {
+  code: "SERVICE_UNAVAILABLE",
+  status: 503
 }) {}
 
-export const engineError = (
-  code: ErrorCode,
-  message: string,
-  details?: Record<string, unknown>,
-  retryAfterSeconds?: number
-): EngineError => new EngineError({ code, message, details, retryAfterSeconds })
+/** Submit's answer when the job could not be queued (the spec's code): nothing was charged, retry. */
+export class PubsubPublishFailed extends RetryLaterRefusal<PubsubPublishFailed>()("PubsubPublishFailed", {
+  code: "PUBSUB_PUBLISH_FAILED",
+  status: 503
+}) {}
+
+/**
+ * Deprecated name of the union of every refusal (`EngineRefusal`, refusals.ts), kept so type
+ * annotations written against 0.x still compile; there is no `EngineError` class or tag any more:
+ * match a refusal by its own tag (`Effect.catchTag("JobNotFound", ...)`).
+ */
+export type EngineError = EngineRefusal
 
 /**
  * A client may retry a request the store could not serve after this long: long enough for a
@@ -122,18 +102,18 @@ export const storeBusyOf = (error: StoreError): StoreBusy | undefined => {
   return undefined
 }
 
-/** The two codes a request the store could not serve is answered with: submit's (the spec's) and every other endpoint's. */
-export type RetryLaterCode = "PUBSUB_PUBLISH_FAILED" | "SERVICE_UNAVAILABLE"
+/** The two refusals a request the store could not serve is answered with: submit's (the spec's) and every other endpoint's. */
+export type RetryLater = typeof PubsubPublishFailed | typeof ServiceUnavailable
 
-const unavailableMessage: Record<RetryLaterCode, string> = {
-  PUBSUB_PUBLISH_FAILED: "The job could not be queued; nothing was charged, retry",
-  SERVICE_UNAVAILABLE: "The service cannot be reached for a moment; retry"
-}
+const unavailableMessage = (refusal: RetryLater) =>
+  refusal === PubsubPublishFailed
+    ? "The job could not be queued; nothing was charged, retry"
+    : "The service cannot be reached for a moment; retry"
 
-const busyMessage: Record<RetryLaterCode, string> = {
-  PUBSUB_PUBLISH_FAILED: "Too many requests are waiting for the store: the job was not queued and nothing was charged; retry after Retry-After",
-  SERVICE_UNAVAILABLE: "Too many requests are waiting for the store; retry after Retry-After"
-}
+const busyMessage = (refusal: RetryLater) =>
+  refusal === PubsubPublishFailed
+    ? "Too many requests are waiting for the store: the job was not queued and nothing was charged; retry after Retry-After"
+    : "Too many requests are waiting for the store; retry after Retry-After"
 
 /**
  * The one answer to a request the store could not serve (docs/decisions.md, "Load shedding"):
@@ -141,13 +121,18 @@ const busyMessage: Record<RetryLaterCode, string> = {
  * (Retry-After: when the queue it found should have drained), `store_unavailable` when the
  * store failed (Retry-After: STORE_RETRY_AFTER_SECONDS, for a failover).
  */
-export const retryLater = (code: RetryLaterCode, error: StoreError, details: Record<string, unknown> = {}): EngineError => {
+export const retryLater = <R extends RetryLater>(refusal: R, error: StoreError, details: Record<string, unknown> = {}): InstanceType<R> => {
   const busy = storeBusyOf(error)
-  return busy === undefined
-    ? engineError(code, unavailableMessage[code], { ...details, reason: "store_unavailable" }, STORE_RETRY_AFTER_SECONDS)
-    : engineError(code, busyMessage[code], { ...details, reason: busy.reason }, busy.retryAfterSeconds)
+  const answer = busy === undefined
+    ? {
+      message: unavailableMessage(refusal),
+      details: { ...details, reason: "store_unavailable" },
+      retryAfterSeconds: STORE_RETRY_AFTER_SECONDS
+    }
+    : { message: busyMessage(refusal), details: { ...details, reason: busy.reason }, retryAfterSeconds: busy.retryAfterSeconds }
+  return new refusal(answer) as InstanceType<R>
 }
 
 /** Whether an answer is a shed request's (counted by genjobs_requests_shed_total), and why. */
-export const shedReasonOf = (error: EngineError): ShedReason | undefined =>
+export const shedReasonOf = (error: { readonly details?: Record<string, unknown> | undefined }): ShedReason | undefined =>
   error.details?.["reason"] === "store_busy" ? "store_busy" : undefined

@@ -2,6 +2,7 @@ import { Either, Schema } from "effect"
 import { TransitionError } from "./errors.js"
 import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
 import { ProviderHandle, ProviderPhase, ProviderRouteRef } from "./providerHandle.js"
+import { Refusal } from "./refusal.js"
 
 export const JobStatus = Schema.Literal("pending", "processing", "completed", "failed", "cancelled")
 export type JobStatus = typeof JobStatus.Type
@@ -126,3 +127,12 @@ export const refundsOnEntry = (status: JobStatus): boolean => status === "failed
 /** Progress shown to clients: failed and cancelled jobs show 0, as the spec says of failed. */
 export const progressOf = (status: JobStatus): number =>
   status === "processing" ? 50 : status === "completed" ? 100 : 0
+
+/** No job with this id (for this caller: another account's job is UnauthorizedAccess). */
+export class JobNotFound extends Refusal<JobNotFound>()("JobNotFound", { code: "JOB_NOT_FOUND", status: 404 }) {}
+
+/** The job is past pending: only pending jobs can be cancelled. */
+export class JobCannotBeCancelled extends Refusal<JobCannotBeCancelled>()("JobCannotBeCancelled", {
+  code: "JOB_CANNOT_BE_CANCELLED",
+  status: 409
+}) {}

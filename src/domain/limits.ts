@@ -1,3 +1,5 @@
+import { Refusal } from "./refusal.js"
+
 /**
  * Limits that keep every store answering alike. Each store would fail differently past them
  * (PostgreSQL refuses U+0000 in TEXT and overflows INTEGER; SQLite and memory would accept),
@@ -70,3 +72,11 @@ export const surveyJson = (value: unknown, maxDepth: number = MAX_JSON_DEPTH): J
   }
   return { problem: undefined, members }
 }
+
+// What the request limits refuse (applied by http/requestLimits.ts before a handler runs).
+
+/** The request body is larger than the cap. */
+export class PayloadTooLarge extends Refusal<PayloadTooLarge>()("PayloadTooLarge", { code: "PAYLOAD_TOO_LARGE", status: 413 }) {}
+
+/** The request body did not arrive in time; the connection is closed. */
+export class RequestTimeout extends Refusal<RequestTimeout>()("RequestTimeout", { code: "REQUEST_TIMEOUT", status: 408 }) {}

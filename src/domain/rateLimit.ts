@@ -1,4 +1,5 @@
 import type { RateLimits } from "./catalog.js"
+import { RetryLaterRefusal } from "./refusal.js"
 
 export const MINUTE_MS = 60_000
 export const DAY_MS = 24 * 60 * MINUTE_MS
@@ -54,3 +55,9 @@ export const limitedWindows = (limits: RateLimits): ReadonlyArray<RateWindow> =>
 ]
 
 export const NO_USAGE: WindowUsage = { count: 0, oldest: null }
+
+/** A rate limit (a model version's for the account, or failed authentications from an address) is reached: retry after Retry-After. */
+export class RateLimitExceeded extends RetryLaterRefusal<RateLimitExceeded>()("RateLimitExceeded", {
+  code: "RATE_LIMIT_EXCEEDED",
+  status: 429
+}) {}

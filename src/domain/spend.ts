@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { engineError, type EngineError } from "./errors.js"
+import { type EngineError, ValidationError } from "./errors.js"
 
 export const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
@@ -113,7 +113,7 @@ export const compareGroups = (groupBy: ReadonlyArray<SpendDimension>) => (a: Spe
 
 /** The read's range and grouping checked; refused with the field at fault. */
 export const checkSpendQuery = (query: SpendQuery, allowed: ReadonlyArray<SpendDimension>): EngineError | undefined => {
-  const invalid = (field: string, message: string) => engineError("VALIDATION_ERROR", message, { field })
+  const invalid = (field: string, message: string) => new ValidationError({ message, details: { field } })
   if (query.groupBy.length === 0 || query.groupBy.length > 2) return invalid("groupBy", "groupBy takes one or two dimensions, comma-separated")
   const refused = query.groupBy.filter((dim) => !allowed.includes(dim))
   if (refused.length > 0) return invalid("groupBy", `groupBy takes ${allowed.join(", ")}; not ${refused.join(", ")}`)

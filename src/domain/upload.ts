@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { Schema } from "effect"
-import { engineError, type EngineError } from "./errors.js"
+import { type EngineError, ValidationError } from "./errors.js"
+import { FileTooLarge, InvalidContentType } from "./uploadRefusals.js"
 
 const MiB = 1024 * 1024
 
@@ -66,35 +67,34 @@ export const checkUploadRequest = (
   readonly size: number | null
 } | EngineError => {
   if (typeof filename !== "string" || filename.trim() === "") {
-    return engineError("VALIDATION_ERROR", "filename is required", { field: "filename" })
+    return new ValidationError({ message: "filename is required", details: { field: "filename" } })
   }
   if (filename.length > MAX_FILENAME || FORBIDDEN_IN_FILENAME.test(filename) || filename === "." || filename === "..") {
-    return engineError(
-      "VALIDATION_ERROR",
-      `filename must be a plain file name of at most ${MAX_FILENAME} characters, without path separators or control characters`,
-      { field: "filename" }
-    )
+    return new ValidationError({
+      message: `filename must be a plain file name of at most ${MAX_FILENAME} characters, without path separators or control characters`,
+      details: { field: "filename" }
+    })
   }
   if (typeof contentType !== "string" || contentType.trim() === "") {
-    return engineError("VALIDATION_ERROR", "contentType is required", { field: "contentType" })
+    return new ValidationError({ message: "contentType is required", details: { field: "contentType" } })
   }
   const normalised = contentType.trim().toLowerCase()
   if (normalised.length > 100 || !MEDIA_TYPE.test(normalised)) {
-    return engineError("VALIDATION_ERROR", "contentType must be a media type such as image/png", { field: "contentType" })
+    return new ValidationError({ message: "contentType must be a media type such as image/png", details: { field: "contentType" } })
   }
   const maxSize = UPLOAD_LIMITS[normalised]
   if (maxSize === undefined) {
-    return engineError("INVALID_CONTENT_TYPE", `contentType must be one of ${Object.keys(UPLOAD_LIMITS).join(", ")}`, {
+    return new InvalidContentType({ message: `contentType must be one of ${Object.keys(UPLOAD_LIMITS).join(", ")}`, details: {
       field: "contentType",
       allowed: Object.keys(UPLOAD_LIMITS)
-    })
+    } })
   }
   if (size === undefined || size === null) return { filename, contentType: normalised, maxSize, size: null }
   if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1) {
-    return engineError("VALIDATION_ERROR", "size must be the file's length in bytes, a positive integer", { field: "size" })
+    return new ValidationError({ message: "size must be the file's length in bytes, a positive integer", details: { field: "size" } })
   }
   if (size > maxSize) {
-    return engineError("FILE_TOO_LARGE", `A ${normalised} file may be at most ${maxSize} bytes`, { field: "size", maxSize })
+    return new FileTooLarge({ message: `A ${normalised} file may be at most ${maxSize} bytes`, details: { field: "size", maxSize } })
   }
   return { filename, contentType: normalised, maxSize, size }
 }

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { randomToken } from "./ids.js"
 import { IsoFromMillis } from "./isoTime.js"
 import { Job, JobError, OutputItem } from "./job.js"
+import { Refusal } from "./refusal.js"
 
 export const DeliveryStatus = Schema.Literal("pending", "sent", "failed")
 export type DeliveryStatus = typeof DeliveryStatus.Type
@@ -94,3 +95,9 @@ export const deliveryFor = (job: Job, now: number): WebhookDelivery | undefined 
       leaseExpiresAt: null,
       createdAt: now
     }
+
+/** Only failed deliveries can be retried. */
+export class DeliveryNotRetryable extends Refusal<DeliveryNotRetryable>()("DeliveryNotRetryable", {
+  code: "DELIVERY_NOT_RETRYABLE",
+  status: 409
+}) {}

@@ -1,7 +1,14 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CatalogDocument } from "../domain/catalog.js"
-import { ApiErrors } from "./errorEnvelope.js"
+import { CatalogDocument, ModelAccessDenied, ModelNotFound, PreconditionFailed } from "../domain/catalog.js"
+import { OperationNotAllowed, UnauthorizedAccess } from "../domain/accessRefusals.js"
+import { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "../domain/admission.js"
+import { BudgetExceeded } from "../domain/budget.js"
+import { NotFound, PubsubPublishFailed } from "../domain/errors.js"
+import { JobCannotBeCancelled, JobNotFound } from "../domain/job.js"
+import { DeliveryNotRetryable } from "../domain/webhook.js"
+import { FileTooLarge, InvalidContentType } from "../domain/uploadRefusals.js"
+import { adminRefusals, ApiErrors, keyRefusals, refusing } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
 import { AccountOverviewView } from "./schemas/account.js"
@@ -86,6 +93,17 @@ const undocumented = OpenApi.annotations({ exclude: true })
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.post("submit", "/v1/jobs/submit")
+      .addError(refusing(
+        OperationNotAllowed,
+        ModelNotFound,
+        ModelAccessDenied,
+        InvalidInput,
+        InsufficientBalance,
+        BudgetExceeded,
+        ConcurrentJobsExceeded,
+        IdempotencyKeyReused,
+        PubsubPublishFailed
+      ))
       .setPayload(SubmitBody)
       .setHeaders(SubmitHeaders)
       // Strict, so a waited answer (extra fields) is not encoded as the plain one, fields dropped.
@@ -102,6 +120,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.post("estimate", "/v1/jobs/estimate")
+      .addError(refusing(OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput))
       .setPayload(EstimateBody)
       .addSuccess(CostEstimateView)
       .annotateContext(docs(
@@ -111,6 +130,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/jobs")
+      .addError(refusing(OperationNotAllowed))
       .setUrlParams(JobListParams)
       .addSuccess(JobList)
       .annotateContext(docs(
@@ -120,6 +140,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:jobId")
+      .addError(refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess))
       .setPath(JobIdPath)
       .addSuccess(JobView)
       .annotateContext(docs(
@@ -130,6 +151,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("events", "/v1/jobs/:jobId/events")
+      .addError(refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess))
       .setPath(JobIdPath)
       .setHeaders(JobEventsHeaders)
       .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
@@ -143,22 +165,26 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel")
+      .addError(refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess, JobCannotBeCancelled))
       .setPath(JobIdPath)
       .addSuccess(CancelResponse)
       .annotateContext(docs("Cancel a job", "Cancels a pending job and refunds what it was charged (scope submit_job)."))
   )
+  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Generation jobs: submit, follow, list, estimate and cancel")
 {}
 
 const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug")
+  .addError(refusing(OperationNotAllowed, ModelNotFound))
   .setPath(CatalogSlugPath)
   .addSuccess(CatalogModelDetail)
 
 export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
     HttpApiEndpoint.get("models", "/v1/catalog/models")
+      .addError(refusing(OperationNotAllowed))
       .addSuccess(Schema.Array(CatalogModelItem))
       .annotateContext(docs("List catalog models", "The models the caller may see, with their pricing in credits."))
   )
@@ -175,25 +201,30 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
   )
   .add(
     HttpApiEndpoint.get("providers", "/v1/catalog/providers")
+      .addError(refusing(OperationNotAllowed))
       .addSuccess(Schema.Array(CatalogProviderItem))
       .annotateContext(docs("List catalog providers", "Providers with at least one model the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id")
+      .addError(refusing(OperationNotAllowed, NotFound))
       .setPath(ProviderIdPath)
       .addSuccess(CatalogProviderDetail)
       .annotateContext(docs("Get a catalog provider", "A provider with the models the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("categories", "/v1/catalog/categories")
+      .addError(refusing(OperationNotAllowed))
       .addSuccess(Schema.Array(CategoryItem))
       .annotateContext(docs("List categories", "Categories with the number of models the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups")
+      .addError(refusing(OperationNotAllowed))
       .addSuccess(Schema.Array(CapabilityItem))
       .annotateContext(docs("List capability groups", "Capabilities (text-to-image, ...) in display order."))
   )
+  .addError(refusing(...keyRefusals))
   .middleware(OptionalApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: optionalKeySecurity })
   .annotate(OpenApi.Description, "Public catalog; an optional key personalises visibility and pricing")
@@ -202,11 +233,13 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
 export class ModelsGroup extends HttpApiGroup.make("models")
   .add(
     HttpApiEndpoint.get("list", "/v1/models")
+      .addError(refusing(OperationNotAllowed))
       .addSuccess(ModelList)
       .annotateContext(docs("List models", "Models with their current version and its pricing (scope list_models; cached 5 minutes)."))
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/models/:modelId")
+      .addError(refusing(OperationNotAllowed, ModelNotFound))
       .setPath(ModelIdPath)
       .addSuccess(ModelDetail)
       .annotateContext(docs(
@@ -222,15 +255,18 @@ export class ModelsGroup extends HttpApiGroup.make("models")
   )
   .add(
     HttpApiEndpoint.get("providers", "/v1/providers")
+      .addError(refusing(OperationNotAllowed))
       .addSuccess(ProviderList)
       .annotateContext(docs("List providers", "Providers with their categories (scope list_models; cached 5 minutes)."))
   )
   .add(
     HttpApiEndpoint.get("providerModels", "/v1/providers/:providerId/models")
+      .addError(refusing(OperationNotAllowed, NotFound))
       .setPath(ProviderModelsPath)
       .addSuccess(ProviderWithModels)
       .annotateContext(docs("List a provider's models", "A provider and its models (scope list_models)."))
   )
+  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Models and providers with their versions (scope list_models); cached 5 minutes")
@@ -239,6 +275,7 @@ export class ModelsGroup extends HttpApiGroup.make("models")
 export class UploadsGroup extends HttpApiGroup.make("uploads")
   .add(
     HttpApiEndpoint.post("presign", "/v1/uploads/presign")
+      .addError(refusing(InvalidContentType, FileTooLarge))
       .setPayload(PresignBody)
       .addSuccess(PresignResponse)
       .annotateContext(docs(
@@ -249,10 +286,12 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/uploads/:id")
+      .addError(refusing(NotFound))
       .setPath(UploadIdPath)
       .addSuccess(UploadResponse)
       .annotateContext(docs("Get an upload", "An upload's status: pending while the file is kept, expired once deleted (any active key)."))
   )
+  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Temporary input files, referenced by their fileUrl in a job's input")
@@ -261,16 +300,19 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("list", "/v1/webhooks/deliveries")
+      .addError(refusing(OperationNotAllowed))
       .setUrlParams(DeliveryListParams)
       .addSuccess(DeliveryList)
       .annotateContext(docs("List webhook deliveries", "The account's deliveries with their attempts, newest first (scope check_status)."))
   )
   .add(
     HttpApiEndpoint.post("retry", "/v1/webhooks/deliveries/:id/retry")
+      .addError(refusing(OperationNotAllowed, NotFound, DeliveryNotRetryable))
       .setPath(DeliveryIdPath)
       .addSuccess(DeliveryView)
       .annotateContext(docs("Retry a webhook delivery", "Sends a failed delivery once more (scope submit_job)."))
   )
+  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Signed webhooks sent when jobs finish, and their delivery records")
@@ -288,6 +330,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
   )
   .add(
     HttpApiEndpoint.get("spend", "/v1/account/spend")
+      .addError(refusing(OperationNotAllowed))
       .setUrlParams(AccountSpendParams)
       .addSuccess(SpendView)
       .annotateContext(docs(
@@ -296,6 +339,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
           "comma-separated), over at most 366 days (scope check_status). A job counts in the hour it was submitted."
       ))
   )
+  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "What a key holder may know of their own account")
@@ -304,6 +348,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.put("replaceCatalog", "/admin/catalog")
+      .addError(refusing(PreconditionFailed))
       .setPayload(CatalogBody)
       .setHeaders(CatalogReplaceHeaders)
       .addSuccess(CatalogImportResult)
@@ -452,6 +497,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("getJob", "/admin/jobs/:jobId")
+      .addError(refusing(JobNotFound))
       .setPath(AdminJobIdPath)
       .addSuccess(AdminJobView)
       .annotateContext(docs("Get any job", "A job of any account with its input, outputs, error and attempts; JOB_NOT_FOUND when unknown."))
@@ -467,6 +513,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("retryDelivery", "/admin/webhooks/deliveries/:id/retry")
+      .addError(refusing(DeliveryNotRetryable))
       .setPath(DeliveryIdPath)
       .addSuccess(AdminDeliveryView)
       .annotateContext(docs(
@@ -493,6 +540,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
           "(closed, open, half_open), consecutive failures, when it opened, and generations in flight."
       ))
   )
+  .addError(refusing(...adminRefusals))
   .middleware(AdminAuth)
   .annotateEndpoints(OpenApi.Override, { security: adminSecurity })
   .annotate(OpenApi.Description, "Operator API: Authorization: Bearer <admin token> (ADMIN_TOKEN or ADMIN_TOKENS); off (404) without one")
@@ -515,6 +563,6 @@ export class EngineApi extends HttpApi.make("genjobs")
     license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
     // Relative: the document describes the server it is served by.
     servers: [{ url: "/", description: "This server" }],
-    transform: finishDocument
+    transform: (spec) => finishDocument(spec, [JobsGroup, AccountGroup, CatalogGroup, ModelsGroup, UploadsGroup, WebhooksGroup, AdminGroup])
   }))
 {}

@@ -1,7 +1,8 @@
 import { HttpServerRequest } from "@effect/platform"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { type EngineError, NotFound, type StoreError } from "../domain/errors.js"
+import { InvalidApiKey, Unauthorized } from "../domain/accessRefusals.js"
 import { noteRequestAccount } from "../observability/requestLog.js"
 import { Auth, type Caller, type Credentials } from "../services/Auth.js"
 import { AuthThrottle } from "../services/AuthThrottle.js"
@@ -68,16 +69,16 @@ export const AdminAuthLive = Layer.effect(
     ].map(({ name, token }) => ({ name, token: Redacted.value(token) }))
     return Effect.gen(function*() {
       if (tokens.length === 0) {
-        return yield* Effect.fail(engineError("NOT_FOUND", "The admin API is off: set ADMIN_TOKEN or ADMIN_TOKENS to turn it on"))
+        return yield* Effect.fail(new NotFound({ message: "The admin API is off: set ADMIN_TOKEN or ADMIN_TOKENS to turn it on" }))
       }
       const request = yield* HttpServerRequest.HttpServerRequest
       const client = clientAddress(request, yield* Effect.context<never>(), trustedProxyHops)
       return yield* throttle.guard(client, Effect.gen(function*() {
         const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
-        if (match === null) return yield* Effect.fail(engineError("UNAUTHORIZED", "Send Authorization: Bearer <admin token>"))
+        if (match === null) return yield* Effect.fail(new Unauthorized({ message: "Send Authorization: Bearer <admin token>" }))
         // Every token is compared, so the time taken does not tell which one came close.
         const matched = tokens.filter(({ token }) => sameSecret(match[1]!, token))
-        if (matched.length === 0) return yield* Effect.fail(engineError("INVALID_API_KEY", "The admin token is wrong"))
+        if (matched.length === 0) return yield* Effect.fail(new InvalidApiKey({ message: "The admin token is wrong" }))
         return { actor: matched[0]!.name }
       }))
     })

@@ -1,73 +1,107 @@
 import { HttpApp, HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Metric, ParseResult, Schema } from "effect"
-import { CorruptRow, EngineError, engineError, type ErrorCode, retryLater, shedReasonOf, StoreError } from "../domain/errors.js"
+import {
+  ApiKeyExpired,
+  ApiKeyInactive,
+  InvalidApiKey,
+  IpNotWhitelisted,
+  OperationNotAllowed,
+  Unauthorized,
+  UnauthorizedAccess
+} from "../domain/accessRefusals.js"
+import { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "../domain/admission.js"
+import { BudgetExceeded } from "../domain/budget.js"
+import { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "../domain/catalog.js"
+import {
+  CorruptRow,
+  InternalError,
+  NotFound,
+  PubsubPublishFailed,
+  retryLater,
+  ServiceUnavailable,
+  shedReasonOf,
+  StoreError,
+  ValidationError
+} from "../domain/errors.js"
+import { JobCannotBeCancelled, JobNotFound } from "../domain/job.js"
+import { PayloadTooLarge, RequestTimeout } from "../domain/limits.js"
+import { RateLimitExceeded } from "../domain/rateLimit.js"
+import { type AnyRefusal, isRefusal, type RefusalAnswer } from "../domain/refusal.js"
+import {
+  FileTooLarge,
+  InvalidContentType,
+  LengthRequired,
+  UploadAlreadyReceived,
+  UploadUrlExpired,
+  UploadUrlInvalid
+} from "../domain/uploadRefusals.js"
+import { DeliveryNotRetryable } from "../domain/webhook.js"
 import { requestsShedOf } from "../observability/metricSeries.js"
 import { CurrentRequestId } from "./requestContext.js"
 
-const statusOf: Record<ErrorCode, number> = {
-  VALIDATION_ERROR: 400,
-  INVALID_INPUT: 400,
-  INVALID_CONTENT_TYPE: 400,
-  UNAUTHORIZED: 401,
-  INVALID_API_KEY: 401,
-  API_KEY_INACTIVE: 401,
-  API_KEY_EXPIRED: 401,
-  INSUFFICIENT_BALANCE: 402,
-  BUDGET_EXCEEDED: 402,
-  IP_NOT_WHITELISTED: 403,
-  OPERATION_NOT_ALLOWED: 403,
-  MODEL_ACCESS_DENIED: 403,
-  UNAUTHORIZED_ACCESS: 403,
-  MODEL_NOT_FOUND: 404,
-  JOB_NOT_FOUND: 404,
-  NOT_FOUND: 404,
-  JOB_CANNOT_BE_CANCELLED: 409,
-  IDEMPOTENCY_KEY_REUSED: 409,
-  DELIVERY_NOT_RETRYABLE: 409,
-  PRECONDITION_FAILED: 412,
-  UPLOAD_URL_INVALID: 403,
-  UPLOAD_URL_EXPIRED: 403,
-  UPLOAD_ALREADY_RECEIVED: 409,
-  FILE_TOO_LARGE: 413,
-  PAYLOAD_TOO_LARGE: 413,
-  LENGTH_REQUIRED: 411,
-  REQUEST_TIMEOUT: 408,
-  CONCURRENT_JOBS_EXCEEDED: 429,
-  RATE_LIMIT_EXCEEDED: 429,
-  PUBSUB_PUBLISH_FAILED: 503,
-  SERVICE_UNAVAILABLE: 503,
-  INTERNAL_ERROR: 500
-}
+/** A refusal class as the HTTP layer reads it: its instances, its code and its status. */
+export type RefusalClassOf = (abstract new(...args: ReadonlyArray<never>) => AnyRefusal) & RefusalAnswer
 
-/** The codes answered with one status, in the order of the table above. */
-export const codesWithStatus = (status: number): ReadonlyArray<ErrorCode> =>
-  (Object.keys(statusOf) as Array<ErrorCode>).filter((code) => statusOf[code] === status)
-
-/** Every status an error is answered with, ascending. */
-export const errorStatuses: ReadonlyArray<number> = [...new Set(Object.values(statusOf))].sort((a, b) => a - b)
+/**
+ * Every refusal class, ordered as the spec's codes are listed (and so are the codes of each
+ * status in the OpenAPI document); the API declares them all (`ApiErrors`), so any operation
+ * can answer any of them, and the client can read any of them.
+ */
+export const refusalClasses: ReadonlyArray<RefusalClassOf> = [
+  ValidationError,
+  InvalidInput,
+  InvalidContentType,
+  Unauthorized,
+  InvalidApiKey,
+  ApiKeyInactive,
+  ApiKeyExpired,
+  InsufficientBalance,
+  BudgetExceeded,
+  IpNotWhitelisted,
+  OperationNotAllowed,
+  ModelAccessDenied,
+  UnauthorizedAccess,
+  ModelNotFound,
+  JobNotFound,
+  NotFound,
+  JobCannotBeCancelled,
+  IdempotencyKeyReused,
+  DeliveryNotRetryable,
+  PreconditionFailed,
+  UploadUrlInvalid,
+  UploadUrlExpired,
+  UploadAlreadyReceived,
+  FileTooLarge,
+  PayloadTooLarge,
+  LengthRequired,
+  RequestTimeout,
+  ConcurrentJobsExceeded,
+  RateLimitExceeded,
+  PubsubPublishFailed,
+  ServiceUnavailable,
+  InternalError
+]
 
 /** The name of a status's envelope among the OpenAPI document's components. */
 export const errorComponent = (status: number) => `Error${status}`
 
 /** What an operation of the API may fail with: the engine's refusals and the store's failures. */
-type ApiError = EngineError | StoreError
-
-const isApiError = (u: unknown): u is ApiError => u instanceof EngineError || u instanceof StoreError
+type ApiError = AnyRefusal | StoreError
 
 /**
  * What the client is told of a failure. A store failure, or a request shed because the store
  * was busy, is a 503 to retry (`retryLater`), as nothing the client sent was wrong; a row the
  * store holds but cannot read is a 500, since retrying reads the same row.
  */
-const answeredAs = (error: ApiError): EngineError =>
-  error instanceof EngineError
+const answeredAs = (error: ApiError): AnyRefusal =>
+  isRefusal(error)
     ? error
     : error.cause instanceof CorruptRow
-    ? engineError("INTERNAL_ERROR", "An internal error occurred")
-    : retryLater("SERVICE_UNAVAILABLE", error)
+    ? new InternalError({ message: "An internal error occurred" })
+    : retryLater(ServiceUnavailable, error)
 
 /** The spec's envelope for every error: {success:false, error:{code,message,details}, requestId}. */
-const envelope = <C extends ErrorCode>(code: Schema.Schema<C>) =>
+const envelope = <C extends string>(code: Schema.Schema<C>) =>
   Schema.Struct({
     success: Schema.Literal(false),
     error: Schema.Struct({
@@ -78,7 +112,7 @@ const envelope = <C extends ErrorCode>(code: Schema.Schema<C>) =>
     requestId: Schema.String
   })
 
-const envelopeOf = (error: EngineError, requestId: string) => ({
+const envelopeOf = (error: AnyRefusal, requestId: string) => ({
   success: false as const,
   error: { code: error.code, message: error.message, details: error.details ?? {} },
   requestId
@@ -86,12 +120,12 @@ const envelopeOf = (error: EngineError, requestId: string) => ({
 
 /**
  * The headers an error's answer carries: Retry-After on refusals the client may retry later
- * (rate and concurrency limits, 503s), and a closed connection after a body that timed out, so
- * neither the unread rest of that body nor a stalled client holds the socket.
+ * (rate limits, 503s), and a closed connection after a body that timed out, so neither the
+ * unread rest of that body nor a stalled client holds the socket.
  */
-const errorHeaders = (error: EngineError): Record<string, string> => ({
+const errorHeaders = (error: AnyRefusal): Record<string, string> => ({
   ...(error.retryAfterSeconds === undefined ? {} : { "retry-after": String(error.retryAfterSeconds) }),
-  ...(error.code === "REQUEST_TIMEOUT" ? { connection: "close" } : {})
+  ...(error instanceof RequestTimeout ? { connection: "close" } : {})
 })
 
 /**
@@ -99,7 +133,7 @@ const errorHeaders = (error: EngineError): Record<string, string> => ({
  * cause. Shed requests are counted instead (genjobs_requests_shed_total): a burst shed is the
  * engine working as meant, and a log line per request would add to the burst.
  */
-const logged = (error: ApiError, answer: EngineError): Effect.Effect<void> => {
+const logged = (error: ApiError, answer: AnyRefusal): Effect.Effect<void> => {
   const shed = shedReasonOf(answer)
   if (shed !== undefined) return Metric.increment(requestsShedOf(shed))
   return error instanceof StoreError
@@ -109,47 +143,105 @@ const logged = (error: ApiError, answer: EngineError): Effect.Effect<void> => {
     : Effect.void
 }
 
+/** The code and status an answer schema stands for, read back by the OpenAPI document (openApi.ts). */
+export const RefusalAnswerId: unique symbol = Symbol.for("genjobs/http/RefusalAnswer")
+
+/** The code and status a declared error schema answers with, when it is one of answerOf's. */
+export const refusalAnswerOf = (schema: Schema.Schema.Any): RefusalAnswer | undefined =>
+  schema.ast.annotations[RefusalAnswerId] as RefusalAnswer | undefined
+
 /**
- * The declared error of one status: an ApiError answered with that status, encoded as the
- * envelope with that status's codes as an enum (one OpenAPI component per status, so a
- * generated client knows every code it may meet and where). Encoding reads the request's id,
- * logs store failures and sets the answer's headers. A client (makeEffectClient) decodes the
- * envelope as it is, the typed refusal its callers match on.
+ * One declared error: the failures `answers` picks out, answered with `answer`'s status and
+ * encoded as the envelope with its code. Encoding reads the request's id, logs store failures
+ * and sets the answer's headers. A client (makeEffectClient) decodes the envelope as it is, the
+ * typed refusal its callers match on.
  */
-const errorOfStatus = (status: number) => {
-  const [first, ...rest] = codesWithStatus(status)
-  const encoded = envelope(Schema.Literal(first!, ...rest)).annotations({
-    identifier: errorComponent(status),
-    description: [first!, ...rest].join(", ")
-  })
-  const answered = Schema.declare((u): u is ApiError => isApiError(u) && statusOf[answeredAs(u).code] === status)
-  return Schema.transformOrFail(encoded, Schema.Union(Schema.typeSchema(encoded), answered), {
+const declaredError = (answer: RefusalAnswer, answers: (u: unknown) => u is ApiError) => {
+  const encoded = envelope(Schema.Literal(answer.code))
+  return Schema.transformOrFail(encoded, Schema.Union(Schema.typeSchema(encoded), Schema.declare(answers)), {
     strict: false,
     decode: ParseResult.succeed,
     encode: (error) =>
-      isApiError(error)
+      answers(error)
         ? Effect.gen(function*() {
-          const answer = answeredAs(error)
-          yield* logged(error, answer)
-          const headers = errorHeaders(answer)
+          const answered = answeredAs(error)
+          yield* logged(error, answered)
+          const headers = errorHeaders(answered)
           if (Object.keys(headers).length > 0) {
             yield* HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
           }
-          return envelopeOf(answer, yield* FiberRef.get(CurrentRequestId))
+          return envelopeOf(answered, yield* FiberRef.get(CurrentRequestId))
         })
         : ParseResult.succeed(error)
-  }).annotations(HttpApiSchema.annotations({ status }))
+  }).annotations(HttpApiSchema.annotations({ status: answer.status }))
 }
 
-/** Every error the API answers with, one schema per status; registered on the API with `addError`. */
-export const ApiErrors = Schema.Union(...errorStatuses.map(errorOfStatus))
+/** The declared error of every refusal of one class. */
+const errorOfClass = (refusal: RefusalClassOf) => declaredError(refusal, (u): u is AnyRefusal => u instanceof refusal)
+
+const answers = new Map<RefusalClassOf, ReturnType<typeof errorOfClass>>()
+
+/**
+ * The declared error of one refusal class, for an endpoint's or a group's `addError` (through
+ * `refusing`): made once per class, and marked with its code and status for the OpenAPI
+ * document, which lists what each operation declares (openApi.ts). `ApiErrors` holds unmarked
+ * twins, so what the API declares for every operation (and the middlewares' `failure`, which
+ * HttpApi adds to their groups) stays out of each operation's list.
+ */
+export const answerOf = (refusal: RefusalClassOf) => {
+  const known = answers.get(refusal)
+  if (known !== undefined) return known
+  const made = errorOfClass(refusal).annotations({ [RefusalAnswerId]: { code: refusal.code, status: refusal.status } })
+  answers.set(refusal, made)
+  return made
+}
+
+/** A store failure, answered 503 SERVICE_UNAVAILABLE with Retry-After (or shed: `retryLater`). */
+const storeUnavailable = declaredError(
+  ServiceUnavailable,
+  (u): u is StoreError => u instanceof StoreError && !(u.cause instanceof CorruptRow)
+)
+
+/** A row the store holds but cannot read, answered 500 INTERNAL_ERROR. */
+const storeCorrupt = declaredError(InternalError, (u): u is StoreError => u instanceof StoreError && u.cause instanceof CorruptRow)
+
+/** Every error the API answers with: each refusal class, and the store's failures; registered on the API with `addError` (and the middlewares' `failure`). */
+export const ApiErrors = Schema.Union(...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt)
 
 /**
  * An error answered outside the API's routing (a path outside the mount's base path, a body
  * the host refused): the same envelope and headers, rendered directly.
  */
-export const renderOutsideApi = (error: EngineError, requestId: string): HttpServerResponse.HttpServerResponse =>
+export const renderOutsideApi = (error: AnyRefusal, requestId: string): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.unsafeJson(envelopeOf(error, requestId), {
-    status: statusOf[error.code],
+    status: error.status,
     headers: { "x-request-id": requestId, ...errorHeaders(error) }
   })
+
+/** An endpoint's or group's declared refusals, for its `addError`: what the OpenAPI document lists for it. */
+export const refusing = (...refusals: ReadonlyArray<RefusalClassOf>) => Schema.Union(...refusals.map(answerOf))
+
+/** What an API key's check refuses (ApiKeyAuth, OptionalApiKeyAuth): no key, a wrong, inactive or expired one, an address off its list, too many guesses. */
+export const keyRefusals: ReadonlyArray<RefusalClassOf> = [
+  Unauthorized,
+  InvalidApiKey,
+  ApiKeyInactive,
+  ApiKeyExpired,
+  IpNotWhitelisted,
+  RateLimitExceeded
+]
+
+/** What the admin token's check refuses (AdminAuth): the admin API off (404), no token, a wrong one, too many guesses. */
+export const adminRefusals: ReadonlyArray<RefusalClassOf> = [NotFound, Unauthorized, InvalidApiKey, RateLimitExceeded]
+
+/**
+ * What any request may be answered, whatever its operation: a body or parameters that do not
+ * decode or break the request limits, a body too slow to arrive, the store out of reach, a defect.
+ */
+export const anyRequestRefusals: ReadonlyArray<RefusalClassOf> = [
+  ValidationError,
+  PayloadTooLarge,
+  RequestTimeout,
+  ServiceUnavailable,
+  InternalError
+]

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, FiberRef, Option } from "effect"
-import { CorruptRow, EngineError, engineError, retryLater, StoreError, storeBusyOf } from "../domain/errors.js"
+import { CorruptRow, InternalError, NotFound, PubsubPublishFailed, retryLater, storeBusyOf, StoreError, ValidationError } from "../domain/errors.js"
+import { type AnyRefusal, isRefusal } from "../domain/refusal.js"
 import { RequestStoreWait, requestStoreWait } from "../ports/StoreWait.js"
 import { newRequestId } from "../domain/ids.js"
 import { EngineApi } from "./Api.js"
@@ -19,8 +20,8 @@ const decodeFailure = ({ issues }: HttpApiError.HttpApiDecodeError) => {
   const errors = issues.map((i) => ({ path: `/${i.path.map(String).join("/")}`, message: i.message }))
   const unknown = unknownFields(issues)
   return unknown.length === 0
-    ? engineError("VALIDATION_ERROR", "The request does not match the expected shape", { errors })
-    : engineError("VALIDATION_ERROR", `The request has fields this endpoint does not take: ${unknown.join(", ")}`, { unknown, errors })
+    ? new ValidationError({ message: "The request does not match the expected shape", details: { errors } })
+    : new ValidationError({ message: `The request has fields this endpoint does not take: ${unknown.join(", ")}`, details: { unknown, errors } })
 }
 
 /**
@@ -28,10 +29,10 @@ const decodeFailure = ({ issues }: HttpApiError.HttpApiDecodeError) => {
  * that is not JSON (HttpApi reads bodies with `orDie`, so it arrives as a defect), and a path
  * no route matches.
  */
-const beforeHandler = (error: unknown): EngineError | undefined => {
+const beforeHandler = (error: unknown): AnyRefusal | undefined => {
   if (error instanceof HttpApiError.HttpApiDecodeError) return decodeFailure(error)
-  if (error instanceof HttpServerError.RequestError) return engineError("VALIDATION_ERROR", "The request body is not valid JSON")
-  if (error instanceof HttpServerError.RouteNotFound) return engineError("NOT_FOUND", "No such endpoint")
+  if (error instanceof HttpServerError.RequestError) return new ValidationError({ message: "The request body is not valid JSON" })
+  if (error instanceof HttpServerError.RouteNotFound) return new NotFound({ message: "No such endpoint" })
   return undefined
 }
 
@@ -48,25 +49,25 @@ const isSubmit = (request: HttpServerRequest.HttpServerRequest) =>
 const queueingFailed = (error: StoreError) =>
   Effect.zipRight(
     storeBusyOf(error) === undefined ? Effect.logError("store failure", error.message, error.cause) : Effect.void,
-    Effect.fail(retryLater("PUBSUB_PUBLISH_FAILED", error))
+    Effect.fail(retryLater(PubsubPublishFailed, error))
   )
 
 /**
- * Leaves the declared errors (EngineError, StoreError) to the API's encoding and turns the rest
+ * Leaves the declared errors (the refusals, StoreError) to the API's encoding and turns the rest
  * into one: what HttpApi raises before a handler, and defects, logged and answered INTERNAL_ERROR.
  */
 const declared = (request: HttpServerRequest.HttpServerRequest) => (cause: Cause.Cause<unknown>) => {
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
   const error = Option.getOrUndefined(Option.orElse(Cause.failureOption(cause), () => Cause.dieOption(cause)))
   // A refusal, from a handler or as a request limit's defect (see requestLimits.ts).
-  if (error instanceof EngineError) return Effect.fail(error)
+  if (isRefusal(error)) return Effect.fail(error)
   if (error instanceof StoreError) {
     return isSubmit(request) && !(error.cause instanceof CorruptRow) ? queueingFailed(error) : Effect.fail(error)
   }
   const refusal = beforeHandler(error)
   if (refusal !== undefined) return Effect.fail(refusal)
   return Effect.logError("unhandled error while serving a request", Cause.pretty(cause)).pipe(
-    Effect.zipRight(Effect.fail(engineError("INTERNAL_ERROR", "An internal error occurred")))
+    Effect.zipRight(Effect.fail(new InternalError({ message: "An internal error occurred" })))
   )
 }
 

@@ -1,6 +1,6 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
-import { engineError } from "../domain/errors.js"
+import { NotFound } from "../domain/errors.js"
 import { UPLOAD_ID_PREFIX } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"
 import { UploadRepo } from "../ports/UploadRepo.js"
@@ -8,7 +8,7 @@ import { type RangeRequest, requestedRange } from "./byteRange.js"
 
 const OUTPUT_MAX_AGE_SECONDS = 3600
 
-const notFound = Effect.fail(engineError("NOT_FOUND", "No such file"))
+const notFound = Effect.fail(new NotFound({ message: "No such file" }))
 
 /**
  * How long a file may be cached, or None when it must not be served. An upload's file lives

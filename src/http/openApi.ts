@@ -1,4 +1,7 @@
-import { codesWithStatus, errorComponent, errorStatuses } from "./errorEnvelope.js"
+import { type HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import type { Schema } from "effect"
+import type { RefusalAnswer } from "../domain/refusal.js"
+import { anyRequestRefusals, errorComponent, refusalAnswerOf, refusalClasses } from "./errorEnvelope.js"
 
 /**
  * How the OpenAPI document describes the credentials. The middleware reads them itself (see
@@ -35,12 +38,73 @@ const retryAfter = {
   "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } }
 }
 
-/** One response per status, its schema the envelope with that status's codes as an enum. */
-const errorResponse = (status: number) => ({
-  description: codesWithStatus(status).join(", "),
+/** The codes of some refusals answered with one status, in the order given. */
+const codesOf = (answers: ReadonlyArray<RefusalAnswer>, status: number): ReadonlyArray<string> => [
+  ...new Set(answers.filter((a) => a.status === status).map((a) => a.code))
+]
+
+/** The statuses of some refusals, ascending. */
+const statusesOf = (answers: ReadonlyArray<RefusalAnswer>): ReadonlyArray<number> =>
+  [...new Set(answers.map((a) => a.status))].sort((a, b) => a - b)
+
+/** An operation's answer with one error status: the codes it may answer with there, the envelope of every code of that status. */
+const errorResponse = (status: number, codes: ReadonlyArray<string>) => ({
+  description: codes.join(", "),
   ...(status === 429 || status === 503 ? { headers: retryAfter } : {}),
   content: { "application/json": { schema: { $ref: `#/components/schemas/${errorComponent(status)}` } } }
 })
+
+/** The envelope of one status with its codes as an enum: one component per status, so a generated client knows every code it may meet and where. */
+const errorEnvelopeSchema = (codes: ReadonlyArray<string>) => ({
+  type: "object",
+  required: ["success", "error", "requestId"],
+  properties: {
+    success: { type: "boolean", enum: [false] },
+    error: {
+      type: "object",
+      required: ["code", "message", "details"],
+      properties: {
+        code: { type: "string", enum: codes },
+        message: { type: "string" },
+        details: { type: "object", required: [], properties: {}, additionalProperties: { title: "unknown" } }
+      },
+      additionalProperties: false
+    },
+    requestId: { type: "string" }
+  },
+  additionalProperties: false,
+  description: codes.join(", ")
+})
+
+/** The refusals a declared error schema (an `addError`'s, see errorEnvelope.ts `refusing`) stands for. */
+const declaredAnswers = (schema: Schema.Schema.Any): ReadonlyArray<RefusalAnswer> => {
+  const members = new Set<Schema.Schema.Any>()
+  HttpApiSchema.deunionize(members, schema)
+  return [...members].flatMap((member) => {
+    const answer = refusalAnswerOf(member)
+    return answer === undefined ? [] : [answer]
+  })
+}
+
+/**
+ * What each operation may answer, by its operationId (`group.endpoint`): what any request may be
+ * answered, then what its group declares (its key or token check), then what the endpoint
+ * declares (`groups` are the API's). The API itself declares every refusal (so any can be encoded and read), which the
+ * document leaves out: it lists what the operation's own rules raise.
+ */
+const operationAnswers = (groups: ReadonlyArray<HttpApiGroup.HttpApiGroup.Any>): Map<string, ReadonlyArray<RefusalAnswer>> => {
+  const byOperation = new Map<string, ReadonlyArray<RefusalAnswer>>()
+  for (const group of groups as ReadonlyArray<HttpApiGroup.HttpApiGroup.AnyWithProps>) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      byOperation.set(`${group.identifier}.${endpoint.name}`, [
+        ...anyRequestRefusals,
+        ...declaredAnswers(group.errorSchema),
+        ...declaredAnswers(endpoint.errorSchema)
+      ])
+    }
+  }
+  return byOperation
+}
 
 /**
  * Effect's generator adds a schema this engine never answers with: its own decode error on 400
@@ -58,17 +122,29 @@ const withoutIds = (value: unknown): unknown => {
   return Object.fromEntries(Object.entries(value).filter(([key]) => key !== "$id").map(([key, v]) => [key, withoutIds(v)]))
 }
 
-type Operation = { responses: Record<string, unknown> }
+type Operation = { operationId: string; responses: Record<string, unknown> }
 
 /** The finishing touches of the generated document (an `OpenApi.Transform` of the API). */
-export const finishDocument = (spec: Record<string, any>): Record<string, any> => {
+export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<HttpApiGroup.HttpApiGroup.Any>): Record<string, any> => {
+  const answers = operationAnswers(groups)
+  const answered = new Set<number>()
   for (const path of Object.values(spec.paths as Record<string, Record<string, Operation>>)) {
     for (const operation of Object.values(path)) {
-      for (const status of errorStatuses) {
-        operation.responses[status] = errorResponse(status)
+      const own = answers.get(operation.operationId) ?? anyRequestRefusals
+      for (const status of Object.keys(operation.responses)) {
+        if (Number(status) >= 400) delete operation.responses[status]
+      }
+      for (const status of statusesOf(own)) {
+        operation.responses[status] = errorResponse(status, codesOf(own, status))
+        answered.add(status)
       }
     }
   }
-  const schemas = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !UNANSWERED.includes(name)))
+  // One component per status some operation answers (411 is the upload PUT's alone, which the document leaves out).
+  const errorSchemas = Object.fromEntries(
+    statusesOf(refusalClasses).filter((status) => answered.has(status)).map((status) => [errorComponent(status), errorEnvelopeSchema(codesOf(refusalClasses, status))])
+  )
+  const generated = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !UNANSWERED.includes(name)))
+  const schemas = { ...generated, ...errorSchemas }
   return withoutIds({ ...spec, components: { ...spec.components, schemas, securitySchemes } }) as Record<string, any>
 }

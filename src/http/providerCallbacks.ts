@@ -1,7 +1,10 @@
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Option, Schema } from "effect"
 import { routesOf } from "../domain/catalog.js"
-import { engineError, type ErrorCode } from "../domain/errors.js"
+import { Unauthorized } from "../domain/accessRefusals.js"
+import { NotFound, ValidationError } from "../domain/errors.js"
+import { JobNotFound } from "../domain/job.js"
+import type { RefusalConstructor } from "../domain/refusal.js"
 import { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobEvents } from "../ports/JobEvents.js"
@@ -20,7 +23,7 @@ export const providerCallbackPath = (providerId: string, jobId: string): string 
 /** The provider handle the job stored when its generation started; none before the start committed. */
 const storedHandleId = (job: Job): string | undefined => job.providerHandle?.id
 
-const refuse = (code: ErrorCode, message: string) => Effect.fail(engineError(code, message))
+const refuse = (refusal: RefusalConstructor, message: string) => Effect.fail(new refusal({ message }))
 
 /** The job of a callback's path, when it exists and runs (or may run) at that provider. */
 const jobAt = (providerId: string, rawJobId: string | undefined) =>
@@ -55,10 +58,10 @@ export const receiveProviderCallback = (providers: Option.Option<Providers["Type
     const verify = Option.flatMap(providers, (p) => p.forProvider(providerId)).pipe(
       Option.flatMap((provider) => Option.fromNullable(provider.verifyCallback))
     )
-    if (Option.isNone(verify)) return yield* refuse("NOT_FOUND", `No provider "${providerId}" takes callbacks here`)
+    if (Option.isNone(verify)) return yield* refuse(NotFound, `No provider "${providerId}" takes callbacks here`)
     const request = yield* HttpServerRequest.HttpServerRequest
     const body = yield* request.arrayBuffer.pipe(
-      Effect.catchAll(() => refuse("VALIDATION_ERROR", "The callback body could not be read to its end"))
+      Effect.catchAll(() => refuse(ValidationError, "The callback body could not be read to its end"))
     )
     // Looked up first for the credential its start recorded, but refused only once the callback
     // is verified: an unknown job is checked against every secret, and fails as a forgery does.
@@ -66,12 +69,12 @@ export const receiveProviderCallback = (providers: Option.Option<Providers["Type
     const credentialId = job?.providerRoute?.credentialId ?? job?.providerHandle?.route?.credentialId
     const callback = yield* verify.value({ headers: request.headers, body: new Uint8Array(body), ...(credentialId === undefined ? {} : { credentialId }) }).pipe(
       Effect.tapError((rejected) => Effect.logWarning("provider callback refused", providerId, rejected.message)),
-      Effect.catchTag("CallbackRejected", (rejected) => refuse("UNAUTHORIZED", rejected.message))
+      Effect.catchTag("CallbackRejected", (rejected) => refuse(Unauthorized, rejected.message))
     )
-    if (job === undefined) return yield* refuse("JOB_NOT_FOUND", `No job "${params["jobId"] ?? ""}" runs at the provider "${providerId}"`)
+    if (job === undefined) return yield* refuse(JobNotFound, `No job "${params["jobId"] ?? ""}" runs at the provider "${providerId}"`)
     const stored = storedHandleId(job)
     if (stored !== undefined && stored !== callback.handleId) {
-      return yield* refuse("JOB_NOT_FOUND", `The job "${job.id}" follows another generation than "${callback.handleId}"`)
+      return yield* refuse(JobNotFound, `The job "${job.id}" follows another generation than "${callback.handleId}"`)
     }
     yield* (yield* JobEvents).publish([job.id])
     return yield* HttpServerResponse.json({ success: true, requestId: yield* FiberRef.get(CurrentRequestId) })

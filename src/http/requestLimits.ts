@@ -1,7 +1,7 @@
 import { type HttpServerRequest, HttpServerError } from "@effect/platform"
 import { Cause, Duration, Effect, Stream } from "effect"
-import { engineError, type EngineError } from "../domain/errors.js"
-import { hasNul, type JsonProblem, jsonPointer, surveyJson } from "../domain/limits.js"
+import { type EngineError, ValidationError } from "../domain/errors.js"
+import { hasNul, jsonPointer, type JsonProblem, PayloadTooLarge, RequestTimeout, surveyJson } from "../domain/limits.js"
 import { countKeys, findDuplicateKey } from "./duplicateKeys.js"
 
 /** PUT /uploads/{id} streams a file under the limits its signed URL carries, not the JSON cap. */
@@ -9,7 +9,7 @@ const isUploadPut = (request: HttpServerRequest.HttpServerRequest): boolean =>
   request.method === "PUT" && /^\/uploads\/[^/?]+(?:\?|$)/.test(request.url)
 
 const tooLarge = (maxBytes: number) =>
-  engineError("PAYLOAD_TOO_LARGE", `The request body is larger than ${maxBytes} bytes`, { maxBytes })
+  new PayloadTooLarge({ message: `The request body is larger than ${maxBytes} bytes`, details: { maxBytes } })
 
 /**
  * What is refused before any byte of the body is read: a NUL in the path or query (raw or as
@@ -17,7 +17,7 @@ const tooLarge = (maxBytes: number) =>
  */
 export const refusedBeforeBody = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): EngineError | undefined => {
   if (hasNul(request.url) || request.url.includes("%00")) {
-    return engineError("VALIDATION_ERROR", "The path or query holds a NUL character (%00)")
+    return new ValidationError({ message: "The path or query holds a NUL character (%00)" })
   }
   if (isUploadPut(request)) return undefined
   const declared = Number(request.headers["content-length"])
@@ -36,7 +36,7 @@ const cappedStream = (request: HttpServerRequest.HttpServerRequest, maxBytes: nu
 
 /** What a body that does not arrive in time is answered: 408, and the connection closed (see errorMiddleware.ts). */
 export const timedOut = (what: string, ms: number) =>
-  engineError("REQUEST_TIMEOUT", `${what} within ${ms} ms; the connection is closed`, { timeoutMs: ms })
+  new RequestTimeout({ message: `${what} within ${ms} ms; the connection is closed`, details: { timeoutMs: ms } })
 
 const decodeError = (request: HttpServerRequest.HttpServerRequest, cause: unknown) =>
   new HttpServerError.RequestError({ request, reason: "Decode", cause })
@@ -150,20 +150,20 @@ const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: n
 
 const tooDeepOrNul = (problem: JsonProblem) =>
   problem._tag === "TooDeep"
-    ? engineError("VALIDATION_ERROR", "The request body nests too deeply")
-    : engineError("VALIDATION_ERROR", "The request body holds a NUL character", {
+    ? new ValidationError({ message: "The request body nests too deeply" })
+    : new ValidationError({ message: "The request body holds a NUL character", details: {
       errors: [{ path: problem.path, message: "must not contain the NUL character (\\u0000)" }]
-    })
+    } })
 
 /** A key named twice in one object, named as unknown fields are (a dotted path, and a JSON pointer in `errors`). */
 const repeatedKey = (text: string) => {
   const duplicate = findDuplicateKey(text)
   if (duplicate === undefined) return undefined
   const field = duplicate.path.join(".")
-  return engineError("VALIDATION_ERROR", `The request body names the key "${duplicate.key}" twice in one object (${field})`, {
+  return new ValidationError({ message: `The request body names the key "${duplicate.key}" twice in one object (${field})`, details: {
     duplicate: field,
     errors: [{ path: jsonPointer(duplicate.path), message: "is named more than once in its object; each key may appear once" }]
-  })
+  } })
 }
 
 /**
@@ -189,7 +189,7 @@ const parseJson = (request: HttpServerRequest.HttpServerRequest, text: string) =
 }
 
 // Built only when a route reads one of these, as errors capture a stack trace when made.
-const notJson = Effect.dieSync(() => engineError("VALIDATION_ERROR", "The request body must be JSON"))
+const notJson = Effect.dieSync(() => new ValidationError({ message: "The request body must be JSON" }))
 const notJsonStream = Stream.fromEffect(notJson)
 
 const textOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
@@ -200,7 +200,7 @@ const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestErro
   Effect.flatMap(bytes, (b) =>
     Effect.try({
       try: () => new TextDecoder("utf-8", { fatal: true }).decode(b),
-      catch: () => engineError("VALIDATION_ERROR", "The request body is not valid UTF-8")
+      catch: () => new ValidationError({ message: "The request body is not valid UTF-8" })
     }).pipe(Effect.orDie))
 
 export interface BodyLimits {

@@ -1,5 +1,5 @@
 import { Either } from "effect"
-import { type EngineError, engineError } from "../domain/errors.js"
+import { type EngineError, ValidationError } from "../domain/errors.js"
 
 /** The entity tag of a catalog revision: `"7"`. */
 export const revisionTag = (revision: number): string => `"${revision}"`
@@ -15,11 +15,10 @@ export const ifMatchRevision = (header: string | undefined): Either.Either<numbe
   if (value === "*") return Either.right(undefined)
   const match = /^"(0|[1-9][0-9]{0,14})"$/.exec(value)
   if (match === null) {
-    return Either.left(engineError(
-      "VALIDATION_ERROR",
-      "If-Match must be one catalog revision as an entity tag, such as \"7\" (quotes included), or *",
-      { errors: [{ path: "/headers/if-match", message: "must be one strong entity tag such as \"7\", or *" }] }
-    ))
+    return Either.left(new ValidationError({
+      message: "If-Match must be one catalog revision as an entity tag, such as \"7\" (quotes included), or *",
+      details: { errors: [{ path: "/headers/if-match", message: "must be one strong entity tag such as \"7\", or *" }] }
+    }))
   }
   return Either.right(Number(match[1]))
 }

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Stream } from "effect"
-import { engineError } from "../domain/errors.js"
+import { ValidationError } from "../domain/errors.js"
 import type { BlobStore } from "../ports/BlobStore.js"
 import type { JobEvents } from "../ports/JobEvents.js"
 import type { JobRepo } from "../ports/JobRepo.js"
@@ -70,7 +70,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
           request.headers["content-type"],
           length === undefined ? undefined : Number(length),
           request.stream.pipe(
-            Stream.mapError(() => engineError("VALIDATION_ERROR", "The upload body could not be read to its end"))
+            Stream.mapError(() => new ValidationError({ message: "The upload body could not be read to its end" }))
           )
         ).pipe(Effect.provide(uploadServices))
         return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, type Scope } from "effect"
-import { engineError } from "../domain/errors.js"
+import { NotFound } from "../domain/errors.js"
+import { PayloadTooLarge } from "../domain/limits.js"
 import { newRequestId } from "../domain/ids.js"
 import { renderOutsideApi } from "./errorEnvelope.js"
 import { EngineHttpLive, type EngineHttpRequirements } from "./layer.js"
@@ -48,19 +49,18 @@ export const normalizeBasePath = (path: string | undefined): string => {
 /** Not routed at all: with the base path taken off, an outside path could match a route by chance. */
 const outsideBasePath = (basePath: string): Response =>
   HttpServerResponse.toWeb(renderOutsideApi(
-    engineError("NOT_FOUND", `Nothing here: the engine answers under ${basePath}`),
+    new NotFound({ message: `Nothing here: the engine answers under ${basePath}` }),
     newRequestId()
   ))
 
 /** A body the host's parser refused before the engine could read it: only its size is known, and it was too large there. */
 const refusedByHost = (limitBytes: number | undefined): Response =>
   HttpServerResponse.toWeb(renderOutsideApi(
-    engineError(
-      "PAYLOAD_TOO_LARGE",
-      `The application's body parser refused this request body for its size${limitBytes === undefined ? "" : ` (its limit: ${limitBytes} bytes)`} ` +
+    new PayloadTooLarge({
+      message: `The application's body parser refused this request body for its size${limitBytes === undefined ? "" : ` (its limit: ${limitBytes} bytes)`} ` +
         "before the engine could read it: mount the engine before that parser, or raise its limit",
-      { maxBytes: limitBytes ?? null, refusedBy: "host" }
-    ),
+      details: { maxBytes: limitBytes ?? null, refusedBy: "host" }
+    }),
     newRequestId()
   ))
 

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, Metric, Option, Redacted } from "effect"
-import { engineError } from "../domain/errors.js"
+import { InvalidApiKey, Unauthorized } from "../domain/accessRefusals.js"
+import { NotFound } from "../domain/errors.js"
 import { sameSecret } from "../http/authLayers.js"
 import { StoreStats } from "../ports/StoreStats.js"
 import { poolWaiting, queuePending } from "./metrics.js"
@@ -50,7 +51,7 @@ export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(
   Effect.zipWith(Effect.map(Metric.snapshot, renderPrometheus), Effect.promise(processMetricsText), (effectMetrics, processMetrics) => effectMetrics + processMetrics)
 )
 
-const refuse = (code: "NOT_FOUND" | "UNAUTHORIZED" | "INVALID_API_KEY", message: string) => Effect.fail(engineError(code, message))
+const refuse = (refusal: typeof NotFound | typeof Unauthorized | typeof InvalidApiKey, message: string) => Effect.fail(new refusal({ message }))
 
 /** GET /metrics behind METRICS_TOKEN; off (404) without one. */
 export const MetricsRoute = HttpApiBuilder.Router.use((router) =>
@@ -66,11 +67,11 @@ export const MetricsRoute = HttpApiBuilder.Router.use((router) =>
     yield* router.get(
       "/metrics",
       Effect.gen(function*() {
-        if (Option.isNone(token)) return yield* refuse("NOT_FOUND", "The metrics endpoint is off: set METRICS_TOKEN to turn it on")
+        if (Option.isNone(token)) return yield* refuse(NotFound, "The metrics endpoint is off: set METRICS_TOKEN to turn it on")
         const request = yield* HttpServerRequest.HttpServerRequest
         const match = /^Bearer\s+(\S+)$/i.exec(request.headers["authorization"] ?? "")
-        if (match === null) return yield* refuse("UNAUTHORIZED", "Send Authorization: Bearer <METRICS_TOKEN>")
-        if (!sameSecret(match[1]!, Redacted.value(token.value))) return yield* refuse("INVALID_API_KEY", "The metrics token is wrong")
+        if (match === null) return yield* refuse(Unauthorized, "Send Authorization: Bearer <METRICS_TOKEN>")
+        if (!sameSecret(match[1]!, Redacted.value(token.value))) return yield* refuse(InvalidApiKey, "The metrics token is wrong")
         return HttpServerResponse.text(yield* collect, { contentType: PROMETHEUS_CONTENT_TYPE })
       })
     )

@@ -101,7 +101,7 @@ export const make = Effect.gen(function*() {
       return { query, groups: yield* reads.spend(query) }
     })
 
-  return { overview, spend } as const
+  return { overview: Effect.fn("Accounts.overview")(overview), spend: Effect.fn("Accounts.spend")(spend) } as const
 })
 
 export class Accounts extends Context.Tag("genjobs/Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {

@@ -19,7 +19,8 @@ export type { CreatedKey } from "./admin/keys.js"
 /**
  * The operator's writes. Each one is recorded in the audit log with its actor (SYSTEM_ACTOR
  * when the host's code calls without one) in the same transaction as the change. Each lives
- * under admin/, by what it changes; this wires them from the services they use.
+ * under admin/, by what it changes; this wires them from the services they use, each a named
+ * use case (`Effect.fn`: a span and a stack frame by its name).
  */
 export const make = Effect.gen(function*() {
   const deps: AdminDeps = {
@@ -32,18 +33,18 @@ export const make = Effect.gen(function*() {
     webhookSignal: yield* WebhookSignal
   }
   return {
-    createAccount: createAccount(deps),
-    getAccount: getAccount(deps),
-    updateAccount: updateAccount(deps),
-    addCredits: addCredits(deps),
-    createKey: createKey(deps),
-    updateKey: updateKey(deps),
-    deactivateKey: deactivateKey(deps),
-    ledger: ledger(deps),
-    rotateWebhookSecret: rotateWebhookSecret(deps),
-    replaceCatalog: replaceCatalog(deps),
-    previewCatalog: previewCatalog(deps),
-    retryDelivery: retryDelivery(deps)
+    createAccount: Effect.fn("Admin.createAccount")(createAccount(deps)),
+    getAccount: Effect.fn("Admin.getAccount")(getAccount(deps)),
+    updateAccount: Effect.fn("Admin.updateAccount")(updateAccount(deps)),
+    addCredits: Effect.fn("Admin.addCredits")(addCredits(deps)),
+    createKey: Effect.fn("Admin.createKey")(createKey(deps)),
+    updateKey: Effect.fn("Admin.updateKey")(updateKey(deps)),
+    deactivateKey: Effect.fn("Admin.deactivateKey")(deactivateKey(deps)),
+    ledger: Effect.fn("Admin.ledger")(ledger(deps)),
+    rotateWebhookSecret: Effect.fn("Admin.rotateWebhookSecret")(rotateWebhookSecret(deps)),
+    replaceCatalog: Effect.fn("Admin.replaceCatalog")(replaceCatalog(deps)),
+    previewCatalog: Effect.fn("Admin.previewCatalog")(previewCatalog(deps)),
+    retryDelivery: Effect.fn("Admin.retryDelivery")(retryDelivery(deps))
   } as const
 })
 

@@ -1,9 +1,9 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey, LedgerEntry } from "../domain/account.js"
 import { AuditAction, type AuditEntry } from "../domain/audit.js"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { type EngineError, NotFound, type StoreError, ValidationError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
-import { type Job, JobStatus } from "../domain/job.js"
+import { type Job, JobNotFound, JobStatus } from "../domain/job.js"
 import { MAX_PAGE_SIZE } from "../domain/limits.js"
 import {
   checkSpendQuery,
@@ -38,7 +38,7 @@ interface PageRequest {
 /** The longest search fragment taken: longer ones cannot match a name of at most 200 characters. */
 const MAX_SEARCH_LENGTH = 200
 
-const invalid = (field: string, message: string) => engineError("VALIDATION_ERROR", message, { field })
+const invalid = (field: string, message: string) => new ValidationError({ message, details: { field } })
 
 /** An ISO 8601 time (at least a date) as epoch ms; anything else is refused with the field's name. */
 const readTime = (field: string, value: string | undefined): Effect.Effect<number | undefined, EngineError> => {
@@ -83,7 +83,7 @@ export const make = Effect.gen(function*() {
   const account = (id: string): Effect.Effect<Account, EngineError | StoreError> =>
     accountRepo.get(id as AccountId).pipe(
       Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(engineError("NOT_FOUND", `No account "${id}"`, { accountId: id })),
+        onNone: () => Effect.fail(new NotFound({ message: `No account "${id}"`, details: { accountId: id } })),
         onSome: Effect.succeed
       }))
     )
@@ -132,7 +132,7 @@ export const make = Effect.gen(function*() {
   const job = (id: string): Effect.Effect<Job, EngineError | StoreError> =>
     jobRepo.get(id as JobId).pipe(
       Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id })),
+        onNone: () => Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } })),
         onSome: Effect.succeed
       }))
     )
@@ -198,7 +198,17 @@ export const make = Effect.gen(function*() {
       return { at, from, to, pending: read.pending, processing: read.processing, runTimes: runTimesByModel(read.runs) }
     })
 
-  return { accounts, keys, jobs, job, deliveries, ledger, spend, stats, auditLog } as const
+  return {
+    accounts: Effect.fn("AdminReads.accounts")(accounts),
+    keys: Effect.fn("AdminReads.keys")(keys),
+    jobs: Effect.fn("AdminReads.jobs")(jobs),
+    job: Effect.fn("AdminReads.job")(job),
+    deliveries: Effect.fn("AdminReads.deliveries")(deliveries),
+    ledger: Effect.fn("AdminReads.ledger")(ledger),
+    spend: Effect.fn("AdminReads.spend")(spend),
+    stats: Effect.fn("AdminReads.stats")(stats),
+    auditLog: Effect.fn("AdminReads.auditLog")(auditLog),
+  } as const
 })
 
 export class AdminReads extends Context.Tag("genjobs/AdminReads")<AdminReads, Effect.Effect.Success<typeof make>>() {

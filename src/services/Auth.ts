@@ -1,8 +1,9 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { hasScope, ipAllowed } from "../domain/access.js"
+import { ApiKeyExpired, ApiKeyInactive, InvalidApiKey, IpNotWhitelisted, OperationNotAllowed, Unauthorized } from "../domain/accessRefusals.js"
 import type { Account, ApiKey, Scope } from "../domain/account.js"
 import { hashKeySecret, isWellFormedKey, sameDigest } from "../domain/apiKeySecret.js"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { type EngineError, type StoreError } from "../domain/errors.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
 import { StoreChanges } from "../ports/StoreChanges.js"
@@ -26,18 +27,18 @@ const presentedSecret = (credentials: Credentials): Effect.Effect<string, Engine
   }
   const header = credentials.authorization?.trim()
   if (header === undefined || header === "") {
-    return Effect.fail(engineError("UNAUTHORIZED", "An API key is required: send Authorization: Bearer <key>"))
+    return Effect.fail(new Unauthorized({ message: "An API key is required: send Authorization: Bearer <key>" }))
   }
   const match = /^Bearer\s+(\S+)$/i.exec(header)
   return match === null
-    ? Effect.fail(engineError("INVALID_API_KEY", "The Authorization header must be 'Bearer <key>'"))
+    ? Effect.fail(new InvalidApiKey({ message: "The Authorization header must be 'Bearer <key>'" }))
     : Effect.succeed(match[1]!)
 }
 
 export const requireScope = (caller: Caller, scope: Scope): Effect.Effect<void, EngineError> =>
   hasScope(caller.key.scopes, scope)
     ? Effect.void
-    : Effect.fail(engineError("OPERATION_NOT_ALLOWED", `This API key lacks the scope ${scope}`, { requiredScope: scope }))
+    : Effect.fail(new OperationNotAllowed({ message: `This API key lacks the scope ${scope}`, details: { requiredScope: scope } }))
 
 export const make = Effect.gen(function*() {
   const keys = yield* ApiKeyRepo
@@ -54,22 +55,22 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const secret = yield* presentedSecret(credentials)
       // Made only on a refusal: errors capture a stack trace when made, a cost every request would pay.
-      const invalid = () => engineError("INVALID_API_KEY", "The API key does not exist or is malformed")
+      const invalid = () => new InvalidApiKey({ message: "The API key does not exist or is malformed" })
       if (!isWellFormedKey(secret)) return yield* Effect.fail(invalid())
       const hash = hashKeySecret(secret)
       const found = yield* findKey(hash)
       if (Option.isNone(found) || !sameDigest(found.value.key.hash, hash)) return yield* Effect.fail(invalid())
       const key = found.value.key
-      if (!key.active) return yield* Effect.fail(engineError("API_KEY_INACTIVE", "This API key has been deactivated"))
+      if (!key.active) return yield* Effect.fail(new ApiKeyInactive({ message: "This API key has been deactivated" }))
       const now = yield* Clock.currentTimeMillis
       if (key.expiresAt !== null && key.expiresAt <= now) {
-        return yield* Effect.fail(engineError("API_KEY_EXPIRED", "This API key has expired"))
+        return yield* Effect.fail(new ApiKeyExpired({ message: "This API key has expired" }))
       }
       if (!ipAllowed(key.allowedIPs, credentials.clientIp)) {
         return yield* Effect.fail(
-          engineError("IP_NOT_WHITELISTED", "Requests from this address are not allowed for this API key", {
+          new IpNotWhitelisted({ message: "Requests from this address are not allowed for this API key", details: {
             ip: credentials.clientIp ?? null
-          })
+          } })
         )
       }
       const account = found.value.account ?? (yield* accounts.get(key.accountId))

@@ -1,10 +1,12 @@
 import { Clock, Context, Effect, Layer, Ref } from "effect"
 import { authRetryAfterSeconds, failureBucket, throttleKeyOf } from "../domain/authThrottle.js"
-import { engineError, EngineError, type StoreError } from "../domain/errors.js"
+import { InvalidApiKey } from "../domain/accessRefusals.js"
+import { type EngineError, type StoreError } from "../domain/errors.js"
+import { RateLimitExceeded } from "../domain/rateLimit.js"
 import { AuthFailures } from "../ports/AuthFailures.js"
 
 /** A credential that was presented and is wrong: a guess. A missing one is not, nor a right key that is deactivated or expired. */
-const isGuess = (error: unknown): boolean => error instanceof EngineError && error.code === "INVALID_API_KEY"
+const isGuess = (error: unknown): boolean => error instanceof InvalidApiKey
 
 /**
  * A client found under the limit is not read again for this long: its own next guess here drops
@@ -55,7 +57,7 @@ export const make = Effect.gen(function*() {
         if (wait > 0) {
           clean.delete(client)
           return yield* Effect.fail(
-            engineError("RATE_LIMIT_EXCEEDED", "Too many failed authentications from this address: retry later", {}, wait)
+            new RateLimitExceeded({ message: "Too many failed authentications from this address: retry later", details: {}, retryAfterSeconds: wait })
           )
         }
         markClean(client, now)

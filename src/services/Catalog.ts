@@ -12,7 +12,9 @@ import {
   type UnregisteredVersion,
   unregisteredVersions
 } from "../domain/catalogServing.js"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { type EngineError, type StoreError, ValidationError } from "../domain/errors.js"
+import { InvalidInput } from "../domain/admission.js"
+import { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "../domain/catalog.js"
 import { compileSchema, problemsOf } from "../domain/jsonSchema.js"
 import { CatalogRepo, type StoredCatalog } from "../ports/CatalogRepo.js"
 import { Providers } from "../ports/Provider.js"
@@ -141,18 +143,17 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const doc = yield* Either.mapLeft(
         checkCatalogDocument(input),
-        (reasons) => engineError("VALIDATION_ERROR", "The catalog document is invalid", { reasons })
+        (reasons) => new ValidationError({ message: "The catalog document is invalid", details: { reasons } })
       )
       if (options.allowUnregisteredProviders === true) return doc
       const unregistered = unregisteredVersions(doc, yield* Clock.currentTimeMillis, isRegistered)
       if (unregistered.length === 0) return doc
       const reasons = unregistered.map(unregisteredLine)
       // The reasons in the message too: makeEngine's start fails with it.
-      return yield* Effect.fail(engineError(
-        "VALIDATION_ERROR",
-        `The catalog names providers this engine has not registered (register them, or disable or remove these versions): ${reasons.join("; ")}`,
-        { reasons, unregisteredProviders: unregistered }
-      ))
+      return yield* Effect.fail(new ValidationError({
+        message: `The catalog names providers this engine has not registered (register them, or disable or remove these versions): ${reasons.join("; ")}`,
+        details: { reasons, unregisteredProviders: unregistered }
+      }))
     })
 
   /**
@@ -170,11 +171,10 @@ export const make = Effect.gen(function*() {
       const written = yield* repo.replace(doc, ifRevision)
       if (Option.isNone(written)) {
         const revision = yield* repo.revision
-        return yield* Effect.fail(engineError(
-          "PRECONDITION_FAILED",
-          `The catalog is at revision ${revision}, not ${ifRevision}: it changed since it was read. Nothing was replaced`,
-          { revision, expectedRevision: ifRevision }
-        ))
+        return yield* Effect.fail(new PreconditionFailed({
+          message: `The catalog is at revision ${revision}, not ${ifRevision}: it changed since it was read. Nothing was replaced`,
+          details: { revision, expectedRevision: ifRevision }
+        }))
       }
       const stored = written.value
       yield* keep(compile(stored, yield* Clock.currentTimeMillis, generation()))
@@ -204,12 +204,12 @@ export const make = Effect.gen(function*() {
               "(`catalog: demoCatalog` to try the demo provider), or load one with PUT /admin/catalog or CATALOG_FILE"
           )
         }
-        return yield* Effect.fail(engineError("MODEL_NOT_FOUND", `No model "${slug}"`, { model: slug }))
+        return yield* Effect.fail(new ModelNotFound({ message: `No model "${slug}"`, details: { model: slug } }))
       }
       const model = servedModel(found, yield* Clock.currentTimeMillis, isRegistered)
       if (!canSee(model, account)) {
         return yield* Effect.fail(
-          engineError("MODEL_ACCESS_DENIED", `This account has no access to the model "${slug}"`, { model: slug })
+          new ModelAccessDenied({ message: `This account has no access to the model "${slug}"`, details: { model: slug } })
         )
       }
       const version = versionId === undefined
@@ -217,13 +217,12 @@ export const make = Effect.gen(function*() {
         : model.versions.find((v) => v.versionId === versionId && isUsable(v))
       if (version === undefined) {
         return yield* Effect.fail(
-          engineError(
-            "MODEL_NOT_FOUND",
-            versionId === undefined
+          new ModelNotFound({
+            message: versionId === undefined
               ? `The model "${slug}" has no available version`
               : `The model "${slug}" has no available version "${versionId}"`,
-            { model: slug, version: versionId ?? null }
-          )
+            details: { model: slug, version: versionId ?? null }
+          })
         )
       }
       return { model, version }
@@ -248,9 +247,9 @@ export const make = Effect.gen(function*() {
       }
       if (!validate(input)) {
         return yield* Effect.fail(
-          engineError("INVALID_INPUT", "The input does not match the model's input schema", {
+          new InvalidInput({ message: "The input does not match the model's input schema", details: {
             errors: problemsOf(validate.errors)
-          })
+          } })
         )
       }
     })

@@ -1,5 +1,5 @@
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
-import { type EngineError, engineError, type StoreError } from "../domain/errors.js"
+import { type EngineError, ServiceUnavailable, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
 import { JobEvents } from "../ports/JobEvents.js"
@@ -57,12 +57,11 @@ export const openWatchers = Metric.gauge("genjobs_open_watchers", {
 
 /** The answer beyond the cap: the overload rule's 503 with Retry-After. */
 const tooManyWatchers = (max: number): EngineError =>
-  engineError(
-    "SERVICE_UNAVAILABLE",
-    "Too many jobs are being watched on this server; retry after Retry-After",
-    { reason: "too_many_watchers", maxWatchers: max },
-    WATCHERS_RETRY_AFTER_SECONDS
-  )
+  new ServiceUnavailable({
+    message: "Too many jobs are being watched on this server; retry after Retry-After",
+    details: { reason: "too_many_watchers", maxWatchers: max },
+    retryAfterSeconds: WATCHERS_RETRY_AFTER_SECONDS
+  })
 
 /** One follower of a job, called back from the job's shared re-reads. Callbacks must return at once. */
 export interface JobListener {

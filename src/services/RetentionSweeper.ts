@@ -67,7 +67,7 @@ export const make = Effect.gen(function*() {
     })
 
   /** One pass, if this process holds (or takes) it; None when another process does. */
-  const sweepOnce: Effect.Effect<Option.Option<RetentionSweep>, StoreError> = Effect.gen(function*() {
+  const sweep: Effect.Effect<Option.Option<RetentionSweep>, StoreError> = Effect.gen(function*() {
     if (!(yield* holdPass)) return Option.none()
     const cutoffs = retentionCutoffs(config, yield* Clock.currentTimeMillis)
     const swept = { jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 }
@@ -94,6 +94,9 @@ export const make = Effect.gen(function*() {
     }).pipe(Effect.ensuring(report))
     return Option.some(swept as RetentionSweep)
   })
+
+  /** One sweep, as a named span (the loop below and a host's own call alike). */
+  const sweepOnce = Effect.withSpan(sweep, "RetentionSweeper.sweepOnce")
 
   /**
    * Sweeps now and every `retentionSweepIntervalMs` for as long as the current scope is open.

@@ -48,7 +48,7 @@ export const make = Effect.gen(function*() {
     }).pipe(Effect.repeat({ until: (claimed) => claimed < BATCH }))
 
   /** One pass: checks what arrived through closed upload URLs, then expires what is past due. */
-  const sweepOnce = Effect.gen(function*() {
+  const sweep = Effect.gen(function*() {
     const result = { verified: 0, rejected: 0, expired: 0 }
     yield* drain(
       (now) => repo.claimUnverified({ workerId, now, closedBy: now - VERIFY_GRACE_MS, leaseMs: LEASE_MS, limit: BATCH }),
@@ -76,6 +76,9 @@ export const make = Effect.gen(function*() {
     )
     return result as SweepResult
   })
+
+  /** One sweep, as a named span. */
+  const sweepOnce = Effect.withSpan(sweep, "UploadSweeper.sweepOnce")
 
   /** A sweep at once, then one every SWEEP_EVERY_MS after the last ended; a failed sweep is logged, the next one runs as planned. */
   const start = Effect.asVoid(Effect.forkScoped(

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Exit, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
+import { type EngineError, NotFound, type StoreError, ValidationError } from "../domain/errors.js"
+import { FileTooLarge, InvalidContentType, LengthRequired, UploadAlreadyReceived, UploadUrlExpired, UploadUrlInvalid } from "../domain/uploadRefusals.js"
 import {
   checkUploadRequest,
   isUploadGrantSigned,
@@ -75,7 +76,7 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const found = yield* repo.get(id)
       if (Option.isNone(found) || found.value.accountId !== caller.account.id) {
-        return yield* Effect.fail(engineError("NOT_FOUND", `No upload "${id}"`, { id }))
+        return yield* Effect.fail(new NotFound({ message: `No upload "${id}"`, details: { id } }))
       }
       const now = yield* Clock.currentTimeMillis
       // Past its lifetime an upload is expired even before the sweeper has deleted its file.
@@ -83,7 +84,7 @@ export const make = Effect.gen(function*() {
       return { ...found.value, status, fileUrl: target.fileUrl(id) }
     })
 
-  return { presign, get } as const
+  return { presign: Effect.fn("Uploads.presign")(presign), get: Effect.fn("Uploads.get")(get) } as const
 })
 
 export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effect.Success<typeof make>>() {
@@ -91,15 +92,15 @@ export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effe
 }
 
 const sizeMismatch = (size: number) =>
-  engineError("VALIDATION_ERROR", `This upload URL takes exactly ${size} bytes, the size given at presign`, { size })
+  new ValidationError({ message: `This upload URL takes exactly ${size} bytes, the size given at presign`, details: { size } })
 
 const tooLarge = (maxSize: number) =>
-  engineError("FILE_TOO_LARGE", `The file may be at most ${maxSize} bytes`, { maxSize })
+  new FileTooLarge({ message: `The file may be at most ${maxSize} bytes`, details: { maxSize } })
 
 /** The body, failing as soon as it runs past `length` bytes or ends short of it. */
 const exactly = <E>(body: Stream.Stream<Uint8Array, E>, length: number): Stream.Stream<Uint8Array, E | EngineError> =>
   Stream.suspend(() => {
-    const mismatch = () => engineError("VALIDATION_ERROR", `The body is not the ${length} bytes its Content-Length says`)
+    const mismatch = () => new ValidationError({ message: `The body is not the ${length} bytes its Content-Length says` })
     let seen = 0
     return body.pipe(
       Stream.tap((chunk) => {
@@ -127,29 +128,29 @@ export const receiveUpload = <E>(
     const repo = yield* UploadRepo
     const blobs = yield* BlobStore
     if (!isUploadGrantSigned(secret, grant, signature) || UPLOAD_LIMITS[grant.contentType] !== grant.maxSize) {
-      return yield* Effect.fail(engineError("UPLOAD_URL_INVALID", "This upload URL is not one the API issued, or it was altered"))
+      return yield* Effect.fail(new UploadUrlInvalid({ message: "This upload URL is not one the API issued, or it was altered" }))
     }
     if ((yield* Clock.currentTimeMillis) >= grant.expiresAt) {
-      return yield* Effect.fail(engineError("UPLOAD_URL_EXPIRED", "This upload URL has expired; ask for a new one"))
+      return yield* Effect.fail(new UploadUrlExpired({ message: "This upload URL has expired; ask for a new one" }))
     }
     const type = contentType?.split(";")[0]?.trim().toLowerCase()
     if (type !== grant.contentType) {
       return yield* Effect.fail(
-        engineError("INVALID_CONTENT_TYPE", `Send the file with Content-Type: ${grant.contentType}`, { expected: grant.contentType })
+        new InvalidContentType({ message: `Send the file with Content-Type: ${grant.contentType}`, details: { expected: grant.contentType } })
       )
     }
     if (declaredLength === undefined || !Number.isSafeInteger(declaredLength) || declaredLength < 0) {
-      return yield* Effect.fail(engineError("LENGTH_REQUIRED", "Send the file with a Content-Length header"))
+      return yield* Effect.fail(new LengthRequired({ message: "Send the file with a Content-Length header" }))
     }
     if (declaredLength > grant.maxSize) return yield* Effect.fail(tooLarge(grant.maxSize))
     if (grant.size !== null && declaredLength !== grant.size) return yield* Effect.fail(sizeMismatch(grant.size))
     const upload = yield* repo.get(grant.uploadId)
     if (Option.isNone(upload) || upload.value.status !== "pending") {
-      return yield* Effect.fail(engineError("UPLOAD_URL_EXPIRED", "This upload has expired"))
+      return yield* Effect.fail(new UploadUrlExpired({ message: "This upload has expired" }))
     }
     // Claiming the upload before writing makes a second, racing PUT fail instead of overwriting.
     if (!(yield* repo.markUploaded(grant.uploadId, declaredLength))) {
-      return yield* Effect.fail(engineError("UPLOAD_ALREADY_RECEIVED", "This upload URL was already used"))
+      return yield* Effect.fail(new UploadAlreadyReceived({ message: "This upload URL was already used" }))
     }
     // A file that was not stored whole must not use the URL up: the client may PUT again.
     return yield* blobs.putStream(grant.uploadId, grant.contentType, exactly(body, declaredLength)).pipe(

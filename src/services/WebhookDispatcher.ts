@@ -42,7 +42,7 @@ export const make = Effect.gen(function*() {
       return true
     })
 
-  return { deliverOnce, start: start(deps) } as const
+  return { deliverOnce: Effect.fn("WebhookDispatcher.deliverOnce")(deliverOnce), start: start(deps) } as const
 })
 
 export class WebhookDispatcher extends Context.Tag("genjobs/WebhookDispatcher")<

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { engineError, type EngineError, type StoreError } from "../domain/errors.js"
-import { DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
+import { type EngineError, NotFound, type StoreError } from "../domain/errors.js"
+import { DeliveryNotRetryable, DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
 import { type Caller, requireScope } from "./Auth.js"
@@ -25,15 +25,15 @@ export const reopenFailedDelivery = (
     const repo = yield* WebhookDeliveryRepo
     const found = yield* repo.get(id)
     if (Option.isNone(found) || !visible(found.value)) {
-      return yield* Effect.fail(engineError("NOT_FOUND", `No webhook delivery "${id}"`, { deliveryId: id }))
+      return yield* Effect.fail(new NotFound({ message: `No webhook delivery "${id}"`, details: { deliveryId: id } }))
     }
     const again = yield* repo.retry(id, yield* Clock.currentTimeMillis)
     if (Option.isNone(again)) {
       return yield* Effect.fail(
-        engineError("DELIVERY_NOT_RETRYABLE", `Only failed deliveries can be retried; this one is ${found.value.status}`, {
+        new DeliveryNotRetryable({ message: `Only failed deliveries can be retried; this one is ${found.value.status}`, details: {
           deliveryId: id,
           status: found.value.status
-        })
+        } })
       )
     }
     return again.value
@@ -67,7 +67,7 @@ export const make = Effect.gen(function*() {
       return again
     })
 
-  return { list, retry } as const
+  return { list: Effect.fn("Webhooks.list")(list), retry: Effect.fn("Webhooks.retry")(retry) } as const
 })
 
 export class Webhooks extends Context.Tag("genjobs/Webhooks")<Webhooks, Effect.Effect.Success<typeof make>>() {

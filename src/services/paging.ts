@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { decodeCursor, encodeCursor, type JobCursor } from "../domain/cursor.js"
-import { engineError, type EngineError } from "../domain/errors.js"
+import { type EngineError, ValidationError } from "../domain/errors.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../domain/limits.js"
 
 /** Checks a list request's `limit`, `status` and `cursor`; bad values are refused, not corrected. */
@@ -10,14 +10,14 @@ export const readPageRequest = <S extends string>(
 ): Effect.Effect<{ readonly limit: number; readonly after: JobCursor | undefined; readonly status: S | undefined }, EngineError> => {
   const limit = request.limit ?? DEFAULT_PAGE_SIZE
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-    return Effect.fail(engineError("VALIDATION_ERROR", `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, { field: "limit" }))
+    return Effect.fail(new ValidationError({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, details: { field: "limit" } }))
   }
   if (request.status !== undefined && !statuses.includes(request.status as S)) {
-    return Effect.fail(engineError("VALIDATION_ERROR", `status must be one of ${statuses.join(", ")}`, { field: "status" }))
+    return Effect.fail(new ValidationError({ message: `status must be one of ${statuses.join(", ")}`, details: { field: "status" } }))
   }
   const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor)
   if (request.cursor !== undefined && after === undefined) {
-    return Effect.fail(engineError("VALIDATION_ERROR", "cursor is not a cursor this API issued", { field: "cursor" }))
+    return Effect.fail(new ValidationError({ message: "cursor is not a cursor this API issued", details: { field: "cursor" } }))
   }
   return Effect.succeed({ limit, after, status: request.status as S | undefined })
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, type Layer, Option } from "effect"
 import type { Budget, BudgetScope } from "../../src/domain/budget.js"
-import type { EngineError } from "../../src/domain/errors.js"
+import type { AnyRefusal } from "../../src/domain/refusal.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { retainedStatuses, unsentDeliveries } from "../../src/domain/retention.js"
@@ -23,7 +23,7 @@ const submitWith = (j: Job, budgets: ReadonlyArray<{ readonly scope: BudgetScope
   Effect.flatMap(JobRepo, (repo) =>
     repo.submit({ job: j, maxConcurrentJobs: 100_000, rateLimits: NO_LIMITS, budgets }).pipe(Effect.either))
 
-const refusal = (result: Either.Either<unknown, unknown>) => (Either.isLeft(result) ? (result.left as EngineError) : undefined)
+const refusal = (result: Either.Either<unknown, unknown>) => (Either.isLeft(result) ? (result.left as AnyRefusal) : undefined)
 
 /** Every rollup of the account, summed, next to its ledger's job lines. */
 const rollupsAndLedger = (accountId: AccountId) =>

@@ -5,7 +5,7 @@ import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
 import { layerSqlTables } from "../../adapters/sql/tables.js"
 import type { Budget, BudgetScope } from "../../src/domain/budget.js"
-import type { EngineError } from "../../src/domain/errors.js"
+import type { AnyRefusal } from "../../src/domain/refusal.js"
 import type { ApiKeyId } from "../../src/domain/ids.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
@@ -49,7 +49,7 @@ if (probe === undefined) {
           )
           const admitted = results.filter(Either.isRight).map((r) => r.right.job.costMicroCents)
           const spent = admitted.reduce((n, cost) => n + cost, 0)
-          const refused = results.filter(Either.isLeft).map((r) => r.left as EngineError)
+          const refused = results.filter(Either.isLeft).map((r) => r.left as AnyRefusal)
           expect(spent).toBeLessThanOrEqual(99_999)
           // Every refusal was right: its job did not fit beside what was admitted before it.
           expect(refused.every((e) => e.code === "BUDGET_EXCEEDED")).toBe(true)

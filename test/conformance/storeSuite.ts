@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, type Layer, Option } from "effect"
 import type { AccountId, ApiKeyId, JobId } from "../../src/domain/ids.js"
-import type { EngineError } from "../../src/domain/errors.js"
+import type { AnyRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
@@ -19,7 +19,7 @@ import { runLimitsConformance } from "./limitsSuite.js"
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo
 
 const codeOf = <A>(result: Either.Either<A, unknown>) =>
-  Either.isLeft(result) ? (result.left as EngineError).code : "ok"
+  Either.isLeft(result) ? (result.left as AnyRefusal).code : "ok"
 
 const balanceAndLedger = (id: AccountId) =>
   Effect.gen(function*() {
@@ -283,13 +283,13 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: job(limited.id, { createdAt: T0 + 10_000 }), rateLimits: limits })
         const refused = yield* submit({ job: job(limited.id, { createdAt: T0 + 20_000 }), rateLimits: limits })
         expect(codeOf(refused)).toBe("RATE_LIMIT_EXCEEDED")
-        expect(Either.isLeft(refused) && (refused.left as EngineError).retryAfterSeconds).toBe(40)
+        expect(Either.isLeft(refused) && (refused.left as AnyRefusal).retryAfterSeconds).toBe(40)
         // The minute window slides: the first job leaves it after 60 s.
         expect(codeOf(yield* submit({ job: job(limited.id, { createdAt: T0 + 60_001 }), rateLimits: limits }))).toBe("ok")
         // The day window still holds three.
         const daily = yield* submit({ job: job(limited.id, { createdAt: T0 + 200_000 }), rateLimits: limits })
         expect(codeOf(daily)).toBe("RATE_LIMIT_EXCEEDED")
-        expect(Either.isLeft(daily) && (daily.left as EngineError).retryAfterSeconds).toBe(86_400 - 200)
+        expect(Either.isLeft(daily) && (daily.left as AnyRefusal).retryAfterSeconds).toBe(86_400 - 200)
         // Another version has its own allowance; a limit of 0 is none.
         expect(codeOf(yield* submit({ job: job(limited.id, { createdAt: T0 + 200_000, version: "v2" }), rateLimits: limits }))).toBe("ok")
         for (const who of [poor, busy, limited]) {
@@ -797,14 +797,14 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: job(owner.id, { createdAt: T0 + 100 }), rateLimits: perMinute })
         yield* submit({ job: job(owner.id, { createdAt: T0 + 500 }), rateLimits: perMinute })
         const refused = yield* submit({ job: job(owner.id, { createdAt: T0 + 30_000 }), rateLimits: perMinute })
-        expect(Either.isLeft(refused) && (refused.left as EngineError).retryAfterSeconds).toBe(31)
+        expect(Either.isLeft(refused) && (refused.left as AnyRefusal).retryAfterSeconds).toBe(31)
         // At T0 + 60_101 the first has left and the second not: the bucket holding both no longer counts.
         expect(codeOf(yield* submit({ job: job(owner.id, { createdAt: T0 + 60_101 }), rateLimits: perMinute }))).toBe("ok")
         // Submits without a day limit were never counted by day: a day limit starts from zero.
         const perDay = { requestsPerMinute: 0, requestsPerDay: 1 }
         expect(codeOf(yield* submit({ job: job(owner.id, { createdAt: T0 + 70_000 }), rateLimits: perDay }))).toBe("ok")
         const daily = yield* submit({ job: job(owner.id, { createdAt: T0 + 80_000 }), rateLimits: perDay })
-        expect(Either.isLeft(daily) && (daily.left as EngineError).retryAfterSeconds).toBe(86_400 - 10)
+        expect(Either.isLeft(daily) && (daily.left as AnyRefusal).retryAfterSeconds).toBe(86_400 - 10)
       }))
 
     test("parallel submits never overshoot a rate limit", () =>

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Option } from "effect"
 import type { AccountId } from "../../src/domain/ids.js"
-import type { EngineError } from "../../src/domain/errors.js"
+import type { AnyRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
@@ -119,7 +119,7 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           // The release's pending and processing jobs count against the maximum from the start (migration 0010).
           const fresh = job(alice.id, { createdAt: T0 + 6_000 })
           const refused = yield* Effect.either(jobs.submit({ job: fresh, maxConcurrentJobs: 2, rateLimits: NO_LIMITS }))
-          expect(Either.isLeft(refused) && (refused.left as EngineError).code).toBe("CONCURRENT_JOBS_EXCEEDED")
+          expect(Either.isLeft(refused) && (refused.left as AnyRefusal).code).toBe("CONCURRENT_JOBS_EXCEEDED")
           expect((yield* jobs.submit({ job: fresh, maxConcurrentJobs: 3, rateLimits: NO_LIMITS }))._tag).toBe("Created")
 
           // The oldest runnable job is the release's pending one; the leased one stays with its worker.

@@ -8,7 +8,7 @@ import { layerSqlite } from "../../adapters/sql/sqlite.js"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { generateKeySecret } from "../../src/domain/apiKeySecret.js"
 import { AUTH_FAILURES_PER_MINUTE, authRetryAfterSeconds, throttleKeyOf } from "../../src/domain/authThrottle.js"
-import { engineError } from "../../src/domain/errors.js"
+import { InvalidApiKey, Unauthorized } from "../../src/domain/accessRefusals.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { AuthThrottle } from "../../src/services/AuthThrottle.js"
 import { ADMIN_TOKEN, BASE, type HttpEngine, type HttpEngineOptions, makeHttpEngine } from "../support/httpEngine.js"
@@ -99,17 +99,17 @@ if (postgresUrl === undefined) {
 }
 
 describe("AuthThrottle over time", () => {
-  const wrongKey = Effect.fail(engineError("INVALID_API_KEY", "wrong"))
+  const wrongKey = Effect.fail(new InvalidApiKey({ message: "wrong" }))
   const layer = AuthThrottle.layer.pipe(Layer.provide(Layer.sync(AuthFailures, memoryAuthFailures)))
 
   it.effect("lets the address try again after the Retry-After it was given, and never counts a missing key", () =>
     Effect.gen(function*() {
       const throttle = yield* AuthThrottle
       yield* TestClock.adjust(30_000)
-      for (let i = 0; i < 100; i++) yield* Effect.either(throttle.guard("192.0.2.1", Effect.fail(engineError("UNAUTHORIZED", "none"))))
+      for (let i = 0; i < 100; i++) yield* Effect.either(throttle.guard("192.0.2.1", Effect.fail(new Unauthorized({ message: "none" }))))
       for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* Effect.either(throttle.guard("192.0.2.1", wrongKey))
       const refused = yield* Effect.either(throttle.guard("192.0.2.1", Effect.succeed("in")))
-      const retryAfter = Either.isLeft(refused) && refused.left._tag === "EngineError" ? refused.left.retryAfterSeconds : undefined
+      const retryAfter = Either.isLeft(refused) && refused.left._tag === "RateLimitExceeded" ? refused.left.retryAfterSeconds : undefined
       // Thirty failures at 0:30 count through the next minute: free at 2:00, 90 seconds on.
       expect(retryAfter).toBe(90)
       yield* TestClock.adjust(89_000)

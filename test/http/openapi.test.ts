@@ -93,6 +93,21 @@ describe("the OpenAPI document", () => {
     expect(responses["429"].headers["Retry-After"]).toBeDefined()
   })
 
+  it("lists for each operation the codes its rules raise, not every code of the API", () => {
+    const described = (path: string, method: string, status: number) => doc.paths[path]![method].responses[String(status)]?.description
+    expect(described("/v1/jobs/submit", "post", 402)).toBe("INSUFFICIENT_BALANCE, BUDGET_EXCEEDED")
+    expect(described("/v1/jobs/submit", "post", 503)).toBe("SERVICE_UNAVAILABLE, PUBSUB_PUBLISH_FAILED")
+    expect(described("/v1/jobs/{jobId}/cancel", "post", 409)).toBe("JOB_CANNOT_BE_CANCELLED")
+    expect(described("/v1/jobs", "get", 402)).toBeUndefined()
+    expect(described("/v1/jobs", "get", 404)).toBeUndefined()
+    expect(described("/v1/uploads/presign", "post", 413)).toBe("PAYLOAD_TOO_LARGE, FILE_TOO_LARGE")
+    // The admin token's check: 404 when the admin API is off, and no key states.
+    expect(described("/admin/accounts", "get", 404)).toBe("NOT_FOUND")
+    expect(described("/admin/accounts", "get", 401)).toBe("UNAUTHORIZED, INVALID_API_KEY")
+    expect(doc.paths["/v1/jobs/{jobId}"]!.get.responses["404"].content["application/json"].schema)
+      .toEqual({ $ref: "#/components/schemas/Error404" })
+  })
+
   describe("describes what the API answers", () => {
     /** Checks one answer against the response schema of its operation and status. */
     const conforms = (method: string, template: string, reply: Reply) => {

@@ -4,6 +4,7 @@ import { accountRepo, apiKeyRepo } from "../../adapters/memory/MemoryAccounts.js
 import { makeMemoryState } from "../../adapters/memory/state.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../../src/domain/apiKeySecret.js"
 import type { ApiKeyId } from "../../src/domain/ids.js"
+import { isRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { Auth } from "../../src/services/Auth.js"
@@ -36,6 +37,6 @@ describe("Auth over a key store without findWithAccount (it is optional)", () =>
       expect(yield* auth.authenticate({ authorization: `Bearer ${secret}` })).toEqual({ account: owner, key })
       yield* keysApart.deactivate(key.id)
       const refused = yield* Effect.either(auth.authenticate({ authorization: `Bearer ${secret}` }))
-      expect(Either.isLeft(refused) && refused.left._tag === "EngineError" ? refused.left.code : undefined).toBe("API_KEY_INACTIVE")
+      expect(Either.isLeft(refused) && isRefusal(refused.left) ? refused.left.code : undefined).toBe("API_KEY_INACTIVE")
     }))
 })

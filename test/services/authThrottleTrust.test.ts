@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, TestClock } from "effect"
 import { memoryAuthFailures } from "../../adapters/memory/MemoryAuthFailures.js"
 import { AUTH_FAILURES_PER_MINUTE } from "../../src/domain/authThrottle.js"
-import { engineError } from "../../src/domain/errors.js"
+import { InvalidApiKey } from "../../src/domain/accessRefusals.js"
+import { isRefusal } from "../../src/domain/refusal.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { AuthThrottle, CLEAN_CLIENT_TRUST_MS } from "../../src/services/AuthThrottle.js"
 
@@ -12,7 +13,7 @@ const reads = { n: 0 }
 const counted: AuthFailures["Type"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => void reads.n++) }
 const layer = AuthThrottle.layer.pipe(Layer.provide(Layer.succeed(AuthFailures, counted)))
 
-const wrongKey = Effect.fail(engineError("INVALID_API_KEY", "wrong"))
+const wrongKey = Effect.fail(new InvalidApiKey({ message: "wrong" }))
 
 describe("the guessing throttle's trust in a clean address", () => {
   it.effect("reads an address found under the limit again only after CLEAN_CLIENT_TRUST_MS, or at once after its own guess", () =>
@@ -30,7 +31,7 @@ describe("the guessing throttle's trust in a clean address", () => {
       // The first guess came under the trust just given; each after it read the count again.
       expect(reads.n).toBe(2 + AUTH_FAILURES_PER_MINUTE - 1)
       const refused = yield* Effect.either(throttle.guard("192.0.2.9", Effect.succeed("in")))
-      expect(Either.isLeft(refused) && refused.left._tag === "EngineError" ? refused.left.code : undefined).toBe("RATE_LIMIT_EXCEEDED")
+      expect(Either.isLeft(refused) && isRefusal(refused.left) ? refused.left.code : undefined).toBe("RATE_LIMIT_EXCEEDED")
     }).pipe(Effect.provide(layer)))
 
   it.effect("sees another process's guesses at an address it trusted once the trust ends", () =>

@@ -5,6 +5,7 @@ import { DEMO_PROVIDER_ID, demoCatalog, makeDemoProvider, makeEngine } from "../
 import { memoryFiles, memoryStore } from "../../entries/memory.js"
 import { sqliteStore } from "../../entries/sqlite.js"
 import type { RequestId } from "../../src/domain/ids.js"
+import { isRefusal } from "../../src/domain/refusal.js"
 import type { Engine, StorePorts } from "../../src/engine.js"
 import { Admin } from "../../src/services/Admin.js"
 import { Auth } from "../../src/services/Auth.js"
@@ -47,7 +48,7 @@ const submitOnce = (engine: Engine) =>
     const submitted = yield* Effect.either(
       (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "hi" } }, "req_t" as RequestId)
     )
-    return Either.match(submitted, { onLeft: (error) => (error._tag === "EngineError" ? error.code : error._tag), onRight: ({ job }) => job.status })
+    return Either.match(submitted, { onLeft: (error) => (isRefusal(error) ? error.code : error._tag), onRight: ({ job }) => job.status })
   }))
 
 describe("makeEngine({ catalog })", () => {

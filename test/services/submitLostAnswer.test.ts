@@ -3,6 +3,7 @@ import { Context, Effect, Either, Layer, Option } from "effect"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
+import { isRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Jobs } from "../../src/services/Jobs.js"
@@ -40,7 +41,7 @@ const submitUnder = (fault: { current: Fault }, during: Fault) =>
     )
     fault.current = "none"
     const account = Option.getOrThrow(yield* (yield* AccountRepo).get(caller.account.id))
-    const error = Either.isLeft(result) && result.left._tag === "EngineError" ? result.left : undefined
+    const error = Either.isLeft(result) && isRefusal(result.left) ? result.left : undefined
     return { result, error, charged: CREDITS - account.balanceMicroCents }
   })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { retryLater, shedReasonOf, StoreBusy, StoreError, storeBusyOf, STORE_RETRY_AFTER_SECONDS } from "../../src/domain/errors.js"
+import { PubsubPublishFailed, retryLater, ServiceUnavailable, shedReasonOf, StoreBusy, StoreError, storeBusyOf, STORE_RETRY_AFTER_SECONDS } from "../../src/domain/errors.js"
 import { expectedWaitMs, observedHoldMs, shedRetryAfterSeconds } from "../../src/domain/storeWait.js"
 
 describe("the wait a request can expect for a busy pool", () => {
@@ -41,13 +41,13 @@ describe("the answer to a request the store could not serve", () => {
   })
 
   it("is the code asked for, with details.reason store_busy and the shed's Retry-After, counted as shed", () => {
-    const answer = retryLater("PUBSUB_PUBLISH_FAILED", shed)
+    const answer = retryLater(PubsubPublishFailed, shed)
     expect([answer.code, answer.details, answer.retryAfterSeconds]).toEqual(["PUBSUB_PUBLISH_FAILED", { reason: "store_busy" }, 2])
     expect(shedReasonOf(answer)).toBe("store_busy")
   })
 
   it("is the code asked for, with details.reason store_unavailable and the store's Retry-After, not counted as shed", () => {
-    const answer = retryLater("SERVICE_UNAVAILABLE", failed, { jobId: "job_1" })
+    const answer = retryLater(ServiceUnavailable, failed, { jobId: "job_1" })
     expect([answer.code, answer.details, answer.retryAfterSeconds])
       .toEqual(["SERVICE_UNAVAILABLE", { jobId: "job_1", reason: "store_unavailable" }, STORE_RETRY_AFTER_SECONDS])
     expect(shedReasonOf(answer)).toBeUndefined()

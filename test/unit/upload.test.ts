@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import type { EngineError } from "../../src/domain/errors.js"
+import type { AnyRefusal } from "../../src/domain/refusal.js"
 import {
   checkUploadRequest,
   isUploadGrantSigned,
@@ -8,7 +8,7 @@ import {
   UPLOAD_LIMITS
 } from "../../src/domain/upload.js"
 
-const codeOf = (result: ReturnType<typeof checkUploadRequest>) => ("code" in result ? (result as EngineError).code : "ok")
+const codeOf = (result: ReturnType<typeof checkUploadRequest>) => ("code" in result ? (result as AnyRefusal).code : "ok")
 
 describe("presign request rules (spec 4.2, 8)", () => {
   it("accepts the eight types with their size limits in bytes", () => {

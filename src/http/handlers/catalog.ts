@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import type { CatalogDocument } from "../../domain/catalog.js"
+import { type CatalogDocument, ModelNotFound } from "../../domain/catalog.js"
 import {
   capabilityGroups,
   catalogCategories,
@@ -15,18 +15,18 @@ import {
   type Viewer,
   visibleModels
 } from "../../domain/catalogViews.js"
-import { engineError, type ErrorCode } from "../../domain/errors.js"
+import { NotFound } from "../../domain/errors.js"
 import { requireScope } from "../../services/Auth.js"
 import { Catalog } from "../../services/Catalog.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller, CurrentViewer } from "../middleware.js"
 import { CACHE_SECONDS, makeResponseCache } from "../responseCache.js"
 
-const notFound = (code: ErrorCode, what: string) => Effect.fail(engineError(code, what))
+const notFound = (refusal: typeof ModelNotFound | typeof NotFound, what: string) => Effect.fail(new refusal({ message: what }))
 
 /** A view that may be missing: 404 in the envelope, hidden and unknown answering alike. */
-const found = <A>(value: A | undefined, code: ErrorCode, what: string) =>
-  value === undefined ? notFound(code, what) : Effect.succeed(value)
+const found = <A>(value: A | undefined, refusal: typeof ModelNotFound | typeof NotFound, what: string) =>
+  value === undefined ? notFound(refusal, what) : Effect.succeed(value)
 
 export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handlers) =>
   Effect.gen(function*() {
@@ -39,7 +39,7 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
       })
     const model = (slug: string) =>
       view((doc, viewer) => catalogDetail(doc, viewer, slug)).pipe(
-        Effect.flatMap((detail) => found(detail, "MODEL_NOT_FOUND", `No model "${slug}"`))
+        Effect.flatMap((detail) => found(detail, ModelNotFound, `No model "${slug}"`))
       )
     return handlers
       .handle("models", () => view((doc, viewer) => visibleModels(doc, viewer).map((m) => catalogListItem(doc, viewer, m))))
@@ -48,7 +48,7 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
       .handle("providers", () => view(catalogProviders))
       .handle("provider", ({ path }) =>
         view((doc, viewer) => catalogProvider(doc, viewer, path.id)).pipe(
-          Effect.flatMap((detail) => found(detail, "NOT_FOUND", `No provider "${path.id}"`))
+          Effect.flatMap((detail) => found(detail, NotFound, `No provider "${path.id}"`))
         ))
       .handle("categories", () => view(catalogCategories))
       .handle("capabilityGroups", () => view(capabilityGroups))
@@ -59,7 +59,7 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
     const catalog = yield* Catalog
     const cache = yield* makeResponseCache
     /** Checks the scope, then answers from the cache keyed by revision, account and route. */
-    const cached = (route: string, f: (doc: CatalogDocument, viewer: Viewer) => unknown, missing?: [ErrorCode, string]) =>
+    const cached = (route: string, f: (doc: CatalogDocument, viewer: Viewer) => unknown, missing?: [typeof ModelNotFound | typeof NotFound, string]) =>
       Effect.gen(function*() {
         const caller = yield* CurrentCaller
         yield* requireScope(caller, "list_models")
@@ -76,7 +76,7 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
         )
       })
     const model = (slug: string) =>
-      cached(`model ${slug}`, (doc, viewer) => modelDetail(doc, viewer, slug), ["MODEL_NOT_FOUND", `No model "${slug}"`])
+      cached(`model ${slug}`, (doc, viewer) => modelDetail(doc, viewer, slug), [ModelNotFound, `No model "${slug}"`])
     return handlers
       .handle("list", () => cached("models", (doc, viewer) => ({ models: modelList(doc, viewer) })))
       .handle("get", ({ path }) => model(path.modelId))
@@ -86,6 +86,6 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
         cached(
           `provider ${path.providerId}`,
           (doc, viewer) => providerModels(doc, viewer, path.providerId),
-          ["NOT_FOUND", `No provider "${path.providerId}"`]
+          [NotFound, `No provider "${path.providerId}"`]
         ))
   }))

@@ -2,7 +2,7 @@ import { Clock, Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import type { Account, AccountUpdate, NewAccount } from "../../domain/account.js"
 import { type AuditActor, changesBetween, SYSTEM_ACTOR } from "../../domain/audit.js"
-import { engineError, type EngineError, type StoreError } from "../../domain/errors.js"
+import { type EngineError, NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
 import { type AccountId, newAccountId } from "../../domain/ids.js"
 import { MAX_MICRO_CENTS } from "../../domain/limits.js"
 import { audited, iso } from "./audited.js"
@@ -12,7 +12,7 @@ type AccountDeps = Pick<AdminDeps, "accounts" | "audit">
 
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString("base64url")}`
 
-export const accountNotFound = (id: string) => engineError("NOT_FOUND", `No account "${id}"`, { accountId: id })
+export const accountNotFound = (id: string) => new NotFound({ message: `No account "${id}"`, details: { accountId: id } })
 
 export const createAccount = (deps: AccountDeps) =>
 (input: NewAccount, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, StoreError> =>
@@ -46,7 +46,7 @@ export const updateAccount = (deps: AccountDeps & Pick<AdminDeps, "settings">) =
     const fields = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k)
     if (fields.length === 0) {
       return yield* Effect.fail(
-        engineError("VALIDATION_ERROR", "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget")
+        new ValidationError({ message: "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget" })
       )
     }
     const { after } = yield* audited(deps, by, "account.update", Effect.gen(function*() {
@@ -62,17 +62,17 @@ export const addCredits = (deps: AccountDeps) =>
   audited(deps, by, "account.credit", Effect.gen(function*() {
     if (!Number.isSafeInteger(amountMicroCents) || amountMicroCents <= 0) {
       return yield* Effect.fail(
-        engineError("VALIDATION_ERROR", "amountMicroCents must be a positive integer", { field: "amountMicroCents" })
+        new ValidationError({ message: "amountMicroCents must be a positive integer", details: { field: "amountMicroCents" } })
       )
     }
     // A balance stays within MAX_MICRO_CENTS, so it adds up exactly and any charge or refund fits the store.
     const account = yield* getAccount(deps)(id)
     if (amountMicroCents > MAX_MICRO_CENTS - account.balanceMicroCents) {
       return yield* Effect.fail(
-        engineError("VALIDATION_ERROR", `The balance would exceed ${MAX_MICRO_CENTS} micro-cents`, {
+        new ValidationError({ message: `The balance would exceed ${MAX_MICRO_CENTS} micro-cents`, details: {
           field: "amountMicroCents",
           balanceMicroCents: account.balanceMicroCents
-        })
+        } })
       )
     }
     const updated = yield* deps.accounts.addCredits(account.id, amountMicroCents, yield* Clock.currentTimeMillis)
@@ -89,7 +89,7 @@ export const rotateWebhookSecret = (deps: AccountDeps) =>
   Effect.gen(function*() {
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > 30 * 24 * 3600) {
       return yield* Effect.fail(
-        engineError("VALIDATION_ERROR", "overlapSeconds must be a whole number from 0 to 2592000 (30 days)", { field: "overlapSeconds" })
+        new ValidationError({ message: "overlapSeconds must be a whole number from 0 to 2592000 (30 days)", details: { field: "overlapSeconds" } })
       )
     }
     const now = yield* Clock.currentTimeMillis

@@ -3,7 +3,7 @@ import { invalidAllowedEntries } from "../../domain/access.js"
 import type { ApiKey, ApiKeyUpdate, NewApiKey } from "../../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../../domain/apiKeySecret.js"
 import { type AuditActor, SYSTEM_ACTOR } from "../../domain/audit.js"
-import { engineError, type EngineError, type StoreError } from "../../domain/errors.js"
+import { type EngineError, NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
 import { type ApiKeyId, newApiKeyId } from "../../domain/ids.js"
 import { getAccount } from "./accounts.js"
 import { audited, iso } from "./audited.js"
@@ -15,7 +15,7 @@ export interface CreatedKey {
   readonly secret: string
 }
 
-const keyNotFound = (id: string) => engineError("NOT_FOUND", `No API key "${id}"`, { keyId: id })
+const keyNotFound = (id: string) => new NotFound({ message: `No API key "${id}"`, details: { keyId: id } })
 
 export const createKey = (deps: Pick<AdminDeps, "accounts" | "audit" | "keys">) =>
 (accountId: string, input: NewApiKey, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<CreatedKey, EngineError | StoreError> =>
@@ -24,16 +24,16 @@ export const createKey = (deps: Pick<AdminDeps, "accounts" | "audit" | "keys">) 
     const invalid = invalidAllowedEntries(input.allowedIPs)
     if (invalid.length > 0) {
       return yield* Effect.fail(
-        engineError("VALIDATION_ERROR", "allowedIPs holds entries that are neither an IP address nor a CIDR range", {
+        new ValidationError({ message: "allowedIPs holds entries that are neither an IP address nor a CIDR range", details: {
           field: "allowedIPs",
           invalid
-        })
+        } })
       )
     }
     const now = yield* Clock.currentTimeMillis
     const expiresAt = input.expiresAt === null ? null : input.expiresAt.epochMillis
     if (expiresAt !== null && expiresAt <= now) {
-      return yield* Effect.fail(engineError("VALIDATION_ERROR", "expiresAt must be in the future", { field: "expiresAt" }))
+      return yield* Effect.fail(new ValidationError({ message: "expiresAt must be in the future", details: { field: "expiresAt" } }))
     }
     const secret = generateKeySecret()
     const record: ApiKey = {

@@ -1,7 +1,7 @@
 import { Effect, Either, Option, type Scope } from "effect"
-import { engineError } from "../../domain/errors.js"
+import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
-import { type Job, type OutputItem, transition } from "../../domain/job.js"
+import { type Job, JobCannotBeCancelled, JobNotFound, type OutputItem, transition } from "../../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../../domain/providerHandle.js"
 import { deliveryFor } from "../../domain/webhook.js"
 import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
@@ -14,18 +14,18 @@ import { holdsLease, move, releasedLease } from "./move.js"
 export const cancel = (driver: JobStoreDriver): JobRepo["Type"]["cancel"] => (id, accountId, now) =>
   driver.transaction(Effect.gen(function*() {
     const found = yield* driver.lockJob(id)
-    if (Option.isNone(found)) return yield* Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id }))
+    if (Option.isNone(found)) return yield* Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } }))
     const job = found.value
     if (job.accountId !== accountId) {
-      return yield* Effect.fail(engineError("UNAUTHORIZED_ACCESS", "This API key has no access to the job", { jobId: id }))
+      return yield* Effect.fail(new UnauthorizedAccess({ message: "This API key has no access to the job", details: { jobId: id } }))
     }
     const moved = yield* move(driver, job, "Cancel", { completedAt: now }, now)
     if (Option.isNone(moved)) {
       return yield* Effect.fail(
-        engineError("JOB_CANNOT_BE_CANCELLED", `Only pending jobs can be cancelled; this one is ${job.status}`, {
+        new JobCannotBeCancelled({ message: `Only pending jobs can be cancelled; this one is ${job.status}`, details: {
           jobId: id,
           status: job.status
-        })
+        } })
       )
     }
     return { job: moved.value, refundedMicroCents: job.costMicroCents }

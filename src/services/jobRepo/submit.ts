@@ -1,7 +1,8 @@
 import { Effect, Option } from "effect"
 import { idempotencyConflict, refuseSubmit } from "../../domain/admission.js"
 import { type BudgetUse, periodStart, refuseForBudget } from "../../domain/budget.js"
-import { engineError, StoreError } from "../../domain/errors.js"
+import { StoreError } from "../../domain/errors.js"
+import { InvalidApiKey } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
 import type { Job } from "../../domain/job.js"
 import { DAY_WINDOW, limitedWindows, MINUTE_WINDOW, NO_USAGE } from "../../domain/rateLimit.js"
@@ -13,7 +14,7 @@ import { submitGates } from "./submitGates.js"
 const lockedBalance = (driver: JobStoreDriver, job: Job) =>
   Effect.flatMap(driver.lockAccount(job.accountId), (account) =>
     Option.match(account, {
-      onNone: () => Effect.fail(engineError("INVALID_API_KEY", "The account no longer exists")),
+      onNone: () => Effect.fail(new InvalidApiKey({ message: "The account no longer exists" })),
       onSome: (found) => Effect.succeed(found.balanceMicroCents)
     }))
 

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { engineError, type EngineError } from "../../domain/errors.js"
+import { type EngineError, ValidationError } from "../../domain/errors.js"
+import { InvalidInput } from "../../domain/admission.js"
 import { parseWebhookUrl } from "../../domain/webhookUrl.js"
 import type { SubmitCommand } from "../../ports/JobRepo.js"
 import type { Caller } from "../Auth.js"
@@ -12,12 +13,12 @@ const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
 export const requireModel = (model: string): Effect.Effect<void, EngineError> =>
   model.trim() === ""
-    ? Effect.fail(engineError("VALIDATION_ERROR", "model is required: the model's slug", { field: "model" }))
+    ? Effect.fail(new ValidationError({ message: "model is required: the model's slug", details: { field: "model" } }))
     : Effect.void
 
 export const checkIdempotencyKey = (key: string | undefined): Effect.Effect<void, EngineError> =>
   key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
-    ? Effect.fail(engineError("VALIDATION_ERROR", `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters`))
+    ? Effect.fail(new ValidationError({ message: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters` }))
     : Effect.void
 
 /** The URL a job's webhook goes to, as parsed: what is stored and called. */
@@ -26,7 +27,7 @@ export const checkWebhookUrl = (url: string | undefined): Effect.Effect<string |
   const checked = parseWebhookUrl(url)
   return checked._tag === "Valid"
     ? Effect.succeed(checked.href)
-    : Effect.fail(engineError("INVALID_INPUT", `webhookUrl ${checked.reason}`, { field: "webhookUrl" }))
+    : Effect.fail(new InvalidInput({ message: `webhookUrl ${checked.reason}`, details: { field: "webhookUrl" } }))
 }
 
 /** The budgets a caller's submits are held to: the key's, then its account's. */

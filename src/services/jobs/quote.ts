@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import { engineError, type EngineError, type StoreError } from "../../domain/errors.js"
+import { type EngineError, type StoreError } from "../../domain/errors.js"
+import { InvalidInput } from "../../domain/admission.js"
 import { type CostEstimate, estimateCost, isExactCost } from "../../domain/pricing.js"
 import type { Caller } from "../Auth.js"
 import type { ResolvedModel } from "../Catalog.js"
@@ -16,7 +17,7 @@ const priced = (
   const estimate = estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents, input)
   return isExactCost(estimate)
     ? Effect.succeed(estimate)
-    : Effect.fail(engineError("INVALID_INPUT", "The input prices the job beyond the largest amount an account can hold"))
+    : Effect.fail(new InvalidInput({ message: "The input prices the job beyond the largest amount an account can hold" }))
 }
 
 /**

@@ -1,7 +1,8 @@
 import { Effect, Option } from "effect"
-import { engineError, type EngineError, type StoreError } from "../../domain/errors.js"
+import { type EngineError, type StoreError } from "../../domain/errors.js"
+import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
-import { type Job, JobStatus as JobStatusSchema } from "../../domain/job.js"
+import { type Job, JobNotFound, JobStatus as JobStatusSchema } from "../../domain/job.js"
 import { type Caller, requireScope } from "../Auth.js"
 import { readPageRequest, toPage } from "../paging.js"
 import type { JobsDeps } from "./deps.js"
@@ -23,10 +24,10 @@ export interface JobPage {
 const ownJob = ({ repo }: Pick<JobsDeps, "repo">, caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
   Effect.gen(function*() {
     const job = yield* repo.get(id as JobId)
-    if (Option.isNone(job)) return yield* Effect.fail(engineError("JOB_NOT_FOUND", `No job "${id}"`, { jobId: id }))
+    if (Option.isNone(job)) return yield* Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } }))
     if (job.value.accountId !== caller.account.id) {
       return yield* Effect.fail(
-        engineError("UNAUTHORIZED_ACCESS", "This API key has no access to the job", { jobId: id })
+        new UnauthorizedAccess({ message: "This API key has no access to the job", details: { jobId: id } })
       )
     }
     return job.value

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { engineError, type EngineError, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
+import { type EngineError, PubsubPublishFailed, retryLater, storeBusyOf, type StoreError } from "../../domain/errors.js"
 import type { Job } from "../../domain/job.js"
 import type { SubmitCommand, SubmitOutcome } from "../../ports/JobRepo.js"
 import type { JobsDeps } from "./deps.js"
@@ -41,14 +41,14 @@ const confirmStored = (
 ): Effect.Effect<SubmitOutcome, EngineError | StoreError> =>
   repo.get(job.id).pipe(
     Effect.catchTag("StoreError", (lookup) => {
-      const answer = retryLater("PUBSUB_PUBLISH_FAILED", lookup, { jobId: job.id })
+      const answer = retryLater(PubsubPublishFailed, lookup, { jobId: job.id })
       return Effect.logError("submit could not be stored, nor its job looked up", { jobId: job.id }, failure, lookup).pipe(
-        Effect.zipRight(Effect.fail(engineError(
-          answer.code,
-          "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
-          answer.details,
-          answer.retryAfterSeconds
-        )))
+        Effect.zipRight(Effect.fail(new PubsubPublishFailed({
+          message:
+            "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
+          details: answer.details,
+          retryAfterSeconds: answer.retryAfterSeconds
+        })))
       )
     }),
     Effect.flatMap(Option.match({

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { canonicalJson, sha256Hex } from "../../domain/canonicalJson.js"
-import { type EngineError, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
+import { type EngineError, PubsubPublishFailed, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
 import { newJobId, type RequestId } from "../../domain/ids.js"
 import type { Job } from "../../domain/job.js"
 import type { ResolvedModel } from "../Catalog.js"
@@ -105,6 +105,6 @@ export const submit = (deps: JobsDeps) =>
     Effect.catchTag("StoreError", (e) =>
       Effect.zipRight(
         storeBusyOf(e) === undefined ? Effect.logError("submit could not be stored", e) : Effect.void,
-        Effect.fail(retryLater("PUBSUB_PUBLISH_FAILED", e))
+        Effect.fail(retryLater(PubsubPublishFailed, e))
       ))
   )
