@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
-import type { EngineError } from "../../src/domain/errors.js"
 import type { AccountId } from "../../src/domain/ids.js"
+import { isRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
 import { freshPostgresUrl } from "../support/postgres.js"
@@ -14,7 +14,7 @@ const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
   Effect.flatMap(JobRepo, (repo) =>
     repo.submit({ maxConcurrentJobs: 100, rateLimits: NO_LIMITS, ...command }).pipe(
       Effect.map((outcome) => outcome._tag),
-      Effect.catchTag("EngineError", (e: EngineError) => Effect.succeed(e.code)),
+      Effect.catchAll((e) => (isRefusal(e) ? Effect.succeed(e.code) : Effect.fail(e))),
       Effect.either,
       Effect.map(Either.getOrThrow)
     ))
