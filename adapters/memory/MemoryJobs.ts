@@ -1,6 +1,6 @@
 import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
-import { activeStatuses, claimedJob, type Job } from "../../src/domain/job.js"
+import { claimedJob, type Job } from "../../src/domain/job.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
 import { addCounts, hourOf, NO_SPEND, rollupChange, type SpendCounts } from "../../src/domain/spend.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
@@ -80,7 +80,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
   const idempotencyKey = (accountId: string, key: string) => `${accountId}\u0000${key}`
   // The semaphore already keeps every other writer out of a transaction: a read is a lock.
   const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullable(state.jobs.get(id)))
-  const activeOf = (accountId: string) => jobs().filter((j) => j.accountId === accountId && activeStatuses.includes(j.status)).length
+  const activeOf = (accountId: string) => state.jobs.activeOf(accountId)
   /** Adds `counts` to the rollup of (account, key, model, hour of `at`). */
   const countSpend = (accountId: string, keyId: string | null, model: string, at: number, counts: SpendCounts) => {
     const hour = hourOf(at)

@@ -1,4 +1,4 @@
-import type { Job } from "../../src/domain/job.js"
+import { activeStatuses, type Job } from "../../src/domain/job.js"
 
 /** Oldest first, as the SQL claim orders pending jobs (created_at, id). */
 export const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
@@ -86,7 +86,7 @@ class JobHeap {
 
 /**
  * The memory store's jobs by id, with what a claim looks for kept in order as they are written:
- * pending jobs oldest first, leased jobs by expiry. A claim then takes the few jobs it needs in
+ * pending jobs oldest first, leased jobs by expiry (and each account's active jobs counted). A claim then takes the few jobs it needs in
  * O(taken log N) instead of visiting every job held. Every write goes through `set` (the
  * transaction's undo too), so no writer can forget the index. A version written twice (an undo
  * puts an earlier one back) is in a heap twice: the takes answer each job once.
@@ -97,11 +97,38 @@ export class IndexedJobs extends Map<string, Job> {
   private readonly pending = new JobHeap(oldestFirst, this.isCurrent, this.stored)
   private readonly leased = new JobHeap(earliestExpiry, this.isCurrent, this.stored)
 
+  /** Pending and processing jobs by account: a submit checks the account's limit without a scan. */
+  private readonly active = new Map<string, number>()
+
   override set(id: string, job: Job): this {
+    this.countActive(super.get(id), -1)
     super.set(id, job)
+    this.countActive(job, 1)
     if (job.status === "pending") this.pending.push(job)
     else if (job.status === "processing" && job.leaseExpiresAt !== null) this.leased.push(job)
     return this
+  }
+
+  override delete(id: string): boolean {
+    this.countActive(super.get(id), -1)
+    return super.delete(id)
+  }
+
+  override clear(): void {
+    this.active.clear()
+    super.clear()
+  }
+
+  /** The account's jobs pending or processing. */
+  activeOf(accountId: string): number {
+    return this.active.get(accountId) ?? 0
+  }
+
+  private countActive(job: Job | undefined, by: 1 | -1) {
+    if (job === undefined || !activeStatuses.includes(job.status)) return
+    const n = (this.active.get(job.accountId) ?? 0) + by
+    if (n === 0) this.active.delete(job.accountId)
+    else this.active.set(job.accountId, n)
   }
 
   /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import type { Job } from "../../src/domain/job.js"
 import { IndexedJobs } from "../../adapters/memory/jobIndex.js"
 
-const job = (id: string, fields: Partial<Job> = {}): Job =>
+const job = (id: string, fields: { readonly [K in keyof Job]?: unknown } = {}): Job =>
   ({
     id,
     accountId: "acc",
@@ -106,5 +106,20 @@ describe("the memory store's job index", () => {
     const heap = (jobs as unknown as { leased: { items: Array<Job> } }).leased.items
     expect(heap.length).toBeLessThanOrEqual(1_024 + 2 * 100 + 1)
     expect(ids(jobs.takeExpired(2_000, 3, 1_000)).sort()).toEqual(Array.from({ length: 100 }, (_, i) => `j${i}`).sort())
+  })
+
+  it("counts each account's pending and processing jobs through every write and delete", () => {
+    const jobs = new IndexedJobs()
+    jobs.set("a", job("a", { accountId: "acc1" }))
+    jobs.set("b", job("b", { accountId: "acc1" }))
+    jobs.set("c", job("c", { accountId: "acc2" }))
+    jobs.set("a", leased("a", 10))
+    expect([jobs.activeOf("acc"), jobs.activeOf("acc1"), jobs.activeOf("acc2")]).toEqual([1, 1, 1])
+    jobs.set("b", job("b", { accountId: "acc1", status: "completed" }))
+    jobs.delete("c")
+    jobs.delete("missing")
+    expect([jobs.activeOf("acc"), jobs.activeOf("acc1"), jobs.activeOf("acc2")]).toEqual([1, 0, 0])
+    jobs.set("a", job("a", { status: "cancelled" }))
+    expect(jobs.activeOf("acc")).toBe(0)
   })
 })
