@@ -9,6 +9,8 @@
  * targets leave for the rest.
  */
 import { Effect, Exit, Logger, LogLevel, Option, Scope } from "effect"
+import { writeFile } from "node:fs/promises"
+import { Session } from "node:inspector/promises"
 import { type Engine, JobRepo, makeEngine, Worker } from "genjobs"
 import { memoryFiles, memoryQueue, memoryStore } from "genjobs/memory"
 import { BENCH_PROVIDER, noopProvider, seed, submit } from "./lib/engine.js"
@@ -18,6 +20,24 @@ import { emit, log } from "./lib/report.js"
 type JobIdOf = Parameters<JobRepo["Type"]["get"]>[0]
 
 const POLL_MS = 20
+
+/**
+ * With BENCH_CPU_PROFILE=<dir>, a CPU profile of each drain alone (not the submits before it),
+ * written there as <figure>.cpuprofile: where the per-job CPU goes.
+ */
+const profileDir = process.env.BENCH_CPU_PROFILE
+const startProfile = async () => {
+  if (profileDir === undefined || profileDir === "") return undefined
+  const session = new Session()
+  session.connect()
+  await session.post("Profiler.enable")
+  await session.post("Profiler.start")
+  return async (figure: string) => {
+    const { profile } = await session.post("Profiler.stop")
+    await writeFile(`${profileDir}/${figure}.cpuprofile`, JSON.stringify(profile))
+    session.disconnect()
+  }
+}
 
 /** Whether every job is completed; `from` is where the last look stopped (jobs end roughly in order). */
 const makeDrained = (engine: Engine, ids: ReadonlyArray<JobIdOf>) => {
@@ -53,12 +73,14 @@ const floorRun = async (n: number, fibers: number, broker: boolean) => {
     const ids: Array<JobIdOf> = []
     for (let i = 0; i < n; i++) ids.push((await submit(engine, callers[i % callers.length]!, `p${i}`)).job.id as JobIdOf)
     const drained = makeDrained(engine, ids)
+    const stopProfile = await startProfile()
     const cpu = process.cpuUsage()
     const start = performance.now()
     await engine.run(Scope.extend(Effect.flatMap(Worker, (worker) => worker.start(fibers)), scope))
     while (!(await drained())) await new Promise((resolve) => setTimeout(resolve, POLL_MS))
     const seconds = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)
+    await stopProfile?.(broker ? "queue_drain_floor_broker" : "queue_drain_floor")
     return { seconds, cpuMicrosPerJob: (used.user + used.system) / n }
   } finally {
     await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -1,7 +1,6 @@
 import { Effect, Layer, Option } from "effect"
 import type { Account, LedgerEntry, LedgerKind } from "../../src/domain/account.js"
 import { type AccountId, newLedgerEntryId } from "../../src/domain/ids.js"
-import { activeStatuses } from "../../src/domain/job.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import type { MemoryState } from "./state.js"
@@ -52,7 +51,7 @@ export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
     ledger: (id) => Effect.sync(() => state.ledger.filter((e) => e.accountId === id)),
     count: Effect.sync(() => state.accounts.size),
     activeJobs: (id) =>
-      Effect.sync(() => [...state.jobs.values()].filter((j) => j.accountId === id && activeStatuses.includes(j.status)).length)
+      Effect.sync(() => state.jobs.activeOf(id))
   }
 }
 

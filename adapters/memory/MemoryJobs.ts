@@ -1,16 +1,16 @@
 import { Effect, Exit, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
-import { activeStatuses, claimedJob, type Job } from "../../src/domain/job.js"
+import { claimedJob, type Job } from "../../src/domain/job.js"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW, type WindowUsage } from "../../src/domain/rateLimit.js"
 import { addCounts, hourOf, NO_SPEND, rollupChange, type SpendCounts } from "../../src/domain/spend.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { HandOffLease } from "../../src/ports/JobRepo.js"
 import { type Charged, chargeOf, type JobCharge, type JobStoreDriver, type RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
+import { earliestExpiry, oldestFirst } from "./jobIndex.js"
 import type { MemoryState } from "./state.js"
 
 const newestFirst = (a: Job, b: Job) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
-const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)
 
 const leaseExpired = (job: Job, now: number) =>
   job.status === "processing" && job.leaseExpiresAt !== null && job.leaseExpiresAt <= now
@@ -18,26 +18,7 @@ const leaseExpired = (job: Job, now: number) =>
 /** A job a claim may take over: its lease expired with attempts left. */
 const reclaimable = (job: Job, now: number, maxAttempts: number) => leaseExpired(job, now) && job.attempts < maxAttempts
 
-const earliestExpiry = (a: Job, b: Job) => a.leaseExpiresAt! - b.leaseExpiresAt!
-
 const rateKey = (key: RateKey, windowMs: number) => JSON.stringify([key.accountId, key.model, key.version, windowMs])
-
-/**
- * Keeps the first `limit` jobs offered, in `order`, without sorting them all: a claim takes a
- * few jobs of thousands, and as jobs are stored roughly oldest first, once `limit` are kept most
- * others are passed over with one comparison.
- */
-const firstOf = (order: (a: Job, b: Job) => number, limit: number) => {
-  const first: Array<Job> = []
-  const offer = (job: Job) => {
-    if (limit < 1 || (first.length === limit && order(job, first[limit - 1]!) >= 0)) return
-    let at = first.length
-    while (at > 0 && order(job, first[at - 1]!) < 0) at--
-    first.splice(at, 0, job)
-    if (first.length > limit) first.pop()
-  }
-  return { first, offer }
-}
 
 const isOneOf = (job: Job, versions: ReadonlyArray<{ readonly model: string; readonly version: string }>) =>
   versions.some((v) => v.model === job.model && v.version === job.version)
@@ -65,6 +46,26 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     })
     post(state, ...args)
   }
+  /**
+   * The (job, kind) pairs of the ledger's lines, the SQL ledger's unique index, read up to line
+   * `ledgerRead`: each settlement checks it without visiting the whole ledger. Read afresh when
+   * the lines it read changed (an undo cut them back).
+   */
+  const ledgerKeys = new Set<string>()
+  let ledgerRead = 0
+  let ledgerLast: string | undefined
+  const inLedger = (jobId: string, kind: string) => {
+    if (ledgerRead > 0 && state.ledger[ledgerRead - 1]?.id !== ledgerLast) {
+      ledgerKeys.clear()
+      ledgerRead = 0
+    }
+    for (; ledgerRead < state.ledger.length; ledgerRead++) {
+      const line = state.ledger[ledgerRead]!
+      if (line.jobId !== null) ledgerKeys.add(`${line.jobId}\u0000${line.kind}`)
+      ledgerLast = line.id
+    }
+    return ledgerKeys.has(`${jobId}\u0000${kind}`)
+  }
   const transaction: JobStoreDriver["transaction"] = (effect) =>
     state.lock.withPermits(1)(Effect.suspend(() => {
       undo = []
@@ -79,7 +80,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
   const idempotencyKey = (accountId: string, key: string) => `${accountId}\u0000${key}`
   // The semaphore already keeps every other writer out of a transaction: a read is a lock.
   const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullable(state.jobs.get(id)))
-  const activeOf = (accountId: string) => jobs().filter((j) => j.accountId === accountId && activeStatuses.includes(j.status)).length
+  const activeOf = (accountId: string) => state.jobs.activeOf(accountId)
   /** Adds `counts` to the rollup of (account, key, model, hour of `at`). */
   const countSpend = (accountId: string, keyId: string | null, model: string, at: number, counts: SpendCounts) => {
     const hour = hourOf(at)
@@ -105,8 +106,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
   }
   /** The job as insertJob writes it: queued, or the hand-off's claim when nothing is runnable. */
   const inserted = (job: Job, handOff: HandOffLease | undefined) => {
-    const runnable = handOff === undefined ||
-      jobs().some((j) => j.status === "pending" || reclaimable(j, handOff.now, handOff.maxAttempts))
+    const runnable = handOff === undefined || state.jobs.hasRunnable(handOff.now, handOff.maxAttempts)
     const written = runnable ? job : claimedJob(job, handOff)
     setIn(state.jobs, job.id, written)
     return written
@@ -164,7 +164,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
       Effect.sync(() => {
         const { accountId, amountMicroCents, jobId, kind, now } = entry
         // The SQL ledger's unique (job_id, kind).
-        if (amountMicroCents !== 0 && state.ledger.some((e) => e.jobId === jobId && e.kind === kind)) return false
+        if (amountMicroCents !== 0 && inLedger(jobId, kind)) return false
         if (amountMicroCents !== 0) postUndoably(accountId, kind, amountMicroCents, jobId, now)
         countSpend(accountId, entry.keyId, entry.model, entry.chargedAt, rollupChange(entry))
         return true
@@ -233,15 +233,9 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     // Called outside a transaction: it takes the state's lock as one.
     claimBatch: (claim) =>
       transaction(Effect.sync(() => {
-        // One pass over the jobs for both.
-        const expired = firstOf(earliestExpiry, claim.limit)
-        const pending = firstOf(oldestFirst, claim.limit)
-        for (const j of state.jobs.values()) {
-          if (j.status === "pending") {
-            if (!isOneOf(j, claim.exclude)) pending.offer(j)
-          } else if (reclaimable(j, claim.now, claim.maxAttempts)) expired.offer(j)
-        }
-        return [...expired.first, ...pending.first].slice(0, claim.limit).map((job) => {
+        const expired = state.jobs.takeExpired(claim.now, claim.maxAttempts, claim.limit)
+        const pending = state.jobs.takePending(claim.limit - expired.length, (j) => isOneOf(j, claim.exclude))
+        return [...expired, ...pending].map((job) => {
           const next = claimedJob(job, claim)
           setIn(state.jobs, job.id, next)
           return next

@@ -2,11 +2,11 @@ import { Effect } from "effect"
 import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
-import type { Job } from "../../src/domain/job.js"
 import type { SpendRollup } from "../../src/domain/spend.js"
 import type { IdempotencyRecord } from "../../src/ports/JobStoreDriver.js"
 import type { Upload } from "../../src/domain/upload.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
+import { IndexedJobs } from "./jobIndex.js"
 
 /** All in-memory state; one semaphore makes each repo operation atomic, like a transaction. */
 export interface MemoryState {
@@ -15,7 +15,8 @@ export interface MemoryState {
   /** Spend rollups by rollupKey (src/domain/spend.ts's SpendRollup). */
   readonly spend: Map<string, SpendRollup>
   readonly keys: Map<string, ApiKey>
-  readonly jobs: Map<string, Job>
+  /** By id, with the claim's orders kept as jobs are written (jobIndex.ts). */
+  readonly jobs: IndexedJobs
   readonly idempotency: Map<string, IdempotencyRecord>
   readonly deliveries: Map<string, WebhookDelivery>
   readonly uploads: Map<string, Upload>
@@ -33,7 +34,7 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.mak
   ledger: [],
   spend: new Map(),
   keys: new Map(),
-  jobs: new Map(),
+  jobs: new IndexedJobs(),
   idempotency: new Map(),
   deliveries: new Map(),
   uploads: new Map(),

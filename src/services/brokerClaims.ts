@@ -16,13 +16,30 @@ import type { QueueConsumer, QueueDelivery } from "../ports/JobQueue.js"
 export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
   Effect.gen(function*() {
     const held = new Map<JobId, QueueDelivery>()
-    const scope = yield* Effect.scope
 
     const ackQuietly = (deliveries: ReadonlyArray<QueueDelivery>) =>
       deliveries.length === 0 ? Effect.void : consumer.ack(deliveries).pipe(
         // Unacked, they come back once their visibility passes, and are turned away then.
         Effect.catchAll((error) => Effect.logWarning("queue deliveries could not be acked; they will be turned away when redelivered", error.message))
       )
+
+    // Acks of ended runs, sent by one long-lived fiber of the worker's scope, many at once when
+    // runs end faster than the broker answers: a run's end costs no fiber, and the broker one
+    // call per batch instead of one per job.
+    const unacked: Array<QueueDelivery> = []
+    let wake: (() => void) | undefined
+    const nextAcks = Effect.async<Array<QueueDelivery>>((resume) => {
+      const take = () => {
+        wake = undefined
+        resume(Effect.succeed(unacked.splice(0)))
+      }
+      if (unacked.length > 0) return take()
+      wake = take
+      return Effect.sync(() => {
+        wake = undefined
+      })
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(nextAcks, ackQuietly)))
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3)))).pipe(
@@ -65,10 +82,12 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
      * the broker's answer. An ack cut off by a drain leaves a delivery that is turned away later.
      */
     const done = (jobId: JobId) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         const delivery = held.get(jobId)
+        if (delivery === undefined) return
         held.delete(jobId)
-        return delivery === undefined ? Effect.void : Effect.asVoid(Effect.forkIn(ackQuietly([delivery]), scope))
+        unacked.push(delivery)
+        wake?.()
       })
 
     return { take, done } as const

@@ -1,5 +1,6 @@
-import { Effect, Exit, ManagedRuntime, Option, Scope, Supervisor } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Option, Scope, Supervisor } from "effect"
 import { describe, expect, it } from "vitest"
+import { layerMemoryJobQueue } from "../../adapters/memory/MemoryJobQueue.js"
 import type { JobId, RequestId } from "../../src/domain/ids.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Catalog } from "../../src/services/Catalog.js"
@@ -24,10 +25,12 @@ const FIBERS = 8
 
 /**
  * Drains `n` jobs queued before the worker starts (memory store, in process, a provider that
- * finishes in its start) and answers how many fibers the worker started meanwhile.
+ * finishes in its start; the store's own queue, or the memory broker) and answers how many
+ * fibers the worker started meanwhile.
  */
-const fibersToDrain = async (n: number) => {
-  const runtime = ManagedRuntime.make(memoryEngine(idleProvider, { leaseMs: 60_000, pollIntervalMs: 50 }))
+const fibersToDrain = async (n: number, broker = false) => {
+  const engine = memoryEngine(idleProvider, { leaseMs: 60_000, pollIntervalMs: 50 })
+  const runtime = ManagedRuntime.make(broker ? Layer.provideMerge(engine, layerMemoryJobQueue) : engine)
   try {
     return await runtime.runPromise(Effect.gen(function*() {
       const caller = yield* demoCaller(1_000_000_000, 100_000)
@@ -64,6 +67,16 @@ describe("worker fibers", () => {
     const many = await fibersToDrain(1_000)
     // The runners, the claimer, the reaper, the relay, the lease keeper's loop, and the claimer's
     // waits once the queue ran dry (a race with a timeout, every poll interval: time, not jobs).
+    expect(few).toBeGreaterThanOrEqual(FIBERS)
+    expect(few).toBeLessThan(FIBERS + 20)
+    expect(Math.abs(many - few)).toBeLessThanOrEqual(6)
+  }, 60_000)
+
+  it("on a broker too: a run's end acks its delivery without a fiber of its own", async () => {
+    const few = await fibersToDrain(100, true)
+    const many = await fibersToDrain(1_000, true)
+    // Besides the store's: the delivery extender and the acker, and the broker's waits for a
+    // delivery once the queue ran dry (time, not jobs).
     expect(few).toBeGreaterThanOrEqual(FIBERS)
     expect(few).toBeLessThan(FIBERS + 20)
     expect(Math.abs(many - few)).toBeLessThanOrEqual(6)

@@ -53,8 +53,12 @@ const claimOnce = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal
     } else if (exit.value.length < free && broker === undefined) {
       // The queue ran dry, or what is left waits for provider room: a submit signals, a
       // limited job ending here frees room, and the poll covers a lost signal and room
-      // freed in other processes.
-      yield* Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
+      // freed in other processes. Without limits no end frees room: the wait is the signal's
+      // alone, with no race (and its two fibers) per wait. A limit added meanwhile counts from
+      // the next wait (its room freed meanwhile is kept: roomFreed holds the last offer).
+      yield* deps.limits.anyLimited()
+        ? Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
+        : deps.signal.wait(deps.config.pollIntervalMs)
     } else {
       // A full claim: more may wait, claimed next once the runs begun here let the loop go.
       yield* yieldToEventLoop

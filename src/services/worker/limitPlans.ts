@@ -10,6 +10,8 @@ export interface LimitPlans {
   readonly current: Effect.Effect<LimitPlan, StoreError>
   /** Whether the job's version is under a limit, by the last plan worked out (none yet: not limited). */
   readonly isLimited: (job: Job) => boolean
+  /** Whether any version is under a limit, by the last plan worked out: only then can a job's end free room. */
+  readonly anyLimited: () => boolean
 }
 
 export const limitedIn = (plan: LimitPlan, job: Job) => plan.versions.some((v) => v.model === job.model && v.version === job.version)
@@ -21,6 +23,7 @@ export const makeLimitPlans = (catalog: Catalog["Type"]): LimitPlans => {
       if (limits?.revision !== stored.revision) limits = { revision: stored.revision, plan: limitPlanOf(stored.document) }
       return limits.plan
     }),
-    isLimited: (job) => (limits === undefined ? false : limitedIn(limits.plan, job))
+    isLimited: (job) => (limits === undefined ? false : limitedIn(limits.plan, job)),
+    anyLimited: () => limits !== undefined && limits.plan.versions.length > 0
   }
 }

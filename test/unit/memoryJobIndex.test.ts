@@ -1,0 +1,125 @@
+import { describe, expect, it } from "vitest"
+import type { Job } from "../../src/domain/job.js"
+import { IndexedJobs } from "../../adapters/memory/jobIndex.js"
+
+const job = (id: string, fields: { readonly [K in keyof Job]?: unknown } = {}): Job =>
+  ({
+    id,
+    accountId: "acc",
+    apiKeyId: null,
+    requestId: `req-${id}`,
+    model: "m",
+    version: "v1",
+    input: {},
+    webhookUrl: null,
+    status: "pending",
+    costMicroCents: 0,
+    error: null,
+    outputs: null,
+    createdAt: 0,
+    estimatedCompletionAt: 0,
+    startedAt: null,
+    completedAt: null,
+    attempts: 0,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    providerPhase: null,
+    providerHandle: null,
+    providerStarts: 0,
+    providerRoute: null,
+    ...fields
+  }) as Job
+
+const leased = (id: string, leaseExpiresAt: number, attempts = 1) =>
+  job(id, { status: "processing", leaseOwner: "w", leaseExpiresAt, attempts })
+
+const ids = (jobs: ReadonlyArray<Job>) => jobs.map((j) => j.id)
+
+describe("the memory store's job index", () => {
+  it("takes pending jobs oldest first (created, then id), whatever order they were written in", () => {
+    const jobs = new IndexedJobs()
+    for (const [id, createdAt] of [["c", 3], ["a", 1], ["e", 3], ["b", 2], ["d", 3]] as const) jobs.set(id, job(id, { createdAt }))
+    expect(ids(jobs.takePending(2, () => false))).toEqual(["a", "b"])
+    expect(ids(jobs.takePending(10, () => false))).toEqual(["c", "d", "e"])
+    expect(jobs.takePending(10, () => false)).toEqual([])
+  })
+
+  it("passes over a job that changed since it was indexed, and takes a job once when an undo wrote a version twice", () => {
+    const jobs = new IndexedJobs()
+    const first = job("a", { createdAt: 1 })
+    jobs.set("a", first)
+    jobs.set("b", job("b", { createdAt: 2 }))
+    jobs.set("c", job("c", { createdAt: 3 }))
+    // Claimed by id (the broker's path), then completed: neither is pending any more.
+    jobs.set("b", leased("b", 100))
+    jobs.set("c", job("c", { status: "completed", createdAt: 3 }))
+    // Claimed, then the claim's transaction undone: the first version is written again.
+    jobs.set("a", leased("a", 100))
+    jobs.set("a", first)
+    expect(ids(jobs.takePending(10, () => false))).toEqual(["a"])
+  })
+
+  it("leaves the jobs a claim skips (a version at its limit) for the next claim", () => {
+    const jobs = new IndexedJobs()
+    jobs.set("a", job("a", { createdAt: 1, version: "full" }))
+    jobs.set("b", job("b", { createdAt: 2 }))
+    expect(ids(jobs.takePending(10, (j) => j.version === "full"))).toEqual(["b"])
+    expect(ids(jobs.takePending(10, () => false))).toEqual(["a"])
+  })
+
+  it("takes expired leases earliest first, only those expired by now with attempts left, and keeps the others", () => {
+    const jobs = new IndexedJobs()
+    jobs.set("late", leased("late", 50))
+    jobs.set("early", leased("early", 10))
+    jobs.set("spent", leased("spent", 5, 3))
+    jobs.set("live", leased("live", 500))
+    expect(ids(jobs.takeExpired(100, 3, 10))).toEqual(["early", "late"])
+    // Out of attempts: left for the sweep, still there for a claim allowing more attempts.
+    expect(ids(jobs.takeExpired(100, 3, 10))).toEqual([])
+    expect(ids(jobs.takeExpired(100, 4, 10))).toEqual(["spent"])
+    // A renewed lease counts at its new expiry only.
+    jobs.set("live", leased("live", 900))
+    expect(ids(jobs.takeExpired(600, 3, 10))).toEqual([])
+    expect(ids(jobs.takeExpired(900, 3, 10))).toEqual(["live"])
+  })
+
+  it("says whether a claim would find a job without taking it", () => {
+    const jobs = new IndexedJobs()
+    expect(jobs.hasRunnable(0, 3)).toBe(false)
+    jobs.set("x", leased("x", 10))
+    expect(jobs.hasRunnable(5, 3)).toBe(false)
+    expect(jobs.hasRunnable(10, 3)).toBe(true)
+    expect(jobs.hasRunnable(10, 3)).toBe(true)
+    jobs.set("x", job("x", { status: "completed" }))
+    jobs.set("y", job("y"))
+    expect(jobs.hasRunnable(10, 3)).toBe(true)
+    expect(ids(jobs.takePending(1, () => false))).toEqual(["y"])
+  })
+
+  it("stays within a constant factor of the jobs it holds however often they are rewritten", () => {
+    const jobs = new IndexedJobs()
+    for (let i = 0; i < 100; i++) jobs.set(`j${i}`, leased(`j${i}`, 1_000))
+    // Lease renewals write a new version each time; stale entries are compacted away.
+    for (let round = 0; round < 500; round++) {
+      for (let i = 0; i < 100; i++) jobs.set(`j${i}`, leased(`j${i}`, 1_000 + round))
+    }
+    const heap = (jobs as unknown as { leased: { items: Array<Job> } }).leased.items
+    expect(heap.length).toBeLessThanOrEqual(1_024 + 2 * 100 + 1)
+    expect(ids(jobs.takeExpired(2_000, 3, 1_000)).sort()).toEqual(Array.from({ length: 100 }, (_, i) => `j${i}`).sort())
+  })
+
+  it("counts each account's pending and processing jobs through every write and delete", () => {
+    const jobs = new IndexedJobs()
+    jobs.set("a", job("a", { accountId: "acc1" }))
+    jobs.set("b", job("b", { accountId: "acc1" }))
+    jobs.set("c", job("c", { accountId: "acc2" }))
+    jobs.set("a", leased("a", 10))
+    expect([jobs.activeOf("acc"), jobs.activeOf("acc1"), jobs.activeOf("acc2")]).toEqual([1, 1, 1])
+    jobs.set("b", job("b", { accountId: "acc1", status: "completed" }))
+    jobs.delete("c")
+    jobs.delete("missing")
+    expect([jobs.activeOf("acc"), jobs.activeOf("acc1"), jobs.activeOf("acc2")]).toEqual([1, 0, 0])
+    jobs.set("a", job("a", { status: "cancelled" }))
+    expect(jobs.activeOf("acc")).toBe(0)
+  })
+})
