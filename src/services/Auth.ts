@@ -80,7 +80,7 @@ export const make = Effect.gen(function*() {
       return { account: account.value, key }
     })
 
-  return { authenticate } as const
+  return { authenticate: Effect.fn("Auth.authenticate")(authenticate) } as const
 })
 
 export class Auth extends Context.Tag("genjobs/Auth")<Auth, Effect.Effect.Success<typeof make>>() {

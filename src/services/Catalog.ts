@@ -262,7 +262,18 @@ export const make = Effect.gen(function*() {
     return unregisteredVersions(stored.document, yield* Clock.currentTimeMillis, isRegistered)
   })
 
-  return { served, snapshot, check, replace, resolve, forJob, validateInput, unregistered } as const
+  // The admin's use cases are named; served, snapshot and unregistered are cached reads, and
+  // resolve, forJob and validateInput inner steps of a submit or a run, left plain.
+  return {
+    served,
+    snapshot,
+    check: Effect.fn("Catalog.check")(check),
+    replace: Effect.fn("Catalog.replace")(replace),
+    resolve,
+    forJob,
+    validateInput,
+    unregistered
+  } as const
 })
 
 export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {

@@ -25,7 +25,13 @@ export const make = Effect.gen(function*() {
     localWorkers: yield* LocalWorkers,
     queue: yield* Effect.serviceOption(JobQueue)
   }
-  return { estimate: estimate(deps), submit: submit(deps), get: get(deps), list: list(deps), cancel: cancel(deps) } as const
+  return {
+    estimate: Effect.fn("Jobs.estimate")(estimate(deps)),
+    submit: Effect.fn("Jobs.submit")(submit(deps)),
+    get: Effect.fn("Jobs.get")(get(deps)),
+    list: Effect.fn("Jobs.list")(list(deps)),
+    cancel: Effect.fn("Jobs.cancel")(cancel(deps))
+  } as const
 })
 
 export class Jobs extends Context.Tag("genjobs/Jobs")<Jobs, Effect.Effect.Success<typeof make>>() {
