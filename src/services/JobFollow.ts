@@ -169,13 +169,17 @@ export const make = Effect.gen(function*() {
     return Effect.matchEffect(repo.getMany(live.map((watch) => watch.jobId)), {
       onSuccess: (jobs) => deliverAll(live, jobs),
       onFailure: (error) =>
-        Effect.sync(() => {
-          for (const watch of live) {
-            if (watch.done) continue
-            drop(watch)
-            for (const follower of watch.followers) follower.listener.onEnd(error)
-          }
-        })
+        Effect.zipRight(
+          Effect.sync(() => {
+            for (const watch of live) {
+              if (watch.done) continue
+              drop(watch)
+              for (const follower of watch.followers) follower.listener.onEnd(error)
+            }
+          }),
+          // Once for the chunk, not once per follower: one failed read ends many follows.
+          Effect.logWarning(`job follows ended by a store error (${live.length} jobs); their followers resume`, error)
+        )
     })
   }
 
@@ -243,6 +247,17 @@ export const make = Effect.gen(function*() {
   const hintMark = Effect.sync(() => hints.mark())
 
   /**
+   * Adds `listener` as a follower of the job (as `listen`) without a scope: the effect's value
+   * removes it, and the caller calls it once it stops listening (a status stream's body when its
+   * client leaves). After `onEnd` it is still to be called, to give back the watcher's place.
+   */
+  const join = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<() => void, EngineError> =>
+    Effect.suspend(() => {
+      const added = add(jobId, after, listener, since)
+      return typeof added === "function" ? Effect.succeed(added) : Effect.fail(added)
+    })
+
+  /**
    * Calls `listener` with the job's statuses from now on, those ranked at most `after` left
    * out, until the terminal one or until the scope closes (a request's own scope). Every
    * follower of a job in this process shares one re-read: on each hint for the job, in the
@@ -302,7 +317,7 @@ export const make = Effect.gen(function*() {
         })
       }))
 
-  return { listen, follow, awaitTerminal, hintMark, openCount: () => open } as const
+  return { join, listen, follow, awaitTerminal, hintMark, openCount: () => open } as const
 })
 
 export class JobFollow extends Context.Tag("genjobs/JobFollow")<JobFollow, Effect.Effect.Success<typeof make>>() {
