@@ -91,7 +91,8 @@ export type Heartbeats = Effect.Effect.Success<ReturnType<typeof makeHeartbeats>
  * closed, a web Response cancels it).
  */
 class EventStream extends Readable implements JobListener {
-  leave: () => void = () => undefined
+  private leave: () => void = () => undefined
+  private stopped = false
 
   constructor(private readonly heartbeats: Heartbeats) {
     super()
@@ -116,7 +117,20 @@ class EventStream extends Readable implements JobListener {
     callback(error)
   }
 
+  /**
+   * Takes the function that gives back its place in the watch, once joined, and starts its
+   * heartbeats. The job may have ended in between (the reader runs on a fiber of its own): then
+   * the place is given back at once.
+   */
+  attach(leave: () => void) {
+    if (this.stopped) return leave()
+    this.leave = leave
+    this.heartbeats.add(this)
+  }
+
   private stop() {
+    if (this.stopped) return
+    this.stopped = true
     this.heartbeats.remove(this)
     this.leave()
   }
@@ -158,8 +172,7 @@ export const eventStreamResponse = (
     const rank = statusRank(job.status)
     if (rank > after) stream.push(eventOf(job))
     return Effect.map(follow.join(job.id, Math.max(rank, after), stream, since), (leave) => {
-      stream.leave = leave
-      heartbeats.add(stream)
+      stream.attach(leave)
       return HttpServerResponse.raw(stream, { contentType: "text/event-stream", headers: STREAM_HEADERS })
     })
   })
