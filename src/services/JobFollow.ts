@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
 import { type EngineError, engineError, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
@@ -277,12 +277,15 @@ export const make = Effect.gen(function*() {
    * all those asked while the previous one was on its way: 10,000 opens together cost the store
    * 20 statements, not 10,000 reads each waiting for a connection of the pool.
    */
+  // A failed statement is every asker's failure (the batcher would retry it id by id, which for
+  // a read that failed as a whole only multiplies the failure): hence Either, never a failure.
   const readMany = yield* makeWriteBatcher((ids: ReadonlyArray<JobId>) =>
-    Effect.map(repo.getMany(ids), (jobs) => {
+    Effect.either(repo.getMany(ids)).pipe(Effect.map((read): ReadonlyArray<Either.Either<Option.Option<Job>, StoreError>> => {
+      if (Either.isLeft(read)) return ids.map(() => Either.left(read.left))
       const byId = new Map<JobId, Job>()
-      for (const job of jobs) byId.set(job.id, job)
-      return ids.map((id) => Option.fromNullable(byId.get(id)))
-    }), READ_BATCH)
+      for (const job of read.right) byId.set(job.id, job)
+      return ids.map((id) => Either.right(Option.fromNullable(byId.get(id))))
+    })), READ_BATCH)
   let reading = 0
 
   /**
@@ -293,7 +296,7 @@ export const make = Effect.gen(function*() {
     Effect.suspend((): Effect.Effect<Option.Option<Job>, StoreError | EngineError> => {
       if (open + reading >= maxWatchers) return Effect.fail(tooManyWatchers(maxWatchers))
       reading++
-      return Effect.ensuring(readMany(jobId), Effect.sync(() => reading--))
+      return Effect.ensuring(Effect.flatten(readMany(jobId)), Effect.sync(() => reading--))
     })
 
   /** The mark to pass as `since`: taken before reading the job a watcher then follows. */

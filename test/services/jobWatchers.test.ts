@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Scope, Supervisor, TestClock } from "effect"
+import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
@@ -156,6 +157,22 @@ describe("job watchers", () => {
       expect(statements.length).toBeLessThanOrEqual(4)
       expect(statements.reduce((a, b) => a + b, 0)).toBe(1_000)
       expect(yield* follow.readForWatch("job_unknown" as Job["id"])).toMatchObject({ _tag: "None" })
+    }).pipe(Effect.provide(memoryEngine(idle))))
+
+  it.scoped("fails every open of a failed statement with its error, the statement not retried id by id", () =>
+    Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const { jobs } = yield* submitJobs(50)
+      let statements = 0
+      const follow = yield* makeJobFollow.pipe(
+        Effect.provideService(JobRepo, {
+          ...repo,
+          getMany: () => Effect.zipRight(Effect.sync(() => statements++), Effect.fail(new StoreError({ message: "down" })))
+        })
+      )
+      const failed = yield* Effect.forEach(jobs, (job) => Effect.flip(follow.readForWatch(job.id)), { concurrency: "unbounded" })
+      expect(failed.every((error) => error._tag === "StoreError")).toBe(true)
+      expect(statements).toBeLessThanOrEqual(3)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
   it.scoped("reads a hinted job before the jobs due in the sweep, which wait for it", () =>
