@@ -289,12 +289,14 @@ export const make = Effect.gen(function*() {
   let reading = 0
 
   /**
-   * The job, read for a watcher about to join (see `readMany`). Refused as `add` refuses beyond
-   * `maxWatchers`, counting the reads under way, so a herd of opens cannot queue without bound.
+   * The job, read for a watcher about to join (see `readMany`). Refused as `add` refuses when
+   * `maxWatchers` are open, and when as many reads are under way, so a herd of opens cannot
+   * queue without bound (not when both together pass it: a herd's first reads would then be
+   * refused for watchers about to leave).
    */
   const readForWatch = (jobId: JobId): Effect.Effect<Option.Option<Job>, StoreError | EngineError> =>
     Effect.suspend((): Effect.Effect<Option.Option<Job>, StoreError | EngineError> => {
-      if (open + reading >= maxWatchers) return Effect.fail(tooManyWatchers(maxWatchers))
+      if (open >= maxWatchers || reading >= maxWatchers) return Effect.fail(tooManyWatchers(maxWatchers))
       reading++
       return Effect.ensuring(Effect.flatten(readMany(jobId)), Effect.sync(() => reading--))
     })
