@@ -95,7 +95,8 @@ export const makePgListener = Effect.gen(function*() {
         }
       }
       current = connection
-      yield* Effect.forEach(listening, connected, { discard: true })
+      // A snapshot: a user added meanwhile is LISTENed and told by `add` itself.
+      yield* Effect.forEach([...listening], connected, { discard: true })
     })
 
   /** A failed connect or LISTEN leaves nothing current: the next attempt starts over. */
