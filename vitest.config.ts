@@ -24,6 +24,7 @@ export const e2eFiles = [
   "test/e2e/sqliteSoak.test.ts",
   "test/e2e/sqliteUnderLoad.test.ts",
   "test/e2e/startOnOldNode.test.ts",
+  "test/e2e/streamRelease.test.ts",
   "test/e2e/webhookReceiver.test.ts",
   "test/package/tarball.test.ts",
   "test/package/installLines.test.ts",

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import type { JobId } from "../../src/domain/ids.js"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
@@ -8,7 +8,7 @@ import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
-import { runPgListener } from "./pgListener.js"
+import { layerPgListener, PgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
@@ -28,9 +28,9 @@ const EVERY_JOB = "*"
  * notification wakes every local dispatcher. Job events: `publish` sends NOTIFY after the
  * change committed; each notification hints the job's followers in this process.
  *
- * PgClient.listen cannot tell when its connection dies (it then stays silent), so the listener
- * holds a pg connection itself: when it drops, it logs, reconnects with capped backoff, logs
- * again, and wakes everyone once for what it may have missed meanwhile.
+ * The process's shared LISTEN connection (PgListener, adapters/sql/pgListener.ts) carries the
+ * channels: when it drops, this logs, and once it is back logs again and wakes everyone once
+ * for what it may have missed meanwhile.
  */
 export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
   Effect.gen(function*() {
@@ -47,11 +47,8 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       [eventsChannel]: (payload) => (payload === EVERY_JOB ? events.publishAll : events.publish([payload as JobId]))
     }
 
-    yield* runPgListener({
-      config: client.config,
-      applicationName: "genjobs listener",
+    yield* (yield* PgListener).add({
       channels: Object.keys(wakes),
-      maxDelay: Duration.seconds(10),
       onNotification: (channel, payload) => wakes[channel]?.(payload) ?? Effect.void,
       // Whatever was notified while the connection was down was not heard: everyone looks once.
       onConnected: (reconnected) =>
@@ -107,7 +104,7 @@ export const makePgJobSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
 export const makePgWebhookSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
   Effect.map(makePgSignals(tablePrefix), (signals) => signals.webhooks)
 
-/** Both signals and the job hints over the PgClient in context (the stores' pool), sharing one LISTEN connection. */
+/** Both signals and the job hints over the PgClient in context (the stores' pool) and the process's LISTEN connection (PgListener). */
 export const layerPgSignalsOver = (tablePrefix?: string | undefined) =>
   Layer.scopedContext(
     Effect.map(makePgSignals(tablePrefix), (signals) =>
@@ -125,9 +122,10 @@ interface PgSignalOptions {
 
 export const layerPgJobSignal = (options: PgSignalOptions) =>
   Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
+    Layer.provide(layerPgListener),
     Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
   )
 
 /** Both signals a store provides, over one small pool of their own. */
 export const layerPgSignals = (options: PgSignalOptions) =>
-  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 })))
+  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(layerPgListener), Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 })))

@@ -1,7 +1,6 @@
-import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { type ChangeTopic, makeStoreChanges, StoreChanges } from "../../src/ports/StoreChanges.js"
-import { runPgListener } from "./pgListener.js"
+import { PgListener } from "./pgListener.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
 /**
@@ -17,23 +16,20 @@ const TOPICS: ReadonlyArray<ChangeTopic> = ["access", "catalog"]
 
 /**
  * Change hints from every process on the database: triggers on keys, accounts and the catalog
- * NOTIFY `<prefix>changes` when they commit, and this process LISTENs on a connection of its own.
+ * NOTIFY `<prefix>changes` when they commit, and this process LISTENs on its one LISTEN connection
+ * (PgListener, shared with the job and webhook signals).
  * Until the connection is up, and whenever it drops, every topic counts as changed: nothing is
  * cached across a gap in which a change could have been missed.
  */
 export const makePgStoreChanges = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
   Effect.gen(function*() {
     const prefix = yield* checkTablePrefix(tablePrefix)
-    const client = yield* PgClient.PgClient
     const changes = makeStoreChanges(PG_CACHE_MAX_AGE_MS)
     const channel = changesChannel(prefix)
     const everything = Effect.forEach(TOPICS, changes.changed, { discard: true })
 
-    yield* runPgListener({
-      config: client.config,
-      applicationName: "genjobs changes",
+    yield* (yield* PgListener).add({
       channels: [channel],
-      maxDelay: Duration.seconds(5),
       onNotification: (_, payload) => {
         const topic = TOPICS.find((t) => t === payload)
         return topic === undefined ? everything : changes.changed(topic)
@@ -49,5 +45,5 @@ export const makePgStoreChanges = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =
     return changes
   })
 
-/** Change hints over the PgClient in context, on a LISTEN connection of their own. */
+/** Change hints over the process's LISTEN connection (PgListener in context). */
 export const layerPgStoreChanges = (tablePrefix?: string | undefined) => Layer.scoped(StoreChanges, makePgStoreChanges(tablePrefix))

@@ -1,8 +1,9 @@
 import { HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, Option, Queue, type Scope, Stream } from "effect"
+import { Duration, Effect } from "effect"
+import { Readable } from "node:stream"
 import type { EngineError, StoreError } from "../domain/errors.js"
 import { isTerminal, type Job } from "../domain/job.js"
-import { type JobFollow, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
+import { type JobFollow, type JobListener, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
 import { jobView } from "./views.js"
 
 /** Proxies and load balancers commonly drop connections idle for 30 to 60 seconds. */
@@ -57,51 +58,104 @@ const FINAL_EVENT_ID = statusRank("completed")
  */
 export const makeHeartbeats = (interval: Duration.DurationInput = HEARTBEAT) =>
   Effect.gen(function*() {
-    const beats = new Set<() => void>()
+    const beats = new Set<EventStream>()
     const beating = yield* Effect.makeLatch(false)
     yield* beating.await.pipe(
       Effect.zipRight(Effect.sleep(interval)),
       Effect.zipRight(Effect.sync(() => {
         if (beats.size === 0) beating.unsafeClose()
-        for (const beat of beats) beat()
+        for (const stream of beats) stream.push(HEARTBEAT_BYTES)
       })),
       Effect.forever,
       Effect.forkScoped
     )
-    /** Calls `beat` every `interval` until the scope closes. */
-    const add = (beat: () => void): Effect.Effect<void, never, Scope.Scope> =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          beats.add(beat)
-          beating.unsafeOpen()
-        }),
-        () => Effect.sync(() => beats.delete(beat))
-      )
-    return { add } as const
+    return {
+      /** Writes a heartbeat on `stream` every `interval` until `remove`. */
+      add: (stream: EventStream) => {
+        beats.add(stream)
+        beating.unsafeOpen()
+      },
+      remove: (stream: EventStream) => void beats.delete(stream)
+    } as const
   })
 
 export type Heartbeats = Effect.Effect.Success<ReturnType<typeof makeHeartbeats>>
 
-/** What ends a stream: its final event was written, or a store error cut it short. */
-type End = { readonly error: StoreError | undefined }
+/**
+ * The body of one open status stream, and its job's listener: the job's shared watch (the one
+ * reader fiber of JobFollow) and the heartbeat timer push its bytes, and the HTTP server sends
+ * them (node:http pipes it into the response; a web handler's Response reads it as an async
+ * iterable). No fiber, Stream, queue or scope of its own: a stream that waits costs this object
+ * and its place in the watch. It leaves the watch when the job ends (then ends the body) or
+ * when the body is destroyed (the client left: node:http destroys a piped source whose response
+ * closed, a web Response cancels it).
+ */
+class EventStream extends Readable implements JobListener {
+  private leave: () => void = () => undefined
+  private stopped = false
 
-const respond = (events: Stream.Stream<Uint8Array>) =>
-  HttpServerResponse.stream(Stream.concat(Stream.succeed(OPEN_BYTES), events), {
-    contentType: "text/event-stream",
-    // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
-    headers: { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
-  })
+  constructor(private readonly heartbeats: Heartbeats) {
+    super()
+  }
+
+  override _read() {
+    // Bytes are pushed as the job moves; there is nothing to pull.
+  }
+
+  onJob(job: Job) {
+    this.push(eventOf(job))
+  }
+
+  /** A store error ends the stream too (JobFollow logs it): the client resumes with Last-Event-ID. */
+  onEnd(_error: StoreError | undefined) {
+    this.stop()
+    this.push(null)
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void) {
+    this.stop()
+    callback(error)
+  }
+
+  /**
+   * Takes the function that gives back its place in the watch, once joined, and starts its
+   * heartbeats. The job may have ended in between (the reader runs on a fiber of its own): then
+   * the place is given back at once.
+   */
+  attach(leave: () => void) {
+    if (this.stopped) return leave()
+    this.leave = leave
+    this.heartbeats.add(this)
+  }
+
+  private stop() {
+    if (this.stopped) return
+    this.stopped = true
+    this.heartbeats.remove(this)
+    this.leave()
+  }
+}
+
+// no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
+const STREAM_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+
+const respondWith = (bytes: ReadonlyArray<Uint8Array>) => {
+  const body = new Uint8Array(bytes.reduce((length, part) => length + part.length, 0))
+  let offset = 0
+  for (const part of bytes) {
+    body.set(part, offset)
+    offset += part.length
+  }
+  return HttpServerResponse.uint8Array(body, { contentType: "text/event-stream", headers: STREAM_HEADERS })
+}
 
 /**
  * The text/event-stream answer for `job` (as the handler read it, after taking `since` from
  * JobFollow.hintMark), resumed after the event `after` (Last-Event-ID): its opening comment at
  * once, then the events left. A job already terminal has at most its final event left, and a
- * client that saw the final event nothing: those end at once, with no watcher. Otherwise the
- * stream is a queue of bytes filled by the job's shared watch (JobFollow.listen, held by the
- * request's own scope until the response ends) and the process's heartbeat timer; the watcher
- * is added here, before the answer starts, so a refusal (too many watchers) is the usual JSON
- * error. A store failure mid-stream ends it: the client resumes with Last-Event-ID, as after
- * any dropped connection.
+ * client that saw the final event nothing: those are answered whole, with no watcher. Otherwise
+ * the body is an EventStream joined to the job's shared watch before the answer starts, so a
+ * refusal (too many watchers) is the usual JSON error.
  */
 export const eventStreamResponse = (
   follow: JobFollow["Type"],
@@ -109,23 +163,17 @@ export const eventStreamResponse = (
   job: Job,
   after: number,
   since: number
-): Effect.Effect<HttpServerResponse.HttpServerResponse, EngineError, Scope.Scope> =>
-  Effect.gen(function*() {
-    if (after >= FINAL_EVENT_ID) return respond(Stream.empty)
-    if (isTerminal(job.status)) return respond(Stream.succeed(eventOf(job)))
-    const queue = yield* Queue.unbounded<Uint8Array | End>()
+): Effect.Effect<HttpServerResponse.HttpServerResponse, EngineError> => {
+  if (after >= FINAL_EVENT_ID) return Effect.succeed(respondWith([OPEN_BYTES]))
+  if (isTerminal(job.status)) return Effect.succeed(respondWith([OPEN_BYTES, eventOf(job)]))
+  return Effect.suspend(() => {
+    const stream = new EventStream(heartbeats)
+    stream.push(OPEN_BYTES)
     const rank = statusRank(job.status)
-    if (rank > after) Queue.unsafeOffer(queue, eventOf(job))
-    yield* follow.listen(job.id, Math.max(rank, after), {
-      onJob: (current) => Queue.unsafeOffer(queue, eventOf(current)),
-      onEnd: (error) => Queue.unsafeOffer(queue, { error })
-    }, since)
-    yield* heartbeats.add(() => Queue.unsafeOffer(queue, HEARTBEAT_BYTES))
-    return respond(Stream.repeatEffectOption(Effect.flatMap(Queue.take(queue), (item) => {
-      if (item instanceof Uint8Array) return Effect.succeed(item)
-      const ended = Effect.fail(Option.none())
-      return item.error === undefined
-        ? ended
-        : Effect.zipRight(Effect.logWarning("job status stream ended by a store error", item.error), ended)
-    })))
+    if (rank > after) stream.push(eventOf(job))
+    return Effect.map(follow.join(job.id, Math.max(rank, after), stream, since), (leave) => {
+      stream.attach(leave)
+      return HttpServerResponse.raw(stream, { contentType: "text/event-stream", headers: STREAM_HEADERS })
+    })
   })
+}

@@ -4,6 +4,7 @@ import { InvalidApiKey } from "../domain/accessRefusals.js"
 import { type EngineError, type StoreError } from "../domain/errors.js"
 import { RateLimitExceeded } from "../domain/rateLimit.js"
 import { AuthFailures } from "../ports/AuthFailures.js"
+import { makeSingleFlight } from "./singleFlight.js"
 
 /** A credential that was presented and is wrong: a guess. A missing one is not, nor a right key that is deactivated or expired. */
 const isGuess = (error: unknown): boolean => error instanceof InvalidApiKey
@@ -24,6 +25,8 @@ export const make = Effect.gen(function*() {
 
   /** When each client was last found under the limit. */
   const clean = new Map<string, number>()
+  // Requests from one client at once whose trust ran out share one read of its failures.
+  const once = makeSingleFlight<string, number, StoreError>()
   const markClean = (client: string, now: number) => {
     clean.delete(client)
     if (clean.size >= MAX_CLEAN_CLIENTS) clean.delete(clean.keys().next().value!)
@@ -53,7 +56,7 @@ export const make = Effect.gen(function*() {
       const bucket = failureBucket(now)
       const cleanAt = clean.get(client)
       if (cleanAt === undefined || now - cleanAt >= CLEAN_CLIENT_TRUST_MS) {
-        const wait = authRetryAfterSeconds(yield* failures.recent(client, bucket), now)
+        const wait = yield* once(`${bucket}:${client}`, Effect.map(failures.recent(client, bucket), (recent) => authRetryAfterSeconds(recent, now)))
         if (wait > 0) {
           clean.delete(client)
           return yield* Effect.fail(

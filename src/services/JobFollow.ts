@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Either, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
 import { type EngineError, ServiceUnavailable, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
@@ -6,6 +6,7 @@ import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { EngineConfig } from "./EngineConfig.js"
 import { makeDeadlines } from "./watchDeadlines.js"
+import { makeWriteBatcher } from "./writeBatcher.js"
 import { makeHintLog } from "./watchHints.js"
 
 /**
@@ -30,6 +31,12 @@ const SWEEP_SLOTS = 30
  * after a lost LISTEN connection) must take one connection at a time, leaving the rest to requests.
  */
 const READ_BATCH = 500
+
+/**
+ * Jobs due in the sweep read in one statement. Hinted jobs go first, and a hint that comes while
+ * the sweep is being read waits for at most one such statement, not for a whole slot's.
+ */
+const SWEEP_BATCH = 100
 
 /** The longest `Prefer: wait` honoured; longer asks are clamped to it. */
 export const MAX_WAIT_SECONDS = 60
@@ -96,7 +103,9 @@ export const make = Effect.gen(function*() {
   const slots = Array.from({ length: SWEEP_SLOTS }, () => new Set<Watch>())
   let nextSlot = 0
   let open = 0
-  const dirty = new Set<Watch>()
+  /** Watches to read: hinted (or joined after a hint), read first; and due in the sweep. */
+  const hinted = new Set<Watch>()
+  const swept = new Set<Watch>()
   const wake = yield* Queue.sliding<void>(1)
   // Open while any job is followed: an idle engine has no sweep running.
   const following = yield* Effect.makeLatch(false)
@@ -104,7 +113,14 @@ export const make = Effect.gen(function*() {
   const deadlines = yield* makeDeadlines
 
   const markDirty = (watch: Watch) => {
-    dirty.add(watch)
+    hinted.add(watch)
+    swept.delete(watch)
+    Queue.unsafeOffer(wake, undefined)
+  }
+
+  const markDue = (watch: Watch) => {
+    if (hinted.has(watch)) return
+    swept.add(watch)
     Queue.unsafeOffer(wake, undefined)
   }
 
@@ -122,7 +138,8 @@ export const make = Effect.gen(function*() {
 
   const drop = (watch: Watch) => {
     watch.done = true
-    dirty.delete(watch)
+    hinted.delete(watch)
+    swept.delete(watch)
     slots[watch.slot]!.delete(watch)
     if (watches.get(watch.jobId) === watch) watches.delete(watch.jobId)
     if (watches.size === 0) following.unsafeClose()
@@ -168,26 +185,41 @@ export const make = Effect.gen(function*() {
     return Effect.matchEffect(repo.getMany(live.map((watch) => watch.jobId)), {
       onSuccess: (jobs) => deliverAll(live, jobs),
       onFailure: (error) =>
-        Effect.sync(() => {
-          for (const watch of live) {
-            if (watch.done) continue
-            drop(watch)
-            for (const follower of watch.followers) follower.listener.onEnd(error)
-          }
-        })
+        Effect.zipRight(
+          Effect.sync(() => {
+            for (const watch of live) {
+              if (watch.done) continue
+              drop(watch)
+              for (const follower of watch.followers) follower.listener.onEnd(error)
+            }
+          }),
+          // Once for the chunk, not once per follower: one failed read ends many follows.
+          Effect.logWarning(`job follows ended by a store error (${live.length} jobs); their followers resume`, error)
+        )
     })
   }
 
+  /** Up to `max` watches taken out of `from`, in insertion order. */
+  const takeFrom = (from: Set<Watch>, max: number): Array<Watch> => {
+    const batch: Array<Watch> = []
+    for (const watch of from) {
+      if (batch.length === max) break
+      batch.push(watch)
+    }
+    for (const watch of batch) from.delete(watch)
+    return batch
+  }
+
+  /** Reads until nothing is left to read: hinted jobs first, then the sweep's, a statement at a time. */
+  const readAll: Effect.Effect<void> = Effect.suspend(() => {
+    const batch = hinted.size > 0 ? takeFrom(hinted, READ_BATCH) : takeFrom(swept, SWEEP_BATCH)
+    return batch.length === 0 ? Effect.void : Effect.zipRight(readChunk(batch), readAll)
+  })
+
   // The reader: every job hinted (or due in the sweep, or joined after a hint) since it last
-  // looked, read once for all its followers, READ_BATCH jobs to a statement.
+  // looked, read once for all its followers.
   yield* Queue.take(wake).pipe(
-    Effect.zipRight(Effect.suspend(() => {
-      const batch = [...dirty]
-      dirty.clear()
-      const chunks: Array<ReadonlyArray<Watch>> = []
-      for (let i = 0; i < batch.length; i += READ_BATCH) chunks.push(batch.slice(i, i + READ_BATCH))
-      return Effect.forEach(chunks, readChunk, { discard: true })
-    })),
+    Effect.zipRight(readAll),
     Effect.forever,
     Effect.forkScoped
   )
@@ -199,7 +231,7 @@ export const make = Effect.gen(function*() {
     Effect.zipRight(Effect.sleep(step)),
     Effect.zipRight(Effect.sync(() => {
       sweepSlot = (sweepSlot + 1) % SWEEP_SLOTS
-      for (const watch of slots[sweepSlot]!) markDirty(watch)
+      for (const watch of slots[sweepSlot]!) markDue(watch)
     })),
     Effect.forever,
     Effect.forkScoped
@@ -238,8 +270,49 @@ export const make = Effect.gen(function*() {
     }
   }
 
+  /**
+   * Reads of jobs about to be watched (a status stream's or a long-poll's own read of its job),
+   * asked by many requests at once (a dashboard opening a stream per job), one statement for
+   * all those asked while the previous one was on its way: 10,000 opens together cost the store
+   * 20 statements, not 10,000 reads each waiting for a connection of the pool.
+   */
+  // A failed statement is every asker's failure (the batcher would retry it id by id, which for
+  // a read that failed as a whole only multiplies the failure): hence Either, never a failure.
+  const readMany = yield* makeWriteBatcher((ids: ReadonlyArray<JobId>) =>
+    Effect.either(repo.getMany(ids)).pipe(Effect.map((read): ReadonlyArray<Either.Either<Option.Option<Job>, StoreError>> => {
+      if (Either.isLeft(read)) return ids.map(() => Either.left(read.left))
+      const byId = new Map<JobId, Job>()
+      for (const job of read.right) byId.set(job.id, job)
+      return ids.map((id) => Either.right(Option.fromNullable(byId.get(id))))
+    })), READ_BATCH)
+  let reading = 0
+
+  /**
+   * The job, read for a watcher about to join (see `readMany`). Refused as `add` refuses when
+   * `maxWatchers` are open, and when as many reads are under way, so a herd of opens cannot
+   * queue without bound (not when both together pass it: a herd's first reads would then be
+   * refused for watchers about to leave).
+   */
+  const readForWatch = (jobId: JobId): Effect.Effect<Option.Option<Job>, StoreError | EngineError> =>
+    Effect.suspend((): Effect.Effect<Option.Option<Job>, StoreError | EngineError> => {
+      if (open >= maxWatchers || reading >= maxWatchers) return Effect.fail(tooManyWatchers(maxWatchers))
+      reading++
+      return Effect.ensuring(Effect.flatten(readMany(jobId)), Effect.sync(() => reading--))
+    })
+
   /** The mark to pass as `since`: taken before reading the job a watcher then follows. */
   const hintMark = Effect.sync(() => hints.mark())
+
+  /**
+   * Adds `listener` as a follower of the job (as `listen`) without a scope: the effect's value
+   * removes it, and the caller calls it once it stops listening (a status stream's body when its
+   * client leaves). After `onEnd` it is still to be called, to give back the watcher's place.
+   */
+  const join = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<() => void, EngineError> =>
+    Effect.suspend(() => {
+      const added = add(jobId, after, listener, since)
+      return typeof added === "function" ? Effect.succeed(added) : Effect.fail(added)
+    })
 
   /**
    * Calls `listener` with the job's statuses from now on, those ranked at most `after` left
@@ -301,7 +374,7 @@ export const make = Effect.gen(function*() {
         })
       }))
 
-  return { listen, follow, awaitTerminal, hintMark, openCount: () => open } as const
+  return { join, listen, follow, awaitTerminal, hintMark, readForWatch, openCount: () => open } as const
 })
 
 export class JobFollow extends Context.Tag("genjobs/JobFollow")<JobFollow, Effect.Effect.Success<typeof make>>() {

@@ -1,6 +1,7 @@
 import { Clock, Effect, Option } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { StoreChanges } from "../ports/StoreChanges.js"
+import { makeSingleFlight } from "./singleFlight.js"
 
 /** Keys cached per process: beyond it the oldest entry goes, so guessed or rotated keys cannot grow memory. */
 export const MAX_CACHED_KEYS = 10_000
@@ -23,6 +24,8 @@ export const makeKeyCache = <A, E extends StoreError>(
   read: (hash: string) => Effect.Effect<Option.Option<A>, E>
 ) => {
   const entries = new Map<string, Entry<A>>()
+  // Misses of one key at once (a burst of requests with it) share one read of the same generation.
+  const once = makeSingleFlight<string, Option.Option<A>, E>()
 
   const remember = (hash: string, found: A, at: number, generation: number) => {
     entries.delete(hash)
@@ -38,7 +41,7 @@ export const makeKeyCache = <A, E extends StoreError>(
         return Effect.succeed(Option.some(entry.found))
       }
       // The generation is taken before the read: a change heard while it runs makes the entry stale at once.
-      return Effect.tap(read(hash), (found) => {
+      return Effect.tap(once(`${generation}:${hash}`, read(hash)), (found) => {
         if (Option.isSome(found)) remember(hash, found.value, now, generation)
         else entries.delete(hash)
       })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Scope, Supervisor, TestClock } from "effect"
+import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
@@ -134,6 +135,82 @@ describe("job watchers", () => {
       expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(2)
       // One statement per sweep step, for however many jobs its slot holds.
       expect(statements.length).toBeLessThanOrEqual(90)
+    }).pipe(Effect.provide(memoryEngine(idle))))
+
+  it.scoped("reads the jobs of watchers opened together many to a statement, never one each", () =>
+    Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const { jobs } = yield* submitJobs(1_000)
+      const statements: Array<number> = []
+      let singleReads = 0
+      const follow = yield* makeJobFollow.pipe(
+        Effect.provideService(JobRepo, {
+          ...repo,
+          get: (id) => Effect.zipRight(Effect.sync(() => singleReads++), repo.get(id)),
+          getMany: (ids) => Effect.zipRight(Effect.sync(() => void statements.push(ids.length)), repo.getMany(ids))
+        })
+      )
+      const read = yield* Effect.forEach(jobs, (job) => follow.readForWatch(job.id), { concurrency: "unbounded" })
+      expect(read.map((job) => job._tag === "Some" && job.value.id)).toEqual(jobs.map((job) => job.id))
+      expect(singleReads).toBe(0)
+      // The first alone, then the rest as they queued behind it, 500 to a statement.
+      expect(statements.length).toBeLessThanOrEqual(4)
+      expect(statements.reduce((a, b) => a + b, 0)).toBe(1_000)
+      expect(yield* follow.readForWatch("job_unknown" as Job["id"])).toMatchObject({ _tag: "None" })
+    }).pipe(Effect.provide(memoryEngine(idle))))
+
+  it.scoped("fails every open of a failed statement with its error, the statement not retried id by id", () =>
+    Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const { jobs } = yield* submitJobs(50)
+      let statements = 0
+      const follow = yield* makeJobFollow.pipe(
+        Effect.provideService(JobRepo, {
+          ...repo,
+          getMany: () => Effect.zipRight(Effect.sync(() => statements++), Effect.fail(new StoreError({ message: "down" })))
+        })
+      )
+      const failed = yield* Effect.forEach(jobs, (job) => Effect.flip(follow.readForWatch(job.id)), { concurrency: "unbounded" })
+      expect(failed.every((error) => error._tag === "StoreError")).toBe(true)
+      expect(statements).toBeLessThanOrEqual(3)
+    }).pipe(Effect.provide(memoryEngine(idle))))
+
+  it.scoped("reads a hinted job before the jobs due in the sweep, which wait for it", () =>
+    Effect.gen(function*() {
+      const repo = yield* JobRepo
+      const { caller, jobs } = yield* submitJobs(300)
+      const batches: Array<ReadonlyArray<string>> = []
+      const gate = yield* Deferred.make<void>()
+      const follow = yield* makeJobFollow.pipe(
+        Effect.provideService(JobRepo, {
+          ...repo,
+          getMany: (ids) =>
+            Effect.suspend(() => {
+              batches.push(ids)
+              // The first statement stays on its way until the test lets it go.
+              return Effect.zipRight(batches.length === 1 ? Deferred.await(gate) : Effect.void, repo.getMany(ids))
+            })
+        })
+      )
+      const watcher = yield* recorder
+      // Round robin over 30 slots: the first job is swept last, 10 jobs in each slot.
+      const hinted = jobs[0]!
+      yield* follow.listen(hinted.id, 1, watcher.listener, yield* follow.hintMark)
+      for (const job of jobs.slice(1)) yield* follow.listen(job.id, 1, { onJob: () => undefined, onEnd: () => undefined }, yield* follow.hintMark)
+      // A sweep step's statement is on its way; two more steps come due behind it, then a change.
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      expect(batches.length).toBe(1)
+      yield* TestClock.adjust("2 seconds")
+      yield* (yield* Jobs).cancel(caller, hinted.id)
+      yield* settle
+      yield* Deferred.succeed(gate, undefined)
+      yield* withinRealTime(2_000, Deferred.await(watcher.ended))
+      expect(watcher.seen).toEqual(["cancelled"])
+      // The change is read next, alone, before the 20 jobs the sweep had queued.
+      expect(batches[1]).toEqual([hinted.id])
+      yield* settle
+      expect(batches[2]).toHaveLength(20)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
   it.scoped("holds 1,000 waiting watchers with no fiber of their own: the count is the same for 10", () =>

@@ -3,6 +3,7 @@ import { Clock, Effect, FiberRef } from "effect"
 import { RequestId } from "../../domain/ids.js"
 import { JobFollow } from "../../services/JobFollow.js"
 import { Jobs } from "../../services/Jobs.js"
+import { get as getJob } from "../../services/jobs/reads.js"
 import { EngineApi } from "../Api.js"
 import { deprecationHeaders } from "../deprecationHeaders.js"
 import { CurrentCaller } from "../middleware.js"
@@ -24,6 +25,9 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
     const jobs = yield* Jobs
     const follow = yield* JobFollow
     const heartbeats = yield* makeHeartbeats()
+    // A watcher's own read of its job goes with the other watchers' opens, many to a statement
+    // (a dashboard opening a stream per job); a plain GET reads on its own.
+    const getWatchedJob = getJob({ repo: { get: follow.readForWatch } })
     return handlers
       .handle("submit", ({ headers, payload }) =>
         Effect.gen(function*() {
@@ -61,20 +65,20 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
         }))
       .handle("get", ({ path }) =>
         Effect.gen(function*() {
-          // Taken before the read: a change the read misses is caught by its hint (JobFollow.add).
-          const since = yield* follow.hintMark
-          const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
           // Read off the request rather than declared: a declared header would become a required
           // argument of every typed client's get.
           const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
-          if (wait === undefined) return jobView(job)
+          if (wait === undefined) return jobView(yield* jobs.get(yield* CurrentCaller, path.jobId))
+          // Taken before the read: a change the read misses is caught by its hint (JobFollow.add).
+          const since = yield* follow.hintMark
+          const job = yield* getWatchedJob(yield* CurrentCaller, path.jobId)
           return yield* withHeaders(preferenceApplied(wait), jobView(yield* follow.awaitTerminal(job, wait, since)))
         }))
       .handle("events", ({ headers, path }) =>
         Effect.gen(function*() {
           const since = yield* follow.hintMark
           // Checked before the stream starts, so a refusal is the usual JSON error.
-          const job = yield* jobs.get(yield* CurrentCaller, path.jobId)
+          const job = yield* getWatchedJob(yield* CurrentCaller, path.jobId)
           return yield* eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]), since)
         }))
       .handle("cancel", ({ path }) =>

@@ -20,8 +20,13 @@ export interface JobPage {
   readonly hasMore: boolean
 }
 
+/** What `get` needs of the store: a read of one job (the repo's, or the watchers' batched one). */
+interface JobReader {
+  readonly repo: { readonly get: (id: JobId) => Effect.Effect<Option.Option<Job>, EngineError | StoreError> }
+}
+
 /** The caller's job; another account's is refused as such, not hidden. */
-const ownJob = ({ repo }: Pick<JobsDeps, "repo">, caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
+const ownJob = ({ repo }: JobReader, caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
   Effect.gen(function*() {
     const job = yield* repo.get(id as JobId)
     if (Option.isNone(job)) return yield* Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } }))
@@ -33,7 +38,8 @@ const ownJob = ({ repo }: Pick<JobsDeps, "repo">, caller: Caller, id: string): E
     return job.value
   })
 
-export const get = (deps: Pick<JobsDeps, "repo">) => (caller: Caller, id: string) =>
+/** Also over another read of one job: the watchers' batched read (JobFollow.readForWatch). */
+export const get = (deps: JobReader) => (caller: Caller, id: string) =>
   requireScope(caller, "check_status").pipe(Effect.zipRight(ownJob(deps, caller, id)))
 
 export const list = ({ repo }: Pick<JobsDeps, "repo">) =>
