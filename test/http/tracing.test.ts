@@ -125,7 +125,10 @@ describe("traces over OTLP/HTTP", () => {
     // The demo provider is polled until its generation is due: once or more.
     expect(named("genjobs.provider.poll").length).toBeGreaterThanOrEqual(1)
     const submit = named("genjobs.job.submit")[0]!
-    const http = spans.find((s) => s.spanId === submit.parentSpanId)
+    // The admission is a step of the use case Jobs.submit, itself a child of the request's span.
+    const useCase = spans.find((s) => s.spanId === submit.parentSpanId)
+    expect(useCase).toMatchObject({ name: "Jobs.submit", traceId: submit.traceId })
+    const http = spans.find((s) => s.spanId === useCase!.parentSpanId)
     expect(http).toMatchObject({ name: "http.server POST", attributes: { "http.route": "/v1/jobs/submit", "http.response.status_code": 200 } })
     // In one process the job's later spans join the trace of its submit.
     for (const name of lifecycle) {
