@@ -87,7 +87,7 @@ const engine = (provider: GenerationProvider, settings: Partial<EngineSettings>)
 }
 
 /** Waits (polling every 5 ms) until `condition` holds, failing after `withinMs`. */
-const until = (what: string, condition: () => boolean | Effect.Effect<boolean>, withinMs = 60_000) =>
+const until = <E = never, R = never>(what: string, condition: () => boolean | Effect.Effect<boolean, E, R>, withinMs = 60_000) =>
   Effect.gen(function*() {
     const deadline = Date.now() + withinMs
     for (;;) {
