@@ -86,6 +86,10 @@ export const watchCrash = async (db: FaultDb, n: number, generationMs: number) =
 
     await startWorker()
     expect(await settle(db, generationMs * 2 + 120_000)).toBe(true)
+    const failures = await db.query<{ error: string; n: string }>(
+      "SELECT error, COUNT(*) AS n FROM genjobs_jobs WHERE status <> 'completed' GROUP BY error"
+    )
+    expect(failures).toEqual([])
     expect(await count(db, "status = 'completed'")).toBe(n)
     expect(await count(db, "provider_starts > 1")).toBe(0)
     expect(sim.counters.starts).toBe(n)
