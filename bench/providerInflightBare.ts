@@ -2,8 +2,9 @@
  * The reference of the provider_inflight figure: a bare undici poll loop in a process of its
  * own, against the same Replicate simulator. On "go" it creates BENCH_CONCURRENCY predictions
  * (at most 64 requests at once, one keep-alive pool of 64 connections, as the engine's provider
- * HTTP layer keeps), then polls each every BENCH_POLL_MS (with the engine's ±10 % jitter, one
- * timer per prediction) until it ends. It reports its CPU time, RSS, the polls it sent and the
+ * HTTP layer keeps), then, once all are created, polls each every BENCH_POLL_MS (the first poll
+ * spread over one interval, then the engine's ±10 % jitter, one timer per prediction) until it
+ * ends. It reports its CPU time, RSS, the polls it sent and the
  * predictions ended to the parent every 500 ms, as the engine's worker does, no store, no
  * engine: what one poll costs at the floor of Node and undici.
  */
@@ -62,6 +63,7 @@ const call = async (method: "GET" | "POST", path: string, body?: unknown) => {
 
 const jittered = () => Math.round(pollMs * (1 + 0.1 * (2 * Math.random() - 1)))
 
+/** Polls the prediction every interval until it ends, the first poll within one interval (the steady state's spread). */
 const follow = (id: string) => {
   const poll = () => {
     polls++
@@ -70,19 +72,22 @@ const follow = (id: string) => {
       () => setTimeout(poll, jittered())
     )
   }
-  setTimeout(poll, 0)
+  setTimeout(poll, Math.round(Math.random() * pollMs))
 }
 
+/** Creates every prediction first, then polls them all: polls queued in the pool would otherwise starve the creates. */
 const createAll = async () => {
   let next = 0
+  const ids: Array<string> = []
   await Promise.all(Array.from({ length: 64 }, async () => {
     while (next < jobs) {
       const i = next++
       const p = await call("POST", "/v1/predictions", { version: "0".repeat(64), input: { prompt: `bare ${i}` } })
       created++
-      follow(p.id)
+      ids.push(p.id)
     }
   }))
+  for (const id of ids) follow(id)
 }
 
 serveParent({
