@@ -154,13 +154,14 @@ describe("the watch list", () => {
   it("starts the same fibers to hold 10,000 generations in flight as 1,000: a waiting generation is a record, not a fiber", async () => {
     const few = await fibersToWatch(1_000)
     const many = await fibersToWatch(10_000)
-    console.log(`fibers started: ${JSON.stringify({ few, many })}`)
     // Runners (at most 256 whatever the concurrency), the intake, the claimer, the reaper, the
     // relay, the lease keeper, the watch list's subscription, dispatcher and pollers (one
     // provider), and the claimer's wait once the queue ran dry.
+    // A fiber per generation would add 9,000; what is left differs by 10 to 25 between runs (forks
+    // of the store's and the engine's own passes over the longer run on a loaded machine).
     expect(few.started).toBeLessThan(700)
-    expect(Math.abs(many.watching - few.watching)).toBeLessThanOrEqual(10)
-    expect(Math.abs(many.started - few.started)).toBeLessThanOrEqual(10)
+    expect(Math.abs(many.watching - few.watching)).toBeLessThanOrEqual(40)
+    expect(Math.abs(many.started - few.started)).toBeLessThanOrEqual(40)
   }, 300_000)
 
   it("never holds more generations in flight than WORKER_CONCURRENCY, and runs them all", async () => {
