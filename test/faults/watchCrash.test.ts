@@ -15,6 +15,6 @@ describe.skipIf(db === undefined)("a worker killed with 10,000 generations on it
   })
 
   it("resumes every watched generation after a restart: all complete, none started twice", async () => {
-    await watchCrash(db!, 10_000, 120_000)
+    await watchCrash(db!, 10_000, 180_000)
   }, 900_000)
 })

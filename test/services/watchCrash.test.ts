@@ -14,6 +14,6 @@ describe.skipIf(db === undefined)("a worker killed with 1,000 generations on its
   })
 
   it("resumes every watched generation after a restart: all complete, none started twice", async () => {
-    await watchCrash(db!, 1_000, 30_000)
+    await watchCrash(db!, 1_000, 60_000)
   }, 300_000)
 })

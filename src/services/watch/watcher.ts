@@ -12,12 +12,11 @@ import { ended, type Generation, generationFailed, Superseded, timedOut } from "
 import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
 
 /**
- * Polls one provider may have in flight from one watcher: four times the keep-alive connections
- * its HTTP layer's pool keeps per host (providerHttp's DEFAULT_MAX_CONNECTIONS, 64), so a
- * connection that frees finds the next request already queued in the pool rather than waiting
- * for a poller's next turn of the event loop.
+ * Polls one provider may have in flight from one watcher: its HTTP layer's connection pool
+ * (providerHttp's DEFAULT_MAX_CONNECTIONS) keeps as many keep-alive connections per host. More
+ * would queue polls in that pool ahead of the starts sharing it (decisions.md).
  */
-export const POLLERS_PER_PROVIDER = 256
+export const POLLERS_PER_PROVIDER = 64
 
 /** How often a provider's dispatcher moves the polls come due to its pollers: the poll lag's grain. */
 const TICK_MS = 20
