@@ -1,7 +1,8 @@
-import { Context, Effect, Exit, Layer, ManagedRuntime, Option, Scope, Supervisor } from "effect"
+import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope, Supervisor } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
+import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../src/observability/metricSeries.js"
 import type { JobId, RequestId } from "../../src/domain/ids.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -164,15 +165,22 @@ describe("the watch list", () => {
     expect(Math.abs(many.started - few.started)).toBeLessThanOrEqual(40)
   }, 300_000)
 
-  it("never holds more generations in flight than WORKER_CONCURRENCY, and runs them all", async () => {
+  it("never holds more generations in flight than WORKER_CONCURRENCY, and runs them all; the watch list's metrics count them", async () => {
     const { provider, state } = heldProvider({ pollIntervalMs: 20, endAfterPolls: 3 })
     const runtime = engine(provider, {})
     await runtime.runPromise(Effect.gen(function*() {
       const ids = yield* submitMany(300)
+      const pollsBefore = (yield* Metric.value(providerPollsOf("demo"))).count
+      const lagsBefore = (yield* Metric.value(providerPollLagSecondsOf("demo"))).count
+      const watchedBefore = (yield* Metric.value(watchedGenerationsOf("demo"))).value
       const scope = yield* Scope.make()
       yield* (yield* Worker).start(50).pipe(Scope.extend(scope))
       yield* until("every job to complete", () => allCompleted(ids), 120_000)
       yield* Scope.close(scope, Exit.void)
+      // Three polls each, each with its lag; every generation left the list.
+      expect((yield* Metric.value(providerPollsOf("demo"))).count - pollsBefore).toBe(900)
+      expect((yield* Metric.value(providerPollLagSecondsOf("demo"))).count - lagsBefore).toBe(900)
+      expect((yield* Metric.value(watchedGenerationsOf("demo"))).value).toBe(watchedBefore)
     }))
     expect(state.starts).toBe(300)
     // The cap was reached, and never passed, though runners are free while generations wait.
