@@ -94,7 +94,8 @@ const passRetryAfter = (error: StartFailed | Superseded) => (isStartFailed(error
  * the handle right after it answers; a worker that finds a handle
  * polls it, one that finds `starting` without a handle asks `recover` or fails the job with a
  * refund, since the provider may have started. Only a start the provider refused, or one whose
- * request provably never reached it, is asked again.
+ * request provably never reached it, is asked again. A generation with a handle waits on the
+ * run's watch list (watch/watcher.ts), not on the run's fiber.
  */
 export const makeProviderCalls = Effect.gen(function*() {
   const repo = yield* JobRepo
@@ -436,7 +437,9 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /**
    * Runs the job's generation on its version's routes, resuming a stored handle on the route
-   * and credential it was started with; fails only when the lease was lost. A start goes to the
+   * and credential it was started with; answers Watching once a started (or resumed) generation
+   * joined the watch list, its end then coming through the book's `ended`; fails only when the
+   * lease was lost. A start goes to the
    * first route (in routeOrder) whose provider is registered and has a credential whose circuit
    * is not open; a refusal that proves nothing started there (movesToNextRoute) moves it to the
    * next route, and a start whose outcome is unknown is never left. When every route refused,
