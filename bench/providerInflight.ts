@@ -12,6 +12,13 @@
  * release to the last completion. The figure is reported with the jobs that failed (and of them
  * the starts that could not be confirmed), then fails unless the simulator saw them all in flight
  * at once and every job completed.
+ *
+ * Beside it, the reference for CPU per poll: a bare undici poll loop (providerInflightBare.ts)
+ * in a process of its own against a fresh simulator, holding as many predictions on the same
+ * interval. Engine CPU per poll is the worker's CPU while every generation is in flight over
+ * the polls the simulator answered meanwhile; the bare loop's the same. Polls on time are the
+ * polls a second the simulator saw while every generation was in flight, against those asked
+ * (generations / interval).
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -24,6 +31,7 @@ import { postgresStore } from "genjobs/postgres"
 import { BENCH_PROVIDER, noopProvider, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
+import type { BareCounts } from "./providerInflightBare.js"
 import type { InflightCounts } from "./providerInflightWorker.js"
 
 const whole = (name: string, fallback: number) => {
@@ -33,12 +41,52 @@ const whole = (name: string, fallback: number) => {
 }
 /** Generations one worker process holds in flight at once (BENCH_INFLIGHT_JOBS), and the wait between polls of each (the engine's default 5 s). */
 const settings = { inflightJobs: whole("BENCH_INFLIGHT_JOBS", 5_000), inflightPollMs: whole("BENCH_INFLIGHT_POLL_MS", 5_000) }
-const GENERATION_MS = 30_000
+/** How long the simulator holds each generation (BENCH_INFLIGHT_GENERATION_MS, default 30 s). */
+const GENERATION_MS = whole("BENCH_INFLIGHT_GENERATION_MS", 30_000)
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
 const delta = (before: Record<string, number>, after: Record<string, number>) =>
   Object.fromEntries(Object.entries(after).map(([kind, n]) => [kind, n - (before[kind] ?? 0)]).filter(([, n]) => Number(n) > 0))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * The bare undici poll loop (providerInflightBare.ts) holding `jobs` predictions of a fresh
+ * simulator: its CPU per poll and polls a second while every prediction is in flight.
+ */
+const bareReference = async (jobs: number) => {
+  const sim = await startReplicateSimulator({ durationMs: GENERATION_MS })
+  const child = fork(fileURLToPath(new URL("providerInflightBare.ts", import.meta.url)), [], {
+    execArgv: childExecArgv(),
+    env: { ...process.env, BENCH_SIM_URL: sim.url, BENCH_SIM_TOKEN: sim.apiToken, BENCH_CONCURRENCY: String(jobs), BENCH_POLL_MS: String(settings.inflightPollMs) },
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  })
+  try {
+    const reports: Array<BareCounts & { readonly at: number; readonly simPolls: number }> = []
+    child.on("message", (message: BareCounts) => {
+      if (message.type === "bare") reports.push({ ...message, at: performance.now(), simPolls: sim.counters.polls })
+    })
+    await readyAll([child])
+    await goAll([child])
+    log(`provider_inflight: the bare undici reference, ${jobs} predictions`)
+    await waitFor("every bare prediction to be created", async () => (reports.at(-1)?.created ?? 0) >= jobs, 200, 5 * 60_000)
+    const from = reports.length
+    await waitFor("the first bare prediction to end", async () => sim.counters.inFlight < jobs, 200, GENERATION_MS + 60_000)
+    const hold = reports.slice(from)
+    const first = reports[from - 1]!
+    const last = reports.at(-1)!
+    await waitFor("every bare prediction to end", async () => (reports.at(-1)?.ended ?? 0) >= jobs, 500, GENERATION_MS * 4 + 60_000)
+    const polls = last.simPolls - first.simPolls
+    return {
+      cpuPerPoll: (last.cpuMicros - first.cpuMicros) / Math.max(1, polls),
+      pollsPerSecond: polls / ((last.at - first.at) / 1000),
+      rss: Math.max(...hold.map((r) => r.rss)),
+      loopDelayP99Ms: Math.round(Math.max(0, ...hold.map((r) => r.loopDelayP99Ms)))
+    }
+  } finally {
+    await exited(child, () => child.send({ type: "stop" }))
+    await sim.close()
+  }
+}
 
 export const providerInflight = () =>
   withDatabase("provider_inflight", async (url, name) => {
@@ -85,9 +133,9 @@ export const providerInflight = () =>
         process.stderr.write(chunk)
         failedRenewals += String(chunk).split("could not renew job leases").length - 1
       })
-      const reports: Array<InflightCounts & { readonly at: number }> = []
+      const reports: Array<InflightCounts & { readonly at: number; readonly simPolls: number }> = []
       child.on("message", (message: InflightCounts) => {
-        if (message.type === "counts") reports.push({ ...message, at: performance.now() })
+        if (message.type === "counts") reports.push({ ...message, at: performance.now(), simPolls: sim.counters.polls })
       })
       await readyAll([child])
       await goAll([child])
@@ -130,6 +178,14 @@ export const providerInflight = () =>
       if (lost) log(`provider_inflight: ${failed} failed (${unconfirmed} unconfirmed starts), ${sim.counters.starts} starts, at most ${sim.counters.maxInFlight} in flight; loop delay p99 ${Math.max(0, ...released.map((r) => r.loopDelayP99Ms))} ms, longest ${Math.max(0, ...released.map((r) => r.loopDelayMaxMs))} ms`)
       check()
       const holdSeconds = (holdTo.at - holdStart.at) / 1000
+      const holdPolls = holdTo.simPolls - holdStart.simPolls
+      const engineCpuPerPoll = (holdTo.cpuMicros - holdStart.cpuMicros) / Math.max(1, holdPolls)
+      const askedPerSecond = jobs / (settings.inflightPollMs / 1000)
+      // A reference that could not be measured leaves the engine's figures standing, without it.
+      const bare = await bareReference(jobs).catch((error: unknown) => {
+        log(`provider_inflight: the bare reference failed: ${String(error)}`)
+        return { cpuPerPoll: Number.NaN, pollsPerSecond: Number.NaN, rss: Number.NaN, loopDelayP99Ms: Number.NaN }
+      })
       const inFlightSeconds = (done.at - idle.at) / 1000
       const renewals = done.leaseRenewals - idle.leaseRenewals
       emit({
@@ -163,6 +219,26 @@ export const providerInflight = () =>
           allStartedAfterReleaseSeconds: Math.round((allStartedAt - releasedAt) / 100) / 10,
           firstClaimToAllCompletedSeconds: Math.round(inFlightSeconds)
         }
+      })
+      emit({
+        figure: "provider_inflight_cpu_per_poll",
+        engine: Math.round(engineCpuPerPoll),
+        reference: Number.isNaN(bare.cpuPerPoll) ? null : Math.round(bare.cpuPerPoll),
+        unit: "µs CPU per poll",
+        better: "lower",
+        referenceIs: "a bare undici poll loop (one timer per prediction, a keep-alive pool of 64) in its own process against a fresh simulator, as many predictions on the same interval",
+        target: "engine <= 100 µs",
+        params: { inFlight: jobs, pollIntervalMs: settings.inflightPollMs, enginePollsWhileHolding: holdPolls, bareRssMiB: MiB(bare.rss), bareLoopDelayP99Ms: bare.loopDelayP99Ms }
+      })
+      emit({
+        figure: "provider_inflight_polls_on_time",
+        engine: Math.round((holdPolls / holdSeconds) * 10) / 10,
+        reference: askedPerSecond,
+        unit: "polls/s",
+        better: "higher",
+        referenceIs: "the polls asked: generations in flight / poll interval",
+        target: ">= 0.9x",
+        params: { inFlight: jobs, pollIntervalMs: settings.inflightPollMs, barePollsPerSecond: Math.round(bare.pollsPerSecond * 10) / 10 }
       })
     } finally {
       if (child !== undefined) await exited(child, () => child!.send({ type: "stop" }))

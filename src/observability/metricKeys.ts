@@ -79,3 +79,17 @@ export const requestsShed = MetricKey.counter("genjobs_requests_shed_total", {
   description:
     "Requests answered 503 at once because the store could not serve them within their bound (STORE_WAIT_MS), nothing written, by reason (store_busy)."
 })
+
+export const watchedGenerations = MetricKey.gauge("genjobs_provider_watched_generations", {
+  description: "Generations started at a provider and waiting on this process's watch list for their end, by provider id."
+})
+
+export const providerPollLagSeconds = MetricKey.histogram(
+  "genjobs_provider_poll_lag_seconds",
+  seconds([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]),
+  "Time from when a watched generation's poll was due to when it was sent, by provider id: grows when polls are held back by the provider's poll budget or the pollers are behind."
+)
+
+export const providerPolls = MetricKey.counter("genjobs_provider_polls_total", {
+  description: "Polls of watched generations sent to a provider, by provider id."
+})

@@ -42,3 +42,6 @@ export const providerFailuresOf = family(Keys.providerFailures, "provider", "cre
 export const providerFallbacksOf = family(Keys.providerFallbacks, "provider")
 export const requestsShedOf = family(Keys.requestsShed, "reason")
 export const providerStartsUnconfirmedOf = family(Keys.providerStartsUnconfirmed, "provider")
+export const watchedGenerationsOf = family(Keys.watchedGenerations, "provider")
+export const providerPollLagSecondsOf = family(Keys.providerPollLagSeconds, "provider")
+export const providerPollsOf = family(Keys.providerPolls, "provider")

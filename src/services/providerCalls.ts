@@ -1,7 +1,7 @@
-import { Clock, Data, Duration, Effect, Exit, Fiber, FiberId, Option, Queue, Schedule, type Scope } from "effect"
+import { Clock, Data, Duration, Effect, Option, Schedule } from "effect"
 import { type CatalogModel, type EffectiveRoute, type ModelVersion, routesOf } from "../domain/catalog.js"
 import type { StoreError } from "../domain/errors.js"
-import { type Job, type JobError, startMarkedByClaim } from "../domain/job.js"
+import { type Job, startMarkedByClaim } from "../domain/job.js"
 import type { ProviderHandle, ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import { routeOrder } from "../domain/providerRoutes.js"
 import { JobEvents } from "../ports/JobEvents.js"
@@ -12,10 +12,8 @@ import {
   isOutage,
   movesToNextRoute,
   type ProviderError,
-  type ProviderOutput,
   type ProviderRequest,
   Providers,
-  type ProviderStatus,
   ProviderUnreachable
 } from "../ports/Provider.js"
 import { backoff } from "./backoffSchedule.js"
@@ -24,28 +22,24 @@ import type { Lease } from "./leaseKeeper.js"
 import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 import { chooseTargets, type Registered } from "./startTargets.js"
+import { ended, type Generation, generationFailed, Superseded, type Watching, watching } from "./watch/generation.js"
+import { makeWatcher, type Watcher } from "./watch/watcher.js"
 import { retryOnFailure } from "./worker/retryOnFailure.js"
+
+export { type Generation, Superseded, type Watching } from "./watch/generation.js"
 
 /**
  * What one job's run holds while it runs: its lease, and the generations it counts in flight
- * (ProviderHealth.hold). Its runner releases them all in one go when the run ends.
+ * (ProviderHealth.hold), released all in one go when the run ends; the watch list its started
+ * generation waits on, and where its end goes from there (the run's second half).
  */
 export interface JobRunBook {
   readonly lease: Lease
   readonly holds: Array<() => void>
+  readonly watcher: Watcher
+  /** Called once, by the watch list, with the watched generation's end or the lease's loss. */
+  readonly ended: (outcome: Generation | Superseded) => void
 }
-
-/**
- * How a job's generation ended, as far as the provider is concerned. `route` is the route of a
- * start sent without a handle being saved (it ended in its call, was refused, or was never
- * confirmed), for the job's end to record; a saved handle recorded its route already.
- */
-export type Generation =
-  | { readonly _tag: "Succeeded"; readonly outputs: ReadonlyArray<ProviderOutput>; readonly route?: ProviderRouteRef }
-  | { readonly _tag: "Failed"; readonly error: JobError; readonly route?: ProviderRouteRef }
-
-/** The worker no longer holds the job's lease: it must stop and write nothing more. */
-export class Superseded extends Data.TaggedError("Superseded")<{}> {}
 
 /** A pass over the routes ended without a start: the last route's error, and the start it was, when one was sent. */
 class StartFailed extends Data.TaggedError("StartFailed")<{
@@ -54,8 +48,6 @@ class StartFailed extends Data.TaggedError("StartFailed")<{
 }> {}
 
 const internalFailure = (message: string): Generation => ({ _tag: "Failed", error: { code: "INTERNAL_ERROR", message } })
-
-const generationFailed = (message: string): Generation => ({ _tag: "Failed", error: { code: "GENERATION_FAILED", message } })
 
 const unconfirmedStart: Generation = {
   _tag: "Failed",
@@ -72,9 +64,6 @@ const providerUnavailable = (waitedSeconds: number, message: string): Generation
     message: `The provider could not take the job within ${waitedSeconds} seconds (${message}); nothing was started and its cost was refunded`
   }
 })
-
-const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running" }>): Generation =>
-  status._tag === "Succeeded" ? status : generationFailed(status.message)
 
 /** How long a start waits out a provider outage when the version sets no `provider.timeoutSeconds`. */
 const DEFAULT_OUTAGE_WAIT_SECONDS = 60 * 60
@@ -105,7 +94,8 @@ const passRetryAfter = (error: StartFailed | Superseded) => (isStartFailed(error
  * the handle right after it answers; a worker that finds a handle
  * polls it, one that finds `starting` without a handle asks `recover` or fails the job with a
  * refund, since the provider may have started. Only a start the provider refused, or one whose
- * request provably never reached it, is asked again.
+ * request provably never reached it, is asked again. A generation with a handle waits on the
+ * run's watch list (watch/watcher.ts), not on the run's fiber.
  */
 export const makeProviderCalls = Effect.gen(function*() {
   const repo = yield* JobRepo
@@ -143,74 +133,6 @@ export const makeProviderCalls = Effect.gen(function*() {
       schedule: transientRetries,
       while: (error: ProviderError) => (error._tag === "ProviderRejected" ? error.retryable : unreachableIsTransient)
     }))
-
-  /** Hints for the job (a verified provider callback publishes one): each wakes a waiting poll at once. */
-  const hintsFor = (job: Job): Effect.Effect<Queue.Queue<void>, never, Scope.Scope> =>
-    Effect.gen(function*() {
-      const hints = yield* Queue.sliding<void>(1)
-      // subscribe calls back synchronously; a sliding queue of one never blocks that.
-      yield* events.subscribe(job.id, () => Queue.unsafeOffer(hints, undefined))
-      return hints
-    })
-
-  /**
-   * Polls a started generation until it ends or its deadline passes (then it is cancelled at
-   * the provider, best effort). Between polls it waits the provider's hint, its interval or the
-   * engine's, whichever applies, and wakes early on a job hint.
-   */
-  const follow = (
-    provider: GenerationProvider,
-    request: ProviderRequest,
-    handle: ProviderHandle,
-    deadline: number | undefined
-  ): Effect.Effect<Generation> =>
-    Effect.scoped(Effect.gen(function*() {
-      const hints = yield* hintsFor(request.job)
-      /** One poll, and the wait before the next: the generation once it ended, none while it runs. */
-      const pollOnce: Effect.Effect<Option.Option<Generation>> = Effect.gen(function*() {
-        if (deadline !== undefined && (yield* Clock.currentTimeMillis) >= deadline) {
-          yield* retrying(provider.cancel(handle, request), true).pipe(
-            Effect.catchAll((error) => Effect.logWarning("the provider did not take the cancel", error.message))
-          )
-          return Option.some(generationFailed(
-            `The generation did not finish within ${request.version.provider?.timeoutSeconds} seconds; it was cancelled and its cost refunded`
-          ))
-        }
-        yield* Queue.takeAll(hints)
-        const polled = yield* Effect.either(retrying(provider.poll(handle, request), true))
-        if (polled._tag === "Left") return Option.some(generationFailed(polled.left.message))
-        const status = polled.right
-        if (status._tag !== "Running") return Option.some(ended(status))
-        const now = yield* Clock.currentTimeMillis
-        const waitMs = Math.min(
-          status.pollAfterMs ?? provider.pollIntervalMs ?? config.providerPollIntervalMs,
-          deadline === undefined ? Infinity : Math.max(0, deadline - now)
-        )
-        yield* Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(0, waitMs))), Queue.take(hints))
-        return Option.none()
-      })
-      return yield* Effect.iterate(Option.none<Generation>(), { while: Option.isNone, body: () => pollOnce }).pipe(
-        Effect.map(Option.getOrThrow)
-      )
-    }))
-
-  /**
-   * Runs `effect` (a started generation followed at its provider, which may wait for minutes on
-   * a call or an interval) on one fiber of its own that the lease's loss interrupts: the steps'
-   * check of the lease would come only once it ended. Superseded when the lease was lost.
-   */
-  const stoppedOnLoss = <A, E>(lease: Lease, effect: Effect.Effect<A, E>): Effect.Effect<A, E | Superseded> =>
-    Effect.suspend(() => {
-      if (lease.lost) return Effect.fail(new Superseded())
-      return Effect.flatMap(Effect.fork(effect), (fiber) => {
-        lease.onLost = () => fiber.unsafeInterruptAsFork(FiberId.none)
-        return Fiber.await(fiber).pipe(
-          Effect.onInterrupt(() => Fiber.interrupt(fiber)),
-          Effect.ensuring(Effect.sync(() => (lease.onLost = undefined))),
-          Effect.flatMap((exit): Effect.Effect<A, E | Superseded> => (Exit.isInterrupted(exit) && lease.lost ? Effect.fail(new Superseded()) : exit))
-        )
-      })
-    })
 
   /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
   const watched = (provider: GenerationProvider, providerId: string, credentialId: string | undefined): GenerationProvider => {
@@ -304,11 +226,34 @@ export const makeProviderCalls = Effect.gen(function*() {
     return release
   }
 
-  /** Saves the handle with its route (the job's record of where it runs), then follows it. */
+  /**
+   * Puts a started generation on its provider's watch list: the run's fiber is free from here,
+   * and the generation's end comes back through the book's `ended`. Superseded when the lease
+   * was lost already.
+   */
+  const watch = (run: JobRun, attempt: Attempt, handle: ProviderHandle): Effect.Effect<Watching, Superseded> =>
+    Effect.suspend(() => {
+      if (run.book.lease.lost) return Effect.fail(new Superseded())
+      return Effect.as(
+        run.book.watcher.watch({
+          lease: run.book.lease,
+          providerId: attempt.ref.providerId,
+          provider: attempt.provider,
+          request: attempt.request,
+          handle,
+          deadline: run.deadline,
+          timeoutSeconds: run.version.provider?.timeoutSeconds,
+          ended: run.book.ended
+        }),
+        watching
+      )
+    })
+
+  /** Saves the handle with its route (the job's record of where it runs), then watches it. */
   const followStarted = (run: JobRun, attempt: Attempt, handle: ProviderHandle) =>
     Effect.zipRight(
       run.save({ ...run.state(), phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
-      stoppedOnLoss(run.book.lease, follow(attempt.provider, attempt.request, handle, run.deadline))
+      watch(run, attempt, handle)
     )
 
   const followFound = (run: JobRun, candidate: Attempt, handle: ProviderHandle) =>
@@ -330,7 +275,7 @@ export const makeProviderCalls = Effect.gen(function*() {
       if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
       holding(run, ref)
       const attempt = attemptOn(run, registered, ref.credentialId)
-      return yield* stoppedOnLoss(run.book.lease, follow(attempt.provider, attempt.request, handle, run.deadline))
+      return yield* watch(run, attempt, handle)
     })
 
   /**
@@ -365,7 +310,7 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /** The start sent on `attempt` got no answer: only a generation the provider can point to is followed. */
   const recoverOrFail = (run: JobRun, attempt: Attempt) =>
-    Effect.flatMap(recoverFrom(run, [attempt]), (recovered) =>
+    Effect.flatMap(recoverFrom(run, [attempt]), (recovered): Effect.Effect<Generation | Watching, Superseded> =>
       recovered._tag === "Found"
         ? followFound(run, recovered.candidate, recovered.handle)
         : Effect.as(health.unconfirmed(attempt.ref.providerId), { ...unconfirmedStart, route: attempt.ref }))
@@ -468,7 +413,7 @@ export const makeProviderCalls = Effect.gen(function*() {
     )
 
   /** How the job ends when no pass started it: the route of the deciding start is recorded when that start was sent. */
-  const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation, Superseded> => {
+  const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation | Watching, Superseded> => {
     const sentOn = wasSent(error) ? { route: attempt.ref } : {}
     if (isOutage(error)) return Effect.succeed({ ...providerUnavailable(run.outageSeconds, error.message), ...sentOn })
     // No answer to a request that may have arrived: the provider may have started, on this route only.
@@ -477,7 +422,7 @@ export const makeProviderCalls = Effect.gen(function*() {
   }
 
   /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
-  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation, Superseded> =>
+  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation | Watching, Superseded> =>
     Effect.gen(function*() {
       const outcome = yield* Effect.either(startPasses(run, usable))
       if (outcome._tag === "Left") {
@@ -492,7 +437,9 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /**
    * Runs the job's generation on its version's routes, resuming a stored handle on the route
-   * and credential it was started with; fails only when the lease was lost. A start goes to the
+   * and credential it was started with; answers Watching once a started (or resumed) generation
+   * joined the watch list, its end then coming through the book's `ended`; fails only when the
+   * lease was lost. A start goes to the
    * first route (in routeOrder) whose provider is registered and has a credential whose circuit
    * is not open; a refusal that proves nothing started there (movesToNextRoute) moves it to the
    * next route, and a start whose outcome is unknown is never left. When every route refused,
@@ -508,7 +455,7 @@ export const makeProviderCalls = Effect.gen(function*() {
     book: JobRunBook,
     model: CatalogModel,
     version: ModelVersion
-  ): Effect.Effect<Generation, Superseded> =>
+  ): Effect.Effect<Generation | Watching, Superseded> =>
     Effect.gen(function*() {
       const run = yield* runOf(job, book, model, version)
       const stored = run.state().handle
@@ -529,5 +476,8 @@ export const makeProviderCalls = Effect.gen(function*() {
       return yield* startAfresh(run, usable)
     })
 
-  return { generate } as const
+  /** A watch list for one started worker's (or one runOnce's) generations, its fibers in the current scope. */
+  const newWatcher = makeWatcher({ config, events, retrying })
+
+  return { generate, newWatcher } as const
 })

@@ -7,7 +7,7 @@ import type { ProviderError, ProviderOutput } from "../../ports/Provider.js"
 import { backoff } from "../backoffSchedule.js"
 import type { Lease } from "../leaseKeeper.js"
 import type { OutputRefused } from "../outputStore.js"
-import { type JobRunBook, Superseded } from "../providerCalls.js"
+import { type Generation, type JobRunBook, Superseded, type Watching } from "../providerCalls.js"
 import type { WorkerDeps } from "./deps.js"
 import { retryOnFailure } from "./retryOnFailure.js"
 
@@ -77,33 +77,8 @@ const storeOutputs = (
     )
   )
 
-/**
- * Runs the job at its provider and stores what it made; Superseded when the lease was lost on
- * the way (each step checks it; the store's conditional writes refuse a lost lease anyway), a
- * StoreError only if a store's retries ended with the lease.
- */
-const execute = Effect.fnUntraced(function*(
-  deps: Pick<WorkerDeps, "catalog" | "calls" | "config" | "files">,
-  job: Job,
-  run: JobRunBook,
-  written: Array<string>
-): Effect.fn.Return<Ending, Superseded | StoreError> {
-  const resolved = yield* untilStored(
-    deps.config,
-    run.lease,
-    "a job's model could not be read from the catalog",
-    deps.catalog.forJob(job.model, job.version)
-  )
-  if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
-    return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
-  }
-  if (run.lease.lost) return yield* new Superseded()
-  const generation = yield* deps.calls.generate(job, run, resolved.model, resolved.version)
-  if (generation._tag === "Failed") return generation
-  if (run.lease.lost) return yield* new Superseded()
-  const stored = yield* storeOutputs(deps, run.lease, generation.outputs, written)
-  return generation.route === undefined ? stored : { ...stored, route: generation.route }
-}, (effect, _deps, job) =>
+/** A run's step, guarded: a row it cannot decode or a defect fails the job with a refund instead of leaving it to its lease. */
+const guarded = <A>(job: Job, effect: Effect.Effect<A, Superseded | StoreError>) =>
   effect.pipe(
     // A retry reads the same row: the job cannot run, and fails at once with a refund.
     Effect.catchIf(isCorruptRow, (error) =>
@@ -115,7 +90,47 @@ const execute = Effect.fnUntraced(function*(
         Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
       )
     )
-  ))
+  )
+
+/** After the generation ended: its outputs stored, or its failure; Superseded when the lease was lost by then. */
+const afterGeneration = Effect.fnUntraced(function*(
+  deps: Pick<WorkerDeps, "config" | "files">,
+  run: JobRunBook,
+  generation: Generation,
+  written: Array<string>
+): Effect.fn.Return<Ending, Superseded | StoreError> {
+  if (generation._tag === "Failed") return generation
+  if (run.lease.lost) return yield* new Superseded()
+  const stored = yield* storeOutputs(deps, run.lease, generation.outputs, written)
+  return generation.route === undefined ? stored : { ...stored, route: generation.route }
+})
+
+/**
+ * Runs the job at its provider and stores what it made, or answers Watching when its started
+ * generation joined the watch list (its end comes later, through the book's `ended`);
+ * Superseded when the lease was lost on the way (each step checks it; the store's conditional
+ * writes refuse a lost lease anyway), a StoreError only if a store's retries ended with the lease.
+ */
+const execute = Effect.fnUntraced(function*(
+  deps: Pick<WorkerDeps, "catalog" | "calls" | "config" | "files">,
+  job: Job,
+  run: JobRunBook,
+  written: Array<string>
+): Effect.fn.Return<Ending | Watching, Superseded | StoreError> {
+  const resolved = yield* untilStored(
+    deps.config,
+    run.lease,
+    "a job's model could not be read from the catalog",
+    deps.catalog.forJob(job.model, job.version)
+  )
+  if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
+    return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
+  }
+  if (run.lease.lost) return yield* new Superseded()
+  const generation = yield* deps.calls.generate(job, run, resolved.model, resolved.version)
+  if (generation._tag === "Watching") return generation
+  return yield* afterGeneration(deps, run, generation, written)
+}, (effect, _deps, job) => guarded(job, effect))
 
 /**
  * Writes how the job ended, retrying store errors with backoff for as long as the lease is held
@@ -133,15 +148,15 @@ const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job,
     () => ({ schedule: backoff(config.storeRetry), while: () => !lease.lost })
   ).pipe(Effect.orElseSucceed(() => Option.none<Job>()))
 
-/**
- * Runs one claimed job under `run`'s lease, which the keeper renews until the runner releases
- * it. A run whose lease is lost stops at its next step; files it wrote under its attempt's
- * keys are removed unless its completion is the one that was written.
- */
-export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook) {
+/** The run's end once its generation ended (or the lease was lost): how it ended written, its files kept or removed. */
+const conclude = Effect.fnUntraced(function*(
+  deps: WorkerDeps,
+  job: Job,
+  run: JobRunBook,
+  written: Array<string>,
+  ran: Either.Either<Ending, Superseded | StoreError>
+) {
   const { files, repo, webhookSignal } = deps
-  const written: Array<string> = []
-  const ran = yield* Effect.either(execute(deps, job, run, written))
   if (ran._tag === "Left") {
     // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
     yield* Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id })
@@ -168,4 +183,28 @@ export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, ru
     yield* Effect.logWarning("the job ended elsewhere; this run's files are removed", { jobId: job.id })
     yield* files.remove(written)
   }
+})
+
+/**
+ * Runs one claimed job under `run`'s lease, which the keeper renews until the run's holder
+ * releases it. A run whose lease is lost stops at its next step; files it wrote under its
+ * attempt's keys are removed unless its completion is the one that was written. Answers true
+ * when the job's generation was started and joined the watch list: the run goes on in
+ * `endWatched` once it ends, and the job's lease and holds stay held until then.
+ */
+export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook) {
+  const written: Array<string> = []
+  const ran = yield* Effect.either(execute(deps, job, run, written))
+  if (ran._tag === "Right" && ran.right._tag === "Watching") return true
+  yield* conclude(deps, job, run, written, ran as Either.Either<Ending, Superseded | StoreError>)
+  return false
+})
+
+/** The second half of a watched job's run: its generation's end (outputs stored, the end written), or the lease's loss. */
+export const endWatched = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded) {
+  const written: Array<string> = []
+  const ran = outcome._tag === "Superseded"
+    ? Either.left(outcome)
+    : yield* Effect.either(guarded(job, afterGeneration(deps, run, outcome, written)))
+  yield* conclude(deps, job, run, written, ran)
 })

@@ -1,41 +1,99 @@
 import { Cause, Effect, Queue } from "effect"
+import type { Job } from "../../domain/job.js"
 import type { LeaseKeeper } from "../leaseKeeper.js"
-import type { JobRunBook } from "../providerCalls.js"
+import type { Generation, JobRunBook, Superseded } from "../providerCalls.js"
+import type { Watcher } from "../watch/watcher.js"
 import type { BrokerClaims, Claimed } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import type { WorkerPool } from "./pool.js"
-import { runJob } from "./runJob.js"
+import { endWatched, runJob } from "./runJob.js"
 
 /**
- * Runs one claimed job on the runner's own fiber: its lease and its generations in flight are
- * records (no fiber, race or scope of its own), released together by one `ensuring` when the
- * run ends, however it ends.
+ * Runner fibers of one started worker at most. A job waiting at its provider is on the watch
+ * list, not on a runner, so a few runners serve any number of generations in flight
+ * (`concurrency`, which counts held jobs); they bound only the starts, the output stores and
+ * the ends in progress at once, a provider that answers in its start call among them.
  */
-const runClaimed = (deps: WorkerDeps, pool: WorkerPool, keeper: LeaseKeeper, broker: BrokerClaims | undefined) =>
-  Effect.fnUntraced(function*({ job, leaseExpiresAt }: Claimed) {
-    const book: JobRunBook = { lease: keeper.hold(job.id, job.leaseOwner!, leaseExpiresAt), holds: [] }
-    const limited = deps.limits.isLimited(job)
-    const released = Effect.suspend(() => {
-      keeper.release(book.lease)
-      for (const release of book.holds) release()
-      // A limited job's end may free room for one waiting.
-      if (limited) Queue.unsafeOffer(pool.roomFreed, undefined)
-      return broker === undefined ? pool.fiberFreed : Effect.zipRight(broker.done(job.id), pool.fiberFreed)
-    })
-    yield* runJob(deps, job, book).pipe(
-      // A runner outlives any one job: a store error that outlasted the retries leaves the
-      // job to its lease (another worker resumes it), never a runner gone for good.
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause))
-      ),
-      Effect.ensuring(released)
-    )
+export const MAX_RUNNERS = 256
+
+/** A job this process holds, from its claim until its end is written (or its lease lost). */
+interface Held {
+  readonly job: Job
+  readonly book: JobRunBook
+  readonly limited: boolean
+}
+
+/** A runner's work: a claimed job to run, or a watched job's generation that ended (`outcome`), to finish. */
+interface Work {
+  readonly held: Held
+  readonly outcome?: Generation | Superseded
+}
+
+/** What the runners of one started worker share. */
+export type { Work }
+
+export interface Runners {
+  readonly work: Queue.Queue<Work>
+  readonly keeper: LeaseKeeper
+  readonly watcher: Watcher
+  readonly broker: BrokerClaims | undefined
+}
+
+/** Logs what a run left unhandled: a runner outlives any one job, and the job is left to its lease. */
+const logged = <A>(fallback: A, job: Job) => <E>(run: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.catchAllCause(run, (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.as(Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause)), fallback))
+
+/** Releases what the job held, in one go: its lease, its generations counted in flight, its slot. */
+const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, limited }: Held) =>
+  Effect.suspend(() => {
+    keeper.release(book.lease)
+    for (const release of book.holds) release()
+    // A limited job's end may free room for one waiting.
+    if (limited) Queue.unsafeOffer(pool.roomFreed, undefined)
+    return broker === undefined ? pool.fiberFreed : Effect.zipRight(broker.done(job.id), pool.fiberFreed)
   })
 
-/** One runner fiber: takes claimed jobs from the pool's buffer and runs them, one at a time, for good. */
-export const runner = (deps: WorkerDeps, pool: WorkerPool, keeper: LeaseKeeper, broker: BrokerClaims | undefined) => {
-  const run = runClaimed(deps, pool, keeper, broker)
-  return Effect.forever(Effect.flatMap(Queue.take(pool.buffer), run))
+/**
+ * The intake: holds each claimed job's lease as it arrives (the keeper renews it while the job
+ * waits for a runner) and queues it as runners' work. Its generation's end, once watched, comes
+ * back to the same queue.
+ */
+export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
+  const hold = ({ job, leaseExpiresAt }: Claimed): Work => {
+    const book: JobRunBook = {
+      lease: runners.keeper.hold(job.id, job.leaseOwner!, leaseExpiresAt),
+      holds: [],
+      watcher: runners.watcher,
+      ended: (outcome) => Queue.unsafeOffer(runners.work, { held, outcome })
+    }
+    const held: Held = { job, book, limited: deps.limits.isLimited(job) }
+    return { held }
+  }
+  return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
+    for (const one of claimed) Queue.unsafeOffer(runners.work, hold(one))
+    return Effect.void
+  }))
+}
+
+/**
+ * One runner fiber: takes work and does it, one at a time, for good. A claimed job runs until
+ * it ends or its generation joins the watch list (then the runner moves on and the job stays
+ * held); a watched generation's end is finished here. What the job held is released by one
+ * `ensuring` when it ends, however it ends.
+ */
+export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
+  const run = Effect.fnUntraced(function*({ held, outcome }: Work) {
+    const release = released(pool, runners, held)
+    if (outcome !== undefined) {
+      return yield* endWatched(deps, held.job, held.book, outcome).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
+    }
+    yield* runJob(deps, held.job, held.book).pipe(
+      logged<boolean>(false, held.job),
+      Effect.onExit((exit) => (exit._tag === "Success" && exit.value ? Effect.void : release))
+    )
+  })
+  return Effect.forever(Effect.flatMap(Queue.take(runners.work), run))
 }

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Fiber, Option, Ref, type Scope } from "effect"
+import { Context, Duration, Effect, Fiber, Option, Queue, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { QueueError } from "../../domain/errors.js"
 import { makeBrokerClaims } from "../brokerClaims.js"
@@ -7,18 +7,22 @@ import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
 import { reaper, relay } from "./passes.js"
 import { drained, makeWorkerPool } from "./pool.js"
-import { runner } from "./runner.js"
+import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
 
 /** How long a broker holds a worker's delivery: half as long again as the job's lease. */
 export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
 
 /**
- * Starts `concurrency` worker fibers fed by one claimer, and the reaper pass, in the current
- * scope. The claimer takes as many jobs as there are idle fibers in one claim (each claim its
- * own lease owner) and queues them in a local buffer the fibers take from; with none to take
- * it waits for a signal or the poll interval. Idle fibers are also offered to this process's
- * submits (LocalWorkers): a job the store writes as such a fiber's claim joins the buffer
- * the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
+ * Starts a worker that holds at most `concurrency` jobs at once (claimed, running or with a
+ * generation waiting on the watch list), in the current scope: one claimer, an intake, at most
+ * MAX_RUNNERS runner fibers, the watch list's fibers (per provider, from its first watch), and
+ * the reaper pass. The claimer takes as many jobs as there are free slots in one claim (each
+ * claim its own lease owner) and queues them in a local buffer; the intake holds their leases
+ * and hands them to the runners; with none to take the claimer waits for a signal or the poll
+ * interval. A started generation leaves its runner for the watch list, and its end comes back
+ * to the runners to be finished; its slot is free only then. Free slots are also offered to
+ * this process's submits (LocalWorkers): a job the store writes as such a slot's claim joins
+ * the buffer the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
  * is no hand-off, and the queue relay's pass runs beside the reaper's, every
  * `queueRelayIntervalMs` (docs/queues.md).
  * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
@@ -29,6 +33,8 @@ export const start = (deps: WorkerDeps) =>
     const { config, localWorkers, queue } = deps
     const processId = randomBytes(6).toString("hex")
     const keeper = yield* deps.newLeaseKeeper
+    // Made before the drain's finalizer, so closed after it: watched generations are polled through the drain.
+    const watcher = yield* deps.calls.newWatcher
     const broker = Option.isNone(queue)
       ? undefined
       // Deliveries are held half a lease longer than the lease they lead to, which starts a
@@ -40,11 +46,13 @@ export const start = (deps: WorkerDeps) =>
     const pool = yield* makeWorkerPool(processId, concurrency)
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
     if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
+    const shared: Runners = { work: yield* Queue.unbounded<Work>(), keeper, watcher, broker }
     // Runners carry no engine Context: what they use is in `deps`, resolved once here.
     const runners = yield* Effect.forEach(
-      Array.from({ length: concurrency }),
-      () => Effect.forkScoped(Effect.provide(runner(deps, pool, keeper, broker), Context.empty()))
+      Array.from({ length: Math.min(concurrency, MAX_RUNNERS) }),
+      () => Effect.forkScoped(Effect.provide(runner(deps, pool, shared), Context.empty()))
     )
+    runners.push(yield* Effect.forkScoped(Effect.provide(intake(deps, pool, shared), Context.empty())))
     const background = [
       yield* Effect.forkScoped(claimer(deps, pool, broker)),
       yield* Effect.forkScoped(reaper(deps, `rpr_${processId}`)),

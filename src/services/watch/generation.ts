@@ -1,0 +1,30 @@
+import { Data } from "effect"
+import type { JobError } from "../../domain/job.js"
+import type { ProviderRouteRef } from "../../domain/providerHandle.js"
+import type { ProviderOutput, ProviderStatus } from "../../ports/Provider.js"
+
+/**
+ * How a job's generation ended, as far as the provider is concerned. `route` is the route of a
+ * start sent without a handle being saved (it ended in its call, was refused, or was never
+ * confirmed), for the job's end to record; a saved handle recorded its route already.
+ */
+export type Generation =
+  | { readonly _tag: "Succeeded"; readonly outputs: ReadonlyArray<ProviderOutput>; readonly route?: ProviderRouteRef }
+  | { readonly _tag: "Failed"; readonly error: JobError; readonly route?: ProviderRouteRef }
+
+/** The worker no longer holds the job's lease: it must stop and write nothing more. */
+export class Superseded extends Data.TaggedError("Superseded")<{}> {}
+
+export const generationFailed = (message: string): Generation => ({ _tag: "Failed", error: { code: "GENERATION_FAILED", message } })
+
+export const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running" }>): Generation =>
+  status._tag === "Succeeded" ? status : generationFailed(status.message)
+
+export const timedOut = (timeoutSeconds: number | undefined): Generation =>
+  generationFailed(`The generation did not finish within ${timeoutSeconds} seconds; it was cancelled and its cost refunded`)
+
+/** The generation was started (or found) and joined the watch list: its end comes later, through its run's `ended`. */
+export interface Watching {
+  readonly _tag: "Watching"
+}
+export const watching: Watching = { _tag: "Watching" }

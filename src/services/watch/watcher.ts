@@ -1,0 +1,224 @@
+import { Clock, Effect, Either, ExecutionStrategy, Queue, Scope } from "effect"
+import { backoffDelayMs } from "../../domain/backoff.js"
+import type { JobId } from "../../domain/ids.js"
+import type { ProviderHandle } from "../../domain/providerHandle.js"
+import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../observability/metricSeries.js"
+import type { JobEvents } from "../../ports/JobEvents.js"
+import type { GenerationProvider, ProviderError, ProviderRequest } from "../../ports/Provider.js"
+import type { EngineConfig } from "../EngineConfig.js"
+import type { Lease } from "../leaseKeeper.js"
+import { type Due, DueHeap } from "./dueHeap.js"
+import { ended, type Generation, generationFailed, Superseded, timedOut } from "./generation.js"
+import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
+
+/**
+ * Polls one provider may have in flight from one watcher: its HTTP layer's connection pool
+ * (providerHttp's DEFAULT_MAX_CONNECTIONS) keeps as many keep-alive connections per host. More
+ * would queue polls in that pool ahead of the starts sharing it (decisions.md).
+ */
+export const POLLERS_PER_PROVIDER = 64
+
+/** How often a provider's dispatcher moves the polls come due to its pollers: the poll lag's grain. */
+const TICK_MS = 20
+
+/** A poll's interval is spread by this much either way, so generations started together are not polled together for good. */
+const JITTER = 0.1
+
+/**
+ * A started generation waiting at its provider: one record on its provider's watch list,
+ * not a fiber, a scope or a queue. `ended` hands its end (or the lease's loss) back to the
+ * job's run, once.
+ */
+export interface Watch {
+  readonly lease: Lease
+  readonly providerId: string
+  /** The provider as the generation's credential calls it (its calls count towards that circuit). */
+  readonly provider: GenerationProvider
+  readonly request: ProviderRequest
+  readonly handle: ProviderHandle
+  /** When the generation must have ended (epoch ms); past it, it is cancelled at the provider. */
+  readonly deadline: number | undefined
+  readonly timeoutSeconds: number | undefined
+  readonly ended: (outcome: Generation | Superseded) => void
+}
+
+/** A watch as its list keeps it. */
+interface Entry extends Watch, Due {
+  /** waiting: in the heap; ready: handed to the pollers; polling: a call in flight; gone: ended or dropped. */
+  state: "waiting" | "ready" | "polling" | "gone"
+  /** Transient poll failures in a row. */
+  failures: number
+  /** A callback came while a poll was in flight: poll again at once. */
+  hinted: boolean
+}
+
+/** One provider's watch list, its poll budget and the fibers that serve it. */
+interface Lane {
+  readonly heap: DueHeap<Entry>
+  readonly ready: Queue.Queue<Entry>
+  readonly budget: PollBudget
+  /** Open while the heap holds anything: the dispatcher sleeps on it otherwise. */
+  readonly busy: Effect.Latch
+}
+
+export interface Watcher {
+  /** Puts a started generation on its provider's watch list, due at once; synchronous but for a provider's first watch (its fibers start). */
+  readonly watch: (watch: Watch) => Effect.Effect<void>
+  /** Generations on the list now. */
+  readonly size: () => number
+}
+
+/** What a watcher needs from the engine: hints of provider callbacks, the poll settings, a cancel's retries. */
+export interface WatcherDeps {
+  readonly events: JobEvents["Type"]
+  readonly config: EngineConfig["Type"]
+  /** A provider call with its transient errors retried (the start's policy): used for a deadline's cancel. */
+  readonly retrying: <A>(call: Effect.Effect<A, ProviderError>, unreachableIsTransient: boolean) => Effect.Effect<A, ProviderError>
+}
+
+const isTransient = (error: ProviderError) => (error._tag === "ProviderRejected" ? error.retryable : true)
+
+/**
+ * The watch lists of one started worker (or one runOnce): per provider, a min-heap of due times
+ * and a map by job id, served by one dispatcher fiber and POLLERS_PER_PROVIDER poller fibers,
+ * started at the provider's first watch and living until the scope closes. The dispatcher moves
+ * due generations to the pollers within the provider's poll budget (pollBudget.ts); a poller
+ * polls one, then puts it back on the list at its next due time (the provider's hint
+ * `pollAfterMs`, its `pollIntervalMs` or the engine's `providerPollIntervalMs`, with jitter) or
+ * hands its end to its run. A provider callback (a JobEvents hint for the job) makes a waiting
+ * generation due at once through one subscription for the whole watcher. A transient poll error
+ * is retried on the list after the shared backoff (never sooner than Retry-After) at most
+ * `providerRetry.maxRetries` times in a row; a 429 also halves the provider's budget. Past the
+ * version's deadline the generation is cancelled at the provider and fails. A lost lease drops
+ * it from the list (its `onLost`), and its run ends as superseded.
+ */
+export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.Effect<Watcher, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    // A scope of its own, closed with the caller's at the place the watcher was made, whenever its fibers start.
+    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    const lanes = new Map<string, Lane>()
+    const byJob = new Map<JobId, Entry>()
+    const maxRetries = config.providerRetry.maxRetries
+
+    const finish = (entry: Entry, outcome: Generation | Superseded) => {
+      if (entry.state === "gone") return
+      if (entry.state === "waiting") lanes.get(entry.providerId)!.heap.remove(entry)
+      entry.state = "gone"
+      if (byJob.get(entry.lease.id) === entry) byJob.delete(entry.lease.id)
+      if (entry.lease.onLost !== undefined) entry.lease.onLost = undefined
+      watchedGenerationsOf(entry.providerId).unsafeModify(-1, [])
+      entry.ended(outcome)
+    }
+
+    const schedule = (lane: Lane, entry: Entry, at: number) => {
+      entry.state = "waiting"
+      lane.heap.schedule(entry, entry.deadline === undefined ? at : Math.min(at, entry.deadline))
+      lane.busy.unsafeOpen()
+    }
+
+    /** Polls one generation (or cancels it past its deadline) and puts it back or ends it. */
+    const pollOne = (lane: Lane) => (entry: Entry): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (entry.state !== "ready") return Effect.void
+        entry.state = "polling"
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          providerPollLagSecondsOf(entry.providerId).unsafeUpdate(Math.max(0, now - entry.dueAt) / 1000, [])
+          if (entry.deadline !== undefined && now >= entry.deadline) {
+            return retrying(entry.provider.cancel(entry.handle, entry.request), true).pipe(
+              Effect.catchAll((error) => Effect.logWarning("the provider did not take the cancel", { jobId: entry.lease.id }, error.message)),
+              Effect.zipRight(Effect.sync(() => finish(entry, timedOut(entry.timeoutSeconds))))
+            )
+          }
+          providerPollsOf(entry.providerId).unsafeUpdate(1, [])
+          return Effect.flatMap(Effect.either(entry.provider.poll(entry.handle, entry.request)), (polled) =>
+            Effect.map(Clock.currentTimeMillis, (at) => {
+              // The lease was lost while the poll was out: its run has ended already.
+              if (entry.state !== "polling") return
+              if (Either.isLeft(polled)) {
+                const error = polled.left
+                const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
+                if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
+                if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message))
+                const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
+                return schedule(lane, entry, at + delay)
+              }
+              const status = polled.right
+              answered(lane.budget)
+              if (status._tag !== "Running") return finish(entry, ended(status))
+              entry.failures = 0
+              if (entry.hinted) {
+                entry.hinted = false
+                return schedule(lane, entry, at)
+              }
+              const interval = status.pollAfterMs ?? entry.provider.pollIntervalMs ?? config.providerPollIntervalMs
+              // Math.random, not the Random service: a spread of polls, nothing a test decides on.
+              schedule(lane, entry, at + Math.max(0, Math.round(interval * (1 + JITTER * (2 * Math.random() - 1)))))
+            }))
+        })
+      })
+
+    /** Moves the due generations to the pollers, as many as the budget lets go, every tick while any waits. */
+    const dispatcher = (lane: Lane): Effect.Effect<never> =>
+      Effect.forever(Effect.gen(function*() {
+        if (lane.heap.size === 0) {
+          lane.busy.unsafeClose()
+          yield* lane.busy.await
+        }
+        const now = yield* Clock.currentTimeMillis
+        while ((lane.heap.nextDueAt() ?? Infinity) <= now && takePoll(lane.budget, now)) {
+          const entry = lane.heap.popDue(now)!
+          entry.state = "ready"
+          Queue.unsafeOffer(lane.ready, entry)
+        }
+        yield* Effect.sleep(TICK_MS)
+      }))
+
+    const laneOf = (providerId: string): Effect.Effect<Lane> =>
+      Effect.suspend(() => {
+        const found = lanes.get(providerId)
+        if (found !== undefined) return Effect.succeed(found)
+        return Effect.gen(function*() {
+          const lane: Lane = {
+            heap: new DueHeap<Entry>(),
+            ready: yield* Queue.unbounded<Entry>(),
+            budget: openBudget(yield* Clock.currentTimeMillis),
+            busy: yield* Effect.makeLatch(false)
+          }
+          lanes.set(providerId, lane)
+          const poll = pollOne(lane)
+          yield* Effect.forkIn(dispatcher(lane), scope)
+          for (let i = 0; i < POLLERS_PER_PROVIDER; i++) yield* Effect.forkIn(Effect.forever(Effect.flatMap(Queue.take(lane.ready), poll)), scope)
+          return lane
+        })
+      })
+
+    // One subscription for every watched generation: a provider callback's hint makes its generation due now.
+    // A hint for every job (undefined) is ignored: the polls find any end on their own, and 10,000 polls at once would only burst.
+    yield* events.subscribeAll((jobId) => {
+      const entry = jobId === undefined ? undefined : byJob.get(jobId)
+      if (entry === undefined) return
+      if (entry.state === "polling") entry.hinted = true
+      else if (entry.state === "waiting") {
+        const lane = lanes.get(entry.providerId)!
+        lane.heap.remove(entry)
+        entry.state = "ready"
+        Queue.unsafeOffer(lane.ready, entry)
+      }
+    })
+
+    return {
+      watch: (watch) =>
+        Effect.flatMap(laneOf(watch.providerId), (lane) =>
+          Effect.map(Clock.currentTimeMillis, (now) => {
+            const entry: Entry = { ...watch, dueAt: now, slot: -1, state: "waiting", failures: 0, hinted: false }
+            // A job is watched once per run; a run that watched it before has lost it.
+            const before = byJob.get(watch.lease.id)
+            if (before !== undefined) finish(before, new Superseded())
+            byJob.set(watch.lease.id, entry)
+            watchedGenerationsOf(watch.providerId).unsafeModify(1, [])
+            watch.lease.onLost = () => finish(entry, new Superseded())
+            schedule(lane, entry, now)
+          })),
+      size: () => byJob.size
+    }
+  })

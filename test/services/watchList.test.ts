@@ -1,0 +1,231 @@
+import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope, Supervisor } from "effect"
+import { afterAll, describe, expect, it } from "vitest"
+import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { StoreError } from "../../src/domain/errors.js"
+import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../src/observability/metricSeries.js"
+import type { JobId, RequestId } from "../../src/domain/ids.js"
+import { JobEvents } from "../../src/ports/JobEvents.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
+import { Catalog } from "../../src/services/Catalog.js"
+import type { EngineSettings } from "../../src/services/EngineConfig.js"
+import { Jobs } from "../../src/services/Jobs.js"
+import { Worker } from "../../src/services/Worker.js"
+import { demoCatalog } from "../support/demoCatalog.js"
+import { demoCaller, engineOver } from "../support/engineLayer.js"
+
+/** Counts every fiber started under it (Supervisor.track would only show those still alive). */
+class StartedFibers extends Supervisor.AbstractSupervisor<number> {
+  started = 0
+  get value() {
+    return Effect.sync(() => this.started)
+  }
+  override onStart() {
+    this.started++
+  }
+}
+
+/**
+ * A provider whose generations run until the test lets them end: each is `Running` until
+ * `endAfterPolls` polls (when set) or until `release` (all) or `done` (one handle) says it ended.
+ * It counts starts, polls and the generations in flight at once (started, not yet seen ended).
+ */
+const heldProvider = (options: { readonly pollIntervalMs: number; readonly endAfterPolls?: number }) => {
+  const state = {
+    starts: 0,
+    polls: 0,
+    inFlight: 0,
+    maxInFlight: 0,
+    release: false,
+    done: new Set<string>(),
+    pollsOf: new Map<string, number>()
+  }
+  const provider: GenerationProvider = {
+    pollIntervalMs: options.pollIntervalMs,
+    start: () =>
+      Effect.sync(() => {
+        const id = `gen_${++state.starts}`
+        state.inFlight++
+        state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
+        state.pollsOf.set(id, 0)
+        return { _tag: "Started", handle: { id } } as const
+      }),
+    poll: (handle) =>
+      Effect.sync(() => {
+        state.polls++
+        const polls = (state.pollsOf.get(handle.id) ?? 0) + 1
+        state.pollsOf.set(handle.id, polls)
+        const ends = state.release || state.done.has(handle.id) || (options.endAfterPolls !== undefined && polls >= options.endAfterPolls)
+        if (!ends) return { _tag: "Running" } as const
+        state.inFlight--
+        return { _tag: "Succeeded", outputs: [] } as const
+      }),
+    cancel: () => Effect.void
+  }
+  return { provider, state }
+}
+
+/** Renewals the test switches off: a lease is then lost once its end passes. */
+const renewals = { fail: false }
+const failingRenewals = Layer.effectContext(Effect.gen(function*() {
+  const context = yield* Effect.context<Layer.Layer.Success<typeof layerMemoryStores>>()
+  const repo = Context.get(context, JobRepo)
+  return Context.add(context, JobRepo, {
+    ...repo,
+    renewLeases: (leases, now, leaseMs) => (renewals.fail ? Effect.fail(new StoreError({ message: "store down" })) : repo.renewLeases(leases, now, leaseMs))
+  })
+})).pipe(Layer.provide(layerMemoryStores))
+
+const runtimes: Array<ManagedRuntime.ManagedRuntime<unknown, unknown>> = []
+afterAll(async () => {
+  for (const runtime of runtimes) await runtime.dispose()
+})
+
+const engine = (provider: GenerationProvider, settings: Partial<EngineSettings>) => {
+  const runtime = ManagedRuntime.make(engineOver(failingRenewals, provider, { leaseMs: 60_000, pollIntervalMs: 50, ...settings }))
+  runtimes.push(runtime as ManagedRuntime.ManagedRuntime<unknown, unknown>)
+  return runtime
+}
+
+/** Waits (polling every 5 ms) until `condition` holds, failing after `withinMs`. */
+const until = <E = never, R = never>(what: string, condition: () => boolean | Effect.Effect<boolean, E, R>, withinMs = 60_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + withinMs
+    for (;;) {
+      const value = condition()
+      if (typeof value === "boolean" ? value : yield* value) return
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+      yield* Effect.sleep("5 millis")
+    }
+  })
+
+/** Submits `n` text jobs from one caller with room for them all. */
+const submitMany = (n: number) =>
+  Effect.gen(function*() {
+    const caller = yield* demoCaller(1_000_000_000, 100_000)
+    const unlimited = demoCatalog()
+    for (const model of unlimited.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
+    yield* (yield* Catalog).replace(unlimited)
+    const jobs = yield* Jobs
+    const ids: Array<JobId> = []
+    for (let i = 0; i < n; i++) {
+      ids.push((yield* jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: `p${i}` } }, `req_${i}` as RequestId)).job.id)
+    }
+    return ids
+  })
+
+const statusOf = (id: JobId) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
+
+const allCompleted = (ids: ReadonlyArray<JobId>) =>
+  Effect.gen(function*() {
+    const repo = yield* JobRepo
+    for (const id of ids) if (Option.getOrThrow(yield* repo.get(id)).status !== "completed") return false
+    return true
+  })
+
+/**
+ * Holds `n` generations on the watch list of one worker (WORKER_CONCURRENCY n), polled every
+ * 200 ms, for two more rounds of polls once all were started and polled, then lets them end and
+ * waits for every job to complete. Answers the fibers the worker started meanwhile.
+ */
+const fibersToWatch = async (n: number) => {
+  const { provider, state } = heldProvider({ pollIntervalMs: 200 })
+  // Timers that fork (the lease keeper's tick, the reaper's pass, the claimer's wait once the queue ran dry) far
+  // apart: the larger run takes longer on a loaded machine, and only fibers per generation count.
+  const runtime = engine(provider, { leaseMs: 600_000, pollIntervalMs: 60_000, reapIntervalMs: 600_000 })
+  return await runtime.runPromise(Effect.gen(function*() {
+    const ids = yield* submitMany(n)
+    const counter = new StartedFibers()
+    const scope = yield* Scope.make()
+    yield* (yield* Worker).start(n).pipe(Effect.supervised(counter), Scope.extend(scope))
+    yield* until("every generation to start and be polled", () => state.starts === n && state.polls >= n, 120_000)
+    yield* until("two more rounds of polls", () => state.polls >= 3 * n, 120_000)
+    const watching = counter.started
+    expect(state.maxInFlight).toBe(n)
+    state.release = true
+    yield* until("every job to complete", () => allCompleted(ids), 120_000)
+    const started = counter.started
+    yield* Scope.close(scope, Exit.void)
+    expect(state.starts).toBe(n)
+    return { watching, started }
+  }))
+}
+
+describe("the watch list", () => {
+  it("starts the same fibers to hold 10,000 generations in flight as 1,000: a waiting generation is a record, not a fiber", async () => {
+    const few = await fibersToWatch(1_000)
+    const many = await fibersToWatch(10_000)
+    // Runners (at most 256 whatever the concurrency), the intake, the claimer, the reaper, the
+    // relay, the lease keeper, the watch list's subscription, dispatcher and pollers (one
+    // provider), and the claimer's wait once the queue ran dry.
+    // A fiber per generation would add 9,000; what is left differs by 10 to 25 between runs (forks
+    // of the store's and the engine's own passes over the longer run on a loaded machine).
+    expect(few.started).toBeLessThan(400)
+    expect(Math.abs(many.watching - few.watching)).toBeLessThanOrEqual(40)
+    expect(Math.abs(many.started - few.started)).toBeLessThanOrEqual(40)
+  }, 300_000)
+
+  it("never holds more generations in flight than WORKER_CONCURRENCY, and runs them all; the watch list's metrics count them", async () => {
+    const { provider, state } = heldProvider({ pollIntervalMs: 20, endAfterPolls: 3 })
+    const runtime = engine(provider, {})
+    await runtime.runPromise(Effect.gen(function*() {
+      const ids = yield* submitMany(300)
+      const pollsBefore = (yield* Metric.value(providerPollsOf("demo"))).count
+      const lagsBefore = (yield* Metric.value(providerPollLagSecondsOf("demo"))).count
+      const watchedBefore = (yield* Metric.value(watchedGenerationsOf("demo"))).value
+      const scope = yield* Scope.make()
+      yield* (yield* Worker).start(50).pipe(Scope.extend(scope))
+      yield* until("every job to complete", () => allCompleted(ids), 120_000)
+      yield* Scope.close(scope, Exit.void)
+      // Three polls each, each with its lag; every generation left the list.
+      expect((yield* Metric.value(providerPollsOf("demo"))).count - pollsBefore).toBe(900)
+      expect((yield* Metric.value(providerPollLagSecondsOf("demo"))).count - lagsBefore).toBe(900)
+      expect((yield* Metric.value(watchedGenerationsOf("demo"))).value).toBe(watchedBefore)
+    }))
+    expect(state.starts).toBe(300)
+    // The cap was reached, and never passed, though runners are free while generations wait.
+    expect(state.maxInFlight).toBe(50)
+  }, 180_000)
+
+  it("a provider callback's hint polls a watched generation at once, not at its next interval", async () => {
+    const { provider, state } = heldProvider({ pollIntervalMs: 600_000 })
+    const runtime = engine(provider, {})
+    await runtime.runPromise(Effect.gen(function*() {
+      const [id] = yield* submitMany(1)
+      const scope = yield* Scope.make()
+      yield* (yield* Worker).start(4).pipe(Scope.extend(scope))
+      yield* until("the first poll", () => state.polls === 1)
+      state.done.add("gen_1")
+      yield* (yield* JobEvents).publish([id!])
+      // Its next poll was ten minutes away: only the hint can have brought it.
+      yield* until("the job to complete", () => Effect.map(statusOf(id!), (status) => status === "completed"), 10_000)
+      expect(state.polls).toBe(2)
+      yield* Scope.close(scope, Exit.void)
+    }))
+  }, 60_000)
+
+  it("a lost lease drops the generation from the watch list: no more polls, the job left for the next claim", async () => {
+    const { provider, state } = heldProvider({ pollIntervalMs: 50 })
+    const runtime = engine(provider, { leaseMs: 600 })
+    await runtime.runPromise(Effect.gen(function*() {
+      const [id] = yield* submitMany(1)
+      const scope = yield* Scope.make()
+      yield* (yield* Worker).start(4).pipe(Scope.extend(scope))
+      yield* until("a few polls", () => state.polls >= 3)
+      renewals.fail = true
+      // Polled every 50 ms until the lease's last known end (600 ms after its last renewal) passes.
+      const before = state.polls
+      yield* until("the polls to stop", () => {
+        const seen = state.polls
+        return Effect.map(Effect.sleep("300 millis"), () => state.polls === seen && seen > before)
+      }, 10_000)
+      const stopped = state.polls
+      yield* Effect.sleep("300 millis")
+      expect(state.polls).toBe(stopped)
+      expect(yield* statusOf(id!)).toBe("processing")
+      expect(state.starts).toBe(1)
+      renewals.fail = false
+      yield* Scope.close(scope, Exit.void)
+    }))
+  }, 60_000)
+})
