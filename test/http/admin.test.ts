@@ -53,7 +53,12 @@ describe("admin API: listings, updates and the audit log", () => {
   it("lists accounts newest first without secrets, paged, and searches names and ids", async () => {
     const names = ["Zeta Films", "zeta labs", "Omega"]
     const ids: Array<string> = []
-    for (const name of names) ids.push((await engine.admin("POST", "/admin/accounts", { name })).body.id)
+    for (const name of names) {
+      ids.push((await engine.admin("POST", "/admin/accounts", { name })).body.id)
+      // Accounts made in one millisecond are ordered by id: let each have a later createdAt.
+      const made = Date.now()
+      while (Date.now() === made) await new Promise((resolve) => setImmediate(resolve))
+    }
     const first = await engine.admin("GET", "/admin/accounts?limit=2")
     expect(first.body.accounts.map((a: any) => a.name)).toEqual(["Omega", "zeta labs"])
     expect(first.body.hasMore).toBe(true)
