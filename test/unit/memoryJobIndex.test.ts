@@ -1,34 +1,12 @@
 import { describe, expect, it } from "vitest"
+import type { AccountId, JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
+import { job as fixtureJob } from "../conformance/fixtures.js"
 import { IndexedJobs } from "../../adapters/memory/jobIndex.js"
 
-const job = (id: string, fields: { readonly [K in keyof Job]?: unknown } = {}): Job =>
-  ({
-    id,
-    accountId: "acc",
-    apiKeyId: null,
-    requestId: `req-${id}`,
-    model: "m",
-    version: "v1",
-    input: {},
-    webhookUrl: null,
-    status: "pending",
-    costMicroCents: 0,
-    error: null,
-    outputs: null,
-    createdAt: 0,
-    estimatedCompletionAt: 0,
-    startedAt: null,
-    completedAt: null,
-    attempts: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-    providerPhase: null,
-    providerHandle: null,
-    providerStarts: 0,
-    providerRoute: null,
-    ...fields
-  }) as Job
+/** The conformance fixtures' job, named by `id` (the index orders by createdAt, then id). */
+const job = (id: string, { accountId = "acc", ...fields }: Omit<Partial<Job>, "accountId"> & { readonly accountId?: string } = {}): Job =>
+  fixtureJob(accountId as AccountId, { createdAt: 0, ...fields, id: id as JobId })
 
 const leased = (id: string, leaseExpiresAt: number, attempts = 1) =>
   job(id, { status: "processing", leaseOwner: "w", leaseExpiresAt, attempts })
