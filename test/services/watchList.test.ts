@@ -3,16 +3,14 @@ import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../src/observability/metricSeries.js"
-import type { JobId, RequestId } from "../../src/domain/ids.js"
+import type { JobId } from "../../src/domain/ids.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
-import { Catalog } from "../../src/services/Catalog.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
-import { Jobs } from "../../src/services/Jobs.js"
 import { Worker } from "../../src/services/Worker.js"
-import { demoCatalog } from "../support/demoCatalog.js"
-import { demoCaller, engineOver } from "../support/engineLayer.js"
+import { engineOver } from "../support/engineLayer.js"
+import { submitMany } from "../support/submitMany.js"
 
 /** Counts every fiber started under it (Supervisor.track would only show those still alive). */
 class StartedFibers extends Supervisor.AbstractSupervisor<number> {
@@ -99,20 +97,6 @@ const until = <E = never, R = never>(what: string, condition: () => boolean | Ef
     }
   })
 
-/** Submits `n` text jobs from one caller with room for them all. */
-const submitMany = (n: number) =>
-  Effect.gen(function*() {
-    const caller = yield* demoCaller(1_000_000_000, 100_000)
-    const unlimited = demoCatalog()
-    for (const model of unlimited.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
-    yield* (yield* Catalog).replace(unlimited)
-    const jobs = yield* Jobs
-    const ids: Array<JobId> = []
-    for (let i = 0; i < n; i++) {
-      ids.push((yield* jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: `p${i}` } }, `req_${i}` as RequestId)).job.id)
-    }
-    return ids
-  })
 
 const statusOf = (id: JobId) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
 

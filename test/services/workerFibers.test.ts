@@ -1,14 +1,12 @@
 import { Effect, Exit, Layer, ManagedRuntime, Option, Scope, Supervisor } from "effect"
 import { describe, expect, it } from "vitest"
 import { layerMemoryJobQueue } from "../../adapters/memory/MemoryJobQueue.js"
-import type { JobId, RequestId } from "../../src/domain/ids.js"
+import type { JobId } from "../../src/domain/ids.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
-import { Catalog } from "../../src/services/Catalog.js"
-import { Jobs } from "../../src/services/Jobs.js"
 import { Worker } from "../../src/services/Worker.js"
-import { demoCatalog } from "../support/demoCatalog.js"
-import { demoCaller, memoryEngine } from "../support/engineLayer.js"
+import { memoryEngine } from "../support/engineLayer.js"
 import { idleProvider } from "../support/providers.js"
+import { submitMany } from "../support/submitMany.js"
 
 /** Counts every fiber started under it (Supervisor.track would only show those still alive). */
 class StartedFibers extends Supervisor.AbstractSupervisor<number> {
@@ -33,15 +31,7 @@ const fibersToDrain = async (n: number, broker = false) => {
   const runtime = ManagedRuntime.make(broker ? Layer.provideMerge(engine, layerMemoryJobQueue) : engine)
   try {
     return await runtime.runPromise(Effect.gen(function*() {
-      const caller = yield* demoCaller(1_000_000_000, 100_000)
-      const unlimited = demoCatalog()
-      for (const model of unlimited.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
-      yield* (yield* Catalog).replace(unlimited)
-      const jobs = yield* Jobs
-      const ids: Array<JobId> = []
-      for (let i = 0; i < n; i++) {
-        ids.push((yield* jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: `p${i}` } }, `req_${i}` as RequestId)).job.id)
-      }
+      const ids = yield* submitMany(n)
       const repo = yield* JobRepo
       const completed = (id: JobId) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "completed")
       const counter = new StartedFibers()
