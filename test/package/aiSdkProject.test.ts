@@ -8,15 +8,12 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { existsSync } from "node:fs"
 import { rm } from "node:fs/promises"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
-import { genjobsNode } from "genjobs/http"
-import { memoryFiles, memoryStore } from "genjobs/memory"
+import type { Engine } from "genjobs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { demoCatalog } from "../support/demoCatalog.js"
+import { serveDemoEngine } from "./demoServer.js"
 import { npm, packInto, pkg, run } from "./scratch.js"
 
 const ADMIN = "ai-sdk-project-admin"
@@ -68,23 +65,7 @@ beforeAll(async () => {
   ])
   writeFileSync(join(app, "app.mjs"), APP)
 
-  server = createServer().listen(0, "127.0.0.1")
-  await new Promise((resolve) => server.once("listening", resolve))
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  engine = await makeEngine({
-    store: memoryStore(),
-    files: memoryFiles({ publicUrl: baseUrl }),
-    providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
-    http: { adminToken: ADMIN },
-    webhookDispatchers: 0
-  })
-  server.on("request", genjobsNode(engine))
-  const catalog = await fetch(`${baseUrl}/admin/catalog`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-    body: JSON.stringify(demoCatalog())
-  })
-  expect(catalog.status).toBe(200)
+  ;({ engine, server, baseUrl } = await serveDemoEngine(ADMIN))
 }, 600_000)
 
 afterAll(async () => {

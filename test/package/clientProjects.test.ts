@@ -7,15 +7,12 @@
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { rm } from "node:fs/promises"
-import { createServer, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { Server } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine, signatureHeader } from "genjobs"
-import { genjobsNode } from "genjobs/http"
-import { memoryFiles, memoryStore } from "genjobs/memory"
+import { type Engine, signatureHeader } from "genjobs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { demoCatalog } from "../support/demoCatalog.js"
+import { serveDemoEngine } from "./demoServer.js"
 import { npm, packInto, pkg, ROOT, run } from "./scratch.js"
 
 const ADMIN = "client-projects-admin"
@@ -131,23 +128,7 @@ beforeAll(async () => {
   writeFileSync(join(withEffect, "app.mjs"), APP)
   writeFileSync(join(withEffect, "effect-app.mjs"), EFFECT_APP)
 
-  server = createServer().listen(0, "127.0.0.1")
-  await new Promise((resolve) => server.once("listening", resolve))
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  engine = await makeEngine({
-    store: memoryStore(),
-    files: memoryFiles({ publicUrl: baseUrl }),
-    providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
-    http: { adminToken: ADMIN },
-    webhookDispatchers: 0
-  })
-  server.on("request", genjobsNode(engine))
-  const catalog = await fetch(`${baseUrl}/admin/catalog`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-    body: JSON.stringify(demoCatalog())
-  })
-  expect(catalog.status).toBe(200)
+  ;({ engine, server, baseUrl } = await serveDemoEngine(ADMIN))
   nodes.push(["22", node22()], ["24", process.execPath])
 }, 600_000)
 
