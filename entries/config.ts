@@ -1,4 +1,4 @@
-import { Config, ConfigError, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Config, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -11,121 +11,122 @@ import { defaultEngineSettings } from "../src/services/EngineConfig.js"
 import { localFiles } from "../adapters/blob/localFiles.js"
 import { layerEngine, type EngineOptions } from "./engine.js"
 import { loadOptionalEntry } from "./optionalEntry.js"
+import { invalidSetting, satisfying } from "./settingChecks.js"
 
 const nonNegative = (name: string, fallback: number) =>
-  Config.integer(name).pipe(
+  Config.Int(name).pipe(
     Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a whole number of 0 or more`, validation: (n) => n >= 0 })
+    satisfying(`${name} must be a whole number of 0 or more`, (n) => n >= 0)
   )
+
+/** A layer that fails to build with `error`: a setting the environment got wrong, reported at start-up. */
+const refused = <A>(error: Error): Layer.Layer<A, Error> => Layer.unwrap<A, never, never, Error, never>(Effect.fail(error))
 
 const DAY_MS = 24 * 60 * 60 * 1000
 
 /** Every engine setting the environment can give; the bundled server reads these and a few of its own. */
 export const EngineEnv = Config.all({
-  publicUrl: Config.option(Config.string("PUBLIC_URL")),
-  providerCallbackUrl: Config.option(Config.string("PROVIDER_CALLBACK_URL")),
-  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
-  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
-  tablePrefix: Config.option(Config.string("TABLE_PREFIX")),
-  queueUrl: Config.option(Config.redacted("QUEUE_URL")),
+  publicUrl: Config.option(Config.String("PUBLIC_URL")),
+  providerCallbackUrl: Config.option(Config.String("PROVIDER_CALLBACK_URL")),
+  dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./data")),
+  databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  tablePrefix: Config.option(Config.String("TABLE_PREFIX")),
+  queueUrl: Config.option(Config.Redacted("QUEUE_URL")),
   queueRelayGraceMs: nonNegative("QUEUE_RELAY_GRACE_MS", defaultEngineSettings.queueRelayGraceMs).pipe(
-    Config.validate({ message: "QUEUE_RELAY_GRACE_MS must be at least 1000", validation: (n) => n >= 1000 })
+    satisfying("QUEUE_RELAY_GRACE_MS must be at least 1000", (n) => n >= 1000)
   ),
   queueRelayIntervalMs: nonNegative("QUEUE_RELAY_INTERVAL_MS", defaultEngineSettings.queueRelayIntervalMs).pipe(
-    Config.validate({ message: "QUEUE_RELAY_INTERVAL_MS must be at least 100", validation: (n) => n >= 100 })
+    satisfying("QUEUE_RELAY_INTERVAL_MS must be at least 100", (n) => n >= 100)
   ),
-  databasePreparedStatements: Config.boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
+  databasePreparedStatements: Config.Boolean("DATABASE_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
   // Kept in step with DEFAULT_STORE_TIMEOUT_MS (adapters/sql/pgPool.ts), which entries/ cannot import for the optional pg package.
   storeTimeoutMs: nonNegative("STORE_TIMEOUT_MS", 5_000).pipe(
-    Config.validate({ message: "STORE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
+    satisfying("STORE_TIMEOUT_MS must be at least 100", (n) => n >= 100)
   ),
   // 0 turns shedding off.
   storeWaitMs: nonNegative("STORE_WAIT_MS", DEFAULT_STORE_WAIT_MS),
-  databasePoolSize: Config.option(Config.integer("DATABASE_POOL_SIZE").pipe(
-    Config.validate({ message: "DATABASE_POOL_SIZE must be a whole number of 1 or more", validation: (n) => n >= 1 })
+  databasePoolSize: Config.option(Config.Int("DATABASE_POOL_SIZE").pipe(
+    satisfying("DATABASE_POOL_SIZE must be a whole number of 1 or more", (n) => n >= 1)
   )),
-  adminToken: Config.option(Config.redacted("ADMIN_TOKEN")),
-  adminTokens: Config.option(Config.redacted("ADMIN_TOKENS").pipe(
-    Config.mapOrFail((text) =>
-      Either.match(parseAdminTokens(Redacted.value(text)), {
-        onLeft: (message) => Either.left(ConfigError.InvalidData([], message)),
-        onRight: (tokens) => Either.right(tokens.map(({ name, token }) => ({ name, token: Redacted.make(token) })))
+  adminToken: Config.option(Config.Redacted("ADMIN_TOKEN")),
+  adminTokens: Config.option(Config.Redacted("ADMIN_TOKENS").pipe(
+    Config.mapEffect((text) =>
+      Result.match(parseAdminTokens(Redacted.value(text)), {
+        onFailure: (message) => Effect.fail(invalidSetting(message)),
+        onSuccess: (tokens) => Effect.succeed(tokens.map(({ name, token }) => ({ name, token: Redacted.make(token) })))
       })
     )
   )),
-  dashboard: Config.boolean("DASHBOARD").pipe(Config.withDefault(true)),
-  metricsToken: Config.option(Config.redacted("METRICS_TOKEN")),
+  dashboard: Config.Boolean("DASHBOARD").pipe(Config.withDefault(true)),
+  metricsToken: Config.option(Config.Redacted("METRICS_TOKEN")),
   workerConcurrency: nonNegative("WORKER_CONCURRENCY", 2),
-  creditMicroCents: Config.integer("CREDIT_MICRO_CENTS").pipe(
+  creditMicroCents: Config.Int("CREDIT_MICRO_CENTS").pipe(
     Config.withDefault(10_000),
-    Config.validate({ message: "CREDIT_MICRO_CENTS must be a positive whole number", validation: (n) => n > 0 })
+    satisfying("CREDIT_MICRO_CENTS must be a positive whole number", (n) => n > 0)
   ),
-  webhookAllowPrivate: Config.boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-  providerOutputAllowPrivate: Config.boolean("PROVIDER_OUTPUT_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  webhookAllowPrivate: Config.Boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  providerOutputAllowPrivate: Config.Boolean("PROVIDER_OUTPUT_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   providerCircuitFailures: nonNegative("PROVIDER_CIRCUIT_FAILURES", defaultEngineSettings.providerCircuit.failures).pipe(
-    Config.validate({ message: "PROVIDER_CIRCUIT_FAILURES must be at least 1", validation: (n) => n >= 1 })
+    satisfying("PROVIDER_CIRCUIT_FAILURES must be at least 1", (n) => n >= 1)
   ),
   providerCircuitPauseMs: nonNegative("PROVIDER_CIRCUIT_PAUSE_MS", defaultEngineSettings.providerCircuit.pauseMs),
   webhookDispatchers: nonNegative("WEBHOOK_DISPATCHERS", DEFAULT_WEBHOOK_DISPATCHERS),
   webhookDeliveriesPerAccount: nonNegative("WEBHOOK_DELIVERIES_PER_ACCOUNT", defaultEngineSettings.webhookDeliveriesPerAccount).pipe(
-    Config.validate({ message: "WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", validation: (n) => n >= 1 })
+    satisfying("WEBHOOK_DELIVERIES_PER_ACCOUNT must be at least 1", (n) => n >= 1)
   ),
   // The spec's deadline and schedule (6.1) by default; tests shorten them to run six attempts in seconds.
   webhookDeadlineMs: nonNegative("WEBHOOK_DEADLINE_MS", defaultEngineSettings.webhookDeadlineMs).pipe(
-    Config.validate({ message: "WEBHOOK_DEADLINE_MS must be at least 1", validation: (n) => n >= 1 })
+    satisfying("WEBHOOK_DEADLINE_MS must be at least 1", (n) => n >= 1)
   ),
-  webhookRetryDelaysMs: Config.array(Config.integer(), "WEBHOOK_RETRY_DELAYS_MS").pipe(
+  webhookRetryDelaysMs: Config.Array(Schema.Int, "WEBHOOK_RETRY_DELAYS_MS").pipe(
     Config.withDefault(defaultEngineSettings.webhookRetryDelaysMs),
-    Config.validate({
-      message: "WEBHOOK_RETRY_DELAYS_MS must be comma-separated whole numbers of 0 or more",
-      validation: (delays) => delays.every((n) => n >= 0)
-    })
+    satisfying("WEBHOOK_RETRY_DELAYS_MS must be comma-separated whole numbers of 0 or more", (delays) => delays.every((n) => n >= 0))
   ),
-  uploadSweeper: Config.boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
-  retentionSweeper: Config.boolean("RETENTION_SWEEPER").pipe(Config.withDefault(true)),
-  jobRetentionDays: Config.option(Config.integer("JOB_RETENTION_DAYS").pipe(
-    Config.validate({ message: "JOB_RETENTION_DAYS must be a whole number of days, 1 or more", validation: (n) => n >= 1 })
+  uploadSweeper: Config.Boolean("UPLOAD_SWEEPER").pipe(Config.withDefault(true)),
+  retentionSweeper: Config.Boolean("RETENTION_SWEEPER").pipe(Config.withDefault(true)),
+  jobRetentionDays: Config.option(Config.Int("JOB_RETENTION_DAYS").pipe(
+    satisfying("JOB_RETENTION_DAYS must be a whole number of days, 1 or more", (n) => n >= 1)
   )),
   retentionSweepIntervalMs: nonNegative("RETENTION_SWEEP_INTERVAL_MS", defaultEngineSettings.retentionSweepIntervalMs).pipe(
-    Config.validate({ message: "RETENTION_SWEEP_INTERVAL_MS must be at least 1000", validation: (n) => n >= 1000 })
+    satisfying("RETENTION_SWEEP_INTERVAL_MS must be at least 1000", (n) => n >= 1000)
   ),
   retentionBatchSize: nonNegative("RETENTION_BATCH_SIZE", defaultEngineSettings.retentionBatchSize).pipe(
-    Config.validate({ message: "RETENTION_BATCH_SIZE must be from 1 to 10000", validation: (n) => n >= 1 && n <= 10_000 })
+    satisfying("RETENTION_BATCH_SIZE must be from 1 to 10000", (n) => n >= 1 && n <= 10_000)
   ),
   maxWatchers: nonNegative("MAX_WATCHERS", defaultEngineSettings.maxWatchers).pipe(
-    Config.validate({ message: "MAX_WATCHERS must be at least 1", validation: (n) => n >= 1 })
+    satisfying("MAX_WATCHERS must be at least 1", (n) => n >= 1)
   ),
   trustedProxyHops: nonNegative("TRUSTED_PROXY_HOPS", 0),
   maxJsonBodyBytes: nonNegative("MAX_JSON_BODY_BYTES", DEFAULT_MAX_JSON_BODY_BYTES).pipe(
-    Config.validate({ message: "MAX_JSON_BODY_BYTES must be at least 1", validation: (n) => n >= 1 })
+    satisfying("MAX_JSON_BODY_BYTES must be at least 1", (n) => n >= 1)
   ),
   bodyTimeoutMs: nonNegative("BODY_TIMEOUT_MS", DEFAULT_BODY_TIMEOUT_MS).pipe(
-    Config.validate({ message: "BODY_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
+    satisfying("BODY_TIMEOUT_MS must be at least 100", (n) => n >= 100)
   ),
   uploadIdleTimeoutMs: nonNegative("UPLOAD_IDLE_TIMEOUT_MS", DEFAULT_UPLOAD_IDLE_TIMEOUT_MS).pipe(
-    Config.validate({ message: "UPLOAD_IDLE_TIMEOUT_MS must be at least 100", validation: (n) => n >= 100 })
+    satisfying("UPLOAD_IDLE_TIMEOUT_MS must be at least 100", (n) => n >= 100)
   ),
   leaseMs: nonNegative("JOB_LEASE_MS", 60_000).pipe(
-    Config.validate({ message: "JOB_LEASE_MS must be at least 1000", validation: (n) => n >= 1000 })
+    satisfying("JOB_LEASE_MS must be at least 1000", (n) => n >= 1000)
   ),
   maxAttempts: nonNegative("JOB_MAX_ATTEMPTS", 3).pipe(
-    Config.validate({ message: "JOB_MAX_ATTEMPTS must be at least 1", validation: (n) => n >= 1 })
+    satisfying("JOB_MAX_ATTEMPTS must be at least 1", (n) => n >= 1)
   ),
-  uploadSecret: Config.option(Config.redacted("UPLOAD_SECRET")),
-  blobDriver: Config.literal("fs", "s3")("BLOB_DRIVER").pipe(Config.withDefault("fs" as const)),
-  blobDir: Config.option(Config.string("BLOB_DIR")),
+  uploadSecret: Config.option(Config.Redacted("UPLOAD_SECRET")),
+  blobDriver: Config.Literals(["fs", "s3"], "BLOB_DRIVER").pipe(Config.withDefault("fs" as const)),
+  blobDir: Config.option(Config.String("BLOB_DIR")),
   s3: Config.all({
-    endpoint: Config.option(Config.string("S3_ENDPOINT")),
-    bucket: Config.option(Config.string("S3_BUCKET")),
-    region: Config.string("S3_REGION").pipe(Config.withDefault("us-east-1")),
-    accessKeyId: Config.option(Config.string("S3_ACCESS_KEY_ID")),
-    secretAccessKey: Config.option(Config.redacted("S3_SECRET_ACCESS_KEY")),
-    publicUrl: Config.option(Config.string("S3_PUBLIC_URL")),
-    forcePathStyle: Config.boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false))
+    endpoint: Config.option(Config.String("S3_ENDPOINT")),
+    bucket: Config.option(Config.String("S3_BUCKET")),
+    region: Config.String("S3_REGION").pipe(Config.withDefault("us-east-1")),
+    accessKeyId: Config.option(Config.String("S3_ACCESS_KEY_ID")),
+    secretAccessKey: Config.option(Config.Redacted("S3_SECRET_ACCESS_KEY")),
+    publicUrl: Config.option(Config.String("S3_PUBLIC_URL")),
+    forcePathStyle: Config.Boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(false))
   })
 })
 
-export type EngineEnvSettings = Config.Config.Success<typeof EngineEnv>
+export type EngineEnvSettings = Config.Success<typeof EngineEnv>
 
 /** What the environment cannot give: code (providers) and the URL the host serves the engine at. */
 export interface EngineEnvDefaults extends Pick<EngineOptions, "providers"> {
@@ -162,14 +163,14 @@ const tablePrefixOf = (settings: EngineEnvSettings) =>
 const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> =>
   Option.match(settings.databaseUrl, {
     onNone: () =>
-      Layer.unwrapEffect(
+      Layer.unwrap(
         loadOptionalEntry<typeof import("./sqlite.js")>("genjobs/sqlite", "DATABASE_URL is unset, so the store is SQLite").pipe(
           Effect.map(({ sqliteStore }) => sqliteStore({ filename: join(settings.dataDir, "genjobs.db"), ...tablePrefixOf(settings) }))
         )
       ),
     onSome: (url) =>
       isPostgresUrl(url)
-        ? Layer.unwrapEffect(
+        ? Layer.unwrap(
           loadOptionalEntry<typeof import("./postgres.js")>("genjobs/postgres", "DATABASE_URL names PostgreSQL").pipe(
             Effect.map(({ postgresStore }) =>
               postgresStore({
@@ -182,7 +183,7 @@ const storeOf = (settings: EngineEnvSettings): Layer.Layer<StorePorts, unknown> 
             )
           )
         )
-        : Layer.fail(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
+        : refused(new Error("DATABASE_URL must be a postgres:// URL; leave it unset for the embedded SQLite store"))
   })
 
 /**
@@ -195,20 +196,20 @@ const queueOf = (settings: EngineEnvSettings): Layer.Layer<JobQueue, unknown> | 
     onSome: (url) => {
       const scheme = /^([a-z]+):\/\//.exec(Redacted.value(url))?.[1]
       if (scheme === "redis" || scheme === "rediss") {
-        return Layer.unwrapEffect(
+        return Layer.unwrap(
           loadOptionalEntry<typeof import("./redis.js")>("genjobs/redis", "QUEUE_URL names Redis").pipe(
             Effect.map(({ layerRedisJobQueue }) => layerRedisJobQueue({ url, ...tablePrefixOf(settings) }))
           )
         )
       }
       if (scheme === "nats") {
-        return Layer.unwrapEffect(
+        return Layer.unwrap(
           loadOptionalEntry<typeof import("./nats.js")>("genjobs/nats", "QUEUE_URL names NATS").pipe(
             Effect.map(({ layerNatsJobQueue }) => layerNatsJobQueue({ url, ...tablePrefixOf(settings) }))
           )
         )
       }
-      return Layer.fail(new Error("QUEUE_URL must be a redis://, rediss:// or nats:// URL; leave it unset for the store's own queue"))
+      return refused(new Error("QUEUE_URL must be a redis://, rediss:// or nats:// URL; leave it unset for the store's own queue"))
     }
   })
 
@@ -224,9 +225,9 @@ const filesOf = (settings: EngineEnvSettings, publicUrl: string): Layer.Layer<Fi
     )
   }
   const { s3 } = settings
-  if (Option.isNone(s3.bucket)) return Layer.fail(new Error("BLOB_DRIVER=s3 needs S3_BUCKET"))
+  if (Option.isNone(s3.bucket)) return refused(new Error("BLOB_DRIVER=s3 needs S3_BUCKET"))
   const bucket = s3.bucket.value
-  return Layer.unwrapEffect(
+  return Layer.unwrap(
     loadOptionalEntry<typeof import("./s3.js")>("genjobs/s3", "BLOB_DRIVER is s3").pipe(
       Effect.map(({ s3Files }) =>
         s3Files({
@@ -303,4 +304,4 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
  * docs/configuration.md), as the bundled server does. Providers come from code.
  */
 export const layerEngineConfig = (defaults: EngineEnvDefaults) =>
-  Layer.unwrapEffect(Effect.map(EngineEnv, (settings) => layerEngine(engineOptionsFromEnv(settings, defaults))))
+  Layer.unwrap(Effect.map(EngineEnv, (settings) => layerEngine(engineOptionsFromEnv(settings, defaults))))

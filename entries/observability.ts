@@ -3,10 +3,11 @@
  * metrics, and OpenTelemetry traces over OTLP/HTTP, with their settings from the environment.
  * Tracing needs the optional peer dependency `@effect/opentelemetry`, loaded only when used.
  */
-import { Config, ConfigError, Effect, Either, Layer, Option } from "effect"
+import { Config, Effect, Layer, Option, Result } from "effect"
 import { layerLogger, type LogFormat, type LogLevelName, parseLogLevel } from "../src/observability/logger.js"
 import { otlpTracingFromVariables, type OtelVariables } from "../src/observability/otelEnv.js"
 import { layerOtlpTracing, type OtlpTracingOptions } from "../src/observability/otlp.js"
+import { invalidSetting } from "./settingChecks.js"
 
 export {
   formatJson,
@@ -42,7 +43,7 @@ const OTEL_NAMES: ReadonlyArray<keyof OtelVariables> = [
 ]
 
 const otelVariables: Config.Config<OtelVariables> = Config.all(
-  Object.fromEntries(OTEL_NAMES.map((name) => [name, Config.string(name).pipe(Config.option, Config.map(Option.getOrUndefined))]))
+  Object.fromEntries(OTEL_NAMES.map((name) => [name, Config.String(name).pipe(Config.option, Config.map(Option.getOrUndefined))]))
 ) as Config.Config<OtelVariables>
 
 /** LOG_LEVEL, LOG_FORMAT and the OTEL_* variables (see docs/observability.md). */
@@ -51,21 +52,25 @@ export const ObservabilityEnv: Config.Config<{
   readonly logFormat: LogFormat | undefined
   readonly tracing: OtlpTracingOptions | undefined
 }> = Config.all({
-  logLevel: Config.string("LOG_LEVEL").pipe(
+  logLevel: Config.String("LOG_LEVEL").pipe(
     Config.withDefault("info"),
-    Config.mapOrFail((value) =>
-      Either.match(parseLogLevel(value), {
-        onLeft: (message) => Either.left(ConfigError.InvalidData(["LOG_LEVEL"], message)),
-        onRight: () => Either.right(value.trim().toLowerCase().replace(/^warning$/, "warn").replace(/^off$/, "none") as LogLevelName)
+    Config.mapEffect((value) =>
+      Result.match(parseLogLevel(value), {
+        onFailure: (message) => Effect.fail(invalidSetting(message)),
+        onSuccess: () => Effect.succeed(value.trim().toLowerCase().replace(/^warning$/, "warn").replace(/^off$/, "none") as LogLevelName)
       })
     )
   ),
-  logFormat: Config.literal("json", "text")("LOG_FORMAT").pipe(Config.option, Config.map(Option.getOrUndefined)),
-  tracing: Config.mapOrFail(otelVariables, (env) =>
-    Either.mapLeft(otlpTracingFromVariables(env), (message) => ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_ENDPOINT"], message)))
+  logFormat: Config.Literals(["json", "text"], "LOG_FORMAT").pipe(Config.option, Config.map(Option.getOrUndefined)),
+  tracing: otelVariables.pipe(Config.mapEffect((env) =>
+    Result.match(otlpTracingFromVariables(env), {
+      onFailure: (message) => Effect.fail(invalidSetting(message)),
+      onSuccess: Effect.succeed
+    })
+  ))
 })
 
-export type ObservabilitySettings = Config.Config.Success<typeof ObservabilityEnv>
+export type ObservabilitySettings = Config.Success<typeof ObservabilityEnv>
 
 /** The logger, and the OTLP tracer when an endpoint is set, as the settings say. */
 export const layerObservability = (settings: ObservabilitySettings): Layer.Layer<never> =>
@@ -75,6 +80,6 @@ export const layerObservability = (settings: ObservabilitySettings): Layer.Layer
   )
 
 /** `layerObservability` with its settings read from the environment, as the bundled server does. */
-export const layerObservabilityFromEnv: Layer.Layer<never, ConfigError.ConfigError> = Layer.unwrapEffect(
+export const layerObservabilityFromEnv: Layer.Layer<never, Config.ConfigError> = Layer.unwrap(
   Effect.map(ObservabilityEnv, layerObservability)
 )

@@ -60,7 +60,7 @@ export const loadOptionalEntry = <M>(entry: OptionalEntry, chosen: string): Effe
     try: () => import(/* webpackIgnore: true */ /* turbopackIgnore: true */ /* @vite-ignore */ entry) as Promise<M>,
     catch: (cause) => cause
   }).pipe(
-    Effect.catchAll((cause) =>
+    Effect.catch((cause) =>
       isModuleNotFound(cause)
         ? Effect.fail(missing(entry, chosen, cause))
         : Effect.die(cause)

@@ -1,4 +1,4 @@
-import * as Micro from "effect/Micro"
+import * as Effect from "effect/Effect"
 import { adminClient, allPages, query } from "./client.js"
 import type { Input } from "./commandLine.js"
 import { budgetText, readBudget } from "./budget.js"
@@ -27,7 +27,7 @@ const accountRows = (accounts: ReadonlyArray<any>) =>
   )
 
 export const create = ({ options: o }: Input<typeof accountsCreate>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const budget = yield* readBudget(o.budget)
     const client = yield* adminClient(o)
     const account = yield* client.call("POST", "/admin/accounts", {
@@ -39,10 +39,10 @@ export const create = ({ options: o }: Input<typeof accountsCreate>) =>
       ...(budget === undefined ? {} : { budget })
     })
     yield* emit(o.json, account, () => `Created account ${account.id}\n${accountFields(account)}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 export const list = ({ options: o }: Input<typeof accountsList>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const client = yield* adminClient(o)
     if (o.all) {
       const accounts = yield* allPages(client, "/admin/accounts", { search: o.search }, "accounts", (n) => progress(o.json, `… ${n} accounts`))
@@ -51,18 +51,18 @@ export const list = ({ options: o }: Input<typeof accountsList>) =>
     const page = yield* client.call("GET", `/admin/accounts${query({ search: o.search, limit: o.limit, cursor: o.cursor })}`)
     yield* emit(o.json, page, () =>
       `${accountRows(page.accounts)}${page.hasMore ? `\nMore: --cursor ${page.nextCursor} (or --all)` : ""}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 export const credit = ({ args: [id], options: o }: Input<typeof accountsCredit>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const client = yield* adminClient(o)
     const account = yield* client.call("POST", `/admin/accounts/${encodeURIComponent(id!)}/credits`, { amountMicroCents: o["micro-cents"] })
     yield* emit(o.json, account, () => `Credited ${dollars(o["micro-cents"])}; balance ${dollars(account.balanceMicroCents)}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 /** `genjobs accounts update`: sets what is given (PATCH), leaves the rest. */
 export const update = ({ args: [id], options: o }: Input<typeof accountsUpdate>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const budget = yield* readBudget(o.budget)
     const patch = {
       ...(o.name === undefined ? {} : { name: o.name }),
@@ -70,9 +70,9 @@ export const update = ({ args: [id], options: o }: Input<typeof accountsUpdate>)
       ...(budget === undefined ? {} : { budget })
     }
     if (Object.keys(patch).length === 0) {
-      return yield* Micro.fail(new CliError({ code: "USAGE", message: "Nothing to change: pass --name, --max-concurrent-jobs or --budget" }))
+      return yield* Effect.fail(new CliError({ code: "USAGE", message: "Nothing to change: pass --name, --max-concurrent-jobs or --budget" }))
     }
     const client = yield* adminClient(o)
     const account = yield* client.call("PATCH", `/admin/accounts/${encodeURIComponent(id!)}`, patch)
     yield* emit(o.json, account, () => `Updated account ${account.id}\n${accountFields(account)}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))

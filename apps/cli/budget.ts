@@ -1,4 +1,4 @@
-import * as Micro from "effect/Micro"
+import * as Effect from "effect/Effect"
 import { CliError } from "./errors.js"
 import { dollars } from "./output.js"
 
@@ -9,18 +9,18 @@ const PERIODS = ["day", "month", "total"]
  * UTC day, month, or in total), `none` removes it (null), no option leaves it (undefined).
  * Anything else fails before a request is sent.
  */
-export const readBudget = (text: string | undefined): Micro.Micro<{ limitMicroCents: number; period: string } | null | undefined, CliError> => {
-  if (text === undefined) return Micro.succeed(undefined)
-  if (text === "none") return Micro.succeed(null)
+export const readBudget = (text: string | undefined): Effect.Effect<{ limitMicroCents: number; period: string } | null | undefined, CliError> => {
+  if (text === undefined) return Effect.succeed(undefined)
+  if (text === "none") return Effect.succeed(null)
   const match = /^(\d+)\/(\w+)$/.exec(text)
   const limitMicroCents = Number(match?.[1])
   if (match === null || !PERIODS.includes(match[2]!) || !Number.isSafeInteger(limitMicroCents)) {
-    return Micro.fail(new CliError({
+    return Effect.fail(new CliError({
       code: "USAGE",
       message: `--budget must be LIMIT/PERIOD, a whole number of micro-cents per ${PERIODS.join(", ")} (5000000/month is $5 a month), or none; not "${text}"`
     }))
   }
-  return Micro.succeed({ limitMicroCents, period: match[2]! })
+  return Effect.succeed({ limitMicroCents, period: match[2]! })
 }
 
 /** A budget as a line: "$5.00 per month (5000000 micro-cents)", or "none". */

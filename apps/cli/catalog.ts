@@ -1,5 +1,5 @@
-import * as Either from "effect/Either"
-import * as Micro from "effect/Micro"
+import * as Result from "effect/Result"
+import * as Effect from "effect/Effect"
 import type { CatalogDiff } from "genjobs"
 import { readFile, writeFile } from "node:fs/promises"
 import { adminClient } from "./client.js"
@@ -10,12 +10,12 @@ import { CliIo } from "./io.js"
 import { emit, progress, report } from "./output.js"
 
 const readJson = (file: string) =>
-  Micro.gen(function*() {
-    const text = yield* Micro.tryPromise({
+  Effect.gen(function*() {
+    const text = yield* Effect.tryPromise({
       try: () => readFile(file, "utf8"),
       catch: (e) => new CliError({ code: "FILE_UNREADABLE", message: `Cannot read ${file}: ${(e as Error).message}` })
     })
-    return yield* Micro.try({
+    return yield* Effect.try({
       try: () => JSON.parse(text) as unknown,
       catch: (e) => new CliError({ code: "VALIDATION_ERROR", message: `${file} is not JSON: ${(e as Error).message}` })
     })
@@ -23,7 +23,7 @@ const readJson = (file: string) =>
 
 /** A yes from the terminal; anything else is a no. */
 const confirm = (ask: (question: string) => Promise<string>, question: string) =>
-  Micro.promise(() => ask(question)).pipe(Micro.map((answer) => /^y(es)?$/i.test(answer.trim())))
+  Effect.promise(() => ask(question)).pipe(Effect.map((answer) => /^y(es)?$/i.test(answer.trim())))
 
 const diffLines = (diff: CatalogDiff): string =>
   (Object.entries(diff) as Array<[string, CatalogDiff["models"]]>)
@@ -44,21 +44,21 @@ const counts = (diff: CatalogDiff) => {
  * loads the engine, since it has no server to ask.
  */
 export const validate = ({ args: [file], options: o }: Input<typeof json>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const parsed = yield* readJson(file!)
-    const { checkCatalogDocument } = yield* Micro.promise(() => import("genjobs"))
-    const doc = yield* Either.match(checkCatalogDocument(parsed), {
-      onLeft: (reasons) => Micro.fail(new CliError({ code: "VALIDATION_ERROR", message: `${file} is not a valid catalog`, details: { reasons } })),
-      onRight: Micro.succeed
+    const { checkCatalogDocument } = yield* Effect.promise(() => import("genjobs"))
+    const doc = yield* Result.match(checkCatalogDocument(parsed), {
+      onFailure: (reasons) => Effect.fail(new CliError({ code: "VALIDATION_ERROR", message: `${file} is not a valid catalog`, details: { reasons } })),
+      onSuccess: Effect.succeed
     })
     const summary = { valid: true, categories: doc.categories.length, capabilities: doc.capabilities.length, providers: doc.providers.length, models: doc.models.length }
     yield* emit(o.json, summary, () =>
       `${file} is a valid catalog: ${summary.models} models, ${summary.providers} providers, ${summary.categories} categories, ${summary.capabilities} capabilities`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 /** The server checks the file as it compares it (an invalid one is VALIDATION_ERROR with its reasons), so nothing of the engine loads here. */
 export const apply = ({ args: [file], options: o }: Input<typeof catalogApply>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const doc = yield* readJson(file!)
     const client = yield* adminClient(o)
     yield* progress(o.json, "Comparing with the server's catalog …")
@@ -69,17 +69,17 @@ export const apply = ({ args: [file], options: o }: Input<typeof catalogApply>) 
     }
     yield* progress(o.json, `Changes (${counts(diff)}):\n${diffLines(diff)}`)
     if (!o.yes) {
-      const { ask } = yield* Micro.service(CliIo)
+      const { ask } = yield* Effect.service(CliIo)
       if (o.json || ask === undefined) {
-        return yield* Micro.fail(new CliError({ code: "CONFIRMATION_REQUIRED", message: "Not applied: pass --yes to apply without a terminal to ask on" }))
+        return yield* Effect.fail(new CliError({ code: "CONFIRMATION_REQUIRED", message: "Not applied: pass --yes to apply without a terminal to ask on" }))
       }
-      if (!(yield* confirm(ask, "Apply these changes? [y/N] "))) return yield* Micro.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
+      if (!(yield* confirm(ask, "Apply these changes? [y/N] "))) return yield* Effect.fail(new CliError({ code: "CANCELLED", message: "Not applied" }))
     }
     yield* progress(o.json, "Applying …")
     // Only over the revision the changes above were computed against: what was shown is what is applied.
     const result = yield* client.call("PUT", "/admin/catalog", doc, { "if-match": `"${preview.revision}"` }).pipe(
-      Micro.catchIf((e) => e.code === "PRECONDITION_FAILED", (e) =>
-        Micro.fail(
+      Effect.catchIf((e) => e.code === "PRECONDITION_FAILED", (e) =>
+        Effect.fail(
           new CliError({
             code: e.code,
             message: `Not applied: the server's catalog changed while you were asked (from revision ${preview.revision}); ` +
@@ -92,18 +92,18 @@ export const apply = ({ args: [file], options: o }: Input<typeof catalogApply>) 
     )
     yield* emit(o.json, { applied: true, revision: result.revision, models: result.models, diff }, () =>
       `Applied: revision ${result.revision}, ${result.models} models (${counts(diff)})`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 export const exportCatalog = ({ options: o }: Input<typeof catalogExport>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const client = yield* adminClient(o)
     const doc = yield* client.call("GET", "/admin/catalog")
     const text = `${JSON.stringify(doc, null, 2)}\n`
     const target = o.output
-    if (target === undefined) return yield* Micro.map(Micro.service(CliIo), (io) => io.stdout(text))
-    yield* Micro.tryPromise({
+    if (target === undefined) return yield* Effect.map(Effect.service(CliIo), (io) => io.stdout(text))
+    yield* Effect.tryPromise({
       try: () => writeFile(target, text),
       catch: (e) => new CliError({ code: "FILE_UNWRITABLE", message: `Cannot write ${target}: ${(e as Error).message}` })
     })
     yield* emit(o.json, { file: target, models: doc.models.length }, () => `Wrote the catalog (${doc.models.length} models) to ${target}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))

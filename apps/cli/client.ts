@@ -1,4 +1,4 @@
-import * as Micro from "effect/Micro"
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { CliError } from "./errors.js"
@@ -11,26 +11,26 @@ export interface Connection {
 }
 
 export interface AdminClient {
-  readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Micro.Micro<any, CliError>
+  readonly call: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Effect.Effect<any, CliError>
 }
 
 /** The admin API of the server the options (or the environment) name. The token never leaves the Authorization header. */
-export const adminClient = (options: Connection): Micro.Micro<AdminClient, CliError, CliIo> =>
-  Micro.gen(function*() {
+export const adminClient = (options: Connection): Effect.Effect<AdminClient, CliError, CliIo> =>
+  Effect.gen(function*() {
     // The environment read as it is: effect/Config would load most of Effect for two variables.
-    const { env } = yield* Micro.service(CliIo)
+    const { env } = yield* Effect.service(CliIo)
     const base = (options.url ?? env["GENJOBS_URL"] ?? "http://localhost:3000").replace(/\/+$/, "")
-    const token = Option.fromNullable(options["admin-token"] ?? env["GENJOBS_ADMIN_TOKEN"]).pipe(
+    const token = Option.fromNullishOr(options["admin-token"] ?? env["GENJOBS_ADMIN_TOKEN"]).pipe(
       Option.filter((t) => t !== ""),
       Option.map(Redacted.make)
     )
     if (Option.isNone(token)) {
-      return yield* Micro.fail(new CliError({ code: "ADMIN_TOKEN_MISSING", message: "Pass --admin-token or set GENJOBS_ADMIN_TOKEN" }))
+      return yield* Effect.fail(new CliError({ code: "ADMIN_TOKEN_MISSING", message: "Pass --admin-token or set GENJOBS_ADMIN_TOKEN" }))
     }
     const authorization = `Bearer ${Redacted.value(token.value)}`
     const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-      Micro.gen(function*() {
-        const response = yield* Micro.tryPromise({
+      Effect.gen(function*() {
+        const response = yield* Effect.tryPromise({
           try: (signal) =>
             fetch(`${base}${path}`, {
               method,
@@ -44,7 +44,7 @@ export const adminClient = (options: Connection): Micro.Micro<AdminClient, CliEr
               message: `Cannot reach ${base}: ${(cause as { cause?: { code?: string } }).cause?.code ?? String(cause)}`
             })
         })
-        const text = yield* Micro.promise(() => response.text())
+        const text = yield* Effect.promise(() => response.text())
         let parsed: any = undefined
         try {
           parsed = text === "" ? undefined : JSON.parse(text)
@@ -53,7 +53,7 @@ export const adminClient = (options: Connection): Micro.Micro<AdminClient, CliEr
         }
         if (response.ok) return parsed
         const error = parsed?.error
-        return yield* Micro.fail(
+        return yield* Effect.fail(
           new CliError({
             code: typeof error?.code === "string" ? error.code : `HTTP_${response.status}`,
             message: typeof error?.message === "string" ? error.message : `${method} ${path} answered ${response.status}`,
@@ -81,9 +81,9 @@ export const allPages = <K extends string, R>(
   path: string,
   params: Record<string, string | number | undefined>,
   key: K,
-  onPage: (count: number) => Micro.Micro<void, never, R>
+  onPage: (count: number) => Effect.Effect<void, never, R>
 ) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const items: Array<any> = []
     let cursor: string | undefined = undefined
     do {

@@ -16,6 +16,6 @@ export interface CliIoShape extends Streams {
 
 /**
  * The command's surroundings, given to it rather than read from `process`, so that the whole
- * command line runs in-process too (runCli). effect/Micro loads Context already: nothing more loads.
+ * command line runs in-process too (runCli). effect/Effect loads Context already: nothing more loads.
  */
-export class CliIo extends Context.Tag("genjobs/cli/CliIo")<CliIo, CliIoShape>() {}
+export class CliIo extends Context.Service<CliIo, CliIoShape>()("genjobs/cli/CliIo") {}

@@ -1,4 +1,4 @@
-import * as Micro from "effect/Micro"
+import * as Effect from "effect/Effect"
 import { adminClient, allPages, query } from "./client.js"
 import type { Input } from "./commandLine.js"
 import type { connection, jobsList } from "./commands.js"
@@ -11,7 +11,7 @@ const jobRows = (jobs: ReadonlyArray<any>) =>
   )
 
 export const list = ({ options: o }: Input<typeof jobsList>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const client = yield* adminClient(o)
     const filters = {
       accountId: o.account,
@@ -26,10 +26,10 @@ export const list = ({ options: o }: Input<typeof jobsList>) =>
     }
     const page = yield* client.call("GET", `/admin/jobs${query({ ...filters, limit: o.limit, cursor: o.cursor })}`)
     yield* emit(o.json, page, () => `${jobRows(page.jobs)}${page.hasMore ? `\nMore: --cursor ${page.nextCursor} (or --all)` : ""}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 export const get = ({ args: [id], options: o }: Input<typeof connection>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const client = yield* adminClient(o)
     const job = yield* client.call("GET", `/admin/jobs/${encodeURIComponent(id!)}`)
     yield* emit(o.json, job, () =>
@@ -49,4 +49,4 @@ export const get = ({ args: [id], options: o }: Input<typeof connection>) =>
         ["webhook", job.webhookUrl ?? "-"],
         ["request", job.requestId]
       ]))
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))

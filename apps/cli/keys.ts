@@ -1,4 +1,4 @@
-import * as Micro from "effect/Micro"
+import * as Effect from "effect/Effect"
 import { adminClient } from "./client.js"
 import type { Input } from "./commandLine.js"
 import { budgetText, readBudget } from "./budget.js"
@@ -19,7 +19,7 @@ const keyFields = (k: any) =>
   ])
 
 export const create = ({ args: [accountId], options: o }: Input<typeof keysCreate>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const budget = yield* readBudget(o.budget)
     const client = yield* adminClient(o)
     const key = yield* client.call("POST", `/admin/accounts/${encodeURIComponent(accountId!)}/keys`, {
@@ -30,20 +30,20 @@ export const create = ({ args: [accountId], options: o }: Input<typeof keysCreat
       ...(budget === undefined ? {} : { budget })
     })
     yield* emit(o.json, key, () => `${keyFields(key)}\n\nThe key (shown only this once; keep it):\n\n    ${key.key}\n`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 export const deactivate = ({ args: [id], options: o }: Input<typeof connection>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const client = yield* adminClient(o)
     const key = yield* client.call("POST", `/admin/keys/${encodeURIComponent(id!)}/deactivate`)
     yield* emit(o.json, key, () => `Deactivated key ${key.id} (${key.hint}) of account ${key.accountId}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))
 
 /** `genjobs keys update`: the budget is the only field a key takes after creation. */
 export const update = ({ args: [id], options: o }: Input<typeof keysUpdate>) =>
-  Micro.gen(function*() {
+  Effect.gen(function*() {
     const budget = yield* readBudget(o.budget)
     const client = yield* adminClient(o)
     const key = yield* client.call("PATCH", `/admin/keys/${encodeURIComponent(id!)}`, { budget })
     yield* emit(o.json, key, () => `Updated key ${key.id}\n${keyFields(key)}`)
-  }).pipe(Micro.catchTag("CliError", report(o.json)))
+  }).pipe(Effect.catchTag("CliError", report(o.json)))

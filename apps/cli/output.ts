@@ -1,4 +1,4 @@
-import * as Micro from "effect/Micro"
+import * as Effect from "effect/Effect"
 import type { CliError } from "./errors.js"
 import { errorText } from "./errorText.js"
 import { CliIo } from "./io.js"
@@ -27,11 +27,11 @@ export const list = (values: ReadonlyArray<string>) => (values.length === 0 ? "-
 
 /** The command's answer: JSON for scripts, or the human rendering. */
 export const emit = (json: boolean, value: unknown, human: () => string) =>
-  Micro.map(Micro.service(CliIo), (io) => io.stdout(`${json ? JSON.stringify(value, null, 2) : human()}\n`))
+  Effect.map(Effect.service(CliIo), (io) => io.stdout(`${json ? JSON.stringify(value, null, 2) : human()}\n`))
 
 /** A line about work under way, on stderr so stdout stays the answer; nothing in JSON mode. */
-export const progress = (json: boolean, text: string) => (json ? Micro.void : Micro.map(Micro.service(CliIo), (io) => io.stderr(`${text}\n`)))
+export const progress = (json: boolean, text: string) => (json ? Effect.void : Effect.map(Effect.service(CliIo), (io) => io.stderr(`${text}\n`)))
 
 /** The error on stderr, then the failure that makes the exit code 1. */
 export const report = (json: boolean) => (error: CliError) =>
-  Micro.andThen(Micro.map(Micro.service(CliIo), (io) => io.stderr(`${errorText(json, error)}\n`)), Micro.fail(error))
+  Effect.andThen(Effect.map(Effect.service(CliIo), (io) => io.stderr(`${errorText(json, error)}\n`)), Effect.fail(error))

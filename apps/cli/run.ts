@@ -1,11 +1,9 @@
-import type { Micro as MicroProgram } from "effect/Micro"
 import { createRequire } from "node:module"
-import { inspect } from "node:util"
 import { parseCommandLine } from "./commandLine.js"
 import { commands, type Runnable } from "./commands.js"
 import { errorText } from "./errorText.js"
 import { helpText } from "./help.js"
-import type { CliIo, CliIoShape, Streams } from "./io.js"
+import type { CliIoShape, Streams } from "./io.js"
 
 const pkg = createRequire(import.meta.url)("genjobs/package.json") as {
   readonly version: string
@@ -78,26 +76,21 @@ export const runCli = async (argv: ReadonlyArray<string>, env: CliIoShape["env"]
       const [group, name] = parsed.path as [keyof typeof commands, string]
       const node = commands[group]
       const spec = ("commands" in node ? node.commands[name as keyof typeof node.commands] : node) as unknown as Runnable
-      const [run, Micro, { CliIo }] = await Promise.all([spec.load(), import("effect/Micro"), import("./io.js")])
-      const program = run(parsed.input)
-      const context = { ...io, env }
-      // The commands against a server are Micro (a few dozen modules of Effect); migrate runs the engine's Effect.
-      if (Micro.isMicro(program)) {
-        const exit = await Micro.runPromiseExit(Micro.provideService(program as MicroProgram<void, unknown, CliIo>, CliIo, context))
-        if (exit._tag === "Success") return 0
-        // A CliError was printed where it happened; anything else is a bug, shown whole.
-        if (exit.cause._tag !== "Fail") io.stderr(`${inspect(exit.cause)}\n`)
-        return 1
-      }
-      const [Effect, Cause, ConfigProvider] = await Promise.all([import("effect/Effect"), import("effect/Cause"), import("effect/ConfigProvider")])
-      // The engine's settings (effect/Config) from the given environment, read as ConfigProvider.fromEnv reads process.env.
-      const fromEnv = ConfigProvider.fromMap(
-        new Map(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)),
-        { pathDelim: "_", seqDelim: "," }
+      const [run, Effect, Cause, ConfigProvider, { CliIo }] = await Promise.all([
+        spec.load(),
+        import("effect/Effect"),
+        import("effect/Cause"),
+        import("effect/ConfigProvider"),
+        import("./io.js")
+      ])
+      // The engine's settings (effect/Config, for migrate) from the given environment, read as from process.env.
+      const fromEnv = ConfigProvider.fromEnv({ env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)) })
+      const exit = await Effect.runPromiseExit(
+        run(parsed.input).pipe(Effect.provideService(CliIo, { ...io, env }), Effect.provideService(ConfigProvider.ConfigProvider, fromEnv))
       )
-      const exit = await Effect.runPromiseExit(program.pipe(Effect.provideService(CliIo, context), Effect.withConfigProvider(fromEnv)))
       if (exit._tag === "Success") return 0
-      if (Cause.failureOption(exit.cause)._tag === "None") io.stderr(`${Cause.pretty(exit.cause)}\n`)
+      // A CliError was printed where it happened; anything else is a bug, shown whole.
+      if (!Cause.hasFails(exit.cause)) io.stderr(`${Cause.pretty(exit.cause)}\n`)
       return 1
     }
   }

@@ -1,27 +1,27 @@
 import { Config, Option } from "effect"
-import { EngineEnv } from "genjobs"
+import { EngineEnv, satisfying } from "genjobs"
 import { ObservabilityEnv } from "genjobs/observability"
 
 /** The bundled server's settings: the engine's (EngineEnv), logs and traces (ObservabilityEnv) and its own. */
 export const ServerConfig = Config.all({
   engine: EngineEnv,
-  port: Config.integer("PORT").pipe(
+  port: Config.Int("PORT").pipe(
     Config.withDefault(3000),
-    Config.validate({ message: "PORT must be a whole number from 0 to 65535", validation: (n) => n >= 0 && n <= 65535 })
+    satisfying("PORT must be a whole number from 0 to 65535", (n) => n >= 0 && n <= 65535)
   ),
-  host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1")),
-  catalogFile: Config.option(Config.string("CATALOG_FILE")),
+  host: Config.String("HOST").pipe(Config.withDefault("127.0.0.1")),
+  catalogFile: Config.option(Config.String("CATALOG_FILE")),
   // Unset: on for the embedded SQLite store (a first try), off for PostgreSQL (a deployment); see seedDemoOf.
-  seedDemo: Config.option(Config.boolean("SEED_DEMO")),
+  seedDemo: Config.option(Config.Boolean("SEED_DEMO")),
   // A client that opened a connection and sends its headers slower than this is cut off (Node's headersTimeout).
-  headersTimeoutMs: Config.integer("HEADERS_TIMEOUT_MS").pipe(
+  headersTimeoutMs: Config.Int("HEADERS_TIMEOUT_MS").pipe(
     Config.withDefault(10_000),
-    Config.validate({ message: "HEADERS_TIMEOUT_MS must be a whole number of at least 100", validation: (n) => n >= 100 })
+    satisfying("HEADERS_TIMEOUT_MS must be a whole number of at least 100", (n) => n >= 100)
   ),
   observability: ObservabilityEnv
 })
 
-export type ServerSettings = Config.Config.Success<typeof ServerConfig>
+export type ServerSettings = Config.Success<typeof ServerConfig>
 
 /** The URL clients reach the server at; file URLs are built on it. */
 export const publicUrlOf = (settings: ServerSettings): string =>

@@ -1,7 +1,7 @@
 import "../quietSqliteWarning.js"
 import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, ConfigError, Deferred, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Config, Deferred, Effect, Layer, Option, Redacted } from "effect"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
@@ -124,9 +124,9 @@ const isSettingsRefusal = (value: unknown): value is { readonly message: string 
   value instanceof Error && "_tag" in value && (value._tag === "SqliteDriverError" || value._tag === "TablePrefixError")
 
 const oneLine = (cause: Cause.Cause<unknown>): string => {
-  const failure = Cause.failureOption(cause)
+  const failure = Cause.findErrorOption(cause)
   if (Option.isSome(failure) && failure.value instanceof StartFailure) return failure.value.line
-  if (Option.isSome(failure) && ConfigError.isConfigError(failure.value)) return `genjobs: invalid configuration: ${String(failure.value)}`
+  if (Option.isSome(failure) && failure.value instanceof Config.ConfigError) return `genjobs: invalid configuration: ${failure.value.message}`
   if (Option.isSome(failure) && isSettingsRefusal(failure.value)) return `genjobs: ${failure.value.message}`
   return `genjobs: the server stopped: ${Cause.pretty(cause)}`
 }
@@ -134,6 +134,6 @@ const oneLine = (cause: Cause.Cause<unknown>): string => {
 Effect.gen(function*() {
   return yield* serve(yield* ServerConfig)
 }).pipe(
-  Effect.tapErrorCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.sync(() => console.error(oneLine(cause))))),
+  Effect.tapCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => console.error(oneLine(cause))))),
   (program) => NodeRuntime.runMain(program, { disableErrorReporting: true })
 )
