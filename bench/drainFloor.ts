@@ -8,7 +8,7 @@
  * Redis drain adds its store's and broker's work to it. No reference: the floor says what the
  * targets leave for the rest.
  */
-import { Effect, Exit, Logger, LogLevel, Option, Scope } from "effect"
+import { Effect, Exit, Layer, Option, References, Scope } from "effect"
 import { writeFile } from "node:fs/promises"
 import { Session } from "node:inspector/promises"
 import { type Engine, JobRepo, makeEngine, Worker } from "genjobs"
@@ -17,7 +17,7 @@ import { BENCH_PROVIDER, noopProvider, seed, submit } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { emit, log } from "./lib/report.js"
 
-type JobIdOf = Parameters<JobRepo["Type"]["get"]>[0]
+type JobIdOf = Parameters<JobRepo["Service"]["get"]>[0]
 
 const POLL_MS = 20
 
@@ -65,7 +65,7 @@ const floorRun = async (n: number, fibers: number, broker: boolean) => {
     webhookDispatchers: 0,
     uploadSweeper: false,
     retentionSweeper: false,
-    observability: Logger.minimumLogLevel(LogLevel.Warning)
+    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
   })
   const scope = Effect.runSync(Scope.make())
   try {
@@ -76,7 +76,7 @@ const floorRun = async (n: number, fibers: number, broker: boolean) => {
     const stopProfile = await startProfile()
     const cpu = process.cpuUsage()
     const start = performance.now()
-    await engine.run(Scope.extend(Effect.flatMap(Worker, (worker) => worker.start(fibers)), scope))
+    await engine.run(Scope.provide(Effect.flatMap(Worker, (worker) => worker.start(fibers)), scope))
     while (!(await drained())) await new Promise((resolve) => setTimeout(resolve, POLL_MS))
     const seconds = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)

@@ -44,11 +44,11 @@ export const gatedSubmit = () =>
           const pool = yield* Layer.buildWithScope(layerSqlTables().pipe(Layer.provideMerge(PgClient.layer({ url: Redacted.make(url) }))), scope)
           const drivers = yield* makeSqlJobDriver({ databaseClock: false }).pipe(Effect.provide(pool))
           return yield* makeJobRepo(gated ? drivers : { ...drivers, store: { ...drivers.store, submitGated: undefined } })
-        }).pipe(Scope.extend(scope))
+        }).pipe(Scope.provide(scope))
       const gated = await Effect.runPromise(repoOf(true))
       const transaction = await Effect.runPromise(repoOf(false))
       let sequence = 0
-      const submitOne = (repo: JobRepo["Type"], client: number) => {
+      const submitOne = (repo: JobRepo["Service"], client: number) => {
         const owner = owners[client % ACCOUNTS]!
         const keyed = job(owner.id, { apiKeyId: "key_bench" as ApiKeyId, createdAt: Date.now() })
         return Effect.runPromise(repo.submit({
@@ -60,7 +60,7 @@ export const gatedSubmit = () =>
         }))
       }
       /** `clients` loops, each a submit after the other, for `seconds`. */
-      const run = async (repo: JobRepo["Type"], clients: number, seconds: number) => {
+      const run = async (repo: JobRepo["Service"], clients: number, seconds: number) => {
         let done = 0
         const deadline = performance.now() + seconds * 1000
         await Promise.all(Array.from({ length: clients }, async (_, client) => {
@@ -72,7 +72,7 @@ export const gatedSubmit = () =>
         }))
         return done
       }
-      const measure = async (repo: JobRepo["Type"], clients: number): Promise<Measured> => {
+      const measure = async (repo: JobRepo["Service"], clients: number): Promise<Measured> => {
         await run(repo, clients, WARMUP_SECONDS)
         const database = await ownDatabaseCpu(name)
         const cpu = process.cpuUsage()

@@ -24,7 +24,7 @@ import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { startReplicateSimulator } from "../test/simulators/replicate.js"
 import { childExecArgv, exited, goAll, readyAll } from "./lib/child.js"
-import { Logger, LogLevel, Redacted } from "effect"
+import { Layer, Redacted, References } from "effect"
 import { makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
@@ -104,7 +104,7 @@ export const providerInflight = () =>
         workers: 0,
         webhookDispatchers: 0,
         uploadSweeper: false,
-        observability: Logger.minimumLogLevel(LogLevel.Warning)
+        observability: Layer.succeed(References.MinimumLogLevel, "Warn")
       })
       const [caller] = await seed(submitter, 1)
       log(`provider_inflight: submitting ${jobs} jobs of ${GENERATION_MS / 1000} s`)

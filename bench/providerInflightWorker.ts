@@ -6,7 +6,7 @@
  * its CPU time, RSS and event-loop delay (perf_hooks, since the previous report) to the parent
  * every 500 ms.
  */
-import { Logger, LogLevel, Redacted } from "effect"
+import { Layer, Redacted, References } from "effect"
 import { type Engine, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
@@ -94,7 +94,7 @@ serveParent({
       // The simulator serves its outputs from 127.0.0.1: an explicit opt-in past the address guard.
       settings: { providerOutputAllowPrivate: true },
       // A log line per job would fill the bench's stdout, which carries the figures.
-      observability: Logger.minimumLogLevel(LogLevel.Warning)
+      observability: Layer.succeed(References.MinimumLogLevel, "Warn")
     })
     report()
   },

@@ -1,4 +1,4 @@
-import { Effect, Logger, LogLevel, Redacted } from "effect"
+import { Effect, Layer, Redacted, References } from "effect"
 import { Admin, Auth, type Caller, Catalog, type Engine, type GenerationProvider, Jobs, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { natsQueue } from "genjobs/nats"
@@ -62,7 +62,7 @@ export const startPgEngine = (
     uploadSweeper: false,
     // Warnings and errors only, as graphile-worker's quietLogger beside it: per-job info lines to a
     // console would time the logger, and the bench's stdout is for its JSON lines.
-    observability: Logger.minimumLogLevel(LogLevel.Warning)
+    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
   })
 
 /** Loads the bench catalog and makes `accounts` funded accounts; returns a signed-in caller for each. */
@@ -79,7 +79,7 @@ export const seed = (engine: Engine, accounts: number): Promise<ReadonlyArray<Ca
       }))
   }))
 
-type RequestIdOf = Parameters<Jobs["Type"]["submit"]>[2]
+type RequestIdOf = Parameters<Jobs["Service"]["submit"]>[2]
 
 let requests = 0
 

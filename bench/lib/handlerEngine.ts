@@ -1,4 +1,4 @@
-import { type Layer, Logger, LogLevel } from "effect"
+import { Layer, References } from "effect"
 import { makeDemoProvider, makeEngine, type StorePorts } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { BENCH_ACCOUNT, benchCatalog } from "../catalog.js"
@@ -20,7 +20,7 @@ export const handlerEngine = async (store: Layer.Layer<StorePorts, unknown>) => 
     workers: 0,
     webhookDispatchers: 0,
     uploadSweeper: false,
-    observability: Logger.minimumLogLevel(LogLevel.Warning)
+    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
   })
   const call = async (method: string, path: string, auth: string, body?: unknown) => {
     const response = await engine.fetch(new Request(`http://bench${path}`, {
