@@ -20,7 +20,7 @@ interface Entry<A> {
  * of the key (active, expiry, addresses) run on every request, on the cached row.
  */
 export const makeKeyCache = <A, E extends StoreError>(
-  changes: StoreChanges["Type"],
+  changes: StoreChanges["Service"],
   read: (hash: string) => Effect.Effect<Option.Option<A>, E>
 ) => {
   const entries = new Map<string, Entry<A>>()

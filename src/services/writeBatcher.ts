@@ -37,7 +37,7 @@ export const makeWriteBatcher = <I, O, E>(
       Effect.sync(() => batch.forEach(({ done }, i) => done(Exit.map(exit, (outputs) => outputs[i]!))))
 
     /** The next batch, once there is a write to send. */
-    const nextBatch = Effect.async<ReadonlyArray<Pending<I, O, E>>>((resume) => {
+    const nextBatch = Effect.callback<ReadonlyArray<Pending<I, O, E>>>((resume) => {
       const take = () => {
         wake = undefined
         inFlight = queued.splice(0, maxBatch)
@@ -71,7 +71,7 @@ export const makeWriteBatcher = <I, O, E>(
     yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
 
     return (item) =>
-      Effect.async<O, E>((done) => {
+      Effect.callback<O, E>((done) => {
         if (closed) return done(Effect.interrupt)
         queued.push({ item, done })
         wake?.()

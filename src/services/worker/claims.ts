@@ -61,7 +61,7 @@ export const claimFor = (
       // What the limited claim took is this worker's now: a broker or store fault after it must
       // not leave those jobs under a lease no run holds (each would cost an attempt, and a first
       // pickup's start mark would read as a lost start).
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         limited.length === 0
           ? Effect.fail(error)
           : Effect.as(Effect.logWarning("worker could not take queue deliveries; running the jobs claimed so far", error.message), []))
