@@ -276,7 +276,7 @@ export const make = Effect.gen(function*() {
   } as const
 })
 
-export class Catalog extends Context.Service<Catalog, Effect.Effect.Success<typeof make>>()("genjobs/Catalog") {
+export class Catalog extends Context.Service<Catalog, Effect.Success<typeof make>>()("genjobs/Catalog") {
   static readonly layer = Layer.effect(Catalog, make)
 }
 

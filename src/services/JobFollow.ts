@@ -379,6 +379,6 @@ export const make = Effect.gen(function*() {
   return { join, listen, follow, awaitTerminal, hintMark, readForWatch, openCount: () => open } as const
 })
 
-export class JobFollow extends Context.Service<JobFollow, Effect.Effect.Success<typeof make>>()("genjobs/JobFollow") {
+export class JobFollow extends Context.Service<JobFollow, Effect.Success<typeof make>>()("genjobs/JobFollow") {
   static readonly layer = Layer.effect(JobFollow, make)
 }

@@ -79,9 +79,10 @@ export const make = Effect.gen(function*() {
     )
     yield* Effect.gen(function*() {
       const held = yield* drain(
-        Effect.tap(repo.purgeIdempotency(cutoffs.idempotencyCreatedBefore, limit), (n) => {
-          swept.idempotencyKeys += n
-        })
+        Effect.tap(repo.purgeIdempotency(cutoffs.idempotencyCreatedBefore, limit), (n) =>
+          Effect.sync(() => {
+            swept.idempotencyKeys += n
+          }))
       )
       const { jobsEndedBy } = cutoffs
       if (!held || jobsEndedBy === null) return
@@ -126,6 +127,6 @@ export const make = Effect.gen(function*() {
   return { sweepOnce, start } as const
 })
 
-export class RetentionSweeper extends Context.Service<RetentionSweeper, Effect.Effect.Success<typeof make>>()("genjobs/RetentionSweeper") {
+export class RetentionSweeper extends Context.Service<RetentionSweeper, Effect.Success<typeof make>>()("genjobs/RetentionSweeper") {
   static readonly layer = Layer.effect(RetentionSweeper, make)
 }

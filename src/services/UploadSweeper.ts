@@ -91,6 +91,6 @@ export const make = Effect.gen(function*() {
   return { sweepOnce, start } as const
 })
 
-export class UploadSweeper extends Context.Service<UploadSweeper, Effect.Effect.Success<typeof make>>()("genjobs/UploadSweeper") {
+export class UploadSweeper extends Context.Service<UploadSweeper, Effect.Success<typeof make>>()("genjobs/UploadSweeper") {
   static readonly layer = Layer.effect(UploadSweeper, make)
 }

@@ -87,7 +87,7 @@ export const make = Effect.gen(function*() {
   return { presign: Effect.fn("Uploads.presign")(presign), get: Effect.fn("Uploads.get")(get) } as const
 })
 
-export class Uploads extends Context.Service<Uploads, Effect.Effect.Success<typeof make>>()("genjobs/Uploads") {
+export class Uploads extends Context.Service<Uploads, Effect.Success<typeof make>>()("genjobs/Uploads") {
   static readonly layer = Layer.effect(Uploads, make)
 }
 

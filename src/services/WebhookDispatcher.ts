@@ -47,7 +47,7 @@ export const make = Effect.gen(function*() {
 
 export class WebhookDispatcher extends Context.Service<
   WebhookDispatcher,
-  Effect.Effect.Success<typeof make>
+  Effect.Success<typeof make>
 >()("genjobs/WebhookDispatcher") {
   static readonly layer = Layer.effect(WebhookDispatcher, make)
 }

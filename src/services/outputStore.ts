@@ -34,7 +34,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308])
 const unreachable = (url: string) => (error: HttpClientError.HttpClientError): OutputRefused | ProviderUnreachable =>
   // A request's error (no response came), as the guard's refusal is.
   error.response === undefined && error.reason.cause instanceof AddressRefused
-    ? new OutputRefused({ message: `The output ${url} was not fetched: ${error.cause.message}` })
+    ? new OutputRefused({ message: `The output ${url} was not fetched: ${error.reason.cause.message}` })
     : new ProviderUnreachable({ message: `The output ${url} could not be fetched` })
 
 const sizeText = (bytes: number) =>

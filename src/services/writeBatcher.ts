@@ -64,7 +64,7 @@ export const makeWriteBatcher = <I, O, E>(
       else for (const entry of batch) yield* settle([entry], yield* Effect.exit(writeMany([entry.item])))
       inFlight = []
       // Lets the fibers woken by the answers, and those about to write, queue theirs first: the next batch takes them together.
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
     })).pipe(Effect.onInterrupt(() => abandon))
     yield* Effect.forkScoped(writer)
     // Added after the writer, so it runs before the writer is interrupted: no write is queued after.

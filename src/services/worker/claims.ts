@@ -10,7 +10,7 @@ export interface Claimed {
   readonly leaseExpiresAt: number
 }
 
-export type BrokerClaims = Effect.Effect.Success<ReturnType<typeof makeBrokerClaims>>
+export type BrokerClaims = Effect.Success<ReturnType<typeof makeBrokerClaims>>
 
 /** Claims up to `limit` jobs from the store; each lease's end measured before the claim, so never late. */
 export const claimUpTo = (

@@ -21,8 +21,8 @@ export interface WorkerDeps {
   readonly localWorkers: LocalWorkers["Service"]
   /** A queue broker when one is configured; else the store is the queue (claimBatch, JobSignal). */
   readonly queue: Option.Option<JobQueue["Service"]>
-  readonly files: Effect.Effect.Success<typeof makeOutputStore>
-  readonly calls: Effect.Effect.Success<typeof makeProviderCalls>
+  readonly files: Effect.Success<typeof makeOutputStore>
+  readonly calls: Effect.Success<typeof makeProviderCalls>
   readonly newLeaseKeeper: Effect.Effect<LeaseKeeper, never, Scope.Scope>
   readonly limits: LimitPlans
 }
