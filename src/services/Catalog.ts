@@ -141,10 +141,10 @@ export const make = Effect.gen(function*() {
    */
   const check = (input: unknown, options: CheckOptions = {}): Effect.Effect<CatalogDocument, EngineError> =>
     Effect.gen(function*() {
-      const doc = yield* Result.mapError(
+      const doc = yield* Effect.fromResult(Result.mapError(
         checkCatalogDocument(input),
         (reasons) => new ValidationError({ message: "The catalog document is invalid", details: { reasons } })
-      )
+      ))
       if (options.allowUnregisteredProviders === true) return doc
       const unregistered = unregisteredVersions(doc, yield* Clock.currentTimeMillis, isRegistered)
       if (unregistered.length === 0) return doc

@@ -204,7 +204,10 @@ export const makeProviderCalls = Effect.gen(function*() {
         deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
         outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
         state: () => state,
-        save: (next) => Effect.tap(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => (state = next))
+        save: (next) =>
+          Effect.map(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => {
+            state = next
+          })
       }
     })
 
