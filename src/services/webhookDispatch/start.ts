@@ -44,7 +44,7 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         return false
       }
       // This claim looks at everything finished so far; only later finishes should wake the loop.
-      yield* Queue.takeAll(finished)
+      yield* Queue.clear(finished)
       const exit = yield* Effect.exit(claim(workerId))
       if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
         yield* FiberSet.run(inFlight, run(exit.value.value))
