@@ -104,6 +104,6 @@ export const make = Effect.gen(function*() {
   return { overview: Effect.fn("Accounts.overview")(overview), spend: Effect.fn("Accounts.spend")(spend) } as const
 })
 
-export class Accounts extends Context.Tag("genjobs/Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {
+export class Accounts extends Context.Service<Accounts, Effect.Success<typeof make>>()("genjobs/Accounts") {
   static readonly layer = Layer.effect(Accounts, make)
 }

@@ -48,6 +48,6 @@ export const make = Effect.gen(function*() {
   } as const
 })
 
-export class Admin extends Context.Tag("genjobs/Admin")<Admin, Effect.Effect.Success<typeof make>>() {
+export class Admin extends Context.Service<Admin, Effect.Success<typeof make>>()("genjobs/Admin") {
   static readonly layer = Layer.effect(Admin, make)
 }

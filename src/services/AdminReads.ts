@@ -211,6 +211,6 @@ export const make = Effect.gen(function*() {
   } as const
 })
 
-export class AdminReads extends Context.Tag("genjobs/AdminReads")<AdminReads, Effect.Effect.Success<typeof make>>() {
+export class AdminReads extends Context.Service<AdminReads, Effect.Success<typeof make>>()("genjobs/AdminReads") {
   static readonly layer = Layer.effect(AdminReads, make)
 }

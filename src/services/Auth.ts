@@ -83,6 +83,6 @@ export const make = Effect.gen(function*() {
   return { authenticate: Effect.fn("Auth.authenticate")(authenticate) } as const
 })
 
-export class Auth extends Context.Tag("genjobs/Auth")<Auth, Effect.Effect.Success<typeof make>>() {
+export class Auth extends Context.Service<Auth, Effect.Success<typeof make>>()("genjobs/Auth") {
   static readonly layer = Layer.effect(Auth, make)
 }

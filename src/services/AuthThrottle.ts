@@ -72,6 +72,6 @@ export const make = Effect.gen(function*() {
 })
 
 /** Throttles credential guessing per client address, across every process on the store (docs/operations.md). */
-export class AuthThrottle extends Context.Tag("genjobs/AuthThrottle")<AuthThrottle, Effect.Effect.Success<typeof make>>() {
+export class AuthThrottle extends Context.Service<AuthThrottle, Effect.Success<typeof make>>()("genjobs/AuthThrottle") {
   static readonly layer = Layer.effect(AuthThrottle, make)
 }

@@ -1,5 +1,5 @@
 import type { ValidateFunction } from "ajv"
-import { Clock, Context, Deferred, Effect, Either, Layer, Option, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Option, Ref, Result } from "effect"
 import type { Account } from "../domain/account.js"
 import type { CatalogDocument, CatalogModel, ModelVersion } from "../domain/catalog.js"
 import { checkCatalogDocument } from "../domain/catalogCheck.js"
@@ -141,10 +141,10 @@ export const make = Effect.gen(function*() {
    */
   const check = (input: unknown, options: CheckOptions = {}): Effect.Effect<CatalogDocument, EngineError> =>
     Effect.gen(function*() {
-      const doc = yield* Either.mapLeft(
+      const doc = yield* Effect.fromResult(Result.mapError(
         checkCatalogDocument(input),
         (reasons) => new ValidationError({ message: "The catalog document is invalid", details: { reasons } })
-      )
+      ))
       if (options.allowUnregisteredProviders === true) return doc
       const unregistered = unregisteredVersions(doc, yield* Clock.currentTimeMillis, isRegistered)
       if (unregistered.length === 0) return doc
@@ -276,8 +276,8 @@ export const make = Effect.gen(function*() {
   } as const
 })
 
-export class Catalog extends Context.Tag("genjobs/Catalog")<Catalog, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.scoped(Catalog, make)
+export class Catalog extends Context.Service<Catalog, Effect.Success<typeof make>>()("genjobs/Catalog") {
+  static readonly layer = Layer.effect(Catalog, make)
 }
 
 export type { CatalogDocument }

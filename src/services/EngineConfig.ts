@@ -118,7 +118,7 @@ export const defaultEngineSettings: EngineSettings = {
   maxWatchers: 20_000
 }
 
-export class EngineConfig extends Context.Tag("genjobs/EngineConfig")<EngineConfig, EngineSettings>() {
+export class EngineConfig extends Context.Service<EngineConfig, EngineSettings>()("genjobs/EngineConfig") {
   static readonly layer = (overrides: Partial<EngineSettings> = {}) =>
     Layer.succeed(EngineConfig, { ...defaultEngineSettings, ...overrides })
 }

@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Either, Layer, Metric, Option, Queue, Random, type Scope, Stream } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Latch, Layer, Metric, Option, Queue, Random, Result, type Scope, Stream } from "effect"
 import { type EngineError, ServiceUnavailable, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
@@ -108,20 +108,22 @@ export const make = Effect.gen(function*() {
   const swept = new Set<Watch>()
   const wake = yield* Queue.sliding<void>(1)
   // Open while any job is followed: an idle engine has no sweep running.
-  const following = yield* Effect.makeLatch(false)
+  const following = yield* Latch.make(false)
   const hints = makeHintLog<JobId>()
   const deadlines = yield* makeDeadlines
+  // The gauge is moved from plain callbacks: it counts in the registry of the context the service was built in.
+  const metrics = yield* Effect.context<never>()
 
   const markDirty = (watch: Watch) => {
     hinted.add(watch)
     swept.delete(watch)
-    Queue.unsafeOffer(wake, undefined)
+    Queue.offerUnsafe(wake, undefined)
   }
 
   const markDue = (watch: Watch) => {
     if (hinted.has(watch)) return
     swept.add(watch)
-    Queue.unsafeOffer(wake, undefined)
+    Queue.offerUnsafe(wake, undefined)
   }
 
   // One subscription for the process: a hint wakes exactly the watchers of its job (undefined: every job).
@@ -142,7 +144,7 @@ export const make = Effect.gen(function*() {
     swept.delete(watch)
     slots[watch.slot]!.delete(watch)
     if (watches.get(watch.jobId) === watch) watches.delete(watch.jobId)
-    if (watches.size === 0) following.unsafeClose()
+    if (watches.size === 0) following.closeUnsafe()
   }
 
   const deliver = (watch: Watch, found: Option.Option<Job>) => {
@@ -169,7 +171,7 @@ export const make = Effect.gen(function*() {
     for (const watch of batch) {
       if (watch.done) continue
       try {
-        deliver(watch, Option.fromNullable(byId.get(watch.jobId)))
+        deliver(watch, Option.fromNullishOr(byId.get(watch.jobId)))
       } catch (error) {
         failed.push(error)
         drop(watch)
@@ -185,7 +187,7 @@ export const make = Effect.gen(function*() {
     return Effect.matchEffect(repo.getMany(live.map((watch) => watch.jobId)), {
       onSuccess: (jobs) => deliverAll(live, jobs),
       onFailure: (error) =>
-        Effect.zipRight(
+        Effect.andThen(
           Effect.sync(() => {
             for (const watch of live) {
               if (watch.done) continue
@@ -213,13 +215,13 @@ export const make = Effect.gen(function*() {
   /** Reads until nothing is left to read: hinted jobs first, then the sweep's, a statement at a time. */
   const readAll: Effect.Effect<void> = Effect.suspend(() => {
     const batch = hinted.size > 0 ? takeFrom(hinted, READ_BATCH) : takeFrom(swept, SWEEP_BATCH)
-    return batch.length === 0 ? Effect.void : Effect.zipRight(readChunk(batch), readAll)
+    return batch.length === 0 ? Effect.void : Effect.andThen(readChunk(batch), readAll)
   })
 
   // The reader: every job hinted (or due in the sweep, or joined after a hint) since it last
   // looked, read once for all its followers.
   yield* Queue.take(wake).pipe(
-    Effect.zipRight(readAll),
+    Effect.andThen(readAll),
     Effect.forever,
     Effect.forkScoped
   )
@@ -228,8 +230,8 @@ export const make = Effect.gen(function*() {
   const step = Duration.toMillis(SWEEP_PERIOD) / SWEEP_SLOTS
   let sweepSlot = 0
   yield* following.await.pipe(
-    Effect.zipRight(Effect.sleep(step)),
-    Effect.zipRight(Effect.sync(() => {
+    Effect.andThen(Effect.sleep(step)),
+    Effect.andThen(Effect.sync(() => {
       sweepSlot = (sweepSlot + 1) % SWEEP_SLOTS
       for (const watch of slots[sweepSlot]!) markDue(watch)
     })),
@@ -251,12 +253,12 @@ export const make = Effect.gen(function*() {
       nextSlot = (nextSlot + 1) % SWEEP_SLOTS
       watches.set(jobId, watch)
       slots[watch.slot]!.add(watch)
-      following.unsafeOpen()
+      following.openUnsafe()
     }
     const follower: Follower = { seen: after, listener }
     watch.followers.add(follower)
     open++
-    openWatchers.unsafeModify(1, [])
+    openWatchers.modifyUnsafe(1, metrics)
     if (since === undefined || hints.since(jobId, since)) markDirty(watch)
     const joined = watch
     let removed = false
@@ -264,7 +266,7 @@ export const make = Effect.gen(function*() {
       if (removed) return
       removed = true
       open--
-      openWatchers.unsafeModify(-1, [])
+      openWatchers.modifyUnsafe(-1, metrics)
       joined.followers.delete(follower)
       if (!joined.done && joined.followers.size === 0) drop(joined)
     }
@@ -277,13 +279,13 @@ export const make = Effect.gen(function*() {
    * 20 statements, not 10,000 reads each waiting for a connection of the pool.
    */
   // A failed statement is every asker's failure (the batcher would retry it id by id, which for
-  // a read that failed as a whole only multiplies the failure): hence Either, never a failure.
+  // a read that failed as a whole only multiplies the failure): hence Result, never a failure.
   const readMany = yield* makeWriteBatcher((ids: ReadonlyArray<JobId>) =>
-    Effect.either(repo.getMany(ids)).pipe(Effect.map((read): ReadonlyArray<Either.Either<Option.Option<Job>, StoreError>> => {
-      if (Either.isLeft(read)) return ids.map(() => Either.left(read.left))
+    Effect.result(repo.getMany(ids)).pipe(Effect.map((read): ReadonlyArray<Result.Result<Option.Option<Job>, StoreError>> => {
+      if (Result.isFailure(read)) return ids.map(() => Result.fail(read.failure))
       const byId = new Map<JobId, Job>()
-      for (const job of read.right) byId.set(job.id, job)
-      return ids.map((id) => Either.right(Option.fromNullable(byId.get(id))))
+      for (const job of read.success) byId.set(job.id, job)
+      return ids.map((id) => Result.succeed(Option.fromNullishOr(byId.get(id))))
     })), READ_BATCH)
   let reading = 0
 
@@ -297,7 +299,7 @@ export const make = Effect.gen(function*() {
     Effect.suspend((): Effect.Effect<Option.Option<Job>, StoreError | EngineError> => {
       if (open >= maxWatchers || reading >= maxWatchers) return Effect.fail(tooManyWatchers(maxWatchers))
       reading++
-      return Effect.ensuring(Effect.flatten(readMany(jobId)), Effect.sync(() => reading--))
+      return Effect.ensuring(Effect.flatMap(readMany(jobId), Effect.fromResult), Effect.sync(() => reading--))
     })
 
   /** The mark to pass as `since`: taken before reading the job a watcher then follows. */
@@ -332,10 +334,10 @@ export const make = Effect.gen(function*() {
    * with the first terminal one. A Stream over `listen`, for callers that want one.
    */
   const follow = (job: Job, after = 0): Stream.Stream<Job, StoreError | EngineError> =>
-    Stream.asyncScoped<Job, StoreError | EngineError>((emit) =>
+    Stream.callback<Job, StoreError | EngineError>((queue) =>
       listen(job.id, after, {
-        onJob: (current) => void emit.single(current),
-        onEnd: (error) => void (error === undefined ? emit.end() : emit.fail(error))
+        onJob: (current) => void Queue.offerUnsafe(queue, current),
+        onEnd: (error) => void (error === undefined ? Queue.endUnsafe(queue) : Queue.failCauseUnsafe(queue, Cause.fail(error)))
       })
     )
 
@@ -346,7 +348,7 @@ export const make = Effect.gen(function*() {
    */
   const awaitTerminal = (job: Job, seconds: number, since?: number): Effect.Effect<Job, StoreError | EngineError> =>
     isTerminal(job.status) ? Effect.succeed(job) : Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, draw]) =>
-      Effect.async<Job, StoreError | EngineError>((resume) => {
+      Effect.callback<Job, StoreError | EngineError>((resume) => {
         let latest = job
         let settled = false
         let cancelDeadline: () => void = () => undefined
@@ -377,6 +379,6 @@ export const make = Effect.gen(function*() {
   return { join, listen, follow, awaitTerminal, hintMark, readForWatch, openCount: () => open } as const
 })
 
-export class JobFollow extends Context.Tag("genjobs/JobFollow")<JobFollow, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.scoped(JobFollow, make)
+export class JobFollow extends Context.Service<JobFollow, Effect.Success<typeof make>>()("genjobs/JobFollow") {
+  static readonly layer = Layer.effect(JobFollow, make)
 }

@@ -34,6 +34,6 @@ export const make = Effect.gen(function*() {
   } as const
 })
 
-export class Jobs extends Context.Tag("genjobs/Jobs")<Jobs, Effect.Effect.Success<typeof make>>() {
+export class Jobs extends Context.Service<Jobs, Effect.Success<typeof make>>()("genjobs/Jobs") {
   static readonly layer = Layer.effect(Jobs, make)
 }

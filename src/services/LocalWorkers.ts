@@ -19,12 +19,12 @@ export type ReserveSlot = (job: Job) => Effect.Effect<Option.Option<WorkerSlot>>
  * provider is called. Empty until a Worker starts in this process, so API-only processes queue
  * every job.
  */
-export class LocalWorkers extends Context.Tag("genjobs/LocalWorkers")<LocalWorkers, {
+export class LocalWorkers extends Context.Service<LocalWorkers, {
   /** An idle local worker for `job`, or None. */
   readonly reserve: ReserveSlot
   /** A started Worker offers its idle fibers for as long as the scope is open. */
   readonly offer: (reserve: ReserveSlot) => Effect.Effect<void, never, Scope.Scope>
-}>() {
+}>()("genjobs/LocalWorkers") {
   static readonly layer = Layer.sync(LocalWorkers, () => {
     const offers = new Set<ReserveSlot>()
     const reserveFrom = (remaining: ReadonlyArray<ReserveSlot>, job: Job): Effect.Effect<Option.Option<WorkerSlot>> => {

@@ -33,7 +33,7 @@ interface Tracked {
  * and its generations in flight. Per process, as the calls it counts are: a circuit opened
  * here does not stop another process's starts.
  */
-export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<ProviderHealth, {
+export class ProviderHealth extends Context.Service<ProviderHealth, {
   /** Whether a start may go to this credential now (its circuit is closed, or its pause is over). */
   readonly available: (providerId: string, credentialId: string) => Effect.Effect<boolean>
   /** Lets a start through: false when another took the probe first. */
@@ -54,7 +54,7 @@ export class ProviderHealth extends Context.Tag("genjobs/ProviderHealth")<Provid
   readonly unconfirmed: (providerId: string) => Effect.Effect<void>
   /** Every registered provider's credentials and every credential called, by provider id and credential id. */
   readonly snapshot: Effect.Effect<ReadonlyArray<CredentialHealth>>
-}>() {
+}>()("genjobs/ProviderHealth") {
   static readonly layer = Layer.effect(ProviderHealth, Effect.gen(function*() {
     const settings = (yield* EngineConfig).providerCircuit
     const providers = yield* Effect.serviceOption(Providers)

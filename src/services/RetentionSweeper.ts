@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, ExecutionStrategy, Exit, Layer, Option, Scope } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Option, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { StoreError } from "../domain/errors.js"
 import { jobFilePrefix, retainedStatuses, retentionCutoffs, unsentDeliveries } from "../domain/retention.js"
@@ -79,9 +79,10 @@ export const make = Effect.gen(function*() {
     )
     yield* Effect.gen(function*() {
       const held = yield* drain(
-        Effect.tap(repo.purgeIdempotency(cutoffs.idempotencyCreatedBefore, limit), (n) => {
-          swept.idempotencyKeys += n
-        })
+        Effect.tap(repo.purgeIdempotency(cutoffs.idempotencyCreatedBefore, limit), (n) =>
+          Effect.sync(() => {
+            swept.idempotencyKeys += n
+          }))
       )
       const { jobsEndedBy } = cutoffs
       if (!held || jobsEndedBy === null) return
@@ -108,12 +109,12 @@ export const make = Effect.gen(function*() {
     // past `drainTimeoutMs` the close stops waiting and the batch is abandoned (it ends by itself
     // and starts no other). The close runs interruptible, or the timeout, inside a finalizer, could
     // not stop the wait. `sweeps` is closed by then, so the caller's own close of it adds no wait.
-    const sweeps = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    const sweeps = yield* Scope.fork(yield* Effect.scope, "sequential")
     yield* Effect.forkIn(
       Effect.forever(
         Effect.exit(sweepOnce).pipe(
           Effect.tap((exit) => Exit.isFailure(exit) ? Effect.logError("retention sweep failed", Cause.pretty(exit.cause)) : Effect.void),
-          Effect.zipRight(Effect.sleep(Duration.millis(config.retentionSweepIntervalMs)))
+          Effect.andThen(Effect.sleep(Duration.millis(config.retentionSweepIntervalMs)))
         )
       ),
       sweeps
@@ -126,6 +127,6 @@ export const make = Effect.gen(function*() {
   return { sweepOnce, start } as const
 })
 
-export class RetentionSweeper extends Context.Tag("genjobs/RetentionSweeper")<RetentionSweeper, Effect.Effect.Success<typeof make>>() {
+export class RetentionSweeper extends Context.Service<RetentionSweeper, Effect.Success<typeof make>>()("genjobs/RetentionSweeper") {
   static readonly layer = Layer.effect(RetentionSweeper, make)
 }

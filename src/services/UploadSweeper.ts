@@ -83,7 +83,7 @@ export const make = Effect.gen(function*() {
   /** A sweep at once, then one every SWEEP_EVERY_MS after the last ended; a failed sweep is logged, the next one runs as planned. */
   const start = Effect.asVoid(Effect.forkScoped(
     sweepOnce.pipe(
-      Effect.catchAllCause((cause) => Effect.logError("upload sweep failed", Cause.pretty(cause))),
+      Effect.catchCause((cause) => Effect.logError("upload sweep failed", Cause.pretty(cause))),
       Effect.repeat(Schedule.spaced(Duration.millis(SWEEP_EVERY_MS)))
     )
   ))
@@ -91,6 +91,6 @@ export const make = Effect.gen(function*() {
   return { sweepOnce, start } as const
 })
 
-export class UploadSweeper extends Context.Tag("genjobs/UploadSweeper")<UploadSweeper, Effect.Effect.Success<typeof make>>() {
+export class UploadSweeper extends Context.Service<UploadSweeper, Effect.Success<typeof make>>()("genjobs/UploadSweeper") {
   static readonly layer = Layer.effect(UploadSweeper, make)
 }

@@ -18,7 +18,7 @@ import { UploadTarget } from "../ports/UploadTarget.js"
 import type { Caller } from "./Auth.js"
 
 /** Signs the filesystem upload URLs; every process of one deployment needs the same secret. */
-export class UploadSigningSecret extends Context.Tag("genjobs/UploadSigningSecret")<UploadSigningSecret, string>() {}
+export class UploadSigningSecret extends Context.Service<UploadSigningSecret, string>()("genjobs/UploadSigningSecret") {}
 
 export interface PresignResult {
   readonly uploadUrl: string
@@ -87,7 +87,7 @@ export const make = Effect.gen(function*() {
   return { presign: Effect.fn("Uploads.presign")(presign), get: Effect.fn("Uploads.get")(get) } as const
 })
 
-export class Uploads extends Context.Tag("genjobs/Uploads")<Uploads, Effect.Effect.Success<typeof make>>() {
+export class Uploads extends Context.Service<Uploads, Effect.Success<typeof make>>()("genjobs/Uploads") {
   static readonly layer = Layer.effect(Uploads, make)
 }
 
@@ -156,7 +156,7 @@ export const receiveUpload = <E>(
     return yield* blobs.putStream(grant.uploadId, grant.contentType, exactly(body, declaredLength)).pipe(
       Effect.onExit((exit) =>
         Exit.isSuccess(exit) ? Effect.void : repo.unmarkUploaded(grant.uploadId).pipe(
-          Effect.catchAllCause((cause) => Effect.logError("could not release an upload after a failed store", cause))
+          Effect.catchCause((cause) => Effect.logError("could not release an upload after a failed store", cause))
         )
       )
     )

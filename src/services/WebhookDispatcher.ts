@@ -45,9 +45,9 @@ export const make = Effect.gen(function*() {
   return { deliverOnce: Effect.fn("WebhookDispatcher.deliverOnce")(deliverOnce), start: start(deps) } as const
 })
 
-export class WebhookDispatcher extends Context.Tag("genjobs/WebhookDispatcher")<
+export class WebhookDispatcher extends Context.Service<
   WebhookDispatcher,
-  Effect.Effect.Success<typeof make>
->() {
+  Effect.Success<typeof make>
+>()("genjobs/WebhookDispatcher") {
   static readonly layer = Layer.effect(WebhookDispatcher, make)
 }

@@ -70,6 +70,6 @@ export const make = Effect.gen(function*() {
   return { list: Effect.fn("Webhooks.list")(list), retry: Effect.fn("Webhooks.retry")(retry) } as const
 })
 
-export class Webhooks extends Context.Tag("genjobs/Webhooks")<Webhooks, Effect.Effect.Success<typeof make>>() {
+export class Webhooks extends Context.Service<Webhooks, Effect.Success<typeof make>>()("genjobs/Webhooks") {
   static readonly layer = Layer.effect(Webhooks, make)
 }

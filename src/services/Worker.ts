@@ -44,6 +44,6 @@ export const make = Effect.gen(function*() {
   } as const
 })
 
-export class Worker extends Context.Tag("genjobs/Worker")<Worker, Effect.Effect.Success<typeof make>>() {
+export class Worker extends Context.Service<Worker, Effect.Success<typeof make>>()("genjobs/Worker") {
   static readonly layer = Layer.effect(Worker, make)
 }

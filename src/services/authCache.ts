@@ -20,7 +20,7 @@ interface Entry<A> {
  * of the key (active, expiry, addresses) run on every request, on the cached row.
  */
 export const makeKeyCache = <A, E extends StoreError>(
-  changes: StoreChanges["Type"],
+  changes: StoreChanges["Service"],
   read: (hash: string) => Effect.Effect<Option.Option<A>, E>
 ) => {
   const entries = new Map<string, Entry<A>>()
@@ -41,9 +41,10 @@ export const makeKeyCache = <A, E extends StoreError>(
         return Effect.succeed(Option.some(entry.found))
       }
       // The generation is taken before the read: a change heard while it runs makes the entry stale at once.
-      return Effect.tap(once(`${generation}:${hash}`, read(hash)), (found) => {
-        if (Option.isSome(found)) remember(hash, found.value, now, generation)
-        else entries.delete(hash)
-      })
+      return Effect.tap(once(`${generation}:${hash}`, read(hash)), (found) =>
+        Effect.sync(() => {
+          if (Option.isSome(found)) remember(hash, found.value, now, generation)
+          else entries.delete(hash)
+        }))
     })
 }

@@ -6,8 +6,10 @@ import { type Backoff, backoffDelayMs } from "../domain/backoff.js"
  * exponential ceiling, never sooner than the error's Retry-After. It never stops by itself:
  * callers bound it (a count, a deadline, a lease).
  */
-export const backoff = <E>(settings: Backoff, retryAfterOf: (error: E) => number | undefined = () => undefined) =>
-  Schedule.intersect(Schedule.forever, Schedule.identity<E>()).pipe(
-    Schedule.addDelayEffect(([attempt, error]) =>
-      Effect.map(Random.next, (random) => Duration.millis(backoffDelayMs(settings, attempt, random, retryAfterOf(error)))))
+export const backoff = <E>(settings: Backoff, retryAfterOf: (error: E) => number | undefined = () => undefined): Schedule.Schedule<number, E> =>
+  Schedule.forever.pipe(
+    Schedule.setInputType<E>(),
+    // forever's output counts the retries from 0: the attempt backoffDelayMs takes.
+    Schedule.addDelay(({ input, output }) =>
+      Effect.map(Random.next, (random) => Duration.millis(backoffDelayMs(settings, output, random, retryAfterOf(input)))))
   )

@@ -20,7 +20,7 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
     const ackQuietly = (deliveries: ReadonlyArray<QueueDelivery>) =>
       deliveries.length === 0 ? Effect.void : consumer.ack(deliveries).pipe(
         // Unacked, they come back once their visibility passes, and are turned away then.
-        Effect.catchAll((error) => Effect.logWarning("queue deliveries could not be acked; they will be turned away when redelivered", error.message))
+        Effect.catch((error) => Effect.logWarning("queue deliveries could not be acked; they will be turned away when redelivered", error.message))
       )
 
     // Acks of ended runs, sent by one long-lived fiber of the worker's scope, many at once when
@@ -28,7 +28,7 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
     // call per batch instead of one per job.
     const unacked: Array<QueueDelivery> = []
     let wake: (() => void) | undefined
-    const nextAcks = Effect.async<Array<QueueDelivery>>((resume) => {
+    const nextAcks = Effect.callback<Array<QueueDelivery>>((resume) => {
       const take = () => {
         wake = undefined
         resume(Effect.succeed(unacked.splice(0)))
@@ -43,8 +43,8 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3)))).pipe(
-        Effect.zipRight(Effect.suspend(() => (held.size === 0 ? Effect.void : consumer.extend([...held.values()])))),
-        Effect.catchAllCause((cause) => Effect.logWarning("queue deliveries of running jobs could not be extended", Cause.pretty(cause)))
+        Effect.andThen(Effect.suspend(() => (held.size === 0 ? Effect.void : consumer.extend([...held.values()])))),
+        Effect.catchCause((cause) => Effect.logWarning("queue deliveries of running jobs could not be extended", Cause.pretty(cause)))
       )
     ))
 

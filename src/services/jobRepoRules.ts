@@ -11,7 +11,7 @@ import { submit } from "./jobRepo/submit.js"
  * each under jobRepo/ (submit, claims, endings, the reaper's and relay's passes, and `move`, the
  * state machine's writes). `store` keeps jobs, money and webhook rows; `leases` is the store's own queue.
  */
-export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Type"], never, Scope.Scope> =>
+export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service"], never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leases, store } = drivers
     return {
@@ -30,5 +30,5 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Type"],
       saveProviderState: yield* makeSaveProviderState(drivers),
       complete: yield* makeComplete(drivers),
       fail: fail(store)
-    } satisfies JobRepo["Type"]
+    } satisfies JobRepo["Service"]
   })

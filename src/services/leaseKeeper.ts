@@ -75,9 +75,9 @@ export const makeLeaseKeeper: Effect.Effect<LeaseKeeper, never, JobRepo | Engine
   const tick = Effect.gen(function*() {
     const leases = [...held].filter((lease) => !lease.lost)
     if (leases.length === 0) return
-    yield* Effect.fork(renew(leases, yield* Clock.currentTimeMillis))
+    yield* Effect.forkChild(renew(leases, yield* Clock.currentTimeMillis))
   })
-  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(interval)), tick)))
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(Duration.millis(interval)), tick)))
 
   return {
     hold: (id, workerId, expiresAt) => {

@@ -1,5 +1,5 @@
-import { FetchHttpClient, HttpClient, type HttpClientError, type HttpClientResponse } from "@effect/platform"
-import { Data, Effect, Option, type Scope, Stream } from "effect"
+import { Effect, Option, Schema, type Scope, Stream } from "effect"
+import { FetchHttpClient, HttpClient, type HttpClientError, type HttpClientResponse } from "effect/http"
 import type { StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { OutputItem, OutputType } from "../domain/job.js"
@@ -11,7 +11,7 @@ import { UploadTarget } from "../ports/UploadTarget.js"
 import { EngineConfig } from "./EngineConfig.js"
 
 /** An output the engine will not store (too large, or not of its type): the job fails, nothing of it stays stored. */
-export class OutputRefused extends Data.TaggedError("OutputRefused")<{ readonly message: string }> {}
+export class OutputRefused extends Schema.TaggedError<OutputRefused>()("OutputRefused", { message: Schema.String }) {}
 
 const GENERIC = new Set(["application/octet-stream", "binary/octet-stream"])
 
@@ -32,8 +32,9 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308])
 
 /** The download's own refusal (the client's address guard), or else the provider's file host out of reach. */
 const unreachable = (url: string) => (error: HttpClientError.HttpClientError): OutputRefused | ProviderUnreachable =>
-  error._tag === "RequestError" && error.cause instanceof AddressRefused
-    ? new OutputRefused({ message: `The output ${url} was not fetched: ${error.cause.message}` })
+  // A request's error (no response came), as the guard's refusal is.
+  error.response === undefined && error.reason.cause instanceof AddressRefused
+    ? new OutputRefused({ message: `The output ${url} was not fetched: ${error.reason.cause.message}` })
     : new ProviderUnreachable({ message: `The output ${url} could not be fetched` })
 
 const sizeText = (bytes: number) =>
@@ -104,8 +105,8 @@ export const makeOutputStore = Effect.gen(function*() {
       const file = `${key}.${extensionOf(contentType)}`
       // Counted while it streams: a body with no length, or a wrong one, stops at the cap.
       const capped = opened.body.pipe(
-        Stream.mapAccumEffect(0, (total, chunk) =>
-          total + chunk.length > cap ? Effect.fail(tooLarge) : Effect.succeed([total + chunk.length, chunk] as const))
+        Stream.mapAccumEffect(() => 0, (total, chunk) =>
+          total + chunk.length > cap ? Effect.fail(tooLarge) : Effect.succeed([total + chunk.length, [chunk]] as const))
       )
       written.push(file)
       yield* blobs.putStream(file, contentType, capped)

@@ -41,7 +41,10 @@ export interface JobRunBook {
   readonly ended: (outcome: Generation | Superseded) => void
 }
 
-/** A pass over the routes ended without a start: the last route's error, and the start it was, when one was sent. */
+/**
+ * A pass over the routes ended without a start: the last route's error, and the start it was, when one was sent.
+ * A Data error, not a Schema one: it carries the provider's calls, which no schema describes, and never leaves the worker.
+ */
 class StartFailed extends Data.TaggedError("StartFailed")<{
   readonly error: ProviderError
   readonly attempt: { readonly ref: ProviderRouteRef; readonly provider: GenerationProvider; readonly request: ProviderRequest }
@@ -69,11 +72,11 @@ const providerUnavailable = (waitedSeconds: number, message: string): Generation
 const DEFAULT_OUTAGE_WAIT_SECONDS = 60 * 60
 
 /** Stops a schedule at `deadline` (epoch ms): no wait runs past it, and none starts after it. */
-const until = (deadline: number) => <Out, In, R>(schedule: Schedule.Schedule<Out, In, R>) =>
+const until = (deadline: number) => <Out, In, E, R>(schedule: Schedule.Schedule<Out, In, E, R>) =>
   schedule.pipe(
-    Schedule.checkEffect(() => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)),
-    Schedule.modifyDelayEffect((_, delay) =>
-      Effect.map(Clock.currentTimeMillis, (now) => Duration.min(delay, Duration.millis(Math.max(0, deadline - now)))))
+    Schedule.while(() => Effect.map(Clock.currentTimeMillis, (now) => now < deadline)),
+    Schedule.modifyDelay(({ duration }) =>
+      Effect.map(Clock.currentTimeMillis, (now) => Duration.min(duration, Duration.millis(Math.max(0, deadline - now)))))
   )
 
 const retryAfterOf = (error: ProviderError | Superseded) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)
@@ -121,7 +124,7 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /** Transient errors in a row, retried after capped exponential backoff with full jitter, never sooner than Retry-After. */
   const transientSchedule = <E>(retryAfter: (error: E) => number | undefined) =>
-    backoff(config.providerRetry, retryAfter).pipe(Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries)))
+    backoff(config.providerRetry, retryAfter).pipe(Schedule.upTo({ times: config.providerRetry.maxRetries }))
   const transientRetries = transientSchedule(retryAfterOf)
 
   /**
@@ -144,7 +147,7 @@ export const makeProviderCalls = Effect.gen(function*() {
       )
     return {
       ...provider,
-      start: (request) => Effect.zipRight(health.started(providerId), counted(provider.start(request))),
+      start: (request) => Effect.andThen(health.started(providerId), counted(provider.start(request))),
       poll: (handle, request) => counted(provider.poll(handle, request)),
       cancel: (handle, request) => counted(provider.cancel(handle, request)),
       ...(provider.recover === undefined ? {} : { recover: (request: ProviderRequest) => counted(provider.recover!(request)) })
@@ -201,7 +204,10 @@ export const makeProviderCalls = Effect.gen(function*() {
         deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
         outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
         state: () => state,
-        save: (next) => Effect.tap(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => (state = next))
+        save: (next) =>
+          Effect.map(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => {
+            state = next
+          })
       }
     })
 
@@ -251,7 +257,7 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /** Saves the handle with its route (the job's record of where it runs), then watches it. */
   const followStarted = (run: JobRun, attempt: Attempt, handle: ProviderHandle) =>
-    Effect.zipRight(
+    Effect.andThen(
       run.save({ ...run.state(), phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
       watch(run, attempt, handle)
     )
@@ -293,14 +299,14 @@ export const makeProviderCalls = Effect.gen(function*() {
           complete = false
           continue
         }
-        const found = yield* Effect.either(retrying(recover(candidate.request), true))
-        if (found._tag === "Left") {
-          yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: run.job.id }, found.left.message)
+        const found = yield* Effect.result(retrying(recover(candidate.request), true))
+        if (found._tag === "Failure") {
+          yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: run.job.id }, found.failure.message)
           complete = false
-        } else if (found.right._tag === "Found") {
-          return { _tag: "Found", candidate, handle: found.right.handle } as const
-        } else if (found.right._tag === "NotStarted") {
-          settledAfterMs = Math.max(settledAfterMs, found.right.settledAfterMs)
+        } else if (found.success._tag === "Found") {
+          return { _tag: "Found", candidate, handle: found.success.handle } as const
+        } else if (found.success._tag === "NotStarted") {
+          settledAfterMs = Math.max(settledAfterMs, found.success.settledAfterMs)
         } else {
           complete = false
         }
@@ -374,12 +380,12 @@ export const makeProviderCalls = Effect.gen(function*() {
         const attempt = attemptOn(run, registered, credentialId)
         // Held from before the start is sent; a start that failed gives it back at once.
         const release = holding(run, attempt.ref)
-        const outcome = yield* Effect.either(startOn(run, attempt))
-        if (outcome._tag === "Right") return { outcome: outcome.right, attempt }
+        const outcome = yield* Effect.result(startOn(run, attempt))
+        if (outcome._tag === "Success") return { outcome: outcome.success, attempt }
         release()
-        if (outcome.left._tag === "Superseded") return yield* outcome.left
-        last = new StartFailed({ error: outcome.left, attempt })
-        if (!movesToNextRoute(outcome.left)) return yield* last
+        if (outcome.failure._tag === "Superseded") return yield* outcome.failure
+        last = new StartFailed({ error: outcome.failure, attempt })
+        if (!movesToNextRoute(outcome.failure)) return yield* last
         if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
       }
       return yield* last!
@@ -424,12 +430,12 @@ export const makeProviderCalls = Effect.gen(function*() {
   /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
   const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation | Watching, Superseded> =>
     Effect.gen(function*() {
-      const outcome = yield* Effect.either(startPasses(run, usable))
-      if (outcome._tag === "Left") {
-        if (!isStartFailed(outcome.left)) return yield* Effect.fail(outcome.left)
-        return yield* noStart(run, outcome.left)
+      const outcome = yield* Effect.result(startPasses(run, usable))
+      if (outcome._tag === "Failure") {
+        if (!isStartFailed(outcome.failure)) return yield* Effect.fail(outcome.failure)
+        return yield* noStart(run, outcome.failure)
       }
-      const { attempt, outcome: started } = outcome.right
+      const { attempt, outcome: started } = outcome.success
       if (started._tag === "Started") return yield* followStarted(run, attempt, started.handle)
       // No handle to save: the route is recorded with the job's end.
       return { ...ended(started.status), route: attempt.ref }

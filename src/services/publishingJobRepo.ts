@@ -11,7 +11,7 @@ import { JobRepo } from "../ports/JobRepo.js"
  * nothing). A submit publishes nothing: nobody can follow a job before its
  * id is answered, and on PostgreSQL each hint is a round trip on the submit path.
  */
-export const layerPublishingJobRepo = Layer.scoped(
+export const layerPublishingJobRepo = Layer.effect(
   JobRepo,
   Effect.gen(function*() {
     const repo = yield* JobRepo
@@ -21,7 +21,7 @@ export const layerPublishingJobRepo = Layer.scoped(
     // interruption does not, and a claim costs no fiber of its own.
     const unpublished: Array<JobId> = []
     let wake: (() => void) | undefined
-    const nextHints = Effect.async<Array<JobId>>((resume) => {
+    const nextHints = Effect.callback<Array<JobId>>((resume) => {
       const take = () => {
         wake = undefined
         resume(Effect.succeed(unpublished.splice(0)))

@@ -1,4 +1,4 @@
-import { Deferred, Effect, FiberId } from "effect"
+import { Deferred, Effect } from "effect"
 
 /**
  * One read for a herd: while a read of a key is on its way, callers asking for the same key wait
@@ -14,12 +14,12 @@ export const makeSingleFlight = <K, A, E>() => {
     Effect.suspend(() => {
       const pending = reading.get(key)
       if (pending !== undefined) return Deferred.await(pending)
-      const done = Deferred.unsafeMake<A, E>(FiberId.none)
+      const done = Deferred.makeUnsafe<A, E>()
       reading.set(key, done)
       return Effect.uninterruptible(Effect.onExit(read, (exit) =>
         Effect.sync(() => {
           reading.delete(key)
-          Deferred.unsafeDone(done, exit)
+          Deferred.doneUnsafe(done, exit)
         })))
     })
 }

@@ -25,7 +25,7 @@ export interface Target {
  * The credential a start on this route takes: weighted least in flight among those whose
  * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
  */
-const credentialFor = (health: ProviderHealth["Type"], registered: Registered, ignoreCircuits: boolean) =>
+const credentialFor = (health: ProviderHealth["Service"], registered: Registered, ignoreCircuits: boolean) =>
   Effect.gen(function*() {
     const providerId = registered.route.providerId
     const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
@@ -51,7 +51,7 @@ const credentialFor = (health: ProviderHealth["Type"], registered: Registered, i
  * steers starts away while another route can take them; when every one is open, every route is
  * tried as if closed, paced by the job's own retry and outage schedules rather than held back.
  */
-export const chooseTargets = (health: ProviderHealth["Type"], usable: ReadonlyArray<Registered>) =>
+export const chooseTargets = (health: ProviderHealth["Service"], usable: ReadonlyArray<Registered>) =>
   Effect.gen(function*() {
     const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(health, registered, false))).flatMap(Option.toArray)
     if (steered.length > 0) {

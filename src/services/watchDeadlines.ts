@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Latch } from "effect"
 
 /** Deadlines fire at most this late: a long-poll's `wait=N` is whole seconds. */
 const GRAIN_MS = 100
@@ -10,10 +10,10 @@ const GRAIN_MS = 100
  */
 export const makeDeadlines = Effect.gen(function*() {
   const buckets = new Map<number, Set<() => void>>()
-  const pending = yield* Effect.makeLatch(false)
+  const pending = yield* Latch.make(false)
   yield* pending.await.pipe(
-    Effect.zipRight(Effect.sleep(GRAIN_MS)),
-    Effect.zipRight(Clock.currentTimeMillis),
+    Effect.andThen(Effect.sleep(GRAIN_MS)),
+    Effect.andThen(Clock.currentTimeMillis),
     Effect.tap((now) =>
       Effect.sync(() => {
         const due = Math.floor(now / GRAIN_MS)
@@ -22,7 +22,7 @@ export const makeDeadlines = Effect.gen(function*() {
           buckets.delete(bucket)
           for (const fire of fires) fire()
         }
-        if (buckets.size === 0) pending.unsafeClose()
+        if (buckets.size === 0) pending.closeUnsafe()
       })
     ),
     Effect.forever,
@@ -37,7 +37,7 @@ export const makeDeadlines = Effect.gen(function*() {
       buckets.set(bucket, fires)
     }
     fires.add(fire)
-    pending.unsafeOpen()
+    pending.openUnsafe()
     const joined = fires
     return () => {
       joined.delete(fire)

@@ -37,7 +37,7 @@ export const makeWriteBatcher = <I, O, E>(
       Effect.sync(() => batch.forEach(({ done }, i) => done(Exit.map(exit, (outputs) => outputs[i]!))))
 
     /** The next batch, once there is a write to send. */
-    const nextBatch = Effect.async<ReadonlyArray<Pending<I, O, E>>>((resume) => {
+    const nextBatch = Effect.callback<ReadonlyArray<Pending<I, O, E>>>((resume) => {
       const take = () => {
         wake = undefined
         inFlight = queued.splice(0, maxBatch)
@@ -64,14 +64,14 @@ export const makeWriteBatcher = <I, O, E>(
       else for (const entry of batch) yield* settle([entry], yield* Effect.exit(writeMany([entry.item])))
       inFlight = []
       // Lets the fibers woken by the answers, and those about to write, queue theirs first: the next batch takes them together.
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
     })).pipe(Effect.onInterrupt(() => abandon))
     yield* Effect.forkScoped(writer)
     // Added after the writer, so it runs before the writer is interrupted: no write is queued after.
     yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
 
     return (item) =>
-      Effect.async<O, E>((done) => {
+      Effect.callback<O, E>((done) => {
         if (closed) return done(Effect.interrupt)
         queued.push({ item, done })
         wake?.()

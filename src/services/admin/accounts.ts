@@ -108,4 +108,4 @@ export const rotateWebhookSecret = (deps: AccountDeps) =>
   })
 
 export const ledger = (deps: Pick<AdminDeps, "accounts">) => (id: string) =>
-  getAccount(deps)(id).pipe(Effect.zipRight(deps.accounts.ledger(id as AccountId)))
+  getAccount(deps)(id).pipe(Effect.andThen(deps.accounts.ledger(id as AccountId)))

@@ -8,11 +8,11 @@ import type { Catalog } from "../Catalog.js"
 
 /** What the operator's writes are built from; each takes only the part it uses. */
 export interface AdminDeps {
-  readonly accounts: AccountRepo["Type"]
-  readonly keys: ApiKeyRepo["Type"]
-  readonly settings: AccountSettingsRepo["Type"]
-  readonly audit: AuditLog["Type"]
-  readonly catalog: Catalog["Type"]
-  readonly deliveries: WebhookDeliveryRepo["Type"]
-  readonly webhookSignal: WebhookSignal["Type"]
+  readonly accounts: AccountRepo["Service"]
+  readonly keys: ApiKeyRepo["Service"]
+  readonly settings: AccountSettingsRepo["Service"]
+  readonly audit: AuditLog["Service"]
+  readonly catalog: Catalog["Service"]
+  readonly deliveries: WebhookDeliveryRepo["Service"]
+  readonly webhookSignal: WebhookSignal["Service"]
 }

@@ -31,7 +31,7 @@ export const createKey = (deps: Pick<AdminDeps, "accounts" | "audit" | "keys">) 
       )
     }
     const now = yield* Clock.currentTimeMillis
-    const expiresAt = input.expiresAt === null ? null : input.expiresAt.epochMillis
+    const expiresAt = input.expiresAt === null ? null : input.expiresAt.epochMilliseconds
     if (expiresAt !== null && expiresAt <= now) {
       return yield* Effect.fail(new ValidationError({ message: "expiresAt must be in the future", details: { field: "expiresAt" } }))
     }

@@ -26,7 +26,7 @@ const claimLimited = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: num
   }))
 
 /** Limited versions' jobs within their room first, then the oldest others. */
-export const claimBatch = (drivers: JobDrivers): JobRepo["Type"]["claimBatch"] =>
+export const claimBatch = (drivers: JobDrivers): JobRepo["Service"]["claimBatch"] =>
 ({ leaseMs, limit, limitedOnly, limits, maxAttempts, now, workerId }) =>
   Effect.gen(function*() {
     if (limit < 1) return []
@@ -41,11 +41,11 @@ export const claimBatch = (drivers: JobDrivers): JobRepo["Type"]["claimBatch"] =
     return [...limited, ...others].sort(oldestFirst)
   })
 
-export const claim = (drivers: JobDrivers): JobRepo["Type"]["claim"] => (options) =>
-  Effect.map(claimBatch(drivers)({ ...options, limit: 1 }), (jobs) => Option.fromNullable(jobs[0]))
+export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => (options) =>
+  Effect.map(claimBatch(drivers)({ ...options, limit: 1 }), (jobs) => Option.fromNullishOr(jobs[0]))
 
 /** The named jobs a broker delivered, claimed if still runnable; limited versions are left to claimBatch. */
-export const claimIds = ({ leases }: JobDrivers): JobRepo["Type"]["claimIds"] => (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
+export const claimIds = ({ leases }: JobDrivers): JobRepo["Service"]["claimIds"] => (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
   Effect.map(
     leases.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
     (jobs) => [...jobs].sort(oldestFirst)

@@ -1,4 +1,4 @@
-import { Effect, Either, Option, type Scope } from "effect"
+import { Effect, Option, Result, type Scope } from "effect"
 import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobCannotBeCancelled, JobNotFound, type OutputItem, transition } from "../../domain/job.js"
@@ -11,7 +11,7 @@ import { makeWriteBatcher } from "../writeBatcher.js"
 import { holdsLease, move, releasedLease } from "./move.js"
 
 /** Cancels a pending job of the account, refunded; any other status is refused with the reason. */
-export const cancel = (driver: JobStoreDriver): JobRepo["Type"]["cancel"] => (id, accountId, now) =>
+export const cancel = (driver: JobStoreDriver): JobRepo["Service"]["cancel"] => (id, accountId, now) =>
   driver.transaction(Effect.gen(function*() {
     const found = yield* driver.lockJob(id)
     if (Option.isNone(found)) return yield* Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } }))
@@ -31,7 +31,7 @@ export const cancel = (driver: JobStoreDriver): JobRepo["Type"]["cancel"] => (id
     return { job: moved.value, refundedMicroCents: job.costMicroCents }
   }))
 
-export const fail = (driver: JobStoreDriver): JobRepo["Type"]["fail"] => (id, workerId, error, now, providerRoute) =>
+export const fail = (driver: JobStoreDriver): JobRepo["Service"]["fail"] => (id, workerId, error, now, providerRoute) =>
   driver.transaction(Effect.gen(function*() {
     const job = yield* driver.lockJob(id)
     if (Option.isNone(job)) return Option.none<Job>()
@@ -45,7 +45,7 @@ export const fail = (driver: JobStoreDriver): JobRepo["Type"]["fail"] => (id, wo
  * Completions of many jobs in one transaction: one conditional write ends those still held by
  * their workers, and their webhook deliveries are written with them.
  */
-export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRepo["Type"]["complete"], never, Scope.Scope> =>
+export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRepo["Service"]["complete"], never, Scope.Scope> =>
   Effect.map(
     makeWriteBatcher(
       (endings: ReadonlyArray<{
@@ -56,7 +56,7 @@ export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRe
         readonly providerRoute: ProviderRouteRef | undefined
       }>) =>
         store.transaction(Effect.gen(function*() {
-          const status = Either.getOrThrow(transition("processing", "Complete"))
+          const status = Result.getOrThrow(transition("processing", "Complete"))
           const written = yield* leases.finishHeld(endings.map((e) => ({
             id: e.id,
             leaseOwner: e.workerId,
@@ -73,14 +73,14 @@ export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRe
             return delivery === undefined ? [] : [delivery]
           })
           if (deliveries.length > 0) yield* store.insertDeliveries(deliveries)
-          return endings.map((e) => Option.fromNullable(byId.get(e.id)))
+          return endings.map((e) => Option.fromNullishOr(byId.get(e.id)))
         }))
     ),
     (complete) => (id, workerId, outputs, now, providerRoute) => complete({ id, workerId, outputs, now, providerRoute })
   )
 
 /** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
-export const makeSaveProviderState = ({ leases }: JobDrivers): Effect.Effect<JobRepo["Type"]["saveProviderState"], never, Scope.Scope> =>
+export const makeSaveProviderState = ({ leases }: JobDrivers): Effect.Effect<JobRepo["Service"]["saveProviderState"], never, Scope.Scope> =>
   Effect.map(
     makeWriteBatcher(
       (states: ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: string; readonly state: ProviderState }>) =>

@@ -1,4 +1,4 @@
-import { Effect, Either, Option } from "effect"
+import { Effect, Option, Result } from "effect"
 import { type Job, type JobEvent, refundsOnEntry, transition } from "../../domain/job.js"
 import { deliveryFor } from "../../domain/webhook.js"
 import type { JobStoreDriver } from "../../ports/JobStoreDriver.js"
@@ -16,9 +16,9 @@ export const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.i
  * is written, so a transition is never settled twice.
  */
 export const move = (driver: JobStoreDriver, job: Job, event: JobEvent, changes: Partial<Job>, now: number) =>
-  Either.match(transition(job.status, event), {
-    onLeft: () => Effect.succeed(Option.none<Job>()),
-    onRight: (status) =>
+  Result.match(transition(job.status, event), {
+    onFailure: () => Effect.succeed(Option.none<Job>()),
+    onSuccess: (status) =>
       Effect.gen(function*() {
         const next: Job = { ...job, ...changes, status }
         if (!(yield* driver.updateJob(next, { status: job.status, attempts: job.attempts }))) return Option.none<Job>()

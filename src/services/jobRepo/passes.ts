@@ -18,7 +18,7 @@ const RELAY = "queue-relay"
 const FOLD_LIMIT = 10_000
 
 /** The queue relay's pass, for the process that holds (or takes) its lease: what the broker may have lost. */
-export const queueGaps = ({ leases, store }: JobDrivers): JobRepo["Type"]["queueGaps"] =>
+export const queueGaps = ({ leases, store }: JobDrivers): JobRepo["Service"]["queueGaps"] =>
 ({ after, graceMs, limit, maxAttempts, now, passMs, workerId }) =>
   store.transaction(Effect.gen(function*() {
     if (!(yield* leases.takeLease(RELAY, workerId, now, now + passMs))) return Option.none()
@@ -26,7 +26,7 @@ export const queueGaps = ({ leases, store }: JobDrivers): JobRepo["Type"]["queue
   }))
 
 /** The reaper's pass, for the process that holds (or takes) its lease: fails jobs out of attempts, refunded. */
-export const reap = ({ leases, store }: JobDrivers): JobRepo["Type"]["reap"] => ({ limit, maxAttempts, now, passMs, workerId }) =>
+export const reap = ({ leases, store }: JobDrivers): JobRepo["Service"]["reap"] => ({ limit, maxAttempts, now, passMs, workerId }) =>
   Effect.gen(function*() {
     const pass = yield* store.transaction(Effect.gen(function*() {
       if (!(yield* leases.takeLease(REAPER, workerId, now, now + passMs))) return Option.none<number>()
@@ -42,7 +42,7 @@ export const reap = ({ leases, store }: JobDrivers): JobRepo["Type"]["reap"] => 
     // A statement of its own, still under the pass's lease: whatever it meets (a deadlock
     // with a host's bulk insert, say), the pass's abandonments stand, and the next pass folds.
     yield* leases.foldJobEnds(FOLD_LIMIT).pipe(
-      Effect.catchAll((error) => Effect.logWarning("job ends could not be folded into their accounts' counts", error.message))
+      Effect.catch((error) => Effect.logWarning("job ends could not be folded into their accounts' counts", error.message))
     )
     return pass.value
   })

@@ -91,7 +91,7 @@ const submitInTransaction = (driver: JobStoreDriver, { budgets = [], handOff, id
  * gated one where the store can (submitGated), its idempotent replay included. Anything they
  * do not admit is decided, refusal and its reason included, in the transaction.
  */
-export const submit = (driver: JobStoreDriver): JobRepo["Type"]["submit"] => (request) =>
+export const submit = (driver: JobStoreDriver): JobRepo["Service"]["submit"] => (request) =>
   Effect.gen(function*() {
     const gates = submitGates(request)
     if (gates === undefined) {

@@ -8,11 +8,11 @@ import type { LocalWorkers } from "../LocalWorkers.js"
 
 /** What the Jobs use cases are built from; each takes only the part it uses. */
 export interface JobsDeps {
-  readonly repo: JobRepo["Type"]
-  readonly catalog: Catalog["Type"]
-  readonly signal: JobSignal["Type"]
-  readonly config: EngineConfig["Type"]
-  readonly localWorkers: LocalWorkers["Type"]
+  readonly repo: JobRepo["Service"]
+  readonly catalog: Catalog["Service"]
+  readonly signal: JobSignal["Service"]
+  readonly config: EngineConfig["Service"]
+  readonly localWorkers: LocalWorkers["Service"]
   /** A queue broker when one is configured; else the store is the queue. */
-  readonly queue: Option.Option<JobQueue["Type"]>
+  readonly queue: Option.Option<JobQueue["Service"]>
 }

@@ -40,7 +40,7 @@ const ownJob = ({ repo }: JobReader, caller: Caller, id: string): Effect.Effect<
 
 /** Also over another read of one job: the watchers' batched read (JobFollow.readForWatch). */
 export const get = (deps: JobReader) => (caller: Caller, id: string) =>
-  requireScope(caller, "check_status").pipe(Effect.zipRight(ownJob(deps, caller, id)))
+  requireScope(caller, "check_status").pipe(Effect.andThen(ownJob(deps, caller, id)))
 
 export const list = ({ repo }: Pick<JobsDeps, "repo">) =>
 (caller: Caller, request: ListRequest): Effect.Effect<JobPage, EngineError | StoreError> =>

@@ -17,10 +17,10 @@ export interface StoredSubmit {
  * once it has waited `queueRelayGraceMs`, so the submit still succeeds.
  */
 export const enqueue = ({ queue, signal }: Pick<JobsDeps, "queue" | "signal">, job: Job): Effect.Effect<void> =>
-  Effect.zipRight(
+  Effect.andThen(
     signal.notify,
     Option.isNone(queue) ? Effect.void : queue.value.publish([job.id]).pipe(
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         Effect.logWarning("a submitted job could not be published to the queue; the relay publishes it later", { jobId: job.id }, error.message)
       )
     )
@@ -43,7 +43,7 @@ const confirmStored = (
     Effect.catchTag("StoreError", (lookup) => {
       const answer = retryLater(PubsubPublishFailed, lookup, { jobId: job.id })
       return Effect.logError("submit could not be stored, nor its job looked up", { jobId: job.id }, failure, lookup).pipe(
-        Effect.zipRight(Effect.fail(new PubsubPublishFailed({
+        Effect.andThen(Effect.fail(new PubsubPublishFailed({
           message:
             "The store failed while queuing the job and could not say whether it was queued: GET the job by its jobId before retrying, or retry with the same Idempotency-Key",
           details: answer.details,

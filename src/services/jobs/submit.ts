@@ -103,7 +103,7 @@ export const submit = (deps: JobsDeps) =>
     // Whether the catalog read or the commit failed, nothing was charged and a retry is safe. A
     // shed request is the answer to a burst, counted in its metric: logging each would add to it.
     Effect.catchTag("StoreError", (e) =>
-      Effect.zipRight(
+      Effect.andThen(
         storeBusyOf(e) === undefined ? Effect.logError("submit could not be stored", e) : Effect.void,
         Effect.fail(retryLater(PubsubPublishFailed, e))
       ))

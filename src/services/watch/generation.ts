@@ -1,4 +1,4 @@
-import { Data } from "effect"
+import { Schema } from "effect"
 import type { JobError } from "../../domain/job.js"
 import type { ProviderRouteRef } from "../../domain/providerHandle.js"
 import type { ProviderOutput, ProviderStatus } from "../../ports/Provider.js"
@@ -13,7 +13,7 @@ export type Generation =
   | { readonly _tag: "Failed"; readonly error: JobError; readonly route?: ProviderRouteRef }
 
 /** The worker no longer holds the job's lease: it must stop and write nothing more. */
-export class Superseded extends Data.TaggedError("Superseded")<{}> {}
+export class Superseded extends Schema.TaggedError<Superseded>()("Superseded", {}) {}
 
 export const generationFailed = (message: string): Generation => ({ _tag: "Failed", error: { code: "GENERATION_FAILED", message } })
 

@@ -1,4 +1,4 @@
-import { Clock, Effect, Either, ExecutionStrategy, Queue, Scope } from "effect"
+import { Clock, Effect, Latch, Queue, Result, Scope } from "effect"
 import { backoffDelayMs } from "../../domain/backoff.js"
 import type { JobId } from "../../domain/ids.js"
 import type { ProviderHandle } from "../../domain/providerHandle.js"
@@ -58,7 +58,7 @@ interface Lane {
   readonly ready: Queue.Queue<Entry>
   readonly budget: PollBudget
   /** Open while the heap holds anything: the dispatcher sleeps on it otherwise. */
-  readonly busy: Effect.Latch
+  readonly busy: Latch.Latch
 }
 
 export interface Watcher {
@@ -70,8 +70,8 @@ export interface Watcher {
 
 /** What a watcher needs from the engine: hints of provider callbacks, the poll settings, a cancel's retries. */
 export interface WatcherDeps {
-  readonly events: JobEvents["Type"]
-  readonly config: EngineConfig["Type"]
+  readonly events: JobEvents["Service"]
+  readonly config: EngineConfig["Service"]
   /** A provider call with its transient errors retried (the start's policy): used for a deadline's cancel. */
   readonly retrying: <A>(call: Effect.Effect<A, ProviderError>, unreachableIsTransient: boolean) => Effect.Effect<A, ProviderError>
 }
@@ -95,7 +95,9 @@ const isTransient = (error: ProviderError) => (error._tag === "ProviderRejected"
 export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.Effect<Watcher, never, Scope.Scope> =>
   Effect.gen(function*() {
     // A scope of its own, closed with the caller's at the place the watcher was made, whenever its fibers start.
-    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    const scope = yield* Scope.fork(yield* Effect.scope, "sequential")
+    // The metrics are moved from plain callbacks: they count in the registry of the context the watcher was made in.
+    const metrics = yield* Effect.context<never>()
     const lanes = new Map<string, Lane>()
     const byJob = new Map<JobId, Entry>()
     const maxRetries = config.providerRetry.maxRetries
@@ -106,14 +108,14 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
       entry.state = "gone"
       if (byJob.get(entry.lease.id) === entry) byJob.delete(entry.lease.id)
       if (entry.lease.onLost !== undefined) entry.lease.onLost = undefined
-      watchedGenerationsOf(entry.providerId).unsafeModify(-1, [])
+      watchedGenerationsOf(entry.providerId).modifyUnsafe(-1, metrics)
       entry.ended(outcome)
     }
 
     const schedule = (lane: Lane, entry: Entry, at: number) => {
       entry.state = "waiting"
       lane.heap.schedule(entry, entry.deadline === undefined ? at : Math.min(at, entry.deadline))
-      lane.busy.unsafeOpen()
+      lane.busy.openUnsafe()
     }
 
     /** Polls one generation (or cancels it past its deadline) and puts it back or ends it. */
@@ -122,27 +124,27 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
         if (entry.state !== "ready") return Effect.void
         entry.state = "polling"
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          providerPollLagSecondsOf(entry.providerId).unsafeUpdate(Math.max(0, now - entry.dueAt) / 1000, [])
+          providerPollLagSecondsOf(entry.providerId).updateUnsafe(Math.max(0, now - entry.dueAt) / 1000, metrics)
           if (entry.deadline !== undefined && now >= entry.deadline) {
             return retrying(entry.provider.cancel(entry.handle, entry.request), true).pipe(
-              Effect.catchAll((error) => Effect.logWarning("the provider did not take the cancel", { jobId: entry.lease.id }, error.message)),
-              Effect.zipRight(Effect.sync(() => finish(entry, timedOut(entry.timeoutSeconds))))
+              Effect.catch((error) => Effect.logWarning("the provider did not take the cancel", { jobId: entry.lease.id }, error.message)),
+              Effect.andThen(Effect.sync(() => finish(entry, timedOut(entry.timeoutSeconds))))
             )
           }
-          providerPollsOf(entry.providerId).unsafeUpdate(1, [])
-          return Effect.flatMap(Effect.either(entry.provider.poll(entry.handle, entry.request)), (polled) =>
+          providerPollsOf(entry.providerId).updateUnsafe(1, metrics)
+          return Effect.flatMap(Effect.result(entry.provider.poll(entry.handle, entry.request)), (polled) =>
             Effect.map(Clock.currentTimeMillis, (at) => {
               // The lease was lost while the poll was out: its run has ended already.
               if (entry.state !== "polling") return
-              if (Either.isLeft(polled)) {
-                const error = polled.left
+              if (Result.isFailure(polled)) {
+                const error = polled.failure
                 const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
                 if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
                 if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message))
                 const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
                 return schedule(lane, entry, at + delay)
               }
-              const status = polled.right
+              const status = polled.success
               answered(lane.budget)
               if (status._tag !== "Running") return finish(entry, ended(status))
               entry.failures = 0
@@ -161,14 +163,14 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
     const dispatcher = (lane: Lane): Effect.Effect<never> =>
       Effect.forever(Effect.gen(function*() {
         if (lane.heap.size === 0) {
-          lane.busy.unsafeClose()
+          lane.busy.closeUnsafe()
           yield* lane.busy.await
         }
         const now = yield* Clock.currentTimeMillis
         while ((lane.heap.nextDueAt() ?? Infinity) <= now && takePoll(lane.budget, now)) {
           const entry = lane.heap.popDue(now)!
           entry.state = "ready"
-          Queue.unsafeOffer(lane.ready, entry)
+          Queue.offerUnsafe(lane.ready, entry)
         }
         yield* Effect.sleep(TICK_MS)
       }))
@@ -182,7 +184,7 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
             heap: new DueHeap<Entry>(),
             ready: yield* Queue.unbounded<Entry>(),
             budget: openBudget(yield* Clock.currentTimeMillis),
-            busy: yield* Effect.makeLatch(false)
+            busy: yield* Latch.make(false)
           }
           lanes.set(providerId, lane)
           const poll = pollOne(lane)
@@ -202,7 +204,7 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
         const lane = lanes.get(entry.providerId)!
         lane.heap.remove(entry)
         entry.state = "ready"
-        Queue.unsafeOffer(lane.ready, entry)
+        Queue.offerUnsafe(lane.ready, entry)
       }
     })
 
@@ -215,7 +217,7 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
             const before = byJob.get(watch.lease.id)
             if (before !== undefined) finish(before, new Superseded())
             byJob.set(watch.lease.id, entry)
-            watchedGenerationsOf(watch.providerId).unsafeModify(1, [])
+            watchedGenerationsOf(watch.providerId).modifyUnsafe(1, metrics)
             watch.lease.onLost = () => finish(entry, new Superseded())
             schedule(lane, entry, now)
           })),

@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, Option } from "effect"
+import { Clock, Duration, Effect, Fiber, Option } from "effect"
 import { signingSecrets } from "../../domain/account.js"
 import type { StoreError } from "../../domain/errors.js"
 import type { AccountId } from "../../domain/ids.js"
@@ -17,16 +17,25 @@ const isSuccess = (status: number) => status >= 200 && status < 300
 const honoursRetryAfter = (status: number) => status === 429 || status === 503
 
 /**
- * Sends within the deadline, whatever the sender does: `disconnect` lets a sender that ignores
+ * Runs `effect` in a fiber of its own that an interruption of the caller interrupts without
+ * waiting for it (Effect 3's `disconnect`, which Effect 4 has not): a timeout then ends at once.
+ */
+const disconnected = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkDetach(effect), (fiber) =>
+      Effect.onInterrupt(restore(Fiber.join(fiber)), () => Effect.sync(() => fiber.interruptUnsafe()))))
+
+/**
+ * Sends within the deadline, whatever the sender does: `disconnected` lets a sender that ignores
  * interruption finish in the background instead of holding the attempt past its deadline.
  */
-const send = ({ config, sender }: Pick<DispatchDeps, "config" | "sender">, request: Parameters<WebhookSender["Type"]["send"]>[0]) =>
-  Effect.disconnect(sender.send(request)).pipe(
-    Effect.timeoutFail({
+const send = ({ config, sender }: Pick<DispatchDeps, "config" | "sender">, request: Parameters<WebhookSender["Service"]["send"]>[0]) =>
+  disconnected(sender.send(request)).pipe(
+    Effect.timeoutOrElse({
       duration: Duration.millis(config.webhookDeadlineMs),
-      onTimeout: () => new WebhookNotDelivered({ reason: deadlineReason(config.webhookDeadlineMs) })
+      orElse: () => Effect.fail(new WebhookNotDelivered({ reason: deadlineReason(config.webhookDeadlineMs) }))
     }),
-    Effect.either
+    Effect.result
   )
 
 /** One attempt of a claimed delivery: sign, send, and record what follows from the answer. */
@@ -56,20 +65,20 @@ export const attempt = (deps: DispatchDeps, delivery: WebhookDelivery): Effect.E
     const record: DeliveryAttempt = {
       attempt: number,
       at: now,
-      statusCode: result._tag === "Right" ? result.right.statusCode : null,
-      error: result._tag === "Left"
-        ? result.left.reason
-        : isSuccess(result.right.statusCode)
+      statusCode: result._tag === "Success" ? result.success.statusCode : null,
+      error: result._tag === "Failure"
+        ? result.failure.reason
+        : isSuccess(result.success.statusCode)
         ? null
-        : `HTTP ${result.right.statusCode}`,
+        : `HTTP ${result.success.statusCode}`,
       durationMs: finished - now,
-      responseBody: result._tag === "Right" ? result.right.body.slice(0, RESPONSE_BODY_LIMIT) : null
+      responseBody: result._tag === "Success" ? result.success.body.slice(0, RESPONSE_BODY_LIMIT) : null
     }
-    const retryAfter = result._tag === "Right" && honoursRetryAfter(result.right.statusCode)
-      ? parseRetryAfterMs(result.right.retryAfter, finished)
+    const retryAfter = result._tag === "Success" && honoursRetryAfter(result.success.statusCode)
+      ? parseRetryAfterMs(result.success.retryAfter, finished)
       : undefined
     const next = nextAttemptAt(number, finished, retryAfter, config.webhookRetryDelaysMs)
-    const outcome: AttemptOutcome = result._tag === "Right" && isSuccess(result.right.statusCode)
+    const outcome: AttemptOutcome = result._tag === "Success" && isSuccess(result.success.statusCode)
       ? { status: "sent" }
       : next === undefined
       ? { status: "failed" }

@@ -9,11 +9,11 @@ import type { EngineConfig } from "../EngineConfig.js"
 
 /** What the WebhookDispatcher's pieces are built from; each takes only the part it uses. */
 export interface DispatchDeps {
-  readonly deliveries: WebhookDeliveryRepo["Type"]
-  readonly accounts: AccountRepo["Type"]
-  readonly sender: WebhookSender["Type"]
-  readonly signal: WebhookSignal["Type"]
-  readonly config: EngineConfig["Type"]
+  readonly deliveries: WebhookDeliveryRepo["Service"]
+  readonly accounts: AccountRepo["Service"]
+  readonly sender: WebhookSender["Service"]
+  readonly signal: WebhookSignal["Service"]
+  readonly config: EngineConfig["Service"]
   /** How long a claim holds its delivery: the attempt's deadline and time to record its outcome. */
   readonly leaseMs: number
   /** Leases one due delivery for a new lease holder of `workerId` (see claim.ts). */

@@ -1,4 +1,4 @@
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Option, Queue, type Scope } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Option, Queue, type Scope, Semaphore } from "effect"
 import { randomBytes } from "node:crypto"
 import type { WebhookDelivery } from "../../domain/webhook.js"
 import { attempt } from "./attempt.js"
@@ -15,7 +15,7 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
   Effect.gen(function*() {
     const { claim, config, deliveries, leaseMs, signal } = deps
     const stopping = yield* Deferred.make<void>()
-    const slots = yield* Effect.makeSemaphore(concurrency)
+    const slots = yield* Semaphore.make(concurrency)
     const finished = yield* Queue.sliding<void>(1)
     const inFlight = yield* FiberSet.make()
     const workerId = `whd_${randomBytes(6).toString("hex")}`
@@ -30,10 +30,10 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
 
     const run = (delivery: WebhookDelivery) =>
       attempt(deps, delivery).pipe(
-        Effect.catchAllCause((cause) =>
+        Effect.catchCause((cause) =>
           Effect.logError("webhook attempt could not be recorded", { deliveryId: delivery.id }, Cause.pretty(cause))
         ),
-        Effect.ensuring(slots.release(1).pipe(Effect.zipRight(Queue.offer(finished, undefined))))
+        Effect.ensuring(slots.release(1).pipe(Effect.andThen(Queue.offer(finished, undefined))))
       )
 
     /** Takes a slot and claims into it, or waits when nothing was due; false once stopping. */
@@ -44,7 +44,7 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         return false
       }
       // This claim looks at everything finished so far; only later finishes should wake the loop.
-      yield* Queue.takeAll(finished)
+      yield* Queue.clear(finished)
       const exit = yield* Effect.exit(claim(workerId))
       if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
         yield* FiberSet.run(inFlight, run(exit.value.value))
@@ -63,9 +63,9 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
     const fiber = yield* Effect.forkScoped(Effect.repeat(claimOnce, { while: (goOn) => goOn }))
     yield* Effect.addFinalizer(() =>
       Deferred.succeed(stopping, undefined).pipe(
-        Effect.zipRight(Fiber.await(fiber)),
+        Effect.andThen(Fiber.await(fiber)),
         // Every slot back means every attempt in flight has been recorded.
-        Effect.zipRight(slots.take(concurrency)),
+        Effect.andThen(slots.take(concurrency)),
         Effect.timeout(Duration.millis(leaseMs)),
         Effect.ignore
       )

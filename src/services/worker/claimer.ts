@@ -13,7 +13,7 @@ import type { WorkerPool } from "./pool.js"
 export const MAX_CLAIM = 100
 
 /** Lets the event loop run (I/O, timers) before the next claim: a microtask yield would not. */
-const yieldToEventLoop = Effect.async<void>((resume) => {
+const yieldToEventLoop = Effect.callback<void>((resume) => {
   const pending = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(pending))
 })

@@ -10,7 +10,7 @@ export interface Claimed {
   readonly leaseExpiresAt: number
 }
 
-export type BrokerClaims = Effect.Effect.Success<ReturnType<typeof makeBrokerClaims>>
+export type BrokerClaims = Effect.Success<ReturnType<typeof makeBrokerClaims>>
 
 /** Claims up to `limit` jobs from the store; each lease's end measured before the claim, so never late. */
 export const claimUpTo = (
@@ -61,7 +61,7 @@ export const claimFor = (
       // What the limited claim took is this worker's now: a broker or store fault after it must
       // not leave those jobs under a lease no run holds (each would cost an attempt, and a first
       // pickup's start mark would read as a lost start).
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         limited.length === 0
           ? Effect.fail(error)
           : Effect.as(Effect.logWarning("worker could not take queue deliveries; running the jobs claimed so far", error.message), []))

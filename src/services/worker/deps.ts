@@ -13,16 +13,16 @@ import type { LimitPlans } from "./limitPlans.js"
 
 /** What the Worker's pieces are built from; each takes only the part it uses. */
 export interface WorkerDeps {
-  readonly repo: JobRepo["Type"]
-  readonly catalog: Catalog["Type"]
-  readonly signal: JobSignal["Type"]
-  readonly webhookSignal: WebhookSignal["Type"]
-  readonly config: EngineConfig["Type"]
-  readonly localWorkers: LocalWorkers["Type"]
+  readonly repo: JobRepo["Service"]
+  readonly catalog: Catalog["Service"]
+  readonly signal: JobSignal["Service"]
+  readonly webhookSignal: WebhookSignal["Service"]
+  readonly config: EngineConfig["Service"]
+  readonly localWorkers: LocalWorkers["Service"]
   /** A queue broker when one is configured; else the store is the queue (claimBatch, JobSignal). */
-  readonly queue: Option.Option<JobQueue["Type"]>
-  readonly files: Effect.Effect.Success<typeof makeOutputStore>
-  readonly calls: Effect.Effect.Success<typeof makeProviderCalls>
+  readonly queue: Option.Option<JobQueue["Service"]>
+  readonly files: Effect.Success<typeof makeOutputStore>
+  readonly calls: Effect.Success<typeof makeProviderCalls>
   readonly newLeaseKeeper: Effect.Effect<LeaseKeeper, never, Scope.Scope>
   readonly limits: LimitPlans
 }

@@ -16,7 +16,7 @@ export interface LimitPlans {
 
 export const limitedIn = (plan: LimitPlan, job: Job) => plan.versions.some((v) => v.model === job.model && v.version === job.version)
 
-export const makeLimitPlans = (catalog: Catalog["Type"]): LimitPlans => {
+export const makeLimitPlans = (catalog: Catalog["Service"]): LimitPlans => {
   let limits: { readonly revision: number; readonly plan: LimitPlan } | undefined
   return {
     current: Effect.map(catalog.snapshot, (stored) => {

@@ -14,7 +14,7 @@ const RELAY_LIMIT = 1_000
 const loggingFailure = (message: string) => <A, E, R>(pass: Effect.Effect<A, E, R>): Effect.Effect<void, never, R> =>
   pass.pipe(
     Effect.asVoid,
-    Effect.catchAllCause((cause) => Effect.logError(message, Cause.pretty(cause)))
+    Effect.catchCause((cause) => Effect.logError(message, Cause.pretty(cause)))
   )
 
 /** One reaper pass, if this process holds (or takes) the pass; answers the jobs it failed. */

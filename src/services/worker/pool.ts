@@ -42,7 +42,7 @@ export const makeWorkerPool = (processId: string, concurrency: number): Effect.E
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),
-      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(Effect.zipRight(Queue.offer(freed, undefined))),
+      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(Effect.andThen(Queue.offer(freed, undefined))),
       accepting: yield* Ref.make(true),
       queueDry: yield* Ref.make(false),
       nextWorkerId: () => `wrk_${processId}_${++claims}`

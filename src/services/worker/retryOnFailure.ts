@@ -2,7 +2,7 @@ import { Effect, type Schedule } from "effect"
 
 /** How retryOnFailure retries: made only once a try failed. */
 export interface RetryPolicy<E, Out, R> {
-  readonly schedule: Schedule.Schedule<Out, E, R>
+  readonly schedule: Schedule.Schedule<Out, E, never, R>
   readonly while: (error: E) => boolean
 }
 
@@ -16,7 +16,7 @@ export const retryOnFailure = <A, E, R, Out, R2>(
   effect: Effect.Effect<A, E, R>,
   policy: () => RetryPolicy<E, Out, R2>
 ): Effect.Effect<A, E, R | R2> =>
-  Effect.catchAll(effect, (first) => {
+  Effect.catch(effect, (first) => {
     const options = policy()
     if (!options.while(first)) return Effect.fail(first)
     // Effect.retry runs its effect before its schedule: the first run fails with the error already met.

@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect, Either, Option, Schedule } from "effect"
+import { Cause, Clock, Effect, Option, Result, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { CorruptRow, type StoreError } from "../../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../../domain/job.js"
@@ -66,7 +66,7 @@ const storeOutputs = (
   untilStored(config, lease, "a job's outputs could not be stored", files.store(lease.id, attemptKey(outputs), outputs, written)).pipe(
     (stored) => retryOnFailure(stored, () => ({
       schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
-        Schedule.intersect(Schedule.recurs(config.providerRetry.maxRetries))
+        Schedule.upTo({ times: config.providerRetry.maxRetries })
       ),
       while: (error: OutputError) => error._tag === "ProviderUnreachable" || (error._tag === "ProviderRejected" && error.retryable)
     })),
@@ -85,7 +85,7 @@ const guarded = <A>(job: Job, effect: Effect.Effect<A, Superseded | StoreError>)
       Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.message).pipe(
         Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
       )),
-    Effect.catchAllDefect((defect) =>
+    Effect.catchDefect((defect) =>
       Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
         Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
       )
@@ -154,15 +154,15 @@ const conclude = Effect.fnUntraced(function*(
   job: Job,
   run: JobRunBook,
   written: Array<string>,
-  ran: Either.Either<Ending, Superseded | StoreError>
+  ran: Result.Result<Ending, Superseded | StoreError>
 ) {
   const { files, repo, webhookSignal } = deps
-  if (ran._tag === "Left") {
+  if (ran._tag === "Failure") {
     // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
     yield* Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id })
     return yield* files.remove(written)
   }
-  const ending = ran.right
+  const ending = ran.success
   const ended = yield* settle(deps, job, run.lease, ending)
   if (Option.isSome(ended)) {
     // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
@@ -174,11 +174,11 @@ const conclude = Effect.fnUntraced(function*(
   // stored, or may be (the store cannot tell now): an unreferenced file is the retention
   // sweep's to take, a referenced one removed would be a completed job's output lost.
   if (ending._tag === "Failed") return yield* files.remove(written)
-  const stored = yield* Effect.either(repo.get(job.id))
-  if (Either.isLeft(stored)) {
+  const stored = yield* Effect.result(repo.get(job.id))
+  if (Result.isFailure(stored)) {
     return yield* Effect.logWarning("the job ended elsewhere or its end was not read back; this run's files stay", { jobId: job.id })
   }
-  const ours = Option.isSome(stored.right) && sameOutputs(stored.right.value, ending.outputs)
+  const ours = Option.isSome(stored.success) && sameOutputs(stored.success.value, ending.outputs)
   if (!ours) {
     yield* Effect.logWarning("the job ended elsewhere; this run's files are removed", { jobId: job.id })
     yield* files.remove(written)
@@ -194,9 +194,9 @@ const conclude = Effect.fnUntraced(function*(
  */
 export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook) {
   const written: Array<string> = []
-  const ran = yield* Effect.either(execute(deps, job, run, written))
-  if (ran._tag === "Right" && ran.right._tag === "Watching") return true
-  yield* conclude(deps, job, run, written, ran as Either.Either<Ending, Superseded | StoreError>)
+  const ran = yield* Effect.result(execute(deps, job, run, written))
+  if (ran._tag === "Success" && ran.success._tag === "Watching") return true
+  yield* conclude(deps, job, run, written, ran as Result.Result<Ending, Superseded | StoreError>)
   return false
 })
 
@@ -204,7 +204,7 @@ export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, ru
 export const endWatched = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded) {
   const written: Array<string> = []
   const ran = outcome._tag === "Superseded"
-    ? Either.left(outcome)
-    : yield* Effect.either(guarded(job, afterGeneration(deps, run, outcome, written)))
+    ? Result.fail(outcome)
+    : yield* Effect.result(guarded(job, afterGeneration(deps, run, outcome, written)))
   yield* conclude(deps, job, run, written, ran)
 })

@@ -18,7 +18,7 @@ export const runOnce = (deps: WorkerDeps) =>
         lease: keeper.hold(claimed.job.id, workerId, claimed.leaseExpiresAt),
         holds: [],
         watcher,
-        ended: (outcome) => Deferred.unsafeDone(ended, Exit.succeed(outcome))
+        ended: (outcome) => Deferred.doneUnsafe(ended, Exit.succeed(outcome))
       }
       yield* runJob(deps, claimed.job, book).pipe(
         Effect.flatMap((watched) => (watched ? Effect.flatMap(Deferred.await(ended), (outcome) => endWatched(deps, claimed.job, book, outcome)) : Effect.void)),

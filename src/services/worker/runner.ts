@@ -41,8 +41,8 @@ export interface Runners {
 
 /** Logs what a run left unhandled: a runner outlives any one job, and the job is left to its lease. */
 const logged = <A>(fallback: A, job: Job) => <E>(run: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.catchAllCause(run, (cause) =>
-    Cause.isInterruptedOnly(cause)
+  Effect.catchCause(run, (cause) =>
+    Cause.hasInterruptsOnly(cause)
       ? Effect.failCause(cause)
       : Effect.as(Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause)), fallback))
 
@@ -52,8 +52,8 @@ const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, li
     keeper.release(book.lease)
     for (const release of book.holds) release()
     // A limited job's end may free room for one waiting.
-    if (limited) Queue.unsafeOffer(pool.roomFreed, undefined)
-    return broker === undefined ? pool.fiberFreed : Effect.zipRight(broker.done(job.id), pool.fiberFreed)
+    if (limited) Queue.offerUnsafe(pool.roomFreed, undefined)
+    return broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(job.id), pool.fiberFreed)
   })
 
 /**
@@ -67,13 +67,13 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
       lease: runners.keeper.hold(job.id, job.leaseOwner!, leaseExpiresAt),
       holds: [],
       watcher: runners.watcher,
-      ended: (outcome) => Queue.unsafeOffer(runners.work, { held, outcome })
+      ended: (outcome) => Queue.offerUnsafe(runners.work, { held, outcome })
     }
     const held: Held = { job, book, limited: deps.limits.isLimited(job) }
     return { held }
   }
   return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
-    for (const one of claimed) Queue.unsafeOffer(runners.work, hold(one))
+    for (const one of claimed) Queue.offerUnsafe(runners.work, hold(one))
     return Effect.void
   }))
 }

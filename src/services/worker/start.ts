@@ -61,10 +61,10 @@ export const start = (deps: WorkerDeps) =>
     ]
     yield* Effect.addFinalizer(() =>
       Ref.set(pool.accepting, false).pipe(
-        Effect.zipRight(Fiber.interruptAll(background)),
+        Effect.andThen(Fiber.interruptAll(background)),
         // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
-        Effect.zipRight(Effect.interruptible(drained(pool)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
-        Effect.zipRight(Fiber.interruptAll(runners))
+        Effect.andThen(Effect.interruptible(drained(pool)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
+        Effect.andThen(Fiber.interruptAll(runners))
       )
     )
   })
