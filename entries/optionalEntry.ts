@@ -1,10 +1,14 @@
 import { Data, Effect } from "effect"
 import { createRequire } from "node:module"
 
-/** The optional peers each entry that needs them imports; the rest of the package needs none. */
+/**
+ * The optional peers each entry imports; the rest of the package needs none. SQLite needs none
+ * either (Node's own node:sqlite, effect's own SQL): it is loaded the same way so that a bundler
+ * packing the main entry does not follow it.
+ */
 export const OPTIONAL_PACKAGES = {
-  "genjobs/sqlite": ["@effect/sql", "@effect/experimental"],
-  "genjobs/postgres": ["@effect/sql", "@effect/sql-pg", "pg"],
+  "genjobs/sqlite": [],
+  "genjobs/postgres": ["@effect/sql-pg"],
   "genjobs/s3": ["@aws-sdk/client-s3", "@aws-sdk/lib-storage", "@aws-sdk/s3-request-presigner"],
   "genjobs/redis": ["@redis/client"],
   "genjobs/nats": ["@nats-io/transport-node", "@nats-io/jetstream"]

@@ -1,4 +1,4 @@
-/** PostgreSQL as the store and the queue, shared by any number of processes. Needs `@effect/sql`, `@effect/sql-pg` and `pg`, and no SQLite package. */
+/** PostgreSQL as the store and the queue, shared by any number of processes. Needs `@effect/sql-pg` (its own protocol client: no `pg`), and no SQLite package. */
 export { layerPostgres, postgresStore } from "../adapters/sql/postgres.js"
 export { layerSqlStores } from "../adapters/sql/layer.js"
 export {
