@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { ApiKeyRepo, KeyWithAccount } from "../../src/ports/ApiKeyRepo.js"

@@ -1,4 +1,4 @@
-import { SqlClient, type SqlError, type Statement } from "@effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { compareGroups, type SpendDimension, type SpendGroup } from "../../src/domain/spend.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Schema } from "effect"
 import { type AuditEntry, RecordedAuditAction } from "../../src/domain/audit.js"
 import type { AuditLog } from "../../src/ports/AuditLog.js"

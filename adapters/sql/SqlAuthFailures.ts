@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Schema } from "effect"
 import type { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { DbInt, storeErrors } from "./rows.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { CatalogDocument, emptyCatalog } from "../../src/domain/catalog.js"
 import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"

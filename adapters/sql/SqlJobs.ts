@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import { QueueIsBroker } from "../../src/ports/JobQueue.js"

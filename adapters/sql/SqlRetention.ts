@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Schema } from "effect"
 import type { JobId } from "../../src/domain/ids.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Layer, Option } from "effect"
 import { StoreStats } from "../../src/ports/StoreStats.js"
 import { PgPoolUse } from "./pgPoolUse.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { Upload } from "../../src/domain/upload.js"
 import type { UploadRepo } from "../../src/ports/UploadRepo.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { olderThan } from "./cursorFragments.js"

@@ -1,4 +1,4 @@
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient } from "effect/sql"
 import { Effect, Schema } from "effect"
 import { DbInt, storeErrors } from "./rows.js"
 import type { Tables } from "./tables.js"

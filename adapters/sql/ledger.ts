@@ -1,4 +1,4 @@
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import type { LedgerKind } from "../../src/domain/account.js"
 import { newLedgerEntryId } from "../../src/domain/ids.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Option } from "effect"
 import type { IndexName, TableName } from "./tables.js"
 

@@ -1,4 +1,4 @@
-import { Migrator } from "@effect/sql"
+import { Migrator } from "effect/sql"
 import { Effect, Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
 import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"

@@ -1,4 +1,4 @@
-import { SqlError } from "@effect/sql"
+import { SqlError } from "effect/sql"
 import { Effect, Option, ParseResult, Schema } from "effect"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"

@@ -1,4 +1,4 @@
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
 

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect, Option } from "effect"
 import { columnsOf, detectLegacy, type Legacy, SHARED_MIGRATIONS } from "./legacy.js"
 import { migrationsTable, SqlTables } from "./tables.js"

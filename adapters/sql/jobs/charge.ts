@@ -1,4 +1,4 @@
-import type { Statement } from "@effect/sql"
+import type { Statement } from "effect/sql"
 import { Effect, Option, Schema } from "effect"
 import { newLedgerEntryId } from "../../../src/domain/ids.js"
 import { rollupChange } from "../../../src/domain/spend.js"

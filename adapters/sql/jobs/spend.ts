@@ -1,4 +1,4 @@
-import type { SqlClient, Statement } from "@effect/sql"
+import type { SqlClient, Statement } from "effect/sql"
 import { Effect, Schema } from "effect"
 import { hourOf, type SpendCounts } from "../../../src/domain/spend.js"
 import { DbInt } from "../rows.js"

@@ -1,4 +1,4 @@
-import { SqlError, type Statement } from "@effect/sql"
+import { SqlError, type Statement } from "effect/sql"
 import { Effect, Option, type ParseResult, Schema } from "effect"
 import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
