@@ -1,9 +1,9 @@
-import { SqlClient } from "effect/sql"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { type AuditEntry, RecordedAuditAction } from "../../src/domain/audit.js"
 import type { AuditLog } from "../../src/ports/AuditLog.js"
 import { olderThan } from "./cursorFragments.js"
-import { DbInt, storeErrors } from "./rows.js"
+import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
 const AuditRow = Schema.Struct({
@@ -11,11 +11,11 @@ const AuditRow = Schema.Struct({
   actor: Schema.String,
   action: RecordedAuditAction,
   target: Schema.String,
-  summary: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  summary: Schema.fromJsonString(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   request_id: Schema.NullOr(Schema.String),
   created_at: DbInt
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(AuditRow))
+const decodeRows = decodeRows(Schema.Array(AuditRow))
 
 const toEntry = (row: typeof AuditRow.Type): AuditEntry => ({
   id: row.id,

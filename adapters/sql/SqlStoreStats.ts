@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { StoreStats } from "../../src/ports/StoreStats.js"
 import { PgPoolUse } from "./pgPoolUse.js"
 import { storeErrors } from "./rows.js"

@@ -39,7 +39,7 @@ export interface SqlStoreOptions extends SqlJobDriverOptions {
 export const UNSIGNALLED_CACHE_MAX_AGE_MS = 1_000
 
 // Scoped: the job rules' write batchers run in the layer's scope and stop when it closes.
-const stores = (options: SqlJobDriverOptions) => Layer.unwrapScoped(
+const stores = (options: SqlJobDriverOptions) => Layer.unwrap(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
     const admin = yield* makeSqlAdmin

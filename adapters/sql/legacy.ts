@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import type { IndexName, TableName } from "./tables.js"
 
 /** @effect/sql's default migrations table, where the unprefixed release recorded its migrations. */

@@ -1,5 +1,5 @@
-import { Migrator } from "effect/sql"
 import { Effect, Layer } from "effect"
+import { Migrator } from "effect/sql"
 import initial from "./migrations/0001_initial.js"
 import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 import uploads from "./migrations/0003_uploads.js"

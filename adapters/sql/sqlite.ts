@@ -15,9 +15,9 @@ import { checkSqliteDriver } from "./sqliteDriverCheck.js"
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
   layerSqlStores(options).pipe(
     Layer.provide(
-      Layer.unwrapEffect(
+      Layer.unwrap(
         checkSqliteDriver.pipe(
-          Effect.zipRight(Effect.promise(() => import("./sqliteNode/SqliteClient.js"))),
+          Effect.andThen(Effect.promise(() => import("./sqliteNode/SqliteClient.js"))),
           Effect.map((SqliteClient) => {
             if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
             return SqliteClient.layer({ filename: options.filename })

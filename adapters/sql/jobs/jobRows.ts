@@ -3,12 +3,12 @@ import type { Job } from "../../../src/domain/job.js"
 import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { olderThan } from "../cursorFragments.js"
-import { decodeRows, JobFields, jobColumnNames, JobFromRow, type JobColumns, storeErrors } from "../rows.js"
+import { decodeRows, jobColumnNames, type JobColumns, JobFields, JobFromRow, storeErrors } from "../rows.js"
 
 const decodeJobs = decodeRows(Schema.Array(JobFromRow))
 
 export const firstJob = (rows: ReadonlyArray<unknown>) =>
-  decodeJobs(rows).pipe(Effect.map((jobs) => Option.fromNullable(jobs[0])))
+  decodeJobs(rows).pipe(Effect.map((jobs) => Option.fromNullishOr(jobs[0])))
 
 export const allJobs = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Job>, Schema.SchemaError> =>
   decodeJobs(rows)

@@ -4,10 +4,10 @@ import type { ProviderRouteRef, ProviderState } from "../../../src/domain/provid
 import type { HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import type { HeldLease } from "../../../src/ports/JobRepo.js"
 import { allJobs } from "../jobs/jobRows.js"
-import { JobFromRow, storeErrors } from "../rows.js"
+import { decodeRows, JobFromRow, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 
-const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
 
 /** A provider state as the job's columns hold it. */

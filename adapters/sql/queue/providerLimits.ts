@@ -3,11 +3,11 @@ import { bucketOf, MINUTE_MS, MINUTE_WINDOW } from "../../../src/domain/rateLimi
 import type { VersionRef } from "../../../src/domain/providerLimits.js"
 import type { JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import { allJobs } from "../jobs/jobRows.js"
-import { DbInt, storeErrors } from "../rows.js"
+import { DbInt, decodeRows, storeErrors } from "../rows.js"
 import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
 
-const decodeUsage = Schema.decodeUnknown(
+const decodeUsage = decodeRows(
   Schema.Array(Schema.Struct({ kind: Schema.Literal("flight", "starts"), a: Schema.String, b: Schema.String, n: DbInt }))
 )
 
