@@ -37,7 +37,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
       Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAccount))
     )
 
-  const accounts: AccountRepo["Type"] = {
+  const accounts: AccountRepo["Service"] = {
     create: (account, initialCredit) =>
       sql.withTransaction(Effect.gen(function*() {
         yield* sql`INSERT INTO ${t.accounts} ${
@@ -97,7 +97,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
     ACCOUNT_COLUMNS.map((column) => `a.${column} AS a_${column}`).join(", ")
   )
 
-  const keys: ApiKeyRepo["Type"] = {
+  const keys: ApiKeyRepo["Service"] = {
     create: (key) =>
       sql`INSERT INTO ${t.api_keys} ${
         sql.insert({

@@ -69,7 +69,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
       Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAccount))
     )
 
-  const reads: AdminReadRepo["Type"] = {
+  const reads: AdminReadRepo["Service"] = {
     accounts: ({ after, limit, search }) =>
       sql`SELECT * FROM ${t.accounts} WHERE ${
         sql.and([
@@ -167,7 +167,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
       )
   }
 
-  const settings: AccountSettingsRepo["Type"] = {
+  const settings: AccountSettingsRepo["Service"] = {
     update: (id, patch) => {
       const columns = {
         ...(patch.name === undefined ? {} : { name: patch.name }),

@@ -29,5 +29,5 @@ export const makeSqlAuthFailures = Effect.gen(function*() {
       ),
     prune: (bucket) =>
       sql`DELETE FROM ${t.auth_failures} WHERE bucket < ${bucket}`.pipe(Effect.asVoid, storeErrors("prune failed authentications"))
-  } satisfies AuthFailures["Type"]
+  } satisfies AuthFailures["Service"]
 })

@@ -18,8 +18,8 @@ export const makeSqlCatalog = Effect.gen(function*() {
     Effect.flatMap(decodeStored),
     Effect.map((rows) => rows[0] ?? { document: emptyCatalog, revision: 0 })
   )
-  const encode = Schema.encode(Schema.fromJsonString(CatalogDocument))
-  const repo: CatalogRepo["Type"] = {
+  const encode = Schema.encodeEffect(Schema.fromJsonString(CatalogDocument))
+  const repo: CatalogRepo["Service"] = {
     load: load.pipe(storeErrors("read catalog")),
     revision: sql`SELECT revision FROM ${t.catalog} WHERE id = 1`.pipe(
       Effect.flatMap(decodeRevision),

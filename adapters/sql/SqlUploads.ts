@@ -49,7 +49,7 @@ export const makeSqlUploads = Effect.gen(function*() {
         WHERE ${sql.in("id", due.map((u) => u.id))}`
       return due.map((u) => ({ ...toUpload(u), leaseOwner: to.workerId, leaseExpiresAt: to.until }))
     }))
-  const repo: UploadRepo["Type"] = {
+  const repo: UploadRepo["Service"] = {
     create: (u) =>
       sql`INSERT INTO ${t.uploads} ${
         sql.insert({

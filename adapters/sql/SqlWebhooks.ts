@@ -24,7 +24,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     orElse: () => Effect.void
   })
 
-  const repo: WebhookDeliveryRepo["Type"] = {
+  const repo: WebhookDeliveryRepo["Service"] = {
     claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
         yield* serialiseClaims

@@ -1,4 +1,4 @@
-import { Effect, Option, Schema } from "effect"
+import { Array as Arr, Effect, Option, Schema } from "effect"
 import type { JobId } from "../../../src/domain/ids.js"
 import { bucketOf, type WindowUsage } from "../../../src/domain/rateLimit.js"
 import type { IdempotencyRecord, JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
@@ -52,9 +52,10 @@ export const makeAdmissionStatements = ({ sql, t }: JobSql) => {
       storeErrors("read rate-limit windows")
     )
 
+  // sql.insert takes a non-empty list; the submit makes no call without a window to count.
   const recordRateWindows: JobStoreDriver["recordRateWindows"] = (key, now, windows) =>
-    sql`INSERT INTO ${t.rate_windows} ${
-      sql.insert(windows.map((window) => ({
+    !Arr.isReadonlyArrayNonEmpty(windows) ? Effect.void : sql`INSERT INTO ${t.rate_windows} ${
+      sql.insert(Arr.map(windows, (window) => ({
         account_id: key.accountId,
         model: key.model,
         version: key.version,

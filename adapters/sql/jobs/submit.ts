@@ -1,4 +1,4 @@
-import { Effect, Option, type ParseResult, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { SqlError, type Statement } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
@@ -29,8 +29,8 @@ const decodeGated = decodeRows(Schema.Array(Schema.Struct({
 })))
 const decodeJob = decodeRows(JobFromRow)
 
-/** The gate's or the statement's refusal: everything it wrote rolled back. */
-const isDeclined = (error: SqlError.SqlError) => (error.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
+/** The gate's or the statement's refusal: everything it wrote rolled back. The driver's error, with its SQLSTATE, is the reason's cause. */
+const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
 
 
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
@@ -187,7 +187,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
           }))
         ),
         Effect.catchIf(
-          (error): error is SqlError.SqlError => error instanceof SqlError.SqlError && isDeclined(error),
+          (error): error is SqlError.SqlError => SqlError.isSqlError(error) && isDeclined(error),
           () => Effect.succeed<GatedSubmit>({ _tag: "Declined" })
         ),
         storeErrors("submit job")
