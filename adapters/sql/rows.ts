@@ -8,8 +8,16 @@ import { Job, JobError, OutputItem } from "../../src/domain/job.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
 
-/** PostgreSQL answers BIGINT as a string, SQLite as a number: both decode to a safe integer. */
-export const DbInt = Schema.Union([Schema.Int, Schema.NumberFromString.check(Schema.isInt())])
+/**
+ * SQLite answers an INTEGER as a number, PostgreSQL a BIGINT as a bigint (and as a string in
+ * JSON or text results): each decodes to a safe integer, never a rounded one (Schema.Int is
+ * safe integers only). Encoding gives the number.
+ */
+export const DbInt = Schema.Union([
+  Schema.Int,
+  Schema.NumberFromString.check(Schema.isInt()),
+  Schema.BigInt.pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: Number, encode: BigInt })))
+])
 const DbIntOrNull = Schema.NullOr(DbInt)
 const Json = <S extends Schema.Constraint>(schema: S) => Schema.fromJsonString(schema)
 
