@@ -1,18 +1,18 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { ApiKeyRepo, KeyWithAccount } from "../../src/ports/ApiKeyRepo.js"
 import { readActiveJobs } from "./activeJobs.js"
 import { postLedger } from "./ledger.js"
-import { AccountRow, ApiKeyRow, budgetColumns, DbInt, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
+import { AccountRow, ApiKeyRow, budgetColumns, DbInt, decodeRows, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
-const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
-const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
-const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
-const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
-const decodeKey = Schema.decodeUnknown(ApiKeyRow)
-const decodeAccount = Schema.decodeUnknown(AccountRow)
+const decodeAccounts = decodeRows(Schema.Array(AccountRow))
+const decodeKeys = decodeRows(Schema.Array(ApiKeyRow))
+const decodeLedger = decodeRows(Schema.Array(LedgerRow))
+const decodeCount = decodeRows(Schema.Array(Schema.Struct({ n: DbInt })))
+const decodeKey = decodeRows(ApiKeyRow)
+const decodeAccount = decodeRows(AccountRow)
 
 const ACCOUNT_COLUMNS = Object.keys(AccountRow.fields)
 
@@ -34,10 +34,10 @@ export const makeSqlAccounts = Effect.gen(function*() {
   const find = (id: string) =>
     sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
       Effect.flatMap(decodeAccounts),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount))
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAccount))
     )
 
-  const accounts: AccountRepo["Type"] = {
+  const accounts: AccountRepo["Service"] = {
     create: (account, initialCredit) =>
       sql.withTransaction(Effect.gen(function*() {
         yield* sql`INSERT INTO ${t.accounts} ${
@@ -71,7 +71,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
     rotateWebhookSecret: (id, secret, previousExpiresAt) =>
       sql`UPDATE ${t.accounts} SET previous_webhook_secret = webhook_secret, webhook_secret = ${secret},
           previous_webhook_secret_expires_at = ${previousExpiresAt}
-        WHERE id = ${id}`.pipe(Effect.zipRight(find(id)), storeErrors("rotate webhook secret")),
+        WHERE id = ${id}`.pipe(Effect.andThen(find(id)), storeErrors("rotate webhook secret")),
     ledger: (id) =>
       sql`SELECT * FROM ${t.ledger} WHERE account_id = ${id} ORDER BY created_at, id`.pipe(
         Effect.flatMap(decodeLedger),
@@ -89,7 +89,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
   const findKey = (column: "id" | "hash", value: string) =>
     (column === "id" ? sql`SELECT * FROM ${t.api_keys} WHERE id = ${value}` : sql`SELECT * FROM ${t.api_keys} WHERE hash = ${value}`).pipe(
       Effect.flatMap(decodeKeys),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toApiKey))
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toApiKey))
     )
 
   /** The account's columns renamed apart from the key's (both tables have id, name and created_at). */
@@ -97,7 +97,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
     ACCOUNT_COLUMNS.map((column) => `a.${column} AS a_${column}`).join(", ")
   )
 
-  const keys: ApiKeyRepo["Type"] = {
+  const keys: ApiKeyRepo["Service"] = {
     create: (key) =>
       sql`INSERT INTO ${t.api_keys} ${
         sql.insert({
@@ -125,7 +125,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
       ),
     deactivate: (id) =>
       sql`UPDATE ${t.api_keys} SET active = 0 WHERE id = ${id}`.pipe(
-        Effect.zipRight(findKey("id", id)),
+        Effect.andThen(findKey("id", id)),
         storeErrors("deactivate API key")
       )
   }

@@ -1,5 +1,5 @@
-import { SqlClient, type SqlError, type Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { compareGroups, type SpendDimension, type SpendGroup } from "../../src/domain/spend.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
@@ -10,6 +10,7 @@ import {
   ApiKeyRow,
   budgetColumns,
   DbInt,
+  decodeRows,
   DeliveryRow,
   JobFromRow,
   LedgerRow,
@@ -21,14 +22,14 @@ import {
 } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
-const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
-const decodeKeys = Schema.decodeUnknown(Schema.Array(ApiKeyRow))
-const decodeJobs = Schema.decodeUnknown(Schema.Array(JobFromRow))
-const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
-const decodeLedger = Schema.decodeUnknown(Schema.Array(LedgerRow))
-const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ status: Schema.String, n: DbInt })))
-const decodeRuns = Schema.decodeUnknown(Schema.Array(Schema.Struct({ model: Schema.String, run_ms: DbInt })))
-const decodeSpend = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+const decodeAccounts = decodeRows(Schema.Array(AccountRow))
+const decodeKeys = decodeRows(Schema.Array(ApiKeyRow))
+const decodeJobs = decodeRows(Schema.Array(JobFromRow))
+const decodeDeliveries = decodeRows(Schema.Array(DeliveryRow))
+const decodeLedger = decodeRows(Schema.Array(LedgerRow))
+const decodeCounts = decodeRows(Schema.Array(Schema.Struct({ status: Schema.String, n: DbInt })))
+const decodeRuns = decodeRows(Schema.Array(Schema.Struct({ model: Schema.String, run_ms: DbInt })))
+const decodeSpend = decodeRows(Schema.Array(Schema.Struct({
   account_id: Schema.optional(Schema.String),
   key_id: Schema.optional(Schema.String),
   model: Schema.optional(Schema.String),
@@ -65,10 +66,10 @@ export const makeSqlAdmin = Effect.gen(function*() {
   const findAccount = (id: string) =>
     sql`SELECT * FROM ${t.accounts} WHERE id = ${id}`.pipe(
       Effect.flatMap(decodeAccounts),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount))
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAccount))
     )
 
-  const reads: AdminReadRepo["Type"] = {
+  const reads: AdminReadRepo["Service"] = {
     accounts: ({ after, limit, search }) =>
       sql`SELECT * FROM ${t.accounts} WHERE ${
         sql.and([
@@ -166,7 +167,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
       )
   }
 
-  const settings: AccountSettingsRepo["Type"] = {
+  const settings: AccountSettingsRepo["Service"] = {
     update: (id, patch) => {
       const columns = {
         ...(patch.name === undefined ? {} : { name: patch.name }),
@@ -180,13 +181,13 @@ export const makeSqlAdmin = Effect.gen(function*() {
       const write: Effect.Effect<unknown, SqlError.SqlError> = Object.keys(columns).length === 0
         ? Effect.void
         : sql`UPDATE ${t.accounts} SET ${sql.update(columns)} WHERE id = ${id}`
-      return write.pipe(Effect.zipRight(findAccount(id)), storeErrors("update account"))
+      return write.pipe(Effect.andThen(findAccount(id)), storeErrors("update account"))
     },
     updateKeyBudget: (id, budget) =>
       sql`UPDATE ${t.api_keys} SET ${sql.update(budgetColumns(budget))} WHERE id = ${id}`.pipe(
-        Effect.zipRight(sql`SELECT * FROM ${t.api_keys} WHERE id = ${id}`),
+        Effect.andThen(sql`SELECT * FROM ${t.api_keys} WHERE id = ${id}`),
         Effect.flatMap(decodeKeys),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toApiKey)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toApiKey)),
         storeErrors("update API key")
       )
   }

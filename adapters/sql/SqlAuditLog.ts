@@ -1,9 +1,9 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { type AuditEntry, RecordedAuditAction } from "../../src/domain/audit.js"
 import type { AuditLog } from "../../src/ports/AuditLog.js"
 import { olderThan } from "./cursorFragments.js"
-import { DbInt, storeErrors } from "./rows.js"
+import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
 const AuditRow = Schema.Struct({
@@ -11,11 +11,11 @@ const AuditRow = Schema.Struct({
   actor: Schema.String,
   action: RecordedAuditAction,
   target: Schema.String,
-  summary: Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  summary: Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown)),
   request_id: Schema.NullOr(Schema.String),
   created_at: DbInt
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(AuditRow))
+const decodeAuditRows = decodeRows(Schema.Array(AuditRow))
 
 const toEntry = (row: typeof AuditRow.Type): AuditEntry => ({
   id: row.id,
@@ -45,7 +45,7 @@ export const makeSqlAuditLog = Effect.gen(function*() {
       })
     }`
 
-  const log: AuditLog["Type"] = {
+  const log: AuditLog["Service"] = {
     recorded: (change, entry) =>
       sql.withTransaction(Effect.tap(change, (result) => insert(entry(result)))).pipe(storeErrors("record admin action")),
     list: ({ action, actor, after, limit, target }) =>
@@ -57,7 +57,7 @@ export const makeSqlAuditLog = Effect.gen(function*() {
           ...olderThan(sql, after)
         ])
       } ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`.pipe(
-        Effect.flatMap(decodeRows),
+        Effect.flatMap(decodeAuditRows),
         Effect.map((rows) => rows.map(toEntry)),
         storeErrors("read audit log")
       )

@@ -1,10 +1,10 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { AuthFailures } from "../../src/ports/AuthFailures.js"
-import { DbInt, storeErrors } from "./rows.js"
+import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
-const decodeCounts = Schema.decodeUnknown(Schema.Array(Schema.Struct({ bucket: DbInt, failures: DbInt })))
+const decodeCounts = decodeRows(Schema.Array(Schema.Struct({ bucket: DbInt, failures: DbInt })))
 
 /** Failed authentications over SQLite or PostgreSQL (migration 0011): one counter row per client and minute bucket. */
 export const makeSqlAuthFailures = Effect.gen(function*() {
@@ -29,5 +29,5 @@ export const makeSqlAuthFailures = Effect.gen(function*() {
       ),
     prune: (bucket) =>
       sql`DELETE FROM ${t.auth_failures} WHERE bucket < ${bucket}`.pipe(Effect.asVoid, storeErrors("prune failed authentications"))
-  } satisfies AuthFailures["Type"]
+  } satisfies AuthFailures["Service"]
 })

@@ -1,14 +1,14 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { CatalogDocument, emptyCatalog } from "../../src/domain/catalog.js"
 import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
-import { DbInt, storeErrors } from "./rows.js"
+import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
-const decodeStored = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ document: Schema.parseJson(CatalogDocument), revision: DbInt }))
+const decodeStored = decodeRows(
+  Schema.Array(Schema.Struct({ document: Schema.fromJsonString(CatalogDocument), revision: DbInt }))
 )
-const decodeRevision = Schema.decodeUnknown(Schema.Array(Schema.Struct({ revision: DbInt })))
+const decodeRevision = decodeRows(Schema.Array(Schema.Struct({ revision: DbInt })))
 
 /** The catalog is one document in one row; its revision lets every process see a change. */
 export const makeSqlCatalog = Effect.gen(function*() {
@@ -18,8 +18,8 @@ export const makeSqlCatalog = Effect.gen(function*() {
     Effect.flatMap(decodeStored),
     Effect.map((rows) => rows[0] ?? { document: emptyCatalog, revision: 0 })
   )
-  const encode = Schema.encode(Schema.parseJson(CatalogDocument))
-  const repo: CatalogRepo["Type"] = {
+  const encode = Schema.encodeEffect(Schema.fromJsonString(CatalogDocument))
+  const repo: CatalogRepo["Service"] = {
     load: load.pipe(storeErrors("read catalog")),
     revision: sql`SELECT revision FROM ${t.catalog} WHERE id = 1`.pipe(
       Effect.flatMap(decodeRevision),

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"

@@ -1,11 +1,11 @@
-import { SqlClient } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Cause, Effect, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { JobId } from "../../src/domain/ids.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
-import { storeErrors } from "./rows.js"
+import { decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
-const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 
 /**
  * Retention over SQLite or PostgreSQL. Ended jobs are read from the partial index of ended jobs
@@ -64,6 +64,6 @@ export const makeSqlRetention = Effect.gen(function*() {
               WHERE created_at < ${createdBefore} LIMIT ${sql.literal(String(limit))}
             )
             RETURNING account_id`.pipe(Effect.map((rows) => rows.length), storeErrors("purge idempotency keys"))
-        : Effect.dieMessage(`An idempotency purge needs a positive whole limit, not ${limit}`)
+        : Effect.die(new Cause.IllegalArgumentError(`An idempotency purge needs a positive whole limit, not ${limit}`))
   })
 })

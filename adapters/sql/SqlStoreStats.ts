@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { StoreStats } from "../../src/ports/StoreStats.js"
 import { PgPoolUse } from "./pgPoolUse.js"
 import { storeErrors } from "./rows.js"
@@ -13,7 +13,7 @@ export const layerSqlStoreStats = Layer.effect(
     const t = yield* SqlTables
     const poolUse = yield* Effect.serviceOption(PgPoolUse)
     return StoreStats.of({
-      pendingJobs: sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${t.jobs} WHERE status = 'pending'`.pipe(
+      pendingJobs: sql<{ readonly n: number | bigint }>`SELECT COUNT(*) AS n FROM ${t.jobs} WHERE status = 'pending'`.pipe(
         Effect.map((rows) => Number(rows[0]?.n ?? 0)),
         storeErrors("counting pending jobs")
       ),

@@ -1,8 +1,8 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { Upload } from "../../src/domain/upload.js"
 import type { UploadRepo } from "../../src/ports/UploadRepo.js"
-import { DbInt, storeErrors } from "./rows.js"
+import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
 const UploadRow = Schema.Struct({
@@ -19,7 +19,7 @@ const UploadRow = Schema.Struct({
   lease_owner: Schema.NullOr(Schema.String),
   lease_expires_at: Schema.NullOr(DbInt)
 })
-const decodeUploads = Schema.decodeUnknown(Schema.Array(UploadRow))
+const decodeUploads = decodeRows(Schema.Array(UploadRow))
 
 const toUpload = (row: typeof UploadRow.Type): Upload => ({
   id: row.id,
@@ -49,7 +49,7 @@ export const makeSqlUploads = Effect.gen(function*() {
         WHERE ${sql.in("id", due.map((u) => u.id))}`
       return due.map((u) => ({ ...toUpload(u), leaseOwner: to.workerId, leaseExpiresAt: to.until }))
     }))
-  const repo: UploadRepo["Type"] = {
+  const repo: UploadRepo["Service"] = {
     create: (u) =>
       sql`INSERT INTO ${t.uploads} ${
         sql.insert({
@@ -70,7 +70,7 @@ export const makeSqlUploads = Effect.gen(function*() {
     get: (id) =>
       sql`SELECT * FROM ${t.uploads} WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeUploads),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toUpload)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toUpload)),
         storeErrors("read upload")
       ),
     markUploaded: (id, size) =>

@@ -1,12 +1,12 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { olderThan } from "./cursorFragments.js"
-import { DbInt, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
+import { DbInt, decodeRows, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
-const decodeDeliveries = Schema.decodeUnknown(Schema.Array(DeliveryRow))
-const decodeEarliest = Schema.decodeUnknown(Schema.Array(Schema.Struct({ at: Schema.NullOr(DbInt) })))
+const decodeDeliveries = decodeRows(Schema.Array(DeliveryRow))
+const decodeEarliest = decodeRows(Schema.Array(Schema.Struct({ at: Schema.NullOr(DbInt) })))
 
 export const makeSqlWebhooks = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -24,7 +24,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     orElse: () => Effect.void
   })
 
-  const repo: WebhookDeliveryRepo["Type"] = {
+  const repo: WebhookDeliveryRepo["Service"] = {
     claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
         yield* serialiseClaims
@@ -51,7 +51,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       sql`SELECT MIN(next_attempt_at) AS at FROM ${t.webhook_deliveries}
         WHERE status = 'pending' AND next_attempt_at > ${now}`.pipe(
         Effect.flatMap(decodeEarliest),
-        Effect.map((rows) => Option.fromNullable(rows[0]?.at)),
+        Effect.map((rows) => Option.fromNullishOr(rows[0]?.at)),
         storeErrors("read next webhook attempt")
       ),
 
@@ -87,7 +87,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     get: (id) =>
       sql`SELECT * FROM ${t.webhook_deliveries} WHERE id = ${id}`.pipe(
         Effect.flatMap(decodeDeliveries),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toDelivery)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toDelivery)),
         storeErrors("read webhook delivery")
       ),
 
@@ -95,7 +95,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       sql`UPDATE ${t.webhook_deliveries} SET status = 'pending', next_attempt_at = ${now}, lease_owner = NULL, lease_expires_at = NULL
         WHERE id = ${id} AND status = 'failed' RETURNING *`.pipe(
         Effect.flatMap(decodeDeliveries),
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toDelivery)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toDelivery)),
         storeErrors("retry webhook delivery")
       ),
 

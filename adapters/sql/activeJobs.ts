@@ -1,9 +1,9 @@
-import type { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { DbInt, storeErrors } from "./rows.js"
+import type { SqlClient } from "effect/sql"
+import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import type { Tables } from "./tables.js"
 
-const decodeCount = Schema.decodeUnknown(Schema.Array(Schema.Struct({ n: DbInt })))
+const decodeCount = decodeRows(Schema.Array(Schema.Struct({ n: DbInt })))
 
 /**
  * An account's pending and processing jobs, from the count the triggers keep (migration 0010):

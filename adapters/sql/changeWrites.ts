@@ -6,10 +6,10 @@ import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import type { ChangeTopic, StoreChanges } from "../../src/ports/StoreChanges.js"
 
 interface CachedStores {
-  readonly accounts: AccountRepo["Type"]
-  readonly keys: ApiKeyRepo["Type"]
-  readonly settings: AccountSettingsRepo["Type"]
-  readonly catalog: CatalogRepo["Type"]
+  readonly accounts: AccountRepo["Service"]
+  readonly keys: ApiKeyRepo["Service"]
+  readonly settings: AccountSettingsRepo["Service"]
+  readonly catalog: CatalogRepo["Service"]
 }
 
 /**
@@ -17,7 +17,7 @@ interface CachedStores {
  * processes hear of it from the store: PgStoreChanges). A failed write tells them too: it may
  * have committed before its answer was lost.
  */
-export const announcingChanges = (changes: StoreChanges["Type"], stores: CachedStores): CachedStores => {
+export const announcingChanges = (changes: StoreChanges["Service"], stores: CachedStores): CachedStores => {
   const announce = (topic: ChangeTopic) => <A, E, R>(write: Effect.Effect<A, E, R>) => Effect.ensuring(write, changes.changed(topic))
   const access = announce("access")
   return {

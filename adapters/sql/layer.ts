@@ -39,7 +39,7 @@ export interface SqlStoreOptions extends SqlJobDriverOptions {
 export const UNSIGNALLED_CACHE_MAX_AGE_MS = 1_000
 
 // Scoped: the job rules' write batchers run in the layer's scope and stop when it closes.
-const stores = (options: SqlJobDriverOptions) => Layer.unwrapScoped(
+const stores = (options: SqlJobDriverOptions) => Layer.unwrap(
   Effect.gen(function*() {
     const { accounts, keys } = yield* makeSqlAccounts
     const admin = yield* makeSqlAdmin
@@ -67,7 +67,12 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrapScoped(
  * The store ports over whatever SqlClient is provided (SQLite or PostgreSQL): a host can pass
  * its own pool. This file imports no driver: the SQLite and PostgreSQL layers (sqlite.ts, postgres.ts)
  * each bring their own, so an app installs only the driver of the store it uses. Migrates first, moving a database of the unprefixed release to the prefix.
- * Fails with TablePrefixError on an invalid prefix.
+ * Fails with TablePrefixError on an invalid prefix. The migrations and the stats are values
+ * shared by every store: fresh, so that Effect 4's layer memoization, shared across nested
+ * provides, never hands one database's migrations or stats to another's stores.
  */
 export const layerSqlStores = (options: SqlStoreOptions = {}) =>
-  Layer.merge(stores(options), layerSqlStoreStats).pipe(Layer.provide(layerMigrations), Layer.provide(layerSqlTables(options.tablePrefix)))
+  Layer.merge(stores(options), Layer.fresh(layerSqlStoreStats)).pipe(
+    Layer.provide(Layer.fresh(layerMigrations)),
+    Layer.provide(layerSqlTables(options.tablePrefix))
+  )

@@ -1,5 +1,5 @@
-import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
 import type { LedgerKind } from "../../src/domain/account.js"
 import { newLedgerEntryId } from "../../src/domain/ids.js"
 import { rollupChange } from "../../src/domain/spend.js"

@@ -1,8 +1,8 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import type { IndexName, TableName } from "./tables.js"
 
-/** @effect/sql's default migrations table, where the unprefixed release recorded its migrations. */
+/** Effect SQL's default migrations table, where the unprefixed release recorded its migrations. */
 export const SHARED_MIGRATIONS = "effect_sql_migrations"
 
 export interface LegacyMigration {

@@ -1,5 +1,5 @@
-import { Migrator } from "@effect/sql"
 import { Effect, Layer } from "effect"
+import { Migrator } from "effect/sql"
 import initial from "./migrations/0001_initial.js"
 import webhookDeliveries from "./migrations/0002_webhook_deliveries.js"
 import uploads from "./migrations/0003_uploads.js"
@@ -20,7 +20,7 @@ import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
 /**
- * @effect/sql's migrator without schema dumps, so neither dialect needs pg_dump or the
+ * Effect SQL's Migrator without schema dumps, so neither dialect needs pg_dump or the
  * sqlite3 binary. It records applied migrations in `<prefix>migrations`, not in the shared
  * `effect_sql_migrations`: the migrator runs only ids above the latest recorded, so sharing a
  * host's table would make the host's migrations and the engine's skip each other.

@@ -1,5 +1,5 @@
-import { SqlError } from "@effect/sql"
-import { Effect, Option, ParseResult, Schema } from "effect"
+import { Cause, Effect, Option, Schema, SchemaGetter, type SchemaIssue, SchemaTransformation } from "effect"
+import { SqlError } from "effect/sql"
 import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
 import { CorruptRow, StoreError } from "../../src/domain/errors.js"
@@ -8,10 +8,18 @@ import { Job, JobError, OutputItem } from "../../src/domain/job.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
 
-/** PostgreSQL answers BIGINT as a string, SQLite as a number: both decode to a safe integer. */
-export const DbInt = Schema.Union(Schema.Int, Schema.NumberFromString.pipe(Schema.int()))
+/**
+ * SQLite answers an INTEGER as a number, PostgreSQL a BIGINT as a bigint (and as a string in
+ * JSON or text results): each decodes to a safe integer, never a rounded one (Schema.Int is
+ * safe integers only). Encoding gives the number.
+ */
+export const DbInt = Schema.Union([
+  Schema.Int,
+  Schema.NumberFromString.check(Schema.isInt()),
+  Schema.BigInt.pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.transform({ decode: Number, encode: BigInt })))
+])
 const DbIntOrNull = Schema.NullOr(DbInt)
-const Json = <A, I>(schema: Schema.Schema<A, I>) => Schema.parseJson(schema)
+const Json = <S extends Schema.Constraint>(schema: S) => Schema.fromJsonString(schema)
 
 const JsonStrings = Json(Schema.Array(Schema.String))
 
@@ -110,75 +118,119 @@ export const toApiKey = (row: typeof ApiKeyRow.Type): ApiKey => ({
   createdAt: row.created_at
 })
 
-/** A field kept in the column `name`. */
-const column = <const Name extends string, S extends Schema.Schema.Any>(name: Name, codec: S) =>
-  Schema.propertySignature(codec).pipe(Schema.fromKey(name))
-
 /** A JSON text column; NULL when the field is null. */
-const JsonOrNull = <A, I>(schema: Schema.Schema<A, I>) => Schema.NullOr(Json(schema))
+const JsonOrNull = <S extends Schema.Constraint>(schema: S) => Schema.NullOr(Json(schema))
 
 /** The JSON text `null`, which earlier releases wrote for a job without an error: read as NULL, never written. */
-const JsonNullText = Schema.transform(Schema.Literal("null"), Schema.Null, {
-  strict: true,
-  decode: () => null,
-  encode: () => "null" as const
-})
+const JsonNullText = Schema.Literal("null").pipe(
+  Schema.decodeTo(Schema.Null, SchemaTransformation.transform({ decode: () => null, encode: () => "null" as const }))
+)
 
 /**
  * The key that submitted a job. NULL in the column, or no column at all (a previous release's
  * reads), is a job without `apiKeyId`, as jobs of releases that did not record it are.
  */
-const ApiKeyIdColumn = Schema.optionalToOptional(Schema.NullOr(Schema.String), Schema.UndefinedOr(Schema.NullOr(ApiKeyId)), {
-  decode: Option.filter((id): id is string => id !== null),
-  encode: (id) => Option.some(Option.getOrUndefined(id) ?? null)
-}).pipe(Schema.fromKey("api_key_id"))
+const ApiKeyIdColumn = Schema.optionalKey(Schema.NullOr(Schema.String)).pipe(
+  Schema.decodeTo(Schema.optional(Schema.NullOr(ApiKeyId)), {
+    decode: SchemaGetter.transformOptional(Option.filter((id: string | null) => id !== null)),
+    encode: SchemaGetter.transformOptional((id) => Option.some(Option.getOrUndefined(id) ?? null))
+  })
+)
+
+/**
+ * A job's fields and their codecs, each field of Job exactly once (`satisfies`: the compiler
+ * refuses a field of Job missing here, or one here that is not Job's).
+ */
+const jobFields = {
+  id: Job.fields.id,
+  accountId: Job.fields.accountId,
+  apiKeyId: ApiKeyIdColumn,
+  requestId: Job.fields.requestId,
+  model: Job.fields.model,
+  version: Job.fields.version,
+  input: Json(Job.fields.input),
+  webhookUrl: Job.fields.webhookUrl,
+  status: Job.fields.status,
+  costMicroCents: DbInt,
+  error: Schema.Union([Schema.Null, Json(JobError), JsonNullText]),
+  outputs: JsonOrNull(Schema.Array(OutputItem)),
+  createdAt: DbInt,
+  estimatedCompletionAt: DbInt,
+  startedAt: DbIntOrNull,
+  completedAt: DbIntOrNull,
+  attempts: DbInt,
+  leaseOwner: Job.fields.leaseOwner,
+  leaseExpiresAt: DbIntOrNull,
+  providerPhase: Job.fields.providerPhase,
+  providerHandle: JsonOrNull(ProviderHandle),
+  providerStarts: DbInt,
+  providerRoute: JsonOrNull(ProviderRouteRef)
+} satisfies { readonly [K in keyof Job]-?: Schema.Top }
+
+/** A job's fields as a struct whose encoded keys are still the field names (see jobColumnNames). */
+export const JobFields = Schema.Struct(jobFields)
+
+/** The column of each field whose column is not named as it is: `Schema.encodeKeys(jobColumnNames)`. */
+export const jobColumnNames = {
+  accountId: "account_id",
+  apiKeyId: "api_key_id",
+  requestId: "request_id",
+  webhookUrl: "webhook_url",
+  costMicroCents: "cost_micro_cents",
+  createdAt: "created_at",
+  estimatedCompletionAt: "estimated_completion_at",
+  startedAt: "started_at",
+  completedAt: "completed_at",
+  leaseOwner: "lease_owner",
+  leaseExpiresAt: "lease_expires_at",
+  providerPhase: "provider_phase",
+  providerHandle: "provider_handle",
+  providerStarts: "provider_starts",
+  providerRoute: "provider_route"
+} as const
 
 /**
  * A job as its row in `jobs`, the one definition of that row: decoding reads a row as either
  * driver answers it, encoding gives the row to insert and each update's SET list. A new job
- * field is a line here (its column and codec) and a migration; the compiler refuses this
- * schema while a field of Job is missing here or one here is not Job's.
+ * field is a line in jobFields (its codec), in jobColumnNames when its column is named
+ * otherwise, and a migration.
  */
-export const JobFromRow = Schema.Struct({
-  id: Job.fields.id,
-  accountId: column("account_id", Job.fields.accountId),
-  apiKeyId: ApiKeyIdColumn,
-  requestId: column("request_id", Job.fields.requestId),
-  model: Job.fields.model,
-  version: Job.fields.version,
-  input: Json(Job.fields.input),
-  webhookUrl: column("webhook_url", Job.fields.webhookUrl),
-  status: Job.fields.status,
-  costMicroCents: column("cost_micro_cents", DbInt),
-  error: Schema.Union(Schema.Null, Json(JobError), JsonNullText),
-  outputs: JsonOrNull(Schema.Array(OutputItem)),
-  createdAt: column("created_at", DbInt),
-  estimatedCompletionAt: column("estimated_completion_at", DbInt),
-  startedAt: column("started_at", DbIntOrNull),
-  completedAt: column("completed_at", DbIntOrNull),
-  attempts: DbInt,
-  leaseOwner: column("lease_owner", Job.fields.leaseOwner),
-  leaseExpiresAt: column("lease_expires_at", DbIntOrNull),
-  providerPhase: column("provider_phase", Job.fields.providerPhase),
-  providerHandle: column("provider_handle", JsonOrNull(ProviderHandle)),
-  providerStarts: column("provider_starts", DbInt),
-  providerRoute: column("provider_route", JsonOrNull(ProviderRouteRef))
-}) satisfies Schema.Schema<Job, any> // any: the columns are what the fields above make them
+export const JobFromRow = JobFields.pipe(Schema.encodeKeys(jobColumnNames)) satisfies Schema.Schema<Job>
 
 /** A job's row as the driver takes and answers it. */
 export type JobColumns = typeof JobFromRow.Encoded
 
 /**
- * SQL and row-decoding failures leave the adapter as StoreError. So does a SqlError defect:
- * `withTransaction` dies when its COMMIT or ROLLBACK fails, as both do on a connection the
- * server terminated mid-transaction, and that is a store outage (503), not a bug (500).
+ * Decoding what the store answered: a rejected row is kept in the issue (`reportInput`), so
+ * that a CorruptRow can name its id. Only the id leaves: see corruptRow.
  */
-/** The id of the first row on a decode failure's path: the shallowest value with a string `id`. */
-const failedRowId = (issue: ParseResult.ParseIssue): string | undefined => {
-  const actual: unknown = "actual" in issue ? issue.actual : undefined
-  if (typeof actual === "object" && actual !== null && "id" in actual && typeof actual.id === "string") return actual.id
-  const next = "issues" in issue ? (Array.isArray(issue.issues) ? issue.issues[0] : issue.issues) : "issue" in issue ? issue.issue : undefined
-  return next === undefined ? undefined : failedRowId(next as ParseResult.ParseIssue)
+export const decodeRows = <S extends Schema.Constraint>(schema: S) => Schema.decodeUnknownEffect(schema, { reportInput: true })
+
+/**
+ * The id of the first row on a decode failure's path: the shallowest value with a string `id`.
+ * Issues hold the rejected value only when the decode reported its input (decodeRows).
+ */
+const failedRowId = (issue: SchemaIssue.Issue): string | undefined => {
+  const input: unknown = issue.input
+  if (typeof input === "object" && input !== null && "id" in input && typeof input.id === "string") return input.id
+  const next = "issues" in issue ? issue.issues[0] : "issue" in issue ? issue.issue : undefined
+  return next === undefined ? undefined : failedRowId(next)
+}
+
+/** Each failing field's path and the kind of its issue: never a value or a message, which can quote one. */
+const issueKinds = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): ReadonlyArray<string> => {
+  switch (issue._tag) {
+    case "Pointer":
+      return issueKinds(issue.issue, [...path, ...issue.path])
+    case "Filter":
+    case "Encoding":
+      return issueKinds(issue.issue, path)
+    case "Composite":
+      return issue.issues.flatMap((inner) => issueKinds(inner, path))
+    case "AnyOf":
+      if (issue.issues.length > 0) return issue.issues.flatMap((inner) => issueKinds(inner, path))
+  }
+  return [`${path.map(String).join(".")}: ${issue._tag}`]
 }
 
 /**
@@ -186,29 +238,35 @@ const failedRowId = (issue: ParseResult.ParseIssue): string | undefined => {
  * store answered, so retrying will not help (see CorruptRow). Its issue names the failing
  * fields, not the row's values, which may hold secrets.
  */
-const corruptRow = (operation: string, error: ParseResult.ParseError) =>
+const corruptRow = (operation: string, error: Schema.SchemaError) =>
   new CorruptRow({
     operation,
     rowId: failedRowId(error.issue),
-    issue: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".")}: ${i._tag}`).join("; ")
+    issue: issueKinds(error.issue, []).join("; ")
   })
 
+const storeError = (what: string, cause: unknown) =>
+  new StoreError({ message: `${what} failed`, cause: Schema.isSchemaError(cause) ? corruptRow(what, cause) : cause })
+
+/**
+ * SQL and row-decoding failures leave the adapter as StoreError. So does a SqlError defect:
+ * `withTransaction` dies when its COMMIT or ROLLBACK fails, as both do on a connection the
+ * server terminated mid-transaction, and that is a store outage (503), not a bug (500).
+ */
 export const storeErrors = (what: string) =>
 <A, E, R>(
-  effect: Effect.Effect<A, E | SqlError.SqlError | ParseResult.ParseError, R>
-): Effect.Effect<A, Exclude<E, SqlError.SqlError | ParseResult.ParseError> | StoreError, R> =>
+  effect: Effect.Effect<A, E | SqlError.SqlError | Schema.SchemaError, R>
+): Effect.Effect<A, Exclude<E, SqlError.SqlError | Schema.SchemaError> | StoreError, R> =>
   Effect.catchIf(
     effect,
-    (e): e is SqlError.SqlError | ParseResult.ParseError => e instanceof SqlError.SqlError || ParseResult.isParseError(e),
-    (cause) =>
-      Effect.fail(new StoreError({ message: `${what} failed`, cause: ParseResult.isParseError(cause) ? corruptRow(what, cause) : cause }))
+    (e): e is SqlError.SqlError | Schema.SchemaError => SqlError.isSqlError(e) || Schema.isSchemaError(e),
+    (cause) => Effect.fail(storeError(what, cause))
   ).pipe(
-    Effect.catchSomeDefect((defect) =>
-      defect instanceof SqlError.SqlError
-        ? Option.some(Effect.fail(new StoreError({ message: `${what} failed`, cause: defect })))
-        : Option.none()
-    )
-  ) as Effect.Effect<A, Exclude<E, SqlError.SqlError | ParseResult.ParseError> | StoreError, R>
+    Effect.catchCause((cause) => {
+      const died = cause.reasons.find(Cause.isDieReason)
+      return died !== undefined && SqlError.isSqlError(died.defect) ? Effect.fail(storeError(what, died.defect)) : Effect.failCause(cause)
+    })
+  ) as Effect.Effect<A, Exclude<E, SqlError.SqlError | Schema.SchemaError> | StoreError, R>
 
 export const DeliveryRow = Schema.Struct({
   id: Schema.String,

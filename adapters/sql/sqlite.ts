@@ -15,9 +15,9 @@ import { checkSqliteDriver } from "./sqliteDriverCheck.js"
 export const layerSqlite = (options: { readonly filename: string } & SqlStoreOptions) =>
   layerSqlStores(options).pipe(
     Layer.provide(
-      Layer.unwrapEffect(
+      Layer.unwrap(
         checkSqliteDriver.pipe(
-          Effect.zipRight(Effect.promise(() => import("./sqliteNode/SqliteClient.js"))),
+          Effect.andThen(Effect.promise(() => import("./sqliteNode/SqliteClient.js"))),
           Effect.map((SqliteClient) => {
             if (options.filename !== ":memory:") mkdirSync(dirname(options.filename), { recursive: true })
             return SqliteClient.layer({ filename: options.filename })
@@ -27,5 +27,8 @@ export const layerSqlite = (options: { readonly filename: string } & SqlStoreOpt
     )
   )
 
-/** Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken in-process. */
-export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), layerLocalSignals)
+/**
+ * Every store in one SQLite file (WAL); workers and webhook dispatchers in this process are woken
+ * in-process, by signals of this store's own (fresh: Effect 4 memoizes layers across nested provides).
+ */
+export const sqliteStore = (options: Parameters<typeof layerSqlite>[0]) => Layer.merge(layerSqlite(options), Layer.fresh(layerLocalSignals))

@@ -1,6 +1,6 @@
-import { Data, Effect } from "effect"
+import { Effect, Schema } from "effect"
 
-export class SqliteDriverError extends Data.TaggedError("SqliteDriverError")<{ readonly message: string }> {}
+export class SqliteDriverError extends Schema.TaggedError<SqliteDriverError>()("SqliteDriverError", { message: Schema.String }) {}
 
 /** node:sqlite's first release with everything the client uses without a flag (the busy `timeout`). */
 export const MIN_NODE = [22, 16] as const

@@ -1,5 +1,5 @@
-import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
 
 export { checkTablePrefix, DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LENGTH, TablePrefixError } from "../../src/domain/tablePrefix.js"
@@ -71,7 +71,7 @@ export const migrationsTable = (prefix: string) => `${prefix}migrations`
 /** Quoted identifiers for the prefixed names, to interpolate into queries. */
 export type Tables = { readonly [K in Name]: Statement.Identifier } & { readonly prefix: string }
 
-export class SqlTables extends Context.Tag("genjobs/SqlTables")<SqlTables, Tables>() {}
+export class SqlTables extends Context.Service<SqlTables, Tables>()("genjobs/SqlTables") {}
 
 export const layerSqlTables = (prefix: string = DEFAULT_TABLE_PREFIX) =>
   Layer.effect(

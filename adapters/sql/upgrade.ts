@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { columnsOf, detectLegacy, type Legacy, SHARED_MIGRATIONS } from "./legacy.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 

@@ -1,12 +1,12 @@
-import { Effect, Option, Schema } from "effect"
+import { Array as Arr, Effect, Option, Schema } from "effect"
 import type { JobId } from "../../../src/domain/ids.js"
 import { bucketOf, type WindowUsage } from "../../../src/domain/rateLimit.js"
 import type { IdempotencyRecord, JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import type { JobSql } from "../queue/context.js"
-import { DbInt, storeErrors } from "../rows.js"
+import { DbInt, decodeRows, storeErrors } from "../rows.js"
 
-const decodeWindows = Schema.decodeUnknown(Schema.Array(Schema.Struct({ window_ms: DbInt, n: DbInt, oldest: DbInt })))
-const decodeIdempotency = Schema.decodeUnknown(
+const decodeWindows = decodeRows(Schema.Array(Schema.Struct({ window_ms: DbInt, n: DbInt, oldest: DbInt })))
+const decodeIdempotency = decodeRows(
   Schema.Array(Schema.Struct({ request_hash: Schema.String, job_id: Schema.String, created_at: DbInt }))
 )
 
@@ -17,7 +17,7 @@ export const makeAdmissionStatements = ({ sql, t }: JobSql) => {
       WHERE account_id = ${accountId} AND idempotency_key = ${key}`.pipe(
       Effect.flatMap(decodeIdempotency),
       Effect.map((rows) =>
-        Option.map(Option.fromNullable(rows[0]), (row): IdempotencyRecord => ({
+        Option.map(Option.fromNullishOr(rows[0]), (row): IdempotencyRecord => ({
           requestHash: row.request_hash,
           jobId: row.job_id as JobId,
           createdAt: row.created_at
@@ -52,9 +52,10 @@ export const makeAdmissionStatements = ({ sql, t }: JobSql) => {
       storeErrors("read rate-limit windows")
     )
 
+  // sql.insert takes a non-empty list; the submit makes no call without a window to count.
   const recordRateWindows: JobStoreDriver["recordRateWindows"] = (key, now, windows) =>
-    sql`INSERT INTO ${t.rate_windows} ${
-      sql.insert(windows.map((window) => ({
+    !Arr.isReadonlyArrayNonEmpty(windows) ? Effect.void : sql`INSERT INTO ${t.rate_windows} ${
+      sql.insert(Arr.map(windows, (window) => ({
         account_id: key.accountId,
         model: key.model,
         version: key.version,

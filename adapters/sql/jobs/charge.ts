@@ -1,17 +1,17 @@
-import type { Statement } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
+import type { Statement } from "effect/sql"
 import { newLedgerEntryId } from "../../../src/domain/ids.js"
 import { rollupChange } from "../../../src/domain/spend.js"
 import type { Charged, JobCharge, JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
-import { AccountRow, DbInt, storeErrors, toAccount } from "../rows.js"
+import { AccountRow, DbInt, decodeRows, storeErrors, toAccount } from "../rows.js"
 import { readSpent, rollupUpsert } from "./spend.js"
 
-const decodeAccounts = Schema.decodeUnknown(Schema.Array(AccountRow))
-const decodeBalance = Schema.decodeUnknown(Schema.Array(Schema.Struct({ before: DbInt })))
+const decodeAccounts = decodeRows(Schema.Array(AccountRow))
+const decodeBalance = decodeRows(Schema.Array(Schema.Struct({ before: DbInt })))
 
 export const firstBalance = (rows: ReadonlyArray<unknown>) =>
-  decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullable(found[0]), (row) => row.before)))
+  decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullishOr(found[0]), (row) => row.before)))
 
 const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: JobCharge) => ({
   row: { accountId, keyId, model, at: now },
@@ -67,7 +67,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
       RETURNING balance_micro_cents + ${costMicroCents} AS before`.pipe(
       Effect.flatMap(firstBalance),
       Effect.tap((before) =>
-        Option.isNone(before) ? Effect.void : Effect.zipRight(
+        Option.isNone(before) ? Effect.void : Effect.andThen(
           costMicroCents > 0
             ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
               VALUES (${newLedgerEntryId(now)}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
@@ -105,7 +105,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
   const lockAccount: JobStoreDriver["lockAccount"] = (id) =>
     sql`SELECT * FROM ${t.accounts} WHERE id = ${id} ${forUpdate}`.pipe(
       Effect.flatMap(decodeAccounts),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toAccount)),
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAccount)),
       storeErrors("lock account")
     )
 

@@ -1,12 +1,12 @@
-import { Effect } from "effect"
+import { Array as Arr, Effect } from "effect"
 import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import type { JobSql } from "../queue/context.js"
 import { storeErrors } from "../rows.js"
 
 /** The webhook outbox rows a job's end writes in its transaction (SqlWebhooks delivers them). */
 export const makeDeliveryInserts = ({ sql, t }: JobSql): JobStoreDriver["insertDeliveries"] => (deliveries) =>
-  (deliveries.length === 0 ? Effect.void : sql`INSERT INTO ${t.webhook_deliveries} ${
-    sql.insert(deliveries.map((delivery) => ({
+  (!Arr.isReadonlyArrayNonEmpty(deliveries) ? Effect.void : sql`INSERT INTO ${t.webhook_deliveries} ${
+    sql.insert(Arr.map(deliveries, (delivery) => ({
       id: delivery.id,
       job_id: delivery.jobId,
       account_id: delivery.accountId,

@@ -1,23 +1,23 @@
-import { Effect, Option, type ParseResult, Schema } from "effect"
+import { Effect, Option, Schema, Struct } from "effect"
 import type { Job } from "../../../src/domain/job.js"
 import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { olderThan } from "../cursorFragments.js"
-import { JobFromRow, type JobColumns, storeErrors } from "../rows.js"
+import { decodeRows, jobColumnNames, type JobColumns, JobFields, JobFromRow, storeErrors } from "../rows.js"
 
-const decodeJobs = Schema.decodeUnknown(Schema.Array(JobFromRow))
+const decodeJobs = decodeRows(Schema.Array(JobFromRow))
 
 export const firstJob = (rows: ReadonlyArray<unknown>) =>
-  decodeJobs(rows).pipe(Effect.map((jobs) => Option.fromNullable(jobs[0])))
+  decodeJobs(rows).pipe(Effect.map((jobs) => Option.fromNullishOr(jobs[0])))
 
-export const allJobs = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Job>, ParseResult.ParseError> =>
+export const allJobs = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Job>, Schema.SchemaError> =>
   decodeJobs(rows)
 
 /** A job as its row's columns. */
 export const jobRow: (job: Job) => JobColumns = Schema.encodeSync(JobFromRow)
 
 /** The columns a submit sets once: an update leaves them as they are. */
-const JobChanges = JobFromRow.omit(
+const JobChanges = JobFields.mapFields(Struct.omit([
   "id",
   "accountId",
   "apiKeyId",
@@ -29,8 +29,8 @@ const JobChanges = JobFromRow.omit(
   "costMicroCents",
   "createdAt",
   "estimatedCompletionAt"
-)
-const changedColumns = Schema.encode(JobChanges)
+])).pipe(Schema.encodeKeys(jobColumnNames))
+const changedColumns = Schema.encodeEffect(JobChanges)
 
 /** Reading, locking, updating and listing one account's jobs. */
 export const makeJobRowStatements = ({ sql, t }: JobSql) => {

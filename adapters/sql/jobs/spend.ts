@@ -1,7 +1,7 @@
-import type { SqlClient, Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import type { SqlClient, Statement } from "effect/sql"
 import { hourOf, type SpendCounts } from "../../../src/domain/spend.js"
-import { DbInt } from "../rows.js"
+import { DbInt, decodeRows } from "../rows.js"
 import type { Tables } from "../tables.js"
 
 /** A rollup's key column for jobs without a key: '' rather than null, so it can sit in the primary key. */
@@ -15,7 +15,7 @@ export interface RollupRow {
   readonly at: number
 }
 
-const decodeSpent = Schema.decodeUnknown(Schema.Array(Schema.Struct({ account_spent: DbInt, key_spent: DbInt })))
+const decodeSpent = decodeRows(Schema.Array(Schema.Struct({ account_spent: DbInt, key_spent: DbInt })))
 
 /**
  * Adding `counts` to a rollup, creating it when missing. `source` is what the values are

@@ -1,5 +1,5 @@
-import { SqlError, type Statement } from "@effect/sql"
-import { Effect, Option, type ParseResult, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { SqlError, type Statement } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
 import type { JobId } from "../../../src/domain/ids.js"
@@ -8,16 +8,16 @@ import { chargeOf, type GatedSubmit, type JobStoreDriver, type SubmitGates } fro
 import { SUBMIT_DECLINED_SQLSTATE, submitDeclinedName, submitGateName } from "../migrations/0016_submit_gate.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
-import { DbInt, JobFromRow, storeErrors } from "../rows.js"
+import { DbInt, decodeRows, JobFromRow, storeErrors } from "../rows.js"
 import { makeChargeStatements } from "./charge.js"
 import { jobRow } from "./jobRows.js"
 import { NO_KEY } from "./spend.js"
 
-const decodeOffered = Schema.decodeUnknown(
+const decodeOffered = decodeRows(
   Schema.Array(Schema.Struct({ queued_id: Schema.NullOr(Schema.String), lease_expires_at: Schema.NullOr(DbInt) }))
 )
-const decodeLeaseEnds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
-const decodeGated = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+const decodeLeaseEnds = decodeRows(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
+const decodeGated = decodeRows(Schema.Array(Schema.Struct({
   gate_admitted: Schema.Boolean,
   gate_request_hash: Schema.NullOr(Schema.String),
   gate_job_id: Schema.NullOr(Schema.String),
@@ -27,10 +27,10 @@ const decodeGated = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   /** The recorded job's own id: null when the statement could not see it yet. */
   id: Schema.NullOr(Schema.String)
 })))
-const decodeJob = Schema.decodeUnknown(JobFromRow)
+const decodeJob = decodeRows(JobFromRow)
 
-/** The gate's or the statement's refusal: everything it wrote rolled back. */
-const isDeclined = (error: SqlError.SqlError) => (error.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
+/** The gate's or the statement's refusal: everything it wrote rolled back. The driver's error, with its SQLSTATE, is the reason's cause. */
+const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
 
 
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
@@ -51,7 +51,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
   /** The job a statement of offeredInserts wrote: queued as it is, or taken by the lease. */
   const offeredJob = (job: Job, lease: HandOffLease) => (rows: ReadonlyArray<unknown>) =>
     decodeOffered(rows).pipe(Effect.map((found) =>
-      Option.map(Option.fromNullable(found[0]), (row) => (row.queued_id !== null ? job : takenAs(job, lease, row.lease_expires_at)))
+      Option.map(Option.fromNullishOr(found[0]), (row) => (row.queued_id !== null ? job : takenAs(job, lease, row.lease_expires_at)))
     ))
 
   const insertJob: JobStoreDriver["insertJob"] = sql.onDialectOrElse({
@@ -168,7 +168,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
               LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
       return written.pipe(
         Effect.flatMap((rows) =>
-          decodeGated(rows).pipe(Effect.flatMap((found): Effect.Effect<GatedSubmit, ParseResult.ParseError> => {
+          decodeGated(rows).pipe(Effect.flatMap((found): Effect.Effect<GatedSubmit, Schema.SchemaError> => {
             const row = found[0]
             if (row === undefined) return Effect.succeed({ _tag: "Declined" })
             if (row.gate_admitted) {
@@ -187,7 +187,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
           }))
         ),
         Effect.catchIf(
-          (error): error is SqlError.SqlError => error instanceof SqlError.SqlError && isDeclined(error),
+          (error): error is SqlError.SqlError => SqlError.isSqlError(error) && isDeclined(error),
           () => Effect.succeed<GatedSubmit>({ _tag: "Declined" })
         ),
         storeErrors("submit job")

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Tables } from "../tables.js"
 
 /** When the sweeper checked an upload's stored file once its upload URL had closed. */

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Tables } from "../tables.js"
 
 /** hourOf (src/domain/spend.ts) in SQL: the start of the UTC hour of an epoch-ms column. */

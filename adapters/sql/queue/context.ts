@@ -1,4 +1,4 @@
-import type { SqlClient, Statement } from "@effect/sql"
+import type { SqlClient, Statement } from "effect/sql"
 import type { Tables } from "../tables.js"
 
 /**

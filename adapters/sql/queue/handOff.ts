@@ -1,4 +1,4 @@
-import type { Statement } from "@effect/sql"
+import type { Statement } from "effect/sql"
 import { claimedJob, type Job } from "../../../src/domain/job.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
 import { jobRow } from "../jobs/jobRows.js"

@@ -1,25 +1,29 @@
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Struct } from "effect"
 import type { JobId } from "../../../src/domain/ids.js"
 import type { ProviderRouteRef, ProviderState } from "../../../src/domain/providerHandle.js"
 import type { HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import type { HeldLease } from "../../../src/ports/JobRepo.js"
 import { allJobs } from "../jobs/jobRows.js"
-import { JobFromRow, storeErrors } from "../rows.js"
+import { decodeRows, JobFields, jobColumnNames, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 
-const decodeIds = Schema.decodeUnknown(Schema.Array(Schema.Struct({ id: Schema.String })))
+const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
 
+/** Some of a job's fields as their columns. */
+const jobColumns = <const Names extends ReadonlyArray<keyof typeof JobFields.fields>>(names: Names) =>
+  JobFields.mapFields(Struct.pick(names)).pipe(Schema.encodeKeys(jobColumnNames))
+
 /** A provider state as the job's columns hold it. */
-const encodeProviderColumns = Schema.encodeSync(JobFromRow.pick("providerPhase", "providerHandle", "providerStarts"))
+const encodeProviderColumns = Schema.encodeSync(jobColumns(["providerPhase", "providerHandle", "providerStarts"]))
 const providerColumns = (state: ProviderState) =>
   encodeProviderColumns({ providerPhase: state.phase, providerHandle: state.handle, providerStarts: state.starts })
 
 /** What ending a held job writes, as the job's columns hold it (the lease given up beside it). */
-const endingColumns = Schema.encodeSync(JobFromRow.pick("status", "outputs", "error", "completedAt"))
+const endingColumns = Schema.encodeSync(jobColumns(["status", "outputs", "error", "completedAt"]))
 
 /** A route to record, as its column holds it; null keeps the stored one (a route once recorded never changes). */
-const encodeRoute = Schema.encodeSync(JobFromRow.pick("providerRoute"))
+const encodeRoute = Schema.encodeSync(jobColumns(["providerRoute"]))
 const routeOrNull = (route: ProviderRouteRef | undefined) =>
   route === undefined ? null : encodeRoute({ providerRoute: route }).provider_route
 

@@ -1,14 +1,14 @@
-import { Effect, Schema } from "effect"
+import { Array as Arr, Effect, Schema } from "effect"
 import { bucketOf, MINUTE_MS, MINUTE_WINDOW } from "../../../src/domain/rateLimit.js"
 import type { VersionRef } from "../../../src/domain/providerLimits.js"
 import type { JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import { allJobs } from "../jobs/jobRows.js"
-import { DbInt, storeErrors } from "../rows.js"
+import { DbInt, decodeRows, storeErrors } from "../rows.js"
 import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
 
-const decodeUsage = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ kind: Schema.Literal("flight", "starts"), a: Schema.String, b: Schema.String, n: DbInt }))
+const decodeUsage = decodeRows(
+  Schema.Array(Schema.Struct({ kind: Schema.Literals(["flight", "starts"]), a: Schema.String, b: Schema.String, n: DbInt }))
 )
 
 /** The limited claim's reads and writes: the room each provider scope has, and its pending jobs. */
@@ -62,10 +62,10 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
   })
 
   const recordStarts: JobLeaseDriver["recordStarts"] = (starts, now) =>
-    (starts.length === 0
+    (!Arr.isReadonlyArrayNonEmpty(starts)
       ? Effect.void
       : sql`INSERT INTO ${t.provider_starts} ${
-        sql.insert(starts.map(({ count, scope }) => ({ scope, bucket: bucketOf(MINUTE_WINDOW, now), n: count, oldest: now })))
+        sql.insert(Arr.map(starts, ({ count, scope }) => ({ scope, bucket: bucketOf(MINUTE_WINDOW, now), n: count, oldest: now })))
       } ON CONFLICT (scope, bucket) DO UPDATE SET
           n = ${t.provider_starts}.n + excluded.n,
           oldest = CASE WHEN excluded.oldest < ${t.provider_starts}.oldest THEN excluded.oldest ELSE ${t.provider_starts}.oldest END`

@@ -39,7 +39,7 @@ export const makeReaperStatements = ({ clock, sql, t }: JobSql) => {
   // Twice the window: every job of a bucket has left it by then, whatever the bucket's width.
   const pruneWindows: JobLeaseDriver["pruneWindows"] = (now) =>
     sql`DELETE FROM ${t.rate_windows} WHERE bucket + 2 * window_ms <= ${now}`.pipe(
-      Effect.zipRight(sql`DELETE FROM ${t.provider_starts} WHERE bucket + ${2 * MINUTE_MS} <= ${now}`),
+      Effect.andThen(sql`DELETE FROM ${t.provider_starts} WHERE bucket + ${2 * MINUTE_MS} <= ${now}`),
       Effect.asVoid,
       storeErrors("prune rate-limit windows")
     )

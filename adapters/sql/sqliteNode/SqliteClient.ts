@@ -1,18 +1,15 @@
 /**
- * @effect/sql's SqlClient over Node's own SQLite (`node:sqlite`, Node >= 22.16): nothing to compile
+ * Effect SQL's SqlClient over Node's own SQLite (`node:sqlite`, Node >= 22.16): nothing to compile
  * at install. Modeled on Effect 4's `@effect/sql-sqlite-node` (effect-smol
- * packages/sql/sqlite-node/src/SqliteClient.ts, which is on `node:sqlite` too) in Effect 3's
- * terms, so moving to Effect 4 replaces this file with that package's `SqliteClient.layer`.
- * Differences, each for a reason given where it is: the pragmas better-sqlite3 (the driver before)
- * was built with (synchronous NORMAL in WAL mode, a 16 MB cache), a busy timeout, a statement's
- * reader flag kept with it in the cache, and none of export/backup/loadExtension (unused here).
+ * packages/sql/sqlite-node/src/SqliteClient.ts, which is on `node:sqlite` too), with its
+ * connection shared through `SqlClient.makeSqliteAcquirers`. Differences, each for a reason
+ * given where it is: the pragmas better-sqlite3 (the driver before) was built with (synchronous
+ * NORMAL in WAL mode, a 16 MB cache), a busy timeout, a statement's reader flag kept with it in
+ * the cache, and none of export/backup/loadExtension (unused here).
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
-import * as Client from "@effect/sql/SqlClient"
-import type { Connection } from "@effect/sql/SqlConnection"
-import { SqlError } from "@effect/sql/SqlError"
-import * as Statement from "@effect/sql/Statement"
-import { Cache, Context, Duration, Effect, identity, Layer, Scope } from "effect"
+import { Cache, Context, Duration, Effect, identity, Layer, Scope, Semaphore, Stream } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient as Client, type SqlConnection, SqlError as Errors, Statement } from "effect/sql"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
 
 const ATTR_DB_SYSTEM_NAME = "db.system.name"
@@ -23,23 +20,34 @@ export interface SqliteClient extends Client.SqlClient {
   readonly updateValues: never
 }
 
-export const SqliteClient = Context.GenericTag<SqliteClient>("genjobs/SqliteClient")
+export const SqliteClient = Context.Service<SqliteClient>("genjobs/SqliteClient")
 
 export interface SqliteClientConfig {
   readonly filename: string
   readonly readonly?: boolean | undefined
   readonly prepareCacheSize?: number | undefined
-  readonly prepareCacheTTL?: Duration.DurationInput | undefined
+  readonly prepareCacheTTL?: Duration.Input | undefined
   readonly disableWAL?: boolean | undefined
   /**
    * How long a statement waits for another connection's lock (the CLI or a host's own client on
    * the same file) before failing with SQLITE_BUSY. node:sqlite's default is 0; 5 s is what
    * better-sqlite3, the driver before this one, waited.
    */
-  readonly busyTimeout?: Duration.DurationInput | undefined
+  readonly busyTimeout?: Duration.Input | undefined
   readonly spanAttributes?: Record<string, unknown> | undefined
   readonly transformResultNames?: ((str: string) => string) | undefined
   readonly transformQueryNames?: ((str: string) => string) | undefined
+}
+
+/**
+ * node:sqlite's errors carry SQLite's result code as `errcode`; Effect's classifier reads it as
+ * `errno`, so a busy or constraint failure gets its own reason rather than UnknownError.
+ */
+const sqlError = (cause: unknown, message: string, operation: string) => {
+  if (typeof cause === "object" && cause !== null && "errcode" in cause && !("errno" in cause) && typeof cause.errcode === "number") {
+    Object.assign(cause, { errno: cause.errcode })
+  }
+  return new Errors.SqlError({ reason: Errors.classifySqliteError(cause, { message, operation }) })
 }
 
 /**
@@ -51,29 +59,41 @@ interface Prepared {
   readonly reader: boolean
 }
 
-const prepare = (db: DatabaseSync, sql: string): Prepared => {
-  const statement = db.prepare(sql)
-  return { statement, reader: statement.columns().length > 0 }
-}
+const prepare = (db: DatabaseSync, sql: string): Effect.Effect<Prepared, Errors.SqlError> =>
+  Effect.try({
+    try: () => {
+      const statement = db.prepare(sql)
+      return { statement, reader: statement.columns().length > 0 }
+    },
+    catch: (cause) => sqlError(cause, "Failed to prepare statement", "prepare")
+  })
 
 const runPrepared = (
   { reader, statement }: Prepared,
   params: ReadonlyArray<unknown>,
   raw: boolean
 ) =>
-  Effect.withFiberRuntime<ReadonlyArray<any>, SqlError>((fiber) => {
+  Effect.withFiber<ReadonlyArray<any>, Errors.SqlError>((fiber) => {
     // Integers beyond 2^53 come back as BigInt only where asked (`SqlClient.SafeIntegers`);
     // otherwise node:sqlite refuses to read them (ERR_OUT_OF_RANGE) rather than round them.
-    statement.setReadBigInts(Context.get(fiber.currentContext, Client.SafeIntegers))
+    statement.setReadBigInts(fiber.getRef(Client.SafeIntegers))
     try {
       const args = params as Array<any>
       if (reader) return Effect.succeed(statement.all(...args))
       const result = statement.run(...args)
       return Effect.succeed(raw ? result as unknown as ReadonlyArray<any> : [])
     } catch (cause) {
-      return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+      return Effect.fail(sqlError(cause, "Failed to execute statement", "execute"))
     }
   })
+
+/** Rows as arrays of values: the statement answers arrays for this run only. */
+const runPreparedValues = (prepared: Prepared, params: ReadonlyArray<unknown>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => prepared.statement.setReturnArrays(true)),
+    () => runPrepared(prepared, params, false) as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, Errors.SqlError>,
+    () => Effect.sync(() => prepared.statement.setReturnArrays(false))
+  )
 
 export const make = (
   options: SqliteClientConfig
@@ -84,93 +104,70 @@ export const make = (
       ? Statement.defaultTransforms(options.transformResultNames).array
       : undefined
 
-    const makeConnection = Effect.gen(function*() {
-      const scope = yield* Effect.scope
-      const db = new DatabaseSync(options.filename, {
-        readOnly: options.readonly ?? false,
-        timeout: Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))
-      })
-      yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
+    const scope = yield* Effect.scope
+    const db = new DatabaseSync(options.filename, {
+      readOnly: options.readonly ?? false,
+      timeout: Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))
+    })
+    yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
 
-      if (options.disableWAL !== true) {
-        // NORMAL: a commit waits for no fsync, the WAL is synced at checkpoints; a power cut can
-        // lose the last commits, never corrupt the file. What the engine ran with before
-        // (better-sqlite3 is built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1); node:sqlite's FULL
-        // fsyncs every commit, about 1.5 to 3 ms of wall time per write on this machine's disk.
-        db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+    if (options.disableWAL !== true) {
+      // NORMAL: a commit waits for no fsync, the WAL is synced at checkpoints; a power cut can
+      // lose the last commits, never corrupt the file. What the engine ran with before
+      // (better-sqlite3 is built with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1); node:sqlite's FULL
+      // fsyncs every commit, about 1.5 to 3 ms of wall time per write on this machine's disk.
+      db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
+    }
+    // 16 MB of page cache per connection, better-sqlite3's built-in default (SQLite's is 2 MB).
+    db.exec("PRAGMA cache_size = -16000")
+
+    const prepareCache = yield* Cache.make({
+      capacity: options.prepareCacheSize ?? 200,
+      timeToLive: options.prepareCacheTTL ?? Duration.minutes(10),
+      lookup: (sql: string) => prepare(db, sql)
+    })
+
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
+      Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPrepared(prepared, params, raw))
+
+    const connection = identity<SqlConnection.Connection>({
+      execute(sql, params, transformRows) {
+        return transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params)
+      },
+      executeRaw(sql, params) {
+        return run(sql, params, true)
+      },
+      executeValues(sql, params) {
+        return Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPreparedValues(prepared, params))
+      },
+      executeValuesUnprepared(sql, params) {
+        return Effect.flatMap(prepare(db, sql), (prepared) => runPreparedValues(prepared, params))
+      },
+      executeUnprepared(sql, params, transformRows) {
+        const effect = Effect.flatMap(prepare(db, sql), (prepared) => runPrepared(prepared, params ?? [], false))
+        return transformRows ? Effect.map(effect, transformRows) : effect
+      },
+      executeStream(_sql, _params) {
+        return Stream.die(new Error("executeStream not implemented"))
       }
-      // 16 MB of page cache per connection, better-sqlite3's built-in default (SQLite's is 2 MB).
-      db.exec("PRAGMA cache_size = -16000")
-
-      const prepareCache = yield* Cache.make({
-        capacity: options.prepareCacheSize ?? 200,
-        timeToLive: options.prepareCacheTTL ?? Duration.minutes(10),
-        lookup: (sql: string) =>
-          Effect.try({
-            try: () => prepare(db, sql),
-            catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement " })
-          })
-      })
-
-      const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-        Effect.flatMap(prepareCache.get(sql), (prepared) => runPrepared(prepared, params, raw))
-
-      const runValues = (sql: string, params: ReadonlyArray<unknown>) =>
-        Effect.acquireUseRelease(
-          prepareCache.get(sql),
-          (prepared) => {
-            prepared.statement.setReturnArrays(true)
-            return runPrepared(prepared, params, false) as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>
-          },
-          (prepared) => Effect.sync(() => prepared.statement.setReturnArrays(false))
-        )
-
-      return identity<Connection>({
-        execute(sql, params, transformRows) {
-          return transformRows ? Effect.map(run(sql, params), transformRows) : run(sql, params)
-        },
-        executeRaw(sql, params) {
-          return run(sql, params, true)
-        },
-        executeValues(sql, params) {
-          return runValues(sql, params)
-        },
-        executeUnprepared(sql, params, transformRows) {
-          const effect = Effect.flatMap(
-            Effect.try({
-              try: () => prepare(db, sql),
-              catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement " })
-            }),
-            (prepared) => runPrepared(prepared, params ?? [], false)
-          )
-          return transformRows ? Effect.map(effect, transformRows) : effect
-        },
-        executeStream(_sql, _params) {
-          return Effect.dieMessage("executeStream not implemented")
-        }
-      })
     })
 
     // One connection, one statement at a time; a transaction holds the permit until it ends.
-    const semaphore = yield* Effect.makeSemaphore(1)
-    const connection = yield* makeConnection
-
-    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
-    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
-      Effect.as(
-        Effect.zipRight(
-          restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
-        ),
-        connection
-      )
-    )
+    const acquirers = Client.makeSqliteAcquirers({
+      connection: Effect.succeed(connection),
+      semaphore: yield* Semaphore.make(1),
+      isTransaction: () => db.isTransaction
+    })
 
     return Object.assign(
       (yield* Client.make({
-        acquirer,
+        acquirer: acquirers.acquirer,
+        borrower: acquirers.borrower,
+        transactionAcquirer: acquirers.transactionAcquirer,
+        onCommitFailure: acquirers.onCommitFailure,
+        isTransaction: acquirers.isTransaction,
         compiler,
-        transactionAcquirer,
+        driver: "sqlite-node",
         spanAttributes: [
           ...(options.spanAttributes ? Object.entries(options.spanAttributes) : []),
           [ATTR_DB_SYSTEM_NAME, "sqlite"]
@@ -183,6 +180,6 @@ export const make = (
 
 /** The client as both `SqliteClient` and `SqlClient`, closed with the layer's scope. */
 export const layer = (config: SqliteClientConfig): Layer.Layer<SqliteClient | Client.SqlClient> =>
-  Layer.scopedContext(
+  Layer.effectContext(
     Effect.map(make(config), (client) => Context.make(SqliteClient, client).pipe(Context.add(Client.SqlClient, client)))
   ).pipe(Layer.provide(Reactivity.layer))
