@@ -1,4 +1,4 @@
-import { Fiber, FiberRef, Option } from "effect"
+import { Context, Fiber } from "effect"
 
 /**
  * A request's dealings with the store's queue. Until the store first served it, the request may
@@ -21,10 +21,12 @@ export const requestStoreWait = (boundMs: number): RequestStoreWait => ({ boundM
  * store's own timeout and retry. A store reads it where its callers wait (a pool's connect), from
  * the fiber running there: no Context copy or fork per request.
  */
-export const RequestStoreWait = FiberRef.unsafeMake<RequestStoreWait | undefined>(undefined)
+export const RequestStoreWait = Context.Reference<RequestStoreWait | undefined>("genjobs/RequestStoreWait", {
+  defaultValue: () => undefined
+})
 
 /** The wait of the request whose fiber runs now, for a driver's callback-style code to read synchronously. */
 export const currentRequestStoreWait = (): RequestStoreWait | undefined => {
-  const fiber = Fiber.getCurrentFiber()
-  return Option.isSome(fiber) ? fiber.value.getFiberRef(RequestStoreWait) : undefined
+  const fiber = Fiber.getCurrent()
+  return fiber === undefined ? undefined : fiber.getRef(RequestStoreWait)
 }
