@@ -1,6 +1,4 @@
 import { type Cause, Schema } from "effect"
-// The `httpApiStatus` annotation a refusal class carries is declared by HttpApiSchema's module augmentation.
-import type {} from "effect/http-api/HttpApiSchema"
 
 /** What a refusal adds for the client to act on (the field at fault, the limit, the job's id): the envelope's `details`. */
 export const RefusalDetails = Schema.Record(Schema.String, Schema.Unknown)
@@ -56,6 +54,7 @@ export type RefusalClass<Self, Tag extends string, Code extends string, Fields e
 const refusalOf = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
 <Self>() =>
 <Tag extends string, Code extends string>(tag: Tag, answer: RefusalAnswer<Code>): RefusalClass<Self, Tag, Code, Fields> => {
+  // `httpApiStatus` is the annotation HttpApi reads for the status of an endpoint's error.
   const Base = Schema.TaggedError<Self>()(tag, fields, { httpApiStatus: answer.status }) as unknown as new(
     ...args: Array<any>
   ) => object
