@@ -291,7 +291,9 @@ export interface StartOptions extends WebHandlerOptions {
 
 /** Builds the layer once and serves it: the stores open, the loops start, the handler answers. */
 export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: StartOptions = {}): Promise<Engine> => {
-  const observed = Layer.provide(layer, options.observability ?? layerLogger())
+  // Merged, not only provided: on Effect 4 the loggers and tracer are References in the context,
+  // which reach the effects the runtime runs (and the web handler inherits) only as its output.
+  const observed = Layer.provideMerge(layer, options.observability ?? layerLogger())
   const runtime = ManagedRuntime.make(observed) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
   const context = await runtime.runPromise(Effect.context<EngineContext>())
   const inherited = await runtime.runPromise(currentObservability)
