@@ -1,5 +1,5 @@
-import { FetchHttpClient, type HttpClient } from "@effect/platform"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
 import { canonicalJson } from "./domain/canonicalJson.js"
 import { HttpConfig, type HttpOptions } from "./http/HttpConfig.js"
 import { makeWebHandler, type EngineFetch, type WebHandlerOptions } from "./http/webHandler.js"
@@ -104,7 +104,7 @@ export type StorePorts =
 export type FilePorts = BlobStore | UploadTarget | UploadSigningSecret
 
 /** Everything a composed engine provides: services, ports and settings; the HTTP layer needs no more. */
-export type EngineContext = Layer.Layer.Success<typeof EngineServicesLive> | StorePorts | FilePorts | EngineConfig | HttpConfig
+export type EngineContext = Layer.Success<typeof EngineServicesLive> | StorePorts | FilePorts | EngineConfig | HttpConfig
 
 /** One settings object for the whole engine. Each part is a Layer, so any of them can be swapped. */
 export interface EngineParts<ES = never, EF = never, EW = never> {
@@ -174,16 +174,16 @@ export const DEFAULT_WEBHOOK_DISPATCHERS = 16
 const backgroundWork = (parts: EngineParts<unknown, unknown, unknown>) => {
   const workers = parts.workers ?? 2
   const dispatchers = parts.webhookDispatchers ?? DEFAULT_WEBHOOK_DISPATCHERS
-  const loops = Layer.scopedDiscard(Effect.gen(function*() {
+  const loops = Layer.effectDiscard(Effect.gen(function*() {
     if (parts.uploadSweeper ?? true) yield* (yield* UploadSweeper).start
     if (parts.retentionSweeper ?? true) yield* (yield* RetentionSweeper).start
     if (workers > 0) yield* (yield* Worker).start(workers)
   }))
   if (dispatchers === 0) return loops
   if (parts.webhookSender === undefined) {
-    return Layer.fail(new Error("webhookDispatchers > 0 needs a webhookSender (or set webhookDispatchers: 0)"))
+    return Layer.effectDiscard(Effect.fail(new Error("webhookDispatchers > 0 needs a webhookSender (or set webhookDispatchers: 0)")))
   }
-  const delivery = Layer.scopedDiscard(Effect.flatMap(WebhookDispatcher, (d) => d.start(dispatchers))).pipe(
+  const delivery = Layer.effectDiscard(Effect.flatMap(WebhookDispatcher, (d) => d.start(dispatchers))).pipe(
     Layer.provide(WebhookDispatcher.layer),
     Layer.provide(layerObservedWebhooks),
     Layer.provide(parts.webhookSender)
@@ -291,7 +291,9 @@ export interface StartOptions extends WebHandlerOptions {
 
 /** Builds the layer once and serves it: the stores open, the loops start, the handler answers. */
 export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, options: StartOptions = {}): Promise<Engine> => {
-  const observed = Layer.provide(layer, options.observability ?? layerLogger())
+  // Merged, not only provided: on Effect 4 the loggers and tracer are References in the context,
+  // which reach the effects the runtime runs (and the web handler inherits) only as its output.
+  const observed = Layer.provideMerge(layer, options.observability ?? layerLogger())
   const runtime = ManagedRuntime.make(observed) as ManagedRuntime.ManagedRuntime<EngineContext, unknown>
   const context = await runtime.runPromise(Effect.context<EngineContext>())
   const inherited = await runtime.runPromise(currentObservability)

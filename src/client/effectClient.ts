@@ -1,5 +1,6 @@
-import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
 import type { Effect } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
 import { EngineApi } from "../http/Api.js"
 
 /**
@@ -15,4 +16,4 @@ export const makeEffectClient = (options: { readonly baseUrl: string; readonly a
     transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey))
   })
 
-export type EffectClient = Effect.Effect.Success<ReturnType<typeof makeEffectClient>>
+export type EffectClient = Effect.Success<ReturnType<typeof makeEffectClient>>

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { HttpConfig } from "../http/HttpConfig.js"
 import { type Asset, IMPORTS, loadAssets } from "./assets.js"
@@ -74,22 +74,23 @@ const serveAsset = (asset: Asset | undefined, request: HttpServerRequest.HttpSer
  * client of the admin API (no routes of its own beyond these files), served while the admin API
  * is on and `dashboard` is not turned off.
  */
-export const DashboardRoutes = HttpApiBuilder.Router.use((router) =>
+export const DashboardRoutes = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const config = yield* HttpConfig
     const adminApiOn = config.adminToken !== undefined || config.adminTokens.length > 0
     if (!config.dashboard || !adminApiOn) return
-    const loaded = Either.try(loadAssets)
-    if (Either.isLeft(loaded)) {
+    const loaded = Result.try(loadAssets)
+    if (Result.isFailure(loaded)) {
       // The engine serves on without it: a host that bundles genjobs may not ship its files.
-      const reason = `The dashboard's files cannot be read (${loaded.left}). If a bundler packs genjobs ` +
+      const reason = `The dashboard's files cannot be read (${loaded.failure}). If a bundler packs genjobs ` +
         "into your server without its files, leave genjobs out of the bundle (Next.js: serverExternalPackages); see docs/dashboard.md."
       yield* Effect.logWarning(reason)
-      yield* router.get(DASHBOARD_PATH, HttpServerResponse.text(reason, { status: 503 }))
+      yield* router.add("GET", DASHBOARD_PATH, HttpServerResponse.text(reason, { status: 503 }))
       return
     }
-    const assets = loaded.right
-    yield* router.get(
+    const assets = loaded.success
+    yield* router.add(
+      "GET",
       DASHBOARD_PATH,
       Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
         // The router ignores a trailing slash; relative URLs do not, so "/dashboard/" is sent to "/dashboard".
@@ -97,7 +98,8 @@ export const DashboardRoutes = HttpApiBuilder.Router.use((router) =>
           ? HttpServerResponse.empty({ status: 308, headers: { location: `../dashboard` } })
           : HttpServerResponse.text(PAGE, { contentType: "text/html; charset=utf-8", headers: PAGE_HEADERS }))
     )
-    yield* router.get(
+    yield* router.add(
+      "GET",
       `${DASHBOARD_PATH}/assets/:name`,
       Effect.gen(function*() {
         const { name } = yield* HttpRouter.params

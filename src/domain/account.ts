@@ -1,11 +1,11 @@
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Budget } from "./budget.js"
 import { AccountId, ApiKeyId } from "./ids.js"
 import { INT32_MAX } from "./limits.js"
 
 export const Discount = Schema.Struct({
-  type: Schema.String.pipe(Schema.minLength(1)),
-  percentage: Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(100)),
+  type: Schema.String.check(Schema.isMinLength(1)),
+  percentage: Schema.Number.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(100)),
   /** Model slugs the discount applies to; absent means every model. */
   models: Schema.optional(Schema.Array(Schema.String))
 })
@@ -29,7 +29,7 @@ export const Account = Schema.Struct({
 })
 export type Account = typeof Account.Type
 
-export const Scope = Schema.Literal("submit_job", "check_status", "list_models")
+export const Scope = Schema.Literals(["submit_job", "check_status", "list_models"])
 export type Scope = typeof Scope.Type
 
 export const ApiKey = Schema.Struct({
@@ -50,7 +50,7 @@ export const ApiKey = Schema.Struct({
 })
 export type ApiKey = typeof ApiKey.Type
 
-export const LedgerKind = Schema.Literal("credit", "charge", "refund")
+export const LedgerKind = Schema.Literals(["credit", "charge", "refund"])
 export type LedgerKind = typeof LedgerKind.Type
 
 /** An append-only ledger line: credits are positive, charges negative, refunds positive. */
@@ -72,49 +72,51 @@ export const signingSecrets = (account: Account, now: number): ReadonlyArray<str
     : [account.webhookSecret]
 
 /** The admin API's bodies: here rather than in the Admin service, so the HttpApi definition loads without the server. */
-const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-const AccountName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200))
+const AccountName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))
 /** Stored in a 32-bit column. */
-const MaxConcurrentJobs = Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(INT32_MAX))
+const MaxConcurrentJobs = Schema.Int.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(INT32_MAX))
 
 export const NewAccount = Schema.Struct({
   name: AccountName,
-  creditsMicroCents: Schema.optionalWith(NonNegativeInt, { default: () => 0 }),
-  maxConcurrentJobs: Schema.optionalWith(MaxConcurrentJobs, { default: () => 5 }),
-  segments: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  discounts: Schema.optionalWith(Schema.Array(Discount), { default: () => [] }),
+  creditsMicroCents: NonNegativeInt.pipe(Schema.withDecodingDefaultType(Effect.succeed(0))),
+  maxConcurrentJobs: MaxConcurrentJobs.pipe(Schema.withDecodingDefaultType(Effect.succeed(5))),
+  segments: Schema.Array(Schema.String).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
+  allowedModels: Schema.Array(Schema.String).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
+  discounts: Schema.Array(Discount).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
   budget: Schema.optional(Schema.NullOr(Budget))
 })
 export type NewAccount = typeof NewAccount.Type
 
 /**
  * A change of an account's settings, checked as creation checks them; credits go through the
- * ledger instead. Unknown fields are refused, so a misspelt one is not silently ignored.
+ * ledger instead. Unknown fields are refused by the decode that reads it (on Effect 4 a schema
+ * carries no parse options: the HTTP body's strictBody decodes with onExcessProperty "error"),
+ * so a misspelt one is not silently ignored.
  */
 export const AccountUpdate = Schema.Struct({
-  name: Schema.optionalWith(AccountName, { exact: true }),
-  maxConcurrentJobs: Schema.optionalWith(MaxConcurrentJobs, { exact: true }),
-  segments: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
-  allowedModels: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
-  discounts: Schema.optionalWith(Schema.Array(Discount), { exact: true }),
+  name: Schema.optionalKey(AccountName),
+  maxConcurrentJobs: Schema.optionalKey(MaxConcurrentJobs),
+  segments: Schema.optionalKey(Schema.Array(Schema.String)),
+  allowedModels: Schema.optionalKey(Schema.Array(Schema.String)),
+  discounts: Schema.optionalKey(Schema.Array(Discount)),
   /** null removes the budget. */
-  budget: Schema.optionalWith(Schema.NullOr(Budget), { exact: true })
-}).annotations({ parseOptions: { onExcessProperty: "error" } })
+  budget: Schema.optionalKey(Schema.NullOr(Budget))
+})
 export type AccountUpdate = typeof AccountUpdate.Type
 
 export const NewApiKey = Schema.Struct({
-  name: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
-  scopes: Schema.optionalWith(Schema.Array(Scope), { default: () => [] }),
-  allowedIPs: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
-  expiresAt: Schema.optionalWith(Schema.NullOr(Schema.DateTimeUtc), { default: () => null }),
+  name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)),
+  scopes: Schema.Array(Scope).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
+  allowedIPs: Schema.Array(Schema.String).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
+  expiresAt: Schema.NullOr(Schema.DateTimeUtcFromString).pipe(Schema.withDecodingDefaultType(Effect.succeed(null))),
   budget: Schema.optional(Schema.NullOr(Budget))
 })
 export type NewApiKey = typeof NewApiKey.Type
 
-/** A change of a key's settings: its budget (null removes it). */
+/** A change of a key's settings: its budget (null removes it). Unknown fields are refused by its decode, as AccountUpdate's. */
 export const ApiKeyUpdate = Schema.Struct({
   budget: Schema.NullOr(Budget)
-}).annotations({ parseOptions: { onExcessProperty: "error" } })
+})
 export type ApiKeyUpdate = typeof ApiKeyUpdate.Type

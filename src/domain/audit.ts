@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { randomToken } from "./ids.js"
 
 /** What an admin write did; the target's kind is the part before the dot. */
-export const AuditAction = Schema.Literal(
+export const AuditAction = Schema.Literals([
   "account.create",
   "account.update",
   "account.credit",
@@ -12,7 +12,7 @@ export const AuditAction = Schema.Literal(
   "key.deactivate",
   "catalog.replace",
   "delivery.retry"
-)
+])
 export type AuditAction = typeof AuditAction.Type
 
 /**
@@ -20,7 +20,7 @@ export type AuditAction = typeof AuditAction.Type
  * (processes of two releases share the log during a rolling upgrade), shown as it was written
  * rather than failing the whole page.
  */
-export const RecordedAuditAction = Schema.Union(AuditAction, Schema.String)
+export const RecordedAuditAction = Schema.Union([AuditAction, Schema.String])
 
 /** One admin write: who, what, on which record, when, and what changed (secrets left out). */
 export const AuditEntry = Schema.Struct({
@@ -30,7 +30,7 @@ export const AuditEntry = Schema.Struct({
   action: RecordedAuditAction,
   /** The id of the record changed: an account, a key, a webhook delivery, or `catalog`. */
   target: Schema.String,
-  summary: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  summary: Schema.Record(Schema.String, Schema.Unknown),
   /** The HTTP request that made the change; null for writes made from code. */
   requestId: Schema.NullOr(Schema.String),
   createdAt: Schema.Int

@@ -4,12 +4,12 @@ import { MAX_MICRO_CENTS } from "./limits.js"
 import { Refusal } from "./refusal.js"
 
 /** The UTC period a budget counts spend over; `total` never resets. */
-export const BudgetPeriod = Schema.Literal("day", "month", "total")
+export const BudgetPeriod = Schema.Literals(["day", "month", "total"])
 export type BudgetPeriod = typeof BudgetPeriod.Type
 
 /** A cap on what a key or an account spends per period: charges less refunds, in micro-cents. */
 export const Budget = Schema.Struct({
-  limitMicroCents: Schema.Int.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(MAX_MICRO_CENTS)),
+  limitMicroCents: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(MAX_MICRO_CENTS)),
   period: BudgetPeriod
 })
 export type Budget = typeof Budget.Type

@@ -1,17 +1,17 @@
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { Refusal } from "./refusal.js"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-const HexColor = Schema.String.pipe(Schema.pattern(/^#[0-9a-fA-F]{3,8}$/, { message: () => "a hex colour such as #1a2b3c" }))
-const NonEmpty = Schema.String.pipe(Schema.minLength(1))
-const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+const HexColor = Schema.String.check(Schema.isPattern(/^#[0-9a-fA-F]{3,8}$/, { message: "a hex colour such as #1a2b3c" }))
+const NonEmpty = Schema.String.check(Schema.isMinLength(1))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /** JSON numbers such as 1e400 parse as Infinity, which would be stored as null: prices are finite. */
-const Finite = Schema.Number.pipe(Schema.finite())
-const NonNegativeFinite = Finite.pipe(Schema.nonNegative())
+const Finite = Schema.Finite
+const NonNegativeFinite = Finite.check(Schema.isGreaterThanOrEqualTo(0))
 /** A year: estimatedCompletionTime (submit time plus this) must stay a storable time. */
 const MAX_ESTIMATED_SECONDS = 365 * 24 * 3600
 
-export const VersionStatus = Schema.Literal("active", "deprecated", "disabled", "deleted")
+export const VersionStatus = Schema.Literals(["active", "deprecated", "disabled", "deleted"])
 export type VersionStatus = typeof VersionStatus.Type
 
 /** Adds `creditsPerUnit` for every unit of a numeric input field (for example seconds of duration). */
@@ -21,7 +21,7 @@ export const PerUnitComponent = Schema.Struct({
   field: NonEmpty,
   creditsPerUnit: NonNegativeFinite,
   /** Units assumed when the input leaves the field out. */
-  default: Schema.optionalWith(NonNegativeFinite, { default: () => 0 })
+  default: NonNegativeFinite.pipe(Schema.withDecodingDefaultType(Effect.succeed(0)))
 })
 
 /** Scales the base price by the factor named for an input value (for example a resolution). */
@@ -29,12 +29,12 @@ export const MultiplierComponent = Schema.Struct({
   type: Schema.Literal("multiplier"),
   name: NonEmpty,
   field: NonEmpty,
-  values: Schema.Record({ key: Schema.String, value: NonNegativeFinite }),
+  values: Schema.Record(Schema.String, NonNegativeFinite),
   /** The value assumed when the input leaves the field out. */
   default: Schema.optional(Schema.String)
 })
 
-export const PricingComponent = Schema.Union(PerUnitComponent, MultiplierComponent)
+export const PricingComponent = Schema.Union([PerUnitComponent, MultiplierComponent])
 export type PricingComponent = typeof PricingComponent.Type
 
 export const Pricing = Schema.Struct({
@@ -61,16 +61,16 @@ const INPUT_FIELD = /^\$\.(.+)$/
  */
 export const ProviderMapping = Schema.Struct({
   model: Schema.optional(NonEmpty),
-  input: Schema.optional(Schema.Record({
-    key: NonEmpty,
-    value: Schema.Unknown.pipe(
-      Schema.filter((value) => typeof value !== "string" || !value.startsWith("$") || INPUT_FIELD.test(value), {
-        message: () => "a field reference of the form \"$.field\""
+  input: Schema.optional(Schema.Record(
+    NonEmpty,
+    Schema.Unknown.check(
+      Schema.makeFilter((value) => typeof value !== "string" || !value.startsWith("$") || INPUT_FIELD.test(value), {
+        message: "a field reference of the form \"$.field\""
       })
     )
-  })),
+  )),
   /** Past this many seconds from the job's start the engine cancels at the provider and fails the job with a refund. */
-  timeoutSeconds: Schema.optional(Finite.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_ESTIMATED_SECONDS)))
+  timeoutSeconds: Schema.optional(Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(MAX_ESTIMATED_SECONDS)))
 })
 export type ProviderMapping = typeof ProviderMapping.Type
 
@@ -94,15 +94,15 @@ export const providerModelOf = (model: { readonly slug: string }, version: { rea
   version.provider?.model ?? model.slug
 
 /** A time with its offset, as JSON carries it: 2027-03-31T00:00:00Z. */
-const IsoDateTime = Schema.String.pipe(
-  Schema.pattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/, {
-    message: () => "an ISO 8601 date-time with its offset, such as 2027-03-31T00:00:00Z"
+const IsoDateTime = Schema.String.check(
+  Schema.isPattern(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/, {
+    message: "an ISO 8601 date-time with its offset, such as 2027-03-31T00:00:00Z"
   }),
   // Date.parse reads 2027-02-30 as March 2nd: the day must exist in its month.
-  Schema.filter((s) => {
+  Schema.makeFilter((s) => {
     const [year, month, day] = s.slice(0, 10).split("-").map(Number) as [number, number, number]
     return Number.isFinite(Date.parse(s)) && new Date(Date.UTC(year, month - 1, day)).getUTCDate() === day
-  }, { message: () => "a date-time that exists" })
+  }, { message: "a date-time that exists" })
 )
 
 /**
@@ -115,7 +115,7 @@ export const ProviderRoute = Schema.Struct({
   provider: NonEmpty,
   model: ProviderMapping.fields.model,
   input: ProviderMapping.fields.input,
-  weight: Schema.optional(Finite.pipe(Schema.positive()))
+  weight: Schema.optional(Finite.check(Schema.isGreaterThan(0)))
 })
 export type ProviderRoute = typeof ProviderRoute.Type
 
@@ -155,9 +155,9 @@ export const ModelVersion = Schema.Struct({
   pricing: Pricing,
   rateLimits: RateLimits,
   /** Typical run time, used for estimatedCompletionTime on submit. */
-  estimatedSeconds: Schema.optionalWith(Finite.pipe(Schema.positive(), Schema.lessThanOrEqualTo(MAX_ESTIMATED_SECONDS)), {
-    default: () => 30
-  }),
+  estimatedSeconds: Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(MAX_ESTIMATED_SECONDS)).pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(30))
+  ),
   createdAt: Schema.optional(Schema.String),
   /** How the version runs at its provider (model id, input mapping, deadline). */
   provider: Schema.optional(ProviderMapping),
@@ -167,7 +167,7 @@ export const ModelVersion = Schema.Struct({
    */
   sunsetAt: Schema.optional(IsoDateTime),
   /** Providers to run on, in order of preference; without it, the model's `providerId` with `provider` above. */
-  routes: Schema.optional(Schema.Array(ProviderRoute).pipe(Schema.minItems(1)))
+  routes: Schema.optional(Schema.Array(ProviderRoute).check(Schema.isMinLength(1)))
 })
 export type ModelVersion = typeof ModelVersion.Type
 
@@ -176,13 +176,13 @@ export const providerIdsOf = (model: { readonly slug: string; readonly providerI
   ...new Set(routesOf(model, version).map((route) => route.providerId))
 ]
 
-export const Visibility = Schema.Literal("public", "segment", "private")
+export const Visibility = Schema.Literals(["public", "segment", "private"])
 export type Visibility = typeof Visibility.Type
 
 export const CatalogModel = Schema.Struct({
-  slug: Schema.String.pipe(
-    Schema.pattern(/^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)?$/, {
-      message: () => "a slug of the form provider/model or provider/model/capability (lowercase)"
+  slug: Schema.String.check(
+    Schema.isPattern(/^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)?$/, {
+      message: "a slug of the form provider/model or provider/model/capability (lowercase)"
     })
   ),
   providerId: NonEmpty,
@@ -195,7 +195,7 @@ export const CatalogModel = Schema.Struct({
   visibility: Visibility,
   segments: Schema.Array(Schema.String),
   currentVersion: NonEmpty,
-  versions: Schema.Array(ModelVersion).pipe(Schema.minItems(1))
+  versions: Schema.Array(ModelVersion).check(Schema.isMinLength(1))
 })
 export type CatalogModel = typeof CatalogModel.Type
 
@@ -213,7 +213,7 @@ export const Capability = Schema.Struct({
 export type Capability = typeof Capability.Type
 
 /** Far above any provider's limit; keeps the counts the stores compare with small integers. */
-const LimitCount = Schema.Int.pipe(Schema.positive(), Schema.lessThanOrEqualTo(1_000_000))
+const LimitCount = Schema.Int.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(1_000_000))
 
 export const ProviderLimit = Schema.Struct({
   /** The most generations running at once: jobs processing, in every process together. */
@@ -229,7 +229,7 @@ export type ProviderLimit = typeof ProviderLimit.Type
  */
 export const ProviderLimits = Schema.Struct({
   ...ProviderLimit.fields,
-  models: Schema.optional(Schema.Record({ key: NonEmpty, value: ProviderLimit }))
+  models: Schema.optional(Schema.Record(NonEmpty, ProviderLimit))
 })
 export type ProviderLimits = typeof ProviderLimits.Type
 
@@ -240,7 +240,7 @@ export const Provider = Schema.Struct({
   logoUrl: Schema.String,
   website: Schema.String,
   color: HexColor,
-  isActive: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+  isActive: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(true))),
   /** How many of its generations run at once and start per minute, across every process. */
   limits: Schema.optional(ProviderLimits)
 })

@@ -1,26 +1,40 @@
-import { Either, ParseResult, Schema } from "effect"
+import { Result, Schema, SchemaIssue } from "effect"
 import { CatalogDocument } from "./catalog.js"
 import { catalogProblems } from "./catalogRules.js"
 
-const decodeDocument = Schema.decodeUnknownEither(CatalogDocument, { errors: "all", onExcessProperty: "error" })
+// The input is reported so a wrong value's reason shows it (`actual "x"`), as the reasons always did.
+const decodeDocument = Schema.decodeUnknownResult(CatalogDocument, { errors: "all", onExcessProperty: "error", reportInput: true })
+
+/**
+ * A wrong field's reason in the words the API has always given them (`is missing`, `is
+ * unexpected`, `Expected ..., actual ...`), a filter's own message (a slug's form) left as it is.
+ */
+const leafReason: SchemaIssue.LeafHook = (issue) =>
+  issue._tag === "MissingKey"
+    ? "is missing"
+    : issue._tag === "UnexpectedKey"
+    ? "is unexpected"
+    : SchemaIssue.defaultLeafHook(issue).replace(", got ", ", actual ")
+
+const formatReasons = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook: leafReason })
 
 /**
  * One reason per wrong field, by its path as the HTTP layer names a body's (`/models/0/slug: is
- * missing`), rather than the tree of the whole document's type that a ParseError's message is
+ * missing`), rather than the tree of the whole document's type that a SchemaError's message is
  * (3 kB for one missing field).
  */
-const shapeReasons = (error: ParseResult.ParseError): ReadonlyArray<string> =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `/${issue.path.map(String).join("/")}: ${issue.message}`)
+const shapeReasons = (error: Schema.SchemaError): ReadonlyArray<string> =>
+  formatReasons(error.issue).issues.map((issue) => `/${(issue.path ?? []).map(String).join("/")}: ${issue.message}`)
 
 /**
  * A catalog document checked whole, as the engine checks it before storing: its shape, then
- * the references between its parts, unique ids and its JSON Schemas. Left holds every reason.
+ * the references between its parts, unique ids and its JSON Schemas. The failure holds every reason.
  */
-export const checkCatalogDocument = (input: unknown): Either.Either<CatalogDocument, ReadonlyArray<string>> =>
-  Either.match(decodeDocument(input), {
-    onLeft: (error) => Either.left(shapeReasons(error)),
-    onRight: (doc) => {
+export const checkCatalogDocument = (input: unknown): Result.Result<CatalogDocument, ReadonlyArray<string>> =>
+  Result.match(decodeDocument(input), {
+    onFailure: (error) => Result.fail(shapeReasons(error)),
+    onSuccess: (doc) => {
       const problems = catalogProblems(doc)
-      return problems.length > 0 ? Either.left(problems) : Either.right(doc)
+      return problems.length > 0 ? Result.fail(problems) : Result.succeed(doc)
     }
   })

@@ -1,13 +1,13 @@
-import { Either, Schema } from "effect"
+import { Result, Schema } from "effect"
 import { TransitionError } from "./errors.js"
 import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
 import { ProviderHandle, ProviderPhase, ProviderRouteRef } from "./providerHandle.js"
 import { Refusal } from "./refusal.js"
 
-export const JobStatus = Schema.Literal("pending", "processing", "completed", "failed", "cancelled")
+export const JobStatus = Schema.Literals(["pending", "processing", "completed", "failed", "cancelled"])
 export type JobStatus = typeof JobStatus.Type
 
-export const OutputType = Schema.Literal("video", "image", "audio", "text")
+export const OutputType = Schema.Literals(["video", "image", "audio", "text"])
 export type OutputType = typeof OutputType.Type
 
 export const OutputItem = Schema.Struct({
@@ -16,11 +16,11 @@ export const OutputItem = Schema.Struct({
   thumbnail: Schema.optional(Schema.String),
   posterImage: Schema.optional(Schema.String),
   contentType: Schema.optional(Schema.String),
-  metadata: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  metadata: Schema.optional(Schema.Record(Schema.String, Schema.Unknown))
 })
 export type OutputItem = typeof OutputItem.Type
 
-export const JobFailureCode = Schema.Literal("GENERATION_FAILED", "INTERNAL_ERROR", "PROVIDER_UNAVAILABLE")
+export const JobFailureCode = Schema.Literals(["GENERATION_FAILED", "INTERNAL_ERROR", "PROVIDER_UNAVAILABLE"])
 export const JobError = Schema.Struct({ code: JobFailureCode, message: Schema.String })
 export type JobError = typeof JobError.Type
 
@@ -33,7 +33,7 @@ export const Job = Schema.Struct({
   requestId: RequestId,
   model: Schema.String,
   version: Schema.String,
-  input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  input: Schema.Record(Schema.String, Schema.Unknown),
   webhookUrl: Schema.NullOr(Schema.String),
   status: JobStatus,
   costMicroCents: Schema.Int,
@@ -75,9 +75,9 @@ const transitions: Record<JobStatus, Partial<Record<JobEvent, JobStatus>>> = {
 }
 
 /** The job state machine: the only place that says which status follows which. */
-export const transition = (from: JobStatus, event: JobEvent): Either.Either<JobStatus, TransitionError> => {
+export const transition = (from: JobStatus, event: JobEvent): Result.Result<JobStatus, TransitionError> => {
   const to = transitions[from][event]
-  return to === undefined ? Either.left(new TransitionError({ from, event })) : Either.right(to)
+  return to === undefined ? Result.fail(new TransitionError({ from, event })) : Result.succeed(to)
 }
 
 export const isTerminal = (status: JobStatus): boolean =>
@@ -103,7 +103,7 @@ export interface ClaimLease {
  */
 export const claimedJob = (job: Job, lease: ClaimLease): Job => ({
   ...job,
-  status: Either.getOrThrow(transition(job.status, job.status === "pending" ? "Pickup" : "Reclaim")),
+  status: Result.getOrThrow(transition(job.status, job.status === "pending" ? "Pickup" : "Reclaim")),
   attempts: job.attempts + 1,
   // The claim's time is read before its statement runs, which can see a job submitted meanwhile:
   // a job never starts before it was created.

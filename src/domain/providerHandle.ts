@@ -12,8 +12,8 @@ import { Schema } from "effect"
  */
 export const ProviderRouteRef = Schema.Struct({
   /** The route's position in the version's `routes` (0 for a version without routes). */
-  index: Schema.Int.pipe(Schema.nonNegative()),
-  providerId: Schema.String.pipe(Schema.minLength(1)),
+  index: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
+  providerId: Schema.String.check(Schema.isMinLength(1)),
   /** Absent for a provider that lists no credentials of its own. */
   credentialId: Schema.optional(Schema.String)
 })
@@ -21,9 +21,9 @@ export type ProviderRouteRef = typeof ProviderRouteRef.Type
 
 export const ProviderHandle = Schema.Struct({
   /** The provider's own id of the generation: a prediction id, a request id, a task id. */
-  id: Schema.String.pipe(Schema.minLength(1)),
+  id: Schema.String.check(Schema.isMinLength(1)),
   /** Whatever else resuming needs (status and result URLs, the endpoint that was used). */
-  data: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  data: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)),
   /** Set by the engine, not the adapter: absent on handles stored before routes existed (the version's first route then). */
   route: Schema.optional(ProviderRouteRef)
 })
@@ -34,7 +34,7 @@ export type ProviderHandle = typeof ProviderHandle.Type
  * provider to start, `started` (with the handle) right after it answered: a worker that finds
  * `starting` without a handle cannot tell whether the provider started, so it never starts again.
  */
-export const ProviderPhase = Schema.Literal("starting", "started")
+export const ProviderPhase = Schema.Literals(["starting", "started"])
 export type ProviderPhase = typeof ProviderPhase.Type
 
 /** A job's provider bookkeeping, written only by the worker holding the job's lease. */

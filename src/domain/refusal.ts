@@ -1,8 +1,7 @@
-import { HttpApiSchema } from "@effect/platform"
 import { type Cause, Schema } from "effect"
 
 /** What a refusal adds for the client to act on (the field at fault, the limit, the job's id): the envelope's `details`. */
-export const RefusalDetails = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export const RefusalDetails = Schema.Record(Schema.String, Schema.Unknown)
 export type RefusalDetails = typeof RefusalDetails.Type
 
 /** The fields every refusal carries: the envelope's `message` and `details`. */
@@ -42,27 +41,21 @@ export interface RefusalMarks<Code extends string> extends RefusalAnswer<Code> {
  * classes that extend it can name their base.
  */
 export type RefusalClass<Self, Tag extends string, Code extends string, Fields extends Schema.Struct.Fields> =
-  & Schema.Class<
-    Self,
-    { readonly _tag: Schema.tag<Tag> } & Fields,
-    Schema.Struct.Encoded<{ readonly _tag: Schema.tag<Tag> } & Fields>,
-    Schema.Struct.Context<Fields>,
-    Schema.Struct.Constructor<Fields>,
-    {},
-    Cause.YieldableError & RefusalMarks<Code>
-  >
-  & { readonly _tag: Tag }
+  & Schema.Class<Self, Schema.TaggedStruct<Tag, Fields>, Cause.YieldableError & RefusalMarks<Code>>
   & RefusalAnswer<Code>
 
 /**
  * The class of one refusal, over the fields given. `Schema.TaggedError`'s check that a class
  * names itself (`Self`) cannot see through the generic `Self` here, hence the casts; the type
- * returned is what `Schema.TaggedError` gives once `Self` is known, plus the marks.
+ * returned is what `Schema.TaggedError` gives once `Self` is known, plus the marks. The class
+ * schema is built from the outermost class on first use (`this` in its statics), so the class
+ * that extends `Refused` is the one a decode constructs.
  */
 const refusalOf = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
 <Self>() =>
 <Tag extends string, Code extends string>(tag: Tag, answer: RefusalAnswer<Code>): RefusalClass<Self, Tag, Code, Fields> => {
-  const Base = Schema.TaggedError<Self>()(tag, fields, HttpApiSchema.annotations({ status: answer.status })) as unknown as new(
+  // `httpApiStatus` is the annotation HttpApi reads for the status of an endpoint's error.
+  const Base = Schema.TaggedError<Self>()(tag, fields, { httpApiStatus: answer.status }) as unknown as new(
     ...args: Array<any>
   ) => object
   class Refused extends Base {

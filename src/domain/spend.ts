@@ -13,7 +13,7 @@ export const MAX_SPEND_RANGE_DAYS = 366
 export const DEFAULT_SPEND_RANGE_DAYS = 30
 
 /** What spend is grouped by; `day` and `hour` are UTC. Up to two at once (`day,model`). */
-export const SpendDimension = Schema.Literal("account", "key", "model", "day", "hour")
+export const SpendDimension = Schema.Literals(["account", "key", "model", "day", "hour"])
 export type SpendDimension = typeof SpendDimension.Type
 
 /** The counts a rollup keeps per account, key, model and hour, and that a group sums. */

@@ -24,7 +24,7 @@ export const UPLOAD_ID_PREFIX = "upl_"
 export const UPLOAD_URL_TTL_MS = 15 * 60_000
 export const UPLOAD_LIFETIME_MS = 60 * 60_000
 
-export const UploadStatus = Schema.Literal("pending", "expired")
+export const UploadStatus = Schema.Literals(["pending", "expired"])
 export type UploadStatus = typeof UploadStatus.Type
 
 export const Upload = Schema.Struct({

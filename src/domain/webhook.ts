@@ -4,7 +4,7 @@ import { IsoFromMillis } from "./isoTime.js"
 import { Job, JobError, OutputItem } from "./job.js"
 import { Refusal } from "./refusal.js"
 
-export const DeliveryStatus = Schema.Literal("pending", "sent", "failed")
+export const DeliveryStatus = Schema.Literals(["pending", "sent", "failed"])
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 export const DeliveryAttempt = Schema.Struct({
@@ -47,14 +47,14 @@ export const WebhookPayload = Schema.Struct({
     type: OutputItem.fields.type,
     contentType: OutputItem.fields.contentType,
     thumbnail: OutputItem.fields.thumbnail,
-    metadata: OutputItem.fields.metadata.from
+    metadata: Schema.required(OutputItem.fields.metadata)
   })),
   error: Schema.optional(JobError),
   completedAt: IsoFromMillis
 })
 export type WebhookPayload = typeof WebhookPayload.Type
 
-const encodePayload = Schema.encodeSync(Schema.parseJson(WebhookPayload))
+const encodePayload = Schema.encodeSync(Schema.fromJsonString(WebhookPayload))
 
 /** A terminal job's webhook body: the exact bytes every attempt sends. */
 export const webhookPayload = (job: Job): string => {

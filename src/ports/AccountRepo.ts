@@ -4,7 +4,7 @@ import type { StoreError } from "../domain/errors.js"
 import type { AccountId } from "../domain/ids.js"
 
 /** Accounts and their ledger. A balance only moves together with a ledger entry. */
-export class AccountRepo extends Context.Tag("genjobs/AccountRepo")<AccountRepo, {
+export class AccountRepo extends Context.Service<AccountRepo, {
   /** Inserts the account with balance 0, then credits `initialCredit` through the ledger. */
   readonly create: (account: Account, initialCredit: number) => Effect.Effect<Account, StoreError>
   readonly get: (id: AccountId) => Effect.Effect<Option.Option<Account>, StoreError>
@@ -23,4 +23,4 @@ export class AccountRepo extends Context.Tag("genjobs/AccountRepo")<AccountRepo,
   readonly count: Effect.Effect<number, StoreError>
   /** The account's jobs that count against its maximum (`activeStatuses`: pending and processing). */
   readonly activeJobs: (id: AccountId) => Effect.Effect<number, StoreError>
-}>() {}
+}>()("genjobs/AccountRepo") {}

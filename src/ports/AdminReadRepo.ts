@@ -46,7 +46,7 @@ export interface LedgerQuery {
  * answer up to `limit + 1` rows, so callers can tell whether more follow: newest first, except
  * the ledger, which reads oldest first like a statement.
  */
-export class AdminReadRepo extends Context.Tag("genjobs/AdminReadRepo")<AdminReadRepo, {
+export class AdminReadRepo extends Context.Service<AdminReadRepo, {
   readonly accounts: (query: AccountQuery) => Effect.Effect<ReadonlyArray<Account>, StoreError>
   /** Every key of the account, oldest first. */
   readonly keys: (accountId: AccountId) => Effect.Effect<ReadonlyArray<ApiKey>, StoreError>
@@ -63,4 +63,4 @@ export class AdminReadRepo extends Context.Tag("genjobs/AdminReadRepo")<AdminRea
    * ended in the range, newest end first, at most `limit`.
    */
   readonly stats: (query: StatsQuery) => Effect.Effect<StatsRead, StoreError>
-}>() {}
+}>()("genjobs/AdminReadRepo") {}

@@ -9,7 +9,7 @@ export interface KeyWithAccount {
   readonly account: Option.Option<Account>
 }
 
-export class ApiKeyRepo extends Context.Tag("genjobs/ApiKeyRepo")<ApiKeyRepo, {
+export class ApiKeyRepo extends Context.Service<ApiKeyRepo, {
   readonly create: (key: ApiKey) => Effect.Effect<void, StoreError>
   readonly findByHash: (hash: string) => Effect.Effect<Option.Option<ApiKey>, StoreError>
   /**
@@ -18,4 +18,4 @@ export class ApiKeyRepo extends Context.Tag("genjobs/ApiKeyRepo")<ApiKeyRepo, {
    */
   readonly findWithAccount?: ((hash: string) => Effect.Effect<Option.Option<KeyWithAccount>, StoreError>) | undefined
   readonly deactivate: (id: ApiKeyId) => Effect.Effect<Option.Option<ApiKey>, StoreError>
-}>() {}
+}>()("genjobs/ApiKeyRepo") {}

@@ -12,7 +12,7 @@ export interface AuditQuery {
 }
 
 /** The admin writes, kept for good: append-only. */
-export class AuditLog extends Context.Tag("genjobs/AuditLog")<AuditLog, {
+export class AuditLog extends Context.Service<AuditLog, {
   /**
    * Runs the change and appends the entry made from its result. On a store with transactions
    * both commit together: a change that fails leaves no entry, and an entry that cannot be
@@ -24,4 +24,4 @@ export class AuditLog extends Context.Tag("genjobs/AuditLog")<AuditLog, {
   ) => Effect.Effect<A, E | StoreError, R>
   /** Newest first over (createdAt, id); up to `limit + 1` entries. */
   readonly list: (query: AuditQuery) => Effect.Effect<ReadonlyArray<AuditEntry>, StoreError>
-}>() {}
+}>()("genjobs/AuditLog") {}

@@ -7,11 +7,11 @@ import type { StoreError } from "../domain/errors.js"
  * every process sharing it counts the same failures. The throttle (services/AuthThrottle.ts)
  * decides; the store only counts.
  */
-export class AuthFailures extends Context.Tag("genjobs/AuthFailures")<AuthFailures, {
+export class AuthFailures extends Context.Service<AuthFailures, {
   /** The client's failures in `bucket` and in the bucket before it. */
   readonly recent: (client: string, bucket: number) => Effect.Effect<RecentFailures, StoreError>
   /** Counts one more failure of the client in `bucket`. */
   readonly record: (client: string, bucket: number) => Effect.Effect<void, StoreError>
   /** Removes the counts of every bucket before `bucket`, which no longer count. */
   readonly prune: (bucket: number) => Effect.Effect<void, StoreError>
-}>() {}
+}>()("genjobs/AuthFailures") {}

@@ -18,7 +18,7 @@ export interface BlobReader extends StoredFile {
 }
 
 /** Output and upload files. Keys are flat, URL-safe names chosen by the engine. */
-export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
+export class BlobStore extends Context.Service<BlobStore, {
   /** Stores the bytes and answers the public URL they are served from. */
   readonly put: (key: string, blob: Blob) => Effect.Effect<string, StoreError>
   /**
@@ -43,7 +43,7 @@ export class BlobStore extends Context.Tag("genjobs/BlobStore")<BlobStore, {
    * how many went. Retention removes a job's files this way, whatever their names after the prefix.
    */
   readonly removeByPrefix: (prefixes: ReadonlyArray<string>) => Effect.Effect<number, StoreError>
-}>() {}
+}>()("genjobs/BlobStore") {}
 
 /** The prefixes of a `removeByPrefix`, refused when one is empty: it would name every file. */
 export const checkedPrefixes = (prefixes: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>, StoreError> =>

@@ -8,7 +8,7 @@ export interface StoredCatalog {
   readonly revision: number
 }
 
-export class CatalogRepo extends Context.Tag("genjobs/CatalogRepo")<CatalogRepo, {
+export class CatalogRepo extends Context.Service<CatalogRepo, {
   readonly load: Effect.Effect<StoredCatalog, StoreError>
   readonly revision: Effect.Effect<number, StoreError>
   /**
@@ -17,4 +17,4 @@ export class CatalogRepo extends Context.Tag("genjobs/CatalogRepo")<CatalogRepo,
    * nothing changed.
    */
   readonly replace: (document: CatalogDocument, ifRevision?: number) => Effect.Effect<Option.Option<StoredCatalog>, StoreError>
-}>() {}
+}>()("genjobs/CatalogRepo") {}

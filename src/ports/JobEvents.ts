@@ -6,7 +6,7 @@ import type { JobId } from "../domain/ids.js"
  * long-polls). Only hints: a follower re-reads the job from the store on each one and in a slow
  * safety sweep, so a lost or doubled hint delays an update and never falsifies one.
  */
-export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
+export class JobEvents extends Context.Service<JobEvents, {
   /**
    * Called after status changes committed, once for all the jobs one call changed (a claim
    * takes many); in every process sharing the store where the store allows.
@@ -32,4 +32,4 @@ export class JobEvents extends Context.Tag("genjobs/JobEvents")<JobEvents, {
    * watched job costs no subscription of its own. Same rules as `subscribe`.
    */
   readonly subscribeAll: (onHint: (jobId: JobId | undefined) => void) => Effect.Effect<void, never, Scope.Scope>
-}>() {}
+}>()("genjobs/JobEvents") {}

@@ -33,7 +33,7 @@ export interface QueueConsumer {
  * duplicate away. Every name an adapter makes in its broker starts with the engine's table
  * prefix, so two engines share one broker as they share one database.
  */
-export class JobQueue extends Context.Tag("genjobs/JobQueue")<JobQueue, {
+export class JobQueue extends Context.Service<JobQueue, {
   /** Adds the ids to the queue, in order. */
   readonly publish: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void, QueueError>
   /**
@@ -49,7 +49,7 @@ export class JobQueue extends Context.Tag("genjobs/JobQueue")<JobQueue, {
    * Absent where there is no broker to reach (the memory queue).
    */
   readonly ping?: Effect.Effect<void, QueueError> | undefined
-}>() {}
+}>()("genjobs/JobQueue") {}
 
 /**
  * Whether the engine's queue is a broker (a `JobQueue` is configured): set by the engine for its
@@ -57,6 +57,4 @@ export class JobQueue extends Context.Tag("genjobs/JobQueue")<JobQueue, {
  * claimers as a submit commits (PostgreSQL: NOTIFY in the submit's statement); with a broker no
  * worker waits for that, so the store leaves it out.
  */
-export class QueueIsBroker extends Context.Reference<QueueIsBroker>()("genjobs/QueueIsBroker", {
-  defaultValue: () => false
-}) {}
+export const QueueIsBroker = Context.Reference<boolean>("genjobs/QueueIsBroker", { defaultValue: () => false })

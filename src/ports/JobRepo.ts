@@ -112,7 +112,7 @@ export interface CancelOutcome {
  * terminal state and its refund commit together. Every status change goes through
  * `transition` of domain/job.ts.
  */
-export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
+export class JobRepo extends Context.Service<JobRepo, {
   /**
    * Within one atomic unit: replays a matching idempotency record; else checks rate limits,
    * the concurrent-job maximum and the balance, then inserts the job and its charge.
@@ -188,4 +188,4 @@ export class JobRepo extends Context.Tag("genjobs/JobRepo")<JobRepo, {
     now: number,
     providerRoute?: ProviderRouteRef
   ) => Effect.Effect<Option.Option<Job>, StoreError>
-}>() {}
+}>()("genjobs/JobRepo") {}

@@ -1,4 +1,4 @@
-import { Context, Layer, Option, Schema, type Effect, type Stream } from "effect"
+import { Context, Effect, Layer, Option, Schema, type Stream } from "effect"
 import type { ProviderHandle } from "../domain/providerHandle.js"
 import type { CatalogModel, ModelVersion } from "../domain/catalog.js"
 import type { Job, OutputType } from "../domain/job.js"
@@ -128,7 +128,7 @@ export class ProviderUnreachable extends Schema.TaggedError<ProviderUnreachable>
    * can have started, so a start may be asked again. False whenever the request may have arrived
    * (a reset, a timeout, a broken answer).
    */
-  notSent: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  notSent: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(false)), Schema.withConstructorDefault(Effect.succeed(false)))
 }) {}
 
 export type ProviderError = ProviderRejected | ProviderUnreachable
@@ -212,11 +212,11 @@ export interface GenerationProvider {
 }
 
 /** Providers by the provider id the catalog's models name. */
-export class Providers extends Context.Tag("genjobs/Providers")<Providers, {
+export class Providers extends Context.Service<Providers, {
   readonly forProvider: (providerId: string) => Option.Option<GenerationProvider>
   /** The ids registered, when known: the health endpoint lists each, called or not. */
   readonly providerIds?: ReadonlyArray<string>
-}>() {}
+}>()("genjobs/Providers") {}
 
 export const layerProviders = (byId: Readonly<Record<string, GenerationProvider>>) =>
-  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullable(byId[providerId]), providerIds: Object.keys(byId) })
+  Layer.succeed(Providers, { forProvider: (providerId) => Option.fromNullishOr(byId[providerId]), providerIds: Object.keys(byId) })

@@ -17,7 +17,7 @@ export interface RetentionFilter {
  * idempotency records past their window. The ledger is never touched: its lines keep the ids of
  * removed jobs. A store reads and writes here; it decides nothing.
  */
-export class RetentionRepo extends Context.Tag("genjobs/RetentionRepo")<RetentionRepo, {
+export class RetentionRepo extends Context.Service<RetentionRepo, {
   /**
    * Gives the lease `name` to `owner` until `expiresAt` when it is free, expired by `now` or
    * already `owner`'s; false when another owner holds it. The same leases as the job store's
@@ -38,4 +38,4 @@ export class RetentionRepo extends Context.Tag("genjobs/RetentionRepo")<Retentio
   ) => Effect.Effect<{ readonly jobs: number; readonly deliveries: number }, StoreError>
   /** Deletes up to `limit` idempotency records created before `createdBefore`; answers how many. */
   readonly purgeIdempotency: (createdBefore: number, limit: number) => Effect.Effect<number, StoreError>
-}>() {}
+}>()("genjobs/RetentionRepo") {}

@@ -14,17 +14,17 @@ export type ChangeTopic = "access" | "catalog"
  * at most `maxAgeMs` whatever the generation says; without a signal across processes that is
  * the whole bound, and short.
  */
-export class StoreChanges extends Context.Tag("genjobs/StoreChanges")<StoreChanges, {
+export class StoreChanges extends Context.Service<StoreChanges, {
   /** The topic's generation now: a cache entry made at another one is stale. */
   readonly generation: (topic: ChangeTopic) => number
   /** This process changed the topic's data (after the commit): its caches drop it at once. */
   readonly changed: (topic: ChangeTopic) => Effect.Effect<void>
   /** How long a cached entry may be trusted without a re-read, even when no change was heard. */
   readonly maxAgeMs: number
-}>() {}
+}>()("genjobs/StoreChanges") {}
 
 /** Generations kept in this process; `changed` moves one, and so does the store's signal through the same call. */
-export const makeStoreChanges = (maxAgeMs: number): StoreChanges["Type"] => {
+export const makeStoreChanges = (maxAgeMs: number): StoreChanges["Service"] => {
   const generations: Record<ChangeTopic, number> = { access: 0, catalog: 0 }
   return {
     generation: (topic) => generations[topic],

@@ -14,9 +14,9 @@ export interface PoolUse {
  * Figures a store can read cheaply, for metrics scraped every few seconds. Optional: a store
  * without it leaves its metrics out of /metrics.
  */
-export class StoreStats extends Context.Tag("genjobs/StoreStats")<StoreStats, {
+export class StoreStats extends Context.Service<StoreStats, {
   /** Jobs waiting for a worker, across every process sharing the store. */
   readonly pendingJobs: Effect.Effect<number, StoreError>
   /** The pool's use now; undefined where the store has no pool to speak of (SQLite's one connection). */
   readonly pool: Effect.Effect<PoolUse | undefined>
-}>() {}
+}>()("genjobs/StoreStats") {}

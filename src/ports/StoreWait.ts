@@ -1,4 +1,4 @@
-import { Fiber, FiberRef, Option } from "effect"
+import { Context, Fiber } from "effect"
 
 /**
  * A request's dealings with the store's queue. Until the store first served it, the request may
@@ -15,16 +15,19 @@ export interface RequestStoreWait {
 export const requestStoreWait = (boundMs: number): RequestStoreWait => ({ boundMs, underWay: false })
 
 /**
- * The current fiber's RequestStoreWait; undefined outside any request. The HTTP layer sets it
- * once per request, so everything a request does (and the fibers it forks, which share it) is
- * bounded, while workers, sweepers and dispatchers, started outside any request, wait up to the
- * store's own timeout and retry. A store reads it where its callers wait (a pool's connect), from
- * the fiber running there: no Context copy or fork per request.
+ * The current fiber's RequestStoreWait; undefined outside any request. The HTTP layer provides
+ * it once per request (`Effect.provideService`), so everything a request does (and the fibers it
+ * forks, which inherit it) is bounded, while workers, sweepers and dispatchers, started outside
+ * any request, wait up to the store's own timeout and retry. A store reads it where its callers
+ * wait (a pool's connect), from the fiber running there: no fork per request, and nothing passed
+ * down the store's calls.
  */
-export const RequestStoreWait = FiberRef.unsafeMake<RequestStoreWait | undefined>(undefined)
+export const RequestStoreWait = Context.Reference<RequestStoreWait | undefined>("genjobs/RequestStoreWait", {
+  defaultValue: () => undefined
+})
 
 /** The wait of the request whose fiber runs now, for a driver's callback-style code to read synchronously. */
 export const currentRequestStoreWait = (): RequestStoreWait | undefined => {
-  const fiber = Fiber.getCurrentFiber()
-  return Option.isSome(fiber) ? fiber.value.getFiberRef(RequestStoreWait) : undefined
+  const fiber = Fiber.getCurrent()
+  return fiber === undefined ? undefined : fiber.getRef(RequestStoreWait)
 }

@@ -6,7 +6,7 @@ import type { Upload } from "../domain/upload.js"
  * Temporary uploads. The sweeper claims the ones to verify or expire under a lease, so several
  * processes share the work.
  */
-export class UploadRepo extends Context.Tag("genjobs/UploadRepo")<UploadRepo, {
+export class UploadRepo extends Context.Service<UploadRepo, {
   readonly create: (upload: Upload) => Effect.Effect<void, StoreError>
   readonly get: (id: string) => Effect.Effect<Option.Option<Upload>, StoreError>
   /** Records the received size once; false unless the upload is pending and has no file yet. */
@@ -40,4 +40,4 @@ export class UploadRepo extends Context.Tag("genjobs/UploadRepo")<UploadRepo, {
   }) => Effect.Effect<boolean, StoreError>
   /** pending -> expired, for the lease holder, once its file is deleted. */
   readonly markExpired: (id: string, workerId: string) => Effect.Effect<boolean, StoreError>
-}>() {}
+}>()("genjobs/UploadRepo") {}

@@ -12,7 +12,7 @@ export type AttemptOutcome =
  * Webhook deliveries. Rows are written by JobRepo together with the job's terminal state
  * (outbox); dispatchers claim due ones with a lease, so several never send the same attempt.
  */
-export class WebhookDeliveryRepo extends Context.Tag("genjobs/WebhookDeliveryRepo")<WebhookDeliveryRepo, {
+export class WebhookDeliveryRepo extends Context.Service<WebhookDeliveryRepo, {
   /**
    * A pending delivery whose next attempt is due and that no live lease holds, leased to
    * `workerId`. Fair across accounts: an account with `maxPerAccount` live leases gets none, and
@@ -50,4 +50,4 @@ export class WebhookDeliveryRepo extends Context.Tag("genjobs/WebhookDeliveryRep
   readonly get: (id: string) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
   /** failed -> pending, due at `now`; None unless the delivery exists and has failed. */
   readonly retry: (id: string, now: number) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
-}>() {}
+}>()("genjobs/WebhookDeliveryRepo") {}

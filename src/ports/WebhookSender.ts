@@ -21,6 +21,6 @@ export class WebhookNotDelivered extends Schema.TaggedError<WebhookNotDelivered>
 }) {}
 
 /** Sends one webhook POST; never follows redirects. */
-export class WebhookSender extends Context.Tag("genjobs/WebhookSender")<WebhookSender, {
+export class WebhookSender extends Context.Service<WebhookSender, {
   readonly send: (request: WebhookRequest) => Effect.Effect<WebhookResponse, WebhookNotDelivered>
-}>() {}
+}>()("genjobs/WebhookSender") {}

@@ -5,8 +5,8 @@ import { Context, type Effect } from "effect"
  * an operator retried a delivery). Only a hint: dispatchers also poll, so a lost signal delays a
  * webhook by at most one poll interval and never loses it.
  */
-export class WebhookSignal extends Context.Tag("genjobs/WebhookSignal")<WebhookSignal, {
+export class WebhookSignal extends Context.Service<WebhookSignal, {
   readonly notify: Effect.Effect<void>
   /** Returns when notified or after `maxMs`, whichever is first. */
   readonly wait: (maxMs: number) => Effect.Effect<void>
-}>() {}
+}>()("genjobs/WebhookSignal") {}
