@@ -1,2 +1,2 @@
 /** The package's version, for the OpenAPI document; test/unit/version.test.ts keeps it equal to package.json's. */
-export const ENGINE_VERSION = "0.2.0"
+export const ENGINE_VERSION = "0.3.0"
