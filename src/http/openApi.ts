@@ -1,5 +1,5 @@
-import { type HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import type { Schema } from "effect"
+import type { HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
 import type { RefusalAnswer } from "../domain/refusal.js"
 import { anyRequestRefusals, errorComponent, refusalAnswerOf, refusalClasses } from "./errorEnvelope.js"
 
@@ -76,30 +76,28 @@ const errorEnvelopeSchema = (codes: ReadonlyArray<string>) => ({
   description: codes.join(", ")
 })
 
-/** The refusals a declared error schema (an `addError`'s, see errorEnvelope.ts `refusing`) stands for. */
-const declaredAnswers = (schema: Schema.Schema.Any): ReadonlyArray<RefusalAnswer> => {
-  const members = new Set<Schema.Schema.Any>()
-  HttpApiSchema.deunionize(members, schema)
-  return [...members].flatMap((member) => {
-    const answer = refusalAnswerOf(member)
+/** The refusals some declared error schemas (an endpoint's `refusing`, a middleware's) stand for; the API's `ApiErrors` is unmarked. */
+const declaredAnswers = (schemas: Iterable<Schema.Top>): ReadonlyArray<RefusalAnswer> =>
+  [...schemas].flatMap((schema) => {
+    const answer = refusalAnswerOf(schema)
     return answer === undefined ? [] : [answer]
   })
-}
 
 /**
  * What each operation may answer, by its operationId (`group.endpoint`): what any request may be
- * answered, then what its group declares (its key or token check), then what the endpoint
+ * answered, then what its middleware declares (its key or token check), then what the endpoint
  * declares (`groups` are the API's). The API itself declares every refusal (so any can be encoded and read), which the
  * document leaves out: it lists what the operation's own rules raise.
  */
-const operationAnswers = (groups: ReadonlyArray<HttpApiGroup.HttpApiGroup.Any>): Map<string, ReadonlyArray<RefusalAnswer>> => {
+const operationAnswers = (groups: ReadonlyArray<HttpApiGroup.Top>): Map<string, ReadonlyArray<RefusalAnswer>> => {
   const byOperation = new Map<string, ReadonlyArray<RefusalAnswer>>()
-  for (const group of groups as ReadonlyArray<HttpApiGroup.HttpApiGroup.AnyWithProps>) {
+  for (const group of groups) {
     for (const endpoint of Object.values(group.endpoints)) {
-      byOperation.set(`${group.identifier}.${endpoint.name}`, [
+      const middlewares = [...endpoint.middlewares] as ReadonlyArray<HttpApiMiddleware.AnyService>
+      byOperation.set(`${group.identifier}.${endpoint.identifier}`, [
         ...anyRequestRefusals,
-        ...declaredAnswers(group.errorSchema),
-        ...declaredAnswers(endpoint.errorSchema)
+        ...middlewares.flatMap((middleware) => declaredAnswers(middleware.error)),
+        ...declaredAnswers(endpoint.error)
       ])
     }
   }
@@ -107,14 +105,8 @@ const operationAnswers = (groups: ReadonlyArray<HttpApiGroup.HttpApiGroup.Any>):
 }
 
 /**
- * Effect's generator adds a schema this engine never answers with: its own decode error on 400
- * (the error middleware answers decode errors in the envelope).
- */
-const UNANSWERED = ["HttpApiDecodeError", "Issue", "PropertyKey"]
-
-/**
- * `Schema.Unknown` becomes `{"$id": "/schemas/unknown"}` wherever it is used, and JSON Schema
- * validators (ajv) refuse a document with one `$id` many times; `{}` means the same.
+ * `Schema.Unknown` may carry an `$id` wherever it is used, and JSON Schema validators (ajv)
+ * refuse a document with one `$id` many times; `{}` means the same.
  */
 const withoutIds = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(withoutIds)
@@ -122,10 +114,24 @@ const withoutIds = (value: unknown): unknown => {
   return Object.fromEntries(Object.entries(value).filter(([key]) => key !== "$id").map(([key, v]) => [key, withoutIds(v)]))
 }
 
+/**
+ * Every object of fixed fields closed (`additionalProperties: false`), as the bodies are decoded
+ * (schemas/strictBody.ts) and as the answers are made: a generated client then knows no other
+ * field comes. Objects that say otherwise (records) keep what they say.
+ */
+const closed = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(closed)
+  if (typeof value !== "object" || value === null) return value
+  const object = Object.fromEntries(Object.entries(value).map(([key, v]) => [key, closed(v)]))
+  return object["type"] === "object" && object["properties"] !== undefined && !("additionalProperties" in object)
+    ? { ...object, additionalProperties: false }
+    : object
+}
+
 type Operation = { operationId: string; responses: Record<string, unknown> }
 
 /** The finishing touches of the generated document (an `OpenApi.Transform` of the API). */
-export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<HttpApiGroup.HttpApiGroup.Any>): Record<string, any> => {
+export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<HttpApiGroup.Top>): Record<string, any> => {
   const answers = operationAnswers(groups)
   const answered = new Set<number>()
   for (const path of Object.values(spec.paths as Record<string, Record<string, Operation>>)) {
@@ -144,7 +150,6 @@ export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<
   const errorSchemas = Object.fromEntries(
     statusesOf(refusalClasses).filter((status) => answered.has(status)).map((status) => [errorComponent(status), errorEnvelopeSchema(codesOf(refusalClasses, status))])
   )
-  const generated = Object.fromEntries(Object.entries(spec.components.schemas).filter(([name]) => !UNANSWERED.includes(name)))
-  const schemas = { ...generated, ...errorSchemas }
-  return withoutIds({ ...spec, components: { ...spec.components, schemas, securitySchemes } }) as Record<string, any>
+  const schemas = { ...spec.components.schemas, ...errorSchemas }
+  return closed(withoutIds({ ...spec, components: { ...spec.components, schemas, securitySchemes } })) as Record<string, any>
 }

@@ -1,5 +1,5 @@
-import { HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { CatalogRepo } from "../ports/CatalogRepo.js"
 import { JobQueue } from "../ports/JobQueue.js"
 
@@ -31,7 +31,7 @@ const check = (part: string, probe: Effect.Effect<unknown, { readonly message: s
       onSome: () => Effect.succeed<CheckResult>("ok"),
       onNone: () => Effect.as(Effect.logWarning(`readiness: the ${part} gave no answer within ${READINESS_TIMEOUT_MS} ms`), "timed out" as const)
     })),
-    Effect.catchAll((error) => Effect.as(Effect.logWarning(`readiness: the ${part} is not ready`, error.message), "failed" as const))
+    Effect.catch((error) => Effect.as(Effect.logWarning(`readiness: the ${part} is not ready`, error.message), "failed" as const))
   )
 
 /**

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 const ProviderRef = Schema.Struct({ id: Schema.String, name: Schema.String, logoUrl: Schema.String })
 
 /** The spec's URLs: the slug's slashes as they are, matched by a wildcard route. */
@@ -10,12 +10,12 @@ export const SlugPath = Schema.Struct({ "*": Schema.String })
  * clients generated from it) can express: path parameters hold no `/`, so it is percent-encoded.
  */
 export const CatalogSlugPath = Schema.Struct({
-  slug: Schema.String.annotations({
+  slug: Schema.String.annotate({
     description: "provider/model or provider/model/capability, its `/` percent-encoded as %2F (demo%2Fimage-gen)"
   })
 })
 export const ModelIdPath = Schema.Struct({
-  modelId: Schema.String.annotations({
+  modelId: Schema.String.annotate({
     description: "The model's id (its slug, provider/model/capability), its `/` percent-encoded as %2F"
   })
 })

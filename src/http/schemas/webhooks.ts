@@ -15,7 +15,7 @@ export const DeliveryView = Schema.Struct({
   id: Schema.String,
   jobId: Schema.String,
   url: Schema.String,
-  status: Schema.Literal("pending", "sent", "failed"),
+  status: Schema.Literals(["pending", "sent", "failed"]),
   attempts: Schema.Array(DeliveryAttemptView),
   nextAttemptAt: Schema.NullOr(Schema.String),
   createdAt: Schema.String
