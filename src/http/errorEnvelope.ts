@@ -156,7 +156,7 @@ const setsHeaders = (headers: Record<string, string>): Effect.Effect<void> =>
   })
 
 /** The code and status an answer schema stands for, read back by the OpenAPI document (openApi.ts). */
-export const RefusalAnswerId: unique symbol = Symbol.for("genjobs/http/RefusalAnswer")
+export const RefusalAnswerId = "genjobs/http/RefusalAnswer"
 
 /** The code and status a declared error schema answers with, when it is one of answerOf's. */
 export const refusalAnswerOf = (schema: Schema.Top): RefusalAnswer | undefined =>

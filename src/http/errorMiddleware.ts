@@ -138,7 +138,7 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
         const requestId = newRequestId()
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const refused = refusedBeforeBody(request, config.maxJsonBodyBytes)
-        const served = refused === undefined
+        const served: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = refused === undefined
           ? Effect.provideService(
             Effect.ensuring(app, noteRequestRoute),
             HttpServerRequest.HttpServerRequest,
@@ -149,7 +149,7 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
           Effect.catchCause((cause) =>
             // Only an interruption passes: the client left, nothing is answered.
             Cause.hasInterruptsOnly(cause)
-              ? Effect.failCause(cause)
+              ? Effect.interrupt
               : Effect.map(answerOf(cause), (refusal) => renderOutsideApi(refusal, requestId))
           ),
           Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),

@@ -1,5 +1,5 @@
 import type { Schema } from "effect"
-import type { HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
+import type { HttpApiMiddleware } from "effect/http-api"
 import type { RefusalAnswer } from "../domain/refusal.js"
 import { anyRequestRefusals, errorComponent, refusalAnswerOf, refusalClasses } from "./errorEnvelope.js"
 
@@ -83,17 +83,28 @@ const declaredAnswers = (schemas: Iterable<Schema.Top>): ReadonlyArray<RefusalAn
     return answer === undefined ? [] : [answer]
   })
 
+/** What the document reads of a group of the API: its endpoints' declared errors and middlewares. */
+interface DocumentedGroup {
+  readonly identifier: string
+  readonly endpoints: Readonly<Record<string, {
+    readonly identifier: string
+    readonly error: ReadonlySet<Schema.Top>
+    readonly middlewares: ReadonlySet<unknown>
+  }>>
+}
+
 /**
  * What each operation may answer, by its operationId (`group.endpoint`): what any request may be
  * answered, then what its middleware declares (its key or token check), then what the endpoint
  * declares (`groups` are the API's). The API itself declares every refusal (so any can be encoded and read), which the
  * document leaves out: it lists what the operation's own rules raise.
  */
-const operationAnswers = (groups: ReadonlyArray<HttpApiGroup.Top>): Map<string, ReadonlyArray<RefusalAnswer>> => {
+const operationAnswers = (groups: ReadonlyArray<DocumentedGroup>): Map<string, ReadonlyArray<RefusalAnswer>> => {
   const byOperation = new Map<string, ReadonlyArray<RefusalAnswer>>()
   for (const group of groups) {
     for (const endpoint of Object.values(group.endpoints)) {
-      const middlewares = [...endpoint.middlewares] as ReadonlyArray<HttpApiMiddleware.AnyService>
+      // An endpoint's middlewares are typed as the services' keys; the keys are HttpApiMiddleware's classes, with their errors.
+      const middlewares = [...endpoint.middlewares] as ReadonlyArray<unknown> as ReadonlyArray<HttpApiMiddleware.AnyService>
       byOperation.set(`${group.identifier}.${endpoint.identifier}`, [
         ...anyRequestRefusals,
         ...middlewares.flatMap((middleware) => declaredAnswers(middleware.error)),
@@ -131,7 +142,7 @@ const closed = (value: unknown): unknown => {
 type Operation = { operationId: string; responses: Record<string, unknown> }
 
 /** The finishing touches of the generated document (an `OpenApi.Transform` of the API). */
-export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<HttpApiGroup.Top>): Record<string, any> => {
+export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<DocumentedGroup>): Record<string, any> => {
   const answers = operationAnswers(groups)
   const answered = new Set<number>()
   for (const path of Object.values(spec.paths as Record<string, Record<string, Operation>>)) {

@@ -56,7 +56,7 @@ export const receiveProviderCallback = (providers: Option.Option<Providers["Serv
     const params = yield* HttpRouter.params
     const providerId = params["providerId"] ?? ""
     const verify = Option.flatMap(providers, (p) => p.forProvider(providerId)).pipe(
-      Option.flatMap((provider) => Option.fromNullable(provider.verifyCallback))
+      Option.flatMap((provider) => Option.fromNullishOr(provider.verifyCallback))
     )
     if (Option.isNone(verify)) return yield* refuse(NotFound, `No provider "${providerId}" takes callbacks here`)
     const request = yield* HttpServerRequest.HttpServerRequest

@@ -42,7 +42,7 @@ const check = (part: string, probe: Effect.Effect<unknown, { readonly message: s
 export const readiness = Effect.gen(function*() {
   const catalogs = yield* CatalogRepo
   const queue = yield* Effect.serviceOption(JobQueue)
-  const ping = Option.flatMapNullable(queue, (q) => q.ping)
+  const ping = Option.flatMapNullishOr(queue, (q) => q.ping)
   const probes: Record<string, Effect.Effect<CheckResult>> = { store: check("store", catalogs.revision) }
   if (Option.isSome(ping)) probes["queue"] = check("queue", ping.value)
   return Effect.gen(function*() {

@@ -190,7 +190,7 @@ const parseJson = (text: string) => {
 }
 
 // Built only when a route reads one of these, as errors capture a stack trace when made.
-const notJson = Effect.dieSync(() => new ValidationError({ message: "The request body must be JSON" }))
+const notJson = Effect.suspend(() => Effect.die(new ValidationError({ message: "The request body must be JSON" })))
 const notJsonStream = Stream.fromEffect(notJson)
 
 /** JSON's text, refused when it is not UTF-8: a lenient decode would store U+FFFD in its place. */

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, type Scope } from "effect"
-import { HttpEffect, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpEffect, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NotFound } from "../domain/errors.js"
 import { PayloadTooLarge } from "../domain/limits.js"
 import { newRequestId } from "../domain/ids.js"
@@ -81,7 +81,7 @@ const underBasePath = (request: Request, basePath: string): Request | undefined 
 
 /** Mounts a web handler: the base path taken off and the host's knowledge of the client passed in. */
 const mount = (
-  handler: (request: Request, context?: Context.Context<never>) => Promise<Response>,
+  handler: (request: Request, context: Context.Context<ClientPeer>) => Promise<Response>,
   options: WebHandlerOptions
 ): EngineFetch => {
   const defaultBasePath = normalizeBasePath(options.basePath)
@@ -107,7 +107,7 @@ export const makeWebHandler = <E>(
   options: WebHandlerOptions = {}
 ): WebHandler => {
   const { dispose, handler } = HttpRouter.toWebHandler(
-    Layer.mergeAll(EngineHttpLive.pipe(Layer.provide(services)), HttpServer.layerServices),
+    EngineHttpLive.pipe(Layer.provide(Layer.merge(services, HttpServer.layerServices))),
     // The engine logs its requests itself (observability/requestLog.ts).
     { disableLogger: true }
   )
@@ -122,7 +122,7 @@ export const webHandlerInScope = (
   options: WebHandlerOptions = {}
 ): Effect.Effect<EngineFetch, never, EngineHttpRequirements | Scope.Scope> =>
   Effect.gen(function*() {
-    const app = yield* HttpRouter.toHttpEffect(Layer.mergeAll(EngineHttpLive, HttpServer.layerServices))
+    const app = yield* HttpRouter.toHttpEffect(EngineHttpLive.pipe(Layer.provide(HttpServer.layerServices)))
     const services = yield* Effect.context<EngineHttpRequirements>()
-    return mount(HttpEffect.toWebHandlerWith(services)(app), options)
+    return mount(HttpEffect.toWebHandlerWith<EngineHttpRequirements, HttpServerRequest.HttpServerRequest | Scope.Scope>(services)(app), options)
   })

@@ -147,7 +147,7 @@ const LEVEL_NAMES: ReadonlySet<string> = new Set(["trace", "debug", "info", "war
 
 /** A level by name (or as given); `info` when unset. */
 export const levelOf = (level: LoggerOptions["level"]): LogLevel.LogLevel =>
-  level === undefined ? LogLevel.Info : typeof level === "string" ? Result.getOrThrow(parseLogLevel(level)) : level
+  level === undefined ? "Info" : LEVEL_NAMES.has(level) ? Result.getOrThrow(parseLogLevel(level)) : level as LogLevel.LogLevel
 
 /**
  * Replaces Effect's default logger with the engine's: JSON lines, or readable lines on a

@@ -58,7 +58,7 @@ export const MetricsRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const services = yield* Effect.context<never>()
     const stats = Context.getOption(services as Context.Context<StoreStats>, StoreStats)
-    const token = Option.flatMapNullable(Context.getOption(services as Context.Context<MetricsConfig>, MetricsConfig), (c) => c.token)
+    const token = Option.flatMapNullishOr(Context.getOption(services as Context.Context<MetricsConfig>, MetricsConfig), (c) => c.token)
     if (Option.isSome(token)) startProcessMetrics()
     const collect = Option.match(stats, {
       onNone: () => prometheusMetrics,

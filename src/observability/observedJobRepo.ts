@@ -153,7 +153,7 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
       Effect.map(Option.toArray),
       claimSpansOf(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed)),
-      Effect.map((jobs) => Option.fromNullable(jobs[0]))
+      Effect.map((jobs) => Option.fromNullishOr(jobs[0]))
     ),
   claimBatch: (options) =>
     repo.claimBatch(options).pipe(

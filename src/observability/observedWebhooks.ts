@@ -26,11 +26,12 @@ export const observeWebhookDeliveries = (repo: WebhookDeliveryRepo["Service"]): 
   return {
     ...repo,
     claimDue: (options) =>
-      Effect.tap(repo.claimDue(options), (delivery) => {
-        if (Option.isNone(delivery)) return
-        if (claimed.size >= IN_FLIGHT_REMEMBERED) claimed.delete(claimed.keys().next().value!)
-        claimed.set(delivery.value.id, { jobId: delivery.value.jobId, host: hostOf(delivery.value.url) })
-      }),
+      Effect.tap(repo.claimDue(options), (delivery) =>
+        Effect.sync(() => {
+          if (Option.isNone(delivery)) return
+          if (claimed.size >= IN_FLIGHT_REMEMBERED) claimed.delete(claimed.keys().next().value!)
+          claimed.set(delivery.value.id, { jobId: delivery.value.jobId, host: hostOf(delivery.value.url) })
+        })),
     recordAttempt: (id, workerId, attempt, outcome) =>
       Effect.tap(repo.recordAttempt(id, workerId, attempt, outcome), (recorded) => {
         const known = claimed.get(id)

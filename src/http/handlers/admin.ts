@@ -46,11 +46,10 @@ const withRevisionTag = (revision: number) =>
   )
 
 /** The audit log's "who": the admin token's name and this request's id. */
-const actor: Effect.Effect<AuditActor, never, CurrentAdmin> = Effect.zipWith(
-  CurrentAdmin.asEffect(),
-  CurrentRequestId.asEffect(),
-  (admin, requestId) => ({ actor: admin.actor, requestId })
-)
+const actor: Effect.Effect<AuditActor, never, CurrentAdmin> = Effect.gen(function*() {
+  const admin = yield* CurrentAdmin
+  return { actor: admin.actor, requestId: yield* CurrentRequestId }
+})
 
 export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers) =>
   Effect.gen(function*() {
@@ -61,7 +60,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
     return handlers
       .handle("replaceCatalog", ({ headers, payload }) =>
         Effect.gen(function*() {
-          const ifRevision = yield* ifMatchRevision(headers["if-match"])
+          const ifRevision = yield* Effect.fromResult(ifMatchRevision(headers["if-match"]))
           const stored = yield* admin.replaceCatalog(payload, yield* actor, ifRevision)
           yield* withRevisionTag(stored.revision)
           return { revision: stored.revision, models: stored.document.models.length }

@@ -8,7 +8,9 @@ import { iso } from "../views.js"
 
 /** Upload answers use the spec's {success, data, requestId} envelope. */
 const enveloped = <A>(data: A) =>
-  Effect.map(CurrentRequestId.asEffect(), (requestId) => ({ success: true as const, data, requestId }))
+  Effect.gen(function*() {
+    return { success: true as const, data, requestId: yield* CurrentRequestId }
+  })
 
 export const UploadsHandlers = HttpApiBuilder.group(EngineApi, "uploads", (handlers) =>
   Effect.gen(function*() {
