@@ -81,6 +81,12 @@ import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./sc
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
 import { ENGINE_VERSION } from "../version.js"
 
+/*
+ * Every endpoint decodes and answers JSON as its schemas write it (`disableCodecs`): Effect 4's
+ * derived JSON codecs would take `null` for an absent optional field, answer `null` for an
+ * undefined one, and take "NaN" or "Infinity" for a number, none of which the engine's API does.
+ */
+
 /** An operation's summary (its line in the reference's sidebar) and description. */
 const docs = (summary: string, description: string) => OpenApi.annotations({ summary, description })
 
@@ -94,6 +100,7 @@ const undocumented = OpenApi.annotations({ exclude: true })
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
     HttpApiEndpoint.post("submit", "/v1/jobs/submit", {
+      disableCodecs: true,
       headers: SubmitHeaders,
       payload: SubmitBody,
       error: refusing(
@@ -123,6 +130,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.post("estimate", "/v1/jobs/estimate", {
+      disableCodecs: true,
       payload: EstimateBody,
       success: CostEstimateView,
       error: refusing(OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput)
@@ -133,7 +141,8 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("list", "/v1/jobs", {
-      query: JobListParams,
+      disableCodecs: true,
+      query: JobListParams.fields,
       success: JobList,
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs(
@@ -143,6 +152,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/jobs/:jobId", {
+      disableCodecs: true,
       params: JobIdPath,
       success: JobView,
       error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
@@ -154,6 +164,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.get("events", "/v1/jobs/:jobId/events", {
+      disableCodecs: true,
       params: JobIdPath,
       headers: JobEventsHeaders,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
@@ -168,6 +179,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
   )
   .add(
     HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel", {
+      disableCodecs: true,
       params: JobIdPath,
       success: CancelResponse,
       error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess, JobCannotBeCancelled)
@@ -179,6 +191,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
 {}
 
 const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug", {
+  disableCodecs: true,
   params: CatalogSlugPath,
   success: CatalogModelDetail,
   error: refusing(OperationNotAllowed, ModelNotFound)
@@ -187,6 +200,7 @@ const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug", {
 export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
     HttpApiEndpoint.get("models", "/v1/catalog/models", {
+      disableCodecs: true,
       success: Schema.Array(CatalogModelItem),
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List catalog models", "The models the caller may see, with their pricing in credits."))
@@ -198,18 +212,21 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
   )))
   .add(
     HttpApiEndpoint.get("modelBySlugPath", "/v1/catalog/models/*", {
+      disableCodecs: true,
       params: SlugPath,
       success: CatalogModelDetail
     }).annotateMerge(undocumented)
   )
   .add(
     HttpApiEndpoint.get("providers", "/v1/catalog/providers", {
+      disableCodecs: true,
       success: Schema.Array(CatalogProviderItem),
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List catalog providers", "Providers with at least one model the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id", {
+      disableCodecs: true,
       params: ProviderIdPath,
       success: CatalogProviderDetail,
       error: refusing(OperationNotAllowed, NotFound)
@@ -217,12 +234,14 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
   )
   .add(
     HttpApiEndpoint.get("categories", "/v1/catalog/categories", {
+      disableCodecs: true,
       success: Schema.Array(CategoryItem),
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List categories", "Categories with the number of models the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups", {
+      disableCodecs: true,
       success: Schema.Array(CapabilityItem),
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List capability groups", "Capabilities (text-to-image, ...) in display order."))
@@ -235,12 +254,14 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
 export class ModelsGroup extends HttpApiGroup.make("models")
   .add(
     HttpApiEndpoint.get("list", "/v1/models", {
+      disableCodecs: true,
       success: ModelList,
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List models", "Models with their current version and its pricing (scope list_models; cached 5 minutes)."))
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/models/:modelId", {
+      disableCodecs: true,
       params: ModelIdPath,
       success: ModelDetail,
       error: refusing(OperationNotAllowed, ModelNotFound)
@@ -251,18 +272,21 @@ export class ModelsGroup extends HttpApiGroup.make("models")
   )
   .add(
     HttpApiEndpoint.get("getBySlugPath", "/v1/models/*", {
+      disableCodecs: true,
       params: SlugPath,
       success: ModelDetail
     }).annotateMerge(undocumented)
   )
   .add(
     HttpApiEndpoint.get("providers", "/v1/providers", {
+      disableCodecs: true,
       success: ProviderList,
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List providers", "Providers with their categories (scope list_models; cached 5 minutes)."))
   )
   .add(
     HttpApiEndpoint.get("providerModels", "/v1/providers/:providerId/models", {
+      disableCodecs: true,
       params: ProviderModelsPath,
       success: ProviderWithModels,
       error: refusing(OperationNotAllowed, NotFound)
@@ -276,6 +300,7 @@ export class ModelsGroup extends HttpApiGroup.make("models")
 export class UploadsGroup extends HttpApiGroup.make("uploads")
   .add(
     HttpApiEndpoint.post("presign", "/v1/uploads/presign", {
+      disableCodecs: true,
       payload: PresignBody,
       success: PresignResponse,
       error: refusing(InvalidContentType, FileTooLarge)
@@ -287,6 +312,7 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
   )
   .add(
     HttpApiEndpoint.get("get", "/v1/uploads/:id", {
+      disableCodecs: true,
       params: UploadIdPath,
       success: UploadResponse,
       error: refusing(NotFound)
@@ -300,13 +326,15 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.get("list", "/v1/webhooks/deliveries", {
-      query: DeliveryListParams,
+      disableCodecs: true,
+      query: DeliveryListParams.fields,
       success: DeliveryList,
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs("List webhook deliveries", "The account's deliveries with their attempts, newest first (scope check_status)."))
   )
   .add(
     HttpApiEndpoint.post("retry", "/v1/webhooks/deliveries/:id/retry", {
+      disableCodecs: true,
       params: DeliveryIdPath,
       success: DeliveryView,
       error: refusing(OperationNotAllowed, NotFound, DeliveryNotRetryable)
@@ -320,6 +348,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
 export class AccountGroup extends HttpApiGroup.make("account")
   .add(
     HttpApiEndpoint.get("get", "/v1/account", {
+      disableCodecs: true,
       success: AccountOverviewView
     }).annotateMerge(docs(
         "Get your account",
@@ -329,7 +358,8 @@ export class AccountGroup extends HttpApiGroup.make("account")
   )
   .add(
     HttpApiEndpoint.get("spend", "/v1/account/spend", {
-      query: AccountSpendParams,
+      disableCodecs: true,
+      query: AccountSpendParams.fields,
       success: SpendView,
       error: refusing(OperationNotAllowed)
     }).annotateMerge(docs(
@@ -346,6 +376,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.put("replaceCatalog", "/admin/catalog", {
+      disableCodecs: true,
       headers: CatalogReplaceHeaders,
       payload: CatalogBody,
       success: CatalogImportResult,
@@ -358,6 +389,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff", {
+      disableCodecs: true,
       payload: CatalogBody,
       success: CatalogPreviewView
     }).annotateMerge(strictBody).annotateMerge(docs(
@@ -368,23 +400,27 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("exportCatalog", "/admin/catalog", {
+      disableCodecs: true,
       success: CatalogDocument
     }).annotateMerge(docs("Export the catalog", "The catalog document as stored; its ETag is the revision (\"7\"), for If-Match on PUT."))
   )
   .add(
     HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema", {
+      disableCodecs: true,
       success: Schema.Record(Schema.String, Schema.Unknown)
     }).annotateMerge(docs("Get the catalog's JSON Schema", "The JSON Schema a catalog document must match."))
   )
   .add(
     HttpApiEndpoint.post("createAccount", "/admin/accounts", {
+      disableCodecs: true,
       payload: NewAccountBody,
       success: AccountView.pipe(HttpApiSchema.status(201))
     }).annotateMerge(strictBody).annotateMerge(docs("Create an account", "An account with its opening credit, limits, segments and discounts."))
   )
   .add(
     HttpApiEndpoint.get("listAccounts", "/admin/accounts", {
-      query: AccountListParams,
+      disableCodecs: true,
+      query: AccountListParams.fields,
       success: AccountList
     }).annotateMerge(docs(
         "List accounts",
@@ -394,12 +430,14 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("getAccount", "/admin/accounts/:id", {
+      disableCodecs: true,
       params: IdPath,
       success: AccountView
     }).annotateMerge(docs("Get an account", "An account with its balance and webhook secrets."))
   )
   .add(
     HttpApiEndpoint.patch("updateAccount", "/admin/accounts/:id", {
+      disableCodecs: true,
       params: IdPath,
       payload: AccountUpdateBody,
       success: AccountView
@@ -411,14 +449,16 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("listKeys", "/admin/accounts/:id/keys", {
+      disableCodecs: true,
       params: IdPath,
       success: KeyList
     }).annotateMerge(docs("List an account's API keys", "Every key of the account, oldest first: name, hint, scopes, allowed IPs, expiry, active. Never a secret."))
   )
   .add(
     HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger", {
+      disableCodecs: true,
       params: IdPath,
-      query: LedgerParams,
+      query: LedgerParams.fields,
       success: LedgerView
     }).annotateMerge(docs(
         "Get an account's ledger",
@@ -428,6 +468,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("addCredits", "/admin/accounts/:id/credits", {
+      disableCodecs: true,
       params: IdPath,
       payload: CreditsBody,
       success: AccountView
@@ -435,6 +476,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("createKey", "/admin/accounts/:id/keys", {
+      disableCodecs: true,
       params: IdPath,
       payload: NewApiKeyBody,
       success: CreatedApiKeyView.pipe(HttpApiSchema.status(201))
@@ -442,6 +484,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("rotateWebhookSecret", "/admin/accounts/:id/webhook-secret/rotate", {
+      disableCodecs: true,
       params: IdPath,
       payload: RotateSecretBody,
       success: AccountView
@@ -449,6 +492,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.patch("updateKey", "/admin/keys/:id", {
+      disableCodecs: true,
       params: IdPath,
       payload: ApiKeyUpdateBody,
       success: ApiKeyView
@@ -459,7 +503,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("spend", "/admin/spend", {
-      query: AdminSpendParams,
+      disableCodecs: true,
+      query: AdminSpendParams.fields,
       success: SpendView
     }).annotateMerge(docs(
         "Read spend",
@@ -469,7 +514,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("stats", "/admin/stats", {
-      query: AdminStatsParams,
+      disableCodecs: true,
+      query: AdminStatsParams.fields,
       success: StatsView
     }).annotateMerge(docs(
         "Read the queue and run times",
@@ -479,13 +525,15 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate", {
+      disableCodecs: true,
       params: IdPath,
       success: ApiKeyView
     }).annotateMerge(docs("Deactivate an API key", "The key is refused from now on (API_KEY_INACTIVE)."))
   )
   .add(
     HttpApiEndpoint.get("listJobs", "/admin/jobs", {
-      query: AdminJobListParams,
+      disableCodecs: true,
+      query: AdminJobListParams.fields,
       success: AdminJobList
     }).annotateMerge(docs(
         "List jobs across accounts",
@@ -495,6 +543,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("getJob", "/admin/jobs/:jobId", {
+      disableCodecs: true,
       params: AdminJobIdPath,
       success: AdminJobView,
       error: refusing(JobNotFound)
@@ -502,7 +551,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("listDeliveries", "/admin/webhooks/deliveries", {
-      query: AdminDeliveryListParams,
+      disableCodecs: true,
+      query: AdminDeliveryListParams.fields,
       success: AdminDeliveryList
     }).annotateMerge(docs(
         "List webhook deliveries across accounts",
@@ -511,6 +561,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.post("retryDelivery", "/admin/webhooks/deliveries/:id/retry", {
+      disableCodecs: true,
       params: DeliveryIdPath,
       success: AdminDeliveryView,
       error: refusing(DeliveryNotRetryable)
@@ -521,7 +572,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("auditLog", "/admin/audit", {
-      query: AuditParams,
+      disableCodecs: true,
+      query: AuditParams.fields,
       success: AuditList
     }).annotateMerge(docs(
         "Read the audit log",
@@ -531,6 +583,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   )
   .add(
     HttpApiEndpoint.get("providerHealth", "/admin/providers/health", {
+      disableCodecs: true,
       success: ProviderHealthList
     }).annotateMerge(docs(
         "Read provider health",

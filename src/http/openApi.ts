@@ -1,7 +1,8 @@
-import type { Schema } from "effect"
+import { type Schema, SchemaAST } from "effect"
 import type { HttpApiMiddleware } from "effect/http-api"
 import type { RefusalAnswer } from "../domain/refusal.js"
 import { anyRequestRefusals, errorComponent, refusalAnswerOf, refusalClasses } from "./errorEnvelope.js"
+import { DocumentedAs } from "./schemas/paging.js"
 
 /**
  * How the OpenAPI document describes the credentials. The middleware reads them itself (see
@@ -88,6 +89,7 @@ interface DocumentedGroup {
   readonly identifier: string
   readonly endpoints: Readonly<Record<string, {
     readonly identifier: string
+    readonly query: Schema.Top | undefined
     readonly error: ReadonlySet<Schema.Top>
     readonly middlewares: ReadonlySet<unknown>
   }>>
@@ -126,27 +128,75 @@ const withoutIds = (value: unknown): unknown => {
 }
 
 /**
+ * Effect's generator documents a number as its JSON codec writes it, "NaN" and "Infinity" as
+ * strings beside the number; the API takes and answers plain JSON numbers only (Api.ts,
+ * `disableCodecs`), so the document says so.
+ */
+const isCodecNumber = (value: Record<string, unknown>): boolean => {
+  const members = value["anyOf"]
+  return Array.isArray(members) && members.length === 2 && Object.keys(value).length === 1 &&
+    JSON.stringify(members) === JSON.stringify([{ type: "number" }, { type: "string", enum: ["Infinity", "-Infinity", "NaN"] }])
+}
+
+/**
  * Every object of fixed fields closed (`additionalProperties: false`), as the bodies are decoded
  * (schemas/strictBody.ts) and as the answers are made: a generated client then knows no other
- * field comes. Objects that say otherwise (records) keep what they say.
+ * field comes. Objects that say otherwise (records) keep what they say. Numbers as plain numbers
+ * (`isCodecNumber`).
  */
 const closed = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(closed)
   if (typeof value !== "object" || value === null) return value
   const object = Object.fromEntries(Object.entries(value).map(([key, v]) => [key, closed(v)]))
+  if (isCodecNumber(object)) return { type: "number" }
   return object["type"] === "object" && object["properties"] !== undefined && !("additionalProperties" in object)
     ? { ...object, additionalProperties: false }
     : object
 }
 
-type Operation = { operationId: string; responses: Record<string, unknown> }
+/** What a parameter's schema says the document shows, looking through `optional`'s union with undefined. */
+const documentedAsOf = (ast: SchemaAST.AST): Record<string, unknown> | undefined => {
+  const own = ast.annotations?.[DocumentedAs] as Record<string, unknown> | undefined
+  if (own !== undefined || !SchemaAST.isUnion(ast)) return own
+  return ast.types.map(documentedAsOf).find((schema) => schema !== undefined)
+}
+
+/**
+ * The query parameters whose schema says what the document shows for them (schemas/paging.ts
+ * `documentedAs`), by operationId and name: the generator shows a query parameter as the string
+ * it is sent as.
+ */
+const documentedParameters = (groups: ReadonlyArray<DocumentedGroup>): Map<string, Record<string, unknown>> => {
+  const documented = new Map<string, Record<string, unknown>>()
+  for (const group of groups) {
+    for (const endpoint of Object.values(group.endpoints)) {
+      const ast = endpoint.query?.ast
+      if (ast === undefined || !SchemaAST.isObjects(ast)) continue
+      for (const property of ast.propertySignatures) {
+        const schema = documentedAsOf(property.type)
+        if (schema !== undefined) documented.set(`${group.identifier}.${endpoint.identifier} ${String(property.name)}`, schema)
+      }
+    }
+  }
+  return documented
+}
+
+type Parameter = { name: string; in: string; schema: Record<string, unknown> }
+
+type Operation = { operationId: string; responses: Record<string, unknown>; parameters: Array<Parameter> }
 
 /** The finishing touches of the generated document (an `OpenApi.Transform` of the API). */
 export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<DocumentedGroup>): Record<string, any> => {
   const answers = operationAnswers(groups)
+  const documented = documentedParameters(groups)
   const answered = new Set<number>()
   for (const path of Object.values(spec.paths as Record<string, Record<string, Operation>>)) {
     for (const operation of Object.values(path)) {
+      for (const parameter of operation.parameters) {
+        const schema = parameter.in === "query" ? documented.get(`${operation.operationId} ${parameter.name}`) : undefined
+        const description = parameter.schema["description"]
+        if (schema !== undefined) parameter.schema = description === undefined ? schema : { ...schema, description }
+      }
       const own = answers.get(operation.operationId) ?? anyRequestRefusals
       for (const status of Object.keys(operation.responses)) {
         if (Number(status) >= 400) delete operation.responses[status]

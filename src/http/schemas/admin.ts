@@ -66,7 +66,7 @@ export const IdPath = Schema.Struct({ id: Schema.String })
 export const CatalogImportResult = Schema.Struct({ revision: Schema.Number, models: Schema.Number })
 
 export const CatalogReplaceHeaders = Schema.Struct({
-  "if-match": Schema.optional(Schema.String.annotate({
+  "if-match": Schema.optionalKey(Schema.String.annotate({
     description: "Replace only if the stored catalog is still this revision, as an entity tag (\"7\"): the ETag of " +
       "GET /admin/catalog, or the revision of POST /admin/catalog/diff in quotes. Otherwise 412 PRECONDITION_FAILED " +
       "and nothing changes."
@@ -92,8 +92,8 @@ const pageOf = <K extends string, S extends Schema.Top>(key: K, item: S) =>
   } & { nextCursor: Schema.NullOr<Schema.String>; hasMore: Schema.Boolean })
 
 const paging = {
-  limit: Schema.optional(PageLimit),
-  cursor: Schema.optional(Schema.String.annotate({ description: "The nextCursor of the previous page" }))
+  limit: Schema.optionalKey(PageLimit),
+  cursor: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page" }))
 }
 
 /** An account in a list: its settings and balance, without its webhook secrets. */
@@ -101,7 +101,7 @@ export const AccountListItem = AccountView.mapFields(Struct.omit(["webhookSecret
 
 export const AccountListParams = Schema.Struct({
   ...paging,
-  search: Schema.optional(Schema.String.annotate({ description: "A fragment of the name or the id (ASCII letters without case)" }))
+  search: Schema.optionalKey(Schema.String.annotate({ description: "A fragment of the name or the id (ASCII letters without case)" }))
 })
 
 export const AccountList = pageOf("accounts", AccountListItem)
@@ -109,8 +109,8 @@ export const AccountList = pageOf("accounts", AccountListItem)
 export const KeyList = Schema.Struct({ keys: Schema.Array(ApiKeyView) })
 
 export const LedgerParams = Schema.Struct({
-  limit: Schema.optional(
-    Schema.NumberFromString.check(documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }))
+  limit: Schema.optionalKey(
+    Schema.NumberFromString.annotate(documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }))
   ),
   cursor: paging.cursor
 })
@@ -148,13 +148,13 @@ export const AdminJobView = AdminJobListItem.mapFields(
 )
 
 const time = (description: string) =>
-  Schema.optional(Schema.String.annotate({ description, format: "date-time" }))
+  Schema.optionalKey(Schema.String.annotate({ description, format: "date-time" }))
 
 export const AdminJobListParams = Schema.Struct({
   ...paging,
-  accountId: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(JobStatus.literals)),
-  model: Schema.optional(Schema.String.annotate({ description: "A model slug" })),
+  accountId: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(JobStatus.literals)),
+  model: Schema.optionalKey(Schema.String.annotate({ description: "A model slug" })),
   createdFrom: time("Jobs created at or after this ISO 8601 time"),
   createdBefore: time("Jobs created before this ISO 8601 time")
 })
@@ -167,8 +167,8 @@ export const AdminDeliveryView = DeliveryView.mapFields(Struct.assign({ accountI
 
 export const AdminDeliveryListParams = Schema.Struct({
   ...paging,
-  accountId: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(DeliveryStatus.literals))
+  accountId: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(DeliveryStatus.literals))
 })
 
 export const AdminDeliveryList = pageOf("deliveries", AdminDeliveryView)
@@ -185,9 +185,9 @@ export const AuditEntryView = Schema.Struct({
 
 export const AuditParams = Schema.Struct({
   ...paging,
-  actor: Schema.optional(Schema.String.annotate({ description: "An admin token's name" })),
-  action: Schema.optional(StatusFilter(AuditAction.literals)),
-  target: Schema.optional(Schema.String.annotate({ description: "An account id, key id, or catalog" }))
+  actor: Schema.optionalKey(Schema.String.annotate({ description: "An admin token's name" })),
+  action: Schema.optionalKey(StatusFilter(AuditAction.literals)),
+  target: Schema.optionalKey(Schema.String.annotate({ description: "An account id, key id, or catalog" }))
 })
 
 export const AuditList = pageOf("entries", AuditEntryView)

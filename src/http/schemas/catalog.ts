@@ -42,7 +42,7 @@ export const CatalogModelDetail = Schema.Struct({
   inputSchema: JsonObject,
   pricing: JsonObject,
   /** When the served version goes away (ISO 8601); absent when it has no sunset. */
-  sunsetAt: Schema.optional(Schema.String),
+  sunsetAt: Schema.optionalKey(Schema.String),
   siblings: Schema.Array(Schema.Struct({ slug: Schema.String, capability: Schema.String }))
 })
 
@@ -87,7 +87,7 @@ export const ModelItem = Schema.Struct({
   versionCount: Schema.Number,
   currentVersionPricing: Schema.NullOr(JsonObject),
   /** When the current version goes away (ISO 8601); absent when it has no sunset. */
-  currentVersionSunsetAt: Schema.optional(Schema.String)
+  currentVersionSunsetAt: Schema.optionalKey(Schema.String)
 })
 
 export const ModelDetail = Schema.Struct({
@@ -100,7 +100,7 @@ export const ModelDetail = Schema.Struct({
     pricing: JsonObject,
     rateLimits: Schema.Struct({ requestsPerMinute: Schema.Number, requestsPerDay: Schema.Number }),
     /** When the version goes away (ISO 8601): served as disabled from then on. Absent when it has no sunset. */
-    sunsetAt: Schema.optional(Schema.String)
+    sunsetAt: Schema.optionalKey(Schema.String)
   }))
 })
 

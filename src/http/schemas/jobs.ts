@@ -7,34 +7,34 @@ const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
 /** Submit body. modelSlug/modelVersion are accepted as aliases of model/version (docs/decisions.md). */
 export const SubmitBody = Schema.Struct({
-  model: Schema.optional(Schema.String),
-  modelSlug: Schema.optional(Schema.String),
-  version: Schema.optional(Schema.String),
-  modelVersion: Schema.optional(Schema.String),
+  model: Schema.optionalKey(Schema.String),
+  modelSlug: Schema.optionalKey(Schema.String),
+  version: Schema.optionalKey(Schema.String),
+  modelVersion: Schema.optionalKey(Schema.String),
   input: JsonObject,
-  webhookUrl: Schema.optional(Schema.String)
+  webhookUrl: Schema.optionalKey(Schema.String)
 })
 
 export const EstimateBody = Schema.Struct({
-  model: Schema.optional(Schema.String),
-  modelSlug: Schema.optional(Schema.String),
-  version: Schema.optional(Schema.String),
-  modelVersion: Schema.optional(Schema.String),
-  input: Schema.optional(JsonObject)
+  model: Schema.optionalKey(Schema.String),
+  modelSlug: Schema.optionalKey(Schema.String),
+  version: Schema.optionalKey(Schema.String),
+  modelVersion: Schema.optionalKey(Schema.String),
+  input: Schema.optionalKey(JsonObject)
 })
 
 /** `Prefer: wait=N` (RFC 7240): hold the answer until the job is final or N seconds (at most 60) pass. */
-const prefer = Schema.optional(Schema.String.annotate({
+const prefer = Schema.optionalKey(Schema.String.annotate({
   description: "`wait=N`: answer once the job is completed, failed or cancelled, or after N seconds (at most 60)"
 }))
 
 export const SubmitHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(Schema.String),
+  "idempotency-key": Schema.optionalKey(Schema.String),
   prefer
 })
 
 export const JobEventsHeaders = Schema.Struct({
-  "last-event-id": Schema.optional(Schema.String.annotate({
+  "last-event-id": Schema.optionalKey(Schema.String.annotate({
     description: "The id of the last event received: the stream resumes after it"
   }))
 })
@@ -102,10 +102,10 @@ export const SubmitWaitedResponse = Schema.Struct({
 })
 
 export const JobListParams = Schema.Struct({
-  limit: Schema.optional(PageLimit),
-  cursor: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(JobStatus.literals)),
-  modelId: Schema.optional(Schema.String.annotate({ description: "A model slug" }))
+  limit: Schema.optionalKey(PageLimit),
+  cursor: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(JobStatus.literals)),
+  modelId: Schema.optionalKey(Schema.String.annotate({ description: "A model slug" }))
 })
 
 export const JobList = Schema.Struct({
@@ -125,7 +125,7 @@ export const CostEstimateView = Schema.Struct({
   estimatedCostMicroCents: Schema.Number,
   breakdown: Schema.Array(Schema.Struct({ component: Schema.String, costMicroCents: Schema.Number })),
   hasDiscount: Schema.Boolean,
-  discounted: Schema.optional(
+  discounted: Schema.optionalKey(
     Schema.Struct({ type: Schema.String, percentage: Schema.Number, savedMicroCents: Schema.Number })
   )
 })

@@ -1,21 +1,23 @@
 import { Schema } from "effect"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../domain/limits.js"
 
+/** The annotation holding what the OpenAPI document says a query parameter must hold (openApi.ts). */
+export const DocumentedAs = "genjobs/http/DocumentedAs"
+
 /**
- * What the OpenAPI document says a value must hold, without checking it: a filter that always
- * passes and contributes `fragment` to the JSON Schema.
+ * What the OpenAPI document says a query parameter must hold, without checking it. A query
+ * parameter is documented as its string encoding, so this takes its place there.
  */
-export const documentedAs = (fragment: Record<string, unknown>) =>
-  Schema.makeFilter<unknown>(() => true, { toJsonSchema: () => fragment })
+export const documentedAs = (schema: Record<string, unknown>) => ({ [DocumentedAs]: schema })
 
 /**
  * Query parameters arrive as strings and are decoded as such; the annotations tell the OpenAPI
  * document what they must hold. The values are checked by the service (services/paging.ts),
  * which refuses bad ones with VALIDATION_ERROR naming the field.
  */
-export const PageLimit = Schema.NumberFromString.check(
+export const PageLimit = Schema.NumberFromString.annotate(
   documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
 )
 
 /** A status filter: any string decodes, the document lists the values the service accepts. */
-export const StatusFilter = (statuses: ReadonlyArray<string>) => Schema.String.check(documentedAs({ type: "string", enum: statuses }))
+export const StatusFilter = (statuses: ReadonlyArray<string>) => Schema.String.annotate(documentedAs({ type: "string", enum: statuses }))

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 
 /** GET /admin/stats */
 export const AdminStatsParams = Schema.Struct({
-  from: Schema.optional(Schema.String.annotate({ description: "ISO 8601; run times of jobs completed from here (default: 24 hours before `to`)" })),
-  to: Schema.optional(Schema.String.annotate({ description: "ISO 8601, exclusive (default: now); at most 366 days after `from`" }))
+  from: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601; run times of jobs completed from here (default: 24 hours before `to`)" })),
+  to: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601, exclusive (default: now); at most 366 days after `from`" }))
 })
 
 const RunTimesView = Schema.Struct({

@@ -2,10 +2,10 @@ import { Schema } from "effect"
 
 /** Fields stay unknown here so the service can answer the spec's own error codes for them. */
 export const PresignBody = Schema.Struct({
-  filename: Schema.optional(Schema.Unknown),
-  contentType: Schema.optional(Schema.Unknown),
+  filename: Schema.optionalKey(Schema.Unknown),
+  contentType: Schema.optionalKey(Schema.Unknown),
   /** Extension: the file's exact length in bytes, bound into the upload URL. */
-  size: Schema.optional(Schema.Unknown)
+  size: Schema.optionalKey(Schema.Unknown)
 })
 
 const envelope = <S extends Schema.Top>(data: S) =>

@@ -22,10 +22,10 @@ export const DeliveryView = Schema.Struct({
 })
 
 export const DeliveryListParams = Schema.Struct({
-  limit: Schema.optional(PageLimit),
-  cursor: Schema.optional(Schema.String),
-  jobId: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(DeliveryStatus.literals))
+  limit: Schema.optionalKey(PageLimit),
+  cursor: Schema.optionalKey(Schema.String),
+  jobId: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(DeliveryStatus.literals))
 })
 
 export const DeliveryList = Schema.Struct({
