@@ -28,8 +28,7 @@ import {
   ProviderIdPath,
   ProviderList,
   ProviderModelsPath,
-  ProviderWithModels,
-  SlugPath
+  ProviderWithModels
 } from "./schemas/catalog.js"
 import {
   AccountList,
@@ -89,13 +88,6 @@ import { ENGINE_VERSION } from "../version.js"
 
 /** An operation's summary (its line in the reference's sidebar) and description. */
 const docs = (summary: string, description: string) => OpenApi.annotations({ summary, description })
-
-/**
- * The spec's slug URLs keep their slashes (`/v1/models/demo/image-gen`), which only a wildcard
- * route matches and no OpenAPI path can express; the documented twin takes the slug as one
- * percent-encoded parameter. Both answer alike; the wildcard stays out of the document.
- */
-const undocumented = OpenApi.annotations({ exclude: true })
 
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
@@ -210,13 +202,7 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
     "A model's detail with its input schema; provider/model answers the default capability. The slug's slashes " +
       "may also be sent as they are (/v1/catalog/models/demo/image-gen), as the spec writes it."
   )))
-  .add(
-    HttpApiEndpoint.get("modelBySlugPath", "/v1/catalog/models/*", {
-      disableCodecs: true,
-      params: SlugPath,
-      success: CatalogModelDetail
-    }).annotateMerge(undocumented)
-  )
+
   .add(
     HttpApiEndpoint.get("providers", "/v1/catalog/providers", {
       disableCodecs: true,
@@ -270,13 +256,7 @@ export class ModelsGroup extends HttpApiGroup.make("models")
         "A model with all its versions (scope list_models). The slug's slashes may also be sent as they are (/v1/models/demo/image-gen/text-to-image)."
       ))
   )
-  .add(
-    HttpApiEndpoint.get("getBySlugPath", "/v1/models/*", {
-      disableCodecs: true,
-      params: SlugPath,
-      success: ModelDetail
-    }).annotateMerge(undocumented)
-  )
+
   .add(
     HttpApiEndpoint.get("providers", "/v1/providers", {
       disableCodecs: true,

@@ -222,8 +222,12 @@ const storeUnavailable = declaredError(
 /** A row the store holds but cannot read, answered 500 INTERNAL_ERROR. */
 const storeCorrupt = declaredError(InternalError, (u): u is StoreError => u instanceof StoreError && u.cause instanceof CorruptRow)
 
-/** Every error the API answers with: each refusal class, and the store's failures; registered on the API with `addError` (and the middlewares' `failure`). */
-export const ApiErrors = Schema.Union([...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt])
+/**
+ * Every error the API answers with: each refusal class, and the store's failures; declared by
+ * the middlewares (their `error`), which guard every endpoint. Separate schemas, not a union:
+ * HttpApi reads each one's status.
+ */
+export const ApiErrors = [...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt]
 
 /**
  * An error answered outside the API's routing (a path outside the mount's base path, a body

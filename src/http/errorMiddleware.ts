@@ -22,6 +22,7 @@ import { renderOutsideApi } from "./errorEnvelope.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { CurrentRequestId } from "./requestContext.js"
 import { refusedBeforeBody, withBodyLimits } from "./requestLimits.js"
+import { withSlugPathJoined } from "./slugPaths.js"
 
 /** Marks the message of a field the body's schema does not declare, so it is told apart from the others. */
 const UNEXPECTED = "\u0000unexpected\u0000"
@@ -62,6 +63,8 @@ const beforeHandler = (error: unknown): AnyRefusal | undefined => {
   if (HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound") return new NotFound({ message: "No such endpoint" })
   return undefined
 }
+
+const notJson = () => new ValidationError({ message: "The request body must be JSON" })
 
 /**
  * The spec names PUBSUB_PUBLISH_FAILED as submit's answer when the job cannot be queued; a
@@ -136,7 +139,7 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
     > =>
       Effect.withFiber((fiber) => {
         const requestId = newRequestId()
-        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const request = withSlugPathJoined(Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest))
         const refused = refusedBeforeBody(request, config.maxJsonBodyBytes)
         const served: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = refused === undefined
           ? Effect.provideService(
@@ -152,7 +155,14 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
               ? Effect.interrupt
               : Effect.map(answerOf(cause), (refusal) => renderOutsideApi(refusal, requestId))
           ),
-          Effect.map((response) => HttpServerResponse.setHeader(response, "x-request-id", requestId)),
+          Effect.map((response) =>
+            HttpServerResponse.setHeader(
+              // HttpApi answers a body of another type than JSON 415 with a text body; the engine's answer is VALIDATION_ERROR.
+              response.status === 415 ? renderOutsideApi(notJson(), requestId) : response,
+              "x-request-id",
+              requestId
+            )
+          ),
           Effect.provideService(CurrentRequestId, requestId)
         )
         // A bound of 0 turns shedding off.

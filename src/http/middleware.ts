@@ -10,7 +10,7 @@ export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()("gen
  * encode any refusal and the store's failures), then its own refusals, marked for the OpenAPI
  * document (`answerOf`). HttpApi adds a middleware's errors to every endpoint it guards.
  */
-const failures = (own: ReadonlyArray<Parameters<typeof answerOf>[0]>) => [ApiErrors, ...own.map(answerOf)]
+const failures = (own: ReadonlyArray<Parameters<typeof answerOf>[0]>) => [...ApiErrors, ...own.map(answerOf)]
 
 /** API key from `Authorization: Bearer` or `x-api-key`; scopes are checked by each operation. */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentCaller }>()("genjobs/http/ApiKeyAuth", {

@@ -77,7 +77,7 @@ const errorEnvelopeSchema = (codes: ReadonlyArray<string>) => ({
   description: codes.join(", ")
 })
 
-/** The refusals some declared error schemas (an endpoint's `refusing`, a middleware's) stand for; the API's `ApiErrors` is unmarked. */
+/** The refusals some declared error schemas (an endpoint's `refusing`, a middleware's) stand for; `ApiErrors` are unmarked. */
 const declaredAnswers = (schemas: Iterable<Schema.Top>): ReadonlyArray<RefusalAnswer> =>
   [...schemas].flatMap((schema) => {
     const answer = refusalAnswerOf(schema)

@@ -107,7 +107,9 @@ export const makeWebHandler = <E>(
   options: WebHandlerOptions = {}
 ): WebHandler => {
   const { dispose, handler } = HttpRouter.toWebHandler(
-    EngineHttpLive.pipe(Layer.provide(Layer.merge(services, HttpServer.layerServices))),
+    // provideMerge: the router's own middlewares (the request log) run with the services too, and
+    // with the loggers, log level and tracer they carry (References in Effect 4's context).
+    EngineHttpLive.pipe(Layer.provideMerge(Layer.merge(services, HttpServer.layerServices))),
     // The engine logs its requests itself (observability/requestLog.ts).
     { disableLogger: true }
   )

@@ -44,7 +44,6 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
     return handlers
       .handle("models", () => view((doc, viewer) => visibleModels(doc, viewer).map((m) => catalogListItem(doc, viewer, m))))
       .handle("model", ({ params }) => model(params.slug))
-      .handle("modelBySlugPath", ({ params }) => model(params["*"]))
       .handle("providers", () => view(catalogProviders))
       .handle("provider", ({ params }) =>
         view((doc, viewer) => catalogProvider(doc, viewer, params.id)).pipe(
@@ -80,7 +79,6 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
     return handlers
       .handle("list", () => cached("models", (doc, viewer) => ({ models: modelList(doc, viewer) })))
       .handle("get", ({ params }) => model(params.modelId))
-      .handle("getBySlugPath", ({ params }) => model(params["*"]))
       .handle("providers", () => cached("providers", (doc, viewer) => ({ providers: providerList(doc, viewer) })))
       .handle("providerModels", ({ params }) =>
         cached(

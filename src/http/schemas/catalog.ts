@@ -3,11 +3,10 @@ import { Schema } from "effect"
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 const ProviderRef = Schema.Struct({ id: Schema.String, name: Schema.String, logoUrl: Schema.String })
 
-/** The spec's URLs: the slug's slashes as they are, matched by a wildcard route. */
-export const SlugPath = Schema.Struct({ "*": Schema.String })
 /**
- * The same routes with the slug as one path parameter, the form an OpenAPI document (and the
- * clients generated from it) can express: path parameters hold no `/`, so it is percent-encoded.
+ * A slug as one path parameter, the form an OpenAPI document (and the clients generated from it)
+ * can express: path parameters hold no `/`, so it is percent-encoded. The spec's own URLs, the
+ * slug's slashes as they are, are routed here too (slugPaths.ts).
  */
 export const CatalogSlugPath = Schema.Struct({
   slug: Schema.String.annotate({
