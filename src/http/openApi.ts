@@ -142,13 +142,19 @@ const isCodecNumber = (value: Record<string, unknown>): boolean => {
  * Every object of fixed fields closed (`additionalProperties: false`), as the bodies are decoded
  * (schemas/strictBody.ts) and as the answers are made: a generated client then knows no other
  * field comes. Objects that say otherwise (records) keep what they say. Numbers as plain numbers
- * (`isCodecNumber`).
+ * (`isCodecNumber`), and each member of an `anyOf` once.
  */
 const closed = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(closed)
   if (typeof value !== "object" || value === null) return value
   const object = Object.fromEntries(Object.entries(value).map(([key, v]) => [key, closed(v)]))
   if (isCodecNumber(object)) return { type: "number" }
+  const members = object["anyOf"]
+  if (Array.isArray(members)) {
+    // An optional field that may also be null documents null twice (its codec's null for undefined, and its own).
+    const distinct = members.filter((member, i) => members.findIndex((other) => JSON.stringify(other) === JSON.stringify(member)) === i)
+    if (distinct.length < members.length) object["anyOf"] = distinct
+  }
   return object["type"] === "object" && object["properties"] !== undefined && !("additionalProperties" in object)
     ? { ...object, additionalProperties: false }
     : object
