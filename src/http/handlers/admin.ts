@@ -31,7 +31,8 @@ const withoutPlaceholderIds = (value: unknown): unknown =>
 
 /** The catalog document's JSON Schema (2020-12), derived from the Schema the import decodes with. */
 const catalogJsonSchema = ((): Record<string, unknown> => {
-  const { definitions, schema } = Schema.toJsonSchemaDocument(CatalogDocument)
+  // Closed objects, as the import refuses fields it does not know.
+  const { definitions, schema } = Schema.toJsonSchemaDocument(CatalogDocument, { onExcessProperty: "error" })
   return withoutPlaceholderIds({
     $schema: JsonSchema.META_SCHEMA_URI_DRAFT_2020_12,
     ...schema,
