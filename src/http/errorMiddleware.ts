@@ -142,11 +142,7 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
         const request = withSlugPathJoined(Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest))
         const refused = refusedBeforeBody(request, config.maxJsonBodyBytes)
         const served: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> = refused === undefined
-          ? Effect.provideService(
-            Effect.ensuring(app, noteRequestRoute),
-            HttpServerRequest.HttpServerRequest,
-            withBodyLimits(request, limits)
-          )
+          ? Effect.ensuring(app, noteRequestRoute)
           : Effect.fail(refused)
         const answered = served.pipe(
           Effect.catchCause((cause) =>
@@ -162,13 +158,14 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
               "x-request-id",
               requestId
             )
-          ),
-          Effect.provideService(CurrentRequestId, requestId)
+          )
         )
-        // A bound of 0 turns shedding off.
-        return config.storeWaitMs === 0
-          ? answered
-          : Effect.provideService(answered, RequestStoreWait, requestStoreWait(config.storeWaitMs))
+        // What the request adds to the context, added in one merge (one copy of the context a
+        // request): its id, the request behind its limits, its store bound (0 turns shedding off).
+        const added = new Map<string, unknown>([[CurrentRequestId.key, requestId]])
+        if (refused === undefined) added.set(HttpServerRequest.HttpServerRequest.key, withBodyLimits(request, limits))
+        if (config.storeWaitMs !== 0) added.set(RequestStoreWait.key, requestStoreWait(config.storeWaitMs))
+        return Effect.updateContext(answered, (context: Context.Context<never>) => Context.merge(context, Context.makeUnsafe(added)))
       })
   }),
   { global: true }
