@@ -199,11 +199,11 @@ const errorOfClass = (refusal: RefusalClassOf) => declaredError(refusal, (u): u 
 const answers = new Map<RefusalClassOf, ReturnType<typeof errorOfClass>>()
 
 /**
- * The declared error of one refusal class, for an endpoint's or a group's `addError` (through
- * `refusing`): made once per class, and marked with its code and status for the OpenAPI
- * document, which lists what each operation declares (openApi.ts). `ApiErrors` holds unmarked
- * twins, so what the API declares for every operation (and the middlewares' `failure`, which
- * HttpApi adds to their groups) stays out of each operation's list.
+ * The declared error of one refusal class, for an endpoint's or a middleware's `error` (through
+ * `refusing`, and middleware.ts): made once per class, and marked with its code and status for
+ * the OpenAPI document, which lists what each operation declares (openApi.ts). `ApiErrors` holds
+ * unmarked twins, so what every operation may encode (the middlewares declare them all) stays out
+ * of each operation's list.
  */
 export const answerOf = (refusal: RefusalClassOf) => {
   const known = answers.get(refusal)
@@ -239,7 +239,7 @@ export const renderOutsideApi = (error: AnyRefusal, requestId: string): HttpServ
     headers: { "x-request-id": requestId, ...errorHeaders(error) }
   })
 
-/** An endpoint's or group's declared refusals, for its `addError`: what the OpenAPI document lists for it. */
+/** An endpoint's declared refusals, for its `error`: what the OpenAPI document lists for it. */
 export const refusing = (...refusals: ReadonlyArray<RefusalClassOf>) => refusals.map(answerOf)
 
 /** What an API key's check refuses (ApiKeyAuth, OptionalApiKeyAuth): no key, a wrong, inactive or expired one, an address off its list, too many guesses. */

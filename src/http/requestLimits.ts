@@ -228,7 +228,7 @@ const withUploadIdleTimeout = (request: HttpServerRequest.HttpServerRequest, { u
 /**
  * The request with every body reader capped at `maxBytes` and bounded by `timeoutMs`; JSON is also refused when nested
  * deeper than MAX_JSON_DEPTH, holding a NUL or naming a key twice in one object. Refusals are defects carrying an EngineError,
- * as the API builder turns body errors into defects anyway; the error middleware fails with them, by type.
+ * as the API builder turns body errors into defects anyway; the error middleware answers them, by type.
  * The engine takes no multipart bodies, so those readers refuse rather than read uncapped.
  * A Proxy rather than an object made with property descriptors: those cost several
  * microseconds a request to make, and every read through them is slow.

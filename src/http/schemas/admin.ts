@@ -110,7 +110,7 @@ export const KeyList = Schema.Struct({ keys: Schema.Array(ApiKeyView) })
 
 export const LedgerParams = Schema.Struct({
   limit: Schema.optionalKey(
-    Schema.NumberFromString.annotate(documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }))
+    Schema.FiniteFromString.annotate(documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }))
   ),
   cursor: paging.cursor
 })

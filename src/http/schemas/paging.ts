@@ -11,11 +11,12 @@ export const DocumentedAs = "genjobs/http/DocumentedAs"
 export const documentedAs = (schema: Record<string, unknown>) => ({ [DocumentedAs]: schema })
 
 /**
- * Query parameters arrive as strings and are decoded as such; the annotations tell the OpenAPI
- * document what they must hold. The values are checked by the service (services/paging.ts),
- * which refuses bad ones with VALIDATION_ERROR naming the field.
+ * Query parameters arrive as strings and are decoded as such (a page size that is no finite number
+ * does not decode); the annotations tell the OpenAPI document what they must hold. The values are
+ * checked by the service (services/paging.ts), which refuses bad ones with VALIDATION_ERROR naming
+ * the field.
  */
-export const PageLimit = Schema.NumberFromString.annotate(
+export const PageLimit = Schema.FiniteFromString.annotate(
   documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE })
 )
 
