@@ -230,8 +230,9 @@ const storeCorrupt = declaredError(InternalError, (u): u is StoreError => u inst
 export const ApiErrors = [...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt]
 
 /**
- * An error answered outside the API's routing (a path outside the mount's base path, a body
- * the host refused): the same envelope and headers, rendered directly.
+ * An error answered outside an endpoint's own encoding (a path no route matches, a request
+ * limit, a route outside the API, a path outside the mount's base path, a body the host
+ * refused): the same envelope and headers, rendered directly.
  */
 export const renderOutsideApi = (error: AnyRefusal, requestId: string): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.jsonUnsafe(envelopeOf(error, requestId), {
