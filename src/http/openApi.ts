@@ -118,42 +118,41 @@ const operationAnswers = (groups: ReadonlyArray<DocumentedGroup>): Map<string, R
 }
 
 /**
- * `Schema.Unknown` may carry an `$id` wherever it is used, and JSON Schema validators (ajv)
- * refuse a document with one `$id` many times; `{}` means the same.
- */
-const withoutIds = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(withoutIds)
-  if (typeof value !== "object" || value === null) return value
-  return Object.fromEntries(Object.entries(value).filter(([key]) => key !== "$id").map(([key, v]) => [key, withoutIds(v)]))
-}
-
-/**
  * Effect's generator documents a number as its JSON codec writes it, "NaN" and "Infinity" as
  * strings beside the number; the API takes and answers plain JSON numbers only (Api.ts,
  * `disableCodecs`), so the document says so.
  */
-const isCodecNumber = (value: Record<string, unknown>): boolean => {
-  const members = value["anyOf"]
-  return Array.isArray(members) && members.length === 2 && Object.keys(value).length === 1 &&
-    JSON.stringify(members) === JSON.stringify([{ type: "number" }, { type: "string", enum: ["Infinity", "-Infinity", "NaN"] }])
+const NON_FINITE = JSON.stringify({ type: "string", enum: ["Infinity", "-Infinity", "NaN"] })
+
+/**
+ * An `anyOf`'s members as the API means them: each once (an optional field that may also be
+ * null documents null twice, its codec's null for undefined and its own), and numbers without
+ * their codec's strings (NON_FINITE).
+ */
+const meantMembers = (members: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
+  const texts = members.map((member) => JSON.stringify(member))
+  const numbers = texts.includes(JSON.stringify({ type: "number" }))
+  return members.filter((_, i) => texts.indexOf(texts[i]!) === i && !(numbers && texts[i] === NON_FINITE))
 }
 
 /**
  * Every object of fixed fields closed (`additionalProperties: false`), as the bodies are decoded
  * (schemas/strictBody.ts) and as the answers are made: a generated client then knows no other
- * field comes. Objects that say otherwise (records) keep what they say. Numbers as plain numbers
- * (`isCodecNumber`), and each member of an `anyOf` once.
+ * field comes. Objects that say otherwise (records) keep what they say. An `anyOf` as the API
+ * means it (`meantMembers`).
  */
 const closed = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(closed)
   if (typeof value !== "object" || value === null) return value
   const object = Object.fromEntries(Object.entries(value).map(([key, v]) => [key, closed(v)]))
-  if (isCodecNumber(object)) return { type: "number" }
   const members = object["anyOf"]
   if (Array.isArray(members)) {
-    // An optional field that may also be null documents null twice (its codec's null for undefined, and its own).
-    const distinct = members.filter((member, i) => members.findIndex((other) => JSON.stringify(other) === JSON.stringify(member)) === i)
-    if (distinct.length < members.length) object["anyOf"] = distinct
+    const meant = meantMembers(members)
+    if (meant.length === 1) {
+      const { anyOf: _, ...rest } = object
+      return { ...(meant[0] as Record<string, unknown>), ...rest }
+    }
+    object["anyOf"] = meant
   }
   return object["type"] === "object" && object["properties"] !== undefined && !("additionalProperties" in object)
     ? { ...object, additionalProperties: false }
@@ -218,5 +217,5 @@ export const finishDocument = (spec: Record<string, any>, groups: ReadonlyArray<
     statusesOf(refusalClasses).filter((status) => answered.has(status)).map((status) => [errorComponent(status), errorEnvelopeSchema(codesOf(refusalClasses, status))])
   )
   const schemas = { ...spec.components.schemas, ...errorSchemas }
-  return closed(withoutIds({ ...spec, components: { ...spec.components, schemas, securitySchemes } })) as Record<string, any>
+  return closed({ ...spec, components: { ...spec.components, schemas, securitySchemes } }) as Record<string, any>
 }

@@ -14,30 +14,15 @@ import { CurrentRequestId } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
 import { accountView, apiKeyView, spendView, statsView } from "../views.js"
 
-/**
- * Effect marks every "any JSON" spot with the same `$id` ("/schemas/unknown"), which standard
- * validators such as ajv refuse as a duplicate; those ids carry nothing, so they go.
- */
-const withoutPlaceholderIds = (value: unknown): unknown =>
-  Array.isArray(value)
-    ? value.map(withoutPlaceholderIds)
-    : value !== null && typeof value === "object"
-    ? Object.fromEntries(
-      Object.entries(value)
-        .filter(([k, v]) => !(k === "$id" && typeof v === "string" && v.startsWith("/schemas/")))
-        .map(([k, v]) => [k, withoutPlaceholderIds(v)])
-    )
-    : value
-
 /** The catalog document's JSON Schema (2020-12), derived from the Schema the import decodes with. */
 const catalogJsonSchema = ((): Record<string, unknown> => {
   // Closed objects, as the import refuses fields it does not know.
   const { definitions, schema } = Schema.toJsonSchemaDocument(CatalogDocument, { onExcessProperty: "error" })
-  return withoutPlaceholderIds({
+  return {
     $schema: JsonSchema.META_SCHEMA_URI_DRAFT_2020_12,
     ...schema,
     ...(Object.keys(definitions).length === 0 ? {} : { $defs: definitions })
-  }) as Record<string, unknown>
+  }
 })()
 
 /** The catalog's revision as this answer's ETag, for the client's If-Match. */

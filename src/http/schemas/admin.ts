@@ -27,7 +27,7 @@ export const AccountView = Schema.Struct({
 
 export const RotateSecretBody = Schema.Struct({
   /** How long the old secret keeps signing beside the new one; a day unless said. */
-  overlapSeconds: Schema.Number.pipe(Schema.withDecodingDefaultType(Effect.succeed(86_400)))
+  overlapSeconds: Schema.Number.pipe(Schema.withDecodingDefaultTypeKey(Effect.succeed(86_400)))
 })
 
 export const ApiKeyView = Schema.Struct({
