@@ -1,5 +1,5 @@
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { CatalogDocument, ModelAccessDenied, ModelNotFound, PreconditionFailed } from "../domain/catalog.js"
 import { OperationNotAllowed, UnauthorizedAccess } from "../domain/accessRefusals.js"
 import { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "../domain/admission.js"
@@ -8,7 +8,7 @@ import { NotFound, PubsubPublishFailed } from "../domain/errors.js"
 import { JobCannotBeCancelled, JobNotFound } from "../domain/job.js"
 import { DeliveryNotRetryable } from "../domain/webhook.js"
 import { FileTooLarge, InvalidContentType } from "../domain/uploadRefusals.js"
-import { adminRefusals, ApiErrors, keyRefusals, refusing } from "./errorEnvelope.js"
+import { refusing } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
 import { AccountOverviewView } from "./schemas/account.js"
@@ -28,8 +28,7 @@ import {
   ProviderIdPath,
   ProviderList,
   ProviderModelsPath,
-  ProviderWithModels,
-  SlugPath
+  ProviderWithModels
 } from "./schemas/catalog.js"
 import {
   AccountList,
@@ -76,24 +75,27 @@ import {
   SubmitResponse,
   SubmitWaitedResponse
 } from "./schemas/jobs.js"
+import { strictBody } from "./schemas/strictBody.js"
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
 import { ENGINE_VERSION } from "../version.js"
 
+/*
+ * Every endpoint decodes and answers JSON as its schemas write it (`disableCodecs`): Effect 4's
+ * derived JSON codecs would take `null` for an absent optional field, answer `null` for an
+ * undefined one, and take "NaN" or "Infinity" for a number, none of which the engine's API does.
+ */
+
 /** An operation's summary (its line in the reference's sidebar) and description. */
 const docs = (summary: string, description: string) => OpenApi.annotations({ summary, description })
 
-/**
- * The spec's slug URLs keep their slashes (`/v1/models/demo/image-gen`), which only a wildcard
- * route matches and no OpenAPI path can express; the documented twin takes the slug as one
- * percent-encoded parameter. Both answer alike; the wildcard stays out of the document.
- */
-const undocumented = OpenApi.annotations({ exclude: true })
-
 export class JobsGroup extends HttpApiGroup.make("jobs")
   .add(
-    HttpApiEndpoint.post("submit", "/v1/jobs/submit")
-      .addError(refusing(
+    HttpApiEndpoint.post("submit", "/v1/jobs/submit", {
+      disableCodecs: true,
+      headers: SubmitHeaders,
+      payload: SubmitBody,
+      error: refusing(
         OperationNotAllowed,
         ModelNotFound,
         ModelAccessDenied,
@@ -103,13 +105,13 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
         ConcurrentJobsExceeded,
         IdempotencyKeyReused,
         PubsubPublishFailed
-      ))
-      .setPayload(SubmitBody)
-      .setHeaders(SubmitHeaders)
+      ),
       // Strict, so a waited answer (extra fields) is not encoded as the plain one, fields dropped.
-      .addSuccess(SubmitResponse.annotations({ parseOptions: { onExcessProperty: "error" } }))
-      .addSuccess(SubmitWaitedResponse)
-      .annotateContext(docs(
+      success: [SubmitResponse, SubmitWaitedResponse]
+    })
+      .annotateMerge(strictBody)
+      .annotate(HttpApi.SuccessParseOptions, { onExcessProperty: "error" })
+      .annotateMerge(docs(
         "Submit a job",
         "Charges the job's cost and queues it (scope submit_job). `model` is the slug (alias `modelSlug`), `version` " +
           "(alias `modelVersion`) defaults to the latest stable one. With an `Idempotency-Key` header, a retry with " +
@@ -119,43 +121,47 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       ))
   )
   .add(
-    HttpApiEndpoint.post("estimate", "/v1/jobs/estimate")
-      .addError(refusing(OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput))
-      .setPayload(EstimateBody)
-      .addSuccess(CostEstimateView)
-      .annotateContext(docs(
+    HttpApiEndpoint.post("estimate", "/v1/jobs/estimate", {
+      disableCodecs: true,
+      payload: EstimateBody,
+      success: CostEstimateView,
+      error: refusing(OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput)
+    }).annotateMerge(strictBody).annotateMerge(docs(
         "Estimate a job's cost",
         "The cost submit would charge, with discounts (scope check_status). A given `input` is checked as submit checks it."
       ))
   )
   .add(
-    HttpApiEndpoint.get("list", "/v1/jobs")
-      .addError(refusing(OperationNotAllowed))
-      .setUrlParams(JobListParams)
-      .addSuccess(JobList)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("list", "/v1/jobs", {
+      disableCodecs: true,
+      query: JobListParams.fields,
+      success: JobList,
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs(
         "List jobs",
         "The account's jobs, newest first (scope check_status). Follow `nextCursor` while `hasMore` is true."
       ))
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/jobs/:jobId")
-      .addError(refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess))
-      .setPath(JobIdPath)
-      .addSuccess(JobView)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("get", "/v1/jobs/:jobId", {
+      disableCodecs: true,
+      params: JobIdPath,
+      success: JobView,
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+    }).annotateMerge(docs(
         "Get a job",
         "A job's status, progress and outputs (scope check_status). With `Prefer: wait=N` the answer waits until " +
           "the job is completed, failed or cancelled, or N seconds (at most 60) pass; `Preference-Applied: wait=N` says so."
       ))
   )
   .add(
-    HttpApiEndpoint.get("events", "/v1/jobs/:jobId/events")
-      .addError(refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess))
-      .setPath(JobIdPath)
-      .setHeaders(JobEventsHeaders)
-      .addSuccess(HttpApiSchema.Text({ contentType: "text/event-stream" }))
-      .annotateContext(docs(
+    HttpApiEndpoint.get("events", "/v1/jobs/:jobId/events", {
+      disableCodecs: true,
+      params: JobIdPath,
+      headers: JobEventsHeaders,
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+    }).annotateMerge(docs(
         "Follow a job's status",
         "Server-sent events (scope check_status): one event per status change whose data is the job as GET " +
           "/v1/jobs/{jobId} answers it, the last one on completed, failed or cancelled, after which the stream ends. " +
@@ -164,67 +170,68 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       ))
   )
   .add(
-    HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel")
-      .addError(refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess, JobCannotBeCancelled))
-      .setPath(JobIdPath)
-      .addSuccess(CancelResponse)
-      .annotateContext(docs("Cancel a job", "Cancels a pending job and refunds what it was charged (scope submit_job)."))
+    HttpApiEndpoint.post("cancel", "/v1/jobs/:jobId/cancel", {
+      disableCodecs: true,
+      params: JobIdPath,
+      success: CancelResponse,
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess, JobCannotBeCancelled)
+    }).annotateMerge(docs("Cancel a job", "Cancels a pending job and refunds what it was charged (scope submit_job)."))
   )
-  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Generation jobs: submit, follow, list, estimate and cancel")
 {}
 
-const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug")
-  .addError(refusing(OperationNotAllowed, ModelNotFound))
-  .setPath(CatalogSlugPath)
-  .addSuccess(CatalogModelDetail)
+const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug", {
+  disableCodecs: true,
+  params: CatalogSlugPath,
+  success: CatalogModelDetail,
+  error: refusing(OperationNotAllowed, ModelNotFound)
+})
 
 export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
-    HttpApiEndpoint.get("models", "/v1/catalog/models")
-      .addError(refusing(OperationNotAllowed))
-      .addSuccess(Schema.Array(CatalogModelItem))
-      .annotateContext(docs("List catalog models", "The models the caller may see, with their pricing in credits."))
+    HttpApiEndpoint.get("models", "/v1/catalog/models", {
+      disableCodecs: true,
+      success: Schema.Array(CatalogModelItem),
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List catalog models", "The models the caller may see, with their pricing in credits."))
   )
-  .add(catalogModel.annotateContext(docs(
+  .add(catalogModel.annotateMerge(docs(
     "Get a catalog model",
     "A model's detail with its input schema; provider/model answers the default capability. The slug's slashes " +
       "may also be sent as they are (/v1/catalog/models/demo/image-gen), as the spec writes it."
   )))
+
   .add(
-    HttpApiEndpoint.get("modelBySlugPath", "/v1/catalog/models/*")
-      .setPath(SlugPath)
-      .addSuccess(CatalogModelDetail)
-      .annotateContext(undocumented)
+    HttpApiEndpoint.get("providers", "/v1/catalog/providers", {
+      disableCodecs: true,
+      success: Schema.Array(CatalogProviderItem),
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List catalog providers", "Providers with at least one model the caller may see."))
   )
   .add(
-    HttpApiEndpoint.get("providers", "/v1/catalog/providers")
-      .addError(refusing(OperationNotAllowed))
-      .addSuccess(Schema.Array(CatalogProviderItem))
-      .annotateContext(docs("List catalog providers", "Providers with at least one model the caller may see."))
+    HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id", {
+      disableCodecs: true,
+      params: ProviderIdPath,
+      success: CatalogProviderDetail,
+      error: refusing(OperationNotAllowed, NotFound)
+    }).annotateMerge(docs("Get a catalog provider", "A provider with the models the caller may see."))
   )
   .add(
-    HttpApiEndpoint.get("provider", "/v1/catalog/providers/:id")
-      .addError(refusing(OperationNotAllowed, NotFound))
-      .setPath(ProviderIdPath)
-      .addSuccess(CatalogProviderDetail)
-      .annotateContext(docs("Get a catalog provider", "A provider with the models the caller may see."))
+    HttpApiEndpoint.get("categories", "/v1/catalog/categories", {
+      disableCodecs: true,
+      success: Schema.Array(CategoryItem),
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List categories", "Categories with the number of models the caller may see."))
   )
   .add(
-    HttpApiEndpoint.get("categories", "/v1/catalog/categories")
-      .addError(refusing(OperationNotAllowed))
-      .addSuccess(Schema.Array(CategoryItem))
-      .annotateContext(docs("List categories", "Categories with the number of models the caller may see."))
+    HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups", {
+      disableCodecs: true,
+      success: Schema.Array(CapabilityItem),
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List capability groups", "Capabilities (text-to-image, ...) in display order."))
   )
-  .add(
-    HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups")
-      .addError(refusing(OperationNotAllowed))
-      .addSuccess(Schema.Array(CapabilityItem))
-      .annotateContext(docs("List capability groups", "Capabilities (text-to-image, ...) in display order."))
-  )
-  .addError(refusing(...keyRefusals))
   .middleware(OptionalApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: optionalKeySecurity })
   .annotate(OpenApi.Description, "Public catalog; an optional key personalises visibility and pricing")
@@ -232,41 +239,39 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
 
 export class ModelsGroup extends HttpApiGroup.make("models")
   .add(
-    HttpApiEndpoint.get("list", "/v1/models")
-      .addError(refusing(OperationNotAllowed))
-      .addSuccess(ModelList)
-      .annotateContext(docs("List models", "Models with their current version and its pricing (scope list_models; cached 5 minutes)."))
+    HttpApiEndpoint.get("list", "/v1/models", {
+      disableCodecs: true,
+      success: ModelList,
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List models", "Models with their current version and its pricing (scope list_models; cached 5 minutes)."))
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/models/:modelId")
-      .addError(refusing(OperationNotAllowed, ModelNotFound))
-      .setPath(ModelIdPath)
-      .addSuccess(ModelDetail)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("get", "/v1/models/:modelId", {
+      disableCodecs: true,
+      params: ModelIdPath,
+      success: ModelDetail,
+      error: refusing(OperationNotAllowed, ModelNotFound)
+    }).annotateMerge(docs(
         "Get a model",
         "A model with all its versions (scope list_models). The slug's slashes may also be sent as they are (/v1/models/demo/image-gen/text-to-image)."
       ))
   )
+
   .add(
-    HttpApiEndpoint.get("getBySlugPath", "/v1/models/*")
-      .setPath(SlugPath)
-      .addSuccess(ModelDetail)
-      .annotateContext(undocumented)
+    HttpApiEndpoint.get("providers", "/v1/providers", {
+      disableCodecs: true,
+      success: ProviderList,
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List providers", "Providers with their categories (scope list_models; cached 5 minutes)."))
   )
   .add(
-    HttpApiEndpoint.get("providers", "/v1/providers")
-      .addError(refusing(OperationNotAllowed))
-      .addSuccess(ProviderList)
-      .annotateContext(docs("List providers", "Providers with their categories (scope list_models; cached 5 minutes)."))
+    HttpApiEndpoint.get("providerModels", "/v1/providers/:providerId/models", {
+      disableCodecs: true,
+      params: ProviderModelsPath,
+      success: ProviderWithModels,
+      error: refusing(OperationNotAllowed, NotFound)
+    }).annotateMerge(docs("List a provider's models", "A provider and its models (scope list_models)."))
   )
-  .add(
-    HttpApiEndpoint.get("providerModels", "/v1/providers/:providerId/models")
-      .addError(refusing(OperationNotAllowed, NotFound))
-      .setPath(ProviderModelsPath)
-      .addSuccess(ProviderWithModels)
-      .annotateContext(docs("List a provider's models", "A provider and its models (scope list_models)."))
-  )
-  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Models and providers with their versions (scope list_models); cached 5 minutes")
@@ -274,24 +279,25 @@ export class ModelsGroup extends HttpApiGroup.make("models")
 
 export class UploadsGroup extends HttpApiGroup.make("uploads")
   .add(
-    HttpApiEndpoint.post("presign", "/v1/uploads/presign")
-      .addError(refusing(InvalidContentType, FileTooLarge))
-      .setPayload(PresignBody)
-      .addSuccess(PresignResponse)
-      .annotateContext(docs(
+    HttpApiEndpoint.post("presign", "/v1/uploads/presign", {
+      disableCodecs: true,
+      payload: PresignBody,
+      success: PresignResponse,
+      error: refusing(InvalidContentType, FileTooLarge)
+    }).annotateMerge(strictBody).annotateMerge(docs(
         "Get an upload URL",
         "A URL to PUT one file to within 15 minutes; the file lives 60 minutes (any active key). " +
           "An optional size (bytes) binds the exact length into the URL."
       ))
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/uploads/:id")
-      .addError(refusing(NotFound))
-      .setPath(UploadIdPath)
-      .addSuccess(UploadResponse)
-      .annotateContext(docs("Get an upload", "An upload's status: pending while the file is kept, expired once deleted (any active key)."))
+    HttpApiEndpoint.get("get", "/v1/uploads/:id", {
+      disableCodecs: true,
+      params: UploadIdPath,
+      success: UploadResponse,
+      error: refusing(NotFound)
+    }).annotateMerge(docs("Get an upload", "An upload's status: pending while the file is kept, expired once deleted (any active key)."))
   )
-  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Temporary input files, referenced by their fileUrl in a job's input")
@@ -299,20 +305,21 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
 
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(
-    HttpApiEndpoint.get("list", "/v1/webhooks/deliveries")
-      .addError(refusing(OperationNotAllowed))
-      .setUrlParams(DeliveryListParams)
-      .addSuccess(DeliveryList)
-      .annotateContext(docs("List webhook deliveries", "The account's deliveries with their attempts, newest first (scope check_status)."))
+    HttpApiEndpoint.get("list", "/v1/webhooks/deliveries", {
+      disableCodecs: true,
+      query: DeliveryListParams.fields,
+      success: DeliveryList,
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs("List webhook deliveries", "The account's deliveries with their attempts, newest first (scope check_status)."))
   )
   .add(
-    HttpApiEndpoint.post("retry", "/v1/webhooks/deliveries/:id/retry")
-      .addError(refusing(OperationNotAllowed, NotFound, DeliveryNotRetryable))
-      .setPath(DeliveryIdPath)
-      .addSuccess(DeliveryView)
-      .annotateContext(docs("Retry a webhook delivery", "Sends a failed delivery once more (scope submit_job)."))
+    HttpApiEndpoint.post("retry", "/v1/webhooks/deliveries/:id/retry", {
+      disableCodecs: true,
+      params: DeliveryIdPath,
+      success: DeliveryView,
+      error: refusing(OperationNotAllowed, NotFound, DeliveryNotRetryable)
+    }).annotateMerge(docs("Retry a webhook delivery", "Sends a failed delivery once more (scope submit_job)."))
   )
-  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "Signed webhooks sent when jobs finish, and their delivery records")
@@ -320,26 +327,27 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
 
 export class AccountGroup extends HttpApiGroup.make("account")
   .add(
-    HttpApiEndpoint.get("get", "/v1/account")
-      .addSuccess(AccountOverviewView)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("get", "/v1/account", {
+      disableCodecs: true,
+      success: AccountOverviewView
+    }).annotateMerge(docs(
         "Get your account",
         "The calling key's account (balance, concurrent-job limit, jobs in flight, budget) and the key itself with its budget; " +
           "each budget with what its current period has spent and when it resets. Any active key, whatever its scopes."
       ))
   )
   .add(
-    HttpApiEndpoint.get("spend", "/v1/account/spend")
-      .addError(refusing(OperationNotAllowed))
-      .setUrlParams(AccountSpendParams)
-      .addSuccess(SpendView)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("spend", "/v1/account/spend", {
+      disableCodecs: true,
+      query: AccountSpendParams.fields,
+      success: SpendView,
+      error: refusing(OperationNotAllowed)
+    }).annotateMerge(docs(
         "Get your account's spend",
         "The account's charges, refunds, jobs, failures and cancellations, summed by key, model, day or hour (UTC; one or two, " +
           "comma-separated), over at most 366 days (scope check_status). A job counts in the hour it was submitted."
       ))
   )
-  .addError(refusing(...keyRefusals))
   .middleware(ApiKeyAuth)
   .annotateEndpoints(OpenApi.Override, { security: keySecurity })
   .annotate(OpenApi.Description, "What a key holder may know of their own account")
@@ -347,200 +355,222 @@ export class AccountGroup extends HttpApiGroup.make("account")
 
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
-    HttpApiEndpoint.put("replaceCatalog", "/admin/catalog")
-      .addError(refusing(PreconditionFailed))
-      .setPayload(CatalogBody)
-      .setHeaders(CatalogReplaceHeaders)
-      .addSuccess(CatalogImportResult)
-      .annotateContext(docs(
+    HttpApiEndpoint.put("replaceCatalog", "/admin/catalog", {
+      disableCodecs: true,
+      headers: CatalogReplaceHeaders,
+      payload: CatalogBody,
+      success: CatalogImportResult,
+      error: refusing(PreconditionFailed)
+    }).annotateMerge(strictBody).annotateMerge(docs(
         "Replace the catalog",
         "Validates and stores a whole catalog document; the revision grows by one (the answer's ETag is the new one). " +
           "With If-Match, only if the stored catalog is still that revision."
       ))
   )
   .add(
-    HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff")
-      .setPayload(CatalogBody)
-      .addSuccess(CatalogPreviewView)
-      .annotateContext(docs(
+    HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff", {
+      disableCodecs: true,
+      payload: CatalogBody,
+      success: CatalogPreviewView
+    }).annotateMerge(strictBody).annotateMerge(docs(
         "Preview a catalog replacement",
         "Checks a document as PUT /admin/catalog does (an invalid one is VALIDATION_ERROR with its reasons) and " +
           "answers what it would add, remove and change, by id; stores nothing."
       ))
   )
   .add(
-    HttpApiEndpoint.get("exportCatalog", "/admin/catalog")
-      .addSuccess(CatalogDocument)
-      .annotateContext(docs("Export the catalog", "The catalog document as stored; its ETag is the revision (\"7\"), for If-Match on PUT."))
+    HttpApiEndpoint.get("exportCatalog", "/admin/catalog", {
+      disableCodecs: true,
+      success: CatalogDocument
+    }).annotateMerge(docs("Export the catalog", "The catalog document as stored; its ETag is the revision (\"7\"), for If-Match on PUT."))
   )
   .add(
-    HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema")
-      .addSuccess(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-      .annotateContext(docs("Get the catalog's JSON Schema", "The JSON Schema a catalog document must match."))
+    HttpApiEndpoint.get("catalogSchema", "/admin/catalog/schema", {
+      disableCodecs: true,
+      success: Schema.Record(Schema.String, Schema.Unknown)
+    }).annotateMerge(docs("Get the catalog's JSON Schema", "The JSON Schema a catalog document must match."))
   )
   .add(
-    HttpApiEndpoint.post("createAccount", "/admin/accounts")
-      .setPayload(NewAccountBody)
-      .addSuccess(AccountView, { status: 201 })
-      .annotateContext(docs("Create an account", "An account with its opening credit, limits, segments and discounts."))
+    HttpApiEndpoint.post("createAccount", "/admin/accounts", {
+      disableCodecs: true,
+      payload: NewAccountBody,
+      success: AccountView.pipe(HttpApiSchema.status(201))
+    }).annotateMerge(strictBody).annotateMerge(docs("Create an account", "An account with its opening credit, limits, segments and discounts."))
   )
   .add(
-    HttpApiEndpoint.get("listAccounts", "/admin/accounts")
-      .setUrlParams(AccountListParams)
-      .addSuccess(AccountList)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("listAccounts", "/admin/accounts", {
+      disableCodecs: true,
+      query: AccountListParams.fields,
+      success: AccountList
+    }).annotateMerge(docs(
         "List accounts",
         "Accounts newest first, without their webhook secrets; `search` keeps those whose name or id holds the " +
           "fragment. Follow `nextCursor` while `hasMore` is true."
       ))
   )
   .add(
-    HttpApiEndpoint.get("getAccount", "/admin/accounts/:id")
-      .setPath(IdPath)
-      .addSuccess(AccountView)
-      .annotateContext(docs("Get an account", "An account with its balance and webhook secrets."))
+    HttpApiEndpoint.get("getAccount", "/admin/accounts/:id", {
+      disableCodecs: true,
+      params: IdPath,
+      success: AccountView
+    }).annotateMerge(docs("Get an account", "An account with its balance and webhook secrets."))
   )
   .add(
-    HttpApiEndpoint.patch("updateAccount", "/admin/accounts/:id")
-      .setPath(IdPath)
-      .setPayload(AccountUpdateBody)
-      .addSuccess(AccountView)
-      .annotateContext(docs(
+    HttpApiEndpoint.patch("updateAccount", "/admin/accounts/:id", {
+      disableCodecs: true,
+      params: IdPath,
+      payload: AccountUpdateBody,
+      success: AccountView
+    }).annotateMerge(strictBody).annotateMerge(docs(
         "Update an account",
         "Sets the name, maxConcurrentJobs, segments, allowedModels or discounts sent, checked as on creation; the " +
           "others stay. Unknown fields and an empty body are VALIDATION_ERROR. Credits go through /credits."
       ))
   )
   .add(
-    HttpApiEndpoint.get("listKeys", "/admin/accounts/:id/keys")
-      .setPath(IdPath)
-      .addSuccess(KeyList)
-      .annotateContext(docs("List an account's API keys", "Every key of the account, oldest first: name, hint, scopes, allowed IPs, expiry, active. Never a secret."))
+    HttpApiEndpoint.get("listKeys", "/admin/accounts/:id/keys", {
+      disableCodecs: true,
+      params: IdPath,
+      success: KeyList
+    }).annotateMerge(docs("List an account's API keys", "Every key of the account, oldest first: name, hint, scopes, allowed IPs, expiry, active. Never a secret."))
   )
   .add(
-    HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger")
-      .setPath(IdPath)
-      .setUrlParams(LedgerParams)
-      .addSuccess(LedgerView)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("ledger", "/admin/accounts/:id/ledger", {
+      disableCodecs: true,
+      params: IdPath,
+      query: LedgerParams.fields,
+      success: LedgerView
+    }).annotateMerge(docs(
         "Get an account's ledger",
         "Credits, charges and refunds, oldest first, 100 per page unless `limit` says otherwise; the entries of all " +
           "pages sum to the balance."
       ))
   )
   .add(
-    HttpApiEndpoint.post("addCredits", "/admin/accounts/:id/credits")
-      .setPath(IdPath)
-      .setPayload(CreditsBody)
-      .addSuccess(AccountView)
-      .annotateContext(docs("Add credits", "Credits the account through its ledger."))
+    HttpApiEndpoint.post("addCredits", "/admin/accounts/:id/credits", {
+      disableCodecs: true,
+      params: IdPath,
+      payload: CreditsBody,
+      success: AccountView
+    }).annotateMerge(strictBody).annotateMerge(docs("Add credits", "Credits the account through its ledger."))
   )
   .add(
-    HttpApiEndpoint.post("createKey", "/admin/accounts/:id/keys")
-      .setPath(IdPath)
-      .setPayload(NewApiKeyBody)
-      .addSuccess(CreatedApiKeyView, { status: 201 })
-      .annotateContext(docs("Create an API key", "A key with its scopes, allowed IPs and expiry; the secret is in this answer only."))
+    HttpApiEndpoint.post("createKey", "/admin/accounts/:id/keys", {
+      disableCodecs: true,
+      params: IdPath,
+      payload: NewApiKeyBody,
+      success: CreatedApiKeyView.pipe(HttpApiSchema.status(201))
+    }).annotateMerge(strictBody).annotateMerge(docs("Create an API key", "A key with its scopes, allowed IPs and expiry; the secret is in this answer only."))
   )
   .add(
-    HttpApiEndpoint.post("rotateWebhookSecret", "/admin/accounts/:id/webhook-secret/rotate")
-      .setPath(IdPath)
-      .setPayload(RotateSecretBody)
-      .addSuccess(AccountView)
-      .annotateContext(docs("Rotate the webhook secret", "A new secret; the old one keeps signing beside it for overlapSeconds."))
+    HttpApiEndpoint.post("rotateWebhookSecret", "/admin/accounts/:id/webhook-secret/rotate", {
+      disableCodecs: true,
+      params: IdPath,
+      payload: RotateSecretBody,
+      success: AccountView
+    }).annotateMerge(strictBody).annotateMerge(docs("Rotate the webhook secret", "A new secret; the old one keeps signing beside it for overlapSeconds."))
   )
   .add(
-    HttpApiEndpoint.patch("updateKey", "/admin/keys/:id")
-      .setPath(IdPath)
-      .setPayload(ApiKeyUpdateBody)
-      .addSuccess(ApiKeyView)
-      .annotateContext(docs(
+    HttpApiEndpoint.patch("updateKey", "/admin/keys/:id", {
+      disableCodecs: true,
+      params: IdPath,
+      payload: ApiKeyUpdateBody,
+      success: ApiKeyView
+    }).annotateMerge(strictBody).annotateMerge(docs(
         "Update an API key",
         "Sets the key's budget ({limitMicroCents, period: day | month | total}, UTC periods), or removes it with null."
       ))
   )
   .add(
-    HttpApiEndpoint.get("spend", "/admin/spend")
-      .setUrlParams(AdminSpendParams)
-      .addSuccess(SpendView)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("spend", "/admin/spend", {
+      disableCodecs: true,
+      query: AdminSpendParams.fields,
+      success: SpendView
+    }).annotateMerge(docs(
         "Read spend",
         "Charges, refunds, jobs, failures and cancellations from the hourly rollups, of every account or one (`accountId`), " +
           "summed by account, key, model, day or hour (UTC; one or two, comma-separated), over at most 366 days."
       ))
   )
   .add(
-    HttpApiEndpoint.get("stats", "/admin/stats")
-      .setUrlParams(AdminStatsParams)
-      .addSuccess(StatsView)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("stats", "/admin/stats", {
+      disableCodecs: true,
+      query: AdminStatsParams.fields,
+      success: StatsView
+    }).annotateMerge(docs(
         "Read the queue and run times",
         "Jobs pending (the queue's depth) and processing (in flight) now, and p50/p95 run time per model of the jobs " +
           "completed in the range (the last 24 hours unless asked)."
       ))
   )
   .add(
-    HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate")
-      .setPath(IdPath)
-      .addSuccess(ApiKeyView)
-      .annotateContext(docs("Deactivate an API key", "The key is refused from now on (API_KEY_INACTIVE)."))
+    HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate", {
+      disableCodecs: true,
+      params: IdPath,
+      success: ApiKeyView
+    }).annotateMerge(docs("Deactivate an API key", "The key is refused from now on (API_KEY_INACTIVE)."))
   )
   .add(
-    HttpApiEndpoint.get("listJobs", "/admin/jobs")
-      .setUrlParams(AdminJobListParams)
-      .addSuccess(AdminJobList)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("listJobs", "/admin/jobs", {
+      disableCodecs: true,
+      query: AdminJobListParams.fields,
+      success: AdminJobList
+    }).annotateMerge(docs(
         "List jobs across accounts",
         "Jobs of every account, newest first, filtered by account, status, model and creation time " +
           "(`createdFrom` inclusive, `createdBefore` exclusive, ISO 8601). Follow `nextCursor` while `hasMore` is true."
       ))
   )
   .add(
-    HttpApiEndpoint.get("getJob", "/admin/jobs/:jobId")
-      .addError(refusing(JobNotFound))
-      .setPath(AdminJobIdPath)
-      .addSuccess(AdminJobView)
-      .annotateContext(docs("Get any job", "A job of any account with its input, outputs, error and attempts; JOB_NOT_FOUND when unknown."))
+    HttpApiEndpoint.get("getJob", "/admin/jobs/:jobId", {
+      disableCodecs: true,
+      params: AdminJobIdPath,
+      success: AdminJobView,
+      error: refusing(JobNotFound)
+    }).annotateMerge(docs("Get any job", "A job of any account with its input, outputs, error and attempts; JOB_NOT_FOUND when unknown."))
   )
   .add(
-    HttpApiEndpoint.get("listDeliveries", "/admin/webhooks/deliveries")
-      .setUrlParams(AdminDeliveryListParams)
-      .addSuccess(AdminDeliveryList)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("listDeliveries", "/admin/webhooks/deliveries", {
+      disableCodecs: true,
+      query: AdminDeliveryListParams.fields,
+      success: AdminDeliveryList
+    }).annotateMerge(docs(
         "List webhook deliveries across accounts",
         "Deliveries of every account with their attempts, newest first, filtered by account and status."
       ))
   )
   .add(
-    HttpApiEndpoint.post("retryDelivery", "/admin/webhooks/deliveries/:id/retry")
-      .addError(refusing(DeliveryNotRetryable))
-      .setPath(DeliveryIdPath)
-      .addSuccess(AdminDeliveryView)
-      .annotateContext(docs(
+    HttpApiEndpoint.post("retryDelivery", "/admin/webhooks/deliveries/:id/retry", {
+      disableCodecs: true,
+      params: DeliveryIdPath,
+      success: AdminDeliveryView,
+      error: refusing(DeliveryNotRetryable)
+    }).annotateMerge(docs(
         "Retry a webhook delivery of any account",
         "Sends a failed delivery once more, now (DELIVERY_NOT_RETRYABLE unless it has failed); recorded in the audit log."
       ))
   )
   .add(
-    HttpApiEndpoint.get("auditLog", "/admin/audit")
-      .setUrlParams(AuditParams)
-      .addSuccess(AuditList)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("auditLog", "/admin/audit", {
+      disableCodecs: true,
+      query: AuditParams.fields,
+      success: AuditList
+    }).annotateMerge(docs(
         "Read the audit log",
         "Every admin write, newest first: the actor (the admin token's name), the action, its target, a summary " +
           "of the change without secrets, the request id and the time. Filter by actor, action or target."
       ))
   )
   .add(
-    HttpApiEndpoint.get("providerHealth", "/admin/providers/health")
-      .addSuccess(ProviderHealthList)
-      .annotateContext(docs(
+    HttpApiEndpoint.get("providerHealth", "/admin/providers/health", {
+      disableCodecs: true,
+      success: ProviderHealthList
+    }).annotateMerge(docs(
         "Read provider health",
         "Each registered provider and credential id (never a secret) with its circuit in this process: state " +
           "(closed, open, half_open), consecutive failures, when it opened, and generations in flight."
       ))
   )
-  .addError(refusing(...adminRefusals))
   .middleware(AdminAuth)
   .annotateEndpoints(OpenApi.Override, { security: adminSecurity })
   .annotate(OpenApi.Description, "Operator API: Authorization: Bearer <admin token> (ADMIN_TOKEN or ADMIN_TOKENS); off (404) without one")
@@ -555,8 +585,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .add(UploadsGroup)
   .add(WebhooksGroup)
   .add(AdminGroup)
-  .addError(ApiErrors)
-  .annotateContext(OpenApi.annotations({
+  .annotateMerge(OpenApi.annotations({
     title: "Generation jobs engine",
     version: ENGINE_VERSION,
     description: "Submit AI generation jobs, follow them, and browse the model catalog.",

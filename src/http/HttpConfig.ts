@@ -55,7 +55,7 @@ export interface HttpOptions {
   readonly storeWaitMs?: number | undefined
 }
 
-export class HttpConfig extends Context.Tag("genjobs/HttpConfig")<HttpConfig, HttpSettings>() {
+export class HttpConfig extends Context.Service<HttpConfig, HttpSettings>()("genjobs/HttpConfig") {
   static readonly layer = (options: HttpOptions = {}) =>
     Layer.succeed(HttpConfig, {
       adminToken: typeof options.adminToken === "string" ? Redacted.make(options.adminToken) : options.adminToken,

@@ -1,5 +1,6 @@
-import { HttpApp, HttpApiSchema, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Metric, ParseResult, Schema } from "effect"
+import { Effect, Metric, Schema, SchemaTransformation } from "effect"
+import { HttpEffect, HttpServerResponse } from "effect/http"
+import { HttpApiSchema } from "effect/http-api"
 import {
   ApiKeyExpired,
   ApiKeyInactive,
@@ -101,13 +102,13 @@ const answeredAs = (error: ApiError): AnyRefusal =>
     : retryLater(ServiceUnavailable, error)
 
 /** The spec's envelope for every error: {success:false, error:{code,message,details}, requestId}. */
-const envelope = <C extends string>(code: Schema.Schema<C>) =>
+const envelope = <C extends string>(code: Schema.Literal<C>) =>
   Schema.Struct({
     success: Schema.Literal(false),
     error: Schema.Struct({
       code,
       message: Schema.String,
-      details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+      details: Schema.Record(Schema.String, Schema.Unknown)
     }),
     requestId: Schema.String
   })
@@ -135,7 +136,7 @@ const errorHeaders = (error: AnyRefusal): Record<string, string> => ({
  */
 const logged = (error: ApiError, answer: AnyRefusal): Effect.Effect<void> => {
   const shed = shedReasonOf(answer)
-  if (shed !== undefined) return Metric.increment(requestsShedOf(shed))
+  if (shed !== undefined) return Metric.update(requestsShedOf(shed), 1)
   return error instanceof StoreError
     ? error.cause instanceof CorruptRow
       ? Effect.logError("corrupt row", { operation: error.cause.operation, rowId: error.cause.rowId ?? "unknown", issue: error.cause.issue })
@@ -143,12 +144,23 @@ const logged = (error: ApiError, answer: AnyRefusal): Effect.Effect<void> => {
     : Effect.void
 }
 
+/**
+ * Sets `headers` on the answer of the request this fiber serves. Read off the fiber's context
+ * rather than required: an error schema's encoding that needs a service makes every endpoint's
+ * handler type carry it.
+ */
+const setsHeaders = (headers: Record<string, string>): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => {
+    HttpEffect.appendPreResponseHandlerUnsafe(fiber.context, (_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+    return Effect.void
+  })
+
 /** The code and status an answer schema stands for, read back by the OpenAPI document (openApi.ts). */
-export const RefusalAnswerId: unique symbol = Symbol.for("genjobs/http/RefusalAnswer")
+export const RefusalAnswerId = "genjobs/http/RefusalAnswer"
 
 /** The code and status a declared error schema answers with, when it is one of answerOf's. */
-export const refusalAnswerOf = (schema: Schema.Schema.Any): RefusalAnswer | undefined =>
-  schema.ast.annotations[RefusalAnswerId] as RefusalAnswer | undefined
+export const refusalAnswerOf = (schema: Schema.Top): RefusalAnswer | undefined =>
+  schema.ast.annotations?.[RefusalAnswerId] as RefusalAnswer | undefined
 
 /**
  * One declared error: the failures `answers` picks out, answered with `answer`'s status and
@@ -158,22 +170,27 @@ export const refusalAnswerOf = (schema: Schema.Schema.Any): RefusalAnswer | unde
  */
 const declaredError = (answer: RefusalAnswer, answers: (u: unknown) => u is ApiError) => {
   const encoded = envelope(Schema.Literal(answer.code))
-  return Schema.transformOrFail(encoded, Schema.Union(Schema.typeSchema(encoded), Schema.declare(answers)), {
-    strict: false,
-    decode: ParseResult.succeed,
-    encode: (error) =>
-      answers(error)
-        ? Effect.gen(function*() {
-          const answered = answeredAs(error)
-          yield* logged(error, answered)
-          const headers = errorHeaders(answered)
-          if (Object.keys(headers).length > 0) {
-            yield* HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
-          }
-          return envelopeOf(answered, yield* FiberRef.get(CurrentRequestId))
-        })
-        : ParseResult.succeed(error)
-  }).annotations(HttpApiSchema.annotations({ status: answer.status }))
+  return encoded.pipe(
+    Schema.decodeTo(
+      Schema.Union([Schema.toType(encoded), Schema.declare(answers)]),
+      SchemaTransformation.transformEffect({
+        decode: Effect.succeed,
+        encode: (error) =>
+          answers(error)
+            ? Effect.gen(function*() {
+              const answered = answeredAs(error)
+              yield* logged(error, answered)
+              const headers = errorHeaders(answered)
+              if (Object.keys(headers).length > 0) {
+                yield* setsHeaders(headers)
+              }
+              return envelopeOf(answered, yield* CurrentRequestId)
+            })
+            : Effect.succeed(error)
+      })
+    ),
+    HttpApiSchema.status(answer.status)
+  )
 }
 
 /** The declared error of every refusal of one class. */
@@ -182,16 +199,16 @@ const errorOfClass = (refusal: RefusalClassOf) => declaredError(refusal, (u): u 
 const answers = new Map<RefusalClassOf, ReturnType<typeof errorOfClass>>()
 
 /**
- * The declared error of one refusal class, for an endpoint's or a group's `addError` (through
- * `refusing`): made once per class, and marked with its code and status for the OpenAPI
- * document, which lists what each operation declares (openApi.ts). `ApiErrors` holds unmarked
- * twins, so what the API declares for every operation (and the middlewares' `failure`, which
- * HttpApi adds to their groups) stays out of each operation's list.
+ * The declared error of one refusal class, for an endpoint's or a middleware's `error` (through
+ * `refusing`, and middleware.ts): made once per class, and marked with its code and status for
+ * the OpenAPI document, which lists what each operation declares (openApi.ts). `ApiErrors` holds
+ * unmarked twins, so what every operation may encode (the middlewares declare them all) stays out
+ * of each operation's list.
  */
 export const answerOf = (refusal: RefusalClassOf) => {
   const known = answers.get(refusal)
   if (known !== undefined) return known
-  const made = errorOfClass(refusal).annotations({ [RefusalAnswerId]: { code: refusal.code, status: refusal.status } })
+  const made = errorOfClass(refusal).annotate({ [RefusalAnswerId]: { code: refusal.code, status: refusal.status } })
   answers.set(refusal, made)
   return made
 }
@@ -205,21 +222,26 @@ const storeUnavailable = declaredError(
 /** A row the store holds but cannot read, answered 500 INTERNAL_ERROR. */
 const storeCorrupt = declaredError(InternalError, (u): u is StoreError => u instanceof StoreError && u.cause instanceof CorruptRow)
 
-/** Every error the API answers with: each refusal class, and the store's failures; registered on the API with `addError` (and the middlewares' `failure`). */
-export const ApiErrors = Schema.Union(...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt)
+/**
+ * Every error the API answers with: each refusal class, and the store's failures; declared by
+ * the middlewares (their `error`), which guard every endpoint. Separate schemas, not a union:
+ * HttpApi reads each one's status.
+ */
+export const ApiErrors = [...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt]
 
 /**
- * An error answered outside the API's routing (a path outside the mount's base path, a body
- * the host refused): the same envelope and headers, rendered directly.
+ * An error answered outside an endpoint's own encoding (a path no route matches, a request
+ * limit, a route outside the API, a path outside the mount's base path, a body the host
+ * refused): the same envelope and headers, rendered directly.
  */
 export const renderOutsideApi = (error: AnyRefusal, requestId: string): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.unsafeJson(envelopeOf(error, requestId), {
+  HttpServerResponse.jsonUnsafe(envelopeOf(error, requestId), {
     status: error.status,
     headers: { "x-request-id": requestId, ...errorHeaders(error) }
   })
 
-/** An endpoint's or group's declared refusals, for its `addError`: what the OpenAPI document lists for it. */
-export const refusing = (...refusals: ReadonlyArray<RefusalClassOf>) => Schema.Union(...refusals.map(answerOf))
+/** An endpoint's declared refusals, for its `error`: what the OpenAPI document lists for it. */
+export const refusing = (...refusals: ReadonlyArray<RefusalClassOf>) => refusals.map(answerOf)
 
 /** What an API key's check refuses (ApiKeyAuth, OptionalApiKeyAuth): no key, a wrong, inactive or expired one, an address off its list, too many guesses. */
 export const keyRefusals: ReadonlyArray<RefusalClassOf> = [

@@ -1,5 +1,5 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NotFound } from "../domain/errors.js"
 import { UPLOAD_ID_PREFIX } from "../domain/upload.js"
 import { BlobStore } from "../ports/BlobStore.js"

@@ -1,5 +1,5 @@
-import { HttpServerResponse } from "@effect/platform"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Latch } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { Readable } from "node:stream"
 import type { EngineError, StoreError } from "../domain/errors.js"
 import { isTerminal, type Job } from "../domain/job.js"
@@ -56,14 +56,14 @@ const FINAL_EVENT_ID = statusRank("completed")
  * joining between two beats gets its first one sooner than `interval`; after that, every
  * `interval`: no stream is ever silent longer.
  */
-export const makeHeartbeats = (interval: Duration.DurationInput = HEARTBEAT) =>
+export const makeHeartbeats = (interval: Duration.Input = HEARTBEAT) =>
   Effect.gen(function*() {
     const beats = new Set<EventStream>()
-    const beating = yield* Effect.makeLatch(false)
+    const beating = yield* Latch.make(false)
     yield* beating.await.pipe(
-      Effect.zipRight(Effect.sleep(interval)),
-      Effect.zipRight(Effect.sync(() => {
-        if (beats.size === 0) beating.unsafeClose()
+      Effect.andThen(Effect.sleep(interval)),
+      Effect.andThen(Effect.sync(() => {
+        if (beats.size === 0) beating.closeUnsafe()
         for (const stream of beats) stream.push(HEARTBEAT_BYTES)
       })),
       Effect.forever,
@@ -73,13 +73,13 @@ export const makeHeartbeats = (interval: Duration.DurationInput = HEARTBEAT) =>
       /** Writes a heartbeat on `stream` every `interval` until `remove`. */
       add: (stream: EventStream) => {
         beats.add(stream)
-        beating.unsafeOpen()
+        beating.openUnsafe()
       },
       remove: (stream: EventStream) => void beats.delete(stream)
     } as const
   })
 
-export type Heartbeats = Effect.Effect.Success<ReturnType<typeof makeHeartbeats>>
+export type Heartbeats = Effect.Success<ReturnType<typeof makeHeartbeats>>
 
 /**
  * The body of one open status stream, and its job's listener: the job's shared watch (the one
@@ -158,7 +158,7 @@ const respondWith = (bytes: ReadonlyArray<Uint8Array>) => {
  * refusal (too many watchers) is the usual JSON error.
  */
 export const eventStreamResponse = (
-  follow: JobFollow["Type"],
+  follow: JobFollow["Service"],
   heartbeats: Heartbeats,
   job: Job,
   after: number,

@@ -1,5 +1,6 @@
-import { HttpApiBuilder, HttpApiScalar } from "@effect/platform"
-import { Layer } from "effect"
+import { type FileSystem, Layer, type Path } from "effect"
+import type { Etag, HttpPlatform, HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { EngineApi } from "./Api.js"
 import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLayers.js"
 import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
@@ -15,27 +16,30 @@ import { MetricsRoute } from "../observability/metricsRoute.js"
 import { RequestLogMiddleware } from "../observability/requestLog.js"
 
 /**
- * The whole HTTP surface: the API, /health, /files, /metrics, /v1/openapi.json, the reference page
- * at /docs, the operator dashboard at /dashboard, the error envelope and the request log.
- * Needs the engine services (Jobs, Admin, Catalog, Auth), BlobStore and HttpConfig.
+ * The whole HTTP surface, as routes of the router in context: the API, /health, /files,
+ * /metrics, /v1/openapi.json, the reference page at /docs, the operator dashboard at /dashboard,
+ * the error envelope and the request log. Needs the engine services (Jobs, Admin, Catalog,
+ * Auth), BlobStore and HttpConfig, and the router (HttpRouter.serve or HttpRouter.toWebHandler
+ * give it, with the platform's services: HttpServer.layerServices).
  */
 export const EngineHttpLive = Layer.mergeAll(
-  // Built after the envelope's middleware, so it wraps it and logs the status the client gets.
-  RequestLogMiddleware.pipe(Layer.provide(ErrorEnvelopeMiddleware)),
+  // Global middlewares wrap in the order they are added, the first outermost: the request log is
+  // added first, so it wraps the envelope's middleware and logs the status the client gets.
+  ErrorEnvelopeMiddleware.pipe(Layer.provide(RequestLogMiddleware)),
   SystemRoutes,
   DashboardRoutes,
   MetricsRoute,
-  HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" }),
+  HttpApiBuilder.layer(EngineApi, { openapiPath: "/v1/openapi.json" }).pipe(
+    Layer.provide([JobsHandlers, AccountHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
+    Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
+  ),
   // The page inlines Scalar's bundle and the document; without its default web fonts it loads
   // nothing from another host, so it works offline and behind strict egress rules.
-  HttpApiScalar.layer({ path: "/docs", scalar: { withDefaultFonts: false } })
-).pipe(
-  Layer.provideMerge(
-    HttpApiBuilder.api(EngineApi).pipe(
-      Layer.provide([JobsHandlers, AccountHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
-      Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
-    )
-  )
+  HttpApiScalar.layer(EngineApi, { path: "/docs", scalar: { withDefaultFonts: false } })
 )
 
-export type EngineHttpRequirements = Layer.Layer.Context<typeof EngineHttpLive>
+/** What the platform gives every router (HttpServer.layerServices, or a server's own). */
+type PlatformServices = HttpRouter.HttpRouter | Etag.Generator | FileSystem.FileSystem | HttpPlatform.HttpPlatform | Path.Path
+
+/** The engine services EngineHttpLive needs, beside the router and the platform's services. */
+export type EngineHttpRequirements = Exclude<HttpRouter.Request.Without<Layer.Services<typeof EngineHttpLive>>, PlatformServices>

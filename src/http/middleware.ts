@@ -1,29 +1,34 @@
-import { HttpApiMiddleware } from "@effect/platform"
 import { Context, type Option } from "effect"
+import { HttpApiMiddleware } from "effect/http-api"
 import type { Caller } from "../services/Auth.js"
-import { ApiErrors } from "./errorEnvelope.js"
+import { adminRefusals, ApiErrors, answerOf, keyRefusals } from "./errorEnvelope.js"
 
-export class CurrentCaller extends Context.Tag("genjobs/http/CurrentCaller")<CurrentCaller, Caller>() {}
+export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()("genjobs/http/CurrentCaller") {}
+
+/**
+ * What each check may answer: every error of the API (`ApiErrors`, so any endpoint behind it can
+ * encode any refusal and the store's failures), then its own refusals, marked for the OpenAPI
+ * document (`answerOf`). HttpApi adds a middleware's errors to every endpoint it guards.
+ */
+const failures = (own: ReadonlyArray<Parameters<typeof answerOf>[0]>) => [...ApiErrors, ...own.map(answerOf)]
 
 /** API key from `Authorization: Bearer` or `x-api-key`; scopes are checked by each operation. */
-export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("genjobs/http/ApiKeyAuth", {
-  provides: CurrentCaller,
-  failure: ApiErrors
+export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentCaller }>()("genjobs/http/ApiKeyAuth", {
+  error: failures(keyRefusals)
 }) {}
 
-export class CurrentViewer extends Context.Tag("genjobs/http/CurrentViewer")<CurrentViewer, Option.Option<Caller>>() {}
+export class CurrentViewer extends Context.Service<CurrentViewer, Option.Option<Caller>>()("genjobs/http/CurrentViewer") {}
 
 /** The public catalog's optional key: none is anonymous, a present but invalid key is a 401. */
-export class OptionalApiKeyAuth extends HttpApiMiddleware.Tag<OptionalApiKeyAuth>()("genjobs/http/OptionalApiKeyAuth", {
-  provides: CurrentViewer,
-  failure: ApiErrors
-}) {}
+export class OptionalApiKeyAuth extends HttpApiMiddleware.Service<OptionalApiKeyAuth, { provides: CurrentViewer }>()(
+  "genjobs/http/OptionalApiKeyAuth",
+  { error: failures(keyRefusals) }
+) {}
 
 /** Who holds the admin token of this request: the name the audit log records. */
-export class CurrentAdmin extends Context.Tag("genjobs/http/CurrentAdmin")<CurrentAdmin, { readonly actor: string }>() {}
+export class CurrentAdmin extends Context.Service<CurrentAdmin, { readonly actor: string }>()("genjobs/http/CurrentAdmin") {}
 
 /** `Authorization: Bearer <admin token>`; the admin API answers 404 when no token is configured. */
-export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("genjobs/http/AdminAuth", {
-  provides: CurrentAdmin,
-  failure: ApiErrors
+export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth, { provides: CurrentAdmin }>()("genjobs/http/AdminAuth", {
+  error: failures(adminRefusals)
 }) {}

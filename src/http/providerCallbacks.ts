@@ -1,5 +1,5 @@
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { routesOf } from "../domain/catalog.js"
 import { Unauthorized } from "../domain/accessRefusals.js"
 import { NotFound, ValidationError } from "../domain/errors.js"
@@ -51,17 +51,17 @@ const jobAt = (providerId: string, rawJobId: string | undefined) =>
  * once, and the poll's answer (never the callback's body) decides the job. So the answer is
  * quick, and a callback lost or sent twice changes nothing; polling stays the backstop.
  */
-export const receiveProviderCallback = (providers: Option.Option<Providers["Type"]>) =>
+export const receiveProviderCallback = (providers: Option.Option<Providers["Service"]>) =>
   Effect.gen(function*() {
     const params = yield* HttpRouter.params
     const providerId = params["providerId"] ?? ""
     const verify = Option.flatMap(providers, (p) => p.forProvider(providerId)).pipe(
-      Option.flatMap((provider) => Option.fromNullable(provider.verifyCallback))
+      Option.flatMap((provider) => Option.fromNullishOr(provider.verifyCallback))
     )
     if (Option.isNone(verify)) return yield* refuse(NotFound, `No provider "${providerId}" takes callbacks here`)
     const request = yield* HttpServerRequest.HttpServerRequest
     const body = yield* request.arrayBuffer.pipe(
-      Effect.catchAll(() => refuse(ValidationError, "The callback body could not be read to its end"))
+      Effect.catch(() => refuse(ValidationError, "The callback body could not be read to its end"))
     )
     // Looked up first for the credential its start recorded, but refused only once the callback
     // is verified: an unknown job is checked against every secret, and fails as a forgery does.
@@ -77,5 +77,5 @@ export const receiveProviderCallback = (providers: Option.Option<Providers["Type
       return yield* refuse(JobNotFound, `The job "${job.id}" follows another generation than "${callback.handleId}"`)
     }
     yield* (yield* JobEvents).publish([job.id])
-    return yield* HttpServerResponse.json({ success: true, requestId: yield* FiberRef.get(CurrentRequestId) })
+    return yield* HttpServerResponse.json({ success: true, requestId: yield* CurrentRequestId })
   })

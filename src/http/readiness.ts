@@ -1,5 +1,5 @@
-import { HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, Option } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { CatalogRepo } from "../ports/CatalogRepo.js"
 import { JobQueue } from "../ports/JobQueue.js"
 
@@ -31,7 +31,7 @@ const check = (part: string, probe: Effect.Effect<unknown, { readonly message: s
       onSome: () => Effect.succeed<CheckResult>("ok"),
       onNone: () => Effect.as(Effect.logWarning(`readiness: the ${part} gave no answer within ${READINESS_TIMEOUT_MS} ms`), "timed out" as const)
     })),
-    Effect.catchAll((error) => Effect.as(Effect.logWarning(`readiness: the ${part} is not ready`, error.message), "failed" as const))
+    Effect.catch((error) => Effect.as(Effect.logWarning(`readiness: the ${part} is not ready`, error.message), "failed" as const))
   )
 
 /**
@@ -42,7 +42,7 @@ const check = (part: string, probe: Effect.Effect<unknown, { readonly message: s
 export const readiness = Effect.gen(function*() {
   const catalogs = yield* CatalogRepo
   const queue = yield* Effect.serviceOption(JobQueue)
-  const ping = Option.flatMapNullable(queue, (q) => q.ping)
+  const ping = Option.flatMapNullishOr(queue, (q) => q.ping)
   const probes: Record<string, Effect.Effect<CheckResult>> = { store: check("store", catalogs.revision) }
   if (Option.isSome(ping)) probes["queue"] = check("queue", ping.value)
   return Effect.gen(function*() {

@@ -1,5 +1,5 @@
-import { type HttpServerRequest, HttpServerError } from "@effect/platform"
-import { Cause, Duration, Effect, Stream } from "effect"
+import { Duration, Effect, Stream } from "effect"
+import { HttpServerError, type HttpServerRequest } from "effect/http"
 import { type EngineError, ValidationError } from "../domain/errors.js"
 import { hasNul, jsonPointer, type JsonProblem, PayloadTooLarge, RequestTimeout, surveyJson } from "../domain/limits.js"
 import { countKeys, findDuplicateKey } from "./duplicateKeys.js"
@@ -39,7 +39,7 @@ export const timedOut = (what: string, ms: number) =>
   new RequestTimeout({ message: `${what} within ${ms} ms; the connection is closed`, details: { timeoutMs: ms } })
 
 const decodeError = (request: HttpServerRequest.HttpServerRequest, cause: unknown) =>
-  new HttpServerError.RequestError({ request, reason: "Decode", cause })
+  new HttpServerError.HttpServerError({ reason: new HttpServerError.RequestParseError({ request, cause }) })
 
 /** What this reader needs of a Node readable stream (the IncomingMessage of @effect/platform-node's server). */
 interface NodeReadable {
@@ -63,7 +63,7 @@ const EMPTY = new Uint8Array(0)
  * (`bounded` destroys it when the request itself is interrupted).
  */
 const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeReadable, maxBytes: number) =>
-  Effect.async<Uint8Array | undefined, HttpServerError.RequestError>((resume) => {
+  Effect.callback<Uint8Array | undefined, HttpServerError.HttpServerError>((resume) => {
     if (!source.readable) return resume(Effect.succeed(EMPTY))
     const parts: Array<Uint8Array> = []
     let seen = 0
@@ -125,7 +125,7 @@ const readWeb = (request: HttpServerRequest.HttpServerRequest, body: ReadableStr
  * from the platform's source when it is a Node IncomingMessage or a web Request: through
  * `request.stream` (a Stream over a channel) a JSON body cost about half a millisecond of CPU.
  */
-const readCapped = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits): Effect.Effect<Uint8Array, HttpServerError.RequestError> => {
+const readCapped = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits): Effect.Effect<Uint8Array, HttpServerError.HttpServerError> => {
   const source = request.source
   const { maxBytes } = limits
   const read = typeof Request !== "undefined" && source instanceof Request
@@ -138,15 +138,15 @@ const readCapped = (request: HttpServerRequest.HttpServerRequest, limits: BodyLi
 }
 
 /** A read that has not ended `timeoutMs` after it began dies with REQUEST_TIMEOUT, the read interrupted. */
-const bounded = <A>(read: Effect.Effect<A, HttpServerError.RequestError>, { timeoutMs }: BodyLimits) =>
-  Effect.timeoutFailCause(read, {
+const bounded = <A>(read: Effect.Effect<A, HttpServerError.HttpServerError>, { timeoutMs }: BodyLimits) =>
+  Effect.timeoutOrElse(read, {
     duration: Duration.millis(timeoutMs),
-    onTimeout: () => Cause.die(timedOut("The request body did not arrive", timeoutMs))
+    orElse: () => Effect.die(timedOut("The request body did not arrive", timeoutMs))
   })
 
 /** The same through the request's Stream, for platforms whose request holds no readable source. */
-const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.RequestError> =>
-  Effect.map(Stream.runCollect(cappedStream(request, maxBytes)), (chunks) => Buffer.concat(Array.from(chunks)))
+const collectCapped = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Uint8Array, HttpServerError.HttpServerError> =>
+  Effect.map(Stream.runCollect(cappedStream(request, maxBytes)), (chunks) => Buffer.concat(chunks))
 
 const tooDeepOrNul = (problem: JsonProblem) =>
   problem._tag === "TooDeep"
@@ -167,17 +167,18 @@ const repeatedKey = (text: string) => {
 }
 
 /**
- * The body's JSON, or a refusal: too deep, a NUL, or a repeated key, which JSON.parse would
- * silently resolve to its last value while another reader of the same bytes takes the first.
- * A repetition shows as fewer members in the value than keys in the text; only then are the
- * keys compared, to name the repeated one.
+ * The body's JSON, or a refusal: not JSON, too deep, a NUL, or a repeated key, which JSON.parse
+ * would silently resolve to its last value while another reader of the same bytes takes the
+ * first. A repetition shows as fewer members in the value than keys in the text; only then are
+ * the keys compared, to name the repeated one. Refusals are defects, as body errors are to the
+ * API builder.
  */
-const parseJson = (request: HttpServerRequest.HttpServerRequest, text: string) => {
+const parseJson = (text: string) => {
   let value: unknown
   try {
     value = JSON.parse(text)
-  } catch (cause) {
-    return Effect.fail(decodeError(request, cause))
+  } catch {
+    return Effect.die(new ValidationError({ message: "The request body is not valid JSON" }))
   }
   const { members, problem } = surveyJson(value)
   const refused = problem !== undefined
@@ -189,14 +190,11 @@ const parseJson = (request: HttpServerRequest.HttpServerRequest, text: string) =
 }
 
 // Built only when a route reads one of these, as errors capture a stack trace when made.
-const notJson = Effect.dieSync(() => new ValidationError({ message: "The request body must be JSON" }))
+const notJson = Effect.suspend(() => Effect.die(new ValidationError({ message: "The request body must be JSON" })))
 const notJsonStream = Stream.fromEffect(notJson)
 
-const textOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
-  Effect.map(bytes, (b) => new TextDecoder().decode(b))
-
 /** JSON's text, refused when it is not UTF-8: a lenient decode would store U+FFFD in its place. */
-const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.RequestError>) =>
+const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.HttpServerError>) =>
   Effect.flatMap(bytes, (b) =>
     Effect.try({
       try: () => new TextDecoder("utf-8", { fatal: true }).decode(b),
@@ -220,18 +218,17 @@ const withUploadIdleTimeout = (request: HttpServerRequest.HttpServerRequest, { u
   new Proxy(request, {
     get: (target, key, receiver) =>
       key === "stream"
-        ? Stream.timeoutFailCause(
-          target.stream,
-          () => Cause.die(timedOut("The upload sent no bytes", uploadIdleMs)),
-          Duration.millis(uploadIdleMs)
-        )
+        ? Stream.timeoutOrElse(target.stream, {
+          duration: Duration.millis(uploadIdleMs),
+          orElse: () => Stream.die(timedOut("The upload sent no bytes", uploadIdleMs))
+        })
         : Reflect.get(target, key, receiver)
   })
 
 /**
  * The request with every body reader capped at `maxBytes` and bounded by `timeoutMs`; JSON is also refused when nested
  * deeper than MAX_JSON_DEPTH, holding a NUL or naming a key twice in one object. Refusals are defects carrying an EngineError,
- * as the API builder turns body errors into defects anyway; the error middleware fails with them, by type.
+ * as the API builder turns body errors into defects anyway; the error middleware answers them, by type.
  * The engine takes no multipart bodies, so those readers refuse rather than read uncapped.
  * A Proxy rather than an object made with property descriptors: those cost several
  * microseconds a request to make, and every read through them is slow.
@@ -243,7 +240,7 @@ export const withBodyLimits = (
   if (isUploadPut(request)) return withUploadIdleTimeout(request, limits)
   const { maxBytes } = limits
   /** The one read of the body, made by the first reader and shared by the others. */
-  let read: Effect.Effect<Uint8Array, HttpServerError.RequestError> | undefined
+  let read: Effect.Effect<Uint8Array, HttpServerError.HttpServerError> | undefined
   const bytes = () => (read ??= Effect.runSync(Effect.cached(readCapped(request, limits))))
   return new Proxy(request, {
     get: (target, key, receiver) => {
@@ -251,12 +248,13 @@ export const withBodyLimits = (
         case "stream":
           return Stream.interruptWhen(
             cappedStream(target, maxBytes),
-            Effect.zipRight(Effect.sleep(Duration.millis(limits.timeoutMs)), Effect.die(timedOut("The request body did not arrive", limits.timeoutMs)))
+            Effect.andThen(Effect.sleep(Duration.millis(limits.timeoutMs)), Effect.die(timedOut("The request body did not arrive", limits.timeoutMs)))
           )
         case "text":
-          return textOf(bytes())
+          // HttpApi reads a JSON body as text and parses it itself: the text is checked as JSON is.
+          return Effect.flatMap(jsonTextOf(bytes()), (t) => Effect.as(parseJson(t), t))
         case "json":
-          return Effect.flatMap(jsonTextOf(bytes()), (t) => parseJson(target, t))
+          return Effect.flatMap(jsonTextOf(bytes()), parseJson)
         case "arrayBuffer":
           return Effect.map(bytes(), (b) => b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength))
         case "urlParamsBody":

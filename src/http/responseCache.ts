@@ -1,5 +1,5 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 
 /** Spec section 8: model and provider lists are cached for 5 minutes. */

@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import { Result } from "effect"
 import { type EngineError, ValidationError } from "../domain/errors.js"
 
 /** The entity tag of a catalog revision: `"7"`. */
@@ -9,16 +9,16 @@ export const revisionTag = (revision: number): string => `"${revision}"`
  * will do). One strong entity tag naming a revision is taken; anything else is refused rather
  * than guessed at, since a precondition that silently passed would undo another's change.
  */
-export const ifMatchRevision = (header: string | undefined): Either.Either<number | undefined, EngineError> => {
-  if (header === undefined) return Either.right(undefined)
+export const ifMatchRevision = (header: string | undefined): Result.Result<number | undefined, EngineError> => {
+  if (header === undefined) return Result.succeed(undefined)
   const value = header.trim()
-  if (value === "*") return Either.right(undefined)
+  if (value === "*") return Result.succeed(undefined)
   const match = /^"(0|[1-9][0-9]{0,14})"$/.exec(value)
   if (match === null) {
-    return Either.left(new ValidationError({
+    return Result.fail(new ValidationError({
       message: "If-Match must be one catalog revision as an entity tag, such as \"7\" (quotes included), or *",
       details: { errors: [{ path: "/headers/if-match", message: "must be one strong entity tag such as \"7\", or *" }] }
     }))
   }
-  return Either.right(Number(match[1]))
+  return Result.succeed(Number(match[1]))
 }

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, Stream } from "effect"
+import { Effect, Stream } from "effect"
+import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ValidationError } from "../domain/errors.js"
 import type { BlobStore } from "../ports/BlobStore.js"
 import type { JobEvents } from "../ports/JobEvents.js"
@@ -23,23 +23,23 @@ export const FILES_PATH = "/files"
 const CORS = { "access-control-allow-origin": "*", "access-control-expose-headers": "x-request-id" }
 
 const withCors = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.zipRight(HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, CORS))), handler)
+  Effect.andThen(HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, CORS))), handler)
 
 /**
  * GET /health (the process answers: liveness), GET /health/ready (its store and queue answer:
  * readiness, readiness.ts), PUT /uploads/{id} (signed filesystem upload URLs), stored files under /files/{key},
  * and providers' callbacks (POST /v1/providers/{providerId}/callbacks/{jobId}).
  */
-export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
+export const SystemRoutes = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const fileServices = yield* Effect.context<UploadRepo | BlobStore>()
     const uploadServices = yield* Effect.context<UploadRepo | BlobStore | UploadSigningSecret>()
     const callbackServices = yield* Effect.context<JobRepo | Catalog | JobEvents>()
     // Optional for now: an engine composed without providers answers every callback 404.
     const providers = yield* Effect.serviceOption(Providers)
-    yield* router.get("/health", HttpServerResponse.json({ status: "ok" }))
-    yield* router.get("/health/ready", yield* readiness)
-    yield* router.options(
+    yield* router.add("GET", "/health", HttpServerResponse.json({ status: "ok" }))
+    yield* router.add("GET", "/health/ready", yield* readiness)
+    yield* router.add("OPTIONS", 
       "/uploads/:id",
       HttpServerResponse.empty({
         status: 204,
@@ -51,7 +51,7 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
         }
       })
     )
-    yield* router.put(
+    yield* router.add("PUT", 
       "/uploads/:id",
       withCors(Effect.gen(function*() {
         const { id } = yield* HttpRouter.params
@@ -73,11 +73,11 @@ export const SystemRoutes = HttpApiBuilder.Router.use((router) =>
             Stream.mapError(() => new ValidationError({ message: "The upload body could not be read to its end" }))
           )
         ).pipe(Effect.provide(uploadServices))
-        return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* FiberRef.get(CurrentRequestId) })
+        return yield* HttpServerResponse.json({ success: true, data: { id, size: received }, requestId: yield* CurrentRequestId })
       }))
     )
-    yield* router.post(PROVIDER_CALLBACK_ROUTE, receiveProviderCallback(providers).pipe(Effect.provide(callbackServices)))
-    yield* router.get(
+    yield* router.add("POST", PROVIDER_CALLBACK_ROUTE, receiveProviderCallback(providers).pipe(Effect.provide(callbackServices)))
+    yield* router.add("GET", 
       `${FILES_PATH}/:key`,
       withCors(Effect.gen(function*() {
         const { key } = yield* HttpRouter.params

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, type Scope } from "effect"
+import { HttpEffect, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NotFound } from "../domain/errors.js"
 import { PayloadTooLarge } from "../domain/limits.js"
 import { newRequestId } from "../domain/ids.js"
@@ -81,7 +81,7 @@ const underBasePath = (request: Request, basePath: string): Request | undefined 
 
 /** Mounts a web handler: the base path taken off and the host's knowledge of the client passed in. */
 const mount = (
-  handler: (request: Request, context?: Context.Context<never>) => Promise<Response>,
+  handler: (request: Request, context: Context.Context<ClientPeer>) => Promise<Response>,
   options: WebHandlerOptions
 ): EngineFetch => {
   const defaultBasePath = normalizeBasePath(options.basePath)
@@ -106,27 +106,25 @@ export const makeWebHandler = <E>(
   services: Layer.Layer<EngineHttpRequirements, E>,
   options: WebHandlerOptions = {}
 ): WebHandler => {
-  const { dispose, handler } = HttpApiBuilder.toWebHandler(
-    Layer.mergeAll(EngineHttpLive.pipe(Layer.provide(services)), HttpServer.layerContext)
+  const { dispose, handler } = HttpRouter.toWebHandler(
+    // provideMerge: the router's own middlewares (the request log) run with the services too, and
+    // with the loggers, log level and tracer they carry (References in Effect 4's context).
+    EngineHttpLive.pipe(Layer.provideMerge(Layer.merge(services, HttpServer.layerServices))),
+    // The engine logs its requests itself (observability/requestLog.ts).
+    { disableLogger: true }
   )
   return { fetch: mount(handler, options), dispose }
 }
 
 /**
- * The same handler built on the calling fiber's runtime: requests see its services and its
- * Clock, so under TestClock every request's time is the test's. Released with the scope.
+ * The same handler built on the calling fiber's services: requests see them and its Clock, so
+ * under TestClock every request's time is the test's. Released with the scope.
  */
 export const webHandlerInScope = (
   options: WebHandlerOptions = {}
 ): Effect.Effect<EngineFetch, never, EngineHttpRequirements | Scope.Scope> =>
   Effect.gen(function*() {
-    const context = yield* Layer.build(Layer.mergeAll(
-      EngineHttpLive,
-      HttpServer.layerContext,
-      HttpApiBuilder.Router.Live,
-      HttpApiBuilder.Middleware.layer
-    ))
-    const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-    const runtime = yield* Effect.provide(Effect.runtime<HttpRouter.HttpRouter.DefaultServices>(), context)
-    return mount(HttpApp.toWebHandlerRuntime(runtime)(app), options)
+    const app = yield* HttpRouter.toHttpEffect(EngineHttpLive.pipe(Layer.provide(HttpServer.layerServices)))
+    const services = yield* Effect.context<EngineHttpRequirements>()
+    return mount(HttpEffect.toWebHandlerWith<EngineHttpRequirements, HttpServerRequest.HttpServerRequest | Scope.Scope>(services)(app), options)
   })

@@ -1,9 +1,7 @@
-import { Context, DefaultServices, Effect, Exit, GlobalValue, Option, Tracer } from "effect"
-
-const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
+import { Context, Effect, Exit, Option, Tracer } from "effect"
 
 /** Whether spans go anywhere: Effect's built-in tracer keeps them in memory and drops them. */
-export const exporting = Effect.map(Effect.tracer, (tracer) => tracer !== nativeTracer)
+export const exporting: Effect.Effect<boolean> = Effect.withFiber((fiber) => Effect.succeed(fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer))
 
 /** Job submit spans remembered in this process, oldest dropped first past this many. */
 const REMEMBERED = 10_000
@@ -13,7 +11,11 @@ const REMEMBERED = 10_000
  * webhook) join its trace. Another process, or this one after a restart, starts their own
  * traces; every span carries `genjobs.job_id` to find them by.
  */
-const submitSpans = GlobalValue.globalValue(Symbol.for("genjobs/observability/submitSpans"), () => new Map<string, Tracer.ExternalSpan>())
+const submitSpansKey = Symbol.for("genjobs/observability/submitSpans")
+const submitSpans: Map<string, Tracer.ExternalSpan> = ((globalThis as Record<symbol, unknown>)[submitSpansKey] ??= new Map()) as Map<
+  string,
+  Tracer.ExternalSpan
+>
 
 export const rememberSubmitSpan = (jobId: string, span: Tracer.AnySpan) => {
   if (submitSpans.size >= REMEMBERED) submitSpans.delete(submitSpans.keys().next().value!)
@@ -58,10 +60,20 @@ export const recordJobSpan = (
 ): Effect.Effect<void> =>
   Effect.flatMap(exporting, (on) =>
     on
-      ? Effect.map(Effect.tracer, (tracer) => {
-        const span = tracer.span(name, Option.fromNullable(submitSpanOf(jobId)), Context.empty(), [], startNanos, "internal")
+      ? Effect.withFiber((fiber) => {
+        const span = fiber.getRef(Tracer.Tracer).span({
+          name,
+          parent: Option.fromNullishOr(submitSpanOf(jobId)),
+          annotations: Context.empty(),
+          links: [],
+          startTime: startNanos,
+          kind: "internal",
+          root: false,
+          sampled: true
+        })
         span.attribute("genjobs.job_id", jobId)
         for (const [key, value] of Object.entries(attributes)) span.attribute(key, value)
         span.end(endNanos, Exit.void)
+        return Effect.void
       })
       : Effect.void)

@@ -1,4 +1,4 @@
-import { Cause, Context, DefaultServices, Effect, Either, FiberRef, FiberRefs, HashMap, HashSet, Layer, Logger, LogLevel, Tracer } from "effect"
+import { Cause, Context, type Fiber, Layer, Logger, type LogLevel, References, Result, Tracer } from "effect"
 
 /** `json`: one JSON object per line, for log collectors. `text`: one readable line, for a terminal. */
 export type LogFormat = "json" | "text"
@@ -19,26 +19,26 @@ export interface LogRecord {
 }
 
 const LEVELS: Record<string, LogLevel.LogLevel> = {
-  trace: LogLevel.Trace,
-  debug: LogLevel.Debug,
-  info: LogLevel.Info,
-  warn: LogLevel.Warning,
-  warning: LogLevel.Warning,
-  error: LogLevel.Error,
-  fatal: LogLevel.Fatal,
-  none: LogLevel.None,
-  off: LogLevel.None
+  trace: "Trace",
+  debug: "Debug",
+  info: "Info",
+  warn: "Warn",
+  warning: "Warn",
+  error: "Error",
+  fatal: "Fatal",
+  none: "None",
+  off: "None"
 }
 
 /** LOG_LEVEL's values: trace, debug, info, warn (or warning), error, fatal, none (or off); any case. */
-export const parseLogLevel = (value: string): Either.Either<LogLevel.LogLevel, string> => {
+export const parseLogLevel = (value: string): Result.Result<LogLevel.LogLevel, string> => {
   const level = LEVELS[value.trim().toLowerCase()]
   return level === undefined
-    ? Either.left(`LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, none (got "${value}")`)
-    : Either.right(level)
+    ? Result.fail(`LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, none (got "${value}")`)
+    : Result.succeed(level)
 }
 
-const levelName = (level: LogLevel.LogLevel): string => (level._tag === "Warning" ? "warn" : level.label.toLowerCase())
+const levelName = (level: LogLevel.LogLevel): string => level.toLowerCase()
 
 /**
  * An API key that reached a log line by mistake is cut to its prefix: keys are secrets, and
@@ -108,28 +108,26 @@ export const formatText = (record: LogRecord, color = false): string => {
   return redactKeys(head + cause)
 }
 
-const nativeTracer = Context.get(DefaultServices.liveServices, Tracer.Tracer)
-
 /** The trace of the span a line was logged in, when that span is exported somewhere. */
-const traceOf = (refs: FiberRefs.FiberRefs) => {
-  if (Context.get(FiberRefs.getOrDefault(refs, DefaultServices.currentServices), Tracer.Tracer) === nativeTracer) return {}
-  const span = Context.getOption(FiberRefs.getOrDefault(refs, FiberRef.currentContext), Tracer.ParentSpan)
-  if (span._tag === "None" || span.value._tag !== "Span" || !/^[0-9a-f]{32}$/.test(span.value.traceId)) return {}
-  return { traceId: span.value.traceId, spanId: span.value.spanId }
+const traceOf = (fiber: Fiber.Fiber<unknown, unknown>) => {
+  if (fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer) return {}
+  const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+  if (span === undefined || span._tag !== "Span" || !/^[0-9a-f]{32}$/.test(span.traceId)) return {}
+  return { traceId: span.traceId, spanId: span.spanId }
 }
 
 /** A Logger writing each line with `write` (console.log by default) in the given format. */
 export const makeLogger = (format: LogFormat, options: { readonly color?: boolean; readonly write?: (line: string) => void } = {}) => {
   const write = options.write ?? ((line: string) => console.log(line))
   const color = options.color ?? false
-  return Logger.make<unknown, void>(({ annotations, cause, context, date, logLevel, message }) => {
+  return Logger.make<unknown, void>(({ cause, date, fiber, logLevel, message }) => {
     const record: LogRecord = {
       time: date,
       level: logLevel,
       message: Array.isArray(message) ? message : [message],
-      annotations: [...HashMap.toEntries(annotations)],
-      cause: Cause.isEmpty(cause) ? undefined : Cause.pretty(cause),
-      ...traceOf(context)
+      annotations: Object.entries(fiber.getRef(References.CurrentLogAnnotations)),
+      cause: cause.reasons.length === 0 ? undefined : Cause.pretty(cause),
+      ...traceOf(fiber)
     }
     write(format === "json" ? formatJson(record) : formatText(record, color))
   })
@@ -144,9 +142,12 @@ export interface LoggerOptions {
   readonly write?: ((line: string) => void) | undefined
 }
 
+/** The names LOG_LEVEL takes, told apart from Effect's own level names (`Info`). */
+const LEVEL_NAMES: ReadonlySet<string> = new Set(["trace", "debug", "info", "warn", "error", "fatal", "none"])
+
 /** A level by name (or as given); `info` when unset. */
 export const levelOf = (level: LoggerOptions["level"]): LogLevel.LogLevel =>
-  level === undefined ? LogLevel.Info : typeof level === "string" ? Either.getOrThrow(parseLogLevel(level)) : level
+  level === undefined ? "Info" : LEVEL_NAMES.has(level) ? Result.getOrThrow(parseLogLevel(level)) : level as LogLevel.LogLevel
 
 /**
  * Replaces Effect's default logger with the engine's: JSON lines, or readable lines on a
@@ -160,9 +161,7 @@ export const layerLogger = (options: LoggerOptions = {}): Layer.Layer<never> => 
   return Layer.merge(
     // Every other logger goes (the default one, or the pretty one a runtime installs); the tracer's
     // stays, which records log lines as events of the current span.
-    Layer.scopedDiscard(
-      Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) => HashSet.add(HashSet.filter(loggers, (l) => l === Logger.tracerLogger), logger))
-    ),
-    Logger.minimumLogLevel(levelOf(options.level))
+    Logger.layer([Logger.tracerLogger, logger]),
+    Layer.succeed(References.MinimumLogLevel, levelOf(options.level))
   )
 }

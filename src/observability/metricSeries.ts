@@ -1,28 +1,36 @@
-import { Metric, MetricKey, type MetricKeyType, MetricLabel } from "effect"
+import { Metric } from "effect"
 import * as Keys from "./metricKeys.js"
 
+/** The metric a key stands for, of one series (its labels). */
+type MetricOf<K extends Keys.MetricKey> = K["type"] extends "Histogram" ? Metric.Histogram<number> : K["type"] extends "Gauge" ? Metric.Gauge<number> : Metric.Counter<number>
+
+/** A key's metric, with the labels given (none: the series without labels). */
+export const metricOf = <K extends Keys.MetricKey>(key: K, attributes?: Metric.Metric.AttributeSet): MetricOf<K> => {
+  const options = { description: key.description, ...(attributes === undefined ? {} : { attributes }) }
+  switch (key.type) {
+    case "Counter":
+      return Metric.counter(key.name, options) as MetricOf<K>
+    case "Gauge":
+      return Metric.gauge(key.name, options) as MetricOf<K>
+    case "Histogram":
+      return Metric.histogram(key.name, { ...options, boundaries: key.boundaries }) as MetricOf<K>
+  }
+}
+
 /**
- * The labelled series of a metric, each made once. `Metric.tagged` makes a metric whose every
- * update joins its labels into a new array, so the registry's lookup makes and hashes a new
- * key each time: a few microseconds on every request and every job. Label values come from
- * bounded sets (routes, statuses, the catalog's models, outcomes), as the registry's series do.
+ * The labelled series of a metric, each made once with its labels (attributes). A metric made
+ * with `Metric.withAttributes` adds them to the context on every update: a few microseconds on
+ * every request and every job. Label values come from bounded sets (routes, statuses, the
+ * catalog's models, outcomes), as the registry's series do.
  */
-const family = <Type extends MetricKeyType.MetricKeyType<any, any>, const Names extends ReadonlyArray<string>>(
-  key: MetricKey.MetricKey<Type>,
-  ...names: Names
-) => {
-  const made = new Map<string, Metric.Metric<Type, MetricKeyType.MetricKeyType.InType<Type>, MetricKeyType.MetricKeyType.OutType<Type>>>()
-  return (...values: { readonly [I in keyof Names]: string }): Metric.Metric<
-    Type,
-    MetricKeyType.MetricKeyType.InType<Type>,
-    MetricKeyType.MetricKeyType.OutType<Type>
-  > => {
+const family = <K extends Keys.MetricKey, const Names extends ReadonlyArray<string>>(key: K, ...names: Names) => {
+  const made = new Map<string, MetricOf<K>>()
+  return (...values: { readonly [I in keyof Names]: string }): MetricOf<K> => {
     // NUL never reaches a label value: the request limits refuse it in every input.
     const id = values.join("\u0000")
     let metric = made.get(id)
     if (metric === undefined) {
-      // In the order Metric.tagged chains would give them: the same key, the same series.
-      metric = Metric.fromMetricKey(MetricKey.taggedWithLabels(key, names.map((name, i) => MetricLabel.make(name, values[i]!))))
+      metric = metricOf(key, Object.fromEntries(names.map((name, i) => [name, values[i]!])))
       made.set(id, metric)
     }
     return metric

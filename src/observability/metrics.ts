@@ -1,4 +1,4 @@
-import { Metric } from "effect"
+import { metricOf } from "./metricSeries.js"
 import * as Keys from "./metricKeys.js"
 
 /**
@@ -8,22 +8,22 @@ import * as Keys from "./metricKeys.js"
  * Their descriptions are in metricKeys.ts.
  */
 
-export const jobsSubmitted = Metric.fromMetricKey(Keys.jobsSubmitted)
-export const jobsFinished = Metric.fromMetricKey(Keys.jobsFinished)
-export const jobsAbandoned = Metric.fromMetricKey(Keys.jobsAbandoned)
-export const pickupSeconds = Metric.fromMetricKey(Keys.pickupSeconds)
-export const runSeconds = Metric.fromMetricKey(Keys.runSeconds)
-export const queuePending = Metric.fromMetricKey(Keys.queuePending)
-export const webhookAttempts = Metric.fromMetricKey(Keys.webhookAttempts)
-export const httpRequests = Metric.fromMetricKey(Keys.httpRequests)
-export const httpDuration = Metric.fromMetricKey(Keys.httpDuration)
-export const poolConnections = Metric.fromMetricKey(Keys.poolConnections)
-export const poolWaiting = Metric.fromMetricKey(Keys.poolWaiting)
-export const providerStarts = Metric.fromMetricKey(Keys.providerStarts)
-export const providerFailures = Metric.fromMetricKey(Keys.providerFailures)
-export const providerFallbacks = Metric.fromMetricKey(Keys.providerFallbacks)
-export const requestsShed = Metric.fromMetricKey(Keys.requestsShed)
-export const providerStartsUnconfirmed = Metric.fromMetricKey(Keys.providerStartsUnconfirmed)
-export const watchedGenerations = Metric.fromMetricKey(Keys.watchedGenerations)
-export const providerPollLagSeconds = Metric.fromMetricKey(Keys.providerPollLagSeconds)
-export const providerPolls = Metric.fromMetricKey(Keys.providerPolls)
+export const jobsSubmitted = metricOf(Keys.jobsSubmitted)
+export const jobsFinished = metricOf(Keys.jobsFinished)
+export const jobsAbandoned = metricOf(Keys.jobsAbandoned)
+export const pickupSeconds = metricOf(Keys.pickupSeconds)
+export const runSeconds = metricOf(Keys.runSeconds)
+export const queuePending = metricOf(Keys.queuePending)
+export const webhookAttempts = metricOf(Keys.webhookAttempts)
+export const httpRequests = metricOf(Keys.httpRequests)
+export const httpDuration = metricOf(Keys.httpDuration)
+export const poolConnections = metricOf(Keys.poolConnections)
+export const poolWaiting = metricOf(Keys.poolWaiting)
+export const providerStarts = metricOf(Keys.providerStarts)
+export const providerFailures = metricOf(Keys.providerFailures)
+export const providerFallbacks = metricOf(Keys.providerFallbacks)
+export const requestsShed = metricOf(Keys.requestsShed)
+export const providerStartsUnconfirmed = metricOf(Keys.providerStartsUnconfirmed)
+export const watchedGenerations = metricOf(Keys.watchedGenerations)
+export const providerPollLagSeconds = metricOf(Keys.providerPollLagSeconds)
+export const providerPolls = metricOf(Keys.providerPolls)

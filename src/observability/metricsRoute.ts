@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Layer, Metric, Option, Redacted } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { InvalidApiKey, Unauthorized } from "../domain/accessRefusals.js"
 import { NotFound } from "../domain/errors.js"
 import { sameSecret } from "../http/authLayers.js"
@@ -18,9 +18,9 @@ export interface MetricsOptions {
   readonly token?: string | Redacted.Redacted<string> | undefined
 }
 
-export class MetricsConfig extends Context.Tag("genjobs/MetricsConfig")<MetricsConfig, {
+export class MetricsConfig extends Context.Service<MetricsConfig, {
   readonly token: Redacted.Redacted<string> | undefined
-}>() {
+}>()("genjobs/MetricsConfig") {
   static readonly layer = (options: MetricsOptions = {}) =>
     Layer.succeed(MetricsConfig, {
       token: options.token === undefined || Redacted.isRedacted(options.token) ? options.token : Redacted.make(options.token)
@@ -31,14 +31,14 @@ export class MetricsConfig extends Context.Tag("genjobs/MetricsConfig")<MetricsC
 const readGauges = Effect.gen(function*() {
   const stats = yield* Effect.serviceOption(StoreStats)
   if (Option.isNone(stats)) return
-  const pending = yield* Effect.either(stats.value.pendingJobs)
-  if (pending._tag === "Left") yield* Effect.logWarning("metrics: pending jobs could not be counted", pending.left.message)
-  yield* Metric.set(queuePending, pending._tag === "Right" ? pending.right : Number.NaN)
+  const pending = yield* Effect.result(stats.value.pendingJobs)
+  if (pending._tag === "Failure") yield* Effect.logWarning("metrics: pending jobs could not be counted", pending.failure.message)
+  yield* Metric.update(queuePending, pending._tag === "Success" ? pending.success : Number.NaN)
   const pool = yield* stats.value.pool
   if (pool === undefined) return
-  yield* Metric.set(poolConnectionsOf("total"), pool.total)
-  yield* Metric.set(poolConnectionsOf("idle"), pool.idle)
-  yield* Metric.set(poolWaiting, pool.waiting)
+  yield* Metric.update(poolConnectionsOf("total"), pool.total)
+  yield* Metric.update(poolConnectionsOf("idle"), pool.idle)
+  yield* Metric.update(poolWaiting, pool.waiting)
 })
 
 /**
@@ -46,7 +46,7 @@ const readGauges = Effect.gen(function*() {
  * first from the store (StoreStats) when it is in context, then the process's own (CPU, memory,
  * event loop, GC: processMetrics.ts). What `/metrics` answers.
  */
-export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(
+export const prometheusMetrics: Effect.Effect<string> = Effect.andThen(
   readGauges,
   Effect.zipWith(Effect.map(Metric.snapshot, renderPrometheus), Effect.promise(processMetricsText), (effectMetrics, processMetrics) => effectMetrics + processMetrics)
 )
@@ -54,17 +54,18 @@ export const prometheusMetrics: Effect.Effect<string> = Effect.zipRight(
 const refuse = (refusal: typeof NotFound | typeof Unauthorized | typeof InvalidApiKey, message: string) => Effect.fail(new refusal({ message }))
 
 /** GET /metrics behind METRICS_TOKEN; off (404) without one. */
-export const MetricsRoute = HttpApiBuilder.Router.use((router) =>
+export const MetricsRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const services = yield* Effect.context<never>()
     const stats = Context.getOption(services as Context.Context<StoreStats>, StoreStats)
-    const token = Option.flatMapNullable(Context.getOption(services as Context.Context<MetricsConfig>, MetricsConfig), (c) => c.token)
+    const token = Option.flatMapNullishOr(Context.getOption(services as Context.Context<MetricsConfig>, MetricsConfig), (c) => c.token)
     if (Option.isSome(token)) startProcessMetrics()
     const collect = Option.match(stats, {
       onNone: () => prometheusMetrics,
       onSome: (s) => Effect.provideService(prometheusMetrics, StoreStats, s)
     })
-    yield* router.get(
+    yield* router.add(
+      "GET",
       "/metrics",
       Effect.gen(function*() {
         if (Option.isNone(token)) return yield* refuse(NotFound, "The metrics endpoint is off: set METRICS_TOKEN to turn it on")

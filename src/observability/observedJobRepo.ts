@@ -6,13 +6,13 @@ import { exporting, inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from 
 import { jobsFinishedOf, jobsSubmittedOf, pickupSecondsOf, runSecondsOf } from "./metricSeries.js"
 import { jobsAbandoned } from "./metrics.js"
 
-type Repo = JobRepo["Type"]
+type Repo = JobRepo["Service"]
 type Outcome = "completed" | "failed" | "cancelled"
 
 const MS = 1_000_000n
 
 const submitted = (job: Job) =>
-  Effect.zipRight(
+  Effect.andThen(
     Effect.logInfo("job submitted", {
       jobId: job.id,
       accountId: job.accountId,
@@ -20,14 +20,14 @@ const submitted = (job: Job) =>
       version: job.version,
       costMicroCents: job.costMicroCents
     }),
-    Metric.increment(jobsSubmittedOf(job.model))
+    Metric.update(jobsSubmittedOf(job.model), 1)
   )
 
 /** A claim of a job: its first (pickup latency measured) or a take-over after a lost lease. */
 const claimed = (job: Job) => {
   const first = job.attempts === 1 && job.startedAt !== null
   const pickupMs = first ? job.startedAt! - job.createdAt : undefined
-  return Effect.zipRight(
+  return Effect.andThen(
     Effect.logInfo(first ? "job started" : "job resumed after a lost lease", {
       jobId: job.id,
       model: job.model,
@@ -75,7 +75,7 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
   return Effect.all([
     line,
     refundedMicroCents > 0 ? Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }) : Effect.void,
-    Metric.increment(jobsFinishedOf(job.model, outcome)),
+    Metric.update(jobsFinishedOf(job.model, outcome), 1),
     runMs === undefined
       ? Effect.void
       : Metric.update(runSecondsOf(job.model, outcome), runMs / 1000)
@@ -111,7 +111,7 @@ const claimSpans = (workerId: string) => <E, R>(claim: Effect.Effect<ReadonlyArr
     Effect.tap(claim, (claimed) =>
       Effect.flatMap(Clock.currentTimeNanos, (end) =>
         Effect.forEach(claimed, (job) =>
-          Effect.zipRight(
+          Effect.andThen(
             job.attempts === 1 && job.startedAt !== null
               ? recordJobSpan("genjobs.job.queued", job.id, BigInt(job.createdAt) * MS, BigInt(job.startedAt) * MS)
               : Effect.void,
@@ -136,9 +136,9 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
     Effect.flatMap(Clock.currentTimeNanos, (start) => repo.submit(command).pipe(
       Effect.tap((outcome) =>
         outcome._tag === "Created"
-          ? Effect.zipRight(
+          ? Effect.andThen(
             Effect.ignore(Effect.map(Effect.currentSpan, (span) => rememberSubmitSpan(outcome.job.id, span))),
-            Effect.zipRight(submitted(outcome.job), outcome.job.status === "processing" ? handedOff(outcome.job, start) : Effect.void)
+            Effect.andThen(submitted(outcome.job), outcome.job.status === "processing" ? handedOff(outcome.job, start) : Effect.void)
           )
           : Effect.logDebug("job submit replayed", { jobId: outcome.job.id })
       ),
@@ -153,7 +153,7 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
       Effect.map(Option.toArray),
       claimSpansOf(options.workerId),
       Effect.tap((jobs) => Effect.forEach(jobs, claimed)),
-      Effect.map((jobs) => Option.fromNullable(jobs[0]))
+      Effect.map((jobs) => Option.fromNullishOr(jobs[0]))
     ),
   claimBatch: (options) =>
     repo.claimBatch(options).pipe(
@@ -198,9 +198,9 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
   reap: (options) =>
     repo.reap(options).pipe(
       Effect.tap((abandoned) =>
-        abandoned === 0 ? Effect.void : Effect.zipRight(
+        abandoned === 0 ? Effect.void : Effect.andThen(
           Effect.logWarning("jobs failed by the reaper: their last attempt's lease ran out; refunded", { count: abandoned }),
-          Metric.incrementBy(jobsAbandoned, abandoned)
+          Metric.update(jobsAbandoned, abandoned)
         )
       )
     )

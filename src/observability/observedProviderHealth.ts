@@ -3,14 +3,14 @@ import { ProviderHealth } from "../services/ProviderHealth.js"
 import { providerFailuresOf, providerFallbacksOf, providerStartsOf, providerStartsUnconfirmedOf } from "./metricSeries.js"
 
 /** ProviderHealth, counted: starts, unconfirmed starts and fallbacks per provider, failures per provider and credential. */
-export const observeProviderHealth = (health: ProviderHealth["Type"]): ProviderHealth["Type"] => ({
+export const observeProviderHealth = (health: ProviderHealth["Service"]): ProviderHealth["Service"] => ({
   ...health,
-  started: (providerId) => Effect.zipRight(health.started(providerId), Metric.increment(providerStartsOf(providerId))),
-  unconfirmed: (providerId) => Effect.zipRight(health.unconfirmed(providerId), Metric.increment(providerStartsUnconfirmedOf(providerId))),
-  fellBack: (providerId) => Effect.zipRight(health.fellBack(providerId), Metric.increment(providerFallbacksOf(providerId))),
+  started: (providerId) => Effect.andThen(health.started(providerId), Metric.update(providerStartsOf(providerId), 1)),
+  unconfirmed: (providerId) => Effect.andThen(health.unconfirmed(providerId), Metric.update(providerStartsUnconfirmedOf(providerId), 1)),
+  fellBack: (providerId) => Effect.andThen(health.fellBack(providerId), Metric.update(providerFallbacksOf(providerId), 1)),
   record: (providerId, credentialId, failed) =>
     failed
-      ? Effect.zipRight(health.record(providerId, credentialId, failed), Metric.increment(providerFailuresOf(providerId, credentialId)))
+      ? Effect.andThen(health.record(providerId, credentialId, failed), Metric.update(providerFailuresOf(providerId, credentialId), 1))
       : health.record(providerId, credentialId, failed)
 })
 

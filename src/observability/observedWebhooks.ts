@@ -21,16 +21,17 @@ const hostOf = (url: string) => {
  * attempt (delivered; attempt failed, with its status or reason and when the next is due;
  * delivery failed after its last attempt), with the job the delivery is about.
  */
-export const observeWebhookDeliveries = (repo: WebhookDeliveryRepo["Type"]): WebhookDeliveryRepo["Type"] => {
+export const observeWebhookDeliveries = (repo: WebhookDeliveryRepo["Service"]): WebhookDeliveryRepo["Service"] => {
   const claimed = new Map<string, { readonly jobId: string; readonly host: string }>()
   return {
     ...repo,
     claimDue: (options) =>
-      Effect.tap(repo.claimDue(options), (delivery) => {
-        if (Option.isNone(delivery)) return
-        if (claimed.size >= IN_FLIGHT_REMEMBERED) claimed.delete(claimed.keys().next().value!)
-        claimed.set(delivery.value.id, { jobId: delivery.value.jobId, host: hostOf(delivery.value.url) })
-      }),
+      Effect.tap(repo.claimDue(options), (delivery) =>
+        Effect.sync(() => {
+          if (Option.isNone(delivery)) return
+          if (claimed.size >= IN_FLIGHT_REMEMBERED) claimed.delete(claimed.keys().next().value!)
+          claimed.set(delivery.value.id, { jobId: delivery.value.jobId, host: hostOf(delivery.value.url) })
+        })),
     recordAttempt: (id, workerId, attempt, outcome) =>
       Effect.tap(repo.recordAttempt(id, workerId, attempt, outcome), (recorded) => {
         const known = claimed.get(id)
@@ -53,7 +54,7 @@ export const observeWebhookDeliveries = (repo: WebhookDeliveryRepo["Type"]): Web
             nextAttemptAt: new Date(outcome.nextAttemptAt).toISOString()
           })
           : Effect.logError("webhook delivery failed", { ...fields, error: attempt.error })
-        return Effect.zipRight(line, Metric.increment(webhookAttemptsOf(label)))
+        return Effect.andThen(line, Metric.update(webhookAttemptsOf(label), 1))
       })
   }
 }
@@ -68,7 +69,7 @@ const jobIdOf = (payload: string): string => {
 }
 
 /** The WebhookSender with a span per attempt, in the job's trace when this process knows it. */
-export const traceWebhookSender = (sender: WebhookSender["Type"]): WebhookSender["Type"] => ({
+export const traceWebhookSender = (sender: WebhookSender["Service"]): WebhookSender["Service"] => ({
   send: (request) =>
     sender.send(request).pipe(
       Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.statusCode)),

@@ -1,5 +1,6 @@
-import { FetchHttpClient } from "@effect/platform"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { ENGINE_VERSION } from "../version.js"
 
 export interface OtlpTracingOptions {
@@ -15,26 +16,17 @@ export interface OtlpTracingOptions {
   readonly exportIntervalMs?: number | undefined
 }
 
-/**
- * Spans exported over OTLP/HTTP through `@effect/opentelemetry` (no OpenTelemetry SDK). That
- * package is an optional peer dependency, loaded only when this layer is built.
- */
+/** Spans exported over OTLP/HTTP through Effect's own exporter (effect/observability; no OpenTelemetry SDK). */
 export const layerOtlpTracing = (options: OtlpTracingOptions): Layer.Layer<never> =>
-  Layer.unwrapEffect(
-    Effect.promise(() => Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")])).pipe(
-      Effect.map(([OtlpTracer, OtlpSerialization]) =>
-        OtlpTracer.layer({
-          url: options.url,
-          resource: {
-            serviceName: options.serviceName ?? "genjobs",
-            serviceVersion: ENGINE_VERSION
-          },
-          headers: options.headers,
-          exportInterval: Duration.millis(options.exportIntervalMs ?? 5_000)
-        }).pipe(
-          Layer.provide(options.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
-          Layer.provide(FetchHttpClient.layer)
-        )
-      )
-    )
+  OtlpTracer.layer({
+    url: options.url,
+    resource: {
+      serviceName: options.serviceName ?? "genjobs",
+      serviceVersion: ENGINE_VERSION
+    },
+    headers: options.headers,
+    exportInterval: Duration.millis(options.exportIntervalMs ?? 5_000)
+  }).pipe(
+    Layer.provide(options.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf),
+    Layer.provide(FetchHttpClient.layer)
   )

@@ -1,4 +1,4 @@
-import { type MetricPair, MetricState, Option } from "effect"
+import type { Metric } from "effect"
 
 /** The media type of the Prometheus text exposition format. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -37,47 +37,49 @@ const sample = (name: string, labels: Labels, value: number | bigint): string =>
   return `${name}${rendered === "" ? "" : `{${rendered}}`} ${formatValue(value)}`
 }
 
-const typeOf = (state: unknown): Family["type"] | undefined =>
-  MetricState.isCounterState(state) || MetricState.isFrequencyState(state)
+const typeOf = (type: Metric.Metric.Type): Family["type"] =>
+  type === "Counter" || type === "Frequency"
     ? "counter"
-    : MetricState.isGaugeState(state)
+    : type === "Gauge"
     ? "gauge"
-    : MetricState.isHistogramState(state)
+    : type === "Histogram"
     ? "histogram"
-    : MetricState.isSummaryState(state)
-    ? "summary"
-    : undefined
+    : "summary"
 
-const samplesOf = (name: string, labels: Labels, state: unknown): Array<string> => {
-  if (MetricState.isCounterState(state)) return [sample(name, labels, state.count)]
-  if (MetricState.isGaugeState(state)) return [sample(name, labels, state.value)]
-  if (MetricState.isFrequencyState(state)) {
-    return [...state.occurrences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, count]) =>
-      sample(name, [...labels, ["key", key]], count)
-    )
+const samplesOf = (name: string, labels: Labels, snapshot: Metric.Metric.Snapshot): Array<string> => {
+  switch (snapshot.type) {
+    case "Counter":
+      return [sample(name, labels, snapshot.state.count)]
+    case "Gauge":
+      return [sample(name, labels, snapshot.state.value)]
+    case "Frequency":
+      return [...snapshot.state.occurrences].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, count]) =>
+        sample(name, [...labels, ["key", key]], count)
+      )
+    case "Histogram": {
+      const { state } = snapshot
+      const buckets = state.buckets.filter(([bound]) => bound !== Number.POSITIVE_INFINITY).map(([bound, count]) =>
+        sample(`${name}_bucket`, [...labels, ["le", formatValue(bound)]], count)
+      )
+      return [
+        ...buckets,
+        // Every histogram ends with the +Inf bucket, which holds every observation.
+        sample(`${name}_bucket`, [...labels, ["le", "+Inf"]], state.count),
+        sample(`${name}_sum`, labels, state.sum),
+        sample(`${name}_count`, labels, state.count)
+      ]
+    }
+    case "Summary": {
+      const { state } = snapshot
+      return [
+        ...state.quantiles.flatMap(([quantile, value]) =>
+          value === undefined ? [] : [sample(name, [...labels, ["quantile", formatValue(quantile)]], value)]
+        ),
+        sample(`${name}_sum`, labels, state.sum),
+        sample(`${name}_count`, labels, state.count)
+      ]
+    }
   }
-  if (MetricState.isHistogramState(state)) {
-    const buckets = state.buckets.filter(([bound]) => bound !== Number.POSITIVE_INFINITY).map(([bound, count]) =>
-      sample(`${name}_bucket`, [...labels, ["le", formatValue(bound)]], count)
-    )
-    return [
-      ...buckets,
-      // Every histogram ends with the +Inf bucket, which holds every observation.
-      sample(`${name}_bucket`, [...labels, ["le", "+Inf"]], state.count),
-      sample(`${name}_sum`, labels, state.sum),
-      sample(`${name}_count`, labels, state.count)
-    ]
-  }
-  if (MetricState.isSummaryState(state)) {
-    return [
-      ...state.quantiles.flatMap(([quantile, value]) =>
-        Option.isSome(value) ? [sample(name, [...labels, ["quantile", formatValue(quantile)]], value.value)] : []
-      ),
-      sample(`${name}_sum`, labels, state.sum),
-      sample(`${name}_count`, labels, state.count)
-    ]
-  }
-  return []
 }
 
 const compareSeries = (a: Labels, b: Labels): number => {
@@ -87,26 +89,25 @@ const compareSeries = (a: Labels, b: Labels): number => {
 }
 
 /**
- * Effect metrics in the Prometheus text exposition format (version 0.0.4): one HELP and TYPE
+ * Effect metrics (Metric.snapshot) in the Prometheus text exposition format (version 0.0.4): one HELP and TYPE
  * line per metric name, then its series sorted by labels. Histograms give cumulative
  * `_bucket{le=...}` lines ending with `le="+Inf"`, then `_sum` and `_count`; frequencies become
  * counters with a `key` label. A name met with two types keeps the first.
  */
-export const renderPrometheus = (pairs: ReadonlyArray<MetricPair.MetricPair.Untyped>): string => {
+export const renderPrometheus = (snapshots: ReadonlyArray<Metric.Metric.Snapshot>): string => {
   const families = new Map<string, Family>()
-  const series = new Map<string, Array<{ readonly labels: Labels; readonly state: unknown }>>()
-  for (const pair of pairs) {
-    const type = typeOf(pair.metricState)
-    if (type === undefined) continue
-    const name = metricName(pair.metricKey.name)
+  const series = new Map<string, Array<{ readonly labels: Labels; readonly snapshot: Metric.Metric.Snapshot }>>()
+  for (const snapshot of snapshots) {
+    const type = typeOf(snapshot.type)
+    const name = metricName(snapshot.id)
     const known = families.get(name)
     if (known !== undefined && known.type !== type) continue
     if (known === undefined) {
-      families.set(name, { name, type, help: Option.getOrUndefined(pair.metricKey.description) })
+      families.set(name, { name, type, help: snapshot.description })
     }
-    const labels = pair.metricKey.tags.map((tag) => [tag.key, tag.value] as const)
+    const labels = Object.entries(snapshot.attributes ?? {})
     const list = series.get(name) ?? []
-    list.push({ labels: [...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), state: pair.metricState })
+    list.push({ labels: labels.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)), snapshot })
     series.set(name, list)
   }
   const out: Array<string> = []
@@ -114,8 +115,8 @@ export const renderPrometheus = (pairs: ReadonlyArray<MetricPair.MetricPair.Unty
     const family = families.get(name)!
     if (family.help !== undefined) out.push(`# HELP ${name} ${escapeHelp(family.help)}`)
     out.push(`# TYPE ${name} ${family.type}`)
-    for (const { labels, state } of series.get(name)!.sort((a, b) => compareSeries(a.labels, b.labels))) {
-      out.push(...samplesOf(name, labels, state))
+    for (const { labels, snapshot } of series.get(name)!.sort((a, b) => compareSeries(a.labels, b.labels))) {
+      out.push(...samplesOf(name, labels, snapshot))
     }
   }
   return out.length === 0 ? "" : `${out.join("\n")}\n`

@@ -1,53 +1,38 @@
-import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Context, DefaultServices, Effect, Exit, FiberRef, Metric, Option, Tracer } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Metric } from "effect"
+import type { Types } from "effect"
+import { HttpRouter, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { httpDurationOf, httpRequestsOf } from "./metricSeries.js"
 
-/** What is learnt about a request while it is served, for its log line. Auth fills the account. */
+/** What is learnt about a request while it is served, for its log line. Auth fills the account, the router the route. */
 interface RequestFacts {
   accountId: string | undefined
+  route: string | undefined
 }
 
-const CurrentRequestFacts = FiberRef.unsafeMake<RequestFacts | undefined>(undefined)
+const CurrentRequestFacts = Context.Reference<RequestFacts | undefined>("genjobs/observability/CurrentRequestFacts", {
+  defaultValue: () => undefined
+})
 
 /** Notes the authenticated account of the request being served, for its log line. */
 export const noteRequestAccount = (accountId: string): Effect.Effect<void> =>
-  Effect.withFiberRuntime((fiber) => {
-    const facts = fiber.getFiberRef(CurrentRequestFacts)
+  Effect.withFiber((fiber) => {
+    const facts = fiber.getRef(CurrentRequestFacts)
     if (facts !== undefined) facts.accountId = accountId
     return Effect.void
   })
 
 /**
- * Stands in for the HTTP server span when the tracer middleware is off, so the router still
- * says which route answered (it writes `http.route` on the current span). Exports nothing.
+ * Notes the route template that answered the request being served (`/v1/jobs/:jobId`), for its
+ * log line and metrics: read off the fiber's context once the router's handler is done, while
+ * the route it matched is still there (run it inside whatever provides services around the
+ * router, as those give the context back as they end). Nothing when no route matched.
  */
-class RouteProbe implements Tracer.Span {
-  readonly _tag = "Span"
-  readonly name = "http.server"
-  readonly spanId = "0000000000000000"
-  readonly traceId = "00000000000000000000000000000000"
-  readonly parent = Option.none<Tracer.AnySpan>()
-  readonly context = Context.empty()
-  readonly status: Tracer.SpanStatus = { _tag: "Started", startTime: 0n }
-  readonly attributes = new Map<string, unknown>()
-  readonly links: Array<Tracer.SpanLink> = []
-  readonly sampled = false
-  readonly kind = "server" as const
-  end() {}
-  attribute(key: string, value: unknown) {
-    this.attributes.set(key, value)
-  }
-  event() {}
-  addLinks() {}
-}
-
-/** The server span of this request, opened by the platform's tracer middleware, if it is on. */
-const serverSpanOf = (context: Context.Context<never>): Tracer.Span | undefined => {
-  const span = Context.getOption(context, Tracer.ParentSpan)
-  return span._tag === "Some" && span.value._tag === "Span" && span.value.kind === "server" && !span.value.attributes.has("http.route")
-    ? span.value
-    : undefined
-}
+export const noteRequestRoute: Effect.Effect<void> = Effect.withFiber((fiber) => {
+  const facts = fiber.getRef(CurrentRequestFacts)
+  const route = Context.getOrUndefined(fiber.context as Context.Context<HttpRouter.RouteContext>, HttpRouter.RouteContext)
+  if (facts !== undefined && route !== undefined) facts.route = route.route.path
+  return Effect.void
+})
 
 const pathOf = (url: string) => {
   const query = url.indexOf("?")
@@ -58,7 +43,7 @@ const pathOf = (url: string) => {
 const QUIET_ROUTES = new Set(["/health", "/health/ready", "/metrics"])
 
 /** Status of a request that ended without a response: 499 when the client went away, else 500. */
-const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.isInterruptedOnly(cause) ? 499 : 500)
+const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.hasInterruptsOnly(cause) ? 499 : 500)
 
 /**
  * One log line per request (method, route template, path without its query, status, duration,
@@ -67,41 +52,43 @@ const statusOfFailure = (cause: Cause.Cause<unknown>) => (Cause.isInterruptedOnl
  * travel in headers. Unmatched paths share the route label "unmatched", so scanners cannot
  * grow the metrics without bound.
  */
-export const RequestLogMiddleware = HttpApiBuilder.middleware((app) =>
-  Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>((fiber) => {
-    const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-    // Read in place rather than through Clock.currentTimeNanos: two fewer effects per request, same clock.
-    const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
-    const start = clock.unsafeCurrentTimeNanos()
-    const facts: RequestFacts = { accountId: undefined }
-    const span = serverSpanOf(fiber.currentContext)
-    const probe = span === undefined ? new RouteProbe() : undefined
-    const routed = probe === undefined ? app : Effect.withParentSpan(app, probe)
-    return Effect.onExit(Effect.locally(routed, CurrentRequestFacts, facts), (exit) => {
-      const route = String((span ?? probe!).attributes.get("http.route") ?? "unmatched")
-      const status = Exit.isSuccess(exit) ? exit.value.status : statusOfFailure(exit.cause)
-      const seconds = Number(clock.unsafeCurrentTimeNanos() - start) / 1e9
-      const requestId = Exit.isSuccess(exit) ? exit.value.headers["x-request-id"] : undefined
-      const line = {
-        method: request.method,
-        route,
-        path: pathOf(request.url),
-        status,
-        durationMs: Math.round(seconds * 1e4) / 10,
-        ...(requestId === undefined ? {} : { requestId }),
-        ...(facts.accountId === undefined ? {} : { accountId: facts.accountId })
-      }
-      return Effect.zipRight(
-        status >= 500
-          ? Effect.logWarning("http request", line)
-          : QUIET_ROUTES.has(route)
-          ? Effect.logDebug("http request", line)
-          : Effect.logInfo("http request", line),
-        Effect.zipRight(
-          Metric.increment(httpRequestsOf(request.method, route, String(status))),
-          Metric.update(httpDurationOf(request.method, route), seconds)
+export const RequestLogMiddleware = HttpRouter.middleware(
+  (app: Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled>): Effect.Effect<
+    HttpServerResponse.HttpServerResponse,
+    Types.unhandled
+  > =>
+    Effect.withFiber((fiber) => {
+      const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+      // Read in place rather than through Clock.currentTimeNanos: two fewer effects per request, same clock.
+      const clock = fiber.getRef(Clock.Clock)
+      const start = clock.currentTimeNanosUnsafe()
+      const facts: RequestFacts = { accountId: undefined, route: undefined }
+      return Effect.onExit(Effect.provideService(app, CurrentRequestFacts, facts), (exit) => {
+        const route = facts.route ?? "unmatched"
+        const status = Exit.isSuccess(exit) ? exit.value.status : statusOfFailure(exit.cause)
+        const seconds = Number(clock.currentTimeNanosUnsafe() - start) / 1e9
+        const requestId = Exit.isSuccess(exit) ? exit.value.headers["x-request-id"] : undefined
+        const line = {
+          method: request.method,
+          route,
+          path: pathOf(request.url),
+          status,
+          durationMs: Math.round(seconds * 1e4) / 10,
+          ...(requestId === undefined ? {} : { requestId }),
+          ...(facts.accountId === undefined ? {} : { accountId: facts.accountId })
+        }
+        return Effect.andThen(
+          status >= 500
+            ? Effect.logWarning("http request", line)
+            : QUIET_ROUTES.has(route)
+            ? Effect.logDebug("http request", line)
+            : Effect.logInfo("http request", line),
+          Effect.andThen(
+            Metric.update(httpRequestsOf(request.method, route, String(status)), 1),
+            Metric.update(httpDurationOf(request.method, route), seconds)
+          )
         )
-      )
-    })
-  })
+      })
+    }),
+  { global: true }
 )

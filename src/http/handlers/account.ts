@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { Accounts } from "../../services/Accounts.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
@@ -14,6 +14,6 @@ export const AccountHandlers = HttpApiBuilder.group(EngineApi, "account", (handl
           const { account, key } = yield* accounts.overview(yield* CurrentCaller)
           return { account, key: { ...key, expiresAt: key.expiresAt === null ? null : iso(key.expiresAt) } }
         }))
-      .handle("spend", ({ urlParams }) =>
-        Effect.flatMap(CurrentCaller, (caller) => accounts.spend(caller, urlParams)).pipe(Effect.map(spendView)))
+      .handle("spend", ({ query }) =>
+        Effect.flatMap(CurrentCaller, (caller) => accounts.spend(caller, query)).pipe(Effect.map(spendView)))
   }))

@@ -1,5 +1,6 @@
-import { HttpApiBuilder, HttpApp, HttpServerResponse } from "@effect/platform"
-import { Effect, FiberRef, JSONSchema } from "effect"
+import { Effect, JsonSchema, Schema } from "effect"
+import { HttpEffect, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import type { AuditActor } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
 import { Admin } from "../../services/Admin.js"
@@ -13,36 +14,28 @@ import { CurrentRequestId } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
 import { accountView, apiKeyView, spendView, statsView } from "../views.js"
 
-/**
- * Effect marks every "any JSON" spot with the same `$id` ("/schemas/unknown"), which standard
- * validators such as ajv refuse as a duplicate; those ids carry nothing, so they go.
- */
-const withoutPlaceholderIds = (value: unknown): unknown =>
-  Array.isArray(value)
-    ? value.map(withoutPlaceholderIds)
-    : value !== null && typeof value === "object"
-    ? Object.fromEntries(
-      Object.entries(value)
-        .filter(([k, v]) => !(k === "$id" && typeof v === "string" && v.startsWith("/schemas/")))
-        .map(([k, v]) => [k, withoutPlaceholderIds(v)])
-    )
-    : value
-
-/** The catalog document's JSON Schema, derived from the Schema the import decodes with. */
-const catalogJsonSchema = withoutPlaceholderIds(JSONSchema.make(CatalogDocument)) as Record<string, unknown>
+/** The catalog document's JSON Schema (2020-12), derived from the Schema the import decodes with. */
+const catalogJsonSchema = ((): Record<string, unknown> => {
+  // Closed objects, as the import refuses fields it does not know.
+  const { definitions, schema } = Schema.toJsonSchemaDocument(CatalogDocument, { onExcessProperty: "error" })
+  return {
+    $schema: JsonSchema.META_SCHEMA_URI_DRAFT_2020_12,
+    ...schema,
+    ...(Object.keys(definitions).length === 0 ? {} : { $defs: definitions })
+  }
+})()
 
 /** The catalog's revision as this answer's ETag, for the client's If-Match. */
 const withRevisionTag = (revision: number) =>
-  HttpApp.appendPreResponseHandler((_request, response) =>
+  HttpEffect.appendPreResponseHandler((_request, response) =>
     Effect.succeed(HttpServerResponse.setHeader(response, "etag", revisionTag(revision)))
   )
 
 /** The audit log's "who": the admin token's name and this request's id. */
-const actor: Effect.Effect<AuditActor, never, CurrentAdmin> = Effect.zipWith(
-  CurrentAdmin,
-  FiberRef.get(CurrentRequestId),
-  (admin, requestId) => ({ actor: admin.actor, requestId })
-)
+const actor: Effect.Effect<AuditActor, never, CurrentAdmin> = Effect.gen(function*() {
+  const admin = yield* CurrentAdmin
+  return { actor: admin.actor, requestId: yield* CurrentRequestId }
+})
 
 export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers) =>
   Effect.gen(function*() {
@@ -53,7 +46,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
     return handlers
       .handle("replaceCatalog", ({ headers, payload }) =>
         Effect.gen(function*() {
-          const ifRevision = yield* ifMatchRevision(headers["if-match"])
+          const ifRevision = yield* Effect.fromResult(ifMatchRevision(headers["if-match"]))
           const stored = yield* admin.replaceCatalog(payload, yield* actor, ifRevision)
           yield* withRevisionTag(stored.revision)
           return { revision: stored.revision, models: stored.document.models.length }
@@ -62,44 +55,44 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
       .handle("exportCatalog", () =>
         Effect.flatMap(catalog.snapshot, (stored) => Effect.as(withRevisionTag(stored.revision), stored.document)))
       .handle("catalogSchema", () => Effect.succeed(catalogJsonSchema))
-      .handle("listAccounts", ({ urlParams }) =>
-        reads.accounts(urlParams).pipe(
+      .handle("listAccounts", ({ query }) =>
+        reads.accounts(query).pipe(
           Effect.map((page) => ({ accounts: page.items.map(accountListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
       .handle("createAccount", ({ payload }) =>
         Effect.flatMap(actor, (by) => admin.createAccount(payload, by)).pipe(Effect.map(accountView)))
-      .handle("getAccount", ({ path }) => admin.getAccount(path.id).pipe(Effect.map(accountView)))
-      .handle("updateAccount", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.updateAccount(path.id, payload, by)).pipe(Effect.map(accountView)))
-      .handle("listKeys", ({ path }) =>
-        reads.keys(path.id).pipe(Effect.map((keys) => ({ keys: keys.map(apiKeyView) }))))
-      .handle("ledger", ({ path, urlParams }) =>
-        reads.ledger(path.id, urlParams).pipe(
+      .handle("getAccount", ({ params }) => admin.getAccount(params.id).pipe(Effect.map(accountView)))
+      .handle("updateAccount", ({ params, payload }) =>
+        Effect.flatMap(actor, (by) => admin.updateAccount(params.id, payload, by)).pipe(Effect.map(accountView)))
+      .handle("listKeys", ({ params }) =>
+        reads.keys(params.id).pipe(Effect.map((keys) => ({ keys: keys.map(apiKeyView) }))))
+      .handle("ledger", ({ params, query }) =>
+        reads.ledger(params.id, query).pipe(
           Effect.map((page) => ({ entries: page.items, nextCursor: page.nextCursor, hasMore: page.hasMore }))))
-      .handle("addCredits", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.addCredits(path.id, payload.amountMicroCents, by)).pipe(Effect.map(accountView)))
-      .handle("createKey", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.createKey(path.id, payload, by)).pipe(
+      .handle("addCredits", ({ params, payload }) =>
+        Effect.flatMap(actor, (by) => admin.addCredits(params.id, payload.amountMicroCents, by)).pipe(Effect.map(accountView)))
+      .handle("createKey", ({ params, payload }) =>
+        Effect.flatMap(actor, (by) => admin.createKey(params.id, payload, by)).pipe(
           Effect.map((created) => ({ ...apiKeyView(created.record), key: created.secret }))))
-      .handle("rotateWebhookSecret", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.rotateWebhookSecret(path.id, payload.overlapSeconds, by)).pipe(
+      .handle("rotateWebhookSecret", ({ params, payload }) =>
+        Effect.flatMap(actor, (by) => admin.rotateWebhookSecret(params.id, payload.overlapSeconds, by)).pipe(
           Effect.map(accountView)))
-      .handle("updateKey", ({ path, payload }) =>
-        Effect.flatMap(actor, (by) => admin.updateKey(path.id, payload, by)).pipe(Effect.map(apiKeyView)))
-      .handle("spend", ({ urlParams }) => reads.spend(urlParams).pipe(Effect.map(spendView)))
-      .handle("stats", ({ urlParams }) => reads.stats(urlParams).pipe(Effect.map(statsView)))
-      .handle("deactivateKey", ({ path }) =>
-        Effect.flatMap(actor, (by) => admin.deactivateKey(path.id, by)).pipe(Effect.map(apiKeyView)))
-      .handle("listJobs", ({ urlParams }) =>
-        reads.jobs(urlParams).pipe(
+      .handle("updateKey", ({ params, payload }) =>
+        Effect.flatMap(actor, (by) => admin.updateKey(params.id, payload, by)).pipe(Effect.map(apiKeyView)))
+      .handle("spend", ({ query }) => reads.spend(query).pipe(Effect.map(spendView)))
+      .handle("stats", ({ query }) => reads.stats(query).pipe(Effect.map(statsView)))
+      .handle("deactivateKey", ({ params }) =>
+        Effect.flatMap(actor, (by) => admin.deactivateKey(params.id, by)).pipe(Effect.map(apiKeyView)))
+      .handle("listJobs", ({ query }) =>
+        reads.jobs(query).pipe(
           Effect.map((page) => ({ jobs: page.items.map(adminJobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
-      .handle("getJob", ({ path }) => reads.job(path.jobId).pipe(Effect.map(adminJobView)))
+      .handle("getJob", ({ params }) => reads.job(params.jobId).pipe(Effect.map(adminJobView)))
       .handle("providerHealth", () => Effect.map(health.snapshot, (entries) => ({ providers: entries.map(providerHealthView) })))
-      .handle("listDeliveries", ({ urlParams }) =>
-        reads.deliveries(urlParams).pipe(
+      .handle("listDeliveries", ({ query }) =>
+        reads.deliveries(query).pipe(
           Effect.map((page) => ({ deliveries: page.items.map(adminDeliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
-      .handle("retryDelivery", ({ path }) =>
-        Effect.flatMap(actor, (by) => admin.retryDelivery(path.id, by)).pipe(Effect.map(adminDeliveryView)))
-      .handle("auditLog", ({ urlParams }) =>
-        reads.auditLog(urlParams).pipe(
+      .handle("retryDelivery", ({ params }) =>
+        Effect.flatMap(actor, (by) => admin.retryDelivery(params.id, by)).pipe(Effect.map(adminDeliveryView)))
+      .handle("auditLog", ({ query }) =>
+        reads.auditLog(query).pipe(
           Effect.map((page) => ({ entries: page.items.map(auditEntryView), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
   }))

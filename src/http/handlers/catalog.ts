@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { type CatalogDocument, ModelNotFound } from "../../domain/catalog.js"
 import {
   capabilityGroups,
@@ -43,12 +43,11 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
       )
     return handlers
       .handle("models", () => view((doc, viewer) => visibleModels(doc, viewer).map((m) => catalogListItem(doc, viewer, m))))
-      .handle("model", ({ path }) => model(path.slug))
-      .handle("modelBySlugPath", ({ path }) => model(path["*"]))
+      .handle("model", ({ params }) => model(params.slug))
       .handle("providers", () => view(catalogProviders))
-      .handle("provider", ({ path }) =>
-        view((doc, viewer) => catalogProvider(doc, viewer, path.id)).pipe(
-          Effect.flatMap((detail) => found(detail, NotFound, `No provider "${path.id}"`))
+      .handle("provider", ({ params }) =>
+        view((doc, viewer) => catalogProvider(doc, viewer, params.id)).pipe(
+          Effect.flatMap((detail) => found(detail, NotFound, `No provider "${params.id}"`))
         ))
       .handle("categories", () => view(catalogCategories))
       .handle("capabilityGroups", () => view(capabilityGroups))
@@ -79,13 +78,12 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
       cached(`model ${slug}`, (doc, viewer) => modelDetail(doc, viewer, slug), [ModelNotFound, `No model "${slug}"`])
     return handlers
       .handle("list", () => cached("models", (doc, viewer) => ({ models: modelList(doc, viewer) })))
-      .handle("get", ({ path }) => model(path.modelId))
-      .handle("getBySlugPath", ({ path }) => model(path["*"]))
+      .handle("get", ({ params }) => model(params.modelId))
       .handle("providers", () => cached("providers", (doc, viewer) => ({ providers: providerList(doc, viewer) })))
-      .handle("providerModels", ({ path }) =>
+      .handle("providerModels", ({ params }) =>
         cached(
-          `provider ${path.providerId}`,
-          (doc, viewer) => providerModels(doc, viewer, path.providerId),
-          [NotFound, `No provider "${path.providerId}"`]
+          `provider ${params.providerId}`,
+          (doc, viewer) => providerModels(doc, viewer, params.providerId),
+          [NotFound, `No provider "${params.providerId}"`]
         ))
   }))

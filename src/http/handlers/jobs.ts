@@ -1,5 +1,6 @@
-import { HttpApiBuilder, HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, FiberRef } from "effect"
+import { Clock, Effect } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
 import { RequestId } from "../../domain/ids.js"
 import { JobFollow } from "../../services/JobFollow.js"
 import { Jobs } from "../../services/Jobs.js"
@@ -18,7 +19,7 @@ import { jobListItem, jobView, submitView } from "../views.js"
 const withHeaders = <A>(headers: Record<string, string>, value: A) =>
   Object.keys(headers).length === 0
     ? Effect.succeed(value)
-    : Effect.as(HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers))), value)
+    : Effect.as(HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers))), value)
 
 export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =>
   Effect.gen(function*() {
@@ -32,7 +33,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
       .handle("submit", ({ headers, payload }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
-          const requestId = RequestId.make(yield* FiberRef.get(CurrentRequestId))
+          const requestId = RequestId.make(yield* CurrentRequestId)
           const since = yield* follow.hintMark
           const result = yield* jobs.submit(caller, {
             model: payload.model ?? payload.modelSlug ?? "",
@@ -58,32 +59,32 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           })
           return yield* withHeaders(deprecationHeaders(version, yield* Clock.currentTimeMillis), estimate)
         }))
-      .handle("list", ({ urlParams }) =>
+      .handle("list", ({ query }) =>
         Effect.gen(function*() {
-          const page = yield* jobs.list(yield* CurrentCaller, urlParams)
+          const page = yield* jobs.list(yield* CurrentCaller, query)
           return { jobs: page.jobs.map(jobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }
         }))
-      .handle("get", ({ path }) =>
+      .handle("get", ({ params }) =>
         Effect.gen(function*() {
           // Read off the request rather than declared: a declared header would become a required
           // argument of every typed client's get.
           const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
-          if (wait === undefined) return jobView(yield* jobs.get(yield* CurrentCaller, path.jobId))
+          if (wait === undefined) return jobView(yield* jobs.get(yield* CurrentCaller, params.jobId))
           // Taken before the read: a change the read misses is caught by its hint (JobFollow.add).
           const since = yield* follow.hintMark
-          const job = yield* getWatchedJob(yield* CurrentCaller, path.jobId)
+          const job = yield* getWatchedJob(yield* CurrentCaller, params.jobId)
           return yield* withHeaders(preferenceApplied(wait), jobView(yield* follow.awaitTerminal(job, wait, since)))
         }))
-      .handle("events", ({ headers, path }) =>
+      .handle("events", ({ headers, params }) =>
         Effect.gen(function*() {
           const since = yield* follow.hintMark
           // Checked before the stream starts, so a refusal is the usual JSON error.
-          const job = yield* getWatchedJob(yield* CurrentCaller, path.jobId)
+          const job = yield* getWatchedJob(yield* CurrentCaller, params.jobId)
           return yield* eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]), since)
         }))
-      .handle("cancel", ({ path }) =>
+      .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
-          const outcome = yield* jobs.cancel(yield* CurrentCaller, path.jobId)
+          const outcome = yield* jobs.cancel(yield* CurrentCaller, params.jobId)
           return { jobId: outcome.job.id, status: "cancelled" as const, refundedMicroCents: outcome.refundedMicroCents }
         }))
   }))

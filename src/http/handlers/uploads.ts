@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "@effect/platform"
-import { Effect, FiberRef } from "effect"
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { Uploads } from "../../services/Uploads.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
@@ -8,7 +8,9 @@ import { iso } from "../views.js"
 
 /** Upload answers use the spec's {success, data, requestId} envelope. */
 const enveloped = <A>(data: A) =>
-  Effect.map(FiberRef.get(CurrentRequestId), (requestId) => ({ success: true as const, data, requestId }))
+  Effect.gen(function*() {
+    return { success: true as const, data, requestId: yield* CurrentRequestId }
+  })
 
 export const UploadsHandlers = HttpApiBuilder.group(EngineApi, "uploads", (handlers) =>
   Effect.gen(function*() {
@@ -19,9 +21,9 @@ export const UploadsHandlers = HttpApiBuilder.group(EngineApi, "uploads", (handl
           const result = yield* uploads.presign(yield* CurrentCaller, payload)
           return yield* enveloped({ ...result, expiresAt: iso(result.expiresAt) })
         }))
-      .handle("get", ({ path }) =>
+      .handle("get", ({ params }) =>
         Effect.gen(function*() {
-          const u = yield* uploads.get(yield* CurrentCaller, path.id)
+          const u = yield* uploads.get(yield* CurrentCaller, params.id)
           return yield* enveloped({
             id: u.id,
             filename: u.filename,

@@ -1,5 +1,5 @@
-import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
 import { Webhooks } from "../../services/Webhooks.js"
 import { EngineApi } from "../Api.js"
 import { CurrentCaller } from "../middleware.js"
@@ -9,13 +9,13 @@ export const WebhooksHandlers = HttpApiBuilder.group(EngineApi, "webhooks", (han
   Effect.gen(function*() {
     const webhooks = yield* Webhooks
     return handlers
-      .handle("list", ({ urlParams }) =>
+      .handle("list", ({ query }) =>
         Effect.gen(function*() {
-          const page = yield* webhooks.list(yield* CurrentCaller, urlParams)
+          const page = yield* webhooks.list(yield* CurrentCaller, query)
           return { deliveries: page.deliveries.map(deliveryView), nextCursor: page.nextCursor, hasMore: page.hasMore }
         }))
-      .handle("retry", ({ path }) =>
+      .handle("retry", ({ params }) =>
         Effect.gen(function*() {
-          return deliveryView(yield* webhooks.retry(yield* CurrentCaller, path.id))
+          return deliveryView(yield* webhooks.retry(yield* CurrentCaller, params.id))
         }))
   }))

@@ -9,13 +9,13 @@ export const AccountOverviewView = Schema.Struct({
     name: Schema.String,
     balanceMicroCents: Schema.Int,
     maxConcurrentJobs: Schema.Int,
-    jobsInFlight: Schema.Int.annotations({ description: "Pending and processing jobs: what counts against maxConcurrentJobs" }),
+    jobsInFlight: Schema.Int.annotate({ description: "Pending and processing jobs: what counts against maxConcurrentJobs" }),
     budget: Schema.NullOr(BudgetStatusView)
   }),
   key: Schema.Struct({
     id: Schema.String,
     name: Schema.String,
-    scopes: Schema.Array(Scope).annotations({ description: "Empty means every scope" }),
+    scopes: Schema.Array(Scope).annotate({ description: "Empty means every scope" }),
     allowedIPs: Schema.Array(Schema.String),
     expiresAt: Schema.NullOr(Schema.String),
     budget: Schema.NullOr(BudgetStatusView)

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Effect, Schema, Struct } from "effect"
 import { AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
 import { Budget } from "../../domain/budget.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
@@ -7,8 +7,7 @@ import { JobError, JobStatus } from "../../domain/job.js"
 import { MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { DeliveryStatus } from "../../domain/webhook.js"
 import { OutputItemView } from "./jobs.js"
-import { PageLimit, StatusFilter } from "./paging.js"
-import { strictBody } from "./strictBody.js"
+import { documentedAs, PageLimit, StatusFilter } from "./paging.js"
 import { DeliveryView } from "./webhooks.js"
 
 export const AccountView = Schema.Struct({
@@ -26,10 +25,10 @@ export const AccountView = Schema.Struct({
   createdAt: Schema.String
 })
 
-export const RotateSecretBody = strictBody(Schema.Struct({
+export const RotateSecretBody = Schema.Struct({
   /** How long the old secret keeps signing beside the new one; a day unless said. */
-  overlapSeconds: Schema.optionalWith(Schema.Number, { default: () => 86_400 })
-}))
+  overlapSeconds: Schema.Number.pipe(Schema.withDecodingDefaultTypeKey(Effect.succeed(86_400)))
+})
 
 export const ApiKeyView = Schema.Struct({
   id: Schema.String,
@@ -44,16 +43,16 @@ export const ApiKeyView = Schema.Struct({
   createdAt: Schema.String
 })
 
-export const CreatedApiKeyView = Schema.extend(ApiKeyView, Schema.Struct({ key: Schema.String }))
+export const CreatedApiKeyView = ApiKeyView.mapFields(Struct.assign({ key: Schema.String }))
 
-export const CreditsBody = strictBody(Schema.Struct({ amountMicroCents: Schema.Number }))
+export const CreditsBody = Schema.Struct({ amountMicroCents: Schema.Number })
 
 /** The admin bodies whose shapes the domain defines, as the API takes them: without unknown fields. */
-export const NewAccountBody = strictBody(NewAccount)
-export const AccountUpdateBody = strictBody(AccountUpdate)
-export const NewApiKeyBody = strictBody(NewApiKey)
-export const ApiKeyUpdateBody = strictBody(ApiKeyUpdate)
-export const CatalogBody = strictBody(CatalogDocument)
+export const NewAccountBody = NewAccount
+export const AccountUpdateBody = AccountUpdate
+export const NewApiKeyBody = NewApiKey
+export const ApiKeyUpdateBody = ApiKeyUpdate
+export const CatalogBody = CatalogDocument
 
 /** A page of the ledger, oldest first; `createdAt` in epoch milliseconds. */
 export const LedgerView = Schema.Struct({
@@ -67,11 +66,11 @@ export const IdPath = Schema.Struct({ id: Schema.String })
 export const CatalogImportResult = Schema.Struct({ revision: Schema.Number, models: Schema.Number })
 
 export const CatalogReplaceHeaders = Schema.Struct({
-  "if-match": Schema.optional(Schema.String).annotations({
+  "if-match": Schema.optionalKey(Schema.String.annotate({
     description: "Replace only if the stored catalog is still this revision, as an entity tag (\"7\"): the ETag of " +
       "GET /admin/catalog, or the revision of POST /admin/catalog/diff in quotes. Otherwise 412 PRECONDITION_FAILED " +
       "and nothing changes."
-  })
+  }))
 })
 
 const PartDiff = Schema.Struct({
@@ -82,27 +81,27 @@ const PartDiff = Schema.Struct({
 
 /** What a catalog document would change: ids of each part (models by slug) added, removed and changed. */
 export const CatalogPreviewView = Schema.Struct({
-  revision: Schema.Number.annotations({ description: "The stored catalog's revision the document was compared with" }),
-  unchanged: Schema.Boolean.annotations({ description: "True when replacing would change nothing" }),
+  revision: Schema.Number.annotate({ description: "The stored catalog's revision the document was compared with" }),
+  unchanged: Schema.Boolean.annotate({ description: "True when replacing would change nothing" }),
   diff: Schema.Struct({ categories: PartDiff, capabilities: PartDiff, providers: PartDiff, models: PartDiff })
 })
 
-const pageOf = <K extends string, S extends Schema.Schema.Any>(key: K, item: S) =>
+const pageOf = <K extends string, S extends Schema.Top>(key: K, item: S) =>
   Schema.Struct({ [key]: Schema.Array(item), nextCursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean } as {
-    [P in K]: Schema.Array$<S>
-  } & { nextCursor: Schema.NullOr<typeof Schema.String>; hasMore: typeof Schema.Boolean })
+    [P in K]: Schema.$Array<S>
+  } & { nextCursor: Schema.NullOr<Schema.String>; hasMore: Schema.Boolean })
 
 const paging = {
-  limit: Schema.optional(PageLimit),
-  cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of the previous page" }))
+  limit: Schema.optionalKey(PageLimit),
+  cursor: Schema.optionalKey(Schema.String.annotate({ description: "The nextCursor of the previous page" }))
 }
 
 /** An account in a list: its settings and balance, without its webhook secrets. */
-export const AccountListItem = AccountView.pipe(Schema.omit("webhookSecret", "previousWebhookSecret", "previousWebhookSecretExpiresAt"))
+export const AccountListItem = AccountView.mapFields(Struct.omit(["webhookSecret", "previousWebhookSecret", "previousWebhookSecretExpiresAt"]))
 
 export const AccountListParams = Schema.Struct({
   ...paging,
-  search: Schema.optional(Schema.String.annotations({ description: "A fragment of the name or the id (ASCII letters without case)" }))
+  search: Schema.optionalKey(Schema.String.annotate({ description: "A fragment of the name or the id (ASCII letters without case)" }))
 })
 
 export const AccountList = pageOf("accounts", AccountListItem)
@@ -110,7 +109,9 @@ export const AccountList = pageOf("accounts", AccountListItem)
 export const KeyList = Schema.Struct({ keys: Schema.Array(ApiKeyView) })
 
 export const LedgerParams = Schema.Struct({
-  limit: Schema.optional(PageLimit.annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE } })),
+  limit: Schema.optionalKey(
+    Schema.FiniteFromString.annotate(documentedAs({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }))
+  ),
   cursor: paging.cursor
 })
 
@@ -128,11 +129,10 @@ export const AdminJobListItem = Schema.Struct({
   completedAt: Schema.NullOr(Schema.String)
 })
 
-export const AdminJobView = Schema.extend(
-  AdminJobListItem,
-  Schema.Struct({
+export const AdminJobView = AdminJobListItem.mapFields(
+  Struct.assign({
     requestId: Schema.String,
-    input: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    input: Schema.Record(Schema.String, Schema.Unknown),
     webhookUrl: Schema.NullOr(Schema.String),
     output: Schema.NullOr(Schema.String),
     outputs: Schema.NullOr(Schema.Array(OutputItemView)),
@@ -148,13 +148,13 @@ export const AdminJobView = Schema.extend(
 )
 
 const time = (description: string) =>
-  Schema.optional(Schema.String.annotations({ description, jsonSchema: { type: "string", format: "date-time" } }))
+  Schema.optionalKey(Schema.String.annotate({ description, format: "date-time" }))
 
 export const AdminJobListParams = Schema.Struct({
   ...paging,
-  accountId: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(JobStatus.literals)),
-  model: Schema.optional(Schema.String.annotations({ description: "A model slug" })),
+  accountId: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(JobStatus.literals)),
+  model: Schema.optionalKey(Schema.String.annotate({ description: "A model slug" })),
   createdFrom: time("Jobs created at or after this ISO 8601 time"),
   createdBefore: time("Jobs created before this ISO 8601 time")
 })
@@ -163,12 +163,12 @@ export const AdminJobList = pageOf("jobs", AdminJobListItem)
 
 export const AdminJobIdPath = Schema.Struct({ jobId: Schema.String })
 
-export const AdminDeliveryView = Schema.extend(DeliveryView, Schema.Struct({ accountId: Schema.String }))
+export const AdminDeliveryView = DeliveryView.mapFields(Struct.assign({ accountId: Schema.String }))
 
 export const AdminDeliveryListParams = Schema.Struct({
   ...paging,
-  accountId: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(DeliveryStatus.literals))
+  accountId: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(DeliveryStatus.literals))
 })
 
 export const AdminDeliveryList = pageOf("deliveries", AdminDeliveryView)
@@ -178,16 +178,16 @@ export const AuditEntryView = Schema.Struct({
   actor: Schema.String,
   action: RecordedAuditAction,
   target: Schema.String,
-  summary: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+  summary: Schema.Record(Schema.String, Schema.Unknown),
   requestId: Schema.NullOr(Schema.String),
   createdAt: Schema.String
 })
 
 export const AuditParams = Schema.Struct({
   ...paging,
-  actor: Schema.optional(Schema.String.annotations({ description: "An admin token's name" })),
-  action: Schema.optional(StatusFilter(AuditAction.literals)),
-  target: Schema.optional(Schema.String.annotations({ description: "An account id, key id, or catalog" }))
+  actor: Schema.optionalKey(Schema.String.annotate({ description: "An admin token's name" })),
+  action: Schema.optionalKey(StatusFilter(AuditAction.literals)),
+  target: Schema.optionalKey(Schema.String.annotate({ description: "An account id, key id, or catalog" }))
 })
 
 export const AuditList = pageOf("entries", AuditEntryView)
@@ -197,7 +197,7 @@ export const ProviderCredentialHealth = Schema.Struct({
   providerId: Schema.String,
   /** The credential's id, never its secret; "default" for a provider with one credential. */
   credentialId: Schema.String,
-  state: Schema.Literal("closed", "open", "half_open"),
+  state: Schema.Literals(["closed", "open", "half_open"]),
   consecutiveFailures: Schema.Number,
   /** When the circuit last opened; null while it is closed. */
   openedAt: Schema.NullOr(Schema.String),

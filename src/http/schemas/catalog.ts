@@ -1,21 +1,20 @@
 import { Schema } from "effect"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 const ProviderRef = Schema.Struct({ id: Schema.String, name: Schema.String, logoUrl: Schema.String })
 
-/** The spec's URLs: the slug's slashes as they are, matched by a wildcard route. */
-export const SlugPath = Schema.Struct({ "*": Schema.String })
 /**
- * The same routes with the slug as one path parameter, the form an OpenAPI document (and the
- * clients generated from it) can express: path parameters hold no `/`, so it is percent-encoded.
+ * A slug as one path parameter, the form an OpenAPI document (and the clients generated from it)
+ * can express: path parameters hold no `/`, so it is percent-encoded. The spec's own URLs, the
+ * slug's slashes as they are, are routed here too (slugPaths.ts).
  */
 export const CatalogSlugPath = Schema.Struct({
-  slug: Schema.String.annotations({
+  slug: Schema.String.annotate({
     description: "provider/model or provider/model/capability, its `/` percent-encoded as %2F (demo%2Fimage-gen)"
   })
 })
 export const ModelIdPath = Schema.Struct({
-  modelId: Schema.String.annotations({
+  modelId: Schema.String.annotate({
     description: "The model's id (its slug, provider/model/capability), its `/` percent-encoded as %2F"
   })
 })
@@ -42,7 +41,7 @@ export const CatalogModelDetail = Schema.Struct({
   inputSchema: JsonObject,
   pricing: JsonObject,
   /** When the served version goes away (ISO 8601); absent when it has no sunset. */
-  sunsetAt: Schema.optional(Schema.String),
+  sunsetAt: Schema.optionalKey(Schema.String),
   siblings: Schema.Array(Schema.Struct({ slug: Schema.String, capability: Schema.String }))
 })
 
@@ -87,7 +86,7 @@ export const ModelItem = Schema.Struct({
   versionCount: Schema.Number,
   currentVersionPricing: Schema.NullOr(JsonObject),
   /** When the current version goes away (ISO 8601); absent when it has no sunset. */
-  currentVersionSunsetAt: Schema.optional(Schema.String)
+  currentVersionSunsetAt: Schema.optionalKey(Schema.String)
 })
 
 export const ModelDetail = Schema.Struct({
@@ -100,7 +99,7 @@ export const ModelDetail = Schema.Struct({
     pricing: JsonObject,
     rateLimits: Schema.Struct({ requestsPerMinute: Schema.Number, requestsPerDay: Schema.Number }),
     /** When the version goes away (ISO 8601): served as disabled from then on. Absent when it has no sunset. */
-    sunsetAt: Schema.optional(Schema.String)
+    sunsetAt: Schema.optionalKey(Schema.String)
   }))
 })
 

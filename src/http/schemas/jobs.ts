@@ -2,42 +2,41 @@ import { Schema } from "effect"
 import { IsoFromMillis } from "../../domain/isoTime.js"
 import { Job, JobStatus, OutputItem } from "../../domain/job.js"
 import { PageLimit, StatusFilter } from "./paging.js"
-import { strictBody } from "./strictBody.js"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
 /** Submit body. modelSlug/modelVersion are accepted as aliases of model/version (docs/decisions.md). */
-export const SubmitBody = strictBody(Schema.Struct({
-  model: Schema.optional(Schema.String),
-  modelSlug: Schema.optional(Schema.String),
-  version: Schema.optional(Schema.String),
-  modelVersion: Schema.optional(Schema.String),
+export const SubmitBody = Schema.Struct({
+  model: Schema.optionalKey(Schema.String),
+  modelSlug: Schema.optionalKey(Schema.String),
+  version: Schema.optionalKey(Schema.String),
+  modelVersion: Schema.optionalKey(Schema.String),
   input: JsonObject,
-  webhookUrl: Schema.optional(Schema.String)
-}))
-
-export const EstimateBody = strictBody(Schema.Struct({
-  model: Schema.optional(Schema.String),
-  modelSlug: Schema.optional(Schema.String),
-  version: Schema.optional(Schema.String),
-  modelVersion: Schema.optional(Schema.String),
-  input: Schema.optional(JsonObject)
-}))
-
-/** `Prefer: wait=N` (RFC 7240): hold the answer until the job is final or N seconds (at most 60) pass. */
-const prefer = Schema.optional(Schema.String).annotations({
-  description: "`wait=N`: answer once the job is completed, failed or cancelled, or after N seconds (at most 60)"
+  webhookUrl: Schema.optionalKey(Schema.String)
 })
 
+export const EstimateBody = Schema.Struct({
+  model: Schema.optionalKey(Schema.String),
+  modelSlug: Schema.optionalKey(Schema.String),
+  version: Schema.optionalKey(Schema.String),
+  modelVersion: Schema.optionalKey(Schema.String),
+  input: Schema.optionalKey(JsonObject)
+})
+
+/** `Prefer: wait=N` (RFC 7240): hold the answer until the job is final or N seconds (at most 60) pass. */
+const prefer = Schema.optionalKey(Schema.String.annotate({
+  description: "`wait=N`: answer once the job is completed, failed or cancelled, or after N seconds (at most 60)"
+}))
+
 export const SubmitHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(Schema.String),
+  "idempotency-key": Schema.optionalKey(Schema.String),
   prefer
 })
 
 export const JobEventsHeaders = Schema.Struct({
-  "last-event-id": Schema.optional(Schema.String).annotations({
+  "last-event-id": Schema.optionalKey(Schema.String.annotate({
     description: "The id of the last event received: the stream resumes after it"
-  })
+  }))
 })
 
 /** A time in the API's answers: ISO 8601, encoded from the domain's epoch milliseconds. */
@@ -52,10 +51,10 @@ const Progress = Schema.Number
  */
 
 /** A struct's encoded side as a struct: each field's JSON, its `fields` at hand for other answers. */
-const jsonStruct = <Fields extends { readonly [key: string]: Schema.Schema.Any }>(struct: Schema.Struct<Fields>) =>
+const jsonStruct = <Fields extends Schema.Struct.Fields>(struct: Schema.Struct<Fields>) =>
   Schema.Struct(
-    Object.fromEntries(Object.entries(struct.fields).map(([key, field]) => [key, Schema.encodedSchema(field)])) as {
-      readonly [K in keyof Fields]: Schema.SchemaClass<Schema.Schema.Encoded<Fields[K]>>
+    Object.fromEntries(Object.entries(struct.fields).map(([key, field]) => [key, Schema.toEncoded(field)])) as {
+      readonly [K in keyof Fields]: Schema.toEncoded<Fields[K]>
     }
   )
 
@@ -103,10 +102,10 @@ export const SubmitWaitedResponse = Schema.Struct({
 })
 
 export const JobListParams = Schema.Struct({
-  limit: Schema.optional(PageLimit),
-  cursor: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(JobStatus.literals)),
-  modelId: Schema.optional(Schema.String.annotations({ description: "A model slug" }))
+  limit: Schema.optionalKey(PageLimit),
+  cursor: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(JobStatus.literals)),
+  modelId: Schema.optionalKey(Schema.String.annotate({ description: "A model slug" }))
 })
 
 export const JobList = Schema.Struct({
@@ -126,7 +125,7 @@ export const CostEstimateView = Schema.Struct({
   estimatedCostMicroCents: Schema.Number,
   breakdown: Schema.Array(Schema.Struct({ component: Schema.String, costMicroCents: Schema.Number })),
   hasDiscount: Schema.Boolean,
-  discounted: Schema.optional(
+  discounted: Schema.optionalKey(
     Schema.Struct({ type: Schema.String, percentage: Schema.Number, savedMicroCents: Schema.Number })
   )
 })

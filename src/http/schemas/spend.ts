@@ -3,8 +3,8 @@ import { BudgetPeriod } from "../../domain/budget.js"
 import { MAX_SPEND_RANGE_DAYS } from "../../domain/spend.js"
 
 const rangeParams = {
-  from: Schema.optional(Schema.String.annotations({ description: "ISO 8601; rollup hours from here (default: 30 days before `to`)" })),
-  to: Schema.optional(Schema.String.annotations({
+  from: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601; rollup hours from here (default: 30 days before `to`)" })),
+  to: Schema.optionalKey(Schema.String.annotate({
     description: `ISO 8601, exclusive (default: the end of the current hour); at most ${MAX_SPEND_RANGE_DAYS} days after \`from\``
   }))
 }
@@ -12,30 +12,30 @@ const rangeParams = {
 /** GET /admin/spend */
 export const AdminSpendParams = Schema.Struct({
   ...rangeParams,
-  groupBy: Schema.optional(Schema.String.annotations({
+  groupBy: Schema.optionalKey(Schema.String.annotate({
     description: "One or two of account, key, model, day, hour, comma-separated (default day); day and hour are UTC"
   })),
-  accountId: Schema.optional(Schema.String)
+  accountId: Schema.optionalKey(Schema.String)
 })
 
 /** GET /v1/account/spend */
 export const AccountSpendParams = Schema.Struct({
   ...rangeParams,
-  groupBy: Schema.optional(Schema.String.annotations({
+  groupBy: Schema.optionalKey(Schema.String.annotate({
     description: "One or two of key, model, day, hour, comma-separated (default day); day and hour are UTC"
   }))
 })
 
 const SpendGroupView = Schema.Struct({
-  account: Schema.optional(Schema.String),
-  key: Schema.optional(Schema.NullOr(Schema.String).annotations({ description: "null: jobs submitted before keys were recorded" })),
-  model: Schema.optional(Schema.String),
-  day: Schema.optional(Schema.String.annotations({ description: "UTC date, YYYY-MM-DD" })),
-  hour: Schema.optional(Schema.String.annotations({ description: "Start of the UTC hour, ISO 8601" })),
+  account: Schema.optionalKey(Schema.String),
+  key: Schema.optionalKey(Schema.NullOr(Schema.String).annotate({ description: "null: jobs submitted before keys were recorded" })),
+  model: Schema.optionalKey(Schema.String),
+  day: Schema.optionalKey(Schema.String.annotate({ description: "UTC date, YYYY-MM-DD" })),
+  hour: Schema.optionalKey(Schema.String.annotate({ description: "Start of the UTC hour, ISO 8601" })),
   chargedMicroCents: Schema.Int,
   refundedMicroCents: Schema.Int,
-  spentMicroCents: Schema.Int.annotations({ description: "charged less refunded" }),
-  jobs: Schema.Int.annotations({ description: "Jobs submitted" }),
+  spentMicroCents: Schema.Int.annotate({ description: "charged less refunded" }),
+  jobs: Schema.Int.annotate({ description: "Jobs submitted" }),
   failed: Schema.Int,
   cancelled: Schema.Int
 })
@@ -53,5 +53,5 @@ export const BudgetStatusView = Schema.Struct({
   limitMicroCents: Schema.Int,
   period: BudgetPeriod,
   spentMicroCents: Schema.Int,
-  resetsAt: Schema.NullOr(Schema.String).annotations({ description: "When the period ends (UTC); null for total" })
+  resetsAt: Schema.NullOr(Schema.String).annotate({ description: "When the period ends (UTC); null for total" })
 })

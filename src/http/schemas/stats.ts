@@ -2,25 +2,25 @@ import { Schema } from "effect"
 
 /** GET /admin/stats */
 export const AdminStatsParams = Schema.Struct({
-  from: Schema.optional(Schema.String.annotations({ description: "ISO 8601; run times of jobs completed from here (default: 24 hours before `to`)" })),
-  to: Schema.optional(Schema.String.annotations({ description: "ISO 8601, exclusive (default: now); at most 366 days after `from`" }))
+  from: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601; run times of jobs completed from here (default: 24 hours before `to`)" })),
+  to: Schema.optionalKey(Schema.String.annotate({ description: "ISO 8601, exclusive (default: now); at most 366 days after `from`" }))
 })
 
 const RunTimesView = Schema.Struct({
   model: Schema.String,
-  jobs: Schema.Int.annotations({ description: "Completed jobs the percentiles are taken over" }),
-  p50Ms: Schema.Int.annotations({ description: "Median run time, from start to end (nearest rank)" }),
+  jobs: Schema.Int.annotate({ description: "Completed jobs the percentiles are taken over" }),
+  p50Ms: Schema.Int.annotate({ description: "Median run time, from start to end (nearest rank)" }),
   p95Ms: Schema.Int
 })
 
 /** The queue now and the run times of the jobs completed in the range. */
 export const StatsView = Schema.Struct({
-  at: Schema.String.annotations({ description: "When the counts were read" }),
-  pendingJobs: Schema.Int.annotations({ description: "Jobs waiting for a worker: the queue's depth" }),
-  processingJobs: Schema.Int.annotations({ description: "Jobs a worker runs now: in flight" }),
+  at: Schema.String.annotate({ description: "When the counts were read" }),
+  pendingJobs: Schema.Int.annotate({ description: "Jobs waiting for a worker: the queue's depth" }),
+  processingJobs: Schema.Int.annotate({ description: "Jobs a worker runs now: in flight" }),
   from: Schema.String,
   to: Schema.String,
-  runTimes: Schema.Array(RunTimesView).annotations({
+  runTimes: Schema.Array(RunTimesView).annotate({
     description: "Per model, over the newest completed jobs of the range (at most 10,000 in all)"
   })
 })

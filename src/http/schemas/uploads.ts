@@ -1,15 +1,14 @@
 import { Schema } from "effect"
-import { strictBody } from "./strictBody.js"
 
 /** Fields stay unknown here so the service can answer the spec's own error codes for them. */
-export const PresignBody = strictBody(Schema.Struct({
-  filename: Schema.optional(Schema.Unknown),
-  contentType: Schema.optional(Schema.Unknown),
+export const PresignBody = Schema.Struct({
+  filename: Schema.optionalKey(Schema.Unknown),
+  contentType: Schema.optionalKey(Schema.Unknown),
   /** Extension: the file's exact length in bytes, bound into the upload URL. */
-  size: Schema.optional(Schema.Unknown)
-}))
+  size: Schema.optionalKey(Schema.Unknown)
+})
 
-const envelope = <A, I>(data: Schema.Schema<A, I>) =>
+const envelope = <S extends Schema.Top>(data: S) =>
   Schema.Struct({ success: Schema.Literal(true), data, requestId: Schema.String })
 
 export const PresignResponse = envelope(Schema.Struct({
@@ -25,7 +24,7 @@ export const UploadResponse = envelope(Schema.Struct({
   filename: Schema.String,
   contentType: Schema.String,
   fileUrl: Schema.String,
-  status: Schema.Literal("pending", "expired"),
+  status: Schema.Literals(["pending", "expired"]),
   createdAt: Schema.String,
   expiresAt: Schema.String
 }))

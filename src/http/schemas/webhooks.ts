@@ -15,17 +15,17 @@ export const DeliveryView = Schema.Struct({
   id: Schema.String,
   jobId: Schema.String,
   url: Schema.String,
-  status: Schema.Literal("pending", "sent", "failed"),
+  status: Schema.Literals(["pending", "sent", "failed"]),
   attempts: Schema.Array(DeliveryAttemptView),
   nextAttemptAt: Schema.NullOr(Schema.String),
   createdAt: Schema.String
 })
 
 export const DeliveryListParams = Schema.Struct({
-  limit: Schema.optional(PageLimit),
-  cursor: Schema.optional(Schema.String),
-  jobId: Schema.optional(Schema.String),
-  status: Schema.optional(StatusFilter(DeliveryStatus.literals))
+  limit: Schema.optionalKey(PageLimit),
+  cursor: Schema.optionalKey(Schema.String),
+  jobId: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(StatusFilter(DeliveryStatus.literals))
 })
 
 export const DeliveryList = Schema.Struct({
