@@ -1,7 +1,7 @@
 import "../quietSqliteWarning.js"
-import { HttpApiBuilder, type HttpApp, HttpMiddleware, type HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, Deferred, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Config, Deferred, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
@@ -15,6 +15,9 @@ import { storeFailureLine } from "./storeFailure.js"
 // Everything the server creates (the database and its -wal/-shm, the data and file directories,
 // stored files, the upload secret) holds secrets or customers' data: readable by its owner only.
 process.umask(0o077)
+
+/** What serves a request once the engine is up (a 503 while it starts, and once it stops). */
+type App = Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest | Scope.Scope>
 
 /** The reason a start failed, on one line, for stderr. */
 class StartFailure {
@@ -53,12 +56,12 @@ const serve = (settings: ServerSettings) =>
       Effect.mapError((cause) => listenFailure(settings, cause))
     )
     // Requests that arrive while the engine starts wait for it, rather than finding no handler.
-    const ready = yield* Deferred.make<HttpApp.Default<never, HttpRouter.HttpRouter.DefaultServices>>()
+    const ready = yield* Deferred.make<App>()
     const front = HttpServer.serve(Effect.flatMap(Deferred.await(ready), (app) => app))
     // Without an exporter the platform's span per request would be made and dropped: skip it.
-    yield* Layer.build(settings.observability.tracing === undefined ? HttpMiddleware.withTracerDisabledWhen(front, () => true) : front).pipe(
-      Effect.provide(listening)
-    )
+    yield* Layer.build(
+      settings.observability.tracing === undefined ? front.pipe(Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true))) : front
+    ).pipe(Effect.provide(listening))
     // Runs before the listener closes, which waits for them: if the start fails or is stopped, those requests get a 503.
     yield* Effect.addFinalizer(() => Deferred.succeed(ready, Effect.succeed(HttpServerResponse.empty({ status: 503 }))))
     yield* Effect.addFinalizer(() => Effect.logInfo("genjobs stopped: workers drained, stores closed"))
@@ -87,10 +90,11 @@ const serve = (settings: ServerSettings) =>
       if (seedDemoOf(settings)) yield* seedIfEmpty
       yield* reportUnregistered
     }).pipe(Effect.provide(engine))
-    const routes = yield* Layer.build(
-      Layer.mergeAll(EngineHttpLive, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(Layer.provide(Layer.succeedContext(engine)))
+    // provideMerge: the router's own middlewares (the request log) run with the engine's services too.
+    const app = yield* HttpRouter.toHttpEffect(
+      EngineHttpLive.pipe(Layer.provideMerge(Layer.merge(Layer.succeedContext(engine), HttpServer.layerServices)))
     )
-    yield* Deferred.succeed(ready, yield* Effect.provide(HttpApiBuilder.httpApp, routes))
+    yield* Deferred.succeed(ready, app)
     const workers = settings.engine.workerConcurrency
     const adminApiOn = Option.isSome(settings.engine.adminToken) || Option.isSome(settings.engine.adminTokens)
     yield* Effect.logInfo("genjobs listening", {

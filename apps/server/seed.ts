@@ -17,7 +17,7 @@ const importCatalog = (document: unknown, source: string, options?: { readonly a
   Effect.gen(function*() {
     const catalog = yield* Catalog
     const stored = yield* catalog.replace(document, undefined, options).pipe(
-      Effect.catchTag("ValidationError", "PreconditionFailed", (error) => {
+      Effect.catchTag(["ValidationError", "PreconditionFailed"], (error) => {
         const reasons = (error.details?.["reasons"] as ReadonlyArray<string> | undefined) ?? []
         return Effect.fail(new Error([`${source}: ${error.message}`, ...reasons.map((r) => `  - ${r}`)].join("\n")))
       })
