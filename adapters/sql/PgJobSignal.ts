@@ -54,9 +54,9 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       onConnected: (reconnected) =>
         reconnected
           ? Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed").pipe(
-            Effect.zipRight(jobs.notify),
-            Effect.zipRight(webhooks.notify),
-            Effect.zipRight(events.publishAll)
+            Effect.andThen(jobs.notify),
+            Effect.andThen(webhooks.notify),
+            Effect.andThen(events.publishAll)
           )
           : Effect.void,
       onDropped: Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
@@ -68,7 +68,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       (calls: ReadonlyArray<ReadonlyArray<JobId>>) =>
         client`SELECT pg_notify(${eventsChannel}, id)
           FROM unnest(ARRAY[${client.csv(calls.flat().map((id) => client`${id}`))}]::text[]) AS id`.pipe(
-          Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
+          Effect.catch((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
           Effect.as(calls.map(() => undefined))
         )
     )
@@ -80,7 +80,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         // NOTIFY); pg_notify() takes them.
         notify: client`SELECT pg_notify(${webhooksChannel}, 'webhooks')`.pipe(
           Effect.asVoid,
-          Effect.catchAll((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
+          Effect.catch((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
         ),
         wait: webhooks.wait
       }),
@@ -89,7 +89,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         publish: (jobIds) => (jobIds.length === 0 ? Effect.void : publishHints(jobIds)),
         publishAll: client`SELECT pg_notify(${eventsChannel}, ${EVERY_JOB})`.pipe(
           Effect.asVoid,
-          Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
+          Effect.catch((error) => Effect.logWarning("could not notify job followers; they will poll", error))
         ),
         subscribe: events.subscribe,
         subscribeAll: events.subscribeAll
@@ -106,7 +106,7 @@ export const makePgWebhookSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) 
 
 /** Both signals and the job hints over the PgClient in context (the stores' pool) and the process's LISTEN connection (PgListener). */
 export const layerPgSignalsOver = (tablePrefix?: string | undefined) =>
-  Layer.scopedContext(
+  Layer.effectContext(
     Effect.map(makePgSignals(tablePrefix), (signals) =>
       Context.make(JobSignal, signals.jobs).pipe(
         Context.add(WebhookSignal, signals.webhooks),
@@ -121,7 +121,7 @@ interface PgSignalOptions {
 }
 
 export const layerPgJobSignal = (options: PgSignalOptions) =>
-  Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
+  Layer.effect(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
     Layer.provide(layerPgListener),
     Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
   )
