@@ -1,5 +1,5 @@
 import { PgClient, PgConnection } from "@effect/sql-pg"
-import { Context, Duration, Effect, Exit, Layer, Pool, Redacted, type Scope, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Pool, Redacted, type Scope, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError, Statement } from "effect/sql"
@@ -81,12 +81,19 @@ interface Pooled {
 
 const rowsOf = (result: PgConnection.Result) => result.rows
 
+/** Whether a statement failed because its session is gone (closed, broken, out of step): the driver then reports a ConnectionError. */
+const lostConnection = (cause: Cause.Cause<SqlError.SqlError>) => {
+  const error = Cause.findErrorOption(cause)
+  return error._tag === "Some" && error.value.reason._tag === "ConnectionError"
+}
+
 /**
  * Runs statements on one session. Each statement that finds the bound on fails after `bound.ms`
  * without an answer: its socket is then destroyed, so a statement still on its way or running
  * never commits behind its caller's 503 (a transaction ends rolled back), and the session is
  * gone from the pool. A statement interrupted in flight retires the session too: the driver
- * cancels it, and a cancel the server did not confirm could still land on the next statement.
+ * cancels it, and a cancel the server did not confirm could still land on the next statement;
+ * so does one that found its session gone, before its caller hands it back to the pool.
  * A stream is not bounded.
  */
 class BoundedConnection implements SqlConnection.Connection {
@@ -107,7 +114,7 @@ class BoundedConnection implements SqlConnection.Connection {
       }, ms)
       const guarded = Effect.onExitPrimitive(statement, (exit) => {
         clearTimeout(timer)
-        return Exit.hasInterrupts(exit) ? this.retire : undefined
+        return exit._tag === "Failure" && (Cause.hasInterrupts(exit.cause) || lostConnection(exit.cause)) ? this.retire : undefined
       })
       if (ms === undefined) return guarded
       return Effect.mapError(guarded, (error) =>
@@ -208,20 +215,28 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
   let pool: Pool.Pool<Pooled, SqlError.SqlError>
   const open = Effect.suspend(() => {
     let socket: Net.Socket | undefined
+    let retire: Effect.Effect<void> | undefined
     // The driver dials through this for the session, and again for each cancel request: the first is the session's.
     const stream = () => {
       // No Nagle: a statement is one write, then a wait for its answer (the driver's own dial does the same).
       const dialed = Net.connect("path" in address ? address : { ...address, noDelay: true })
       // The driver hears the socket's end through its close; under TLS it listens on the TLS socket only.
       dialed.on("error", () => undefined)
-      socket ??= dialed
+      if (socket === undefined) {
+        socket = dialed
+        // Heard before the driver's own close (listeners run in order): a session that drops,
+        // idle or not, leaves the pool before the driver fails the statements on it, whose
+        // callers would otherwise find it idle again at once.
+        dialed.once("close", () => {
+          if (retire !== undefined) runFork(retire)
+        })
+      }
       return dialed
     }
     return Effect.map(PgConnection.make({ ...config, stream }), (session) => {
-      const retire = Effect.suspend(() => Pool.invalidate(pool, pooled))
-      const pooled: Pooled = { session, socket: socket!, connection: new BoundedConnection(session, socket!, bound, retire) }
-      // A connection that drops (idle or not) leaves the pool at once; the next caller opens another.
-      socket!.once("close", () => runFork(retire))
+      const leave = Effect.suspend(() => Pool.invalidate(pool, pooled))
+      const pooled: Pooled = { session, socket: socket!, connection: new BoundedConnection(session, socket!, bound, leave) }
+      retire = leave
       return pooled
     })
   })

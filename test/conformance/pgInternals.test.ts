@@ -1,8 +1,8 @@
 import { PgConnection } from "@effect/sql-pg"
-import { Cause, Effect, Exit, Fiber, Layer, Queue, Redacted } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Queue, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { armStoreTimeout, layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
+import { layerPgClientWithPoolUse, PgStatementBound } from "../../adapters/sql/pgPool.js"
 import { PgPoolUse } from "../../adapters/sql/pgPoolUse.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 
@@ -11,9 +11,12 @@ const url = await freshPostgresUrl()
 
 /** The engine's pool, its statement bound armed at `timeoutMs`. */
 const armedPool = (maxConnections: number, timeoutMs = 60_000) =>
-  Layer.tap(layerPgClientWithPoolUse({ url: Redacted.make(url!), maxConnections, storeTimeoutMs: timeoutMs }), () => armStoreTimeout)
+  Layer.tap(
+    layerPgClientWithPoolUse({ url: Redacted.make(url!), maxConnections, storeTimeoutMs: timeoutMs }),
+    (context) => Context.get(context, PgStatementBound).arm
+  )
 
-const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | PgPoolUse>, layer = armedPool(2)) =>
+const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | PgPoolUse | Scope.Scope>, layer = armedPool(2)) =>
   Effect.runPromise(Effect.scoped(Effect.provide(effect, layer)))
 
 /**
