@@ -76,8 +76,8 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
     return {
       jobs: JobSignal.of({ notify: Effect.void, wait: jobs.wait }),
       webhooks: WebhookSignal.of({
-        // PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters in
-        // NOTIFY); pg_notify() takes them.
+        // A statement of the client's own rather than PgClient.notify, which leases a connection
+        // into a scope of its own for each call.
         notify: client`SELECT pg_notify(${webhooksChannel}, 'webhooks')`.pipe(
           Effect.asVoid,
           Effect.catch((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
