@@ -6,7 +6,9 @@ import { RequestStoreWait } from "../../src/ports/StoreWait.js"
 
 /** One caller queued for a connection. */
 interface Waiter {
-  /** Set while its fiber is suspended, waiting to be woken. */
+  /** A place was freed for it: it takes the place when it runs. */
+  called: boolean
+  /** Set while its fiber is suspended, waiting to be called. */
   wake: ((effect: Effect.Effect<void, SqlError.SqlError>) => void) | undefined
   /** Its bound ran out in the queue: the error it fails with. */
   expired: SqlError.SqlError | undefined
@@ -48,10 +50,10 @@ const busy = (waitMs: number) => {
  * whose commits then wait behind the next thousand lookups. Callers outside any request
  * (workers, sweepers) queue with the requests not started, up to the store timeout.
  *
- * A place that frees wakes the first caller queued, through the scheduler, and that caller
+ * A place that frees calls the first caller queued, through the scheduler, and that caller
  * takes it when it runs: every hand-over runs after the one before it returned, so interrupting
  * thousands of queued callers never recurses through them. An interrupted caller leaves the
- * queue; nothing is held for it.
+ * queue, and a place called for it goes to the next one.
  */
 export const makePoolAdmission = (options: { readonly connections: number; readonly storeTimeoutMs: number }): PoolAdmission => {
   const { connections, storeTimeoutMs } = options
@@ -60,24 +62,30 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
   // Sets keep insertion order: first come, first served within each.
   const underWay = new Set<Waiter>()
   const notStarted = new Set<Waiter>()
-  const first = (): Waiter | undefined => {
-    for (const waiter of underWay) return waiter
-    for (const waiter of notStarted) return waiter
-    return undefined
-  }
   const waiting = () => underWay.size + notStarted.size
+  /** Waiters called that have not taken their place yet: the places freed for them. */
+  let calling = 0
 
-  /**
-   * Wakes the first caller queued when a place is free, on `fiber`'s scheduler rather than in
-   * this call: it takes the place when it runs.
-   */
-  const wakeFirst = (fiber: Fiber.Fiber<unknown, unknown>) => {
-    if (taken >= connections) return
-    const next = first()
-    if (next?.wake === undefined) return
-    const wake = next.wake
-    next.wake = undefined
-    fiber.currentDispatcher.scheduleTask(() => wake(Effect.void), 0)
+  /** Calls waiters of `lane` in order while places are free; answers the places left. */
+  const callIn = (lane: Set<Waiter>, fiber: Fiber.Fiber<unknown, unknown>, free: number) => {
+    for (const waiter of lane) {
+      if (free <= 0) break
+      if (waiter.called) continue
+      waiter.called = true
+      calling++
+      free--
+      const wake = waiter.wake
+      waiter.wake = undefined
+      // On the scheduler rather than in this call: each hand-over runs after the one before it returned.
+      if (wake !== undefined) fiber.currentDispatcher.scheduleTask(() => wake(Effect.void), 0)
+    }
+    return free
+  }
+
+  /** Calls as many waiters as there are free places, those under way first. */
+  const callWaiters = (fiber: Fiber.Fiber<unknown, unknown>) => {
+    const free = connections - taken - calling
+    if (free > 0 && waiting() > 0) callIn(notStarted, fiber, callIn(underWay, fiber, free))
   }
 
   const leave = (fiber: Fiber.Fiber<unknown, unknown>, since: number) => {
@@ -85,7 +93,7 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
     // Only holds while others wait count: those are what a queue moves at, where a migration's
     // or a lone sweep's long hold on an idle pool is not.
     if (waiting() > 0) holdMs = observedHoldMs(holdMs, performance.now() - since)
-    wakeFirst(fiber)
+    callWaiters(fiber)
   }
 
   /** Takes a place and runs `admitted` with when it was taken; queues first when none is free. */
@@ -109,6 +117,7 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
         if (waitMs > boundMs) return Effect.fail(busy(waitMs))
       }
       const waiter: Waiter = {
+        called: false,
         wake: undefined,
         expired: undefined,
         timer: setTimeout(() => {
@@ -121,29 +130,36 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
           wake?.(Effect.fail(waiter.expired))
         }, boundMs)
       }
+      /** Out of the queue; a place called for it and not taken goes to the next one. */
       const remove = () => {
         clearTimeout(waiter.timer)
-        if (lane.delete(waiter)) wakeFirst(fiber)
+        if (!lane.delete(waiter) || !waiter.called) return
+        calling--
+        callWaiters(fiber)
       }
       lane.add(waiter)
+      callWaiters(fiber)
       const turn = restore(Effect.callback<void, SqlError.SqlError>((resume) => {
         if (waiter.expired !== undefined) return resume(Effect.fail(waiter.expired))
-        // It may have been woken while it was not suspended yet.
-        if (taken < connections && first() === waiter) return resume(Effect.void)
+        // It may have been called before it was suspended.
+        if (waiter.called) return resume(Effect.void)
         waiter.wake = resume
         return Effect.sync(() => {
           waiter.wake = undefined
         })
       }))
-      const loop: Effect.Effect<A, E | SqlError.SqlError, R> = Effect.flatMap(turn, () => {
-        if (taken >= connections || first() !== waiter) return loop
+      const admit = Effect.flatMap(turn, () => {
+        // Its bound ran out after it was called, before it ran: the place went to the next one.
+        if (!lane.delete(waiter)) return Effect.fail(waiter.expired!)
+        // The place called for it is its own.
+        clearTimeout(waiter.timer)
+        calling--
         taken++
-        remove()
         if (wait !== undefined) wait.underWay = true
         return admitted(fiber, performance.now())
       })
-      return Effect.onExitPrimitive(loop, (exit) => {
-        // Interrupted or failed while queued: out of the queue, and the next one looks.
+      return Effect.onExitPrimitive(admit, (exit) => {
+        // Interrupted or failed while queued: out of the queue (a no-op once admitted).
         if (exit._tag === "Failure") remove()
         return undefined
       })
