@@ -64,17 +64,18 @@ export const makePgListener = Effect.gen(function*() {
       return user.onConnected(reconnected)
     })
 
-  /** Hands each notification to the users listening on its channel; ends the session when the queue fails. */
+  /**
+   * Hands each notification to the users listening on its channel, a batch at a time (one fiber
+   * per channel, for the session); ends the session when the queue fails.
+   */
   const deliver = (session: Session, channel: string, queue: Queue.Dequeue<PgConnection.Notification, SqlError.SqlError>) =>
-    Effect.forever(Effect.flatMap(Queue.takeAll(queue), (notifications) =>
-      Effect.forEach(notifications, (notification) =>
-        Effect.forEach(
-          [...listening].filter((user) => user.channels.includes(channel)),
-          (user) => user.onNotification(channel, notification.payload),
-          { discard: true }
-        ), { discard: true }))).pipe(
-        Effect.onExit(() => Deferred.succeed(session.ended, undefined))
-      )
+    Effect.forever(Effect.flatMap(Queue.takeAll(queue), (notifications) => {
+      const hearing = [...listening].filter((user) => user.channels.includes(channel))
+      return Effect.forEach(notifications, (notification) =>
+        Effect.forEach(hearing, (user) => user.onNotification(channel, notification.payload), { discard: true }), { discard: true })
+    })).pipe(
+      Effect.onExit(() => Deferred.succeed(session.ended, undefined))
+    )
 
   /** LISTENs the channels of `user` the session does not LISTEN yet; a failure means the connection is going. */
   const listenOn = (session: Session, user: PgChannels) =>
