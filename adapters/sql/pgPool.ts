@@ -185,6 +185,9 @@ const commit = (connection: SqlConnection.Connection): Effect.Effect<void, SqlEr
         : Effect.void
   )
 
+/** What a lent session that turned out dead answers, for another to be lent. */
+const DEAD: unique symbol = Symbol("genjobs/PgPool/dead")
+
 interface PgJson extends Statement.Custom<"PgJson", unknown> {}
 /** What `PgClient.makeCompiler` binds as jsonb. */
 const PgJson = Statement.custom<PgJson>("PgJson")
@@ -243,8 +246,19 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
   pool = yield* Pool.makeWithTTL({ acquire: open, min: 0, max: connections, timeToLive: IDLE_TIMEOUT, timeToLiveStrategy: "usage" })
 
   const admission: PoolAdmission = makePoolAdmission({ connections, storeTimeoutMs: timeoutMs })
-  const checkout: Effect.Effect<Pooled, SqlError.SqlError, Scope.Scope> = Effect.andThen(admission.admitScoped, Pool.get(pool))
-  const borrow: SqlConnection.Borrower = (f) => admission.admit(Pool.use(pool, (pooled) => f(pooled.connection)))
+  // A session the driver found dead a moment ago (its socket destroyed, the close not yet
+  // heard) is dropped at checkout and another taken, rather than failing the statement.
+  const live: Effect.Effect<Pooled, SqlError.SqlError, Scope.Scope> = Effect.flatMap(Pool.get(pool), (pooled) =>
+    pooled.socket.destroyed ? Effect.andThen(Pool.invalidate(pool, pooled), live) : Effect.succeed(pooled))
+  const checkout = Effect.andThen(admission.admitScoped, live)
+  const lend = <A, E, R>(f: (connection: SqlConnection.Connection) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+    Effect.flatMap(
+      Pool.use(pool, (pooled): Effect.Effect<A | typeof DEAD, E, R> =>
+        pooled.socket.destroyed ? Effect.as(Pool.invalidate(pool, pooled), DEAD) : f(pooled.connection)),
+      // TypeScript does not narrow a generic `A | typeof DEAD` by `!== DEAD`: whatever is not DEAD is `f`'s A.
+      (result) => result === DEAD ? lend(f) : Effect.succeed(result as A)
+    )
+  const borrow: SqlConnection.Borrower = (f) => admission.admit(lend(f))
 
   const client = yield* SqlClient.make({
     acquirer: Effect.map(checkout, (pooled) => pooled.connection),

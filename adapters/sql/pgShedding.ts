@@ -148,7 +148,7 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
           waiter.wake = undefined
         })
       }))
-      const admit = Effect.flatMap(turn, () => {
+      const admit = Effect.flatMap(turn, (): Effect.Effect<A, E | SqlError.SqlError, R> => {
         // Its bound ran out after it was called, before it ran: the place went to the next one.
         if (!lane.delete(waiter)) return Effect.fail(waiter.expired!)
         // The place called for it is its own.

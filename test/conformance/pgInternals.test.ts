@@ -66,11 +66,14 @@ describe.skipIf(url === undefined)("the PostgreSQL driver under the store", () =
   it("a pooled connection whose backend is terminated is replaced: the statements after it are served", () =>
     run(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      yield* Effect.all([sql`SELECT 1`, sql`SELECT 1`], { concurrency: 2 })
+      // Idle: the pool drops it once its end is heard.
       yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
         WHERE application_name = 'genjobs' AND datname = current_database() AND pid <> pg_backend_pid()`
-      yield* Effect.all([sql`SELECT 1`, sql`SELECT 1`], { concurrency: 2 })
-      yield* sql`SELECT pg_terminate_backend(pg_backend_pid())`.pipe(Effect.ignore)
       yield* Effect.sleep("50 millis")
+      yield* Effect.all([sql`SELECT 1`, sql`SELECT 1`], { concurrency: 2 })
+      // In use: the statement fails, and the next one is served at once on another connection.
+      expect(Exit.isFailure(yield* Effect.exit(sql`SELECT pg_terminate_backend(pg_backend_pid())`))).toBe(true)
       expect(yield* sql<{ n: number }>`SELECT 1::int AS n`).toEqual([{ n: 1 }])
     })))
 
