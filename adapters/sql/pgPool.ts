@@ -236,10 +236,11 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
       }
       return dialed
     }
+    // `socket` is set once the session is made: the driver dials before anything else.
     return Effect.map(PgConnection.make({ ...config, stream }), (session) => {
-      const leave = Effect.suspend(() => Pool.invalidate(pool, pooled))
-      const pooled: Pooled = { session, socket: socket!, connection: new BoundedConnection(session, socket!, bound, leave) }
-      retire = leave
+      const drop = Effect.suspend(() => Pool.invalidate(pool, pooled))
+      const pooled: Pooled = { session, socket: socket!, connection: new BoundedConnection(session, socket!, bound, drop) }
+      retire = drop
       return pooled
     })
   })
