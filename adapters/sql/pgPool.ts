@@ -271,6 +271,9 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
     prepareTransactionControls: true,
     commit,
     releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
+    // A session that is gone has no transaction left to roll back (the server ended it with the
+    // session): its ROLLBACK would only fail, and SqlClient turns a failed rollback into a defect.
+    isTransaction: (connection) => !(connection instanceof BoundedConnection && connection.socket.destroyed),
     spanAttributes: [
       ["db.system.name", "postgresql"],
       ["db.namespace", new URL(url).pathname.slice(1) || "postgres"],

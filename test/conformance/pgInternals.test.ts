@@ -77,6 +77,43 @@ describe.skipIf(url === undefined)("the PostgreSQL driver under the store", () =
       expect(yield* sql<{ n: number }>`SELECT 1::int AS n`).toEqual([{ n: 1 }])
     })))
 
+  it("backends terminated again and again under load: transactions fail with a SqlError, never a defect, and the pool serves after", () =>
+    run(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`CREATE TABLE killed (id SERIAL PRIMARY KEY)`
+        const until = Date.now() + 1_500
+        const exits: Array<Exit.Exit<unknown, unknown>> = []
+        const transaction = Effect.exit(sql.withTransaction(Effect.andThen(sql`INSERT INTO killed DEFAULT VALUES`, sql`SELECT count(*) FROM killed`)))
+          .pipe(Effect.map((exit) => void exits.push(exit)))
+        const load = Effect.forEach(
+          Array.from({ length: 20 }),
+          () => Effect.whileLoop({ while: () => Date.now() < until, body: () => transaction, step: () => undefined }),
+          { concurrency: "unbounded", discard: true }
+        )
+        const kill = Effect.whileLoop({
+          while: () => Date.now() < until - 300,
+          body: () =>
+            Effect.andThen(
+              PgConnection.make({ url: Redacted.make(url!), applicationName: "genjobs killer" }).pipe(
+                Effect.flatMap((killer) =>
+                  killer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'genjobs' AND datname = current_database()`)
+                ),
+                Effect.scoped
+              ),
+              Effect.sleep("150 millis")
+            ),
+          step: () => undefined
+        })
+        yield* Effect.all([load, kill], { concurrency: 2 })
+        expect(exits.filter((exit) => Exit.isFailure(exit) && Cause.hasDies(exit.cause))).toEqual([])
+        expect(exits.filter(Exit.isFailure).length).toBeGreaterThan(0)
+        yield* Effect.sleep("100 millis")
+        expect(yield* sql<{ n: number }>`SELECT 1::int AS n`).toEqual([{ n: 1 }])
+      }),
+      armedPool(5, 2_000)
+    ))
+
   it("a LISTEN queue fails when its session's backend is terminated (how the listener hears a drop)", () =>
     run(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
