@@ -8,7 +8,7 @@ import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
-import { layerPgListener, PgListener } from "./pgListener.js"
+import { makePgListener, PgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
@@ -120,12 +120,17 @@ interface PgSignalOptions {
   readonly tablePrefix?: string | undefined
 }
 
+// Each with a listener layer of its own (not the `layerPgListener` constant): Effect 4 would share a
+// constant with a store built around it, whose LISTEN connection may be to another database.
 export const layerPgJobSignal = (options: PgSignalOptions) =>
   Layer.effect(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
-    Layer.provide(layerPgListener),
+    Layer.provide(Layer.effect(PgListener, makePgListener)),
     Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
   )
 
 /** Both signals a store provides, over one small pool of their own. */
 export const layerPgSignals = (options: PgSignalOptions) =>
-  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(layerPgListener), Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 })))
+  layerPgSignalsOver(options.tablePrefix).pipe(
+    Layer.provide(Layer.effect(PgListener, makePgListener)),
+    Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
+  )
