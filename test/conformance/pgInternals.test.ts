@@ -1,5 +1,5 @@
 import { PgConnection } from "@effect/sql-pg"
-import { Cause, Context, Effect, Exit, Fiber, Layer, Queue, Redacted, type Scope } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Queue, Redacted, Schedule, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { layerPgClientWithPoolUse, PgStatementBound } from "../../adapters/sql/pgPool.js"
@@ -19,6 +19,13 @@ const armedPool = (maxConnections: number, timeoutMs = 60_000) =>
 const run = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | PgPoolUse | Scope.Scope>, layer = armedPool(2)) =>
   Effect.runPromise(Effect.scoped(Effect.provide(effect, layer)))
 
+/** Checks `holds` every 10 ms until it does, for up to 5 s. */
+const until = (holds: () => boolean) =>
+  Effect.suspend(() => (holds() ? Effect.succeed(true) : Effect.succeed(false))).pipe(
+    Effect.repeat({ schedule: Schedule.spaced("10 millis"), until: (held) => held, times: 500 }),
+    Effect.flatMap((held) => (held ? Effect.void : Effect.die(new Error("not within 5 s"))))
+  )
+
 /**
  * What the store relies on from @effect/sql-pg's sessions and its own pool over them
  * (adapters/sql/pgPool.ts, adapters/sql/pgShedding.ts, adapters/sql/pgListener.ts), checked on the installed release.
@@ -35,11 +42,10 @@ describe.skipIf(url === undefined)("the PostgreSQL driver under the store", () =
     run(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const use = yield* PgPoolUse
-      const holders = yield* Effect.forkChild(Effect.all([sql`SELECT pg_sleep(0.3)`, sql`SELECT pg_sleep(0.3)`], { concurrency: 2 }))
-      yield* Effect.sleep("50 millis")
+      const holders = yield* Effect.forkChild(Effect.all([sql`SELECT pg_sleep(1)`, sql`SELECT pg_sleep(1)`], { concurrency: 2 }))
+      yield* until(() => use().total === 2 && use().idle === 0)
       const queued = yield* Effect.forkChild(Effect.all(Array.from({ length: 5_000 }, (_, i) => sql`SELECT ${i}::int AS n`), { concurrency: "unbounded" }))
-      yield* Effect.sleep("50 millis")
-      expect(use().waiting).toBe(5_000)
+      yield* until(() => use().waiting === 5_000)
       yield* Fiber.interrupt(queued)
       expect(use().waiting).toBe(0)
       yield* Fiber.join(holders)
