@@ -20,8 +20,8 @@ const MAX_RECONNECT_DELAY = Duration.seconds(5)
 export const LISTENER_APPLICATION_NAME = "genjobs listener"
 
 /**
- * The process's one LISTEN connection to PostgreSQL, a session of its own outside the pool,
- * shared by every user of notifications (the job and webhook signals, the stores' change
+ * The process's one LISTEN connection to PostgreSQL, a session of its own outside the pool
+ * (PgClient.listen would hold one of the pool's connections for each channel), shared by every user of notifications (the job and webhook signals, the stores' change
  * hints): one connection for all their channels, not one each. A user added while it is up is
  * LISTENed at once; when it drops (each channel's queue then fails), every user hears
  * `onDropped`, it reconnects with capped backoff, LISTENs every user's channels again and each
