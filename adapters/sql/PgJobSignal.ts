@@ -8,7 +8,7 @@ import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
-import { layerPgListener, PgListener } from "./pgListener.js"
+import { makePgListener, PgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
@@ -54,9 +54,9 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       onConnected: (reconnected) =>
         reconnected
           ? Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed").pipe(
-            Effect.zipRight(jobs.notify),
-            Effect.zipRight(webhooks.notify),
-            Effect.zipRight(events.publishAll)
+            Effect.andThen(jobs.notify),
+            Effect.andThen(webhooks.notify),
+            Effect.andThen(events.publishAll)
           )
           : Effect.void,
       onDropped: Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
@@ -68,7 +68,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       (calls: ReadonlyArray<ReadonlyArray<JobId>>) =>
         client`SELECT pg_notify(${eventsChannel}, id)
           FROM unnest(ARRAY[${client.csv(calls.flat().map((id) => client`${id}`))}]::text[]) AS id`.pipe(
-          Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
+          Effect.catch((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
           Effect.as(calls.map(() => undefined))
         )
     )
@@ -76,11 +76,11 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
     return {
       jobs: JobSignal.of({ notify: Effect.void, wait: jobs.wait }),
       webhooks: WebhookSignal.of({
-        // PgClient.notify sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters in
-        // NOTIFY); pg_notify() takes them.
+        // A statement of the client's own rather than PgClient.notify, which leases a connection
+        // into a scope of its own for each call.
         notify: client`SELECT pg_notify(${webhooksChannel}, 'webhooks')`.pipe(
           Effect.asVoid,
-          Effect.catchAll((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
+          Effect.catch((error) => Effect.logWarning("could not notify webhook dispatchers; they will poll", error))
         ),
         wait: webhooks.wait
       }),
@@ -89,7 +89,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         publish: (jobIds) => (jobIds.length === 0 ? Effect.void : publishHints(jobIds)),
         publishAll: client`SELECT pg_notify(${eventsChannel}, ${EVERY_JOB})`.pipe(
           Effect.asVoid,
-          Effect.catchAll((error) => Effect.logWarning("could not notify job followers; they will poll", error))
+          Effect.catch((error) => Effect.logWarning("could not notify job followers; they will poll", error))
         ),
         subscribe: events.subscribe,
         subscribeAll: events.subscribeAll
@@ -106,7 +106,7 @@ export const makePgWebhookSignal = (tablePrefix: string = DEFAULT_TABLE_PREFIX) 
 
 /** Both signals and the job hints over the PgClient in context (the stores' pool) and the process's LISTEN connection (PgListener). */
 export const layerPgSignalsOver = (tablePrefix?: string | undefined) =>
-  Layer.scopedContext(
+  Layer.effectContext(
     Effect.map(makePgSignals(tablePrefix), (signals) =>
       Context.make(JobSignal, signals.jobs).pipe(
         Context.add(WebhookSignal, signals.webhooks),
@@ -120,12 +120,17 @@ interface PgSignalOptions {
   readonly tablePrefix?: string | undefined
 }
 
+// Each with a listener layer of its own (not the `layerPgListener` constant): Effect 4 would share a
+// constant with a store built around it, whose LISTEN connection may be to another database.
 export const layerPgJobSignal = (options: PgSignalOptions) =>
-  Layer.scoped(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
-    Layer.provide(layerPgListener),
+  Layer.effect(JobSignal, makePgJobSignal(options.tablePrefix)).pipe(
+    Layer.provide(Layer.effect(PgListener, makePgListener)),
     Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
   )
 
 /** Both signals a store provides, over one small pool of their own. */
 export const layerPgSignals = (options: PgSignalOptions) =>
-  layerPgSignalsOver(options.tablePrefix).pipe(Layer.provide(layerPgListener), Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 })))
+  layerPgSignalsOver(options.tablePrefix).pipe(
+    Layer.provide(Layer.effect(PgListener, makePgListener)),
+    Layer.provide(PgClient.layer({ url: Redacted.make(secretValue(options.url)), maxConnections: 1 }))
+  )

@@ -36,8 +36,8 @@ export const makePgStoreChanges = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =
       },
       // Whatever changed before LISTEN took hold was not heard.
       onConnected: (reconnected) =>
-        reconnected ? Effect.zipRight(everything, Effect.logInfo("change notifications restored: LISTEN connection re-subscribed")) : everything,
-      onDropped: Effect.zipRight(
+        reconnected ? Effect.andThen(everything, Effect.logInfo("change notifications restored: LISTEN connection re-subscribed")) : everything,
+      onDropped: Effect.andThen(
         everything,
         Effect.logWarning("change notifications lost: LISTEN connection dropped; reconnecting, caches re-read meanwhile")
       )
@@ -46,4 +46,4 @@ export const makePgStoreChanges = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =
   })
 
 /** Change hints over the process's LISTEN connection (PgListener in context). */
-export const layerPgStoreChanges = (tablePrefix?: string | undefined) => Layer.scoped(StoreChanges, makePgStoreChanges(tablePrefix))
+export const layerPgStoreChanges = (tablePrefix?: string | undefined) => Layer.effect(StoreChanges, makePgStoreChanges(tablePrefix))

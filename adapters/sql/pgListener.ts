@@ -1,6 +1,6 @@
-import { PgClient } from "@effect/sql-pg"
-import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Schedule, type Scope } from "effect"
-import pg from "pg"
+import { PgClient, PgConnection } from "@effect/sql-pg"
+import { Context, Deferred, Duration, Effect, Layer, Queue, Schedule, Scope } from "effect"
+import type { SqlError } from "effect/sql"
 
 /** One user of the process's LISTEN connection: its channels and what it does on each event. */
 export interface PgChannels {
@@ -20,42 +20,40 @@ const MAX_RECONNECT_DELAY = Duration.seconds(5)
 export const LISTENER_APPLICATION_NAME = "genjobs listener"
 
 /**
- * The process's one LISTEN connection to PostgreSQL, held outside the pool (PgClient.listen
- * cannot tell when its connection dies: it then stays silent), shared by every user of
- * notifications (the job and webhook signals, the stores' change hints): one connection for
- * all their channels, not one each. A user added while it is up is LISTENed at once; when it
- * drops, every user hears `onDropped`, it reconnects with capped backoff, LISTENs every user's
- * channels again and each hears `onConnected(true)`.
+ * The process's one LISTEN connection to PostgreSQL, a session of its own outside the pool
+ * (PgClient.listen would hold one of the pool's connections for each channel), shared by every user of notifications (the job and webhook signals, the stores' change
+ * hints): one connection for all their channels, not one each. A user added while it is up is
+ * LISTENed at once; when it drops (each channel's queue then fails), every user hears
+ * `onDropped`, it reconnects with capped backoff, LISTENs every user's channels again and each
+ * hears `onConnected(true)`.
  */
-export class PgListener extends Context.Tag("genjobs/PgListener")<PgListener, {
+export class PgListener extends Context.Service<PgListener, {
   /** Listens on `users.channels` until the scope closes. */
   readonly add: (users: PgChannels) => Effect.Effect<void, never, Scope.Scope>
-}>() {}
+}>()("genjobs/PgListener") {}
 
-const settingsOf = (config: PgClient.PgClientConfig): pg.ClientConfig => ({
-  ...(config.url === undefined ? {} : { connectionString: Redacted.value(config.url) }),
-  ...(config.host === undefined ? {} : { host: config.host }),
-  ...(config.port === undefined ? {} : { port: config.port }),
-  ...(config.database === undefined ? {} : { database: config.database }),
-  ...(config.username === undefined ? {} : { user: config.username }),
-  ...(config.password === undefined ? {} : { password: Redacted.value(config.password) }),
-  ...(config.ssl === undefined ? {} : { ssl: config.ssl }),
-  application_name: LISTENER_APPLICATION_NAME
-})
-
-const listenOn = (connection: pg.Client, channels: ReadonlyArray<string>) =>
-  Effect.tryPromise(async () => {
-    for (const channel of channels) await connection.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
-  })
+/** One connection's state: its session, held for LISTEN, and the channels it LISTENs. */
+interface Session {
+  readonly pinned: PgConnection.PgConnection
+  readonly scope: Scope.Scope
+  readonly channels: Set<string>
+  /** Done when the connection ended: a channel's queue failed, or a LISTEN did. */
+  readonly ended: Deferred.Deferred<void>
+}
 
 /** The shared connection over the PgClient in context's settings; runs on a fiber of the layer's scope. */
 export const makePgListener = Effect.gen(function*() {
-  const settings = settingsOf((yield* PgClient.PgClient).config)
-  const reconnectDelays = Schedule.exponential(Duration.millis(100)).pipe(Schedule.union(Schedule.spaced(MAX_RECONNECT_DELAY)))
+  const settings: PgConnection.Config = {
+    ...(yield* PgClient.PgClient).config,
+    applicationName: LISTENER_APPLICATION_NAME,
+    multiplex: false,
+    prepare: false
+  }
+  const reconnectDelays = Schedule.min([Schedule.exponential(Duration.millis(100)), Schedule.spaced(MAX_RECONNECT_DELAY)])
   const users = new Set<PgChannels>()
   /** The users whose channels the current connection LISTENs, and the connection once every user's are. */
   let listening = new Set<PgChannels>()
-  let current: pg.Client | undefined
+  let current: Session | undefined
   /** Users that heard `onConnected` once: for them a later connection is a reconnection. */
   const connectedBefore = new WeakSet<PgChannels>()
 
@@ -66,35 +64,43 @@ export const makePgListener = Effect.gen(function*() {
       return user.onConnected(reconnected)
     })
 
-  const connect = Effect.acquireRelease(
-    Effect.tryPromise(async () => {
-      const connection = new pg.Client(settings)
-      // A dropped connection is handled through "end" below; an unhandled "error" would crash the process.
-      connection.on("error", () => undefined)
-      try {
-        await connection.connect()
-        return connection
-      } catch (error) {
-        void connection.end().catch(() => undefined)
-        throw error
-      }
-    }),
-    (connection) => Effect.promise(() => connection.end().catch(() => undefined))
-  )
+  /**
+   * Hands each notification to the users listening on its channel, a batch at a time (one fiber
+   * per channel, for the session); ends the session when the queue fails.
+   */
+  const deliver = (session: Session, channel: string, queue: Queue.Dequeue<PgConnection.Notification, SqlError.SqlError>) =>
+    Effect.forever(Effect.flatMap(Queue.takeAll(queue), (notifications) => {
+      const hearing = [...listening].filter((user) => user.channels.includes(channel))
+      return Effect.forEach(notifications, (notification) =>
+        Effect.forEach(hearing, (user) => user.onNotification(channel, notification.payload), { discard: true }), { discard: true })
+    })).pipe(
+      Effect.onExit(() => Deferred.succeed(session.ended, undefined))
+    )
 
-  /** LISTENs every user's channels on `connection`, those added meanwhile included, then tells each. */
-  const listenAll = (connection: pg.Client) =>
+  /** LISTENs the channels of `user` the session does not LISTEN yet; a failure means the connection is going. */
+  const listenOn = (session: Session, user: PgChannels) =>
+    Effect.forEach(user.channels, (channel) => {
+      if (session.channels.has(channel)) return Effect.void
+      session.channels.add(channel)
+      return Effect.flatMap(
+        Scope.provide(session.pinned.listen(channel), session.scope),
+        (queue) => Effect.asVoid(Effect.forkIn(deliver(session, channel, queue), session.scope))
+      )
+    }, { discard: true }).pipe(Effect.onError(() => Deferred.succeed(session.ended, undefined)))
+
+  /** LISTENs every user's channels on `session`, those added meanwhile included, then tells each. */
+  const listenAll = (session: Session) =>
     Effect.gen(function*() {
       listening = new Set()
       for (;;) {
         const left = [...users].filter((user) => !listening.has(user))
         if (left.length === 0) break
         for (const user of left) {
-          yield* listenOn(connection, user.channels)
+          yield* listenOn(session, user)
           listening.add(user)
         }
       }
-      current = connection
+      current = session
       // A snapshot: a user added meanwhile is LISTENed and told by `add` itself.
       yield* Effect.forEach([...listening], connected, { discard: true })
     })
@@ -107,16 +113,12 @@ export const makePgListener = Effect.gen(function*() {
 
   /** One connection, from its connect to its end; fails if it could not LISTEN (then retried). */
   const session = Effect.scoped(Effect.gen(function*() {
-    const connection = yield* connect
-    const ended = yield* Deferred.make<void>()
-    connection.on("notification", (message) => {
-      for (const user of listening) {
-        if (user.channels.includes(message.channel)) Effect.runSync(user.onNotification(message.channel, message.payload ?? ""))
-      }
-    })
-    connection.on("end", () => Deferred.unsafeDone(ended, Exit.void))
-    yield* Effect.onError(listenAll(connection), () => forget)
-    yield* Deferred.await(ended)
+    const connection = yield* PgConnection.make(settings)
+    // Held for the session: every channel is LISTENed through it, and the pool never sees it.
+    const pinned = yield* connection.pin
+    const state: Session = { pinned, scope: yield* Effect.scope, channels: new Set(), ended: yield* Deferred.make<void>() }
+    yield* Effect.onError(listenAll(state), () => forget)
+    yield* Deferred.await(state.ended)
     const dropped = listening
     yield* forget
     yield* Effect.forEach(dropped, (user) => user.onDropped, { discard: true })
@@ -129,13 +131,13 @@ export const makePgListener = Effect.gen(function*() {
     Effect.acquireRelease(
       Effect.suspend(() => {
         users.add(user)
-        const connection = current
+        const session = current
         // Not up yet (or reconnecting): the session LISTENs it with the others.
-        if (connection === undefined) return Effect.void
-        return listenOn(connection, user.channels).pipe(
-          Effect.zipRight(Effect.suspend(() => {
+        if (session === undefined) return Effect.void
+        return listenOn(session, user).pipe(
+          Effect.andThen(Effect.suspend(() => {
             // The connection may have dropped meanwhile: the next one LISTENs it and tells it.
-            if (current !== connection) return Effect.void
+            if (current !== session) return Effect.void
             listening.add(user)
             return connected(user)
           })),
@@ -153,4 +155,4 @@ export const makePgListener = Effect.gen(function*() {
 })
 
 /** The shared LISTEN connection over the PgClient in context's settings. */
-export const layerPgListener = Layer.scoped(PgListener, makePgListener)
+export const layerPgListener = Layer.effect(PgListener, makePgListener)

@@ -1,79 +1,185 @@
-import type Pg from "pg"
+import { Effect, type Fiber, type Scope } from "effect"
+import { SqlError } from "effect/sql"
 import { StoreBusy } from "../../src/domain/errors.js"
 import { expectedWaitMs, observedHoldMs, shedRetryAfterSeconds } from "../../src/domain/storeWait.js"
-import { currentRequestStoreWait } from "../../src/ports/StoreWait.js"
+import { RequestStoreWait } from "../../src/ports/StoreWait.js"
 
-/** What pg-pool 3 answers a waiter whose `connectionTimeoutMillis` ran out in its queue (checked by test/conformance/pgInternals.test.ts). */
-export const POOL_QUEUE_TIMEOUT = "timeout exceeded when trying to connect"
+/** One caller queued for a connection. */
+interface Waiter {
+  /** A place was freed for it: it takes the place when it runs. */
+  called: boolean
+  /** Set while its fiber is suspended, waiting to be called. */
+  wake: ((effect: Effect.Effect<void, SqlError.SqlError>) => void) | undefined
+  /** Its bound ran out in the queue: the error it fails with. */
+  expired: SqlError.SqlError | undefined
+  readonly timer: ReturnType<typeof setTimeout>
+}
 
-type ConnectCallback = (error: Error | undefined, client: Pg.PoolClient | undefined, done: (release?: unknown) => void) => void
+/**
+ * Who may take one of the pool's connections, in which order, and who is shed: the pool
+ * (pgPool.ts) is only asked by callers admitted here, never more at once than it has
+ * connections, so nobody waits inside it.
+ */
+export interface PoolAdmission {
+  /** Runs `use` once admitted; its place goes to the next caller when it ends, however it ends. */
+  readonly admit: <A, E, R>(use: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
+  /** Admitted until the scope closes: a transaction's or a stream's connection outlives one effect. */
+  readonly admitScoped: Effect.Effect<void, SqlError.SqlError, Scope.Scope>
+  /** Callers queued now. */
+  readonly waiting: () => number
+}
+
+const refused = (message: string, cause: unknown) =>
+  new SqlError.SqlError({ reason: new SqlError.ConnectionError({ cause, message, operation: "connect" }) })
+
+/** The SqlError a shed request fails with: its StoreBusy (the 503's Retry-After) is the cause's cause. */
+const busy = (waitMs: number) => {
+  const shed = new StoreBusy({ reason: "store_busy", retryAfterSeconds: shedRetryAfterSeconds(waitMs) })
+  return refused("The store is busy: the request was shed before it reached the database", shed)
+}
 
 /**
  * Sheds requests the pool cannot serve within their bound (`RequestStoreWait`, given by the HTTP
- * layer), failing their first connect with StoreBusy, before anything of them reached the database:
+ * layer), failing their first wait for a connection with StoreBusy, before anything of them
+ * reached the database:
  * - at once when the queue in front of them is longer than the pool serves in the bound, from
  *   the hold times it observes (`expectedWaitMs`);
- * - else when the bound runs out in the queue: pg-pool reads `connectionTimeoutMillis` on each
- *   queued connect, so the connect is queued with the bound, and pg-pool itself takes it out of
- *   the queue when that runs out.
- * A request the pool served once is under way: never shed, and its later connects queue ahead
- * of requests that have not started, behind others under way (with `prioritize`: pg-pool's
- * private queue), else a burst spends the pool on key lookups whose commits then wait behind
- * the next thousand lookups. Callers outside any request (workers, sweepers) queue as before,
- * up to the store timeout. Opening a new connection keeps the store timeout: that is the
- * database's answer, not a queue.
+ * - else when the bound runs out in the queue.
+ * A request admitted once is under way: never shed, and its later waits queue ahead of requests
+ * that have not started, behind others under way, else a burst spends the pool on key lookups
+ * whose commits then wait behind the next thousand lookups. Callers outside any request
+ * (workers, sweepers) queue with the requests not started, up to the store timeout.
+ *
+ * A place that frees calls the first caller queued, through the scheduler, and that caller
+ * takes it when it runs: every hand-over runs after the one before it returned, so interrupting
+ * thousands of queued callers never recurses through them. An interrupted caller leaves the
+ * queue, and a place called for it goes to the next one.
  */
-export const shedRequests = (pool: Pg.Pool, options: { readonly prioritize: boolean }): Pg.Pool => {
-  const connections = pool.options.max ?? 10
+export const makePoolAdmission = (options: { readonly connections: number; readonly storeTimeoutMs: number }): PoolAdmission => {
+  const { connections, storeTimeoutMs } = options
+  let taken = 0
   let holdMs: number | undefined
-  const heldSince = new WeakMap<Pg.PoolClient, number>()
-  pool.on("acquire", (client) => void heldSince.set(client, performance.now()))
-  pool.on("release", (_error, client) => {
-    const since = heldSince.get(client)
+  // Sets keep insertion order: first come, first served within each.
+  const underWay = new Set<Waiter>()
+  const notStarted = new Set<Waiter>()
+  const waiting = () => underWay.size + notStarted.size
+  /** Waiters called that have not taken their place yet: the places freed for them. */
+  let calling = 0
+
+  /** Calls waiters of `lane` in order while places are free; answers the places left. */
+  const callIn = (lane: Set<Waiter>, fiber: Fiber.Fiber<unknown, unknown>, free: number) => {
+    for (const waiter of lane) {
+      if (free <= 0) break
+      if (waiter.called) continue
+      waiter.called = true
+      calling++
+      free--
+      const wake = waiter.wake
+      waiter.wake = undefined
+      // On the scheduler rather than in this call: each hand-over runs after the one before it returned.
+      if (wake !== undefined) fiber.currentDispatcher.scheduleTask(() => wake(Effect.void), 0)
+    }
+    return free
+  }
+
+  /** Calls as many waiters as there are free places, those under way first. */
+  const callWaiters = (fiber: Fiber.Fiber<unknown, unknown>) => {
+    const free = connections - taken - calling
+    if (free > 0 && waiting() > 0) callIn(notStarted, fiber, callIn(underWay, fiber, free))
+  }
+
+  const leave = (fiber: Fiber.Fiber<unknown, unknown>, since: number) => {
+    taken--
     // Only holds while others wait count: those are what a queue moves at, where a migration's
     // or a lone sweep's long hold on an idle pool is not.
-    if (since !== undefined && pool.waitingCount > 0) holdMs = observedHoldMs(holdMs, performance.now() - since)
-  })
-  const busy = (waitMs: number) => new StoreBusy({ reason: "store_busy", retryAfterSeconds: shedRetryAfterSeconds(waitMs) })
-  const connect = pool.connect.bind(pool) as (callback?: ConnectCallback) => unknown
-  const settings = pool.options as { connectionTimeoutMillis?: number | undefined }
-  // pg-pool 3's waiters, first served first (used only with `prioritize`: pgInternals.ts).
-  const queue = options.prioritize ? (pool as unknown as { _pendingQueue?: Array<object> })._pendingQueue : undefined
-  const underWay = new WeakSet<object>()
-  // Connects, and moves the waiter this queued (the last, if any) ahead of those not under way.
-  const connectAhead = (callback: ConnectCallback) => {
-    if (!Array.isArray(queue)) return connect(callback)
-    const before = queue.length
-    const result = connect(callback)
-    if (queue.length === before + 1) {
-      const item = queue.pop()!
-      underWay.add(item)
-      const first = queue.findIndex((waiting) => !underWay.has(waiting))
-      queue.splice(first === -1 ? queue.length : first, 0, item)
-    }
-    return result
+    if (waiting() > 0) holdMs = observedHoldMs(holdMs, performance.now() - since)
+    callWaiters(fiber)
   }
-  ;(pool as { connect: unknown }).connect = (callback?: ConnectCallback) => {
-    const wait = currentRequestStoreWait()
-    if (wait === undefined || typeof callback !== "function") return connect(callback)
-    if (wait.underWay) return connectAhead(callback)
-    const served: ConnectCallback = (error, client, done) => {
-      if (client !== undefined) wait.underWay = true
-      callback(error, client, done)
-    }
-    // A free connection, or room for a new one: nothing to queue for.
-    if (pool.idleCount > 0 || pool.totalCount < connections) return connect(served)
-    const storeTimeout = settings.connectionTimeoutMillis
-    // Never longer than the store timeout: a bound past it waits as workers do.
-    const bound = storeTimeout === undefined || storeTimeout === 0 ? wait.boundMs : Math.min(wait.boundMs, storeTimeout)
-    const waitMs = expectedWaitMs({ waiting: pool.waitingCount, connections, holdMs })
-    if (waitMs > bound) return callback(busy(waitMs), undefined, () => undefined)
-    settings.connectionTimeoutMillis = bound
-    try {
-      return connect((error, client, done) => served(error?.message === POOL_QUEUE_TIMEOUT ? busy(bound) : error, client, done))
-    } finally {
-      settings.connectionTimeoutMillis = storeTimeout
-    }
+
+  /** Takes a place and runs `admitted` with when it was taken; queues first when none is free. */
+  const enter = <A, E, R>(
+    admitted: (fiber: Fiber.Fiber<unknown, unknown>, since: number) => Effect.Effect<A, E, R>,
+    restore: <AX, EX, RX>(effect: Effect.Effect<AX, EX, RX>) => Effect.Effect<AX, EX, RX>
+  ): Effect.Effect<A, E | SqlError.SqlError, R> =>
+    Effect.withFiber((fiber) => {
+      const wait = fiber.getRef(RequestStoreWait)
+      if (taken < connections && waiting() === 0) {
+        taken++
+        if (wait !== undefined) wait.underWay = true
+        return admitted(fiber, performance.now())
+      }
+      const lane = wait?.underWay === true ? underWay : notStarted
+      let boundMs = storeTimeoutMs
+      if (wait !== undefined && !wait.underWay) {
+        // Never longer than the store timeout: a bound past it waits as workers do.
+        boundMs = Math.min(wait.boundMs, storeTimeoutMs)
+        const waitMs = expectedWaitMs({ waiting: waiting(), connections, holdMs })
+        if (waitMs > boundMs) return Effect.fail(busy(waitMs))
+      }
+      const waiter: Waiter = {
+        called: false,
+        wake: undefined,
+        expired: undefined,
+        timer: setTimeout(() => {
+          waiter.expired = lane === notStarted && wait !== undefined
+            ? busy(boundMs)
+            : refused(`The store gave no connection within ${boundMs} ms`, new Error("timeout exceeded when trying to connect"))
+          remove()
+          const wake = waiter.wake
+          waiter.wake = undefined
+          wake?.(Effect.fail(waiter.expired))
+        }, boundMs)
+      }
+      /** Out of the queue; a place called for it and not taken goes to the next one. */
+      const remove = () => {
+        clearTimeout(waiter.timer)
+        if (!lane.delete(waiter) || !waiter.called) return
+        calling--
+        callWaiters(fiber)
+      }
+      lane.add(waiter)
+      callWaiters(fiber)
+      const turn = restore(Effect.callback<void, SqlError.SqlError>((resume) => {
+        if (waiter.expired !== undefined) return resume(Effect.fail(waiter.expired))
+        // It may have been called before it was suspended.
+        if (waiter.called) return resume(Effect.void)
+        waiter.wake = resume
+        return Effect.sync(() => {
+          waiter.wake = undefined
+        })
+      }))
+      const admit = Effect.flatMap(turn, (): Effect.Effect<A, E | SqlError.SqlError, R> => {
+        // Its bound ran out after it was called, before it ran: the place went to the next one.
+        if (!lane.delete(waiter)) return Effect.fail(waiter.expired!)
+        // The place called for it is its own.
+        clearTimeout(waiter.timer)
+        calling--
+        taken++
+        if (wait !== undefined) wait.underWay = true
+        return admitted(fiber, performance.now())
+      })
+      return Effect.onExitPrimitive(admit, (exit) => {
+        // Interrupted or failed while queued: out of the queue (a no-op once admitted).
+        if (exit._tag === "Failure") remove()
+        return undefined
+      })
+    })
+
+  return {
+    admit: (use) =>
+      Effect.uninterruptibleMask((restore) =>
+        enter(
+          (fiber, since) =>
+            Effect.onExitPrimitive(restore(use), () => {
+              leave(fiber, since)
+              return undefined
+            }, true),
+          restore
+        )
+      ),
+    admitScoped: Effect.uninterruptibleMask((restore) =>
+      enter((fiber, since) => Effect.addFinalizer(() => Effect.sync(() => leave(fiber, since))), restore)
+    ),
+    waiting
   }
-  return pool
 }
