@@ -136,7 +136,7 @@ export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<Bl
         for (const key of kept) expect(Option.isSome(yield* blobs.stat(key))).toBe(true)
         expect(yield* blobs.removeByPrefix(["job_a-"])).toBe(0)
         expect(yield* blobs.removeByPrefix([])).toBe(0)
-        expect((yield* Effect.either(blobs.removeByPrefix(["job_c-", ""])))._tag).toBe("Left")
+        expect((yield* Effect.result(blobs.removeByPrefix(["job_c-", ""])))._tag).toBe("Failure")
         expect(Option.isSome(yield* blobs.stat("job_c-0.png"))).toBe(true)
       }))
 

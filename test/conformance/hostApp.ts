@@ -1,4 +1,4 @@
-import { Migrator, SqlClient } from "@effect/sql"
+import { Migrator, SqlClient } from "effect/sql"
 import { Effect } from "effect"
 
 /**

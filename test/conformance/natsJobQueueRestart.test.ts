@@ -18,7 +18,7 @@ const FAIL_FAST_MS = 3_000
 const timed = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
-    const exit = yield* Effect.exit(effect.pipe(Effect.timeoutFail({ duration: "15 seconds", onTimeout: () => new Error("hung") })))
+    const exit = yield* Effect.exit(effect.pipe(Effect.timeoutOrElse({ duration: "15 seconds", orElse: () => Effect.fail(new Error("hung")) })))
     return { exit, ms: (yield* Clock.currentTimeMillis) - started }
   })
 
@@ -67,7 +67,7 @@ if (!available) {
           const first = yield* consumer.receive(1, 5_000)
           expect(first.map((d) => d.jobId)).toEqual([unacked])
           // A receive waiting (nothing left to deliver) when the server dies: its pull request is at the server.
-          const waiting = yield* Effect.fork(timed(consumer.receive(5, 10_000)))
+          const waiting = yield* Effect.forkChild(timed(consumer.receive(5, 10_000)))
           const inFlightBy = (yield* Clock.currentTimeMillis) + 5_000
           while ((yield* Effect.promise(() => waitingPulls(server.url, "genjobs_restart_jobs", "genjobs_restart_workers"))) === 0) {
             expect(yield* Clock.currentTimeMillis).toBeLessThan(inFlightBy)

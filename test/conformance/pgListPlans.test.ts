@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
@@ -148,7 +148,7 @@ if (probe === undefined) {
   })
 } else {
   // One database for the file, seeded once: the plans only read it.
-  const stores = Layer.unwrapEffect(
+  const stores = Layer.unwrap(
     Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
       Layer.merge(layerPostgres({ url: Redacted.make(url!) }), PgClient.layer({ url: Redacted.make(url!) }))
     ))

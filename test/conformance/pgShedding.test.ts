@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Cause, Effect, Exit, Fiber, ManagedRuntime, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
@@ -16,7 +16,7 @@ const HOLD_SECONDS = 1.5
 /** The StoreBusy a failed query was refused with, if it was shed. */
 const shedOf = (exit: Exit.Exit<unknown, unknown>) =>
   Exit.isFailure(exit)
-    ? Option.getOrUndefined(Cause.failureOption(exit.cause)) as { readonly cause?: unknown } | undefined
+    ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) as { readonly cause?: unknown } | undefined
     : undefined
 
 describe.skipIf(url === undefined)("shedRequests on a pool of one connection", () => {

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
@@ -28,7 +28,7 @@ if (probe === undefined) {
   // its own (T0...), so leases follow them here; the database clock has its own tests below.
   /** A fresh store, leases on the suite's clock, beside a raw SQL client to read its tables. */
   const freshStoreWithSql = () =>
-    Layer.unwrapEffect(
+    Layer.unwrap(
       Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
         Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
       ))
@@ -37,7 +37,7 @@ if (probe === undefined) {
   // The suite's bursts (1,000 submits at once on one account) queue for the pool's 10 connections
   // longer than the 5 s a request waits by default before its 503; test/http/storeTimeout.test.ts checks that bound.
   runStoreConformance("postgres", () =>
-    Layer.unwrapEffect(
+    Layer.unwrap(
       Effect.promise(freshPostgresUrl).pipe(
         Effect.map((url) => layerPostgres({ url: Redacted.make(url!), databaseClock: false, storeTimeoutMs: 60_000 }))
       )
@@ -64,7 +64,7 @@ if (probe === undefined) {
         // ...so it has expired for a claimer whose own clock says it has an hour left.
         const taken = Option.getOrThrow(yield* repo.claim({ workerId: "w3", now: Date.now() - HOUR, leaseMs: 60_000, maxAttempts: 3 }))
         expect(taken).toMatchObject({ id: j.id, attempts: 2, leaseOwner: "w3" })
-      }).pipe(Effect.provide(Layer.unwrapEffect(
+      }).pipe(Effect.provide(Layer.unwrap(
         Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))
       ))))
   })
@@ -136,7 +136,7 @@ if (probe === undefined) {
         const peaks: Array<number> = []
         const watcher = Effect.forever(Effect.flatMap(active, (n) => Effect.sync(() => peaks.push(n)))).pipe(Effect.fork)
         const watching = yield* watcher
-        const completers = yield* Effect.fork(Effect.all(repos.map(completer), { concurrency: "unbounded" }))
+        const completers = yield* Effect.forkChild(Effect.all(repos.map(completer), { concurrency: "unbounded" }))
         yield* Effect.all(repos.flatMap((repo, p) => [0, 1, 2].map((lane) => submitter(repo, p * 3 + lane))), { concurrency: "unbounded" })
         submitting = false
         yield* Fiber.join(completers)
@@ -210,7 +210,7 @@ if (probe === undefined) {
     it.live("interrupting 10,000 queries that wait for a connection hands the connections over without overflowing the stack", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const waiting = yield* Effect.forEach(Array.from({ length: 10_000 }), () => Effect.fork(sql`SELECT pg_sleep(0.2)`))
+        const waiting = yield* Effect.forEach(Array.from({ length: 10_000 }), () => Effect.forkChild(sql`SELECT pg_sleep(0.2)`))
         yield* Effect.sleep("50 millis")
         yield* Fiber.interruptAll(waiting)
         // The pool serves again once the sleeping queries end.
@@ -249,7 +249,7 @@ if (probe === undefined) {
         Effect.provide(PgClient.layer({ url: Redacted.make(probe), maxConnections: 1 }))
       )
     const waitedMs = (listener: JobSignal["Type"], maxMs: number) =>
-      Effect.fork(Effect.map(Effect.timed(listener.wait(maxMs)), ([elapsed]) => Duration.toMillis(elapsed)))
+      Effect.forkChild(Effect.map(Effect.timed(listener.wait(maxMs)), ([elapsed]) => Duration.toMillis(elapsed)))
 
     it.live("a job queued in one process wakes a waiter in another, one waiter per job", () =>
       Effect.gen(function*() {
@@ -294,7 +294,7 @@ if (probe === undefined) {
     it.live("refuses an invalid prefix", () =>
       Effect.gen(function*() {
         const exit = yield* Effect.exit(signal("Bad-Prefix"))
-        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)).toMatchObject({ value: { _tag: "TablePrefixError" } })
+        expect(Exit.isFailure(exit) && Cause.findErrorOption(exit.cause)).toMatchObject({ value: { _tag: "TablePrefixError" } })
       }).pipe(Effect.scoped))
 
     it.live("wait gives up after its timeout when nothing is queued", () =>

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient } from "effect/sql"
 import { Effect } from "effect"
 import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"

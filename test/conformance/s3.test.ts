@@ -52,7 +52,7 @@ const openUploads = (bucket: string) => {
   )
 }
 
-runBlobConformance("s3", () => Layer.unwrapEffect(Effect.promise(s3.bucket).pipe(Effect.map(layerS3BlobStore))))
+runBlobConformance("s3", () => Layer.unwrap(Effect.promise(s3.bucket).pipe(Effect.map(layerS3BlobStore))))
 
 describe("s3: presigned upload URLs, used as a browser would", () => {
   let location: Awaited<ReturnType<typeof s3.bucket>>

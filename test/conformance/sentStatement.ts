@@ -1,4 +1,4 @@
-import { Statement } from "@effect/sql"
+import { Statement } from "effect/sql"
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
 
