@@ -23,7 +23,7 @@ export const pieceAt = (i: number) => new Uint8Array(PIECE).map((_, j) => (i * 7
 export const generatedBody = (count: number) => Stream.range(0, count - 1, 1).pipe(Stream.map(pieceAt))
 
 export const sha256Of = (body: Stream.Stream<Uint8Array, unknown>) =>
-  Stream.runFold(body, createHash("sha256"), (hash, bytes) => hash.update(bytes)).pipe(Effect.map((hash) => hash.digest("hex")))
+  Stream.runFold(body, () => createHash("sha256"), (hash, bytes) => hash.update(bytes)).pipe(Effect.map((hash) => hash.digest("hex")))
 
 /** What every BlobStore adapter must do; `makeLayer` gives a fresh store per test. */
 export const runBlobConformance = (name: string, makeLayer: () => Layer.Layer<BlobStore, unknown>) => {

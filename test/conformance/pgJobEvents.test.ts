@@ -44,7 +44,7 @@ if (url === undefined) {
       Layer.build(layerPgSignals({ url: Redacted.make(url) })).pipe(Effect.map((context) => Context.get(context, JobEvents)))
 
     /** Subscribes to `jobId`'s hints, counting them. */
-    const counting = (events: JobEvents["Type"], jobId: string) =>
+    const counting = (events: JobEvents["Service"], jobId: string) =>
       Effect.gen(function*() {
         let hints = 0
         yield* events.subscribe(jobId as JobId, () => hints++)

@@ -32,7 +32,7 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     const query = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT ${name} AS name`).pipe(
       Effect.tap(() => Effect.sync(() => served.push(name)))
     )
-    return runtime.runFork(wait === undefined ? query : Effect.locally(query, RequestStoreWait, wait))
+    return runtime.runFork(wait === undefined ? query : Effect.provideService(query, RequestStoreWait, wait))
   }
 
   it("queues a request under way ahead of the rest and never sheds it; sheds one not started at its bound; callers outside requests wait", async () => {
@@ -51,7 +51,7 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     // A request that has not started, with the bound: shed when the bound runs out.
     const started = performance.now()
     const shed = await runtime.runPromiseExit(
-      Effect.locally(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
+      Effect.provideService(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
     )
     const shedAfter = performance.now() - started
     expect(shedOf(shed)?.cause).toBeInstanceOf(StoreBusy)
@@ -79,7 +79,7 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     expect(await held()).toBe(true)
     const started = performance.now()
     const shed = await runtime.runPromiseExit(
-      Effect.locally(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
+      Effect.provideService(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
     )
     expect(shedOf(shed)?.cause).toBeInstanceOf(StoreBusy)
     // At once: well before the bound would have run out.

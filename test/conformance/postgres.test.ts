@@ -113,14 +113,14 @@ if (probe === undefined) {
           WHERE account_id = ${owner.id} AND status IN ('pending', 'processing')`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
         let submitting = true
         const outcomes: Array<string> = []
-        const submitter = (repo: JobRepo["Type"], lane: number) =>
+        const submitter = (repo: JobRepo["Service"], lane: number) =>
           Effect.forEach(Array.from({ length: 25 }, (_, i) => i), (i) =>
             repo.submit({ job: job(owner.id, { createdAt: T0 + lane * 100 + i }), maxConcurrentJobs: MAX, rateLimits: NO_LIMITS }).pipe(
               Effect.match({ onFailure: (e) => ("code" in e ? String(e.code) : e._tag), onSuccess: (o) => o._tag }),
               Effect.map((outcome) => outcomes.push(outcome))
             ), { discard: true })
         // Claims and ends jobs while the submits run: a completion batch, a failure with its refund, a cancel.
-        const completer = (repo: JobRepo["Type"], p: number) =>
+        const completer = (repo: JobRepo["Service"], p: number) =>
           Effect.gen(function*() {
             for (let round = 0; submitting || (yield* active) > 0; round++) {
               const claimed = yield* repo.claimBatch({ workerId: `c${p}-${round}`, now: T0 + 10_000, leaseMs: 600_000, maxAttempts: 3, limit: 3 })
@@ -248,7 +248,7 @@ if (probe === undefined) {
       Effect.flatMap(PgClient.PgClient, (sql) => sql`SELECT pg_notify(${jobsChannel(tablePrefix)}, 'jobs')`).pipe(
         Effect.provide(PgClient.layer({ url: Redacted.make(probe), maxConnections: 1 }))
       )
-    const waitedMs = (listener: JobSignal["Type"], maxMs: number) =>
+    const waitedMs = (listener: JobSignal["Service"], maxMs: number) =>
       Effect.forkChild(Effect.map(Effect.timed(listener.wait(maxMs)), ([elapsed]) => Duration.toMillis(elapsed)))
 
     it.live("a job queued in one process wakes a waiter in another, one waiter per job", () =>

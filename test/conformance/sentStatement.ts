@@ -10,10 +10,10 @@ import { Effect } from "effect"
 export const sentStatement = <A, E, R>(run: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const sent: Array<readonly [string, ReadonlyArray<unknown>]> = []
-    yield* Effect.exit(run.pipe(Statement.withTransformer((statement) => {
+    yield* Effect.exit(Effect.provideService(run, Statement.CurrentTransformer, (statement) => {
       sent.push(statement.compile())
       return Effect.succeed(statement)
-    })))
+    }))
     expect(sent).toHaveLength(1)
     return sent[0]!
   })
