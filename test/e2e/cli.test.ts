@@ -75,16 +75,17 @@ describe("the genjobs bin", SLOW, () => {
 
   it("serve without its packages names the ones its store needs, and only those", async () => {
     // As if none of the optional peers serve may need were installed.
-    const hidden = { HIDE_PACKAGES: "@effect/platform-node,@effect/sql,@effect/experimental,@effect/sql-pg,pg" }
+    const hidden = { HIDE_PACKAGES: "@effect/platform-node,@effect/sql-pg,pg" }
     const hide = ["--import", "./test/support/hidePackages.mjs"]
     const installLine = (run: Run) => /Install them: npm install (.*)\n$/.exec(run.stderr)?.[1]?.split(" ")
     const sqlite = await cli(["serve"], { ...hidden, DATABASE_URL: undefined, DATA_DIR: tempDataDir() }, hide)
     expect(sqlite.code).toBe(1)
     expect(sqlite.stderr).toMatch(/^error: CONFIG_ERROR: genjobs serve needs packages that are not installed \(Cannot find package '@effect\/platform-node'/)
-    expect(installLine(sqlite)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/experimental"].map(peer))
+    // SQLite's client and migrator are effect's own (effect/sql, node:sqlite): nothing more to install.
+    expect(installLine(sqlite)).toEqual(["@effect/platform-node"].map(peer))
     const postgres = await cli(["serve"], { ...hidden, DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs" }, hide)
     expect(postgres.code).toBe(1)
-    expect(installLine(postgres)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/sql-pg", "pg"].map(peer))
+    expect(installLine(postgres)).toEqual(["@effect/platform-node", "@effect/sql-pg"].map(peer))
     // Drivers that are installed are not named again.
     const platformOnly = await cli(["serve"], { HIDE_PACKAGES: "@effect/platform-node", DATABASE_URL: undefined, DATA_DIR: tempDataDir() }, hide)
     expect([platformOnly.code, installLine(platformOnly)]).toEqual([1, [peer("@effect/platform-node")]])

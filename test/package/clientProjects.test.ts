@@ -1,8 +1,8 @@
 /**
  * genjobs/client from the packed package in apps' own projects, on Node 22 and Node 24: one
  * without effect installed (npm's `--omit=peer`), typechecked strictly with skipLibCheck off, and
- * one on effect 3 that also runs genjobs/client/effect. Each calls an engine on loopback. An app
- * on effect 4 waits for the package's own switch to Effect 4 (issue 39 item 3).
+ * one on effect 4.1, installed without flags, that also runs genjobs/client/effect. Each calls an
+ * engine on loopback.
  */
 import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
@@ -43,15 +43,15 @@ console.log(JSON.stringify({
 }))
 `
 
-/** The same through genjobs/client/effect, in an app on effect 3. */
+/** The same through genjobs/client/effect, in an app on effect 4. */
 const EFFECT_APP = `
-import { FetchHttpClient } from "@effect/platform"
 import { Effect } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { makeEffectClient } from "genjobs/client/effect"
 const program = Effect.gen(function*() {
   const client = yield* makeEffectClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY })
-  const model = yield* client.models.get({ path: { modelId: encodeURIComponent("demo/image-gen/text-to-image") } })
-  const missing = yield* client.jobs.get({ path: { jobId: "job_nope" } }).pipe(Effect.flip)
+  const model = yield* client.models.get({ params: { modelId: encodeURIComponent("demo/image-gen/text-to-image") } })
+  const missing = yield* client.jobs.get({ params: { jobId: "job_nope" } }).pipe(Effect.flip)
   return { model: model.id, missing: missing.error.code }
 })
 console.log(JSON.stringify(await program.pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)))
@@ -117,12 +117,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "genjobs-client-"))
   const tarball = await packInto(dir)
   bare = project("bare")
-  withEffect = project("effect3")
+  withEffect = project("effect4")
   const install = (cwd: string, args: Array<string>) =>
     npm(cwd, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", ...args])
   await Promise.all([
     install(bare, ["--omit=peer", tarball, `typescript@${pkg.devDependencies.typescript}`]),
-    install(withEffect, [tarball, `effect@${pkg.devDependencies.effect}`, `@effect/platform@${pkg.devDependencies["@effect/platform"]}`])
+    // As an app on effect 4 installs it: the peer's own range, no --legacy-peer-deps or --force.
+    install(withEffect, [tarball, `effect@${pkg.peerDependencies.effect}`])
   ])
   writeFileSync(join(bare, "app.mjs"), APP)
   writeFileSync(join(withEffect, "app.mjs"), APP)
@@ -141,7 +142,7 @@ afterAll(async () => {
 
 describe("genjobs/client in an app without effect", () => {
   it("has no effect installed", () => {
-    expect(["effect", "@effect/platform"].filter((name) => existsSync(join(bare, "node_modules", name)))).toEqual([])
+    expect(["effect", "@effect/platform", "@effect/platform-node"].filter((name) => existsSync(join(bare, "node_modules", name)))).toEqual([])
   })
 
   for (const major of ["22", "24"]) {
@@ -173,7 +174,7 @@ describe("genjobs/client in an app without effect", () => {
   }, 120_000)
 })
 
-describe("genjobs/client and genjobs/client/effect in an app on effect 3", () => {
+describe("genjobs/client and genjobs/client/effect in an app on effect 4", () => {
   for (const major of ["22", "24"]) {
     it(`the Promise client and the Effect client on Node ${major}`, async () => {
       const [, nodePath] = nodes.find(([m]) => m === major)!
