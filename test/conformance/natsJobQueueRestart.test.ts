@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { natsQueue } from "genjobs/nats"
-import { Clock, Effect, Exit, Fiber } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -22,8 +22,12 @@ const timed = <A, E>(effect: Effect.Effect<A, E>) =>
     return { exit, ms: (yield* Clock.currentTimeMillis) - started }
   })
 
-const failedWithQueueError = (exit: Exit.Exit<unknown, unknown>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail" && (exit.cause.error as { _tag?: string })._tag === "QueueError"
+/** Failed with a QueueError and nothing else (no defect, no interruption). */
+const failedWithQueueError = (exit: Exit.Exit<unknown, unknown>) => {
+  const [reason, ...others] = Exit.isFailure(exit) ? exit.cause.reasons : []
+  return reason !== undefined && others.length === 0 && Cause.isFailReason(reason) &&
+    (reason.error as { _tag?: string })._tag === "QueueError"
+}
 
 /** Receives (and acks) until every id in `wanted` came or `ms` passed; failures while the broker comes back are retried. */
 const receiveUntil = (consumer: QueueConsumer, wanted: ReadonlyArray<JobId>, ms: number) =>

@@ -157,7 +157,7 @@ if (probe === undefined) {
   // A runtime of the file's own, not @effect/vitest's `layer`: that one assigns its runtime to the
   // shared \`it\`, which later files of the same worker (isolate: false) would then run under.
   const runtime = ManagedRuntime.make(stores)
-  beforeAll(() => runtime.runtime(), 120_000)
+  beforeAll(() => runtime.context(), 120_000)
   afterAll(() => runtime.dispose())
 
   describe("postgres: each list's page is an index range read from its cursor", () => {

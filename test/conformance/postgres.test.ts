@@ -134,7 +134,7 @@ if (probe === undefined) {
             }
           })
         const peaks: Array<number> = []
-        const watcher = Effect.forever(Effect.flatMap(active, (n) => Effect.sync(() => peaks.push(n)))).pipe(Effect.fork)
+        const watcher = Effect.forever(Effect.flatMap(active, (n) => Effect.sync(() => peaks.push(n)))).pipe(Effect.forkChild)
         const watching = yield* watcher
         const completers = yield* Effect.forkChild(Effect.all(repos.map(completer), { concurrency: "unbounded" }))
         yield* Effect.all(repos.flatMap((repo, p) => [0, 1, 2].map((lane) => submitter(repo, p * 3 + lane))), { concurrency: "unbounded" })

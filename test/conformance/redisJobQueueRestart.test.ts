@@ -42,7 +42,7 @@ if (!available) {
         // Every server this test started, killed (by its own PID) once the queue's clients closed.
         const servers: Array<Awaited<ReturnType<typeof startRedisServer>>> = []
         yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(servers.map((server) => server.kill()))))
-        const start = Effect.promise(() => startRedisServer(port)).pipe(Effect.tap((server) => servers.push(server)))
+        const start = Effect.promise(() => startRedisServer(port)).pipe(Effect.tap((server) => Effect.sync(() => servers.push(server))))
         const first = yield* start
         const prefix = `genjobs_t_${randomBytes(4).toString("hex")}_`
         const ids = (tag: string, n: number) => Array.from({ length: n }, (_, i) => JobId.make(`job_${tag}${i}`))

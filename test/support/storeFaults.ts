@@ -36,7 +36,7 @@ export const makeStoreFaults = () => {
           failed[step]++
           return Effect.fail(new StoreError({ message: `injected store fault: ${step}` }))
         }
-        return Effect.tap(effect, () => void passed[step]++)
+        return Effect.tap(effect, Effect.sync(() => void passed[step]++))
       })
   }
   return faults
