@@ -1,5 +1,5 @@
-import { Migrator, SqlClient } from "effect/sql"
 import { Effect } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
 
 /**
  * A host application sharing the engine's database: its own `accounts` and `jobs` (not the

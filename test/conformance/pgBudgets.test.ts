@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Result } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
 import { layerSqlTables } from "../../adapters/sql/tables.js"

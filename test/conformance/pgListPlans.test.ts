@@ -1,7 +1,7 @@
-import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { JobCursor } from "../../src/domain/cursor.js"
 import type { AccountId } from "../../src/domain/ids.js"

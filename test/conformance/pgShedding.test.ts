@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Cause, Effect, Exit, Fiber, ManagedRuntime, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
 import { PgPoolUse } from "../../adapters/sql/pgPoolUse.js"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result, Option, Redacted } from "effect"
+import { Effect, Option, Redacted, Result } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { AccountId } from "../../src/domain/ids.js"
 import { isRefusal } from "../../src/domain/refusal.js"

@@ -1,7 +1,7 @@
-import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Result, Fiber, Schedule } from "effect"
+import { Clock, Effect, Fiber, Result, Schedule } from "effect"
 import { redisQueue } from "genjobs/redis"
 import { randomBytes } from "node:crypto"
 import { QueueError } from "../../src/domain/errors.js"

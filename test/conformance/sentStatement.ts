@@ -1,6 +1,6 @@
-import { Statement } from "effect/sql"
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
+import { Statement } from "effect/sql"
 
 /**
  * The one statement `run` sends, as its text and parameters, caught on its way out: a plan test

@@ -1,5 +1,5 @@
-import { SqlClient } from "effect/sql"
 import { Cause, Effect, Exit, ManagedRuntime } from "effect"
+import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result, type Layer, Option } from "effect"
+import { Effect, type Layer, Option, Result } from "effect"
 import type { AccountId, ApiKeyId, JobId } from "../../src/domain/ids.js"
 import type { AnyRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"

@@ -1,6 +1,6 @@
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Result, Layer, Option } from "effect"
+import { Effect, Layer, Option, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import type { AccountId } from "../../src/domain/ids.js"
 import type { AnyRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
