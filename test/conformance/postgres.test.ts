@@ -109,7 +109,7 @@ if (probe === undefined) {
         })
         const repos = yield* Effect.all(Array.from({ length: 3 }, () => processRepo))
         const sql = (yield* Layer.build(PgClient.layer({ url }))).pipe(Context.get(SqlClient.SqlClient))
-        const active = sql<{ n: string }>`SELECT COUNT(*) AS n FROM genjobs_jobs
+        const active = sql<{ n: bigint }>`SELECT COUNT(*) AS n FROM genjobs_jobs
           WHERE account_id = ${owner.id} AND status IN ('pending', 'processing')`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
         let submitting = true
         const outcomes: Array<string> = []
@@ -145,7 +145,7 @@ if (probe === undefined) {
         expect(outcomes.filter((o) => o === "Created").length).toBeGreaterThan(MAX)
         expect(Math.max(...peaks)).toBeLessThanOrEqual(MAX)
         // Nothing active is left, and the kept count agrees: its ends, folded or not, match what ended.
-        const [kept] = yield* sql<{ n: string }>`SELECT active_jobs - (SELECT COUNT(*) FROM genjobs_active_job_ends WHERE account_id = ${owner.id}) AS n
+        const [kept] = yield* sql<{ n: bigint }>`SELECT active_jobs - (SELECT COUNT(*) FROM genjobs_active_job_ends WHERE account_id = ${owner.id}) AS n
           FROM genjobs_accounts WHERE id = ${owner.id}`
         expect(Number(kept!.n)).toBe(0)
         const [money] = yield* sql<{ balance: string; ledger: string }>`SELECT a.balance_micro_cents AS balance,
@@ -188,7 +188,7 @@ if (probe === undefined) {
         }
         const claimed = yield* repo.claimBatch({ workerId: "w", now: T0 + 10, leaseMs: 60_000, maxAttempts: 3, limit: 5 })
         for (const j of claimed) yield* repo.complete(j.id, "w", [], T0 + 20)
-        const ends = sql<{ n: string }>`SELECT COUNT(*) AS n FROM genjobs_active_job_ends`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
+        const ends = sql<{ n: bigint }>`SELECT COUNT(*) AS n FROM genjobs_active_job_ends`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
         const counts = Effect.forEach(owners, (owner) => accounts.activeJobs(owner.id))
         expect(yield* ends).toBe(5)
         expect(yield* counts).toEqual([0, 1])
