@@ -25,8 +25,6 @@ const ENTRIES = Object.entries(pkg.exports as Record<string, string | Record<str
 const FRAMEWORKS = [
   "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2",
   `typescript@${pkg.devDependencies.typescript}`, "@types/node@22",
-  // pg, an optional peer, ships no types: a consumer without skipLibCheck that installs it needs them.
-  "@types/pg",
   // So do @ai-sdk/provider's (genjobs/ai-sdk, genjobs/providers/ai-sdk) "json-schema", which it does not install.
   "@types/json-schema"
 ]
