@@ -25,7 +25,8 @@ const ENTRIES = Object.entries(pkg.exports as Record<string, string | Record<str
 const FRAMEWORKS = [
   "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2",
   `typescript@${pkg.devDependencies.typescript}`, "@types/node@22",
-  // So do @ai-sdk/provider's (genjobs/ai-sdk, genjobs/providers/ai-sdk) "json-schema", which it does not install.
+  // @ai-sdk/provider's declarations (genjobs/ai-sdk, genjobs/providers/ai-sdk) import "json-schema", whose
+  // types a consumer without skipLibCheck needs and which it does not install.
   "@types/json-schema"
 ]
 // With what a TypeScript App Router project has (create-next-app's): Next type-checks the pasted route.
