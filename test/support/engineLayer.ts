@@ -21,12 +21,10 @@ import { demoCatalog } from "./demoCatalog.js"
  * in place of Effect's default logger, which writes every info line over several. Only the default
  * logger goes, and the minimum level stays: a test recording lines with its own logger gets them all.
  */
-const warningsAsJson = (() => {
-  const json = makeLogger("json")
-  return Logger.make<unknown, void>((options) => {
-    if (LogLevel.isGreaterThanOrEqualTo(options.logLevel, "Warn")) json.log(options)
-  })
-})()
+const jsonLines = makeLogger("json")
+const warningsAsJson = Logger.make<unknown, void>((options) => {
+  if (LogLevel.isGreaterThanOrEqualTo(options.logLevel, "Warn")) jsonLines.log(options)
+})
 
 export const quietLogs = Layer.effect(
   Logger.CurrentLoggers,
