@@ -16,16 +16,16 @@ import { EngineConfig, type EngineSettings } from "../../src/services/EngineConf
 import { makeLogger } from "../../src/observability/logger.js"
 import { demoCatalog } from "./demoCatalog.js"
 
-/**
- * The engine's log lines during tests: warnings and worse, one JSON line each (a cause included),
- * in place of Effect's default logger, which writes every info line over several. Only the default
- * logger goes, and the minimum level stays: a test recording lines with its own logger gets them all.
- */
 const jsonLines = makeLogger("json")
 const warningsAsJson = Logger.make<unknown, void>((options) => {
   if (LogLevel.isGreaterThanOrEqualTo(options.logLevel, "Warn")) jsonLines.log(options)
 })
 
+/**
+ * The engine's log lines during tests: warnings and worse, one JSON line each (a cause included),
+ * in place of Effect's default logger, which writes every info line over several. Only the default
+ * logger goes, and the minimum level stays: a test recording lines with its own logger gets them all.
+ */
 export const quietLogs = Layer.effect(
   Logger.CurrentLoggers,
   Effect.map(Logger.CurrentLoggers, (current) => {
