@@ -268,19 +268,19 @@ describe("each mount example, over HTTP under /api/genjobs", () => {
       NEXT_MANUAL_SIG_HANDLE: "true"
     }, port, lean)
     // The CLI from the same install, nothing added: its admin commands against the mounted engine,
-    // and `serve`, which needs the server's packages, says which.
-    const genjobs = (args: Array<string>) =>
-      run("npx", ["genjobs", ...args], { cwd: lean }).then(
+    // and `serve` on PostgreSQL, whose driver is an optional peer, says which package it needs.
+    const genjobs = (args: Array<string>, env: Record<string, string> = {}) =>
+      run("npx", ["genjobs", ...args], { cwd: lean, env: { ...process.env, ...env } }).then(
         ({ stdout }) => ({ code: 0, stdout, stderr: "" }),
         (error) => ({ code: error.code as number, stdout: String(error.stdout), stderr: String(error.stderr) })
       )
     expect((await genjobs(["--help"])).stdout).toContain("accounts list")
     const listed = await genjobs(["accounts", "list", "--url", app.base, "--admin-token", ADMIN, "--json"])
     expect([listed.code, Array.isArray(JSON.parse(listed.stdout || "{}").accounts)], listed.stderr).toEqual([0, true])
-    const serve = await genjobs(["serve"])
+    const serve = await genjobs(["serve"], { DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs", DATA_DIR: join(lean, "data") })
     expect(serve.code).toBe(1)
-    expect(serve.stderr).toMatch(/^error: CONFIG_ERROR: genjobs serve needs packages that are not installed \(Cannot find package '@effect\/platform-node'/)
-    expect(serve.stderr).toContain(`npm install @effect/platform-node@${pkg.peerDependencies["@effect/platform-node"]}`)
+    expect(serve.stderr).toMatch(/genjobs\/postgres needs packages that are not installed/)
+    expect(serve.stderr).toContain(`npm install @effect/sql-pg@${pkg.peerDependencies["@effect/sql-pg"]}`)
     await exercise(app)
   }, 600_000)
 })
