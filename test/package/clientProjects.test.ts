@@ -51,7 +51,8 @@ import { FetchHttpClient } from "effect/http"
 import { makeEffectClient } from "genjobs/client/effect"
 const program = Effect.gen(function*() {
   const client = yield* makeEffectClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY })
-  const model = yield* client.models.get({ params: { modelId: encodeURIComponent("demo/image-gen/text-to-image") } })
+  // The client percent-encodes path parameters itself (Effect 4): the slug goes as it is.
+  const model = yield* client.models.get({ params: { modelId: "demo/image-gen/text-to-image" } })
   const missing = yield* client.jobs.get({ params: { jobId: "job_nope" } }).pipe(Effect.flip)
   return { model: model.id, missing: missing.error.code }
 })
