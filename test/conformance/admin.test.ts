@@ -24,7 +24,7 @@ if ((await freshPostgresUrl()) === undefined) {
 } else {
   runAdminConformance(
     "postgres",
-    () => Layer.unwrapEffect(Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))),
+    () => Layer.unwrap(Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))),
     { transactional: true }
   )
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, type Layer, Option } from "effect"
+import { Effect, type Layer, Option, Result } from "effect"
 import type { Budget, BudgetScope } from "../../src/domain/budget.js"
 import type { AnyRefusal } from "../../src/domain/refusal.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
@@ -21,9 +21,9 @@ const MIDNIGHT = Math.floor(T0 / DAY) * DAY + DAY
 
 const submitWith = (j: Job, budgets: ReadonlyArray<{ readonly scope: BudgetScope; readonly budget: Budget }>) =>
   Effect.flatMap(JobRepo, (repo) =>
-    repo.submit({ job: j, maxConcurrentJobs: 100_000, rateLimits: NO_LIMITS, budgets }).pipe(Effect.either))
+    repo.submit({ job: j, maxConcurrentJobs: 100_000, rateLimits: NO_LIMITS, budgets }).pipe(Effect.result))
 
-const refusal = (result: Either.Either<unknown, unknown>) => (Either.isLeft(result) ? (result.left as AnyRefusal) : undefined)
+const refusal = (result: Result.Result<unknown, unknown>) => (Result.isFailure(result) ? (result.failure as AnyRefusal) : undefined)
 
 /** Every rollup of the account, summed, next to its ledger's job lines. */
 const rollupsAndLedger = (accountId: AccountId) =>
@@ -53,7 +53,7 @@ export const runBudgetConformance = (name: string, makeLayer: () => Layer.Layer<
               submitWith(job(owner.id, { apiKeyId: KEY_A, costMicroCents: 100, createdAt: T0 + i }), [{ scope, budget }])),
             { concurrency: "unbounded" }
           )
-          expect(results.filter(Either.isRight)).toHaveLength(123)
+          expect(results.filter(Result.isSuccess)).toHaveLength(123)
           const refused = results.map(refusal).filter((e) => e !== undefined)
           expect(new Set(refused.map((e) => e.code))).toEqual(new Set(["BUDGET_EXCEEDED"]))
           expect(refused[0]?.details).toMatchObject({ budget: scope, limitMicroCents: 12_345, spentMicroCents: 12_300 })
@@ -69,10 +69,10 @@ export const runBudgetConformance = (name: string, makeLayer: () => Layer.Layer<
         const keyBudget = { scope: "key" as const, budget: { limitMicroCents: 200, period: "month" as const } }
         const accountBudget = { scope: "account" as const, budget: { limitMicroCents: 500, period: "total" as const } }
         const at = (i: number, key: ApiKeyId) => job(owner.id, { apiKeyId: key, costMicroCents: 100, createdAt: T0 + i })
-        expect(Either.isRight(yield* submitWith(at(1, KEY_A), [keyBudget, accountBudget]))).toBe(true)
-        expect(Either.isRight(yield* submitWith(at(2, KEY_A), [keyBudget, accountBudget]))).toBe(true)
+        expect(Result.isSuccess(yield* submitWith(at(1, KEY_A), [keyBudget, accountBudget]))).toBe(true)
+        expect(Result.isSuccess(yield* submitWith(at(2, KEY_A), [keyBudget, accountBudget]))).toBe(true)
         expect(refusal(yield* submitWith(at(3, KEY_A), [keyBudget, accountBudget]))?.details).toMatchObject({ budget: "key" })
-        for (const i of [4, 5, 6]) expect(Either.isRight(yield* submitWith(at(i, KEY_B), [accountBudget]))).toBe(true)
+        for (const i of [4, 5, 6]) expect(Result.isSuccess(yield* submitWith(at(i, KEY_B), [accountBudget]))).toBe(true)
         const refused = refusal(yield* submitWith(at(7, KEY_B), [accountBudget]))
         expect(refused?.details).toEqual({
           budget: "account",
@@ -89,13 +89,13 @@ export const runBudgetConformance = (name: string, makeLayer: () => Layer.Layer<
         const owner = yield* createAccount(1_000_000)
         const budgets = [{ scope: "key" as const, budget: { limitMicroCents: 300, period: "day" as const } }]
         const made = [1, 2, 3].map((i) => job(owner.id, { apiKeyId: KEY_A, costMicroCents: 100, createdAt: T0 + i }))
-        for (const j of made) expect(Either.isRight(yield* submitWith(j, budgets))).toBe(true)
+        for (const j of made) expect(Result.isSuccess(yield* submitWith(j, budgets))).toBe(true)
         const fourth = job(owner.id, { apiKeyId: KEY_A, costMicroCents: 100, createdAt: T0 + 4 })
         expect(refusal(yield* submitWith(fourth, budgets))?.code).toBe("BUDGET_EXCEEDED")
         const balance = (yield* Effect.flatMap(AccountRepo, (r) => r.get(owner.id))).pipe(Option.getOrThrow).balanceMicroCents
         expect(balance).toBe(1_000_000 - 300)
         yield* Effect.flatMap(JobRepo, (repo) => repo.cancel(made[0]!.id, owner.id, T0 + 5))
-        expect(Either.isRight(yield* submitWith(fourth, budgets))).toBe(true)
+        expect(Result.isSuccess(yield* submitWith(fourth, budgets))).toBe(true)
       }))
 
     test("a day's budget starts again at the next UTC midnight; the refusal says when", () =>
@@ -103,11 +103,11 @@ export const runBudgetConformance = (name: string, makeLayer: () => Layer.Layer<
         const owner = yield* createAccount(1_000_000)
         const budgets = [{ scope: "account" as const, budget: { limitMicroCents: 100, period: "day" as const } }]
         const at = (createdAt: number) => job(owner.id, { apiKeyId: KEY_A, costMicroCents: 100, createdAt })
-        expect(Either.isRight(yield* submitWith(at(MIDNIGHT - 2), budgets))).toBe(true)
+        expect(Result.isSuccess(yield* submitWith(at(MIDNIGHT - 2), budgets))).toBe(true)
         expect(refusal(yield* submitWith(at(MIDNIGHT - 1), budgets))?.details).toMatchObject({
           resetsAt: new Date(MIDNIGHT).toISOString()
         })
-        expect(Either.isRight(yield* submitWith(at(MIDNIGHT), budgets))).toBe(true)
+        expect(Result.isSuccess(yield* submitWith(at(MIDNIGHT), budgets))).toBe(true)
       }))
   })
 

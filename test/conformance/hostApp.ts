@@ -1,9 +1,9 @@
-import { Migrator, SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
 
 /**
  * A host application sharing the engine's database: its own `accounts` and `jobs` (not the
- * engine's columns), data, and migrations recorded by @effect/sql's Migrator in its default
+ * engine's columns), data, and migrations recorded by effect/sql's Migrator in its default
  * `effect_sql_migrations`. The n-th migration's DDL is fixed; its name is the caller's.
  */
 const HOST_DDL: ReadonlyArray<ReadonlyArray<string>> = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { natsQueue } from "genjobs/nats"
-import { Clock, Effect, Exit, Fiber } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -18,12 +18,16 @@ const FAIL_FAST_MS = 3_000
 const timed = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
-    const exit = yield* Effect.exit(effect.pipe(Effect.timeoutFail({ duration: "15 seconds", onTimeout: () => new Error("hung") })))
+    const exit = yield* Effect.exit(effect.pipe(Effect.timeoutOrElse({ duration: "15 seconds", orElse: () => Effect.fail(new Error("hung")) })))
     return { exit, ms: (yield* Clock.currentTimeMillis) - started }
   })
 
-const failedWithQueueError = (exit: Exit.Exit<unknown, unknown>) =>
-  Exit.isFailure(exit) && exit.cause._tag === "Fail" && (exit.cause.error as { _tag?: string })._tag === "QueueError"
+/** Failed with a QueueError and nothing else (no defect, no interruption). */
+const failedWithQueueError = (exit: Exit.Exit<unknown, unknown>) => {
+  const [reason, ...others] = Exit.isFailure(exit) ? exit.cause.reasons : []
+  return reason !== undefined && others.length === 0 && Cause.isFailReason(reason) &&
+    (reason.error as { _tag?: string })._tag === "QueueError"
+}
 
 /** Receives (and acks) until every id in `wanted` came or `ms` passed; failures while the broker comes back are retried. */
 const receiveUntil = (consumer: QueueConsumer, wanted: ReadonlyArray<JobId>, ms: number) =>
@@ -67,7 +71,7 @@ if (!available) {
           const first = yield* consumer.receive(1, 5_000)
           expect(first.map((d) => d.jobId)).toEqual([unacked])
           // A receive waiting (nothing left to deliver) when the server dies: its pull request is at the server.
-          const waiting = yield* Effect.fork(timed(consumer.receive(5, 10_000)))
+          const waiting = yield* Effect.forkChild(timed(consumer.receive(5, 10_000)))
           const inFlightBy = (yield* Clock.currentTimeMillis) + 5_000
           while ((yield* Effect.promise(() => waitingPulls(server.url, "genjobs_restart_jobs", "genjobs_restart_workers"))) === 0) {
             expect(yield* Clock.currentTimeMillis).toBeLessThan(inFlightBy)

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Result } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { makeSqlJobDriver } from "../../adapters/sql/SqlJobs.js"
 import { layerSqlTables } from "../../adapters/sql/tables.js"
@@ -44,12 +44,12 @@ if (probe === undefined) {
                 maxConcurrentJobs: 100_000,
                 rateLimits: NO_LIMITS,
                 budgets
-              }).pipe(Effect.either)),
+              }).pipe(Effect.result)),
             { concurrency: "unbounded" }
           )
-          const admitted = results.filter(Either.isRight).map((r) => r.right.job.costMicroCents)
+          const admitted = results.filter(Result.isSuccess).map((r) => r.success.job.costMicroCents)
           const spent = admitted.reduce((n, cost) => n + cost, 0)
-          const refused = results.filter(Either.isLeft).map((r) => r.left as AnyRefusal)
+          const refused = results.filter(Result.isFailure).map((r) => r.failure as AnyRefusal)
           expect(spent).toBeLessThanOrEqual(99_999)
           // Every refusal was right: its job did not fit beside what was admitted before it.
           expect(refused.every((e) => e.code === "BUDGET_EXCEEDED")).toBe(true)

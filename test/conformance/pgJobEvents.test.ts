@@ -12,7 +12,7 @@ const url = await freshPostgresUrl()
 const within = <E, R>(what: string, ms: number, holds: Effect.Effect<boolean, E, R>) =>
   holds.pipe(
     Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (held) => held }),
-    Effect.timeoutFail({ duration: ms, onTimeout: () => new Error(`${what}: not within ${ms} ms`) })
+    Effect.timeoutOrElse({ duration: ms, orElse: () => Effect.fail(new Error(`${what}: not within ${ms} ms`)) })
   )
 
 const reaches = (count: () => number, atLeast: number, ms: number) =>
@@ -44,7 +44,7 @@ if (url === undefined) {
       Layer.build(layerPgSignals({ url: Redacted.make(url) })).pipe(Effect.map((context) => Context.get(context, JobEvents)))
 
     /** Subscribes to `jobId`'s hints, counting them. */
-    const counting = (events: JobEvents["Type"], jobId: string) =>
+    const counting = (events: JobEvents["Service"], jobId: string) =>
       Effect.gen(function*() {
         let hints = 0
         yield* events.subscribe(jobId as JobId, () => hints++)

@@ -1,7 +1,7 @@
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { JobCursor } from "../../src/domain/cursor.js"
 import type { AccountId } from "../../src/domain/ids.js"
@@ -148,7 +148,7 @@ if (probe === undefined) {
   })
 } else {
   // One database for the file, seeded once: the plans only read it.
-  const stores = Layer.unwrapEffect(
+  const stores = Layer.unwrap(
     Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
       Layer.merge(layerPostgres({ url: Redacted.make(url!) }), PgClient.layer({ url: Redacted.make(url!) }))
     ))
@@ -157,7 +157,7 @@ if (probe === undefined) {
   // A runtime of the file's own, not @effect/vitest's `layer`: that one assigns its runtime to the
   // shared \`it\`, which later files of the same worker (isolate: false) would then run under.
   const runtime = ManagedRuntime.make(stores)
-  beforeAll(() => runtime.runtime(), 120_000)
+  beforeAll(() => runtime.context(), 120_000)
   afterAll(() => runtime.dispose())
 
   describe("postgres: each list's page is an index range read from its cursor", () => {

@@ -11,7 +11,7 @@ const url = await freshPostgresUrl()
 const within = <E, R>(what: string, ms: number, holds: Effect.Effect<boolean, E, R>) =>
   holds.pipe(
     Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (held) => held }),
-    Effect.timeoutFail({ duration: ms, onTimeout: () => new Error(`${what}: not within ${ms} ms`) })
+    Effect.timeoutOrElse({ duration: ms, orElse: () => Effect.fail(new Error(`${what}: not within ${ms} ms`)) })
   )
 
 /** What one user of the connection heard, in order. */

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, Fiber, ManagedRuntime, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
 import { PgPoolUse } from "../../adapters/sql/pgPoolUse.js"
@@ -13,10 +13,10 @@ const BOUND_MS = 300
 // The one connection is held this long, past every request's bound.
 const HOLD_SECONDS = 1.5
 
-/** The StoreBusy a failed query was refused with, if it was shed. */
+/** The StoreBusy a failed query was refused with, if it was shed: the cause of the SqlError's reason. */
 const shedOf = (exit: Exit.Exit<unknown, unknown>) =>
   Exit.isFailure(exit)
-    ? Option.getOrUndefined(Cause.failureOption(exit.cause)) as { readonly cause?: unknown } | undefined
+    ? (Option.getOrUndefined(Cause.findErrorOption(exit.cause)) as { readonly reason?: { readonly cause?: unknown } } | undefined)?.reason?.cause
     : undefined
 
 describe.skipIf(url === undefined)("shedRequests on a pool of one connection", () => {
@@ -32,7 +32,7 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     const query = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT ${name} AS name`).pipe(
       Effect.tap(() => Effect.sync(() => served.push(name)))
     )
-    return runtime.runFork(wait === undefined ? query : Effect.locally(query, RequestStoreWait, wait))
+    return runtime.runFork(wait === undefined ? query : Effect.provideService(query, RequestStoreWait, wait))
   }
 
   it("queues a request under way ahead of the rest and never sheds it; sheds one not started at its bound; callers outside requests wait", async () => {
@@ -51,10 +51,10 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     // A request that has not started, with the bound: shed when the bound runs out.
     const started = performance.now()
     const shed = await runtime.runPromiseExit(
-      Effect.locally(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
+      Effect.provideService(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
     )
     const shedAfter = performance.now() - started
-    expect(shedOf(shed)?.cause).toBeInstanceOf(StoreBusy)
+    expect(shedOf(shed)).toBeInstanceOf(StoreBusy)
     expect(shedAfter).toBeGreaterThanOrEqual(BOUND_MS - 50)
     expect(shedAfter).toBeLessThan(HOLD_SECONDS * 1000)
 
@@ -79,12 +79,12 @@ describe.skipIf(url === undefined)("shedRequests on a pool of one connection", (
     expect(await held()).toBe(true)
     const started = performance.now()
     const shed = await runtime.runPromiseExit(
-      Effect.locally(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
+      Effect.provideService(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 'shed'`), RequestStoreWait, { boundMs: BOUND_MS, underWay: false })
     )
-    expect(shedOf(shed)?.cause).toBeInstanceOf(StoreBusy)
+    expect(shedOf(shed)).toBeInstanceOf(StoreBusy)
     // At once: well before the bound would have run out.
     expect(performance.now() - started).toBeLessThan(BOUND_MS - 100)
-    expect((shedOf(shed)?.cause as StoreBusy).retryAfterSeconds).toBeGreaterThanOrEqual(1)
+    expect((shedOf(shed) as StoreBusy).retryAfterSeconds).toBeGreaterThanOrEqual(1)
     await runtime.runPromise(Fiber.join(holder))
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Option, Redacted } from "effect"
+import { Effect, Option, Redacted, Result } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { AccountId } from "../../src/domain/ids.js"
 import { isRefusal } from "../../src/domain/refusal.js"
@@ -14,9 +14,9 @@ const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
   Effect.flatMap(JobRepo, (repo) =>
     repo.submit({ maxConcurrentJobs: 100, rateLimits: NO_LIMITS, ...command }).pipe(
       Effect.map((outcome) => outcome._tag),
-      Effect.catchAll((e) => (isRefusal(e) ? Effect.succeed(e.code) : Effect.fail(e))),
-      Effect.either,
-      Effect.map(Either.getOrThrow)
+      Effect.catch((e) => (isRefusal(e) ? Effect.succeed(e.code) : Effect.fail(e))),
+      Effect.result,
+      Effect.map(Result.getOrThrow)
     ))
 
 const ledgerLines = (id: AccountId) => Effect.map(Effect.flatMap(AccountRepo, (repo) => repo.ledger(id)), (lines) => lines.length)

@@ -1,7 +1,7 @@
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
 import { layerPgJobSignal } from "../../adapters/sql/PgJobSignal.js"
@@ -28,7 +28,7 @@ if (probe === undefined) {
   // its own (T0...), so leases follow them here; the database clock has its own tests below.
   /** A fresh store, leases on the suite's clock, beside a raw SQL client to read its tables. */
   const freshStoreWithSql = () =>
-    Layer.unwrapEffect(
+    Layer.unwrap(
       Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
         Layer.merge(layerPostgres({ url: Redacted.make(url!), databaseClock: false }), PgClient.layer({ url: Redacted.make(url!) }))
       ))
@@ -37,7 +37,7 @@ if (probe === undefined) {
   // The suite's bursts (1,000 submits at once on one account) queue for the pool's 10 connections
   // longer than the 5 s a request waits by default before its 503; test/http/storeTimeout.test.ts checks that bound.
   runStoreConformance("postgres", () =>
-    Layer.unwrapEffect(
+    Layer.unwrap(
       Effect.promise(freshPostgresUrl).pipe(
         Effect.map((url) => layerPostgres({ url: Redacted.make(url!), databaseClock: false, storeTimeoutMs: 60_000 }))
       )
@@ -64,7 +64,7 @@ if (probe === undefined) {
         // ...so it has expired for a claimer whose own clock says it has an hour left.
         const taken = Option.getOrThrow(yield* repo.claim({ workerId: "w3", now: Date.now() - HOUR, leaseMs: 60_000, maxAttempts: 3 }))
         expect(taken).toMatchObject({ id: j.id, attempts: 2, leaseOwner: "w3" })
-      }).pipe(Effect.provide(Layer.unwrapEffect(
+      }).pipe(Effect.provide(Layer.unwrap(
         Effect.promise(freshPostgresUrl).pipe(Effect.map((url) => layerPostgres({ url: Redacted.make(url!) })))
       ))))
   })
@@ -109,18 +109,18 @@ if (probe === undefined) {
         })
         const repos = yield* Effect.all(Array.from({ length: 3 }, () => processRepo))
         const sql = (yield* Layer.build(PgClient.layer({ url }))).pipe(Context.get(SqlClient.SqlClient))
-        const active = sql<{ n: string }>`SELECT COUNT(*) AS n FROM genjobs_jobs
+        const active = sql<{ n: bigint }>`SELECT COUNT(*) AS n FROM genjobs_jobs
           WHERE account_id = ${owner.id} AND status IN ('pending', 'processing')`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
         let submitting = true
         const outcomes: Array<string> = []
-        const submitter = (repo: JobRepo["Type"], lane: number) =>
+        const submitter = (repo: JobRepo["Service"], lane: number) =>
           Effect.forEach(Array.from({ length: 25 }, (_, i) => i), (i) =>
             repo.submit({ job: job(owner.id, { createdAt: T0 + lane * 100 + i }), maxConcurrentJobs: MAX, rateLimits: NO_LIMITS }).pipe(
               Effect.match({ onFailure: (e) => ("code" in e ? String(e.code) : e._tag), onSuccess: (o) => o._tag }),
               Effect.map((outcome) => outcomes.push(outcome))
             ), { discard: true })
         // Claims and ends jobs while the submits run: a completion batch, a failure with its refund, a cancel.
-        const completer = (repo: JobRepo["Type"], p: number) =>
+        const completer = (repo: JobRepo["Service"], p: number) =>
           Effect.gen(function*() {
             for (let round = 0; submitting || (yield* active) > 0; round++) {
               const claimed = yield* repo.claimBatch({ workerId: `c${p}-${round}`, now: T0 + 10_000, leaseMs: 600_000, maxAttempts: 3, limit: 3 })
@@ -134,9 +134,9 @@ if (probe === undefined) {
             }
           })
         const peaks: Array<number> = []
-        const watcher = Effect.forever(Effect.flatMap(active, (n) => Effect.sync(() => peaks.push(n)))).pipe(Effect.fork)
+        const watcher = Effect.forever(Effect.flatMap(active, (n) => Effect.sync(() => peaks.push(n)))).pipe(Effect.forkChild)
         const watching = yield* watcher
-        const completers = yield* Effect.fork(Effect.all(repos.map(completer), { concurrency: "unbounded" }))
+        const completers = yield* Effect.forkChild(Effect.all(repos.map(completer), { concurrency: "unbounded" }))
         yield* Effect.all(repos.flatMap((repo, p) => [0, 1, 2].map((lane) => submitter(repo, p * 3 + lane))), { concurrency: "unbounded" })
         submitting = false
         yield* Fiber.join(completers)
@@ -145,7 +145,7 @@ if (probe === undefined) {
         expect(outcomes.filter((o) => o === "Created").length).toBeGreaterThan(MAX)
         expect(Math.max(...peaks)).toBeLessThanOrEqual(MAX)
         // Nothing active is left, and the kept count agrees: its ends, folded or not, match what ended.
-        const [kept] = yield* sql<{ n: string }>`SELECT active_jobs - (SELECT COUNT(*) FROM genjobs_active_job_ends WHERE account_id = ${owner.id}) AS n
+        const [kept] = yield* sql<{ n: bigint }>`SELECT active_jobs - (SELECT COUNT(*) FROM genjobs_active_job_ends WHERE account_id = ${owner.id}) AS n
           FROM genjobs_accounts WHERE id = ${owner.id}`
         expect(Number(kept!.n)).toBe(0)
         const [money] = yield* sql<{ balance: string; ledger: string }>`SELECT a.balance_micro_cents AS balance,
@@ -188,7 +188,7 @@ if (probe === undefined) {
         }
         const claimed = yield* repo.claimBatch({ workerId: "w", now: T0 + 10, leaseMs: 60_000, maxAttempts: 3, limit: 5 })
         for (const j of claimed) yield* repo.complete(j.id, "w", [], T0 + 20)
-        const ends = sql<{ n: string }>`SELECT COUNT(*) AS n FROM genjobs_active_job_ends`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
+        const ends = sql<{ n: bigint }>`SELECT COUNT(*) AS n FROM genjobs_active_job_ends`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
         const counts = Effect.forEach(owners, (owner) => accounts.activeJobs(owner.id))
         expect(yield* ends).toBe(5)
         expect(yield* counts).toEqual([0, 1])
@@ -210,7 +210,7 @@ if (probe === undefined) {
     it.live("interrupting 10,000 queries that wait for a connection hands the connections over without overflowing the stack", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const waiting = yield* Effect.forEach(Array.from({ length: 10_000 }), () => Effect.fork(sql`SELECT pg_sleep(0.2)`))
+        const waiting = yield* Effect.forEach(Array.from({ length: 10_000 }), () => Effect.forkChild(sql`SELECT pg_sleep(0.2)`))
         yield* Effect.sleep("50 millis")
         yield* Fiber.interruptAll(waiting)
         // The pool serves again once the sleeping queries end.
@@ -248,8 +248,8 @@ if (probe === undefined) {
       Effect.flatMap(PgClient.PgClient, (sql) => sql`SELECT pg_notify(${jobsChannel(tablePrefix)}, 'jobs')`).pipe(
         Effect.provide(PgClient.layer({ url: Redacted.make(probe), maxConnections: 1 }))
       )
-    const waitedMs = (listener: JobSignal["Type"], maxMs: number) =>
-      Effect.fork(Effect.map(Effect.timed(listener.wait(maxMs)), ([elapsed]) => Duration.toMillis(elapsed)))
+    const waitedMs = (listener: JobSignal["Service"], maxMs: number) =>
+      Effect.forkChild(Effect.map(Effect.timed(listener.wait(maxMs)), ([elapsed]) => Duration.toMillis(elapsed)))
 
     it.live("a job queued in one process wakes a waiter in another, one waiter per job", () =>
       Effect.gen(function*() {
@@ -294,7 +294,7 @@ if (probe === undefined) {
     it.live("refuses an invalid prefix", () =>
       Effect.gen(function*() {
         const exit = yield* Effect.exit(signal("Bad-Prefix"))
-        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)).toMatchObject({ value: { _tag: "TablePrefixError" } })
+        expect(Exit.isFailure(exit) && Cause.findErrorOption(exit.cause)).toMatchObject({ value: { _tag: "TablePrefixError" } })
       }).pipe(Effect.scoped))
 
     it.live("wait gives up after its timeout when nothing is queued", () =>

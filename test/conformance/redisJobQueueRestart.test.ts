@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Either, Fiber, Schedule } from "effect"
+import { Clock, Effect, Fiber, Result, Schedule } from "effect"
 import { redisQueue } from "genjobs/redis"
 import { randomBytes } from "node:crypto"
 import { QueueError } from "../../src/domain/errors.js"
@@ -19,13 +19,13 @@ const FAILS_WITHIN_MS = 500
 const timed = <A>(effect: Effect.Effect<A, QueueError>) =>
   Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
-    const outcome = yield* Effect.either(effect).pipe(Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("hung") }))
+    const outcome = yield* Effect.result(effect).pipe(Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.fail(new Error("hung")) }))
     return { outcome, ms: (yield* Clock.currentTimeMillis) - started }
   })
 
-const expectQueueError = (result: { outcome: Either.Either<unknown, QueueError>; ms: number }) => {
-  expect(Either.isLeft(result.outcome)).toBe(true)
-  if (Either.isLeft(result.outcome)) expect(result.outcome.left).toBeInstanceOf(QueueError)
+const expectQueueError = (result: { outcome: Result.Result<unknown, QueueError>; ms: number }) => {
+  expect(Result.isFailure(result.outcome)).toBe(true)
+  if (Result.isFailure(result.outcome)) expect(result.outcome.failure).toBeInstanceOf(QueueError)
   expect(result.ms).toBeLessThan(FAILS_WITHIN_MS)
 }
 
@@ -42,7 +42,7 @@ if (!available) {
         // Every server this test started, killed (by its own PID) once the queue's clients closed.
         const servers: Array<Awaited<ReturnType<typeof startRedisServer>>> = []
         yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(servers.map((server) => server.kill()))))
-        const start = Effect.promise(() => startRedisServer(port)).pipe(Effect.tap((server) => servers.push(server)))
+        const start = Effect.promise(() => startRedisServer(port)).pipe(Effect.tap((server) => Effect.sync(() => servers.push(server))))
         const first = yield* start
         const prefix = `genjobs_t_${randomBytes(4).toString("hex")}_`
         const ids = (tag: string, n: number) => Array.from({ length: n }, (_, i) => JobId.make(`job_${tag}${i}`))
@@ -58,7 +58,7 @@ if (!available) {
           yield* consumer.ack(got)
 
           // A member waiting on the broker when it dies.
-          const waiting = yield* Effect.fork(timed(consumer.receive(5, 30_000)))
+          const waiting = yield* Effect.forkChild(timed(consumer.receive(5, 30_000)))
           yield* Effect.sleep("100 millis")
           yield* Effect.promise(() => first.kill("SIGKILL"))
           expectQueueError(yield* Fiber.join(waiting))
@@ -76,13 +76,13 @@ if (!available) {
           // The client reconnects in the background: retry until it did (a deadline, not a pause).
           yield* queue.publish(after).pipe(
             Effect.retry({ schedule: Schedule.spaced("100 millis"), while: (error) => error instanceof QueueError }),
-            Effect.timeoutFail({ duration: "15 seconds", onTimeout: () => new Error("publish never recovered") })
+            Effect.timeoutOrElse({ duration: "15 seconds", orElse: () => Effect.fail(new Error("publish never recovered")) })
           )
           // The member's own connection may still be reconnecting: the same.
           const again = yield* consumer.receive(3, 200).pipe(
             Effect.filterOrFail((some) => some.length > 0, () => new Error("nothing yet")),
             Effect.retry(Schedule.spaced("100 millis")),
-            Effect.timeoutFail({ duration: "15 seconds", onTimeout: () => new Error("receive never recovered") })
+            Effect.timeoutOrElse({ duration: "15 seconds", orElse: () => Effect.fail(new Error("receive never recovered")) })
           )
           const rest = yield* receiveAll(consumer, 3 - again.length, 5_000)
           const delivered = [...again, ...rest]

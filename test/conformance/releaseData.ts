@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"

@@ -1,4 +1,5 @@
-import { Effect, Fiber, Layer, Option, Stream, TestClock, TestContext } from "effect"
+import { Effect, Fiber, Layer, Option, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { createInterface } from "node:readline"
@@ -52,7 +53,7 @@ const openUploads = (bucket: string) => {
   )
 }
 
-runBlobConformance("s3", () => Layer.unwrapEffect(Effect.promise(s3.bucket).pipe(Effect.map(layerS3BlobStore))))
+runBlobConformance("s3", () => Layer.unwrap(Effect.promise(s3.bucket).pipe(Effect.map(layerS3BlobStore))))
 
 describe("s3: presigned upload URLs, used as a browser would", () => {
   let location: Awaited<ReturnType<typeof s3.bucket>>
@@ -152,7 +153,7 @@ describe("s3: what a presigned PUT cannot refuse, the upload sweeper removes", (
       expect(Option.isNone(yield* blobs.stat(big))).toBe(true)
       expect((yield* uploads.get(caller, big)).status).toBe("expired")
       expect(Option.getOrThrow(yield* blobs.stat(good)).size).toBe(10 * 1024 * 1024)
-    }).pipe(Effect.provide(engineOver(layerMemoryStores, idle, {}, files)), Effect.provide(TestContext.TestContext)))
+    }).pipe(Effect.provide(engineOver(layerMemoryStores, idle, {}, files)), Effect.provide(TestClock.layer())))
   })
 })
 

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 /**
  * Every name in the database's current schema (tables, their columns, indexes and, on

@@ -1,6 +1,6 @@
-import { Statement } from "@effect/sql"
 import { expect } from "@effect/vitest"
 import { Effect } from "effect"
+import { Statement } from "effect/sql"
 
 /**
  * The one statement `run` sends, as its text and parameters, caught on its way out: a plan test
@@ -10,10 +10,10 @@ import { Effect } from "effect"
 export const sentStatement = <A, E, R>(run: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const sent: Array<readonly [string, ReadonlyArray<unknown>]> = []
-    yield* Effect.exit(run.pipe(Statement.withTransformer((statement) => {
+    yield* Effect.exit(Effect.provideService(run, Statement.CurrentTransformer, (statement) => {
       sent.push(statement.compile())
       return Effect.succeed(statement)
-    })))
+    }))
     expect(sent).toHaveLength(1)
     return sent[0]!
   })

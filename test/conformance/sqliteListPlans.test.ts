@@ -1,7 +1,7 @@
-import { SqlClient } from "@effect/sql"
 import * as SqliteClient from "../../adapters/sql/sqliteNode/SqliteClient.js"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { SqlClient } from "effect/sql"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect, Exit, ManagedRuntime } from "effect"
+import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -38,10 +38,10 @@ describe("the node:sqlite SqlClient", () => {
       yield* sql`CREATE TABLE tx (n INTEGER NOT NULL)`
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* sql`INSERT INTO tx (n) VALUES (1)`
-        yield* Effect.exit(sql.withTransaction(Effect.zipRight(sql`INSERT INTO tx (n) VALUES (2)`, Effect.fail(new Boom()))))
+        yield* Effect.exit(sql.withTransaction(Effect.andThen(sql`INSERT INTO tx (n) VALUES (2)`, Effect.fail(new Boom()))))
         yield* sql`INSERT INTO tx (n) VALUES (3)`
       }))
-      yield* Effect.exit(sql.withTransaction(Effect.zipRight(sql`INSERT INTO tx (n) VALUES (4)`, Effect.fail(new Boom()))))
+      yield* Effect.exit(sql.withTransaction(Effect.andThen(sql`INSERT INTO tx (n) VALUES (4)`, Effect.fail(new Boom()))))
       return yield* sql<{ n: number }>`SELECT n FROM tx ORDER BY n`
     }))
     expect(rows.map((row) => row.n)).toEqual([1, 3])

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, type Layer, Option } from "effect"
+import { Effect, type Layer, Option, Result } from "effect"
 import type { AccountId, ApiKeyId, JobId } from "../../src/domain/ids.js"
 import type { AnyRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
@@ -18,8 +18,8 @@ import { runLimitsConformance } from "./limitsSuite.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo
 
-const codeOf = <A>(result: Either.Either<A, unknown>) =>
-  Either.isLeft(result) ? (result.left as AnyRefusal).code : "ok"
+const codeOf = <A>(result: Result.Result<A, unknown>) =>
+  Result.isFailure(result) ? (result.failure as AnyRefusal).code : "ok"
 
 const balanceAndLedger = (id: AccountId) =>
   Effect.gen(function*() {
@@ -42,7 +42,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>
-      repo.submit({ maxConcurrentJobs: 100, rateLimits: NO_LIMITS, ...command }).pipe(Effect.either))
+      repo.submit({ maxConcurrentJobs: 100, rateLimits: NO_LIMITS, ...command }).pipe(Effect.result))
 
   describe(`${name}: AccountRepo`, () => {
     test("creates an account with its opening credit in the ledger", () =>
@@ -201,7 +201,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const repo = yield* JobRepo
         const owner = yield* createAccount(10_000)
         const j = job(owner.id, { webhookUrl: "https://example.com/h" })
-        expect(yield* submit({ job: j })).toEqual(Either.right({ _tag: "Created", job: j }))
+        expect(yield* submit({ job: j })).toEqual(Result.succeed({ _tag: "Created", job: j }))
         expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(j)
         const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
         expect(balance).toBe(9_000)
@@ -218,7 +218,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const first = job(owner.id, { createdAt: T0 })
         const handed = yield* submit({ job: first, handOff: offered("w1", T0 + 5) })
         const claimedFirst = claimedJob(first, handOffLease("w1", T0 + 5))
-        expect(handed).toEqual(Either.right({ _tag: "Created", job: claimedFirst }))
+        expect(handed).toEqual(Result.succeed({ _tag: "Created", job: claimedFirst }))
         expect(Option.getOrThrow(yield* repo.get(first.id))).toEqual(claimedFirst)
         // Counted active like any claimed job, and no other worker can take it.
         expect(yield* accounts.activeJobs(owner.id)).toBe(1)
@@ -227,12 +227,12 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const queued = job(owner.id, { createdAt: T0 + 10 })
         yield* submit({ job: queued })
         const behind = job(owner.id, { createdAt: T0 + 20 })
-        expect(yield* submit({ job: behind, handOff: offered("w2", T0 + 25) })).toEqual(Either.right({ _tag: "Created", job: behind }))
+        expect(yield* submit({ job: behind, handOff: offered("w2", T0 + 25) })).toEqual(Result.succeed({ _tag: "Created", job: behind }))
         const next = yield* repo.claimBatch({ workerId: "w3", now: T0 + 30, leaseMs: 1_000, maxAttempts: 2, limit: 5 })
         expect(next.map((j) => j.id)).toEqual([queued.id, behind.id])
         // An expired lease that can still be claimed is runnable too.
         const late = job(owner.id, { createdAt: T0 + 40 })
-        expect(yield* submit({ job: late, handOff: offered("w4", T0 + 2_000) })).toEqual(Either.right({ _tag: "Created", job: late }))
+        expect(yield* submit({ job: late, handOff: offered("w4", T0 + 2_000) })).toEqual(Result.succeed({ _tag: "Created", job: late }))
         // A refused submit writes nothing, offered or not.
         const full = yield* submit({ job: job(owner.id, { createdAt: T0 + 50 }), handOff: offered("w5", T0 + 55), maxConcurrentJobs: 4 })
         expect(codeOf(full)).toBe("CONCURRENT_JOBS_EXCEEDED")
@@ -250,19 +250,19 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const keyed = job(owner.id, { createdAt: T0 })
         const claimedKeyed = claimedJob(keyed, handOffLease("w1", T0 + 1))
         expect(yield* submit({ job: keyed, idempotency, handOff: offered("w1", T0 + 1) }))
-          .toEqual(Either.right({ _tag: "Created", job: claimedKeyed }))
+          .toEqual(Result.succeed({ _tag: "Created", job: claimedKeyed }))
         // Its replay answers the job as it now is, and writes nothing.
         expect(yield* submit({ job: job(owner.id, { createdAt: T0 + 2 }), idempotency, handOff: offered("w2", T0 + 2) }))
-          .toEqual(Either.right({ _tag: "Replayed", job: claimedKeyed }))
+          .toEqual(Result.succeed({ _tag: "Replayed", job: claimedKeyed }))
         const limits = { requestsPerMinute: 10, requestsPerDay: 100 }
         const limited = job(owner.id, { createdAt: T0 + 3 })
         expect(yield* submit({ job: limited, rateLimits: limits, handOff: offered("w3", T0 + 4) }))
-          .toEqual(Either.right({ _tag: "Created", job: claimedJob(limited, handOffLease("w3", T0 + 4)) }))
+          .toEqual(Result.succeed({ _tag: "Created", job: claimedJob(limited, handOffLease("w3", T0 + 4)) }))
         const queued = job(owner.id, { createdAt: T0 + 5 })
         yield* submit({ job: queued, rateLimits: limits })
         const behind = job(owner.id, { createdAt: T0 + 6 })
         expect(yield* submit({ job: behind, rateLimits: limits, handOff: offered("w4", T0 + 7) }))
-          .toEqual(Either.right({ _tag: "Created", job: behind }))
+          .toEqual(Result.succeed({ _tag: "Created", job: behind }))
         expect((yield* repo.claimBatch({ workerId: "w5", now: T0 + 8, leaseMs: 1_000, maxAttempts: 2, limit: 5 })).map((j) => j.id))
           .toEqual([queued.id, behind.id])
         const { balance, sum } = yield* balanceAndLedger(owner.id)
@@ -283,13 +283,13 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: job(limited.id, { createdAt: T0 + 10_000 }), rateLimits: limits })
         const refused = yield* submit({ job: job(limited.id, { createdAt: T0 + 20_000 }), rateLimits: limits })
         expect(codeOf(refused)).toBe("RATE_LIMIT_EXCEEDED")
-        expect(Either.isLeft(refused) && (refused.left as AnyRefusal).retryAfterSeconds).toBe(40)
+        expect(Result.isFailure(refused) && (refused.failure as AnyRefusal).retryAfterSeconds).toBe(40)
         // The minute window slides: the first job leaves it after 60 s.
         expect(codeOf(yield* submit({ job: job(limited.id, { createdAt: T0 + 60_001 }), rateLimits: limits }))).toBe("ok")
         // The day window still holds three.
         const daily = yield* submit({ job: job(limited.id, { createdAt: T0 + 200_000 }), rateLimits: limits })
         expect(codeOf(daily)).toBe("RATE_LIMIT_EXCEEDED")
-        expect(Either.isLeft(daily) && (daily.left as AnyRefusal).retryAfterSeconds).toBe(86_400 - 200)
+        expect(Result.isFailure(daily) && (daily.failure as AnyRefusal).retryAfterSeconds).toBe(86_400 - 200)
         // Another version has its own allowance; a limit of 0 is none.
         expect(codeOf(yield* submit({ job: job(limited.id, { createdAt: T0 + 200_000, version: "v2" }), rateLimits: limits }))).toBe("ok")
         for (const who of [poor, busy, limited]) {
@@ -306,14 +306,14 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const owner = yield* createAccount(10_000)
         const idem = { key: "k1", requestHash: "h1", notBefore: T0 - 1 }
         const first = job(owner.id)
-        expect(yield* submit({ job: first, idempotency: idem })).toEqual(Either.right({ _tag: "Created", job: first }))
-        expect(yield* submit({ job: job(owner.id), idempotency: idem })).toEqual(Either.right({ _tag: "Replayed", job: first }))
+        expect(yield* submit({ job: first, idempotency: idem })).toEqual(Result.succeed({ _tag: "Created", job: first }))
+        expect(yield* submit({ job: job(owner.id), idempotency: idem })).toEqual(Result.succeed({ _tag: "Replayed", job: first }))
         expect(codeOf(yield* submit({ job: job(owner.id), idempotency: { ...idem, requestHash: "h2" } }))).toBe("IDEMPOTENCY_KEY_REUSED")
         const later = job(owner.id, { createdAt: T0 + 1000 })
         const expired = yield* submit({ job: later, idempotency: { ...idem, requestHash: "h2", notBefore: T0 + 1 } })
-        expect(expired).toEqual(Either.right({ _tag: "Created", job: later }))
+        expect(expired).toEqual(Result.succeed({ _tag: "Created", job: later }))
         const other = yield* createAccount(10_000)
-        expect(Either.getOrThrow(yield* submit({ job: job(other.id), idempotency: idem }))._tag).toBe("Created")
+        expect(Result.getOrThrow(yield* submit({ job: job(other.id), idempotency: idem }))._tag).toBe("Created")
         expect((yield* balanceAndLedger(owner.id)).balance).toBe(8_000)
       }))
 
@@ -358,13 +358,13 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           Array.from({ length: 12 }, () => submit({ job: job(capped.id), maxConcurrentJobs: 5 })),
           { concurrency: "unbounded" }
         )
-        expect(byConcurrency.filter(Either.isRight)).toHaveLength(5)
+        expect(byConcurrency.filter(Result.isSuccess)).toHaveLength(5)
         const broke = yield* createAccount(3_500)
         const byBalance = yield* Effect.all(
           Array.from({ length: 12 }, () => submit({ job: job(broke.id) })),
           { concurrency: "unbounded" }
         )
-        expect(byBalance.filter(Either.isRight)).toHaveLength(3)
+        expect(byBalance.filter(Result.isSuccess)).toHaveLength(3)
         const { balance, sum } = yield* balanceAndLedger(broke.id)
         expect(balance).toBe(500)
         expect(sum).toBe(balance)
@@ -461,8 +461,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const owner = yield* createAccount(credit)
         const once = job(owner.id, { costMicroCents: big })
         const keyed = job(owner.id, { costMicroCents: big + 1, createdAt: T0 + 1 })
-        expect(Either.isRight(yield* submit({ job: once }))).toBe(true)
-        expect(Either.isRight(yield* submit({ job: keyed, idempotency: { key: "big", requestHash: "h", notBefore: 0 } }))).toBe(true)
+        expect(Result.isSuccess(yield* submit({ job: once }))).toBe(true)
+        expect(Result.isSuccess(yield* submit({ job: keyed, idempotency: { key: "big", requestHash: "h", notBefore: 0 } }))).toBe(true)
         expect((yield* balanceAndLedger(owner.id)).balance).toBe(credit - 2 * big - 1)
         expect((yield* repo.cancel(once.id, owner.id, T0 + 2)).refundedMicroCents).toBe(big)
         yield* repo.claim({ workerId: "w", now: T0 + 3, leaseMs: 1000, maxAttempts: 3 })
@@ -480,18 +480,18 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const stranger = yield* createAccount(0)
         const j = job(owner.id, { costMicroCents: 1_234 })
         yield* submit({ job: j })
-        expect(codeOf(yield* Effect.either(repo.cancel(j.id, stranger.id, T0)))).toBe("UNAUTHORIZED_ACCESS")
-        expect(codeOf(yield* Effect.either(repo.cancel("job_missing" as never, owner.id, T0)))).toBe("JOB_NOT_FOUND")
+        expect(codeOf(yield* Effect.result(repo.cancel(j.id, stranger.id, T0)))).toBe("UNAUTHORIZED_ACCESS")
+        expect(codeOf(yield* Effect.result(repo.cancel("job_missing" as never, owner.id, T0)))).toBe("JOB_NOT_FOUND")
         const outcome = yield* repo.cancel(j.id, owner.id, T0 + 5)
         expect(outcome).toEqual({ job: { ...j, status: "cancelled", completedAt: T0 + 5 }, refundedMicroCents: 1_234 })
-        expect(codeOf(yield* Effect.either(repo.cancel(j.id, owner.id, T0 + 6)))).toBe("JOB_CANNOT_BE_CANCELLED")
+        expect(codeOf(yield* Effect.result(repo.cancel(j.id, owner.id, T0 + 6)))).toBe("JOB_CANNOT_BE_CANCELLED")
         const { balance, sum } = yield* balanceAndLedger(owner.id)
         expect(balance).toBe(10_000)
         expect(sum).toBe(balance)
         const running = job(owner.id, { createdAt: T0 + 10 })
         yield* submit({ job: running })
         yield* repo.claim({ workerId: "w", now: T0 + 11, leaseMs: 1000, maxAttempts: 3 })
-        expect(codeOf(yield* Effect.either(repo.cancel(running.id, owner.id, T0 + 12)))).toBe("JOB_CANNOT_BE_CANCELLED")
+        expect(codeOf(yield* Effect.result(repo.cancel(running.id, owner.id, T0 + 12)))).toBe("JOB_CANNOT_BE_CANCELLED")
       }))
 
     test("parallel cancels of one job refund it once", () =>
@@ -500,10 +500,10 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const owner = yield* createAccount(10_000)
         const j = job(owner.id)
         yield* submit({ job: j })
-        const results = yield* Effect.all(Array.from({ length: 8 }, () => Effect.either(repo.cancel(j.id, owner.id, T0 + 1))), {
+        const results = yield* Effect.all(Array.from({ length: 8 }, () => Effect.result(repo.cancel(j.id, owner.id, T0 + 1))), {
           concurrency: "unbounded"
         })
-        expect(results.filter(Either.isRight)).toHaveLength(1)
+        expect(results.filter(Result.isSuccess)).toHaveLength(1)
         const { balance, entries } = yield* balanceAndLedger(owner.id)
         expect(balance).toBe(10_000)
         expect(entries.filter((e) => e.kind === "refund")).toHaveLength(1)
@@ -797,14 +797,14 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: job(owner.id, { createdAt: T0 + 100 }), rateLimits: perMinute })
         yield* submit({ job: job(owner.id, { createdAt: T0 + 500 }), rateLimits: perMinute })
         const refused = yield* submit({ job: job(owner.id, { createdAt: T0 + 30_000 }), rateLimits: perMinute })
-        expect(Either.isLeft(refused) && (refused.left as AnyRefusal).retryAfterSeconds).toBe(31)
+        expect(Result.isFailure(refused) && (refused.failure as AnyRefusal).retryAfterSeconds).toBe(31)
         // At T0 + 60_101 the first has left and the second not: the bucket holding both no longer counts.
         expect(codeOf(yield* submit({ job: job(owner.id, { createdAt: T0 + 60_101 }), rateLimits: perMinute }))).toBe("ok")
         // Submits without a day limit were never counted by day: a day limit starts from zero.
         const perDay = { requestsPerMinute: 0, requestsPerDay: 1 }
         expect(codeOf(yield* submit({ job: job(owner.id, { createdAt: T0 + 70_000 }), rateLimits: perDay }))).toBe("ok")
         const daily = yield* submit({ job: job(owner.id, { createdAt: T0 + 80_000 }), rateLimits: perDay })
-        expect(Either.isLeft(daily) && (daily.left as AnyRefusal).retryAfterSeconds).toBe(86_400 - 10)
+        expect(Result.isFailure(daily) && (daily.failure as AnyRefusal).retryAfterSeconds).toBe(86_400 - 10)
       }))
 
     test("parallel submits never overshoot a rate limit", () =>
@@ -815,7 +815,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           Array.from({ length: 12 }, (_, i) => submit({ job: job(owner.id, { createdAt: T0 + i }), rateLimits: limits })),
           { concurrency: "unbounded" }
         )
-        expect(results.filter(Either.isRight)).toHaveLength(4)
+        expect(results.filter(Result.isSuccess)).toHaveLength(4)
       }))
 
     test("parallel submits of one idempotency key make one job", () =>
@@ -826,7 +826,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           Array.from({ length: 6 }, () => submit({ job: job(owner.id), idempotency: idem })),
           { concurrency: "unbounded" }
         )
-        const outcomes = results.map((r) => Either.getOrThrow(r))
+        const outcomes = results.map((r) => Result.getOrThrow(r))
         expect(outcomes.filter((o) => o._tag === "Created")).toHaveLength(1)
         expect(new Set(outcomes.map((o) => o.job.id)).size).toBe(1)
         expect((yield* balanceAndLedger(owner.id)).balance).toBe(99_000)
@@ -1099,7 +1099,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const repo = yield* JobRepo
         const deliveries = yield* WebhookDeliveryRepo
         const j = job(owner, { createdAt: at - 10, webhookUrl: delivery === undefined ? null : "https://hooks.example.com/r" })
-        expect(Either.isRight(yield* submit({ job: j }))).toBe(true)
+        expect(Result.isSuccess(yield* submit({ job: j }))).toBe(true)
         if (how === "cancel") yield* repo.cancel(j.id, owner, at)
         if (how === "complete" || how === "fail" || how === "run") {
           expect(Option.isSome(yield* repo.claim({ workerId: `w${at}`, now: at - 5, leaseMs: 60_000, maxAttempts: 3 }))).toBe(true)
@@ -1176,15 +1176,15 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const keyed = (key: string, createdAt: number) =>
           submit({ job: job(owner.id, { createdAt }), idempotency: { key, requestHash: "h", notBefore: T0 - 1 } })
         for (const [key, at] of [["a", T0], ["b", T0 + 10], ["c", T0 + 20]] as const) {
-          expect(Either.getOrThrow(yield* keyed(key, at))._tag).toBe("Created")
+          expect(Result.getOrThrow(yield* keyed(key, at))._tag).toBe("Created")
         }
         expect(yield* retention.purgeIdempotency(T0 + 20, 1)).toBe(1)
         expect(yield* retention.purgeIdempotency(T0 + 20, 10)).toBe(1)
         expect(yield* retention.purgeIdempotency(T0 + 20, 10)).toBe(0)
         // Within the same window a purged key no longer replays; the one kept does.
-        expect(Either.getOrThrow(yield* keyed("a", T0 + 30))._tag).toBe("Created")
-        expect(Either.getOrThrow(yield* keyed("b", T0 + 30))._tag).toBe("Created")
-        expect(Either.getOrThrow(yield* keyed("c", T0 + 30))._tag).toBe("Replayed")
+        expect(Result.getOrThrow(yield* keyed("a", T0 + 30))._tag).toBe("Created")
+        expect(Result.getOrThrow(yield* keyed("b", T0 + 30))._tag).toBe("Created")
+        expect(Result.getOrThrow(yield* keyed("c", T0 + 30))._tag).toBe("Replayed")
       }))
 
     test("gives the lease to one owner at a time, renews it for its owner, and hands it on once expired", () =>

@@ -14,7 +14,7 @@ describe("sqlite: table prefix", () => {
     Effect.gen(function*() {
       for (const bad of ["", "Genjobs_", "gen-jobs_", "1st_", "gen jobs", "a".repeat(MAX_TABLE_PREFIX_LENGTH + 1)]) {
         const exit = yield* Effect.exit(Layer.build(layerSqlite({ filename: join(dir, `bad-${++n}.db`), tablePrefix: bad })).pipe(Effect.scoped))
-        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
         expect(error).toMatchObject({ _tag: "TablePrefixError", message: expect.stringContaining(`Invalid table prefix ${JSON.stringify(bad)}`) })
       }
     }))

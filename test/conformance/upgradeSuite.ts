@@ -1,6 +1,6 @@
-import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Option } from "effect"
+import { Effect, Layer, Option, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import type { AccountId } from "../../src/domain/ids.js"
 import type { AnyRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
@@ -48,7 +48,7 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
   const releaseDatabase = (upTo = 4) =>
     Effect.gen(function*() {
       const db = yield* Effect.promise(newDatabase)
-      yield* onClient(db, Effect.zipRight(createReleaseSchema(upTo), seedRelease(upTo)))
+      yield* onClient(db, Effect.andThen(createReleaseSchema(upTo), seedRelease(upTo)))
       return db
     })
   const freshSchema = Effect.gen(function*() {
@@ -118,8 +118,8 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           expect(yield* submit(job(alice.id, { createdAt: T0 + 5_000 }))).toEqual({ _tag: "Replayed", job: release.jobs.pending })
           // The release's pending and processing jobs count against the maximum from the start (migration 0010).
           const fresh = job(alice.id, { createdAt: T0 + 6_000 })
-          const refused = yield* Effect.either(jobs.submit({ job: fresh, maxConcurrentJobs: 2, rateLimits: NO_LIMITS }))
-          expect(Either.isLeft(refused) && (refused.left as AnyRefusal).code).toBe("CONCURRENT_JOBS_EXCEEDED")
+          const refused = yield* Effect.result(jobs.submit({ job: fresh, maxConcurrentJobs: 2, rateLimits: NO_LIMITS }))
+          expect(Result.isFailure(refused) && (refused.failure as AnyRefusal).code).toBe("CONCURRENT_JOBS_EXCEEDED")
           expect((yield* jobs.submit({ job: fresh, maxConcurrentJobs: 3, rateLimits: NO_LIMITS }))._tag).toBe("Created")
 
           // The oldest runnable job is the release's pending one; the leased one stays with its worker.
@@ -146,8 +146,8 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
               })
             }`
           yield* insertKey("key_fk_known", alice.id)
-          expect(Either.isLeft(yield* Effect.either(insertKey("key_fk_unknown", "acc_missing")))).toBe(true)
-          expect(Either.isLeft(yield* Effect.either(sql`DELETE FROM genjobs_accounts WHERE id = ${alice.id}`))).toBe(true)
+          expect(Result.isFailure(yield* Effect.result(insertKey("key_fk_unknown", "acc_missing")))).toBe(true)
+          expect(Result.isFailure(yield* Effect.result(sql`DELETE FROM genjobs_accounts WHERE id = ${alice.id}`))).toBe(true)
           yield* sql.onDialectOrElse({
             pg: () => Effect.void,
             orElse: () => Effect.map(sql`PRAGMA foreign_key_check`, (problems) => expect(problems).toEqual([]))

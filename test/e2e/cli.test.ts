@@ -6,9 +6,12 @@ import { freePort, tempDataDir } from "../support/serverProcess.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const KEY_PATTERN = /gjk_[A-Za-z0-9_-]{43}/
-const { peerDependencies } = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { peerDependencies: Record<string, string> }
-/** A package as the install line names it, with the range genjobs declares. */
-const peer = (name: string) => `${name}@${peerDependencies[name]}`
+const { dependencies, peerDependencies } = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as {
+  dependencies: Record<string, string>
+  peerDependencies: Record<string, string>
+}
+/** A package as the install line names it, with the range genjobs declares (an optional peer, or its own dependency). */
+const peer = (name: string) => `${name}@${peerDependencies[name] ?? dependencies[name]}`
 
 interface Run {
   readonly code: number
@@ -74,19 +77,21 @@ describe("the genjobs bin", SLOW, () => {
   })
 
   it("serve without its packages names the ones its store needs, and only those", async () => {
-    // As if none of the optional peers serve may need were installed.
-    const hidden = { HIDE_PACKAGES: "@effect/platform-node,@effect/sql,@effect/experimental,@effect/sql-pg,pg" }
+    // As if none of the packages serve may need were installed: the HTTP platform (a dependency
+    // of genjobs, so missing only from a pruned install) and the PostgreSQL driver (an optional peer).
+    const hidden = { HIDE_PACKAGES: "@effect/platform-node,@effect/sql-pg,pg" }
     const hide = ["--import", "./test/support/hidePackages.mjs"]
     const installLine = (run: Run) => /Install them: npm install (.*)\n$/.exec(run.stderr)?.[1]?.split(" ")
     const sqlite = await cli(["serve"], { ...hidden, DATABASE_URL: undefined, DATA_DIR: tempDataDir() }, hide)
     expect(sqlite.code).toBe(1)
     expect(sqlite.stderr).toMatch(/^error: CONFIG_ERROR: genjobs serve needs packages that are not installed \(Cannot find package '@effect\/platform-node'/)
-    expect(installLine(sqlite)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/experimental"].map(peer))
+    // SQLite's client and migrator are effect's own (effect/sql, node:sqlite): nothing more to install.
+    expect(installLine(sqlite)).toEqual(["@effect/platform-node"].map(peer))
     const postgres = await cli(["serve"], { ...hidden, DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs" }, hide)
     expect(postgres.code).toBe(1)
-    expect(installLine(postgres)).toEqual(["@effect/platform-node", "@effect/sql", "@effect/sql-pg", "pg"].map(peer))
-    // Drivers that are installed are not named again.
-    const platformOnly = await cli(["serve"], { HIDE_PACKAGES: "@effect/platform-node", DATABASE_URL: undefined, DATA_DIR: tempDataDir() }, hide)
+    expect(installLine(postgres)).toEqual(["@effect/platform-node", "@effect/sql-pg"].map(peer))
+    // Drivers that are installed are not named again: PostgreSQL's is, here.
+    const platformOnly = await cli(["serve"], { HIDE_PACKAGES: "@effect/platform-node", DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs" }, hide)
     expect([platformOnly.code, installLine(platformOnly)]).toEqual([1, [peer("@effect/platform-node")]])
   })
 })

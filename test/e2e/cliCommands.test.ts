@@ -1,5 +1,4 @@
 import * as Effect from "effect/Effect"
-import * as Micro from "effect/Micro"
 import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
 import { genjobsNode } from "genjobs/http"
 import { memoryFiles, memoryStore } from "genjobs/memory"
@@ -54,18 +53,16 @@ describe("genjobs budgets and spend, the commands in-process", () => {
   })
 
   /**
-   * Runs a command (Micro, or Effect for `spend`) with buffers for its streams; answers what it
-   * printed on stdout and stderr, and whether it failed.
+   * Runs a command with buffers for its streams; answers what it printed on stdout and stderr,
+   * and whether it failed.
    */
-  const run = async (program: Micro.Micro<void, unknown, CliIo> | Effect.Effect<void, unknown, CliIo>) => {
+  const run = async (program: Effect.Effect<void, unknown, CliIo>) => {
     const printed = { stdout: "", stderr: "" }
     const io = { env: {}, stdout: (text: string) => void (printed.stdout += text), stderr: (text: string) => void (printed.stderr += text) }
-    const exit = Micro.isMicro(program)
-      ? await Micro.runPromiseExit(Micro.provideService(program, CliIo, io))
-      : await Effect.runPromiseExit(Effect.provideService(program, CliIo, io))
+    const exit = await Effect.runPromiseExit(Effect.provideService(program, CliIo, io))
     return { failed: exit._tag === "Failure", stdout: printed.stdout.replace(/\n$/, ""), stderr: printed.stderr.replace(/\n$/, "") }
   }
-  const json = async (program: Micro.Micro<void, unknown, CliIo> | Effect.Effect<void, unknown, CliIo>) => {
+  const json = async (program: Effect.Effect<void, unknown, CliIo>) => {
     const result = await run(program)
     expect(result.failed, result.stderr).toBe(false)
     return JSON.parse(result.stdout)

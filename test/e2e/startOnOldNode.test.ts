@@ -32,7 +32,7 @@ describe.skipIf(oldNode === undefined)(`npm start on Node ${oldNode?.version}`, 
     try {
       const healthy = await waitFor(() => fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false), 120_000)
       expect(healthy, output).toBe(true)
-      expect(output).toContain(`genjobs needs Node 22.16 or newer and this is Node ${oldNode!.version}: running on Node 24`)
+      expect(output).toContain(`genjobs needs Node 22.19 or newer and this is Node ${oldNode!.version}: running on Node 24`)
     } finally {
       child.kill("SIGTERM")
     }

@@ -50,7 +50,7 @@ describe("webhooks to a real https receiver", () => {
 
   const send = (url: string, allowPrivate: boolean, headers: Record<string, string> = {}, body = "{}", timeoutMs = 5_000) =>
     Effect.runPromise(
-      Effect.either(makeNodeWebhookSender({ allowPrivate, ca: tls.cert }).send({ url, headers, body, timeoutMs }))
+      Effect.result(makeNodeWebhookSender({ allowPrivate, ca: tls.cert }).send({ url, headers, body, timeoutMs }))
     )
 
   it("delivers a signed POST that an independent verifier accepts", async () => {
@@ -61,7 +61,7 @@ describe("webhooks to a real https receiver", () => {
       "x-service-timestamp": timestamp,
       "x-service-signature": signatureHeader(["whsec_a", "whsec_b"], Number(timestamp), body)
     }, body)
-    expect(result).toMatchObject({ _tag: "Right", right: { statusCode: 200, body: "thanks" } })
+    expect(result).toMatchObject({ _tag: "Success", success: { statusCode: 200, body: "thanks" } })
     const received = got[got.length - 1]!
     expect(received.body).toBe(body)
     expect(await receiverAccepts("whsec_b", String(received.headers["x-service-timestamp"]), received.body, String(received.headers["x-service-signature"]))).toBe(true)
@@ -71,7 +71,7 @@ describe("webhooks to a real https receiver", () => {
   it("gives up on a receiver that does not answer in time", async () => {
     const started = Date.now()
     const result = await send(`https://127.0.0.1:${port}/slow`, true, {}, "{}", 300)
-    expect(result._tag === "Left" && result.left.reason).toMatch(/no complete answer within 0.3 s/)
+    expect(result._tag === "Failure" && result.failure.reason).toMatch(/no complete answer within 0.3 s/)
     expect(Date.now() - started).toBeLessThan(5_000)
   })
 
@@ -79,14 +79,14 @@ describe("webhooks to a real https receiver", () => {
     const started = Date.now()
     const result = await send(`https://127.0.0.1:${port}/trickle`, true, {}, "{}", 400)
     const took = Date.now() - started
-    expect(result._tag === "Left" && result.left.reason).toMatch(/^timed out: no complete answer within 0.4 s/)
+    expect(result._tag === "Failure" && result.failure.reason).toMatch(/^timed out: no complete answer within 0.4 s/)
     expect(took).toBeGreaterThanOrEqual(390)
     expect(took).toBeLessThan(1_500)
   })
 
   it("does not follow redirects", async () => {
     const result = await send(`https://127.0.0.1:${port}/redirect`, true)
-    expect(result).toMatchObject({ _tag: "Right", right: { statusCode: 307 } })
+    expect(result).toMatchObject({ _tag: "Success", success: { statusCode: 307 } })
   })
 
   it("refuses loopback targets, by address and by name, unless private targets are allowed", async () => {
@@ -96,11 +96,11 @@ describe("webhooks to a real https receiver", () => {
     const mapped = await send(`https://[::ffff:127.0.0.1]:${port}/hook`, false)
     const decimal = await send(`https://2130706433:${port}/hook`, false)
     for (const result of [byAddress, byName, mapped, decimal]) {
-      expect(result._tag).toBe("Left")
-      expect(result._tag === "Left" && result.left.reason).toMatch(/refused/)
+      expect(result._tag).toBe("Failure")
+      expect(result._tag === "Failure" && result.failure.reason).toMatch(/refused/)
     }
     expect(got.length).toBe(before)
-    expect((await send(`http://example.com/hook`, true))._tag).toBe("Left")
+    expect((await send(`http://example.com/hook`, true))._tag).toBe("Failure")
   })
 })
 

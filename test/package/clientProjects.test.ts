@@ -1,11 +1,12 @@
 /**
  * genjobs/client from the packed package in apps' own projects, on Node 22 and Node 24: one
- * without effect installed (npm's `--omit=peer`), typechecked strictly with skipLibCheck off, and
- * one on effect 3 that also runs genjobs/client/effect. Each calls an engine on loopback. An app
- * on effect 4 waits for the package's own switch to Effect 4 (issue 39 item 3).
+ * without effect of its own (npm's `--omit=peer`; genjobs's own effect 4.1 kept out of reach, so
+ * the client shows it loads none), typechecked strictly with skipLibCheck off; one on effect 3; and
+ * one on effect 4.1, sharing genjobs's copy, that also runs genjobs/client/effect. Each installs
+ * without flags and calls an engine on loopback.
  */
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { rm } from "node:fs/promises"
 import type { Server } from "node:http"
 import { tmpdir } from "node:os"
@@ -43,15 +44,16 @@ console.log(JSON.stringify({
 }))
 `
 
-/** The same through genjobs/client/effect, in an app on effect 3. */
+/** The same through genjobs/client/effect, in an app on effect 4.1. */
 const EFFECT_APP = `
-import { FetchHttpClient } from "@effect/platform"
 import { Effect } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { makeEffectClient } from "genjobs/client/effect"
 const program = Effect.gen(function*() {
   const client = yield* makeEffectClient({ baseUrl: process.env.BASE_URL, apiKey: process.env.API_KEY })
-  const model = yield* client.models.get({ path: { modelId: encodeURIComponent("demo/image-gen/text-to-image") } })
-  const missing = yield* client.jobs.get({ path: { jobId: "job_nope" } }).pipe(Effect.flip)
+  // The client percent-encodes path parameters itself (Effect 4): the slug goes as it is.
+  const model = yield* client.models.get({ params: { modelId: "demo/image-gen/text-to-image" } })
+  const missing = yield* client.jobs.get({ params: { jobId: "job_nope" } }).pipe(Effect.flip)
   return { model: model.id, missing: missing.error.code }
 })
 console.log(JSON.stringify(await program.pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)))
@@ -75,6 +77,7 @@ export const done = async (): Promise<Job["status"] | string> => {
 
 let dir: string
 let bare: string
+let withEffect3: string
 let withEffect: string
 let engine: Engine
 let server: Server
@@ -99,15 +102,23 @@ const newKey = async () => {
   return (await call(`/admin/accounts/${account.id}/keys`, { name: "k" })).key as string
 }
 
-const runApp = async (nodePath: string, cwd: string, file: string) => {
+/** The version of `name` that `from` resolves (its own node_modules). */
+const versionIn = (from: string, name: string) =>
+  JSON.parse(readFileSync(join(from, "node_modules", name, "package.json"), "utf8")).version as string
+
+/** Resolves effect and the HTTP platform as if they were not installed (test/support/hidePackages.mjs). */
+const WITHOUT_EFFECT = ["--import", join(ROOT, "test/support/hidePackages.mjs")]
+
+const runApp = async (nodePath: string, cwd: string, file: string, withoutEffect = false) => {
   const env = {
     ...process.env,
+    ...(withoutEffect ? { HIDE_PACKAGES: "effect,@effect/platform-node" } : {}),
     BASE_URL: baseUrl,
     API_KEY: await newKey(),
     WEBHOOK_HEADERS: JSON.stringify({ "x-service-timestamp": String(NOW), "x-service-signature": signatureHeader(["whsec"], NOW, BODY) }),
     WEBHOOK_BODY: BODY
   }
-  const { stdout } = await run(nodePath, [file], { cwd, env }).catch((error) => {
+  const { stdout } = await run(nodePath, [...(withoutEffect ? WITHOUT_EFFECT : []), file], { cwd, env }).catch((error) => {
     throw new Error(`${nodePath} ${file}:\n${error.stdout}${error.stderr}`)
   })
   return JSON.parse(stdout)
@@ -117,14 +128,18 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "genjobs-client-"))
   const tarball = await packInto(dir)
   bare = project("bare")
-  withEffect = project("effect3")
+  withEffect3 = project("effect3")
+  withEffect = project("effect4")
   const install = (cwd: string, args: Array<string>) =>
     npm(cwd, ["install", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", ...args])
   await Promise.all([
     install(bare, ["--omit=peer", tarball, `typescript@${pkg.devDependencies.typescript}`]),
-    install(withEffect, [tarball, `effect@${pkg.devDependencies.effect}`, `@effect/platform@${pkg.devDependencies["@effect/platform"]}`])
+    // No --legacy-peer-deps or --force: effect is genjobs's own dependency, no peer an app's effect could conflict with.
+    install(withEffect3, [tarball, "effect@^3.22.4"]),
+    install(withEffect, [tarball, `effect@${pkg.dependencies.effect}`])
   ])
   writeFileSync(join(bare, "app.mjs"), APP)
+  writeFileSync(join(withEffect3, "app.mjs"), APP)
   writeFileSync(join(withEffect, "app.mjs"), APP)
   writeFileSync(join(withEffect, "effect-app.mjs"), EFFECT_APP)
 
@@ -140,14 +155,16 @@ afterAll(async () => {
 }, 120_000)
 
 describe("genjobs/client in an app without effect", () => {
-  it("has no effect installed", () => {
-    expect(["effect", "@effect/platform"].filter((name) => existsSync(join(bare, "node_modules", name)))).toEqual([])
+  it("has none of genjobs's optional peers installed, and no effect but genjobs's own 4.1", () => {
+    expect(["@effect/sql-pg", "@effect/opentelemetry", "pg", "@effect/platform"].filter((name) => existsSync(join(bare, "node_modules", name))))
+      .toEqual([])
+    expect(versionIn(bare, "effect")).toMatch(/^4\.1\./)
   })
 
   for (const major of ["22", "24"]) {
-    it(`runs a job, uploads and gets typed errors on Node ${major}`, async () => {
+    it(`runs a job, uploads and gets typed errors on Node ${major}, with effect out of reach`, async () => {
       const [, nodePath] = nodes.find(([m]) => m === major)!
-      expect(await runApp(nodePath, bare, "app.mjs")).toEqual({
+      expect(await runApp(nodePath, bare, "app.mjs", true)).toEqual({
         node: major,
         status: "completed",
         again: "completed",
@@ -173,7 +190,26 @@ describe("genjobs/client in an app without effect", () => {
   }, 120_000)
 })
 
-describe("genjobs/client and genjobs/client/effect in an app on effect 3", () => {
+describe("genjobs/client in an app on effect 3", () => {
+  it("keeps the app's effect 3, and genjobs's 4.1 beside it", () => {
+    expect(versionIn(withEffect3, "effect")).toMatch(/^3\./)
+    expect(versionIn(join(withEffect3, "node_modules/genjobs"), "effect")).toMatch(/^4\.1\./)
+  })
+
+  for (const major of ["22", "24"]) {
+    it(`the Promise client on Node ${major}`, async () => {
+      const [, nodePath] = nodes.find(([m]) => m === major)!
+      expect(await runApp(nodePath, withEffect3, "app.mjs")).toMatchObject({ node: major, status: "completed", missing: [true, "GenjobsError", "JOB_NOT_FOUND", 404] })
+    }, 60_000)
+  }
+})
+
+describe("genjobs/client and genjobs/client/effect in an app on effect 4.1", () => {
+  it("shares genjobs's copy of effect: npm installs one", () => {
+    expect(versionIn(withEffect, "effect")).toMatch(/^4\.1\./)
+    expect(existsSync(join(withEffect, "node_modules/genjobs/node_modules/effect"))).toBe(false)
+  })
+
   for (const major of ["22", "24"]) {
     it(`the Promise client and the Effect client on Node ${major}`, async () => {
       const [, nodePath] = nodes.find(([m]) => m === major)!

@@ -111,9 +111,10 @@ describe.concurrent("each line, in an empty project", () => {
   it("sqlite: an engine on sqliteStore starts, with no PostgreSQL package and no native SQLite module installed", async () => {
     const { project, has } = await installed("sqlite")
     expect(await node(project, engineScript(`import { sqliteStore } from "genjobs/sqlite"`, `sqliteStore({ filename: "./data/app.db" })`))).toBe("200")
-    // The driver is Node's own node:sqlite: no native SQLite module is installed.
-    expect([has("@effect/experimental"), has("better-sqlite3"), has("@effect/sql-sqlite-node"), has("pg"), has("@effect/sql-pg")])
-      .toEqual([true, false, false, false, false])
+    // The driver is Node's own node:sqlite under effect's own effect/sql: no native SQLite module
+    // is installed, and no Effect 3 package.
+    expect([has("effect"), has("@effect/experimental"), has("@effect/sql"), has("better-sqlite3"), has("@effect/sql-sqlite-node"), has("pg"), has("@effect/sql-pg")])
+      .toEqual([true, false, false, false, false, false, false])
   }, 300_000)
 
   it("postgres: an engine on postgresStore({ url }) starts on the local PostgreSQL, with no SQLite package installed", async () => {
@@ -121,7 +122,9 @@ describe.concurrent("each line, in an empty project", () => {
     const url = await freshPostgresUrl()
     if (url === undefined) throw new Error("PostgreSQL is not reachable: this check needs it")
     expect(await node(project, engineScript(`import { postgresStore } from "genjobs/postgres"`, `postgresStore({ url: process.env.URL })`), { URL: url })).toBe("200")
-    expect([has("@types/pg"), has("@effect/sql-sqlite-node"), has("better-sqlite3")]).toEqual([true, false, false])
+    // @effect/sql-pg 4 speaks PostgreSQL's protocol itself: no pg driver either.
+    expect([has("@effect/sql-pg"), has("pg"), has("@effect/sql"), has("@effect/platform"), has("@effect/sql-sqlite-node"), has("better-sqlite3")])
+      .toEqual([true, false, false, false, false, false])
   }, 300_000)
 
   it("s3: genjobs/s3 loads", async () => {

@@ -38,9 +38,9 @@ describe("package.json has what npm publish needs", () => {
     expect(pkg.type).toBe("module")
   })
 
-  it("engines names the Node versions the README supports: 22.16 (node:sqlite) and newer", () => {
-    expect(pkg.engines).toEqual({ node: ">=22.16" })
-    expect(readFileSync(join(ROOT, "README.md"), "utf8")).toContain("Node 22.16+ or 24")
+  it("engines names the Node versions the README supports: 22.19 (Effect 4's platform) and newer", () => {
+    expect(pkg.engines).toEqual({ node: ">=22.19" })
+    expect(readFileSync(join(ROOT, "README.md"), "utf8")).toContain("Node 22.19+ or 24")
   })
 
   it("every export's built JavaScript and declarations are in the published files", () => {

@@ -25,9 +25,8 @@ const ENTRIES = Object.entries(pkg.exports as Record<string, string | Record<str
 const FRAMEWORKS = [
   "express@5", "@types/express@5", "fastify@5", "hono@4", "@hono/node-server@2",
   `typescript@${pkg.devDependencies.typescript}`, "@types/node@22",
-  // @effect/sql-pg's declarations import "pg", whose types a consumer without skipLibCheck needs.
-  "@types/pg",
-  // So do @ai-sdk/provider's (genjobs/ai-sdk, genjobs/providers/ai-sdk) "json-schema", which it does not install.
+  // @ai-sdk/provider's declarations (genjobs/ai-sdk, genjobs/providers/ai-sdk) import "json-schema", whose
+  // types a consumer without skipLibCheck needs and which it does not install.
   "@types/json-schema"
 ]
 // With what a TypeScript App Router project has (create-next-app's): Next type-checks the pasted route.
@@ -40,7 +39,7 @@ const REQUIRED_PEERS = Object.keys(pkg.peerDependencies).filter((name) => !isOpt
   .map((name) => `${name}@${pkg.devDependencies[name]}`)
 
 /**
- * A strict consumer. DOM is in lib because @effect/platform's own declarations name DOM types.
+ * A strict consumer. DOM is in lib because effect's own declarations (effect/http) name DOM types.
  * The Next.js example is left to Next, which type-checks it with its own settings (a bundler's
  * resolution: its relative import has no extension, as Next projects write them).
  */
@@ -109,17 +108,22 @@ describe("the packed package", () => {
     for (const line of stdout.trim().split("\n")) expect(Number(line.split(" ")[1])).toBeGreaterThan(0)
   }, 60_000)
 
-  it("without a store's packages, layerEngineConfig fails its start with the line that installs them", async () => {
+  it("without a store's packages, layerEngineConfig fails its start with the line that installs them; SQLite needs none beyond effect", async () => {
+    // SQLite's client and migrator are effect's own (effect/sql over node:sqlite): the lean project has them.
+    const sqlite = `const entry = await import("genjobs/sqlite"); console.log(typeof entry.sqliteStore)`
+    expect((await run(process.execPath, ["--input-type=module", "-e", sqlite], { cwd: lean })).stdout.trim()).toBe("function")
     const script = `import { Effect, Layer } from "effect"
       import { layerEngineConfig } from "genjobs"
       const error = await Effect.runPromise(Effect.flip(Layer.launch(layerEngineConfig({ publicUrl: "http://127.0.0.1", providers: {} }))))
       console.log(JSON.stringify({ tag: error._tag, message: error.message }))`
-    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], { cwd: lean, env: { ...process.env, DATA_DIR: join(lean, "data") } })
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: lean,
+      env: { ...process.env, DATA_DIR: join(lean, "data"), DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs" }
+    })
     const { tag, message } = JSON.parse(stdout)
     expect(tag).toBe("MissingPackagesError")
-    const line = ["@effect/sql", "@effect/experimental"].map((name) => `${name}@${pkg.peerDependencies[name]}`).join(" ")
-    expect(message).toMatch(/^DATABASE_URL is unset, so the store is SQLite: genjobs\/sqlite needs packages that are not installed/)
-    expect(message).toContain(`npm install ${line}`)
+    expect(message).toMatch(/^DATABASE_URL names PostgreSQL: genjobs\/postgres needs packages that are not installed/)
+    expect(message).toContain(`npm install @effect/sql-pg@${pkg.peerDependencies["@effect/sql-pg"]}`)
   }, 60_000)
 
   it("typechecks the mount examples against the frameworks' typings (skipLibCheck off)", async () => {
@@ -264,19 +268,19 @@ describe("each mount example, over HTTP under /api/genjobs", () => {
       NEXT_MANUAL_SIG_HANDLE: "true"
     }, port, lean)
     // The CLI from the same install, nothing added: its admin commands against the mounted engine,
-    // and `serve`, which needs the server's packages, says which.
-    const genjobs = (args: Array<string>) =>
-      run("npx", ["genjobs", ...args], { cwd: lean }).then(
+    // and `serve` on PostgreSQL, whose driver is an optional peer, says which package it needs.
+    const genjobs = (args: Array<string>, env: Record<string, string> = {}) =>
+      run("npx", ["genjobs", ...args], { cwd: lean, env: { ...process.env, ...env } }).then(
         ({ stdout }) => ({ code: 0, stdout, stderr: "" }),
         (error) => ({ code: error.code as number, stdout: String(error.stdout), stderr: String(error.stderr) })
       )
     expect((await genjobs(["--help"])).stdout).toContain("accounts list")
     const listed = await genjobs(["accounts", "list", "--url", app.base, "--admin-token", ADMIN, "--json"])
     expect([listed.code, Array.isArray(JSON.parse(listed.stdout || "{}").accounts)], listed.stderr).toEqual([0, true])
-    const serve = await genjobs(["serve"])
+    const serve = await genjobs(["serve"], { DATABASE_URL: "postgres://genjobs@127.0.0.1:1/genjobs", DATA_DIR: join(lean, "data") })
     expect(serve.code).toBe(1)
-    expect(serve.stderr).toMatch(/^error: CONFIG_ERROR: genjobs serve needs packages that are not installed \(Cannot find package '@effect\/platform-node'/)
-    expect(serve.stderr).toContain(`npm install @effect/platform-node@${pkg.peerDependencies["@effect/platform-node"]}`)
+    expect(serve.stderr).toMatch(/genjobs\/postgres needs packages that are not installed/)
+    expect(serve.stderr).toContain(`npm install @effect/sql-pg@${pkg.peerDependencies["@effect/sql-pg"]}`)
     await exercise(app)
   }, 600_000)
 })

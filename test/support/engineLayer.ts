@@ -1,5 +1,5 @@
-import { FetchHttpClient, type HttpClient } from "@effect/platform"
 import { Effect, Layer, Logger, LogLevel } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
@@ -16,14 +16,23 @@ import { EngineConfig, type EngineSettings } from "../../src/services/EngineConf
 import { makeLogger } from "../../src/observability/logger.js"
 import { demoCatalog } from "./demoCatalog.js"
 
+const jsonLines = makeLogger("json")
+const warningsAsJson = Logger.make<unknown, void>((options) => {
+  if (LogLevel.isGreaterThanOrEqualTo(options.logLevel, "Warn")) jsonLines.log(options)
+})
+
 /**
  * The engine's log lines during tests: warnings and worse, one JSON line each (a cause included),
  * in place of Effect's default logger, which writes every info line over several. Only the default
  * logger goes, and the minimum level stays: a test recording lines with its own logger gets them all.
  */
-export const quietLogs = Logger.replace(
-  Logger.defaultLogger,
-  Logger.filterLogLevel(makeLogger("json"), LogLevel.greaterThanEqual(LogLevel.Warning))
+export const quietLogs = Layer.effect(
+  Logger.CurrentLoggers,
+  Effect.map(Logger.CurrentLoggers, (current) => {
+    const loggers = new Set(current)
+    loggers.delete(Logger.defaultLogger)
+    return loggers.add(warningsAsJson)
+  })
 )
 
 const memoryFiles = Layer.merge(
@@ -37,7 +46,7 @@ const memoryFiles = Layer.merge(
  * with `fetch` unless `http` says otherwise.
  */
 export const engineOver = <E, F = never>(
-  stores: Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, E>,
+  stores: Layer.Layer<Layer.Success<typeof layerMemoryStores>, E>,
   provider: GenerationProvider,
   settings: Partial<EngineSettings> = {},
   files: Layer.Layer<BlobStore | UploadTarget | UploadSigningSecret, F> = memoryFiles,

@@ -1,5 +1,5 @@
-import { FetchHttpClient } from "@effect/platform"
 import { Context, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
@@ -21,12 +21,12 @@ import { Worker } from "../../src/services/Worker.js"
 import { demoCatalog } from "./demoCatalog.js"
 import { quietLogs } from "./engineLayer.js"
 
-type StoreServices = Layer.Layer.Success<typeof layerMemoryStores>
+type StoreServices = Layer.Success<typeof layerMemoryStores>
 
 /** A switch for a database outage: while `down`, every call of the wrapped stores (or of `only` these) fails. */
 export interface Outage {
   down: boolean
-  readonly only?: ReadonlyArray<Context.Tag<any, any>> | undefined
+  readonly only?: ReadonlyArray<Context.Key<any, any>> | undefined
 }
 
 const unreachable = () => new StoreError({ message: "database unreachable" })
@@ -45,10 +45,10 @@ const failingWhile = <A extends object>(outage: Outage, repo: A): A =>
 /** The stores with every repository behind the outage switch, as when the database goes away. */
 const withOutage = <E>(stores: Layer.Layer<StoreServices, E>, outage: Outage) =>
   Layer.effectContext(Effect.gen(function*() {
-    const repos: ReadonlyArray<Context.Tag<any, any>> = [AccountRepo, ApiKeyRepo, JobRepo, CatalogRepo, WebhookDeliveryRepo, UploadRepo]
+    const repos: ReadonlyArray<Context.Key<any, any>> = [AccountRepo, ApiKeyRepo, JobRepo, CatalogRepo, WebhookDeliveryRepo, UploadRepo]
     let context: Context.Context<any> = yield* Effect.context<StoreServices>()
     for (const tag of outage.only ?? repos) {
-      context = Context.add(context, tag, failingWhile(outage, Context.unsafeGet(context, tag) as object))
+      context = Context.add(context, tag, failingWhile(outage, Context.getUnsafe(context, tag) as object))
     }
     return context as Context.Context<StoreServices>
   })).pipe(Layer.provide(stores))
@@ -89,7 +89,7 @@ export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}, opt
     )
   )
   const runtime = ManagedRuntime.make(services)
-  const context = await runtime.runPromise(Effect.context<ManagedRuntime.ManagedRuntime.Context<typeof runtime>>())
+  const context = await runtime.runPromise(Effect.context<ManagedRuntime.ManagedRuntime.Services<typeof runtime>>())
   // The handler's runtime is its own: it logs as the engine's does only when told.
   const web = makeWebHandler(Layer.merge(Layer.succeedContext(context), quietLogs))
 

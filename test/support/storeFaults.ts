@@ -36,22 +36,22 @@ export const makeStoreFaults = () => {
           failed[step]++
           return Effect.fail(new StoreError({ message: `injected store fault: ${step}` }))
         }
-        return Effect.tap(effect, () => void passed[step]++)
+        return Effect.tap(effect, Effect.sync(() => void passed[step]++))
       })
   }
   return faults
 }
 export type StoreFaults = ReturnType<typeof makeStoreFaults>
 
-type Stores = Layer.Layer.Success<typeof layerMemoryStores>
+type Stores = Layer.Success<typeof layerMemoryStores>
 
 /** The given stores with `faults` in front of the worker's operations on them (JobRepo, CatalogRepo). */
 export const storesWithFaults = <E>(stores: Layer.Layer<Stores, E>, faults: StoreFaults): Layer.Layer<Stores, E> =>
-  Layer.map(stores, (context) => {
+  Layer.flatMap(stores, (context) => {
     const repo = Context.get(context, JobRepo)
     const catalog = Context.get(context, CatalogRepo)
     const { faulty } = faults
-    return context.pipe(
+    return Layer.succeedContext(context.pipe(
       Context.add(JobRepo, {
         ...repo,
         claimBatch: (options) =>
@@ -67,7 +67,7 @@ export const storesWithFaults = <E>(stores: Layer.Layer<Stores, E>, faults: Stor
         load: faulty("catalog read", catalog.load),
         revision: faulty("catalog read", catalog.revision)
       })
-    )
+    ))
   })
 
 /** Files in memory whose writes go through `faults` ("output storage"), behind signed upload URLs. */

@@ -1,5 +1,5 @@
-import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 
 /**
  * The database the release before table prefixes made, frozen as literal SQL: its migrations

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { TestEngine, testCatalog } from "genjobs/testing"
 
 const LEASE_MS = 10_000
@@ -22,13 +23,13 @@ describe("the test engine on TestClock", () => {
       const alice = yield* engine.account()
       const hang = engine.provider.hangNext()
       const { jobId } = yield* alice.submit("test/text")
-      const dying = yield* Effect.fork(engine.runNextJob)
+      const dying = yield* Effect.forkChild(engine.runNextJob)
       yield* Effect.promise(() => hang.reached)
       yield* Fiber.interrupt(dying)
       expect((yield* alice.get(jobId)).status).toBe("processing")
       expect(yield* engine.runNextJob).toBe(false)
       yield* TestClock.adjust(LEASE_MS)
-      const taking = yield* Effect.fork(engine.runNextJob)
+      const taking = yield* Effect.forkChild(engine.runNextJob)
       yield* TestClock.adjust(1)
       hang.release()
       expect(yield* Fiber.join(taking)).toBe(true)

@@ -11,7 +11,7 @@
  * other work would: answers arrive meanwhile. It prints "stalled {json}" (the starts in flight
  * then) and, every second, "blocks [...]": the event loop's blocks over 50 ms, the stall left out.
  */
-import { Effect, Logger, LogLevel, Redacted } from "effect"
+import { Effect, Layer, Redacted, References } from "effect"
 import { Admin, Auth, Catalog, type CatalogDocument, type GenerationProvider, Jobs, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
@@ -20,7 +20,7 @@ import { sqliteStore } from "genjobs/sqlite"
 import { testCatalog } from "genjobs/testing"
 import { envInt, envString } from "./replicateEngine.js"
 
-type RequestId = Parameters<Jobs["Type"]["submit"]>[2]
+type RequestId = Parameters<Jobs["Service"]["submit"]>[2]
 
 const jobs = envInt("JOBS")
 const stallAfter = envInt("STALL_AFTER_STARTS")
@@ -56,7 +56,7 @@ const common = {
   webhookDispatchers: 0,
   uploadSweeper: false,
   retentionSweeper: false,
-  observability: Logger.minimumLogLevel(LogLevel.Warning)
+  observability: Layer.succeed(References.MinimumLogLevel, "Warn")
 } as const
 
 const submitter = await makeEngine({ ...common, store: store(), providers: { [REPLICATE_PROVIDER_ID]: replicate }, workers: 0 })

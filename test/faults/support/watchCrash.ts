@@ -3,7 +3,7 @@
  * simulator, then a new worker process: every job completes on the prediction it has, none is
  * started twice. Used by the fault suite at 10,000 and by `npm test` at 1,000.
  */
-import { Effect, Logger, LogLevel, Redacted } from "effect"
+import { Effect, Layer, Redacted, References } from "effect"
 import { Admin, Auth, Catalog, Jobs, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
@@ -21,7 +21,7 @@ const LEASE_MS = 15_000
 /** Submits in flight at once. */
 const SUBMITTERS = 16
 
-type RequestIdOf = Parameters<Jobs["Type"]["submit"]>[2]
+type RequestIdOf = Parameters<Jobs["Service"]["submit"]>[2]
 
 const count = async (db: FaultDb, where: string) =>
   Number((await db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM genjobs_jobs WHERE ${where}`))[0]!.n)
@@ -52,7 +52,7 @@ export const watchCrash = async (db: FaultDb, n: number, generationMs: number) =
     webhookDispatchers: 0,
     uploadSweeper: false,
     retentionSweeper: false,
-    observability: Logger.minimumLogLevel(LogLevel.Warning)
+    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
   })
   try {
     const caller = await submitter.run(Effect.gen(function*() {
