@@ -7,12 +7,12 @@ import type { CliIoShape, Streams } from "./io.js"
 
 const pkg = createRequire(import.meta.url)("genjobs/package.json") as {
   readonly version: string
-  readonly peerDependencies: Record<string, string>
+  readonly dependencies: Record<string, string>
 }
 
 /**
- * The packages `serve` lacks for these settings: the HTTP platform the server's module imports,
- * and the drivers of the store DATABASE_URL chooses that are missing, so that one install line
+ * The packages `serve` lacks for these settings: the HTTP platform the server's module imports
+ * (a dependency of the package, missing only from an install that left it out), and the drivers of the store DATABASE_URL chooses that are missing, so that one install line
  * is enough and it names no driver of the other store.
  */
 const missingForServe = async (env: CliIoShape["env"]): Promise<ReadonlyArray<string>> => {
@@ -24,7 +24,7 @@ const missingForServe = async (env: CliIoShape["env"]): Promise<ReadonlyArray<st
     ? loadOptionalEntry("genjobs/postgres", "DATABASE_URL names PostgreSQL")
     : Effect.void // The server refuses any other URL itself, with its own message.
   const drivers = await Effect.runPromise(Effect.match(store, { onFailure: (e) => e.packages, onSuccess: () => [] }))
-  return [`@effect/platform-node@${pkg.peerDependencies["@effect/platform-node"]}`, ...drivers]
+  return [`@effect/platform-node@${pkg.dependencies["@effect/platform-node"]}`, ...drivers]
 }
 
 /**
