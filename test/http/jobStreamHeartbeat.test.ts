@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, TestClock } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { EngineHttpLive } from "../../src/http/layer.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
@@ -58,7 +59,7 @@ const reading = (body: ReadableStream<Uint8Array>) => {
 }
 
 describe("the status stream's heartbeat, on TestClock", () => {
-  it.scoped("writes a comment every 15 seconds of silence and none between", () =>
+  it.effect("writes a comment every 15 seconds of silence and none between", () =>
     Effect.gen(function*() {
       const { call, request } = yield* httpUnderTestClock
       yield* call("PUT", "/admin/catalog", "admin", demoCatalog())

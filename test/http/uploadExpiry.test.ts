@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, TestClock } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
 import { EngineHttpLive } from "../../src/http/layer.js"
 import { idleProvider as idle } from "../support/providers.js"
@@ -44,7 +45,7 @@ const httpUnderTestClock = Effect.gen(function*() {
 })
 
 describe("upload expiry through HTTP, on TestClock", () => {
-  it.scoped("closes the upload URL after 15 minutes and expires the upload after 60", () =>
+  it.effect("closes the upload URL after 15 minutes and expires the upload after 60", () =>
     Effect.gen(function*() {
       const { call, context } = yield* httpUnderTestClock
       yield* call("PUT", "/admin/catalog", "admin", { categories: [], capabilities: [], providers: [], models: [] })

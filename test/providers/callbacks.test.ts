@@ -76,7 +76,7 @@ const services = EngineServicesLive.pipe(
   ))
 )
 
-let runtime: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<typeof services>, never>
+let runtime: ManagedRuntime.ManagedRuntime<Layer.Success<typeof services>, never>
 let web: WebHandler
 const jobs: Record<string, JobId> = {}
 
@@ -91,7 +91,7 @@ const call = async (method: string, path: string, options: { body?: string; head
 
 beforeAll(async () => {
   runtime = ManagedRuntime.make(services)
-  const context = await runtime.runPromise(Effect.context<Layer.Layer.Success<typeof services>>())
+  const context = await runtime.runPromise(Effect.context<Layer.Success<typeof services>>())
   web = makeWebHandler(Layer.succeedContext(context))
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
   expect((await call("PUT", "/admin/catalog", { body: JSON.stringify(catalog()), headers: admin })).status).toBe(200)
@@ -120,7 +120,7 @@ const replicateCallback = (predictionId: string, options: { timestampSeconds?: n
 const hintsDuring = async (jobId: JobId, post: () => Promise<unknown>) => {
   let hints = 0
   const scope = await runtime.runPromise(Scope.make())
-  await runtime.runPromise(Effect.flatMap(JobEvents, (events) => events.subscribe(jobId, () => hints++)).pipe(Scope.extend(scope)))
+  await runtime.runPromise(Effect.flatMap(JobEvents, (events) => events.subscribe(jobId, () => hints++)).pipe(Scope.provide(scope)))
   await post()
   await new Promise((resolve) => setTimeout(resolve, 50))
   await runtime.runPromise(Scope.close(scope, Exit.void))

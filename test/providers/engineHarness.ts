@@ -38,7 +38,7 @@ export const startEngine = async (
     ))
   )
   const runtime = ManagedRuntime.make(services)
-  const web = makeWebHandler(Layer.succeedContext(await runtime.runPromise(Effect.context<Layer.Layer.Success<typeof services>>())))
+  const web = makeWebHandler(Layer.succeedContext(await runtime.runPromise(Effect.context<Layer.Success<typeof services>>())))
   let key = ""
   const call = async (method: string, path: string, body?: unknown, token = key) => {
     const response = await web.fetch(new Request(`${BASE}${path}`, {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, TestClock } from "effect"
+import { Effect, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { makeStoreChanges } from "../../src/ports/StoreChanges.js"
 import { makeKeyCache, MAX_CACHED_KEYS } from "../../src/services/authCache.js"
 

@@ -1,4 +1,4 @@
-import { Effect, Either, type Layer, Logger } from "effect"
+import { Effect, type Layer, Logger, Result } from "effect"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { DEMO_PROVIDER_ID, demoCatalog, makeDemoProvider, makeEngine } from "../../entries/index.js"
@@ -45,10 +45,10 @@ const submitOnce = (engine: Engine) =>
     const account = yield* admin.createAccount({ name: "t", creditsMicroCents: 1_000_000, maxConcurrentJobs: 5, segments: [], allowedModels: [], discounts: [] })
     const key = yield* admin.createKey(account.id, { name: "k", scopes: [], allowedIPs: [], expiresAt: null })
     const caller = yield* (yield* Auth).authenticate({ authorization: `Bearer ${key.secret}` })
-    const submitted = yield* Effect.either(
+    const submitted = yield* Effect.result(
       (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "hi" } }, "req_t" as RequestId)
     )
-    return Either.match(submitted, { onLeft: (error) => (isRefusal(error) ? error.code : error._tag), onRight: ({ job }) => job.status })
+    return Result.match(submitted, { onFailure: (error) => (isRefusal(error) ? error.code : error._tag), onSuccess: ({ job }) => job.status })
   }))
 
 describe("makeEngine({ catalog })", () => {

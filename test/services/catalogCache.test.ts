@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, TestClock } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { StoreError } from "../../src/domain/errors.js"
 import { catalogRepo } from "../../adapters/memory/MemoryCatalog.js"
 import { makeMemoryState } from "../../adapters/memory/state.js"
@@ -14,7 +15,7 @@ const catalogOver = (repo: CatalogRepo["Type"]) =>
   Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, repo)), Layer.provide(layerProviders({ [DEMO_PROVIDER_ID]: makeDemoProvider() })))
 
 describe("the catalog cache", () => {
-  it.scoped("a load that started before a replace and ends after it never puts the older catalog back", () =>
+  it.effect("a load that started before a replace and ends after it never puts the older catalog back", () =>
     Effect.gen(function*() {
       const state = yield* makeMemoryState
       const repo = catalogRepo(state)
@@ -27,8 +28,8 @@ describe("the catalog cache", () => {
         load: Effect.flatMap(repo.load, (stored) =>
           first
             ? Effect.sync(() => (first = false)).pipe(
-              Effect.zipRight(Deferred.succeed(loading, undefined)),
-              Effect.zipRight(Deferred.await(release)),
+              Effect.andThen(Deferred.succeed(loading, undefined)),
+              Effect.andThen(Deferred.await(release)),
               Effect.as(stored)
             )
             : Effect.succeed(stored))
@@ -39,7 +40,7 @@ describe("the catalog cache", () => {
       const slug = document.models[0]!.slug
 
       // A worker reads the (still empty) catalog; an operator's replace lands while that read is on its way.
-      const reader = yield* Effect.fork(catalog.snapshot)
+      const reader = yield* Effect.forkChild(catalog.snapshot)
       yield* Deferred.await(loading)
       yield* catalog.replace(document)
       yield* Deferred.succeed(release, undefined)
@@ -52,7 +53,7 @@ describe("the catalog cache", () => {
       expect((yield* catalog.snapshot).revision).toBe(1)
     }))
 
-  it.scoped("callers that find the cache stale together share one revision check, and its failure", () =>
+  it.effect("callers that find the cache stale together share one revision check, and its failure", () =>
     Effect.gen(function*() {
       const state = yield* makeMemoryState
       const repo = catalogRepo(state)
@@ -63,7 +64,7 @@ describe("the catalog cache", () => {
         ...repo,
         revision: Effect.suspend(() => {
           checks++
-          return Effect.zipRight(
+          return Effect.andThen(
             Deferred.await(gate),
             failing ? Effect.fail(new StoreError({ message: "read catalog revision: connection lost" })) : repo.revision
           )
@@ -76,7 +77,7 @@ describe("the catalog cache", () => {
       // Past the check interval, 50 readers at once (a worker claiming a batch) and one that gives up.
       yield* TestClock.adjust("3 seconds")
       const readers = yield* Effect.forkAll(Array.from({ length: 50 }, () => catalog.snapshot))
-      const impatient = yield* Effect.fork(catalog.snapshot)
+      const impatient = yield* Effect.forkChild(catalog.snapshot)
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(impatient)
       yield* Deferred.succeed(gate, undefined)

@@ -107,7 +107,7 @@ const callerOf = (engine: Engine, credits: number, maxConcurrentJobs: number) =>
     return caller
   }))
 
-const submit = (engine: Engine, caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>, prompt: string) =>
+const submit = (engine: Engine, caller: Effect.Success<ReturnType<typeof demoCaller>>, prompt: string) =>
   engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
 
 const stored = (engine: Engine, job: Job) => engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
@@ -132,7 +132,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
   it("queues what arrives while the workers are busy, and runs it oldest first once they free", async () => {
     const gates = new Map<string, Deferred.Deferred<void>>()
     const gateOf = (prompt: string) => {
-      if (!gates.has(prompt)) gates.set(prompt, Deferred.unsafeMake<void>(undefined as never))
+      if (!gates.has(prompt)) gates.set(prompt, Deferred.makeUnsafe<void>(undefined as never))
       return gates.get(prompt)!
     }
     const { provider, started } = recordingProvider((prompt) => Deferred.await(gateOf(prompt)))
@@ -194,14 +194,14 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
 /** Memory stores whose claims wait at `gate` once it is set, counting them. */
 const gatedStores = (gate: { claims: number; at?: Deferred.Deferred<void> }) =>
   Layer.effectContext(Effect.gen(function*() {
-    const context = yield* Effect.context<Layer.Layer.Success<typeof layerMemoryStores>>()
+    const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
     const repo = Context.get(context, JobRepo)
     return Context.add(context, JobRepo, {
       ...repo,
       claimBatch: (options) =>
         Effect.suspend(() => {
           gate.claims++
-          return Effect.zipRight(gate.at === undefined ? Effect.void : Deferred.await(gate.at), repo.claimBatch(options))
+          return Effect.andThen(gate.at === undefined ? Effect.void : Deferred.await(gate.at), repo.claimBatch(options))
         })
     })
   })).pipe(Layer.provide(layerMemoryStores))
@@ -211,13 +211,13 @@ const until = (check: () => boolean) => Effect.repeat(Effect.sleep("5 millis"), 
 effectDescribe("the worker's idle fibers, offered to its process's submits", () => {
   effectIt.live("a claim in flight holds them, a reserved one is promised once, and a draining worker offers none", () => {
     const gate: { claims: number; at?: Deferred.Deferred<void> } = { claims: 0 }
-    const running = Deferred.unsafeMake<void>(undefined as never)
-    const finish = Deferred.unsafeMake<void>(undefined as never)
+    const running = Deferred.makeUnsafe<void>(undefined as never)
+    const finish = Deferred.makeUnsafe<void>(undefined as never)
     const provider: GenerationProvider = {
       ...idleProvider,
       start: () =>
-        Effect.zipRight(
-          Effect.zipRight(Deferred.succeed(running, undefined), Deferred.await(finish)),
+        Effect.andThen(
+          Effect.andThen(Deferred.succeed(running, undefined), Deferred.await(finish)),
           Effect.succeed({ _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const)
         )
     }
@@ -226,14 +226,14 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       const local = yield* LocalWorkers
       const probe = jobFixture((yield* createAccount(10_000)).id)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(2).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(2).pipe(Scope.provide(scope))
       // The claimer's first claim waits at the gate, holding both fibers: no hand-off meanwhile.
       yield* until(() => gate.claims === 1)
       expect(Option.isNone(yield* local.reserve(probe))).toBe(true)
       yield* Deferred.succeed(gate.at, undefined)
       // The claim found nothing and gave the fibers back: two submits may have them, a third not.
       let first = yield* local.reserve(probe)
-      while (Option.isNone(first)) first = yield* Effect.zipRight(Effect.sleep("5 millis"), local.reserve(probe))
+      while (Option.isNone(first)) first = yield* Effect.andThen(Effect.sleep("5 millis"), local.reserve(probe))
       expect(first.value.lease).toMatchObject({ leaseOwner: expect.stringMatching(/^wrk_/), maxAttempts: 3 })
       const second = yield* local.reserve(probe)
       expect(Option.isSome(second)).toBe(true)
@@ -244,7 +244,7 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       const caller = yield* demoCaller(1_000_000, 5)
       yield* (yield* Jobs).submit(caller, { model: MODEL, input: { prompt: "runs" } }, "req_t" as RequestId)
       yield* Deferred.await(running)
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
       // Until the drain begins the idle fiber may still be offered: given back, and asked again.
       const offered = Effect.flatMap(
         local.reserve(probe),

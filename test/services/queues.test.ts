@@ -138,7 +138,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     const ids: Array<JobId> = []
     for (let i = 0; i < 30; i++) ids.push((await submit(`p${i}`)).job.id)
     // Two more deliveries of each: duplicates the store's conditional claim turns away.
-    if (queue !== undefined) await engine.run(Effect.flatMap(theQueue, (broker) => Effect.zipRight(broker.publish(ids), broker.publish(ids))))
+    if (queue !== undefined) await engine.run(Effect.flatMap(theQueue, (broker) => Effect.andThen(broker.publish(ids), broker.publish(ids))))
     expect(await allCompleted(status, ids)).toBe(true)
     expect(ids.map((id) => starts.get(id))).toEqual(ids.map(() => 1))
     // Started after it was submitted: a claim takes its time after the wait for a delivery.
@@ -187,7 +187,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     // take the job over. Its provider start was begun by the dead worker and never confirmed,
     // so the job fails with a refund rather than risk a second start.
     const scope = Effect.runSync(Scope.make())
-    await engine.run(Scope.extend(Effect.flatMap(Worker, (worker) => worker.start(2)), scope))
+    await engine.run(Scope.provide(Effect.flatMap(Worker, (worker) => worker.start(2)), scope))
     try {
       expect(await waitFor(async () => (await status(job.id)) === "failed", 10_000)).toBe(true)
     } finally {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Exit, Fiber, Layer, Logger, Option, Scope, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Result, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
@@ -42,8 +43,8 @@ const filesWith = (gate?: { readonly entered: Deferred.Deferred<void>; readonly 
         ...blobs,
         removeByPrefix: (prefixes) =>
           Deferred.succeed(gate.entered, undefined).pipe(
-            Effect.zipRight(Deferred.await(gate.open)),
-            Effect.zipRight(blobs.removeByPrefix(prefixes))
+            Effect.andThen(Deferred.await(gate.open)),
+            Effect.andThen(blobs.removeByPrefix(prefixes))
           )
       }
     }),
@@ -53,7 +54,7 @@ const filesWith = (gate?: { readonly entered: Deferred.Deferred<void>; readonly 
 
 const engine = (settings: Partial<EngineSettings>, files = filesWith()) => engineOver(layerMemoryStores, generator, settings, files)
 
-type Caller = Effect.Effect.Success<ReturnType<typeof demoCaller>>
+type Caller = Effect.Success<ReturnType<typeof demoCaller>>
 
 const submit = (caller: Caller, input: { prompt: string }, options: { webhookUrl?: string; key?: string } = {}) =>
   Effect.flatMap(Jobs, (jobs) =>
@@ -144,7 +145,7 @@ describe("RetentionSweeper", () => {
       const deliveries = yield* WebhookDeliveryRepo
       expect(yield* deliveries.forJob(completed)).toEqual([])
       expect((yield* deliveries.forJob(unsent)).map((d) => d.status)).toEqual(["pending"])
-      expect(Either.isLeft(yield* Effect.either((yield* Jobs).get(caller, completed)))).toBe(true)
+      expect(Result.isFailure(yield* Effect.result((yield* Jobs).get(caller, completed)))).toBe(true)
 
       // The ledger keeps every line, naming jobs that are gone, and still sums to the balance.
       const accounts = yield* AccountRepo
@@ -224,9 +225,9 @@ describe("RetentionSweeper", () => {
         yield* runNext
         yield* TestClock.adjust(DAY + 1)
         const scope = yield* Scope.make()
-        yield* Scope.extend((yield* RetentionSweeper).start, scope)
+        yield* Scope.provide((yield* RetentionSweeper).start, scope)
         yield* Deferred.await(gate.entered)
-        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
         yield* Effect.yieldNow()
         expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
         yield* Deferred.succeed(gate.open, undefined)
@@ -251,9 +252,9 @@ describe("RetentionSweeper", () => {
         yield* runNext
         yield* TestClock.adjust(DAY + 1)
         const scope = yield* Scope.make()
-        yield* Scope.extend((yield* RetentionSweeper).start, scope)
+        yield* Scope.provide((yield* RetentionSweeper).start, scope)
         yield* Deferred.await(gate.entered)
-        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
         yield* TestClock.adjust(4_999)
         expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
         // The batch is still held by its gate: the close ends on the deadline all the same.

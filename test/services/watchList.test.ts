@@ -66,7 +66,7 @@ const heldProvider = (options: { readonly pollIntervalMs: number; readonly endAf
 /** Renewals the test switches off: a lease is then lost once its end passes. */
 const renewals = { fail: false }
 const failingRenewals = Layer.effectContext(Effect.gen(function*() {
-  const context = yield* Effect.context<Layer.Layer.Success<typeof layerMemoryStores>>()
+  const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
   const repo = Context.get(context, JobRepo)
   return Context.add(context, JobRepo, {
     ...repo,
@@ -121,7 +121,7 @@ const fibersToWatch = async (n: number) => {
     const ids = yield* submitMany(n)
     const counter = new StartedFibers()
     const scope = yield* Scope.make()
-    yield* (yield* Worker).start(n).pipe(Effect.supervised(counter), Scope.extend(scope))
+    yield* (yield* Worker).start(n).pipe(Effect.supervised(counter), Scope.provide(scope))
     yield* until("every generation to start and be polled", () => state.starts === n && state.polls >= n, 120_000)
     yield* until("two more rounds of polls", () => state.polls >= 3 * n, 120_000)
     const watching = counter.started
@@ -158,7 +158,7 @@ describe("the watch list", () => {
       const lagsBefore = (yield* Metric.value(providerPollLagSecondsOf("demo"))).count
       const watchedBefore = (yield* Metric.value(watchedGenerationsOf("demo"))).value
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(50).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(50).pipe(Scope.provide(scope))
       yield* until("every job to complete", () => allCompleted(ids), 120_000)
       yield* Scope.close(scope, Exit.void)
       // Three polls each, each with its lag; every generation left the list.
@@ -177,7 +177,7 @@ describe("the watch list", () => {
     await runtime.runPromise(Effect.gen(function*() {
       const [id] = yield* submitMany(1)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(4).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(4).pipe(Scope.provide(scope))
       yield* until("the first poll", () => state.polls === 1)
       state.done.add("gen_1")
       yield* (yield* JobEvents).publish([id!])
@@ -194,7 +194,7 @@ describe("the watch list", () => {
     await runtime.runPromise(Effect.gen(function*() {
       const [id] = yield* submitMany(1)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(4).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(4).pipe(Scope.provide(scope))
       yield* until("a few polls", () => state.polls >= 3)
       renewals.fail = true
       // Polled every 50 ms until the lease's last known end (600 ms after its last renewal) passes.

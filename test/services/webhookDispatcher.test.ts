@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Redacted, Ref, TestClock } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Redacted, Ref } from "effect"
+import { TestClock } from "effect/testing"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -41,11 +42,11 @@ const scriptedReceiver = (answers: ReadonlyArray<WebhookResponse | "no answer">)
 
 const status = (statusCode: number, retryAfter?: string): WebhookResponse => ({ statusCode, retryAfter, body: `status ${statusCode}` })
 
-const dispatching = <E>(engine: Layer.Layer<Layer.Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Type"]) =>
+const dispatching = <E>(engine: Layer.Layer<Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Type"]) =>
   WebhookDispatcher.layer.pipe(Layer.provideMerge(engine), Layer.provideMerge(Layer.succeed(WebhookSender, sender)))
 
 type Received = Ref.Ref<Array<{ at: number; request: WebhookRequest }>>
-type Services = Layer.Layer.Success<ReturnType<typeof dispatching>>
+type Services = Layer.Success<ReturnType<typeof dispatching>>
 
 const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer">, body: (received: Received) => Effect.Effect<A, E, Services>) =>
   Effect.gen(function*() {
@@ -54,7 +55,7 @@ const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer"
   })
 
 /** Submits a job with a webhook and runs it, so its delivery is due. */
-const finishedJobOf = (caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>) => Effect.gen(function*() {
+const finishedJobOf = (caller: Effect.Success<ReturnType<typeof demoCaller>>) => Effect.gen(function*() {
   const { job } = yield* (yield* Jobs).submit(
     caller,
     { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.example.com/in" },
@@ -160,7 +161,7 @@ describe("webhook dispatcher", () => {
     return { received, sender }
   })
 
-  it.scoped("bounds any sender by the deadline: two dispatchers, six attempts each sent once, then failed", () =>
+  it.effect("bounds any sender by the deadline: two dispatchers, six attempts each sent once, then failed", () =>
     Effect.gen(function*() {
       const { received, sender } = yield* stubbornReceiver
       const context = yield* Layer.build(dispatching(memoryEngine(text), sender))
@@ -187,7 +188,7 @@ describe("webhook dispatcher", () => {
         Effect.gen(function*() {
           const { job } = yield* finishedJob
           const repo = yield* WebhookDeliveryRepo
-          const stale = yield* Effect.fork((yield* WebhookDispatcher).deliverOnce("d1"))
+          const stale = yield* Effect.forkChild((yield* WebhookDispatcher).deliverOnce("d1"))
           yield* TestClock.adjust(10)
           // Another dispatcher whose clock runs a lease ahead takes the delivery over meanwhile.
           const [leased] = yield* repo.forJob(job.id)
@@ -204,7 +205,7 @@ describe("webhook dispatcher", () => {
       )
     }))
 
-  it.scoped("starts at once when a job with a webhookUrl ends, and retries when the retry falls due", () =>
+  it.effect("starts at once when a job with a webhookUrl ends, and retries when the retry falls due", () =>
     Effect.gen(function*() {
       const { received, sender } = yield* scriptedReceiver([status(500), status(200)])
       // A poll interval far longer than the test: only the signal and the due time can start attempts.
@@ -220,7 +221,7 @@ describe("webhook dispatcher", () => {
       expect((yield* Ref.get(received)).map((r) => r.at)).toEqual([5_000, 6_000])
     }))
 
-  type Stores = Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, unknown>
+  type Stores = Layer.Layer<Layer.Success<typeof layerMemoryStores>, unknown>
   // Without a PostgreSQL server its case is skipped, and shows as skipped (under CI a missing
   // server fails the file: see support/postgres.ts).
   const restartStores: Array<[string, (() => Stores) | undefined]> = [

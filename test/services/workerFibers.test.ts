@@ -36,7 +36,7 @@ const fibersToDrain = async (n: number, broker = false) => {
       const completed = (id: JobId) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "completed")
       const counter = new StartedFibers()
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(FIBERS).pipe(Effect.supervised(counter), Scope.extend(scope))
+      yield* (yield* Worker).start(FIBERS).pipe(Effect.supervised(counter), Scope.provide(scope))
       let from = 0
       while (from < n) {
         if (yield* completed(ids[from]!)) from++

@@ -72,7 +72,7 @@ const countingProvider = (holding: () => boolean) => {
   return { provider, starts }
 }
 
-type Stores = Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, unknown>
+type Stores = Layer.Layer<Layer.Success<typeof layerMemoryStores>, unknown>
 
 /** One engine over `stores` with the fault switchboard in front of them, its provider and its clock. */
 const faultyEngine = (stores: Stores) => {

@@ -1,5 +1,5 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Effect, Either } from "effect"
+import { Effect, Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { JobNotFound } from "../../src/domain/job.js"
 import { RateLimitExceeded } from "../../src/domain/rateLimit.js"
@@ -29,8 +29,8 @@ describe("the refusal classes", () => {
     expect(isRefusal(refused)).toBe(true)
     expect(isRefusal(new Error("no"))).toBe(false)
     const caught = await Effect.runPromise(
-      Effect.either(Effect.fail(new JobNotFound({ message: "No job" })).pipe(Effect.catchTag("JobNotFound", (e) => Effect.succeed(e.code))))
+      Effect.result(Effect.fail(new JobNotFound({ message: "No job" })).pipe(Effect.catchTag("JobNotFound", (e) => Effect.succeed(e.code))))
     )
-    expect(caught).toEqual(Either.right("JOB_NOT_FOUND"))
+    expect(caught).toEqual(Result.succeed("JOB_NOT_FOUND"))
   })
 })
