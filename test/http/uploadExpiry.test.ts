@@ -72,7 +72,7 @@ describe("upload expiry through HTTP, on TestClock", () => {
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
       // Gone with the upload, before the sweeper has deleted the file.
       expect((yield* call("GET", filePath, key)).status).toBe(404)
-      const swept = yield* Effect.flatMap(UploadSweeper, (s) => s.sweepOnce).pipe(Effect.provide(context))
+      const swept = yield* UploadSweeper.use((s) => s.sweepOnce).pipe(Effect.provide(context))
       expect(swept).toEqual({ verified: 0, rejected: 0, expired: 1 })
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
     }))

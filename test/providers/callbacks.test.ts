@@ -120,7 +120,7 @@ const replicateCallback = (predictionId: string, options: { timestampSeconds?: n
 const hintsDuring = async (jobId: JobId, post: () => Promise<unknown>) => {
   let hints = 0
   const scope = await runtime.runPromise(Scope.make())
-  await runtime.runPromise(Effect.flatMap(JobEvents, (events) => events.subscribe(jobId, () => hints++)).pipe(Scope.provide(scope)))
+  await runtime.runPromise(JobEvents.use((events) => events.subscribe(jobId, () => hints++)).pipe(Scope.provide(scope)))
   await post()
   await new Promise((resolve) => setTimeout(resolve, 50))
   await runtime.runPromise(Scope.close(scope, Exit.void))

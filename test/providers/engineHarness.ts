@@ -57,13 +57,13 @@ export const startEngine = async (
     return submitted.body.jobId
   }
   /** One worker pass in the background: claims a job and runs it to its end. */
-  const runInBackground = () => runtime.runFork(Effect.flatMap(Worker, (worker) => worker.runOnce("w")))
+  const runInBackground = () => runtime.runFork(Worker.use((worker) => worker.runOnce("w")))
   return {
     call,
     submit,
     runInBackground,
     /** Claims one job and runs it to its end. */
-    runOne: () => runtime.runPromise(Effect.flatMap(Worker, (worker) => worker.runOnce("w"))),
+    runOne: () => runtime.runPromise(Worker.use((worker) => worker.runOnce("w"))),
     join: <A, E>(fiber: Fiber.RuntimeFiber<A, E>) => runtime.runPromise(Fiber.join(fiber)),
     adminJob: async (jobId: string) => (await call("GET", `/admin/jobs/${jobId}`, undefined, ADMIN_TOKEN)).body,
     dispose: async () => {

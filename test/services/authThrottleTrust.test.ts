@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Result } from "effect"
+import { Clock, Effect, Layer, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { memoryAuthFailures } from "../../adapters/memory/MemoryAuthFailures.js"
 import { AUTH_FAILURES_PER_MINUTE } from "../../src/domain/authThrottle.js"
@@ -11,7 +11,7 @@ import { AuthThrottle, CLEAN_CLIENT_TRUST_MS } from "../../src/services/AuthThro
 /** The failure store shared by "processes", counting the reads of this one. */
 const shared = memoryAuthFailures()
 const reads = { n: 0 }
-const counted: AuthFailures["Type"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => void reads.n++) }
+const counted: AuthFailures["Service"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => void reads.n++) }
 const layer = AuthThrottle.layer.pipe(Layer.provide(Layer.succeed(AuthFailures, counted)))
 
 const wrongKey = Effect.fail(new InvalidApiKey({ message: "wrong" }))
@@ -40,7 +40,7 @@ describe("the guessing throttle's trust in a clean address", () => {
       const throttle = yield* AuthThrottle
       yield* throttle.guard("192.0.2.10", Effect.succeed("in"))
       // Another process records the address's guesses in the shared store.
-      const now = yield* TestClock.currentTimeMillis
+      const now = yield* Clock.currentTimeMillis
       for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* shared.record("192.0.2.10", Math.floor(now / 60_000))
       yield* TestClock.adjust(CLEAN_CLIENT_TRUST_MS)
       const refused = yield* Effect.result(throttle.guard("192.0.2.10", Effect.succeed("in")))

@@ -30,13 +30,13 @@ const start = async (store: Layer.Layer<StorePorts, unknown>, catalog: unknown, 
     retentionSweeper: false,
     ...(logged === undefined
       ? {}
-      : { observability: Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logged.push(String(message)))) })
+      : { observability: Logger.layer([Logger.make(({ message }) => logged.push(String(message)))]) })
   })
   engines.push(engine)
   return engine
 }
 
-const revisionOf = (engine: Engine) => engine.run(Effect.map(Effect.flatMap(Catalog, (c) => c.snapshot), (s) => s.revision))
+const revisionOf = (engine: Engine) => engine.run(Effect.map(Catalog.use((c) => c.snapshot), (s) => s.revision))
 
 /** A submit of the demo's text model by a new account's key: its answer, or the refusal's code. */
 const submitOnce = (engine: Engine) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { StoreError } from "../../src/domain/errors.js"
 import { catalogRepo } from "../../adapters/memory/MemoryCatalog.js"
@@ -11,7 +11,7 @@ import { Catalog } from "../../src/services/Catalog.js"
 import { account, sampleCatalog } from "../conformance/fixtures.js"
 
 /** The catalog over a repository, with the demo provider the sample catalog names registered. */
-const catalogOver = (repo: CatalogRepo["Type"]) =>
+const catalogOver = (repo: CatalogRepo["Service"]) =>
   Catalog.layer.pipe(Layer.provide(Layer.succeed(CatalogRepo, repo)), Layer.provide(layerProviders({ [DEMO_PROVIDER_ID]: makeDemoProvider() })))
 
 describe("the catalog cache", () => {
@@ -23,7 +23,7 @@ describe("the catalog cache", () => {
       const release = yield* Deferred.make<void>()
       // The first load reads the store, then is held before it answers, as a slow database read is.
       let first = true
-      const slowRepo: CatalogRepo["Type"] = {
+      const slowRepo: CatalogRepo["Service"] = {
         ...repo,
         load: Effect.flatMap(repo.load, (stored) =>
           first
@@ -60,7 +60,7 @@ describe("the catalog cache", () => {
       let checks = 0
       let gate = yield* Deferred.make<void>()
       let failing = false
-      const countingRepo: CatalogRepo["Type"] = {
+      const countingRepo: CatalogRepo["Service"] = {
         ...repo,
         revision: Effect.suspend(() => {
           checks++
@@ -76,12 +76,12 @@ describe("the catalog cache", () => {
 
       // Past the check interval, 50 readers at once (a worker claiming a batch) and one that gives up.
       yield* TestClock.adjust("3 seconds")
-      const readers = yield* Effect.forkAll(Array.from({ length: 50 }, () => catalog.snapshot))
+      const readers = yield* Effect.forEach(Array.from({ length: 50 }, () => catalog.snapshot), (read) => Effect.forkChild(read))
       const impatient = yield* Effect.forkChild(catalog.snapshot)
       yield* Effect.yieldNow()
       yield* Fiber.interrupt(impatient)
       yield* Deferred.succeed(gate, undefined)
-      const read = yield* Fiber.join(readers)
+      const read = yield* Fiber.joinAll(readers)
       expect(checks).toBe(1)
       expect(read.every((stored) => stored.revision === 1)).toBe(true)
 
@@ -89,12 +89,15 @@ describe("the catalog cache", () => {
       yield* TestClock.adjust("3 seconds")
       gate = yield* Deferred.make<void>()
       failing = true
-      const failed = yield* Effect.forkAll(Array.from({ length: 10 }, () => Effect.exit(catalog.snapshot)))
+      const failed = yield* Effect.forEach(Array.from({ length: 10 }, () => Effect.exit(catalog.snapshot)), (read) => Effect.forkChild(read))
       yield* Effect.yieldNow()
       yield* Deferred.succeed(gate, undefined)
-      const exits = yield* Fiber.join(failed)
+      const exits = yield* Fiber.joinAll(failed)
       expect(checks).toBe(2)
-      expect(exits.map((exit) => Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error._tag)).toEqual(
+      // Each exit's cause is that one failure, as Cause's "Fail" was before Effect 4 flattened causes.
+      const onlyFailure = (exit: Exit.Exit<unknown, { readonly _tag: string }>) =>
+        Exit.isFailure(exit) && exit.cause.reasons.length === 1 && Cause.isFailReason(exit.cause.reasons[0]!) && exit.cause.reasons[0].error._tag
+      expect(exits.map(onlyFailure)).toEqual(
         Array.from({ length: 10 }, () => "StoreError")
       )
       failing = false

@@ -33,7 +33,7 @@ describe("a version's sunset, by the engine's Clock", () => {
       const jobs = yield* Jobs
       const submit = Effect.result(jobs.submit(caller, { model: TEXT, input: { prompt: "p" } }, "req_t" as RequestId))
       const balance = Effect.map(
-        Effect.flatMap(AccountRepo, (accounts) => accounts.get(caller.account.id)),
+        AccountRepo.use((accounts) => accounts.get(caller.account.id)),
         (account) => Option.getOrThrow(account).balanceMicroCents
       )
 

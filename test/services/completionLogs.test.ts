@@ -7,7 +7,7 @@ import { observeJobRepo } from "../../src/observability/observedJobRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { createAccount, job, NO_LIMITS } from "../conformance/fixtures.js"
 
-type Repo = JobRepo["Type"]
+type Repo = JobRepo["Service"]
 
 /**
  * The store's repo, whose first write of an ending commits and then fails, as when the
@@ -37,13 +37,12 @@ const setUp = Effect.gen(function*() {
 
 const withLines = <A, E, R>(run: (lines: Array<{ message: string; jobId: unknown }>) => Effect.Effect<A, E, R>) => {
   const lines: Array<{ message: string; jobId: unknown }> = []
-  const recording = Logger.replace(
-    Logger.defaultLogger,
+  const recording = Logger.layer([
     Logger.make(({ message }) => {
       const [text, fields] = Array.isArray(message) ? message : [message]
       lines.push({ message: String(text), jobId: (fields as { jobId?: unknown } | undefined)?.jobId })
     })
-  )
+  ])
   return Effect.provide(run(lines), recording)
 }
 

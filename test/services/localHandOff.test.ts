@@ -108,9 +108,9 @@ const callerOf = (engine: Engine, credits: number, maxConcurrentJobs: number) =>
   }))
 
 const submit = (engine: Engine, caller: Effect.Success<ReturnType<typeof demoCaller>>, prompt: string) =>
-  engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
+  engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
 
-const stored = (engine: Engine, job: Job) => engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
+const stored = (engine: Engine, job: Job) => engine.run(Effect.map(JobRepo.use((repo) => repo.get(job.id)), Option.getOrThrow))
 
 describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worker of its own process", () => {
   it("is written as that worker's claim and run without waking any claimer; the answer still says pending", async () => {
@@ -125,7 +125,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     expect((await stored(engine, job)).attempts).toBe(1)
     expect(await heard.allHeard()).toBe(true)
     expect(heard.count).toBe(0)
-    const account = await engine.run(Effect.map(Effect.flatMap(AccountRepo, (repo) => repo.get(caller.account.id)), Option.getOrThrow))
+    const account = await engine.run(Effect.map(AccountRepo.use((repo) => repo.get(caller.account.id)), Option.getOrThrow))
     expect(account.balanceMicroCents).toBe(1_000_000 - job.costMicroCents)
   })
 
@@ -175,7 +175,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     // A process never holds more jobs than it has workers: one promised twice would wait in its buffer.
     let held = 0
     const processing = () =>
-      engine.run(Effect.flatMap(JobRepo, (repo) => repo.list({ accountId: caller.account.id, status: "processing", limit: 50 })))
+      engine.run(JobRepo.use((repo) => repo.list({ accountId: caller.account.id, status: "processing", limit: 50 })))
     expect(
       await waitFor(async () => {
         held = Math.max(held, (await processing()).length)

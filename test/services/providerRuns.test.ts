@@ -138,16 +138,16 @@ const submitText = (input: Record<string, unknown> = { prompt: "p" }, catalog?: 
     const { job } = yield* (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input }, "req_t" as RequestId)
     return { job, accountId: caller.account.id }
   })
-const jobOf = (id: JobId) => Effect.flatMap(JobRepo, (repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
+const jobOf = (id: JobId) => JobRepo.use((repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
 const balanceOf = (id: AccountId) =>
-  Effect.flatMap(AccountRepo, (repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
+  AccountRepo.use((repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
 const keyOf = (url: string) => url.slice("http://files.test/files/".length)
 
 /** Moves the clock in steps (so sleeping fibers wake in turn) until `fiber` is done. */
-const joinMoving = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, stepMs = 500, maxMs = 120_000) =>
+const joinMoving = <A, E>(fiber: Fiber.Fiber<A, E>, stepMs = 500, maxMs = 120_000) =>
   Effect.gen(function*() {
-    for (let moved = 0; moved < maxMs && Option.isNone(yield* Fiber.poll(fiber)); moved += stepMs) yield* TestClock.adjust(stepMs)
-    if (Option.isNone(yield* Fiber.poll(fiber))) return yield* Effect.die(`still running after ${maxMs} ms`)
+    for (let moved = 0; moved < maxMs && fiber.pollUnsafe() === undefined; moved += stepMs) yield* TestClock.adjust(stepMs)
+    if (fiber.pollUnsafe() === undefined) return yield* Effect.die(`still running after ${maxMs} ms`)
     return yield* Fiber.join(fiber)
   })
 
@@ -193,7 +193,7 @@ describe("provider runs: resume, never restart", () => {
   it.effect("a start that cannot be confirmed fails the job with a refund and is never asked again", () => {
     const { counts, provider } = scriptedProvider({ start: () => Effect.fail(new ProviderUnreachable({ message: "timeout" })) })
     return run(provider, Effect.gen(function*() {
-      const unconfirmed = Metric.value(Metric.tagged(providerStartsUnconfirmed, "provider", "demo"))
+      const unconfirmed = Metric.value(Metric.withAttributes(providerStartsUnconfirmed, { provider: "demo" }))
       const before = (yield* unconfirmed).count
       const { accountId, job } = yield* submitText()
       expect(yield* (yield* Worker).runOnce("A")).toBe(true)
@@ -415,7 +415,7 @@ describe("provider runs: provider outages", () => {
       const { accountId, job } = yield* submitText({ prompt: "p" }, withDeadline(120))
       const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(119_000)
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() === undefined).toBe(true)
       yield* joinMoving(fiber)
       const failed = yield* jobOf(job.id)
       // No start ever left: no route ran the job.
@@ -565,7 +565,7 @@ describe("provider runs: provider errors", () => {
       const { accountId, job } = yield* submitText({ prompt: "hello" }, catalog)
       const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(29_000)
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() === undefined).toBe(true)
       yield* joinMoving(fiber)
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
@@ -618,9 +618,9 @@ describe("provider runs: store errors and leases", () => {
       const { job } = yield* submitText()
       const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(LEASE - 1)
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() === undefined).toBe(true)
       yield* TestClock.adjust(LEASE)
-      expect(Option.isSome(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() !== undefined).toBe(true)
       expect((yield* jobOf(job.id)).status).toBe("processing")
     }), { faults })
   })
@@ -772,7 +772,7 @@ describe("provider runs: outputs given as URLs", () => {
           const { accountId, job } = yield* submitText()
           yield* (yield* Worker).runOnce("A")
           const ended = yield* jobOf(job.id)
-          const stored = ended.outputs === null ? null : yield* Effect.flatMap(BlobStore, (blobs) => blobs.get(keyOf(ended.outputs![0]!.url)))
+          const stored = ended.outputs === null ? null : yield* BlobStore.use((blobs) => blobs.get(keyOf(ended.outputs![0]!.url)))
           const bytes = stored === null || Option.isNone(stored)
             ? null
             : [...Buffer.concat([...(yield* Stream.runCollect(stored.value.body))])]

@@ -72,8 +72,8 @@ const engineWith = async (
   engines.push(engine)
   const caller = await engine.run(demoCaller(1_000_000_000, 1_000))
   const submit = (prompt: string) =>
-    engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
-  const status = (id: JobId) => engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
+    engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
+  const status = (id: JobId) => engine.run(Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
   return { engine, submit, status }
 }
 
@@ -142,7 +142,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     expect(await allCompleted(status, ids)).toBe(true)
     expect(ids.map((id) => starts.get(id))).toEqual(ids.map(() => 1))
     // Started after it was submitted: a claim takes its time after the wait for a delivery.
-    const stored = await engine.run(Effect.forEach(ids, (id) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), Option.getOrThrow)))
+    const stored = await engine.run(Effect.forEach(ids, (id) => Effect.map(JobRepo.use((repo) => repo.get(id)), Option.getOrThrow)))
     expect(stored.filter((job) => job.startedAt! < job.createdAt).map((job) => job.id)).toEqual([])
   })
 
@@ -153,7 +153,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     // A broker that refuses the first publish (the submit's), then takes the relay's.
     const flaky = Layer.effect(
       JobQueue,
-      Effect.map(JobQueue, (queue) =>
+      JobQueue.useSync((queue) =>
         JobQueue.of({
           ...queue,
           publish: (jobIds) =>
@@ -187,13 +187,13 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     // take the job over. Its provider start was begun by the dead worker and never confirmed,
     // so the job fails with a refund rather than risk a second start.
     const scope = Effect.runSync(Scope.make())
-    await engine.run(Scope.provide(Effect.flatMap(Worker, (worker) => worker.start(2)), scope))
+    await engine.run(Scope.provide(Worker.use((worker) => worker.start(2)), scope))
     try {
       expect(await waitFor(async () => (await status(job.id)) === "failed", 10_000)).toBe(true)
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-    const stored = await engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
+    const stored = await engine.run(Effect.map(JobRepo.use((repo) => repo.get(job.id)), Option.getOrThrow))
     expect(stored.attempts).toBe(2)
     expect(starts.get(job.id)).toBeUndefined()
   })

@@ -1,4 +1,4 @@
-import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope, Supervisor } from "effect"
+import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
@@ -12,15 +12,19 @@ import { Worker } from "../../src/services/Worker.js"
 import { engineOver } from "../support/engineLayer.js"
 import { submitMany } from "../support/submitMany.js"
 
-/** Counts every fiber started under it (Supervisor.track would only show those still alive). */
-class StartedFibers extends Supervisor.AbstractSupervisor<number> {
-  started = 0
-  get value() {
-    return Effect.sync(() => this.started)
+/**
+ * Counts every fiber started under the effect it is provided to (Effect 4 has no supervisors: the
+ * runtime reports each fiber's start to the FiberRuntimeMetrics service its context carries).
+ */
+const startedFibers = () => {
+  const counter = { started: 0 }
+  const service: Metric.FiberRuntimeMetricsService = {
+    recordFiberStart: () => {
+      counter.started++
+    },
+    recordFiberEnd: () => {}
   }
-  override onStart() {
-    this.started++
-  }
+  return { counter, count: Effect.provideService(Metric.FiberRuntimeMetrics, service) }
 }
 
 /**
@@ -98,7 +102,7 @@ const until = <E = never, R = never>(what: string, condition: () => boolean | Ef
   })
 
 
-const statusOf = (id: JobId) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
+const statusOf = (id: JobId) => Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
 
 const allCompleted = (ids: ReadonlyArray<JobId>) =>
   Effect.gen(function*() {
@@ -119,9 +123,9 @@ const fibersToWatch = async (n: number) => {
   const runtime = engine(provider, { leaseMs: 600_000, pollIntervalMs: 60_000, reapIntervalMs: 600_000 })
   return await runtime.runPromise(Effect.gen(function*() {
     const ids = yield* submitMany(n)
-    const counter = new StartedFibers()
+    const { count, counter } = startedFibers()
     const scope = yield* Scope.make()
-    yield* (yield* Worker).start(n).pipe(Effect.supervised(counter), Scope.provide(scope))
+    yield* (yield* Worker).start(n).pipe(count, Scope.provide(scope))
     yield* until("every generation to start and be polled", () => state.starts === n && state.polls >= n, 120_000)
     yield* until("two more rounds of polls", () => state.polls >= 3 * n, 120_000)
     const watching = counter.started

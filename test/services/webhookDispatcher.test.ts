@@ -42,7 +42,7 @@ const scriptedReceiver = (answers: ReadonlyArray<WebhookResponse | "no answer">)
 
 const status = (statusCode: number, retryAfter?: string): WebhookResponse => ({ statusCode, retryAfter, body: `status ${statusCode}` })
 
-const dispatching = <E>(engine: Layer.Layer<Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Type"]) =>
+const dispatching = <E>(engine: Layer.Layer<Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Service"]) =>
   WebhookDispatcher.layer.pipe(Layer.provideMerge(engine), Layer.provideMerge(Layer.succeed(WebhookSender, sender)))
 
 type Received = Ref.Ref<Array<{ at: number; request: WebhookRequest }>>
@@ -166,13 +166,13 @@ describe("webhook dispatcher", () => {
       const { received, sender } = yield* stubbornReceiver
       const context = yield* Layer.build(dispatching(memoryEngine(text), sender))
       const { job } = yield* Effect.provide(finishedJob, context)
-      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.start(2)), context)
+      yield* Effect.provide(WebhookDispatcher.use((d) => d.start(2)), context)
       for (let s = 0; s < 600; s++) yield* TestClock.adjust(1000)
       // Each attempt is cut off at 30 s, then the schedule's 1, 4, 16, 64 and 256 s follow.
       expect((yield* Ref.get(received)).map((r) => [r.at / 1000, r.attempt])).toEqual(
         [[0, "1"], [31, "2"], [65, "3"], [111, "4"], [205, "5"], [491, "6"]]
       )
-      const [delivery] = yield* Effect.provide(Effect.flatMap(WebhookDeliveryRepo, (r) => r.forJob(job.id)), context)
+      const [delivery] = yield* Effect.provide(WebhookDeliveryRepo.use((r) => r.forJob(job.id)), context)
       expect(delivery).toMatchObject({ status: "failed", leaseOwner: null })
       expect(delivery!.attempts.map((a) => [a.attempt, a.durationMs, a.statusCode])).toEqual(
         [1, 2, 3, 4, 5, 6].map((n) => [n, 30_000, null])
@@ -210,7 +210,7 @@ describe("webhook dispatcher", () => {
       const { received, sender } = yield* scriptedReceiver([status(500), status(200)])
       // A poll interval far longer than the test: only the signal and the due time can start attempts.
       const context = yield* Layer.build(dispatching(memoryEngine(text, { pollIntervalMs: 3_600_000 }), sender))
-      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.start(4)), context)
+      yield* Effect.provide(WebhookDispatcher.use((d) => d.start(4)), context)
       yield* TestClock.adjust(5_000)
       yield* Effect.provide(finishedJob, context)
       yield* TestClock.adjust(0)

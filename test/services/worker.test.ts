@@ -25,11 +25,11 @@ const scripted = (hangs: number, takesMs = 0) =>
 const LEASE = 10_000
 const settings = { leaseMs: LEASE, maxAttempts: 2, pollIntervalMs: 100, drainTimeoutMs: 60_000 }
 const submitText = (caller: Effect.Success<ReturnType<typeof demoCaller>>) =>
-  Effect.flatMap(Jobs, (jobs) =>
+  Jobs.use((jobs) =>
     jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
   )
-const jobOf = (id: JobId) => Effect.flatMap(JobRepo, (repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
-const balanceOf = (id: AccountId) => Effect.flatMap(AccountRepo, (repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
+const jobOf = (id: JobId) => JobRepo.use((repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
+const balanceOf = (id: AccountId) => AccountRepo.use((repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
 
 type EngineServices = Layer.Success<ReturnType<typeof memoryEngine>>
 const withGenerator = <A, E>(hangs: number, takesMs: number, body: Effect.Effect<A, E, EngineServices>) =>

@@ -200,7 +200,7 @@ describe("a run whose completion was written but not answered, while the store c
       }))
       expect(job.status).toBe("completed")
       const url = job.outputs![0]!.url
-      const stat = await runtime.runPromise(Effect.flatMap(BlobStore, (files) => files.stat(url.slice("http://files.test/files/".length))))
+      const stat = await runtime.runPromise(BlobStore.use((files) => files.stat(url.slice("http://files.test/files/".length))))
       expect(Option.isSome(stat)).toBe(true)
     } finally {
       await runtime.dispose()

@@ -4,7 +4,7 @@ import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const optionsOf = (env: Record<string, string>) =>
   engineOptionsFromEnv(
-    Result.getOrThrow(Effect.runSync(Effect.result(Effect.withConfigProvider(EngineEnv, ConfigProvider.fromMap(new Map(Object.entries(env))))))),
+    Result.getOrThrow(Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env, preserveEmptyStrings: true }))))),
     { publicUrl: "http://127.0.0.1:3000", providers: {} }
   )
 

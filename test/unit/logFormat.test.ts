@@ -1,11 +1,11 @@
-import { LogLevel, Result } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { formatJson, formatText, type LogRecord, parseLogLevel } from "../../src/observability/logger.js"
 import { otlpTracingFromVariables, parseOtlpHeaders } from "../../src/observability/otelEnv.js"
 
 const record = (overrides: Partial<LogRecord> = {}): LogRecord => ({
   time: new Date("2026-01-02T03:04:05.678Z"),
-  level: LogLevel.Info,
+  level: "Info",
   message: ["http request", { method: "GET", status: 200 }],
   annotations: [["service", "api"]],
   ...overrides
@@ -16,7 +16,7 @@ describe("log lines", () => {
     expect(formatJson(record())).toBe(
       "{\"time\":\"2026-01-02T03:04:05.678Z\",\"level\":\"info\",\"msg\":\"http request\",\"service\":\"api\",\"method\":\"GET\",\"status\":200}"
     )
-    const line = JSON.parse(formatJson(record({ level: LogLevel.Warning, message: ["x", 42, new Error("boom")], cause: "Error: boom\n  at y" })))
+    const line = JSON.parse(formatJson(record({ level: "Warn", message: ["x", 42, new Error("boom")], cause: "Error: boom\n  at y" })))
     expect(line).toMatchObject({ level: "warn", msg: "x", details: [42, "boom"], cause: "Error: boom\n  at y" })
     expect(JSON.parse(formatJson(record({ traceId: "a".repeat(32), spanId: "b".repeat(16) })))).toMatchObject({ traceId: "a".repeat(32) })
   })
@@ -38,9 +38,9 @@ describe("log lines", () => {
   })
 
   it("reads LOG_LEVEL in any case and refuses unknown levels", () => {
-    expect(Result.getOrThrow(parseLogLevel("DEBUG"))).toBe(LogLevel.Debug)
-    expect(Result.getOrThrow(parseLogLevel("warning"))).toBe(LogLevel.Warning)
-    expect(Result.getOrThrow(parseLogLevel("off"))).toBe(LogLevel.None)
+    expect(Result.getOrThrow(parseLogLevel("DEBUG"))).toBe("Debug")
+    expect(Result.getOrThrow(parseLogLevel("warning"))).toBe("Warn")
+    expect(Result.getOrThrow(parseLogLevel("off"))).toBe("None")
     expect(Result.isFailure(parseLogLevel("verbose"))).toBe(true)
   })
 })

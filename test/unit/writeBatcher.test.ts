@@ -86,7 +86,7 @@ describe("write batcher", () => {
   it.effect("closing its scope stops the writer: a write on its way or queued ends interrupted, never waits, and none starts after", () =>
     Effect.gen(function*() {
       const { batches, writeMany } = yield* gatedStore
-      const writers: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
+      const writers: Array<Fiber.Fiber<unknown, unknown>> = []
       const recorded = (items: ReadonlyArray<string>) =>
         Effect.withFiberRuntime<ReadonlyArray<string>, string>((fiber) => {
           writers.push(fiber)
