@@ -95,8 +95,10 @@ describe("the catalog cache", () => {
       const exits = yield* Fiber.joinAll(failed)
       expect(checks).toBe(2)
       // Each exit's cause is that one failure, as Cause's "Fail" was before Effect 4 flattened causes.
-      const onlyFailure = (exit: Exit.Exit<unknown, { readonly _tag: string }>) =>
-        Exit.isFailure(exit) && exit.cause.reasons.length === 1 && Cause.isFailReason(exit.cause.reasons[0]!) && exit.cause.reasons[0].error._tag
+      const onlyFailure = (exit: Exit.Exit<unknown, { readonly _tag: string }>) => {
+        const [reason, ...more] = Exit.isFailure(exit) ? exit.cause.reasons : []
+        return reason !== undefined && more.length === 0 && Cause.isFailReason(reason) && reason.error._tag
+      }
       expect(exits.map(onlyFailure)).toEqual(
         Array.from({ length: 10 }, () => "StoreError")
       )

@@ -14,10 +14,10 @@ type Fault = "none" | "after commit" | "before commit" | "after commit, reads do
 
 /** The memory store with the faults a database connection can have around a submit's commit. */
 const storesWith = (fault: { current: Fault }) =>
-  Layer.map(layerMemoryStores, (stores) => {
+  Layer.flatMap(layerMemoryStores, (stores) => {
     const repo = Context.get(stores, JobRepo)
     const lost = new StoreError({ message: "Connection terminated unexpectedly" })
-    return Context.add(stores, JobRepo, {
+    return Layer.succeedContext(Context.add(stores, JobRepo, {
       ...repo,
       submit: (command) =>
         fault.current === "before commit"
@@ -26,7 +26,7 @@ const storesWith = (fault: { current: Fault }) =>
           ? repo.submit(command)
           : Effect.andThen(repo.submit(command), Effect.fail(lost)),
       get: (id) => (fault.current === "after commit, reads down" ? Effect.fail(lost) : repo.get(id))
-    })
+    }))
   })
 
 const CREDITS = 1_000_000

@@ -88,7 +88,7 @@ describe("write batcher", () => {
       const { batches, writeMany } = yield* gatedStore
       const writers: Array<Fiber.Fiber<unknown, unknown>> = []
       const recorded = (items: ReadonlyArray<string>) =>
-        Effect.withFiberRuntime<ReadonlyArray<string>, string>((fiber) => {
+        Effect.withFiber<ReadonlyArray<string>, string>((fiber) => {
           writers.push(fiber)
           return writeMany(items)
         })
@@ -100,13 +100,13 @@ describe("write batcher", () => {
       yield* Effect.yieldNow()
       // The store never answers: only the close can end these writes.
       yield* Scope.close(scope, Exit.void)
-      expect(Exit.isInterrupted(yield* Fiber.join(onItsWay))).toBe(true)
-      expect(Exit.isInterrupted(yield* Fiber.join(queued))).toBe(true)
-      expect(Exit.isInterrupted(yield* Effect.exit(write("c")))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Fiber.join(onItsWay))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Fiber.join(queued))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Effect.exit(write("c")))).toBe(true)
       expect(batches).toEqual([["a"]])
       // The writer fiber ended with the scope.
       expect(writers).toHaveLength(1)
-      expect(writers[0]!.unsafePoll()).not.toBeNull()
+      expect(writers[0]!.pollUnsafe()).not.toBeUndefined()
     }))
 
   it.effect("closing its scope leaves the answers already given as they are", () =>
@@ -117,6 +117,6 @@ describe("write batcher", () => {
       const write = yield* Scope.provide(makeWriteBatcher(writeMany, 100), scope)
       expect(yield* write("a")).toBe("A")
       yield* Scope.close(scope, Exit.void)
-      expect(Exit.isInterrupted(yield* Effect.exit(write("b")))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Effect.exit(write("b")))).toBe(true)
     }))
 })
