@@ -1,9 +1,8 @@
-import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
-import { EngineHttpLive } from "../../src/http/layer.js"
+import { webHandlerInScope } from "../../src/http/webHandler.js"
 import { idleProvider as idle } from "../support/providers.js"
 import { UploadSweeper } from "../../src/services/UploadSweeper.js"
 import { memoryEngine } from "../support/engineLayer.js"
@@ -15,17 +14,8 @@ import { memoryEngine } from "../support/engineLayer.js"
  */
 const httpUnderTestClock = Effect.gen(function*() {
   const services = memoryEngine(idle).pipe(Layer.provideMerge(HttpConfig.layer({ adminToken: Redacted.make("admin") })))
-  const context = yield* Layer.build(
-    Layer.mergeAll(
-      EngineHttpLive.pipe(Layer.provideMerge(services)),
-      HttpServer.layerContext,
-      HttpApiBuilder.Router.Live,
-      HttpApiBuilder.Middleware.layer
-    )
-  )
-  const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-  const runtime = yield* Effect.provide(Effect.runtime<HttpRouter.HttpRouter.DefaultServices>(), context)
-  const handler = HttpApp.toWebHandlerRuntime(runtime)(app)
+  const context = yield* Layer.build(services)
+  const handler = yield* Effect.provide(webHandlerInScope(), context)
   const call = (method: string, path: string, auth: string, body?: unknown, contentType = "application/json") =>
     Effect.promise(async () => {
       const raw = body instanceof Uint8Array ? body : JSON.stringify(body)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope, Supervisor } from "effect"
+import { Deferred, Effect, Exit, Fiber, Metric, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
@@ -19,6 +19,24 @@ const idle: GenerationProvider = { start: () => Effect.never, poll: () => Effect
 /** Waits for `effect` at most `ms` of real time (TestClock does not move by itself). */
 const withinRealTime = <A, E>(ms: number, effect: Effect.Effect<A, E>) =>
   Effect.race(effect, Effect.promise(() => new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))))
+
+/**
+ * Counts the fibers started under the effect it is given that are still alive, as a tracking
+ * supervisor did (Effect 4 has none: the runtime reports each fiber's start and end to the
+ * FiberRuntimeMetrics service its context carries).
+ */
+const liveFibers = () => {
+  const fibers = { live: 0 }
+  const service: Metric.FiberRuntimeMetricsService = {
+    recordFiberStart: () => {
+      fibers.live++
+    },
+    recordFiberEnd: () => {
+      fibers.live--
+    }
+  }
+  return { fibers, track: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Metric.FiberRuntimeMetrics, service) }
+}
 
 const submitJobs = (count: number) =>
   Effect.gen(function*() {
@@ -220,18 +238,18 @@ describe("job watchers", () => {
       const { caller, jobs } = yield* submitJobs(1_000)
       const fibersFor = (count: number) =>
         Effect.gen(function*() {
-          const supervisor = yield* Supervisor.track
+          const { fibers, track } = liveFibers()
           const scope = yield* Scope.make()
           const waits = yield* Effect.forEach(jobs.slice(0, count), (job, i) => {
             // Long-polls and status-stream listeners alike.
             const wait: Effect.Effect<unknown, unknown> = i % 2 === 0
               ? follow.awaitTerminal(job, 60)
               : follow.listen(job.id, 1, { onJob: () => undefined, onEnd: () => undefined }).pipe(Scope.provide(scope))
-            return Effect.forkChild(Effect.supervised(wait, supervisor))
+            return Effect.forkChild(track(wait))
           })
           yield* settle
           expect(follow.openCount()).toBe(count)
-          const live = (yield* supervisor.value).length
+          const live = fibers.live
           yield* Effect.forEach(waits, Fiber.interrupt, { discard: true })
           yield* Scope.close(scope, Exit.void)
           yield* settle
