@@ -1,4 +1,4 @@
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { Effect, Layer } from "effect"
 import { type Engine, signatureHeader } from "genjobs"
 import { createClient, type FetchLike, type Job, verifyWebhook } from "genjobs/client"

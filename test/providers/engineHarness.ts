@@ -1,5 +1,5 @@
 /** An engine over memory stores with the given providers, driven through its web handler, for simulator-level engine tests. */
-import { FetchHttpClient } from "@effect/platform"
+import { FetchHttpClient } from "effect/http"
 import { Effect, Fiber, Layer, ManagedRuntime, Redacted } from "effect"
 import { expect } from "vitest"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
@@ -64,7 +64,7 @@ export const startEngine = async (
     runInBackground,
     /** Claims one job and runs it to its end. */
     runOne: () => runtime.runPromise(Worker.use((worker) => worker.runOnce("w"))),
-    join: <A, E>(fiber: Fiber.RuntimeFiber<A, E>) => runtime.runPromise(Fiber.join(fiber)),
+    join: <A, E>(fiber: Fiber.Fiber<A, E>) => runtime.runPromise(Fiber.join(fiber)),
     adminJob: async (jobId: string) => (await call("GET", `/admin/jobs/${jobId}`, undefined, ADMIN_TOKEN)).body,
     dispose: async () => {
       await web.dispose()

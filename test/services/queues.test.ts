@@ -214,10 +214,11 @@ describe("PostgreSQL submits and NOTIFY", () => {
     const runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
     const heard: Array<string> = []
     try {
-      const listener = runtime.runFork(Effect.flatMap(PgClient.PgClient, (client) =>
-        Stream.runForEach(client.listen(channel), (payload) => Effect.sync(() => heard.push(payload)))))
+      const listener = runtime.runFork(PgClient.PgClient.use((client) =>
+        Effect.scoped(Effect.flatMap(client.listen(channel), (notifications) =>
+          Stream.runForEach(Stream.fromQueue(notifications), ({ payload }) => Effect.sync(() => heard.push(payload)))))))
       const mark = (payload: string) =>
-        runtime.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql`SELECT pg_notify(${channel}, ${payload})`))
+        runtime.runPromise(PgClient.PgClient.use((sql) => sql`SELECT pg_notify(${channel}, ${payload})`))
       expect(await waitFor(async () => {
         await mark("before")
         return heard.includes("before")

@@ -1,5 +1,5 @@
-import { HttpApiSchema } from "@effect/platform"
 import { Effect, Result } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { JobNotFound } from "../../src/domain/job.js"
 import { RateLimitExceeded } from "../../src/domain/rateLimit.js"
@@ -17,7 +17,7 @@ describe("the refusal classes", () => {
 
   it("carry their status as the HttpApi annotation an endpoint's addError reads", () => {
     for (const refusal of refusalClasses) {
-      expect(HttpApiSchema.getStatusErrorAST((refusal as unknown as { ast: any }).ast), refusal.code).toBe(refusal.status)
+      expect(HttpApiSchema.getStatusError((refusal as unknown as { ast: any }).ast), refusal.code).toBe(refusal.status)
     }
     expect([JobNotFound.code, JobNotFound.status]).toEqual(["JOB_NOT_FOUND", 404])
   })
