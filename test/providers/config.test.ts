@@ -44,7 +44,7 @@ describe("Config readers", () => {
 
   it.effect("OpenAI: the provider's options, the key kept redacted", () =>
     Effect.gen(function*() {
-      const options = yield* withEnv({ OPENAI_API_KEY: "sk-env", OPENAI_ORG_ID: "org-1" })(openaiConfig.asEffect())
+      const options = yield* withEnv({ OPENAI_API_KEY: "sk-env", OPENAI_ORG_ID: "org-1" })(openaiConfig)
       expect([options.baseUrl, options.organization, options.project]).toEqual([OPENAI_BASE_URL, "org-1", undefined])
       expect(Redacted.isRedacted(options.apiKey) && Redacted.value(options.apiKey)).toBe("sk-env")
       expect(String(options.apiKey)).not.toContain("sk-env")
@@ -59,15 +59,15 @@ describe("Config readers", () => {
 
   it.effect("Runway: the provider's options with Runway's defaults", () =>
     Effect.gen(function*() {
-      const options = yield* withEnv({ RUNWAYML_API_SECRET: "key_env" })(runwayConfig.asEffect())
+      const options = yield* withEnv({ RUNWAYML_API_SECRET: "key_env" })(runwayConfig)
       expect([options.baseUrl, options.apiVersion]).toEqual([RUNWAY_BASE_URL, RUNWAY_API_VERSION])
-      const custom = yield* withEnv({ RUNWAYML_API_SECRET: "key_env", RUNWAYML_BASE_URL: "http://127.0.0.1:4104" })(runwayConfig.asEffect())
+      const custom = yield* withEnv({ RUNWAYML_API_SECRET: "key_env", RUNWAYML_BASE_URL: "http://127.0.0.1:4104" })(runwayConfig)
       expect(custom.baseUrl).toBe("http://127.0.0.1:4104")
     }))
 
   it.effect("Veo: GEMINI_API_KEY registers it, with the Gemini API's address and Google's poll pace", () =>
     Effect.gen(function*() {
-      const options = yield* withEnv({ GEMINI_API_KEY: "AIza-env" })(veoConfig.asEffect())
+      const options = yield* withEnv({ GEMINI_API_KEY: "AIza-env" })(veoConfig)
       expect([options.baseUrl, options.pollIntervalMs]).toEqual([VEO_BASE_URL, 10_000])
       expect(Redacted.isRedacted(options.apiKey) && Redacted.value(options.apiKey)).toBe("AIza-env")
       const provider = yield* withEnv({ GEMINI_API_KEY: "AIza-env", VEO_POLL_INTERVAL_MS: "2500" })(veoProviderFromConfig)
@@ -78,7 +78,7 @@ describe("Config readers", () => {
 
   it.effect("OpenRouter: callbacks only with OPENROUTER_WEBHOOK_SECRET, which stays redacted", () =>
     Effect.gen(function*() {
-      const options = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "whs-env" })(openRouterConfig.asEffect())
+      const options = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "whs-env" })(openRouterConfig)
       expect(options.baseUrl).toBe(OPENROUTER_BASE_URL)
       expect(String(options.webhookSecret)).not.toContain("whs-env")
       const polled = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env" })(openRouterProviderFromConfig)

@@ -62,7 +62,7 @@ describe("OpenRouter video jobs", () => {
 
   it("follows a stored handle after a restart: a new provider polls the job by its id to its video", async () => {
     const handle = await startHandle({ prompt: "a restart mid-generation" })
-    const stored = Schema.decodeUnknownSync(Schema.parseJson(ProviderHandle))(JSON.stringify(handle))
+    const stored = Schema.decodeUnknownSync(Schema.fromJsonString(ProviderHandle))(JSON.stringify(handle))
     const restarted = openRouterProvider({ apiKey: sim.apiKey, baseUrl: sim.url })
     const status = await settle(stored, restarted)
     if (status._tag !== "Succeeded") throw new Error(JSON.stringify(status))

@@ -9,7 +9,7 @@ const countingStore = (rows: Map<string, string>) => {
   const reads = { n: 0 }
   const read = (hash: string) => Effect.sync(() => {
     reads.n++
-    return Option.fromNullable(rows.get(hash))
+    return Option.fromNullishOr(rows.get(hash))
   })
   return { reads, read }
 }

@@ -1,5 +1,5 @@
 import { describe as effectDescribe, it as effectIt } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Layer, Option, Redacted, Schedule, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule, Scope } from "effect"
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -253,7 +253,7 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       yield* offered.pipe(Effect.repeat({ schedule: Schedule.spaced("5 millis"), while: (was) => was }), Effect.timeout("5 seconds"))
       expect(Option.isNone(yield* local.reserve(probe))).toBe(true)
       yield* Deferred.succeed(finish, undefined)
-      yield* closing.await
+      yield* Fiber.await(closing)
     }).pipe(Effect.provide(engineOver(gatedStores(gate), provider, { pollIntervalMs: 60_000, maxAttempts: 3, drainTimeoutMs: 30_000 })))
   })
 })
