@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { generateKeySecret, hashKeySecret, keyHint } from "../../src/domain/apiKeySecret.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"

@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Catalog } from "../../src/services/Catalog.js"
 import { demoCatalog, type EditableCatalog } from "../support/demoCatalog.js"

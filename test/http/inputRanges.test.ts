@@ -1,4 +1,4 @@
-import { Effect, Redacted } from "effect"
+import { Redacted } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

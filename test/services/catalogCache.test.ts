@@ -78,7 +78,7 @@ describe("the catalog cache", () => {
       yield* TestClock.adjust("3 seconds")
       const readers = yield* Effect.forEach(Array.from({ length: 50 }, () => catalog.snapshot), (read) => Effect.forkChild(read))
       const impatient = yield* Effect.forkChild(catalog.snapshot)
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(impatient)
       yield* Deferred.succeed(gate, undefined)
       const read = yield* Fiber.joinAll(readers)
@@ -90,7 +90,7 @@ describe("the catalog cache", () => {
       gate = yield* Deferred.make<void>()
       failing = true
       const failed = yield* Effect.forEach(Array.from({ length: 10 }, () => Effect.exit(catalog.snapshot)), (read) => Effect.forkChild(read))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Deferred.succeed(gate, undefined)
       const exits = yield* Fiber.joinAll(failed)
       expect(checks).toBe(2)

@@ -68,7 +68,7 @@ const recorder = Effect.gen(function*() {
 })
 
 /** Lets forked fibers run until they wait. */
-const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow(), { discard: true })
+const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow, { discard: true })
 
 describe("job watchers", () => {
   it.effect("a change wakes its watcher at once, the clock standing still (no sweep needed)", () =>

@@ -227,7 +227,7 @@ describe("RetentionSweeper", () => {
         yield* Scope.provide((yield* RetentionSweeper).start, scope)
         yield* Deferred.await(gate.entered)
         const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
-        yield* Effect.yieldNow()
+        yield* Effect.yieldNow
         expect(closing.pollUnsafe() === undefined).toBe(true)
         yield* Deferred.succeed(gate.open, undefined)
         yield* Fiber.join(closing)
@@ -260,7 +260,7 @@ describe("RetentionSweeper", () => {
         yield* TestClock.adjust(1)
         yield* Fiber.join(closing)
         yield* Deferred.succeed(gate.open, undefined)
-        for (let i = 0; i < 1_000 && (yield* exists(older)); i++) yield* Effect.yieldNow()
+        for (let i = 0; i < 1_000 && (yield* exists(older)); i++) yield* Effect.yieldNow
         expect(yield* exists(older)).toBe(false)
         yield* TestClock.adjust(10 * 60_000)
         expect(yield* exists(newer)).toBe(true)

@@ -15,7 +15,7 @@ describe("single-flight reads", () => {
       const gate = yield* Deferred.make<number, string>()
       const { read, runs } = gatedRead(gate)
       const herd = yield* Effect.forEach(Array.from({ length: 100 }), () => Effect.forkChild(once("k", read)))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       expect(runs()).toBe(1)
       yield* Deferred.succeed(gate, 7)
       expect(yield* Effect.forEach(herd, Fiber.join)).toEqual(Array.from({ length: 100 }, () => 7))
@@ -35,9 +35,9 @@ describe("single-flight reads", () => {
       const gate = yield* Deferred.make<number, string>()
       const { read } = gatedRead(gate)
       const first = yield* Effect.forkChild(once("k", read))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       const second = yield* Effect.forkChild(once("k", read))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       // The first caller's client leaves: its read still answers the second.
       const interrupting = yield* Effect.forkChild(Fiber.interrupt(first))
       yield* Deferred.fail(gate, "down")

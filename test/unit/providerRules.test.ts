@@ -63,7 +63,7 @@ describe("the catalog's provider mapping at import", () => {
   const withMapping = (provider: unknown) => {
     const catalog = demoCatalog()
     catalog.models[0]!["versions"][0].provider = provider
-    return Schema.decodeUnknownEither(CatalogDocument)(catalog)
+    return Schema.decodeUnknownResult(CatalogDocument)(catalog)
   }
 
   it("accepts a model id, an input mapping and a positive timeout", () => {

@@ -1,5 +1,4 @@
-import { Effect, Result } from "effect"
-import { HttpApiSchema } from "effect/http-api"
+import { Effect, Result, SchemaAST } from "effect"
 import { describe, expect, it } from "vitest"
 import { JobNotFound } from "../../src/domain/job.js"
 import { RateLimitExceeded } from "../../src/domain/rateLimit.js"
@@ -17,7 +16,7 @@ describe("the refusal classes", () => {
 
   it("carry their status as the HttpApi annotation an endpoint's addError reads", () => {
     for (const refusal of refusalClasses) {
-      expect(HttpApiSchema.getStatusError((refusal as unknown as { ast: any }).ast), refusal.code).toBe(refusal.status)
+      expect(SchemaAST.resolve((refusal as unknown as { ast: SchemaAST.AST }).ast)?.httpApiStatus, refusal.code).toBe(refusal.status)
     }
     expect([JobNotFound.code, JobNotFound.status]).toEqual(["JOB_NOT_FOUND", 404])
   })

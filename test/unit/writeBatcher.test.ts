@@ -19,7 +19,7 @@ const gatedStore = Effect.gen(function*() {
 /** Lets other fibers run until `done` holds (the writer runs in a fiber of its own). */
 const until = (done: () => boolean) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 1_000 && !done(); i++) yield* Effect.yieldNow()
+    for (let i = 0; i < 1_000 && !done(); i++) yield* Effect.yieldNow
     expect(done()).toBe(true)
   })
 
@@ -31,7 +31,7 @@ describe("write batcher", () => {
       const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
       const later = yield* Effect.forkChild(Effect.all(["b", "c", "d"].map(write), { concurrency: "unbounded" }))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
       expect(yield* Fiber.join(first)).toBe("A")
       expect(yield* Fiber.join(later)).toEqual(["B", "C", "D"])
@@ -43,7 +43,7 @@ describe("write batcher", () => {
       const { batches, open, writeMany } = yield* gatedStore
       const write = yield* makeWriteBatcher(writeMany, 2)
       const all = yield* Effect.forkChild(Effect.all(["a", "b", "c", "d", "e"].map(write), { concurrency: "unbounded" }))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
       expect(yield* Fiber.join(all)).toEqual(["A", "B", "C", "D", "E"])
       expect(batches.flat()).toEqual(["a", "b", "c", "d", "e"])
@@ -57,7 +57,7 @@ describe("write batcher", () => {
       const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
       const rest = yield* Effect.forkChild(Effect.all(["b", "bad", "c"].map((item) => Effect.result(write(item))), { concurrency: "unbounded" }))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
       yield* Fiber.join(first)
       const answers = yield* Fiber.join(rest)
@@ -73,7 +73,7 @@ describe("write batcher", () => {
       yield* until(() => batches.length === 1)
       const gone = yield* Effect.forkChild(write("b"))
       const kept = yield* Effect.forkChild(write("c"))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(first)
       yield* Fiber.interrupt(gone)
       yield* Deferred.succeed(open, undefined)
@@ -97,7 +97,7 @@ describe("write batcher", () => {
       const onItsWay = yield* Effect.forkChild(Effect.exit(write("a")))
       yield* until(() => batches.length === 1)
       const queued = yield* Effect.forkChild(Effect.exit(write("b")))
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       // The store never answers: only the close can end these writes.
       yield* Scope.close(scope, Exit.void)
       expect(Exit.hasInterrupts(yield* Fiber.join(onItsWay))).toBe(true)
