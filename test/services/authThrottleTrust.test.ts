@@ -11,7 +11,7 @@ import { AuthThrottle, CLEAN_CLIENT_TRUST_MS } from "../../src/services/AuthThro
 /** The failure store shared by "processes", counting the reads of this one. */
 const shared = memoryAuthFailures()
 const reads = { n: 0 }
-const counted: AuthFailures["Service"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => void reads.n++) }
+const counted: AuthFailures["Service"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => Effect.sync(() => void reads.n++)) }
 const layer = AuthThrottle.layer.pipe(Layer.provide(Layer.succeed(AuthFailures, counted)))
 
 const wrongKey = Effect.fail(new InvalidApiKey({ message: "wrong" }))

@@ -105,8 +105,8 @@ const recordingFiles = () => {
   const log = { written: [] as Array<string>, removed: [] as Array<string> }
   const blobs = BlobStore.of({
     ...store,
-    putStream: (key, contentType, body) => Effect.tap(store.putStream(key, contentType, body), () => log.written.push(key)),
-    remove: (key) => Effect.tap(store.remove(key), () => log.removed.push(key))
+    putStream: (key, contentType, body) => Effect.tap(store.putStream(key, contentType, body), () => Effect.sync(() => log.written.push(key))),
+    remove: (key) => Effect.tap(store.remove(key), () => Effect.sync(() => log.removed.push(key)))
   })
   const layer = Layer.merge(
     Layer.succeed(BlobStore, blobs),

@@ -66,7 +66,7 @@ const submit = (caller: Caller, input: { prompt: string }, options: { webhookUrl
     )).pipe(Effect.map((result) => result.job.id))
 
 /** Runs the oldest runnable job to its end. */
-const runNext = Worker.use((worker) => worker.runOnce("w")).pipe(Effect.tap((ran) => expect(ran).toBe(true)))
+const runNext = Worker.use((worker) => worker.runOnce("w")).pipe(Effect.tap((ran) => Effect.sync(() => expect(ran).toBe(true))))
 
 /** Ends the job's pending delivery as `status`, as a dispatcher would after an attempt. */
 const deliver = (jobId: JobId, status: "sent" | "failed") =>
