@@ -99,11 +99,12 @@ describe("the main entry and the entries of an in-memory engine reach no optiona
 
 // An app installs the driver of the store it uses and no other: each store entry reaches only its
 // own driver's packages (a bundler would fail on the other's, and Node would load it). SQLite's
-// driver is Node's own and its SQL layer is in effect: it needs no optional peer.
+// driver is Node's own and its SQL layer is in effect: it needs no optional peer; PostgreSQL's is
+// @effect/sql-pg alone (it speaks the protocol itself, without pg).
 describe("each store entry reaches only its own driver", () => {
   const stores = [
     ["sqlite", []],
-    ["postgres", ["@effect/sql-pg", "pg"]]
+    ["postgres", ["@effect/sql-pg"]]
   ] as const
   for (const [entry, drivers] of stores) {
     it(`genjobs/${entry} loads ${drivers.length === 0 ? "no optional peer" : `${drivers.join(", ")} and no other optional peer`}`, () => {

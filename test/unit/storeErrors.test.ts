@@ -1,7 +1,7 @@
 import { Cause, Effect, Exit, Option, Result, Schema } from "effect"
 import { SqlError } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { storeErrors } from "../../adapters/sql/rows.js"
+import { decodeRows, storeErrors } from "../../adapters/sql/rows.js"
 import { CorruptRow, StoreError } from "../../src/domain/errors.js"
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromiseExit(effect)
@@ -24,7 +24,7 @@ describe("storeErrors: what leaves the SQL adapters when the database fails", ()
 
   it("a row that does not decode is a StoreError caused by a CorruptRow naming the row, not its values", async () => {
     const rows = [{ id: "job_1", status: "pending" }, { id: "job_2", status: "exploded", secret: "s3cret" }]
-    const decoded = Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: Schema.String, status: Schema.Literal("pending") })))(rows)
+    const decoded = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String, status: Schema.Literal("pending") })))(rows)
     const exit = await run(decoded.pipe(storeErrors("list jobs")))
     const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
     const cause = error !== undefined && Option.isSome(error) && error.value instanceof StoreError ? error.value.cause : undefined
