@@ -31,7 +31,7 @@ describe("Auth over a key store without findWithAccount (it is optional)", () =>
       }
       yield* keysApart.create(key)
       const auth = yield* Effect.provide(
-        Auth.asEffect(),
+        Effect.service(Auth),
         Auth.layer.pipe(Layer.provide(Layer.mergeAll(Layer.succeed(ApiKeyRepo, keysApart), Layer.succeed(AccountRepo, accountRepo(state)))))
       )
       expect(yield* auth.authenticate({ authorization: `Bearer ${secret}` })).toEqual({ account: owner, key })

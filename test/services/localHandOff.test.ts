@@ -132,7 +132,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
   it("queues what arrives while the workers are busy, and runs it oldest first once they free", async () => {
     const gates = new Map<string, Deferred.Deferred<void>>()
     const gateOf = (prompt: string) => {
-      if (!gates.has(prompt)) gates.set(prompt, Deferred.makeUnsafe<void>(undefined as never))
+      if (!gates.has(prompt)) gates.set(prompt, Deferred.makeUnsafe<void>())
       return gates.get(prompt)!
     }
     const { provider, started } = recordingProvider((prompt) => Deferred.await(gateOf(prompt)))
@@ -211,8 +211,8 @@ const until = (check: () => boolean) => Effect.repeat(Effect.sleep("5 millis"), 
 effectDescribe("the worker's idle fibers, offered to its process's submits", () => {
   effectIt.live("a claim in flight holds them, a reserved one is promised once, and a draining worker offers none", () => {
     const gate: { claims: number; at?: Deferred.Deferred<void> } = { claims: 0 }
-    const running = Deferred.makeUnsafe<void>(undefined as never)
-    const finish = Deferred.makeUnsafe<void>(undefined as never)
+    const running = Deferred.makeUnsafe<void>()
+    const finish = Deferred.makeUnsafe<void>()
     const provider: GenerationProvider = {
       ...idleProvider,
       start: () =>
