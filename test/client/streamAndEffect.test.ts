@@ -1,5 +1,5 @@
-import { FetchHttpClient } from "effect/http"
 import { Effect, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { type Engine, signatureHeader } from "genjobs"
 import { createClient, type FetchLike, type Job, verifyWebhook } from "genjobs/client"
 import { makeEffectClient } from "genjobs/client/effect"

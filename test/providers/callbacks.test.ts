@@ -2,8 +2,8 @@
  * The engine's callback endpoint, POST /v1/providers/{providerId}/callbacks/{jobId}, through the
  * web handler: verified by the job's provider over the raw body, then a hint to the job's worker.
  */
-import { FetchHttpClient } from "effect/http"
 import { Effect, Exit, Layer, ManagedRuntime, Redacted, Scope } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { generateKeyPairSync } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { falProvider } from "genjobs/providers/fal"

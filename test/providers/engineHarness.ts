@@ -1,6 +1,6 @@
 /** An engine over memory stores with the given providers, driven through its web handler, for simulator-level engine tests. */
-import { FetchHttpClient } from "effect/http"
 import { Effect, Fiber, Layer, ManagedRuntime, Redacted } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { expect } from "vitest"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
