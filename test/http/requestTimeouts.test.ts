@@ -126,7 +126,7 @@ describe("request timeouts over node:http", () => {
     const served = HttpRouter.serve(EngineHttpLive.pipe(Layer.provide(Layer.succeedContext(context))), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
     )
-    server = ManagedRuntime.make(served as Layer.Layer<HttpServer.HttpServer, unknown>)
+    server = ManagedRuntime.make(served)
     const address = await server.runPromise(HttpServer.HttpServer.useSync((s) => s.address))
     port = (address as unknown as AddressInfo).port
   })
