@@ -9,9 +9,8 @@ import { RUNWAY_API_VERSION, RUNWAY_BASE_URL, runwayConfig, runwayProviderFromCo
 import { VEO_BASE_URL, veoConfig, veoProviderFromConfig } from "genjobs/providers/veo"
 import { configuredProviders } from "../../apps/server/providers.js"
 
-/** As the server reads its environment: an empty variable is set, to an empty value (ConfigProvider.fromEnv would read it as unset). */
-const withEnv = (env: Record<string, string>) =>
-  Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env, preserveEmptyStrings: true }))
+/** The environment as the server reads its own (ConfigProvider.fromEnv). */
+const withEnv = (env: Record<string, string>) => Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
 
 describe("Config readers", () => {
   it.effect("register a provider only when its credential is set", () =>

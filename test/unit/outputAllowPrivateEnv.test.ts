@@ -4,7 +4,7 @@ import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const settingsOf = (env: Record<string, string>) =>
   engineOptionsFromEnv(
-    Result.getOrThrow(Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env, preserveEmptyStrings: true }))))),
+    Result.getOrThrow(Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))),
     { publicUrl: "http://127.0.0.1:3000", providers: {} }
   ).settings
 

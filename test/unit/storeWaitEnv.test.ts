@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env, preserveEmptyStrings: true }))))
+  Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))
 
 const httpOf = (env: Record<string, string>) =>
   engineOptionsFromEnv(Result.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} }).http
