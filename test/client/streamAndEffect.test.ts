@@ -1,5 +1,5 @@
-import { FetchHttpClient } from "@effect/platform"
 import { Effect, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { type Engine, signatureHeader } from "genjobs"
 import { createClient, type FetchLike, type Job, verifyWebhook } from "genjobs/client"
 import { makeEffectClient } from "genjobs/client/effect"
@@ -100,9 +100,10 @@ describe("the Effect client", () => {
     const apiKey = await newKey(target)
     const result = await Effect.gen(function*() {
       const client = yield* makeEffectClient({ baseUrl: ORIGIN, apiKey })
-      const model = yield* client.models.get({ path: { modelId: encodeURIComponent(SLUG) } })
+      // The client percent-encodes path params itself (Effect 4): the slug goes as it is.
+      const model = yield* client.models.get({ params: { modelId: SLUG } })
       const account = yield* client.account.get()
-      const missing = yield* client.jobs.get({ path: { jobId: "job_nope" } }).pipe(Effect.flip)
+      const missing = yield* client.jobs.get({ params: { jobId: "job_nope" } }).pipe(Effect.flip)
       return { model, account, missing }
     }).pipe(Effect.provide(viaEngine), Effect.runPromise)
     expect(result.model.id).toBe(SLUG)

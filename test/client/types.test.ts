@@ -10,7 +10,7 @@ import type { ModelDetail, ModelList } from "../../src/http/schemas/catalog.js"
 import type { CancelResponse, CostEstimateView, JobList, JobListItem, JobView, SubmitResponse } from "../../src/http/schemas/jobs.js"
 import type { PresignResponse } from "../../src/http/schemas/uploads.js"
 
-type Of<S extends Schema.Schema.Any> = Schema.Schema.Type<S>
+type Of<S extends Schema.Top> = Schema.Schema.Type<S>
 
 describe("the client's answer types are the server's", () => {
   it("jobs", () => {

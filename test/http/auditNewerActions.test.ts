@@ -11,7 +11,7 @@ afterEach(async () => {
 it("GET /admin/audit lists an entry a newer release recorded with an action this one does not know", async () => {
   const engine = await makeTestEngine()
   engines.push(engine)
-  await engine.run(Effect.flatMap(AuditLog, (audit) =>
+  await engine.run(AuditLog.use((audit) =>
     audit.recorded(Effect.void, () => ({
       id: "aud_newer",
       actor: "admin",

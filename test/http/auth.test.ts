@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { generateKeySecret, hashKeySecret, keyHint } from "../../src/domain/apiKeySecret.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
@@ -55,7 +54,7 @@ describe("API key authentication (spec section 5 and 7)", () => {
   it("answers API_KEY_EXPIRED for a key past its expiry", async () => {
     const acc = await engine.account()
     const secret = generateKeySecret()
-    await engine.runtime.runPromise(Effect.flatMap(ApiKeyRepo, (repo) =>
+    await engine.runtime.runPromise(ApiKeyRepo.use((repo) =>
       repo.create({
         id: "key_expired" as ApiKeyId,
         accountId: acc.accountId as AccountId,
@@ -109,7 +108,7 @@ describe("API key authentication (spec section 5 and 7)", () => {
   it("shows the key secret once, at creation, and stores only its hash", async () => {
     const acc = await engine.account()
     const stored = await engine.runtime.runPromise(
-      Effect.flatMap(ApiKeyRepo, (repo) => repo.findByHash(hashKeySecret(acc.key)))
+      ApiKeyRepo.use((repo) => repo.findByHash(hashKeySecret(acc.key)))
     )
     expect(stored._tag).toBe("Some")
     expect(JSON.stringify(stored)).not.toContain(acc.key)

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Redacted, TestClock } from "effect"
+import { Effect, Layer, Redacted, Result } from "effect"
+import { TestClock } from "effect/testing"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -106,14 +107,14 @@ describe("AuthThrottle over time", () => {
     Effect.gen(function*() {
       const throttle = yield* AuthThrottle
       yield* TestClock.adjust(30_000)
-      for (let i = 0; i < 100; i++) yield* Effect.either(throttle.guard("192.0.2.1", Effect.fail(new Unauthorized({ message: "none" }))))
-      for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* Effect.either(throttle.guard("192.0.2.1", wrongKey))
-      const refused = yield* Effect.either(throttle.guard("192.0.2.1", Effect.succeed("in")))
-      const retryAfter = Either.isLeft(refused) && refused.left._tag === "RateLimitExceeded" ? refused.left.retryAfterSeconds : undefined
+      for (let i = 0; i < 100; i++) yield* Effect.result(throttle.guard("192.0.2.1", Effect.fail(new Unauthorized({ message: "none" }))))
+      for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* Effect.result(throttle.guard("192.0.2.1", wrongKey))
+      const refused = yield* Effect.result(throttle.guard("192.0.2.1", Effect.succeed("in")))
+      const retryAfter = Result.isFailure(refused) && refused.failure._tag === "RateLimitExceeded" ? refused.failure.retryAfterSeconds : undefined
       // Thirty failures at 0:30 count through the next minute: free at 2:00, 90 seconds on.
       expect(retryAfter).toBe(90)
       yield* TestClock.adjust(89_000)
-      expect(Either.isLeft(yield* Effect.either(throttle.guard("192.0.2.1", Effect.succeed("in"))))).toBe(true)
+      expect(Result.isFailure(yield* Effect.result(throttle.guard("192.0.2.1", Effect.succeed("in"))))).toBe(true)
       yield* TestClock.adjust(1_000)
       expect(yield* throttle.guard("192.0.2.1", Effect.succeed("in"))).toBe("in")
     }).pipe(Effect.provide(layer)))

@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Catalog } from "../../src/services/Catalog.js"
 import { demoCatalog, type EditableCatalog } from "../support/demoCatalog.js"
@@ -65,7 +64,7 @@ describe("catalog versions whose provider is not registered", () => {
 
   it("stored by a process that had the provider, are served as disabled: not listed, and a submit is refused before any charge", async () => {
     // As a catalog stored before the credential was removed, or by a process that holds it.
-    await engine.runtime.runPromise(Effect.flatMap(Catalog, (catalog) => catalog.replace(withFalModel(), undefined, { allowUnregisteredProviders: true })))
+    await engine.runtime.runPromise(Catalog.use((catalog) => catalog.replace(withFalModel(), undefined, { allowUnregisteredProviders: true })))
     const acc = await engine.account({ credits: 1_000_000 })
     const balance = async () => (await engine.admin("GET", `/admin/accounts/${acc.accountId}`)).body.balanceMicroCents
 

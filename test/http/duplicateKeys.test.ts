@@ -1,5 +1,4 @@
-import { HttpApi } from "@effect/platform"
-import { Option } from "effect"
+import { HttpApi } from "effect/http-api"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EngineApi } from "../../src/http/Api.js"
 import { ADMIN_TOKEN, type HttpEngine, makeHttpEngine, type Reply } from "../support/httpEngine.js"
@@ -65,7 +64,7 @@ describe("a JSON body naming a key twice in one object is refused and changes no
     HttpApi.reflect(EngineApi, {
       onGroup: () => {},
       onEndpoint: ({ endpoint }) => {
-        if (Option.isSome(endpoint.payloadSchema)) endpoints.push({ name: endpoint.name, method: endpoint.method, path: endpoint.path })
+        if ([...endpoint.payload.values()].some(({ encoding }) => encoding._tag === "Json")) endpoints.push({ name: endpoint.identifier, method: endpoint.method, path: endpoint.path })
       }
     })
 

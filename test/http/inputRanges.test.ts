@@ -1,4 +1,4 @@
-import { Effect, Redacted } from "effect"
+import { Redacted } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -31,7 +31,7 @@ const describeInputRules = (name: string, stores: () => Promise<HttpEngineOption
     })
     afterAll(() => engine?.dispose())
 
-    const accountCount = () => engine.runtime.runPromise(Effect.flatMap(AccountRepo, (r) => r.count))
+    const accountCount = () => engine.runtime.runPromise(AccountRepo.use((r) => r.count))
     const balanceOf = async (accountId: string) =>
       (await engine.admin("GET", `/admin/accounts/${accountId}`)).body.balanceMicroCents as number
 

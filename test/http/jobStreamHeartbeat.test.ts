@@ -1,8 +1,8 @@
-import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, TestClock } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
-import { EngineHttpLive } from "../../src/http/layer.js"
+import { webHandlerInScope } from "../../src/http/webHandler.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { memoryEngine } from "../support/engineLayer.js"
@@ -16,15 +16,7 @@ const idle: GenerationProvider = {
 /** The HTTP surface on the test fiber's runtime, so TestClock drives the heartbeat timer. */
 const httpUnderTestClock = Effect.gen(function*() {
   const services = memoryEngine(idle).pipe(Layer.provideMerge(HttpConfig.layer({ adminToken: Redacted.make("admin") })))
-  const context = yield* Layer.build(Layer.mergeAll(
-    EngineHttpLive.pipe(Layer.provideMerge(services)),
-    HttpServer.layerContext,
-    HttpApiBuilder.Router.Live,
-    HttpApiBuilder.Middleware.layer
-  ))
-  const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-  const runtime = yield* Effect.provide(Effect.runtime<HttpRouter.HttpRouter.DefaultServices>(), context)
-  const handler = HttpApp.toWebHandlerRuntime(runtime)(app)
+  const handler = yield* Effect.provide(webHandlerInScope(), yield* Layer.build(services))
   const request = (method: string, path: string, auth: string, body?: unknown) =>
     Effect.promise(() =>
       handler(new Request(`http://engine.test${path}`, {
@@ -58,7 +50,7 @@ const reading = (body: ReadableStream<Uint8Array>) => {
 }
 
 describe("the status stream's heartbeat, on TestClock", () => {
-  it.scoped("writes a comment every 15 seconds of silence and none between", () =>
+  it.effect("writes a comment every 15 seconds of silence and none between", () =>
     Effect.gen(function*() {
       const { call, request } = yield* httpUnderTestClock
       yield* call("PUT", "/admin/catalog", "admin", demoCatalog())

@@ -1,4 +1,4 @@
-import { Logger, LogLevel } from "effect"
+import { Layer, References } from "effect"
 import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -15,7 +15,7 @@ beforeAll(async () => {
     metrics: { token: TOKEN },
     workers: 0,
     webhookDispatchers: 0,
-    observability: Logger.minimumLogLevel(LogLevel.Error)
+    observability: Layer.succeed(References.MinimumLogLevel, "Error")
   })
 })
 afterAll(() => engine.dispose())

@@ -1,4 +1,4 @@
-import { Logger, LogLevel } from "effect"
+import { Layer, References } from "effect"
 import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
@@ -18,7 +18,7 @@ const ORIGIN = "http://host.test"
 const providers = { [DEMO_PROVIDER_ID]: makeDemoProvider() }
 const files = () => memoryFiles({ publicUrl: ORIGIN })
 // Failed checks are logged as warnings: keep this file's output to its results.
-const quiet = { observability: Logger.minimumLogLevel(LogLevel.Error) }
+const quiet = { observability: Layer.succeed(References.MinimumLogLevel, "Error") }
 
 const url = await freshPostgresUrl()
 

@@ -1,6 +1,6 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, ManagedRuntime } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { connect, type AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -122,15 +122,12 @@ describe("request timeouts over node:http", () => {
     engine = await makeHttpEngine({}, { http: { bodyTimeoutMs: BODY_TIMEOUT_MS } })
     key = (await engine.account()).key
     const context = await engine.runtime.runPromise(Effect.context<any>())
-    const app = Layer.mergeAll(EngineHttpLive, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer).pipe(
-      Layer.provide(Layer.succeedContext(context))
-    )
-    const served = HttpApiBuilder.serve().pipe(
-      Layer.provide(app),
+    // The engine logs its requests itself, as the bundled server has it.
+    const served = HttpRouter.serve(EngineHttpLive.pipe(Layer.provide(Layer.succeedContext(context))), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
     )
-    server = ManagedRuntime.make(served as Layer.Layer<HttpServer.HttpServer, unknown>)
-    const address = await server.runPromise(Effect.map(HttpServer.HttpServer, (s) => s.address))
+    server = ManagedRuntime.make(served)
+    const address = await server.runPromise(HttpServer.HttpServer.useSync((s) => s.address))
     port = (address as unknown as AddressInfo).port
   })
   afterAll(async () => {

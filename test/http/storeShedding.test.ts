@@ -56,7 +56,7 @@ describe.skipIf(postgresUrl === undefined)("requests that would wait for the sto
       return { reply, ms: performance.now() - started }
     }
     // A worker's store call (no request, so no bound) queues for a connection meanwhile.
-    const worker = Effect.runPromise(Effect.flatMap(AccountRepo, (accounts) => accounts.get(AccountId.make(acc.accountId))).pipe(Effect.provide(engine.runtime)))
+    const worker = engine.runtime.runPromise(AccountRepo.use((accounts) => accounts.get(AccountId.make(acc.accountId))))
 
     const submitted = await timed(() => acc.post("/v1/jobs/submit", SUBMIT))
     expect({ status: submitted.reply.status, code: submitted.reply.body.error?.code, details: submitted.reply.body.error?.details })

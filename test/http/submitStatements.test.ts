@@ -1,5 +1,5 @@
-import { Statement } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
+import { Statement } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -43,7 +43,7 @@ const submitStatements = (stores: Layer.Layer<any, unknown>, gates: Gates = {}) 
     let counting = false
     const sent: Array<string> = []
     const fetch = yield* webHandlerInScope().pipe(
-      Statement.withTransformer((statement) => {
+      Effect.provideService(Statement.CurrentTransformer, (statement) => {
         if (counting) sent.push(head(statement.compile()[0]))
         return Effect.succeed(statement)
       })

@@ -1,8 +1,8 @@
-import { HttpApiBuilder, HttpApp, type HttpRouter, HttpServer } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, TestClock } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { HttpConfig } from "../../src/http/HttpConfig.js"
-import { EngineHttpLive } from "../../src/http/layer.js"
+import { webHandlerInScope } from "../../src/http/webHandler.js"
 import { idleProvider as idle } from "../support/providers.js"
 import { UploadSweeper } from "../../src/services/UploadSweeper.js"
 import { memoryEngine } from "../support/engineLayer.js"
@@ -14,17 +14,8 @@ import { memoryEngine } from "../support/engineLayer.js"
  */
 const httpUnderTestClock = Effect.gen(function*() {
   const services = memoryEngine(idle).pipe(Layer.provideMerge(HttpConfig.layer({ adminToken: Redacted.make("admin") })))
-  const context = yield* Layer.build(
-    Layer.mergeAll(
-      EngineHttpLive.pipe(Layer.provideMerge(services)),
-      HttpServer.layerContext,
-      HttpApiBuilder.Router.Live,
-      HttpApiBuilder.Middleware.layer
-    )
-  )
-  const app = yield* Effect.provide(HttpApiBuilder.httpApp, context)
-  const runtime = yield* Effect.provide(Effect.runtime<HttpRouter.HttpRouter.DefaultServices>(), context)
-  const handler = HttpApp.toWebHandlerRuntime(runtime)(app)
+  const context = yield* Layer.build(services)
+  const handler = yield* Effect.provide(webHandlerInScope(), context)
   const call = (method: string, path: string, auth: string, body?: unknown, contentType = "application/json") =>
     Effect.promise(async () => {
       const raw = body instanceof Uint8Array ? body : JSON.stringify(body)
@@ -44,7 +35,7 @@ const httpUnderTestClock = Effect.gen(function*() {
 })
 
 describe("upload expiry through HTTP, on TestClock", () => {
-  it.scoped("closes the upload URL after 15 minutes and expires the upload after 60", () =>
+  it.effect("closes the upload URL after 15 minutes and expires the upload after 60", () =>
     Effect.gen(function*() {
       const { call, context } = yield* httpUnderTestClock
       yield* call("PUT", "/admin/catalog", "admin", { categories: [], capabilities: [], providers: [], models: [] })
@@ -71,7 +62,7 @@ describe("upload expiry through HTTP, on TestClock", () => {
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
       // Gone with the upload, before the sweeper has deleted the file.
       expect((yield* call("GET", filePath, key)).status).toBe(404)
-      const swept = yield* Effect.flatMap(UploadSweeper, (s) => s.sweepOnce).pipe(Effect.provide(context))
+      const swept = yield* UploadSweeper.use((s) => s.sweepOnce).pipe(Effect.provide(context))
       expect(swept).toEqual({ verified: 0, rejected: 0, expired: 1 })
       expect((yield* call("GET", `/v1/uploads/${fileId}`, key)).body.data.status).toBe("expired")
     }))

@@ -2,8 +2,8 @@
  * The engine's callback endpoint, POST /v1/providers/{providerId}/callbacks/{jobId}, through the
  * web handler: verified by the job's provider over the raw body, then a hint to the job's worker.
  */
-import { FetchHttpClient } from "@effect/platform"
 import { Effect, Exit, Layer, ManagedRuntime, Redacted, Scope } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { generateKeyPairSync } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { falProvider } from "genjobs/providers/fal"
@@ -76,7 +76,7 @@ const services = EngineServicesLive.pipe(
   ))
 )
 
-let runtime: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<typeof services>, never>
+let runtime: ManagedRuntime.ManagedRuntime<Layer.Success<typeof services>, never>
 let web: WebHandler
 const jobs: Record<string, JobId> = {}
 
@@ -91,7 +91,7 @@ const call = async (method: string, path: string, options: { body?: string; head
 
 beforeAll(async () => {
   runtime = ManagedRuntime.make(services)
-  const context = await runtime.runPromise(Effect.context<Layer.Layer.Success<typeof services>>())
+  const context = await runtime.runPromise(Effect.context<Layer.Success<typeof services>>())
   web = makeWebHandler(Layer.succeedContext(context))
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
   expect((await call("PUT", "/admin/catalog", { body: JSON.stringify(catalog()), headers: admin })).status).toBe(200)
@@ -120,7 +120,7 @@ const replicateCallback = (predictionId: string, options: { timestampSeconds?: n
 const hintsDuring = async (jobId: JobId, post: () => Promise<unknown>) => {
   let hints = 0
   const scope = await runtime.runPromise(Scope.make())
-  await runtime.runPromise(Effect.flatMap(JobEvents, (events) => events.subscribe(jobId, () => hints++)).pipe(Scope.extend(scope)))
+  await runtime.runPromise(JobEvents.use((events) => events.subscribe(jobId, () => hints++)).pipe(Scope.provide(scope)))
   await post()
   await new Promise((resolve) => setTimeout(resolve, 50))
   await runtime.runPromise(Scope.close(scope, Exit.void))

@@ -9,7 +9,8 @@ import { RUNWAY_API_VERSION, RUNWAY_BASE_URL, runwayConfig, runwayProviderFromCo
 import { VEO_BASE_URL, veoConfig, veoProviderFromConfig } from "genjobs/providers/veo"
 import { configuredProviders } from "../../apps/server/providers.js"
 
-const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+/** The environment as the server reads its own (ConfigProvider.fromEnv). */
+const withEnv = (env: Record<string, string>) => Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
 
 describe("Config readers", () => {
   it.effect("register a provider only when its credential is set", () =>
@@ -50,9 +51,9 @@ describe("Config readers", () => {
 
   it.effect("an empty credential or a base URL that is not http(s) is a configuration error", () =>
     Effect.gen(function*() {
-      expect((yield* Effect.either(withEnv({ OPENAI_API_KEY: " " })(openaiProviderFromConfig)))._tag).toBe("Left")
-      expect((yield* Effect.either(withEnv({ OPENAI_API_KEY: "sk-env", OPENAI_BASE_URL: "api.openai.com" })(openaiProviderFromConfig)))._tag).toBe("Left")
-      expect((yield* Effect.either(withEnv({ REPLICATE_API_TOKEN: "" })(replicateProviderFromConfig)))._tag).toBe("Left")
+      expect((yield* Effect.result(withEnv({ OPENAI_API_KEY: " " })(openaiProviderFromConfig)))._tag).toBe("Failure")
+      expect((yield* Effect.result(withEnv({ OPENAI_API_KEY: "sk-env", OPENAI_BASE_URL: "api.openai.com" })(openaiProviderFromConfig)))._tag).toBe("Failure")
+      expect((yield* Effect.result(withEnv({ REPLICATE_API_TOKEN: "" })(replicateProviderFromConfig)))._tag).toBe("Failure")
     }))
 
   it.effect("Runway: the provider's options with Runway's defaults", () =>
@@ -70,8 +71,8 @@ describe("Config readers", () => {
       expect(Redacted.isRedacted(options.apiKey) && Redacted.value(options.apiKey)).toBe("AIza-env")
       const provider = yield* withEnv({ GEMINI_API_KEY: "AIza-env", VEO_POLL_INTERVAL_MS: "2500" })(veoProviderFromConfig)
       expect(Option.getOrThrow(provider).pollIntervalMs).toBe(2500)
-      expect((yield* Effect.either(withEnv({ GEMINI_API_KEY: "AIza-env", GEMINI_BASE_URL: "localhost:4105" })(veoProviderFromConfig)))._tag)
-        .toBe("Left")
+      expect((yield* Effect.result(withEnv({ GEMINI_API_KEY: "AIza-env", GEMINI_BASE_URL: "localhost:4105" })(veoProviderFromConfig)))._tag)
+        .toBe("Failure")
     }))
 
   it.effect("OpenRouter: callbacks only with OPENROUTER_WEBHOOK_SECRET, which stays redacted", () =>
@@ -83,8 +84,8 @@ describe("Config readers", () => {
       expect(Option.getOrThrow(polled).verifyCallback).toBeUndefined()
       const called = yield* withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "whs-env" })(openRouterProviderFromConfig)
       expect(Option.getOrThrow(called).verifyCallback).toBeDefined()
-      expect((yield* Effect.either(withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "" })(openRouterProviderFromConfig)))._tag)
-        .toBe("Left")
+      expect((yield* Effect.result(withEnv({ OPENROUTER_API_KEY: "sk-or-env", OPENROUTER_WEBHOOK_SECRET: "" })(openRouterProviderFromConfig)))._tag)
+        .toBe("Failure")
     }))
 
   it.effect("the bundled server registers Veo and OpenRouter under their ids from their keys alone", () =>

@@ -145,10 +145,10 @@ describe("OpenAI with two keys", () => {
 
 describe("fal.ai, OpenAI and Runway keys from the environment and for cancels", () => {
   it("FAL_KEY, OPENAI_API_KEY and RUNWAYML_API_SECRET list several keys, comma-separated", async () => {
-    const env = new Map([["FAL_KEY", "key1,key2"], ["OPENAI_API_KEY", "key1, key2"], ["RUNWAYML_API_SECRET", "key1,key2"]])
+    const env = ConfigProvider.fromEnv({ env: { FAL_KEY: "key1,key2", OPENAI_API_KEY: "key1, key2", RUNWAYML_API_SECRET: "key1,key2" } })
     const ids = [{ id: credentialIdOf("key1"), weight: 1 }, { id: credentialIdOf("key2"), weight: 1 }]
     for (const fromConfig of [falProviderFromConfig, openaiProviderFromConfig, runwayProviderFromConfig]) {
-      const provider = await Effect.runPromise(Effect.withConfigProvider(fromConfig, ConfigProvider.fromMap(env)))
+      const provider = await Effect.runPromise(Effect.provideService(fromConfig, ConfigProvider.ConfigProvider, env))
       expect(Option.getOrThrow(provider).credentials).toEqual(ids)
     }
   })

@@ -1,6 +1,6 @@
 /** An engine over memory stores with the given providers, driven through its web handler, for simulator-level engine tests. */
-import { FetchHttpClient } from "@effect/platform"
 import { Effect, Fiber, Layer, ManagedRuntime, Redacted } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { expect } from "vitest"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
@@ -38,7 +38,7 @@ export const startEngine = async (
     ))
   )
   const runtime = ManagedRuntime.make(services)
-  const web = makeWebHandler(Layer.succeedContext(await runtime.runPromise(Effect.context<Layer.Layer.Success<typeof services>>())))
+  const web = makeWebHandler(Layer.succeedContext(await runtime.runPromise(Effect.context<Layer.Success<typeof services>>())))
   let key = ""
   const call = async (method: string, path: string, body?: unknown, token = key) => {
     const response = await web.fetch(new Request(`${BASE}${path}`, {
@@ -57,14 +57,14 @@ export const startEngine = async (
     return submitted.body.jobId
   }
   /** One worker pass in the background: claims a job and runs it to its end. */
-  const runInBackground = () => runtime.runFork(Effect.flatMap(Worker, (worker) => worker.runOnce("w")))
+  const runInBackground = () => runtime.runFork(Worker.use((worker) => worker.runOnce("w")))
   return {
     call,
     submit,
     runInBackground,
     /** Claims one job and runs it to its end. */
-    runOne: () => runtime.runPromise(Effect.flatMap(Worker, (worker) => worker.runOnce("w"))),
-    join: <A, E>(fiber: Fiber.RuntimeFiber<A, E>) => runtime.runPromise(Fiber.join(fiber)),
+    runOne: () => runtime.runPromise(Worker.use((worker) => worker.runOnce("w"))),
+    join: <A, E>(fiber: Fiber.Fiber<A, E>) => runtime.runPromise(Fiber.join(fiber)),
     adminJob: async (jobId: string) => (await call("GET", `/admin/jobs/${jobId}`, undefined, ADMIN_TOKEN)).body,
     dispose: async () => {
       await web.dispose()

@@ -62,7 +62,7 @@ describe("OpenRouter video jobs", () => {
 
   it("follows a stored handle after a restart: a new provider polls the job by its id to its video", async () => {
     const handle = await startHandle({ prompt: "a restart mid-generation" })
-    const stored = Schema.decodeUnknownSync(Schema.parseJson(ProviderHandle))(JSON.stringify(handle))
+    const stored = Schema.decodeUnknownSync(Schema.fromJsonString(ProviderHandle))(JSON.stringify(handle))
     const restarted = openRouterProvider({ apiKey: sim.apiKey, baseUrl: sim.url })
     const status = await settle(stored, restarted)
     if (status._tag !== "Succeeded") throw new Error(JSON.stringify(status))
@@ -101,12 +101,12 @@ describe("OpenRouter callbacks", () => {
     const body = JSON.stringify({ type: "video.generation.completed", data: { id: "job-1", status: "completed" } })
     const now = Math.floor(Date.now() / 1000)
     const verify = (headers: Record<string, string>, raw = body) =>
-      Effect.runPromise(Effect.either(provider.verifyCallback!({ headers, body: encode(raw) })))
+      Effect.runPromise(Effect.result(provider.verifyCallback!({ headers, body: encode(raw) })))
 
     const good = signOpenRouterWebhook(body, sim.webhookSecret)
-    expect(await verify(good)).toMatchObject({ _tag: "Right", right: { handleId: "job-1" } })
+    expect(await verify(good)).toMatchObject({ _tag: "Success", success: { handleId: "job-1" } })
     // Header names arrive in any case.
-    expect(await verify({ "X-OpenRouter-Signature": good["x-openrouter-signature"]! })).toMatchObject({ _tag: "Right" })
+    expect(await verify({ "X-OpenRouter-Signature": good["x-openrouter-signature"]! })).toMatchObject({ _tag: "Success" })
 
     const refusals: Array<[Record<string, string>, string, string]> = [
       [signOpenRouterWebhook(body, "another-secret"), body, "no v1 signature matches"],
@@ -119,18 +119,18 @@ describe("OpenRouter callbacks", () => {
     ]
     for (const [headers, raw, reason] of refusals) {
       const outcome = await verify(headers, raw)
-      if (outcome._tag !== "Left") throw new Error(`accepted: ${JSON.stringify(headers)}`)
-      expect(outcome.left).toMatchObject({ _tag: "CallbackRejected" })
-      expect(outcome.left.message).toContain(reason)
+      if (outcome._tag !== "Failure") throw new Error(`accepted: ${JSON.stringify(headers)}`)
+      expect(outcome.failure).toMatchObject({ _tag: "CallbackRejected" })
+      expect(outcome.failure.message).toContain(reason)
     }
   })
 
   it("a signed body that is not a video event is refused", async () => {
     const body = JSON.stringify({ hello: "world" })
     const outcome = await Effect.runPromise(
-      Effect.either(provider.verifyCallback!({ headers: signOpenRouterWebhook(body, sim.webhookSecret), body: encode(body) }))
+      Effect.result(provider.verifyCallback!({ headers: signOpenRouterWebhook(body, sim.webhookSecret), body: encode(body) }))
     )
-    expect(outcome).toMatchObject({ _tag: "Left", left: { message: "OpenRouter webhook refused: the body is not a video generation event" } })
+    expect(outcome).toMatchObject({ _tag: "Failure", failure: { message: "OpenRouter webhook refused: the body is not a video generation event" } })
   })
 
   it("without a webhook secret nothing is asked to call back, and no callback is taken", async () => {

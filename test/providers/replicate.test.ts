@@ -282,7 +282,7 @@ describe("Replicate: recover", () => {
   const marked = (prompt: string, job = "job_lost") =>
     requestFor("acme/image-gen", { prompt }, { callbackUrl: `${receiver.url}/v1/providers/replicate/callbacks/${job}` })
 
-  it.scopedLive("finds the job's prediction by the key in its webhook URL, paging back; reading the whole list, finds nothing for a job never started", () =>
+  it.live("finds the job's prediction by the key in its webhook URL, paging back; reading the whole list, finds nothing for a job never started", () =>
     Effect.gen(function*() {
       const own = yield* ownAccount
       const lost = marked("lost")
@@ -296,7 +296,7 @@ describe("Replicate: recover", () => {
       expect(yield* own.recover!(requestFor("acme/image-gen", { prompt: "no callback" }))).toEqual({ _tag: "Unknown" })
     }))
 
-  it.scopedLive("cannot rule a start out when the list is cut short (past 10 pages)", () =>
+  it.live("cannot rule a start out when the list is cut short (past 10 pages)", () =>
     Effect.gen(function*() {
       const own = yield* ownAccount
       const absent = marked("absent", "job_absent")
@@ -306,7 +306,7 @@ describe("Replicate: recover", () => {
       expect(yield* own.recover!(absent)).toEqual({ _tag: "Unknown" })
     }))
 
-  it.scopedLive("cannot rule a start out when a prediction in the window has no webhook: it may be the job's, from a run without a public URL", () =>
+  it.live("cannot rule a start out when a prediction in the window has no webhook: it may be the job's, from a run without a public URL", () =>
     Effect.gen(function*() {
       const own = yield* ownAccount
       const absent = marked("absent", "job_absent")

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { replicateProvider } from "../../adapters/providers/replicate/ReplicateProvider.js"
@@ -31,7 +32,7 @@ const secretHost = Effect.acquireRelease(
 const unsigned = { headers: {}, body: new TextEncoder().encode(JSON.stringify({ id: "p1" })) }
 
 describe("Replicate: the webhook secret fetched from Replicate", () => {
-  it.scoped("after a failed fetch, asks again only a minute later, however many callbacks arrive", () =>
+  it.effect("after a failed fetch, asks again only a minute later, however many callbacks arrive", () =>
     Effect.gen(function*() {
       const host = yield* secretHost
       const provider = replicateProvider({ apiToken: "r8_token", baseUrl: host.url })

@@ -1,5 +1,5 @@
 /** ProviderRequest fixtures and the helpers the adapters' contract tests share. */
-import { Chunk, Effect, Schema, Stream } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 import { guardedFetch } from "../../adapters/net/guardedHttpClient.js"
@@ -91,7 +91,7 @@ const simulatorFetch = guardedFetch({ allowPrivate: true })
 /** An output's bytes as the engine gets them: a stream read to its end, or a URL fetched with the source's headers. */
 export const bytesOf = (source: OutputSource): Effect.Effect<{ readonly contentType: string | null; readonly bytes: Buffer }, unknown> =>
   source._tag === "Bytes"
-    ? Effect.map(Stream.runCollect(source.body), (chunks) => ({ contentType: source.contentType, bytes: Buffer.concat(Chunk.toArray(chunks)) }))
+    ? Effect.map(Stream.runCollect(source.body), (chunks) => ({ contentType: source.contentType, bytes: Buffer.concat(chunks) }))
     : Effect.tryPromise(async () => {
       const response = await simulatorFetch(source.url, { headers: { ...source.headers } })
       if (!response.ok) throw new Error(`GET ${source.url}: ${response.status} ${await response.text()}`)

@@ -55,7 +55,7 @@ describe("Veo through the Gemini API", () => {
   it("follows a stored handle after a restart: a new provider polls the operation by its name to its video", async () => {
     const handle = await startHandle({ prompt: "a restart mid-generation" })
     // What the engine keeps with the job, read back in a process that never saw the start.
-    const stored = Schema.decodeUnknownSync(Schema.parseJson(ProviderHandle))(JSON.stringify(handle))
+    const stored = Schema.decodeUnknownSync(Schema.fromJsonString(ProviderHandle))(JSON.stringify(handle))
     const restarted = veoProvider({ apiKey: sim.apiKey, baseUrl: sim.url })
     const status = await settle(stored, restarted)
     if (status._tag !== "Succeeded") throw new Error(JSON.stringify(status))

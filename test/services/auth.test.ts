@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Layer, Result } from "effect"
 import { accountRepo, apiKeyRepo } from "../../adapters/memory/MemoryAccounts.js"
 import { makeMemoryState } from "../../adapters/memory/state.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../../src/domain/apiKeySecret.js"
@@ -31,12 +31,12 @@ describe("Auth over a key store without findWithAccount (it is optional)", () =>
       }
       yield* keysApart.create(key)
       const auth = yield* Effect.provide(
-        Auth,
+        Effect.service(Auth),
         Auth.layer.pipe(Layer.provide(Layer.mergeAll(Layer.succeed(ApiKeyRepo, keysApart), Layer.succeed(AccountRepo, accountRepo(state)))))
       )
       expect(yield* auth.authenticate({ authorization: `Bearer ${secret}` })).toEqual({ account: owner, key })
       yield* keysApart.deactivate(key.id)
-      const refused = yield* Effect.either(auth.authenticate({ authorization: `Bearer ${secret}` }))
-      expect(Either.isLeft(refused) && isRefusal(refused.left) ? refused.left.code : undefined).toBe("API_KEY_INACTIVE")
+      const refused = yield* Effect.result(auth.authenticate({ authorization: `Bearer ${secret}` }))
+      expect(Result.isFailure(refused) && isRefusal(refused.failure) ? refused.failure.code : undefined).toBe("API_KEY_INACTIVE")
     }))
 })

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, TestClock } from "effect"
+import { Effect, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { makeStoreChanges } from "../../src/ports/StoreChanges.js"
 import { makeKeyCache, MAX_CACHED_KEYS } from "../../src/services/authCache.js"
 
@@ -8,7 +9,7 @@ const countingStore = (rows: Map<string, string>) => {
   const reads = { n: 0 }
   const read = (hash: string) => Effect.sync(() => {
     reads.n++
-    return Option.fromNullable(rows.get(hash))
+    return Option.fromNullishOr(rows.get(hash))
   })
   return { reads, read }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, TestClock } from "effect"
+import { Clock, Effect, Layer, Result } from "effect"
+import { TestClock } from "effect/testing"
 import { memoryAuthFailures } from "../../adapters/memory/MemoryAuthFailures.js"
 import { AUTH_FAILURES_PER_MINUTE } from "../../src/domain/authThrottle.js"
 import { InvalidApiKey } from "../../src/domain/accessRefusals.js"
@@ -10,7 +11,7 @@ import { AuthThrottle, CLEAN_CLIENT_TRUST_MS } from "../../src/services/AuthThro
 /** The failure store shared by "processes", counting the reads of this one. */
 const shared = memoryAuthFailures()
 const reads = { n: 0 }
-const counted: AuthFailures["Type"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => void reads.n++) }
+const counted: AuthFailures["Service"] = { ...shared, recent: (client, bucket) => Effect.tap(shared.recent(client, bucket), () => Effect.sync(() => void reads.n++)) }
 const layer = AuthThrottle.layer.pipe(Layer.provide(Layer.succeed(AuthFailures, counted)))
 
 const wrongKey = Effect.fail(new InvalidApiKey({ message: "wrong" }))
@@ -27,11 +28,11 @@ describe("the guessing throttle's trust in a clean address", () => {
       yield* throttle.guard("192.0.2.9", Effect.succeed("in"))
       expect(reads.n).toBe(2)
       // Its own guesses count at once: the limit holds exactly within a process.
-      for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* Effect.either(throttle.guard("192.0.2.9", wrongKey))
+      for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* Effect.result(throttle.guard("192.0.2.9", wrongKey))
       // The first guess came under the trust just given; each after it read the count again.
       expect(reads.n).toBe(2 + AUTH_FAILURES_PER_MINUTE - 1)
-      const refused = yield* Effect.either(throttle.guard("192.0.2.9", Effect.succeed("in")))
-      expect(Either.isLeft(refused) && isRefusal(refused.left) ? refused.left.code : undefined).toBe("RATE_LIMIT_EXCEEDED")
+      const refused = yield* Effect.result(throttle.guard("192.0.2.9", Effect.succeed("in")))
+      expect(Result.isFailure(refused) && isRefusal(refused.failure) ? refused.failure.code : undefined).toBe("RATE_LIMIT_EXCEEDED")
     }).pipe(Effect.provide(layer)))
 
   it.effect("sees another process's guesses at an address it trusted once the trust ends", () =>
@@ -39,10 +40,10 @@ describe("the guessing throttle's trust in a clean address", () => {
       const throttle = yield* AuthThrottle
       yield* throttle.guard("192.0.2.10", Effect.succeed("in"))
       // Another process records the address's guesses in the shared store.
-      const now = yield* TestClock.currentTimeMillis
+      const now = yield* Clock.currentTimeMillis
       for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++) yield* shared.record("192.0.2.10", Math.floor(now / 60_000))
       yield* TestClock.adjust(CLEAN_CLIENT_TRUST_MS)
-      const refused = yield* Effect.either(throttle.guard("192.0.2.10", Effect.succeed("in")))
-      expect(Either.isLeft(refused)).toBe(true)
+      const refused = yield* Effect.result(throttle.guard("192.0.2.10", Effect.succeed("in")))
+      expect(Result.isFailure(refused)).toBe(true)
     }).pipe(Effect.provide(layer)))
 })

@@ -1,4 +1,4 @@
-import { Effect, Either, type Layer, Logger } from "effect"
+import { Effect, type Layer, Logger, Result } from "effect"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { DEMO_PROVIDER_ID, demoCatalog, makeDemoProvider, makeEngine } from "../../entries/index.js"
@@ -30,13 +30,13 @@ const start = async (store: Layer.Layer<StorePorts, unknown>, catalog: unknown, 
     retentionSweeper: false,
     ...(logged === undefined
       ? {}
-      : { observability: Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logged.push(String(message)))) })
+      : { observability: Logger.layer([Logger.make(({ message }) => logged.push(String(message)))]) })
   })
   engines.push(engine)
   return engine
 }
 
-const revisionOf = (engine: Engine) => engine.run(Effect.map(Effect.flatMap(Catalog, (c) => c.snapshot), (s) => s.revision))
+const revisionOf = (engine: Engine) => engine.run(Effect.map(Catalog.use((c) => c.snapshot), (s) => s.revision))
 
 /** A submit of the demo's text model by a new account's key: its answer, or the refusal's code. */
 const submitOnce = (engine: Engine) =>
@@ -45,10 +45,10 @@ const submitOnce = (engine: Engine) =>
     const account = yield* admin.createAccount({ name: "t", creditsMicroCents: 1_000_000, maxConcurrentJobs: 5, segments: [], allowedModels: [], discounts: [] })
     const key = yield* admin.createKey(account.id, { name: "k", scopes: [], allowedIPs: [], expiresAt: null })
     const caller = yield* (yield* Auth).authenticate({ authorization: `Bearer ${key.secret}` })
-    const submitted = yield* Effect.either(
+    const submitted = yield* Effect.result(
       (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "hi" } }, "req_t" as RequestId)
     )
-    return Either.match(submitted, { onLeft: (error) => (isRefusal(error) ? error.code : error._tag), onRight: ({ job }) => job.status })
+    return Result.match(submitted, { onFailure: (error) => (isRefusal(error) ? error.code : error._tag), onSuccess: ({ job }) => job.status })
   }))
 
 describe("makeEngine({ catalog })", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Option, TestClock } from "effect"
+import { Effect, Option, Result } from "effect"
+import { TestClock } from "effect/testing"
 import type { RequestId } from "../../src/domain/ids.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -20,8 +21,8 @@ const withSunset = () => {
 }
 
 /** The code a refusal carries; undefined for an answer. */
-const codeOf = (result: Either.Either<unknown, { readonly _tag: string; readonly code?: string }>) =>
-  Either.isLeft(result) ? result.left.code ?? result.left._tag : undefined
+const codeOf = (result: Result.Result<unknown, { readonly _tag: string; readonly code?: string }>) =>
+  Result.isFailure(result) ? result.failure.code ?? result.failure._tag : undefined
 
 describe("a version's sunset, by the engine's Clock", () => {
   it.effect("before it a submit is taken and told the sunset; from it on the version is served as disabled and nothing is charged", () =>
@@ -30,15 +31,15 @@ describe("a version's sunset, by the engine's Clock", () => {
       const catalog = yield* Catalog
       yield* catalog.replace(withSunset())
       const jobs = yield* Jobs
-      const submit = Effect.either(jobs.submit(caller, { model: TEXT, input: { prompt: "p" } }, "req_t" as RequestId))
+      const submit = Effect.result(jobs.submit(caller, { model: TEXT, input: { prompt: "p" } }, "req_t" as RequestId))
       const balance = Effect.map(
-        Effect.flatMap(AccountRepo, (accounts) => accounts.get(caller.account.id)),
+        AccountRepo.use((accounts) => accounts.get(caller.account.id)),
         (account) => Option.getOrThrow(account).balanceMicroCents
       )
 
       yield* TestClock.adjust("59 minutes")
       const before = yield* submit
-      expect(Either.map(before, (result) => result.sunsetAt)).toEqual(Either.right(SUNSET))
+      expect(Result.map(before, (result) => result.sunsetAt)).toEqual(Result.succeed(SUNSET))
       const charged = yield* balance
       expect(charged).toBeLessThan(1_000_000)
       const versionStatus = Effect.map(catalog.served, (served) => served.document.models.find((m) => m.slug === TEXT)!.versions[0]!.status)
@@ -49,9 +50,9 @@ describe("a version's sunset, by the engine's Clock", () => {
       expect(codeOf(after)).toBe("MODEL_NOT_FOUND")
       expect(yield* balance).toBe(charged)
       expect(yield* versionStatus).toBe("disabled")
-      expect(codeOf(yield* Effect.either(jobs.estimate(caller, { model: TEXT })))).toBe("MODEL_NOT_FOUND")
+      expect(codeOf(yield* Effect.result(jobs.estimate(caller, { model: TEXT })))).toBe("MODEL_NOT_FOUND")
       // The job taken before the sunset still runs: the worker looks its version up as stored.
-      const job = Either.getOrThrow(before).job
+      const job = Result.getOrThrow(before).job
       expect(Option.isSome(yield* (yield* JobRepo).get(job.id))).toBe(true)
       expect(yield* catalog.forJob(TEXT, job.version)).toBeDefined()
     }).pipe(Effect.provide(memoryEngine(idleProvider))))

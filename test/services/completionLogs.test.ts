@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Logger, Option } from "effect"
+import { Effect, Logger, Option, Result } from "effect"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
 import type { OutputItem } from "../../src/domain/job.js"
@@ -7,7 +7,7 @@ import { observeJobRepo } from "../../src/observability/observedJobRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { createAccount, job, NO_LIMITS } from "../conformance/fixtures.js"
 
-type Repo = JobRepo["Type"]
+type Repo = JobRepo["Service"]
 
 /**
  * The store's repo, whose first write of an ending commits and then fails, as when the
@@ -17,7 +17,7 @@ const answerLostOnce = (repo: Repo): Repo => {
   let lost = false
   const loseFirst = <A>(write: Effect.Effect<A, StoreError>) =>
     Effect.flatMap(write, (value) =>
-      lost ? Effect.succeed(value) : Effect.zipRight(Effect.sync(() => (lost = true)), Effect.fail(new StoreError({ message: "connection lost after COMMIT" }))))
+      lost ? Effect.succeed(value) : Effect.andThen(Effect.sync(() => (lost = true)), Effect.fail(new StoreError({ message: "connection lost after COMMIT" }))))
   return {
     ...repo,
     complete: (...args) => loseFirst(repo.complete(...args)),
@@ -37,13 +37,12 @@ const setUp = Effect.gen(function*() {
 
 const withLines = <A, E, R>(run: (lines: Array<{ message: string; jobId: unknown }>) => Effect.Effect<A, E, R>) => {
   const lines: Array<{ message: string; jobId: unknown }> = []
-  const recording = Logger.replace(
-    Logger.defaultLogger,
+  const recording = Logger.layer([
     Logger.make(({ message }) => {
       const [text, fields] = Array.isArray(message) ? message : [message]
       lines.push({ message: String(text), jobId: (fields as { jobId?: unknown } | undefined)?.jobId })
     })
-  )
+  ])
   return Effect.provide(run(lines), recording)
 }
 
@@ -54,7 +53,7 @@ describe("every ending logs its line", () => {
     withLines((lines) =>
       Effect.gen(function*() {
         const { id, repo } = yield* setUp
-        expect(Either.isLeft(yield* Effect.either(repo.complete(id, "w", OUTPUTS, Date.now())))).toBe(true)
+        expect(Result.isFailure(yield* Effect.result(repo.complete(id, "w", OUTPUTS, Date.now())))).toBe(true)
         // The worker's retry: the job is no longer held, so the write ends nothing.
         expect(Option.isNone(yield* repo.complete(id, "w", OUTPUTS, Date.now()))).toBe(true)
         expect(lines.filter((l) => l.message === "job completed")).toEqual([{ message: "job completed", jobId: id }])
@@ -64,7 +63,7 @@ describe("every ending logs its line", () => {
     withLines((lines) =>
       Effect.gen(function*() {
         const { id, repo } = yield* setUp
-        yield* Effect.either(repo.complete(id, "w", OUTPUTS, Date.now()))
+        yield* Effect.result(repo.complete(id, "w", OUTPUTS, Date.now()))
         const others = [{ url: "https://files.test/job-attempt2-0.png", type: "image" as const }]
         expect(Option.isNone(yield* repo.complete(id, "w2", others, Date.now()))).toBe(true)
         expect(lines.filter((l) => l.message === "job completed")).toEqual([])
@@ -75,7 +74,7 @@ describe("every ending logs its line", () => {
       Effect.gen(function*() {
         const { id, repo } = yield* setUp
         const error = { code: "GENERATION_FAILED" as const, message: "the model refused" }
-        expect(Either.isLeft(yield* Effect.either(repo.fail(id, "w", error, Date.now())))).toBe(true)
+        expect(Result.isFailure(yield* Effect.result(repo.fail(id, "w", error, Date.now())))).toBe(true)
         expect(Option.isNone(yield* repo.fail(id, "w", error, Date.now()))).toBe(true)
         expect(lines.filter((l) => l.message === "job failed")).toEqual([{ message: "job failed", jobId: id }])
       })).pipe(Effect.provide(layerMemoryStores)))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, TestClock } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
@@ -17,12 +18,12 @@ const withinRealTime = <A, E>(ms: number, effect: Effect.Effect<A, E>) =>
   Effect.race(effect, Effect.promise(() => new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))))
 
 describe("JobFollow", () => {
-  it.scoped("hears of a job the reaper failed at once, without waiting for the sweep", () =>
+  it.effect("hears of a job the reaper failed at once, without waiting for the sweep", () =>
     Effect.gen(function*() {
       const worker = yield* Worker
       const follow = yield* JobFollow
       const { job } = yield* (yield* Jobs).submit(yield* demoCaller(), { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
-      const dying = yield* Effect.fork(worker.runOnce("A"))
+      const dying = yield* Effect.forkChild(worker.runOnce("A"))
       yield* TestClock.adjust(1)
       yield* Fiber.interrupt(dying)
       yield* TestClock.adjust(LEASE)
@@ -33,9 +34,9 @@ describe("JobFollow", () => {
       yield* follow.listen(job.id, 0, {
         onJob: (current) => {
           seen.push(current.status)
-          if (current.status === "processing") Deferred.unsafeDone(processing, Effect.void)
+          if (current.status === "processing") Deferred.doneUnsafe(processing, Effect.void)
         },
-        onEnd: () => Deferred.unsafeDone(ended, Effect.void)
+        onEnd: () => Deferred.doneUnsafe(ended, Effect.void)
       })
       yield* withinRealTime(2_000, Deferred.await(processing))
       // The clock stands still from here: only the reaper's hint can make the follower read again.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope, Supervisor, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, Metric, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
@@ -18,6 +19,24 @@ const idle: GenerationProvider = { start: () => Effect.never, poll: () => Effect
 /** Waits for `effect` at most `ms` of real time (TestClock does not move by itself). */
 const withinRealTime = <A, E>(ms: number, effect: Effect.Effect<A, E>) =>
   Effect.race(effect, Effect.promise(() => new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`not within ${ms} ms`)), ms))))
+
+/**
+ * Counts the fibers started under the effect it is given that are still alive, as a tracking
+ * supervisor did (Effect 4 has none: the runtime reports each fiber's start and end to the
+ * FiberRuntimeMetrics service its context carries).
+ */
+const liveFibers = () => {
+  const fibers = { live: 0 }
+  const service: Metric.FiberRuntimeMetricsService = {
+    recordFiberStart: () => {
+      fibers.live++
+    },
+    recordFiberEnd: () => {
+      fibers.live--
+    }
+  }
+  return { fibers, track: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Metric.FiberRuntimeMetrics, service) }
+}
 
 const submitJobs = (count: number) =>
   Effect.gen(function*() {
@@ -43,16 +62,16 @@ const recorder = Effect.gen(function*() {
     ended,
     listener: {
       onJob: (job: Job) => void seen.push(job.status),
-      onEnd: () => Deferred.unsafeDone(ended, Effect.void)
+      onEnd: () => Deferred.doneUnsafe(ended, Effect.void)
     }
   }
 })
 
 /** Lets forked fibers run until they wait. */
-const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow(), { discard: true })
+const settle = Effect.forEach(Array.from({ length: 20 }), () => Effect.yieldNow, { discard: true })
 
 describe("job watchers", () => {
-  it.scoped("a change wakes its watcher at once, the clock standing still (no sweep needed)", () =>
+  it.effect("a change wakes its watcher at once, the clock standing still (no sweep needed)", () =>
     Effect.gen(function*() {
       const follow = yield* JobFollow
       const { caller, jobs: [job] } = yield* submitJobs(1)
@@ -64,7 +83,7 @@ describe("job watchers", () => {
       expect(seen).toEqual(["cancelled"])
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("a change between the caller's read and its joining is not missed", () =>
+  it.effect("a change between the caller's read and its joining is not missed", () =>
     Effect.gen(function*() {
       const follow = yield* JobFollow
       const { caller, jobs: [job] } = yield* submitJobs(1)
@@ -77,7 +96,7 @@ describe("job watchers", () => {
       expect(seen).toEqual(["cancelled"])
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("a lost signal is caught by the sweep within 30 s, and a followed job is read no more often", () =>
+  it.effect("a lost signal is caught by the sweep within 30 s, and a followed job is read no more often", () =>
     Effect.gen(function*() {
       const repo = yield* JobRepo
       const { caller, jobs } = yield* submitJobs(40)
@@ -87,7 +106,7 @@ describe("job watchers", () => {
         Effect.provideService(JobEvents, { ...(yield* JobEvents), subscribeAll: () => Effect.void }),
         Effect.provideService(JobRepo, {
           ...repo,
-          getMany: (ids) => Effect.zipRight(Effect.sync(() => ids.forEach((id) => reads.set(id, (reads.get(id) ?? 0) + 1))), repo.getMany(ids))
+          getMany: (ids) => Effect.andThen(Effect.sync(() => ids.forEach((id) => reads.set(id, (reads.get(id) ?? 0) + 1))), repo.getMany(ids))
         })
       )
       const watched = yield* Effect.forEach(jobs, (job) =>
@@ -109,7 +128,7 @@ describe("job watchers", () => {
       expect(reads.size).toBe(jobs.length)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("re-reads a job nobody changes at most once per 30 s, spread over the period, a step's jobs in one statement", () =>
+  it.effect("re-reads a job nobody changes at most once per 30 s, spread over the period, a step's jobs in one statement", () =>
     Effect.gen(function*() {
       const repo = yield* JobRepo
       const { jobs } = yield* submitJobs(60)
@@ -119,7 +138,7 @@ describe("job watchers", () => {
       const follow = yield* makeJobFollow.pipe(
         Effect.provideService(JobRepo, {
           ...repo,
-          getMany: (ids) => Effect.zipRight(Effect.sync(() => (statements.push(now), ids.forEach(() => readAt.push(now)))), repo.getMany(ids))
+          getMany: (ids) => Effect.andThen(Effect.sync(() => (statements.push(now), ids.forEach(() => readAt.push(now)))), repo.getMany(ids))
         })
       )
       yield* Effect.forEach(jobs, (job) =>
@@ -137,7 +156,7 @@ describe("job watchers", () => {
       expect(statements.length).toBeLessThanOrEqual(90)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("reads the jobs of watchers opened together many to a statement, never one each", () =>
+  it.effect("reads the jobs of watchers opened together many to a statement, never one each", () =>
     Effect.gen(function*() {
       const repo = yield* JobRepo
       const { jobs } = yield* submitJobs(1_000)
@@ -146,8 +165,8 @@ describe("job watchers", () => {
       const follow = yield* makeJobFollow.pipe(
         Effect.provideService(JobRepo, {
           ...repo,
-          get: (id) => Effect.zipRight(Effect.sync(() => singleReads++), repo.get(id)),
-          getMany: (ids) => Effect.zipRight(Effect.sync(() => void statements.push(ids.length)), repo.getMany(ids))
+          get: (id) => Effect.andThen(Effect.sync(() => singleReads++), repo.get(id)),
+          getMany: (ids) => Effect.andThen(Effect.sync(() => void statements.push(ids.length)), repo.getMany(ids))
         })
       )
       const read = yield* Effect.forEach(jobs, (job) => follow.readForWatch(job.id), { concurrency: "unbounded" })
@@ -159,7 +178,7 @@ describe("job watchers", () => {
       expect(yield* follow.readForWatch("job_unknown" as Job["id"])).toMatchObject({ _tag: "None" })
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("fails every open of a failed statement with its error, the statement not retried id by id", () =>
+  it.effect("fails every open of a failed statement with its error, the statement not retried id by id", () =>
     Effect.gen(function*() {
       const repo = yield* JobRepo
       const { jobs } = yield* submitJobs(50)
@@ -167,7 +186,7 @@ describe("job watchers", () => {
       const follow = yield* makeJobFollow.pipe(
         Effect.provideService(JobRepo, {
           ...repo,
-          getMany: () => Effect.zipRight(Effect.sync(() => statements++), Effect.fail(new StoreError({ message: "down" })))
+          getMany: () => Effect.andThen(Effect.sync(() => statements++), Effect.fail(new StoreError({ message: "down" })))
         })
       )
       const failed = yield* Effect.forEach(jobs, (job) => Effect.flip(follow.readForWatch(job.id)), { concurrency: "unbounded" })
@@ -175,7 +194,7 @@ describe("job watchers", () => {
       expect(statements).toBeLessThanOrEqual(3)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("reads a hinted job before the jobs due in the sweep, which wait for it", () =>
+  it.effect("reads a hinted job before the jobs due in the sweep, which wait for it", () =>
     Effect.gen(function*() {
       const repo = yield* JobRepo
       const { caller, jobs } = yield* submitJobs(300)
@@ -188,7 +207,7 @@ describe("job watchers", () => {
             Effect.suspend(() => {
               batches.push(ids)
               // The first statement stays on its way until the test lets it go.
-              return Effect.zipRight(batches.length === 1 ? Deferred.await(gate) : Effect.void, repo.getMany(ids))
+              return Effect.andThen(batches.length === 1 ? Deferred.await(gate) : Effect.void, repo.getMany(ids))
             })
         })
       )
@@ -213,24 +232,24 @@ describe("job watchers", () => {
       expect(batches[2]).toHaveLength(20)
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("holds 1,000 waiting watchers with no fiber of their own: the count is the same for 10", () =>
+  it.effect("holds 1,000 waiting watchers with no fiber of their own: the count is the same for 10", () =>
     Effect.gen(function*() {
       const follow = yield* JobFollow
       const { caller, jobs } = yield* submitJobs(1_000)
       const fibersFor = (count: number) =>
         Effect.gen(function*() {
-          const supervisor = yield* Supervisor.track
+          const { fibers, track } = liveFibers()
           const scope = yield* Scope.make()
           const waits = yield* Effect.forEach(jobs.slice(0, count), (job, i) => {
             // Long-polls and status-stream listeners alike.
             const wait: Effect.Effect<unknown, unknown> = i % 2 === 0
               ? follow.awaitTerminal(job, 60)
-              : follow.listen(job.id, 1, { onJob: () => undefined, onEnd: () => undefined }).pipe(Scope.extend(scope))
-            return Effect.fork(Effect.supervised(wait, supervisor))
+              : follow.listen(job.id, 1, { onJob: () => undefined, onEnd: () => undefined }).pipe(Scope.provide(scope))
+            return Effect.forkChild(track(wait))
           })
           yield* settle
           expect(follow.openCount()).toBe(count)
-          const live = (yield* supervisor.value).length
+          const live = fibers.live
           yield* Effect.forEach(waits, Fiber.interrupt, { discard: true })
           yield* Scope.close(scope, Exit.void)
           yield* settle
@@ -241,7 +260,7 @@ describe("job watchers", () => {
       const many = yield* fibersFor(1_000)
       expect(many).toBe(few)
       // And the waits still end when their jobs do.
-      const waits = yield* Effect.forEach(jobs.slice(0, 100), (job) => Effect.fork(follow.awaitTerminal(job, 60)))
+      const waits = yield* Effect.forEach(jobs.slice(0, 100), (job) => Effect.forkChild(follow.awaitTerminal(job, 60)))
       yield* settle
       const service = yield* Jobs
       yield* Effect.forEach(jobs.slice(0, 100), (job) => service.cancel(caller, job.id), { discard: true })
@@ -249,20 +268,20 @@ describe("job watchers", () => {
       expect(answered.map((job) => job.status)).toEqual(jobs.slice(0, 100).map(() => "cancelled"))
     }).pipe(Effect.provide(memoryEngine(idle))))
 
-  it.scoped("refuses a watcher beyond maxWatchers with 503 and Retry-After, and takes one again once another left", () =>
+  it.effect("refuses a watcher beyond maxWatchers with 503 and Retry-After, and takes one again once another left", () =>
     Effect.gen(function*() {
       const follow = yield* JobFollow
       const { jobs: [a, b] } = yield* submitJobs(2)
-      const first = yield* Effect.fork(follow.awaitTerminal(a!, 60))
+      const first = yield* Effect.forkChild(follow.awaitTerminal(a!, 60))
       const scope = yield* Scope.make()
-      yield* follow.listen(b!.id, 1, { onJob: () => undefined, onEnd: () => undefined }).pipe(Scope.extend(scope))
+      yield* follow.listen(b!.id, 1, { onJob: () => undefined, onEnd: () => undefined }).pipe(Scope.provide(scope))
       yield* settle
       const refused = yield* Effect.flip(follow.awaitTerminal(b!, 60))
       expect(refused).toMatchObject({ code: "SERVICE_UNAVAILABLE", retryAfterSeconds: 5, details: { reason: "too_many_watchers" } })
       expect((yield* Effect.flip(Effect.scoped(follow.listen(a!.id, 1, { onJob: () => undefined, onEnd: () => undefined })))).code)
         .toBe("SERVICE_UNAVAILABLE")
       yield* Fiber.interrupt(first)
-      const again = yield* Effect.fork(follow.awaitTerminal(a!, 1))
+      const again = yield* Effect.forkChild(follow.awaitTerminal(a!, 1))
       yield* settle
       yield* TestClock.adjust("1 second")
       expect((yield* Fiber.join(again)).status).toBe("pending")

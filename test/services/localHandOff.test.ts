@@ -1,5 +1,5 @@
 import { describe as effectDescribe, it as effectIt } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Layer, Option, Redacted, Schedule, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule, Scope } from "effect"
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
@@ -107,10 +107,10 @@ const callerOf = (engine: Engine, credits: number, maxConcurrentJobs: number) =>
     return caller
   }))
 
-const submit = (engine: Engine, caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>, prompt: string) =>
-  engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
+const submit = (engine: Engine, caller: Effect.Success<ReturnType<typeof demoCaller>>, prompt: string) =>
+  engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
 
-const stored = (engine: Engine, job: Job) => engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
+const stored = (engine: Engine, job: Job) => engine.run(Effect.map(JobRepo.use((repo) => repo.get(job.id)), Option.getOrThrow))
 
 describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worker of its own process", () => {
   it("is written as that worker's claim and run without waking any claimer; the answer still says pending", async () => {
@@ -125,14 +125,14 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     expect((await stored(engine, job)).attempts).toBe(1)
     expect(await heard.allHeard()).toBe(true)
     expect(heard.count).toBe(0)
-    const account = await engine.run(Effect.map(Effect.flatMap(AccountRepo, (repo) => repo.get(caller.account.id)), Option.getOrThrow))
+    const account = await engine.run(Effect.map(AccountRepo.use((repo) => repo.get(caller.account.id)), Option.getOrThrow))
     expect(account.balanceMicroCents).toBe(1_000_000 - job.costMicroCents)
   })
 
   it("queues what arrives while the workers are busy, and runs it oldest first once they free", async () => {
     const gates = new Map<string, Deferred.Deferred<void>>()
     const gateOf = (prompt: string) => {
-      if (!gates.has(prompt)) gates.set(prompt, Deferred.unsafeMake<void>(undefined as never))
+      if (!gates.has(prompt)) gates.set(prompt, Deferred.makeUnsafe<void>())
       return gates.get(prompt)!
     }
     const { provider, started } = recordingProvider((prompt) => Deferred.await(gateOf(prompt)))
@@ -175,7 +175,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     // A process never holds more jobs than it has workers: one promised twice would wait in its buffer.
     let held = 0
     const processing = () =>
-      engine.run(Effect.flatMap(JobRepo, (repo) => repo.list({ accountId: caller.account.id, status: "processing", limit: 50 })))
+      engine.run(JobRepo.use((repo) => repo.list({ accountId: caller.account.id, status: "processing", limit: 50 })))
     expect(
       await waitFor(async () => {
         held = Math.max(held, (await processing()).length)
@@ -194,14 +194,14 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
 /** Memory stores whose claims wait at `gate` once it is set, counting them. */
 const gatedStores = (gate: { claims: number; at?: Deferred.Deferred<void> }) =>
   Layer.effectContext(Effect.gen(function*() {
-    const context = yield* Effect.context<Layer.Layer.Success<typeof layerMemoryStores>>()
+    const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
     const repo = Context.get(context, JobRepo)
     return Context.add(context, JobRepo, {
       ...repo,
       claimBatch: (options) =>
         Effect.suspend(() => {
           gate.claims++
-          return Effect.zipRight(gate.at === undefined ? Effect.void : Deferred.await(gate.at), repo.claimBatch(options))
+          return Effect.andThen(gate.at === undefined ? Effect.void : Deferred.await(gate.at), repo.claimBatch(options))
         })
     })
   })).pipe(Layer.provide(layerMemoryStores))
@@ -211,13 +211,13 @@ const until = (check: () => boolean) => Effect.repeat(Effect.sleep("5 millis"), 
 effectDescribe("the worker's idle fibers, offered to its process's submits", () => {
   effectIt.live("a claim in flight holds them, a reserved one is promised once, and a draining worker offers none", () => {
     const gate: { claims: number; at?: Deferred.Deferred<void> } = { claims: 0 }
-    const running = Deferred.unsafeMake<void>(undefined as never)
-    const finish = Deferred.unsafeMake<void>(undefined as never)
+    const running = Deferred.makeUnsafe<void>()
+    const finish = Deferred.makeUnsafe<void>()
     const provider: GenerationProvider = {
       ...idleProvider,
       start: () =>
-        Effect.zipRight(
-          Effect.zipRight(Deferred.succeed(running, undefined), Deferred.await(finish)),
+        Effect.andThen(
+          Effect.andThen(Deferred.succeed(running, undefined), Deferred.await(finish)),
           Effect.succeed({ _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const)
         )
     }
@@ -226,14 +226,14 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       const local = yield* LocalWorkers
       const probe = jobFixture((yield* createAccount(10_000)).id)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(2).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(2).pipe(Scope.provide(scope))
       // The claimer's first claim waits at the gate, holding both fibers: no hand-off meanwhile.
       yield* until(() => gate.claims === 1)
       expect(Option.isNone(yield* local.reserve(probe))).toBe(true)
       yield* Deferred.succeed(gate.at, undefined)
       // The claim found nothing and gave the fibers back: two submits may have them, a third not.
       let first = yield* local.reserve(probe)
-      while (Option.isNone(first)) first = yield* Effect.zipRight(Effect.sleep("5 millis"), local.reserve(probe))
+      while (Option.isNone(first)) first = yield* Effect.andThen(Effect.sleep("5 millis"), local.reserve(probe))
       expect(first.value.lease).toMatchObject({ leaseOwner: expect.stringMatching(/^wrk_/), maxAttempts: 3 })
       const second = yield* local.reserve(probe)
       expect(Option.isSome(second)).toBe(true)
@@ -244,7 +244,7 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       const caller = yield* demoCaller(1_000_000, 5)
       yield* (yield* Jobs).submit(caller, { model: MODEL, input: { prompt: "runs" } }, "req_t" as RequestId)
       yield* Deferred.await(running)
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
       // Until the drain begins the idle fiber may still be offered: given back, and asked again.
       const offered = Effect.flatMap(
         local.reserve(probe),
@@ -253,7 +253,7 @@ effectDescribe("the worker's idle fibers, offered to its process's submits", () 
       yield* offered.pipe(Effect.repeat({ schedule: Schedule.spaced("5 millis"), while: (was) => was }), Effect.timeout("5 seconds"))
       expect(Option.isNone(yield* local.reserve(probe))).toBe(true)
       yield* Deferred.succeed(finish, undefined)
-      yield* closing.await
+      yield* Fiber.await(closing)
     }).pipe(Effect.provide(engineOver(gatedStores(gate), provider, { pollIntervalMs: 60_000, maxAttempts: 3, drainTimeoutMs: 30_000 })))
   })
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { HttpClient, HttpClientResponse } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
+import { HttpClient, HttpClientResponse } from "effect/http"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 import { layerGuardedHttpClient } from "../../adapters/net/guardedHttpClient.js"
@@ -42,7 +42,7 @@ const imageAt = (url: string, headers?: Record<string, string>): ProviderOutput 
 const redirecting = (from: string, to: string) =>
   Layer.effect(
     HttpClient.HttpClient,
-    Effect.map(HttpClient.HttpClient, (guarded) =>
+    HttpClient.HttpClient.useSync((guarded) =>
       HttpClient.make((request) =>
         request.url === from
           ? Effect.succeed(HttpClientResponse.fromWeb(request, new Response(null, { status: 302, headers: { location: to } })))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { layerProviders } from "../../src/ports/Provider.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
 import { ProviderHealth } from "../../src/services/ProviderHealth.js"

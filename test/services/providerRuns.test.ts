@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, Stream, TestClock } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
@@ -83,7 +84,7 @@ const outage = () => new StoreError({ message: "database unreachable" })
 
 const faultyStores = (faults: Faults) =>
   Layer.effectContext(Effect.gen(function*() {
-    const context = yield* Effect.context<Layer.Layer.Success<typeof layerMemoryStores>>()
+    const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
     const repo = Context.get(context, JobRepo)
     return Context.add(context, JobRepo, {
       ...repo,
@@ -104,8 +105,8 @@ const recordingFiles = () => {
   const log = { written: [] as Array<string>, removed: [] as Array<string> }
   const blobs = BlobStore.of({
     ...store,
-    putStream: (key, contentType, body) => Effect.tap(store.putStream(key, contentType, body), () => log.written.push(key)),
-    remove: (key) => Effect.tap(store.remove(key), () => log.removed.push(key))
+    putStream: (key, contentType, body) => Effect.tap(store.putStream(key, contentType, body), () => Effect.sync(() => log.written.push(key))),
+    remove: (key) => Effect.tap(store.remove(key), () => Effect.sync(() => log.removed.push(key)))
   })
   const layer = Layer.merge(
     Layer.succeed(BlobStore, blobs),
@@ -117,7 +118,7 @@ const recordingFiles = () => {
 
 const run = <A, E>(
   provider: GenerationProvider,
-  body: Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof engineOver>>>,
+  body: Effect.Effect<A, E, Layer.Success<ReturnType<typeof engineOver>>>,
   options: { readonly faults?: Faults; readonly files?: ReturnType<typeof recordingFiles>; readonly settings?: Partial<EngineSettings> } = {}
 ) =>
   Effect.provide(
@@ -137,16 +138,16 @@ const submitText = (input: Record<string, unknown> = { prompt: "p" }, catalog?: 
     const { job } = yield* (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input }, "req_t" as RequestId)
     return { job, accountId: caller.account.id }
   })
-const jobOf = (id: JobId) => Effect.flatMap(JobRepo, (repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
+const jobOf = (id: JobId) => JobRepo.use((repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
 const balanceOf = (id: AccountId) =>
-  Effect.flatMap(AccountRepo, (repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
+  AccountRepo.use((repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
 const keyOf = (url: string) => url.slice("http://files.test/files/".length)
 
 /** Moves the clock in steps (so sleeping fibers wake in turn) until `fiber` is done. */
-const joinMoving = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, stepMs = 500, maxMs = 120_000) =>
+const joinMoving = <A, E>(fiber: Fiber.Fiber<A, E>, stepMs = 500, maxMs = 120_000) =>
   Effect.gen(function*() {
-    for (let moved = 0; moved < maxMs && Option.isNone(yield* Fiber.poll(fiber)); moved += stepMs) yield* TestClock.adjust(stepMs)
-    if (Option.isNone(yield* Fiber.poll(fiber))) return yield* Effect.die(`still running after ${maxMs} ms`)
+    for (let moved = 0; moved < maxMs && fiber.pollUnsafe() === undefined; moved += stepMs) yield* TestClock.adjust(stepMs)
+    if (fiber.pollUnsafe() === undefined) return yield* Effect.die(`still running after ${maxMs} ms`)
     return yield* Fiber.join(fiber)
   })
 
@@ -159,7 +160,7 @@ describe("provider runs: resume, never restart", () => {
     return run(provider, Effect.gen(function*() {
       const worker = yield* Worker
       const { job } = yield* submitText()
-      const dying = yield* Effect.fork(worker.runOnce("A"))
+      const dying = yield* Effect.forkChild(worker.runOnce("A"))
       yield* TestClock.adjust(1)
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "processing",
@@ -192,7 +193,7 @@ describe("provider runs: resume, never restart", () => {
   it.effect("a start that cannot be confirmed fails the job with a refund and is never asked again", () => {
     const { counts, provider } = scriptedProvider({ start: () => Effect.fail(new ProviderUnreachable({ message: "timeout" })) })
     return run(provider, Effect.gen(function*() {
-      const unconfirmed = Metric.value(Metric.tagged(providerStartsUnconfirmed, "provider", "demo"))
+      const unconfirmed = Metric.value(Metric.withAttributes(providerStartsUnconfirmed, { provider: "demo" }))
       const before = (yield* unconfirmed).count
       const { accountId, job } = yield* submitText()
       expect(yield* (yield* Worker).runOnce("A")).toBe(true)
@@ -248,7 +249,7 @@ describe("provider runs: resume, never restart", () => {
       yield* repo.claim({ workerId: "dead", now: 0, leaseMs: LEASE, maxAttempts: 3 })
       yield* repo.saveProviderState(job.id, "dead", { phase: "starting", handle: null, starts: 1 })
       yield* TestClock.adjust(LEASE)
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("B"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("B"))
       return { accountId, job, fiber }
     })
 
@@ -389,7 +390,7 @@ describe("provider runs: provider outages", () => {
       const { accountId, job } = yield* submitText()
       const repo = yield* JobRepo
       storedPhase = repo.get(job.id).pipe(Effect.map((found) => Option.getOrThrow(found).providerPhase), Effect.orDie)
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       // Far past providerRetry.maxRetries (5 here): an outage is waited out, not counted.
       for (let moved = 0; counts.starts < 12 && moved < 600_000; moved += 500) yield* TestClock.adjust(500)
       expect(counts.starts).toBeGreaterThanOrEqual(12)
@@ -412,9 +413,9 @@ describe("provider runs: provider outages", () => {
     const { counts, provider } = scriptedProvider({ start: () => Effect.fail(refused()) })
     return run(provider, Effect.gen(function*() {
       const { accountId, job } = yield* submitText({ prompt: "p" }, withDeadline(120))
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(119_000)
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() === undefined).toBe(true)
       yield* joinMoving(fiber)
       const failed = yield* jobOf(job.id)
       // No start ever left: no route ran the job.
@@ -434,7 +435,7 @@ describe("provider runs: provider outages", () => {
     const { provider } = scriptedProvider({ start: () => Effect.fail(refused()) })
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(3_590_000)
       expect((yield* jobOf(job.id)).status).toBe("processing")
       yield* joinMoving(fiber, 5_000)
@@ -456,12 +457,12 @@ describe("provider runs: provider outages", () => {
     return Effect.gen(function*() {
       yield* run(busy.provider, Effect.gen(function*() {
         const { job } = yield* submitText()
-        yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+        yield* joinMoving(yield* Effect.forkChild((yield* Worker).runOnce("A")))
         expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", providerHandle: { id: "gen_9" }, providerStarts: 9 })
       }))
       yield* run(broken.provider, Effect.gen(function*() {
         const { job } = yield* submitText()
-        yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+        yield* joinMoving(yield* Effect.forkChild((yield* Worker).runOnce("A")))
         expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "internal error" } })
         expect(broken.counts.starts).toBe(config.maxRetries + 1)
       }))
@@ -474,7 +475,7 @@ describe("provider runs: provider outages", () => {
     })
     return run(provider, Effect.gen(function*() {
       const { accountId, job } = yield* submitText()
-      yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+      yield* joinMoving(yield* Effect.forkChild((yield* Worker).runOnce("A")))
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
         providerPhase: "starting",
@@ -493,12 +494,12 @@ describe("provider runs: provider outages", () => {
     return run(provider, Effect.gen(function*() {
       const worker = yield* Worker
       const { job } = yield* submitText()
-      const dying = yield* Effect.fork(worker.runOnce("A"))
+      const dying = yield* Effect.forkChild(worker.runOnce("A"))
       for (let moved = 0; counts.starts < 3 && moved < 60_000; moved += 500) yield* TestClock.adjust(500)
       yield* Fiber.interrupt(dying)
       yield* Ref.set(down, false)
       yield* TestClock.adjust(LEASE)
-      expect(yield* joinMoving(yield* Effect.fork(worker.runOnce("B")))).toBe(true)
+      expect(yield* joinMoving(yield* Effect.forkChild(worker.runOnce("B")))).toBe(true)
       // Only the last start was taken: the handle is its own.
       expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", attempts: 2, providerHandle: { id: `gen_${counts.starts}` } })
       expect(counts.starts).toBeGreaterThan(3)
@@ -520,7 +521,7 @@ describe("provider runs: provider errors", () => {
     })
     return run(provider, Effect.gen(function*() {
       const { accountId, job } = yield* submitText()
-      expect(yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))).toBe(true)
+      expect(yield* joinMoving(yield* Effect.forkChild((yield* Worker).runOnce("A")))).toBe(true)
       const done = yield* jobOf(job.id)
       expect(done).toMatchObject({ status: "completed", error: null, providerStarts: 4, providerHandle: { id: "gen_4" } })
       expect(yield* balanceOf(accountId)).toBe(100_000 - job.costMicroCents)
@@ -549,7 +550,7 @@ describe("provider runs: provider errors", () => {
     const { counts, provider } = scriptedProvider({ poll: () => Effect.fail(new ProviderUnreachable({ message: "503 upstream" })) })
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
-      yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")))
+      yield* joinMoving(yield* Effect.forkChild((yield* Worker).runOnce("A")))
       expect(yield* jobOf(job.id)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "503 upstream" } })
       expect(counts.polls).toBe(6)
     }))
@@ -562,9 +563,9 @@ describe("provider runs: provider errors", () => {
       const text = catalog.models.find((m) => m["slug"] === "demo/text-gen/text-to-text")!
       text["versions"][0].provider = { model: "acme/echo-2", input: { text: "$.prompt", style: "plain", seed: "$.seed" }, timeoutSeconds: 30 }
       const { accountId, job } = yield* submitText({ prompt: "hello" }, catalog)
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(29_000)
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() === undefined).toBe(true)
       yield* joinMoving(fiber)
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
@@ -584,7 +585,7 @@ describe("provider runs: provider errors", () => {
     })
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(1)
       expect(counts.polls).toBe(1)
       yield* (yield* JobEvents).publish([job.id])
@@ -602,7 +603,7 @@ describe("provider runs: store errors and leases", () => {
     const { counts, provider } = scriptedProvider({})
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
-      yield* joinMoving(yield* Effect.fork((yield* Worker).runOnce("A")), 100)
+      yield* joinMoving(yield* Effect.forkChild((yield* Worker).runOnce("A")), 100)
       expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", attempts: 1 })
       expect(faults.completeFailures).toBe(0)
       expect(counts.starts).toBe(1)
@@ -615,11 +616,11 @@ describe("provider runs: store errors and leases", () => {
     const { provider } = scriptedProvider({ poll: () => Effect.never })
     return run(provider, Effect.gen(function*() {
       const { job } = yield* submitText()
-      const fiber = yield* Effect.fork((yield* Worker).runOnce("A"))
+      const fiber = yield* Effect.forkChild((yield* Worker).runOnce("A"))
       yield* TestClock.adjust(LEASE - 1)
-      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() === undefined).toBe(true)
       yield* TestClock.adjust(LEASE)
-      expect(Option.isSome(yield* Fiber.poll(fiber))).toBe(true)
+      expect(fiber.pollUnsafe() !== undefined).toBe(true)
       expect((yield* jobOf(job.id)).status).toBe("processing")
     }), { faults })
   })
@@ -631,12 +632,12 @@ describe("provider runs: store errors and leases", () => {
       const caller = yield* demoCaller(1_000_000, 50)
       for (let i = 0; i < 20; i++) yield* (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: `${i}` } }, "req" as RequestId)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(20).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(20).pipe(Scope.provide(scope))
       yield* TestClock.adjust(1)
       faults.renewals.length = 0
       yield* TestClock.adjust(LEASE)
       expect(faults.renewals).toEqual([20, 20, 20])
-      yield* joinMoving(yield* Effect.fork(Scope.close(scope, Exit.void)), 1, 100)
+      yield* joinMoving(yield* Effect.forkChild(Scope.close(scope, Exit.void)), 1, 100)
     }), { faults, settings: { drainTimeoutMs: 1 } })
   })
 })
@@ -664,7 +665,7 @@ describe("provider runs: outputs", () => {
       // A stores its outputs, then can no longer reach the store: its completion and renewals fail.
       faults.completeFailsFor.add("A")
       faults.renewalsFailFor.add("A")
-      const a = yield* Effect.fork(worker.runOnce("A"))
+      const a = yield* Effect.forkChild(worker.runOnce("A"))
       yield* TestClock.adjust(1)
       const [aFile] = files.log.written
       expect(aFile).toBeDefined()
@@ -771,7 +772,7 @@ describe("provider runs: outputs given as URLs", () => {
           const { accountId, job } = yield* submitText()
           yield* (yield* Worker).runOnce("A")
           const ended = yield* jobOf(job.id)
-          const stored = ended.outputs === null ? null : yield* Effect.flatMap(BlobStore, (blobs) => blobs.get(keyOf(ended.outputs![0]!.url)))
+          const stored = ended.outputs === null ? null : yield* BlobStore.use((blobs) => blobs.get(keyOf(ended.outputs![0]!.url)))
           const bytes = stored === null || Option.isNone(stored)
             ? null
             : [...Buffer.concat([...(yield* Stream.runCollect(stored.value.body))])]

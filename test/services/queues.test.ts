@@ -72,8 +72,8 @@ const engineWith = async (
   engines.push(engine)
   const caller = await engine.run(demoCaller(1_000_000_000, 1_000))
   const submit = (prompt: string) =>
-    engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
-  const status = (id: JobId) => engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
+    engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
+  const status = (id: JobId) => engine.run(Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
   return { engine, submit, status }
 }
 
@@ -138,11 +138,11 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     const ids: Array<JobId> = []
     for (let i = 0; i < 30; i++) ids.push((await submit(`p${i}`)).job.id)
     // Two more deliveries of each: duplicates the store's conditional claim turns away.
-    if (queue !== undefined) await engine.run(Effect.flatMap(theQueue, (broker) => Effect.zipRight(broker.publish(ids), broker.publish(ids))))
+    if (queue !== undefined) await engine.run(Effect.flatMap(theQueue, (broker) => Effect.andThen(broker.publish(ids), broker.publish(ids))))
     expect(await allCompleted(status, ids)).toBe(true)
     expect(ids.map((id) => starts.get(id))).toEqual(ids.map(() => 1))
     // Started after it was submitted: a claim takes its time after the wait for a delivery.
-    const stored = await engine.run(Effect.forEach(ids, (id) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), Option.getOrThrow)))
+    const stored = await engine.run(Effect.forEach(ids, (id) => Effect.map(JobRepo.use((repo) => repo.get(id)), Option.getOrThrow)))
     expect(stored.filter((job) => job.startedAt! < job.createdAt).map((job) => job.id)).toEqual([])
   })
 
@@ -153,7 +153,7 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     // A broker that refuses the first publish (the submit's), then takes the relay's.
     const flaky = Layer.effect(
       JobQueue,
-      Effect.map(JobQueue, (queue) =>
+      JobQueue.useSync((queue) =>
         JobQueue.of({
           ...queue,
           publish: (jobIds) =>
@@ -187,13 +187,13 @@ describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }
     // take the job over. Its provider start was begun by the dead worker and never confirmed,
     // so the job fails with a refund rather than risk a second start.
     const scope = Effect.runSync(Scope.make())
-    await engine.run(Scope.extend(Effect.flatMap(Worker, (worker) => worker.start(2)), scope))
+    await engine.run(Scope.provide(Worker.use((worker) => worker.start(2)), scope))
     try {
       expect(await waitFor(async () => (await status(job.id)) === "failed", 10_000)).toBe(true)
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-    const stored = await engine.run(Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(job.id)), Option.getOrThrow))
+    const stored = await engine.run(Effect.map(JobRepo.use((repo) => repo.get(job.id)), Option.getOrThrow))
     expect(stored.attempts).toBe(2)
     expect(starts.get(job.id)).toBeUndefined()
   })
@@ -214,10 +214,11 @@ describe("PostgreSQL submits and NOTIFY", () => {
     const runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 }))
     const heard: Array<string> = []
     try {
-      const listener = runtime.runFork(Effect.flatMap(PgClient.PgClient, (client) =>
-        Stream.runForEach(client.listen(channel), (payload) => Effect.sync(() => heard.push(payload)))))
+      const listener = runtime.runFork(PgClient.PgClient.use((client) =>
+        Effect.scoped(Effect.flatMap(client.listen(channel), (notifications) =>
+          Stream.runForEach(Stream.fromQueue(notifications), ({ payload }) => Effect.sync(() => heard.push(payload)))))))
       const mark = (payload: string) =>
-        runtime.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql`SELECT pg_notify(${channel}, ${payload})`))
+        runtime.runPromise(PgClient.PgClient.use((sql) => sql`SELECT pg_notify(${channel}, ${payload})`))
       expect(await waitFor(async () => {
         await mark("before")
         return heard.includes("before")

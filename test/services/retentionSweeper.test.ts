@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Exit, Fiber, Layer, Logger, Option, Scope, TestClock } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Layer, Logger, Option, References, Result, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
@@ -42,8 +43,8 @@ const filesWith = (gate?: { readonly entered: Deferred.Deferred<void>; readonly 
         ...blobs,
         removeByPrefix: (prefixes) =>
           Deferred.succeed(gate.entered, undefined).pipe(
-            Effect.zipRight(Deferred.await(gate.open)),
-            Effect.zipRight(blobs.removeByPrefix(prefixes))
+            Effect.andThen(Deferred.await(gate.open)),
+            Effect.andThen(blobs.removeByPrefix(prefixes))
           )
       }
     }),
@@ -53,10 +54,10 @@ const filesWith = (gate?: { readonly entered: Deferred.Deferred<void>; readonly 
 
 const engine = (settings: Partial<EngineSettings>, files = filesWith()) => engineOver(layerMemoryStores, generator, settings, files)
 
-type Caller = Effect.Effect.Success<ReturnType<typeof demoCaller>>
+type Caller = Effect.Success<ReturnType<typeof demoCaller>>
 
 const submit = (caller: Caller, input: { prompt: string }, options: { webhookUrl?: string; key?: string } = {}) =>
-  Effect.flatMap(Jobs, (jobs) =>
+  Jobs.use((jobs) =>
     jobs.submit(
       caller,
       { model: "demo/image-gen/text-to-image", input, ...(options.webhookUrl === undefined ? {} : { webhookUrl: options.webhookUrl }) },
@@ -65,13 +66,13 @@ const submit = (caller: Caller, input: { prompt: string }, options: { webhookUrl
     )).pipe(Effect.map((result) => result.job.id))
 
 /** Runs the oldest runnable job to its end. */
-const runNext = Effect.flatMap(Worker, (worker) => worker.runOnce("w")).pipe(Effect.tap((ran) => expect(ran).toBe(true)))
+const runNext = Worker.use((worker) => worker.runOnce("w")).pipe(Effect.tap((ran) => Effect.sync(() => expect(ran).toBe(true))))
 
 /** Ends the job's pending delivery as `status`, as a dispatcher would after an attempt. */
 const deliver = (jobId: JobId, status: "sent" | "failed") =>
   Effect.gen(function*() {
     const deliveries = yield* WebhookDeliveryRepo
-    const now = yield* TestClock.currentTimeMillis
+    const now = yield* Clock.currentTimeMillis
     const [delivery] = yield* deliveries.forJob(jobId)
     const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now, leaseMs: 1_000, maxPerAccount: 100 }))
     expect(claimed.id).toBe(delivery!.id)
@@ -79,14 +80,14 @@ const deliver = (jobId: JobId, status: "sent" | "failed") =>
     yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status })
   })
 
-const exists = (jobId: JobId) => Effect.flatMap(JobRepo, (repo) => repo.get(jobId)).pipe(Effect.map(Option.isSome))
+const exists = (jobId: JobId) => JobRepo.use((repo) => repo.get(jobId)).pipe(Effect.map(Option.isSome))
 /** The key of the job's first output file, read from its URL (keys are unique to the attempt that wrote them). */
 const outputKey = (jobId: JobId) =>
-  Effect.flatMap(JobRepo, (repo) => repo.get(jobId)).pipe(
+  JobRepo.use((repo) => repo.get(jobId)).pipe(
     Effect.map((job) => Option.getOrThrow(job).outputs![0]!.url.split("/").pop()!)
   )
-const stored = (key: string) => Effect.flatMap(BlobStore, (blobs) => blobs.stat(key)).pipe(Effect.map(Option.isSome))
-const sweep = Effect.flatMap(RetentionSweeper, (sweeper) => sweeper.sweepOnce).pipe(Effect.map(Option.getOrThrow))
+const stored = (key: string) => BlobStore.use((blobs) => blobs.stat(key)).pipe(Effect.map(Option.isSome))
+const sweep = RetentionSweeper.use((sweeper) => sweeper.sweepOnce).pipe(Effect.map(Option.getOrThrow))
 
 describe("RetentionSweeper", () => {
   it.effect("removes ended jobs past retention with their files and finished deliveries, and keeps the rest and the ledger", () =>
@@ -115,18 +116,17 @@ describe("RetentionSweeper", () => {
       yield* runNext
       const recentFile = yield* outputKey(recent)
       const running = yield* submit(caller, { prompt: "p" })
-      yield* Effect.flatMap(JobRepo, (repo) => repo.claim({ workerId: "gone", now: 29 * DAY, leaseMs: 1_000, maxAttempts: 3 }))
+      yield* JobRepo.use((repo) => repo.claim({ workerId: "gone", now: 29 * DAY, leaseMs: 1_000, maxAttempts: 3 }))
       const pending = yield* submit(caller, { prompt: "q" })
-      const ledgerBefore = yield* Effect.flatMap(AccountRepo, (repo) => repo.ledger(caller.account.id))
+      const ledgerBefore = yield* AccountRepo.use((repo) => repo.ledger(caller.account.id))
 
       yield* TestClock.adjust(DAY)
       expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 })
       yield* TestClock.adjust(1)
       const logs: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
-      const recording = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ annotations, message }) => logs.push({ message, annotations: Object.fromEntries(annotations) }))
-      )
+      const recording = Logger.layer([
+        Logger.make(({ fiber, message }) => logs.push({ message, annotations: { ...fiber.getRef(References.CurrentLogAnnotations) } }))
+      ])
       expect(yield* sweep.pipe(Effect.provide(recording))).toEqual({ jobs: 3, deliveries: 2, files: 2, idempotencyKeys: 0 })
       expect(logs).toEqual([{
         message: ["retention sweep removed what was past retention"],
@@ -144,7 +144,7 @@ describe("RetentionSweeper", () => {
       const deliveries = yield* WebhookDeliveryRepo
       expect(yield* deliveries.forJob(completed)).toEqual([])
       expect((yield* deliveries.forJob(unsent)).map((d) => d.status)).toEqual(["pending"])
-      expect(Either.isLeft(yield* Effect.either((yield* Jobs).get(caller, completed)))).toBe(true)
+      expect(Result.isFailure(yield* Effect.result((yield* Jobs).get(caller, completed)))).toBe(true)
 
       // The ledger keeps every line, naming jobs that are gone, and still sums to the balance.
       const accounts = yield* AccountRepo
@@ -224,11 +224,11 @@ describe("RetentionSweeper", () => {
         yield* runNext
         yield* TestClock.adjust(DAY + 1)
         const scope = yield* Scope.make()
-        yield* Scope.extend((yield* RetentionSweeper).start, scope)
+        yield* Scope.provide((yield* RetentionSweeper).start, scope)
         yield* Deferred.await(gate.entered)
-        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-        yield* Effect.yieldNow()
-        expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+        const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+        yield* Effect.yieldNow
+        expect(closing.pollUnsafe() === undefined).toBe(true)
         yield* Deferred.succeed(gate.open, undefined)
         yield* Fiber.join(closing)
         // The batch of one job finished, files and row; the next one never started.
@@ -251,16 +251,16 @@ describe("RetentionSweeper", () => {
         yield* runNext
         yield* TestClock.adjust(DAY + 1)
         const scope = yield* Scope.make()
-        yield* Scope.extend((yield* RetentionSweeper).start, scope)
+        yield* Scope.provide((yield* RetentionSweeper).start, scope)
         yield* Deferred.await(gate.entered)
-        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
         yield* TestClock.adjust(4_999)
-        expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+        expect(closing.pollUnsafe() === undefined).toBe(true)
         // The batch is still held by its gate: the close ends on the deadline all the same.
         yield* TestClock.adjust(1)
         yield* Fiber.join(closing)
         yield* Deferred.succeed(gate.open, undefined)
-        for (let i = 0; i < 1_000 && (yield* exists(older)); i++) yield* Effect.yieldNow()
+        for (let i = 0; i < 1_000 && (yield* exists(older)); i++) yield* Effect.yieldNow
         expect(yield* exists(older)).toBe(false)
         yield* TestClock.adjust(10 * 60_000)
         expect(yield* exists(newer)).toBe(true)

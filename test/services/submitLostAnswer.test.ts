@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Either, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Result } from "effect"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
 import type { RequestId } from "../../src/domain/ids.js"
@@ -14,19 +14,19 @@ type Fault = "none" | "after commit" | "before commit" | "after commit, reads do
 
 /** The memory store with the faults a database connection can have around a submit's commit. */
 const storesWith = (fault: { current: Fault }) =>
-  Layer.map(layerMemoryStores, (stores) => {
+  Layer.flatMap(layerMemoryStores, (stores) => {
     const repo = Context.get(stores, JobRepo)
     const lost = new StoreError({ message: "Connection terminated unexpectedly" })
-    return Context.add(stores, JobRepo, {
+    return Layer.succeedContext(Context.add(stores, JobRepo, {
       ...repo,
       submit: (command) =>
         fault.current === "before commit"
           ? Effect.fail(lost)
           : fault.current === "none"
           ? repo.submit(command)
-          : Effect.zipRight(repo.submit(command), Effect.fail(lost)),
+          : Effect.andThen(repo.submit(command), Effect.fail(lost)),
       get: (id) => (fault.current === "after commit, reads down" ? Effect.fail(lost) : repo.get(id))
-    })
+    }))
   })
 
 const CREDITS = 1_000_000
@@ -36,12 +36,12 @@ const submitUnder = (fault: { current: Fault }, during: Fault) =>
   Effect.gen(function*() {
     const caller = yield* demoCaller(CREDITS)
     fault.current = during
-    const result = yield* Effect.either(
+    const result = yield* Effect.result(
       (yield* Jobs).submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
     )
     fault.current = "none"
     const account = Option.getOrThrow(yield* (yield* AccountRepo).get(caller.account.id))
-    const error = Either.isLeft(result) && isRefusal(result.left) ? result.left : undefined
+    const error = Result.isFailure(result) && isRefusal(result.failure) ? result.failure : undefined
     return { result, error, charged: CREDITS - account.balanceMicroCents }
   })
 
@@ -52,8 +52,8 @@ describe("a submit whose store fails around its commit", () => {
   it.effect("committed, its answer lost: the job is found by its id and answered as created, charged once", () =>
     Effect.gen(function*() {
       const { charged, result } = yield* submitUnder(fault, "after commit")
-      expect(Either.isRight(result)).toBe(true)
-      const { job } = Either.getOrThrow(result)
+      expect(Result.isSuccess(result)).toBe(true)
+      const { job } = Result.getOrThrow(result)
       expect(job.status).toBe("pending")
       expect(charged).toBe(job.costMicroCents)
       expect(Option.isSome(yield* (yield* JobRepo).get(job.id))).toBe(true)

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, TestClock } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { BlobStore } from "../../src/ports/BlobStore.js"
 import { idleProvider as idle } from "../support/providers.js"
 import { Uploads } from "../../src/services/Uploads.js"

@@ -1,4 +1,4 @@
-import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope, Supervisor } from "effect"
+import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
@@ -12,15 +12,19 @@ import { Worker } from "../../src/services/Worker.js"
 import { engineOver } from "../support/engineLayer.js"
 import { submitMany } from "../support/submitMany.js"
 
-/** Counts every fiber started under it (Supervisor.track would only show those still alive). */
-class StartedFibers extends Supervisor.AbstractSupervisor<number> {
-  started = 0
-  get value() {
-    return Effect.sync(() => this.started)
+/**
+ * Counts every fiber started under the effect it is provided to (Effect 4 has no supervisors: the
+ * runtime reports each fiber's start to the FiberRuntimeMetrics service its context carries).
+ */
+const startedFibers = () => {
+  const counter = { started: 0 }
+  const service: Metric.FiberRuntimeMetricsService = {
+    recordFiberStart: () => {
+      counter.started++
+    },
+    recordFiberEnd: () => {}
   }
-  override onStart() {
-    this.started++
-  }
+  return { counter, count: Effect.provideService(Metric.FiberRuntimeMetrics, service) }
 }
 
 /**
@@ -66,7 +70,7 @@ const heldProvider = (options: { readonly pollIntervalMs: number; readonly endAf
 /** Renewals the test switches off: a lease is then lost once its end passes. */
 const renewals = { fail: false }
 const failingRenewals = Layer.effectContext(Effect.gen(function*() {
-  const context = yield* Effect.context<Layer.Layer.Success<typeof layerMemoryStores>>()
+  const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
   const repo = Context.get(context, JobRepo)
   return Context.add(context, JobRepo, {
     ...repo,
@@ -98,7 +102,7 @@ const until = <E = never, R = never>(what: string, condition: () => boolean | Ef
   })
 
 
-const statusOf = (id: JobId) => Effect.map(Effect.flatMap(JobRepo, (repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
+const statusOf = (id: JobId) => Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
 
 const allCompleted = (ids: ReadonlyArray<JobId>) =>
   Effect.gen(function*() {
@@ -119,9 +123,9 @@ const fibersToWatch = async (n: number) => {
   const runtime = engine(provider, { leaseMs: 600_000, pollIntervalMs: 60_000, reapIntervalMs: 600_000 })
   return await runtime.runPromise(Effect.gen(function*() {
     const ids = yield* submitMany(n)
-    const counter = new StartedFibers()
+    const { count, counter } = startedFibers()
     const scope = yield* Scope.make()
-    yield* (yield* Worker).start(n).pipe(Effect.supervised(counter), Scope.extend(scope))
+    yield* (yield* Worker).start(n).pipe(count, Scope.provide(scope))
     yield* until("every generation to start and be polled", () => state.starts === n && state.polls >= n, 120_000)
     yield* until("two more rounds of polls", () => state.polls >= 3 * n, 120_000)
     const watching = counter.started
@@ -158,7 +162,7 @@ describe("the watch list", () => {
       const lagsBefore = (yield* Metric.value(providerPollLagSecondsOf("demo"))).count
       const watchedBefore = (yield* Metric.value(watchedGenerationsOf("demo"))).value
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(50).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(50).pipe(Scope.provide(scope))
       yield* until("every job to complete", () => allCompleted(ids), 120_000)
       yield* Scope.close(scope, Exit.void)
       // Three polls each, each with its lag; every generation left the list.
@@ -177,7 +181,7 @@ describe("the watch list", () => {
     await runtime.runPromise(Effect.gen(function*() {
       const [id] = yield* submitMany(1)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(4).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(4).pipe(Scope.provide(scope))
       yield* until("the first poll", () => state.polls === 1)
       state.done.add("gen_1")
       yield* (yield* JobEvents).publish([id!])
@@ -194,7 +198,7 @@ describe("the watch list", () => {
     await runtime.runPromise(Effect.gen(function*() {
       const [id] = yield* submitMany(1)
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(4).pipe(Scope.extend(scope))
+      yield* (yield* Worker).start(4).pipe(Scope.provide(scope))
       yield* until("a few polls", () => state.polls >= 3)
       renewals.fail = true
       // Polled every 50 ms until the lease's last known end (600 ms after its last renewal) passes.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Redacted, Ref, TestClock } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Redacted, Ref } from "effect"
+import { TestClock } from "effect/testing"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -41,11 +42,11 @@ const scriptedReceiver = (answers: ReadonlyArray<WebhookResponse | "no answer">)
 
 const status = (statusCode: number, retryAfter?: string): WebhookResponse => ({ statusCode, retryAfter, body: `status ${statusCode}` })
 
-const dispatching = <E>(engine: Layer.Layer<Layer.Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Type"]) =>
+const dispatching = <E>(engine: Layer.Layer<Layer.Success<ReturnType<typeof memoryEngine>>, E>, sender: WebhookSender["Service"]) =>
   WebhookDispatcher.layer.pipe(Layer.provideMerge(engine), Layer.provideMerge(Layer.succeed(WebhookSender, sender)))
 
 type Received = Ref.Ref<Array<{ at: number; request: WebhookRequest }>>
-type Services = Layer.Layer.Success<ReturnType<typeof dispatching>>
+type Services = Layer.Success<ReturnType<typeof dispatching>>
 
 const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer">, body: (received: Received) => Effect.Effect<A, E, Services>) =>
   Effect.gen(function*() {
@@ -54,7 +55,7 @@ const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer"
   })
 
 /** Submits a job with a webhook and runs it, so its delivery is due. */
-const finishedJobOf = (caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>) => Effect.gen(function*() {
+const finishedJobOf = (caller: Effect.Success<ReturnType<typeof demoCaller>>) => Effect.gen(function*() {
   const { job } = yield* (yield* Jobs).submit(
     caller,
     { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.example.com/in" },
@@ -160,18 +161,18 @@ describe("webhook dispatcher", () => {
     return { received, sender }
   })
 
-  it.scoped("bounds any sender by the deadline: two dispatchers, six attempts each sent once, then failed", () =>
+  it.effect("bounds any sender by the deadline: two dispatchers, six attempts each sent once, then failed", () =>
     Effect.gen(function*() {
       const { received, sender } = yield* stubbornReceiver
       const context = yield* Layer.build(dispatching(memoryEngine(text), sender))
       const { job } = yield* Effect.provide(finishedJob, context)
-      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.start(2)), context)
+      yield* Effect.provide(WebhookDispatcher.use((d) => d.start(2)), context)
       for (let s = 0; s < 600; s++) yield* TestClock.adjust(1000)
       // Each attempt is cut off at 30 s, then the schedule's 1, 4, 16, 64 and 256 s follow.
       expect((yield* Ref.get(received)).map((r) => [r.at / 1000, r.attempt])).toEqual(
         [[0, "1"], [31, "2"], [65, "3"], [111, "4"], [205, "5"], [491, "6"]]
       )
-      const [delivery] = yield* Effect.provide(Effect.flatMap(WebhookDeliveryRepo, (r) => r.forJob(job.id)), context)
+      const [delivery] = yield* Effect.provide(WebhookDeliveryRepo.use((r) => r.forJob(job.id)), context)
       expect(delivery).toMatchObject({ status: "failed", leaseOwner: null })
       expect(delivery!.attempts.map((a) => [a.attempt, a.durationMs, a.statusCode])).toEqual(
         [1, 2, 3, 4, 5, 6].map((n) => [n, 30_000, null])
@@ -187,7 +188,7 @@ describe("webhook dispatcher", () => {
         Effect.gen(function*() {
           const { job } = yield* finishedJob
           const repo = yield* WebhookDeliveryRepo
-          const stale = yield* Effect.fork((yield* WebhookDispatcher).deliverOnce("d1"))
+          const stale = yield* Effect.forkChild((yield* WebhookDispatcher).deliverOnce("d1"))
           yield* TestClock.adjust(10)
           // Another dispatcher whose clock runs a lease ahead takes the delivery over meanwhile.
           const [leased] = yield* repo.forJob(job.id)
@@ -204,12 +205,12 @@ describe("webhook dispatcher", () => {
       )
     }))
 
-  it.scoped("starts at once when a job with a webhookUrl ends, and retries when the retry falls due", () =>
+  it.effect("starts at once when a job with a webhookUrl ends, and retries when the retry falls due", () =>
     Effect.gen(function*() {
       const { received, sender } = yield* scriptedReceiver([status(500), status(200)])
       // A poll interval far longer than the test: only the signal and the due time can start attempts.
       const context = yield* Layer.build(dispatching(memoryEngine(text, { pollIntervalMs: 3_600_000 }), sender))
-      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.start(4)), context)
+      yield* Effect.provide(WebhookDispatcher.use((d) => d.start(4)), context)
       yield* TestClock.adjust(5_000)
       yield* Effect.provide(finishedJob, context)
       yield* TestClock.adjust(0)
@@ -220,7 +221,7 @@ describe("webhook dispatcher", () => {
       expect((yield* Ref.get(received)).map((r) => r.at)).toEqual([5_000, 6_000])
     }))
 
-  type Stores = Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, unknown>
+  type Stores = Layer.Layer<Layer.Success<typeof layerMemoryStores>, unknown>
   // Without a PostgreSQL server its case is skipped, and shows as skipped (under CI a missing
   // server fails the file: see support/postgres.ts).
   const restartStores: Array<[string, (() => Stores) | undefined]> = [

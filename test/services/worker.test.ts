@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, type Layer, Option, Ref, Scope, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, type Layer, Option, Ref, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import type { AccountId, JobId, RequestId } from "../../src/domain/ids.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
@@ -23,14 +24,14 @@ const scripted = (hangs: number, takesMs = 0) =>
 
 const LEASE = 10_000
 const settings = { leaseMs: LEASE, maxAttempts: 2, pollIntervalMs: 100, drainTimeoutMs: 60_000 }
-const submitText = (caller: Effect.Effect.Success<ReturnType<typeof demoCaller>>) =>
-  Effect.flatMap(Jobs, (jobs) =>
+const submitText = (caller: Effect.Success<ReturnType<typeof demoCaller>>) =>
+  Jobs.use((jobs) =>
     jobs.submit(caller, { model: "demo/text-gen/text-to-text", input: { prompt: "p" } }, "req_t" as RequestId)
   )
-const jobOf = (id: JobId) => Effect.flatMap(JobRepo, (repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
-const balanceOf = (id: AccountId) => Effect.flatMap(AccountRepo, (repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
+const jobOf = (id: JobId) => JobRepo.use((repo) => repo.get(id)).pipe(Effect.map(Option.getOrThrow))
+const balanceOf = (id: AccountId) => AccountRepo.use((repo) => repo.get(id)).pipe(Effect.map((a) => Option.getOrThrow(a).balanceMicroCents))
 
-type EngineServices = Layer.Layer.Success<ReturnType<typeof memoryEngine>>
+type EngineServices = Layer.Success<ReturnType<typeof memoryEngine>>
 const withGenerator = <A, E>(hangs: number, takesMs: number, body: Effect.Effect<A, E, EngineServices>) =>
   Effect.flatMap(scripted(hangs, takesMs), (generator) => Effect.provide(body, memoryEngine(generator, settings)))
 
@@ -40,7 +41,7 @@ describe("Worker", () => {
       const worker = yield* Worker
       const caller = yield* demoCaller()
       const { job } = yield* submitText(caller)
-      const dying = yield* Effect.fork(worker.runOnce("A"))
+      const dying = yield* Effect.forkChild(worker.runOnce("A"))
       yield* TestClock.adjust(1)
       yield* Fiber.interrupt(dying)
       expect((yield* jobOf(job.id))).toMatchObject({ status: "processing", attempts: 1, leaseOwner: "A" })
@@ -59,7 +60,7 @@ describe("Worker", () => {
       const caller = yield* demoCaller(100_000)
       const { job } = yield* submitText(caller)
       for (const id of ["A", "B"]) {
-        const dying = yield* Effect.fork(worker.runOnce(id))
+        const dying = yield* Effect.forkChild(worker.runOnce(id))
         yield* TestClock.adjust(1)
         yield* Fiber.interrupt(dying)
         yield* TestClock.adjust(LEASE)
@@ -75,7 +76,7 @@ describe("Worker", () => {
     withGenerator(0, 3 * LEASE, Effect.gen(function*() {
       const worker = yield* Worker
       const { job } = yield* submitText(yield* demoCaller())
-      const running = yield* Effect.fork(worker.runOnce("A"))
+      const running = yield* Effect.forkChild(worker.runOnce("A"))
       yield* TestClock.adjust(2 * LEASE)
       expect(yield* worker.runOnce("B")).toBe(false)
       yield* TestClock.adjust(LEASE)
@@ -89,11 +90,11 @@ describe("Worker", () => {
       const caller = yield* demoCaller()
       const { job } = yield* submitText(caller)
       const scope = yield* Scope.make()
-      yield* worker.start(1).pipe(Scope.extend(scope))
+      yield* worker.start(1).pipe(Scope.provide(scope))
       yield* TestClock.adjust(1)
       expect((yield* jobOf(job.id)).status).toBe("processing")
       const closed = yield* Deferred.make<void>()
-      yield* Effect.fork(Scope.close(scope, Exit.void).pipe(Effect.zipRight(Deferred.succeed(closed, undefined))))
+      yield* Effect.forkChild(Scope.close(scope, Exit.void).pipe(Effect.andThen(Deferred.succeed(closed, undefined))))
       yield* TestClock.adjust(1)
       const later = yield* submitText(caller)
       yield* TestClock.adjust(5_000)

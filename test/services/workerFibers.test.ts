@@ -1,4 +1,4 @@
-import { Effect, Exit, Layer, ManagedRuntime, Option, Scope, Supervisor } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import { layerMemoryJobQueue } from "../../adapters/memory/MemoryJobQueue.js"
 import type { JobId } from "../../src/domain/ids.js"
@@ -8,15 +8,19 @@ import { memoryEngine } from "../support/engineLayer.js"
 import { idleProvider } from "../support/providers.js"
 import { submitMany } from "../support/submitMany.js"
 
-/** Counts every fiber started under it (Supervisor.track would only show those still alive). */
-class StartedFibers extends Supervisor.AbstractSupervisor<number> {
-  started = 0
-  get value() {
-    return Effect.sync(() => this.started)
+/**
+ * Counts every fiber started under the effect it is provided to (Effect 4 has no supervisors: the
+ * runtime reports each fiber's start to the FiberRuntimeMetrics service its context carries).
+ */
+const startedFibers = () => {
+  const counter = { started: 0 }
+  const service: Metric.FiberRuntimeMetricsService = {
+    recordFiberStart: () => {
+      counter.started++
+    },
+    recordFiberEnd: () => {}
   }
-  override onStart() {
-    this.started++
-  }
+  return { counter, count: Effect.provideService(Metric.FiberRuntimeMetrics, service) }
 }
 
 const FIBERS = 8
@@ -34,9 +38,9 @@ const fibersToDrain = async (n: number, broker = false) => {
       const ids = yield* submitMany(n)
       const repo = yield* JobRepo
       const completed = (id: JobId) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "completed")
-      const counter = new StartedFibers()
+      const { count, counter } = startedFibers()
       const scope = yield* Scope.make()
-      yield* (yield* Worker).start(FIBERS).pipe(Effect.supervised(counter), Scope.extend(scope))
+      yield* (yield* Worker).start(FIBERS).pipe(count, Scope.provide(scope))
       let from = 0
       while (from < n) {
         if (yield* completed(ids[from]!)) from++

@@ -42,14 +42,18 @@ const settings = {
 
 /** The live clock, moved forward by `skew.ms`: lets a test age the catalog's cache without waiting. */
 const skewedClock = (skew: { ms: number }): Clock.Clock => {
-  const live = Clock.make()
-  const millis = () => live.unsafeCurrentTimeMillis() + skew.ms
+  // A reference read from an empty context is its default: the live clock.
+  const live = Context.get(Context.empty(), Clock.Clock)
+  const millis = () => live.currentTimeMillisUnsafe() + skew.ms
+  // The skew only grows, so the monotonic time moved by it still only moves forward.
+  const monotonic = () => live.monotonicTimeNanosUnsafe() + BigInt(skew.ms) * 1_000_000n
   return {
-    [Clock.ClockTypeId]: Clock.ClockTypeId,
-    unsafeCurrentTimeMillis: millis,
+    currentTimeMillisUnsafe: millis,
     currentTimeMillis: Effect.sync(millis),
-    unsafeCurrentTimeNanos: () => BigInt(millis()) * 1_000_000n,
+    currentTimeNanosUnsafe: () => BigInt(millis()) * 1_000_000n,
     currentTimeNanos: Effect.sync(() => BigInt(millis()) * 1_000_000n),
+    monotonicTimeNanosUnsafe: monotonic,
+    monotonicTimeNanos: Effect.sync(monotonic),
     sleep: (duration) => live.sleep(duration)
   }
 }
@@ -72,7 +76,7 @@ const countingProvider = (holding: () => boolean) => {
   return { provider, starts }
 }
 
-type Stores = Layer.Layer<Layer.Layer.Success<typeof layerMemoryStores>, unknown>
+type Stores = Layer.Layer<Layer.Success<typeof layerMemoryStores>, unknown>
 
 /** One engine over `stores` with the fault switchboard in front of them, its provider and its clock. */
 const faultyEngine = (stores: Stores) => {
@@ -133,14 +137,14 @@ const underFault = (engine: ReturnType<typeof faultyEngine>, step: StoreStep) =>
       return yield* Effect.forEach(accepted, (job) => Effect.map(repo.get(job.id), Option.getOrThrow)).pipe(
         Effect.filterOrFail((all) => all.every(terminal)),
         Effect.retry(Schedule.spaced(Duration.millis(20))),
-        Effect.timeoutFail({ duration: Duration.seconds(15), onTimeout: () => new Error(`the jobs under a ${step} fault did not end`) })
+        Effect.timeoutOrElse({ duration: Duration.seconds(15), orElse: () => Effect.fail(new Error(`the jobs under a ${step} fault did not end`)) })
       )
     }))
     const accounts = yield* AccountRepo
     const account = Option.getOrThrow(yield* accounts.get(caller.account.id))
     const ledger = yield* accounts.ledger(caller.account.id)
     return { accepted, ended, injected, balance: account.balanceMicroCents, refunds: ledger.filter((entry) => entry.kind === "refund") }
-  }).pipe(Effect.withClock(engine.clock))
+  }).pipe(Effect.provideService(Clock.Clock, engine.clock))
 
 const backends: Array<[string, (() => Stores) | undefined]> = [
   ["SQLite", () => layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "genjobs-store-faults-")), "store.db") })],
@@ -169,10 +173,10 @@ for (const [name, makeStores] of backends) {
 
 /** Memory stores where a job's end commits but its answer is lost, and the store then cannot be read until `readsDown` clears. */
 const storesLosingTheEnd = (fault: { loseNextEnd: boolean; readsDown: boolean }) =>
-  Layer.map(layerMemoryStores, (context) => {
+  Layer.flatMap(layerMemoryStores, (context) => {
     const repo = Context.get(context, JobRepo)
     const lost = new StoreError({ message: "Connection terminated unexpectedly" })
-    return Context.add(context, JobRepo, {
+    return Layer.succeedContext(Context.add(context, JobRepo, {
       ...repo,
       complete: (id, workerId, outputs, now, route) =>
         Effect.flatMap(repo.complete(id, workerId, outputs, now, route), (ended) => {
@@ -182,7 +186,7 @@ const storesLosingTheEnd = (fault: { loseNextEnd: boolean; readsDown: boolean })
           return Effect.fail(lost)
         }),
       get: (id) => Effect.suspend(() => (fault.readsDown ? Effect.fail(lost) : repo.get(id)))
-    })
+    }))
   })
 
 describe("a run whose completion was written but not answered, while the store cannot be read", () => {
@@ -200,7 +204,7 @@ describe("a run whose completion was written but not answered, while the store c
       }))
       expect(job.status).toBe("completed")
       const url = job.outputs![0]!.url
-      const stat = await runtime.runPromise(Effect.flatMap(BlobStore, (files) => files.stat(url.slice("http://files.test/files/".length))))
+      const stat = await runtime.runPromise(BlobStore.use((files) => files.stat(url.slice("http://files.test/files/".length))))
       expect(Option.isSome(stat)).toBe(true)
     } finally {
       await runtime.dispose()
@@ -211,15 +215,15 @@ describe("a run whose completion was written but not answered, while the store c
 describe("a worker taking jobs from a queue broker whose store fails after the claim", () => {
   it("runs the job it claimed when the store cannot say about a duplicate delivery of it", async () => {
     const fault = { getFailures: 0 }
-    const stores = Layer.map(layerMemoryStores, (context) => {
+    const stores = Layer.flatMap(layerMemoryStores, (context) => {
       const repo = Context.get(context, JobRepo)
-      return Context.add(context, JobRepo, {
+      return Layer.succeedContext(Context.add(context, JobRepo, {
         ...repo,
         get: (id) =>
           Effect.suspend(() =>
             fault.getFailures > 0 && fault.getFailures-- > 0 ? Effect.fail(new StoreError({ message: "injected store fault: read job" })) : repo.get(id)
           )
-      })
+      }))
     })
     const { provider, starts } = countingProvider(() => false)
     const runtime = ManagedRuntime.make(
@@ -241,7 +245,7 @@ describe("a worker taking jobs from a queue broker whose store fails after the c
         return yield* Effect.map(repo.get(job.id), Option.getOrThrow).pipe(
           Effect.filterOrFail(terminal),
           Effect.retry(Schedule.spaced(Duration.millis(20))),
-          Effect.timeoutFail({ duration: Duration.seconds(10), onTimeout: () => new Error("the job did not end") })
+          Effect.timeoutOrElse({ duration: Duration.seconds(10), orElse: () => Effect.fail(new Error("the job did not end")) })
         )
       })))
       expect(fault.getFailures).toBe(0)

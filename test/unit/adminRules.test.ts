@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { changesBetween, newAuditId, redact } from "../../src/domain/audit.js"
 import { checkCatalogDocument } from "../../src/domain/catalogCheck.js"
@@ -33,28 +33,28 @@ describe("audit summaries", () => {
 
 describe("ADMIN_TOKENS", () => {
   it("reads name:token pairs; a token may hold a colon", () => {
-    expect(parseAdminTokens(" alice:tok1, bob:a:b ,")).toEqual(Either.right([{ name: "alice", token: "tok1" }, { name: "bob", token: "a:b" }]))
+    expect(parseAdminTokens(" alice:tok1, bob:a:b ,")).toEqual(Result.succeed([{ name: "alice", token: "tok1" }, { name: "bob", token: "a:b" }]))
   })
 
   it("refuses missing tokens, bad or repeated names and shared tokens", () => {
     for (const text of ["alice", "alice:", ":tok", "al ice:t", "alice:t1,alice:t2", "alice:t,bob:t", " , "]) {
-      expect(Either.isLeft(parseAdminTokens(text)), text).toBe(true)
+      expect(Result.isFailure(parseAdminTokens(text)), text).toBe(true)
     }
   })
 })
 
 describe("catalog files", () => {
   it("are checked as the engine checks them, with every reason", () => {
-    expect(Either.isRight(checkCatalogDocument(demoCatalog()))).toBe(true)
+    expect(Result.isSuccess(checkCatalogDocument(demoCatalog()))).toBe(true)
     const doc = demoCatalog() as any
     const broken = { ...doc, models: [{ ...doc.models[0], providerId: "nobody" }], extra: 1 }
-    expect(Either.getLeft(checkCatalogDocument(broken))._tag).toBe("Some")
-    const reasons = Either.getOrElse(Either.flip(checkCatalogDocument({ ...doc, models: [{ ...doc.models[0], providerId: "nobody" }] })), () => [])
+    expect(Result.getFailure(checkCatalogDocument(broken))._tag).toBe("Some")
+    const reasons = Result.getOrElse(Result.flip(checkCatalogDocument({ ...doc, models: [{ ...doc.models[0], providerId: "nobody" }] })), () => [])
     expect(reasons.join("\n")).toMatch(/unknown providerId "nobody"/)
   })
 
   it("diff by id: added, removed and changed", () => {
-    const before = Either.getOrThrow(checkCatalogDocument(demoCatalog()))
+    const before = Result.getOrThrow(checkCatalogDocument(demoCatalog()))
     const [first, second, ...rest] = before.models
     const after = { ...before, models: [{ ...first!, name: "Renamed" }, ...rest, { ...second!, slug: `${second!.providerId}/new/one` }] }
     const diff = catalogDiff(before, after)

@@ -1,10 +1,10 @@
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const optionsOf = (env: Record<string, string>) =>
   engineOptionsFromEnv(
-    Either.getOrThrow(Effect.runSync(Effect.either(Effect.withConfigProvider(EngineEnv, ConfigProvider.fromMap(new Map(Object.entries(env))))))),
+    Result.getOrThrow(Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))),
     { publicUrl: "http://127.0.0.1:3000", providers: {} }
   )
 

@@ -1,9 +1,9 @@
-import { Either } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { checkCatalogDocument } from "../../src/domain/catalogCheck.js"
 import { sampleCatalog } from "../conformance/fixtures.js"
 
-const reasonsOf = (input: unknown) => Either.getLeft(checkCatalogDocument(input)).pipe((o) => (o._tag === "Some" ? o.value : []))
+const reasonsOf = (input: unknown) => Result.getFailure(checkCatalogDocument(input)).pipe((o) => (o._tag === "Some" ? o.value : []))
 const catalog = sampleCatalog()
 
 describe("the reasons a catalog document is refused", () => {

@@ -84,7 +84,7 @@ describe("catalog documents", () => {
   it("accepts the README's example catalog of real providers (CATALOG_FILE=examples/catalogs/providers.json)", () => {
     const example = JSON.parse(readFileSync(new URL("../../examples/catalogs/providers.json", import.meta.url), "utf8"))
     const checked = checkCatalogDocument(example)
-    expect(checked._tag === "Left" ? checked.left : []).toEqual([])
+    expect(checked._tag === "Failure" ? checked.failure : []).toEqual([])
   })
 
   it("lists every broken reference and invalid schema", () => {

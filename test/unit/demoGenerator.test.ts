@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Stream, TestClock } from "effect"
+import { Effect, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { crc32, inflateSync } from "node:zlib"

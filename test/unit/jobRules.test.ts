@@ -81,7 +81,7 @@ const settled = (state: MemoryState) => ({
 })
 
 describe("job rules over a driver", () => {
-  it.scoped("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
+  it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
       const hook = { webhookUrl: "https://hooks.example.com/h" }
@@ -112,7 +112,7 @@ describe("job rules over a driver", () => {
       expect(state.jobs.get(running.id)?.status).toBe("processing")
     }))
 
-  it.scoped("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
+  it.effect("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
       const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.example.com/h" }))
@@ -131,7 +131,7 @@ describe("job rules over a driver", () => {
       expect(JSON.parse(delivery!.payload)).toMatchObject({ jobId: j.id, status: "failed", error: { code: "INTERNAL_ERROR" } })
     }))
 
-  it.scoped("refuses a submit for an account that no longer exists, writing nothing", () =>
+  it.effect("refuses a submit for an account that no longer exists, writing nothing", () =>
     Effect.gen(function*() {
       const { state } = yield* setup
       const { calls, drivers } = recording(memoryJobDriver(state))
@@ -143,7 +143,7 @@ describe("job rules over a driver", () => {
       expect(state.ledger).toHaveLength(1)
     }))
 
-  it.scoped("writes only inside a transaction, but for the claim's and the provider state's one statement", () =>
+  it.effect("writes only inside a transaction, but for the claim's and the provider state's one statement", () =>
     Effect.gen(function*() {
       const { owner, state } = yield* setup
       const { calls, drivers, outside } = recording(memoryJobDriver(state))

@@ -1,4 +1,4 @@
-import { Either } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { isTerminal, jobEvents, JobStatus, progressOf, refundsOnEntry, transition } from "../../src/domain/job.js"
 
@@ -20,17 +20,17 @@ describe("job state machine", () => {
       it(`${status} + ${event} -> ${expected ?? "refused"}`, () => {
         const result = transition(status, event)
         if (expected === undefined) {
-          expect(Either.isLeft(result)).toBe(true)
-          expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "TransitionError", from: status, event })
+          expect(Result.isFailure(result)).toBe(true)
+          expect(Result.isFailure(result) && result.failure).toMatchObject({ _tag: "TransitionError", from: status, event })
         } else {
-          expect(result).toEqual(Either.right(expected))
+          expect(result).toEqual(Result.succeed(expected))
         }
       })
     }
   }
 
   it("has exactly the transitions of spec section 3.1 plus lease recovery", () => {
-    const count = JobStatus.literals.flatMap((s) => jobEvents.map((e) => transition(s, e))).filter(Either.isRight).length
+    const count = JobStatus.literals.flatMap((s) => jobEvents.map((e) => transition(s, e))).filter(Result.isSuccess).length
     expect(count).toBe(Object.keys(allowed).length)
   })
 

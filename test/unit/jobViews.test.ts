@@ -10,7 +10,7 @@ const aJob = (overrides: Partial<Job>): Job =>
   job("acc_1" as AccountId, { id: "job_1" as JobId, requestId: "req_1" as RequestId, model: "acme/image", costMicroCents: 25_000, ...overrides })
 
 /** The answer's bytes as a handler sends them: through the answer's schema. */
-const body = <A, I>(schema: Schema.Schema<A, I>, view: A) => JSON.stringify(Schema.encodeSync(schema)(view))
+const body = <A, I>(schema: Schema.Codec<A, I>, view: A) => JSON.stringify(Schema.encodeSync(schema)(view))
 
 // What clients parse, key order included (spec, jobs).
 describe("the API's answers about a job", () => {

@@ -1,11 +1,11 @@
-import { Either, LogLevel } from "effect"
+import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { formatJson, formatText, type LogRecord, parseLogLevel } from "../../src/observability/logger.js"
 import { otlpTracingFromVariables, parseOtlpHeaders } from "../../src/observability/otelEnv.js"
 
 const record = (overrides: Partial<LogRecord> = {}): LogRecord => ({
   time: new Date("2026-01-02T03:04:05.678Z"),
-  level: LogLevel.Info,
+  level: "Info",
   message: ["http request", { method: "GET", status: 200 }],
   annotations: [["service", "api"]],
   ...overrides
@@ -16,7 +16,7 @@ describe("log lines", () => {
     expect(formatJson(record())).toBe(
       "{\"time\":\"2026-01-02T03:04:05.678Z\",\"level\":\"info\",\"msg\":\"http request\",\"service\":\"api\",\"method\":\"GET\",\"status\":200}"
     )
-    const line = JSON.parse(formatJson(record({ level: LogLevel.Warning, message: ["x", 42, new Error("boom")], cause: "Error: boom\n  at y" })))
+    const line = JSON.parse(formatJson(record({ level: "Warn", message: ["x", 42, new Error("boom")], cause: "Error: boom\n  at y" })))
     expect(line).toMatchObject({ level: "warn", msg: "x", details: [42, "boom"], cause: "Error: boom\n  at y" })
     expect(JSON.parse(formatJson(record({ traceId: "a".repeat(32), spanId: "b".repeat(16) })))).toMatchObject({ traceId: "a".repeat(32) })
   })
@@ -38,22 +38,22 @@ describe("log lines", () => {
   })
 
   it("reads LOG_LEVEL in any case and refuses unknown levels", () => {
-    expect(Either.getOrThrow(parseLogLevel("DEBUG"))).toBe(LogLevel.Debug)
-    expect(Either.getOrThrow(parseLogLevel("warning"))).toBe(LogLevel.Warning)
-    expect(Either.getOrThrow(parseLogLevel("off"))).toBe(LogLevel.None)
-    expect(Either.isLeft(parseLogLevel("verbose"))).toBe(true)
+    expect(Result.getOrThrow(parseLogLevel("DEBUG"))).toBe("Debug")
+    expect(Result.getOrThrow(parseLogLevel("warning"))).toBe("Warn")
+    expect(Result.getOrThrow(parseLogLevel("off"))).toBe("None")
+    expect(Result.isFailure(parseLogLevel("verbose"))).toBe(true)
   })
 })
 
 describe("OTEL_* variables", () => {
   it("is off without an endpoint, or when disabled", () => {
-    expect(otlpTracingFromVariables({})).toEqual(Either.right(undefined))
-    expect(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" })).toEqual(Either.right(undefined))
-    expect(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" })).toEqual(Either.right(undefined))
+    expect(otlpTracingFromVariables({})).toEqual(Result.succeed(undefined))
+    expect(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" })).toEqual(Result.succeed(undefined))
+    expect(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" })).toEqual(Result.succeed(undefined))
   })
 
   it("appends /v1/traces to the general endpoint, takes the traces endpoint as it is, and reads headers and names", () => {
-    expect(Either.getOrThrow(otlpTracingFromVariables({
+    expect(Result.getOrThrow(otlpTracingFromVariables({
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/",
       OTEL_EXPORTER_OTLP_HEADERS: "Authorization=Bearer%20abc, x-team = ops",
       OTEL_SERVICE_NAME: "jobs-api",
@@ -65,7 +65,7 @@ describe("OTEL_* variables", () => {
       serviceName: "jobs-api",
       exportIntervalMs: 1000
     })
-    const specific = Either.getOrThrow(otlpTracingFromVariables({
+    const specific = Result.getOrThrow(otlpTracingFromVariables({
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://vendor.example/otlp/traces",
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json"
@@ -74,9 +74,9 @@ describe("OTEL_* variables", () => {
   })
 
   it("refuses what it cannot speak", () => {
-    expect(Either.isLeft(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }))).toBe(true)
-    expect(Either.isLeft(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }))).toBe(true)
-    expect(Either.isLeft(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c", OTEL_TRACES_EXPORTER: "zipkin" }))).toBe(true)
-    expect(Either.isLeft(parseOtlpHeaders("novalue"))).toBe(true)
+    expect(Result.isFailure(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }))).toBe(true)
+    expect(Result.isFailure(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }))).toBe(true)
+    expect(Result.isFailure(otlpTracingFromVariables({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c", OTEL_TRACES_EXPORTER: "zipkin" }))).toBe(true)
+    expect(Result.isFailure(parseOtlpHeaders("novalue"))).toBe(true)
   })
 })

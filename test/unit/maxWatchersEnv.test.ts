@@ -1,12 +1,12 @@
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.either(Effect.withConfigProvider(EngineEnv, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))
 
 const optionsOf = (env: Record<string, string>) =>
-  engineOptionsFromEnv(Either.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} })
+  engineOptionsFromEnv(Result.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} })
 
 describe("MAX_WATCHERS from the environment", () => {
   it("caps open streams and long-polls at 20,000 by default, and at what MAX_WATCHERS says", () => {
@@ -16,6 +16,6 @@ describe("MAX_WATCHERS from the environment", () => {
 
   it("refuses a cap of no watchers", () => {
     const result = read({ MAX_WATCHERS: "0" })
-    expect(Either.isLeft(result) && String(result.left)).toContain("MAX_WATCHERS")
+    expect(Result.isFailure(result) && String(result.failure)).toContain("MAX_WATCHERS")
   })
 })

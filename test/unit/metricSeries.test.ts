@@ -6,19 +6,19 @@ import { jobsFinishedOf, jobsSubmittedOf } from "../../src/observability/metricS
 const run = <A>(effect: Effect.Effect<A>) => Effect.runSync(effect)
 
 describe("labelled metric series", () => {
-  it("counts into the series a user reads with Metric.tagged on the public metric", () => {
+  it("counts into the series a user reads with Metric.withAttributes on the public metric", () => {
     const model = `series-test-${Math.random()}`
-    run(Metric.increment(jobsSubmittedOf(model)))
-    run(Metric.increment(jobsSubmittedOf(model)))
-    expect(run(Metric.value(Metric.tagged(jobsSubmitted, "model", model))).count).toBe(2)
+    run(Metric.update(jobsSubmittedOf(model), 1))
+    run(Metric.update(jobsSubmittedOf(model), 1))
+    expect(run(Metric.value(Metric.withAttributes(jobsSubmitted, { model }))).count).toBe(2)
   })
 
-  it("keeps labels in the order of the tagged chain, so two labels address one series", () => {
+  it("addresses one series with two labels, whatever their order", () => {
     const model = `series-test-${Math.random()}`
-    run(Metric.increment(jobsFinishedOf(model, "failed")))
-    const tagged = Metric.tagged(Metric.tagged(jobsFinished, "model", model), "outcome", "failed")
+    run(Metric.update(jobsFinishedOf(model, "failed"), 1))
+    const tagged = Metric.withAttributes(jobsFinished, { outcome: "failed", model })
     expect(run(Metric.value(tagged)).count).toBe(1)
-    expect(run(Metric.value(Metric.tagged(Metric.tagged(jobsFinished, "model", model), "outcome", "completed"))).count).toBe(0)
+    expect(run(Metric.value(Metric.withAttributes(jobsFinished, { model, outcome: "completed" }))).count).toBe(0)
   })
 
   it("makes each series once", () => {

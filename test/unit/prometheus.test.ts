@@ -1,4 +1,4 @@
-import { Effect, Metric, MetricBoundaries } from "effect"
+import { Effect, Metric } from "effect"
 import { describe, expect, it } from "vitest"
 import { renderPrometheus } from "../../src/observability/prometheus.js"
 
@@ -7,7 +7,7 @@ let n = 0
 const unique = (base: string) => `${base}_${process.pid}_${++n}`
 
 const render = (prefix: string) =>
-  renderPrometheus(Effect.runSync(Metric.snapshot).filter((pair) => pair.metricKey.name.startsWith(prefix)))
+  renderPrometheus(Effect.runSync(Metric.snapshot).filter((snapshot) => snapshot.id.startsWith(prefix)))
 
 /**
  * A strict reader of the text format: every line is a comment (HELP/TYPE) or
@@ -46,8 +46,8 @@ describe("renderPrometheus", () => {
     const name = unique("t_requests_total")
     const counter = Metric.counter(name, { description: "Requests\nby route, with a \\ backslash" })
     Effect.runSync(Effect.all([
-      Metric.incrementBy(Metric.tagged(counter, "route", "/v1/jobs"), 3),
-      Metric.increment(Metric.tagged(counter, "route", "/v1/jobs/:jobId"))
+      Metric.update(Metric.withAttributes(counter, { route: "/v1/jobs" }), 3),
+      Metric.update(Metric.withAttributes(counter, { route: "/v1/jobs/:jobId" }), 1)
     ]))
     const text = render(name)
     expect(text).toBe(
@@ -65,7 +65,7 @@ describe("renderPrometheus", () => {
   it("escapes backslashes, quotes and newlines in label values", () => {
     const name = unique("t_escapes")
     const gauge = Metric.gauge(name)
-    Effect.runSync(Metric.set(Metric.tagged(gauge, "model", "a\"b\\c\nd"), 2.5))
+    Effect.runSync(Metric.update(Metric.withAttributes(gauge, { model: "a\"b\\c\nd" }), 2.5))
     const text = render(name)
     expect(text).toContain(`${name}{model="a\\"b\\\\c\\nd"} 2.5`)
     expect(text).not.toContain("# HELP")
@@ -74,8 +74,8 @@ describe("renderPrometheus", () => {
 
   it("renders histograms as cumulative buckets with le, ending at +Inf, then _sum and _count", () => {
     const name = unique("t_duration_seconds")
-    const histogram = Metric.histogram(name, MetricBoundaries.fromIterable([0.1, 1, 10]), "Durations")
-    const tagged = Metric.tagged(histogram, "model", "m")
+    const histogram = Metric.histogram(name, { boundaries: [0.1, 1, 10], description: "Durations" })
+    const tagged = Metric.withAttributes(histogram, { model: "m" })
     Effect.runSync(Effect.forEach([0.05, 0.1, 0.5, 5, 50], (v) => Metric.update(tagged, v)))
     const text = render(name)
     expect(text).toBe(
@@ -100,7 +100,7 @@ describe("renderPrometheus", () => {
   it("sorts label names, cleans invalid names, and renders special numbers", () => {
     const name = unique("t.odd-name")
     const gauge = Metric.gauge(name)
-    Effect.runSync(Metric.set(gauge.pipe(Metric.tagged("z", "1"), Metric.tagged("a", "2")), Number.POSITIVE_INFINITY))
+    Effect.runSync(Metric.update(gauge.pipe(Metric.withAttributes({ z: "1" }), Metric.withAttributes({ a: "2" })), Number.POSITIVE_INFINITY))
     const text = render(name)
     const clean = name.replace(/[.-]/g, "_")
     expect(text).toContain(`# TYPE ${clean} gauge`)

@@ -1,4 +1,4 @@
-import { Either, Schema } from "effect"
+import { Result, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { backoffDelayMs } from "../../src/domain/backoff.js"
 import { CatalogDocument, providerInputOf } from "../../src/domain/catalog.js"
@@ -63,20 +63,20 @@ describe("the catalog's provider mapping at import", () => {
   const withMapping = (provider: unknown) => {
     const catalog = demoCatalog()
     catalog.models[0]!["versions"][0].provider = provider
-    return Schema.decodeUnknownEither(CatalogDocument)(catalog)
+    return Schema.decodeUnknownResult(CatalogDocument)(catalog)
   }
 
   it("accepts a model id, an input mapping and a positive timeout", () => {
-    expect(Either.isRight(withMapping({ model: "fal-ai/flux/dev", input: { prompt: "$.prompt", num_images: 1 }, timeoutSeconds: 600 }))).toBe(true)
-    expect(Either.isRight(withMapping({}))).toBe(true)
+    expect(Result.isSuccess(withMapping({ model: "fal-ai/flux/dev", input: { prompt: "$.prompt", num_images: 1 }, timeoutSeconds: 600 }))).toBe(true)
+    expect(Result.isSuccess(withMapping({}))).toBe(true)
   })
 
   it("refuses a malformed field reference, an empty model id, a non-positive timeout", () => {
-    expect(Either.isLeft(withMapping({ input: { prompt: "$prompt" } }))).toBe(true)
-    expect(Either.isLeft(withMapping({ input: { prompt: "$." } }))).toBe(true)
-    expect(Either.isLeft(withMapping({ model: "" }))).toBe(true)
-    expect(Either.isLeft(withMapping({ timeoutSeconds: 0 }))).toBe(true)
-    expect(Either.isLeft(withMapping({ timeoutSeconds: -5 }))).toBe(true)
+    expect(Result.isFailure(withMapping({ input: { prompt: "$prompt" } }))).toBe(true)
+    expect(Result.isFailure(withMapping({ input: { prompt: "$." } }))).toBe(true)
+    expect(Result.isFailure(withMapping({ model: "" }))).toBe(true)
+    expect(Result.isFailure(withMapping({ timeoutSeconds: 0 }))).toBe(true)
+    expect(Result.isFailure(withMapping({ timeoutSeconds: -5 }))).toBe(true)
   })
 })
 

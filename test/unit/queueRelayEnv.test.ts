@@ -1,12 +1,12 @@
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.either(Effect.withConfigProvider(EngineEnv, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))
 
 const settingsOf = (env: Record<string, string>) =>
-  engineOptionsFromEnv(Either.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} }).settings
+  engineOptionsFromEnv(Result.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} }).settings
 
 describe("QUEUE_RELAY_INTERVAL_MS", () => {
   it("runs the relay's pass every 5 s unless set, apart from the reaper's interval", () => {
@@ -17,7 +17,7 @@ describe("QUEUE_RELAY_INTERVAL_MS", () => {
   it("refuses an interval under 100 ms, naming the variable", () => {
     for (const value of ["99", "0", "-5", "soon"]) {
       const result = read({ QUEUE_RELAY_INTERVAL_MS: value })
-      expect(Either.isLeft(result) && String(result.left)).toContain("QUEUE_RELAY_INTERVAL_MS")
+      expect(Result.isFailure(result) && String(result.failure)).toContain("QUEUE_RELAY_INTERVAL_MS")
     }
   })
 })

@@ -1,5 +1,4 @@
-import { HttpApiSchema } from "@effect/platform"
-import { Effect, Either } from "effect"
+import { Effect, Result, SchemaAST } from "effect"
 import { describe, expect, it } from "vitest"
 import { JobNotFound } from "../../src/domain/job.js"
 import { RateLimitExceeded } from "../../src/domain/rateLimit.js"
@@ -17,7 +16,7 @@ describe("the refusal classes", () => {
 
   it("carry their status as the HttpApi annotation an endpoint's addError reads", () => {
     for (const refusal of refusalClasses) {
-      expect(HttpApiSchema.getStatusErrorAST((refusal as unknown as { ast: any }).ast), refusal.code).toBe(refusal.status)
+      expect(SchemaAST.resolve((refusal as unknown as { ast: SchemaAST.AST }).ast)?.httpApiStatus, refusal.code).toBe(refusal.status)
     }
     expect([JobNotFound.code, JobNotFound.status]).toEqual(["JOB_NOT_FOUND", 404])
   })
@@ -29,8 +28,8 @@ describe("the refusal classes", () => {
     expect(isRefusal(refused)).toBe(true)
     expect(isRefusal(new Error("no"))).toBe(false)
     const caught = await Effect.runPromise(
-      Effect.either(Effect.fail(new JobNotFound({ message: "No job" })).pipe(Effect.catchTag("JobNotFound", (e) => Effect.succeed(e.code))))
+      Effect.result(Effect.fail(new JobNotFound({ message: "No job" })).pipe(Effect.catchTag("JobNotFound", (e) => Effect.succeed(e.code))))
     )
-    expect(caught).toEqual(Either.right("JOB_NOT_FOUND"))
+    expect(caught).toEqual(Result.succeed("JOB_NOT_FOUND"))
   })
 })

@@ -1,12 +1,12 @@
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.either(Effect.withConfigProvider(EngineEnv, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))
 
 const optionsOf = (env: Record<string, string>) =>
-  engineOptionsFromEnv(Either.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} })
+  engineOptionsFromEnv(Result.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} })
 
 describe("retention from the environment", () => {
   it("keeps every job unless JOB_RETENTION_DAYS is set, and sweeps in every process by default", () => {
@@ -29,7 +29,7 @@ describe("retention from the environment", () => {
   it("refuses a retention of no days, a busy interval and an empty batch", () => {
     for (const env of [{ JOB_RETENTION_DAYS: "0" }, { RETENTION_SWEEP_INTERVAL_MS: "10" }, { RETENTION_BATCH_SIZE: "0" }]) {
       const result = read(env)
-      expect(Either.isLeft(result) && String(result.left)).toContain(Object.keys(env)[0])
+      expect(Result.isFailure(result) && String(result.failure)).toContain(Object.keys(env)[0])
     }
   })
 })

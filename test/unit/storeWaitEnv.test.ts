@@ -1,12 +1,12 @@
-import { ConfigProvider, Effect, Either } from "effect"
+import { ConfigProvider, Effect, Result } from "effect"
 import { describe, expect, it } from "vitest"
 import { EngineEnv, engineOptionsFromEnv } from "../../entries/config.js"
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.either(Effect.withConfigProvider(EngineEnv, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runSync(Effect.result(EngineEnv.parse(ConfigProvider.fromEnv({ env }))))
 
 const httpOf = (env: Record<string, string>) =>
-  engineOptionsFromEnv(Either.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} }).http
+  engineOptionsFromEnv(Result.getOrThrow(read(env)), { publicUrl: "http://localhost:3000", providers: {} }).http
 
 describe("STORE_WAIT_MS", () => {
   it("bounds a request's wait for the store at 1 s unless set", () => {
@@ -18,7 +18,7 @@ describe("STORE_WAIT_MS", () => {
     expect(httpOf({ STORE_WAIT_MS: "0" })?.storeWaitMs).toBe(0)
     for (const value of ["-5", "soon", "1.5"]) {
       const result = read({ STORE_WAIT_MS: value })
-      expect(Either.isLeft(result) && String(result.left)).toContain("STORE_WAIT_MS")
+      expect(Result.isFailure(result) && String(result.failure)).toContain("STORE_WAIT_MS")
     }
   })
 })

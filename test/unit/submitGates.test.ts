@@ -1,5 +1,5 @@
-import fc from "fast-check"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it } from "@effect/vitest"
+import { Schema } from "effect"
 import { refuseSubmit } from "../../src/domain/admission.js"
 import { refuseForBudget } from "../../src/domain/budget.js"
 import type { AccountId, JobId } from "../../src/domain/ids.js"
@@ -10,6 +10,8 @@ import { submitGates } from "../../src/services/jobRepo/submitGates.js"
 const NOW = Date.UTC(2026, 10, 28, 13, 45, 12, 345)
 const job = (costMicroCents: number) => ({ id: "job_1" as JobId, accountId: "acc_1" as AccountId, createdAt: NOW, costMicroCents }) as Job
 const NO_LIMITS = { requestsPerMinute: 0, requestsPerDay: 0 }
+/** Whole numbers from `minimum` to `maximum`, both included, for the properties below. */
+const between = (minimum: number, maximum: number) => Schema.Int.check(Schema.isBetween({ minimum, maximum }))
 const facts = { now: NOW, costMicroCents: 0, balanceMicroCents: 1, activeJobs: 0, maxConcurrentJobs: 1, day: { count: 0, oldest: null } }
 
 describe("submitGates: the bounds a store admits a gated submit on", () => {
@@ -35,33 +37,28 @@ describe("submitGates: the bounds a store admits a gated submit on", () => {
     expect(gates?.idempotency).toEqual({ key: "k", record: { requestHash: "h", jobId: "job_1", createdAt: NOW }, notBefore: NOW - 10 })
   })
 
-  it("a window's bound admits exactly what rateLimitRetryAfter admits", () =>
-    fc.assert(fc.property(fc.integer({ min: 1, max: 1_000 }), fc.integer({ min: 0, max: 1_100 }), (limit, count) => {
-      const gates = submitGates({ job: job(1), maxConcurrentJobs: 1, rateLimits: { requestsPerMinute: limit, requestsPerDay: 0 } })!
-      const refused = refuseSubmit({
-        ...facts,
-        rateLimits: { requestsPerMinute: limit, requestsPerDay: 0 },
-        minute: { count, oldest: NOW - 1_000 }
-      })
-      expect(gates.minute!.bucket).toBe(bucketOf(MINUTE_WINDOW, NOW))
-      expect(count <= gates.minute!.mostBefore).toBe(refused === undefined)
-    })))
+  it.prop("a window's bound admits exactly what rateLimitRetryAfter admits", [between(1, 1_000), between(0, 1_100)], ([limit, count]) => {
+    const gates = submitGates({ job: job(1), maxConcurrentJobs: 1, rateLimits: { requestsPerMinute: limit, requestsPerDay: 0 } })!
+    const refused = refuseSubmit({
+      ...facts,
+      rateLimits: { requestsPerMinute: limit, requestsPerDay: 0 },
+      minute: { count, oldest: NOW - 1_000 }
+    })
+    expect(gates.minute!.bucket).toBe(bucketOf(MINUTE_WINDOW, NOW))
+    expect(count <= gates.minute!.mostBefore).toBe(refused === undefined)
+  })
 
-  it("a budget's bound admits exactly what refuseForBudget admits, to the micro-cent", () =>
-    fc.assert(fc.property(
-      fc.integer({ min: 0, max: 10_000 }),
-      fc.integer({ min: 0, max: 10_000 }),
-      fc.integer({ min: -100, max: 12_000 }),
-      fc.constantFrom("day" as const, "month" as const, "total" as const),
-      fc.constantFrom("key" as const, "account" as const),
-      (limitMicroCents, cost, spentMicroCents, period, scope) => {
-        const budget = { limitMicroCents, period }
-        const gates = submitGates({ job: job(cost), maxConcurrentJobs: 1, rateLimits: NO_LIMITS, budgets: [{ scope, budget }] })!
-        const bound = scope === "key" ? gates.keySpend! : gates.accountSpend!
-        expect(scope === "key" ? gates.accountSpend : gates.keySpend).toBeUndefined()
-        expect(spentMicroCents <= bound.mostBefore).toBe(refuseForBudget(NOW, cost, [{ scope, budget, spentMicroCents }]) === undefined)
-      }
-    )))
+  it.prop(
+    "a budget's bound admits exactly what refuseForBudget admits, to the micro-cent",
+    [between(0, 10_000), between(0, 10_000), between(-100, 12_000), Schema.Literals(["day", "month", "total"]), Schema.Literals(["key", "account"])],
+    ([limitMicroCents, cost, spentMicroCents, period, scope]) => {
+      const budget = { limitMicroCents, period }
+      const gates = submitGates({ job: job(cost), maxConcurrentJobs: 1, rateLimits: NO_LIMITS, budgets: [{ scope, budget }] })!
+      const bound = scope === "key" ? gates.keySpend! : gates.accountSpend!
+      expect(scope === "key" ? gates.accountSpend : gates.keySpend).toBeUndefined()
+      expect(spentMicroCents <= bound.mostBefore).toBe(refuseForBudget(NOW, cost, [{ scope, budget, spentMicroCents }]) === undefined)
+    }
+  )
 
   it("a budget counts from its period's start", () => {
     const gates = submitGates({

@@ -19,61 +19,61 @@ const gatedStore = Effect.gen(function*() {
 /** Lets other fibers run until `done` holds (the writer runs in a fiber of its own). */
 const until = (done: () => boolean) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 1_000 && !done(); i++) yield* Effect.yieldNow()
+    for (let i = 0; i < 1_000 && !done(); i++) yield* Effect.yieldNow
     expect(done()).toBe(true)
   })
 
 describe("write batcher", () => {
-  it.scoped("writes the first at once, and what arrives meanwhile in the next write, each answered its own", () =>
+  it.effect("writes the first at once, and what arrives meanwhile in the next write, each answered its own", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
       const write = yield* makeWriteBatcher(writeMany, 100)
-      const first = yield* Effect.fork(write("a"))
+      const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
-      const later = yield* Effect.fork(Effect.all(["b", "c", "d"].map(write), { concurrency: "unbounded" }))
-      yield* Effect.yieldNow()
+      const later = yield* Effect.forkChild(Effect.all(["b", "c", "d"].map(write), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
       expect(yield* Fiber.join(first)).toBe("A")
       expect(yield* Fiber.join(later)).toEqual(["B", "C", "D"])
       expect(batches).toEqual([["a"], ["b", "c", "d"]])
     }))
 
-  it.scoped("keeps batches to the largest size", () =>
+  it.effect("keeps batches to the largest size", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
       const write = yield* makeWriteBatcher(writeMany, 2)
-      const all = yield* Effect.fork(Effect.all(["a", "b", "c", "d", "e"].map(write), { concurrency: "unbounded" }))
-      yield* Effect.yieldNow()
+      const all = yield* Effect.forkChild(Effect.all(["a", "b", "c", "d", "e"].map(write), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
       expect(yield* Fiber.join(all)).toEqual(["A", "B", "C", "D", "E"])
       expect(batches.flat()).toEqual(["a", "b", "c", "d", "e"])
       expect(Math.max(...batches.map((b) => b.length))).toBe(2)
     }))
 
-  it.scoped("a failed batch is written again item by item: only the bad item fails", () =>
+  it.effect("a failed batch is written again item by item: only the bad item fails", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
       const write = yield* makeWriteBatcher(writeMany, 100)
-      const first = yield* Effect.fork(write("a"))
+      const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
-      const rest = yield* Effect.fork(Effect.all(["b", "bad", "c"].map((item) => Effect.either(write(item))), { concurrency: "unbounded" }))
-      yield* Effect.yieldNow()
+      const rest = yield* Effect.forkChild(Effect.all(["b", "bad", "c"].map((item) => Effect.result(write(item))), { concurrency: "unbounded" }))
+      yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
       yield* Fiber.join(first)
       const answers = yield* Fiber.join(rest)
-      expect(answers.map((a) => (a._tag === "Right" ? a.right : a.left))).toEqual(["B", "refused bad", "C"])
+      expect(answers.map((a) => (a._tag === "Success" ? a.success : a.failure))).toEqual(["B", "refused bad", "C"])
       expect(batches).toEqual([["a"], ["b", "bad", "c"], ["b"], ["bad"], ["c"]])
     }))
 
-  it.scoped("an interrupted caller stops neither its write nor the others'", () =>
+  it.effect("an interrupted caller stops neither its write nor the others'", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
       const write = yield* makeWriteBatcher(writeMany, 100)
-      const first = yield* Effect.fork(write("a"))
+      const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
-      const gone = yield* Effect.fork(write("b"))
-      const kept = yield* Effect.fork(write("c"))
-      yield* Effect.yieldNow()
+      const gone = yield* Effect.forkChild(write("b"))
+      const kept = yield* Effect.forkChild(write("c"))
+      yield* Effect.yieldNow
       yield* Fiber.interrupt(first)
       yield* Fiber.interrupt(gone)
       yield* Deferred.succeed(open, undefined)
@@ -86,27 +86,27 @@ describe("write batcher", () => {
   it.effect("closing its scope stops the writer: a write on its way or queued ends interrupted, never waits, and none starts after", () =>
     Effect.gen(function*() {
       const { batches, writeMany } = yield* gatedStore
-      const writers: Array<Fiber.RuntimeFiber<unknown, unknown>> = []
+      const writers: Array<Fiber.Fiber<unknown, unknown>> = []
       const recorded = (items: ReadonlyArray<string>) =>
-        Effect.withFiberRuntime<ReadonlyArray<string>, string>((fiber) => {
+        Effect.withFiber<ReadonlyArray<string>, string>((fiber) => {
           writers.push(fiber)
           return writeMany(items)
         })
       const scope = yield* Scope.make()
-      const write = yield* Scope.extend(makeWriteBatcher(recorded, 100), scope)
-      const onItsWay = yield* Effect.fork(Effect.exit(write("a")))
+      const write = yield* Scope.provide(makeWriteBatcher(recorded, 100), scope)
+      const onItsWay = yield* Effect.forkChild(Effect.exit(write("a")))
       yield* until(() => batches.length === 1)
-      const queued = yield* Effect.fork(Effect.exit(write("b")))
-      yield* Effect.yieldNow()
+      const queued = yield* Effect.forkChild(Effect.exit(write("b")))
+      yield* Effect.yieldNow
       // The store never answers: only the close can end these writes.
       yield* Scope.close(scope, Exit.void)
-      expect(Exit.isInterrupted(yield* Fiber.join(onItsWay))).toBe(true)
-      expect(Exit.isInterrupted(yield* Fiber.join(queued))).toBe(true)
-      expect(Exit.isInterrupted(yield* Effect.exit(write("c")))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Fiber.join(onItsWay))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Fiber.join(queued))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Effect.exit(write("c")))).toBe(true)
       expect(batches).toEqual([["a"]])
       // The writer fiber ended with the scope.
       expect(writers).toHaveLength(1)
-      expect(writers[0]!.unsafePoll()).not.toBeNull()
+      expect(writers[0]!.pollUnsafe()).not.toBeUndefined()
     }))
 
   it.effect("closing its scope leaves the answers already given as they are", () =>
@@ -114,9 +114,9 @@ describe("write batcher", () => {
       const { open, writeMany } = yield* gatedStore
       yield* Deferred.succeed(open, undefined)
       const scope = yield* Scope.make()
-      const write = yield* Scope.extend(makeWriteBatcher(writeMany, 100), scope)
+      const write = yield* Scope.provide(makeWriteBatcher(writeMany, 100), scope)
       expect(yield* write("a")).toBe("A")
       yield* Scope.close(scope, Exit.void)
-      expect(Exit.isInterrupted(yield* Effect.exit(write("b")))).toBe(true)
+      expect(Exit.hasInterrupts(yield* Effect.exit(write("b")))).toBe(true)
     }))
 })
