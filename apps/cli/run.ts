@@ -83,8 +83,11 @@ export const runCli = async (argv: ReadonlyArray<string>, env: CliIoShape["env"]
         import("effect/ConfigProvider"),
         import("./io.js")
       ])
-      // The engine's settings (effect/Config, for migrate) from the given environment, read as from process.env.
-      const fromEnv = ConfigProvider.fromEnv({ env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)) })
+      // The engine's settings (effect/Config, for migrate) from the given environment, read as the server reads process.env.
+      const fromEnv = ConfigProvider.fromEnv({
+        env: Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined)),
+        preserveEmptyStrings: true
+      })
       const exit = await Effect.runPromiseExit(
         run(parsed.input).pipe(Effect.provideService(CliIo, { ...io, env }), Effect.provideService(ConfigProvider.ConfigProvider, fromEnv))
       )

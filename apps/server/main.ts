@@ -1,6 +1,6 @@
 import "../quietSqliteWarning.js"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, Deferred, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Cause, Config, ConfigProvider, Deferred, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
@@ -138,6 +138,8 @@ const oneLine = (cause: Cause.Cause<unknown>): string => {
 Effect.gen(function*() {
   return yield* serve(yield* ServerConfig)
 }).pipe(
+  // A variable set to "" is a value (a token given empty is refused, not taken for unset), as before Effect 4.
+  Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ preserveEmptyStrings: true })),
   Effect.tapCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => console.error(oneLine(cause))))),
   (program) => NodeRuntime.runMain(program, { disableErrorReporting: true })
 )

@@ -10,7 +10,7 @@ import { VEO_BASE_URL, veoConfig, veoProviderFromConfig } from "genjobs/provider
 import { configuredProviders } from "../../apps/server/providers.js"
 
 /** The environment as the server reads its own (ConfigProvider.fromEnv). */
-const withEnv = (env: Record<string, string>) => Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))
+const withEnv = (env: Record<string, string>) => Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env, preserveEmptyStrings: true }))
 
 describe("Config readers", () => {
   it.effect("register a provider only when its credential is set", () =>
