@@ -1,4 +1,4 @@
-import { FetchHttpClient, type HttpClient } from "@effect/platform"
+import { FetchHttpClient, type HttpClient } from "effect/http"
 import { Layer } from "effect"
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
