@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "effect/http"
 import { Clock, Effect } from "effect"
+import { HttpClientRequest } from "effect/http"
 import type { KeyObject } from "node:crypto"
 import {
   CallbackRejected,

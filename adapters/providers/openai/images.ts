@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "effect/http"
 import { Effect, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import type { ProviderError, ProviderOutput, ProviderRequest, StartOutcome } from "../../../src/ports/Provider.js"
 import { type ProviderApi, sendJson } from "../providerHttp.js"
 import { base64Source, urlOutput } from "../providerOutputs.js"

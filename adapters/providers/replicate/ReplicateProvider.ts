@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "effect/http"
 import { Clock, Effect, type Redacted, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import {
   CallbackRejected,
   type GenerationProvider,

@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "effect/http"
 import { Effect, Option, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import type { OutputType } from "../../../src/domain/job.js"
 import {
   type ProviderError,

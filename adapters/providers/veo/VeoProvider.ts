@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "effect/http"
 import { Effect } from "effect"
+import { HttpClientRequest } from "effect/http"
 import {
   type GenerationProvider,
   type ProviderHandle,
