@@ -132,8 +132,10 @@ export class TestEngine extends Context.Service<TestEngine, TestEngineService>()
       return Layer.effect(TestEngine, make(options, provider, recorder)).pipe(
         Layer.provide(WebhookDispatcher.layer.pipe(Layer.provide(Layer.succeed(WebhookSender, recorder.sender)))),
         Layer.provideMerge(engine),
-        // One line per event, as the bundled server logs; warnings and worse unless asked.
-        Layer.provide(layerLogger({ level: options.logLevel ?? "warn" }))
+        // One line per event, as the bundled server logs; warnings and worse unless asked. Merged:
+        // the logger and its level are references, which reach the test's own effects (runJobs,
+        // requests) only from the layer's output.
+        Layer.provideMerge(layerLogger({ level: options.logLevel ?? "warn" }))
       )
     }))
 
