@@ -112,8 +112,9 @@ const make = (options: TestEngineOptions, provider: FakeProvider, recorder: Reco
  */
 export class TestEngine extends Context.Service<TestEngine, TestEngineService>()("genjobs/testing/TestEngine") {
   static readonly layer = (options: TestEngineOptions = {}): Layer.Layer<TestEngine | EngineContext> =>
-    // Built fresh per use, so a layer shared by tests still gives each build its own script and records.
-    Layer.unwrap(Effect.sync(() => {
+    // Built fresh per use, so a layer shared by tests still gives each build its own script and
+    // records; with a memo map of its own, as Effect 4 shares built layers across nested provides.
+    Layer.fresh(Layer.unwrap(Effect.sync(() => {
       const provider = makeFakeProvider()
       const recorder = makeRecordingWebhookSender()
       const engine = composeEngine<never, never, never>({
@@ -137,7 +138,7 @@ export class TestEngine extends Context.Service<TestEngine, TestEngineService>()
         // requests) only from the layer's output.
         Layer.provideMerge(layerLogger({ level: options.logLevel ?? "warn" }))
       )
-    }))
+    })))
 
   // The service's members as effects, `yield* TestEngine.account()`, as tests written for the
   // test kit call them (Effect 3's accessors).
