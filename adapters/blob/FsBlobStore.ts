@@ -44,7 +44,7 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
         const size = yield* Effect.acquireUseRelease(
           Effect.tryPromise({ try: () => open(partial, "wx"), catch: fail(`cannot write blob ${key}`) }),
           (file) =>
-            Stream.runFoldEffect(body, 0, (written, chunk) =>
+            Stream.runFoldEffect(body, () => 0, (written, chunk) =>
               Effect.tryPromise({
                 try: () => file.write(chunk).then(() => written + chunk.length),
                 catch: fail(`cannot write blob ${key}`)
@@ -73,7 +73,7 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
       SAFE_KEY.test(key) && !key.includes("..") && !key.endsWith(".type")
         ? Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
           Effect.map(Option.some),
-          Effect.catchAll((cause) =>
+          Effect.catch((cause) =>
             (cause as NodeJS.ErrnoException).code === "ENOENT"
               ? Effect.succeed(Option.none<A>())
               : Effect.fail(fail(`cannot read blob ${key}`)(cause))
@@ -100,7 +100,7 @@ export const makeFsBlobStore = (options: { readonly dir: string; readonly baseUr
       stat: statOf,
       remove: (key) =>
         checked(key).pipe(
-          Effect.zipRight(Effect.tryPromise({
+          Effect.andThen(Effect.tryPromise({
             try: () => Promise.all([rm(pathOf(key), { force: true }), rm(`${pathOf(key)}.type`, { force: true })]),
             catch: fail(`cannot remove blob ${key}`)
           })),

@@ -8,7 +8,7 @@ import {
   type S3Client
 } from "@aws-sdk/client-s3"
 import { Upload } from "@aws-sdk/lib-storage"
-import { Chunk, Deferred, Effect, Layer, Option, Stream } from "effect"
+import { Array as Arr, Deferred, Effect, Layer, Option, Stream } from "effect"
 import { StoreError } from "../../src/domain/errors.js"
 import { BlobStore, checkedPrefixes } from "../../src/ports/BlobStore.js"
 
@@ -38,14 +38,14 @@ const isMissing = (error: unknown) =>
   typeof error === "object" && error !== null && "name" in error && (error.name === "NoSuchKey" || error.name === "NotFound")
 
 /** Blobs as objects in an S3-compatible bucket, served from `publicBaseUrl`. */
-export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
+export const makeS3BlobStore = (s3: S3Location): BlobStore["Service"] => {
   const call = <A>(what: string, run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => new StoreError({ message: `S3 ${what} failed`, cause }) })
   /** A missing object is none, any other failure a StoreError. */
   const optional = <A>(what: string, run: () => Promise<A>) =>
     Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
       Effect.map(Option.some),
-      Effect.catchAll((cause) =>
+      Effect.catch((cause) =>
         isMissing(cause) ? Effect.succeed(Option.none<A>()) : Effect.fail(new StoreError({ message: `S3 ${what} failed`, cause }))
       )
     )
@@ -90,13 +90,13 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
         // stops as it does for a failed body, aborting its multipart upload.
         const cut = yield* Deferred.make<never, StoreError>()
         let written = 0
-        const source = Stream.toReadableStreamRuntime(
+        const source = Stream.toReadableStreamWith(
           body.pipe(
             Stream.tap((bytes) => Effect.sync(() => (written += bytes.length))),
-            Stream.tapErrorCause((cause) => Deferred.failCause(bodyFailed, cause)),
-            Stream.interruptWhenDeferred(cut)
+            Stream.tapCause((cause) => Deferred.failCause(bodyFailed, cause)),
+            Stream.interruptWhen(Deferred.await(cut))
           ),
-          yield* Effect.runtime<never>()
+          yield* Effect.context<never>()
         )
         const upload = new Upload({
           client: s3.client,
@@ -105,15 +105,15 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
           queueSize: PARTS_IN_FLIGHT,
           leavePartsOnError: false
         })
-        yield* Effect.async<void, unknown>((resume) => {
+        yield* Effect.callback<void, unknown>((resume) => {
           const done = upload.done().then(() => resume(Effect.void), (cause) => resume(Effect.fail(cause)))
           // Not `upload.abort()`: it answers at once and leaves the AbortMultipartUpload to run
           // later, unawaited (never, while the body is stalled); a process exiting on a drain
           // would skip it. This waits for the parts in flight, then for the abort.
-          return Deferred.fail(cut, new StoreError({ message: "S3 put interrupted" })).pipe(Effect.zipRight(Effect.promise(() => done)))
+          return Deferred.fail(cut, new StoreError({ message: "S3 put interrupted" })).pipe(Effect.andThen(Effect.promise(() => done)))
         }).pipe(
           // The body's own failure, when it failed, rather than the upload's that followed.
-          Effect.catchAll((cause) =>
+          Effect.catch((cause) =>
             Deferred.poll(bodyFailed).pipe(
               Effect.flatMap(Option.getOrElse((): Effect.Effect<never, StoreError | E> =>
                 Effect.fail(new StoreError({ message: "S3 put failed", cause }))
@@ -154,9 +154,7 @@ export const makeS3BlobStore = (s3: S3Location): BlobStore["Type"] => {
       Effect.gen(function*() {
         const lists = yield* Effect.forEach(yield* checkedPrefixes(prefixes), keysUnder, { concurrency: LIST_CONCURRENCY })
         const keys = [...new Set(lists.flat())]
-        yield* Effect.forEach(Chunk.chunksOf(Chunk.fromIterable(keys), DELETE_BATCH), (chunk) => deleteKeys(Chunk.toReadonlyArray(chunk)), {
-          discard: true
-        })
+        yield* Effect.forEach(Arr.chunksOf(keys, DELETE_BATCH), deleteKeys, { discard: true })
         return keys.length
       })
   }

@@ -4,7 +4,7 @@ import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { layerLocalJobEvents } from "./LocalJobEvents.js"
 
 const waitAtMost = (maxMs: number) => <A, E>(effect: Effect.Effect<A, E>) =>
-  effect.pipe(Effect.timeoutTo({ duration: Duration.millis(maxMs), onTimeout: () => undefined, onSuccess: () => undefined }))
+  effect.pipe(Effect.asVoid, Effect.timeoutOrElse({ duration: Duration.millis(maxMs), orElse: () => Effect.void }))
 
 /** In-process wake-ups: every waiter shares one Deferred, replaced on each notify. */
 export const makeLocalSignal = Effect.gen(function*() {

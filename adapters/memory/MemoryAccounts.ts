@@ -22,7 +22,7 @@ export const post = (
   return updated
 }
 
-export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
+export const accountRepo = (state: MemoryState): AccountRepo["Service"] => {
   const atomically = state.lock.withPermits(1)
   return {
     create: (account, initialCredit) =>
@@ -32,7 +32,7 @@ export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
           ? post(state, account.id, "credit", initialCredit, null, account.createdAt)
           : state.accounts.get(account.id)!
       })),
-    get: (id) => Effect.sync(() => Option.fromNullable(state.accounts.get(id))),
+    get: (id) => Effect.sync(() => Option.fromNullishOr(state.accounts.get(id))),
     addCredits: (id, amount, now) =>
       atomically(Effect.sync(() => (state.accounts.has(id) ? Option.some(post(state, id, "credit", amount, null, now)) : Option.none()))),
     rotateWebhookSecret: (id, secret, previousExpiresAt) =>
@@ -55,14 +55,14 @@ export const accountRepo = (state: MemoryState): AccountRepo["Type"] => {
   }
 }
 
-export const apiKeyRepo = (state: MemoryState): ApiKeyRepo["Type"] => ({
+export const apiKeyRepo = (state: MemoryState): ApiKeyRepo["Service"] => ({
   create: (key) => Effect.sync(() => void state.keys.set(key.id, key)),
-  findByHash: (hash) => Effect.sync(() => Option.fromNullable([...state.keys.values()].find((k) => k.hash === hash))),
+  findByHash: (hash) => Effect.sync(() => Option.fromNullishOr([...state.keys.values()].find((k) => k.hash === hash))),
   findWithAccount: (hash) =>
     Effect.sync(() =>
       Option.map(
-        Option.fromNullable([...state.keys.values()].find((k) => k.hash === hash)),
-        (key) => ({ key, account: Option.fromNullable(state.accounts.get(key.accountId)) })
+        Option.fromNullishOr([...state.keys.values()].find((k) => k.hash === hash)),
+        (key) => ({ key, account: Option.fromNullishOr(state.accounts.get(key.accountId)) })
       )
     ),
   deactivate: (id) =>

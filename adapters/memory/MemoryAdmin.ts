@@ -16,7 +16,7 @@ const page = <A extends Keyed>(items: Iterable<A>, after: JobCursor | undefined,
 /** Lower-cases ASCII letters only, as SQLite's LOWER does, so every store matches alike. */
 const asciiLower = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase())
 
-export const adminReadRepo = (state: MemoryState): AdminReadRepo["Type"] => ({
+export const adminReadRepo = (state: MemoryState): AdminReadRepo["Service"] => ({
   accounts: ({ after, limit, search }) =>
     Effect.sync(() => {
       const fragment = search === undefined ? undefined : asciiLower(search)
@@ -79,7 +79,7 @@ export const adminReadRepo = (state: MemoryState): AdminReadRepo["Type"] => ({
     })
 })
 
-export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Type"] => ({
+export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Service"] => ({
   update: (id, patch) =>
     state.lock.withPermits(1)(Effect.sync(() => {
       const account = state.accounts.get(id)

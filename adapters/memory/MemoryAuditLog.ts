@@ -4,7 +4,7 @@ import { isAfterCursor } from "../../src/domain/cursor.js"
 import type { AuditLog } from "../../src/ports/AuditLog.js"
 
 /** The audit log in memory. Memory has no transactions: the entry is appended once the change succeeded. */
-export const memoryAuditLog = (): AuditLog["Type"] => {
+export const memoryAuditLog = (): AuditLog["Service"] => {
   const entries: Array<AuditEntry> = []
   return {
     recorded: (change, entry) => Effect.tap(change, (result) => Effect.sync(() => void entries.push(entry(result)))),

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import type { AuthFailures } from "../../src/ports/AuthFailures.js"
 
 /** Failed authentications in memory, per client and minute bucket: one process's own counts. */
-export const memoryAuthFailures = (): AuthFailures["Type"] => {
+export const memoryAuthFailures = (): AuthFailures["Service"] => {
   const counts = new Map<number, Map<string, number>>()
   const countOf = (client: string, bucket: number) => counts.get(bucket)?.get(client) ?? 0
   return {

@@ -2,7 +2,7 @@ import { Effect, Layer, Option, Stream } from "effect"
 import { type Blob, BlobStore, checkedPrefixes } from "../../src/ports/BlobStore.js"
 
 /** Blobs in a Map, served (by whoever mounts it) under `baseUrl`. */
-export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
+export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Service"] => {
   const blobs = new Map<string, Blob>()
   return {
     put: (key, blob) => Effect.sync(() => {
@@ -17,7 +17,7 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
       ),
     get: (key, range) =>
       Effect.sync(() =>
-        Option.map(Option.fromNullable(blobs.get(key)), (b) => ({
+        Option.map(Option.fromNullishOr(blobs.get(key)), (b) => ({
           size: b.bytes.length,
           contentType: b.contentType,
           body: Stream.make(range === undefined ? b.bytes : b.bytes.subarray(range.start, range.end + 1))
@@ -25,7 +25,7 @@ export const makeMemoryBlobStore = (baseUrl: string): BlobStore["Type"] => {
       ),
     stat: (key) =>
       Effect.sync(() =>
-        Option.map(Option.fromNullable(blobs.get(key)), (b) => ({ size: b.bytes.length, contentType: b.contentType }))
+        Option.map(Option.fromNullishOr(blobs.get(key)), (b) => ({ size: b.bytes.length, contentType: b.contentType }))
       ),
     remove: (key) => Effect.sync(() => void blobs.delete(key)),
     removeByPrefix: (prefixes) =>

@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import type { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import type { MemoryState } from "./state.js"
 
-export const catalogRepo = (state: MemoryState): CatalogRepo["Type"] => ({
+export const catalogRepo = (state: MemoryState): CatalogRepo["Service"] => ({
   load: Effect.sync(() => state.catalog),
   revision: Effect.sync(() => state.catalog.revision),
   replace: (document, ifRevision) =>

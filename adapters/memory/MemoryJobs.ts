@@ -79,7 +79,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
   const jobs = () => [...state.jobs.values()]
   const idempotencyKey = (accountId: string, key: string) => `${accountId}\u0000${key}`
   // The semaphore already keeps every other writer out of a transaction: a read is a lock.
-  const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullable(state.jobs.get(id)))
+  const getJob: JobStoreDriver["getJob"] = (id) => Effect.sync(() => Option.fromNullishOr(state.jobs.get(id)))
   const activeOf = (accountId: string) => state.jobs.activeOf(accountId)
   /** Adds `counts` to the rollup of (account, key, model, hour of `at`). */
   const countSpend = (accountId: string, keyId: string | null, model: string, at: number, counts: SpendCounts) => {
@@ -114,7 +114,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
 
   const store: JobStoreDriver = {
     transaction,
-    lockAccount: (id) => Effect.sync(() => Option.fromNullable(state.accounts.get(id))),
+    lockAccount: (id) => Effect.sync(() => Option.fromNullishOr(state.accounts.get(id))),
     chargeAccount: (charge) => Effect.sync(() => charged(charge)),
     claimIdempotency: (accountId, key, record, notBefore) =>
       Effect.sync(() => {

@@ -5,7 +5,7 @@ import { type RetentionFilter, RetentionRepo } from "../../src/ports/RetentionRe
 import type { MemoryState } from "./state.js"
 
 /** Retention in memory: each operation holds the state's one lock, as a transaction. */
-export const retentionRepo = (state: MemoryState): RetentionRepo["Type"] => {
+export const retentionRepo = (state: MemoryState): RetentionRepo["Service"] => {
   const atomically = <A>(run: () => A) => state.lock.withPermits(1)(Effect.sync(run))
   const admitted = (job: Job | undefined, filter: RetentionFilter): job is Job =>
     job !== undefined && filter.statuses.includes(job.status)

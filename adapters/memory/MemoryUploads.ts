@@ -3,7 +3,7 @@ import type { Upload } from "../../src/domain/upload.js"
 import type { UploadRepo } from "../../src/ports/UploadRepo.js"
 import type { MemoryState } from "./state.js"
 
-export const uploadRepo = (state: MemoryState): UploadRepo["Type"] => {
+export const uploadRepo = (state: MemoryState): UploadRepo["Service"] => {
   const atomically = state.lock.withPermits(1)
   /** Leases up to `limit` pending, unleased uploads that `wanted` picks, in `order`, to `workerId`. */
   const lease = (
@@ -22,7 +22,7 @@ export const uploadRepo = (state: MemoryState): UploadRepo["Type"] => {
     }))
   return {
     create: (upload) => Effect.sync(() => void state.uploads.set(upload.id, upload)),
-    get: (id) => Effect.sync(() => Option.fromNullable(state.uploads.get(id))),
+    get: (id) => Effect.sync(() => Option.fromNullishOr(state.uploads.get(id))),
     markUploaded: (id, size) =>
       atomically(Effect.sync(() => {
         const upload = state.uploads.get(id)

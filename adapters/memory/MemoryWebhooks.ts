@@ -4,7 +4,7 @@ import type { WebhookDelivery } from "../../src/domain/webhook.js"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import type { MemoryState } from "./state.js"
 
-export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Type"] => {
+export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Service"] => {
   const atomically = state.lock.withPermits(1)
   return {
     claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
@@ -36,7 +36,7 @@ export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Ty
             earliest = Math.min(earliest ?? d.nextAttemptAt, d.nextAttemptAt)
           }
         }
-        return Option.fromNullable(earliest)
+        return Option.fromNullishOr(earliest)
       }),
     recordAttempt: (id, workerId, attempt, outcome) =>
       atomically(Effect.sync(() => {
@@ -64,7 +64,7 @@ export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Ty
           .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
           .slice(0, limit + 1)
       ),
-    get: (id) => Effect.sync(() => Option.fromNullable(state.deliveries.get(id))),
+    get: (id) => Effect.sync(() => Option.fromNullishOr(state.deliveries.get(id))),
     retry: (id, now) =>
       atomically(Effect.sync(() => {
         const d = state.deliveries.get(id)

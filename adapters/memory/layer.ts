@@ -21,7 +21,7 @@ import { webhookDeliveryRepo } from "./MemoryWebhooks.js"
 import { makeMemoryState } from "./state.js"
 
 /** Every store port in memory, sharing one state: for tests and throwaway runs. */
-export const layerMemoryStores = Layer.unwrapScoped(
+export const layerMemoryStores = Layer.unwrap(
   Effect.gen(function*() {
     const state = yield* makeMemoryState
     // Scoped: the job rules' write batchers run in the layer's scope and stop when it closes.

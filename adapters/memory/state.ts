@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Semaphore } from "effect"
 import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
@@ -26,10 +26,10 @@ export interface MemoryState {
   readonly providerStarts: Map<string, Map<number, { readonly n: number; readonly oldest: number }>>
   readonly leases: Map<string, { readonly owner: string; readonly expiresAt: number }>
   catalog: StoredCatalog
-  readonly lock: Effect.Semaphore
+  readonly lock: Semaphore.Semaphore
 }
 
-export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Effect.makeSemaphore(1), (lock) => ({
+export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.make(1), (lock) => ({
   accounts: new Map(),
   ledger: [],
   spend: new Map(),

@@ -11,7 +11,7 @@ import {
   StorageType
 } from "@nats-io/jetstream"
 import { connect, type NatsConnection, type NodeConnectionOptions, nanos } from "@nats-io/transport-node"
-import { type Context, Effect, Layer, Redacted, Runtime, type Scope } from "effect"
+import { Effect, Layer, Redacted, type Scope } from "effect"
 import { QueueError } from "../../src/domain/errors.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
 import type { JobId } from "../../src/domain/ids.js"
@@ -187,7 +187,7 @@ type Link = ReturnType<typeof watchLink>
  * these cases, once it settled, and on interruption.
  */
 const callOver = (link: Link) => <A>(operation: string, timeoutMs: number, run: (signal: AbortSignal) => Promise<A>) =>
-  Effect.async<A, QueueError>((resume, interrupted) => {
+  Effect.callback<A, QueueError>((resume, interrupted) => {
     const state = link.state()
     if (state !== "up") {
       resume(Effect.fail(
@@ -254,7 +254,7 @@ interface Held {
  */
 export const makeNatsJobQueue = (
   options: NatsJobQueueOptions
-): Effect.Effect<Context.Tag.Service<JobQueue>, QueueError, Scope.Scope> =>
+): Effect.Effect<JobQueue["Service"], QueueError, Scope.Scope> =>
   Effect.gen(function*() {
     const prefix = yield* checkPrefix(options.tablePrefix ?? DEFAULT_TABLE_PREFIX)
     const streamName = `${prefix}jobs`
@@ -264,8 +264,8 @@ export const makeNatsJobQueue = (
     const duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS
     const target = yield* connectionOptions(options)
 
-    const runtime = yield* Effect.runtime<never>()
-    const log = (effect: Effect.Effect<void>) => void Runtime.runFork(runtime)(effect)
+    const context = yield* Effect.context<never>()
+    const log = (effect: Effect.Effect<void>) => void Effect.runForkWith(context)(effect)
 
     const nc = yield* Effect.acquireRelease(
       Effect.tryPromise({
@@ -386,7 +386,7 @@ export const makeNatsJobQueue = (
     const publish = (jobIds: ReadonlyArray<JobId>) =>
       jobIds.length === 0 ? Effect.void : publishAll(jobIds).pipe(
         // No stream took it: create the stream (gone with a broker's store) and publish again.
-        Effect.catchIf(isNoStream, () => Effect.zipRight(call("create the stream", timeoutMs * 3, ensureStream), publishAll(jobIds)))
+        Effect.catchIf(isNoStream, () => Effect.andThen(call("create the stream", timeoutMs * 3, ensureStream), publishAll(jobIds)))
       )
 
     const consume = ({ name, visibilityMs }: { readonly name: string; readonly visibilityMs: number }) =>
@@ -456,7 +456,7 @@ export const makeNatsJobQueue = (
               ? []
               : yield* pull(wanted, MIN_EXPIRES_MS).pipe(
                 // The first is answered all the same; the error shows on the next receive.
-                Effect.catchAll(() =>
+                Effect.catch(() =>
                   Effect.sync((): Array<JsMsg> => {
                     verify = true
                     return []
@@ -519,4 +519,4 @@ export const makeNatsJobQueue = (
   })
 
 /** `makeNatsJobQueue` as the engine's JobQueue: connected while the layer's scope is open. */
-export const layerNatsJobQueue = (options: NatsJobQueueOptions) => Layer.scoped(JobQueue, makeNatsJobQueue(options))
+export const layerNatsJobQueue = (options: NatsJobQueueOptions) => Layer.effect(JobQueue, makeNatsJobQueue(options))

@@ -1,5 +1,5 @@
-import { FetchHttpClient, type HttpClient } from "@effect/platform"
 import { Layer } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { Readable } from "node:stream"

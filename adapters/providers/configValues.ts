@@ -1,31 +1,37 @@
-import { Config, type ConfigError, Effect, Option, Redacted } from "effect"
+import { Config, Effect, Option, Redacted, Schema, SchemaIssue } from "effect"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
+
+/** The error of a setting that is set to a value that cannot work; the value stays out of it (it may be a secret). */
+export const invalidConfig = (message: string): Config.ConfigError =>
+  new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.InvalidValue({ message })))
+
+/** A set value that cannot work is an error (with `message`), never the default nor "not configured". */
+const validate = <A>(message: string, valid: (value: A) => boolean) => (config: Config.Config<A>): Config.Config<A> =>
+  Config.mapEffect(config, (value) => valid(value) ? Effect.succeed(value) : Effect.fail(invalidConfig(message)))
 
 /** A credential from the environment: missing means "provider not configured"; set but empty is a mistake. */
 export const secretConfig = (name: string): Config.Config<Redacted.Redacted<string>> =>
-  Config.redacted(name).pipe(
-    Config.validate({ message: `${name} is set but empty`, validation: (value) => Redacted.value(value).trim().length > 0 })
-  )
+  Config.Redacted(name).pipe(validate(`${name} is set but empty`, (value) => Redacted.value(value).trim().length > 0))
 
 /** An http(s) address from the environment, or the provider's own. */
 export const baseUrlConfig = (name: string, fallback: string): Config.Config<string> =>
-  Config.string(name).pipe(
+  Config.String(name).pipe(
     Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be an http(s) URL`, validation: (value) => /^https?:\/\/[^\s]+$/.test(value) })
+    validate(`${name} must be an http(s) URL`, (value) => /^https?:\/\/[^\s]+$/.test(value))
   )
 
 /** A number of milliseconds from the environment, or the adapter's default. */
 export const millisConfig = (name: string, fallback: number): Config.Config<number> =>
-  Config.integer(name).pipe(
+  Config.Int(name).pipe(
     Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a positive number of milliseconds`, validation: (value) => value > 0 })
+    validate(`${name} must be a positive number of milliseconds`, (value) => value > 0)
   )
 
 /** A positive whole number from the environment (a count), or the adapter's default. */
 export const countConfig = (name: string, fallback: number): Config.Config<number> =>
-  Config.integer(name).pipe(
+  Config.Int(name).pipe(
     Config.withDefault(fallback),
-    Config.validate({ message: `${name} must be a positive whole number`, validation: (value) => value > 0 })
+    validate(`${name} must be a positive whole number`, (value) => value > 0)
   )
 
 /** A setting that may be absent, as an options field that is then left out. */
@@ -41,8 +47,8 @@ export const providerFromConfig = <A>(
   credential: string,
   config: Config.Config<A>,
   make: (options: A) => GenerationProvider
-): Effect.Effect<Option.Option<GenerationProvider>, ConfigError.ConfigError> =>
+): Effect.Effect<Option.Option<GenerationProvider>, Config.ConfigError> =>
   Effect.gen(function*() {
-    if (Option.isNone(yield* Config.option(Config.string(credential)))) return Option.none()
+    if (Option.isNone(yield* Config.option(Config.String(credential)))) return Option.none()
     return Option.some(make(yield* config))
   })

@@ -1,5 +1,5 @@
-import { type HttpClientRequest, UrlParams } from "@effect/platform"
-import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Clock, Effect, Option, Result, Schema } from "effect"
+import { type HttpClientRequest, Url } from "effect/http"
 import { Agent, type Dispatcher, request as undiciRequest } from "undici"
 import { parseRetryAfterMs } from "../../src/domain/retryAfter.js"
 import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
@@ -149,6 +149,8 @@ const socketErrorsOf = (error: unknown): ReadonlyArray<unknown> => {
 export const neverSent = (error: unknown): boolean =>
   socketErrorsOf(error).every((failure) => NOT_SENT_CODES.has(codeOf(failure) ?? ""))
 
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
 const causeText = (error: unknown): string => {
   if (!(error instanceof Error)) return String(error)
   const code = codeOf(socketErrorsOf(error)[0])
@@ -225,16 +227,16 @@ export const exchange = (
   request: HttpClientRequest.HttpClientRequest,
   timeoutMs: number
 ): Effect.Effect<Answer, ProviderUnreachable> => {
-  const url = UrlParams.makeUrl(request.url, request.urlParams, request.hash)
-  if (Either.isLeft(url)) return Effect.fail(unreachable(api, `has no valid address: ${url.left.message}`, true))
+  const url = Url.make(request.url, request.urlParams, Option.getOrUndefined(request.hash))
+  if (Result.isFailure(url)) return Effect.fail(unreachable(api, `has no valid address: ${messageOf(url.failure.cause)}`, true))
   const body = bodyOf(request.body)
-  if (body === undefined) return Effect.dieMessage(`a ${request.body._tag} body is not sent to a provider's API`)
+  if (body === undefined) return Effect.die(new Error(`a ${request.body._tag} body is not sent to a provider's API`))
   // Whether the answer's head came, per run: a retry runs this Effect again.
   return Effect.suspend(() => {
     let answered = false
     return Effect.tryPromise({
       try: async (signal) => {
-        const response = await undiciRequest(url.right, {
+        const response = await undiciRequest(url.success, {
           dispatcher: api.connections ?? (sharedPool ??= connectionPool()),
           method: request.method,
           headers: request.headers,
@@ -256,19 +258,19 @@ export const exchange = (
   })
 }
 
-type JsonDecoder<A> = (text: string) => Effect.Effect<A, ParseResult.ParseError>
+type JsonDecoder<A> = (text: string) => Effect.Effect<A, Schema.SchemaError>
 
 /**
- * Each answer schema's JSON decoder, built once: `Schema.parseJson` makes a new schema (and so a
- * new parser) on every call, which at thousands of polls a second was a visible share of the
+ * Each answer schema's JSON decoder, built once: `Schema.fromJsonString` makes a new schema (and
+ * so a new parser) on every call, which at thousands of polls a second was a visible share of the
  * process's CPU.
  */
-const jsonDecoders = new WeakMap<Schema.Schema.Any, JsonDecoder<unknown>>()
+const jsonDecoders = new WeakMap<Schema.Top, JsonDecoder<unknown>>()
 
-const jsonDecoderOf = <A, I>(schema: Schema.Schema<A, I>): JsonDecoder<A> => {
+const jsonDecoderOf = <A>(schema: Schema.Decoder<A>): JsonDecoder<A> => {
   const known = jsonDecoders.get(schema)
   if (known !== undefined) return known as JsonDecoder<A>
-  const decoder: JsonDecoder<A> = Schema.decodeUnknown(Schema.parseJson(schema))
+  const decoder: JsonDecoder<A> = Schema.decodeUnknownEffect(Schema.fromJsonString(schema))
   jsonDecoders.set(schema, decoder)
   return decoder
 }
@@ -278,12 +280,12 @@ const jsonDecoderOf = <A, I>(schema: Schema.Schema<A, I>): JsonDecoder<A> => {
  * nothing certain about what happened at the provider: ProviderUnreachable, so a start is looked
  * for (recover) rather than repeated, and a poll is asked again.
  */
-export const decodeAnswer = <A, I>(api: ProviderApi, schema: Schema.Schema<A, I>, answer: Answer): Effect.Effect<A, ProviderUnreachable> =>
+export const decodeAnswer = <A>(api: ProviderApi, schema: Schema.Decoder<A>, answer: Answer): Effect.Effect<A, ProviderUnreachable> =>
   jsonDecoderOf(schema)(answer.text).pipe(
     Effect.mapError((error) =>
       unreachable(
         api,
-        `answered HTTP ${answer.status} with a body it does not document: ${shown(api, ParseResult.TreeFormatter.formatErrorSync(error))}`
+        `answered HTTP ${answer.status} with a body it does not document: ${shown(api, error.message)}`
       )
     )
   )
@@ -308,10 +310,10 @@ export const send = (
  * ProviderRejected with the provider's message; no answer in time, a broken connection or a body
  * that does not decode is a ProviderUnreachable.
  */
-export const sendJson = <A, I>(
+export const sendJson = <A>(
   api: ProviderApi,
   request: HttpClientRequest.HttpClientRequest,
-  schema: Schema.Schema<A, I>,
+  schema: Schema.Decoder<A>,
   options: SendOptions
 ): Effect.Effect<A, ProviderError> => Effect.flatMap(send(api, request, options), (answer) => decodeAnswer(api, schema, answer))
 

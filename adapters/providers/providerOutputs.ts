@@ -1,4 +1,4 @@
-import { Option, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import type { OutputType } from "../../src/domain/job.js"
 import type { OutputSource, ProviderOutput, ProviderRequest } from "../../src/ports/Provider.js"
 
@@ -74,10 +74,11 @@ const BASE64_CHUNK_CHARS = 1 << 16
 export const base64Stream = (base64: string, chunkChars: number = BASE64_CHUNK_CHARS): Stream.Stream<Uint8Array> => {
   const step = Math.max(4, chunkChars - (chunkChars % 4))
   return Stream.unfold(0, (offset) =>
-    offset >= base64.length
-      ? Option.none()
-      : Option.some([Buffer.from(base64.slice(offset, offset + step), "base64") as Uint8Array, offset + step] as const)
-  )
+    Effect.sync(() =>
+      offset >= base64.length
+        ? undefined
+        : [Buffer.from(base64.slice(offset, offset + step), "base64") as Uint8Array, offset + step] as const
+    ))
 }
 
 /** A provider's inline base64 file (an Images API answer, a data URL) as an output's stream. */

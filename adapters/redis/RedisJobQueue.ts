@@ -1,5 +1,5 @@
 import { createClient, ErrorReply } from "@redis/client"
-import { type Context, Duration, Effect, Layer, Runtime, type Scope } from "effect"
+import { Duration, Effect, Layer, type Scope } from "effect"
 import { QueueError } from "../../src/domain/errors.js"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
@@ -50,9 +50,9 @@ const call = <A>(operation: string, run: () => Promise<A>, timeoutMs = COMMAND_T
     try: run,
     catch: (cause) => new QueueError({ message: `Redis queue: ${operation} failed: ${reasonOf(cause)}`, cause })
   }).pipe(
-    Effect.timeoutFail({
+    Effect.timeoutOrElse({
       duration: Duration.millis(timeoutMs),
-      onTimeout: () => new QueueError({ message: `Redis queue: ${operation} got no answer within ${timeoutMs} ms` })
+      orElse: () => Effect.fail(new QueueError({ message: `Redis queue: ${operation} got no answer within ${timeoutMs} ms` }))
     })
   )
 
@@ -63,8 +63,8 @@ const call = <A>(operation: string, run: () => Promise<A>, timeoutMs = COMMAND_T
  */
 const connected = (make: () => Client, role: string) =>
   Effect.gen(function*() {
-    const runtime = yield* Effect.runtime<never>()
-    const log = (effect: Effect.Effect<void>) => void Runtime.runFork(runtime)(effect)
+    const context = yield* Effect.context<never>()
+    const log = (effect: Effect.Effect<void>) => void Effect.runForkWith(context)(effect)
     let lastError: unknown = undefined
     const client = yield* Effect.acquireRelease(
       Effect.try({
@@ -98,14 +98,16 @@ const connected = (make: () => Client, role: string) =>
       catch: (cause) => new QueueError({ message: `Redis queue: connect (${role}) failed: ${reasonOf(cause)}`, cause })
     }).pipe(
       // The client retries a refused connection until it is closed: give up at the deadline.
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: Duration.millis(CONNECT_TIMEOUT_MS),
-        onTimeout: () =>
-          new QueueError({
-            message: `Redis queue: connect (${role}) failed within ${CONNECT_TIMEOUT_MS} ms` +
-              (lastError === undefined ? "" : `: ${reasonOf(lastError)}`),
-            cause: lastError
-          })
+        orElse: () =>
+          Effect.fail(
+            new QueueError({
+              message: `Redis queue: connect (${role}) failed within ${CONNECT_TIMEOUT_MS} ms` +
+                (lastError === undefined ? "" : `: ${reasonOf(lastError)}`),
+              cause: lastError
+            })
+          )
       })
     )
     return client
@@ -166,7 +168,7 @@ return extended`
  */
 export const makeRedisJobQueue = (
   options: RedisJobQueueOptions
-): Effect.Effect<Context.Tag.Service<JobQueue>, QueueError, Scope.Scope> =>
+): Effect.Effect<JobQueue["Service"], QueueError, Scope.Scope> =>
   Effect.gen(function*() {
     const prefix = yield* checkPrefix(options.tablePrefix ?? DEFAULT_TABLE_PREFIX)
     const key = `${prefix}jobs`
@@ -181,7 +183,7 @@ export const makeRedisJobQueue = (
       }))
     /** Runs `effect` again once the group is created, if Redis answered that it has none. */
     const withGroup = <A>(effect: Effect.Effect<A, QueueError>) =>
-      effect.pipe(Effect.catchIf(isNoGroup, () => Effect.zipRight(createGroup, effect)))
+      effect.pipe(Effect.catchIf(isNoGroup, () => Effect.andThen(createGroup, effect)))
 
     yield* createGroup
 
@@ -207,7 +209,7 @@ export const makeRedisJobQueue = (
     const keep = (entries: ReadonlyArray<StreamEntry | null>) => {
       const { deliveries, strays } = deliveriesOf(entries)
       return strays.length === 0 ? Effect.succeed(deliveries) : ackIds(strays).pipe(
-        Effect.catchAll((error) => Effect.logDebug(error.message)),
+        Effect.catch((error) => Effect.logDebug(error.message)),
         Effect.as(deliveries)
       )
     }
@@ -222,7 +224,7 @@ export const makeRedisJobQueue = (
         // Added before the reader: runs after the reader closed (finalizers run in reverse).
         yield* Effect.addFinalizer(() =>
           call(`leave the group (${name})`, () => client.eval(LEAVE_SCRIPT, { keys: [key], arguments: [group, name] })).pipe(
-            Effect.catchAll((error) => Effect.logDebug(error.message))
+            Effect.catch((error) => Effect.logDebug(error.message))
           )
         )
         const reader = yield* connected(() => client.duplicate(), `consumer "${name}"`)
@@ -291,4 +293,4 @@ export const makeRedisJobQueue = (
     return JobQueue.of({ publish, consume, ping })
   })
 
-export const layerRedisJobQueue = (options: RedisJobQueueOptions) => Layer.scoped(JobQueue, makeRedisJobQueue(options))
+export const layerRedisJobQueue = (options: RedisJobQueueOptions) => Layer.effect(JobQueue, makeRedisJobQueue(options))

@@ -1,4 +1,4 @@
-import { Deferred, Effect, Exit, FiberId } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import {
   type GenerationProvider,
   type ProviderOutput,
@@ -157,14 +157,14 @@ export const makeFakeProvider = (): FakeProvider => {
   }
 
   const hangNext = (): Hang => {
-    const gate = Deferred.unsafeMake<Ending>(FiberId.none)
+    const gate = Deferred.makeUnsafe<Ending>()
     let reach: (request: ProviderRequest) => void = () => {}
     const reached = new Promise<ProviderRequest>((resolve) => (reach = resolve))
     queue.push({ _tag: "Hang", hang: { gate, reach } })
     return {
       reached,
-      release: (...outputs) => Deferred.unsafeDone(gate, Exit.succeed(succeed(outputs))),
-      fail: (message) => Deferred.unsafeDone(gate, Exit.succeed(fail(message)))
+      release: (...outputs) => void Deferred.doneUnsafe(gate, Exit.succeed(succeed(outputs))),
+      fail: (message) => void Deferred.doneUnsafe(gate, Exit.succeed(fail(message)))
     }
   }
 

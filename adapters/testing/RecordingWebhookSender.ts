@@ -12,7 +12,7 @@ export interface SentWebhook {
 }
 
 export interface RecordingWebhookSender {
-  readonly sender: WebhookSender["Type"]
+  readonly sender: WebhookSender["Service"]
   readonly sent: ReadonlyArray<SentWebhook>
   /** The status the "receiver" answers from now on (default 200); a non-2xx one makes the engine retry later. */
   readonly respondWith: (statusCode: number) => void

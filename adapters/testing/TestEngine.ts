@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { CatalogDocument } from "../../src/domain/catalog.js"
 import { composeEngine, type EngineContext } from "../../src/engine.js"
 import { type EngineFetch, normalizeBasePath, webHandlerInScope } from "../../src/http/webHandler.js"
@@ -76,7 +76,7 @@ const make = (options: TestEngineOptions, provider: FakeProvider, recorder: Reco
     const fetch = yield* webHandlerInScope({ basePath })
     const request = makeRequester(fetch, origin)
     yield* (yield* Catalog).replace(options.catalog ?? testCatalog).pipe(
-      Effect.orDieWith((error) => new Error(`The test engine's catalog was refused: ${JSON.stringify(error)}`))
+      Effect.catch((error) => Effect.die(new Error(`The test engine's catalog was refused: ${JSON.stringify(error)}`)))
     )
     let runs = 0
     // A worker id per run, as separate workers: a run cut off never renews another run's lease.
@@ -110,10 +110,11 @@ const make = (options: TestEngineOptions, provider: FakeProvider, recorder: Reco
  * `Effect.provide(TestEngine.layer())` inside `it.effect`, everything it does (requests, leases,
  * rate limits, key and upload expiry) runs on the test's clock, so `TestClock.adjust` moves it.
  */
-export class TestEngine extends Effect.Tag("genjobs/testing/TestEngine")<TestEngine, TestEngineService>() {
+export class TestEngine extends Context.Service<TestEngine, TestEngineService>()("genjobs/testing/TestEngine") {
   static readonly layer = (options: TestEngineOptions = {}): Layer.Layer<TestEngine | EngineContext> =>
-    // Built fresh per use, so a layer shared by tests still gives each build its own script and records.
-    Layer.unwrapEffect(Effect.sync(() => {
+    // Built fresh per use, so a layer shared by tests still gives each build its own script and
+    // records; with a memo map of its own, as Effect 4 shares built layers across nested provides.
+    Layer.fresh(Layer.unwrap(Effect.sync(() => {
       const provider = makeFakeProvider()
       const recorder = makeRecordingWebhookSender()
       const engine = composeEngine<never, never, never>({
@@ -129,11 +130,26 @@ export class TestEngine extends Effect.Tag("genjobs/testing/TestEngine")<TestEng
         // Nothing is removed behind a test's back.
         retentionSweeper: false
       })
-      return Layer.scoped(TestEngine, make(options, provider, recorder)).pipe(
+      return Layer.effect(TestEngine, make(options, provider, recorder)).pipe(
         Layer.provide(WebhookDispatcher.layer.pipe(Layer.provide(Layer.succeed(WebhookSender, recorder.sender)))),
         Layer.provideMerge(engine),
-        // One line per event, as the bundled server logs; warnings and worse unless asked.
-        Layer.provide(layerLogger({ level: options.logLevel ?? "warn" }))
+        // One line per event, as the bundled server logs; warnings and worse unless asked. Merged:
+        // the logger and its level are references, which reach the test's own effects (runJobs,
+        // requests) only from the layer's output.
+        Layer.provideMerge(layerLogger({ level: options.logLevel ?? "warn" }))
       )
-    }))
+    })))
+
+  // The service's members as effects, `yield* TestEngine.account()`, as tests written for the
+  // test kit call them (Effect 3's accessors).
+  static readonly fetch = TestEngine.useSync((engine) => engine.fetch)
+  static readonly origin = TestEngine.useSync((engine) => engine.origin)
+  static readonly admin = TestEngine.useSync((engine) => engine.admin)
+  static readonly request = (...args: Parameters<Requester>) => TestEngine.use((engine) => engine.request(...args))
+  static readonly account = (options?: AccountOptions) => TestEngine.use((engine) => engine.account(options))
+  static readonly runNextJob = TestEngine.use((engine) => engine.runNextJob)
+  static readonly runJobs = TestEngine.use((engine) => engine.runJobs)
+  static readonly provider = TestEngine.useSync((engine) => engine.provider)
+  static readonly webhooks = TestEngine.useSync((engine) => engine.webhooks)
+  static readonly catalog = (document: typeof CatalogDocument.Encoded) => TestEngine.use((engine) => engine.catalog(document))
 }

@@ -17,7 +17,7 @@ export interface AccountOptions {
   /** The key's IP allow-list; empty (the default) means any address. */
   readonly allowedIPs?: ReadonlyArray<string> | undefined
   /** The key expires this long after now, on the engine's clock (TestClock in Effect tests). */
-  readonly expiresIn?: Duration.DurationInput | undefined
+  readonly expiresIn?: Duration.Input | undefined
   /** The address the helpers' requests come from. Default 127.0.0.1. */
   readonly address?: string | undefined
 }

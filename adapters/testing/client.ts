@@ -1,4 +1,4 @@
-import { Data, Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { EngineFetch } from "../../src/http/webHandler.js"
 
 /** The origin test requests go to; output and upload URLs start with it too. */
@@ -22,12 +22,12 @@ export interface RequestOptions {
 }
 
 /** A non-2xx answer from a helper that expects success: the engine's error code, message and envelope. */
-export class ApiError extends Data.TaggedError("ApiError")<{
-  readonly status: number
-  readonly code: string
-  readonly message: string
-  readonly body: unknown
-}> {}
+export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
+  status: Schema.Number,
+  code: Schema.String,
+  message: Schema.String,
+  body: Schema.Unknown
+}) {}
 
 export type Requester = (method: string, path: string, options?: RequestOptions) => Effect.Effect<Reply>
 

@@ -8,7 +8,7 @@ import type { FakeProvider } from "./FakeProvider.js"
 import type { SentWebhook } from "./RecordingWebhookSender.js"
 import { TestEngine, type TestEngineOptions } from "./TestEngine.js"
 
-type Answer<T extends (...args: any) => Effect.Effect<any, any>> = Promise<Effect.Effect.Success<ReturnType<T>>>
+type Answer<T extends (...args: any) => Effect.Effect<any, any>> = Promise<Effect.Success<ReturnType<T>>>
 
 /** `TestAccount` with Promises: a failed helper rejects with `ApiError` (`status`, `code`, `message`, `body`). */
 export interface AsyncTestAccount {

@@ -20,9 +20,9 @@ const BODY_LIMIT = 1_024
  * share one timer. A socket idle timeout would not do: a receiver trickling a byte now and then
  * never lets the socket go idle.
  */
-export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Type"] => ({
+export const makeNodeWebhookSender = (options: SenderOptions): WebhookSender["Service"] => ({
   send: (webhook) =>
-    Effect.async<{ statusCode: number; retryAfter: string | undefined; body: string }, WebhookNotDelivered>((resume) => {
+    Effect.callback<{ statusCode: number; retryAfter: string | undefined; body: string }, WebhookNotDelivered>((resume) => {
       let settled = false
       let req: ClientRequest | undefined
       const settle = (effect: Effect.Effect<WebhookResponse, WebhookNotDelivered>) => {

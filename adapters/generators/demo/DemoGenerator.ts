@@ -1,4 +1,4 @@
-import { Clock, Data, Effect, Stream } from "effect"
+import { Clock, Effect, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type {
   GenerationProvider,
@@ -29,7 +29,7 @@ const bytesOf = (bytes: Uint8Array, contentType: string): OutputSource => ({ _ta
 const png = (bytes: Uint8Array) => bytesOf(bytes, "image/png")
 
 /** A file that failed the demo's checks: the generation ends as failed with this message. */
-class DemoFailure extends Data.TaggedError("DemoFailure")<{ readonly message: string }> {}
+class DemoFailure extends Schema.TaggedError<DemoFailure>()("DemoFailure", { message: Schema.String }) {}
 
 const image = (prompt: string, input: Readonly<Record<string, unknown>>): ProviderOutput => {
   const width = intIn(input["width"], 16, 1024, 256)
@@ -105,12 +105,12 @@ const readInput = (url: string, prefixes: ReadonlyArray<string>) =>
     if (!response.ok) return yield* Effect.fail(new DemoFailure({ message: `The input file ${url} answered ${response.status}` }))
     // Read in pieces and stop at the cap, so an oversize file is never held whole.
     const tooLarge = new DemoFailure({ message: `The input file is larger than ${MAX_INPUT_BYTES} bytes` })
-    const chunks = yield* Stream.fromReadableStream(
-      () => response.body ?? new ReadableStream<Uint8Array>(),
-      () => new DemoFailure({ message: `The input file ${url} could not be read` })
-    ).pipe(
-      Stream.mapAccumEffect(0, (total, chunk) =>
-        total + chunk.length > MAX_INPUT_BYTES ? Effect.fail(tooLarge) : Effect.succeed([total + chunk.length, chunk] as const)),
+    const chunks = yield* Stream.fromReadableStream({
+      evaluate: () => response.body ?? new ReadableStream<Uint8Array>(),
+      onError: () => new DemoFailure({ message: `The input file ${url} could not be read` })
+    }).pipe(
+      Stream.mapAccumEffect(() => 0, (total, chunk) =>
+        total + chunk.length > MAX_INPUT_BYTES ? Effect.fail(tooLarge) : Effect.succeed([total + chunk.length, [chunk]] as const)),
       Stream.runCollect
     )
     return new Uint8Array(Buffer.concat([...chunks]))
@@ -164,7 +164,7 @@ export const makeDemoProvider = (options: DemoOptions = {}): GenerationProvider 
       if (now < dueAt) return { _tag: "Running", pollAfterMs: dueAt - now } satisfies ProviderStatus
       return yield* outputsOf(request, options).pipe(
         Effect.map((outputs): ProviderStatus => ({ _tag: "Succeeded", outputs })),
-        Effect.catchAll((failure) => Effect.succeed<ProviderStatus>({ _tag: "Failed", message: failure.message }))
+        Effect.catch((failure) => Effect.succeed<ProviderStatus>({ _tag: "Failed", message: failure.message }))
       )
     }),
   cancel: () => Effect.void,

@@ -68,11 +68,11 @@ export const aiSdkProvider = (options: AiSdkProviderOptions): GenerationProvider
   /** One model call under the timeout, its failure read as the engine reads a provider's. */
   const call = <A>(isStart: boolean, run: (signal: AbortSignal) => PromiseLike<A>): Effect.Effect<A, ProviderError> =>
     Effect.tryPromise({ try: (signal) => Promise.resolve(run(signal)), catch: (error) => error }).pipe(
-      Effect.timeoutFail({
+      Effect.timeoutOrElse({
         duration: timeout,
-        onTimeout: () => new ProviderUnreachable({ message: `${options.id}: no answer within ${Duration.toMillis(timeout)} ms` })
+        orElse: () => Effect.fail(new ProviderUnreachable({ message: `${options.id}: no answer within ${Duration.toMillis(timeout)} ms` }))
       }),
-      Effect.catchAll((error) =>
+      Effect.catch((error) =>
         error instanceof ProviderUnreachable
           ? Effect.fail(error)
           : Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.fail(providerErrorOf(options.id, error, { isStart, nowMs }))))

@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Clock, Effect } from "effect"
+import { HttpClientRequest } from "effect/http"
 import type { KeyObject } from "node:crypto"
 import {
   CallbackRejected,
@@ -116,7 +116,7 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
         }
         const url = new URL(`${base}/${request.providerModel}`)
         if (request.callbackUrl !== undefined && publicKeys !== undefined) url.searchParams.set("fal_webhook", request.callbackUrl)
-        const submit = HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(url), request.input)
+        const submit = HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(url), request.input)
         const queued = yield* sendJson(api, yield* authorized(submit, request.credentialId), Queued, { timeoutMs, isStart: true })
         const urls = urlsOf({ id: queued.request_id }, request.providerModel)
         return {

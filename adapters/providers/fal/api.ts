@@ -34,4 +34,4 @@ export const falApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
  * Only 429 and a 5xx that is not such an outcome are worth asking again.
  */
 export const isRequestOutcome = (status: number, text: string): boolean =>
-  status !== 429 && (status < 500 || Option.isSome(Option.flatMap(decodeError(jsonOf(text)), (error) => Option.fromNullable(error.error_type))))
+  status !== 429 && (status < 500 || Option.isSome(Option.flatMap(decodeError(jsonOf(text)), (error) => Option.fromNullishOr(error.error_type))))

@@ -1,17 +1,24 @@
-import { Config, ConfigError, Either } from "effect"
-import { baseUrlConfig, countConfig, millisConfig, optionalConfig, providerFromConfig, secretConfig } from "../configValues.js"
+import { Config, Effect } from "effect"
+import {
+  baseUrlConfig,
+  countConfig,
+  invalidConfig,
+  millisConfig,
+  optionalConfig,
+  providerFromConfig,
+  secretConfig
+} from "../configValues.js"
 import { DEFAULT_MAX_CONNECTIONS } from "../providerHttp.js"
 import { FAL_BASE_URL, type FalOptions, falProvider } from "./FalProvider.js"
 import { parsePublicKeys } from "./webhookSignature.js"
 
 /** FAL_WEBHOOK_PUBLIC_KEYS, refused at startup when it holds no usable Ed25519 key. */
-const publicKeysConfig = Config.string("FAL_WEBHOOK_PUBLIC_KEYS").pipe(
-  Config.mapOrFail((text) =>
-    Either.try({ try: () => (parsePublicKeys(text), text), catch: (error) => error }).pipe(
-      Either.mapLeft((error) =>
-        ConfigError.InvalidData([], `FAL_WEBHOOK_PUBLIC_KEYS: ${error instanceof Error ? error.message : "unreadable"}`)
-      )
-    )
+const publicKeysConfig = Config.String("FAL_WEBHOOK_PUBLIC_KEYS").pipe(
+  Config.mapEffect((text) =>
+    Effect.try({
+      try: () => (parsePublicKeys(text), text),
+      catch: (error) => invalidConfig(`FAL_WEBHOOK_PUBLIC_KEYS: ${error instanceof Error ? error.message : "unreadable"}`)
+    })
   )
 )
 

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 
 /** POST {queue}/{model}: the request is queued; the URLs lead to its status, result and cancellation. */
 export const Queued = Schema.Struct({
-  request_id: Schema.String.pipe(Schema.minLength(1)),
+  request_id: Schema.String.check(Schema.isMinLength(1)),
   status_url: Schema.optional(Schema.String),
   response_url: Schema.optional(Schema.String),
   cancel_url: Schema.optional(Schema.String)
@@ -10,17 +10,17 @@ export const Queued = Schema.Struct({
 
 /** GET .../requests/{id}/status. A completed request that failed may say why in `error`. */
 export const QueueStatus = Schema.Struct({
-  status: Schema.Literal("IN_QUEUE", "IN_PROGRESS", "COMPLETED", "FAILED", "CANCELED", "CANCELLED"),
+  status: Schema.Literals(["IN_QUEUE", "IN_PROGRESS", "COMPLETED", "FAILED", "CANCELED", "CANCELLED"]),
   queue_position: Schema.optional(Schema.NullOr(Schema.Number)),
   error: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 /** GET .../requests/{id}: the model's own JSON object. */
-export const QueueResult = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export const QueueResult = Schema.Record(Schema.String, Schema.Unknown)
 
 /** A file in a result: `images: [File]`, `image: File`, `video: File`, `audio_file: File`, ... */
 export const FalFile = Schema.Struct({
-  url: Schema.String.pipe(Schema.minLength(1)),
+  url: Schema.String.check(Schema.isMinLength(1)),
   content_type: Schema.optional(Schema.NullOr(Schema.String)),
   width: Schema.optional(Schema.NullOr(Schema.Number)),
   height: Schema.optional(Schema.NullOr(Schema.Number))

@@ -11,8 +11,8 @@ import { OPENAI_BASE_URL, type OpenAIOptions, openaiProvider } from "./OpenAIPro
 export const openaiConfig: Config.Config<OpenAIOptions> = Config.all({
   apiKey: secretConfig("OPENAI_API_KEY"),
   baseUrl: baseUrlConfig("OPENAI_BASE_URL", OPENAI_BASE_URL),
-  organization: optionalConfig(Config.string("OPENAI_ORG_ID")),
-  project: optionalConfig(Config.string("OPENAI_PROJECT_ID")),
+  organization: optionalConfig(Config.String("OPENAI_ORG_ID")),
+  project: optionalConfig(Config.String("OPENAI_PROJECT_ID")),
   maxConnections: countConfig("OPENAI_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)
 })
 

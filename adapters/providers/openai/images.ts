@@ -1,17 +1,17 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Effect, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import type { ProviderError, ProviderOutput, ProviderRequest, StartOutcome } from "../../../src/ports/Provider.js"
 import { type ProviderApi, sendJson } from "../providerHttp.js"
 import { base64Source, urlOutput } from "../providerOutputs.js"
 
-const Base64 = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: () => "base64 text" }))
+const Base64 = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]*={0,2}$/, { message: "base64 text" }))
 
 /** One picture of an Images API answer: inline (gpt-image models, or `response_format: "b64_json"`) or a URL (dall-e). */
 const ImageData = Schema.Struct({
   b64_json: Schema.optional(Schema.NullOr(Base64)),
-  url: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.pattern(/^https?:\/\//)))),
+  url: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isPattern(/^https?:\/\//)))),
   revised_prompt: Schema.optional(Schema.NullOr(Schema.String))
-}).pipe(Schema.filter((image) => (image.b64_json ?? image.url) != null || "an image with b64_json or url"))
+}).check(Schema.makeFilter((image) => (image.b64_json ?? image.url) != null || "an image with b64_json or url"))
 
 const ImagesResponse = Schema.Struct({
   data: Schema.Array(ImageData),
@@ -43,7 +43,7 @@ export const generateImages = (
     api,
     HttpClientRequest.post(`${baseUrl}/images/generations`).pipe(
       HttpClientRequest.setHeaders(headers),
-      HttpClientRequest.bodyUnsafeJson({ ...request.input, model: request.providerModel })
+      HttpClientRequest.bodyJsonUnsafe({ ...request.input, model: request.providerModel })
     ),
     ImagesResponse,
     { timeoutMs, isStart: true }

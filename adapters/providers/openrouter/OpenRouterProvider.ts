@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Clock, Effect, type Redacted, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import {
   CallbackRejected,
   type GenerationProvider,
@@ -114,7 +114,7 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
           model: request.providerModel,
           ...(webhookSecret === undefined || request.callbackUrl === undefined ? {} : { callback_url: request.callbackUrl })
         }
-        const job = yield* call(HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}/videos`), body), request.credentialId, true)
+        const job = yield* call(HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/videos`), body), request.credentialId, true)
         return { _tag: "Started" as const, handle: { id: job.id } }
       }),
 
@@ -134,7 +134,7 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
           const headers = lowerCaseKeys(callback.headers)
           const problem = webhookProblem(headers["x-openrouter-signature"], callback.body, webhookSecret, yield* Clock.currentTimeMillis)
           if (problem !== undefined) return yield* new CallbackRejected({ message: `OpenRouter webhook refused: ${problem}` })
-          const event = yield* Schema.decodeUnknown(Schema.parseJson(WebhookEvent))(new TextDecoder().decode(callback.body)).pipe(
+          const event = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(WebhookEvent))(new TextDecoder().decode(callback.body)).pipe(
             Effect.mapError(() => new CallbackRejected({ message: "OpenRouter webhook refused: the body is not a video generation event" }))
           )
           return { handleId: event.data.id }

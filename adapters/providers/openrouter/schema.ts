@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 
 /** Where a video generation job stands: the last four are terminal. */
-export const VideoStatus = Schema.Literal("pending", "in_progress", "completed", "failed", "cancelled", "expired")
+export const VideoStatus = Schema.Literals(["pending", "in_progress", "completed", "failed", "cancelled", "expired"])
 
 /**
  * A video generation job as `POST /api/v1/videos` and `GET /api/v1/videos/{jobId}` answer it;
@@ -9,11 +9,11 @@ export const VideoStatus = Schema.Literal("pending", "in_progress", "completed",
  * /api/v1/videos/{jobId}/content?index=N`, with the API key).
  */
 export const VideoJob = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1)),
+  id: Schema.String.check(Schema.isMinLength(1)),
   status: VideoStatus,
   error: Schema.optional(Schema.NullOr(Schema.String)),
   generation_id: Schema.optional(Schema.NullOr(Schema.String)),
-  unsigned_urls: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.pattern(/^https?:\/\//)))))
+  unsigned_urls: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isPattern(/^https?:\/\//)))))
 })
 export type VideoJob = typeof VideoJob.Type
 
@@ -25,5 +25,5 @@ export const ErrorBody = Schema.Struct({
 /** A webhook's event: `video.generation.{completed,failed,cancelled,expired}` about the job `data.id`. */
 export const WebhookEvent = Schema.Struct({
   type: Schema.String,
-  data: Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) })
+  data: Schema.Struct({ id: Schema.String.check(Schema.isMinLength(1)) })
 })

@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Clock, Effect, type Redacted, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import {
   CallbackRejected,
   type GenerationProvider,
@@ -103,9 +103,9 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
   const authorized = (request: HttpClientRequest.HttpClientRequest, credentialId: string | undefined) =>
     Effect.map(tokens.secretFor(credentialId), (token) => HttpClientRequest.setHeaders(request, authorization(token)))
 
-  const call = <A, I>(
+  const call = <A>(
     request: HttpClientRequest.HttpClientRequest,
-    schema: Schema.Schema<A, I>,
+    schema: Schema.Decoder<A>,
     credentialId: string | undefined,
     isStart = false
   ) => Effect.flatMap(authorized(request, credentialId), (signed) => sendJson(api, signed, schema, { timeoutMs, isStart }))
@@ -180,7 +180,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
             : { webhook: withMarker(request.callbackUrl, request.idempotencyKey), webhook_events_filter: ["completed"] })
         }
         const created = yield* call(
-          HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}${target.path}`), body),
+          HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}${target.path}`), body),
           Prediction,
           request.credentialId,
           true
@@ -250,7 +250,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
         }
         if (!fetched) return yield* new CallbackRejected({ message: "The webhook signing secret could not be fetched from Replicate" })
         if (problem !== undefined) return yield* new CallbackRejected({ message: `Replicate webhook refused: ${problem}` })
-        const body = yield* Schema.decodeUnknown(Schema.parseJson(WebhookBody))(new TextDecoder().decode(callback.body)).pipe(
+        const body = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(WebhookBody))(new TextDecoder().decode(callback.body)).pipe(
           Effect.mapError(() => new CallbackRejected({ message: "Replicate webhook refused: the body is not a prediction" }))
         )
         return { handleId: body.id }

@@ -2,8 +2,8 @@ import { Schema } from "effect"
 
 /** A prediction as Replicate's HTTP API answers it (create, get, cancel, list, webhooks); only the fields read. */
 export const Prediction = Schema.Struct({
-  id: Schema.String.pipe(Schema.minLength(1)),
-  status: Schema.Literal("starting", "processing", "succeeded", "failed", "canceled", "aborted"),
+  id: Schema.String.check(Schema.isMinLength(1)),
+  status: Schema.Literals(["starting", "processing", "succeeded", "failed", "canceled", "aborted"]),
   output: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.NullOr(Schema.Unknown)),
   logs: Schema.optional(Schema.NullOr(Schema.String)),
@@ -19,7 +19,7 @@ export const PredictionPage = Schema.Struct({
 })
 
 /** GET /v1/webhooks/default/secret. */
-export const WebhookSecret = Schema.Struct({ key: Schema.String.pipe(Schema.startsWith("whsec_")) })
+export const WebhookSecret = Schema.Struct({ key: Schema.String.check(Schema.isStartingWith("whsec_")) })
 
 /** Error answers are problem details: `detail` says what happened, `title` names the kind. */
 export const Problem = Schema.Struct({
@@ -28,4 +28,4 @@ export const Problem = Schema.Struct({
 })
 
 /** The prediction a webhook's body is about. */
-export const WebhookBody = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) })
+export const WebhookBody = Schema.Struct({ id: Schema.String.check(Schema.isMinLength(1)) })

@@ -1,4 +1,4 @@
-import { Clock, Effect, Exit, Ref } from "effect"
+import { Clock, Effect, Exit, Ref, Semaphore } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 
 /** Replicate signs webhooks the Standard Webhooks way; a delivery older or newer than this is refused (replay). */
@@ -52,8 +52,8 @@ const FAILED_FETCH_KEPT_MS = 60_000
  * authenticated request to Replicate. Callbacks arriving together wait for one fetch.
  */
 export const keptSecret = <E>(fetch: Effect.Effect<string, E>): Effect.Effect<string, E> => {
-  const kept = Ref.unsafeMake<{ readonly outcome: Exit.Exit<string, E>; readonly at: number } | undefined>(undefined)
-  const oneFetch = Effect.unsafeMakeSemaphore(1)
+  const kept = Ref.makeUnsafe<{ readonly outcome: Exit.Exit<string, E>; readonly at: number } | undefined>(undefined)
+  const oneFetch = Semaphore.makeUnsafe(1)
   return oneFetch.withPermits(1)(Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const last = yield* Ref.get(kept)

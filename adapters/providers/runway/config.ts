@@ -11,7 +11,7 @@ import { RUNWAY_API_VERSION, RUNWAY_BASE_URL, type RunwayOptions, runwayProvider
 export const runwayConfig: Config.Config<RunwayOptions> = Config.all({
   apiSecret: secretConfig("RUNWAYML_API_SECRET"),
   baseUrl: baseUrlConfig("RUNWAYML_BASE_URL", RUNWAY_BASE_URL),
-  apiVersion: Config.string("RUNWAY_API_VERSION").pipe(Config.withDefault(RUNWAY_API_VERSION)),
+  apiVersion: Config.String("RUNWAY_API_VERSION").pipe(Config.withDefault(RUNWAY_API_VERSION)),
   pollIntervalMs: millisConfig("RUNWAY_POLL_INTERVAL_MS", 5_000),
   maxConnections: countConfig("RUNWAY_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS)
 })

@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Effect, Option, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
 import type { OutputType } from "../../../src/domain/job.js"
 import {
   type ProviderError,
@@ -13,14 +13,14 @@ import { ignoringStatuses, type ProviderApi, send, sendJson } from "../providerH
 import { urlOutput } from "../providerOutputs.js"
 import { isRunwayEndpoint, RUNWAY_CONTENT_TYPES, RUNWAY_ENDPOINTS, runwayTargetOf } from "./endpoints.js"
 
-const Created = Schema.Struct({ id: Schema.String.pipe(Schema.minLength(1)) })
+const Created = Schema.Struct({ id: Schema.String.check(Schema.isMinLength(1)) })
 
 /** GET /v1/tasks/{id}: progress is 0 to 1; output URLs expire within a day or two. */
 const Task = Schema.Struct({
   id: Schema.String,
-  status: Schema.Literal("PENDING", "THROTTLED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"),
+  status: Schema.Literals(["PENDING", "THROTTLED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"]),
   progress: Schema.optional(Schema.NullOr(Schema.Number)),
-  output: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.pipe(Schema.pattern(/^https?:\/\//))))),
+  output: Schema.optional(Schema.NullOr(Schema.Array(Schema.String.check(Schema.isPattern(/^https?:\/\//))))),
   failure: Schema.optional(Schema.NullOr(Schema.String)),
   failureCode: Schema.optional(Schema.NullOr(Schema.String))
 })
@@ -49,7 +49,7 @@ export const createTask = (tasks: TasksApi, request: ProviderRequest): Effect.Ef
     tasks.api,
     HttpClientRequest.post(`${tasks.baseUrl}/v1/${target.endpoint}`).pipe(
       HttpClientRequest.setHeaders(tasks.headers),
-      HttpClientRequest.bodyUnsafeJson({ ...request.input, model: target.model })
+      HttpClientRequest.bodyJsonUnsafe({ ...request.input, model: target.model })
     ),
     Created,
     { timeoutMs: tasks.timeoutMs, isStart: true }
@@ -96,6 +96,6 @@ export const retrieveTask = (tasks: TasksApi, handle: ProviderHandle, request: P
 
 /** DELETE /v1/tasks/{id} aborts a pending, throttled or running task; a task already gone (404) needs nothing more. */
 export const deleteTask = (tasks: TasksApi, handle: ProviderHandle): Effect.Effect<void, ProviderError> =>
-  send(tasks.api, HttpClientRequest.del(taskUrl(tasks, handle)).pipe(HttpClientRequest.setHeaders(tasks.headers)), { timeoutMs: tasks.timeoutMs }).pipe(
+  send(tasks.api, HttpClientRequest.delete(taskUrl(tasks, handle)).pipe(HttpClientRequest.setHeaders(tasks.headers)), { timeoutMs: tasks.timeoutMs }).pipe(
     ignoringStatuses([404])
   )

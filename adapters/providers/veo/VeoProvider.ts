@@ -1,5 +1,5 @@
-import { HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
+import { HttpClientRequest } from "effect/http"
 import {
   type GenerationProvider,
   type ProviderHandle,
@@ -107,7 +107,7 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
           return yield* refused(`"${request.providerModel}" is not a Gemini API model id: use e.g. "veo-3.1-generate-preview"`)
         }
         const operation = yield* call(
-          HttpClientRequest.bodyUnsafeJson(HttpClientRequest.post(`${base}/v1beta/models/${model}:predictLongRunning`), predictBody(request.input)),
+          HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/v1beta/models/${model}:predictLongRunning`), predictBody(request.input)),
           request.credentialId,
           true
         )

@@ -14,6 +14,6 @@ export const veoApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "Gemini API",
   secrets: apiKeys,
   errorMessage: (body) =>
-    Option.getOrUndefined(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullable(error.message))),
+    Option.getOrUndefined(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullishOr(error.message))),
   ...HTTP_RETRY_RULES
 })

@@ -7,7 +7,7 @@ import { Schema } from "effect"
  */
 export const OPERATION_NAME = /^[A-Za-z0-9][\w.-]*(\/[A-Za-z0-9][\w.-]*)*$/
 
-export const OperationName = Schema.String.pipe(Schema.pattern(OPERATION_NAME, { message: () => "an operation name" }))
+export const OperationName = Schema.String.check(Schema.isPattern(OPERATION_NAME, { message: "an operation name" }))
 
 /** google.rpc.Status, as an operation's `error` and an error answer's `error` carry it. */
 const Status = Schema.Struct({
@@ -21,7 +21,7 @@ export const ErrorBody = Schema.Struct({ error: Status })
 
 const GeneratedSample = Schema.Struct({
   video: Schema.optional(Schema.Struct({
-    uri: Schema.optional(Schema.String.pipe(Schema.pattern(/^https?:\/\//))),
+    uri: Schema.optional(Schema.String.check(Schema.isPattern(/^https?:\/\//))),
     mimeType: Schema.optional(Schema.String)
   }))
 })
