@@ -1,5 +1,7 @@
 import "../quietSqliteWarning.js"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+// The modules, not the package's index: the index loads its Redis module, which needs \`redis\`.
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, ConfigProvider, Deferred, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"

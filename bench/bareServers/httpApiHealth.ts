@@ -3,7 +3,8 @@
  * endpoint, GET /health answering `{"status":"ok"}`, served by NodeHttpServer with the per-request
  * span and the access log off, as the bundled server runs without a trace exporter.
  */
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Schema } from "effect"
 import { HttpMiddleware, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"

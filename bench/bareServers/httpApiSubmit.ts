@@ -4,7 +4,8 @@
  * encoded answer, as the engine's, served by NodeHttpServer with the per-request span and the
  * access log off. What it costs per request is the framework's floor under the engine's submit.
  */
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Schema } from "effect"
 import { HttpMiddleware, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
