@@ -108,8 +108,10 @@ export const make = Effect.gen(function*() {
       const joined = yield* Ref.modify(reloading, (inFlight) => (inFlight === undefined ? [mine, mine] : [inFlight, inFlight]))
       if (joined === mine) {
         // Its own fiber: a caller that gives up waiting (interrupted) does not cancel the others' answer.
+        // The slot is emptied before the answer is given: the waiters may run at once, and a caller
+        // coming after a failed check must check again, not join the finished one.
         yield* Effect.forkIn(
-          reload(now).pipe(Effect.exit, Effect.flatMap((exit) => Deferred.done(mine, exit)), Effect.ensuring(Ref.set(reloading, undefined))),
+          Effect.onExit(reload(now), (exit) => Effect.andThen(Ref.set(reloading, undefined), Deferred.done(mine, exit))),
           scope
         )
       }

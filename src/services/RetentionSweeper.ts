@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Exit, Layer, Option, Scope } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { StoreError } from "../domain/errors.js"
 import { jobFilePrefix, retainedStatuses, retentionCutoffs, unsentDeliveries } from "../domain/retention.js"
@@ -107,8 +107,9 @@ export const make = Effect.gen(function*() {
     // The loop runs in a scope of its own inside the caller's, so the caller's close can bound the
     // wait: closing `sweeps` interrupts the loop, which finishes its uninterruptible batch first;
     // past `drainTimeoutMs` the close stops waiting and the batch is abandoned (it ends by itself
-    // and starts no other). The close runs interruptible, or the timeout, inside a finalizer, could
-    // not stop the wait. `sweeps` is closed by then, so the caller's own close of it adds no wait.
+    // and starts no other). Effect 4's Scope.close is uninterruptible, so it runs in a fiber of its
+    // own and only the wait for it, made interruptible (finalizers run uninterruptibly), is timed
+    // out. `sweeps` is closed by then, so the caller's own close of it adds no wait.
     const sweeps = yield* Scope.fork(yield* Effect.scope, "sequential")
     yield* Effect.forkIn(
       Effect.forever(
@@ -120,7 +121,9 @@ export const make = Effect.gen(function*() {
       sweeps
     )
     yield* Effect.addFinalizer((exit) =>
-      Effect.interruptible(Scope.close(sweeps, exit)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)
+      // Started at once: the loop is interrupted now, before it can start its next batch.
+      Effect.flatMap(Effect.forkDetach(Scope.close(sweeps, exit), { startImmediately: true }), (closing) =>
+        Effect.interruptible(Fiber.await(closing)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore))
     )
   })
 

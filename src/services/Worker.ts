@@ -34,7 +34,10 @@ export const make = Effect.gen(function*() {
     queue: yield* Effect.serviceOption(JobQueue),
     files: yield* makeOutputStore,
     calls: yield* makeProviderCalls,
-    newLeaseKeeper: makeLeaseKeeper.pipe(Effect.provide(yield* Effect.context<JobRepo | EngineConfig>())),
+    // These two services only: the layer's context holds the layer's Scope too (Effect 4 builds
+    // Layer.effect scoped), which would take the place of the caller's and keep every keeper's
+    // loop running until the engine closes.
+    newLeaseKeeper: makeLeaseKeeper.pipe(Effect.provideContext(Context.pick(JobRepo, EngineConfig)(yield* Effect.context<JobRepo | EngineConfig>()))),
     limits: makeLimitPlans(catalog)
   }
   return {

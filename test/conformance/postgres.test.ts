@@ -148,8 +148,9 @@ if (probe === undefined) {
         const [kept] = yield* sql<{ n: bigint }>`SELECT active_jobs - (SELECT COUNT(*) FROM genjobs_active_job_ends WHERE account_id = ${owner.id}) AS n
           FROM genjobs_accounts WHERE id = ${owner.id}`
         expect(Number(kept!.n)).toBe(0)
-        const [money] = yield* sql<{ balance: string; ledger: string }>`SELECT a.balance_micro_cents AS balance,
-          (SELECT SUM(amount_micro_cents) FROM genjobs_ledger WHERE account_id = a.id) AS ledger FROM genjobs_accounts a WHERE a.id = ${owner.id}`
+        // SUM of a bigint is a numeric (read as a string), the balance a bigint: the sum is cast to compare them exactly.
+        const [money] = yield* sql<{ balance: bigint; ledger: bigint }>`SELECT a.balance_micro_cents AS balance,
+          (SELECT SUM(amount_micro_cents)::bigint FROM genjobs_ledger WHERE account_id = a.id) AS ledger FROM genjobs_accounts a WHERE a.id = ${owner.id}`
         expect(money!.balance).toBe(money!.ledger)
       }).pipe(Effect.scoped), 60_000)
 
