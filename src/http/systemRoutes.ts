@@ -1,13 +1,13 @@
-import { Effect, Stream } from "effect"
+import { Context, Effect, Stream } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ValidationError } from "../domain/errors.js"
-import type { BlobStore } from "../ports/BlobStore.js"
-import type { JobEvents } from "../ports/JobEvents.js"
-import type { JobRepo } from "../ports/JobRepo.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import { JobEvents } from "../ports/JobEvents.js"
+import { JobRepo } from "../ports/JobRepo.js"
 import { Providers } from "../ports/Provider.js"
-import type { UploadRepo } from "../ports/UploadRepo.js"
-import type { Catalog } from "../services/Catalog.js"
-import { receiveUpload, type UploadSigningSecret } from "../services/Uploads.js"
+import { UploadRepo } from "../ports/UploadRepo.js"
+import { Catalog } from "../services/Catalog.js"
+import { receiveUpload, UploadSigningSecret } from "../services/Uploads.js"
 import { serveFile } from "./files.js"
 import { readiness } from "./readiness.js"
 import { PROVIDER_CALLBACK_ROUTE, receiveProviderCallback } from "./providerCallbacks.js"
@@ -32,9 +32,12 @@ const withCors = <E, R>(handler: Effect.Effect<HttpServerResponse.HttpServerResp
  */
 export const SystemRoutes = HttpRouter.use((router) =>
   Effect.gen(function*() {
-    const fileServices = yield* Effect.context<UploadRepo | BlobStore>()
-    const uploadServices = yield* Effect.context<UploadRepo | BlobStore | UploadSigningSecret>()
-    const callbackServices = yield* Effect.context<JobRepo | Catalog | JobEvents>()
+    // Only these services: the layer's whole context holds its Scope too, which would stand in for
+    // each request's own (Effect 4's provide merges) and gather the requests' finalizers.
+    const context = yield* Effect.context<UploadRepo | BlobStore | UploadSigningSecret | JobRepo | Catalog | JobEvents>()
+    const fileServices = Context.pick(UploadRepo, BlobStore)(context)
+    const uploadServices = Context.pick(UploadRepo, BlobStore, UploadSigningSecret)(context)
+    const callbackServices = Context.pick(JobRepo, Catalog, JobEvents)(context)
     // Optional for now: an engine composed without providers answers every callback 404.
     const providers = yield* Effect.serviceOption(Providers)
     yield* router.add("GET", "/health", HttpServerResponse.json({ status: "ok" }))

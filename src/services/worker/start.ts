@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Fiber, Option, Queue, Ref, type Scope } from "effect"
+import { Duration, Effect, Fiber, Option, Queue, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { QueueError } from "../../domain/errors.js"
 import { makeBrokerClaims } from "../brokerClaims.js"
@@ -47,12 +47,13 @@ export const start = (deps: WorkerDeps) =>
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
     if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
     const shared: Runners = { work: yield* Queue.unbounded<Work>(), keeper, watcher, broker }
-    // Runners carry no engine Context: what they use is in `deps`, resolved once here.
+    // What runners use is in `deps`, resolved once here. A fork shares its parent's context (no
+    // copy on Effect 4), which also holds the loggers, log level and tracer the runners log with.
     const runners = yield* Effect.forEach(
       Array.from({ length: Math.min(concurrency, MAX_RUNNERS) }),
-      () => Effect.forkScoped(Effect.provide(runner(deps, pool, shared), Context.empty()))
+      () => Effect.forkScoped(runner(deps, pool, shared))
     )
-    runners.push(yield* Effect.forkScoped(Effect.provide(intake(deps, pool, shared), Context.empty())))
+    runners.push(yield* Effect.forkScoped(intake(deps, pool, shared)))
     const background = [
       yield* Effect.forkScoped(claimer(deps, pool, broker)),
       yield* Effect.forkScoped(reaper(deps, `rpr_${processId}`)),
