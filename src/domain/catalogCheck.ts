@@ -1,22 +1,12 @@
 import { Result, Schema, SchemaIssue } from "effect"
 import { CatalogDocument } from "./catalog.js"
 import { catalogProblems } from "./catalogRules.js"
+import { reasonLeafHook } from "./schemaReasons.js"
 
 // The input is reported so a wrong value's reason shows it (`actual "x"`), as the reasons always did.
 const decodeDocument = Schema.decodeUnknownResult(CatalogDocument, { errors: "all", onExcessProperty: "error", reportInput: true })
 
-/**
- * A wrong field's reason in the words the API has always given them (`is missing`, `is
- * unexpected`, `Expected ..., actual ...`), a filter's own message (a slug's form) left as it is.
- */
-const leafReason: SchemaIssue.LeafHook = (issue) =>
-  issue._tag === "MissingKey"
-    ? "is missing"
-    : issue._tag === "UnexpectedKey"
-    ? "is unexpected"
-    : SchemaIssue.defaultLeafHook(issue).replace(", got ", ", actual ")
-
-const formatReasons = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook: leafReason })
+const formatReasons = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook: reasonLeafHook })
 
 /**
  * One reason per wrong field, by its path as the HTTP layer names a body's (`/models/0/slug: is

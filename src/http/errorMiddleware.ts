@@ -15,6 +15,7 @@ import {
 } from "../domain/errors.js"
 import { newRequestId } from "../domain/ids.js"
 import { type AnyRefusal, isRefusal } from "../domain/refusal.js"
+import { reasonLeafHook } from "../domain/schemaReasons.js"
 import { requestsShedOf } from "../observability/metricSeries.js"
 import { noteRequestRoute } from "../observability/requestLog.js"
 import { RequestStoreWait, requestStoreWait } from "../ports/StoreWait.js"
@@ -27,8 +28,9 @@ import { withSlugPathJoined } from "./slugPaths.js"
 /** Marks the message of a field the body's schema does not declare, so it is told apart from the others. */
 const UNEXPECTED = "\u0000unexpected\u0000"
 
+// Worded as the catalog check words them (domain/schemaReasons.ts), as the API always has.
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
-  leafHook: (issue) => issue._tag === "UnexpectedKey" ? UNEXPECTED + SchemaIssue.defaultLeafHook(issue) : SchemaIssue.defaultLeafHook(issue)
+  leafHook: (issue) => issue._tag === "UnexpectedKey" ? UNEXPECTED + reasonLeafHook(issue) : reasonLeafHook(issue)
 })
 
 const segment = (key: PropertyKey | { readonly key: PropertyKey }) => String(typeof key === "object" ? key.key : key)

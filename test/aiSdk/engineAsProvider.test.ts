@@ -91,7 +91,13 @@ describe("genjobs/ai-sdk: the engine as an AI SDK provider", () => {
     // After a crash: a new provider, the operation read back from wherever the workflow kept it.
     const resumed = createGenjobs({ baseUrl: target.baseUrl, apiKey, fetch: target.fetch })
     let status = await resumed.videoModel(VIDEO).doStatus!({ operation: stored })
-    while (status.status === "pending") status = await resumed.videoModel(VIDEO).doStatus!({ operation: stored })
+    // Polled with a pause, as the AI SDK polls: this engine answers in-process, and a loop that
+    // never leaves the microtask queue starves its workers (Effect 4 runs scheduled fibers on
+    // setImmediate; Effect 3 ran them on microtasks) and the job stays pending forever.
+    while (status.status === "pending") {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      status = await resumed.videoModel(VIDEO).doStatus!({ operation: stored })
+    }
     expect(status.status).toBe("completed")
     expect((await client.list()).jobs).toHaveLength(1)
   })

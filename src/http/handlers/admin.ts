@@ -14,14 +14,20 @@ import { CurrentRequestId } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
 import { accountView, apiKeyView, spendView, statsView } from "../views.js"
 
-/** The catalog document's JSON Schema (2020-12), derived from the Schema the import decodes with. */
+/**
+ * The catalog document's JSON Schema, derived from the Schema the import decodes with. Draft-07,
+ * as it has always been published: Effect 4 writes 2020-12, which draft-07 validators (ajv's
+ * default, most editors) refuse to compile.
+ */
 const catalogJsonSchema = ((): Record<string, unknown> => {
   // Closed objects, as the import refuses fields it does not know.
-  const { definitions, schema } = Schema.toJsonSchemaDocument(CatalogDocument, { onExcessProperty: "error" })
+  const { definitions, schema } = JsonSchema.toDocumentDraft07(
+    Schema.toJsonSchemaDocument(CatalogDocument, { onExcessProperty: "error" })
+  )
   return {
-    $schema: JsonSchema.META_SCHEMA_URI_DRAFT_2020_12,
+    $schema: JsonSchema.META_SCHEMA_URI_DRAFT_07,
     ...schema,
-    ...(Object.keys(definitions).length === 0 ? {} : { $defs: definitions })
+    ...(Object.keys(definitions).length === 0 ? {} : { definitions })
   }
 })()
 

@@ -8,9 +8,11 @@ import { HttpApi } from "effect/http-api"
  * any key, so a job's model-specific `input` is still checked by the model's own JSON Schema.
  * Every issue is collected, so the error names every unknown field, not only the first. An
  * annotation of each endpoint that takes a body (Effect 4 reads parse options per endpoint slot,
- * not off the schema); query parameters and headers stay lenient.
+ * not off the schema); query parameters and headers stay lenient. A wrong value's reason shows
+ * it (`Expected string, actual 1`), as it always did: Effect 4 keeps the input only when asked.
  */
 export const strictBody: Context.Context<never> = Context.make(HttpApi.PayloadParseOptions, {
   onExcessProperty: "error",
-  errors: "all"
+  errors: "all",
+  reportInput: true
 })
