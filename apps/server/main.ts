@@ -59,7 +59,10 @@ const serve = (settings: ServerSettings) =>
     )
     // Requests that arrive while the engine starts wait for it, rather than finding no handler.
     const ready = yield* Deferred.make<App>()
-    const front = HttpServer.serve(Effect.flatMap(Deferred.await(ready), (app) => app))
+    // The platform's span per request is "http.server POST", as docs/observability.md lists it (Effect 4's default: "POST").
+    const front = HttpServer.serve(Effect.flatMap(Deferred.await(ready), (app) => app)).pipe(
+      Layer.provide(Layer.succeed(HttpMiddleware.SpanNameGenerator)((request) => `http.server ${request.method}`))
+    )
     // Without an exporter the platform's span per request would be made and dropped: skip it.
     yield* Layer.build(
       settings.observability.tracing === undefined ? front.pipe(Layer.provide(Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true))) : front

@@ -159,9 +159,13 @@ const closed = (value: unknown): unknown => {
     : object
 }
 
-/** What a parameter's schema says the document shows, looking through `optional`'s union with undefined. */
+/**
+ * What a parameter's schema says the document shows, looking through `optional`'s union with
+ * undefined. Read with `resolveAt`: a schema with checks (PageLimit's finite number) keeps its
+ * annotations on its last check.
+ */
 const documentedAsOf = (ast: SchemaAST.AST): Record<string, unknown> | undefined => {
-  const own = ast.annotations?.[DocumentedAs] as Record<string, unknown> | undefined
+  const own = SchemaAST.resolveAt<Record<string, unknown>>(DocumentedAs)(ast)
   if (own !== undefined || !SchemaAST.isUnion(ast)) return own
   return ast.types.map(documentedAsOf).find((schema) => schema !== undefined)
 }

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, type Scope } from "effect"
-import { HttpEffect, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpEffect, HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NotFound } from "../domain/errors.js"
 import { PayloadTooLarge } from "../domain/limits.js"
 import { newRequestId } from "../domain/ids.js"
@@ -99,6 +99,12 @@ const mount = (
 }
 
 /**
+ * The platform's span per request is named "http.server POST", as docs/observability.md lists it
+ * (Effect 4's default is the bare method). Read where the request is served, outside the router.
+ */
+const serverSpanName = (request: HttpServerRequest.HttpServerRequest): string => `http.server ${request.method}`
+
+/**
  * A web-standard handler over the engine's services, mountable under any path of any server.
  * The client address comes from the host (`info.remoteAddress`) since a `Request` has no socket.
  */
@@ -109,7 +115,12 @@ export const makeWebHandler = <E>(
   const { dispose, handler } = HttpRouter.toWebHandler(
     // provideMerge: the router's own middlewares (the request log) run with the services too, and
     // with the loggers, log level and tracer they carry (References in Effect 4's context).
-    EngineHttpLive.pipe(Layer.provideMerge(Layer.merge(services, HttpServer.layerServices))),
+    // The span name first: a host's own generator in `services` wins.
+    EngineHttpLive.pipe(Layer.provideMerge(Layer.mergeAll(
+      Layer.succeed(HttpMiddleware.SpanNameGenerator)(serverSpanName),
+      services,
+      HttpServer.layerServices
+    ))),
     // The engine logs its requests itself (observability/requestLog.ts).
     { disableLogger: true }
   )
@@ -125,6 +136,6 @@ export const webHandlerInScope = (
 ): Effect.Effect<EngineFetch, never, EngineHttpRequirements | Scope.Scope> =>
   Effect.gen(function*() {
     const app = yield* HttpRouter.toHttpEffect(EngineHttpLive.pipe(Layer.provide(HttpServer.layerServices)))
-    const services = yield* Effect.context<EngineHttpRequirements>()
+    const services = Context.add(yield* Effect.context<EngineHttpRequirements>(), HttpMiddleware.SpanNameGenerator, serverSpanName)
     return mount(HttpEffect.toWebHandlerWith<EngineHttpRequirements, HttpServerRequest.HttpServerRequest | Scope.Scope>(services)(app), options)
   })

@@ -99,6 +99,10 @@ describe("traces over OTLP/HTTP", () => {
       await call("PUT", "/admin/catalog", ADMIN, demoCatalog())
       const account = await call("POST", "/admin/accounts", ADMIN, { name: "t", creditsMicroCents: 10_000_000 })
       const key = (await call("POST", `/admin/accounts/${account.id}/keys`, ADMIN, { name: "k" })).key
+      // The calls above ran in microtasks alone (memory stores), and Effect 4 starts forked fibers
+      // on the event loop's next turns (setImmediate): let the worker's claimer run its first
+      // claim, which finds the queue dry, so that its fiber is idle and offered to the submit.
+      for (let turn = 0; turn < 10; turn++) await new Promise((resolve) => setImmediate(resolve))
       jobId = (await call("POST", "/v1/jobs/submit", key, {
         model: "demo/text-gen/text-to-text",
         input: { prompt: "traced" },
