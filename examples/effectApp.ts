@@ -5,7 +5,7 @@
  * docs/embedding.md ("Effect apps") walks through it; test/package/effectApp.test.ts installs the
  * packed package into an app on effect 4.1 and runs a job through it.
  */
-// The modules, not the package's index: the index loads its Redis module, which needs \`redis\`.
+// The modules, not the package's index: the index loads its Redis module, which needs `redis`.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect, Layer, Logger } from "effect"

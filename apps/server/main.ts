@@ -1,8 +1,8 @@
 import "../quietSqliteWarning.js"
-// The modules, not the package's index: the index loads its Redis module, which needs \`redis\`.
+// The modules, not the package's index: the index loads its Redis module, which needs `redis`.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Config, ConfigProvider, Deferred, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Cause, Config, ConfigProvider, Deferred, Effect, Exit, Layer, Option, Redacted, Runtime, type Scope } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
@@ -140,11 +140,18 @@ const oneLine = (cause: Cause.Cause<unknown>): string => {
   return `genjobs: the server stopped: ${Cause.pretty(cause)}`
 }
 
+/**
+ * A stop by SIGTERM or SIGINT (the main fiber interrupted, its finalizers drained) exits 0, as
+ * process managers expect of a clean stop; Effect 4's default teardown answers 130 for it.
+ */
+const stoppedBySignalIsSuccess: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+
 Effect.gen(function*() {
   return yield* serve(yield* ServerConfig)
 }).pipe(
   // A variable set to "" is a value (a token given empty is refused, not taken for unset), as before Effect 4.
   Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ preserveEmptyStrings: true })),
   Effect.tapCause((cause) => (Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.sync(() => console.error(oneLine(cause))))),
-  (program) => NodeRuntime.runMain(program, { disableErrorReporting: true })
+  (program) => NodeRuntime.runMain(program, { disableErrorReporting: true, teardown: stoppedBySignalIsSuccess })
 )

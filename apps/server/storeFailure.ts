@@ -1,4 +1,5 @@
 import { Option, Redacted } from "effect"
+import { SqlError } from "effect/sql"
 import type { ServerSettings } from "./config.js"
 
 /** The driver's own reason, however it came: PostgreSQL's message, a socket's code, each error of an AggregateError. */
@@ -22,20 +23,20 @@ export const databaseOf = (url: string): string => {
   }
 }
 
-const isSqlError = (value: unknown): value is { readonly message: string; readonly cause: unknown } =>
-  typeof value === "object" && value !== null && (value as { _tag?: unknown })._tag === "SqlError"
-
 /**
  * A store that failed the start, on one line with the database's own reason: `PgClient: Failed
  * to connect` alone leaves an operator guessing between a wrong password, a missing database
  * and a server not running. Undefined for any other failure.
  */
 export const storeFailureLine = (settings: ServerSettings, error: unknown): string | undefined => {
-  if (!isSqlError(error)) return undefined
+  if (!SqlError.isSqlError(error)) return undefined
   const where = Option.match(settings.engine.databaseUrl, {
     onNone: () => `the SQLite database in ${settings.engine.dataDir}`,
     onSome: (url) => databaseOf(Redacted.value(url))
   })
-  const reason = error.cause === undefined ? error.message : `${error.message}: ${reasonOf(error.cause)}`
+  // The driver's error is the cause of the SqlError's reason (ConnectionError, AuthenticationError...),
+  // which only repeats the SqlError's message.
+  const driverError = error.reason.cause
+  const reason = driverError === undefined ? error.message : `${error.message}: ${reasonOf(driverError)}`
   return `genjobs: cannot open ${where}: ${reason}`
 }
