@@ -10,22 +10,8 @@ import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
 import { Worker } from "../../src/services/Worker.js"
 import { engineOver } from "../support/engineLayer.js"
+import { startedFibers } from "../support/fiberCount.js"
 import { submitMany } from "../support/submitMany.js"
-
-/**
- * Counts every fiber started under the effect it is provided to (Effect 4 has no supervisors: the
- * runtime reports each fiber's start to the FiberRuntimeMetrics service its context carries).
- */
-const startedFibers = () => {
-  const counter = { started: 0 }
-  const service: Metric.FiberRuntimeMetricsService = {
-    recordFiberStart: () => {
-      counter.started++
-    },
-    recordFiberEnd: () => {}
-  }
-  return { counter, count: Effect.provideService(Metric.FiberRuntimeMetrics, service) }
-}
 
 /**
  * A provider whose generations run until the test lets them end: each is `Running` until

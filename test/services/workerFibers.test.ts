@@ -1,4 +1,4 @@
-import { Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Option, Scope } from "effect"
 import { describe, expect, it } from "vitest"
 import { layerMemoryJobQueue } from "../../adapters/memory/MemoryJobQueue.js"
 import type { JobId } from "../../src/domain/ids.js"
@@ -6,22 +6,8 @@ import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Worker } from "../../src/services/Worker.js"
 import { memoryEngine } from "../support/engineLayer.js"
 import { idleProvider } from "../support/providers.js"
+import { startedFibers } from "../support/fiberCount.js"
 import { submitMany } from "../support/submitMany.js"
-
-/**
- * Counts every fiber started under the effect it is provided to (Effect 4 has no supervisors: the
- * runtime reports each fiber's start to the FiberRuntimeMetrics service its context carries).
- */
-const startedFibers = () => {
-  const counter = { started: 0 }
-  const service: Metric.FiberRuntimeMetricsService = {
-    recordFiberStart: () => {
-      counter.started++
-    },
-    recordFiberEnd: () => {}
-  }
-  return { counter, count: Effect.provideService(Metric.FiberRuntimeMetrics, service) }
-}
 
 const FIBERS = 8
 
