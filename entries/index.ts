@@ -14,7 +14,7 @@ export {
   inputUrlPrefixesOf,
   layerEngineConfig
 } from "./config.js"
-export { invalidSetting, satisfying } from "./settingChecks.js"
+export { invalidSetting, satisfying, settingRefusalText } from "./settingChecks.js"
 export { loadOptionalEntry, MissingPackagesError, type OptionalEntry } from "./optionalEntry.js"
 export { localFiles, type LocalFilesOptions } from "../adapters/blob/localFiles.js"
 export { layerFsBlobStore, makeFsBlobStore } from "../adapters/blob/FsBlobStore.js"

@@ -4,7 +4,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, ConfigProvider, Deferred, Effect, Exit, Layer, Option, Redacted, Runtime, type Scope } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider } from "genjobs"
+import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider, settingRefusalText } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
 import { layerObservability } from "genjobs/observability"
 import { createServer } from "node:http"
@@ -71,7 +71,7 @@ const serve = (settings: ServerSettings) =>
     yield* Effect.addFinalizer(() => Deferred.succeed(ready, Effect.succeed(HttpServerResponse.empty({ status: 503 }))))
     yield* Effect.addFinalizer(() => Effect.logInfo("genjobs stopped: workers drained, stores closed"))
     const publicUrl = publicUrlOf(settings)
-    const real = yield* configuredProviders.pipe(Effect.mapError((error) => new StartFailure(`genjobs: provider settings: ${error}`)))
+    const real = yield* configuredProviders.pipe(Effect.mapError((error) => new StartFailure(`genjobs: provider settings: ${settingRefusalText(error)}`)))
     const engine = yield* Layer.build(layerEngine(engineOptionsFromEnv(settings.engine, {
       publicUrl,
       providers: {
@@ -135,7 +135,7 @@ const isSettingsRefusal = (value: unknown): value is { readonly message: string 
 const oneLine = (cause: Cause.Cause<unknown>): string => {
   const failure = Cause.findErrorOption(cause)
   if (Option.isSome(failure) && failure.value instanceof StartFailure) return failure.value.line
-  if (Option.isSome(failure) && failure.value instanceof Config.ConfigError) return `genjobs: invalid configuration: ${failure.value.message}`
+  if (Option.isSome(failure) && failure.value instanceof Config.ConfigError) return `genjobs: invalid configuration: ${settingRefusalText(failure.value)}`
   if (Option.isSome(failure) && isSettingsRefusal(failure.value)) return `genjobs: ${failure.value.message}`
   return `genjobs: the server stopped: ${Cause.pretty(cause)}`
 }
