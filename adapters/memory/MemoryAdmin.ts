@@ -3,6 +3,7 @@ import { type JobCursor, isAfterCursor } from "../../src/domain/cursor.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { groupSpend } from "../../src/domain/spend.js"
+import { DEFAULT_FAIR_WEIGHT } from "../../src/domain/fairShare.js"
 import type { MemoryState } from "./state.js"
 
 type Keyed = { readonly createdAt: number; readonly id: string }
@@ -85,9 +86,13 @@ export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Se
       const account = state.accounts.get(id)
       if (account === undefined) return Option.none()
       const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined))
-      const { budget: _dropped, ...rest } = { ...account, ...defined }
-      // Absent when there is none, as the SQL stores answer.
-      const updated = _dropped == null ? rest : { ...rest, budget: _dropped }
+      const { budget: _dropped, fairShareWeight: weight, ...rest } = { ...account, ...defined }
+      // Absent when there is none (or the default weight), as the SQL stores answer.
+      const updated = {
+        ...rest,
+        ...(_dropped == null ? {} : { budget: _dropped }),
+        ...(weight === undefined || weight === DEFAULT_FAIR_WEIGHT ? {} : { fairShareWeight: weight })
+      }
       state.accounts.set(id, updated)
       return Option.some(updated)
     })),

@@ -4,6 +4,7 @@ import { type Job, progressOf } from "../domain/job.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { Stats } from "../domain/stats.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
+import { fairWeightOf } from "../domain/fairShare.js"
 import {
   type JobListItem,
   JobListItemOfJob,
@@ -58,7 +59,8 @@ export const accountView = (account: Account) => ({
   ...account,
   previousWebhookSecretExpiresAt: isoOrNull(account.previousWebhookSecretExpiresAt),
   budget: account.budget ?? null,
-  createdAt: iso(account.createdAt)
+  createdAt: iso(account.createdAt),
+  fairShareWeight: fairWeightOf(account)
 })
 
 export const apiKeyView = (key: ApiKey) => ({
