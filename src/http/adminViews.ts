@@ -17,6 +17,7 @@ export const accountListItem = (account: Account) => ({
   segments: account.segments,
   allowedModels: account.allowedModels,
   discounts: account.discounts,
+  standardWebhooks: account.standardWebhooks,
   budget: account.budget ?? null,
   createdAt: iso(account.createdAt)
 })

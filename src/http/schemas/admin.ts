@@ -1,5 +1,5 @@
 import { Effect, Schema, Struct } from "effect"
-import { AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
+import { Account, AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
 import { Budget } from "../../domain/budget.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
@@ -21,6 +21,9 @@ export const AccountView = Schema.Struct({
   webhookSecret: Schema.String,
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
+  standardWebhooks: Account.fields.standardWebhooks.annotate({
+    description: "Whether webhooks also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature)"
+  }),
   budget: Schema.NullOr(Budget),
   createdAt: Schema.String
 })
