@@ -276,7 +276,7 @@ export const runAdminConformance = (
           id: "key_std" as ApiKeyId, accountId: created.id, name: "k", scopes: [], allowedIPs: [], hash: "c".repeat(64),
           hint: "gjk_c", active: true, expiresAt: null, createdAt: T0
         })
-        expect(Option.getOrThrow(Option.getOrThrow(yield* keys.findWithAccount("c".repeat(64))).account).standardWebhooks).toBe(true)
+        expect(Option.getOrThrow(Option.getOrThrow(yield* keys.findWithAccount!("c".repeat(64))).account).standardWebhooks).toBe(true)
         const listed = yield* (yield* AdminReadRepo).accounts({ limit: 10 })
         expect(listed.map((a) => [a.id, a.standardWebhooks]).sort()).toEqual([[created.id, true], [other.id, false]].sort())
       }))
