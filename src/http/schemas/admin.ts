@@ -1,5 +1,5 @@
 import { Effect, Schema, Struct } from "effect"
-import { Account, AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
+import { AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
 import { Budget } from "../../domain/budget.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
@@ -21,7 +21,7 @@ export const AccountView = Schema.Struct({
   webhookSecret: Schema.String,
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
-  standardWebhooks: Account.fields.standardWebhooks.annotate({
+  standardWebhooks: Schema.Boolean.annotate({
     description: "Whether webhooks also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature)"
   }),
   budget: Schema.NullOr(Budget),
