@@ -53,6 +53,7 @@ export const AccountRow = Schema.Struct({
   webhook_secret: Schema.String,
   previous_webhook_secret: Schema.NullOr(Schema.String),
   previous_webhook_secret_expires_at: DbIntOrNull,
+  standard_webhooks: DbInt,
   ...BudgetColumns,
   created_at: DbInt,
   fair_weight: DbInt
@@ -70,6 +71,7 @@ export const toAccount = (row: typeof AccountRow.Type): Account =>
     webhookSecret: row.webhook_secret,
     previousWebhookSecret: row.previous_webhook_secret,
     previousWebhookSecretExpiresAt: row.previous_webhook_secret_expires_at,
+    standardWebhooks: row.standard_webhooks === 1,
     ...budgetOf(row),
     createdAt: row.created_at,
     // Absent when it is the default, as on an account made without one.

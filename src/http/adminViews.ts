@@ -18,6 +18,7 @@ export const accountListItem = (account: Account) => ({
   segments: account.segments,
   allowedModels: account.allowedModels,
   discounts: account.discounts,
+  standardWebhooks: account.standardWebhooks,
   budget: account.budget ?? null,
   createdAt: iso(account.createdAt),
   fairShareWeight: fairWeightOf(account)

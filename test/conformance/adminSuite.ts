@@ -258,6 +258,28 @@ export const runAdminConformance = (
         })
         expect(Option.isNone(yield* settings.update("acc_missing" as AccountId, { name: "x" }))).toBe(true)
       }))
+
+    test("keeps standardWebhooks: created on, turned off and on again, read alone, with a key and in the list", () =>
+      Effect.gen(function*() {
+        const settings = yield* AccountSettingsRepo
+        const accounts = yield* AccountRepo
+        const keys = yield* ApiKeyRepo
+        const created = yield* createAccount(0, { standardWebhooks: true })
+        const other = yield* createAccount(0)
+        const read = (id: AccountId) => Effect.map(accounts.get(id), (a) => Option.getOrThrow(a).standardWebhooks)
+        expect([yield* read(created.id), yield* read(other.id)]).toEqual([true, false])
+        expect(Option.getOrThrow(yield* settings.update(created.id, { standardWebhooks: false }))).toEqual({ ...created, standardWebhooks: false })
+        expect(yield* read(created.id)).toBe(false)
+        expect(Option.getOrThrow(yield* settings.update(created.id, { standardWebhooks: true, name: "on" }))).toEqual({ ...created, name: "on" })
+        expect([yield* read(created.id), yield* read(other.id)]).toEqual([true, false])
+        yield* keys.create({
+          id: "key_std" as ApiKeyId, accountId: created.id, name: "k", scopes: [], allowedIPs: [], hash: "c".repeat(64),
+          hint: "gjk_c", active: true, expiresAt: null, createdAt: T0
+        })
+        expect(Option.getOrThrow(Option.getOrThrow(yield* keys.findWithAccount!("c".repeat(64))).account).standardWebhooks).toBe(true)
+        const listed = yield* (yield* AdminReadRepo).accounts({ limit: 10 })
+        expect(listed.map((a) => [a.id, a.standardWebhooks]).sort()).toEqual([[created.id, true], [other.id, false]].sort())
+      }))
   })
 
   describe(`${name}: AuditLog`, () => {

@@ -63,7 +63,7 @@ describe("admin API: listings, updates and the audit log", () => {
     expect(first.body.accounts.map((a: any) => a.name)).toEqual(["Omega", "zeta labs"])
     expect(first.body.hasMore).toBe(true)
     expect(Object.keys(first.body.accounts[0]).sort()).toEqual(
-      ["allowedModels", "balanceMicroCents", "budget", "createdAt", "discounts", "fairShareWeight", "id", "maxConcurrentJobs", "name", "segments"]
+      ["allowedModels", "balanceMicroCents", "budget", "createdAt", "discounts", "fairShareWeight", "id", "maxConcurrentJobs", "name", "segments", "standardWebhooks"]
     )
     const all = await allPages("/admin/accounts?limit=2", "accounts")
     expect(all.slice(0, 3).map((a) => a.id)).toEqual([...ids].reverse())

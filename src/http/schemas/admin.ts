@@ -22,6 +22,9 @@ export const AccountView = Schema.Struct({
   webhookSecret: Schema.String,
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
+  standardWebhooks: Schema.Boolean.annotate({
+    description: "Whether webhooks also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature)"
+  }),
   budget: Schema.NullOr(Budget),
   createdAt: Schema.String,
   fairShareWeight: FairShareWeight
