@@ -31,7 +31,8 @@ export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=f
 
 git clone --quiet "$SOURCE" "$WORK/genjobs"
 cd "$WORK/genjobs"
-echo "clone of $SOURCE at $(git rev-parse --short HEAD); node $(node --version), npm $(npm --version); $(nproc) cores"
+# The machine's load beside the figures: on a shared machine it decides them more than the network does.
+echo "clone of $SOURCE at $(git rev-parse --short HEAD); node $(node --version), npm $(npm --version); $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --foreground-scripts: every install script's output in the log, so a compiler shows.
 t0="$(now)"
@@ -65,7 +66,7 @@ total_s="$(seconds "$t0" "$t3")"
 
 echo "install: ${install_s} s ($packages packages; scripts run: ${scripts_run:-none})"
 echo "start: ${start_s} s to GET /health 200"
-echo "install + start: ${total_s} s"
+echo "install + start: ${total_s} s (load now $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "compiled: ${compiled:-nothing}${native_builds:+; build dirs: $native_builds}"
 echo "npm cache after install: $(du -sh "$WORK/npm-cache" | cut -f1); node_modules: $(du -sh node_modules | cut -f1)"
 
