@@ -143,7 +143,7 @@ const startServer = async (complete: boolean) => {
   const keep = (chunk: unknown) => String(chunk).split("\n").filter((line) => line !== "" && !line.includes('"http request"')).map((line) => `${line}\n`).join("")
   child.stdout!.on("data", (chunk) => {
     output += keep(chunk)
-    if (String(chunk).includes("ready")) ready = true
+    if (/^ready$/m.test(String(chunk))) ready = true
   })
   child.stderr!.on("data", (chunk) => (output += keep(chunk)))
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
