@@ -283,8 +283,8 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
           )
           .sort(oldestFirst)
           .slice(0, limit)
-          .map((j) => ({ id: j.id, createdAt: j.createdAt })),
-        expired: jobs().filter((j) => reclaimable(j, now - graceMs, maxAttempts)).sort(earliestExpiry).slice(0, limit).map((j) => j.id)
+          .map((j) => ({ id: j.id, accountId: j.accountId, createdAt: j.createdAt })),
+        expired: jobs().filter((j) => reclaimable(j, now - graceMs, maxAttempts)).sort(earliestExpiry).slice(0, limit).map((j) => ({ id: j.id, accountId: j.accountId }))
       })),
     recordStarts: (starts, now) =>
       Effect.sync(() => {

@@ -34,22 +34,24 @@ const weightOf = (weight: number) => Math.max(1, Math.floor(weight))
 export const fairPick = <A>(turn: FairTurn | undefined, lanes: ReadonlyArray<FairLane<A>>, max: number): FairPick<A> => {
   const ready = lanes.filter((lane) => lane.heads.length > 0).sort(byId)
   const picked: Array<A> = []
-  if (ready.length === 0 || !(max >= 1)) return { picked, turn }
+  const limit = Math.floor(max)
+  if (ready.length === 0 || !(limit >= 1)) return { picked, turn }
   // The lane whose turn it is, or the first after it: a lane gone since keeps the rotation's place.
   let at = turn === undefined ? 0 : ready.findIndex((lane) => lane.id >= turn.lane)
   if (at < 0) at = 0
   let credit = turn !== undefined && ready[at]!.id === turn.lane ? Math.max(1, turn.credit) : weightOf(ready[at]!.weight)
   const taken = ready.map(() => 0)
   let left = ready.reduce((sum, lane) => sum + lane.heads.length, 0)
-  while (picked.length < max && left > 0) {
+  while (picked.length < limit && left > 0) {
     const lane = ready[at]!
-    const n = Math.min(credit, lane.heads.length - taken[at]!, Math.floor(max) - picked.length)
+    const n = Math.min(credit, lane.heads.length - taken[at]!, limit - picked.length)
     for (let i = 0; i < n; i++) picked.push(lane.heads[taken[at]! + i]!)
     taken[at]! += n
     left -= n
     credit -= n
-    // The turn ends when its credit is spent or the lane ran out; a pick stopped by `max` keeps it.
-    if (credit === 0 || taken[at] === lane.heads.length) {
+    // The turn ends when its credit is spent, or when the lane ran out of heads before `max` was
+    // reached; a pick stopped by `max` keeps the rest of the turn (the lane may hold more than its heads).
+    if (credit === 0 || picked.length < limit) {
       at = (at + 1) % ready.length
       credit = weightOf(ready[at]!.weight)
     }

@@ -68,3 +68,20 @@ describe("laneRoom", () => {
     expect(laneRoom(999, 1_000, 4)).toBe(4)
   })
 })
+
+describe("fairPick over heads fewer than a lane holds", () => {
+  it("keeps a lane's turn when a pick stops at max, though it took the lane's last head", () => {
+    let turn: FairTurn | undefined
+    const order: Array<string> = []
+    // Each pick sees one head per lane, as a consumer reading one entry per lane does.
+    const next = { a: 0, b: 0 }
+    for (let i = 0; i < 8; i++) {
+      const pick = fairPick(turn, [{ id: "a", weight: 3, heads: [`a${next.a}`] }, { id: "b", weight: 1, heads: [`b${next.b}`] }], 1)
+      turn = pick.turn
+      const head = pick.picked[0]!
+      order.push(head[0]!)
+      next[head[0] as "a" | "b"]++
+    }
+    expect(order.join("")).toBe("aaabaaab")
+  })
+})
