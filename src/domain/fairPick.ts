@@ -6,7 +6,7 @@
  * queue consumer keeps its own `FairTurn` between picks.
  */
 
-/** Whose turn it is, and how many picks are left in it. */
+/** The lane whose turn it is and the picks left in it; none left: the turn passes to the next lane. */
 export interface FairTurn {
   readonly lane: string
   readonly credit: number
@@ -36,10 +36,16 @@ export const fairPick = <A>(turn: FairTurn | undefined, lanes: ReadonlyArray<Fai
   const picked: Array<A> = []
   const limit = Math.floor(max)
   if (ready.length === 0 || !(limit >= 1)) return { picked, turn }
-  // The lane whose turn it is, or the first after it: a lane gone since keeps the rotation's place.
-  let at = turn === undefined ? 0 : ready.findIndex((lane) => lane.id >= turn.lane)
-  if (at < 0) at = 0
-  let credit = turn !== undefined && ready[at]!.id === turn.lane ? Math.max(1, turn.credit) : weightOf(ready[at]!.weight)
+  // The turn goes on where the last pick left credit in it; else it passes to the first lane after
+  // the one last served, in the order of ids (a lane gone since keeps the rotation's place).
+  let at = 0
+  if (turn !== undefined) {
+    const same = ready.findIndex((lane) => lane.id === turn.lane)
+    at = same >= 0 && turn.credit > 0 ? same : Math.max(0, ready.findIndex((lane) => lane.id > turn.lane))
+  }
+  let credit = turn !== undefined && ready[at]!.id === turn.lane && turn.credit > 0 ? turn.credit : weightOf(ready[at]!.weight)
+  // The lane last served when its turn just ended: the next pick starts after it, among the lanes ready then.
+  let passed: string | undefined
   const taken = ready.map(() => 0)
   let left = ready.reduce((sum, lane) => sum + lane.heads.length, 0)
   while (picked.length < limit && left > 0) {
@@ -52,11 +58,12 @@ export const fairPick = <A>(turn: FairTurn | undefined, lanes: ReadonlyArray<Fai
     // The turn ends when its credit is spent, or when the lane ran out of heads before `max` was
     // reached; a pick stopped by `max` keeps the rest of the turn (the lane may hold more than its heads).
     if (credit === 0 || picked.length < limit) {
+      passed = lane.id
       at = (at + 1) % ready.length
       credit = weightOf(ready[at]!.weight)
-    }
+    } else passed = undefined
   }
-  return { picked, turn: { lane: ready[at]!.id, credit } }
+  return { picked, turn: passed !== undefined ? { lane: passed, credit: 0 } : { lane: ready[at]!.id, credit } }
 }
 
 /**

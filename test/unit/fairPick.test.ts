@@ -38,6 +38,7 @@ describe("fairPick", () => {
     const first = fairPick(undefined, [lane("a", 10, 3), lane("b", 10)], 2)
     expect(first.picked).toEqual(["a0", "a1"])
     expect(first.turn).toEqual({ lane: "a", credit: 1 })
+    expect(fairPick(undefined, [lane("a", 10, 3), lane("b", 10)], 3).turn).toEqual({ lane: "a", credit: 0 })
     const next = fairPick(first.turn, [{ ...lane("a", 10, 3), heads: ["a2", "a3"] }, lane("b", 10)], 2)
     expect(next.picked).toEqual(["a2", "b0"])
   })
@@ -51,6 +52,12 @@ describe("fairPick", () => {
     expect(fairPick(undefined, [lane("a", 0)], 5)).toEqual({ picked: [], turn: undefined })
     expect(fairPick(undefined, [lane("a", 3)], 0).picked).toEqual([])
     expect(fairPick(undefined, [lane("a", 3), lane("b", 3)], 10).picked).toHaveLength(6)
+  })
+
+  it("passes the turn to a lane that came while another was alone", () => {
+    const alone = fairPick(undefined, [lane("b", 5)], 2)
+    expect(alone.picked).toEqual(["b0", "b1"])
+    expect(fairPick(alone.turn, [{ ...lane("b", 5), heads: ["b2", "b3"] }, lane("a", 3)], 3).picked).toEqual(["a0", "b2", "a1"])
   })
 
   it("starts a late lane's k-th head within the first 2k picks after it came, behind a long backlog", () => {
