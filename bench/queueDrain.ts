@@ -355,7 +355,7 @@ export const queueDrain = async () => {
       target: ">= 0.5",
       params: {
         ...common,
-        queue: "Redis Streams (genjobs/redis: one stream, one consumer group)",
+        queue: "Redis Streams (genjobs/redis: one stream and consumer group per account, fair shares)",
         engineInsert: `${ENGINE_INSERT}, each publishing its id`,
         engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
         referenceInsert: "addBulk, 1000 per call, before the clock",
