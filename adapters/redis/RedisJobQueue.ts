@@ -266,6 +266,9 @@ const LEAVE_SCRIPT = `for i = 4, #ARGV do
 end
 return 0`
 
+/** Entries one ack script takes at most. */
+const ACK_CHUNK = 1_000
+
 /** A script run by its SHA1 (EVALSHA), sent whole (EVAL) when the server does not have it yet. */
 const script = (source: string) => {
   const sha = createHash("sha1").update(source).digest("hex")
@@ -366,12 +369,16 @@ export const makeRedisJobQueue = (
           [base, group, ...jobs.flatMap((job) => [job.accountId, job.weight === undefined ? "" : String(clampWeight(job.weight)), job.jobId])]
         )).pipe(Effect.asVoid)
 
-    /** Acknowledges and deletes the entries (by receipt), one script per lane, all in one round trip. */
+    /**
+     * Acknowledges and deletes the entries (by receipt), one script per lane (and per thousand
+     * entries: the script unpacks them, and Lua's stack holds some eight thousand), all in one round trip.
+     */
     const ackReceipts = (receipts: ReadonlyArray<string>) =>
       receipts.length === 0 ? Effect.void : call("ack", () =>
-        Promise.all([...byLane(receipts)].map(([account, ids]) => runAck(client, [keyOf(account), registry], [group, account, ...ids])))).pipe(
-          Effect.asVoid
-        )
+        Promise.all([...byLane(receipts)].flatMap(([account, ids]) =>
+          Array.from({ length: Math.ceil(ids.length / ACK_CHUNK) }, (_, i) =>
+            runAck(client, [keyOf(account), registry], [group, account, ...ids.slice(i * ACK_CHUNK, (i + 1) * ACK_CHUNK)]))
+        ))).pipe(Effect.asVoid)
 
     const consume = ({ name, visibilityMs }: { readonly name: string; readonly visibilityMs: number }) =>
       Effect.gen(function*() {
