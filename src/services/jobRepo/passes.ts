@@ -1,12 +1,13 @@
 import { Effect, Option } from "effect"
+import { failureOf } from "../../domain/failureTaxonomy.js"
 import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
 import type { JobRepo } from "../../ports/JobRepo.js"
 import { move, releasedLease } from "./move.js"
 
-const abandonedLease = {
-  code: "INTERNAL_ERROR",
-  message: "The job's workers stopped responding; its cost was refunded"
-} as const
+const abandonedLease = failureOf("INTERNAL_ERROR", "The job's workers stopped responding; its cost was refunded", {
+  _tag: "Engine",
+  reason: "abandoned"
+})
 
 /** The name of the reaper's pass lease. */
 const REAPER = "jobs-reaper"
