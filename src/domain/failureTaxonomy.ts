@@ -35,6 +35,10 @@ export interface ProviderFacts {
   readonly providerCode?: string | undefined
   /** The provider said the prompt or the result broke its content policy (a flag, a filtered count). */
   readonly contentBlocked?: boolean | undefined
+  /** The provider's result failed the adapter's checks: it ended "succeeded" without an output it can fetch. */
+  readonly outputInvalid?: boolean | undefined
+  /** The HTTP status of the error answer that carried a generation's failure, when one did. */
+  readonly httpStatus?: number | undefined
 }
 
 /**
@@ -50,7 +54,7 @@ export interface ProviderFacts {
  *   its provider is gone; `unreadable`: a row it cannot decode or a defect).
  */
 export type FailureFact =
-  | ({ readonly _tag: "Refused"; readonly httpStatus?: number | undefined; readonly retryable: boolean } & ProviderFacts)
+  | ({ readonly _tag: "Refused"; readonly retryable: boolean } & ProviderFacts)
   | { readonly _tag: "NoAnswer"; readonly timedOut: boolean }
   | ({ readonly _tag: "GenerationFailed" } & ProviderFacts)
   | { readonly _tag: "Outage" }
@@ -69,6 +73,8 @@ const CODE_WORDS: ReadonlyArray<readonly [RegExp, FailureType]> = [
   [/(^|[._\-/ ])(content[._\-/ ]?policy|moderation|moderated|safety|nsfw|blocked|flagged)([._\-/ ]|$)/i, "content_blocked"],
   [/(^|[._\-/ ])(rate[._\-/ ]?limit(ed)?|too[._\-/ ]?many[._\-/ ]?requests|resource[._\-/ ]?exhausted|throttled|quota)([._\-/ ]|$)/i, "rate_limited"],
   [/(^|[._\-/ ])(timeout|timed[._\-/ ]?out|deadline[._\-/ ]?exceeded|generation[._\-/ ]?timeout)([._\-/ ]|$)/i, "provider_timeout"],
+  // Credentials the engine was configured with (OpenAI invalid_api_key, Google PERMISSION_DENIED / UNAUTHENTICATED).
+  [/(^|[._\-/ ])(invalid[._\-/ ]?api[._\-/ ]?key|permission[._\-/ ]?denied|unauthenticated|unauthorized)([._\-/ ]|$)/i, "internal"],
   [/(^|[._\-/ ])(invalid|validation|bad[._\-/ ]?request|unprocessable|out[._\-/ ]?of[._\-/ ]?range|failed[._\-/ ]?precondition|file[._\-/ ]?download[._\-/ ]?error|image[._\-/ ]?(too[._\-/ ]?(small|large)|load[._\-/ ]?error))([._\-/ ]|$)/i, "input_rejected"],
   [/(^|[._\-/ ])(unavailable|overloaded|server[._\-/ ]?error|internal|internal[._\-/ ]?error|service[._\-/ ]?unavailable|aborted)([._\-/ ]|$)/i, "provider_unavailable"]
 ]
@@ -106,13 +112,15 @@ export const classifyFailure = (fact: FailureFact): FailureClass => {
     case "Refused":
     case "GenerationFailed": {
       if (fact.contentBlocked === true) return typed("content_blocked")
+      if (fact.outputInvalid === true) return typed("output_invalid")
       if (fact.providerCode !== undefined && BILLING.test(fact.providerCode)) return { type: "provider_unavailable", retryable: false }
       // Credentials or permissions the engine was configured with (OpenAI's invalid_api_key among them): never the input's fault.
-      if (fact._tag === "Refused" && (fact.httpStatus === 401 || fact.httpStatus === 403)) return { type: "internal", retryable: false }
+      if (fact.httpStatus === 401 || fact.httpStatus === 403) return { type: "internal", retryable: false }
       const coded = byCode(fact.providerCode)
       if (coded !== undefined) return typed(coded)
+      if (fact.httpStatus !== undefined) return byStatus(fact.httpStatus, fact._tag === "Refused" && fact.retryable)
+      // A generation that failed at the provider without saying why: most often the provider's trouble.
       if (fact._tag === "GenerationFailed") return typed("provider_unavailable")
-      if (fact.httpStatus !== undefined) return byStatus(fact.httpStatus, fact.retryable)
       return fact.retryable ? typed("provider_unavailable") : typed("input_rejected")
     }
     case "NoAnswer":

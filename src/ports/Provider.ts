@@ -120,7 +120,9 @@ export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("Pr
   /** The provider's own error code, type or category, as it sent it (classifyFailure reads it). */
   providerCode: Schema.optional(Schema.String),
   /** The provider said the request (or its result) broke its content policy. */
-  contentBlocked: Schema.optional(Schema.Boolean)
+  contentBlocked: Schema.optional(Schema.Boolean),
+  /** The answer held a result that failed the adapter's checks (no output it can fetch). */
+  outputInvalid: Schema.optional(Schema.Boolean)
 }) {}
 
 /**
@@ -180,14 +182,17 @@ export const factOfError = (error: ProviderError): FailureFact =>
       retryable: error.retryable,
       httpStatus: error.httpStatus,
       providerCode: error.providerCode,
-      contentBlocked: error.contentBlocked
+      contentBlocked: error.contentBlocked,
+      outputInvalid: error.outputInvalid
     }
 
 /** What a generation's failure at its provider says happened. */
 export const factOfFailed = (failed: Failed): FailureFact => ({
   _tag: "GenerationFailed",
   providerCode: failed.providerCode,
-  contentBlocked: failed.contentBlocked
+  contentBlocked: failed.contentBlocked,
+  outputInvalid: failed.outputInvalid,
+  httpStatus: failed.httpStatus
 })
 
 /** A provider's callback as it arrived at the engine's endpoint. */
