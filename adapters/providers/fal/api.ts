@@ -22,9 +22,9 @@ const detailOf = (body: unknown): string | undefined => {
 }
 
 /**
- * What a fal error says beside its status: its type (the `X-Fal-Error-Type` header, a request
- * error's `error_type`, else the first model error's `type`), and whether any model error is a
- * `content_policy_violation`.
+ * What a fal error says beside its status: its type (a request error's `error_type`, else the
+ * first model error's `type`, else the `X-Fal-Error-Type` header, which names only the kind,
+ * `model_error`, for model errors), and whether any model error is a `content_policy_violation`.
  */
 export const falErrorFacts = (body: unknown, headers: Readonly<Record<string, string>>): ProviderFacts => {
   const decoded = Option.getOrUndefined(decodeError(body))
@@ -34,7 +34,7 @@ export const falErrorFacts = (body: unknown, headers: Readonly<Record<string, st
       return typeof type === "string" ? [type] : []
     })
     : []
-  const providerCode = headers["x-fal-error-type"] ?? decoded?.error_type ?? types[0]
+  const providerCode = decoded?.error_type ?? types[0] ?? headers["x-fal-error-type"]
   return {
     ...(providerCode === undefined ? {} : { providerCode }),
     ...(types.includes("content_policy_violation") ? { contentBlocked: true } : {})
