@@ -619,6 +619,19 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(sum).toBe(balance)
         expect(entries.filter((e) => e.kind === "refund").map((e) => e.jobId).sort()).toEqual([j.id, pending.id].sort())
       }))
+
+    test("a failure's type and retryability are stored with the job and read back as written (issue 38)", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
+        const error = { code: "GENERATION_FAILED" as const, message: "slow down", type: "rate_limited" as const, retryable: true }
+        yield* repo.fail(j.id, "w", error, T0 + 1)
+        expect(Option.getOrThrow(yield* repo.get(j.id)).error).toEqual(error)
+        expect((yield* repo.list({ accountId: owner.id, limit: 10, status: "failed" })).map((x) => x.error)).toEqual([error])
+      }))
   })
 
   describe(`${name}: JobRepo provider state and lease renewal`, () => {
