@@ -5,7 +5,8 @@ import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
 import { CorruptRow, StoreError } from "../../src/domain/errors.js"
 import { ApiKeyId } from "../../src/domain/ids.js"
 import { DEFAULT_FAIR_WEIGHT } from "../../src/domain/fairShare.js"
-import { Job, JobError, OutputItem } from "../../src/domain/job.js"
+import { Job, OutputItem } from "../../src/domain/job.js"
+import { StoredJobError } from "../../src/domain/storedJobError.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
 
@@ -158,7 +159,7 @@ const jobFields = {
   webhookUrl: Job.fields.webhookUrl,
   status: Job.fields.status,
   costMicroCents: DbInt,
-  error: Schema.Union([Schema.Null, Json(JobError), JsonNullText]),
+  error: Schema.Union([Schema.Null, Json(StoredJobError), JsonNullText]),
   outputs: JsonOrNull(Schema.Array(OutputItem)),
   createdAt: DbInt,
   estimatedCompletionAt: DbInt,

@@ -35,7 +35,8 @@ export const adminJobListItem = (job: Job) => ({
   attempts: job.attempts,
   createdAt: iso(job.createdAt),
   startedAt: isoOrNull(job.startedAt),
-  completedAt: isoOrNull(job.completedAt)
+  completedAt: isoOrNull(job.completedAt),
+  failureType: job.error?.type ?? null
 })
 
 export const adminJobView = (job: Job) => {

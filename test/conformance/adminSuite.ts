@@ -170,7 +170,7 @@ export const runAdminConformance = (
         const made = [a, b, a].map((acc, i) => job(acc.id, { createdAt: T0 + i, webhookUrl: `https://example.com/${i}` }))
         for (const [i, j] of made.entries()) {
           yield* submit(j)
-          yield* jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no" }, T0 + 100 + i)
+          yield* jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 100 + i)
         }
         const all = yield* reads.deliveries({ limit: 10 })
         expect(all.map((d) => d.jobId)).toEqual([made[2]!.id, made[1]!.id, made[0]!.id])
@@ -349,7 +349,7 @@ export const runAdminConformance = (
           const owner = yield* createAccount(1_000_000)
           const j = job(owner.id, { webhookUrl: "https://example.com/hook" })
           yield* submit(j)
-          yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no" }, T0 + 1))
+          yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 1))
           const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 60_000, maxPerAccount: 4 }))
           const attempt = { attempt: 1, at: T0 + 10, statusCode: 500, error: "HTTP 500", durationMs: 5, responseBody: null }
           yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })

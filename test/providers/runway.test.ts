@@ -102,7 +102,8 @@ describe("Runway tasks", () => {
     const handle = startedHandle(await start("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720", promptText: "[fail]" }))
     expect(await settle(handle)).toEqual({
       _tag: "Failed",
-      message: "Runway could not generate: The prompt was flagged by content moderation. (SAFETY.INPUT.TEXT)"
+      message: "Runway could not generate: The prompt was flagged by content moderation. (SAFETY.INPUT.TEXT)",
+      providerCode: "SAFETY.INPUT.TEXT"
     })
   })
 

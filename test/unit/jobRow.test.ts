@@ -20,7 +20,7 @@ const fullJob: Job = {
   webhookUrl: "https://hooks.example.com/genjobs",
   status: "failed",
   costMicroCents: 1_250_000,
-  error: { code: "GENERATION_FAILED", message: "the provider refused the prompt" },
+  error: { code: "GENERATION_FAILED", message: "the provider refused the prompt", type: "input_rejected", retryable: false },
   outputs: [
     {
       url: "https://cdn.example.com/out.mp4",

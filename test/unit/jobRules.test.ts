@@ -99,8 +99,8 @@ describe("job rules over a driver", () => {
       const cancelled = yield* Effect.flip(losing.cancel(pending.id, owner.id, T0 + 3))
       expect(cancelled).toMatchObject({ code: "JOB_CANNOT_BE_CANCELLED", message: "Only pending jobs can be cancelled; this one is pending" })
       expect(Option.isNone(yield* losing.complete(running.id, "w", [], T0 + 3))).toBe(true)
-      expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x" }, T0 + 3))).toBe(true)
-      expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3))).toBe(true)
+      expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x", type: "input_rejected", retryable: false }, T0 + 3))).toBe(true)
+      expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x", type: "internal", retryable: false }, T0 + 3))).toBe(true)
       expect(yield* losing.saveProviderState(running.id, "w", { phase: "starting", handle: null, starts: 1 })).toBe(false)
       // The running job's lease is used up: abandoning it loses too.
       expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
@@ -121,7 +121,7 @@ describe("job rules over a driver", () => {
       expect(yield* repo.reap({ workerId: "r", now: T0 + 1_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(1)
       expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({
         status: "failed",
-        error: { code: "INTERNAL_ERROR", message: "The job's workers stopped responding; its cost was refunded" },
+        error: { code: "INTERNAL_ERROR", message: "The job's workers stopped responding; its cost was refunded", type: "internal", retryable: true },
         completedAt: T0 + 1_000,
         leaseOwner: null,
         leaseExpiresAt: null
@@ -159,7 +159,7 @@ describe("job rules over a driver", () => {
       yield* repo.saveProviderState(done.id, "w", { phase: "starting", handle: null, starts: 1 })
       yield* repo.complete(done.id, "w", [], T0 + 1)
       const failed = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 2 }))).job
-      yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3)
+      yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x", type: "internal", retryable: false }, T0 + 3)
       const cancelled = (yield* repo.submit(submitCommand(owner.id, { createdAt: T0 + 4 }))).job
       yield* repo.cancel(cancelled.id, owner.id, T0 + 5)
       expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)
