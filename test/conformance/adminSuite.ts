@@ -167,7 +167,7 @@ export const runAdminConformance = (
         const deliveries = yield* WebhookDeliveryRepo
         const a = yield* createAccount(1_000_000)
         const b = yield* createAccount(1_000_000)
-        const made = [a, b, a].map((acc, i) => job(acc.id, { createdAt: T0 + i, webhookUrl: `https://example.com/${i}` }))
+        const made = [a, b, a].map((acc, i) => job(acc.id, { createdAt: T0 + i, webhookUrl: `https://receiver.genjobs.test/${i}` }))
         for (const [i, j] of made.entries()) {
           yield* submit(j)
           yield* jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 100 + i)
@@ -347,7 +347,7 @@ export const runAdminConformance = (
           const audit = yield* AuditLog
           const deliveries = yield* WebhookDeliveryRepo
           const owner = yield* createAccount(1_000_000)
-          const j = job(owner.id, { webhookUrl: "https://example.com/hook" })
+          const j = job(owner.id, { webhookUrl: "https://receiver.genjobs.test/hook" })
           yield* submit(j)
           yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 1))
           const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 60_000, maxPerAccount: 4 }))

@@ -202,7 +202,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const owner = yield* createAccount(10_000)
-        const j = job(owner.id, { webhookUrl: "https://example.com/h" })
+        const j = job(owner.id, { webhookUrl: "https://receiver.genjobs.test/h" })
         expect(yield* submit({ job: j })).toEqual(Result.succeed({ _tag: "Created", job: j }))
         expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(j)
         const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
@@ -873,10 +873,10 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     test("writes one due delivery with the spec's payload when a job with a webhookUrl ends", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        const done = yield* finish("https://hooks.example.com/a", "complete")
+        const done = yield* finish("https://hooks.genjobs.test/a", "complete")
         const [delivery, ...others] = yield* deliveries.forJob(done.id)
         expect(others).toEqual([])
-        expect(delivery).toMatchObject({ url: "https://hooks.example.com/a", status: "pending", attempts: [], nextAttemptAt: T0 + 5 })
+        expect(delivery).toMatchObject({ url: "https://hooks.genjobs.test/a", status: "pending", attempts: [], nextAttemptAt: T0 + 5 })
         expect(JSON.parse(delivery!.payload)).toEqual({
           jobId: done.id,
           requestId: done.requestId,
@@ -884,18 +884,18 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           output: { url: output.url, type: "image", metadata: output.metadata },
           completedAt: new Date(T0 + 5).toISOString()
         })
-        const failed = yield* finish("https://hooks.example.com/b", "fail")
+        const failed = yield* finish("https://hooks.genjobs.test/b", "fail")
         const [failure] = yield* deliveries.forJob(failed.id)
         expect(JSON.parse(failure!.payload)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false } })
         expect(JSON.parse(failure!.payload).output).toBeUndefined()
-        expect(yield* deliveries.forJob((yield* finish("https://hooks.example.com/c", "cancel")).id)).toEqual([])
+        expect(yield* deliveries.forJob((yield* finish("https://hooks.genjobs.test/c", "cancel")).id)).toEqual([])
         expect(yield* deliveries.forJob((yield* finish(null, "complete")).id)).toEqual([])
       }))
 
     test("hands a due delivery to one dispatcher at a time and records attempts for the lease holder only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        const done = yield* finish("https://hooks.example.com/a", "complete")
+        const done = yield* finish("https://hooks.genjobs.test/a", "complete")
         const claim = (workerId: string, now: number) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount: 4 })
         expect(Option.isNone(yield* claim("d1", T0 + 4))).toBe(true)
         const claimed = Option.getOrThrow(yield* claim("d1", T0 + 5))
@@ -919,8 +919,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     test("lists an account's deliveries newest first and retries failed ones only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        const a = yield* finish("https://hooks.example.com/a", "complete")
-        const b = yield* finish("https://hooks.example.com/b", "fail")
+        const a = yield* finish("https://hooks.genjobs.test/a", "complete")
+        const b = yield* finish("https://hooks.genjobs.test/b", "fail")
         const [da] = yield* deliveries.forJob(a.id)
         const [db] = yield* deliveries.forJob(b.id)
         expect((yield* deliveries.list({ accountId: a.accountId, limit: 10 })).map((d) => d.id)).toEqual([da!.id])
@@ -940,7 +940,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     test("parallel claims never hand one delivery to two dispatchers", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        for (let i = 0; i < 3; i++) yield* finish(`https://hooks.example.com/${i}`, "complete")
+        for (let i = 0; i < 3; i++) yield* finish(`https://hooks.genjobs.test/${i}`, "complete")
         const claims = yield* Effect.all(
           Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000, maxPerAccount: 4 })),
           { concurrency: "unbounded" }
@@ -957,7 +957,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         for (let i = 0; i < n; i++) {
-          const j = job(accountId, { webhookUrl: `https://hooks.example.com/${i}` })
+          const j = job(accountId, { webhookUrl: `https://hooks.genjobs.test/${i}` })
           yield* submit({ job: j })
           const claimed = Option.getOrThrow(yield* repo.claim({ workerId: "w", now: at, leaseMs: 1_000, maxAttempts: 3 }))
           yield* repo.complete(claimed.id, "w", [], at)
@@ -1117,7 +1117,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const deliveries = yield* WebhookDeliveryRepo
-        const j = job(owner, { createdAt: at - 10, webhookUrl: delivery === undefined ? null : "https://hooks.example.com/r" })
+        const j = job(owner, { createdAt: at - 10, webhookUrl: delivery === undefined ? null : "https://hooks.genjobs.test/r" })
         expect(Result.isSuccess(yield* submit({ job: j }))).toBe(true)
         if (how === "cancel") yield* repo.cancel(j.id, owner, at)
         if (how === "complete" || how === "fail" || how === "run") {

@@ -157,12 +157,12 @@ describe("logs and metrics of an engine at work", () => {
     const submitted = await call("POST", "/v1/jobs/submit", bearer(key), {
       model: "demo/image-gen/text-to-image",
       input: { prompt: "hooked", width: 16, height: 16 },
-      webhookUrl: `https://hooks.example.com/in?token=${HOOK_SECRET}`
+      webhookUrl: `https://hooks.genjobs.test/in?token=${HOOK_SECRET}`
     })
     const jobId = submitted.body.jobId as string
     await jobStatus(jobId, "completed")
     const failedAttempt = await until("a failed attempt", () => parsed().find((l) => l.msg === "webhook attempt failed" && l.jobId === jobId))
-    expect(failedAttempt).toMatchObject({ level: "warn", statusCode: 500, attempt: 1, host: "hooks.example.com" })
+    expect(failedAttempt).toMatchObject({ level: "warn", statusCode: 500, attempt: 1, host: "hooks.genjobs.test" })
     expect(failedAttempt.nextAttemptAt).toMatch(/^\d{4}-/)
     webhooks.respondWith(200)
     const delivered = await until("the delivery", () => parsed().find((l) => l.msg === "webhook delivered" && l.jobId === jobId))

@@ -10,7 +10,7 @@ import type { GenerationProvider, ProviderHandle, ProviderStatus, StartOutcome }
 import { type RunwaySimulator, startRunwaySimulator } from "../simulators/runway.js"
 import { bytesOf, failureOf, requestFor, sleep } from "./support.js"
 
-const IMAGE = "https://example.com/first-frame.png"
+const IMAGE = "https://files.genjobs.test/first-frame.png"
 let sim: RunwaySimulator
 let provider: GenerationProvider
 

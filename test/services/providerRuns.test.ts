@@ -593,8 +593,8 @@ describe("provider runs: provider errors", () => {
       yield* TestClock.adjust(1)
       expect(yield* Fiber.join(fiber)).toBe(true)
       expect(counts.polls).toBe(2)
-      expect(counts.requests[0]!.callbackUrl).toBe(`https://api.example.com/genjobs/v1/providers/demo/callbacks/${job.id}`)
-    }), { settings: { publicUrl: "https://api.example.com/genjobs/" } })
+      expect(counts.requests[0]!.callbackUrl).toBe(`https://api.genjobs.test/genjobs/v1/providers/demo/callbacks/${job.id}`)
+    }), { settings: { publicUrl: "https://api.genjobs.test/genjobs/" } })
   })
 })
 

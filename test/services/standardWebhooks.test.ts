@@ -122,7 +122,7 @@ describe("Standard Webhooks across retries and rotations", () => {
   it.effect("every attempt of a delivery carries the same webhook-id and a fresh timestamp, each verifying", () =>
     scripted([500, 503, 200], (got) =>
       Effect.gen(function*() {
-        const { delivery, secret } = yield* finishedJob("https://hooks.example.com/in", true)
+        const { delivery, secret } = yield* finishedJob("https://hooks.genjobs.test/in", true)
         yield* drain(10)
         const requests = yield* Ref.get(got)
         expect(requests).toHaveLength(3)
@@ -137,7 +137,7 @@ describe("Standard Webhooks across retries and rotations", () => {
   it.effect("during a rotation's overlap webhook-signature holds both signatures; the package accepts either secret", () =>
     scripted([200], (got) =>
       Effect.gen(function*() {
-        const { delivery, secret } = yield* finishedJob("https://hooks.example.com/in", true)
+        const { delivery, secret } = yield* finishedJob("https://hooks.genjobs.test/in", true)
         const rotated = yield* (yield* Admin).rotateWebhookSecret(delivery.accountId, 60)
         yield* drain(0)
         const [request] = yield* Ref.get(got)

@@ -84,7 +84,7 @@ describe("job rules over a driver", () => {
   it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
-      const hook = { webhookUrl: "https://hooks.example.com/h" }
+      const hook = { webhookUrl: "https://hooks.genjobs.test/h" }
       const running = (yield* repo.submit(submitCommand(owner.id, hook))).job
       const pending = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 1 }))).job
       yield* repo.claim({ workerId: "w", now: T0 + 2, leaseMs: 1_000, maxAttempts: 1 })
@@ -115,7 +115,7 @@ describe("job rules over a driver", () => {
   it.effect("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
-      const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.example.com/h" }))
+      const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.genjobs.test/h" }))
       yield* repo.claim({ workerId: "dead", now: T0, leaseMs: 1_000, maxAttempts: 1 })
       expect(Option.isNone(yield* repo.claim({ workerId: "w", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 1 }))).toBe(true)
       expect(yield* repo.reap({ workerId: "r", now: T0 + 1_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(1)
@@ -148,7 +148,7 @@ describe("job rules over a driver", () => {
       const { owner, state } = yield* setup
       const { calls, drivers, outside } = recording(memoryJobDriver(state))
       const repo = yield* makeJobRepo(drivers)
-      const hook = { webhookUrl: "https://hooks.example.com/h" }
+      const hook = { webhookUrl: "https://hooks.genjobs.test/h" }
       const idempotency = { key: "k", requestHash: "h", notBefore: T0 - 1 }
       const done = (yield* repo.submit({ ...submitCommand(owner.id, hook), idempotency })).job
       yield* repo.submit({ ...submitCommand(owner.id), idempotency })
