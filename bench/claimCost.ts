@@ -2,7 +2,7 @@
  * claim_cost: the time of one claim through the engine's JobRepo port on PostgreSQL with a
  * million pending jobs. One job goes in through Jobs.submit; the rest are copies of its row made
  * with generate_series (jsonb_populate_record, so whatever columns the jobs table has are copied),
- * each older than the last so the claim order is defined (LATERAL, so the record is built once a
+ * each older (and earlier in the fair order) than the last so the claim order is defined (LATERAL, so the record is built once a
  * row, not once a column). The reference is the issue's target. Sampling stops after
  * BENCH_CLAIM_SECONDS, so a slow claim path still finishes in bounded time (the count is reported).
  */
@@ -32,7 +32,7 @@ export const claimCost = () =>
           `INSERT INTO ${table}
            SELECT r.* FROM ${table} t CROSS JOIN generate_series(1, $2::int) g
            CROSS JOIN LATERAL jsonb_populate_record(NULL::${table}, to_jsonb(t) || jsonb_build_object(
-             'id', t.id || '_' || lpad(g::text, 8, '0'), 'created_at', t.created_at - g)) r
+             'id', t.id || '_' || lpad(g::text, 8, '0'), 'created_at', t.created_at - g, 'fair_key', t.fair_key - g)) r
            WHERE t.id = $1`,
           [template.id, pending - 1]
         )

@@ -9,6 +9,7 @@ import { claimCost } from "./claimCost.js"
 import { drainFloor } from "./drainFloor.js"
 import { duplicateKeys } from "./duplicateKeys.js"
 import { eventStreams } from "./eventStreams.js"
+import { fairness } from "./fairness.js"
 import { gatedSubmit } from "./gatedSubmit.js"
 import { httpFloor } from "./httpFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
@@ -35,7 +36,8 @@ const figures: Record<string, () => Promise<void>> = {
   in_process: inProcess,
   provider_inflight: providerInflight,
   duplicate_keys: duplicateKeys,
-  list_pages: listPages
+  list_pages: listPages,
+  fairness
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")

@@ -87,7 +87,8 @@ class JobHeap {
 
 /**
  * The memory store's jobs by id, with what a claim looks for kept in order as they are written:
- * pending jobs in claim order (fairKey, id), each account's last pending key, leased jobs by expiry (and each account's active jobs counted). A claim then takes the few jobs it needs in
+ * pending jobs in claim order (fairKey, id), each account's pending jobs last key first (the
+ * key its next submit follows), leased jobs by expiry (and each account's active jobs counted). A claim then takes the few jobs it needs in
  * O(taken log N) instead of visiting every job held. Every write goes through `set` (the
  * transaction's undo too), so no writer can forget the index. A version written twice (an undo
  * puts an earlier one back) is in a heap twice: the takes answer each job once.
@@ -113,8 +114,7 @@ export class IndexedJobs extends Map<string, Job> {
     if (job.status === "pending") {
       this.pending.push(job)
       this.pendingByAccount.get(job.accountId)!.heap.push(job)
-    }
-    else if (job.status === "processing" && job.leaseExpiresAt !== null) this.leased.push(job)
+    } else if (job.status === "processing" && job.leaseExpiresAt !== null) this.leased.push(job)
     return this
   }
 

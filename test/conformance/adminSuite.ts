@@ -280,6 +280,24 @@ export const runAdminConformance = (
         const listed = yield* (yield* AdminReadRepo).accounts({ limit: 10 })
         expect(listed.map((a) => [a.id, a.standardWebhooks]).sort()).toEqual([[created.id, true], [other.id, false]].sort())
       }))
+
+    test("a fair-share weight set on an account spaces its next submits by its step; weight 1 reads as none set", () =>
+      Effect.gen(function*() {
+        const settings = yield* AccountSettingsRepo
+        const accounts = yield* AccountRepo
+        const created = yield* createAccount(100_000)
+        const keyOf = (outcome: { readonly job: ReturnType<typeof job> }) => outcome.job.fairKey
+        expect(keyOf(yield* submit(job(created.id)))).toBe(0)
+        expect(keyOf(yield* submit(job(created.id)))).toBe(1_000_000)
+        expect(Option.getOrThrow(yield* settings.update(created.id, { fairShareWeight: 4 })).fairShareWeight).toBe(4)
+        expect(Option.getOrThrow(yield* accounts.get(created.id)).fairShareWeight).toBe(4)
+        // Jobs already waiting keep their keys; the next one follows the last by the new step.
+        expect(keyOf(yield* submit(job(created.id)))).toBe(1_250_000)
+        const reset = Option.getOrThrow(yield* settings.update(created.id, { fairShareWeight: 1 }))
+        const asCreated = { ...created, balanceMicroCents: 100_000 - 3 * 1_000 }
+        expect(reset).toEqual(asCreated)
+        expect(Option.getOrThrow(yield* accounts.get(created.id))).toEqual(asCreated)
+      }))
   })
 
   describe(`${name}: AuditLog`, () => {

@@ -4,7 +4,7 @@ import type { Job } from "../../src/domain/job.js"
 import { job as fixtureJob } from "../conformance/fixtures.js"
 import { IndexedJobs } from "../../adapters/memory/jobIndex.js"
 
-/** The conformance fixtures' job, named by `id` (the index orders by createdAt, then id). */
+/** The conformance fixtures' job, named by `id` (the index orders pending jobs by fairKey, then id). */
 const job = (id: string, { accountId = "acc", ...fields }: Omit<Partial<Job>, "accountId"> & { readonly accountId?: string } = {}): Job =>
   fixtureJob(accountId as AccountId, { createdAt: 0, ...fields, id: id as JobId })
 
@@ -14,9 +14,9 @@ const leased = (id: string, leaseExpiresAt: number, attempts = 1) =>
 const ids = (jobs: ReadonlyArray<Job>) => jobs.map((j) => j.id)
 
 describe("the memory store's job index", () => {
-  it("takes pending jobs oldest first (created, then id), whatever order they were written in", () => {
+  it("takes pending jobs in claim order (fair key, then id), whatever order they were written in", () => {
     const jobs = new IndexedJobs()
-    for (const [id, createdAt] of [["c", 3], ["a", 1], ["e", 3], ["b", 2], ["d", 3]] as const) jobs.set(id, job(id, { createdAt }))
+    for (const [id, fairKey] of [["c", 3], ["a", 1], ["e", 3], ["b", 2], ["d", 3]] as const) jobs.set(id, job(id, { fairKey, createdAt: 10 - fairKey }))
     expect(ids(jobs.takePending(2, () => false))).toEqual(["a", "b"])
     expect(ids(jobs.takePending(10, () => false))).toEqual(["c", "d", "e"])
     expect(jobs.takePending(10, () => false)).toEqual([])
@@ -35,6 +35,24 @@ describe("the memory store's job index", () => {
     jobs.set("a", leased("a", 100))
     jobs.set("a", first)
     expect(ids(jobs.takePending(10, () => false))).toEqual(["a"])
+  })
+
+  it("knows the first pending key, and each account's last one, as jobs come and go", () => {
+    const jobs = new IndexedJobs()
+    expect([jobs.firstPendingKey(), jobs.lastPendingKeyOf("a")]).toEqual([undefined, undefined])
+    jobs.set("a1", job("a1", { accountId: "a", fairKey: 5 }))
+    jobs.set("a2", job("a2", { accountId: "a", fairKey: 9 }))
+    jobs.set("b1", job("b1", { accountId: "b", fairKey: 7 }))
+    expect([jobs.firstPendingKey(), jobs.lastPendingKeyOf("a"), jobs.lastPendingKeyOf("b")]).toEqual([5, 9, 7])
+    // The account's last job cancelled: its last key is the one before.
+    jobs.set("a2", job("a2", { accountId: "a", fairKey: 9, status: "cancelled" }))
+    expect(jobs.lastPendingKeyOf("a")).toBe(5)
+    // Its first claimed: the first key is the next waiting one; the account has none left.
+    expect(ids(jobs.takePending(1, () => false))).toEqual(["a1"])
+    jobs.set("a1", leased("a1", 100))
+    expect([jobs.firstPendingKey(), jobs.lastPendingKeyOf("a")]).toEqual([7, undefined])
+    jobs.delete("b1")
+    expect([jobs.firstPendingKey(), jobs.lastPendingKeyOf("b")]).toEqual([undefined, undefined])
   })
 
   it("leaves the jobs a claim skips (a version at its limit) for the next claim", () => {
