@@ -85,7 +85,7 @@ describe("a failed job's failure type and retryability", () => {
     const submitted = await call("POST", "/v1/jobs/submit", key, {
       model: MODEL,
       input: { prompt: "[reject] a forbidden picture" },
-      webhookUrl: "https://hooks.example.com/genjobs"
+      webhookUrl: "https://hooks.genjobs.test/genjobs"
     })
     expect(submitted.status).toBe(200)
     const jobId = submitted.body.jobId as string
