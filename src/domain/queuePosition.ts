@@ -1,0 +1,129 @@
+import type { LimitPlan, VersionRef } from "./providerLimits.js"
+
+/**
+ * A pending job's place in the fair order, worked out from counters (docs/queues.md, "Queue
+ * position and ETA"). Pending jobs are claimed in `(fairKey, id)` order; an account's waiting
+ * jobs have keys spaced by its step (`floor(1_000_000 / weight)`), so the jobs of another
+ * account ahead of a key can be counted from that account's first key and its step alone.
+ */
+
+/** The pending jobs of one account on one version: what the store's grouped read answers. */
+export interface WaitingGroup extends VersionRef {
+  readonly accountId: string
+  readonly count: number
+  /** The smallest and largest fair key of these jobs. */
+  readonly headKey: number
+  readonly tailKey: number
+  /** The account's fair-share weight (1 when it has none). */
+  readonly weight: number
+}
+
+/** Jobs of one version being processed now. */
+export interface RunningGroup extends VersionRef {
+  readonly count: number
+}
+
+/** What the queue looked like at one read of the store. */
+export interface QueueSnapshot {
+  readonly at: number
+  readonly waiting: ReadonlyArray<WaitingGroup>
+  readonly running: ReadonlyArray<RunningGroup>
+}
+
+/** The distance between an account's consecutive waiting keys. */
+export const fairStep = (weight: number): number => Math.floor(1_000_000 / Math.max(1, weight))
+
+/** The pending job a place is asked for. */
+export interface WaitingJob extends VersionRef {
+  readonly accountId: string
+  readonly fairKey: number
+}
+
+/**
+ * How many of `group`'s jobs are claimed before a job of key `key`. Exact while the group's
+ * account queued its jobs back to back (keys exactly one step apart); otherwise an upper bound:
+ * a gap in its keys (jobs on other versions, jobs claimed from the middle) means fewer are ahead.
+ * Another account's job of an equal key may go either way (ties break by id): counted as ahead.
+ */
+export const aheadIn = (group: WaitingGroup, job: WaitingJob): number => {
+  if (job.fairKey < group.headKey) return 0
+  // Past the group's last key: all of it (a job not yet in the read, of its own account too).
+  if (job.fairKey > group.tailKey) return group.count
+  const steps = Math.floor((job.fairKey - group.headKey) / fairStep(group.weight))
+  // Of its own account's jobs, those before it; the job itself is one of the group.
+  if (group.accountId === job.accountId) return Math.min(group.count - 1, steps)
+  return Math.min(group.count, steps + 1)
+}
+
+const versionKey = (ref: VersionRef) => `${ref.model}\u0000${ref.version}`
+
+/**
+ * The versions whose jobs wait for the same capacity as `ref`'s: those sharing one of its limit
+ * scopes when it is limited (a limit's room is what they wait for), else every unlimited version
+ * (the worker pool). Answers a membership test over version keys.
+ */
+export const sharesCapacity = (plan: LimitPlan, ref: VersionRef): ((other: VersionRef) => boolean) => {
+  const scopesOf = new Map(plan.versions.map((version) => [versionKey(version), version.scopes]))
+  const mine = scopesOf.get(versionKey(ref))
+  if (mine === undefined) return (other) => !scopesOf.has(versionKey(other))
+  return (other) => scopesOf.get(versionKey(other))?.some((scope) => mine.includes(scope)) ?? false
+}
+
+/** A range of times: the median and the 90th percentile (epoch ms). */
+export interface TimeRange {
+  readonly p50: number
+  readonly p90: number
+}
+
+/** A run time's median and 90th percentile (ms). */
+export interface RunTime {
+  readonly p50Ms: number
+  readonly p90Ms: number
+}
+
+export interface QueuePlace {
+  /** 1 for the next job of its capacity to start. */
+  readonly position: number
+  readonly ahead: number
+  readonly estimatedStartAt: TimeRange
+  readonly estimatedCompletionAt: TimeRange
+}
+
+export interface PlaceInput {
+  readonly now: number
+  readonly snapshot: QueueSnapshot
+  readonly plan: LimitPlan
+  readonly job: WaitingJob
+  /** The job's model's run time. */
+  readonly runTime: RunTime
+}
+
+/**
+ * The job's place and its estimated start and end. The capacity ahead starts jobs at the rate
+ * it is observed running them: by Little's law, jobs in flight divided by the run time (with a
+ * limit's starts per minute as a ceiling). With nothing in flight (workers just starting, a pool
+ * idle a moment ago) its in-flight limit stands in, else one job at a time. The p90 takes the
+ * slower run time for the jobs ahead, and one more of them.
+ */
+export const placeOf = ({ job, now, plan, runTime, snapshot }: PlaceInput): QueuePlace => {
+  const same = sharesCapacity(plan, job)
+  let ahead = 0
+  for (const group of snapshot.waiting) if (same(group)) ahead += aheadIn(group, job)
+  let running = 0
+  for (const group of snapshot.running) if (same(group)) running += group.count
+  const scopes = plan.versions.find((version) => versionKey(version) === versionKey(job))?.scopes ?? []
+  const limits = plan.scopes.filter((scope) => scopes.includes(scope.key))
+  const maxInFlight = Math.min(...limits.map((scope) => scope.maxInFlight ?? Infinity))
+  const startsPerMinute = Math.min(...limits.map((scope) => scope.startsPerMinute ?? Infinity))
+  const slots = running > 0 ? Math.min(running, maxInFlight) : Number.isFinite(maxInFlight) ? maxInFlight : 1
+  const ceiling = startsPerMinute / 60_000
+  const rate = (runMs: number) => Math.min(slots / Math.max(1, runMs), ceiling)
+  const startP50 = now + Math.round(ahead / rate(runTime.p50Ms))
+  const startP90 = Math.max(startP50, now + Math.round((ahead + 1) / rate(runTime.p90Ms)))
+  return {
+    position: ahead + 1,
+    ahead,
+    estimatedStartAt: { p50: startP50, p90: startP90 },
+    estimatedCompletionAt: { p50: startP50 + runTime.p50Ms, p90: startP90 + runTime.p90Ms }
+  }
+}
