@@ -27,6 +27,24 @@ export interface Job {
   readonly output: string | null
   readonly outputs: ReadonlyArray<JobOutput> | null
   readonly error: { readonly code: "GENERATION_FAILED" | "INTERNAL_ERROR" | "PROVIDER_UNAVAILABLE"; readonly message: string } | null
+  /** A pending job's place in the queue (null when the server could not read it); absent on other statuses. */
+  readonly queue?: QueuePlace | null
+}
+
+/** A median estimate and its 90th percentile, ISO 8601. */
+export interface TimeRange {
+  readonly p50: string
+  readonly p90: string
+}
+
+/** A pending job's place among the jobs waiting for the same capacity, and when it should start and end. */
+export interface QueuePlace {
+  /** 1 for the next job to start. */
+  readonly position: number
+  /** Jobs that start before it. */
+  readonly ahead: number
+  readonly estimatedStartAt: TimeRange
+  readonly estimatedCompletionAt: TimeRange
 }
 
 export interface JobSummary {
