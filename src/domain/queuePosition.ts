@@ -14,6 +14,8 @@ export interface WaitingGroup extends VersionRef {
   /** The smallest and largest fair key of these jobs. */
   readonly headKey: number
   readonly tailKey: number
+  /** The smallest id of these jobs (ties of keys break by id). */
+  readonly headId: string
   /** The account's fair-share weight (1 when it has none). */
   readonly weight: number
 }
@@ -23,11 +25,15 @@ export interface RunningGroup extends VersionRef {
   readonly count: number
 }
 
-/** What the queue looked like at one read of the store. */
-export interface QueueSnapshot {
-  readonly at: number
+/** The store's grouped read of its queue: pending jobs per account and version, processing per version. */
+export interface WaitingSummary {
   readonly waiting: ReadonlyArray<WaitingGroup>
   readonly running: ReadonlyArray<RunningGroup>
+}
+
+/** What the queue looked like at one read of the store (`at`, epoch ms). */
+export interface QueueSnapshot extends WaitingSummary {
+  readonly at: number
 }
 
 /** The distance between an account's consecutive waiting keys. */
@@ -37,25 +43,40 @@ export const fairStep = (weight: number): number => Math.floor(1_000_000 / Math.
 export interface WaitingJob extends VersionRef {
   readonly accountId: string
   readonly fairKey: number
+  /**
+   * What breaks the job's ties of keys with other accounts' jobs: its own group's `headId`
+   * (undefined when the job is not in the read, as a job just submitted: it loses its ties).
+   */
+  readonly tieId?: string | undefined
 }
 
 /**
  * How many of `group`'s jobs are claimed before a job of key `key`. Exact while the group's
  * account queued its jobs back to back (keys exactly one step apart); otherwise an upper bound:
  * a gap in its keys (jobs on other versions, jobs claimed from the middle) means fewer are ahead.
- * Another account's job of an equal key may go either way (ties break by id): counted as ahead.
+ * Equal keys of two accounts break by job id; the read knows each group's smallest id only, so
+ * the account whose waiting jobs began first (the smaller head id) is taken to win all its ties,
+ * as it does when its jobs were submitted before the other's.
  */
 export const aheadIn = (group: WaitingGroup, job: WaitingJob): number => {
   if (job.fairKey < group.headKey) return 0
   // Past the group's last key: all of it (a job not yet in the read, of its own account too).
   if (job.fairKey > group.tailKey) return group.count
-  const steps = Math.floor((job.fairKey - group.headKey) / fairStep(group.weight))
+  const step = fairStep(group.weight)
+  const steps = Math.floor((job.fairKey - group.headKey) / step)
   // Of its own account's jobs, those before it; the job itself is one of the group.
   if (group.accountId === job.accountId) return Math.min(group.count - 1, steps)
-  return Math.min(group.count, steps + 1)
+  const tied = (job.fairKey - group.headKey) % step === 0
+  if (!tied) return Math.min(group.count, steps + 1)
+  return Math.min(group.count, steps + (job.tieId === undefined || group.headId < job.tieId ? 1 : 0))
 }
 
 const versionKey = (ref: VersionRef) => `${ref.model}\u0000${ref.version}`
+
+/** Whether the group may hold the job: its account and version, its key within the group's keys. */
+export const holds = (group: WaitingGroup, job: WaitingJob): boolean =>
+  group.accountId === job.accountId && group.model === job.model && group.version === job.version &&
+  job.fairKey >= group.headKey && job.fairKey <= group.tailKey
 
 /**
  * The versions whose jobs wait for the same capacity as `ref`'s: those sharing one of its limit
@@ -89,6 +110,22 @@ export interface QueuePlace {
   readonly estimatedCompletionAt: TimeRange
 }
 
+/** The operator's view of one account's jobs of one version waiting: its first and last job's places. */
+export interface BoardGroup extends VersionRef {
+  readonly accountId: string
+  readonly waiting: number
+  readonly first: QueuePlace
+  readonly last: QueuePlace
+}
+
+export interface QueueBoard {
+  /** When the queue was read. */
+  readonly at: number
+  /** Groups waiting, all of them (`groups` may hold only the first ones). */
+  readonly waitingGroups: number
+  readonly groups: ReadonlyArray<BoardGroup>
+}
+
 export interface PlaceInput {
   readonly now: number
   readonly snapshot: QueueSnapshot
@@ -105,8 +142,10 @@ export interface PlaceInput {
  * idle a moment ago) its in-flight limit stands in, else one job at a time. The p90 takes the
  * slower run time for the jobs ahead, and one more of them.
  */
-export const placeOf = ({ job, now, plan, runTime, snapshot }: PlaceInput): QueuePlace => {
-  const same = sharesCapacity(plan, job)
+export const placeOf = ({ job: asked, now, plan, runTime, snapshot }: PlaceInput): QueuePlace => {
+  const same = sharesCapacity(plan, asked)
+  const own = snapshot.waiting.find((group) => holds(group, asked))
+  const job = asked.tieId !== undefined || own === undefined ? asked : { ...asked, tieId: own.headId }
   let ahead = 0
   for (const group of snapshot.waiting) if (same(group)) ahead += aheadIn(group, job)
   let running = 0

@@ -5,7 +5,10 @@ import { RunTimeSketch, SKETCH_SIZE } from "../../src/domain/runTimeSketch.js"
 
 const STEP = fairStep(1)
 
-/** `count` jobs of `accountId` on model m@v1 queued back to back from `head`. */
+/**
+ * `count` jobs of `accountId` on model m@v1 queued back to back from `head`. Its smallest job id
+ * is its account's name: "a"'s jobs began before "b"'s.
+ */
 const group = (accountId: string, count: number, head: number, weight = 1, model = "m"): WaitingGroup => ({
   accountId,
   model,
@@ -13,41 +16,39 @@ const group = (accountId: string, count: number, head: number, weight = 1, model
   count,
   headKey: head,
   tailKey: head + (count - 1) * fairStep(weight),
+  headId: accountId,
   weight
 })
 
-/** The fair order itself, job by job: what the counters must agree with. */
+/** The fair order itself, job by job (equal keys by the accounts' first ids): what the counters must agree with. */
 const fairOrder = (groups: ReadonlyArray<WaitingGroup>) =>
   groups
     .flatMap((g) => Array.from({ length: g.count }, (_, i) => ({ accountId: g.accountId, key: g.headKey + i * fairStep(g.weight) })))
     .sort((a, b) => a.key - b.key || (a.accountId < b.accountId ? -1 : 1))
 
 describe("jobs ahead in the fair order", () => {
-  it("counts exactly what the fair order puts ahead, for two accounts and weights", () => {
+  it("counts exactly what the fair order puts ahead, for three accounts and weights", () => {
     // A queued 30 jobs first; B one job later (its key the smallest waiting); C, weight 2, 6 jobs.
-    const groups = [group("a", 30, 0), group("b", 1, 0), group("c", 6, 0, 2)]
+    const groups = [group("a", 30, 0), group("b", 1, 0), group("c", 6, 0, 2), group("d", 4, STEP / 2)]
     const order = fairOrder(groups)
-    for (const job of order) {
-      const ahead = groups.reduce((sum, g) => sum + aheadIn(g, { accountId: job.accountId, model: "m", version: "v1", fairKey: job.key }), 0)
-      // Equal keys of other accounts count as ahead (ties break by id): an upper bound by the tied ones.
-      const tied = order.filter((other) => other.key === job.key && other.accountId !== job.accountId).length
-      const before = order.filter((other) => other.key < job.key).length
-      expect(ahead).toBe(before + tied)
-    }
+    order.forEach((job, index) => {
+      const asked = { accountId: job.accountId, model: "m", version: "v1", fairKey: job.key, tieId: job.accountId }
+      expect(groups.reduce((sum, g) => sum + aheadIn(g, asked), 0)).toBe(index)
+    })
   })
 
-  it("puts B's first job second behind A's thousands (position = ahead + 1)", () => {
-    const snapshot: QueueSnapshot = { at: 0, waiting: [group("a", 5000, 0), group("b", 1, STEP)], running: [] }
-    const place = placeOf({
-      now: 0,
-      snapshot,
-      plan: NO_LIMITS,
-      job: { accountId: "b", model: "m", version: "v1", fairKey: STEP },
-      runTime: { p50Ms: 1000, p90Ms: 2000 }
-    })
-    // A's jobs of keys 0 and STEP (tied) are counted ahead of it.
-    expect(place.ahead).toBe(2)
-    expect(place.position).toBe(3)
+  it("puts B's first job second behind A's thousands, and A's first job first (position = ahead + 1)", () => {
+    const snapshot: QueueSnapshot = { at: 0, waiting: [group("a", 5000, 0), group("b", 1, 0)], running: [] }
+    const placeOfJob = (accountId: string) =>
+      placeOf({ now: 0, snapshot, plan: NO_LIMITS, job: { accountId, model: "m", version: "v1", fairKey: 0 }, runTime: { p50Ms: 1000, p90Ms: 2000 } })
+    // Both take the smallest waiting key; A's jobs began first, so A's wins the tie.
+    expect(placeOfJob("b")).toMatchObject({ ahead: 1, position: 2 })
+    expect(placeOfJob("a")).toMatchObject({ ahead: 0, position: 1 })
+  })
+
+  it("counts another account's job of an equal key ahead when the job is not in the read", () => {
+    expect(aheadIn(group("a", 3, 0), { accountId: "z", model: "m", version: "v1", fairKey: STEP })).toBe(2)
+    expect(aheadIn(group("z", 3, 0), { accountId: "a", model: "m", version: "v1", fairKey: STEP, tieId: "a" })).toBe(1)
   })
 
   it("counts a job not yet in the read behind all of its account's", () => {
