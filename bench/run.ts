@@ -18,6 +18,7 @@ import { listPages } from "./listPages.js"
 import { pickup } from "./pickup.js"
 import { providerInflight } from "./providerInflight.js"
 import { queueDrain } from "./queueDrain.js"
+import { queuePosition } from "./queuePosition.js"
 import { serverDrain } from "./serverDrain.js"
 import { serverRss } from "./serverRss.js"
 
@@ -35,7 +36,8 @@ const figures: Record<string, () => Promise<void>> = {
   in_process: inProcess,
   provider_inflight: providerInflight,
   duplicate_keys: duplicateKeys,
-  list_pages: listPages
+  list_pages: listPages,
+  queue_position: queuePosition
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")

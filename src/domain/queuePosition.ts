@@ -78,13 +78,24 @@ export const holds = (group: WaitingGroup, job: WaitingJob): boolean =>
   group.accountId === job.accountId && group.model === job.model && group.version === job.version &&
   job.fairKey >= group.headKey && job.fairKey <= group.tailKey
 
+// A plan changes with the catalog only: its versions' scopes are looked up once per plan, not per read.
+const scopeMaps = new WeakMap<LimitPlan, ReadonlyMap<string, ReadonlyArray<string>>>()
+const scopesByVersion = (plan: LimitPlan): ReadonlyMap<string, ReadonlyArray<string>> => {
+  let map = scopeMaps.get(plan)
+  if (map === undefined) {
+    map = new Map(plan.versions.map((version) => [versionKey(version), version.scopes]))
+    scopeMaps.set(plan, map)
+  }
+  return map
+}
+
 /**
  * The versions whose jobs wait for the same capacity as `ref`'s: those sharing one of its limit
  * scopes when it is limited (a limit's room is what they wait for), else every unlimited version
  * (the worker pool). Answers a membership test over version keys.
  */
 export const sharesCapacity = (plan: LimitPlan, ref: VersionRef): ((other: VersionRef) => boolean) => {
-  const scopesOf = new Map(plan.versions.map((version) => [versionKey(version), version.scopes]))
+  const scopesOf = scopesByVersion(plan)
   const mine = scopesOf.get(versionKey(ref))
   if (mine === undefined) return (other) => !scopesOf.has(versionKey(other))
   return (other) => scopesOf.get(versionKey(other))?.some((scope) => mine.includes(scope)) ?? false
@@ -150,7 +161,7 @@ export const placeOf = ({ job: asked, now, plan, runTime, snapshot }: PlaceInput
   for (const group of snapshot.waiting) if (same(group)) ahead += aheadIn(group, job)
   let running = 0
   for (const group of snapshot.running) if (same(group)) running += group.count
-  const scopes = plan.versions.find((version) => versionKey(version) === versionKey(job))?.scopes ?? []
+  const scopes = scopesByVersion(plan).get(versionKey(job)) ?? []
   const limits = plan.scopes.filter((scope) => scopes.includes(scope.key))
   const maxInFlight = Math.min(...limits.map((scope) => scope.maxInFlight ?? Infinity))
   const startsPerMinute = Math.min(...limits.map((scope) => scope.startsPerMinute ?? Infinity))

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import type { Account, ApiKey } from "../domain/account.js"
 import { type Job, progressOf } from "../domain/job.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
+import type { QueueBoard, QueuePlace } from "../domain/queuePosition.js"
 import type { Stats } from "../domain/stats.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import {
@@ -12,6 +13,7 @@ import {
   type SubmitResponse,
   SubmitResponseOfJob
 } from "./schemas/jobs.js"
+import { QueuePlaceOfPlace } from "./schemas/queue.js"
 
 export const iso = (ms: number): string => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
@@ -20,8 +22,11 @@ const encodeJobView = Schema.encodeSync(JobViewOfJob)
 const encodeJobListItem = Schema.encodeSync(JobListItemOfJob)
 const encodeSubmitResponse = Schema.encodeSync(SubmitResponseOfJob)
 
-/** A job as GET /v1/jobs/{id} answers it, as JSON. */
-export const jobView = (job: Job): typeof JobView.Type =>
+/**
+ * A job as GET /v1/jobs/{id} answers it, as JSON; with `queue` (a pending job's place, null when
+ * it could not be read) beside the spec's fields.
+ */
+export const jobView = (job: Job, queue?: QueuePlace | null): typeof JobView.Type =>
   encodeJobView({
     jobId: job.id,
     status: job.status,
@@ -30,7 +35,8 @@ export const jobView = (job: Job): typeof JobView.Type =>
     completedAt: job.completedAt,
     output: job.outputs?.[0]?.url ?? null,
     outputs: job.outputs,
-    error: job.error
+    error: job.error,
+    ...(queue === undefined ? {} : { queue })
   })
 
 /** A job as GET /v1/jobs lists it, as JSON. */
@@ -44,13 +50,13 @@ export const jobListItem = (job: Job): typeof JobListItem.Type =>
     completedAt: job.completedAt
   })
 
-/** A submitted job as POST /v1/jobs answers it, as JSON. */
-export const submitView = (job: Job): typeof SubmitResponse.Type =>
+/** A submitted job as POST /v1/jobs answers it, as JSON; `estimatedCompletionAt` when the queue's estimate replaces the job's. */
+export const submitView = (job: Job, estimatedCompletionAt = job.estimatedCompletionAt): typeof SubmitResponse.Type =>
   encodeSubmitResponse({
     jobId: job.id,
     requestId: job.requestId,
     status: "pending",
-    estimatedCompletionTime: job.estimatedCompletionAt,
+    estimatedCompletionTime: estimatedCompletionAt,
     costMicroCents: job.costMicroCents
   })
 
@@ -105,4 +111,16 @@ export const statsView = (stats: Stats) => ({
   from: iso(stats.from),
   to: iso(stats.to),
   runTimes: stats.runTimes
+})
+
+const encodeQueuePlace = Schema.encodeSync(QueuePlaceOfPlace)
+
+/** A pending job's place as the status stream's `queue` event carries it, as JSON. */
+export const queuePlaceView = (place: QueuePlace) => encodeQueuePlace(place)
+
+/** The operator's queue board (QueueBook.board) as GET /admin/queue answers it. */
+export const queueBoardView = (board: QueueBoard) => ({
+  at: iso(board.at),
+  waitingGroups: board.waitingGroups,
+  groups: board.groups.map((group) => ({ ...group, first: queuePlaceView(group.first), last: queuePlaceView(group.last) }))
 })
