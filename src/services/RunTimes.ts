@@ -37,13 +37,14 @@ export const layerRunTimedJobRepo = Layer.effect(
     const runTimes = yield* RunTimes
     return JobRepo.of({
       ...repo,
+      // A map over the answer: no effect of its own per job.
       complete: (id, workerId, outputs, now, route) =>
-        Effect.tap(repo.complete(id, workerId, outputs, now, route), (found) =>
-          Effect.sync(() => {
-            if (Option.isNone(found)) return
-            const job = found.value
-            if (job.startedAt !== null && job.completedAt !== null) runTimes.record(job.model, job.completedAt - job.startedAt)
-          }))
+        Effect.map(repo.complete(id, workerId, outputs, now, route), (found) => {
+          if (Option.isSome(found) && found.value.startedAt !== null && found.value.completedAt !== null) {
+            runTimes.record(found.value.model, found.value.completedAt - found.value.startedAt)
+          }
+          return found
+        })
     })
   })
 )
