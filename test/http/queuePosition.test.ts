@@ -60,6 +60,9 @@ describe("a pending job's place in the queue", () => {
     expect(at(bPlace.estimatedStartAt.p50)).toBeLessThanOrEqual(at(bPlace.estimatedStartAt.p90))
     expect(at(bPlace.estimatedCompletionAt.p50)).toBeGreaterThan(at(bPlace.estimatedStartAt.p50))
     expect(at(bPlace.estimatedCompletionAt.p90)).toBeGreaterThanOrEqual(at(bPlace.estimatedCompletionAt.p50))
+    // No run seen yet: the version's estimatedSeconds (2 s for the demo text model) is the run time.
+    const runMs = (place: Queue) => Date.parse(place.estimatedCompletionAt.p50) - Date.parse(place.estimatedStartAt.p50)
+    expect(runMs(bPlace)).toBe(2_000)
 
     // The operator's board: per account and version, the first and last job's places, the next to start first.
     const board = await engine.admin("GET", "/admin/queue")
@@ -76,8 +79,10 @@ describe("a pending job's place in the queue", () => {
     const done = read.map((got) => got.body).filter((job) => job.status !== "pending")
     expect(done).toHaveLength(1)
     expect(done[0]).not.toHaveProperty("queue")
-    // The places move up once the queue is read again (at most once per poll interval).
+    // The places move up once the queue is read again (at most once per poll interval), and the
+    // run the worker just ended (the demo's: milliseconds) is the run time now.
     expect(await waitFor(async () => (await queueOf(a, aJobs[4]!)).position === 5)).toBe(true)
+    expect(runMs(await queueOf(a, aJobs[4]!))).toBeLessThan(2_000)
   })
 
   it("sets submit's estimatedCompletionTime from the queue when jobs wait ahead", async () => {
