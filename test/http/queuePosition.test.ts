@@ -1,4 +1,7 @@
+import { Context, Effect, Layer } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
+import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { readEvents, type ServerEvent } from "../../src/client/eventStream.js"
 import { BASE, type HttpEngine, makeHttpEngine } from "../support/httpEngine.js"
 import { waitFor } from "../support/waitFor.js"
@@ -83,6 +86,25 @@ describe("a pending job's place in the queue", () => {
     // run the worker just ended (the demo's: milliseconds) is the run time now.
     expect(await waitFor(async () => (await queueOf(a, aJobs[4]!)).position === 5)).toBe(true)
     expect(runMs(await queueOf(a, aJobs[4]!))).toBeLessThan(2_000)
+  })
+
+  it("reads the queue once per poll interval for every reader, and not for a submit", async () => {
+    let reads = 0
+    const counted = Layer.effectContext(Effect.gen(function*() {
+      const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
+      const repo = Context.get(context, AdminReadRepo)
+      return Context.add(context, AdminReadRepo, { ...repo, waitingSummary: Effect.suspend(() => (reads++, repo.waitingSummary)) })
+    })).pipe(Layer.provide(layerMemoryStores))
+    engine = await makeHttpEngine({ pollIntervalMs: 60_000 }, { stores: counted })
+    const a = await engine.account()
+    const ids = await submitMany(a, 20)
+    expect(reads).toBe(0)
+    const places = await Promise.all(ids.map(async (id) => (await a.get(`/v1/jobs/${id}`)).body.queue.position))
+    expect(places).toEqual(ids.map((_, i) => i + 1))
+    expect(reads).toBe(1)
+    await submitMany(a, 5)
+    await a.get(`/v1/jobs/${ids[0]}`)
+    expect(reads).toBe(1)
   })
 
   it("sets submit's estimatedCompletionTime from the queue when jobs wait ahead", async () => {
