@@ -3,6 +3,7 @@ import { type JobCursor, isAfterCursor } from "../../src/domain/cursor.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { groupSpend } from "../../src/domain/spend.js"
+import { DEFAULT_FAIR_WEIGHT, fairWeightOf } from "../../src/domain/fairShare.js"
 import type { MemoryState } from "./state.js"
 
 type Keyed = { readonly createdAt: number; readonly id: string }
@@ -92,7 +93,7 @@ export const adminReadRepo = (state: MemoryState): AdminReadRepo["Service"] => (
       const key = `${job.accountId}\u0000${version}`
       const group = waiting.get(key)
       if (group === undefined) {
-        const weight = state.accounts.get(job.accountId)?.fairShareWeight ?? 1
+        const weight = fairWeightOf(state.accounts.get(job.accountId))
         waiting.set(key, { accountId: job.accountId, model: job.model, version: job.version, count: 1, headKey: job.fairKey, tailKey: job.fairKey, headId: job.id, weight })
       } else {
         group.count++
@@ -111,9 +112,13 @@ export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Se
       const account = state.accounts.get(id)
       if (account === undefined) return Option.none()
       const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined))
-      const { budget: _dropped, ...rest } = { ...account, ...defined }
-      // Absent when there is none, as the SQL stores answer.
-      const updated = _dropped == null ? rest : { ...rest, budget: _dropped }
+      const { budget: _dropped, fairShareWeight: weight, ...rest } = { ...account, ...defined }
+      // Absent when there is none (or the default weight), as the SQL stores answer.
+      const updated = {
+        ...rest,
+        ...(_dropped == null ? {} : { budget: _dropped }),
+        ...(weight === undefined || weight === DEFAULT_FAIR_WEIGHT ? {} : { fairShareWeight: weight })
+      }
       state.accounts.set(id, updated)
       return Option.some(updated)
     })),

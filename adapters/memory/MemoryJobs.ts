@@ -7,7 +7,8 @@ import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.
 import type { HandOffLease } from "../../src/ports/JobRepo.js"
 import { type Charged, chargeOf, type JobCharge, type JobStoreDriver, type RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
-import { earliestExpiry, oldestFirst } from "./jobIndex.js"
+import { claimOrder, fairKeyOf, fairWeightOf } from "../../src/domain/fairShare.js"
+import { earliestExpiry } from "./jobIndex.js"
 import type { MemoryState } from "./state.js"
 
 const newestFirst = (a: Job, b: Job) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
@@ -105,7 +106,15 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     })
   }
   /** The job as insertJob writes it: queued, or the hand-off's claim when nothing is runnable. */
-  const inserted = (job: Job, handOff: HandOffLease | undefined) => {
+  const inserted = (submitted: Job, handOff: HandOffLease | undefined) => {
+    const job: Job = {
+      ...submitted,
+      fairKey: fairKeyOf({
+        floor: state.jobs.firstPendingKey() ?? 0,
+        lastOwn: state.jobs.lastPendingKeyOf(submitted.accountId) ?? null,
+        weight: fairWeightOf(state.accounts.get(submitted.accountId))
+      })
+    }
     const runnable = handOff === undefined || state.jobs.hasRunnable(handOff.now, handOff.maxAttempts)
     const written = runnable ? job : claimedJob(job, handOff)
     setIn(state.jobs, job.id, written)
@@ -259,7 +268,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     pendingOf: (versions) =>
       Effect.sync(() =>
         versions.flatMap((v) =>
-          jobs().filter((j) => j.status === "pending" && j.model === v.model && j.version === v.version).sort(oldestFirst).slice(0, v.limit)
+          jobs().filter((j) => j.status === "pending" && j.model === v.model && j.version === v.version).sort(claimOrder).slice(0, v.limit)
         )
       ),
     claimIds: (ids, claim) =>
@@ -279,11 +288,11 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
         pending: jobs()
           .filter((j) =>
             j.status === "pending" && j.createdAt <= now - graceMs &&
-            (after === null || j.createdAt > after.createdAt || (j.createdAt === after.createdAt && j.id > after.id))
+            (after === null || j.fairKey > after.fairKey || (j.fairKey === after.fairKey && j.id > after.id))
           )
-          .sort(oldestFirst)
+          .sort(claimOrder)
           .slice(0, limit)
-          .map((j) => ({ id: j.id, createdAt: j.createdAt })),
+          .map((j) => ({ id: j.id, createdAt: j.createdAt, fairKey: j.fairKey })),
         expired: jobs().filter((j) => reclaimable(j, now - graceMs, maxAttempts)).sort(earliestExpiry).slice(0, limit).map((j) => j.id)
       })),
     recordStarts: (starts, now) =>

@@ -1,7 +1,8 @@
+import { claimOrder } from "../../src/domain/fairShare.js"
 import { activeStatuses, type Job } from "../../src/domain/job.js"
 
-/** Oldest first, as the SQL claim orders pending jobs (created_at, id). */
-export const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+/** An account's pending jobs, last fair key first: the key its next job follows. */
+const lastKeyFirst = (a: Job, b: Job) => b.fairKey - a.fairKey
 
 /** Leases that expire first, first (only jobs with a lease are kept in that order). */
 export const earliestExpiry = (a: Job, b: Job) => a.leaseExpiresAt! - b.leaseExpiresAt!
@@ -86,7 +87,7 @@ class JobHeap {
 
 /**
  * The memory store's jobs by id, with what a claim looks for kept in order as they are written:
- * pending jobs oldest first, leased jobs by expiry (and each account's active jobs counted). A claim then takes the few jobs it needs in
+ * pending jobs in claim order (fairKey, id), each account's last pending key, leased jobs by expiry (and each account's active jobs counted). A claim then takes the few jobs it needs in
  * O(taken log N) instead of visiting every job held. Every write goes through `set` (the
  * transaction's undo too), so no writer can forget the index. A version written twice (an undo
  * puts an earlier one back) is in a heap twice: the takes answer each job once.
@@ -94,7 +95,10 @@ class JobHeap {
 export class IndexedJobs extends Map<string, Job> {
   private readonly isCurrent = (job: Job) => super.get(job.id) === job
   private readonly stored = () => super.size
-  private readonly pending = new JobHeap(oldestFirst, this.isCurrent, this.stored)
+  private readonly pending = new JobHeap(claimOrder, this.isCurrent, this.stored)
+  private readonly isPending = (job: Job) => this.isCurrent(job) && job.status === "pending"
+  /** Each account's pending jobs by last key, with its count of pending jobs to bound the heap. */
+  private readonly pendingByAccount = new Map<string, { heap: JobHeap; count: number }>()
   private readonly leased = new JobHeap(earliestExpiry, this.isCurrent, this.stored)
 
   /** Pending and processing jobs by account: a submit checks the account's limit without a scan. */
@@ -102,21 +106,50 @@ export class IndexedJobs extends Map<string, Job> {
 
   override set(id: string, job: Job): this {
     this.countActive(super.get(id), -1)
+    this.countPending(super.get(id), -1)
     super.set(id, job)
     this.countActive(job, 1)
-    if (job.status === "pending") this.pending.push(job)
+    this.countPending(job, 1)
+    if (job.status === "pending") {
+      this.pending.push(job)
+      this.pendingByAccount.get(job.accountId)!.heap.push(job)
+    }
     else if (job.status === "processing" && job.leaseExpiresAt !== null) this.leased.push(job)
     return this
   }
 
   override delete(id: string): boolean {
     this.countActive(super.get(id), -1)
+    this.countPending(super.get(id), -1)
     return super.delete(id)
   }
 
   override clear(): void {
     this.active.clear()
+    this.pendingByAccount.clear()
     super.clear()
+  }
+
+  /** The smallest fair key among pending jobs; undefined when none waits. */
+  firstPendingKey(): number | undefined {
+    return this.pending.peek()?.fairKey
+  }
+
+  /** The largest fair key among the account's pending jobs; undefined when none waits. */
+  lastPendingKeyOf(accountId: string): number | undefined {
+    return this.pendingByAccount.get(accountId)?.heap.peek()?.fairKey
+  }
+
+  private countPending(job: Job | undefined, by: 1 | -1) {
+    if (job === undefined || job.status !== "pending") return
+    let entry = this.pendingByAccount.get(job.accountId)
+    if (entry === undefined) {
+      const made: { heap: JobHeap; count: number } = { count: 0, heap: new JobHeap(lastKeyFirst, this.isPending, () => made.count) }
+      this.pendingByAccount.set(job.accountId, made)
+      entry = made
+    }
+    entry.count += by
+    if (entry.count === 0) this.pendingByAccount.delete(job.accountId)
   }
 
   /** The account's jobs pending or processing. */
@@ -148,7 +181,7 @@ export class IndexedJobs extends Map<string, Job> {
     return [...taken.values()]
   }
 
-  /** Up to `limit` pending jobs, oldest first, none of which `skip`; they leave the index. */
+  /** Up to `limit` pending jobs in claim order, none of which `skip`; they leave the index. */
   takePending(limit: number, skip: (job: Job) => boolean): Array<Job> {
     const taken = new Map<string, Job>()
     const skipped: Array<Job> = []

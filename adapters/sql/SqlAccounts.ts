@@ -6,6 +6,7 @@ import { readActiveJobs } from "./activeJobs.js"
 import { postLedger } from "./ledger.js"
 import { AccountRow, ApiKeyRow, budgetColumns, DbInt, decodeRows, LedgerRow, storeErrors, toAccount, toApiKey, toLedgerEntry } from "./rows.js"
 import { SqlTables } from "./tables.js"
+import { fairWeightOf } from "../../src/domain/fairShare.js"
 
 const decodeAccounts = decodeRows(Schema.Array(AccountRow))
 const decodeKeys = decodeRows(Schema.Array(ApiKeyRow))
@@ -53,7 +54,8 @@ export const makeSqlAccounts = Effect.gen(function*() {
             previous_webhook_secret: account.previousWebhookSecret,
             previous_webhook_secret_expires_at: account.previousWebhookSecretExpiresAt,
             ...budgetColumns(account.budget),
-            created_at: account.createdAt
+            created_at: account.createdAt,
+            fair_weight: fairWeightOf(account)
           })
         }`
         if (initialCredit > 0) {

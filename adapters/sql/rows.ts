@@ -4,6 +4,7 @@ import { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
 import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
 import { CorruptRow, StoreError } from "../../src/domain/errors.js"
 import { ApiKeyId } from "../../src/domain/ids.js"
+import { DEFAULT_FAIR_WEIGHT } from "../../src/domain/fairShare.js"
 import { Job, JobError, OutputItem } from "../../src/domain/job.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
@@ -53,7 +54,8 @@ export const AccountRow = Schema.Struct({
   previous_webhook_secret: Schema.NullOr(Schema.String),
   previous_webhook_secret_expires_at: DbIntOrNull,
   ...BudgetColumns,
-  created_at: DbInt
+  created_at: DbInt,
+  fair_weight: DbInt
 })
 
 export const toAccount = (row: typeof AccountRow.Type): Account =>
@@ -69,7 +71,9 @@ export const toAccount = (row: typeof AccountRow.Type): Account =>
     previousWebhookSecret: row.previous_webhook_secret,
     previousWebhookSecretExpiresAt: row.previous_webhook_secret_expires_at,
     ...budgetOf(row),
-    createdAt: row.created_at
+    createdAt: row.created_at,
+    // Absent when it is the default, as on an account made without one.
+    ...(row.fair_weight === DEFAULT_FAIR_WEIGHT ? {} : { fairShareWeight: row.fair_weight })
   })
 
 export const LedgerRow = Schema.Struct({
@@ -164,7 +168,8 @@ const jobFields = {
   providerPhase: Job.fields.providerPhase,
   providerHandle: JsonOrNull(ProviderHandle),
   providerStarts: DbInt,
-  providerRoute: JsonOrNull(ProviderRouteRef)
+  providerRoute: JsonOrNull(ProviderRouteRef),
+  fairKey: DbInt
 } satisfies { readonly [K in keyof Job]-?: Schema.Top }
 
 /** A job's fields as a struct whose encoded keys are still the field names (see jobColumnNames). */
@@ -186,7 +191,8 @@ export const jobColumnNames = {
   providerPhase: "provider_phase",
   providerHandle: "provider_handle",
   providerStarts: "provider_starts",
-  providerRoute: "provider_route"
+  providerRoute: "provider_route",
+  fairKey: "fair_key"
 } as const
 
 /**

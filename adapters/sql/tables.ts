@@ -55,7 +55,8 @@ export const INDEXES = [
   "webhook_deliveries_account_status",
   "admin_audit_actor",
   "admin_audit_action",
-  "ledger_account_list"
+  "ledger_account_list",
+  "jobs_pending_account"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

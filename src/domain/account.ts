@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { Budget } from "./budget.js"
 import { AccountId, ApiKeyId } from "./ids.js"
+import { FairShareWeight } from "./fairShareWeight.js"
 import { INT32_MAX } from "./limits.js"
 
 export const Discount = Schema.Struct({
@@ -25,7 +26,9 @@ export const Account = Schema.Struct({
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.Int),
   /** What the account's keys together may spend per period; absent or null: no cap. */
   budget: Schema.optional(Schema.NullOr(Budget)),
-  createdAt: Schema.Int
+  createdAt: Schema.Int,
+  /** The account's share of capacity other accounts' jobs also wait for (src/domain/fairShare.ts); absent: 1. */
+  fairShareWeight: Schema.optional(FairShareWeight)
 })
 export type Account = typeof Account.Type
 
@@ -85,7 +88,9 @@ export const NewAccount = Schema.Struct({
   segments: Schema.Array(Schema.String).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
   allowedModels: Schema.Array(Schema.String).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
   discounts: Schema.Array(Discount).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
-  budget: Schema.optional(Schema.NullOr(Budget))
+  budget: Schema.optional(Schema.NullOr(Budget)),
+  /** Absent: 1 (DEFAULT_FAIR_WEIGHT). */
+  fairShareWeight: Schema.optional(FairShareWeight)
 })
 export type NewAccount = typeof NewAccount.Type
 
@@ -102,7 +107,8 @@ export const AccountUpdate = Schema.Struct({
   allowedModels: Schema.optionalKey(Schema.Array(Schema.String)),
   discounts: Schema.optionalKey(Schema.Array(Discount)),
   /** null removes the budget. */
-  budget: Schema.optionalKey(Schema.NullOr(Budget))
+  budget: Schema.optionalKey(Schema.NullOr(Budget)),
+  fairShareWeight: Schema.optionalKey(FairShareWeight)
 })
 export type AccountUpdate = typeof AccountUpdate.Type
 

@@ -55,7 +55,12 @@ export const Job = Schema.Struct({
    * The route (and credential id, never its secret) the job's start was sent on, synchronous
    * starts included; null before any start was sent, and on jobs of releases that did not record it.
    */
-  providerRoute: Schema.NullOr(ProviderRouteRef)
+  providerRoute: Schema.NullOr(ProviderRouteRef),
+  /**
+   * The job's place in claim order among pending jobs (src/domain/fairShare.ts), set by the
+   * store at submit: what a job is built with before that is replaced.
+   */
+  fairKey: Schema.Int
 })
 export type Job = typeof Job.Type
 

@@ -1,3 +1,4 @@
+import { fairStep } from "./fairShare.js"
 import type { LimitPlan, VersionRef } from "./providerLimits.js"
 
 /**
@@ -35,9 +36,6 @@ export interface WaitingSummary {
 export interface QueueSnapshot extends WaitingSummary {
   readonly at: number
 }
-
-/** The distance between an account's consecutive waiting keys. */
-export const fairStep = (weight: number): number => Math.floor(1_000_000 / Math.max(1, weight))
 
 /** The pending job a place is asked for. */
 export interface WaitingJob extends VersionRef {

@@ -427,7 +427,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       success: AccountView
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Update an account",
-        "Sets the name, maxConcurrentJobs, segments, allowedModels or discounts sent, checked as on creation; the " +
+        "Sets the name, maxConcurrentJobs, segments, allowedModels, discounts, budget or fairShareWeight sent, checked as on creation; the " +
           "others stay. Unknown fields and an empty body are VALIDATION_ERROR. Credits go through /credits."
       ))
   )

@@ -1,5 +1,6 @@
 import type { Account } from "../domain/account.js"
 import type { AuditEntry } from "../domain/audit.js"
+import { fairWeightOf } from "../domain/fairShare.js"
 import { type Job, progressOf } from "../domain/job.js"
 import type { ProviderRouteRef } from "../domain/providerHandle.js"
 import type { CredentialHealth } from "../services/ProviderHealth.js"
@@ -18,7 +19,8 @@ export const accountListItem = (account: Account) => ({
   allowedModels: account.allowedModels,
   discounts: account.discounts,
   budget: account.budget ?? null,
-  createdAt: iso(account.createdAt)
+  createdAt: iso(account.createdAt),
+  fairShareWeight: fairWeightOf(account)
 })
 
 export const adminJobListItem = (job: Job) => ({

@@ -5,6 +5,7 @@ import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { QueueBoard, QueuePlace } from "../domain/queuePosition.js"
 import type { Stats } from "../domain/stats.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
+import { fairWeightOf } from "../domain/fairShare.js"
 import {
   type JobListItem,
   JobListItemOfJob,
@@ -64,7 +65,8 @@ export const accountView = (account: Account) => ({
   ...account,
   previousWebhookSecretExpiresAt: isoOrNull(account.previousWebhookSecretExpiresAt),
   budget: account.budget ?? null,
-  createdAt: iso(account.createdAt)
+  createdAt: iso(account.createdAt),
+  fairShareWeight: fairWeightOf(account)
 })
 
 export const apiKeyView = (key: ApiKey) => ({

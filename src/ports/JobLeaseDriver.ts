@@ -16,10 +16,15 @@ export interface ClaimBatch extends ClaimLease {
   readonly exclude: ReadonlyArray<VersionRef>
 }
 
-/** Where a pending job stands in claim order. */
+/** Where a pending job stands in claim order, `(fairKey, id)`. */
 export interface QueuePosition {
   readonly createdAt: number
   readonly id: JobId
+  /**
+   * The job's fair key (src/domain/fairShare.ts). A job submitted later may get a key before a
+   * cursor's: a walk from a cursor finds it when it starts again from the first.
+   */
+  readonly fairKey: number
 }
 
 /** A claim of given jobs: runnable ones only, and no pending job of the `exclude` versions. */

@@ -10,7 +10,7 @@ import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
-import { fairStep } from "../../src/domain/queuePosition.js"
+import { fairStep } from "../../src/domain/fairShare.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 
 export type AdminStores = AccountRepo | ApiKeyRepo | JobRepo | WebhookDeliveryRepo | AdminReadRepo | AccountSettingsRepo | AuditLog

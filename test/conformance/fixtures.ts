@@ -53,6 +53,7 @@ export const job = (accountId: AccountId, overrides: Partial<Job> = {}): Job => 
   providerHandle: null,
   providerStarts: 0,
   providerRoute: null,
+  fairKey: 0,
   ...overrides
 })
 

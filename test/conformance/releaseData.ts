@@ -25,7 +25,8 @@ const alice = account({
 const bob = account({ id: "acc_release_bob" as AccountId, name: "Bob", balanceMicroCents: 500 })
 
 // Newest first, as listed: pending, processing (leased), completed (outputs), failed (refunded).
-const pending = job(alice.id, { createdAt: T0 + 4_000, webhookUrl: HOOK })
+// A job waiting across the upgrade keeps its place: migration 0017 keys it by its creation.
+const pending = job(alice.id, { createdAt: T0 + 4_000, webhookUrl: HOOK, fairKey: T0 + 4_000 })
 const processing = job(alice.id, {
   createdAt: T0 + 3_000, status: "processing", startedAt: T0 + 3_100, attempts: 1,
   leaseOwner: "worker-release", leaseExpiresAt: T0 + 3_600_000

@@ -15,6 +15,7 @@ import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
 import { runBudgetConformance } from "./budgetSuite.js"
 import { runLimitsConformance } from "./limitsSuite.js"
+import { runFairConformance } from "./fairSuite.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo
 
@@ -39,6 +40,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
 
   runLimitsConformance(name, makeLayer)
   runBudgetConformance(name, makeLayer)
+  runFairConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>
@@ -226,8 +228,10 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         // A queued job is older: the next offered submit waits behind it, and wakes claimers.
         const queued = job(owner.id, { createdAt: T0 + 10 })
         yield* submit({ job: queued })
+        // Its fair key follows the account's last pending one (src/domain/fairShare.ts).
         const behind = job(owner.id, { createdAt: T0 + 20 })
-        expect(yield* submit({ job: behind, handOff: offered("w2", T0 + 25) })).toEqual(Result.succeed({ _tag: "Created", job: behind }))
+        expect(yield* submit({ job: behind, handOff: offered("w2", T0 + 25) }))
+          .toEqual(Result.succeed({ _tag: "Created", job: { ...behind, fairKey: 1_000_000 } }))
         const next = yield* repo.claimBatch({ workerId: "w3", now: T0 + 30, leaseMs: 1_000, maxAttempts: 2, limit: 5 })
         expect(next.map((j) => j.id)).toEqual([queued.id, behind.id])
         // An expired lease that can still be claimed is runnable too.
@@ -262,7 +266,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* submit({ job: queued, rateLimits: limits })
         const behind = job(owner.id, { createdAt: T0 + 6 })
         expect(yield* submit({ job: behind, rateLimits: limits, handOff: offered("w4", T0 + 7) }))
-          .toEqual(Result.succeed({ _tag: "Created", job: behind }))
+          .toEqual(Result.succeed({ _tag: "Created", job: { ...behind, fairKey: 1_000_000 } }))
         expect((yield* repo.claimBatch({ workerId: "w5", now: T0 + 8, leaseMs: 1_000, maxAttempts: 2, limit: 5 })).map((j) => j.id))
           .toEqual([queued.id, behind.id])
         const { balance, sum } = yield* balanceAndLedger(owner.id)
@@ -311,7 +315,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(codeOf(yield* submit({ job: job(owner.id), idempotency: { ...idem, requestHash: "h2" } }))).toBe("IDEMPOTENCY_KEY_REUSED")
         const later = job(owner.id, { createdAt: T0 + 1000 })
         const expired = yield* submit({ job: later, idempotency: { ...idem, requestHash: "h2", notBefore: T0 + 1 } })
-        expect(expired).toEqual(Result.succeed({ _tag: "Created", job: later }))
+        expect(expired).toEqual(Result.succeed({ _tag: "Created", job: { ...later, fairKey: 1_000_000 } }))
         const other = yield* createAccount(10_000)
         expect(Result.getOrThrow(yield* submit({ job: job(other.id), idempotency: idem }))._tag).toBe("Created")
         expect((yield* balanceAndLedger(owner.id)).balance).toBe(8_000)
@@ -376,7 +380,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const owner = yield* createAccount(1_000_000)
-        const made = Array.from({ length: 5 }, () => job(owner.id))
+        // Each a step after the one before in the fair order: the stored key, as get reads it.
+        const made = Array.from({ length: 5 }, (_, i) => job(owner.id, { fairKey: i * 1_000_000 }))
         for (const j of made) yield* submit({ job: j })
         const ids = [made[3]!.id, made[0]!.id, "job_missing" as JobId, made[4]!.id]
         const read = yield* repo.getMany(ids)
@@ -511,18 +516,19 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   })
 
   describe(`${name}: JobRepo queue`, () => {
-    test("claims the oldest pending job with a lease, once", () =>
+    test("claims an account's first submitted pending job with a lease, once", () =>
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const owner = yield* createAccount(10_000)
-        const older = job(owner.id, { createdAt: T0 })
-        const newer = job(owner.id, { createdAt: T0 + 1 })
-        yield* submit({ job: newer })
-        yield* submit({ job: older })
+        // Within an account, first in, first out: the order of submits, whatever the jobs' times.
+        const firstIn = job(owner.id, { createdAt: T0 + 1 })
+        const secondIn = job(owner.id, { createdAt: T0, fairKey: 1_000_000 })
+        yield* submit({ job: firstIn })
+        yield* submit({ job: secondIn })
         const first = Option.getOrThrow(yield* repo.claim({ workerId: "w1", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 }))
         // A first pickup records the provider start as begun (claimedJob).
         expect(first).toEqual({
-          ...older,
+          ...firstIn,
           status: "processing",
           attempts: 1,
           startedAt: T0 + 10,
@@ -531,7 +537,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           providerPhase: "starting",
           providerStarts: 1
         })
-        expect(Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 })).id).toBe(newer.id)
+        expect(Option.getOrThrow(yield* repo.claim({ workerId: "w2", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 })).id).toBe(secondIn.id)
         expect(Option.isNone(yield* repo.claim({ workerId: "w3", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
       }))
 
@@ -712,15 +718,15 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const owner = yield* createAccount(100_000)
-        const made = [3, 1, 4, 0, 2].map((i) => job(owner.id, { createdAt: T0 + i }))
+        // One account's jobs are claimed in the order it submitted them, whatever their times.
+        const made = [3, 1, 4, 0, 2].map((i, at) => job(owner.id, { createdAt: T0 + i, fairKey: at * 1_000_000 }))
         for (const j of made) yield* submit({ job: j })
-        const byAge = [...made].sort((a, b) => a.createdAt - b.createdAt)
         const first = yield* claimOf("b1", T0 + 10, 3)
-        expect(first).toEqual(byAge.slice(0, 3).map((j) =>
+        expect(first).toEqual(made.slice(0, 3).map((j) =>
           claimedJob(j, { now: T0 + 10, leaseOwner: "b1", leaseExpiresAt: T0 + 1_010 })
         ))
         for (const j of first) expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(j)
-        expect((yield* claimOf("b2", T0 + 10, 10)).map((j) => j.id)).toEqual(byAge.slice(3).map((j) => j.id))
+        expect((yield* claimOf("b2", T0 + 10, 10)).map((j) => j.id)).toEqual(made.slice(3).map((j) => j.id))
         expect(yield* claimOf("b3", T0 + 10, 10)).toEqual([])
         expect(yield* claimOf("b3", T0 + 10, 0)).toEqual([])
       }))

@@ -63,7 +63,7 @@ describe("admin API: listings, updates and the audit log", () => {
     expect(first.body.accounts.map((a: any) => a.name)).toEqual(["Omega", "zeta labs"])
     expect(first.body.hasMore).toBe(true)
     expect(Object.keys(first.body.accounts[0]).sort()).toEqual(
-      ["allowedModels", "balanceMicroCents", "budget", "createdAt", "discounts", "id", "maxConcurrentJobs", "name", "segments"]
+      ["allowedModels", "balanceMicroCents", "budget", "createdAt", "discounts", "fairShareWeight", "id", "maxConcurrentJobs", "name", "segments"]
     )
     const all = await allPages("/admin/accounts?limit=2", "accounts")
     expect(all.slice(0, 3).map((a) => a.id)).toEqual([...ids].reverse())
@@ -126,6 +126,25 @@ describe("admin API: listings, updates and the audit log", () => {
       }
     })
     expect(audit.body.entries[0]).toMatchObject({ actor: "admin", summary: { changes: { maxConcurrentJobs: { from: 12, to: 3 } } } })
+  })
+
+  it("sets an account's fair-share weight on creation and update, 1 to 1000, default 1", async () => {
+    const plain = (await engine.admin("POST", "/admin/accounts", { name: "plain" })).body
+    expect(plain.fairShareWeight).toBe(1)
+    const heavy = await engine.admin("POST", "/admin/accounts", { name: "heavy", fairShareWeight: 3 })
+    expect([heavy.status, heavy.body.fairShareWeight]).toEqual([201, 3])
+    expect((await engine.admin("GET", `/admin/accounts/${heavy.body.id}`)).body.fairShareWeight).toBe(3)
+    const listed = await allPages("/admin/accounts?search=heavy", "accounts")
+    expect(listed.find((a) => a.id === heavy.body.id)?.fairShareWeight).toBe(3)
+    expect((await engine.admin("PATCH", `/admin/accounts/${plain.id}`, { fairShareWeight: 1000 })).body.fairShareWeight).toBe(1000)
+    expect((await engine.admin("PATCH", `/admin/accounts/${heavy.body.id}`, { fairShareWeight: 1 })).body.fairShareWeight).toBe(1)
+    for (const weight of [0, 1001, 1.5, "2"]) {
+      expectError(await engine.admin("PATCH", `/admin/accounts/${plain.id}`, { fairShareWeight: weight }), 400, "VALIDATION_ERROR")
+      expectError(await engine.admin("POST", "/admin/accounts", { name: "bad", fairShareWeight: weight }), 400, "VALIDATION_ERROR")
+    }
+    expect((await engine.admin("GET", `/admin/accounts/${plain.id}`)).body.fairShareWeight).toBe(1000)
+    const audit = await engine.admin("GET", `/admin/audit?target=${plain.id}&action=account.update`)
+    expect(audit.body.entries[0]).toMatchObject({ summary: { changes: { fairShareWeight: { from: 1, to: 1000 } } } })
   })
 
   it("lists an account's keys without their secrets", async () => {

@@ -53,7 +53,8 @@ export const requestFor = (
     providerPhase: "started",
     providerHandle: null,
     providerStarts: 1,
-    providerRoute: null
+    providerRoute: null,
+    fairKey: 0
   }
   return {
     job,

@@ -36,7 +36,8 @@ const job = (input: Record<string, unknown>): Job => ({
   providerPhase: null,
   providerHandle: null,
   providerStarts: 0,
-  providerRoute: null
+  providerRoute: null,
+  fairKey: 0
 })
 
 const bytesOf = (source: OutputSource) =>

@@ -46,7 +46,8 @@ const fullJob: Job = {
     route: { index: 1, providerId: "replicate", credentialId: "cred_a" }
   },
   providerStarts: 3,
-  providerRoute: { index: 1, providerId: "fal", credentialId: "cred_2" }
+  providerRoute: { index: 1, providerId: "fal", credentialId: "cred_2" },
+  fairKey: 3_000_000
 }
 
 /** Every nullable field null; a job that recorded no key has no apiKeyId. */
@@ -92,7 +93,8 @@ describe("a job's row", () => {
       provider_phase: "started",
       provider_handle: JSON.stringify(fullJob.providerHandle),
       provider_starts: 3,
-      provider_route: JSON.stringify(fullJob.providerRoute)
+      provider_route: JSON.stringify(fullJob.providerRoute),
+      fair_key: 3_000_000
     })
     const bare = jobRow(bareJob)
     expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route])

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { NO_LIMITS, type LimitPlan } from "../../src/domain/providerLimits.js"
-import { aheadIn, fairStep, placeOf, type QueueSnapshot, sharesCapacity, type WaitingGroup } from "../../src/domain/queuePosition.js"
+import { fairStep } from "../../src/domain/fairShare.js"
+import { aheadIn, placeOf, type QueueSnapshot, sharesCapacity, type WaitingGroup } from "../../src/domain/queuePosition.js"
 import { RunTimeSketch, SKETCH_SIZE } from "../../src/domain/runTimeSketch.js"
 
 const STEP = fairStep(1)

@@ -10,20 +10,30 @@ import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, JobFromRow, storeErrors } from "../rows.js"
 import { makeChargeStatements } from "./charge.js"
-import { jobRow } from "./jobRows.js"
 import { NO_KEY } from "./spend.js"
 
 const decodeOffered = decodeRows(
-  Schema.Array(Schema.Struct({ queued_id: Schema.NullOr(Schema.String), lease_expires_at: Schema.NullOr(DbInt) }))
+  Schema.Array(Schema.Struct({
+    queued_id: Schema.NullOr(Schema.String),
+    queued_fair_key: Schema.NullOr(DbInt),
+    lease_expires_at: Schema.NullOr(DbInt),
+    taken_fair_key: Schema.NullOr(DbInt)
+  }))
 )
-const decodeLeaseEnds = decodeRows(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt) })))
+const decodeLeaseEnds = decodeRows(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt), fair_key: DbInt })))
+/** The key each insert computed (fairKey.ts), for the job it answers. */
+const decodeFairKeys = decodeRows(Schema.Array(Schema.Struct({ fair_key: DbInt })))
+const withFairKey = (job: Job) => (rows: ReadonlyArray<unknown>) =>
+  Effect.map(decodeFairKeys(rows), (found) => Option.map(Option.fromNullishOr(found[0]), ({ fair_key }): Job => ({ ...job, fairKey: fair_key })))
 const decodeGated = decodeRows(Schema.Array(Schema.Struct({
   gate_admitted: Schema.Boolean,
   gate_request_hash: Schema.NullOr(Schema.String),
   gate_job_id: Schema.NullOr(Schema.String),
   gate_created_at: Schema.NullOr(DbInt),
   queued_id: Schema.NullOr(Schema.String),
+  queued_fair_key: Schema.NullOr(DbInt),
   taken_lease_expires_at: Schema.NullOr(DbInt),
+  taken_fair_key: Schema.NullOr(DbInt),
   /** The recorded job's own id: null when the statement could not see it yet. */
   id: Schema.NullOr(Schema.String)
 })))
@@ -45,23 +55,31 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
   const { sql, t } = ctx
   const { chargeSqlite, chargingPg } = makeChargeStatements(ctx)
   const { anyRunnable, claimedValues, columnsOf, offeredInserts, takenAs, values } = makeHandOffFragments(ctx)
+  /** One job's insert, its fair key computed from what waits (fairKey.ts). */
+  const insertRow = (job: Job) => sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) VALUES (${values(job)})`
   /** What a PostgreSQL statement selects for the job it queued. */
   const wake = wakeClaimers ? sql`pg_notify(${jobsChannel(t.prefix)}, 'jobs')` : sql`NULL`
 
   /** The job a statement of offeredInserts wrote: queued as it is, or taken by the lease. */
   const offeredJob = (job: Job, lease: HandOffLease) => (rows: ReadonlyArray<unknown>) =>
     decodeOffered(rows).pipe(Effect.map((found) =>
-      Option.map(Option.fromNullishOr(found[0]), (row) => (row.queued_id !== null ? job : takenAs(job, lease, row.lease_expires_at)))
+      Option.map(Option.fromNullishOr(found[0]), (row) =>
+        row.queued_id !== null
+          ? { ...job, fairKey: row.queued_fair_key ?? job.fairKey }
+          : takenAs(job, lease, row.lease_expires_at, row.taken_fair_key ?? job.fairKey))
     ))
+
+  const queuedSqlite = (job: Job) =>
+    sql`${insertRow(job)} RETURNING fair_key`.pipe(Effect.flatMap(withFairKey(job)), Effect.map(Option.getOrElse(() => job)))
 
   const insertJob: JobStoreDriver["insertJob"] = sql.onDialectOrElse({
     // NOTIFY (when `wake` is one) in the same statement, so claimers hear of the job when it commits, never before.
     pg: () => (job: Job, handOff: HandOffLease | undefined) =>
       (handOff === undefined
-        ? sql`WITH inserted AS (INSERT INTO ${t.jobs} ${sql.insert(jobRow(job))} RETURNING id)
-            SELECT ${wake} FROM inserted`.pipe(Effect.as(job))
+        ? sql`WITH inserted AS (${insertRow(job)} RETURNING fair_key)
+            SELECT ${wake} AS woke, fair_key FROM inserted`.pipe(Effect.flatMap(withFairKey(job)), Effect.map(Option.getOrElse(() => job)))
         : sql`WITH ${offeredInserts(job, handOff, sql``)}
-            SELECT queued.id AS queued_id, taken.lease_expires_at,
+            SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key,
               CASE WHEN queued.id IS NOT NULL THEN ${wake} END AS woke
             FROM runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
           Effect.flatMap(offeredJob(job, handOff)),
@@ -69,21 +87,18 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
         )).pipe(storeErrors("insert job")),
     orElse: () => (job: Job, handOff: HandOffLease | undefined) =>
       (handOff === undefined
-        ? sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(job))}`.pipe(Effect.as(job))
+        ? queuedSqlite(job)
         : sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)} WHERE NOT ${anyRunnable(handOff)}
-            RETURNING lease_expires_at`.pipe(
+            RETURNING lease_expires_at, fair_key`.pipe(
           Effect.flatMap(decodeLeaseEnds),
           Effect.flatMap((rows) =>
-            rows[0] === undefined
-              ? sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) VALUES (${values(job)})`.pipe(Effect.as(job))
-              : Effect.succeed(takenAs(job, handOff, rows[0].lease_expires_at))
+            rows[0] === undefined ? queuedSqlite(job) : Effect.succeed(takenAs(job, handOff, rows[0].lease_expires_at, rows[0].fair_key))
           )
         )).pipe(storeErrors("insert job"))
   })
 
-  /** `(columns) SELECT values FROM source` of one encoded row: the job encoded once for both. */
-  const insertedFrom = (row: Record<string, unknown>, source: Statement.Fragment) =>
-    sql`(${sql.literal(Object.keys(row).join(", "))}) SELECT ${sql.csv(Object.values(row).map((value) => sql`${value}`))} FROM ${source}`
+  /** `(columns) SELECT values FROM source` of the job's row, its fair key computed. */
+  const insertedFrom = (job: Job, source: Statement.Fragment) => sql`(${columnsOf(job)}) SELECT ${values(job)} FROM ${source}`
 
   const submit: JobStoreDriver["submit"] = sql.onDialectOrElse({
     /**
@@ -96,13 +111,11 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
       const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`)
       return (handOff === undefined
         ? sql`WITH ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${insertedFrom(jobRow(job), sql`account`)} RETURNING id
+              INSERT INTO ${t.jobs} ${insertedFrom(job, sql`account`)} RETURNING fair_key
             )
-            SELECT ${wake} FROM inserted`.pipe(
-            Effect.map((rows) => (rows.length > 0 ? Option.some(job) : Option.none()))
-          )
+            SELECT ${wake} AS woke, fair_key FROM inserted`.pipe(Effect.flatMap(withFairKey(job)))
         : sql`WITH ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
-            SELECT queued.id AS queued_id, taken.lease_expires_at,
+            SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key,
               CASE WHEN queued.id IS NOT NULL THEN ${wake} END AS woke
             FROM account, runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
             Effect.flatMap(offeredJob(job, handOff))
@@ -151,14 +164,16 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
       const declined = sql`${sql(submitDeclinedName(t.prefix))}()`
       const written = handOff === undefined
         ? sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${insertedFrom(jobRow(job), sql`account`)} RETURNING id
+              INSERT INTO ${t.jobs} ${insertedFrom(job, sql`account`)} RETURNING id, fair_key
             )
-            SELECT gate.*, inserted.id AS queued_id, NULL::bigint AS taken_lease_expires_at,
+            SELECT gate.*, inserted.id AS queued_id, inserted.fair_key AS queued_fair_key,
+              NULL::bigint AS taken_lease_expires_at, NULL::bigint AS taken_fair_key,
               CASE WHEN gate.gate_admitted THEN (CASE WHEN inserted.id IS NULL THEN ${declined} ELSE ${wake} IS NULL END) END AS woke,
               previous.*
             FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
         : sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
-            SELECT gate.*, queued.id AS queued_id, taken.lease_expires_at AS taken_lease_expires_at,
+            SELECT gate.*, queued.id AS queued_id, queued.fair_key AS queued_fair_key,
+              taken.lease_expires_at AS taken_lease_expires_at, taken.fair_key AS taken_fair_key,
               CASE WHEN gate.gate_admitted THEN (CASE
                 WHEN queued.id IS NOT NULL THEN ${wake} IS NULL
                 WHEN NOT EXISTS (SELECT 1 FROM taken) THEN ${declined}
@@ -174,7 +189,9 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
             if (row.gate_admitted) {
               return Effect.succeed({
                 _tag: "Created",
-                job: row.queued_id !== null || handOff === undefined ? job : takenAs(job, handOff, row.taken_lease_expires_at)
+                job: row.queued_id !== null || handOff === undefined
+                  ? { ...job, fairKey: row.queued_fair_key ?? job.fairKey }
+                  : takenAs(job, handOff, row.taken_lease_expires_at, row.taken_fair_key ?? job.fairKey)
               })
             }
             if (row.gate_request_hash === null || row.gate_job_id === null || row.gate_created_at === null) {

@@ -42,7 +42,7 @@ export const makeClaimStatements = (ctx: JobSql) => {
   const claimBatch = sql.onDialectOrElse({
     /**
      * Expired leases from the partial index of processing jobs by expiry, then pending jobs from
-     * the partial index of pending jobs in claim order: each side reads at most `limit` index
+     * the partial index of pending jobs in claim order (fair_key, id, see src/domain/fairShare.ts): each side reads at most `limit` index
      * entries, locking them with SKIP LOCKED, and one UPDATE writes the claim on the picked rows.
      */
     pg: () => (claim: ClaimBatch) =>
@@ -51,7 +51,7 @@ export const makeClaimStatements = (ctx: JobSql) => {
           ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
         ), pending AS (
           SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
-          ORDER BY created_at, id LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
+          ORDER BY fair_key, id LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
         ), picked AS (
           (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${claim.limit}
         )
@@ -66,7 +66,7 @@ export const makeClaimStatements = (ctx: JobSql) => {
           )
           UNION ALL
           SELECT id FROM (
-            SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ORDER BY created_at, id LIMIT ${claim.limit}
+            SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ORDER BY fair_key, id LIMIT ${claim.limit}
           )
           LIMIT ${claim.limit}
         ) RETURNING *`

@@ -1,7 +1,7 @@
 import type { Statement } from "effect/sql"
 import { claimedJob, type Job } from "../../../src/domain/job.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
-import { jobRow } from "../jobs/jobRows.js"
+import { makeFairKeys } from "../jobs/fairKey.js"
 import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
 
@@ -13,21 +13,20 @@ export const makeHandOffFragments = (ctx: JobSql) => {
   const { clock, sql, t } = ctx
   const { reclaimable } = makeClaimFragments(ctx)
 
-  const columnsOf = (job: Job) => sql.literal(Object.keys(jobRow(job)).join(", "))
-  const values = (job: Job) => sql.csv(Object.values(jobRow(job)).map((value) => sql`${value}`))
+  const { columnsOf, valuesOf } = makeFairKeys(ctx)
+  const values = (job: Job) => valuesOf(job)
   /** claimedJob's row, with the lease's expiry on the lease clock as a claim writes it. */
   const claimedValues = (job: Job, lease: HandOffLease) =>
-    sql.csv(Object.entries(jobRow(claimedJob(job, lease))).map(([column, value]) =>
-      column === "lease_expires_at" ? clock.until(lease.now, lease.leaseExpiresAt) : sql`${value}`
-    ))
+    valuesOf(claimedJob(job, lease), { lease_expires_at: clock.until(lease.now, lease.leaseExpiresAt) })
   /** What a claim could take now: a pending job, or a reclaimable one. */
   const anyRunnable = (lease: HandOffLease) =>
     sql`(EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'pending')
       OR EXISTS (SELECT 1 FROM ${t.jobs} WHERE ${reclaimable(lease.now, lease.maxAttempts)}))`
   /** The job as a hand-off inserted it: claimedJob's row but for the lease's end, which the lease clock set. */
-  const takenAs = (job: Job, lease: HandOffLease, leaseExpiresAt: number | null): Job => ({
+  const takenAs = (job: Job, lease: HandOffLease, leaseExpiresAt: number | null, fairKey: number): Job => ({
     ...claimedJob(job, lease),
-    leaseExpiresAt
+    leaseExpiresAt,
+    fairKey
   })
   /**
    * The CTEs `runnable`, `queued` and `taken` of one statement: the job inserted pending when
@@ -38,10 +37,10 @@ export const makeHandOffFragments = (ctx: JobSql) => {
     sql`runnable AS (
         SELECT ${anyRunnable(lease)} AS found
       ), queued AS (
-        INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(job)} FROM ${gate} runnable WHERE runnable.found RETURNING id
+        INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${values(job)} FROM ${gate} runnable WHERE runnable.found RETURNING id, fair_key
       ), taken AS (
         INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, lease)}
-        FROM ${gate} runnable WHERE NOT runnable.found RETURNING lease_expires_at
+        FROM ${gate} runnable WHERE NOT runnable.found RETURNING lease_expires_at, fair_key
       )`
 
   return { columnsOf, values, claimedValues, anyRunnable, takenAs, offeredInserts }

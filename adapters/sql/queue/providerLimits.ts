@@ -50,13 +50,13 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
       sql`SELECT j.* FROM jsonb_to_recordset(${JSON.stringify(versions)}::jsonb) AS v(model text, version text, "limit" int)
         CROSS JOIN LATERAL (
           SELECT * FROM ${t.jobs} WHERE status = 'pending' AND model = v.model AND version = v.version
-          ORDER BY created_at, id LIMIT v."limit" FOR UPDATE SKIP LOCKED
+          ORDER BY fair_key, id LIMIT v."limit" FOR UPDATE SKIP LOCKED
         ) AS j`.pipe(Effect.flatMap(allJobs), storeErrors("read pending jobs of limited versions")),
     orElse: () => (versions: Versions) =>
       Effect.map(
         Effect.forEach(versions, (v) =>
           sql`SELECT * FROM ${t.jobs} WHERE status = 'pending' AND model = ${v.model} AND version = ${v.version}
-            ORDER BY created_at, id LIMIT ${v.limit}`.pipe(Effect.flatMap(allJobs))),
+            ORDER BY fair_key, id LIMIT ${v.limit}`.pipe(Effect.flatMap(allJobs))),
         (found) => found.flat()
       ).pipe(storeErrors("read pending jobs of limited versions"))
   })

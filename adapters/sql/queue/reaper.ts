@@ -19,10 +19,12 @@ export const makeReaperStatements = ({ clock, sql, t }: JobSql) => {
 
   const queueGaps: JobLeaseDriver["queueGaps"] = ({ after, graceMs, limit, maxAttempts, now }) =>
     Effect.all({
-      pending: sql`SELECT id, created_at FROM ${t.jobs} WHERE status = 'pending' AND created_at <= ${now - graceMs}
-          ${after === null ? sql`` : sql`AND (created_at, id) > (${after.createdAt}, ${after.id})`}
-          ORDER BY created_at, id LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((row) => ({ id: row["id"] as JobId, createdAt: Number(row["created_at"]) })))
+      pending: sql`SELECT id, created_at, fair_key FROM ${t.jobs} WHERE status = 'pending' AND created_at <= ${now - graceMs}
+          ${after === null ? sql`` : sql`AND (fair_key, id) > (${after.fairKey}, ${after.id})`}
+          ORDER BY fair_key, id LIMIT ${limit}`.pipe(
+        Effect.map((rows) =>
+          rows.map((row) => ({ id: row["id"] as JobId, createdAt: Number(row["created_at"]), fairKey: Number(row["fair_key"]) }))
+        )
       ),
       expired: sql`SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at + ${graceMs} <= ${clock.now(now)}
           AND attempts < ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit}`.pipe(

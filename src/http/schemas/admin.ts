@@ -1,6 +1,7 @@
 import { Effect, Schema, Struct } from "effect"
 import { AccountUpdate, ApiKeyUpdate, Discount, LedgerEntry, NewAccount, NewApiKey, Scope } from "../../domain/account.js"
 import { Budget } from "../../domain/budget.js"
+import { FairShareWeight } from "../../domain/fairShareWeight.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
 import { JobError, JobStatus } from "../../domain/job.js"
@@ -22,7 +23,8 @@ export const AccountView = Schema.Struct({
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
   budget: Schema.NullOr(Budget),
-  createdAt: Schema.String
+  createdAt: Schema.String,
+  fairShareWeight: FairShareWeight
 })
 
 export const RotateSecretBody = Schema.Struct({

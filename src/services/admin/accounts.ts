@@ -4,6 +4,7 @@ import type { Account, AccountUpdate, NewAccount } from "../../domain/account.js
 import { type AuditActor, changesBetween, SYSTEM_ACTOR } from "../../domain/audit.js"
 import { type EngineError, NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
 import { type AccountId, newAccountId } from "../../domain/ids.js"
+import { DEFAULT_FAIR_WEIGHT, fairWeightOf } from "../../domain/fairShare.js"
 import { MAX_MICRO_CENTS } from "../../domain/limits.js"
 import { audited, iso } from "./audited.js"
 import type { AdminDeps } from "./deps.js"
@@ -29,7 +30,9 @@ export const createAccount = (deps: AccountDeps) =>
       previousWebhookSecret: null,
       previousWebhookSecretExpiresAt: null,
       ...(input.budget == null ? {} : { budget: input.budget }),
-      createdAt: yield* Clock.currentTimeMillis
+      createdAt: yield* Clock.currentTimeMillis,
+      // Absent when it is the default, as the stores answer it.
+      ...(input.fairShareWeight === undefined || input.fairShareWeight === DEFAULT_FAIR_WEIGHT ? {} : { fairShareWeight: input.fairShareWeight })
     }
     return yield* deps.accounts.create(account, input.creditsMicroCents)
   }), (account) => ({ target: account.id, summary: { ...input } }))
@@ -46,14 +49,14 @@ export const updateAccount = (deps: AccountDeps & Pick<AdminDeps, "settings">) =
     const fields = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k)
     if (fields.length === 0) {
       return yield* Effect.fail(
-        new ValidationError({ message: "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget" })
+        new ValidationError({ message: "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget, fairShareWeight" })
       )
     }
     const { after } = yield* audited(deps, by, "account.update", Effect.gen(function*() {
       const before = yield* getAccount(deps)(id)
       const updated = yield* deps.settings.update(before.id, update)
       return { before, after: yield* Option.match(updated, { onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed }) }
-    }), ({ after, before }) => ({ target: after.id, summary: { changes: changesBetween(before, update) } }))
+    }), ({ after, before }) => ({ target: after.id, summary: { changes: changesBetween({ ...before, fairShareWeight: fairWeightOf(before) }, update) } }))
     return after
   })
 

@@ -3,12 +3,12 @@ import type { ClaimLease } from "../../domain/job.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../../domain/providerLimits.js"
 import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
 import type { JobRepo } from "../../ports/JobRepo.js"
-import { oldestFirst } from "./move.js"
+import { claimOrder } from "../../domain/fairShare.js"
 
 /**
  * Pending jobs of limited versions, in one transaction under the limits' lock: the room of
- * each scope counted from the jobs processing and the starts of the last minute, the oldest
- * candidates that fit taken, and their starts counted.
+ * each scope counted from the jobs processing and the starts of the last minute, the first
+ * candidates in claim order that fit taken, and their starts counted.
  */
 const claimLimited = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: number, lease: ClaimLease, maxAttempts: number) =>
   store.transaction(Effect.gen(function*() {
@@ -17,7 +17,7 @@ const claimLimited = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: num
     const rooms = roomsOf(plan, usage)
     const counts = candidateCounts(plan, rooms, limit)
     if (counts.length === 0) return []
-    const candidates = [...(yield* leases.pendingOf(counts))].sort(oldestFirst)
+    const candidates = [...(yield* leases.pendingOf(counts))].sort(claimOrder)
     const { picked, starts } = pickWithinLimits(plan, rooms, candidates, limit)
     if (picked.length === 0) return []
     const claimed = yield* leases.claimIds(picked.map((job) => job.id), { ...lease, maxAttempts, exclude: [] })
@@ -25,7 +25,7 @@ const claimLimited = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: num
     return claimed
   }))
 
-/** Limited versions' jobs within their room first, then the oldest others. */
+/** Limited versions' jobs within their room first, then the others, each in claim order (fairShare.ts). */
 export const claimBatch = (drivers: JobDrivers): JobRepo["Service"]["claimBatch"] =>
 ({ leaseMs, limit, limitedOnly, limits, maxAttempts, now, workerId }) =>
   Effect.gen(function*() {
@@ -38,7 +38,7 @@ export const claimBatch = (drivers: JobDrivers): JobRepo["Service"]["claimBatch"
       ? []
       // One atomic statement of its own: no transaction around it (two round trips fewer on PostgreSQL).
         : yield* drivers.leases.claimBatch({ ...lease, limit: rest, maxAttempts, exclude: plan.versions })
-    return [...limited, ...others].sort(oldestFirst)
+    return [...limited, ...others].sort(claimOrder)
   })
 
 export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => (options) =>
@@ -48,5 +48,5 @@ export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => (opti
 export const claimIds = ({ leases }: JobDrivers): JobRepo["Service"]["claimIds"] => (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
   Effect.map(
     leases.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
-    (jobs) => [...jobs].sort(oldestFirst)
+    (jobs) => [...jobs].sort(claimOrder)
   )

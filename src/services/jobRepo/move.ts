@@ -7,8 +7,6 @@ export const holdsLease = (job: Job, workerId: string) => job.status === "proces
 
 export const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 
-export const oldestFirst = (a: Job, b: Job) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-
 /**
  * Applies an event through the state machine and settles what the new status implies: the
  * refund and the webhook outbox row. None when the machine refuses the event, or when the

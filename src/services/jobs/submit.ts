@@ -60,7 +60,9 @@ const newJob = (
   providerPhase: null,
   providerHandle: null,
   providerStarts: 0,
-  providerRoute: null
+  providerRoute: null,
+  // The store assigns the job's place in the fair order as it inserts it.
+  fairKey: 0
 })
 
 /** Checks, prices, charges and queues a job; a repeated Idempotency-Key answers the first submit again. */

@@ -1,0 +1,35 @@
+import type { Statement } from "effect/sql"
+import type { Job } from "../../../src/domain/job.js"
+import { DEFAULT_FAIR_WEIGHT, FAIR_STEP_UNIT } from "../../../src/domain/fairShare.js"
+import type { JobSql } from "../queue/context.js"
+import { jobRow } from "./jobRows.js"
+
+/**
+ * fairKeyOf (src/domain/fairShare.ts) in SQL, evaluated by the insert itself so a submit stays
+ * one statement: the account's last pending key plus its step, else the first pending key of
+ * all, else 0. Each side is one seek of a partial index of pending jobs, jobs_pending_account
+ * (account_id, fair_key) and jobs_pending (fair_key, id). The account's last key is itself
+ * pending, so never below the first: fairKeyOf's max is already met. Two submits of one account
+ * that commit in parallel may read the same last key and get equal keys; the id breaks the tie.
+ */
+export const makeFairKeys = ({ sql, t }: JobSql) => {
+  const fairKey = (accountId: string) =>
+    sql`COALESCE(
+      (SELECT fair_key FROM ${t.jobs} WHERE status = 'pending' AND account_id = ${accountId} ORDER BY fair_key DESC LIMIT 1)
+        + ${sql.literal(String(FAIR_STEP_UNIT))} / COALESCE((SELECT fair_weight FROM ${t.accounts} WHERE id = ${accountId}), ${
+      sql.literal(String(DEFAULT_FAIR_WEIGHT))
+    }),
+      (SELECT fair_key FROM ${t.jobs} WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
+      0)`
+
+  /** The columns of a job's row, for `INSERT INTO jobs (columns) ...`. */
+  const columnsOf = (job: Job) => sql.literal(Object.keys(jobRow(job)).join(", "))
+
+  /** The values of `job`'s row in column order, fair_key computed (and any column `replaced` given). */
+  const valuesOf = (job: Job, replaced: Readonly<Record<string, Statement.Fragment>> = {}) =>
+    sql.csv(Object.entries(jobRow(job)).map(([column, value]) =>
+      replaced[column] ?? (column === "fair_key" ? fairKey(job.accountId) : sql`${value}`)
+    ))
+
+  return { fairKey, columnsOf, valuesOf }
+}
