@@ -198,11 +198,13 @@ export const eventStreamResponse = (
     stream.push(OPEN_BYTES)
     const rank = statusRank(job.status)
     if (rank > after) stream.push(eventOf(job))
-    const place = queue?.place ?? undefined
+    // Places go to a client that has not seen the job start (a resume after processing has).
+    const book = job.status === "pending" && after < statusRank("processing") ? queue?.book : undefined
+    const place = book === undefined ? undefined : queue?.place ?? undefined
     if (place !== undefined) stream.push(queueEventOf(place))
     return Effect.map(follow.join(job.id, Math.max(rank, after), stream, since), (leave) => {
       stream.attach(leave)
-      if (queue !== undefined && job.status === "pending") stream.watchQueue(queue.book.watch(job, stream.onPlace, place))
+      if (book !== undefined) stream.watchQueue(book.watch(job, stream.onPlace, place))
       return HttpServerResponse.raw(stream, { contentType: "text/event-stream", headers: STREAM_HEADERS })
     })
   })

@@ -51,13 +51,13 @@ export const jobListItem = (job: Job): typeof JobListItem.Type =>
     completedAt: job.completedAt
   })
 
-/** A submitted job as POST /v1/jobs answers it, as JSON; `estimatedCompletionAt` when the queue's estimate replaces the job's. */
-export const submitView = (job: Job, estimatedCompletionAt = job.estimatedCompletionAt): typeof SubmitResponse.Type =>
+/** A submitted job as POST /v1/jobs answers it, as JSON. */
+export const submitView = (job: Job): typeof SubmitResponse.Type =>
   encodeSubmitResponse({
     jobId: job.id,
     requestId: job.requestId,
     status: "pending",
-    estimatedCompletionTime: estimatedCompletionAt,
+    estimatedCompletionTime: job.estimatedCompletionAt,
     costMicroCents: job.costMicroCents
   })
 

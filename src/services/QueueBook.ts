@@ -1,7 +1,8 @@
 import { Clock, Context, Duration, Effect, Latch, Layer } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import type { Job } from "../domain/job.js"
-import type { VersionRef } from "../domain/providerLimits.js"
+import { DEFAULT_FAIR_WEIGHT, fairKeyOf } from "../domain/fairShare.js"
+import type { LimitPlan, VersionRef } from "../domain/providerLimits.js"
 import { holds, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, type WaitingJob } from "../domain/queuePosition.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { Catalog } from "./Catalog.js"
@@ -14,10 +15,7 @@ import { makeLimitPlans } from "./worker/limitPlans.js"
 const SEED_RUNS = 1_000
 const SEED_WINDOW_MS = 24 * 60 * 60 * 1000
 
-/**
- * A submit's estimate takes the last read of the queue when it is at most this many poll
- * intervals old, and never reads the store itself: submits must not keep the grouped read going.
- */
+/** A submit's estimate takes the last read of the queue when it is at most this many poll intervals old. */
 const SUBMIT_STALENESS = 10
 
 /** Groups (an account's jobs of one version) the operator's board places: each costs a pass over all groups. */
@@ -60,10 +58,14 @@ export const make = Effect.gen(function*() {
       }))
   })
 
+  /** The plan of the last read: a submit's estimate is counted without an effect. */
+  let lastPlan: LimitPlan | undefined
+
   const refresh = single(
     "queue",
     Effect.gen(function*() {
       yield* seed
+      lastPlan = yield* plans.current
       const summary = yield* reads.waitingSummary
       const read: QueueSnapshot = { at: yield* Clock.currentTimeMillis, ...summary }
       snapshot = read
@@ -95,19 +97,32 @@ export const make = Effect.gen(function*() {
       : Effect.flatMap(current, (read) => Effect.flatMap(Clock.currentTimeMillis, (now) => placeIn(read, job, now)))
 
   /**
-   * The completion a submit answers: the queue's p50 when jobs wait ahead of it by the last read
-   * (no read of its own, see SUBMIT_STALENESS), else `job.estimatedCompletionAt` (the catalog's).
+   * When a job about to be submitted should end: the queue's p50 completion when jobs wait ahead
+   * of it by the last read, else `job.estimatedCompletionAt` (the version's estimatedSeconds).
+   * Its key is the one the store will give it (fairKeyOf: after its account's last waiting job,
+   * never before the first job waiting). Reads nothing (a submit must not keep the grouped read
+   * going, nor wait for it): a read older than SUBMIT_STALENESS intervals is not used.
    */
-  const submitEstimate = (job: Job): Effect.Effect<number> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const read = snapshot
-      if (job.status !== "pending") return Effect.succeed(job.estimatedCompletionAt)
-      if (read === undefined || now - read.at > SUBMIT_STALENESS * pollIntervalMs) return Effect.succeed(job.estimatedCompletionAt)
-      return placeIn(read, job, now).pipe(
-        Effect.map((found) => (found.ahead > 0 ? found.estimatedCompletionAt.p50 : job.estimatedCompletionAt)),
-        Effect.orElseSucceed(() => job.estimatedCompletionAt)
-      )
-    })
+  const estimateAtSubmit = (job: Job, now: number): number => {
+    const read = snapshot
+    const plan = lastPlan
+    if (read === undefined || plan === undefined || now - read.at > SUBMIT_STALENESS * pollIntervalMs) return job.estimatedCompletionAt
+    let floor: number | undefined
+    let lastOwn: number | null = null
+    let weight = DEFAULT_FAIR_WEIGHT
+    for (const group of read.waiting) {
+      floor = floor === undefined ? group.headKey : Math.min(floor, group.headKey)
+      if (group.accountId === job.accountId && (lastOwn === null || group.tailKey > lastOwn)) {
+        lastOwn = group.tailKey
+        weight = group.weight
+      }
+    }
+    const fairKey = fairKeyOf({ floor: floor ?? 0, lastOwn, weight })
+    const catalogMs = job.estimatedCompletionAt - job.createdAt
+    const runTime = runTimes.of(job.model) ?? { p50Ms: catalogMs, p90Ms: catalogMs }
+    const place = placeOf({ now, snapshot: read, plan, runTime, job: { ...job, fairKey } })
+    return place.ahead > 0 ? place.estimatedCompletionAt.p50 : job.estimatedCompletionAt
+  }
 
   // Status streams of pending jobs: one loop refreshes and tells them, only while any is open.
   const watchers = new Set<Watcher>()
@@ -168,7 +183,7 @@ export const make = Effect.gen(function*() {
     }
   })
 
-  return { place, submitEstimate, watch, board } as const
+  return { place, estimateAtSubmit, watch, board } as const
 })
 
 export class QueueBook extends Context.Service<QueueBook, Effect.Success<typeof make>>()("genjobs/QueueBook") {

@@ -389,7 +389,7 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
       const rows = table.locator("tbody tr")
       // One of the studio's jobs runs; its two others wait, and the lab's one job waits beside them, not behind.
       await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(2)
-      const cells = await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)))
+      const cells = await rows.evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)))
       expect(cells.map((c) => c[1])).toEqual(["demo/text-gen/text-to-text", "demo/text-gen/text-to-text"])
       const byWaiting = Object.fromEntries(cells.map((c) => [c[3], c[4]]))
       // The studio's two: positions 2 and 3 (the lab's first job, of the same key, counted ahead of them); the lab's one: 2.

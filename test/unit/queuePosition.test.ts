@@ -60,7 +60,7 @@ describe("jobs ahead in the fair order", () => {
 
   it("is an upper bound when an account's keys have gaps", () => {
     // Four jobs between keys 0 and 10 steps: at most 4 ahead, never more than the group holds.
-    const gappy: WaitingGroup = { accountId: "a", model: "m", version: "v1", count: 4, headKey: 0, tailKey: 10 * STEP, weight: 1 }
+    const gappy: WaitingGroup = { accountId: "a", model: "m", version: "v1", count: 4, headKey: 0, tailKey: 10 * STEP, headId: "a", weight: 1 }
     expect(aheadIn(gappy, { accountId: "b", model: "m", version: "v1", fairKey: 2 * STEP })).toBe(3)
     expect(aheadIn(gappy, { accountId: "b", model: "m", version: "v1", fairKey: 9 * STEP })).toBe(4)
   })

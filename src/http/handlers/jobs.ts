@@ -53,7 +53,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const extra: Record<string, string> = deprecationHeaders(result, yield* Clock.currentTimeMillis)
           if (result.replayed) extra["idempotent-replayed"] = "true"
           const wait = readPreferWait(headers.prefer)
-          if (wait === undefined) return yield* withHeaders(extra, submitView(result.job, yield* book.submitEstimate(result.job)))
+          if (wait === undefined) return yield* withHeaders(extra, submitView(result.job))
           // A long-poll answers the job as it now is beside the submit's own fields.
           const job = yield* follow.awaitTerminal(result.job, wait, since)
           return yield* withHeaders({ ...extra, ...preferenceApplied(wait) }, { ...submitView(job), ...jobView(job) })
