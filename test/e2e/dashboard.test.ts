@@ -392,8 +392,8 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
       const cells = await rows.evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)))
       expect(cells.map((c) => c[1])).toEqual(["demo/text-gen/text-to-text", "demo/text-gen/text-to-text"])
       const byWaiting = Object.fromEntries(cells.map((c) => [c[3], c[4]]))
-      // The studio's two: positions 2 and 3 (the lab's first job, of the same key, counted ahead of them); the lab's one: 2.
-      expect(byWaiting).toEqual({ "2": "2–3", "1": "2" })
+      // The lab's one job takes the studio's next key: second, between the studio's two (1 and 3), not behind them.
+      expect(byWaiting).toEqual({ "2": "1–3", "1": "2" })
       await page.screenshot({ path: `${SHOTS}-queue.png`, fullPage: true })
       expect(pageErrors).toEqual([])
     } finally {
