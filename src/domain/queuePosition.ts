@@ -99,6 +99,50 @@ export const sharesCapacity = (plan: LimitPlan, ref: VersionRef): ((other: Versi
   return (other) => scopesOf.get(versionKey(other))?.some((scope) => mine.includes(scope)) ?? false
 }
 
+/*
+ * A read is indexed once, on first use: its groups by owner, and per version asked about the
+ * groups and running jobs of its capacity. A place then passes over its capacity's groups only,
+ * with no key built per group.
+ */
+const owners = new WeakMap<QueueSnapshot, ReadonlyMap<string, WaitingGroup>>()
+const pools = new WeakMap<QueueSnapshot, { readonly plan: LimitPlan; readonly byVersion: Map<string, Pool> }>()
+
+interface Pool {
+  readonly waiting: ReadonlyArray<WaitingGroup>
+  readonly running: number
+}
+
+const ownerKey = (job: VersionRef & { readonly accountId: string }) => `${job.accountId}\u0000${job.model}\u0000${job.version}`
+
+/** The read's group of the job's account and version, when it holds the job (by its key). */
+export const groupOf = (snapshot: QueueSnapshot, job: WaitingJob): WaitingGroup | undefined => {
+  let byOwner = owners.get(snapshot)
+  if (byOwner === undefined) {
+    byOwner = new Map(snapshot.waiting.map((group) => [ownerKey(group), group]))
+    owners.set(snapshot, byOwner)
+  }
+  const group = byOwner.get(ownerKey(job))
+  return group !== undefined && holds(group, job) ? group : undefined
+}
+
+const poolOf = (snapshot: QueueSnapshot, plan: LimitPlan, ref: VersionRef): Pool => {
+  let indexed = pools.get(snapshot)
+  if (indexed === undefined || indexed.plan !== plan) {
+    indexed = { plan, byVersion: new Map() }
+    pools.set(snapshot, indexed)
+  }
+  const key = versionKey(ref)
+  let pool = indexed.byVersion.get(key)
+  if (pool === undefined) {
+    const same = sharesCapacity(plan, ref)
+    let running = 0
+    for (const group of snapshot.running) if (same(group)) running += group.count
+    pool = { waiting: snapshot.waiting.filter(same), running }
+    indexed.byVersion.set(key, pool)
+  }
+  return pool
+}
+
 /** A range of times: the median and the 90th percentile (epoch ms). */
 export interface TimeRange {
   readonly p50: number
@@ -152,13 +196,12 @@ export interface PlaceInput {
  * slower run time for the jobs ahead, and one more of them.
  */
 export const placeOf = ({ job: asked, now, plan, runTime, snapshot }: PlaceInput): QueuePlace => {
-  const same = sharesCapacity(plan, asked)
-  const own = snapshot.waiting.find((group) => holds(group, asked))
+  const own = groupOf(snapshot, asked)
   const job = asked.tieId !== undefined || own === undefined ? asked : { ...asked, tieId: own.headId }
+  const pool = poolOf(snapshot, plan, asked)
   let ahead = 0
-  for (const group of snapshot.waiting) if (same(group)) ahead += aheadIn(group, job)
-  let running = 0
-  for (const group of snapshot.running) if (same(group)) running += group.count
+  for (const group of pool.waiting) ahead += aheadIn(group, job)
+  const running = pool.running
   const scopes = scopesByVersion(plan).get(versionKey(job)) ?? []
   const limits = plan.scopes.filter((scope) => scopes.includes(scope.key))
   const maxInFlight = Math.min(...limits.map((scope) => scope.maxInFlight ?? Infinity))

@@ -3,7 +3,7 @@ import type { StoreError } from "../domain/errors.js"
 import type { Job } from "../domain/job.js"
 import { DEFAULT_FAIR_WEIGHT, fairKeyOf } from "../domain/fairShare.js"
 import type { LimitPlan, VersionRef } from "../domain/providerLimits.js"
-import { holds, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, type WaitingJob } from "../domain/queuePosition.js"
+import { groupOf, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, type WaitingJob } from "../domain/queuePosition.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
@@ -14,6 +14,13 @@ import { makeLimitPlans } from "./worker/limitPlans.js"
 /** Completed runs read once to seed the run times of a process that has seen none end yet. */
 const SEED_RUNS = 1_000
 const SEED_WINDOW_MS = 24 * 60 * 60 * 1000
+
+/**
+ * A read of the queue is kept at least this many times as long as it took: however long the
+ * queue, the store spends at most a tenth of its time on places (100,000 jobs waiting on SQLite
+ * in a few hundred milliseconds: read every few seconds rather than every second).
+ */
+const REFRESH_SHARE = 10
 
 /** A submit's estimate takes the last read of the queue when it is at most this many poll intervals old. */
 const SUBMIT_STALENESS = 10
@@ -61,21 +68,32 @@ export const make = Effect.gen(function*() {
   /** The plan of the last read: a submit's estimate is counted without an effect. */
   let lastPlan: LimitPlan | undefined
 
+  /** How long the last grouped read took: a read is kept at least REFRESH_SHARE times as long. */
+  let lastReadMs = 0
+
   const refresh = single(
     "queue",
     Effect.gen(function*() {
       yield* seed
       lastPlan = yield* plans.current
+      const started = yield* Clock.currentTimeMillis
       const summary = yield* reads.waitingSummary
-      const read: QueueSnapshot = { at: yield* Clock.currentTimeMillis, ...summary }
+      const at = yield* Clock.currentTimeMillis
+      lastReadMs = at - started
+      const read: QueueSnapshot = { at, ...summary }
       snapshot = read
       return read
     })
   )
 
-  /** The last read if younger than a poll interval, else a new one (shared by whoever asks meanwhile). */
+  /**
+   * The last read if younger than a poll interval (or REFRESH_SHARE times its own duration, for
+   * a queue so long its read is slow), else a new one, shared by whoever asks meanwhile.
+   */
   const current = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    snapshot !== undefined && now - snapshot.at < pollIntervalMs ? Effect.succeed(snapshot) : refresh)
+    snapshot !== undefined && now - snapshot.at < Math.max(pollIntervalMs, REFRESH_SHARE * lastReadMs)
+      ? Effect.succeed(snapshot)
+      : refresh)
 
   /** The model's observed run time, else the catalog's estimate for the version. */
   const runTimeOf = (job: VersionRef): Effect.Effect<RunTime, StoreError> => {
@@ -132,7 +150,7 @@ export const make = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     for (const watcher of watchers) {
       // A job the read no longer holds as waiting has started or ended: its stream's status event says so.
-      if (!read.waiting.some((group) => holds(group, watcher.job))) continue
+      if (groupOf(read, watcher.job) === undefined) continue
       const found = yield* placeIn(read, watcher.job, now)
       if (found.position === watcher.last) continue
       watcher.last = found.position
