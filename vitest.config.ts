@@ -30,6 +30,7 @@ export const e2eFiles = [
   "test/package/installLines.test.ts",
   "test/package/clientProjects.test.ts",
   "test/package/aiSdkProject.test.ts",
+  "test/package/aiSdkBridgeProject.test.ts",
   "test/package/effectApp.test.ts",
   "test/client/server.test.ts",
   "test/client/importGraph.test.ts",

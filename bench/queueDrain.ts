@@ -98,11 +98,16 @@ const withNats = async <A>(url: string, body: (jsm: Awaited<ReturnType<typeof je
   }
 }
 
-const redisStreamLength = async (url: string, key: string): Promise<number> => {
+/** The entries of the stream `prefix` + "jobs" and of its per-account lanes (`prefix` + "jobs:<account>"). */
+const redisStreamLength = async (url: string, prefix: string): Promise<number> => {
   const client = createClient({ url })
   await client.connect()
   try {
-    return await client.xLen(key)
+    let total = await client.xLen(`${prefix}jobs`)
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}jobs:*`, TYPE: "stream", COUNT: 1_000 })) {
+      for (const key of keys) total += await client.xLen(key)
+    }
+    return total
   } finally {
     client.destroy()
   }
@@ -111,7 +116,7 @@ const redisStreamLength = async (url: string, key: string): Promise<number> => {
 /** Messages the broker holds for the engine (published and not yet acked). */
 const brokerBacklog = (queue: BrokerQueue): Promise<number> =>
   queue.kind === "redis"
-    ? redisStreamLength(queue.url, `${queue.prefix}jobs`)
+    ? redisStreamLength(queue.url, queue.prefix)
     : withNats(queue.url, async (jsm) => (await jsm.streams.info(`${queue.prefix}jobs`)).state.messages)
 
 /** Deletes what the engine made in the broker: the stream (with its group, or its consumer). */
@@ -168,8 +173,8 @@ const engineSide = (n: number, queue: DrainQueue) =>
       const engine = await startDrainEngine(url, 0, queue)
       const insertStart = performance.now()
       try {
-        // Submits over 8 accounts, 16 at a time: one account's submits serialise on its row.
-        await submitMany(engine, await seed(engine, 8), n, 16)
+        // Submits over BENCH_DRAIN_ACCOUNTS (8), 16 at a time: one account's submits serialise on its row.
+        await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
       } finally {
         await engine.dispose()
       }
@@ -240,7 +245,7 @@ const bullmqSide = async (n: number) => {
 
 const seconds = (s: number) => Math.round(s * 1000) / 1000
 
-const ENGINE_INSERT = "Jobs.submit over 8 accounts, 16 in flight, before the clock"
+const ENGINE_INSERT = `Jobs.submit over ${settings.drainAccounts} accounts, 16 in flight, before the clock`
 
 const brokerParams = (side: EngineDrain) => ({
   engineBrokerBacklogAtStart: side.brokerBefore,
@@ -350,7 +355,7 @@ export const queueDrain = async () => {
       target: ">= 0.5",
       params: {
         ...common,
-        queue: "Redis Streams (genjobs/redis: one stream, one consumer group)",
+        queue: "Redis Streams (genjobs/redis: one stream and consumer group per account, fair shares)",
         engineInsert: `${ENGINE_INSERT}, each publishing its id`,
         engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
         referenceInsert: "addBulk, 1000 per call, before the clock",

@@ -107,6 +107,7 @@ export {
 export { DeliveryNotRetryable } from "./domain/webhook.js"
 export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"
 export { Job, JobError, JobStatus, OutputItem, OutputType } from "./domain/job.js"
+export { classifyFailure, type FailureClass, type FailureFact, type ProviderFacts, FailureType } from "./domain/failureTaxonomy.js"
 export { CatalogDocument, CatalogModel, ModelVersion, ProviderMapping, providerInputOf } from "./domain/catalog.js"
 export { type ProviderPhase, type ProviderState } from "./domain/providerHandle.js"
 export { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "./domain/outputFiles.js"

@@ -1,28 +1,47 @@
 import { Clock, Deferred, Duration, Effect, Layer, Ref } from "effect"
+import { fairPick, type FairLane, type FairTurn } from "../../src/domain/fairPick.js"
+import { clampWeight } from "../../src/domain/fairShare.js"
 import type { JobId } from "../../src/domain/ids.js"
-import { JobQueue, type QueueDelivery } from "../../src/ports/JobQueue.js"
+import { JobQueue, type QueueDelivery, type QueuedJob } from "../../src/ports/JobQueue.js"
 
 interface Entry {
   readonly receipt: string
   readonly jobId: JobId
+  readonly lane: string
   /** The member holding it, until `visibleAt`; null while it waits for its first delivery. */
   holder: string | null
   visibleAt: number
 }
 
-/** The queue in this process's memory, for tests and single-process engines: the broker's contract, no broker. */
+/** An account's lane: its entries in publish order (a Map iterates in insertion order). */
+interface Lane {
+  weight: number
+  readonly entries: Map<string, Entry>
+}
+
+/**
+ * The queue in this process's memory, for tests and single-process engines: the broker's contract,
+ * no broker. One lane per account, dropped once empty; each member picks among the lanes' visible
+ * entries in fair shares (`fairPick`).
+ */
 export const makeMemoryJobQueue = Effect.gen(function*() {
-  // In publish order: a Map iterates in insertion order.
+  const lanes = new Map<string, Lane>()
+  // Every entry by its receipt, for extend and ack.
   const entries = new Map<string, Entry>()
   let published = 0
   // Completed and replaced on every publish: wakes every member waiting in `receive`.
   const wakeUp = yield* Ref.make(yield* Deferred.make<void>())
 
-  const publish = (jobIds: ReadonlyArray<JobId>) =>
+  const publish = (jobs: ReadonlyArray<QueuedJob>) =>
     Effect.gen(function*() {
-      for (const jobId of jobIds) {
+      for (const { accountId, jobId, weight } of jobs) {
         const receipt = String(++published)
-        entries.set(receipt, { receipt, jobId, holder: null, visibleAt: 0 })
+        let lane = lanes.get(accountId)
+        if (lane === undefined) lanes.set(accountId, lane = { weight: 1, entries: new Map() })
+        if (weight !== undefined) lane.weight = clampWeight(weight)
+        const entry: Entry = { receipt, jobId, lane: accountId, holder: null, visibleAt: 0 }
+        lane.entries.set(receipt, entry)
+        entries.set(receipt, entry)
       }
       const next = yield* Deferred.make<void>()
       yield* Deferred.succeed(yield* Ref.getAndSet(wakeUp, next), undefined)
@@ -30,16 +49,25 @@ export const makeMemoryJobQueue = Effect.gen(function*() {
 
   const consume = ({ name, visibilityMs }: { readonly name: string; readonly visibilityMs: number }) =>
     Effect.sync(() => {
+      let turn: FairTurn | undefined
       const take = (max: number, now: number): Array<QueueDelivery> => {
-        const taken: Array<QueueDelivery> = []
-        for (const entry of entries.values()) {
-          if (taken.length >= max) break
-          if (entry.holder !== null && entry.visibleAt > now) continue
+        // Each lane's first `max` visible entries are its heads: a pick takes no more of one lane.
+        const heads: Array<FairLane<Entry>> = []
+        for (const [id, lane] of lanes) {
+          const visible: Array<Entry> = []
+          for (const entry of lane.entries.values()) {
+            if (visible.length >= max) break
+            if (entry.holder === null || entry.visibleAt <= now) visible.push(entry)
+          }
+          heads.push({ id, weight: lane.weight, heads: visible })
+        }
+        const pick = fairPick(turn, heads, max)
+        turn = pick.turn
+        return pick.picked.map((entry) => {
           entry.holder = name
           entry.visibleAt = now + visibilityMs
-          taken.push({ jobId: entry.jobId, receipt: entry.receipt })
-        }
-        return taken
+          return { jobId: entry.jobId, receipt: entry.receipt }
+        })
       }
       /** When the next held entry becomes visible again, if any. */
       const nextVisible = () => {
@@ -68,7 +96,15 @@ export const makeMemoryJobQueue = Effect.gen(function*() {
         })
       const ack = (deliveries: ReadonlyArray<QueueDelivery>) =>
         Effect.sync(() => {
-          for (const delivery of deliveries) entries.delete(delivery.receipt)
+          for (const delivery of deliveries) {
+            const entry = entries.get(delivery.receipt)
+            if (entry === undefined) continue
+            entries.delete(delivery.receipt)
+            const lane = lanes.get(entry.lane)
+            lane?.entries.delete(delivery.receipt)
+            // An idle lane is dropped: a publish makes it again.
+            if (lane?.entries.size === 0) lanes.delete(entry.lane)
+          }
         })
       return { receive, extend, ack }
     })

@@ -292,8 +292,8 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
           )
           .sort(claimOrder)
           .slice(0, limit)
-          .map((j) => ({ id: j.id, createdAt: j.createdAt, fairKey: j.fairKey })),
-        expired: jobs().filter((j) => reclaimable(j, now - graceMs, maxAttempts)).sort(earliestExpiry).slice(0, limit).map((j) => j.id)
+          .map((j) => ({ id: j.id, accountId: j.accountId, createdAt: j.createdAt, fairKey: j.fairKey })),
+        expired: jobs().filter((j) => reclaimable(j, now - graceMs, maxAttempts)).sort(earliestExpiry).slice(0, limit).map((j) => ({ id: j.id, accountId: j.accountId }))
       })),
     recordStarts: (starts, now) =>
       Effect.sync(() => {

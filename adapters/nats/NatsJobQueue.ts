@@ -15,7 +15,7 @@ import { Effect, Layer, Redacted, type Scope } from "effect"
 import { QueueError } from "../../src/domain/errors.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
 import type { JobId } from "../../src/domain/ids.js"
-import { JobQueue, type QueueConsumer, type QueueDelivery } from "../../src/ports/JobQueue.js"
+import { JobQueue, type QueueConsumer, type QueueDelivery, type QueuedJob } from "../../src/ports/JobQueue.js"
 
 export interface NatsJobQueueOptions {
   /**
@@ -383,8 +383,10 @@ export const makeNatsJobQueue = (
         publishChunk,
         { discard: true }
       )
-    const publish = (jobIds: ReadonlyArray<JobId>) =>
-      jobIds.length === 0 ? Effect.void : publishAll(jobIds).pipe(
+    const publish = (jobs: ReadonlyArray<QueuedJob>) =>
+      jobs.length === 0 ? Effect.void : publishIds(jobs.map((job) => job.jobId))
+    const publishIds = (jobIds: ReadonlyArray<JobId>) =>
+      publishAll(jobIds).pipe(
         // No stream took it: create the stream (gone with a broker's store) and publish again.
         Effect.catchIf(isNoStream, () => Effect.andThen(call("create the stream", timeoutMs * 3, ensureStream), publishAll(jobIds)))
       )

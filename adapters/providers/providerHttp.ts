@@ -1,6 +1,7 @@
 import { Clock, Effect, Option, Result, Schema } from "effect"
 import { type HttpClientRequest, Url } from "effect/http"
 import { Agent, type Dispatcher, request as undiciRequest } from "undici"
+import type { ProviderFacts } from "../../src/domain/failureTaxonomy.js"
 import { parseRetryAfterMs } from "../../src/domain/retryAfter.js"
 import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../../src/ports/Provider.js"
 
@@ -30,6 +31,12 @@ export interface ProviderApi {
   readonly secrets: ReadonlyArray<string>
   /** The provider's own message out of a parsed error body. */
   readonly errorMessage: (body: unknown) => string | undefined
+  /**
+   * What an error answer says beside its status: the provider's own error code or category and
+   * whether it flags a content-policy refusal, read from its documented body and headers. The
+   * engine decides the failure's type from these (classifyFailure); absent, the status says all.
+   */
+  readonly errorFacts?: (body: unknown, headers: Readonly<Record<string, string>>) => ProviderFacts
   readonly isRetryable: (status: number, body: unknown) => boolean
   /** When to ask again, from the headers of a refused request. */
   readonly retryAfterMs: (headers: Readonly<Record<string, string>>, nowMs: number) => number | undefined
@@ -157,8 +164,17 @@ const causeText = (error: unknown): string => {
   return code === undefined || error.message.includes(code) ? error.message : `${error.message} (${code})`
 }
 
-export const unreachable = (api: ProviderApi, message: string, notSent = false) =>
-  new ProviderUnreachable({ message: redact(`${api.name} ${message}`, api.secrets), notSent })
+export const unreachable = (api: ProviderApi, message: string, notSent = false, timedOut = false) =>
+  new ProviderUnreachable({ message: redact(`${api.name} ${message}`, api.secrets), notSent, ...(timedOut ? { timedOut } : {}) })
+
+/** The facts of an error answer, without the keys it does not have. */
+export const errorFactsOf = (api: ProviderApi, answer: Answer): ProviderFacts => {
+  const facts = api.errorFacts?.(jsonOf(answer.text), answer.headers) ?? {}
+  return {
+    ...(facts.providerCode === undefined || facts.providerCode === "" ? {} : { providerCode: facts.providerCode }),
+    ...(facts.contentBlocked === true ? { contentBlocked: true } : {})
+  }
+}
 
 /** The provider's message in an error answer: its documented error body, else the text as it came. */
 export const saidIn = (api: ProviderApi, answer: Answer): string | undefined => {
@@ -176,7 +192,8 @@ export const rejection = (api: ProviderApi, answer: Answer, options: { readonly 
     const said = saidIn(api, answer)
     const message = `${api.name} answered HTTP ${answer.status}${said === undefined ? "" : `: ${shown(api, said)}`}`
     if (options.isStart === true && api.startOutcomeUnknown?.(answer.status) === true) {
-      return yield* new ProviderUnreachable({ message })
+      // A gateway's 504 is its timeout: the provider did not answer it in time.
+      return yield* new ProviderUnreachable({ message, ...(answer.status === 504 ? { timedOut: true } : {}) })
     }
     const retryable = api.isRetryable(answer.status, jsonOf(answer.text))
     const retryAfterMs = retryable ? api.retryAfterMs(answer.headers, yield* Clock.currentTimeMillis) : undefined
@@ -184,7 +201,8 @@ export const rejection = (api: ProviderApi, answer: Answer, options: { readonly 
       message,
       retryable,
       httpStatus: answer.status,
-      ...(retryAfterMs === undefined ? {} : { retryAfterMs })
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      ...errorFactsOf(api, answer)
     })
   })
 
@@ -250,7 +268,7 @@ export const exchange = (
       },
       catch: (error) =>
         TIMEOUT_CODES.has(codeOf(error) ?? "")
-          ? unreachable(api, `did not answer within ${timeoutMs} ms`)
+          ? unreachable(api, `did not answer within ${timeoutMs} ms`, false, true)
           : answered
           ? unreachable(api, `broke off its answer: ${causeText(error)}`)
           : unreachable(api, `could not be reached: ${causeText(error)}`, neverSent(error))

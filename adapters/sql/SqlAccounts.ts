@@ -53,6 +53,7 @@ export const makeSqlAccounts = Effect.gen(function*() {
             webhook_secret: account.webhookSecret,
             previous_webhook_secret: account.previousWebhookSecret,
             previous_webhook_secret_expires_at: account.previousWebhookSecretExpiresAt,
+            standard_webhooks: account.standardWebhooks ? 1 : 0,
             ...budgetColumns(account.budget),
             created_at: account.createdAt,
             fair_weight: fairWeightOf(account)

@@ -212,7 +212,8 @@ export const makeSqlAdmin = Effect.gen(function*() {
         ...(patch.allowedModels === undefined ? {} : { allowed_models: JSON.stringify(patch.allowedModels) }),
         ...(patch.discounts === undefined ? {} : { discounts: JSON.stringify(patch.discounts) }),
         ...(patch.budget === undefined ? {} : budgetColumns(patch.budget)),
-        ...(patch.fairShareWeight === undefined ? {} : { fair_weight: patch.fairShareWeight })
+        ...(patch.fairShareWeight === undefined ? {} : { fair_weight: patch.fairShareWeight }),
+        ...(patch.standardWebhooks === undefined ? {} : { standard_webhooks: patch.standardWebhooks ? 1 : 0 })
       }
       // Typed as one effect: the union of a Statement and Effect.void does not pipe in incremental builds.
       const write: Effect.Effect<unknown, SqlError.SqlError> = Object.keys(columns).length === 0

@@ -17,6 +17,7 @@ import listIndexes from "./migrations/0014_list_indexes.js"
 import changeSignals from "./migrations/0015_change_signals.js"
 import submitGate from "./migrations/0016_submit_gate.js"
 import fairShares from "./migrations/0017_fair_shares.js"
+import standardWebhooks from "./migrations/0021_standard_webhooks.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -51,7 +52,8 @@ const migrate = Effect.gen(function*() {
       "0014_list_indexes": listIndexes(t),
       "0015_change_signals": changeSignals(t),
       "0016_submit_gate": submitGate(t),
-      "0017_fair_shares": fairShares(t)
+      "0017_fair_shares": fairShares(t),
+      "0021_standard_webhooks": standardWebhooks(t)
     })
   })
 })

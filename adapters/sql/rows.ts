@@ -5,7 +5,8 @@ import { type Budget, BudgetPeriod } from "../../src/domain/budget.js"
 import { CorruptRow, StoreError } from "../../src/domain/errors.js"
 import { ApiKeyId } from "../../src/domain/ids.js"
 import { DEFAULT_FAIR_WEIGHT } from "../../src/domain/fairShare.js"
-import { Job, JobError, OutputItem } from "../../src/domain/job.js"
+import { Job, OutputItem } from "../../src/domain/job.js"
+import { StoredJobError } from "../../src/domain/storedJobError.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
 
@@ -53,6 +54,7 @@ export const AccountRow = Schema.Struct({
   webhook_secret: Schema.String,
   previous_webhook_secret: Schema.NullOr(Schema.String),
   previous_webhook_secret_expires_at: DbIntOrNull,
+  standard_webhooks: DbInt,
   ...BudgetColumns,
   created_at: DbInt,
   fair_weight: DbInt
@@ -70,6 +72,7 @@ export const toAccount = (row: typeof AccountRow.Type): Account =>
     webhookSecret: row.webhook_secret,
     previousWebhookSecret: row.previous_webhook_secret,
     previousWebhookSecretExpiresAt: row.previous_webhook_secret_expires_at,
+    standardWebhooks: row.standard_webhooks === 1,
     ...budgetOf(row),
     createdAt: row.created_at,
     // Absent when it is the default, as on an account made without one.
@@ -156,7 +159,7 @@ const jobFields = {
   webhookUrl: Job.fields.webhookUrl,
   status: Job.fields.status,
   costMicroCents: DbInt,
-  error: Schema.Union([Schema.Null, Json(JobError), JsonNullText]),
+  error: Schema.Union([Schema.Null, Json(StoredJobError), JsonNullText]),
   outputs: JsonOrNull(Schema.Array(OutputItem)),
   createdAt: DbInt,
   estimatedCompletionAt: DbInt,

@@ -1,4 +1,5 @@
 import { Deferred, Effect, Exit } from "effect"
+import type { ProviderFacts } from "../../src/domain/failureTaxonomy.js"
 import {
   type GenerationProvider,
   type ProviderOutput,
@@ -13,7 +14,7 @@ import { defaultOutputs } from "./outputs.js"
 /** How one job ends. No outputs means the model's default outputs. */
 type Ending =
   | { readonly _tag: "Succeed"; readonly outputs: ReadonlyArray<ProviderOutput> }
-  | { readonly _tag: "Fail"; readonly message: string }
+  | { readonly _tag: "Fail"; readonly message: string; readonly facts?: ProviderFacts | undefined }
 
 type Behaviour = Ending | { readonly _tag: "Hang"; readonly hang: HangControl }
 
@@ -55,8 +56,12 @@ export interface FakeProvider {
   readonly cancels: number
   /** The next job completes with these outputs (none: the model's default ones). Queued in order. */
   readonly succeedNext: (...outputs: ReadonlyArray<ProviderOutput>) => void
-  /** The next job fails with GENERATION_FAILED and this message. Queued in order. */
-  readonly failNext: (message?: string) => void
+  /**
+   * The next job fails with GENERATION_FAILED and this message, the provider reporting `facts`
+   * (its error code, a content flag, ...) from which the engine decides the failure's type.
+   * Queued in order.
+   */
+  readonly failNext: (message?: string, facts?: ProviderFacts) => void
   /** The next job hangs until the handle is released. Queued in order. */
   readonly hangNext: () => Hang
   /**
@@ -87,11 +92,11 @@ const matches = (match: JobMatch, request: ProviderRequest): boolean => {
 
 const statusOf = (ending: Ending, request: ProviderRequest): ProviderStatus =>
   ending._tag === "Fail"
-    ? { _tag: "Failed", message: ending.message }
+    ? { _tag: "Failed", message: ending.message, ...ending.facts }
     : { _tag: "Succeeded", outputs: ending.outputs.length > 0 ? ending.outputs : defaultOutputs(request.model) }
 
 const succeed = (outputs: ReadonlyArray<ProviderOutput>): Ending => ({ _tag: "Succeed", outputs })
-const fail = (message: string): Ending => ({ _tag: "Fail", message })
+const fail = (message: string, facts?: ProviderFacts): Ending => ({ _tag: "Fail", message, facts })
 
 const failure = (fault: Fault) =>
   fault._tag === "Unreachable"
@@ -181,7 +186,7 @@ export const makeFakeProvider = (): FakeProvider => {
       return cancels
     },
     succeedNext: (...outputs) => void queue.push(succeed(outputs)),
-    failNext: (message = "the fake provider failed as scripted") => void queue.push(fail(message)),
+    failNext: (message = "the fake provider failed as scripted", facts) => void queue.push(fail(message, facts)),
     hangNext,
     rejectNext: (httpStatus = 429, retryAfterMs) =>
       void faults.push({ _tag: "Reject", httpStatus, retryAfterMs, message: `the fake provider answered ${httpStatus}` }),

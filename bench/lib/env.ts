@@ -24,6 +24,8 @@ export const settings = {
   drainJobs: int("BENCH_DRAIN_JOBS", 15_500),
   drainProcesses: int("BENCH_DRAIN_PROCESSES", 2),
   drainConcurrency: int("BENCH_DRAIN_CONCURRENCY", 24),
+  /** The accounts queue_drain's engine submits over, in turn (each its own lane on a broker). */
+  drainAccounts: int("BENCH_DRAIN_ACCOUNTS", 8),
   /** Which queues queue_drain runs the engine on, comma-separated: store (PostgreSQL's own), redis, nats. */
   drainQueues: (process.env.BENCH_DRAIN_QUEUES ?? "store,redis,nats").split(",").map((s) => s.trim()).filter((s) => s !== ""),
   /** Brokers of queue_drain (shared: each run makes its own keys and streams under a random prefix and deletes them). */

@@ -158,7 +158,7 @@ export const createGenjobs = (settings: GenjobsSettings): GenjobsProvider => {
       return withCall(options.headers, async ({ keyFor }) => {
         const job = await run(slug, call, await keyFor(slug, call.input), options.abortSignal)
         const [audio] = outputsOf(job, "audio")
-        if (audio === undefined) throw jobFailedError({ ...job, status: "failed", error: { code: "GENERATION_FAILED", message: `job ${job.jobId} has no audio output` } }, jobUrl(job.jobId), { model: slug })
+        if (audio === undefined) throw jobFailedError({ ...job, status: "failed", error: { code: "GENERATION_FAILED", message: `job ${job.jobId} has no audio output`, type: "output_invalid", retryable: false } }, jobUrl(job.jobId), { model: slug })
         const { data } = await bytesOf(audio, options.abortSignal)
         return { audio: data, warnings: call.warnings, providerMetadata: { [PROVIDER]: { jobId: job.jobId } }, response: { timestamp: new Date(), modelId: slug } }
       })

@@ -26,9 +26,27 @@ export interface Job {
   /** The first output's URL. */
   readonly output: string | null
   readonly outputs: ReadonlyArray<JobOutput> | null
-  readonly error: { readonly code: "GENERATION_FAILED" | "INTERNAL_ERROR" | "PROVIDER_UNAVAILABLE"; readonly message: string } | null
+  readonly error: JobFailure | null
   /** A pending job's place in the queue (null when the server could not read it); absent on other statuses. */
   readonly queue?: QueuePlace | null
+}
+
+/** Why a job failed (docs/api.md, "Failure types"): what a client can do next depends on `type` and `retryable`. */
+export type FailureType =
+  | "provider_unavailable"
+  | "provider_timeout"
+  | "input_rejected"
+  | "content_blocked"
+  | "output_invalid"
+  | "rate_limited"
+  | "internal"
+
+/** A failed job's error: the spec's code and message, its failure type, and whether the same submit would likely succeed later. */
+export interface JobFailure {
+  readonly code: "GENERATION_FAILED" | "INTERNAL_ERROR" | "PROVIDER_UNAVAILABLE"
+  readonly message: string
+  readonly type: FailureType
+  readonly retryable: boolean
 }
 
 /** A median estimate and its 90th percentile, ISO 8601. */
@@ -55,6 +73,8 @@ export interface JobSummary {
   readonly model: string
   readonly createdAt: string
   readonly completedAt: string | null
+  /** A failed job's error, as GET /v1/jobs/{jobId} shows it; null otherwise. */
+  readonly error: JobFailure | null
 }
 
 export interface JobPage {

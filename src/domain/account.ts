@@ -24,6 +24,7 @@ export const Account = Schema.Struct({
   /** The secret before the last rotation, still signing until `previousWebhookSecretExpiresAt`. */
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.Int),
+  standardWebhooks: Schema.Boolean,
   /** What the account's keys together may spend per period; absent or null: no cap. */
   budget: Schema.optional(Schema.NullOr(Budget)),
   createdAt: Schema.Int,
@@ -80,6 +81,10 @@ const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const AccountName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200))
 /** Stored in a 32-bit column. */
 const MaxConcurrentJobs = Schema.Int.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(INT32_MAX))
+const StandardWebhooks = Schema.Boolean.annotate({
+  description: "When true, every webhook of the account also carries the Standard Webhooks headers webhook-id, " +
+    "webhook-timestamp and webhook-signature, signed with the same secret as X-Service-Signature (docs/webhooks.md)"
+})
 
 export const NewAccount = Schema.Struct({
   name: AccountName,
@@ -90,7 +95,9 @@ export const NewAccount = Schema.Struct({
   discounts: Schema.Array(Discount).pipe(Schema.withDecodingDefaultType(Effect.sync(() => []))),
   budget: Schema.optional(Schema.NullOr(Budget)),
   /** Absent: 1 (DEFAULT_FAIR_WEIGHT). */
-  fairShareWeight: Schema.optional(FairShareWeight)
+  fairShareWeight: Schema.optional(FairShareWeight),
+  /** Absent: false. */
+  standardWebhooks: Schema.optionalKey(StandardWebhooks)
 })
 export type NewAccount = typeof NewAccount.Type
 
@@ -108,7 +115,8 @@ export const AccountUpdate = Schema.Struct({
   discounts: Schema.optionalKey(Schema.Array(Discount)),
   /** null removes the budget. */
   budget: Schema.optionalKey(Schema.NullOr(Budget)),
-  fairShareWeight: Schema.optionalKey(FairShareWeight)
+  fairShareWeight: Schema.optionalKey(FairShareWeight),
+  standardWebhooks: Schema.optionalKey(StandardWebhooks)
 })
 export type AccountUpdate = typeof AccountUpdate.Type
 

@@ -39,3 +39,7 @@ export const fairKeyOf = ({ floor, lastOwn, weight }: {
 /** Claim order of pending jobs, as the stores' index reads it: `(fairKey, id)`. */
 export const claimOrder = (a: Job, b: Job): number =>
   a.fairKey - b.fairKey || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/** A weight as the brokers' lanes carry it: an integer within 1..MAX_FAIR_WEIGHT (the default for anything unreadable). */
+export const clampWeight = (weight: number): number =>
+  Number.isFinite(weight) ? Math.min(MAX_FAIR_WEIGHT, Math.max(DEFAULT_FAIR_WEIGHT, Math.floor(weight))) : DEFAULT_FAIR_WEIGHT

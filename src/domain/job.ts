@@ -1,5 +1,6 @@
 import { Result, Schema } from "effect"
 import { TransitionError } from "./errors.js"
+import { FailureType } from "./failureTaxonomy.js"
 import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
 import { ProviderHandle, ProviderPhase, ProviderRouteRef } from "./providerHandle.js"
 import { Refusal } from "./refusal.js"
@@ -21,7 +22,13 @@ export const OutputItem = Schema.Struct({
 export type OutputItem = typeof OutputItem.Type
 
 export const JobFailureCode = Schema.Literals(["GENERATION_FAILED", "INTERNAL_ERROR", "PROVIDER_UNAVAILABLE"])
-export const JobError = Schema.Struct({ code: JobFailureCode, message: Schema.String })
+export const JobError = Schema.Struct({
+  code: JobFailureCode,
+  message: Schema.String,
+  /** Issue 38: why the job failed, decided by classifyFailure (domain/failureTaxonomy.ts). */
+  type: FailureType,
+  retryable: Schema.Boolean.annotate({ description: "Whether the same submit would likely succeed later" })
+})
 export type JobError = typeof JobError.Type
 
 /** A job as the engine stores it. Times are epoch milliseconds; money is micro-cents. */

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { readSignedRequest, type VerifyOptions, type VerifyResult } from "./webhookRequest.js"
+import { standardSignature } from "./standardWebhook.js"
+import { readSignedRequest, readStandardRequest, type VerifyOptions, type VerifyResult } from "./webhookRequest.js"
 
 export type { VerifyResult } from "./webhookRequest.js"
 
@@ -23,12 +24,20 @@ const sameText = (a: string, b: string) => {
 /**
  * For receivers: checks X-Service-Timestamp is within `toleranceSeconds` of now and that one of
  * the signatures in X-Service-Signature matches `secret`, comparing in constant time. `body`
- * must be the raw request body, byte for byte as received.
+ * must be the raw request body, byte for byte as received. With `standard`, webhook-signature must
+ * match too (Standard Webhooks, see standardWebhook.ts).
  */
 export const verifyWebhook = (options: VerifyOptions): VerifyResult => {
   const request = readSignedRequest(options)
   if (!request.ok) return request
   const expected = signWebhook(options.secret, request.timestamp, options.body)
   const match = request.signatures.some((s) => sameText(s, expected))
-  return match ? { ok: true, timestamp: request.timestamp } : { ok: false, reason: "bad_signature" }
+  if (!match) return { ok: false, reason: "bad_signature" }
+  if (options.standard !== true) return { ok: true, timestamp: request.timestamp }
+  const standard = readStandardRequest(options)
+  if (!standard.ok) return standard
+  const signed = standardSignature(options.secret, standard.id, standard.timestamp, options.body).slice(3)
+  return standard.signatures.some((s) => sameText(s, signed))
+    ? { ok: true, timestamp: request.timestamp, webhookId: standard.id }
+    : { ok: false, reason: "bad_signature" }
 }

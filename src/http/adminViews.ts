@@ -18,6 +18,7 @@ export const accountListItem = (account: Account) => ({
   segments: account.segments,
   allowedModels: account.allowedModels,
   discounts: account.discounts,
+  standardWebhooks: account.standardWebhooks,
   budget: account.budget ?? null,
   createdAt: iso(account.createdAt),
   fairShareWeight: fairWeightOf(account)
@@ -34,7 +35,8 @@ export const adminJobListItem = (job: Job) => ({
   attempts: job.attempts,
   createdAt: iso(job.createdAt),
   startedAt: isoOrNull(job.startedAt),
-  completedAt: isoOrNull(job.completedAt)
+  completedAt: isoOrNull(job.completedAt),
+  failureType: job.error?.type ?? null
 })
 
 export const adminJobView = (job: Job) => {

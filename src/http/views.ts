@@ -48,7 +48,8 @@ export const jobListItem = (job: Job): typeof JobListItem.Type =>
     progress: progressOf(job.status),
     model: job.model,
     createdAt: job.createdAt,
-    completedAt: job.completedAt
+    completedAt: job.completedAt,
+    error: job.error
   })
 
 /** A submitted job as POST /v1/jobs answers it, as JSON. */

@@ -26,6 +26,10 @@ export const jobsFinished = counter("genjobs_jobs_finished_total", {
   description: "Jobs that reached a final status, by model and outcome (completed, failed, cancelled)."
 })
 
+export const jobsFailed = counter("genjobs_jobs_failed_total", {
+  description: "Failed jobs by failure type (provider_unavailable, provider_timeout, input_rejected, content_blocked, output_invalid, rate_limited, internal) and retryable (true, false); jobs the reaper abandoned count as internal, retryable."
+})
+
 export const jobsAbandoned = counter("genjobs_jobs_abandoned_total", {
   description: "Jobs the reaper failed after their last attempt's lease ran out (also counted as failed when their model is known)."
 })

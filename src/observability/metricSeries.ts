@@ -39,6 +39,7 @@ const family = <K extends Keys.MetricKey, const Names extends ReadonlyArray<stri
 
 export const jobsSubmittedOf = family(Keys.jobsSubmitted, "model")
 export const jobsFinishedOf = family(Keys.jobsFinished, "model", "outcome")
+export const jobsFailedOf = family(Keys.jobsFailed, "type", "retryable")
 export const pickupSecondsOf = family(Keys.pickupSeconds, "model")
 export const runSecondsOf = family(Keys.runSeconds, "model", "outcome")
 export const webhookAttemptsOf = family(Keys.webhookAttempts, "outcome")

@@ -3,7 +3,8 @@ import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import { exporting, inJobSpan, inSpan, recordJobSpan, rememberSubmitSpan } from "./jobSpans.js"
-import { jobsFinishedOf, jobsSubmittedOf, pickupSecondsOf, runSecondsOf } from "./metricSeries.js"
+import { ABANDONED } from "../services/jobRepo/passes.js"
+import { jobsFailedOf, jobsFinishedOf, jobsSubmittedOf, pickupSecondsOf, runSecondsOf } from "./metricSeries.js"
 import { jobsAbandoned } from "./metrics.js"
 
 type Repo = JobRepo["Service"]
@@ -64,7 +65,7 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
     accountId: job.accountId,
     model: job.model,
     ...(runMs === undefined ? {} : { runMs }),
-    ...(job.error === null ? {} : { code: job.error.code, error: job.error.message }),
+    ...(job.error === null ? {} : { code: job.error.code, type: job.error.type, retryable: job.error.retryable, error: job.error.message }),
     ...(refundedMicroCents > 0 ? { refundedMicroCents } : {})
   }
   const line = outcome === "completed"
@@ -76,6 +77,7 @@ const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
     line,
     refundedMicroCents > 0 ? Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }) : Effect.void,
     Metric.update(jobsFinishedOf(job.model, outcome), 1),
+    job.error === null || outcome !== "failed" ? Effect.void : Metric.update(jobsFailedOf(job.error.type, String(job.error.retryable)), 1),
     runMs === undefined
       ? Effect.void
       : Metric.update(runSecondsOf(job.model, outcome), runMs / 1000)
@@ -200,7 +202,10 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
       Effect.tap((abandoned) =>
         abandoned === 0 ? Effect.void : Effect.andThen(
           Effect.logWarning("jobs failed by the reaper: their last attempt's lease ran out; refunded", { count: abandoned }),
-          Metric.update(jobsAbandoned, abandoned)
+          Effect.all([
+            Metric.update(jobsAbandoned, abandoned),
+            Metric.update(jobsFailedOf(ABANDONED.type, String(ABANDONED.retryable)), abandoned)
+          ], { discard: true })
         )
       )
     )

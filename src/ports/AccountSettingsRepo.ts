@@ -5,7 +5,7 @@ import type { StoreError } from "../domain/errors.js"
 import type { AccountId, ApiKeyId } from "../domain/ids.js"
 
 /** The settings of an account an operator may change; the balance moves only through the ledger. */
-export type AccountPatch = Partial<Pick<Account, "name" | "maxConcurrentJobs" | "segments" | "allowedModels" | "discounts" | "budget" | "fairShareWeight">>
+export type AccountPatch = Partial<Pick<Account, "name" | "maxConcurrentJobs" | "segments" | "allowedModels" | "discounts" | "budget" | "fairShareWeight" | "standardWebhooks">>
 
 export class AccountSettingsRepo extends Context.Service<AccountSettingsRepo, {
   /** Sets the fields the patch holds; None when there is no such account. */

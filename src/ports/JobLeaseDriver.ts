@@ -1,6 +1,6 @@
 import type { Effect } from "effect"
 import type { StoreError } from "../domain/errors.js"
-import type { JobId } from "../domain/ids.js"
+import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import type { LimitUsage, VersionRef } from "../domain/providerLimits.js"
@@ -26,6 +26,15 @@ export interface QueuePosition {
    */
   readonly fairKey: number
 }
+
+/** A job the queue relay publishes again, with its account (the broker's lane). */
+export interface QueueGap {
+  readonly id: JobId
+  readonly accountId: AccountId
+}
+
+/** A pending job the queue relay publishes again: its place in claim order and its account. */
+export interface PendingGap extends QueuePosition, QueueGap {}
 
 /** A claim of given jobs: runnable ones only, and no pending job of the `exclude` versions. */
 export interface ClaimBatchOfIds extends ClaimLease {
@@ -111,7 +120,7 @@ export interface JobLeaseDriver {
     readonly after: QueuePosition | null
     readonly maxAttempts: number
     readonly limit: number
-  }) => Effect.Effect<{ readonly pending: ReadonlyArray<QueuePosition>; readonly expired: ReadonlyArray<JobId> }, StoreError>
+  }) => Effect.Effect<{ readonly pending: ReadonlyArray<PendingGap>; readonly expired: ReadonlyArray<QueueGap> }, StoreError>
   /**
    * Gives the lease `name` to `owner` until `expiresAt` when it is free, expired by `now` or
    * already `owner`'s; false when another owner holds it. The reaper and the relay run one pass

@@ -1,6 +1,17 @@
 import { Context, type Effect, type Scope } from "effect"
 import type { QueueError } from "../domain/errors.js"
-import type { JobId } from "../domain/ids.js"
+import type { AccountId, JobId } from "../domain/ids.js"
+
+/** A job to queue, with what its account's lane needs: the broker keeps one lane per account. */
+export interface QueuedJob {
+  readonly jobId: JobId
+  readonly accountId: AccountId
+  /**
+   * The account's fair-share weight (an integer 1..1000): its lane gets this many turns to another
+   * lane's one. Absent (the relay's republishes): the lane keeps the weight it has, 1 if new.
+   */
+  readonly weight?: number | undefined
+}
 
 /** One delivery of a job id to a consumer. */
 export interface QueueDelivery {
@@ -12,7 +23,8 @@ export interface QueueDelivery {
 /** A member of the queue's one group of workers, shared by every process of the engine. */
 export interface QueueConsumer {
   /**
-   * Up to `max` deliveries, oldest published first, waiting up to `waitMs` when none is ready
+   * Up to `max` deliveries, in fair shares across the accounts' lanes (weighted round robin,
+   * `src/domain/fairPick.ts`), oldest published first within a lane, waiting up to `waitMs` when none is ready
    * (longer where the broker cannot end a wait sooner without losing what it sent meanwhile:
    * NATS waits a second at least).
    * A delivery neither acked nor extended within the consumer's `visibilityMs` is delivered
@@ -34,8 +46,8 @@ export interface QueueConsumer {
  * prefix, so two engines share one broker as they share one database.
  */
 export class JobQueue extends Context.Service<JobQueue, {
-  /** Adds the ids to the queue, in order. */
-  readonly publish: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void, QueueError>
+  /** Adds the jobs to their accounts' lanes, in order. */
+  readonly publish: (jobs: ReadonlyArray<QueuedJob>) => Effect.Effect<void, QueueError>
   /**
    * Joins the group as `name` (unique among the engine's processes) with deliveries held for
    * `visibilityMs` (the engine's job lease); leaves it when the scope closes.

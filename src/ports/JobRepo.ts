@@ -7,7 +7,7 @@ import type { AccountId, JobId } from "../domain/ids.js"
 import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import type { LimitPlan } from "../domain/providerLimits.js"
-import type { QueuePosition } from "./JobLeaseDriver.js"
+import type { PendingGap, QueueGap, QueuePosition } from "./JobLeaseDriver.js"
 
 export interface IdempotencyClaim {
   readonly key: string
@@ -91,8 +91,8 @@ export interface QueueGapOptions {
 }
 
 export interface QueueGaps {
-  readonly pending: ReadonlyArray<QueuePosition>
-  readonly expired: ReadonlyArray<JobId>
+  readonly pending: ReadonlyArray<PendingGap>
+  readonly expired: ReadonlyArray<QueueGap>
 }
 
 /** A job's lease as the worker holding it knows it. */

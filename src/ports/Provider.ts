@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option, Schema, type Stream } from "effect"
 import type { ProviderHandle } from "../domain/providerHandle.js"
 import type { CatalogModel, ModelVersion } from "../domain/catalog.js"
+import type { FailureFact, ProviderFacts } from "../domain/failureTaxonomy.js"
 import type { Job, OutputType } from "../domain/job.js"
 
 export { ProviderHandle } from "../domain/providerHandle.js"
@@ -65,8 +66,12 @@ export interface Succeeded {
   readonly _tag: "Succeeded"
   readonly outputs: ReadonlyArray<ProviderOutput>
 }
-/** The generation ended without a result (failed or cancelled at the provider): the job fails with this message. */
-export interface Failed {
+/**
+ * The generation ended without a result (failed or cancelled at the provider): the job fails
+ * with this message. The adapter passes on what the provider said of why (ProviderFacts: its
+ * failure code, a content-policy flag); the engine decides the failure's type from that.
+ */
+export interface Failed extends ProviderFacts {
   readonly _tag: "Failed"
   readonly message: string
 }
@@ -111,7 +116,13 @@ export class ProviderRejected extends Schema.TaggedError<ProviderRejected>()("Pr
   retryable: Schema.Boolean,
   retryAfterMs: Schema.optional(Schema.Number),
   /** The provider's HTTP status, when there was one. */
-  httpStatus: Schema.optional(Schema.Number)
+  httpStatus: Schema.optional(Schema.Number),
+  /** The provider's own error code, type or category, as it sent it (classifyFailure reads it). */
+  providerCode: Schema.optional(Schema.String),
+  /** The provider said the request (or its result) broke its content policy. */
+  contentBlocked: Schema.optional(Schema.Boolean),
+  /** The answer held a result that failed the adapter's checks (no output it can fetch). */
+  outputInvalid: Schema.optional(Schema.Boolean)
 }) {}
 
 /**
@@ -128,7 +139,9 @@ export class ProviderUnreachable extends Schema.TaggedError<ProviderUnreachable>
    * can have started, so a start may be asked again. False whenever the request may have arrived
    * (a reset, a timeout, a broken answer).
    */
-  notSent: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(false)), Schema.withConstructorDefault(Effect.succeed(false)))
+  notSent: Schema.Boolean.pipe(Schema.withDecodingDefaultType(Effect.succeed(false)), Schema.withConstructorDefault(Effect.succeed(false))),
+  /** It was the request's time that ran out (no answer within the call's timeout), not a refused or broken connection. */
+  timedOut: Schema.optional(Schema.Boolean)
 }) {}
 
 export type ProviderError = ProviderRejected | ProviderUnreachable
@@ -159,6 +172,28 @@ export const movesToNextRoute = (error: ProviderError): boolean =>
  */
 export const countsAgainstHealth = (error: ProviderError): boolean =>
   error._tag === "ProviderUnreachable" || error.retryable
+
+/** What a provider error says happened, for classifyFailure: never the failure's type itself. */
+export const factOfError = (error: ProviderError): FailureFact =>
+  error._tag === "ProviderUnreachable"
+    ? { _tag: "NoAnswer", timedOut: error.timedOut === true }
+    : {
+      _tag: "Refused",
+      retryable: error.retryable,
+      httpStatus: error.httpStatus,
+      providerCode: error.providerCode,
+      contentBlocked: error.contentBlocked,
+      outputInvalid: error.outputInvalid
+    }
+
+/** What a generation's failure at its provider says happened. */
+export const factOfFailed = (failed: Failed): FailureFact => ({
+  _tag: "GenerationFailed",
+  providerCode: failed.providerCode,
+  contentBlocked: failed.contentBlocked,
+  outputInvalid: failed.outputInvalid,
+  httpStatus: failed.httpStatus
+})
 
 /** A provider's callback as it arrived at the engine's endpoint. */
 export interface CallbackRequest {

@@ -45,28 +45,28 @@ export const make = Effect.gen(function*() {
    * Runs `authentication` unless the client address (`clientAddress` of the request) made too
    * many failed authentications lately, in which case it answers 429 RATE_LIMIT_EXCEEDED with
    * Retry-After before any key or token is looked at. A wrong credential counts against it.
+   * Untraced: it runs on every authenticated request, inside the request's own span.
    */
-  const guard = <A, E, R>(
+  const guard = Effect.fnUntraced(function*<A, E, R>(
     clientAddress: string | undefined,
     authentication: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | EngineError | StoreError, R> =>
-    Effect.gen(function*() {
-      const client = throttleKeyOf(clientAddress)
-      const now = yield* Clock.currentTimeMillis
-      const bucket = failureBucket(now)
-      const cleanAt = clean.get(client)
-      if (cleanAt === undefined || now - cleanAt >= CLEAN_CLIENT_TRUST_MS) {
-        const wait = yield* once(`${bucket}:${client}`, Effect.map(failures.recent(client, bucket), (recent) => authRetryAfterSeconds(recent, now)))
-        if (wait > 0) {
-          clean.delete(client)
-          return yield* Effect.fail(
-            new RateLimitExceeded({ message: "Too many failed authentications from this address: retry later", details: {}, retryAfterSeconds: wait })
-          )
-        }
-        markClean(client, now)
+  ): Effect.fn.Return<A, E | EngineError | StoreError, R> {
+    const client = throttleKeyOf(clientAddress)
+    const now = yield* Clock.currentTimeMillis
+    const bucket = failureBucket(now)
+    const cleanAt = clean.get(client)
+    if (cleanAt === undefined || now - cleanAt >= CLEAN_CLIENT_TRUST_MS) {
+      const wait = yield* once(`${bucket}:${client}`, Effect.map(failures.recent(client, bucket), (recent) => authRetryAfterSeconds(recent, now)))
+      if (wait > 0) {
+        clean.delete(client)
+        return yield* Effect.fail(
+          new RateLimitExceeded({ message: "Too many failed authentications from this address: retry later", details: {}, retryAfterSeconds: wait })
+        )
       }
-      return yield* Effect.tapError(authentication, (error) => (isGuess(error) ? recordGuess(client, bucket) : Effect.void))
-    })
+      markClean(client, now)
+    }
+    return yield* Effect.tapError(authentication, (error) => (isGuess(error) ? recordGuess(client, bucket) : Effect.void))
+  })
 
   return { guard } as const
 })

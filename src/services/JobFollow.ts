@@ -376,7 +376,17 @@ export const make = Effect.gen(function*() {
         })
       }))
 
-  return { join, listen, follow, awaitTerminal, hintMark, readForWatch, openCount: () => open } as const
+  // The watcher's use cases by name, a span each: one per status stream or long-poll opened,
+  // a few µs against a watch of seconds. `follow` is a Stream over `listen`; `hintMark` a read of a counter.
+  return {
+    join: Effect.fn("JobFollow.join")(join),
+    listen: Effect.fn("JobFollow.listen")(listen),
+    follow,
+    awaitTerminal: Effect.fn("JobFollow.awaitTerminal")(awaitTerminal),
+    hintMark,
+    readForWatch: Effect.fn("JobFollow.readForWatch")(readForWatch),
+    openCount: () => open
+  } as const
 })
 
 export class JobFollow extends Context.Service<JobFollow, Effect.Success<typeof make>>()("genjobs/JobFollow") {

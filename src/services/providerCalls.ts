@@ -1,6 +1,7 @@
 import { Clock, Data, Duration, Effect, Option, Schedule } from "effect"
 import { type CatalogModel, type EffectiveRoute, type ModelVersion, routesOf } from "../domain/catalog.js"
 import type { StoreError } from "../domain/errors.js"
+import { failureOf } from "../domain/failureTaxonomy.js"
 import { type Job, startMarkedByClaim } from "../domain/job.js"
 import type { ProviderHandle, ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import { routeOrder } from "../domain/providerRoutes.js"
@@ -8,6 +9,7 @@ import { JobEvents } from "../ports/JobEvents.js"
 import { JobRepo } from "../ports/JobRepo.js"
 import {
   countsAgainstHealth,
+  factOfError,
   type GenerationProvider,
   isOutage,
   movesToNextRoute,
@@ -50,22 +52,33 @@ class StartFailed extends Data.TaggedError("StartFailed")<{
   readonly attempt: { readonly ref: ProviderRouteRef; readonly provider: GenerationProvider; readonly request: ProviderRequest }
 }> {}
 
-const internalFailure = (message: string): Generation => ({ _tag: "Failed", error: { code: "INTERNAL_ERROR", message } })
+/** The job cannot run here: its route or its provider is gone. */
+const internalFailure = (message: string): Generation => ({
+  _tag: "Failed",
+  error: failureOf("INTERNAL_ERROR", message, { _tag: "Engine", reason: "notRunnable" })
+})
 
+const UNCONFIRMED_MESSAGE = "The provider start could not be confirmed; the job was not started again and its cost was refunded"
+
+/** A lost run's start nobody can confirm: the engine's failure. */
 const unconfirmedStart: Generation = {
   _tag: "Failed",
-  error: {
-    code: "INTERNAL_ERROR",
-    message: "The provider start could not be confirmed; the job was not started again and its cost was refunded"
-  }
+  error: failureOf("INTERNAL_ERROR", UNCONFIRMED_MESSAGE, { _tag: "Engine", reason: "startUnconfirmed" })
 }
+
+/** A start that got no answer (`error`), which the provider could not point to afterwards: classified by that answer's absence. */
+const unansweredStart = (error: ProviderError): Generation => ({
+  _tag: "Failed",
+  error: failureOf("INTERNAL_ERROR", UNCONFIRMED_MESSAGE, factOfError(error))
+})
 
 const providerUnavailable = (waitedSeconds: number, message: string): Generation => ({
   _tag: "Failed",
-  error: {
-    code: "PROVIDER_UNAVAILABLE",
-    message: `The provider could not take the job within ${waitedSeconds} seconds (${message}); nothing was started and its cost was refunded`
-  }
+  error: failureOf(
+    "PROVIDER_UNAVAILABLE",
+    `The provider could not take the job within ${waitedSeconds} seconds (${message}); nothing was started and its cost was refunded`,
+    { _tag: "Outage" }
+  )
 })
 
 /** How long a start waits out a provider outage when the version sets no `provider.timeoutSeconds`. */
@@ -315,11 +328,11 @@ export const makeProviderCalls = Effect.gen(function*() {
     })
 
   /** The start sent on `attempt` got no answer: only a generation the provider can point to is followed. */
-  const recoverOrFail = (run: JobRun, attempt: Attempt) =>
+  const recoverOrFail = (run: JobRun, attempt: Attempt, error: ProviderError) =>
     Effect.flatMap(recoverFrom(run, [attempt]), (recovered): Effect.Effect<Generation | Watching, Superseded> =>
       recovered._tag === "Found"
         ? followFound(run, recovered.candidate, recovered.handle)
-        : Effect.as(health.unconfirmed(attempt.ref.providerId), { ...unconfirmedStart, route: attempt.ref }))
+        : Effect.as(health.unconfirmed(attempt.ref.providerId), { ...unansweredStart(error), route: attempt.ref }))
 
   /** A lost run's start went, if at all, to one of these routes, none of which could say: each is counted. */
   const lostRunUnconfirmed = (usable: ReadonlyArray<Registered>) =>
@@ -423,8 +436,8 @@ export const makeProviderCalls = Effect.gen(function*() {
     const sentOn = wasSent(error) ? { route: attempt.ref } : {}
     if (isOutage(error)) return Effect.succeed({ ...providerUnavailable(run.outageSeconds, error.message), ...sentOn })
     // No answer to a request that may have arrived: the provider may have started, on this route only.
-    if (!nothingStarted(error)) return recoverOrFail(run, attempt)
-    return Effect.succeed({ ...generationFailed(error.message), ...sentOn })
+    if (!nothingStarted(error)) return recoverOrFail(run, attempt, error)
+    return Effect.succeed({ ...generationFailed(error.message, factOfError(error)), ...sentOn })
   }
 
   /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */

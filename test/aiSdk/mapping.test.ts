@@ -9,7 +9,7 @@ const NOW = Date.UTC(2026, 0, 1)
 const apiError = (statusCode: number | undefined, headers: Record<string, string> = {}, cause?: unknown) =>
   new APICallError({
     message: `status ${statusCode}`,
-    url: "https://api.example.com/v1/x",
+    url: "https://api.provider.test/v1/x",
     requestBodyValues: {},
     ...(statusCode === undefined ? {} : { statusCode }),
     responseHeaders: headers,

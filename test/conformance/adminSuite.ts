@@ -168,10 +168,10 @@ export const runAdminConformance = (
         const deliveries = yield* WebhookDeliveryRepo
         const a = yield* createAccount(1_000_000)
         const b = yield* createAccount(1_000_000)
-        const made = [a, b, a].map((acc, i) => job(acc.id, { createdAt: T0 + i, webhookUrl: `https://example.com/${i}` }))
+        const made = [a, b, a].map((acc, i) => job(acc.id, { createdAt: T0 + i, webhookUrl: `https://receiver.genjobs.test/${i}` }))
         for (const [i, j] of made.entries()) {
           yield* submit(j)
-          yield* jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no" }, T0 + 100 + i)
+          yield* jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 100 + i)
         }
         const all = yield* reads.deliveries({ limit: 10 })
         expect(all.map((d) => d.jobId)).toEqual([made[2]!.id, made[1]!.id, made[0]!.id])
@@ -284,6 +284,28 @@ export const runAdminConformance = (
         })
         expect(Option.isNone(yield* settings.update("acc_missing" as AccountId, { name: "x" }))).toBe(true)
       }))
+
+    test("keeps standardWebhooks: created on, turned off and on again, read alone, with a key and in the list", () =>
+      Effect.gen(function*() {
+        const settings = yield* AccountSettingsRepo
+        const accounts = yield* AccountRepo
+        const keys = yield* ApiKeyRepo
+        const created = yield* createAccount(0, { standardWebhooks: true })
+        const other = yield* createAccount(0)
+        const read = (id: AccountId) => Effect.map(accounts.get(id), (a) => Option.getOrThrow(a).standardWebhooks)
+        expect([yield* read(created.id), yield* read(other.id)]).toEqual([true, false])
+        expect(Option.getOrThrow(yield* settings.update(created.id, { standardWebhooks: false }))).toEqual({ ...created, standardWebhooks: false })
+        expect(yield* read(created.id)).toBe(false)
+        expect(Option.getOrThrow(yield* settings.update(created.id, { standardWebhooks: true, name: "on" }))).toEqual({ ...created, name: "on" })
+        expect([yield* read(created.id), yield* read(other.id)]).toEqual([true, false])
+        yield* keys.create({
+          id: "key_std" as ApiKeyId, accountId: created.id, name: "k", scopes: [], allowedIPs: [], hash: "c".repeat(64),
+          hint: "gjk_c", active: true, expiresAt: null, createdAt: T0
+        })
+        expect(Option.getOrThrow(Option.getOrThrow(yield* keys.findWithAccount!("c".repeat(64))).account).standardWebhooks).toBe(true)
+        const listed = yield* (yield* AdminReadRepo).accounts({ limit: 10 })
+        expect(listed.map((a) => [a.id, a.standardWebhooks]).sort()).toEqual([[created.id, true], [other.id, false]].sort())
+      }))
   })
 
   describe(`${name}: AuditLog`, () => {
@@ -351,9 +373,9 @@ export const runAdminConformance = (
           const audit = yield* AuditLog
           const deliveries = yield* WebhookDeliveryRepo
           const owner = yield* createAccount(1_000_000)
-          const j = job(owner.id, { webhookUrl: "https://example.com/hook" })
+          const j = job(owner.id, { webhookUrl: "https://receiver.genjobs.test/hook" })
           yield* submit(j)
-          yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no" }, T0 + 1))
+          yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 1))
           const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 60_000, maxPerAccount: 4 }))
           const attempt = { attempt: 1, at: T0 + 10, statusCode: 500, error: "HTTP 500", durationMs: 5, responseBody: null }
           yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })

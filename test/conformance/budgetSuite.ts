@@ -134,7 +134,7 @@ export const runBudgetConformance = (name: string, makeLayer: () => Layer.Layer<
         for (const j of made.slice(0, 4)) yield* repo.cancel(j.id, owner.id, now)
         const claimed = yield* repo.claimBatch({ workerId: "w", now, leaseMs: 1_000, maxAttempts: 1, limit: 100 })
         expect(claimed).toHaveLength(8)
-        for (const j of made.slice(4, 7)) yield* repo.fail(j.id, "w", { code: "GENERATION_FAILED", message: "no" }, now + 1)
+        for (const j of made.slice(4, 7)) yield* repo.fail(j.id, "w", { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, now + 1)
         for (const j of made.slice(7, 10)) yield* repo.complete(j.id, "w", [], now + 1)
         expect(yield* repo.reap({ workerId: "r", now: now + 5_000, passMs: 1_000, maxAttempts: 1, limit: 100 })).toBe(2)
 

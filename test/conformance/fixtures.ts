@@ -22,6 +22,7 @@ export const account = (overrides: Partial<Account> = {}): Account => ({
   webhookSecret: "whsec_test",
   previousWebhookSecret: null,
   previousWebhookSecretExpiresAt: null,
+  standardWebhooks: false,
   createdAt: T0,
   ...overrides
 })

@@ -1,11 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, type Layer, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
-import { JobId } from "../../src/domain/ids.js"
-import { JobQueue, type QueueConsumer, type QueueDelivery } from "../../src/ports/JobQueue.js"
+import { AccountId, JobId } from "../../src/domain/ids.js"
+import { JobQueue, type QueueConsumer, type QueueDelivery, type QueuedJob } from "../../src/ports/JobQueue.js"
 
 const ids = (n: number, tag = "q") => Array.from({ length: n }, (_, i) => JobId.make(`job_${tag}${String(i).padStart(4, "0")}`))
 const jobIdsOf = (deliveries: ReadonlyArray<QueueDelivery>) => deliveries.map((d) => d.jobId)
+/** The jobs of `jobIds`, all of one account (one lane), with its weight when given. */
+export const queued = (jobIds: ReadonlyArray<JobId>, account = "acc_t", weight?: number): Array<QueuedJob> =>
+  jobIds.map((jobId) => ({ jobId, accountId: AccountId.make(account), ...(weight === undefined ? {} : { weight }) }))
 
 /** Receives until `count` deliveries came or `ms` passed (a deadline, not a pause deciding the result). */
 export const receiveAll = (consumer: QueueConsumer, count: number, ms = 5_000) =>
@@ -26,7 +29,14 @@ const VISIBILITY_MS = 600
  * engine whose names start with `prefix`; each test uses a prefix of its own, so runs sharing
  * a broker never meet.
  */
-export const runJobQueueConformance = (name: string, makeLayer: (prefix: string) => Layer.Layer<JobQueue, unknown>) => {
+export const runJobQueueConformance = (
+  name: string,
+  makeLayer: (prefix: string) => Layer.Layer<JobQueue, unknown>,
+  options: {
+    /** Whether the queue keeps fair shares across accounts' lanes (every queue's aim; false: the cases are skipped, named). */
+    readonly fair?: boolean
+  } = {}
+) => {
   const newPrefix = () => `genjobs_t_${randomBytes(4).toString("hex")}_`
   const test = (title: string, body: (prefix: string) => Effect.Effect<void, unknown, JobQueue | Scope.Scope>, timeout = 20_000) =>
     it.live(title, () => {
@@ -42,8 +52,8 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const queue = yield* JobQueue
         const consumer = yield* member("a")
         const published = ids(7)
-        yield* queue.publish(published.slice(0, 4))
-        yield* queue.publish(published.slice(4))
+        yield* queue.publish(queued(published.slice(0, 4)))
+        yield* queue.publish(queued(published.slice(4)))
         const first = yield* receiveAll(consumer, 3)
         expect(jobIdsOf(first)).toEqual(published.slice(0, 3))
         const rest = yield* receiveAll(consumer, 4)
@@ -62,7 +72,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const [id] = ids(1)
         yield* Effect.sleep("100 millis")
         const publishedAt = yield* Clock.currentTimeMillis
-        yield* queue.publish([id!])
+        yield* queue.publish(queued([id!]))
         const got = yield* Fiber.join(waiting)
         expect(jobIdsOf(got)).toEqual([id])
         // Woken by the publish, not by the end of its wait.
@@ -75,7 +85,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const a = yield* member("a")
         const b = yield* member("b")
         const published = ids(40)
-        yield* queue.publish(published)
+        yield* queue.publish(queued(published))
         const [fromA, fromB] = yield* Effect.all([receiveAll(a, 20), receiveAll(b, 20)], { concurrency: 2 })
         const all = [...jobIdsOf(fromA), ...jobIdsOf(fromB)]
         expect(new Set(all).size).toBe(all.length)
@@ -88,7 +98,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const queue = yield* JobQueue
         const a = yield* member("a")
         const b = yield* member("b")
-        yield* queue.publish(ids(2))
+        yield* queue.publish(queued(ids(2)))
         const got = yield* receiveAll(a, 2)
         yield* a.ack(got)
         // Past the visibility: an unacked delivery would be back by now.
@@ -101,7 +111,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const dead = yield* member("dead")
         const alive = yield* member("alive")
         const [id] = ids(1)
-        yield* queue.publish([id!])
+        yield* queue.publish(queued([id!]))
         expect(jobIdsOf(yield* receiveAll(dead, 1))).toEqual([id])
         const heldAt = yield* Clock.currentTimeMillis
         const again = yield* receiveAll(alive, 1, VISIBILITY_MS * 10)
@@ -115,7 +125,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const queue = yield* JobQueue
         const holder = yield* member("holder")
         const other = yield* member("other")
-        yield* queue.publish(ids(1))
+        yield* queue.publish(queued(ids(1)))
         const held = yield* receiveAll(holder, 1)
         expect(held).toHaveLength(1)
         const keeper = yield* Effect.forkChild(Effect.forever(holder.extend(held).pipe(Effect.andThen(Effect.sleep(VISIBILITY_MS / 4)))))
@@ -131,7 +141,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const next = yield* member("next")
         const third = yield* member("third")
         const [id] = ids(1)
-        yield* queue.publish([id!])
+        yield* queue.publish(queued([id!]))
         const first = yield* receiveAll(late, 1)
         expect(jobIdsOf(first)).toEqual([id])
         // Its visibility passes: "next" gets it, then goes silent (dies) without extending it.
@@ -150,13 +160,68 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
         const queue = yield* JobQueue
         const a = yield* member("a")
         const [id] = ids(1)
-        yield* queue.publish([id!])
-        yield* queue.publish([id!])
+        yield* queue.publish(queued([id!]))
+        yield* queue.publish(queued([id!]))
         const got = yield* receiveAll(a, 2, 1_500)
         expect(got.length).toBeGreaterThanOrEqual(1)
         expect(new Set(jobIdsOf(got))).toEqual(new Set([id]))
         yield* a.ack(got)
         expect(yield* receiveAll(a, 1, VISIBILITY_MS * 3)).toEqual([])
+      }))
+  })
+
+  describe(`${name}: JobQueue fair shares`, () => {
+    const fairTest = options.fair === false ? it.skip : test
+    /** Receives `count` deliveries `max` at a time, acking each batch (the order handed out). */
+    const drainInOrder = (consumer: QueueConsumer, count: number, max: number) =>
+      Effect.gen(function*() {
+        const got: Array<QueueDelivery> = []
+        const until = (yield* Clock.currentTimeMillis) + 15_000
+        while (got.length < count && (yield* Clock.currentTimeMillis) < until) {
+          const some = yield* consumer.receive(Math.min(max, count - got.length), 200)
+          yield* consumer.ack(some)
+          got.push(...some)
+        }
+        return jobIdsOf(got)
+      })
+
+    for (const max of [1, 3]) {
+      fairTest(`an account's late jobs start in turn with a long backlog of another's, ${max} at a time (B's k-th within the first 2k)`, () =>
+        Effect.gen(function*() {
+          const queue = yield* JobQueue
+          const consumer = yield* member("a")
+          const fromA = ids(200, "a")
+          const fromB = ids(10, "b")
+          yield* queue.publish(queued(fromA, "acc_a"))
+          yield* queue.publish(queued(fromB, "acc_b"))
+          const order = yield* drainInOrder(consumer, 40, max)
+          const bs = order.filter((id) => fromB.includes(id))
+          expect(bs).toEqual(fromB)
+          bs.forEach((id, k) => expect(order.indexOf(id)).toBeLessThan(2 * (k + 1)))
+          // First in, first out within each lane.
+          expect(order.filter((id) => fromA.includes(id))).toEqual(fromA.slice(0, 30))
+        }), 30_000)
+    }
+
+    fairTest("gives an account of weight w w turns to another's one", () =>
+      Effect.gen(function*() {
+        const queue = yield* JobQueue
+        const consumer = yield* member("a")
+        yield* queue.publish(queued(ids(30, "a"), "acc_a", 3))
+        yield* queue.publish(queued(ids(30, "b"), "acc_b", 1))
+        const order = yield* drainInOrder(consumer, 16, 1)
+        expect(order.map((id) => id.slice(4, 5)).join("")).toBe("aaabaaabaaabaaab")
+      }))
+
+    fairTest("keeps the weight a lane has when a job comes without one (a republish)", () =>
+      Effect.gen(function*() {
+        const queue = yield* JobQueue
+        const consumer = yield* member("a")
+        yield* queue.publish(queued(ids(10, "a"), "acc_a", 2))
+        yield* queue.publish(queued(ids(10, "x"), "acc_a"))
+        yield* queue.publish(queued(ids(20, "b"), "acc_b"))
+        const order = yield* drainInOrder(consumer, 9, 1)
+        expect(order.map((id) => (id.startsWith("job_b") ? "b" : "a")).join("")).toBe("aabaabaab")
       }))
   })
 
@@ -168,7 +233,7 @@ export const runJobQueueConformance = (name: string, makeLayer: (prefix: string)
           Effect.scoped(Effect.gen(function*() {
             const queue = yield* JobQueue
             const consumer = yield* queue.consume({ name: "w", visibilityMs: VISIBILITY_MS })
-            yield* queue.publish(ids(3, tag))
+            yield* queue.publish(queued(ids(3, tag)))
             // Everything this engine's member gets in a second, each acked at once (never redelivered).
             const got: Array<QueueDelivery> = []
             const until = (yield* Clock.currentTimeMillis) + 1_000

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { JobId } from "../../src/domain/ids.js"
 import { JobQueue, type QueueConsumer, type QueueDelivery } from "../../src/ports/JobQueue.js"
+import { queued } from "./jobQueueSuite.js"
 import { freePort, natsServerAvailable, startNatsServer, waitingPulls } from "../support/nats.js"
 
 // Under CI a missing nats-server throws here and fails the file; elsewhere the suite is skipped.
@@ -67,7 +68,7 @@ if (!available) {
           const consumer = yield* queue.consume({ name: "w", visibilityMs: 1_000 })
           const [unacked, later] = ["job_r_unacked", "job_r_later"].map((id) => JobId.make(id))
 
-          yield* queue.publish([unacked!])
+          yield* queue.publish(queued([unacked!]))
           const first = yield* consumer.receive(1, 5_000)
           expect(first.map((d) => d.jobId)).toEqual([unacked])
           // A receive waiting (nothing left to deliver) when the server dies: its pull request is at the server.
@@ -84,7 +85,7 @@ if (!available) {
           const cut = yield* Fiber.join(waiting)
           expect(failedWithQueueError(cut.exit), String(cut.exit)).toBe(true)
           expect(cut.ms).toBeLessThan(FAIL_FAST_MS)
-          const published = yield* timed(queue.publish([later!]))
+          const published = yield* timed(queue.publish(queued([later!])))
           expect(failedWithQueueError(published.exit), String(published.exit)).toBe(true)
           expect(published.ms).toBeLessThan(FAIL_FAST_MS)
           const received = yield* timed(consumer.receive(5, 200))
@@ -99,7 +100,7 @@ if (!available) {
           const until = (yield* Clock.currentTimeMillis) + 20_000
           let republished = false
           while (!republished && (yield* Clock.currentTimeMillis) < until) {
-            republished = Exit.isSuccess(yield* Effect.exit(queue.publish([later!])))
+            republished = Exit.isSuccess(yield* Effect.exit(queue.publish(queued([later!]))))
             if (!republished) yield* Effect.sleep("100 millis")
           }
           expect(republished).toBe(true)

@@ -126,7 +126,7 @@ if (probe === undefined) {
               const claimed = yield* repo.claimBatch({ workerId: `c${p}-${round}`, now: T0 + 10_000, leaseMs: 600_000, maxAttempts: 3, limit: 3 })
               yield* Effect.forEach(claimed, (j, i) =>
                 i === 1
-                  ? repo.fail(j.id, `c${p}-${round}`, { code: "GENERATION_FAILED", message: "no" }, T0 + 10_001)
+                  ? repo.fail(j.id, `c${p}-${round}`, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 10_001)
                   : repo.complete(j.id, `c${p}-${round}`, [], T0 + 10_001), { concurrency: "unbounded", discard: true })
               const [pending] = yield* repo.list({ accountId: owner.id, limit: 1, status: "pending" })
               if (pending !== undefined && round % 4 === 0) yield* Effect.ignore(repo.cancel(pending.id, owner.id, T0 + 10_002))

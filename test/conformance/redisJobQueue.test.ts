@@ -1,6 +1,6 @@
 import { afterAll, describe, it } from "@effect/vitest"
 import { redisQueue } from "genjobs/redis"
-import { deleteKeys, redisAvailable, TEST_REDIS_URL } from "../support/redis.js"
+import { deleteKeysMatching, redisAvailable, TEST_REDIS_URL } from "../support/redis.js"
 import { runJobQueueConformance } from "./jobQueueSuite.js"
 
 // Under CI an unreachable Redis throws here and fails the file; elsewhere the suite is skipped.
@@ -12,9 +12,9 @@ if (!available) {
     it("runs against a Redis server", () => undefined)
   })
 } else {
-  // Every prefix a test used: its stream (which holds its group) is the one key it made.
+  // Every prefix a test used: the keys it made (lanes, registry, bell) all start with it.
   const prefixes = new Set<string>()
-  afterAll(() => deleteKeys(TEST_REDIS_URL, [...prefixes].map((prefix) => `${prefix}jobs`)))
+  afterAll(() => deleteKeysMatching(TEST_REDIS_URL, [...prefixes].map((prefix) => `${prefix}*`)))
 
   runJobQueueConformance("redis", (prefix) => {
     prefixes.add(prefix)

@@ -6,7 +6,7 @@ import { QueueError } from "../../src/domain/errors.js"
 import { JobId } from "../../src/domain/ids.js"
 import { JobQueue } from "../../src/ports/JobQueue.js"
 import { freePort, redisServerAvailable, startRedisServer } from "../support/redis.js"
-import { receiveAll } from "./jobQueueSuite.js"
+import { queued, receiveAll } from "./jobQueueSuite.js"
 
 // Under CI a missing redis-server throws here and fails the file; elsewhere the test is skipped.
 const available = await redisServerAvailable()
@@ -52,7 +52,7 @@ if (!available) {
           const consumer = yield* queue.consume({ name: "w", visibilityMs: 2_000 })
 
           const before = ids("before", 2)
-          yield* queue.publish(before)
+          yield* queue.publish(queued(before))
           const got = yield* receiveAll(consumer, 2, 5_000)
           expect(got.map((d) => d.jobId)).toEqual(before)
           yield* consumer.ack(got)
@@ -64,7 +64,7 @@ if (!available) {
           expectQueueError(yield* Fiber.join(waiting))
 
           // While it is down, every call fails at once.
-          expectQueueError(yield* timed(queue.publish(ids("down", 1))))
+          expectQueueError(yield* timed(queue.publish(queued(ids("down", 1)))))
           expectQueueError(yield* timed(consumer.receive(1, 200)))
           expectQueueError(yield* timed(consumer.extend(got)))
           expectQueueError(yield* timed(consumer.ack(got)))
@@ -74,7 +74,7 @@ if (!available) {
           yield* start
           const after = ids("after", 3)
           // The client reconnects in the background: retry until it did (a deadline, not a pause).
-          yield* queue.publish(after).pipe(
+          yield* queue.publish(queued(after)).pipe(
             Effect.retry({ schedule: Schedule.spaced("100 millis"), while: (error) => error instanceof QueueError }),
             Effect.timeoutOrElse({ duration: "15 seconds", orElse: () => Effect.fail(new Error("publish never recovered")) })
           )

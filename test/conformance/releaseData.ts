@@ -37,7 +37,8 @@ const completed = job(alice.id, {
 })
 const failed = job(alice.id, {
   createdAt: T0 + 1_000, status: "failed", startedAt: T0 + 1_100, completedAt: T0 + 1_500, attempts: 1, webhookUrl: HOOK,
-  error: { code: "GENERATION_FAILED", message: "the provider refused" }
+  // The release stored no failure type (issue 38): its error reads back as `internal`, not retryable.
+  error: { code: "GENERATION_FAILED", message: "the provider refused", type: "internal", retryable: false }
 })
 
 const ledgerLine = (id: string, accountId: AccountId, jobId: string | null, kind: LedgerEntry["kind"], amountMicroCents: number, createdAt: number): LedgerEntry =>
@@ -107,7 +108,9 @@ const accountRow = (a: Account) => ({
 
 const jobRow = (j: Job) => ({
   id: j.id, account_id: j.accountId, request_id: j.requestId, model: j.model, version: j.version, input: json(j.input),
-  webhook_url: j.webhookUrl, status: j.status, cost_micro_cents: j.costMicroCents, error: json(j.error), outputs: json(j.outputs),
+  webhook_url: j.webhookUrl, status: j.status, cost_micro_cents: j.costMicroCents,
+  // The release's error had only the spec's code and message.
+  error: json(j.error === null ? null : { code: j.error.code, message: j.error.message }), outputs: json(j.outputs),
   created_at: j.createdAt, estimated_completion_at: j.estimatedCompletionAt, started_at: j.startedAt, completed_at: j.completedAt,
   attempts: j.attempts, lease_owner: j.leaseOwner, lease_expires_at: j.leaseExpiresAt
 })

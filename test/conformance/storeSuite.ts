@@ -202,7 +202,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const owner = yield* createAccount(10_000)
-        const j = job(owner.id, { webhookUrl: "https://example.com/h" })
+        const j = job(owner.id, { webhookUrl: "https://receiver.genjobs.test/h" })
         expect(yield* submit({ job: j })).toEqual(Result.succeed({ _tag: "Created", job: j }))
         expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(j)
         const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
@@ -346,7 +346,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         yield* repo.complete(b!.id, "w1", [], T0 + 21)
         expect(yield* admit(d!)).toBe("ok")
         yield* repo.claim({ workerId: "w2", now: T0 + 30, ...lease })
-        yield* repo.fail(c!.id, "w2", { code: "GENERATION_FAILED", message: "no" }, T0 + 31)
+        yield* repo.fail(c!.id, "w2", { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 31)
         // Refused for its price after the failure's end was written: that end must still count.
         expect(codeOf(yield* submit({ job: job(owner.id, { costMicroCents: 50_000 }), maxConcurrentJobs: 2 }))).toBe("INSUFFICIENT_BALANCE")
         expect([yield* admit(e!), yield* admit(f!)]).toEqual(["ok", "CONCURRENT_JOBS_EXCEEDED"])
@@ -471,7 +471,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect((yield* balanceAndLedger(owner.id)).balance).toBe(credit - 2 * big - 1)
         expect((yield* repo.cancel(once.id, owner.id, T0 + 2)).refundedMicroCents).toBe(big)
         yield* repo.claim({ workerId: "w", now: T0 + 3, leaseMs: 1000, maxAttempts: 3 })
-        expect(Option.isSome(yield* repo.fail(keyed.id, "w", { code: "GENERATION_FAILED", message: "no" }, T0 + 4))).toBe(true)
+        expect(Option.isSome(yield* repo.fail(keyed.id, "w", { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 4))).toBe(true)
         const { balance, entries, sum } = yield* balanceAndLedger(owner.id)
         expect(balance).toBe(credit)
         expect(sum).toBe(balance)
@@ -572,7 +572,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.isNone(yield* repo.claim({ workerId: "w3", now: T0 + 5_000, leaseMs: 1_000, maxAttempts: 3 }))).toBe(true)
         const output = { url: "http://f/1.png", type: "image" as const, metadata: { width: 1 } }
         expect(Option.isNone(yield* repo.complete(j.id, "dead", [output], T0 + 6_000))).toBe(true)
-        expect(Option.isNone(yield* repo.fail(j.id, "dead", { code: "GENERATION_FAILED", message: "x" }, T0 + 6_000))).toBe(true)
+        expect(Option.isNone(yield* repo.fail(j.id, "dead", { code: "GENERATION_FAILED", message: "x", type: "input_rejected", retryable: false }, T0 + 6_000))).toBe(true)
         const done = Option.getOrThrow(yield* repo.complete(j.id, "w2", [output], T0 + 6_000))
         expect(done).toMatchObject({ status: "completed", outputs: [output], completedAt: T0 + 6_000, leaseOwner: null, leaseExpiresAt: null })
         expect(Option.getOrThrow(yield* repo.get(j.id))).toEqual(done)
@@ -612,7 +612,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const j = job(owner.id)
         yield* submit({ job: j })
         yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
-        const error = { code: "GENERATION_FAILED" as const, message: "nope" }
+        const error = { code: "GENERATION_FAILED" as const, message: "nope", type: "input_rejected" as const, retryable: false }
         const failed = Option.getOrThrow(yield* repo.fail(j.id, "w", error, T0 + 1))
         expect(failed).toMatchObject({ status: "failed", error, completedAt: T0 + 1 })
         expect(Option.isNone(yield* repo.fail(j.id, "w", error, T0 + 2))).toBe(true)
@@ -624,6 +624,19 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(balance).toBe(10_000)
         expect(sum).toBe(balance)
         expect(entries.filter((e) => e.kind === "refund").map((e) => e.jobId).sort()).toEqual([j.id, pending.id].sort())
+      }))
+
+    test("a failure's type and retryability are stored with the job and read back as written (issue 38)", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const owner = yield* createAccount(10_000)
+        const j = job(owner.id)
+        yield* submit({ job: j })
+        yield* repo.claim({ workerId: "w", now: T0, leaseMs: 1_000, maxAttempts: 3 })
+        const error = { code: "GENERATION_FAILED" as const, message: "slow down", type: "rate_limited" as const, retryable: true }
+        yield* repo.fail(j.id, "w", error, T0 + 1)
+        expect(Option.getOrThrow(yield* repo.get(j.id)).error).toEqual(error)
+        expect((yield* repo.list({ accountId: owner.id, limit: 10, status: "failed" })).map((x) => x.error)).toEqual([error])
       }))
   })
 
@@ -671,7 +684,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const completed = Option.getOrThrow(yield* repo.complete(done!.id, "w", [], T0 + 2, onA))
         expect(completed).toMatchObject({ status: "completed", providerHandle: null, providerRoute: onA })
         expect(Option.getOrThrow(yield* repo.get(done!.id))).toEqual(completed)
-        const error = { code: "GENERATION_FAILED" as const, message: "refused" }
+        const error = { code: "GENERATION_FAILED" as const, message: "refused", type: "input_rejected" as const, retryable: false }
         const failed = Option.getOrThrow(yield* repo.fail(refused!.id, "w", error, T0 + 3, onB))
         expect(failed).toMatchObject({ status: "failed", error, providerRoute: onB })
         expect(Option.getOrThrow(yield* repo.get(refused!.id))).toEqual(failed)
@@ -852,7 +865,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         } else {
           yield* repo.claim({ workerId: "w", now: T0 + 1, leaseMs: 1_000, maxAttempts: 3 })
           if (how === "complete") yield* repo.complete(j.id, "w", [output], T0 + 5)
-          else yield* repo.fail(j.id, "w", { code: "GENERATION_FAILED", message: "no" }, T0 + 5)
+          else yield* repo.fail(j.id, "w", { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 5)
         }
         return j
       })
@@ -860,10 +873,10 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     test("writes one due delivery with the spec's payload when a job with a webhookUrl ends", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        const done = yield* finish("https://hooks.example.com/a", "complete")
+        const done = yield* finish("https://hooks.genjobs.test/a", "complete")
         const [delivery, ...others] = yield* deliveries.forJob(done.id)
         expect(others).toEqual([])
-        expect(delivery).toMatchObject({ url: "https://hooks.example.com/a", status: "pending", attempts: [], nextAttemptAt: T0 + 5 })
+        expect(delivery).toMatchObject({ url: "https://hooks.genjobs.test/a", status: "pending", attempts: [], nextAttemptAt: T0 + 5 })
         expect(JSON.parse(delivery!.payload)).toEqual({
           jobId: done.id,
           requestId: done.requestId,
@@ -871,18 +884,18 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           output: { url: output.url, type: "image", metadata: output.metadata },
           completedAt: new Date(T0 + 5).toISOString()
         })
-        const failed = yield* finish("https://hooks.example.com/b", "fail")
+        const failed = yield* finish("https://hooks.genjobs.test/b", "fail")
         const [failure] = yield* deliveries.forJob(failed.id)
-        expect(JSON.parse(failure!.payload)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "no" } })
+        expect(JSON.parse(failure!.payload)).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false } })
         expect(JSON.parse(failure!.payload).output).toBeUndefined()
-        expect(yield* deliveries.forJob((yield* finish("https://hooks.example.com/c", "cancel")).id)).toEqual([])
+        expect(yield* deliveries.forJob((yield* finish("https://hooks.genjobs.test/c", "cancel")).id)).toEqual([])
         expect(yield* deliveries.forJob((yield* finish(null, "complete")).id)).toEqual([])
       }))
 
     test("hands a due delivery to one dispatcher at a time and records attempts for the lease holder only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        const done = yield* finish("https://hooks.example.com/a", "complete")
+        const done = yield* finish("https://hooks.genjobs.test/a", "complete")
         const claim = (workerId: string, now: number) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount: 4 })
         expect(Option.isNone(yield* claim("d1", T0 + 4))).toBe(true)
         const claimed = Option.getOrThrow(yield* claim("d1", T0 + 5))
@@ -906,8 +919,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     test("lists an account's deliveries newest first and retries failed ones only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        const a = yield* finish("https://hooks.example.com/a", "complete")
-        const b = yield* finish("https://hooks.example.com/b", "fail")
+        const a = yield* finish("https://hooks.genjobs.test/a", "complete")
+        const b = yield* finish("https://hooks.genjobs.test/b", "fail")
         const [da] = yield* deliveries.forJob(a.id)
         const [db] = yield* deliveries.forJob(b.id)
         expect((yield* deliveries.list({ accountId: a.accountId, limit: 10 })).map((d) => d.id)).toEqual([da!.id])
@@ -927,7 +940,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
     test("parallel claims never hand one delivery to two dispatchers", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
-        for (let i = 0; i < 3; i++) yield* finish(`https://hooks.example.com/${i}`, "complete")
+        for (let i = 0; i < 3; i++) yield* finish(`https://hooks.genjobs.test/${i}`, "complete")
         const claims = yield* Effect.all(
           Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000, maxPerAccount: 4 })),
           { concurrency: "unbounded" }
@@ -944,7 +957,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         for (let i = 0; i < n; i++) {
-          const j = job(accountId, { webhookUrl: `https://hooks.example.com/${i}` })
+          const j = job(accountId, { webhookUrl: `https://hooks.genjobs.test/${i}` })
           yield* submit({ job: j })
           const claimed = Option.getOrThrow(yield* repo.claim({ workerId: "w", now: at, leaseMs: 1_000, maxAttempts: 3 }))
           yield* repo.complete(claimed.id, "w", [], at)
@@ -1104,14 +1117,14 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const repo = yield* JobRepo
         const deliveries = yield* WebhookDeliveryRepo
-        const j = job(owner, { createdAt: at - 10, webhookUrl: delivery === undefined ? null : "https://hooks.example.com/r" })
+        const j = job(owner, { createdAt: at - 10, webhookUrl: delivery === undefined ? null : "https://hooks.genjobs.test/r" })
         expect(Result.isSuccess(yield* submit({ job: j }))).toBe(true)
         if (how === "cancel") yield* repo.cancel(j.id, owner, at)
         if (how === "complete" || how === "fail" || how === "run") {
           expect(Option.isSome(yield* repo.claim({ workerId: `w${at}`, now: at - 5, leaseMs: 60_000, maxAttempts: 3 }))).toBe(true)
         }
         if (how === "complete") yield* repo.complete(j.id, `w${at}`, [], at)
-        if (how === "fail") yield* repo.fail(j.id, `w${at}`, { code: "GENERATION_FAILED", message: "no" }, at)
+        if (how === "fail") yield* repo.fail(j.id, `w${at}`, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, at)
         if (delivery === "sent" || delivery === "failed") {
           const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: at, leaseMs: 1_000, maxPerAccount: 100 }))
           const attempt = { attempt: 1, at, statusCode: 200, error: null, durationMs: 1, responseBody: null }

@@ -233,7 +233,7 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
     const submitted = await api("POST", "/v1/jobs/submit", key, {
       model: "demo/text-gen/text-to-text",
       input: { prompt: "hello" },
-      webhookUrl: "https://hooks.example.com/genjobs"
+      webhookUrl: "https://hooks.genjobs.test/genjobs"
     })
     let delivery: any
     for (let i = 0; i < 200 && delivery?.status !== "failed"; i++) {

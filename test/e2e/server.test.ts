@@ -1,3 +1,5 @@
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 
@@ -69,12 +71,25 @@ describe("the bundled server on its embedded defaults", () => {
     expect([first.status, second.status]).toEqual(["completed", "completed"])
     const bytesOf = async (url: string) => Buffer.from(await (await fetch(url)).arrayBuffer())
     expect((await bytesOf(first.output)).equals(await bytesOf(second.output))).toBe(false)
-    const foreign = await call(server, "POST", "/v1/jobs/submit", key, {
-      model: "demo/image-gen/image-to-image",
-      input: { prompt: "x", imageUrl: "https://example.com/cat.png" }
+    // A file server on loopback that is not the engine's: the job fails and it is never asked.
+    let asked = 0
+    const elsewhere = createServer((_req, res) => {
+      asked++
+      res.writeHead(200, { "content-type": "image/png" }).end(new Uint8Array([137, 80, 78, 71]))
     })
-    const refused = await waitFor(server, key, foreign.body.jobId, ["completed", "failed"])
-    expect(refused).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
+    await new Promise<void>((resolve) => elsewhere.listen(0, "127.0.0.1", resolve))
+    try {
+      const { port } = elsewhere.address() as AddressInfo
+      const foreign = await call(server, "POST", "/v1/jobs/submit", key, {
+        model: "demo/image-gen/image-to-image",
+        input: { prompt: "x", imageUrl: `http://127.0.0.1:${port}/cat.png` }
+      })
+      const refused = await waitFor(server, key, foreign.body.jobId, ["completed", "failed"])
+      expect(refused).toMatchObject({ status: "failed", error: { code: "GENERATION_FAILED" } })
+      expect(asked).toBe(0)
+    } finally {
+      await new Promise<void>((resolve) => elsewhere.close(() => resolve()))
+    }
   })
 
   it("serves the OpenAPI document, its reference page and the operator dashboard", async () => {

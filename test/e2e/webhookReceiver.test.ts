@@ -36,7 +36,7 @@ describe("webhooks to a real https receiver", () => {
         got.push({ headers: req.headers, body })
         if (req.url === "/slow") return
         if (req.url === "/trickle") return trickle(res)
-        if (req.url === "/redirect") res.writeHead(307, { location: "https://example.com/" }).end()
+        if (req.url === "/redirect") res.writeHead(307, { location: "https://redirected.genjobs.test/" }).end()
         else res.writeHead(200, { "content-type": "text/plain" }).end("thanks")
       })
     })
@@ -100,7 +100,8 @@ describe("webhooks to a real https receiver", () => {
       expect(result._tag === "Failure" && result.failure.reason).toMatch(/refused/)
     }
     expect(got.length).toBe(before)
-    expect((await send(`http://example.com/hook`, true))._tag).toBe("Failure")
+    const plain = await send(`http://127.0.0.1:${port}/hook`, true)
+    expect(plain._tag === "Failure" && plain.failure.reason).toMatch(/https URLs only/)
   })
 })
 

@@ -377,7 +377,7 @@ for (const kind of KINDS) {
         const received = () => receiver!.received.slice(from)
         const api = await s.start(0)
         const workers = await Promise.all([s.start(3), s.start(3)])
-        const { key } = await tenantOf(s, api)
+        const { accountId, key } = await tenantOf(s, api)
         const ids = await submitAll(s, api, key, 8, { demoDelayMs: 3_000 }, `${receiver!.url}/ok`)
         const submittedAt = Date.now()
         const processing = async () => (await s.jobs(ids)).filter((r) => r.status === "processing").length
@@ -385,9 +385,9 @@ for (const kind of KINDS) {
         // NATS stores an id published again within its 1 s duplicate window once: publish after it.
         await sleep(Math.max(0, submittedAt + 1_100 - Date.now()))
         const storedBefore = await s.broker.stored()
-        await s.broker.publish(ids)
+        await s.broker.publish(ids, accountId)
         await sleep(1_100)
-        await s.broker.publish(ids)
+        await s.broker.publish(ids, accountId)
         const storedAfter = await s.broker.stored()
         const runningThen = await processing()
 

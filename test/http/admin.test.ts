@@ -63,7 +63,7 @@ describe("admin API: listings, updates and the audit log", () => {
     expect(first.body.accounts.map((a: any) => a.name)).toEqual(["Omega", "zeta labs"])
     expect(first.body.hasMore).toBe(true)
     expect(Object.keys(first.body.accounts[0]).sort()).toEqual(
-      ["allowedModels", "balanceMicroCents", "budget", "createdAt", "discounts", "fairShareWeight", "id", "maxConcurrentJobs", "name", "segments"]
+      ["allowedModels", "balanceMicroCents", "budget", "createdAt", "discounts", "fairShareWeight", "id", "maxConcurrentJobs", "name", "segments", "standardWebhooks"]
     )
     const all = await allPages("/admin/accounts?limit=2", "accounts")
     expect(all.slice(0, 3).map((a) => a.id)).toEqual([...ids].reverse())
@@ -196,11 +196,11 @@ describe("admin API: listings, updates and the audit log", () => {
     const a = await engine.account()
     const b = await engine.account()
     for (const acc of [a, b]) {
-      await acc.post("/v1/jobs/submit", { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.example.com/x" })
+      await acc.post("/v1/jobs/submit", { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.genjobs.test/x" })
     }
     while (await engine.work()) { /* finish them */ }
     const ofB = await engine.admin("GET", `/admin/webhooks/deliveries?accountId=${b.accountId}`)
-    expect(ofB.body.deliveries).toEqual([expect.objectContaining({ accountId: b.accountId, status: "pending", url: "https://hooks.example.com/x" })])
+    expect(ofB.body.deliveries).toEqual([expect.objectContaining({ accountId: b.accountId, status: "pending", url: "https://hooks.genjobs.test/x" })])
     const pending = await allPages("/admin/webhooks/deliveries?status=pending&limit=1", "deliveries")
     expect(pending.map((d) => d.accountId)).toEqual(expect.arrayContaining([a.accountId, b.accountId]))
     expect((await engine.admin("GET", `/admin/webhooks/deliveries?status=sent&accountId=${a.accountId}`)).body.deliveries).toEqual([])
@@ -271,7 +271,7 @@ describe("admin API: retrying deliveries of any account, and previewing a catalo
     const jobId = (await acc.post("/v1/jobs/submit", {
       model: "demo/text-gen/text-to-text",
       input: { prompt: "p" },
-      webhookUrl: "https://hooks.example.com/x"
+      webhookUrl: "https://hooks.genjobs.test/x"
     })).body.jobId
     while (await engine.work()) { /* finish it */ }
     const [delivery] = (await engine.admin("GET", `/admin/webhooks/deliveries?accountId=${acc.accountId}`)).body.deliveries

@@ -31,7 +31,7 @@ describe("public catalog", () => {
     expect(reply.body.map((m: any) => m.slug)).not.toContain(PRIVATE)
     expect(reply.body[0]).toEqual({
       slug: IMAGE,
-      provider: { id: "demo", name: "Demo provider", logoUrl: "https://example.com/demo-logo.png" },
+      provider: { id: "demo", name: "Demo provider", logoUrl: expect.stringMatching(/^data:image\/svg\+xml,/) },
       category: "image",
       capability: "text-to-image",
       pricing: { baseCredits: 5, unit: "per_generation" },

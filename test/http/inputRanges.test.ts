@@ -67,7 +67,7 @@ const describeInputRules = (name: string, stores: () => Promise<HttpEngineOption
 
     it("refuses a NUL in a submit's URL or input, charging nothing", async () => {
       const acc = await engine.account({ credits: 100_000 })
-      expect400(await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "x" }, webhookUrl: `https://example.com/${NUL}` }))
+      expect400(await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "x" }, webhookUrl: `https://receiver.genjobs.test/${NUL}` }))
       expect400(await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: `x${NUL}` } }))
       expect400(await acc.post("/v1/jobs/submit", { model: `${IMAGE}${NUL}`, input: { prompt: "x" } }))
       expect400(await acc.post("/v1/uploads/presign", { filename: `a${NUL}.png`, contentType: "image/png" }))
@@ -77,7 +77,7 @@ const describeInputRules = (name: string, stores: () => Promise<HttpEngineOption
 
     it("caps webhookUrl at 2,048 characters", async () => {
       const acc = await engine.account({ credits: 1_000_000 })
-      const url = (length: number) => `https://example.com/${"a".repeat(length - "https://example.com/".length)}`
+      const url = (length: number) => `https://receiver.genjobs.test/${"a".repeat(length - "https://receiver.genjobs.test/".length)}`
       const long = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "x" }, webhookUrl: url(2_049) })
       expect({ status: long.status, code: long.body.error.code, field: long.body.error.details.field })
         .toEqual({ status: 400, code: "INVALID_INPUT", field: "webhookUrl" })

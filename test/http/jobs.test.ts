@@ -101,7 +101,7 @@ describe("jobs API end to end", () => {
     const wrongType = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "x", width: "big" } })
     expectError(wrongType, 400, "INVALID_INPUT")
     expect(wrongType.body.error.details.errors[0].path).toBe("/width")
-    const webhook = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" }, webhookUrl: "http://example.com/hook" })
+    const webhook = await acc.post("/v1/jobs/submit", { model: TEXT, input: { prompt: "x" }, webhookUrl: "http://receiver.genjobs.test/hook" })
     expectError(webhook, 400, "INVALID_INPUT")
     expect(webhook.body.error.details.field).toBe("webhookUrl")
     const jobs = await acc.get("/v1/jobs")

@@ -122,7 +122,8 @@ describe("logs and metrics of an engine at work", () => {
       input: { prompt: "bad", demoFail: true }
     })).body.jobId
     await jobStatus(ok, "completed")
-    await jobStatus(bad, "failed")
+    // The demo provider's failure gives no reason: the provider's trouble, a retry may pass (issue 38).
+    expect((await jobStatus(bad, "failed")).error).toMatchObject({ code: "GENERATION_FAILED", type: "provider_unavailable", retryable: true })
     // The one worker is busy with a slow job, so the next one waits and can be cancelled.
     const slow = (await call("POST", "/v1/jobs/submit", bearer(key), {
       model: "demo/text-gen/text-to-text",
@@ -135,7 +136,13 @@ describe("logs and metrics of an engine at work", () => {
     const of = (jobId: string) => parsed().filter((l) => l.jobId === jobId).map((l) => l.msg)
     expect(of(ok)).toEqual(expect.arrayContaining(["job submitted", "job started", "job completed"]))
     const failed = parsed().find((l) => l.jobId === bad && l.msg === "job failed")
-    expect(failed).toMatchObject({ level: "warn", code: "GENERATION_FAILED", model: "demo/text-gen/text-to-text" })
+    expect(failed).toMatchObject({
+      level: "warn",
+      code: "GENERATION_FAILED",
+      type: "provider_unavailable",
+      retryable: true,
+      model: "demo/text-gen/text-to-text"
+    })
     expect(failed!.refundedMicroCents).toBeGreaterThan(0)
     expect(of(bad)).toContain("job refunded")
     expect(of(waiting)).toEqual(expect.arrayContaining(["job submitted", "job cancelled", "job refunded"]))
@@ -150,12 +157,12 @@ describe("logs and metrics of an engine at work", () => {
     const submitted = await call("POST", "/v1/jobs/submit", bearer(key), {
       model: "demo/image-gen/text-to-image",
       input: { prompt: "hooked", width: 16, height: 16 },
-      webhookUrl: `https://hooks.example.com/in?token=${HOOK_SECRET}`
+      webhookUrl: `https://hooks.genjobs.test/in?token=${HOOK_SECRET}`
     })
     const jobId = submitted.body.jobId as string
     await jobStatus(jobId, "completed")
     const failedAttempt = await until("a failed attempt", () => parsed().find((l) => l.msg === "webhook attempt failed" && l.jobId === jobId))
-    expect(failedAttempt).toMatchObject({ level: "warn", statusCode: 500, attempt: 1, host: "hooks.example.com" })
+    expect(failedAttempt).toMatchObject({ level: "warn", statusCode: 500, attempt: 1, host: "hooks.genjobs.test" })
     expect(failedAttempt.nextAttemptAt).toMatch(/^\d{4}-/)
     webhooks.respondWith(200)
     const delivered = await until("the delivery", () => parsed().find((l) => l.msg === "webhook delivered" && l.jobId === jobId))
@@ -170,6 +177,7 @@ describe("logs and metrics of an engine at work", () => {
     expect(valueOf(text, "genjobs_jobs_finished_total", { model: image, outcome: "completed" })).toBeGreaterThanOrEqual(2)
     expect(valueOf(text, "genjobs_jobs_finished_total", { model: "demo/text-gen/text-to-text", outcome: "failed" })).toBeGreaterThanOrEqual(1)
     expect(valueOf(text, "genjobs_jobs_finished_total", { model: "demo/text-gen/text-to-text", outcome: "cancelled" })).toBeGreaterThanOrEqual(1)
+    expect(valueOf(text, "genjobs_jobs_failed_total", { type: "provider_unavailable", retryable: "true" })).toBeGreaterThanOrEqual(1)
     expect(valueOf(text, "genjobs_job_pickup_seconds_count", { model: image })).toBeGreaterThanOrEqual(2)
     expect(valueOf(text, "genjobs_job_pickup_seconds_bucket", { model: image, le: "+Inf" })).toBe(
       valueOf(text, "genjobs_job_pickup_seconds_count", { model: image })

@@ -49,7 +49,8 @@ describe("job list pagination", () => {
       progress: 0,
       model: TEXT,
       createdAt: expect.any(String),
-      completedAt: null
+      completedAt: null,
+      error: null
     })
   })
 

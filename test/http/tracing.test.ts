@@ -106,7 +106,7 @@ describe("traces over OTLP/HTTP", () => {
       jobId = (await call("POST", "/v1/jobs/submit", key, {
         model: "demo/text-gen/text-to-text",
         input: { prompt: "traced" },
-        webhookUrl: "https://hooks.example.com/in"
+        webhookUrl: "https://hooks.genjobs.test/in"
       })).jobId
       const deadline = Date.now() + 10_000
       while (webhooks.sent.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
@@ -142,7 +142,7 @@ describe("traces over OTLP/HTTP", () => {
     expect(named("genjobs.job.claim")[0]!.attributes).toMatchObject({ "genjobs.handed_off": true, "genjobs.attempt": 1 })
     // Claims that found no job leave no span.
     expect(spans.filter((s) => s.name === "genjobs.job.claim").every((s) => s.attributes["genjobs.job_id"] !== undefined)).toBe(true)
-    expect(named("genjobs.webhook.send")[0]!.attributes).toMatchObject({ "http.response.status_code": 200, "server.address": "hooks.example.com" })
+    expect(named("genjobs.webhook.send")[0]!.attributes).toMatchObject({ "http.response.status_code": 200, "server.address": "hooks.genjobs.test" })
     expect(spans.every((s) => s.service === "genjobs-test")).toBe(true)
     expect(receiver.requests.every((r) => r.path === "/v1/traces" && r.contentType === "application/json")).toBe(true)
     expect(receiver.requests[0]!.headers["x-collector-key"]).toBe("k1")

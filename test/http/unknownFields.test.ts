@@ -75,7 +75,7 @@ describe("unknown fields in a request body are refused and change nothing", () =
 
   it("queues no job and charges nothing for a submit with `webhookURL`", async () => {
     const acc = await engine.account({ credits: 5_000_000 })
-    const reply = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "a cat" }, webhookURL: "https://example.com/hook" })
+    const reply = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "a cat" }, webhookURL: "https://receiver.genjobs.test/hook" })
     expectUnknown(reply, ["webhookURL"])
     expect((await acc.get("/v1/jobs")).body.jobs).toEqual([])
     expect((await acc.get("/v1/account")).body.account.balanceMicroCents).toBe(5_000_000)
@@ -84,7 +84,7 @@ describe("unknown fields in a request body are refused and change nothing", () =
   it("leaves a job's input to its model's schema: its fields are not refused here", async () => {
     const acc = await engine.account()
     // `width` is the image model's own field, unknown to the body's schema.
-    const accepted = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "a cat", width: 64 }, webhookUrl: "https://example.com/hook" })
+    const accepted = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "a cat", width: 64 }, webhookUrl: "https://receiver.genjobs.test/hook" })
     expect(accepted.status).toBe(200)
     const refused = await acc.post("/v1/jobs/submit", { model: IMAGE, input: { prompt: "a cat", widht: 64 } })
     expect(refused.body.error.code).toBe("INVALID_INPUT")

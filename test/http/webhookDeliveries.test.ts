@@ -19,7 +19,7 @@ describe("webhook deliveries API", () => {
       const reply = await acc.post("/v1/jobs/submit", {
         model: "demo/text-gen/text-to-text",
         input: { prompt: `p${i}`, ...(i % 2 === 1 ? { demoFail: true } : {}) },
-        webhookUrl: `https://hooks.example.com/${i}`
+        webhookUrl: `https://hooks.genjobs.test/${i}`
       })
       ids.push(reply.body.jobId)
     }
@@ -34,7 +34,7 @@ describe("webhook deliveries API", () => {
     const all = await acc.get("/v1/webhooks/deliveries")
     expect(all.status).toBe(200)
     expect(all.body.deliveries.map((d: any) => d.jobId)).toEqual([...jobIds].reverse())
-    expect(all.body.deliveries[0]).toMatchObject({ status: "pending", url: "https://hooks.example.com/2", attempts: [] })
+    expect(all.body.deliveries[0]).toMatchObject({ status: "pending", url: "https://hooks.genjobs.test/2", attempts: [] })
     const one = await acc.get(`/v1/webhooks/deliveries?jobId=${jobIds[1]}`)
     expect(one.body.deliveries.map((d: any) => d.jobId)).toEqual([jobIds[1]])
     const page = await acc.get("/v1/webhooks/deliveries?limit=2")

@@ -112,7 +112,7 @@ afterAll(async () => {
 })
 
 const replicateCallback = (predictionId: string, options: { timestampSeconds?: number } = {}) => {
-  const body = JSON.stringify({ id: predictionId, status: "succeeded", output: ["https://replicate.delivery/x.png"] })
+  const body = JSON.stringify({ id: predictionId, status: "succeeded", output: ["https://delivery.replicate.test/x.png"] })
   return { body, headers: signReplicateWebhook(body, SECRET, options) }
 }
 
@@ -147,7 +147,7 @@ describe("provider callbacks", () => {
   it("takes a signed webhook whose body names a key twice: the provider owns its bodies", async () => {
     // The API refuses such a body (docs/decisions.md, "Duplicate JSON keys are refused"); a
     // callback's body is the provider's, verified over its bytes, and the poll decides the job.
-    const body = `{"id":"pred123","status":"processing","status":"succeeded","output":["https://replicate.delivery/x.png"]}`
+    const body = `{"id":"pred123","status":"processing","status":"succeeded","output":["https://delivery.replicate.test/x.png"]}`
     const answer = await call("POST", providerCallbackPath("replicate", jobs["replicate"]!), { body, headers: signReplicateWebhook(body, SECRET) })
     expect(answer).toMatchObject({ status: 200, body: { success: true } })
   })

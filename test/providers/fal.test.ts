@@ -73,7 +73,10 @@ describe("fal.ai: generations", () => {
     Effect.gen(function*() {
       expect(yield* run("fal-ai/flux/dev", { prompt: "p", sim_fail: "NSFW content detected" })).toEqual({
         _tag: "Failed",
-        message: "body.prompt: NSFW content detected"
+        message: "body.prompt: NSFW content detected",
+        // The facts the engine classifies the failure by (issue 38).
+        httpStatus: 422,
+        providerCode: "value_error"
       })
     }))
 
@@ -83,7 +86,12 @@ describe("fal.ai: generations", () => {
       const handle = yield* started(provider, request)
       yield* provider.cancel(handle, request)
       expect(sim.counters.cancels).toBe(1)
-      expect(yield* provider.poll(handle, request)).toEqual({ _tag: "Failed", message: "The request was cancelled by the client" })
+      expect(yield* provider.poll(handle, request)).toEqual({
+        _tag: "Failed",
+        message: "The request was cancelled by the client",
+        httpStatus: 499,
+        providerCode: "client_cancelled"
+      })
       // ALREADY_COMPLETED and unknown requests are no error.
       yield* provider.cancel(handle, request)
       yield* provider.cancel({ id: "unknown" }, request)

@@ -88,7 +88,7 @@ describe("Replicate: generations", () => {
       const handle = yield* started(provider, request)
       yield* provider.cancel(handle, request)
       expect(sim.counters.cancels).toBe(1)
-      expect(yield* provider.poll(handle, request)).toEqual({ _tag: "Failed", message: "The prediction was cancelled at Replicate" })
+      expect(yield* provider.poll(handle, request)).toEqual({ _tag: "Failed", message: "The prediction was cancelled at Replicate", providerCode: "canceled" })
       // Cancelling again (or after the end) is no error.
       yield* provider.cancel(handle, request)
       yield* provider.cancel({ id: "unknown" }, request)

@@ -10,7 +10,7 @@ import type { GenerationProvider, ProviderHandle, ProviderStatus, StartOutcome }
 import { type RunwaySimulator, startRunwaySimulator } from "../simulators/runway.js"
 import { bytesOf, failureOf, requestFor, sleep } from "./support.js"
 
-const IMAGE = "https://example.com/first-frame.png"
+const IMAGE = "https://files.genjobs.test/first-frame.png"
 let sim: RunwaySimulator
 let provider: GenerationProvider
 
@@ -102,7 +102,8 @@ describe("Runway tasks", () => {
     const handle = startedHandle(await start("gen4_turbo", { promptImage: IMAGE, ratio: "1280:720", promptText: "[fail]" }))
     expect(await settle(handle)).toEqual({
       _tag: "Failed",
-      message: "Runway could not generate: The prompt was flagged by content moderation. (SAFETY.INPUT.TEXT)"
+      message: "Runway could not generate: The prompt was flagged by content moderation. (SAFETY.INPUT.TEXT)",
+      providerCode: "SAFETY.INPUT.TEXT"
     })
   })
 

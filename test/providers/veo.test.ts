@@ -67,7 +67,8 @@ describe("Veo through the Gemini API", () => {
     const handle = await startHandle({ prompt: "[fail] a storm" })
     expect(await settle(handle)).toEqual({
       _tag: "Failed",
-      message: "Veo could not generate the video: The prompt could not be rendered into a video. (3)"
+      message: "Veo could not generate the video: The prompt could not be rendered into a video. (3)",
+      providerCode: "INVALID_ARGUMENT"
     })
   })
 
@@ -75,7 +76,8 @@ describe("Veo through the Gemini API", () => {
     const handle = await startHandle({ prompt: "[filtered] a crowd" })
     expect(await settle(handle)).toEqual({
       _tag: "Failed",
-      message: "Veo's safety filters removed the video: The video was filtered because it may violate the usage guidelines."
+      message: "Veo's safety filters removed the video: The video was filtered because it may violate the usage guidelines.",
+      contentBlocked: true
     })
   })
 

@@ -73,7 +73,7 @@ describe("every ending logs its line", () => {
     withLines((lines) =>
       Effect.gen(function*() {
         const { id, repo } = yield* setUp
-        const error = { code: "GENERATION_FAILED" as const, message: "the model refused" }
+        const error = { code: "GENERATION_FAILED" as const, message: "the model refused", type: "input_rejected" as const, retryable: false }
         expect(Result.isFailure(yield* Effect.result(repo.fail(id, "w", error, Date.now())))).toBe(true)
         expect(Option.isNone(yield* repo.fail(id, "w", error, Date.now()))).toBe(true)
         expect(lines.filter((l) => l.message === "job failed")).toEqual([{ message: "job failed", jobId: id }])

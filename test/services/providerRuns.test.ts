@@ -200,7 +200,8 @@ describe("provider runs: resume, never restart", () => {
       // The start may have run there: its route is recorded.
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
-        error: { code: "INTERNAL_ERROR", message: expect.stringContaining("provider start could not be confirmed") },
+        // No answer (not a timeout of ours): the provider's trouble, a later submit likely fine (issue 38).
+        error: { code: "INTERNAL_ERROR", message: expect.stringContaining("provider start could not be confirmed"), type: "provider_unavailable", retryable: true },
         providerRoute: { index: 0, providerId: "demo" }
       })
       expect(yield* balanceOf(accountId)).toBe(100_000)
@@ -423,7 +424,7 @@ describe("provider runs: provider outages", () => {
         status: "failed",
         providerHandle: null,
         providerRoute: null,
-        error: { code: "PROVIDER_UNAVAILABLE", message: expect.stringContaining("within 120 seconds (could not be reached") }
+        error: { code: "PROVIDER_UNAVAILABLE", message: expect.stringContaining("within 120 seconds (could not be reached"), type: "provider_unavailable", retryable: true }
       })
       expect(failed.completedAt! - failed.startedAt!).toBeGreaterThanOrEqual(120_000)
       expect(yield* balanceOf(accountId)).toBe(100_000)
@@ -539,7 +540,7 @@ describe("provider runs: provider errors", () => {
       yield* (yield* Worker).runOnce("A")
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
-        error: { code: "GENERATION_FAILED", message: "prompt refused by the safety filter" }
+        error: { code: "GENERATION_FAILED", message: "prompt refused by the safety filter", type: "input_rejected", retryable: false }
       })
       expect(yield* balanceOf(accountId)).toBe(100_000)
       expect(counts.polls).toBe(1)
@@ -569,7 +570,7 @@ describe("provider runs: provider errors", () => {
       yield* joinMoving(fiber)
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
-        error: { code: "GENERATION_FAILED", message: expect.stringContaining("did not finish within 30 seconds") }
+        error: { code: "GENERATION_FAILED", message: expect.stringContaining("did not finish within 30 seconds"), type: "provider_timeout", retryable: true }
       })
       expect(yield* balanceOf(accountId)).toBe(100_000)
       expect(counts.cancels).toBe(1)
@@ -592,8 +593,8 @@ describe("provider runs: provider errors", () => {
       yield* TestClock.adjust(1)
       expect(yield* Fiber.join(fiber)).toBe(true)
       expect(counts.polls).toBe(2)
-      expect(counts.requests[0]!.callbackUrl).toBe(`https://api.example.com/genjobs/v1/providers/demo/callbacks/${job.id}`)
-    }), { settings: { publicUrl: "https://api.example.com/genjobs/" } })
+      expect(counts.requests[0]!.callbackUrl).toBe(`https://api.genjobs.test/genjobs/v1/providers/demo/callbacks/${job.id}`)
+    }), { settings: { publicUrl: "https://api.genjobs.test/genjobs/" } })
   })
 })
 
@@ -703,7 +704,7 @@ describe("provider runs: outputs", () => {
       yield* (yield* Worker).runOnce("A")
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
-        error: { code: "GENERATION_FAILED", message: "A image output is larger than the 10 bytes allowed" }
+        error: { code: "GENERATION_FAILED", message: "A image output is larger than the 10 bytes allowed", type: "output_invalid", retryable: false }
       })
       expect(yield* balanceOf(accountId)).toBe(100_000)
       for (const key of files.log.written) expect(yield* files.exists(key)).toBe(false)
@@ -724,7 +725,7 @@ describe("provider runs: outputs", () => {
       yield* (yield* Worker).runOnce("A")
       expect(yield* jobOf(job.id)).toMatchObject({
         status: "failed",
-        error: { code: "GENERATION_FAILED", message: "A image output came as text/html" }
+        error: { code: "GENERATION_FAILED", message: "A image output came as text/html", type: "output_invalid", retryable: false }
       })
     }))
   })

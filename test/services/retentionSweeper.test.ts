@@ -93,7 +93,7 @@ describe("RetentionSweeper", () => {
   it.effect("removes ended jobs past retention with their files and finished deliveries, and keeps the rest and the ledger", () =>
     Effect.gen(function*() {
       const caller = yield* demoCaller(10_000_000, 100)
-      const hook = { webhookUrl: "https://hooks.example.com/done" }
+      const hook = { webhookUrl: "https://hooks.genjobs.test/done" }
       const completed = yield* submit(caller, { prompt: "a" }, hook)
       yield* runNext
       yield* deliver(completed, "sent")

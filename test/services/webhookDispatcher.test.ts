@@ -58,7 +58,7 @@ const withReceiver = <A, E>(answers: ReadonlyArray<WebhookResponse | "no answer"
 const finishedJobOf = (caller: Effect.Success<ReturnType<typeof demoCaller>>) => Effect.gen(function*() {
   const { job } = yield* (yield* Jobs).submit(
     caller,
-    { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.example.com/in" },
+    { model: "demo/text-gen/text-to-text", input: { prompt: "p" }, webhookUrl: "https://hooks.genjobs.test/in" },
     "req_w" as RequestId
   )
   yield* (yield* Worker).runOnce("w")
@@ -103,7 +103,7 @@ describe("webhook dispatcher", () => {
         expect(delivery!.status).toBe("sent")
         expect(delivery!.attempts.map((a) => a.error)).toEqual(["connect ECONNREFUSED", "HTTP 302", null])
         for (const [i, r] of requests.entries()) {
-          expect(r.url).toBe("https://hooks.example.com/in")
+          expect(r.url).toBe("https://hooks.genjobs.test/in")
           expect(r.headers["x-webhook-delivery-id"]).toBe(delivery!.id)
           expect(r.headers["x-webhook-attempt"]).toBe(String(i + 1))
           expect(r.headers["user-agent"]).toMatch(/^genjobs-webhooks/)

@@ -236,7 +236,7 @@ describe("a worker taking jobs from a queue broker whose store fails after the c
         // A second delivery of the same job (the relay's, a redelivery) arrives with the first.
         // (The queue is an optional part of the engine, so not in its context's type.)
         const queue = Option.getOrThrow(yield* Effect.serviceOption(JobQueue))
-        yield* queue.publish([job.id])
+        yield* queue.publish([{ jobId: job.id, accountId: job.accountId }])
         fault.getFailures = 1
         yield* (yield* Worker).start(2)
         // The worker's check of the duplicate delivery is the read that fails; the test reads after it.

@@ -58,12 +58,15 @@ export const modelSettings = (options: SimulatorOptions & ModelFileOptions): Mod
 interface Steering {
   /** The generation fails with this message. */
   readonly fail?: string | undefined
+  /** The provider's error type or code its failure carries, where the provider documents one (fal's `type`). */
+  readonly failCode?: string | undefined
   /** The generation takes this long instead of the simulator's duration. */
   readonly durationMs?: number | undefined
 }
 
 const steeringOf = (input: Readonly<Record<string, unknown>>): Steering => ({
   fail: typeof input["sim_fail"] === "string" ? input["sim_fail"] : undefined,
+  failCode: typeof input["sim_fail_code"] === "string" ? input["sim_fail_code"] : undefined,
   durationMs: typeof input["sim_duration_ms"] === "number" ? input["sim_duration_ms"] : undefined
 })
 
@@ -75,6 +78,8 @@ export interface ModelGeneration {
   readonly durationMs: number
   /** The message it fails with, when the input says so. */
   readonly fail: string | undefined
+  /** The provider's error type or code for that failure (`sim_fail_code`). */
+  readonly failCode: string | undefined
   readonly kind: OutputKind
   readonly run: InFlight
 }
@@ -90,7 +95,7 @@ export const startModelGeneration = (
   const steering = steeringOf(input)
   const durationMs = steering.durationMs ?? settings.durationMs
   core.timers.after(durationMs, onDone)
-  return { model, input, createdAt: Date.now(), durationMs, fail: steering.fail, kind: settings.outputFor(model, input), run: core.started(input) }
+  return { model, input, createdAt: Date.now(), durationMs, fail: steering.fail, failCode: steering.failCode, kind: settings.outputFor(model, input), run: core.started(input) }
 }
 
 // ---- Faults and counters
@@ -137,7 +142,11 @@ export interface SimulatorControls {
     options?: FaultOptions & { readonly retryAfterSeconds?: number; readonly headers?: Readonly<Record<string, string>> }
   ) => void
   /** The next `count` API requests answer `status` with `body`, else the provider's error body for `message`. */
-  readonly errorNext: (count: number, status: number, options?: FaultOptions & { readonly message?: string; readonly body?: unknown }) => void
+  readonly errorNext: (
+    count: number,
+    status: number,
+    options?: FaultOptions & { readonly message?: string; readonly body?: unknown; readonly headers?: Readonly<Record<string, string>> }
+  ) => void
   /** The next `count` API requests are answered after `delayMs`. */
   readonly slowNext: (count: number, delayMs: number, options?: FaultOptions) => void
   /**
@@ -296,7 +305,8 @@ export const simulatorCore = (setup: {
         faults.add({
           _tag: "Status",
           status,
-          body: "body" in options ? options.body : setup.errorBody(options.message ?? `Simulated error ${status}`, status)
+          body: "body" in options ? options.body : setup.errorBody(options.message ?? `Simulated error ${status}`, status),
+          ...(options.headers === undefined ? {} : { headers: options.headers })
         }, count, options),
       slowNext: (count, delayMs, options) => faults.add({ _tag: "Slow", delayMs }, count, options),
       answerLateNext: (count, delayMs, options) => faults.add({ _tag: "Late", delayMs }, count, options),

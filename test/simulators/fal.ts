@@ -100,7 +100,8 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
   const resultOf = (r: Request): readonly [number, Record<string, unknown>] => {
     if (r.canceled) return [499, { detail: "The request was cancelled by the client", error_type: "client_cancelled" }]
     if (r.fail !== undefined) {
-      return [422, { detail: [{ loc: ["body", "prompt"], msg: r.fail, type: "value_error" }] }]
+      // fal's model errors: `type` names the kind (content_policy_violation, image_too_small, ...; `sim_fail_code`).
+      return [422, { detail: [{ loc: ["body", "prompt"], msg: r.fail, type: r.failCode ?? "value_error" }] }]
     }
     if (r.kind === "text") return [200, { output: `Simulated answer to: ${String(r.input["prompt"] ?? "")}` }]
     const file = { url: `${base}/files/${r.id}/${fileNameOf(r.kind)}`, content_type: contentTypeOf(r.kind), file_name: fileNameOf(r.kind) }

@@ -127,7 +127,16 @@ export const startOpenRouterSimulator = async (options: OpenRouterSimulatorOptio
     if (callbackUrl !== undefined && (typeof callbackUrl !== "string" || !URL.canParse(callbackUrl))) {
       return fail(res, 400, "callback_url must be a URL")
     }
-    if (prompt.includes("[reject]")) return fail(res, 403, "Your input was flagged by moderation.")
+    if (prompt.includes("[reject]")) {
+      // A moderation refusal's metadata, as OpenRouter documents it.
+      return sendJson(res, 403, {
+        error: {
+          code: 403,
+          message: "Your input was flagged by moderation.",
+          metadata: { reasons: ["violence"], flagged_input: prompt.slice(0, 100), provider_name: "simulated", model_slug: model }
+        }
+      })
+    }
     const job: VideoJob = {
       id: `job-${randomUUID()}`,
       model,

@@ -6,7 +6,8 @@
  * which it is not found. Bearer auth, the X-Runway-Version header checked, `{ error }` bodies,
  * faults on demand (429 with Retry-After, 5xx, malformed or slow answers).
  *
- * A promptText containing "[fail]" makes the task fail its moderation. Tests and the dev server
+ * A promptText containing "[fail]" makes the task fail its moderation (SAFETY.INPUT.TEXT); "[bad-output]" fails it
+ * with INTERNAL.BAD_OUTPUT.CODE01. Tests and the dev server
  * only: production code never imports this.
  */
 import { randomUUID } from "node:crypto"
@@ -76,6 +77,8 @@ interface Task {
   readonly output: "video" | "image" | "audio"
   readonly createdAt: number
   readonly fails: boolean
+  /** "[bad-output]": the task fails with INTERNAL.BAD_OUTPUT, which a retry may get past. */
+  readonly badOutput: boolean
   /** When it got a slot under the concurrency limit. */
   startedAt?: number
   readonly run: InFlight
@@ -116,6 +119,9 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
     if (task.fails) {
       return { ...base, status: "FAILED", failure: "The prompt was flagged by content moderation.", failureCode: "SAFETY.INPUT.TEXT" }
     }
+    if (task.badOutput) {
+      return { ...base, status: "FAILED", failure: "The output did not pass quality checks.", failureCode: "INTERNAL.BAD_OUTPUT.CODE01" }
+    }
     return { ...base, status: "SUCCEEDED", output: [`${origin}/files/${task.id}.${FILE_KINDS[task.output].extension}`] }
   }
 
@@ -136,6 +142,7 @@ export const startRunwaySimulator = async (options: RunwaySimulatorOptions = {})
       output: spec.output,
       createdAt: Date.now(),
       fails: String(fields["promptText"] ?? "").includes("[fail]"),
+      badOutput: String(fields["promptText"] ?? "").includes("[bad-output]"),
       run: core.started(fields)
     }
     tasks.set(task.id, task)

@@ -7,7 +7,7 @@
  * Google's `{ error: { code, message, status } }`, a wrong key a 400 INVALID_ARGUMENT as Google
  * answers it. Faults on demand (429 with Retry-After, 5xx, malformed or slow answers).
  *
- * A prompt with "[fail]" ends the operation with an `error`; "[filtered]" ends it with every
+ * A prompt with "[fail]" ends the operation with an `error` (code 3); "[deadline]" with code 4 (DEADLINE_EXCEEDED); "[filtered]" ends it with every
  * sample removed by the safety filters; "[reject]" is refused at the start (400). Tests and the
  * dev server only: production code never imports this.
  */
@@ -47,7 +47,7 @@ interface VideoOperation {
   readonly name: string
   readonly fileId: string
   readonly createdAt: number
-  readonly outcome: "video" | "error" | "filtered"
+  readonly outcome: "video" | "error" | "deadline" | "filtered"
   readonly run: InFlight
 }
 
@@ -78,6 +78,8 @@ export const startVeoSimulator = async (options: VeoSimulatorOptions = {}): Prom
     switch (operation.outcome) {
       case "error":
         return { name: operation.name, done: true, error: { code: 3, message: "The prompt could not be rendered into a video." } }
+      case "deadline":
+        return { name: operation.name, done: true, error: { code: 4, message: "The operation did not finish in time." } }
       case "filtered":
         return {
           name: operation.name,
@@ -117,7 +119,7 @@ export const startVeoSimulator = async (options: VeoSimulatorOptions = {}): Prom
       name: `models/${model}/operations/${randomUUID().replaceAll("-", "")}`,
       fileId: randomUUID().replaceAll("-", ""),
       createdAt: Date.now(),
-      outcome: prompt.includes("[fail]") ? "error" : prompt.includes("[filtered]") ? "filtered" : "video",
+      outcome: prompt.includes("[fail]") ? "error" : prompt.includes("[deadline]") ? "deadline" : prompt.includes("[filtered]") ? "filtered" : "video",
       run: core.started(instance!)
     }
     operations.set(operation.name, operation)

@@ -94,3 +94,13 @@ export const startRedisServer = async (port: number) => {
   }
   return { url, pid: child.pid, kill }
 }
+
+/** Deletes the keys matching each pattern (a test's prefix and `*`: the keys it made), nothing else. */
+export const deleteKeysMatching = async (url: string, patterns: ReadonlyArray<string>) => {
+  if (patterns.length === 0) return
+  await withRedis(url, async (client) => {
+    for (const pattern of patterns) {
+      for await (const keys of client.scanIterator({ MATCH: pattern, COUNT: 1_000 })) if (keys.length > 0) await client.del(keys)
+    }
+  })
+}

@@ -57,6 +57,21 @@ describe("the fake provider", () => {
     expect(await alice.balance()).toBe(100)
   })
 
+  it("fails a job with the facts the provider reports, from which the engine decides its failure type", async () => {
+    engine.provider.failNext("flagged by the safety system", { providerCode: "content_policy_violation" })
+    const blocked = await alice.submit("test/image")
+    engine.provider.failNext("no reason given")
+    const unexplained = await alice.submit("test/image")
+    await engine.runJobs()
+    expect((await alice.get(blocked.jobId))!.error).toEqual({
+      code: "GENERATION_FAILED",
+      message: "flagged by the safety system",
+      type: "content_blocked",
+      retryable: false
+    })
+    expect((await alice.get(unexplained.jobId))!.error).toMatchObject({ type: "provider_unavailable", retryable: true })
+  })
+
   it("holds a job in processing until the hang is released, then completes it", async () => {
     const hang = engine.provider.hangNext()
     const { jobId } = await alice.submit("test/text")

@@ -14,11 +14,11 @@ describe("the providers' callback address from the environment", () => {
   })
 
   it("is PUBLIC_URL when it is set, without a trailing slash", () => {
-    expect(optionsOf({ PUBLIC_URL: "https://jobs.example.com/" }).settings?.publicUrl).toBe("https://jobs.example.com")
+    expect(optionsOf({ PUBLIC_URL: "https://jobs.genjobs.test/" }).settings?.publicUrl).toBe("https://jobs.genjobs.test")
   })
 
   it("is PROVIDER_CALLBACK_URL when set, whatever PUBLIC_URL says", () => {
-    const options = optionsOf({ PUBLIC_URL: "http://internal:3000", PROVIDER_CALLBACK_URL: "https://hooks.example.com/genjobs" })
-    expect(options.settings?.publicUrl).toBe("https://hooks.example.com/genjobs")
+    const options = optionsOf({ PUBLIC_URL: "http://internal:3000", PROVIDER_CALLBACK_URL: "https://hooks.genjobs.test/genjobs" })
+    expect(options.settings?.publicUrl).toBe("https://hooks.genjobs.test/genjobs")
   })
 })

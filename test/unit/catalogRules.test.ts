@@ -18,6 +18,7 @@ const account = (overrides: Partial<Account> = {}): Account => ({
   webhookSecret: "s",
   previousWebhookSecret: null,
   previousWebhookSecretExpiresAt: null,
+  standardWebhooks: false,
   createdAt: 0,
   ...overrides
 })

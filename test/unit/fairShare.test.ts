@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { claimOrder, DEFAULT_FAIR_WEIGHT, fairKeyOf, fairStep, fairWeightOf } from "../../src/domain/fairShare.js"
+import { claimOrder, clampWeight, DEFAULT_FAIR_WEIGHT, fairKeyOf, fairStep, fairWeightOf } from "../../src/domain/fairShare.js"
 import type { AccountId, JobId } from "../../src/domain/ids.js"
 import { job } from "../conformance/fixtures.js"
 
@@ -46,5 +46,9 @@ describe("fair shares", () => {
     const b = job(owner, { id: "job_a" as JobId, fairKey: 2 })
     const c = job(owner, { id: "job_c" as JobId, fairKey: 1 })
     expect([b, c, a].sort(claimOrder).map((j) => j.id)).toEqual(["job_b", "job_c", "job_a"])
+  })
+
+  it("carries weights on a broker's lanes as integers within 1..1000, whatever came", () => {
+    expect([0, -3, 1.9, 1_001, Number.NaN, Number.POSITIVE_INFINITY].map(clampWeight)).toEqual([1, 1, 1, 1_000, 1, 1])
   })
 })

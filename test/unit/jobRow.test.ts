@@ -17,20 +17,20 @@ const fullJob: Job = {
   model: "acme/video",
   version: "v2",
   input: { prompt: "a cat", seed: 7, nested: { list: [1, "two", { deep: true }], none: null } },
-  webhookUrl: "https://hooks.example.com/genjobs",
+  webhookUrl: "https://hooks.genjobs.test/genjobs",
   status: "failed",
   costMicroCents: 1_250_000,
-  error: { code: "GENERATION_FAILED", message: "the provider refused the prompt" },
+  error: { code: "GENERATION_FAILED", message: "the provider refused the prompt", type: "input_rejected", retryable: false },
   outputs: [
     {
-      url: "https://cdn.example.com/out.mp4",
+      url: "https://cdn.genjobs.test/out.mp4",
       type: "video",
-      thumbnail: "https://cdn.example.com/thumb.png",
-      posterImage: "https://cdn.example.com/poster.png",
+      thumbnail: "https://cdn.genjobs.test/thumb.png",
+      posterImage: "https://cdn.genjobs.test/poster.png",
       contentType: "video/mp4",
       metadata: { width: 1280, height: 720, tags: ["a", "b"] }
     },
-    { url: "https://cdn.example.com/out.txt", type: "text" }
+    { url: "https://cdn.genjobs.test/out.txt", type: "text" }
   ],
   createdAt: 1_700_000_000_000,
   estimatedCompletionAt: 1_700_000_030_000,
@@ -42,7 +42,7 @@ const fullJob: Job = {
   providerPhase: "started",
   providerHandle: {
     id: "pred_123",
-    data: { statusUrl: "https://api.example.com/p/123" },
+    data: { statusUrl: "https://provider.genjobs.test/p/123" },
     route: { index: 1, providerId: "replicate", credentialId: "cred_a" }
   },
   providerStarts: 3,
@@ -78,7 +78,7 @@ describe("a job's row", () => {
       model: "acme/video",
       version: "v2",
       input: JSON.stringify(fullJob.input),
-      webhook_url: "https://hooks.example.com/genjobs",
+      webhook_url: "https://hooks.genjobs.test/genjobs",
       status: "failed",
       cost_micro_cents: 1_250_000,
       error: JSON.stringify(fullJob.error),

@@ -84,7 +84,7 @@ describe("job rules over a driver", () => {
   it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
-      const hook = { webhookUrl: "https://hooks.example.com/h" }
+      const hook = { webhookUrl: "https://hooks.genjobs.test/h" }
       const running = (yield* repo.submit(submitCommand(owner.id, hook))).job
       const pending = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 1 }))).job
       yield* repo.claim({ workerId: "w", now: T0 + 2, leaseMs: 1_000, maxAttempts: 1 })
@@ -99,8 +99,8 @@ describe("job rules over a driver", () => {
       const cancelled = yield* Effect.flip(losing.cancel(pending.id, owner.id, T0 + 3))
       expect(cancelled).toMatchObject({ code: "JOB_CANNOT_BE_CANCELLED", message: "Only pending jobs can be cancelled; this one is pending" })
       expect(Option.isNone(yield* losing.complete(running.id, "w", [], T0 + 3))).toBe(true)
-      expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x" }, T0 + 3))).toBe(true)
-      expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3))).toBe(true)
+      expect(Option.isNone(yield* losing.fail(running.id, "w", { code: "GENERATION_FAILED", message: "x", type: "input_rejected", retryable: false }, T0 + 3))).toBe(true)
+      expect(Option.isNone(yield* losing.fail(pending.id, null, { code: "INTERNAL_ERROR", message: "x", type: "internal", retryable: false }, T0 + 3))).toBe(true)
       expect(yield* losing.saveProviderState(running.id, "w", { phase: "starting", handle: null, starts: 1 })).toBe(false)
       // The running job's lease is used up: abandoning it loses too.
       expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
@@ -115,13 +115,13 @@ describe("job rules over a driver", () => {
   it.effect("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
-      const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.example.com/h" }))
+      const { job: j } = yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.genjobs.test/h" }))
       yield* repo.claim({ workerId: "dead", now: T0, leaseMs: 1_000, maxAttempts: 1 })
       expect(Option.isNone(yield* repo.claim({ workerId: "w", now: T0 + 1_000, leaseMs: 1_000, maxAttempts: 1 }))).toBe(true)
       expect(yield* repo.reap({ workerId: "r", now: T0 + 1_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(1)
       expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({
         status: "failed",
-        error: { code: "INTERNAL_ERROR", message: "The job's workers stopped responding; its cost was refunded" },
+        error: { code: "INTERNAL_ERROR", message: "The job's workers stopped responding; its cost was refunded", type: "internal", retryable: true },
         completedAt: T0 + 1_000,
         leaseOwner: null,
         leaseExpiresAt: null
@@ -148,7 +148,7 @@ describe("job rules over a driver", () => {
       const { owner, state } = yield* setup
       const { calls, drivers, outside } = recording(memoryJobDriver(state))
       const repo = yield* makeJobRepo(drivers)
-      const hook = { webhookUrl: "https://hooks.example.com/h" }
+      const hook = { webhookUrl: "https://hooks.genjobs.test/h" }
       const idempotency = { key: "k", requestHash: "h", notBefore: T0 - 1 }
       const done = (yield* repo.submit({ ...submitCommand(owner.id, hook), idempotency })).job
       yield* repo.submit({ ...submitCommand(owner.id), idempotency })
@@ -159,7 +159,7 @@ describe("job rules over a driver", () => {
       yield* repo.saveProviderState(done.id, "w", { phase: "starting", handle: null, starts: 1 })
       yield* repo.complete(done.id, "w", [], T0 + 1)
       const failed = (yield* repo.submit(submitCommand(owner.id, { ...hook, createdAt: T0 + 2 }))).job
-      yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x" }, T0 + 3)
+      yield* repo.fail(failed.id, null, { code: "INTERNAL_ERROR", message: "x", type: "internal", retryable: false }, T0 + 3)
       const cancelled = (yield* repo.submit(submitCommand(owner.id, { createdAt: T0 + 4 }))).job
       yield* repo.cancel(cancelled.id, owner.id, T0 + 5)
       expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)

@@ -40,18 +40,19 @@ describe("the API's answers about a job", () => {
   })
 
   it("shows a failed job's error, no output and progress 0", () => {
-    const job = aJob({ status: "failed", completedAt: T0 + 5_000, error: { code: "GENERATION_FAILED", message: "no luck" } })
+    const job = aJob({ status: "failed", completedAt: T0 + 5_000, error: { code: "GENERATION_FAILED", message: "no luck", type: "input_rejected", retryable: false } })
     expect(JSON.stringify(jobView(job))).toBe(
       "{\"jobId\":\"job_1\",\"status\":\"failed\",\"progress\":0,"
         + "\"createdAt\":\"2023-11-14T22:13:20.000Z\",\"completedAt\":\"2023-11-14T22:13:25.000Z\","
-        + "\"output\":null,\"outputs\":null,\"error\":{\"code\":\"GENERATION_FAILED\",\"message\":\"no luck\"}}"
+        + "\"output\":null,\"outputs\":null,\"error\":{\"code\":\"GENERATION_FAILED\",\"message\":\"no luck\","
+        + "\"type\":\"input_rejected\",\"retryable\":false}}"
     )
   })
 
   it("lists a job with its model and without its outputs", () => {
     const job = aJob({ status: "processing", startedAt: T0 + 1_000 })
     const expected = "{\"jobId\":\"job_1\",\"status\":\"processing\",\"progress\":50,\"model\":\"acme/image\","
-      + "\"createdAt\":\"2023-11-14T22:13:20.000Z\",\"completedAt\":null}"
+      + "\"createdAt\":\"2023-11-14T22:13:20.000Z\",\"completedAt\":null,\"error\":null}"
     expect(body(JobListItem, jobListItem(job))).toBe(expected)
   })
 })

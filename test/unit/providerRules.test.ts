@@ -49,12 +49,12 @@ describe("provider input mapping", () => {
       j,
       model,
       { ...model.versions[0]!, provider: { model: "black-forest-labs/flux-schnell", input: { prompt: "$.text", go_fast: true } } },
-      callbackUrlOf("https://api.example.com/genjobs/", "replicate", j.id)
+      callbackUrlOf("https://api.genjobs.test/genjobs/", "replicate", j.id)
     )
     expect(mapped).toMatchObject({
       providerModel: "black-forest-labs/flux-schnell",
       input: { prompt: "hi", go_fast: true },
-      callbackUrl: `https://api.example.com/genjobs/v1/providers/replicate/callbacks/${j.id}`
+      callbackUrl: `https://api.genjobs.test/genjobs/v1/providers/replicate/callbacks/${j.id}`
     })
   })
 })

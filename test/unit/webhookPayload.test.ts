@@ -50,11 +50,12 @@ describe("a webhook's body", () => {
   it("carries a failed job's error and no output", () => {
     const job = ended({
       status: "failed",
-      error: { code: "GENERATION_FAILED", message: "no luck" },
+      error: { code: "GENERATION_FAILED", message: "no luck", type: "input_rejected", retryable: false },
       outputs: [{ url: "https://cdn/partial.png", type: "image" }]
     })
     expect(webhookPayload(job)).toBe(
-      "{\"jobId\":\"job_1\",\"requestId\":\"req_1\",\"status\":\"failed\",\"error\":{\"code\":\"GENERATION_FAILED\",\"message\":\"no luck\"},"
+      "{\"jobId\":\"job_1\",\"requestId\":\"req_1\",\"status\":\"failed\",\"error\":{\"code\":\"GENERATION_FAILED\",\"message\":\"no luck\","
+        + "\"type\":\"input_rejected\",\"retryable\":false},"
         + "\"completedAt\":\"2023-11-14T22:13:25.000Z\"}"
     )
   })

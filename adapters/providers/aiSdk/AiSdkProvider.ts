@@ -70,7 +70,7 @@ export const aiSdkProvider = (options: AiSdkProviderOptions): GenerationProvider
     Effect.tryPromise({ try: (signal) => Promise.resolve(run(signal)), catch: (error) => error }).pipe(
       Effect.timeoutOrElse({
         duration: timeout,
-        orElse: () => Effect.fail(new ProviderUnreachable({ message: `${options.id}: no answer within ${Duration.toMillis(timeout)} ms` }))
+        orElse: () => Effect.fail(new ProviderUnreachable({ message: `${options.id}: no answer within ${Duration.toMillis(timeout)} ms`, timedOut: true }))
       }),
       Effect.catch((error) =>
         error instanceof ProviderUnreachable

@@ -28,6 +28,30 @@ const nameOf = (error: unknown): string | undefined =>
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
+const stringAt = (value: unknown, key: string): string | undefined => {
+  const found = typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined
+  return typeof found === "string" && found !== "" ? found : undefined
+}
+
+/**
+ * The provider's own error code in an AI SDK call's error body, as the provider packages' APIs
+ * send it: `{ error: { code | type | status } }` (OpenAI, Google, OpenRouter and most others),
+ * fal's `error_type` or first `detail[].type`.
+ */
+export const providerCodeIn = (responseBody: string | undefined): string | undefined => {
+  if (responseBody === undefined) return undefined
+  let body: unknown
+  try {
+    body = JSON.parse(responseBody)
+  } catch {
+    return undefined
+  }
+  const error = typeof body === "object" && body !== null ? (body as Record<string, unknown>)["error"] : undefined
+  const detail = typeof body === "object" && body !== null ? (body as Record<string, unknown>)["detail"] : undefined
+  return stringAt(error, "code") ?? stringAt(error, "type") ?? stringAt(error, "status") ?? stringAt(body, "error_type") ??
+    (Array.isArray(detail) ? stringAt(detail[0], "type") : undefined)
+}
+
 /**
  * What an AI SDK model's failure means to the engine. An HTTP answer (APICallError with a
  * status) is a refusal, retryable as the provider package says, after its Retry-After; to a
@@ -44,7 +68,14 @@ export const providerErrorOf = (providerId: string, error: unknown, options: { r
     if (status === undefined) return new ProviderUnreachable({ message, notSent: neverSent(error.cause ?? error) })
     if (options.isStart && (status === 502 || status === 504)) return new ProviderUnreachable({ message, notSent: false })
     const after = retryAfterMs(error.responseHeaders, options.nowMs)
-    return new ProviderRejected({ message, retryable: error.isRetryable, httpStatus: status, ...(after === undefined ? {} : { retryAfterMs: after }) })
+    const providerCode = header(error.responseHeaders, "x-fal-error-type") ?? providerCodeIn(error.responseBody)
+    return new ProviderRejected({
+      message,
+      retryable: error.isRetryable,
+      httpStatus: status,
+      ...(after === undefined ? {} : { retryAfterMs: after }),
+      ...(providerCode === undefined ? {} : { providerCode })
+    })
   }
   if (REFUSED_BEFORE_SENDING.has(nameOf(error) ?? "")) return new ProviderRejected({ message, retryable: false })
   return new ProviderUnreachable({ message, notSent: false })

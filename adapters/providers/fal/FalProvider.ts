@@ -11,7 +11,7 @@ import {
   type ProviderStatus
 } from "../../../src/ports/Provider.js"
 import { type CredentialsOption, credentialSet } from "../credentials.js"
-import { apiRoot, connectionPool, decodeAnswer, exchange, ignoringStatuses, isSuccess, lowerCaseKeys, rejection, saidIn, send, sendJson, shown } from "../providerHttp.js"
+import { apiRoot, connectionPool, decodeAnswer, errorFactsOf, exchange, ignoringStatuses, isSuccess, lowerCaseKeys, rejection, saidIn, send, sendJson, shown } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { falApi, isRequestOutcome } from "./api.js"
 import { outputsOf } from "./outputs.js"
@@ -94,11 +94,16 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
       const answer = yield* exchange(api, yield* authorized(HttpClientRequest.get(urls.responseUrl), request.credentialId), timeoutMs)
       if (!isSuccess(answer)) {
         if (!isRequestOutcome(answer.status, answer.text)) return yield* rejection(api, answer)
-        return { _tag: "Failed", message: shown(api, saidIn(api, answer) ?? `The request failed (HTTP ${answer.status})`) }
+        return {
+          _tag: "Failed",
+          message: shown(api, saidIn(api, answer) ?? `The request failed (HTTP ${answer.status})`),
+          httpStatus: answer.status,
+          ...errorFactsOf(api, answer)
+        }
       }
       const outputs = outputsOf(yield* decodeAnswer(api, QueueResult, answer), declaredOutputType(request))
       return outputs.length === 0
-        ? { _tag: "Failed", message: "The request completed without an output" }
+        ? { _tag: "Failed", message: "The request completed without an output", outputInvalid: true }
         : { _tag: "Succeeded", outputs }
     })
 
@@ -146,13 +151,21 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
           case "IN_PROGRESS":
             return { _tag: "Running" } satisfies ProviderStatus
           case "FAILED":
-            return { _tag: "Failed", message: shown(api, status.error ?? "The request failed at fal.ai") } satisfies ProviderStatus
+            return {
+              _tag: "Failed",
+              message: shown(api, status.error ?? "The request failed at fal.ai"),
+              ...(status.error_type == null ? {} : { providerCode: status.error_type })
+            } satisfies ProviderStatus
           case "CANCELED":
           case "CANCELLED":
-            return { _tag: "Failed", message: "The request was cancelled at fal.ai" } satisfies ProviderStatus
+            return { _tag: "Failed", message: "The request was cancelled at fal.ai", providerCode: status.status } satisfies ProviderStatus
           case "COMPLETED":
             return typeof status.error === "string"
-              ? { _tag: "Failed", message: shown(api, status.error) } satisfies ProviderStatus
+              ? {
+                _tag: "Failed",
+                message: shown(api, status.error),
+                ...(status.error_type == null ? {} : { providerCode: status.error_type })
+              } satisfies ProviderStatus
               : yield* result(urls, request)
         }
       }),

@@ -1,4 +1,5 @@
 import { Option, Schema } from "effect"
+import type { ProviderFacts } from "../../../src/domain/failureTaxonomy.js"
 import { HTTP_RETRY_RULES, jsonOf, type ProviderApi } from "../providerHttp.js"
 import { FalError } from "./schema.js"
 
@@ -20,11 +21,32 @@ const detailOf = (body: unknown): string | undefined => {
   return detail === undefined ? undefined : JSON.stringify(detail)
 }
 
+/**
+ * What a fal error says beside its status: its type (a request error's `error_type`, else the
+ * first model error's `type`, else the `X-Fal-Error-Type` header, which names only the kind,
+ * `model_error`, for model errors), and whether any model error is a `content_policy_violation`.
+ */
+export const falErrorFacts = (body: unknown, headers: Readonly<Record<string, string>>): ProviderFacts => {
+  const decoded = Option.getOrUndefined(decodeError(body))
+  const types = Array.isArray(decoded?.detail)
+    ? decoded.detail.flatMap((entry) => {
+      const type = (entry ?? {} as { readonly type?: unknown }).type
+      return typeof type === "string" ? [type] : []
+    })
+    : []
+  const providerCode = decoded?.error_type ?? types[0] ?? headers["x-fal-error-type"]
+  return {
+    ...(providerCode === undefined ? {} : { providerCode }),
+    ...(types.includes("content_policy_violation") ? { contentBlocked: true } : {})
+  }
+}
+
 /** fal.ai's answers as the shared HTTP exchange reads them: `detail` errors, HTTP's retry rules. */
 export const falApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "fal.ai",
   secrets: apiKeys,
   errorMessage: detailOf,
+  errorFacts: falErrorFacts,
   ...HTTP_RETRY_RULES
 })
 

@@ -8,11 +8,12 @@ export const Queued = Schema.Struct({
   cancel_url: Schema.optional(Schema.String)
 })
 
-/** GET .../requests/{id}/status. A completed request that failed may say why in `error`. */
+/** GET .../requests/{id}/status. A completed request that failed may say why in `error`, and of which kind in `error_type`. */
 export const QueueStatus = Schema.Struct({
   status: Schema.Literals(["IN_QUEUE", "IN_PROGRESS", "COMPLETED", "FAILED", "CANCELED", "CANCELLED"]),
   queue_position: Schema.optional(Schema.NullOr(Schema.Number)),
-  error: Schema.optional(Schema.NullOr(Schema.String))
+  error: Schema.optional(Schema.NullOr(Schema.String)),
+  error_type: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 /** GET .../requests/{id}: the model's own JSON object. */

@@ -56,6 +56,12 @@ export const openAIApi = (...apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "OpenAI",
   secrets: apiKeys,
   errorMessage: (body) => Option.getOrUndefined(Option.map(decodeErrorBody(body), ({ error }) => error.message)),
+  // `code` (content_policy_violation, moderation_blocked, rate_limit_exceeded, insufficient_quota, ...), else `type`.
+  errorFacts: (body) =>
+    Option.match(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullishOr(error.code ?? error.type)), {
+      onNone: () => ({}),
+      onSome: (providerCode) => ({ providerCode })
+    }),
   isRetryable: (status, body) =>
     status === 408 || status === 409 || status >= 500 || (status === 429 && !isQuotaExhausted(body)),
   retryAfterMs: openAIRetryAfterMs

@@ -51,7 +51,7 @@ export const generateImages = (
     Effect.map(({ data, output_format }): StartOutcome => {
       const contentType = contentTypeOf(output_format ?? request.input["output_format"])
       return data.length === 0
-        ? { _tag: "Finished", status: { _tag: "Failed", message: "OpenAI answered without an image" } }
+        ? { _tag: "Finished", status: { _tag: "Failed", message: "OpenAI answered without an image", outputInvalid: true } }
         : { _tag: "Finished", status: { _tag: "Succeeded", outputs: data.map((image) => outputOf(image, contentType)) } }
     })
   )

@@ -71,7 +71,7 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
 
   const completed = (job: VideoJob, key: string): ProviderStatus => {
     const urls = job.unsigned_urls ?? []
-    if (urls.length === 0) return { _tag: "Failed", message: "OpenRouter completed the video without a URL to fetch it from" }
+    if (urls.length === 0) return { _tag: "Failed", message: "OpenRouter completed the video without a URL to fetch it from", outputInvalid: true }
     const metadata = job.generation_id == null ? undefined : { generationId: job.generation_id }
     return {
       _tag: "Succeeded",
@@ -89,9 +89,9 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
       case "failed":
         return { _tag: "Failed", message: `OpenRouter could not generate the video: ${job.error ?? "no reason given"}` }
       case "cancelled":
-        return { _tag: "Failed", message: "The video generation was cancelled at OpenRouter" }
+        return { _tag: "Failed", message: "The video generation was cancelled at OpenRouter", providerCode: job.status }
       case "expired":
-        return { _tag: "Failed", message: "The video generation expired at OpenRouter before it was fetched" }
+        return { _tag: "Failed", message: "The video generation expired at OpenRouter before it was fetched", providerCode: job.status }
     }
   }
 

@@ -14,5 +14,11 @@ export const openRouterApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   name: "OpenRouter",
   secrets: apiKeys,
   errorMessage: (body) => Option.getOrUndefined(Option.map(decodeErrorBody(body), ({ error }) => error.message)),
+  // A moderation refusal carries `metadata.reasons` and `metadata.flagged_input`.
+  errorFacts: (body) =>
+    Option.match(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullishOr(error.metadata)), {
+      onNone: () => ({}),
+      onSome: (metadata) => (metadata.reasons !== undefined || metadata.flagged_input !== undefined ? { contentBlocked: true } : {})
+    }),
   ...HTTP_RETRY_RULES
 })

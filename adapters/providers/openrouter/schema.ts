@@ -17,9 +17,16 @@ export const VideoJob = Schema.Struct({
 })
 export type VideoJob = typeof VideoJob.Type
 
-/** OpenRouter's error body: `{ error: { code, message, metadata? } }`. */
+/** OpenRouter's error body: `{ error: { code, message, metadata? } }`; a moderation refusal's metadata has `reasons` and `flagged_input`. */
 export const ErrorBody = Schema.Struct({
-  error: Schema.Struct({ code: Schema.optional(Schema.Number), message: Schema.String })
+  error: Schema.Struct({
+    code: Schema.optional(Schema.Number),
+    message: Schema.String,
+    metadata: Schema.optional(Schema.NullOr(Schema.Struct({
+      reasons: Schema.optional(Schema.Unknown),
+      flagged_input: Schema.optional(Schema.Unknown)
+    })))
+  })
 })
 
 /** A webhook's event: `video.generation.{completed,failed,cancelled,expired}` about the job `data.id`. */

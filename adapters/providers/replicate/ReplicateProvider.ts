@@ -91,6 +91,12 @@ const markerOf = (webhook: string | null | undefined): string | null => {
 const messageOf = (error: unknown): string | undefined =>
   error === null || error === undefined ? undefined : typeof error === "string" ? error : JSON.stringify(error)
 
+/**
+ * A failed prediction carries only its model's error text; Replicate's safety checker says
+ * "NSFW content detected", the only content-policy signal it gives.
+ */
+const flaggedNsfw = (message: string | undefined): boolean => message !== undefined && /\bNSFW\b/i.test(message)
+
 /** Replicate's predictions API as a generation provider, with its webhooks as callbacks. */
 export const replicateProvider = (options: ReplicateOptions): GenerationProvider => {
   const base = apiRoot(options.baseUrl ?? REPLICATE_BASE_URL)
@@ -131,14 +137,16 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
       case "succeeded": {
         const outputs = outputsOf(prediction.output, declaredOutputType(request), headersFor(token))
         return outputs.length === 0
-          ? { _tag: "Failed", message: "The prediction succeeded without an output" }
+          ? { _tag: "Failed", message: "The prediction succeeded without an output", outputInvalid: true }
           : { _tag: "Succeeded", outputs }
       }
-      case "failed":
-        return { _tag: "Failed", message: messageOf(prediction.error) ?? "The prediction failed" }
+      case "failed": {
+        const message = messageOf(prediction.error)
+        return { _tag: "Failed", message: message ?? "The prediction failed", ...(flaggedNsfw(message) ? { contentBlocked: true } : {}) }
+      }
       case "canceled":
       case "aborted":
-        return { _tag: "Failed", message: "The prediction was cancelled at Replicate" }
+        return { _tag: "Failed", message: "The prediction was cancelled at Replicate", providerCode: prediction.status }
     }
   }
 

@@ -72,14 +72,19 @@ const statusOf = (task: Task, type: OutputType): ProviderStatus => {
     case "RUNNING":
       return task.progress == null ? { _tag: "Running" } : { _tag: "Running", progress: Math.round(Math.min(1, Math.max(0, task.progress)) * 100) }
     case "CANCELLED":
-      return { _tag: "Failed", message: "Runway cancelled the task" }
+      return { _tag: "Failed", message: "Runway cancelled the task", providerCode: "CANCELLED" }
     case "FAILED": {
       const code = task.failureCode == null ? "" : ` (${task.failureCode})`
-      return { _tag: "Failed", message: `Runway could not generate: ${task.failure ?? "no reason given"}${code}` }
+      // failureCode: SAFETY.INPUT.*, SAFETY.OUTPUT.*, INTERNAL.BAD_OUTPUT.*, ASSET.INVALID, ... (Runway's task failures).
+      return {
+        _tag: "Failed",
+        message: `Runway could not generate: ${task.failure ?? "no reason given"}${code}`,
+        ...(task.failureCode == null ? {} : { providerCode: task.failureCode })
+      }
     }
     case "SUCCEEDED":
       return task.output == null || task.output.length === 0
-        ? { _tag: "Failed", message: "Runway finished the task without an output" }
+        ? { _tag: "Failed", message: "Runway finished the task without an output", outputInvalid: true }
         : {
           _tag: "Succeeded",
           outputs: task.output.map((url) => urlOutput(url, type, { contentType: RUNWAY_CONTENT_TYPES[type] }))

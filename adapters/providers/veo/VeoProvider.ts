@@ -11,7 +11,7 @@ import { apiRoot, connectionPool, sendJson } from "../providerHttp.js"
 import { urlOutput } from "../providerOutputs.js"
 import { veoApi } from "./api.js"
 import { predictBody } from "./request.js"
-import { OPERATION_NAME, Operation } from "./schema.js"
+import { GRPC_CODE_NAMES, OPERATION_NAME, Operation } from "./schema.js"
 
 /** The provider id catalogs name for Veo models served by the Gemini API. */
 export const VEO_PROVIDER_ID = "veo"
@@ -70,9 +70,11 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
     if (operation.done !== true) return { _tag: "Running" }
     if (operation.error !== undefined) {
       const code = operation.error.status ?? operation.error.code
+      const providerCode = operation.error.status ?? (operation.error.code === undefined ? undefined : GRPC_CODE_NAMES[operation.error.code])
       return {
         _tag: "Failed",
-        message: `Veo could not generate the video: ${operation.error.message ?? "no reason given"}${code === undefined ? "" : ` (${code})`}`
+        message: `Veo could not generate the video: ${operation.error.message ?? "no reason given"}${code === undefined ? "" : ` (${code})`}`,
+        ...(providerCode === undefined ? {} : { providerCode })
       }
     }
     const result = operation.response?.generateVideoResponse
@@ -83,12 +85,10 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
     )
     if (outputs.length > 0) return { _tag: "Succeeded", outputs }
     const reasons = result?.raiMediaFilteredReasons ?? []
-    return {
-      _tag: "Failed",
-      message: reasons.length > 0
-        ? `Veo's safety filters removed the video: ${reasons.join("; ")}`
-        : "Veo finished the operation without a video"
-    }
+    const filtered = reasons.length > 0 || (result?.raiMediaFilteredCount ?? 0) > 0
+    return filtered
+      ? { _tag: "Failed", message: `Veo's safety filters removed the video: ${reasons.join("; ") || "no reason given"}`, contentBlocked: true }
+      : { _tag: "Failed", message: "Veo finished the operation without a video", outputInvalid: true }
   }
 
   const operationUrl = (handle: ProviderHandle) =>

@@ -15,5 +15,11 @@ export const veoApi = (apiKeys: ReadonlyArray<string>): ProviderApi => ({
   secrets: apiKeys,
   errorMessage: (body) =>
     Option.getOrUndefined(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullishOr(error.message))),
+  // google.rpc.Status's canonical name: INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE, ...
+  errorFacts: (body) =>
+    Option.match(Option.flatMap(decodeErrorBody(body), ({ error }) => Option.fromNullishOr(error.status)), {
+      onNone: () => ({}),
+      onSome: (providerCode) => ({ providerCode })
+    }),
   ...HTTP_RETRY_RULES
 })

@@ -44,3 +44,26 @@ export const Operation = Schema.Struct({
   }))
 })
 export type Operation = typeof Operation.Type
+
+/**
+ * google.rpc.Code's canonical names by number: an operation's `error` may carry only the number,
+ * and the engine classifies a failure by the name (RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, ...).
+ */
+export const GRPC_CODE_NAMES: Readonly<Record<number, string>> = {
+  1: "CANCELLED",
+  2: "UNKNOWN",
+  3: "INVALID_ARGUMENT",
+  4: "DEADLINE_EXCEEDED",
+  5: "NOT_FOUND",
+  6: "ALREADY_EXISTS",
+  7: "PERMISSION_DENIED",
+  8: "RESOURCE_EXHAUSTED",
+  9: "FAILED_PRECONDITION",
+  10: "ABORTED",
+  11: "OUT_OF_RANGE",
+  12: "UNIMPLEMENTED",
+  13: "INTERNAL",
+  14: "UNAVAILABLE",
+  15: "DATA_LOSS",
+  16: "UNAUTHENTICATED"
+}

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { JobId } from "../../../src/domain/ids.js"
+import type { AccountId, JobId } from "../../../src/domain/ids.js"
 import { MINUTE_MS } from "../../../src/domain/rateLimit.js"
 import type { JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import { allJobs } from "../jobs/jobRows.js"
@@ -19,16 +19,16 @@ export const makeReaperStatements = ({ clock, sql, t }: JobSql) => {
 
   const queueGaps: JobLeaseDriver["queueGaps"] = ({ after, graceMs, limit, maxAttempts, now }) =>
     Effect.all({
-      pending: sql`SELECT id, created_at, fair_key FROM ${t.jobs} WHERE status = 'pending' AND created_at <= ${now - graceMs}
+      pending: sql`SELECT id, account_id, created_at, fair_key FROM ${t.jobs} WHERE status = 'pending' AND created_at <= ${now - graceMs}
           ${after === null ? sql`` : sql`AND (fair_key, id) > (${after.fairKey}, ${after.id})`}
           ORDER BY fair_key, id LIMIT ${limit}`.pipe(
         Effect.map((rows) =>
-          rows.map((row) => ({ id: row["id"] as JobId, createdAt: Number(row["created_at"]), fairKey: Number(row["fair_key"]) }))
+          rows.map((row) => ({ id: row["id"] as JobId, accountId: row["account_id"] as AccountId, createdAt: Number(row["created_at"]), fairKey: Number(row["fair_key"]) }))
         )
       ),
-      expired: sql`SELECT id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at + ${graceMs} <= ${clock.now(now)}
+      expired: sql`SELECT id, account_id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at + ${graceMs} <= ${clock.now(now)}
           AND attempts < ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((row) => row["id"] as JobId))
+        Effect.map((rows) => rows.map((row) => ({ id: row["id"] as JobId, accountId: row["account_id"] as AccountId })))
       )
     }).pipe(storeErrors("read what the queue may have lost"))
 

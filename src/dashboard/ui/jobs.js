@@ -105,7 +105,7 @@ export const JobsView = ({ api, notify, query }) => {
           <td><a href=${href(`jobs/${seg(j.jobId)}`)}><code>${j.jobId}</code></a></td>
           <td><a href=${href(`accounts/${seg(j.accountId)}`)}><code>${j.accountId}</code></a></td>
           <td>${j.model}</td>
-          <td><${Status} status=${j.status} /></td>
+          <td><${Status} status=${j.status} />${j.failureType && html` <span class="muted">(${j.failureType})</span>`}</td>
           <td class="num">${j.progress}%</td>
           <td class="num">${money(j.costMicroCents)}</td>
           <td>${time(j.createdAt)}</td>
@@ -165,7 +165,10 @@ export const JobView = ({ api, id }) => {
     <label for="job-progress">Progress</label>
     <progress id="job-progress" max="100" value=${data.progress}>${data.progress}%</progress>
     <${ErrorMessage} error=${job.error} />
-    ${data.error && html`<div class="error"><p><strong>${data.error.code}</strong>: ${data.error.message}</p></div>`}
+    ${data.error && html`<div class="error"><p><strong>${data.error.code}</strong>: ${data.error.message}</p>
+      <p>Failure type: <code>${data.error.type}</code>; ${data.error.retryable
+        ? "retryable: the same submit would likely succeed later."
+        : "not retryable: the same submit would fail again."}</p></div>`}
     ${data.outputs && html`<section aria-labelledby="outputs">
       <h2 id="outputs">Outputs</h2>
       <div class="outputs">${data.outputs.map((/** @type {any} */ o, /** @type {number} */ i) => html`<${OutputPreview} output=${o} n=${i + 1} />`)}</div>

@@ -4,6 +4,7 @@ import { Budget } from "../../domain/budget.js"
 import { FairShareWeight } from "../../domain/fairShareWeight.js"
 import { AuditAction, RecordedAuditAction } from "../../domain/audit.js"
 import { CatalogDocument } from "../../domain/catalog.js"
+import { FailureType } from "../../domain/failureTaxonomy.js"
 import { JobError, JobStatus } from "../../domain/job.js"
 import { MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { DeliveryStatus } from "../../domain/webhook.js"
@@ -22,6 +23,9 @@ export const AccountView = Schema.Struct({
   webhookSecret: Schema.String,
   previousWebhookSecret: Schema.NullOr(Schema.String),
   previousWebhookSecretExpiresAt: Schema.NullOr(Schema.String),
+  standardWebhooks: Schema.Boolean.annotate({
+    description: "Whether webhooks also carry the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature)"
+  }),
   budget: Schema.NullOr(Budget),
   createdAt: Schema.String,
   fairShareWeight: FairShareWeight
@@ -128,7 +132,9 @@ export const AdminJobListItem = Schema.Struct({
   attempts: Schema.Number,
   createdAt: Schema.String,
   startedAt: Schema.NullOr(Schema.String),
-  completedAt: Schema.NullOr(Schema.String)
+  completedAt: Schema.NullOr(Schema.String),
+  /** A failed job's failure type (issue 38); null for any other job. */
+  failureType: Schema.NullOr(FailureType)
 })
 
 export const AdminJobView = AdminJobListItem.mapFields(

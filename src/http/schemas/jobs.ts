@@ -91,7 +91,9 @@ export const JobListItemOfJob = Schema.Struct({
   progress: Progress,
   model: Job.fields.model,
   createdAt: Time,
-  completedAt: Schema.NullOr(Time)
+  completedAt: Schema.NullOr(Time),
+  /** A failed job's error (its failure type among it); null otherwise. */
+  error: Job.fields.error
 })
 export const JobListItem = jsonStruct(JobListItemOfJob)
 

@@ -29,6 +29,7 @@ export const createAccount = (deps: AccountDeps) =>
       webhookSecret: newWebhookSecret(),
       previousWebhookSecret: null,
       previousWebhookSecretExpiresAt: null,
+      standardWebhooks: input.standardWebhooks ?? false,
       ...(input.budget == null ? {} : { budget: input.budget }),
       createdAt: yield* Clock.currentTimeMillis,
       // Absent when it is the default, as the stores answer it.
@@ -49,7 +50,7 @@ export const updateAccount = (deps: AccountDeps & Pick<AdminDeps, "settings">) =
     const fields = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k)
     if (fields.length === 0) {
       return yield* Effect.fail(
-        new ValidationError({ message: "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget, fairShareWeight" })
+        new ValidationError({ message: "Send at least one of name, maxConcurrentJobs, segments, allowedModels, discounts, budget, fairShareWeight, standardWebhooks" })
       )
     }
     const { after } = yield* audited(deps, by, "account.update", Effect.gen(function*() {

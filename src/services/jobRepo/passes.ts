@@ -1,12 +1,14 @@
 import { Effect, Option } from "effect"
+import { failureOf } from "../../domain/failureTaxonomy.js"
 import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
 import type { JobRepo } from "../../ports/JobRepo.js"
 import { move, releasedLease } from "./move.js"
 
-const abandonedLease = {
-  code: "INTERNAL_ERROR",
-  message: "The job's workers stopped responding; its cost was refunded"
-} as const
+/** The error of a job whose workers stopped responding (the reaper's): the engine's failure, a later submit likely fine. */
+export const ABANDONED = failureOf("INTERNAL_ERROR", "The job's workers stopped responding; its cost was refunded", {
+  _tag: "Engine",
+  reason: "abandoned"
+})
 
 /** The name of the reaper's pass lease. */
 const REAPER = "jobs-reaper"
@@ -32,7 +34,7 @@ export const reap = ({ leases, store }: JobDrivers): JobRepo["Service"]["reap"] 
       if (!(yield* leases.takeLease(REAPER, workerId, now, now + passMs))) return Option.none<number>()
       let abandoned = 0
       for (const job of yield* leases.findExhausted(now, maxAttempts, limit)) {
-        const moved = yield* move(store, job, "Abandon", { error: abandonedLease, completedAt: now, ...releasedLease }, now)
+        const moved = yield* move(store, job, "Abandon", { error: ABANDONED, completedAt: now, ...releasedLease }, now)
         if (Option.isSome(moved)) abandoned++
       }
       yield* leases.pruneWindows(now)

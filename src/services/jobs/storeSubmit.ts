@@ -13,13 +13,13 @@ export interface StoredSubmit {
 
 /**
  * Queues a stored job: wakes this store's claimers, and publishes it to the broker when there
- * is one. A publish that fails leaves the job stored and charged: the queue relay publishes it
+ * is one, in its account's lane with the account's fair-share `weight`. A publish that fails leaves the job stored and charged: the queue relay publishes it
  * once it has waited `queueRelayGraceMs`, so the submit still succeeds.
  */
-export const enqueue = ({ queue, signal }: Pick<JobsDeps, "queue" | "signal">, job: Job): Effect.Effect<void> =>
+export const enqueue = ({ queue, signal }: Pick<JobsDeps, "queue" | "signal">, job: Job, weight: number): Effect.Effect<void> =>
   Effect.andThen(
     signal.notify,
-    Option.isNone(queue) ? Effect.void : queue.value.publish([job.id]).pipe(
+    Option.isNone(queue) ? Effect.void : queue.value.publish([{ jobId: job.id, accountId: job.accountId, weight }]).pipe(
       Effect.catch((error) =>
         Effect.logWarning("a submitted job could not be published to the queue; the relay publishes it later", { jobId: job.id }, error.message)
       )

@@ -2,6 +2,7 @@ import { Clock, Effect } from "effect"
 import { canonicalJson, sha256Hex } from "../../domain/canonicalJson.js"
 import { type EngineError, PubsubPublishFailed, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
 import { newJobId, type RequestId } from "../../domain/ids.js"
+import { fairWeightOf } from "../../domain/fairShare.js"
 import type { Job } from "../../domain/job.js"
 import type { ResolvedModel } from "../Catalog.js"
 import { type Caller, requireScope } from "../Auth.js"
@@ -95,7 +96,7 @@ export const submit = (deps: JobsDeps) =>
         }
       })
     })
-    if (outcome._tag === "Created" && !taken) yield* enqueue(deps, job)
+    if (outcome._tag === "Created" && !taken) yield* enqueue(deps, job, fairWeightOf(caller.account))
     return {
       // As admitted: pending, whether a local worker or another process took it by now.
       job: taken || found ? job : outcome.job,

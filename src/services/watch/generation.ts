@@ -1,7 +1,8 @@
 import { Schema } from "effect"
+import { type FailureFact, failureOf } from "../../domain/failureTaxonomy.js"
 import type { JobError } from "../../domain/job.js"
 import type { ProviderRouteRef } from "../../domain/providerHandle.js"
-import type { ProviderOutput, ProviderStatus } from "../../ports/Provider.js"
+import { factOfFailed, type ProviderOutput, type ProviderStatus } from "../../ports/Provider.js"
 
 /**
  * How a job's generation ended, as far as the provider is concerned. `route` is the route of a
@@ -15,13 +16,17 @@ export type Generation =
 /** The worker no longer holds the job's lease: it must stop and write nothing more. */
 export class Superseded extends Schema.TaggedError<Superseded>()("Superseded", {}) {}
 
-export const generationFailed = (message: string): Generation => ({ _tag: "Failed", error: { code: "GENERATION_FAILED", message } })
+/** The generation failed, as `fact` tells (classifyFailure gives its type). */
+export const generationFailed = (message: string, fact: FailureFact): Generation => ({
+  _tag: "Failed",
+  error: failureOf("GENERATION_FAILED", message, fact)
+})
 
 export const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running" }>): Generation =>
-  status._tag === "Succeeded" ? status : generationFailed(status.message)
+  status._tag === "Succeeded" ? status : generationFailed(status.message, factOfFailed(status))
 
 export const timedOut = (timeoutSeconds: number | undefined): Generation =>
-  generationFailed(`The generation did not finish within ${timeoutSeconds} seconds; it was cancelled and its cost refunded`)
+  generationFailed(`The generation did not finish within ${timeoutSeconds} seconds; it was cancelled and its cost refunded`, { _tag: "Deadline" })
 
 /** The generation was started (or found) and joined the watch list: its end comes later, through its run's `ended`. */
 export interface Watching {

@@ -4,7 +4,7 @@ import type { JobId } from "../../domain/ids.js"
 import type { ProviderHandle } from "../../domain/providerHandle.js"
 import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../observability/metricSeries.js"
 import type { JobEvents } from "../../ports/JobEvents.js"
-import type { GenerationProvider, ProviderError, ProviderRequest } from "../../ports/Provider.js"
+import { factOfError, type GenerationProvider, type ProviderError, type ProviderRequest } from "../../ports/Provider.js"
 import type { EngineConfig } from "../EngineConfig.js"
 import type { Lease } from "../leaseKeeper.js"
 import { type Due, DueHeap } from "./dueHeap.js"
@@ -140,7 +140,7 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
                 const error = polled.failure
                 const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
                 if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
-                if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message))
+                if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message, factOfError(error)))
                 const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
                 return schedule(lane, entry, at + delay)
               }

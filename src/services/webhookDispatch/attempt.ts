@@ -6,6 +6,7 @@ import type { DeliveryAttempt, WebhookDelivery } from "../../domain/webhook.js"
 import { parseRetryAfterMs } from "../../domain/retryAfter.js"
 import { deadlineReason, nextAttemptAt } from "../../domain/webhookSchedule.js"
 import { signatureHeader } from "../../domain/webhookSignature.js"
+import { standardHeaders } from "../../domain/standardWebhook.js"
 import type { AttemptOutcome } from "../../ports/WebhookDeliveryRepo.js"
 import { WebhookNotDelivered, type WebhookSender } from "../../ports/WebhookSender.js"
 import type { DispatchDeps } from "./deps.js"
@@ -46,6 +47,7 @@ export const attempt = (deps: DispatchDeps, delivery: WebhookDelivery): Effect.E
     const now = yield* Clock.currentTimeMillis
     const account = yield* accounts.get(delivery.accountId as AccountId)
     const secrets = Option.match(account, { onNone: () => [], onSome: (a) => signingSecrets(a, now) })
+    const standard = Option.isSome(account) && account.value.standardWebhooks
     const timestamp = Math.floor(now / 1000)
     const number = delivery.attempts.length + 1
     const result = yield* send(deps, {
@@ -58,7 +60,9 @@ export const attempt = (deps: DispatchDeps, delivery: WebhookDelivery): Effect.E
         "x-service-timestamp": String(timestamp),
         "x-service-signature": signatureHeader(secrets, timestamp, delivery.payload),
         "x-webhook-delivery-id": delivery.id,
-        "x-webhook-attempt": String(number)
+        "x-webhook-attempt": String(number),
+        // The delivery's id: the same on every attempt, so a receiver deduplicates by webhook-id.
+        ...(standard ? standardHeaders(secrets, delivery.id, timestamp, delivery.payload) : {})
       }
     })
     const finished = yield* Clock.currentTimeMillis

@@ -1,7 +1,7 @@
 import { Cause, Clock, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { QueueError, StoreError } from "../../domain/errors.js"
-import type { JobId } from "../../domain/ids.js"
 import type { QueuePosition } from "../../ports/JobLeaseDriver.js"
+import type { QueuedJob } from "../../ports/JobQueue.js"
 import type { WorkerDeps } from "./deps.js"
 
 /** Jobs one reaper pass fails at most; a larger backlog of them takes several passes. */
@@ -36,7 +36,7 @@ export const reaper = (deps: Pick<WorkerDeps, "config" | "repo">, workerId: stri
 const relayOnce = (
   { config, repo }: Pick<WorkerDeps, "config" | "repo">,
   workerId: string,
-  publish: (ids: ReadonlyArray<JobId>) => Effect.Effect<void, QueueError>,
+  publish: (jobs: ReadonlyArray<QueuedJob>) => Effect.Effect<void, QueueError>,
   after: QueuePosition | null
 ): Effect.Effect<QueuePosition | null, StoreError | QueueError> =>
   Effect.gen(function*() {
@@ -52,9 +52,10 @@ const relayOnce = (
     })
     if (Option.isNone(gaps)) return null
     const { expired, pending } = gaps.value
-    const ids = [...expired, ...pending.map((p) => p.id)]
-    if (ids.length > 0) {
-      yield* publish(ids)
+    // Without a weight: each lane keeps the one its account's submits gave it (1 for a new lane).
+    const jobs = [...expired, ...pending].map((gap): QueuedJob => ({ jobId: gap.id, accountId: gap.accountId }))
+    if (jobs.length > 0) {
+      yield* publish(jobs)
       yield* Effect.logInfo("the queue relay published jobs again that the broker had not delivered in time", {
         pending: pending.length,
         expiredLeases: expired.length

@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto"
 import { CorruptRow, type StoreError } from "../../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../../domain/job.js"
 import type { ProviderRouteRef } from "../../domain/providerHandle.js"
-import type { ProviderError, ProviderOutput } from "../../ports/Provider.js"
+import { failureOf } from "../../domain/failureTaxonomy.js"
+import { factOfError, type ProviderError, type ProviderOutput } from "../../ports/Provider.js"
 import { backoff } from "../backoffSchedule.js"
 import type { Lease } from "../leaseKeeper.js"
 import type { OutputRefused } from "../outputStore.js"
@@ -18,7 +19,9 @@ type Ending =
 
 type OutputError = OutputRefused | ProviderError | StoreError
 
-const internal = (message: string): JobError => ({ code: "INTERNAL_ERROR", message })
+/** The engine's own failure: a version no longer runnable, a row it cannot read, a defect. */
+const internal = (message: string, reason: "notRunnable" | "unreadable"): JobError =>
+  failureOf("INTERNAL_ERROR", message, { _tag: "Engine", reason })
 
 const sameOutputs = (job: Job, outputs: ReadonlyArray<OutputItem>) =>
   job.status === "completed" && job.outputs !== null && job.outputs.map((o) => o.url).join("\n") === outputs.map((o) => o.url).join("\n")
@@ -73,7 +76,11 @@ const storeOutputs = (
     Effect.map((stored): Ending => ({ _tag: "Done", outputs: stored })),
     Effect.catchIf(
       (error): error is OutputRefused | ProviderError => error._tag !== "StoreError",
-      (error) => Effect.succeed<Ending>({ _tag: "Failed", error: { code: "GENERATION_FAILED", message: error.message } })
+      (error) =>
+        Effect.succeed<Ending>({
+          _tag: "Failed",
+          error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error))
+        })
     )
   )
 
@@ -83,11 +90,11 @@ const guarded = <A>(job: Job, effect: Effect.Effect<A, Superseded | StoreError>)
     // A retry reads the same row: the job cannot run, and fails at once with a refund.
     Effect.catchIf(isCorruptRow, (error) =>
       Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.message).pipe(
-        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
+        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded", "unreadable") } as const)
       )),
     Effect.catchDefect((defect) =>
       Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
-        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded") } as const)
+        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded", "unreadable") } as const)
       )
     )
   )
@@ -124,7 +131,7 @@ const execute = Effect.fnUntraced(function*(
     deps.catalog.forJob(job.model, job.version)
   )
   if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
-    return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`) } as const
+    return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`, "notRunnable") } as const
   }
   if (run.lease.lost) return yield* new Superseded()
   const generation = yield* deps.calls.generate(job, run, resolved.model, resolved.version)

@@ -6,15 +6,26 @@ import { makeRedisJobQueue } from "genjobs/redis"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { JobId } from "../../../src/domain/ids.js"
+import type { AccountId, JobId } from "../../../src/domain/ids.js"
+
+/** The ids as a submit of `accountId` queues them (without a weight: the lane keeps its own). */
+const queuedOf = (ids: ReadonlyArray<string>, accountId: string) =>
+  ids.map((id) => ({ jobId: id as JobId, accountId: accountId as AccountId }))
 import { freePort, natsServerAvailable, startNatsServer } from "../../support/nats.js"
 import { redisServerAvailable, startRedisServer, withRedis } from "../../support/redis.js"
 
 export type BrokerKind = "redis" | "nats"
 
-/** The bundled server's default table prefix: the stream both adapters make is `<prefix>jobs`. */
+/** The bundled server's default table prefix: the stream NATS makes is `<prefix>jobs`; Redis makes one per account, `<prefix>jobs:<accountId>`. */
 const PREFIX = "genjobs_"
 const STREAM = `${PREFIX}jobs`
+
+/** A Redis queue's streams: its accounts' lanes (and the stream of versions before them, if any). */
+const redisLanes = async (client: Parameters<Parameters<typeof withRedis>[1]>[0]) => {
+  const lanes: Array<string> = []
+  for await (const keys of client.scanIterator({ MATCH: `${STREAM}*`, TYPE: "stream", COUNT: 1_000 })) lanes.push(...keys)
+  return lanes
+}
 
 /**
  * A private broker of one fault scenario, on a port of its own: never the shared servers on
@@ -29,7 +40,7 @@ export interface PrivateBroker {
   /** Starts it again on the same port (NATS on the same store directory, so its stream is kept); answers once it serves. */
   restart(): Promise<void>
   /**
-   * Messages not yet delivered and acked. Redis: the stream's length (the adapter deletes an
+   * Messages not yet delivered and acked. Redis: the lanes' lengths (the adapter deletes an
    * entry when it acks it). NATS: the consumer's pending and unacked messages; the stream itself
    * may keep a message acked just before a SIGKILL, whose deletion the server lost while the
    * consumer's ack floor passed it (see `stranded`).
@@ -37,10 +48,13 @@ export interface PrivateBroker {
   backlog(): Promise<number>
   /** NATS: messages the stream holds though the consumer has acked past them (0 for Redis). */
   stranded(): Promise<number>
-  /** Messages the stream stored since it was made (NATS: its last sequence; Redis: entries-added); a NATS duplicate within its window is not stored. */
+  /**
+   * Messages the stream stored since it was made (NATS: its last sequence; Redis: entries-added of
+   * the lanes there now, each dropped once empty); a NATS duplicate within its window is not stored.
+   */
   stored(): Promise<number>
-  /** Publishes the ids as a submit does, through the engine's own adapter (`genjobs/redis`, `genjobs/nats`) with the server's table prefix. */
-  publish(ids: ReadonlyArray<string>): Promise<void>
+  /** Publishes the ids in `accountId`'s lane as a submit does, through the engine's own adapter (`genjobs/redis`, `genjobs/nats`) with the server's table prefix. */
+  publish(ids: ReadonlyArray<string>, accountId: string): Promise<void>
   /** Kills it and removes its files. */
   close(): Promise<void>
 }
@@ -77,17 +91,23 @@ export const startBroker = async (kind: BrokerKind): Promise<PrivateBroker> => {
       restart: async () => {
         server = await startRedisServer(port)
       },
-      backlog: () => withRedis(server.url, (client) => client.xLen(STREAM)),
+      backlog: () =>
+        withRedis(server.url, async (client) => {
+          let total = 0
+          for (const lane of await redisLanes(client)) total += await client.xLen(lane)
+          return total
+        }),
       stranded: async () => 0,
       stored: () =>
         withRedis(server.url, async (client) => {
-          if ((await client.exists(STREAM)) === 0) return 0
-          return Number(fieldOf(await client.sendCommand(["XINFO", "STREAM", STREAM]), "entries-added"))
+          let total = 0
+          for (const lane of await redisLanes(client)) total += Number(fieldOf(await client.sendCommand(["XINFO", "STREAM", lane]), "entries-added"))
+          return total
         }),
-      publish: (ids) =>
+      publish: (ids, accountId) =>
         Effect.runPromise(Effect.scoped(Effect.flatMap(
           makeRedisJobQueue({ url: server.url, tablePrefix: PREFIX }),
-          (queue) => queue.publish(ids as ReadonlyArray<JobId>)
+          (queue) => queue.publish(queuedOf(ids, accountId))
         ))),
       close: () => server.kill("SIGKILL")
     }
@@ -112,10 +132,10 @@ export const startBroker = async (kind: BrokerKind): Promise<PrivateBroker> => {
       return stream.state.messages - state.num_pending - state.num_ack_pending
     },
     stored: async () => (await info()).state.last_seq,
-    publish: (ids) =>
+    publish: (ids, accountId) =>
       Effect.runPromise(Effect.scoped(Effect.flatMap(
         makeNatsJobQueue({ url: server.url, tablePrefix: PREFIX }),
-        (queue) => queue.publish(ids as ReadonlyArray<JobId>)
+        (queue) => queue.publish(queuedOf(ids, accountId))
       ))),
     close: async () => {
       await server.kill("SIGKILL")

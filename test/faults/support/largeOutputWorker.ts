@@ -24,7 +24,7 @@ const engine = await startReplicateEngine({
 })
 
 const api = async (method: string, path: string, token: string, body?: unknown) => {
-  const response = await engine.fetch(new Request(`http://engine.local${path}`, {
+  const response = await engine.fetch(new Request(`http://engine.test${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
