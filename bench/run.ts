@@ -19,6 +19,7 @@ import { listPages } from "./listPages.js"
 import { pickup } from "./pickup.js"
 import { providerInflight } from "./providerInflight.js"
 import { queueDrain } from "./queueDrain.js"
+import { queuePosition } from "./queuePosition.js"
 import { serverDrain } from "./serverDrain.js"
 import { serverRss } from "./serverRss.js"
 
@@ -37,7 +38,8 @@ const figures: Record<string, () => Promise<void>> = {
   provider_inflight: providerInflight,
   duplicate_keys: duplicateKeys,
   list_pages: listPages,
-  fairness
+  fairness,
+  queue_position: queuePosition
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")

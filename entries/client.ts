@@ -27,7 +27,9 @@ export type {
   Models,
   ModelSummary,
   ModelVersion,
+  QueuePlace,
   Submitted,
+  TimeRange,
   Upload
 } from "../src/client/types.js"
 export { verifyWebhook } from "../src/client/verifyWebhook.js"

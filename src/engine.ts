@@ -38,6 +38,8 @@ import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
 import { JobFollow } from "./services/JobFollow.js"
 import { Jobs } from "./services/Jobs.js"
 import { LocalWorkers } from "./services/LocalWorkers.js"
+import { QueueBook } from "./services/QueueBook.js"
+import { layerRunTimedJobRepo, RunTimes } from "./services/RunTimes.js"
 import { layerPublishingJobRepo } from "./services/publishingJobRepo.js"
 import { RetentionSweeper } from "./services/RetentionSweeper.js"
 import { Uploads, type UploadSigningSecret } from "./services/Uploads.js"
@@ -70,13 +72,18 @@ export const EngineServicesLive = Layer.mergeAll(
   UploadSweeper.layer,
   RetentionSweeper.layer
 ).pipe(
+  // One per engine: the queue's places, from one grouped read shared by every reader.
+  Layer.provideMerge(QueueBook.layer),
   Layer.provideMerge(Catalog.layer),
   // One per engine: its submits hand jobs to its own idle workers.
   Layer.provideMerge(LocalWorkers.layer),
   // One per engine: the circuits of the provider credentials its workers call.
   Layer.provideMerge(layerObservedProviderHealth.pipe(Layer.provide(ProviderHealth.layer))),
+  Layer.provide(layerRunTimedJobRepo),
   Layer.provide(layerObservedJobRepo),
-  Layer.provide(layerPublishingJobRepo)
+  Layer.provide(layerPublishingJobRepo),
+  // One per engine: the run times of the jobs it saw end, fed by layerRunTimedJobRepo, read by QueueBook.
+  Layer.provide(RunTimes.layer)
 )
 
 /**

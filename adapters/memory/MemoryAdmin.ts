@@ -3,7 +3,7 @@ import { type JobCursor, isAfterCursor } from "../../src/domain/cursor.js"
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { groupSpend } from "../../src/domain/spend.js"
-import { DEFAULT_FAIR_WEIGHT } from "../../src/domain/fairShare.js"
+import { DEFAULT_FAIR_WEIGHT, fairWeightOf } from "../../src/domain/fairShare.js"
 import type { MemoryState } from "./state.js"
 
 type Keyed = { readonly createdAt: number; readonly id: string }
@@ -77,7 +77,33 @@ export const adminReadRepo = (state: MemoryState): AdminReadRepo["Service"] => (
         .slice(0, limit)
         .map((j) => ({ model: j.model, runMs: j.completedAt! - j.startedAt! }))
       return { pending: count("pending"), processing: count("processing"), runs }
-    })
+    }),
+  waitingSummary: Effect.sync(() => {
+    const waiting = new Map<string, { accountId: string; model: string; version: string; count: number; headKey: number; tailKey: number; headId: string; weight: number }>()
+    const running = new Map<string, { model: string; version: string; count: number }>()
+    for (const job of state.jobs.values()) {
+      const version = `${job.model}\u0000${job.version}`
+      if (job.status === "processing") {
+        const group = running.get(version)
+        if (group === undefined) running.set(version, { model: job.model, version: job.version, count: 1 })
+        else group.count++
+        continue
+      }
+      if (job.status !== "pending") continue
+      const key = `${job.accountId}\u0000${version}`
+      const group = waiting.get(key)
+      if (group === undefined) {
+        const weight = fairWeightOf(state.accounts.get(job.accountId))
+        waiting.set(key, { accountId: job.accountId, model: job.model, version: job.version, count: 1, headKey: job.fairKey, tailKey: job.fairKey, headId: job.id, weight })
+      } else {
+        group.count++
+        if (job.id < group.headId) group.headId = job.id
+        group.headKey = Math.min(group.headKey, job.fairKey)
+        group.tailKey = Math.max(group.tailKey, job.fairKey)
+      }
+    }
+    return { waiting: [...waiting.values()], running: [...running.values()] }
+  })
 })
 
 export const accountSettingsRepo = (state: MemoryState): AccountSettingsRepo["Service"] => ({

@@ -28,6 +28,17 @@ const decodeJobs = decodeRows(Schema.Array(JobFromRow))
 const decodeDeliveries = decodeRows(Schema.Array(DeliveryRow))
 const decodeLedger = decodeRows(Schema.Array(LedgerRow))
 const decodeCounts = decodeRows(Schema.Array(Schema.Struct({ status: Schema.String, n: DbInt })))
+const decodeWaiting = decodeRows(Schema.Array(Schema.Struct({
+  account_id: Schema.String,
+  model: Schema.String,
+  version: Schema.String,
+  n: DbInt,
+  head_key: DbInt,
+  tail_key: DbInt,
+  head_id: Schema.String,
+  weight: DbInt
+})))
+const decodeRunning = decodeRows(Schema.Array(Schema.Struct({ model: Schema.String, version: Schema.String, n: DbInt })))
 const decodeRuns = decodeRows(Schema.Array(Schema.Struct({ model: Schema.String, run_ms: DbInt })))
 const decodeSpend = decodeRows(Schema.Array(Schema.Struct({
   account_id: Schema.optional(Schema.String),
@@ -164,7 +175,32 @@ export const makeSqlAdmin = Effect.gen(function*() {
           runs: runs.map((r) => ({ model: r.model, runMs: r.run_ms }))
         })),
         storeErrors("read stats")
+      ),
+    waitingSummary: Effect.all([
+      // Pending jobs from their partial index, grouped; each group's account for its weight.
+      sql`SELECT g.account_id, g.model, g.version, g.n, g.head_key, g.tail_key, g.head_id, a.fair_weight AS weight
+        FROM (SELECT account_id, model, version, COUNT(*) AS n, MIN(fair_key) AS head_key, MAX(fair_key) AS tail_key, MIN(id) AS head_id
+          FROM ${t.jobs} WHERE status = 'pending' GROUP BY account_id, model, version) g
+        JOIN ${t.accounts} a ON a.id = g.account_id`.pipe(Effect.flatMap(decodeWaiting)),
+      sql`SELECT model, version, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'processing' GROUP BY model, version`.pipe(
+        Effect.flatMap(decodeRunning)
       )
+    ]).pipe(
+      Effect.map(([waiting, running]) => ({
+        waiting: waiting.map((row) => ({
+          accountId: row.account_id,
+          model: row.model,
+          version: row.version,
+          count: row.n,
+          headKey: row.head_key,
+          tailKey: row.tail_key,
+          headId: row.head_id,
+          weight: row.weight
+        })),
+        running: running.map((row) => ({ model: row.model, version: row.version, count: row.n }))
+      })),
+      storeErrors("read the waiting jobs")
+    )
   }
 
   const settings: AccountSettingsRepo["Service"] = {

@@ -27,6 +27,8 @@ export interface Job {
   readonly output: string | null
   readonly outputs: ReadonlyArray<JobOutput> | null
   readonly error: JobFailure | null
+  /** A pending job's place in the queue (null when the server could not read it); absent on other statuses. */
+  readonly queue?: QueuePlace | null
 }
 
 /** Why a job failed (docs/api.md, "Failure types"): what a client can do next depends on `type` and `retryable`. */
@@ -45,6 +47,22 @@ export interface JobFailure {
   readonly message: string
   readonly type: FailureType
   readonly retryable: boolean
+}
+
+/** A median estimate and its 90th percentile, ISO 8601. */
+export interface TimeRange {
+  readonly p50: string
+  readonly p90: string
+}
+
+/** A pending job's place among the jobs waiting for the same capacity, and when it should start and end. */
+export interface QueuePlace {
+  /** 1 for the next job to start. */
+  readonly position: number
+  /** Jobs that start before it. */
+  readonly ahead: number
+  readonly estimatedStartAt: TimeRange
+  readonly estimatedCompletionAt: TimeRange
 }
 
 export interface JobSummary {

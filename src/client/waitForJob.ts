@@ -1,11 +1,16 @@
 import { GenjobsError } from "./errors.js"
 import { readEvents } from "./eventStream.js"
 import { sleep, type Transport } from "./transport.js"
-import { type Job, TERMINAL_STATUSES } from "./types.js"
+import { type Job, type QueuePlace, TERMINAL_STATUSES } from "./types.js"
 
 export interface WaitOptions {
   /** Called with the job each time its status or progress changes. */
   readonly onUpdate?: ((job: Job) => void) | undefined
+  /**
+   * Called with a pending job's place in the queue (position, jobs ahead, estimated start and
+   * end) each time it changes: from the status stream's `queue` events, or a poll's `queue` field.
+   */
+  readonly onQueueUpdate?: ((queue: QueuePlace) => void) | undefined
   /** Stops waiting (the job itself goes on); the promise rejects with the signal's reason. */
   readonly signal?: AbortSignal | undefined
   /** How long one poll may be held by the server (`Prefer: wait=N`). Default 20 s. */
@@ -35,6 +40,29 @@ const reporter = (onUpdate: WaitOptions["onUpdate"]) => {
   }
 }
 
+/** Reports a queue place when it differs from the last one reported. */
+const queueReporter = (onQueueUpdate: WaitOptions["onQueueUpdate"]) => {
+  let last = ""
+  return (queue: QueuePlace | null | undefined) => {
+    if (queue == null || onQueueUpdate === undefined) return
+    const key = JSON.stringify(queue)
+    if (key === last) return
+    last = key
+    onQueueUpdate(queue)
+  }
+}
+
+type QueueReport = ReturnType<typeof queueReporter>
+
+const placeOf = (data: string): QueuePlace | undefined => {
+  try {
+    const value = JSON.parse(data)
+    return typeof value?.position === "number" && typeof value?.ahead === "number" ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const jobOf = (data: string): Job | undefined => {
   try {
     const value = JSON.parse(data)
@@ -53,6 +81,7 @@ const follow = async (
   transport: Transport,
   jobId: string,
   report: (job: Job) => boolean,
+  reportQueue: QueueReport,
   support: StreamSupport,
   signal: AbortSignal | undefined
 ): Promise<Job | undefined> => {
@@ -82,6 +111,11 @@ const follow = async (
     try {
       for await (const event of readEvents(response.body)) {
         lastEventId = event.id ?? lastEventId
+        // A pending job's place: an event named `queue` beside the status events.
+        if (event.event === "queue") {
+          reportQueue(placeOf(event.data))
+          continue
+        }
         const job = jobOf(event.data)
         if (job === undefined) continue
         report(job)
@@ -95,7 +129,13 @@ const follow = async (
 }
 
 /** GET /v1/jobs/{id} with `Prefer: wait=N` (RFC 7240) until the job is final; a server that answers at once is polled with backoff. */
-const poll = async (transport: Transport, jobId: string, report: (job: Job) => boolean, options: WaitOptions): Promise<Job> => {
+const poll = async (
+  transport: Transport,
+  jobId: string,
+  report: (job: Job) => boolean,
+  reportQueue: QueueReport,
+  options: WaitOptions
+): Promise<Job> => {
   const waitSeconds = options.waitSeconds ?? 20
   let delay = MIN_POLL_MS
   for (;;) {
@@ -109,6 +149,7 @@ const poll = async (transport: Transport, jobId: string, report: (job: Job) => b
       timeoutMs: transport.timeoutMs + waitSeconds * 1000
     })
     if (report(job)) delay = MIN_POLL_MS
+    if (job.status === "pending") reportQueue(job.queue)
     if (isTerminal(job)) return job
     await sleep(Math.max(0, delay - (Date.now() - started)), options.signal)
     delay = Math.min(delay * 2, MAX_POLL_MS)
@@ -118,6 +159,7 @@ const poll = async (transport: Transport, jobId: string, report: (job: Job) => b
 /** Resolves with the job once it is completed, failed or cancelled. */
 export const waitForJob = async (transport: Transport, jobId: string, support: StreamSupport, options: WaitOptions = {}): Promise<Job> => {
   const report = reporter(options.onUpdate)
-  const streamed = support.events ? await follow(transport, jobId, report, support, options.signal) : undefined
-  return streamed ?? poll(transport, jobId, report, options)
+  const reportQueue = queueReporter(options.onQueueUpdate)
+  const streamed = support.events ? await follow(transport, jobId, report, reportQueue, support, options.signal) : undefined
+  return streamed ?? poll(transport, jobId, report, reportQueue, options)
 }

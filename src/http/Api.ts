@@ -14,6 +14,7 @@ import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from 
 import { AccountOverviewView } from "./schemas/account.js"
 import { AccountSpendParams, AdminSpendParams, SpendView } from "./schemas/spend.js"
 import { AdminStatsParams, StatsView } from "./schemas/stats.js"
+import { QueueBoardView } from "./schemas/queue.js"
 import {
   CapabilityItem,
   CatalogModelDetail,
@@ -151,7 +152,9 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
     }).annotateMerge(docs(
         "Get a job",
         "A job's status, progress and outputs (scope check_status). With `Prefer: wait=N` the answer waits until " +
-          "the job is completed, failed or cancelled, or N seconds (at most 60) pass; `Preference-Applied: wait=N` says so."
+          "the job is completed, failed or cancelled, or N seconds (at most 60) pass; `Preference-Applied: wait=N` says so. " +
+          "Beside the spec's fields, a pending job has `queue`: its position among the jobs waiting for the same capacity " +
+          "and its estimated start and end (p50, p90)."
       ))
   )
   .add(
@@ -166,7 +169,8 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
         "Server-sent events (scope check_status): one event per status change whose data is the job as GET " +
           "/v1/jobs/{jobId} answers it, the last one on completed, failed or cancelled, after which the stream ends. " +
           "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. A " +
-          "comment line every 15 seconds keeps idle connections open."
+          "comment line every 15 seconds keeps idle connections open. While the job is pending, events named `queue` " +
+          "(no id, so `onmessage` listeners never see them) carry its place as GET's `queue` field: at the start, then on each change."
       ))
   )
   .add(
@@ -501,6 +505,16 @@ export class AdminGroup extends HttpApiGroup.make("admin")
         "Read the queue and run times",
         "Jobs pending (the queue's depth) and processing (in flight) now, and p50/p95 run time per model of the jobs " +
           "completed in the range (the last 24 hours unless asked)."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("queue", "/admin/queue", {
+      disableCodecs: true,
+      success: QueueBoardView
+    }).annotateMerge(docs(
+        "Read the queue's places",
+        "The waiting jobs per account and version, with the place and estimated start and end of each group's first and " +
+          "last job, in the fair order (docs/queues.md, \"Queue position and ETA\"). Read at most once per poll interval."
       ))
   )
   .add(

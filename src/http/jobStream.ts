@@ -3,8 +3,10 @@ import { HttpServerResponse } from "effect/http"
 import { Readable } from "node:stream"
 import type { EngineError, StoreError } from "../domain/errors.js"
 import { isTerminal, type Job } from "../domain/job.js"
+import type { QueuePlace } from "../domain/queuePosition.js"
 import { type JobFollow, type JobListener, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
-import { jobView } from "./views.js"
+import type { QueueBook } from "../services/QueueBook.js"
+import { jobView, queuePlaceView } from "./views.js"
 
 /** Proxies and load balancers commonly drop connections idle for 30 to 60 seconds. */
 const HEARTBEAT = Duration.seconds(15)
@@ -40,6 +42,14 @@ const eventOf = (job: Job): Uint8Array => {
 }
 
 const HEARTBEAT_BYTES = encoder.encode(": heartbeat\n\n")
+
+/**
+ * A pending job's place, as an event named `queue` with no id: clients listening for messages
+ * only (EventSource's onmessage, the spec's) never see it, and Last-Event-ID keeps counting
+ * statuses alone.
+ */
+const queueEventOf = (place: QueuePlace): Uint8Array =>
+  encoder.encode(`event: queue\ndata: ${JSON.stringify(queuePlaceView(place))}\n\n`)
 
 /**
  * Written first on every stream. Node sends a response's headers with its first body bytes, and
@@ -92,6 +102,7 @@ export type Heartbeats = Effect.Success<ReturnType<typeof makeHeartbeats>>
  */
 class EventStream extends Readable implements JobListener {
   private leave: () => void = () => undefined
+  private unwatchQueue: () => void = () => undefined
   private stopped = false
 
   constructor(private readonly heartbeats: Heartbeats) {
@@ -103,7 +114,20 @@ class EventStream extends Readable implements JobListener {
   }
 
   onJob(job: Job) {
+    // Past pending, the job has no place left to tell.
+    if (job.status !== "pending") this.unwatchQueue()
     this.push(eventOf(job))
+  }
+
+  /** Pushes the job's new place (QueueBook calls it at most once per refresh). */
+  readonly onPlace = (place: QueuePlace) => {
+    this.push(queueEventOf(place))
+  }
+
+  /** Takes the function that stops the job's place updates; called at once if the stream already stopped. */
+  watchQueue(unwatch: () => void) {
+    if (this.stopped) return unwatch()
+    this.unwatchQueue = unwatch
   }
 
   /** A store error ends the stream too (JobFollow logs it): the client resumes with Last-Event-ID. */
@@ -132,6 +156,7 @@ class EventStream extends Readable implements JobListener {
     if (this.stopped) return
     this.stopped = true
     this.heartbeats.remove(this)
+    this.unwatchQueue()
     this.leave()
   }
 }
@@ -155,14 +180,16 @@ const respondWith = (bytes: ReadonlyArray<Uint8Array>) => {
  * once, then the events left. A job already terminal has at most its final event left, and a
  * client that saw the final event nothing: those are answered whole, with no watcher. Otherwise
  * the body is an EventStream joined to the job's shared watch before the answer starts, so a
- * refusal (too many watchers) is the usual JSON error.
+ * refusal (too many watchers) is the usual JSON error. A pending job's stream also tells its place
+ * in the queue (`queue`: the place when it opens, then each change QueueBook finds) until it starts.
  */
 export const eventStreamResponse = (
   follow: JobFollow["Service"],
   heartbeats: Heartbeats,
   job: Job,
   after: number,
-  since: number
+  since: number,
+  queue?: { readonly book: QueueBook["Service"]; readonly place: QueuePlace | null | undefined }
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, EngineError> => {
   if (after >= FINAL_EVENT_ID) return Effect.succeed(respondWith([OPEN_BYTES]))
   if (isTerminal(job.status)) return Effect.succeed(respondWith([OPEN_BYTES, eventOf(job)]))
@@ -171,8 +198,13 @@ export const eventStreamResponse = (
     stream.push(OPEN_BYTES)
     const rank = statusRank(job.status)
     if (rank > after) stream.push(eventOf(job))
+    // Places go to a client that has not seen the job start (a resume after processing has).
+    const book = job.status === "pending" && after < statusRank("processing") ? queue?.book : undefined
+    const place = book === undefined ? undefined : queue?.place ?? undefined
+    if (place !== undefined) stream.push(queueEventOf(place))
     return Effect.map(follow.join(job.id, Math.max(rank, after), stream, since), (leave) => {
       stream.attach(leave)
+      if (book !== undefined) stream.watchQueue(book.watch(job, stream.onPlace, place))
       return HttpServerResponse.raw(stream, { contentType: "text/event-stream", headers: STREAM_HEADERS })
     })
   })

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import type { Account, ApiKey } from "../domain/account.js"
 import { type Job, progressOf } from "../domain/job.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
+import type { QueueBoard, QueuePlace } from "../domain/queuePosition.js"
 import type { Stats } from "../domain/stats.js"
 import type { WebhookDelivery } from "../domain/webhook.js"
 import { fairWeightOf } from "../domain/fairShare.js"
@@ -13,6 +14,7 @@ import {
   type SubmitResponse,
   SubmitResponseOfJob
 } from "./schemas/jobs.js"
+import { QueuePlaceOfPlace } from "./schemas/queue.js"
 
 export const iso = (ms: number): string => new Date(ms).toISOString()
 const isoOrNull = (ms: number | null): string | null => (ms === null ? null : iso(ms))
@@ -21,8 +23,11 @@ const encodeJobView = Schema.encodeSync(JobViewOfJob)
 const encodeJobListItem = Schema.encodeSync(JobListItemOfJob)
 const encodeSubmitResponse = Schema.encodeSync(SubmitResponseOfJob)
 
-/** A job as GET /v1/jobs/{id} answers it, as JSON. */
-export const jobView = (job: Job): typeof JobView.Type =>
+/**
+ * A job as GET /v1/jobs/{id} answers it, as JSON; with `queue` (a pending job's place, null when
+ * it could not be read) beside the spec's fields.
+ */
+export const jobView = (job: Job, queue?: QueuePlace | null): typeof JobView.Type =>
   encodeJobView({
     jobId: job.id,
     status: job.status,
@@ -31,7 +36,8 @@ export const jobView = (job: Job): typeof JobView.Type =>
     completedAt: job.completedAt,
     output: job.outputs?.[0]?.url ?? null,
     outputs: job.outputs,
-    error: job.error
+    error: job.error,
+    ...(queue === undefined ? {} : { queue })
   })
 
 /** A job as GET /v1/jobs lists it, as JSON. */
@@ -108,4 +114,16 @@ export const statsView = (stats: Stats) => ({
   from: iso(stats.from),
   to: iso(stats.to),
   runTimes: stats.runTimes
+})
+
+const encodeQueuePlace = Schema.encodeSync(QueuePlaceOfPlace)
+
+/** A pending job's place as the status stream's `queue` event carries it, as JSON. */
+export const queuePlaceView = (place: QueuePlace) => encodeQueuePlace(place)
+
+/** The operator's queue board (QueueBook.board) as GET /admin/queue answers it. */
+export const queueBoardView = (board: QueueBoard) => ({
+  at: iso(board.at),
+  waitingGroups: board.waitingGroups,
+  groups: board.groups.map((group) => ({ ...group, first: queuePlaceView(group.first), last: queuePlaceView(group.last) }))
 })

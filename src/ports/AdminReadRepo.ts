@@ -4,6 +4,7 @@ import type { JobCursor } from "../domain/cursor.js"
 import type { StoreError } from "../domain/errors.js"
 import type { AccountId } from "../domain/ids.js"
 import type { Job, JobStatus } from "../domain/job.js"
+import type { WaitingSummary } from "../domain/queuePosition.js"
 import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { StatsQuery, StatsRead } from "../domain/stats.js"
 import type { DeliveryStatus, WebhookDelivery } from "../domain/webhook.js"
@@ -63,4 +64,10 @@ export class AdminReadRepo extends Context.Service<AdminReadRepo, {
    * ended in the range, newest end first, at most `limit`.
    */
   readonly stats: (query: StatsQuery) => Effect.Effect<StatsRead, StoreError>
+  /**
+   * The pending jobs per account and version (how many, their smallest and largest fair key,
+   * the account's weight) and the processing jobs per version: one grouped read, what queue
+   * positions are counted from (QueueBook), whatever the number of jobs waiting.
+   */
+  readonly waitingSummary: Effect.Effect<WaitingSummary, StoreError>
 }>()("genjobs/AdminReadRepo") {}

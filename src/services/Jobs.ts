@@ -10,6 +10,7 @@ import { estimate } from "./jobs/estimate.js"
 import { get, list } from "./jobs/reads.js"
 import { submit } from "./jobs/submit.js"
 import { LocalWorkers } from "./LocalWorkers.js"
+import { QueueBook } from "./QueueBook.js"
 
 export { MAX_WEBHOOK_URL_LENGTH } from "./jobs/checks.js"
 export type { JobPage, ListRequest } from "./jobs/reads.js"
@@ -23,7 +24,8 @@ export const make = Effect.gen(function*() {
     signal: yield* JobSignal,
     config: yield* EngineConfig,
     localWorkers: yield* LocalWorkers,
-    queue: yield* Effect.serviceOption(JobQueue)
+    queue: yield* Effect.serviceOption(JobQueue),
+    estimateAtSubmit: (yield* QueueBook).estimateAtSubmit
   }
   return {
     estimate: Effect.fn("Jobs.estimate")(estimate(deps)),

@@ -10,6 +10,7 @@ import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { fairStep } from "../../src/domain/fairShare.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 
 export type AdminStores = AccountRepo | ApiKeyRepo | JobRepo | WebhookDeliveryRepo | AdminReadRepo | AccountSettingsRepo | AuditLog
@@ -214,6 +215,31 @@ export const runAdminConformance = (
         ])
         expect((yield* reads.stats({ from: T0, to: T0 + 10_000, limit: 2 })).runs.map((r) => r.runMs)).toEqual([1_000, 300])
         expect((yield* reads.stats({ from: T0 + 401, to: T0 + 10_000, limit: 10 })).runs).toEqual([{ model: "demo/text", runMs: 1_000 }])
+      }))
+
+    test("sums the waiting jobs per account and version in one grouped read, and the running ones per version", () =>
+      Effect.gen(function*() {
+        const reads = yield* AdminReadRepo
+        const a = yield* createAccount(1_000_000)
+        const b = yield* createAccount(1_000_000, { fairShareWeight: 4 })
+        for (let n = 0; n < 3; n++) yield* submit(job(a.id, { createdAt: T0 + n }))
+        yield* submit(job(a.id, { version: "v2", createdAt: T0 + 3 }))
+        for (let n = 0; n < 2; n++) yield* submit(job(b.id, { createdAt: T0 + 10 + n }))
+        yield* submit(job(a.id, { status: "processing", startedAt: T0 + 1 }))
+        yield* submit(job(b.id, { status: "processing", startedAt: T0 + 1 }))
+        yield* submit(job(b.id, { status: "completed", startedAt: T0 + 1, completedAt: T0 + 2 }))
+        const { running, waiting } = yield* reads.waitingSummary
+        const group = (accountId: string, version: string) => waiting.find((g) => g.accountId === accountId && g.version === version)!
+        expect(waiting).toHaveLength(3)
+        const a1 = group(a.id, "v1")
+        expect(a1).toMatchObject({ model: "demo/text", count: 3, weight: 1 })
+        // An account's waiting keys one step apart: exact positions from the head, the tail and the count.
+        expect(a1.tailKey - a1.headKey).toBe(2 * fairStep(1))
+        expect(group(a.id, "v2")).toMatchObject({ count: 1, headKey: a1.tailKey + fairStep(1) })
+        const b1 = group(b.id, "v1")
+        // B had nothing waiting: its first key is the smallest waiting one; its step is its weight's.
+        expect(b1).toMatchObject({ count: 2, headKey: a1.headKey, tailKey: a1.headKey + fairStep(4), weight: 4 })
+        expect(running).toEqual([{ model: "demo/text", version: "v1", count: 2 }])
       }))
 
     test("pages an account's ledger oldest first", () =>

@@ -365,4 +365,39 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
     expect([refused.status, refused.body.error.code]).toEqual([401, "API_KEY_INACTIVE"])
     expect(pageErrors).toEqual([])
   })
+
+  it("shows the waiting jobs per account and model with their positions", async () => {
+    // One job at a time on the demo provider, so the others wait.
+    const catalog = demoCatalog()
+    const limited = { ...catalog, providers: catalog.providers.map((p) => ({ ...p, limits: { maxInFlight: 1 } })) }
+    expect((await api("PUT", "/admin/catalog", ADMIN, limited)).status).toBe(200)
+    const keyOf = async (name: string) => {
+      const account = await api("POST", "/admin/accounts", ADMIN, { name, creditsMicroCents: 10_000_000 })
+      return (await api("POST", `/admin/accounts/${account.body.id}/keys`, ADMIN, { name: "k", scopes: [], allowedIPs: [] })).body.key as string
+    }
+    const studio = await keyOf("Queue Studio")
+    const other = await keyOf("Other Lab")
+    const submit = (k: string) =>
+      api("POST", "/v1/jobs/submit", k, { model: "demo/text-gen/text-to-text", input: { prompt: "wait", demoDelayMs: 10_000 } })
+    const running = (await submit(studio)).body.jobId as string
+    await expect.poll(async () => (await api("GET", `/v1/jobs/${running}`, studio)).body.status, { timeout: 10_000 }).toBe("processing")
+    const jobs = [running, ...[await submit(studio), await submit(studio), await submit(other)].map((r) => r.body.jobId as string)]
+    try {
+      await page.getByRole("link", { name: "Queue" }).click()
+      await page.getByRole("heading", { level: 1, name: "Queue" }).waitFor()
+      const table = page.getByRole("table", { name: /Waiting jobs/ })
+      const rows = table.locator("tbody tr")
+      // One of the studio's jobs runs; its two others wait, and the lab's one job waits beside them, not behind.
+      await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(2)
+      const cells = await rows.evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)))
+      expect(cells.map((c) => c[1])).toEqual(["demo/text-gen/text-to-text", "demo/text-gen/text-to-text"])
+      const byWaiting = Object.fromEntries(cells.map((c) => [c[3], c[4]]))
+      // The lab's one job takes the studio's next key: second, between the studio's two (1 and 3), not behind them.
+      expect(byWaiting).toEqual({ "2": "1–3", "1": "2" })
+      await page.screenshot({ path: `${SHOTS}-queue.png`, fullPage: true })
+      expect(pageErrors).toEqual([])
+    } finally {
+      for (const [i, jobId] of jobs.entries()) await api("POST", `/v1/jobs/${jobId}/cancel`, i < 3 ? studio : other)
+    }
+  }, 45_000)
 })

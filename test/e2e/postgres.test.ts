@@ -56,7 +56,8 @@ describe.skipIf(databaseUrl === undefined)("scale-out on PostgreSQL: an API proc
     const stream = await fetch(`${api.url}/v1/jobs/${jobId}/events`, { headers: { authorization: `Bearer ${key}` } })
     expect(stream.headers.get("content-type")).toContain("text/event-stream")
     const seen: Array<string> = []
-    for await (const event of readEvents(stream.body!)) seen.push(`${event.id} ${JSON.parse(event.data).status}`)
+    // Status events only: a pending job's place comes as `queue` events beside them.
+    for await (const event of readEvents(stream.body!)) if (event.event === "message") seen.push(`${event.id} ${JSON.parse(event.data).status}`)
     // The worker process may have claimed the job before the stream opened.
     expect(seen.filter((e) => e !== "1 pending")).toEqual(["2 processing", "3 completed"])
     // The backstop re-read comes every 5 s: sooner means the worker process's NOTIFY arrived.

@@ -60,6 +60,8 @@ describe("the status stream's heartbeat, on TestClock", () => {
       const stream = reading((yield* request("GET", `/v1/jobs/${jobId}/events`, key)).body!)
       expect(yield* stream.next).toBe(": open\n\n")
       expect(yield* stream.next).toMatch(/^id: 1\n/)
+      // The pending job's place in the queue, right after its status.
+      expect(yield* stream.next).toMatch(/^event: queue\ndata: \{"position":1,/)
 
       yield* TestClock.adjust("15 seconds")
       expect(yield* stream.next).toBe(": heartbeat\n\n")

@@ -13,6 +13,7 @@ import { AuditView } from "./audit.js"
 import { CatalogView } from "./catalog.js"
 import { DeliveriesView } from "./deliveries.js"
 import { JobsView, JobView } from "./jobs.js"
+import { QueueView } from "./queue.js"
 import { UsageView } from "./usage.js"
 import { ErrorMessage } from "./ui.js"
 
@@ -28,6 +29,7 @@ const SECTIONS = [
   ["accounts", "Accounts"],
   ["usage", "Usage"],
   ["jobs", "Jobs"],
+  ["queue", "Queue"],
   ["deliveries", "Webhook deliveries"],
   ["catalog", "Catalog"],
   ["audit", "Audit log"]
@@ -119,6 +121,8 @@ const App = () => {
     ? html`<${JobView} key=${id} id=${id} ...${props} />`
     : section === "jobs"
     ? html`<${JobsView} ...${props} />`
+    : section === "queue"
+    ? html`<${QueueView} ...${props} />`
     : section === "usage"
     ? html`<${UsageView} ...${props} />`
     : section === "deliveries"

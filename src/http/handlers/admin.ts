@@ -7,12 +7,13 @@ import { Admin } from "../../services/Admin.js"
 import { AdminReads } from "../../services/AdminReads.js"
 import { Catalog } from "../../services/Catalog.js"
 import { ProviderHealth } from "../../services/ProviderHealth.js"
+import { QueueBook } from "../../services/QueueBook.js"
 import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, auditEntryView, providerHealthView } from "../adminViews.js"
 import { EngineApi } from "../Api.js"
 import { CurrentAdmin } from "../middleware.js"
 import { CurrentRequestId } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
-import { accountView, apiKeyView, spendView, statsView } from "../views.js"
+import { accountView, apiKeyView, queueBoardView, spendView, statsView } from "../views.js"
 
 /**
  * The catalog document's JSON Schema, derived from the Schema the import decodes with. Draft-07,
@@ -49,6 +50,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
     const reads = yield* AdminReads
     const catalog = yield* Catalog
     const health = yield* ProviderHealth
+    const book = yield* QueueBook
     return handlers
       .handle("replaceCatalog", ({ headers, payload }) =>
         Effect.gen(function*() {
@@ -86,6 +88,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
         Effect.flatMap(actor, (by) => admin.updateKey(params.id, payload, by)).pipe(Effect.map(apiKeyView)))
       .handle("spend", ({ query }) => reads.spend(query).pipe(Effect.map(spendView)))
       .handle("stats", ({ query }) => reads.stats(query).pipe(Effect.map(statsView)))
+      .handle("queue", () => Effect.map(book.board, queueBoardView))
       .handle("deactivateKey", ({ params }) =>
         Effect.flatMap(actor, (by) => admin.deactivateKey(params.id, by)).pipe(Effect.map(apiKeyView)))
       .handle("listJobs", ({ query }) =>

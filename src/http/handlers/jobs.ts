@@ -2,8 +2,10 @@ import { Clock, Effect } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { RequestId } from "../../domain/ids.js"
+import type { Job } from "../../domain/job.js"
 import { JobFollow } from "../../services/JobFollow.js"
 import { Jobs } from "../../services/Jobs.js"
+import { QueueBook } from "../../services/QueueBook.js"
 import { get as getJob } from "../../services/jobs/reads.js"
 import { EngineApi } from "../Api.js"
 import { deprecationHeaders } from "../deprecationHeaders.js"
@@ -26,6 +28,13 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
     const jobs = yield* Jobs
     const follow = yield* JobFollow
     const heartbeats = yield* makeHeartbeats()
+    const book = yield* QueueBook
+    // A pending job's place; the job is answered without it (null) when the queue cannot be read.
+    const queueOf = (job: Job) =>
+      job.status !== "pending" ? Effect.succeed(undefined) : book.place(job).pipe(
+        Effect.map((place) => place ?? null),
+        Effect.catch((error) => Effect.as(Effect.logWarning("a queue place was not read", error), null))
+      )
     // A watcher's own read of its job goes with the other watchers' opens, many to a statement
     // (a dashboard opening a stream per job); a plain GET reads on its own.
     const getWatchedJob = getJob({ repo: { get: follow.readForWatch } })
@@ -69,18 +78,25 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           // Read off the request rather than declared: a declared header would become a required
           // argument of every typed client's get.
           const wait = readPreferWait((yield* HttpServerRequest.HttpServerRequest).headers["prefer"])
-          if (wait === undefined) return jobView(yield* jobs.get(yield* CurrentCaller, params.jobId))
+          if (wait === undefined) {
+            const job = yield* jobs.get(yield* CurrentCaller, params.jobId)
+            return jobView(job, yield* queueOf(job))
+          }
           // Taken before the read: a change the read misses is caught by its hint (JobFollow.add).
           const since = yield* follow.hintMark
           const job = yield* getWatchedJob(yield* CurrentCaller, params.jobId)
-          return yield* withHeaders(preferenceApplied(wait), jobView(yield* follow.awaitTerminal(job, wait, since)))
+          const waited = yield* follow.awaitTerminal(job, wait, since)
+          return yield* withHeaders(preferenceApplied(wait), jobView(waited, yield* queueOf(waited)))
         }))
       .handle("events", ({ headers, params }) =>
         Effect.gen(function*() {
           const since = yield* follow.hintMark
           // Checked before the stream starts, so a refusal is the usual JSON error.
           const job = yield* getWatchedJob(yield* CurrentCaller, params.jobId)
-          return yield* eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]), since)
+          return yield* eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]), since, {
+            book,
+            place: yield* queueOf(job)
+          })
         }))
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {

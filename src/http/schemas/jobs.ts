@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { IsoFromMillis } from "../../domain/isoTime.js"
 import { Job, JobStatus, OutputItem } from "../../domain/job.js"
 import { PageLimit, StatusFilter } from "./paging.js"
+import { QueuePlaceOfPlace } from "./queue.js"
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
@@ -78,7 +79,9 @@ export const JobViewOfJob = Schema.Struct({
   /** The first output's URL. */
   output: Schema.NullOr(OutputItem.fields.url),
   outputs: Job.fields.outputs,
-  error: Job.fields.error
+  error: Job.fields.error,
+  /** Beside the spec's fields: a pending job's place (null when it could not be read), absent on other statuses. */
+  queue: Schema.optionalKey(Schema.NullOr(QueuePlaceOfPlace))
 })
 export const JobView = jsonStruct(JobViewOfJob)
 

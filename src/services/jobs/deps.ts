@@ -1,4 +1,5 @@
 import type { Option } from "effect"
+import type { Job } from "../../domain/job.js"
 import type { JobQueue } from "../../ports/JobQueue.js"
 import type { JobRepo } from "../../ports/JobRepo.js"
 import type { JobSignal } from "../../ports/JobSignal.js"
@@ -15,4 +16,6 @@ export interface JobsDeps {
   readonly localWorkers: LocalWorkers["Service"]
   /** A queue broker when one is configured; else the store is the queue. */
   readonly queue: Option.Option<JobQueue["Service"]>
+  /** When a job about to be submitted should end, the queue ahead counted (QueueBook.estimateAtSubmit). */
+  readonly estimateAtSubmit: (job: Job, now: number) => number
 }

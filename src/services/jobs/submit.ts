@@ -80,7 +80,9 @@ export const submit = (deps: JobsDeps) =>
     const webhookUrl = yield* checkWebhookUrl(request.webhookUrl)
     const { cost, resolved } = yield* quote(deps, caller, request, request.input)
     const now = yield* Clock.currentTimeMillis
-    const job = newJob(caller, request, webhookUrl, requestId, resolved, cost.estimatedCostMicroCents, now)
+    const admitted = newJob(caller, request, webhookUrl, requestId, resolved, cost.estimatedCostMicroCents, now)
+    // The end it answers and keeps counts the queue ahead: a replay answers the same.
+    const job = { ...admitted, estimatedCompletionAt: deps.estimateAtSubmit(admitted, now) }
     const { found, outcome, taken } = yield* storeSubmit(deps, {
       job,
       maxConcurrentJobs: caller.account.maxConcurrentJobs,
