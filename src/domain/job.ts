@@ -2,6 +2,7 @@ import { Result, Schema } from "effect"
 import { TransitionError } from "./errors.js"
 import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
 import { ProviderHandle, ProviderPhase, ProviderRouteRef } from "./providerHandle.js"
+import { ProviderLogMark } from "./providerLogs.js"
 import { Refusal } from "./refusal.js"
 
 export const JobStatus = Schema.Literals(["pending", "processing", "completed", "failed", "cancelled"])
@@ -55,7 +56,11 @@ export const Job = Schema.Struct({
    * The route (and credential id, never its secret) the job's start was sent on, synchronous
    * starts included; null before any start was sent, and on jobs of releases that did not record it.
    */
-  providerRoute: Schema.NullOr(ProviderRouteRef)
+  providerRoute: Schema.NullOr(ProviderRouteRef),
+  /** What the provider reported of its progress (0-100), never moving backwards; absent until it reported any. */
+  providerProgress: Schema.optional(Schema.Int),
+  /** Where the job's provider log stands (domain/providerLogs.ts); absent until a poll brought a line. */
+  providerLog: Schema.optional(ProviderLogMark)
 })
 export type Job = typeof Job.Type
 
