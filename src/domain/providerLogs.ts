@@ -104,7 +104,7 @@ export interface LogAppendPlan {
  * (each provider answers all of it on every poll): the lines past `mark.taken` are new. Each is
  * cleaned, redacted, then cut; blank lines are dropped. Lines are kept while both caps leave room
  * for the marker; the first that does not fit writes the marker instead, and nothing is kept
- * after it. Undefined when nothing is new (nothing to write). A log shorter than `mark.taken`
+ * after it. Undefined when nothing is new, or the log is capped already (nothing to write). A log shorter than `mark.taken`
  * (a new generation's) is read from its start.
  */
 export const planLogAppend = (
@@ -114,10 +114,12 @@ export const planLogAppend = (
   now: number
 ): LogAppendPlan | undefined => {
   const from = reported.length < mark.taken ? 0 : mark.taken
-  if (reported.length === from) return undefined
+  // Past the cap nothing more is kept, so nothing is written either.
+  if (reported.length === from || mark.capped) return undefined
   const markerBytes = utf8Bytes(LOG_CAP_MARKER)
   const lines: Array<LogLine> = []
-  let { bytes, capped, lines: count } = mark
+  let { bytes, lines: count } = mark
+  let capped: boolean = mark.capped
   for (const raw of reported.slice(from)) {
     if (capped) break
     const line = cutLine(redactLine(clean(raw), secrets))
