@@ -75,6 +75,7 @@ import {
   SubmitResponse,
   SubmitWaitedResponse
 } from "./schemas/jobs.js"
+import { JobLogPage, JobLogParams } from "./schemas/jobLogs.js"
 import { strictBody } from "./schemas/strictBody.js"
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
@@ -167,6 +168,21 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
           "/v1/jobs/{jobId} answers it, the last one on completed, failed or cancelled, after which the stream ends. " +
           "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. A " +
           "comment line every 15 seconds keeps idle connections open."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("logs", "/v1/jobs/:jobId/logs", {
+      disableCodecs: true,
+      params: JobIdPath,
+      query: JobLogParams.fields,
+      success: JobLogPage,
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+    }).annotateMerge(docs(
+        "Read a job's provider log",
+        "The lines the job's provider logged while it ran, oldest first, redacted of secrets (scope check_status; " +
+          "another account's job is refused as GET /v1/jobs/{jobId} refuses it). A job keeps at most 1,000 lines and " +
+          "256 KiB; past that one marker line ends its log. Only providers that report logs have lines (docs/providers.md). " +
+          "Follow `nextCursor`: it stays present while the job may still log, and the stream's `log` events carry new lines."
       ))
   )
   .add(

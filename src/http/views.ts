@@ -26,6 +26,7 @@ export const jobView = (job: Job): typeof JobView.Type =>
     jobId: job.id,
     status: job.status,
     progress: progressOf(job.status),
+    providerProgress: job.providerProgress ?? null,
     createdAt: job.createdAt,
     completedAt: job.completedAt,
     output: job.outputs?.[0]?.url ?? null,
@@ -39,6 +40,7 @@ export const jobListItem = (job: Job): typeof JobListItem.Type =>
     jobId: job.id,
     status: job.status,
     progress: progressOf(job.status),
+    providerProgress: job.providerProgress ?? null,
     model: job.model,
     createdAt: job.createdAt,
     completedAt: job.completedAt

@@ -11,6 +11,7 @@ import { CurrentCaller } from "../middleware.js"
 import { CurrentRequestId } from "../requestContext.js"
 import { eventStreamResponse, makeHeartbeats, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
 import { jobListItem, jobView, submitView } from "../views.js"
+import { jobLogPageView } from "../logViews.js"
 
 /**
  * The answer's value, with headers the protocol adds (Deprecation/Sunset, Idempotent-Replayed,
@@ -82,6 +83,8 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const job = yield* getWatchedJob(yield* CurrentCaller, params.jobId)
           return yield* eventStreamResponse(follow, heartbeats, job, readLastEventId(headers["last-event-id"]), since)
         }))
+      .handle("logs", ({ params, query }) =>
+        Effect.map(Effect.flatMap(CurrentCaller, (caller) => jobs.logs(caller, params.jobId, query)), jobLogPageView))
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
           const outcome = yield* jobs.cancel(yield* CurrentCaller, params.jobId)
