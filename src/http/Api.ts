@@ -166,7 +166,10 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
         "Follow a job's status",
         "Server-sent events (scope check_status): one event per status change whose data is the job as GET " +
           "/v1/jobs/{jobId} answers it, the last one on completed, failed or cancelled, after which the stream ends. " +
-          "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. A " +
+          "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. While the " +
+          "job runs, a rise of its `providerProgress` comes as the same job event without an id, and each new provider " +
+          "log line as an `event: log` whose data is a line as GET /v1/jobs/{jobId}/logs answers it (lines logged " +
+          "before the stream opened are not sent again: read them there). A " +
           "comment line every 15 seconds keeps idle connections open."
       ))
   )

@@ -13,6 +13,7 @@ import { type CredentialsOption, credentialSet } from "../credentials.js"
 import { apiRoot, connectionPool, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { replicateApi } from "./api.js"
+import { logTextLines } from "../../../src/domain/providerLogs.js"
 import { outputsOf, progressOfLogs } from "./outputs.js"
 import { Prediction, PredictionPage, WebhookBody, WebhookSecret } from "./schema.js"
 import { keptSecret, webhookProblem } from "./webhookSignature.js"
@@ -125,8 +126,9 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
     switch (prediction.status) {
       case "starting":
       case "processing": {
+        // The logs are the prediction's whole output so far, on every poll: the engine keeps the lines it has not seen.
         const progress = progressOfLogs(prediction.logs)
-        return { _tag: "Running", ...(progress === undefined ? {} : { progress }) }
+        return { _tag: "Running", logs: logTextLines(prediction.logs), ...(progress === undefined ? {} : { progress }) }
       }
       case "succeeded": {
         const outputs = outputsOf(prediction.output, declaredOutputType(request), headersFor(token))
@@ -162,6 +164,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
   return {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
     ...(tokens.credentials === undefined ? {} : { credentials: tokens.credentials }),
+    logSecrets: tokens.secrets,
 
     start: (request) =>
       Effect.gen(function*() {
