@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeDemoProvider } from "../../adapters/generators/demo/DemoGenerator.js"
+import { createClient } from "../../src/client/createClient.js"
 import { readEvents, type ServerEvent } from "../../src/client/eventStream.js"
 import { encodeLogCursor } from "../../src/domain/logCursor.js"
 import { LOG_CAP_MARKER, MAX_LOG_LINES } from "../../src/domain/providerLogs.js"
@@ -102,6 +103,15 @@ describe("provider progress and logs", () => {
     expect(logLines.map((l) => l.seq)).toEqual(Array.from({ length: MAX_LOG_LINES }, (_, i) => i + 1))
     const done = (await acc.get(`/v1/jobs/${jobId}`)).body
     expect(done).toMatchObject({ status: "completed", progress: 100, providerProgress: 80 })
+    // The client reads the same pages, and its Effect twin types them from the HttpApi.
+    const client = createClient({ baseUrl: BASE, apiKey: acc.key, fetch: (url, init) => engine.handler(new Request(url, init)) })
+    const byClient = await client.logs(jobId, { limit: 2 })
+    expect(byClient).toMatchObject({ hasMore: true, lines: [{ seq: 1, line: "step one" }, { seq: 2, line: "calling with [REDACTED]" }] })
+    expect((await client.logs(jobId, { limit: 1, cursor: byClient.nextCursor! })).lines).toMatchObject([{ seq: 3 }])
+    expect((await client.get(jobId)).providerProgress).toBe(80)
+    await expect(createClient({ baseUrl: BASE, apiKey: other.key, fetch: (url, init) => engine.handler(new Request(url, init)) }).logs(jobId))
+      .rejects.toMatchObject({ status: refused.status })
+
     // Ended: the last page says no line follows.
     expect((await acc.get(`/v1/jobs/${jobId}/logs?cursor=${encodeLogCursor(MAX_LOG_LINES)}`)).body).toEqual({ lines: [], hasMore: false, nextCursor: null })
   })
