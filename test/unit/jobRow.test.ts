@@ -46,7 +46,9 @@ const fullJob: Job = {
     route: { index: 1, providerId: "replicate", credentialId: "cred_a" }
   },
   providerStarts: 3,
-  providerRoute: { index: 1, providerId: "fal", credentialId: "cred_2" }
+  providerRoute: { index: 1, providerId: "fal", credentialId: "cred_2" },
+  providerProgress: 45,
+  providerLog: { taken: 12, lines: 10, bytes: 420, capped: false }
 }
 
 /** Every nullable field null; a job that recorded no key has no apiKeyId. */
@@ -92,11 +94,13 @@ describe("a job's row", () => {
       provider_phase: "started",
       provider_handle: JSON.stringify(fullJob.providerHandle),
       provider_starts: 3,
-      provider_route: JSON.stringify(fullJob.providerRoute)
+      provider_route: JSON.stringify(fullJob.providerRoute),
+      provider_progress: 45,
+      provider_log: JSON.stringify(fullJob.providerLog)
     })
     const bare = jobRow(bareJob)
-    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route])
-      .toStrictEqual([null, null, null, null, null, null])
+    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route, bare.provider_progress, bare.provider_log])
+      .toStrictEqual([null, null, null, null, null, null, null, null])
   })
 
   it("reads the rows earlier releases wrote: no api_key_id column, JSON null for no error, extra columns", () => {
