@@ -13,8 +13,8 @@ import { type CredentialsOption, credentialSet } from "../credentials.js"
 import { apiRoot, connectionPool, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { replicateApi } from "./api.js"
-import { logTextLines } from "../../../src/domain/providerLogs.js"
-import { outputsOf, progressOfLogs } from "./outputs.js"
+import { lastPercentOf, logTextLines } from "../../../src/domain/providerLogs.js"
+import { outputsOf } from "./outputs.js"
 import { Prediction, PredictionPage, WebhookBody, WebhookSecret } from "./schema.js"
 import { keptSecret, webhookProblem } from "./webhookSignature.js"
 
@@ -127,7 +127,8 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
       case "starting":
       case "processing": {
         // The logs are the prediction's whole output so far, on every poll: the engine keeps the lines it has not seen.
-        const progress = progressOfLogs(prediction.logs)
+        // The bar still being drawn (the last line, without its newline) shows the current percentage.
+        const progress = lastPercentOf((prediction.logs ?? "").split("\n"))
         return { _tag: "Running", logs: logTextLines(prediction.logs), ...(progress === undefined ? {} : { progress }) }
       }
       case "succeeded": {
