@@ -16,6 +16,7 @@ import type { JobRepo } from "./ports/JobRepo.js"
 import { type JobQueue, QueueIsBroker } from "./ports/JobQueue.js"
 import type { JobSignal } from "./ports/JobSignal.js"
 import type { RetentionRepo } from "./ports/RetentionRepo.js"
+import type { JobLogRepo } from "./ports/JobLogRepo.js"
 import { type GenerationProvider, layerProviders } from "./ports/Provider.js"
 import type { UploadRepo } from "./ports/UploadRepo.js"
 import type { UploadTarget } from "./ports/UploadTarget.js"
@@ -99,6 +100,7 @@ export type StorePorts =
   | WebhookDeliveryRepo
   | UploadRepo
   | RetentionRepo
+  | JobLogRepo
   | AdminReadRepo
   | AccountSettingsRepo
   | AuditLog

@@ -43,7 +43,10 @@ export const retentionRepo = (state: MemoryState): RetentionRepo["Service"] => {
             state.deliveries.delete(delivery.id)
             deliveries++
           }
-          if (deliveriesOf(id).length === 0 && state.jobs.delete(id)) jobs++
+          if (deliveriesOf(id).length === 0 && state.jobs.delete(id)) {
+            state.jobLogs.delete(id)
+            jobs++
+          }
         }
         return { jobs, deliveries }
       }),

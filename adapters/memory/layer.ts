@@ -4,6 +4,7 @@ import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
 import { accountSettingsRepo, adminReadRepo } from "./MemoryAdmin.js"
@@ -14,6 +15,7 @@ import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
+import { jobLogRepo } from "./MemoryJobLogs.js"
 import { memoryJobDriver } from "./MemoryJobs.js"
 import { retentionRepo } from "./MemoryRetention.js"
 import { uploadRepo } from "./MemoryUploads.js"
@@ -33,6 +35,7 @@ export const layerMemoryStores = Layer.unwrap(
       Layer.succeed(WebhookDeliveryRepo, webhookDeliveryRepo(state)),
       Layer.succeed(UploadRepo, uploadRepo(state)),
       Layer.succeed(RetentionRepo, retentionRepo(state)),
+      Layer.succeed(JobLogRepo, jobLogRepo(state)),
       Layer.succeed(AdminReadRepo, adminReadRepo(state)),
       Layer.succeed(AccountSettingsRepo, accountSettingsRepo(state)),
       Layer.succeed(AuditLog, memoryAuditLog()),

@@ -4,6 +4,7 @@ import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { SpendRollup } from "../../src/domain/spend.js"
 import type { IdempotencyRecord } from "../../src/ports/JobStoreDriver.js"
+import type { LogLine } from "../../src/domain/providerLogs.js"
 import type { Upload } from "../../src/domain/upload.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
 import { IndexedJobs } from "./jobIndex.js"
@@ -25,6 +26,8 @@ export interface MemoryState {
   /** Provider starts by limit scope, then by bucket start of the minute window. */
   readonly providerStarts: Map<string, Map<number, { readonly n: number; readonly oldest: number }>>
   readonly leases: Map<string, { readonly owner: string; readonly expiresAt: number }>
+  /** Each job's kept provider log lines, in order (MemoryJobLogs.ts). */
+  readonly jobLogs: Map<string, Array<LogLine>>
   catalog: StoredCatalog
   readonly lock: Semaphore.Semaphore
 }
@@ -41,6 +44,7 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.
   rateWindows: new Map(),
   providerStarts: new Map(),
   leases: new Map(),
+  jobLogs: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
   lock
 }))

@@ -50,6 +50,9 @@ export const makeSqlRetention = Effect.gen(function*() {
             WHERE id IN ${sql.in(jobIds)} AND status IN ${sql.in(statuses)}
               AND NOT EXISTS (SELECT 1 FROM ${t.webhook_deliveries} d WHERE d.job_id = ${t.jobs}.id)
             RETURNING id`
+          // The jobs' provider log lines go with them (migration 0018).
+          const removed = yield* decodeIds(jobs)
+          if (removed.length > 0) yield* sql`DELETE FROM ${t.job_logs} WHERE job_id IN ${sql.in(removed.map((row) => row.id))}`
           return { jobs: jobs.length, deliveries: deliveries.length }
         })).pipe(storeErrors("remove jobs")),
 

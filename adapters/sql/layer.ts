@@ -6,6 +6,7 @@ import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
+import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
@@ -21,6 +22,7 @@ import { makeSqlAuthFailures } from "./SqlAuthFailures.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
+import { makeSqlJobLogs } from "./SqlJobLogs.js"
 import { layerSqlStoreStats } from "./SqlStoreStats.js"
 import { makeSqlUploads } from "./SqlUploads.js"
 import { makeSqlWebhooks } from "./SqlWebhooks.js"
@@ -55,6 +57,7 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrap(
       Layer.succeed(WebhookDeliveryRepo, yield* makeSqlWebhooks),
       Layer.succeed(UploadRepo, yield* makeSqlUploads),
       Layer.succeed(RetentionRepo, yield* makeSqlRetention),
+      Layer.succeed(JobLogRepo, yield* makeSqlJobLogs),
       Layer.succeed(AdminReadRepo, admin.reads),
       Layer.succeed(AccountSettingsRepo, announced.settings),
       Layer.succeed(AuditLog, yield* makeSqlAuditLog),

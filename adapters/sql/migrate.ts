@@ -18,6 +18,7 @@ import changeSignals from "./migrations/0015_change_signals.js"
 import submitGate from "./migrations/0016_submit_gate.js"
 import fairShares from "./migrations/0017_fair_shares.js"
 import standardWebhooks from "./migrations/0021_standard_webhooks.js"
+import jobLogs from "./migrations/0018_job_logs.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -53,7 +54,8 @@ const migrate = Effect.gen(function*() {
       "0015_change_signals": changeSignals(t),
       "0016_submit_gate": submitGate(t),
       "0017_fair_shares": fairShares(t),
-      "0021_standard_webhooks": standardWebhooks(t)
+      "0021_standard_webhooks": standardWebhooks(t),
+      "0018_job_logs": jobLogs(t)
     })
   })
 })

@@ -8,6 +8,7 @@ import { DEFAULT_FAIR_WEIGHT } from "../../src/domain/fairShare.js"
 import { Job, OutputItem } from "../../src/domain/job.js"
 import { StoredJobError } from "../../src/domain/storedJobError.js"
 import { ProviderHandle, ProviderRouteRef } from "../../src/domain/providerHandle.js"
+import { ProviderLogMark } from "../../src/domain/providerLogs.js"
 import { WebhookDelivery } from "../../src/domain/webhook.js"
 
 /**
@@ -144,6 +145,15 @@ const ApiKeyIdColumn = Schema.optionalKey(Schema.NullOr(Schema.String)).pipe(
   })
 )
 
+/** A nullable column read as an optional field: NULL (or no column, a previous release's reads) is absent. */
+const NullAsAbsent = <S extends Schema.Top>(column: S, field: Schema.Codec<S["Type"]>) =>
+  Schema.optionalKey(Schema.NullOr(column)).pipe(
+    Schema.decodeTo(Schema.optional(field), {
+      decode: SchemaGetter.transformOptional(Option.filter((value: S["Type"] | null) => value !== null)),
+      encode: SchemaGetter.transformOptional((value) => Option.some(Option.getOrUndefined(value) ?? null))
+    })
+  )
+
 /**
  * A job's fields and their codecs, each field of Job exactly once (`satisfies`: the compiler
  * refuses a field of Job missing here, or one here that is not Job's).
@@ -172,7 +182,9 @@ const jobFields = {
   providerHandle: JsonOrNull(ProviderHandle),
   providerStarts: DbInt,
   providerRoute: JsonOrNull(ProviderRouteRef),
-  fairKey: DbInt
+  fairKey: DbInt,
+  providerProgress: NullAsAbsent(DbInt, Schema.Int),
+  providerLog: NullAsAbsent(Json(ProviderLogMark), ProviderLogMark)
 } satisfies { readonly [K in keyof Job]-?: Schema.Top }
 
 /** A job's fields as a struct whose encoded keys are still the field names (see jobColumnNames). */
@@ -195,7 +207,9 @@ export const jobColumnNames = {
   providerHandle: "provider_handle",
   providerStarts: "provider_starts",
   providerRoute: "provider_route",
-  fairKey: "fair_key"
+  fairKey: "fair_key",
+  providerProgress: "provider_progress",
+  providerLog: "provider_log"
 } as const
 
 /**

@@ -19,7 +19,8 @@ export const TABLES = [
   "provider_starts",
   "active_job_ends",
   "auth_failures",
-  "spend_hourly"
+  "spend_hourly",
+  "job_logs"
 ] as const
 
 export const INDEXES = [

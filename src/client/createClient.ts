@@ -6,6 +6,7 @@ import type {
   CostEstimate,
   Job,
   JobInput,
+  JobLogPage,
   JobPage,
   JobStatus,
   JobSummary,
@@ -54,6 +55,12 @@ export interface ListParams {
   readonly signal?: AbortSignal | undefined
 }
 
+export interface LogParams {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+  readonly signal?: AbortSignal | undefined
+}
+
 export interface GenjobsClient {
   /** Charges and queues a job; the answer says `pending`. */
   readonly submit: (model: string, input: JobInput, options?: SubmitOptions) => Promise<Submitted>
@@ -65,6 +72,8 @@ export interface GenjobsClient {
   /** `run` that reports each status change (pending, processing, ...) to `onUpdate`. */
   readonly subscribe: (model: string, input: JobInput, options: RunOptions & { readonly onUpdate: (job: Job) => void }) => Promise<Job>
   readonly cancel: (jobId: string) => Promise<Cancelled>
+  /** One page of the job's provider log, oldest first; pass `nextCursor` back to go on (also to follow a running job). */
+  readonly logs: (jobId: string, params?: LogParams) => Promise<JobLogPage>
   readonly estimate: (model: string, input?: JobInput, options?: { readonly version?: string | undefined }) => Promise<CostEstimate>
   /** One page of jobs, newest first. */
   readonly list: (params?: ListParams) => Promise<JobPage>
@@ -114,6 +123,14 @@ export const createClient = (options: ClientOptions): GenjobsClient => {
 
   return {
     submit,
+    logs: (jobId, params = {}) =>
+      transport.json({
+        method: "GET",
+        path: `/v1/jobs/${encodeURIComponent(jobId)}/logs`,
+        query: { limit: params.limit, cursor: params.cursor },
+        retry: true,
+        signal: params.signal
+      }),
     get: (jobId, getOptions = {}) =>
       transport.json({ method: "GET", path: `/v1/jobs/${encodeURIComponent(jobId)}`, retry: true, signal: getOptions.signal }),
     wait,

@@ -21,6 +21,8 @@ export interface Job {
   readonly status: JobStatus
   /** 0 to 100. */
   readonly progress: number
+  /** The provider's own progress report (0-100), never moving backwards; null when it reports none. */
+  readonly providerProgress: number | null
   readonly createdAt: string
   readonly completedAt: string | null
   /** The first output's URL. */
@@ -69,6 +71,7 @@ export interface JobSummary {
   readonly jobId: string
   readonly status: JobStatus
   readonly progress: number
+  readonly providerProgress: number | null
   /** The model's slug. */
   readonly model: string
   readonly createdAt: string
@@ -79,6 +82,22 @@ export interface JobSummary {
 
 export interface JobPage {
   readonly jobs: ReadonlyArray<JobSummary>
+  readonly nextCursor: string | null
+  readonly hasMore: boolean
+}
+
+/** One line of a job's provider log (GET /v1/jobs/{jobId}/logs), redacted of secrets. */
+export interface JobLogLine {
+  /** Its place in the job's log: 1, 2, ... */
+  readonly seq: number
+  /** When the engine read it, ISO 8601. */
+  readonly at: string
+  readonly line: string
+}
+
+export interface JobLogPage {
+  readonly lines: ReadonlyArray<JobLogLine>
+  /** Where the next page starts; present while the job may still log, null once it ended and no line follows. */
   readonly nextCursor: string | null
   readonly hasMore: boolean
 }

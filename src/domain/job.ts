@@ -3,6 +3,7 @@ import { TransitionError } from "./errors.js"
 import { FailureType } from "./failureTaxonomy.js"
 import { AccountId, ApiKeyId, JobId, RequestId } from "./ids.js"
 import { ProviderHandle, ProviderPhase, ProviderRouteRef } from "./providerHandle.js"
+import { ProviderLogMark } from "./providerLogs.js"
 import { Refusal } from "./refusal.js"
 
 export const JobStatus = Schema.Literals(["pending", "processing", "completed", "failed", "cancelled"])
@@ -67,7 +68,11 @@ export const Job = Schema.Struct({
    * The job's place in claim order among pending jobs (src/domain/fairShare.ts), set by the
    * store at submit: what a job is built with before that is replaced.
    */
-  fairKey: Schema.Int
+  fairKey: Schema.Int,
+  /** What the provider reported of its progress (0-100), never moving backwards; absent until it reported any. */
+  providerProgress: Schema.optional(Schema.Int),
+  /** Where the job's provider log stands (domain/providerLogs.ts); absent until a poll brought a line. */
+  providerLog: Schema.optional(ProviderLogMark)
 })
 export type Job = typeof Job.Type
 

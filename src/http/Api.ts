@@ -76,6 +76,7 @@ import {
   SubmitResponse,
   SubmitWaitedResponse
 } from "./schemas/jobs.js"
+import { JobLogPage, JobLogParams } from "./schemas/jobLogs.js"
 import { strictBody } from "./schemas/strictBody.js"
 import { PresignBody, PresignResponse, UploadIdPath, UploadResponse } from "./schemas/uploads.js"
 import { DeliveryIdPath, DeliveryList, DeliveryListParams, DeliveryView } from "./schemas/webhooks.js"
@@ -168,9 +169,27 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
         "Follow a job's status",
         "Server-sent events (scope check_status): one event per status change whose data is the job as GET " +
           "/v1/jobs/{jobId} answers it, the last one on completed, failed or cancelled, after which the stream ends. " +
-          "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. A " +
+          "Event ids are 1 (pending), 2 (processing), 3 (final); `Last-Event-ID` resumes after the one given. While the " +
+          "job runs, a rise of its `providerProgress` comes as the same job event without an id, and each new provider " +
+          "log line as an `event: log` whose data is a line as GET /v1/jobs/{jobId}/logs answers it (lines logged " +
+          "before the stream opened are not sent again: read them there). A " +
           "comment line every 15 seconds keeps idle connections open. While the job is pending, events named `queue` " +
           "(no id, so `onmessage` listeners never see them) carry its place as GET's `queue` field: at the start, then on each change."
+      ))
+  )
+  .add(
+    HttpApiEndpoint.get("logs", "/v1/jobs/:jobId/logs", {
+      disableCodecs: true,
+      params: JobIdPath,
+      query: JobLogParams.fields,
+      success: JobLogPage,
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+    }).annotateMerge(docs(
+        "Read a job's provider log",
+        "The lines the job's provider logged while it ran, oldest first, redacted of secrets (scope check_status; " +
+          "another account's job is refused as GET /v1/jobs/{jobId} refuses it). A job keeps at most 1,000 lines and " +
+          "256 KiB; past that one marker line ends its log. Only providers that report logs have lines (docs/providers.md). " +
+          "Follow `nextCursor`: it stays present while the job may still log, and the stream's `log` events carry new lines."
       ))
   )
   .add(

@@ -6,6 +6,8 @@ import { isTerminal, type Job } from "../domain/job.js"
 import type { QueuePlace } from "../domain/queuePosition.js"
 import { type JobFollow, type JobListener, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
 import type { QueueBook } from "../services/QueueBook.js"
+import type { LogLine } from "../domain/providerLogs.js"
+import { jobLogLineView } from "./logViews.js"
 import { jobView, queuePlaceView } from "./views.js"
 
 /** Proxies and load balancers commonly drop connections idle for 30 to 60 seconds. */
@@ -40,6 +42,16 @@ const eventOf = (job: Job): Uint8Array => {
   }
   return bytes
 }
+
+/**
+ * The job's provider progress rose while its status stayed: the job as GET answers it, without
+ * an id (the stream's ids number its statuses, so Last-Event-ID stays the last status seen).
+ */
+const progressEventOf = (job: Job): Uint8Array => encoder.encode(`data: ${JSON.stringify(jobView(job))}\n\n`)
+
+/** New provider log lines, one `log` event each, without an id: GET /v1/jobs/{jobId}/logs has them all. */
+const logEventsOf = (lines: ReadonlyArray<LogLine>): Uint8Array =>
+  encoder.encode(lines.map((line) => `event: log\ndata: ${JSON.stringify(jobLogLineView(line))}\n\n`).join(""))
 
 const HEARTBEAT_BYTES = encoder.encode(": heartbeat\n\n")
 
@@ -105,8 +117,14 @@ class EventStream extends Readable implements JobListener {
   private unwatchQueue: () => void = () => undefined
   private stopped = false
 
-  constructor(private readonly heartbeats: Heartbeats) {
+  readonly progressFrom: number | undefined
+  readonly logFrom: number
+
+  /** `job` as the stream's own read found it: progress and lines after it are new to this client. */
+  constructor(private readonly heartbeats: Heartbeats, job: Job) {
     super()
+    this.progressFrom = job.providerProgress
+    this.logFrom = job.providerLog?.lines ?? 0
   }
 
   override _read() {
@@ -128,6 +146,14 @@ class EventStream extends Readable implements JobListener {
   watchQueue(unwatch: () => void) {
     if (this.stopped) return unwatch()
     this.unwatchQueue = unwatch
+  }
+
+  onProgress(job: Job) {
+    this.push(progressEventOf(job))
+  }
+
+  onLogs(lines: ReadonlyArray<LogLine>) {
+    this.push(logEventsOf(lines))
   }
 
   /** A store error ends the stream too (JobFollow logs it): the client resumes with Last-Event-ID. */
@@ -194,7 +220,7 @@ export const eventStreamResponse = (
   if (after >= FINAL_EVENT_ID) return Effect.succeed(respondWith([OPEN_BYTES]))
   if (isTerminal(job.status)) return Effect.succeed(respondWith([OPEN_BYTES, eventOf(job)]))
   return Effect.suspend(() => {
-    const stream = new EventStream(heartbeats)
+    const stream = new EventStream(heartbeats, job)
     stream.push(OPEN_BYTES)
     const rank = statusRank(job.status)
     if (rank > after) stream.push(eventOf(job))

@@ -57,8 +57,14 @@ export interface ProviderOutput {
 
 export interface Running {
   readonly _tag: "Running"
-  /** 0 to 100, when the provider tells. */
+  /** 0 to 100, when the provider tells; the job shows it as `providerProgress`, never moving backwards. */
   readonly progress?: number
+  /**
+   * The provider's whole log so far, line by line, when it reports one: every poll answers all
+   * of it (as providers send it), and the engine keeps the lines past those it took before
+   * (domain/providerLogs.ts: redacted, capped per job).
+   */
+  readonly logs?: ReadonlyArray<string>
   /** The provider's hint of when to ask again. */
   readonly pollAfterMs?: number
 }
@@ -244,6 +250,8 @@ export interface GenerationProvider {
    * `ProviderRequest.credentialId` and stores it with the job's handle.
    */
   readonly credentials?: ReadonlyArray<ProviderCredential>
+  /** Values a job's log lines must never show (the provider's credentials): replaced before a line is kept. */
+  readonly logSecrets?: ReadonlyArray<string>
 }
 
 /** Providers by the provider id the catalog's models name. */

@@ -30,8 +30,8 @@ export class RetentionRepo extends Context.Service<RetentionRepo, {
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /**
    * In one transaction: deletes the webhook deliveries of `jobIds` but the unsent ones, then
-   * those of the jobs that the filter admits and that have no delivery left. Answers the
-   * numbers deleted.
+   * those of the jobs that the filter admits and that have no delivery left, with their
+   * provider log lines (JobLogRepo). Answers the numbers deleted.
    */
   readonly removeJobs: (
     removal: RetentionFilter & { readonly jobIds: ReadonlyArray<JobId> }

@@ -3,7 +3,9 @@ import { type EngineError, ServiceUnavailable, type StoreError } from "../domain
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
 import { JobEvents } from "../ports/JobEvents.js"
+import { JobLogRepo } from "../ports/JobLogRepo.js"
 import { JobRepo } from "../ports/JobRepo.js"
+import { type LogLine, MAX_LOG_LINES } from "../domain/providerLogs.js"
 import { EngineConfig } from "./EngineConfig.js"
 import { makeDeadlines } from "./watchDeadlines.js"
 import { makeWriteBatcher } from "./writeBatcher.js"
@@ -79,10 +81,22 @@ export interface JobListener {
    * then resumes as after a dropped connection). Not called when the follower left first.
    */
   readonly onEnd: (error: StoreError | undefined) => void
+  /**
+   * For followers of the provider's progress and log (a status stream): the job as read while
+   * its status stays, each time its `providerProgress` rose above `progressFrom` and what was
+   * given since. Optional: a long-poll follows statuses only.
+   */
+  readonly onProgress?: (job: Job) => void
+  readonly progressFrom?: number | undefined
+  /** The job's new provider log lines, in order, those at places up to `logFrom` (then the last given) left out. */
+  readonly onLogs?: (lines: ReadonlyArray<LogLine>) => void
+  readonly logFrom?: number | undefined
 }
 
 interface Follower {
   seen: number
+  progress: number
+  logSeen: number
   readonly listener: JobListener
 }
 
@@ -98,6 +112,8 @@ interface Watch {
 export const make = Effect.gen(function*() {
   const repo = yield* JobRepo
   const events = yield* JobEvents
+  // A store without provider logs (a host's own) streams statuses and progress only.
+  const logs = yield* Effect.serviceOption(JobLogRepo)
   const { maxWatchers } = yield* EngineConfig
   const watches = new Map<JobId, Watch>()
   const slots = Array.from({ length: SWEEP_SLOTS }, () => new Set<Watch>())
@@ -147,15 +163,27 @@ export const make = Effect.gen(function*() {
     if (watches.size === 0) following.closeUnsafe()
   }
 
-  const deliver = (watch: Watch, found: Option.Option<Job>) => {
+  const deliver = (watch: Watch, found: Option.Option<Job>, lines: ReadonlyArray<LogLine>) => {
     // A job gone from the store (none) tells nothing; the next hint or sweep reads again.
     if (Option.isNone(found)) return
     const job = found.value
     const rank = statusRank(job.status)
+    const progress = job.providerProgress ?? -1
     for (const follower of watch.followers) {
+      const { listener } = follower
+      // Lines first: a terminal status ends the follow.
+      if (listener.onLogs !== undefined && lines.length > 0 && lines[lines.length - 1]!.seq > follower.logSeen) {
+        const fresh = lines.filter((line) => line.seq > follower.logSeen)
+        follower.logSeen = fresh[fresh.length - 1]!.seq
+        listener.onLogs(fresh)
+      }
       if (rank > follower.seen) {
         follower.seen = rank
-        follower.listener.onJob(job)
+        follower.progress = Math.max(follower.progress, progress)
+        listener.onJob(job)
+      } else if (listener.onProgress !== undefined && progress > follower.progress) {
+        follower.progress = progress
+        listener.onProgress(job)
       }
     }
     if (!isTerminal(job.status)) return
@@ -164,14 +192,14 @@ export const make = Effect.gen(function*() {
   }
 
   /** Gives each watcher its job as read; a listener that throws loses its job's follow, never the reader. */
-  const deliverAll = (batch: ReadonlyArray<Watch>, jobs: ReadonlyArray<Job>) => {
+  const deliverAll = (batch: ReadonlyArray<Watch>, jobs: ReadonlyArray<Job>, lines: ReadonlyMap<JobId, ReadonlyArray<LogLine>>) => {
     const byId = new Map<JobId, Job>()
     for (const job of jobs) byId.set(job.id, job)
     const failed: Array<unknown> = []
     for (const watch of batch) {
       if (watch.done) continue
       try {
-        deliver(watch, Option.fromNullishOr(byId.get(watch.jobId)))
+        deliver(watch, Option.fromNullishOr(byId.get(watch.jobId)), lines.get(watch.jobId) ?? [])
       } catch (error) {
         failed.push(error)
         drop(watch)
@@ -185,7 +213,7 @@ export const make = Effect.gen(function*() {
     const live = chunk.filter((watch) => !watch.done)
     if (live.length === 0) return Effect.void
     return Effect.matchEffect(repo.getMany(live.map((watch) => watch.jobId)), {
-      onSuccess: (jobs) => deliverAll(live, jobs),
+      onSuccess: (jobs) => Effect.flatMap(newLines(live, jobs), (lines) => deliverAll(live, jobs, lines)),
       onFailure: (error) =>
         Effect.andThen(
           Effect.sync(() => {
@@ -199,6 +227,33 @@ export const make = Effect.gen(function*() {
           Effect.logWarning(`job follows ended by a store error (${live.length} jobs); their followers resume`, error)
         )
     })
+  }
+
+  /**
+   * The new provider log lines of the jobs read, for their followers of logs: one read per job
+   * whose log grew past what its followers were given, none otherwise. A failed read leaves the
+   * lines to the next hint or sweep.
+   */
+  const newLines = (batch: ReadonlyArray<Watch>, jobs: ReadonlyArray<Job>): Effect.Effect<ReadonlyMap<JobId, ReadonlyArray<LogLine>>> => {
+    const found = new Map<JobId, ReadonlyArray<LogLine>>()
+    if (Option.isNone(logs)) return Effect.succeed(found)
+    const byId = new Map<JobId, Job>()
+    for (const job of jobs) byId.set(job.id, job)
+    const reads: Array<{ readonly jobId: JobId; readonly after: number }> = []
+    for (const watch of batch) {
+      const stored = byId.get(watch.jobId)?.providerLog?.lines ?? 0
+      let after = Infinity
+      for (const follower of watch.followers) if (follower.listener.onLogs !== undefined) after = Math.min(after, follower.logSeen)
+      if (after < stored) reads.push({ jobId: watch.jobId, after })
+    }
+    return Effect.as(
+      Effect.forEach(reads, ({ after, jobId }) =>
+        logs.value.lines(jobId, after, MAX_LOG_LINES).pipe(
+          Effect.map((lines) => void found.set(jobId, lines)),
+          Effect.catch((error) => Effect.logWarning("a followed job's log lines could not be read", { jobId }, error.message))
+        ), { discard: true }),
+      found
+    )
   }
 
   /** Up to `max` watches taken out of `from`, in insertion order. */
@@ -255,7 +310,7 @@ export const make = Effect.gen(function*() {
       slots[watch.slot]!.add(watch)
       following.openUnsafe()
     }
-    const follower: Follower = { seen: after, listener }
+    const follower: Follower = { seen: after, progress: listener.progressFrom ?? -1, logSeen: listener.logFrom ?? 0, listener }
     watch.followers.add(follower)
     open++
     openWatchers.modifyUnsafe(1, metrics)

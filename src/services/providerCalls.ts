@@ -25,6 +25,7 @@ import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 import { chooseTargets, type Registered } from "./startTargets.js"
 import { ended, type Generation, generationFailed, Superseded, type Watching, watching } from "./watch/generation.js"
+import { makeProviderReports } from "./watch/providerReports.js"
 import { makeWatcher, type Watcher } from "./watch/watcher.js"
 import { retryOnFailure } from "./worker/retryOnFailure.js"
 
@@ -119,6 +120,8 @@ export const makeProviderCalls = Effect.gen(function*() {
   const config = yield* EngineConfig
   const health = yield* ProviderHealth
   const providers = yield* Providers
+  // One batcher for the process's running generations: their progress and log lines go to the store together.
+  const reports = yield* makeProviderReports
 
   /**
    * Retries a store write on StoreError with the shared backoff, for as long as the run holds
@@ -496,7 +499,7 @@ export const makeProviderCalls = Effect.gen(function*() {
     })
 
   /** A watch list for one started worker's (or one runOnce's) generations, its fibers in the current scope. */
-  const newWatcher = makeWatcher({ config, events, retrying })
+  const newWatcher = makeWatcher({ config, events, retrying, reports })
 
   return { generate, newWatcher } as const
 })

@@ -21,6 +21,7 @@ const job = (status: Job["status"], progress: number): Job => ({
   jobId: "job_s",
   status,
   progress,
+  providerProgress: null,
   output: null,
   outputs: null,
   error: null,

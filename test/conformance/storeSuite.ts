@@ -16,8 +16,10 @@ import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "
 import { runBudgetConformance } from "./budgetSuite.js"
 import { runLimitsConformance } from "./limitsSuite.js"
 import { runFairConformance } from "./fairSuite.js"
+import { runJobLogsConformance } from "./jobLogsSuite.js"
+import type { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 
-export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo
+export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo | JobLogRepo
 
 const codeOf = <A>(result: Result.Result<A, unknown>) =>
   Result.isFailure(result) ? (result.failure as AnyRefusal).code : "ok"
@@ -41,6 +43,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   runLimitsConformance(name, makeLayer)
   runBudgetConformance(name, makeLayer)
   runFairConformance(name, makeLayer)
+  runJobLogsConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>

@@ -47,6 +47,7 @@ describe("job list pagination", () => {
       jobId: ids[22],
       status: "pending",
       progress: 0,
+      providerProgress: null,
       model: TEXT,
       createdAt: expect.any(String),
       completedAt: null,

@@ -58,6 +58,25 @@ describe("fal.ai: generations", () => {
       expect(sim.counters.polls).toBeGreaterThanOrEqual(2)
     }))
 
+  it.live("asks for the request's logs while it runs and hands them over whole, with the key for redaction", () =>
+    Effect.gen(function*() {
+      const request = requestFor("fal-ai/flux/dev", { prompt: "logged", sim_duration_ms: 2_000 })
+      const handle = yield* started(provider, request)
+      const seen: Array<ReadonlyArray<string>> = []
+      for (let i = 0; i < 200; i++) {
+        const status = yield* provider.poll(handle, request)
+        if (status._tag !== "Running") break
+        if (status.logs !== undefined) seen.push(status.logs)
+        yield* Effect.sleep(25)
+      }
+      // Each answer holds every line so far: later ones extend earlier ones, and no percentage is made up.
+      expect(seen.length).toBeGreaterThan(1)
+      expect(seen[0]![0]).toBe("Loading model")
+      expect(seen.at(-1)!.length).toBeGreaterThan(seen[0]!.length)
+      for (const [i, lines] of seen.entries()) expect(lines.slice(0, seen[Math.max(0, i - 1)]!.length)).toEqual(seen[Math.max(0, i - 1)])
+      expect(provider.logSecrets).toEqual([sim.apiKey])
+    }))
+
   it.live("maps video, audio and text results, and streams a large video from its URL", () =>
     Effect.gen(function*() {
       expect(only(yield* run("fal-ai/some-video", { prompt: "v" }, "video"))).toMatchObject({ type: "video", contentType: "video/mp4" })

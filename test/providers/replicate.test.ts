@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { replicateProvider } from "genjobs/providers/replicate"
 import type { GenerationProvider, ProviderOutput, ProviderStatus, Succeeded } from "../../src/ports/Provider.js"
+import { emptyLogMark, planLogAppend } from "../../src/domain/providerLogs.js"
 import { type ReplicateSimulator, signReplicateWebhook, startReplicateSimulator } from "../simulators/replicate.js"
 import { bytesOf, closedPort, pollUntilDone, requestFor, started, startReceiver, textOf } from "./support.js"
 
@@ -102,6 +103,27 @@ describe("Replicate: generations", () => {
       const status = yield* provider.poll(handle, request)
       expect(status._tag).toBe("Running")
       expect(status._tag === "Running" ? status.progress : undefined).toBeGreaterThanOrEqual(40)
+    }))
+
+  it.live("hands over the prediction's whole log, complete lines only, and its token for redaction", () =>
+    Effect.gen(function*() {
+      const request = requestFor("acme/image-gen", { prompt: "p", sim_duration_ms: 2000 })
+      const handle = yield* started(provider, request)
+      yield* Effect.sleep(1000)
+      const running = yield* provider.poll(handle, request)
+      if (running._tag !== "Running") throw new Error(`expected Running, got ${running._tag}`)
+      // The bar still being drawn has no newline yet: it is not a line until it ends.
+      expect(running.logs).toEqual([
+        "Using seed: 42",
+        "Downloading weights from https://weights.replicate.delivery/sim/model.tar?X-Amz-Signature=simsignature&X-Amz-Credential=simkey"
+      ])
+      expect(provider.logSecrets).toEqual([sim.apiToken])
+      // Kept as the engine keeps it: the signed URL's query goes.
+      const kept = planLogAppend(emptyLogMark, running.logs!, provider.logSecrets!, 0)!
+      expect(kept.lines.map((l) => l.line)).toEqual([
+        "Using seed: 42",
+        "Downloading weights from https://weights.replicate.delivery/sim/model.tar?[REDACTED]"
+      ])
     }))
 })
 

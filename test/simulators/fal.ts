@@ -84,6 +84,21 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
   const requests: Array<Request> = []
   let base = ""
 
+  /**
+   * A running request's logs as fal answers them with `?logs=1`: every line so far, oldest first,
+   * each with its level, source and timestamp; one more line per fifth of the run.
+   */
+  const logsOf = (r: Request, now: number) => {
+    const lines = ["Loading model", "Model loaded", "Running inference", "Inference step 2 of 4", "Inference step 4 of 4"]
+    const shown = Math.min(lines.length, 1 + Math.floor(((now - r.createdAt) / r.durationMs) * lines.length))
+    return lines.slice(0, shown).map((message, i) => ({
+      message,
+      level: "INFO",
+      source: "USER",
+      timestamp: new Date(r.createdAt + i).toISOString()
+    }))
+  }
+
   const phaseOf = (r: Request, now: number) => {
     if (r.canceled) return "COMPLETED"
     const elapsed = now - r.createdAt
@@ -177,7 +192,7 @@ export const startFalSimulator = async (options: FalSimulatorOptions = {}): Prom
         const ahead = requests.filter((q) => q.createdAt < r.createdAt && phaseOf(q, now) === "IN_QUEUE").length
         return sendJson(res, 202, { ...common, queue_position: ahead })
       }
-      if (phase === "IN_PROGRESS") return sendJson(res, 202, { ...common, logs: query.get("logs") === "1" ? [] : null })
+      if (phase === "IN_PROGRESS") return sendJson(res, 202, { ...common, logs: query.get("logs") === "1" ? logsOf(r, now) : null })
       return sendJson(res, 200, { ...common, logs: null, metrics: { inference_time: r.durationMs / 1000 } })
     }
     if (operation === "result" && method === "GET") {

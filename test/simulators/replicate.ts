@@ -101,6 +101,17 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     return [`${base}/files/${g.id}/${fileNameOf(g.kind)}`]
   }
 
+  /**
+   * A prediction's logs as Replicate answers them: all of its output so far, on every read. A
+   * tqdm bar redraws its line with carriage returns and ends it with a newline once done, as
+   * Cog models print; a line fetching weights shows a signed URL (its query must not be kept).
+   */
+  const logsOf = (percent: number, ended: boolean) => {
+    const frames = Array.from({ length: Math.floor(percent / 10) + 1 }, (_, i) => `${String(i * 10).padStart(3)}%|${"#".repeat(i)}${" ".repeat(10 - i)}| ${i * 10}/100`)
+    return "Using seed: 42\nDownloading weights from https://weights.replicate.delivery/sim/model.tar?X-Amz-Signature=simsignature&X-Amz-Credential=simkey\n" +
+      frames.join("\r") + (ended ? "\nDone\n" : "")
+  }
+
   const view = (g: Generation, now = Date.now()): Record<string, unknown> => {
     const status = statusOf(g, now)
     const terminal = status === "succeeded" || status === "failed" || status === "canceled"
@@ -110,7 +121,7 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
       model: g.model,
       version: g.version,
       input: g.input,
-      logs: status === "starting" ? "" : `Generating...\n${percent}%|${"#".repeat(Math.floor(percent / 10))}| ${percent}/100\n`,
+      logs: status === "starting" ? "" : logsOf(percent, terminal),
       output: status === "succeeded" ? outputOf(g) : null,
       data_removed: false,
       error: status === "failed" ? g.fail : null,

@@ -9,7 +9,7 @@ import { EngineServicesLive } from "../../src/engine.js"
 import { HttpConfig, type HttpOptions } from "../../src/http/HttpConfig.js"
 import { makeWebHandler } from "../../src/http/webHandler.js"
 import { StoreError } from "../../src/domain/errors.js"
-import { layerProviders } from "../../src/ports/Provider.js"
+import { type GenerationProvider, layerProviders } from "../../src/ports/Provider.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
@@ -67,6 +67,8 @@ export interface HttpEngineOptions {
   readonly stores?: Layer.Layer<StoreServices, unknown> | undefined
   /** Turned on, every store call fails, as when the database is unreachable. */
   readonly outage?: Outage | undefined
+  /** Providers by id in place of the demo one (the demo catalog's models name "demo"). */
+  readonly providers?: Readonly<Record<string, GenerationProvider>> | undefined
   readonly http?: Omit<HttpOptions, "adminToken"> | undefined
 }
 
@@ -80,7 +82,7 @@ export const makeHttpEngine = async (settings: Partial<EngineSettings> = {}, opt
         layerLocalSignals,
         layerMemoryBlobStore(`${BASE}/files`),
         layerSignedUploadTarget({ publicUrl: BASE, secret: "test-upload-secret" }),
-        layerProviders({ demo: makeDemoProvider() }),
+        layerProviders(options.providers ?? { demo: makeDemoProvider() }),
         FetchHttpClient.layer,
         EngineConfig.layer(settings),
         HttpConfig.layer({ ...options.http, adminToken: Redacted.make(ADMIN_TOKEN) }),

@@ -47,7 +47,9 @@ const fullJob: Job = {
   },
   providerStarts: 3,
   providerRoute: { index: 1, providerId: "fal", credentialId: "cred_2" },
-  fairKey: 3_000_000
+  fairKey: 3_000_000,
+  providerProgress: 45,
+  providerLog: { taken: 12, lines: 10, bytes: 420, capped: false }
 }
 
 /** Every nullable field null; a job that recorded no key has no apiKeyId. */
@@ -94,11 +96,13 @@ describe("a job's row", () => {
       provider_handle: JSON.stringify(fullJob.providerHandle),
       provider_starts: 3,
       provider_route: JSON.stringify(fullJob.providerRoute),
-      fair_key: 3_000_000
+      fair_key: 3_000_000,
+      provider_progress: 45,
+      provider_log: JSON.stringify(fullJob.providerLog)
     })
     const bare = jobRow(bareJob)
-    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route])
-      .toStrictEqual([null, null, null, null, null, null])
+    expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route, bare.provider_progress, bare.provider_log])
+      .toStrictEqual([null, null, null, null, null, null, null, null])
   })
 
   it("reads the rows earlier releases wrote: no api_key_id column, JSON null for no error, extra columns", () => {

@@ -30,7 +30,7 @@ describe("the API's answers about a job", () => {
         { url: "https://cdn/2.png", type: "image" }
       ]
     })
-    const expected = "{\"jobId\":\"job_1\",\"status\":\"completed\",\"progress\":100,"
+    const expected = "{\"jobId\":\"job_1\",\"status\":\"completed\",\"progress\":100,\"providerProgress\":null,"
       + "\"createdAt\":\"2023-11-14T22:13:20.000Z\",\"completedAt\":\"2023-11-14T22:13:25.000Z\","
       + "\"output\":\"https://cdn/1.png\",\"outputs\":[{\"url\":\"https://cdn/1.png\",\"type\":\"image\","
       + "\"contentType\":\"image/png\",\"metadata\":{\"width\":512}},{\"url\":\"https://cdn/2.png\",\"type\":\"image\"}],"
@@ -42,7 +42,7 @@ describe("the API's answers about a job", () => {
   it("shows a failed job's error, no output and progress 0", () => {
     const job = aJob({ status: "failed", completedAt: T0 + 5_000, error: { code: "GENERATION_FAILED", message: "no luck", type: "input_rejected", retryable: false } })
     expect(JSON.stringify(jobView(job))).toBe(
-      "{\"jobId\":\"job_1\",\"status\":\"failed\",\"progress\":0,"
+      "{\"jobId\":\"job_1\",\"status\":\"failed\",\"progress\":0,\"providerProgress\":null,"
         + "\"createdAt\":\"2023-11-14T22:13:20.000Z\",\"completedAt\":\"2023-11-14T22:13:25.000Z\","
         + "\"output\":null,\"outputs\":null,\"error\":{\"code\":\"GENERATION_FAILED\",\"message\":\"no luck\","
         + "\"type\":\"input_rejected\",\"retryable\":false}}"
@@ -50,8 +50,8 @@ describe("the API's answers about a job", () => {
   })
 
   it("lists a job with its model and without its outputs", () => {
-    const job = aJob({ status: "processing", startedAt: T0 + 1_000 })
-    const expected = "{\"jobId\":\"job_1\",\"status\":\"processing\",\"progress\":50,\"model\":\"acme/image\","
+    const job = aJob({ status: "processing", startedAt: T0 + 1_000, providerProgress: 37 })
+    const expected = "{\"jobId\":\"job_1\",\"status\":\"processing\",\"progress\":50,\"providerProgress\":37,\"model\":\"acme/image\","
       + "\"createdAt\":\"2023-11-14T22:13:20.000Z\",\"completedAt\":null,\"error\":null}"
     expect(body(JobListItem, jobListItem(job))).toBe(expected)
   })

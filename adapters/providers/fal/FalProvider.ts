@@ -107,9 +107,17 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
         : { _tag: "Succeeded", outputs }
     })
 
+  /** The status URL asking for the request's logs too (`logs=1`). */
+  const withLogs = (statusUrl: string) => {
+    const url = new URL(statusUrl)
+    url.searchParams.set("logs", "1")
+    return url.toString()
+  }
+
   const provider: GenerationProvider = {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
     ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
+    logSecrets: keys.secrets,
 
     start: (request) =>
       Effect.gen(function*() {
@@ -142,14 +150,17 @@ export const falProvider = (options: FalOptions): GenerationProvider => {
         const urls = urlsOf(handle, request.providerModel)
         const status = yield* sendJson(
           api,
-          yield* authorized(HttpClientRequest.get(urls.statusUrl), request.credentialId),
+          yield* authorized(HttpClientRequest.get(withLogs(urls.statusUrl)), request.credentialId),
           QueueStatus,
           { timeoutMs }
         )
         switch (status.status) {
           case "IN_QUEUE":
           case "IN_PROGRESS":
-            return { _tag: "Running" } satisfies ProviderStatus
+            // fal reports no percentage; its logs are the request's whole log so far on every poll.
+            return status.logs == null
+              ? { _tag: "Running" } satisfies ProviderStatus
+              : { _tag: "Running", logs: status.logs.map((line) => line.message) } satisfies ProviderStatus
           case "FAILED":
             return {
               _tag: "Failed",

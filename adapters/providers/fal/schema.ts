@@ -13,7 +13,9 @@ export const QueueStatus = Schema.Struct({
   status: Schema.Literals(["IN_QUEUE", "IN_PROGRESS", "COMPLETED", "FAILED", "CANCELED", "CANCELLED"]),
   queue_position: Schema.optional(Schema.NullOr(Schema.Number)),
   error: Schema.optional(Schema.NullOr(Schema.String)),
-  error_type: Schema.optional(Schema.NullOr(Schema.String))
+  error_type: Schema.optional(Schema.NullOr(Schema.String)),
+  /** With `?logs=1`: every log line of the request so far, oldest first. */
+  logs: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({ message: Schema.String }))))
 })
 
 /** GET .../requests/{id}: the model's own JSON object. */

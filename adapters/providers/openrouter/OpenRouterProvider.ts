@@ -100,6 +100,7 @@ export const openRouterProvider = (options: OpenRouterOptions): GenerationProvid
   return {
     pollIntervalMs: options.pollIntervalMs ?? 15_000,
     ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
+    logSecrets: keys.secrets,
 
     start: (request) =>
       Effect.gen(function*() {

@@ -13,7 +13,8 @@ import { type CredentialsOption, credentialSet } from "../credentials.js"
 import { apiRoot, connectionPool, ignoringStatuses, lowerCaseKeys, secretValue, send, sendJson } from "../providerHttp.js"
 import { declaredOutputType } from "../providerOutputs.js"
 import { replicateApi } from "./api.js"
-import { outputsOf, progressOfLogs } from "./outputs.js"
+import { lastPercentOf, logTextLines } from "../../../src/domain/providerLogs.js"
+import { outputsOf } from "./outputs.js"
 import { Prediction, PredictionPage, WebhookBody, WebhookSecret } from "./schema.js"
 import { keptSecret, webhookProblem } from "./webhookSignature.js"
 
@@ -131,8 +132,10 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
     switch (prediction.status) {
       case "starting":
       case "processing": {
-        const progress = progressOfLogs(prediction.logs)
-        return { _tag: "Running", ...(progress === undefined ? {} : { progress }) }
+        // The logs are the prediction's whole output so far, on every poll: the engine keeps the lines it has not seen.
+        // The bar still being drawn (the last line, without its newline) shows the current percentage.
+        const progress = lastPercentOf((prediction.logs ?? "").split("\n"))
+        return { _tag: "Running", logs: logTextLines(prediction.logs), ...(progress === undefined ? {} : { progress }) }
       }
       case "succeeded": {
         const outputs = outputsOf(prediction.output, declaredOutputType(request), headersFor(token))
@@ -170,6 +173,7 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
   return {
     pollIntervalMs: options.pollIntervalMs ?? 2000,
     ...(tokens.credentials === undefined ? {} : { credentials: tokens.credentials }),
+    logSecrets: tokens.secrets,
 
     start: (request) =>
       Effect.gen(function*() {

@@ -22,10 +22,3 @@ export const outputsOf = (
   return [textOutput(JSON.stringify(output), "application/json")]
 }
 
-/** The last percentage a prediction's logs show (progress bars print "45%|"), for Running.progress. */
-export const progressOfLogs = (logs: string | null | undefined): number | undefined => {
-  if (logs === null || logs === undefined) return undefined
-  const matches = [...logs.slice(-2000).matchAll(/(\d{1,3})%\|/g)]
-  const last = matches.at(-1)?.[1]
-  return last === undefined ? undefined : Math.min(100, Number(last))
-}

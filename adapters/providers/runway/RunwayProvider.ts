@@ -53,6 +53,7 @@ export const runwayProvider = (options: RunwayOptions): GenerationProvider => {
   return {
     pollIntervalMs: options.pollIntervalMs ?? 5_000,
     ...(secrets.credentials === undefined ? {} : { credentials: secrets.credentials }),
+    logSecrets: secrets.secrets,
     start: (request) => Effect.flatMap(tasksFor(request), (tasks) => createTask(tasks, request)),
     poll: (handle, request) => Effect.flatMap(tasksFor(request), (tasks) => retrieveTask(tasks, handle, request)),
     cancel: (handle, request) => Effect.flatMap(tasksFor(request), (tasks) => deleteTask(tasks, handle))

@@ -99,6 +99,7 @@ export const veoProvider = (options: VeoOptions): GenerationProvider => {
   return {
     pollIntervalMs: options.pollIntervalMs ?? 10_000,
     ...(keys.credentials === undefined ? {} : { credentials: keys.credentials }),
+    logSecrets: keys.secrets,
 
     start: (request) =>
       Effect.gen(function*() {

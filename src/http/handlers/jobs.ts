@@ -13,6 +13,7 @@ import { CurrentCaller } from "../middleware.js"
 import { CurrentRequestId } from "../requestContext.js"
 import { eventStreamResponse, makeHeartbeats, preferenceApplied, readLastEventId, readPreferWait } from "../jobStream.js"
 import { jobListItem, jobView, submitView } from "../views.js"
+import { jobLogPageView } from "../logViews.js"
 
 /**
  * The answer's value, with headers the protocol adds (Deprecation/Sunset, Idempotent-Replayed,
@@ -98,6 +99,8 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
             place: yield* queueOf(job)
           })
         }))
+      .handle("logs", ({ params, query }) =>
+        Effect.map(Effect.flatMap(CurrentCaller, (caller) => jobs.logs(caller, params.jobId, query)), jobLogPageView))
       .handle("cancel", ({ params }) =>
         Effect.gen(function*() {
           const outcome = yield* jobs.cancel(yield* CurrentCaller, params.jobId)

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { IsoFromMillis } from "../../domain/isoTime.js"
 import { Job, JobStatus, OutputItem } from "../../domain/job.js"
+import { ProviderProgress } from "./jobLogs.js"
 import { PageLimit, StatusFilter } from "./paging.js"
 import { QueuePlaceOfPlace } from "./queue.js"
 
@@ -74,6 +75,7 @@ export const JobViewOfJob = Schema.Struct({
   jobId: Job.fields.id,
   status: Job.fields.status,
   progress: Progress,
+  providerProgress: ProviderProgress,
   createdAt: Time,
   completedAt: Schema.NullOr(Time),
   /** The first output's URL. */
@@ -89,6 +91,7 @@ export const JobListItemOfJob = Schema.Struct({
   jobId: Job.fields.id,
   status: Job.fields.status,
   progress: Progress,
+  providerProgress: ProviderProgress,
   model: Job.fields.model,
   createdAt: Time,
   completedAt: Schema.NullOr(Time),

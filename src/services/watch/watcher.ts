@@ -4,11 +4,12 @@ import type { JobId } from "../../domain/ids.js"
 import type { ProviderHandle } from "../../domain/providerHandle.js"
 import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../observability/metricSeries.js"
 import type { JobEvents } from "../../ports/JobEvents.js"
-import { factOfError, type GenerationProvider, type ProviderError, type ProviderRequest } from "../../ports/Provider.js"
+import { factOfError, type GenerationProvider, type ProviderError, type ProviderRequest, type ProviderStatus } from "../../ports/Provider.js"
 import type { EngineConfig } from "../EngineConfig.js"
 import type { Lease } from "../leaseKeeper.js"
 import { type Due, DueHeap } from "./dueHeap.js"
 import { ended, type Generation, generationFailed, Superseded, timedOut } from "./generation.js"
+import { marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
 import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
 
 /**
@@ -50,6 +51,8 @@ interface Entry extends Watch, Due {
   failures: number
   /** A callback came while a poll was in flight: poll again at once. */
   hinted: boolean
+  /** The job's provider progress and log as written (providerReports.ts). */
+  readonly marks: ReportMarks
 }
 
 /** One provider's watch list, its poll budget and the fibers that serve it. */
@@ -74,6 +77,8 @@ export interface WatcherDeps {
   readonly config: EngineConfig["Service"]
   /** A provider call with its transient errors retried (the start's policy): used for a deadline's cancel. */
   readonly retrying: <A>(call: Effect.Effect<A, ProviderError>, unreachableIsTransient: boolean) => Effect.Effect<A, ProviderError>
+  /** Keeps what running generations report of their progress and logs; without it, polls keep nothing of them. */
+  readonly reports?: ProviderReports | undefined
 }
 
 const isTransient = (error: ProviderError) => (error._tag === "ProviderRejected" ? error.retryable : true)
@@ -92,7 +97,7 @@ const isTransient = (error: ProviderError) => (error._tag === "ProviderRejected"
  * version's deadline the generation is cancelled at the provider and fails. A lost lease drops
  * it from the list (its `onLost`), and its run ends as superseded.
  */
-export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.Effect<Watcher, never, Scope.Scope> =>
+export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps): Effect.Effect<Watcher, never, Scope.Scope> =>
   Effect.gen(function*() {
     // A scope of its own, closed with the caller's at the place the watcher was made, whenever its fibers start.
     const scope = yield* Scope.fork(yield* Effect.scope, "sequential")
@@ -133,31 +138,41 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
           }
           providerPollsOf(entry.providerId).updateUnsafe(1, metrics)
           return Effect.flatMap(Effect.result(entry.provider.poll(entry.handle, entry.request)), (polled) =>
-            Effect.map(Clock.currentTimeMillis, (at) => {
-              // The lease was lost while the poll was out: its run has ended already.
-              if (entry.state !== "polling") return
-              if (Result.isFailure(polled)) {
-                const error = polled.failure
-                const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
-                if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
-                if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message, factOfError(error)))
-                const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
-                return schedule(lane, entry, at + delay)
-              }
-              const status = polled.success
-              answered(lane.budget)
-              if (status._tag !== "Running") return finish(entry, ended(status))
-              entry.failures = 0
-              if (entry.hinted) {
-                entry.hinted = false
-                return schedule(lane, entry, at)
-              }
-              const interval = status.pollAfterMs ?? entry.provider.pollIntervalMs ?? config.providerPollIntervalMs
-              // Math.random, not the Random service: a spread of polls, nothing a test decides on.
-              schedule(lane, entry, at + Math.max(0, Math.round(interval * (1 + JITTER * (2 * Math.random() - 1)))))
+            Effect.flatMap(Clock.currentTimeMillis, (at) => {
+              // A running generation's new progress or log lines are written before it goes back on the list.
+              const report = reports !== undefined && entry.state === "polling" && Result.isSuccess(polled) && polled.success._tag === "Running"
+                ? reports.write(entry.marks, { jobId: entry.lease.id, workerId: entry.lease.workerId, provider: entry.provider }, polled.success, at)
+                : undefined
+              const settled = Effect.sync(() => settle(lane, entry, polled, at))
+              return report === undefined ? settled : Effect.andThen(report, settled)
             }))
         })
       })
+
+    /** What a poll's answer makes of its generation: back on the list at its next due time, or ended. */
+    const settle = (lane: Lane, entry: Entry, polled: Result.Result<ProviderStatus, ProviderError>, at: number) => {
+      // The lease was lost while the poll was out: its run has ended already.
+      if (entry.state !== "polling") return
+      if (Result.isFailure(polled)) {
+        const error = polled.failure
+        const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
+        if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
+        if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message, factOfError(error)))
+        const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
+        return schedule(lane, entry, at + delay)
+      }
+      const status = polled.success
+      answered(lane.budget)
+      if (status._tag !== "Running") return finish(entry, ended(status))
+      entry.failures = 0
+      if (entry.hinted) {
+        entry.hinted = false
+        return schedule(lane, entry, at)
+      }
+      const interval = status.pollAfterMs ?? entry.provider.pollIntervalMs ?? config.providerPollIntervalMs
+      // Math.random, not the Random service: a spread of polls, nothing a test decides on.
+      schedule(lane, entry, at + Math.max(0, Math.round(interval * (1 + JITTER * (2 * Math.random() - 1)))))
+    }
 
     /** Moves the due generations to the pollers, as many as the budget lets go, every tick while any waits. */
     const dispatcher = (lane: Lane): Effect.Effect<never> =>
@@ -212,7 +227,7 @@ export const makeWatcher = ({ config, events, retrying }: WatcherDeps): Effect.E
       watch: (watch) =>
         Effect.flatMap(laneOf(watch.providerId), (lane) =>
           Effect.map(Clock.currentTimeMillis, (now) => {
-            const entry: Entry = { ...watch, dueAt: now, slot: -1, state: "waiting", failures: 0, hinted: false }
+            const entry: Entry = { ...watch, dueAt: now, slot: -1, state: "waiting", failures: 0, hinted: false, marks: marksOf(watch.request) }
             // A job is watched once per run; a run that watched it before has lost it.
             const before = byJob.get(watch.lease.id)
             if (before !== undefined) finish(before, new Superseded())
