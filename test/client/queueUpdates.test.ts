@@ -7,6 +7,7 @@ const job = (status: Job["status"], queue?: QueuePlace): Job => ({
   jobId: "job_q",
   status,
   progress: status === "completed" ? 100 : status === "processing" ? 50 : 0,
+  providerProgress: null,
   output: null,
   outputs: null,
   error: null,
