@@ -7,6 +7,7 @@ import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.
 import type { HandOffLease } from "../../src/ports/JobRepo.js"
 import { type Charged, chargeOf, type JobCharge, type JobStoreDriver, type RateKey } from "../../src/ports/JobStoreDriver.js"
 import { post } from "./MemoryAccounts.js"
+import { appendChanges } from "./MemoryChanges.js"
 import { earliestExpiry, oldestFirst } from "./jobIndex.js"
 import type { MemoryState } from "./state.js"
 
@@ -170,6 +171,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
         return true
       }),
     insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),
+    insertChanges: (changes) => Effect.sync(() => appendChanges(state, changes, undo)),
     listJobs: ({ accountId, after, limit, model, status }) =>
       Effect.sync(() =>
         jobs()

@@ -3,12 +3,14 @@ import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
+import { ChangeFeed } from "../../src/ports/ChangeFeed.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { layerAccounts } from "./MemoryAccounts.js"
 import { accountSettingsRepo, adminReadRepo } from "./MemoryAdmin.js"
 import { memoryAuditLog } from "./MemoryAuditLog.js"
 import { memoryAuthFailures } from "./MemoryAuthFailures.js"
+import { memoryChangeFeed } from "./MemoryChanges.js"
 import { catalogRepo } from "./MemoryCatalog.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
@@ -36,7 +38,8 @@ export const layerMemoryStores = Layer.unwrap(
       Layer.succeed(AdminReadRepo, adminReadRepo(state)),
       Layer.succeed(AccountSettingsRepo, accountSettingsRepo(state)),
       Layer.succeed(AuditLog, memoryAuditLog()),
-      Layer.succeed(AuthFailures, memoryAuthFailures())
+      Layer.succeed(AuthFailures, memoryAuthFailures()),
+      Layer.succeed(ChangeFeed, memoryChangeFeed(state))
     )
   })
 )

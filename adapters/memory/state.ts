@@ -1,5 +1,6 @@
 import { Effect, Semaphore } from "effect"
 import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
+import type { ChangeEntry } from "../../src/domain/change.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { SpendRollup } from "../../src/domain/spend.js"
@@ -27,6 +28,8 @@ export interface MemoryState {
   readonly leases: Map<string, { readonly owner: string; readonly expiresAt: number }>
   catalog: StoredCatalog
   readonly lock: Semaphore.Semaphore
+  /** The changes feed, in feed order (`seq`, `txn` always 0), and the last seq drawn. */
+  readonly changes: { readonly entries: Array<ChangeEntry>; seq: number }
 }
 
 export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.make(1), (lock) => ({
@@ -42,5 +45,6 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.
   providerStarts: new Map(),
   leases: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
-  lock
+  lock,
+  changes: { entries: [], seq: 0 }
 }))

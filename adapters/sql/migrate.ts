@@ -16,6 +16,7 @@ import providerRoute from "./migrations/0013_provider_route.js"
 import listIndexes from "./migrations/0014_list_indexes.js"
 import changeSignals from "./migrations/0015_change_signals.js"
 import submitGate from "./migrations/0016_submit_gate.js"
+import changes from "./migrations/0020_changes.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -49,7 +50,8 @@ const migrate = Effect.gen(function*() {
       "0013_provider_route": providerRoute(t),
       "0014_list_indexes": listIndexes(t),
       "0015_change_signals": changeSignals(t),
-      "0016_submit_gate": submitGate(t)
+      "0016_submit_gate": submitGate(t),
+      "0020_changes": changes(t)
     })
   })
 })

@@ -19,7 +19,8 @@ export const TABLES = [
   "provider_starts",
   "active_job_ends",
   "auth_failures",
-  "spend_hourly"
+  "spend_hourly",
+  "job_changes"
 ] as const
 
 export const INDEXES = [
@@ -55,7 +56,8 @@ export const INDEXES = [
   "webhook_deliveries_account_status",
   "admin_audit_actor",
   "admin_audit_action",
-  "ledger_account_list"
+  "ledger_account_list",
+  "job_changes_account"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */
