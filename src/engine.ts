@@ -36,6 +36,7 @@ import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
 import { JobFollow } from "./services/JobFollow.js"
+import { Changes } from "./services/Changes.js"
 import { Jobs } from "./services/Jobs.js"
 import { LocalWorkers } from "./services/LocalWorkers.js"
 import { layerPublishingJobRepo } from "./services/publishingJobRepo.js"
@@ -62,6 +63,7 @@ export const EngineServicesLive = Layer.mergeAll(
   Accounts.layer,
   Jobs.layer,
   JobFollow.layer,
+  Changes.layer,
   Admin.layer,
   AdminReads.layer,
   Worker.layer,
