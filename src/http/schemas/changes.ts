@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { JobError, JobStatus } from "../../domain/job.js"
+import { JobError } from "../../domain/job.js"
 import { PageLimit } from "./paging.js"
 
 const cursorText = "A cursor: a page's `nextCursor`, an entry's `cursor` or an event's id; the feed resumes after it"
@@ -26,7 +26,7 @@ export const ChangeView = Schema.Struct({
   cursor: Schema.String.annotate({ description: "This entry's place in the feed: `after` resumes after it" }),
   jobId: Schema.String,
   requestId: Schema.String,
-  status: JobStatus.annotate({ description: "completed, failed or cancelled" }),
+  status: Schema.Literals(["completed", "failed", "cancelled"]),
   model: Schema.String,
   version: Schema.String,
   completedAt: Schema.String.annotate({ description: "When the job ended (ISO 8601)" }),
