@@ -149,7 +149,7 @@ export const clientSuite = (target: () => Target) => {
   it("changes() follows the account's endings from a stored cursor, each once, oldest first", async () => {
     const client = await clientFor(target())
     const done = await client.run(TEXT, { prompt: "x" })
-    const failed = (await client.run(TEXT, { prompt: "x", demoFail: true }).catch((e: JobFailedError) => e)).job
+    const failed = ((await client.run(TEXT, { prompt: "x", demoFail: true }).catch((e: unknown) => e)) as JobFailedError).job
     const all: Array<{ jobId: string; status: string; cursor: string }> = []
     for await (const change of client.changes({ pageSize: 1 })) all.push(change)
     expect(all.map((c) => [c.jobId, c.status])).toEqual([[done.jobId, "completed"], [failed.jobId, "failed"]])
