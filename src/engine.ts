@@ -51,7 +51,7 @@ import { Worker } from "./services/Worker.js"
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
  * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo, AdminReadRepo, AccountSettingsRepo,
- * AuditLog, AuthFailures), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
+ * AuditLog, AuthFailures, ChangeFeed), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
  * (to fetch providers' output files) and EngineConfig.
  * `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
