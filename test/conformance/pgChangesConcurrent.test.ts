@@ -25,6 +25,18 @@ const makeReader = (feed: ChangeFeed["Service"], accountId: AccountId, limit: nu
   return { seen, page }
 }
 
+/**
+ * Pages until `count` entries were seen: an entry is served once every older transaction of the
+ * server has ended, so other suites' transactions on a shared server can delay it (never lose it).
+ */
+const readUp = (reader: ReturnType<typeof makeReader>, count: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 30_000
+    while (reader.seen.length < count && Date.now() < deadline) {
+      if ((yield* reader.page) === 0) yield* Effect.sleep("50 millis")
+    }
+  })
+
 /** One engine's writer: submits jobs and ends each, by cancelling it or by a claim and completion. */
 const writer = (repo: JobRepo["Service"], accountId: AccountId, name: string, count: number, ended: Set<JobId>) =>
   Effect.gen(function*() {
@@ -85,9 +97,7 @@ if (probe === undefined) {
         expect(yield* reader.page).toBe(0)
         yield* Deferred.succeed(release, undefined)
         yield* Fiber.join(held)
-        while ((yield* reader.page) > 0) {
-          // Pages until the feed is read up.
-        }
+        yield* readUp(reader, ended.size)
         expect(reader.seen[0]!.jobId).toBe("job_held")
         expect(new Set(reader.seen.map((e) => e.jobId))).toEqual(ended)
         expect(reader.seen).toHaveLength(ended.size)
@@ -117,11 +127,7 @@ if (probe === undefined) {
         })))
         yield* Fiber.join(readersFiber)
         // Jobs left pending (claimed by none) never ended and are in no page.
-        for (const reader of readers) {
-          while ((yield* reader.page) > 0) {
-            // Pages until the feed is read up.
-          }
-        }
+        for (const reader of readers) yield* readUp(reader, ended.size)
         const endedIds = [...ended]
         expect(endedIds.length).toBeGreaterThan(100)
         for (const reader of readers) {
