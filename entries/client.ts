@@ -5,7 +5,16 @@
  * module and nothing of the server; its bundle stays under 10 KiB gzipped (test/client/bundle.test.ts).
  * The Effect client is `genjobs/client/effect`. See docs/client.md.
  */
-export { type ClientOptions, createClient, type GenjobsClient, type ListParams, type LogParams, type RunOptions, type SubmitOptions } from "../src/client/createClient.js"
+export {
+  type ChangeParams,
+  type ClientOptions,
+  createClient,
+  type GenjobsClient,
+  type ListParams,
+  type LogParams,
+  type RunOptions,
+  type SubmitOptions
+} from "../src/client/createClient.js"
 export { type ClientErrorCode, GenjobsError, JobFailedError } from "../src/client/errors.js"
 export type { FetchLike } from "../src/client/transport.js"
 export type { WaitOptions } from "../src/client/waitForJob.js"
@@ -14,6 +23,8 @@ export type {
   AccountOverview,
   BudgetStatus,
   Cancelled,
+  Change,
+  ChangePage,
   CostEstimate,
   FailureType,
   Job,

@@ -87,6 +87,10 @@ export const EngineEnv = Config.all({
   jobRetentionDays: Config.option(Config.Int("JOB_RETENTION_DAYS").pipe(
     satisfying("JOB_RETENTION_DAYS must be a whole number of days, 1 or more", (n) => n >= 1)
   )),
+  changesRetentionDays: Config.Int("CHANGES_RETENTION_DAYS").pipe(
+    Config.withDefault(defaultEngineSettings.changesRetentionMs / DAY_MS),
+    satisfying("CHANGES_RETENTION_DAYS must be a whole number of days, 1 or more", (n) => n >= 1)
+  ),
   retentionSweepIntervalMs: nonNegative("RETENTION_SWEEP_INTERVAL_MS", defaultEngineSettings.retentionSweepIntervalMs).pipe(
     satisfying("RETENTION_SWEEP_INTERVAL_MS must be at least 1000", (n) => n >= 1000)
   ),
@@ -272,6 +276,7 @@ export const engineOptionsFromEnv = (settings: EngineEnvSettings, defaults: Engi
       queueRelayIntervalMs: settings.queueRelayIntervalMs,
       webhookDeliveriesPerAccount: settings.webhookDeliveriesPerAccount,
       jobRetentionMs: Option.match(settings.jobRetentionDays, { onNone: () => null, onSome: (days) => days * DAY_MS }),
+      changesRetentionMs: settings.changesRetentionDays * DAY_MS,
       retentionSweepIntervalMs: settings.retentionSweepIntervalMs,
       retentionBatchSize: settings.retentionBatchSize,
       maxWatchers: settings.maxWatchers,

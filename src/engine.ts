@@ -37,6 +37,7 @@ import { Auth } from "./services/Auth.js"
 import { Catalog } from "./services/Catalog.js"
 import { EngineConfig, type EngineSettings } from "./services/EngineConfig.js"
 import { JobFollow } from "./services/JobFollow.js"
+import { Changes } from "./services/Changes.js"
 import { Jobs } from "./services/Jobs.js"
 import { LocalWorkers } from "./services/LocalWorkers.js"
 import { QueueBook } from "./services/QueueBook.js"
@@ -53,7 +54,7 @@ import { Worker } from "./services/Worker.js"
 /**
  * The engine's services over its ports. Provide stores (AccountRepo, ApiKeyRepo, JobRepo,
  * CatalogRepo, WebhookDeliveryRepo, UploadRepo, RetentionRepo, AdminReadRepo, AccountSettingsRepo,
- * AuditLog, AuthFailures), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
+ * AuditLog, AuthFailures, ChangeFeed), JobSignal, WebhookSignal, JobEvents, BlobStore, UploadTarget, Providers, an HttpClient
  * (to fetch providers' output files) and EngineConfig.
  * `composeEngine` does that and starts the background work.
  * The services see the JobRepo through layerPublishingJobRepo, so every status change they
@@ -65,6 +66,7 @@ export const EngineServicesLive = Layer.mergeAll(
   Accounts.layer,
   Jobs.layer,
   JobFollow.layer,
+  Changes.layer,
   Admin.layer,
   AdminReads.layer,
   Worker.layer,

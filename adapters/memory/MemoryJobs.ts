@@ -9,6 +9,7 @@ import { type Charged, chargeOf, type JobCharge, type JobStoreDriver, type RateK
 import { post } from "./MemoryAccounts.js"
 import { claimOrder, fairKeyOf, fairWeightOf } from "../../src/domain/fairShare.js"
 import { earliestExpiry } from "./jobIndex.js"
+import { appendChanges } from "./MemoryChanges.js"
 import type { MemoryState } from "./state.js"
 
 const newestFirst = (a: Job, b: Job) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
@@ -179,6 +180,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
         return true
       }),
     insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),
+    insertChanges: (changes) => Effect.sync(() => appendChanges(state, changes, undo)),
     listJobs: ({ accountId, after, limit, model, status }) =>
       Effect.sync(() =>
         jobs()

@@ -3,6 +3,7 @@ import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
+import { ChangeFeed } from "../../src/ports/ChangeFeed.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -10,6 +11,7 @@ import { layerAccounts } from "./MemoryAccounts.js"
 import { accountSettingsRepo, adminReadRepo } from "./MemoryAdmin.js"
 import { memoryAuditLog } from "./MemoryAuditLog.js"
 import { memoryAuthFailures } from "./MemoryAuthFailures.js"
+import { memoryChangeFeed } from "./MemoryChanges.js"
 import { catalogRepo } from "./MemoryCatalog.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { UploadRepo } from "../../src/ports/UploadRepo.js"
@@ -39,7 +41,8 @@ export const layerMemoryStores = Layer.unwrap(
       Layer.succeed(AdminReadRepo, adminReadRepo(state)),
       Layer.succeed(AccountSettingsRepo, accountSettingsRepo(state)),
       Layer.succeed(AuditLog, memoryAuditLog()),
-      Layer.succeed(AuthFailures, memoryAuthFailures())
+      Layer.succeed(AuthFailures, memoryAuthFailures()),
+      Layer.succeed(ChangeFeed, memoryChangeFeed(state))
     )
   })
 )

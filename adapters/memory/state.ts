@@ -1,5 +1,6 @@
 import { Effect, Semaphore } from "effect"
 import type { Account, ApiKey, LedgerEntry } from "../../src/domain/account.js"
+import type { ChangeEntry } from "../../src/domain/change.js"
 import type { StoredCatalog } from "../../src/ports/CatalogRepo.js"
 import { emptyCatalog } from "../../src/domain/catalog.js"
 import type { SpendRollup } from "../../src/domain/spend.js"
@@ -30,6 +31,8 @@ export interface MemoryState {
   readonly jobLogs: Map<string, Array<LogLine>>
   catalog: StoredCatalog
   readonly lock: Semaphore.Semaphore
+  /** The changes feed, in feed order (`seq`, `txn` always 0), and the last seq drawn. */
+  readonly changes: { readonly entries: Array<ChangeEntry>; seq: number }
 }
 
 export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.make(1), (lock) => ({
@@ -46,5 +49,6 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.
   leases: new Map(),
   jobLogs: new Map(),
   catalog: { document: emptyCatalog, revision: 0 },
-  lock
+  lock,
+  changes: { entries: [], seq: 0 }
 }))

@@ -5,6 +5,7 @@ import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { readActiveJobs } from "./activeJobs.js"
 import { makeAdmissionStatements } from "./jobs/admission.js"
+import { makeChangeInserts } from "./jobs/changes.js"
 import { makeChargeStatements } from "./jobs/charge.js"
 import { makeDeliveryInserts } from "./jobs/deliveries.js"
 import { makeJobRowStatements } from "./jobs/jobRows.js"
@@ -53,7 +54,8 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     ...makeSubmitStatements(ctx, { wakeClaimers: !broker }),
     ...makeJobRowStatements(ctx),
     postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
-    insertDeliveries: makeDeliveryInserts(ctx)
+    insertDeliveries: makeDeliveryInserts(ctx),
+    insertChanges: makeChangeInserts(ctx)
   }
   const leases: JobLeaseDriver = {
     ...makeClaimStatements(ctx),

@@ -4,6 +4,7 @@ import { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { AuditLog } from "../../src/ports/AuditLog.js"
 import { AuthFailures } from "../../src/ports/AuthFailures.js"
+import { ChangeFeed } from "../../src/ports/ChangeFeed.js"
 import { ApiKeyRepo } from "../../src/ports/ApiKeyRepo.js"
 import { CatalogRepo } from "../../src/ports/CatalogRepo.js"
 import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
@@ -20,6 +21,7 @@ import { makeSqlAdmin } from "./SqlAdmin.js"
 import { makeSqlAuditLog } from "./SqlAuditLog.js"
 import { makeSqlAuthFailures } from "./SqlAuthFailures.js"
 import { makeSqlCatalog } from "./SqlCatalog.js"
+import { makeSqlChangeFeed } from "./SqlChanges.js"
 import { makeSqlJobDriver, type SqlJobDriverOptions } from "./SqlJobs.js"
 import { makeSqlRetention } from "./SqlRetention.js"
 import { makeSqlJobLogs } from "./SqlJobLogs.js"
@@ -61,7 +63,8 @@ const stores = (options: SqlJobDriverOptions) => Layer.unwrap(
       Layer.succeed(AdminReadRepo, admin.reads),
       Layer.succeed(AccountSettingsRepo, announced.settings),
       Layer.succeed(AuditLog, yield* makeSqlAuditLog),
-      Layer.succeed(AuthFailures, yield* makeSqlAuthFailures)
+      Layer.succeed(AuthFailures, yield* makeSqlAuthFailures),
+      Layer.succeed(ChangeFeed, yield* makeSqlChangeFeed)
     )
   })
 )

@@ -17,8 +17,9 @@ import listIndexes from "./migrations/0014_list_indexes.js"
 import changeSignals from "./migrations/0015_change_signals.js"
 import submitGate from "./migrations/0016_submit_gate.js"
 import fairShares from "./migrations/0017_fair_shares.js"
-import standardWebhooks from "./migrations/0021_standard_webhooks.js"
 import jobLogs from "./migrations/0018_job_logs.js"
+import changes from "./migrations/0019_changes.js"
+import standardWebhooks from "./migrations/0020_standard_webhooks.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -54,8 +55,9 @@ const migrate = Effect.gen(function*() {
       "0015_change_signals": changeSignals(t),
       "0016_submit_gate": submitGate(t),
       "0017_fair_shares": fairShares(t),
-      "0021_standard_webhooks": standardWebhooks(t),
-      "0018_job_logs": jobLogs(t)
+      "0018_job_logs": jobLogs(t),
+      "0019_changes": changes(t),
+      "0020_standard_webhooks": standardWebhooks(t)
     })
   })
 })

@@ -20,7 +20,8 @@ export const TABLES = [
   "active_job_ends",
   "auth_failures",
   "spend_hourly",
-  "job_logs"
+  "job_logs",
+  "job_changes"
 ] as const
 
 export const INDEXES = [
@@ -57,7 +58,8 @@ export const INDEXES = [
   "admin_audit_actor",
   "admin_audit_action",
   "ledger_account_list",
-  "jobs_pending_account"
+  "jobs_pending_account",
+  "job_changes_account"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

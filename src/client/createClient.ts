@@ -3,6 +3,8 @@ import { makeTransport, type TransportOptions } from "./transport.js"
 import type {
   AccountOverview,
   Cancelled,
+  Change,
+  ChangePage,
   CostEstimate,
   Job,
   JobInput,
@@ -61,6 +63,14 @@ export interface LogParams {
   readonly signal?: AbortSignal | undefined
 }
 
+export interface ChangeParams {
+  /** A cursor (a page's `nextCursor`, an entry's `cursor`): entries after it; from the oldest kept when not given. */
+  readonly after?: string | undefined
+  /** Entries per page, 1 to 100; 20 when not given. */
+  readonly limit?: number | undefined
+  readonly signal?: AbortSignal | undefined
+}
+
 export interface GenjobsClient {
   /** Charges and queues a job; the answer says `pending`. */
   readonly submit: (model: string, input: JobInput, options?: SubmitOptions) => Promise<Submitted>
@@ -79,6 +89,14 @@ export interface GenjobsClient {
   readonly list: (params?: ListParams) => Promise<JobPage>
   /** Every job, newest first, fetching pages as the loop goes on. */
   readonly jobs: (params?: Omit<ListParams, "cursor">) => AsyncIterable<JobSummary>
+  /** One page of the changes feed: the account's job endings after `after`, oldest first. */
+  readonly changesPage: (params?: ChangeParams) => Promise<ChangePage>
+  /**
+   * Every job ending after `after`, oldest first, fetching pages as the loop goes on; ends once
+   * the feed is read up. Store the last handled entry's `cursor` and pass it as `after` next
+   * time: each ending is seen exactly once (docs/webhooks.md, "Catching up after downtime").
+   */
+  readonly changes: (params?: Omit<ChangeParams, "limit"> & { readonly pageSize?: number | undefined }) => AsyncIterable<Change>
   readonly models: () => Promise<Models>
   /** A model with its versions, by slug (provider/model/capability). */
   readonly model: (slug: string) => Promise<Model>
@@ -121,6 +139,9 @@ export const createClient = (options: ClientOptions): GenjobsClient => {
       signal: params.signal
     })
 
+  const changesPage: GenjobsClient["changesPage"] = (params = {}) =>
+    transport.json({ method: "GET", path: "/v1/changes", query: { after: params.after, limit: params.limit }, retry: true, signal: params.signal })
+
   return {
     submit,
     logs: (jobId, params = {}) =>
@@ -148,6 +169,16 @@ export const createClient = (options: ClientOptions): GenjobsClient => {
         yield* page.jobs
         cursor = page.hasMore && page.nextCursor !== null ? page.nextCursor : undefined
       } while (cursor !== undefined)
+    },
+    changesPage,
+    changes: async function*(params = {}) {
+      let after = params.after
+      for (;;) {
+        const page = await changesPage({ after, limit: params.pageSize ?? 100, signal: params.signal })
+        yield* page.changes
+        after = page.nextCursor
+        if (!page.hasMore) return
+      }
     },
     models: () => transport.json({ method: "GET", path: "/v1/models", retry: true }),
     // The documented route: the slug is one path parameter, its slashes percent-encoded.

@@ -5,7 +5,7 @@ import { EngineApi } from "../http/Api.js"
 
 /**
  * The engine's HttpApi as an Effect client: every group (`jobs`, `account`, `catalog`, `models`,
- * `uploads`, `webhooks`, `admin`) with typed answers and typed error envelopes. It needs an
+ * `uploads`, `webhooks`, `admin`, `changes`) with typed answers and typed error envelopes. It needs an
  * HttpClient: `FetchHttpClient.layer` anywhere, or a platform's own. Path parameters are sent as
  * given, so slugs go to the documented `{slug}` routes percent-encoded:
  * `models.get({ path: { modelId: encodeURIComponent(slug) } })`.

@@ -208,3 +208,30 @@ export interface Upload {
 export type JobInput = Readonly<Record<string, unknown>>
 
 export const TERMINAL_STATUSES: ReadonlyArray<JobStatus> = ["completed", "failed", "cancelled"]
+
+/** An entry of the changes feed (GET /v1/changes, the changes stream): one job's ending. */
+export interface Change {
+  /** This entry's place in the feed: store it, and resume after it (`after`). */
+  readonly cursor: string
+  readonly jobId: string
+  readonly requestId: string
+  readonly status: "completed" | "failed" | "cancelled"
+  readonly model: string
+  readonly version: string
+  /** When the job ended (ISO 8601). */
+  readonly completedAt: string
+  /** What the submit charged. */
+  readonly costMicroCents: number
+  /** What the ending refunded: the whole cost when failed or cancelled, 0 when completed. */
+  readonly refundedMicroCents: number
+  /** Why it failed; absent unless failed. */
+  readonly error?: JobFailure
+}
+
+/** A page of the changes feed. */
+export interface ChangePage {
+  readonly changes: ReadonlyArray<Change>
+  /** Where the next page starts, always set: while `hasMore` is false, ask again later from it. */
+  readonly nextCursor: string
+  readonly hasMore: boolean
+}

@@ -8,6 +8,7 @@ import { NotFound, PubsubPublishFailed } from "../domain/errors.js"
 import { JobCannotBeCancelled, JobNotFound } from "../domain/job.js"
 import { DeliveryNotRetryable } from "../domain/webhook.js"
 import { FileTooLarge, InvalidContentType } from "../domain/uploadRefusals.js"
+import { ChangesGroup } from "./changesApi.js"
 import { refusing } from "./errorEnvelope.js"
 import { AdminAuth, ApiKeyAuth, OptionalApiKeyAuth } from "./middleware.js"
 import { adminSecurity, finishDocument, keySecurity, optionalKeySecurity } from "./openApi.js"
@@ -618,6 +619,7 @@ export class EngineApi extends HttpApi.make("genjobs")
   .add(UploadsGroup)
   .add(WebhooksGroup)
   .add(AdminGroup)
+  .add(ChangesGroup)
   .annotateMerge(OpenApi.annotations({
     title: "Generation jobs engine",
     version: ENGINE_VERSION,
@@ -625,6 +627,6 @@ export class EngineApi extends HttpApi.make("genjobs")
     license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
     // Relative: the document describes the server it is served by.
     servers: [{ url: "/", description: "This server" }],
-    transform: (spec) => finishDocument(spec, [JobsGroup, AccountGroup, CatalogGroup, ModelsGroup, UploadsGroup, WebhooksGroup, AdminGroup])
+    transform: (spec) => finishDocument(spec, [JobsGroup, AccountGroup, CatalogGroup, ModelsGroup, UploadsGroup, WebhooksGroup, AdminGroup, ChangesGroup])
   }))
 {}

@@ -55,6 +55,9 @@ const logEventsOf = (lines: ReadonlyArray<LogLine>): Uint8Array =>
 
 const HEARTBEAT_BYTES = encoder.encode(": heartbeat\n\n")
 
+/** What the heartbeats write on: a stream's body (the job's status stream, the changes stream). */
+type Beating = Pick<Readable, "push">
+
 /**
  * A pending job's place, as an event named `queue` with no id: clients listening for messages
  * only (EventSource's onmessage, the spec's) never see it, and Last-Event-ID keeps counting
@@ -68,7 +71,7 @@ const queueEventOf = (place: QueuePlace): Uint8Array =>
  * a stream resumed after the current status has no event to write until the job moves on: without
  * these bytes the client would see no answer at all until then (or the first heartbeat).
  */
-const OPEN_BYTES = encoder.encode(": open\n\n")
+export const OPEN_BYTES = encoder.encode(": open\n\n")
 
 /** The id of a job's last event, its terminal status: a stream resumed at it has nothing left to say. */
 const FINAL_EVENT_ID = statusRank("completed")
@@ -80,7 +83,7 @@ const FINAL_EVENT_ID = statusRank("completed")
  */
 export const makeHeartbeats = (interval: Duration.Input = HEARTBEAT) =>
   Effect.gen(function*() {
-    const beats = new Set<EventStream>()
+    const beats = new Set<Beating>()
     const beating = yield* Latch.make(false)
     yield* beating.await.pipe(
       Effect.andThen(Effect.sleep(interval)),
@@ -93,11 +96,11 @@ export const makeHeartbeats = (interval: Duration.Input = HEARTBEAT) =>
     )
     return {
       /** Writes a heartbeat on `stream` every `interval` until `remove`. */
-      add: (stream: EventStream) => {
+      add: (stream: Beating) => {
         beats.add(stream)
         beating.openUnsafe()
       },
-      remove: (stream: EventStream) => void beats.delete(stream)
+      remove: (stream: Beating) => void beats.delete(stream)
     } as const
   })
 
@@ -188,7 +191,7 @@ class EventStream extends Readable implements JobListener {
 }
 
 // no-transform and X-Accel-Buffering keep proxies (nginx) from holding events back.
-const STREAM_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
+export const STREAM_HEADERS = { "cache-control": "no-cache, no-transform", "x-accel-buffering": "no" }
 
 const respondWith = (bytes: ReadonlyArray<Uint8Array>) => {
   const body = new Uint8Array(bytes.reduce((length, part) => length + part.length, 0))

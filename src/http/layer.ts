@@ -6,6 +6,7 @@ import { AdminAuthLive, ApiKeyAuthLive, OptionalApiKeyAuthLive } from "./authLay
 import { ErrorEnvelopeMiddleware } from "./errorMiddleware.js"
 import { AccountHandlers } from "./handlers/account.js"
 import { AdminHandlers } from "./handlers/admin.js"
+import { ChangesHandlers } from "./handlers/changes.js"
 import { CatalogHandlers, ModelsHandlers } from "./handlers/catalog.js"
 import { JobsHandlers } from "./handlers/jobs.js"
 import { UploadsHandlers } from "./handlers/uploads.js"
@@ -30,7 +31,7 @@ export const EngineHttpLive = Layer.mergeAll(
   DashboardRoutes,
   MetricsRoute,
   HttpApiBuilder.layer(EngineApi, { openapiPath: "/v1/openapi.json" }).pipe(
-    Layer.provide([JobsHandlers, AccountHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers]),
+    Layer.provide([JobsHandlers, AccountHandlers, CatalogHandlers, ModelsHandlers, UploadsHandlers, WebhooksHandlers, AdminHandlers, ChangesHandlers]),
     Layer.provide([ApiKeyAuthLive, OptionalApiKeyAuthLive, AdminAuthLive])
   ),
   // The page inlines Scalar's bundle and the document; without its default web fonts it loads

@@ -1,6 +1,7 @@
 import type { Effect, Option } from "effect"
 import type { Account } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
+import type { JobChange } from "../domain/change.js"
 import type { AccountId, ApiKeyId, JobId } from "../domain/ids.js"
 import type { Job, JobStatus } from "../domain/job.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
@@ -191,6 +192,12 @@ export interface JobStoreDriver {
    */
   readonly postLedger: (entry: JobLedgerEntry) => Effect.Effect<boolean, StoreError>
   readonly insertDeliveries: (deliveries: ReadonlyArray<WebhookDelivery>) => Effect.Effect<void, StoreError>
+  /**
+   * Appends job endings to the changes feed (ports/ChangeFeed.ts), in the enclosing transaction
+   * of the endings: an entry is read only once its ending committed, and never placed before an
+   * entry some read already answered.
+   */
+  readonly insertChanges: (changes: ReadonlyArray<JobChange>) => Effect.Effect<void, StoreError>
   /** Newest first over (createdAt, id), up to `limit + 1` jobs. */
   readonly listJobs: (query: ListQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
 }

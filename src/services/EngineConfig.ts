@@ -1,5 +1,6 @@
 import { Context, Layer } from "effect"
 import type { Backoff } from "../domain/backoff.js"
+import { DEFAULT_CHANGES_RETENTION_MS } from "../domain/change.js"
 import type { CircuitSettings } from "../domain/circuit.js"
 import { DEFAULT_OUTPUT_SIZE_CAPS, type OutputSizeCaps } from "../domain/outputFiles.js"
 import { RETRY_DELAYS_MS } from "../domain/webhookSchedule.js"
@@ -47,6 +48,11 @@ export interface EngineSettings {
    * Never less than `idempotencyWindowMs`, so a retried submit still finds its job.
    */
   readonly jobRetentionMs: number | null
+  /**
+   * How long the changes feed (GET /v1/changes) keeps each job's ending; 7 days by default. The
+   * retention sweeper deletes older entries, whatever `jobRetentionMs` says.
+   */
+  readonly changesRetentionMs: number
   /**
    * How often the retention sweeper removes what is past retention, and idempotency records
    * past their window. One process runs a pass at a time; another takes over within two intervals.
@@ -106,6 +112,7 @@ export const defaultEngineSettings: EngineSettings = {
   webhookRetryDelaysMs: RETRY_DELAYS_MS,
   webhookDeliveriesPerAccount: 4,
   jobRetentionMs: null,
+  changesRetentionMs: DEFAULT_CHANGES_RETENTION_MS,
   retentionSweepIntervalMs: 60_000,
   retentionBatchSize: 100,
   publicUrl: undefined,

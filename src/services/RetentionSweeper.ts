@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import type { StoreError } from "../domain/errors.js"
 import { jobFilePrefix, retainedStatuses, retentionCutoffs, unsentDeliveries } from "../domain/retention.js"
 import { BlobStore } from "../ports/BlobStore.js"
+import { ChangeFeed } from "../ports/ChangeFeed.js"
 import { RetentionRepo } from "../ports/RetentionRepo.js"
 import { EngineConfig } from "./EngineConfig.js"
 
@@ -18,6 +19,8 @@ export interface RetentionSweep {
   readonly files: number
   /** Idempotency records past their window. */
   readonly idempotencyKeys: number
+  /** Changes feed entries past `changesRetentionMs`. */
+  readonly changes: number
 }
 
 const filter = { statuses: retainedStatuses, unsentDeliveries }
@@ -25,12 +28,14 @@ const filter = { statuses: retainedStatuses, unsentDeliveries }
 /**
  * Removes what is past retention: idempotency records once their window has passed, always; and,
  * when `jobRetentionMs` is set, jobs that ended that long ago, with their sent or failed webhook
- * deliveries and their output files. A job whose webhook is still to be sent stays until it is
+ * deliveries and their output files; and changes feed entries past `changesRetentionMs`, always.
+ * A job whose webhook is still to be sent stays until it is
  * sent or fails. The ledger is never touched. Works in batches of `retentionBatchSize`, each its
  * own transaction; processes share the work through a lease, so one runs each pass.
  */
 export const make = Effect.gen(function*() {
   const repo = yield* RetentionRepo
+  const feed = yield* ChangeFeed
   const blobs = yield* BlobStore
   const config = yield* EngineConfig
   const owner = `ret_${randomBytes(6).toString("hex")}`
@@ -69,11 +74,12 @@ export const make = Effect.gen(function*() {
   /** One pass, if this process holds (or takes) it; None when another process does. */
   const sweep: Effect.Effect<Option.Option<RetentionSweep>, StoreError> = Effect.gen(function*() {
     if (!(yield* holdPass)) return Option.none()
-    const cutoffs = retentionCutoffs(config, yield* Clock.currentTimeMillis)
-    const swept = { jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 }
+    const now = yield* Clock.currentTimeMillis
+    const cutoffs = retentionCutoffs(config, now)
+    const swept = { jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0, changes: 0 }
     // Logged however the pass ends: what a failed or interrupted pass removed is gone all the same.
     const report = Effect.suspend(() =>
-      swept.jobs + swept.deliveries + swept.files + swept.idempotencyKeys > 0
+      swept.jobs + swept.deliveries + swept.files + swept.idempotencyKeys + swept.changes > 0
         ? Effect.logInfo("retention sweep removed what was past retention").pipe(Effect.annotateLogs({ ...swept }))
         : Effect.void
     )
@@ -84,8 +90,15 @@ export const make = Effect.gen(function*() {
             swept.idempotencyKeys += n
           }))
       )
+      if (!held) return
+      const changesHeld = yield* drain(
+        Effect.tap(feed.purge(now - config.changesRetentionMs, limit), (n) =>
+          Effect.sync(() => {
+            swept.changes += n
+          }))
+      )
       const { jobsEndedBy } = cutoffs
-      if (!held || jobsEndedBy === null) return
+      if (!changesHeld || jobsEndedBy === null) return
       yield* drain(Effect.map(jobBatch(jobsEndedBy), (batch) => {
         swept.jobs += batch.jobs
         swept.deliveries += batch.deliveries

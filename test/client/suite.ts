@@ -145,4 +145,22 @@ export const clientSuite = (target: () => Target) => {
     expect(overview.account.balanceMicroCents).toBe(10_000_000)
     expect(overview.key.name).toBe("k")
   })
+
+  it("changes() follows the account's endings from a stored cursor, each once, oldest first", async () => {
+    const client = await clientFor(target())
+    const done = await client.run(TEXT, { prompt: "x" })
+    const failed = ((await client.run(TEXT, { prompt: "x", demoFail: true }).catch((e: unknown) => e)) as JobFailedError).job
+    const all: Array<{ jobId: string; status: string; cursor: string }> = []
+    for await (const change of client.changes({ pageSize: 1 })) all.push(change)
+    expect(all.map((c) => [c.jobId, c.status])).toEqual([[done.jobId, "completed"], [failed.jobId, "failed"]])
+    // A receiver that handled the first entry resumes after its cursor.
+    const rest: Array<string> = []
+    for await (const change of client.changes({ after: all[0]!.cursor })) rest.push(change.jobId)
+    expect(rest).toEqual([failed.jobId])
+    const page = await client.changesPage({ after: all[1]!.cursor })
+    expect(page).toEqual({ changes: [], nextCursor: expect.any(String), hasMore: false })
+    const later = await client.run(TEXT, { prompt: "y" })
+    const next = await client.changesPage({ after: page.nextCursor })
+    expect(next.changes.map((c) => c.jobId)).toEqual([later.jobId])
+  })
 }

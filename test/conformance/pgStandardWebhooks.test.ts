@@ -8,7 +8,7 @@ import { createAccount } from "./fixtures.js"
 
 const url = await freshPostgresUrl()
 
-// Migration 0021's trigger: a change of the setting, by whatever process or statement, tells every
+// Migration 0020's trigger: a change of the setting, by whatever process or statement, tells every
 // process to drop its cached accounts. A raw UPDATE, so no announcement of the engine's own counts.
 describe.skipIf(url === undefined)("postgres: standardWebhooks changes notify", () => {
   it.live("an UPDATE of standard_webhooks sends `access` on <prefix>changes", () =>

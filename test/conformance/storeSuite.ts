@@ -14,12 +14,15 @@ import { UploadRepo } from "../../src/ports/UploadRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { createAccount, emptyCatalog, job, NO_LIMITS, sampleCatalog, T0 } from "./fixtures.js"
 import { runBudgetConformance } from "./budgetSuite.js"
+import { runChangesConformance } from "./changesSuite.js"
+import type { ChangeFeed } from "../../src/ports/ChangeFeed.js"
 import { runLimitsConformance } from "./limitsSuite.js"
 import { runFairConformance } from "./fairSuite.js"
 import { runJobLogsConformance } from "./jobLogsSuite.js"
 import type { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo | JobLogRepo
+  | ChangeFeed
 
 const codeOf = <A>(result: Result.Result<A, unknown>) =>
   Result.isFailure(result) ? (result.failure as AnyRefusal).code : "ok"
@@ -44,6 +47,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   runBudgetConformance(name, makeLayer)
   runFairConformance(name, makeLayer)
   runJobLogsConformance(name, makeLayer)
+  runChangesConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>

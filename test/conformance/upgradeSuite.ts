@@ -29,7 +29,7 @@ const migrationRows = (table: string) =>
       Effect.map((rows) => rows.map((row) => [Number(row.migration_id), row.name]))
     )
 
-const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"], [13, "provider_route"], [14, "list_indexes"], [15, "change_signals"], [16, "submit_gate"], [17, "fair_shares"], [18, "job_logs"]]
+const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"], [13, "provider_route"], [14, "list_indexes"], [15, "change_signals"], [16, "submit_gate"], [17, "fair_shares"], [18, "job_logs"], [19, "changes"], [20, "standard_webhooks"]]
 
 const balanceIsLedger = (id: AccountId) =>
   Effect.gen(function*() {
@@ -95,7 +95,7 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           // effect_sql_migrations held only the engine's rows, so it is gone.
           // PostgreSQL keeps ended jobs apart from their accounts' active counts (migration 0010).
           expect((yield* tableNames).sort()).toEqual([
-            "genjobs_accounts", ...(name === "postgres" ? ["genjobs_active_job_ends"] : []), "genjobs_admin_audit", "genjobs_api_keys", "genjobs_auth_failures", "genjobs_catalog", "genjobs_idempotency_keys", "genjobs_job_logs", "genjobs_jobs", "genjobs_leases",
+            "genjobs_accounts", ...(name === "postgres" ? ["genjobs_active_job_ends"] : []), "genjobs_admin_audit", "genjobs_api_keys", "genjobs_auth_failures", "genjobs_catalog", "genjobs_idempotency_keys", "genjobs_job_changes", "genjobs_job_logs", "genjobs_jobs", "genjobs_leases",
             "genjobs_ledger", "genjobs_migrations", "genjobs_provider_starts", "genjobs_rate_windows", "genjobs_spend_hourly", "genjobs_uploads",
             "genjobs_webhook_deliveries"
           ])

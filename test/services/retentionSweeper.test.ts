@@ -121,16 +121,17 @@ describe("RetentionSweeper", () => {
       const ledgerBefore = yield* AccountRepo.use((repo) => repo.ledger(caller.account.id))
 
       yield* TestClock.adjust(DAY)
-      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 })
+      // The changes feed keeps its 7 days whatever the jobs' retention: the 4 endings near day 0 go.
+      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0, changes: 4 })
       yield* TestClock.adjust(1)
       const logs: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
       const recording = Logger.layer([
         Logger.make(({ fiber, message }) => logs.push({ message, annotations: { ...fiber.getRef(References.CurrentLogAnnotations) } }))
       ])
-      expect(yield* sweep.pipe(Effect.provide(recording))).toEqual({ jobs: 3, deliveries: 2, files: 2, idempotencyKeys: 0 })
+      expect(yield* sweep.pipe(Effect.provide(recording))).toEqual({ jobs: 3, deliveries: 2, files: 2, idempotencyKeys: 0, changes: 0 })
       expect(logs).toEqual([{
         message: ["retention sweep removed what was past retention"],
-        annotations: { jobs: 3, deliveries: 2, files: 2, idempotencyKeys: 0 }
+        annotations: { jobs: 3, deliveries: 2, files: 2, idempotencyKeys: 0, changes: 0 }
       }])
 
       for (const gone of [completed, failed, cancelled]) expect(yield* exists(gone)).toBe(false)
@@ -156,7 +157,7 @@ describe("RetentionSweeper", () => {
 
       // Once its webhook has gone out, the last old job goes too.
       yield* deliver(unsent, "sent")
-      expect(yield* sweep).toEqual({ jobs: 1, deliveries: 1, files: 1, idempotencyKeys: 0 })
+      expect(yield* sweep).toEqual({ jobs: 1, deliveries: 1, files: 1, idempotencyKeys: 0, changes: 0 })
       expect(yield* exists(unsent)).toBe(false)
     }).pipe(Effect.provide(engine({ jobRetentionMs: 30 * DAY, retentionBatchSize: 2 }))))
 
@@ -167,13 +168,14 @@ describe("RetentionSweeper", () => {
       yield* runNext
       const firstFile = yield* outputKey(first)
       yield* TestClock.adjust(DAY)
-      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 })
+      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0, changes: 0 })
       // Still inside the window: the key answers with its job.
       expect(yield* submit(caller, { prompt: "a" }, { key: "k1" })).toBe(first)
       yield* TestClock.adjust(1)
-      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 1 })
+      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 1, changes: 0 })
       yield* TestClock.adjust(365 * DAY)
-      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0 })
+      // The feed's entry of the job's ending is past its 7 days; the job itself is kept.
+      expect(yield* sweep).toEqual({ jobs: 0, deliveries: 0, files: 0, idempotencyKeys: 0, changes: 1 })
       expect(yield* exists(first)).toBe(true)
       expect(yield* stored(firstFile)).toBe(true)
       expect(yield* submit(caller, { prompt: "a" }, { key: "k1" })).not.toBe(first)
@@ -188,7 +190,7 @@ describe("RetentionSweeper", () => {
       expect((yield* sweep).jobs).toBe(0)
       expect(yield* submit(caller, { prompt: "a" }, { key: "k1" })).toBe(job)
       yield* TestClock.adjust(1)
-      expect(yield* sweep).toEqual({ jobs: 1, deliveries: 0, files: 1, idempotencyKeys: 1 })
+      expect(yield* sweep).toEqual({ jobs: 1, deliveries: 0, files: 1, idempotencyKeys: 1, changes: 0 })
     }).pipe(Effect.provide(engine({ jobRetentionMs: HOUR }))))
 
   it.effect("two sweepers share the pass: one works it, the other takes over once the first stops", () =>
@@ -199,7 +201,7 @@ describe("RetentionSweeper", () => {
       yield* TestClock.adjust(DAY + 1)
       const first = yield* makeSweeper
       const second = yield* makeSweeper
-      expect(yield* first.sweepOnce).toEqual(Option.some({ jobs: 1, deliveries: 0, files: 1, idempotencyKeys: 0 }))
+      expect(yield* first.sweepOnce).toEqual(Option.some({ jobs: 1, deliveries: 0, files: 1, idempotencyKeys: 0, changes: 0 }))
       expect(yield* second.sweepOnce).toEqual(Option.none())
       expect(yield* exists(old)).toBe(false)
       // The first keeps its pass while it sweeps; once it stops, the pass is free after two intervals.

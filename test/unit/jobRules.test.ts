@@ -19,6 +19,7 @@ const writes = new Set([
   "updateJob",
   "postLedger",
   "insertDeliveries",
+  "insertChanges",
   "finishHeld",
   "takeLease",
   "pruneWindows",
@@ -106,7 +107,7 @@ describe("job rules over a driver", () => {
       expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
 
       expect(calls.filter((c) => c === "updateJob" || c === "updateProviderStates" || c === "finishHeld").length).toBeGreaterThanOrEqual(6)
-      expect(calls.filter((c) => c === "postLedger" || c === "insertDeliveries")).toEqual([])
+      expect(calls.filter((c) => c === "postLedger" || c === "insertDeliveries" || c === "insertChanges")).toEqual([])
       expect(settled(state)).toEqual(before)
       expect(state.jobs.get(pending.id)?.status).toBe("pending")
       expect(state.jobs.get(running.id)?.status).toBe("processing")

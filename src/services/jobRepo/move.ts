@@ -1,4 +1,5 @@
 import { Effect, Option, Result } from "effect"
+import { changeOf } from "../../domain/change.js"
 import { type Job, type JobEvent, refundsOnEntry, transition } from "../../domain/job.js"
 import { deliveryFor } from "../../domain/webhook.js"
 import type { JobStoreDriver } from "../../ports/JobStoreDriver.js"
@@ -9,7 +10,7 @@ export const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 
 /**
  * Applies an event through the state machine and settles what the new status implies: the
- * refund and the webhook outbox row. None when the machine refuses the event, or when the
+ * refund, the webhook outbox row and the changes feed's entry. None when the machine refuses the event, or when the
  * conditional write finds the job changed since it was read (a race lost): then nothing else
  * is written, so a transition is never settled twice.
  */
@@ -36,6 +37,8 @@ export const move = (driver: JobStoreDriver, job: Job, event: JobEvent, changes:
         }
         const delivery = deliveryFor(next, now)
         if (delivery !== undefined) yield* driver.insertDeliveries([delivery])
+        const change = changeOf(next, now)
+        if (change !== undefined) yield* driver.insertChanges([change])
         return Option.some(next)
       })
   })
