@@ -115,14 +115,14 @@ describe("Replicate: generations", () => {
       // The bar still being drawn has no newline yet: it is not a line until it ends.
       expect(running.logs).toEqual([
         "Using seed: 42",
-        "Downloading weights from https://weights.replicate.delivery/sim/model.tar?X-Amz-Signature=simsignature&X-Amz-Credential=simkey"
+        "Downloading weights from https://weights.replicate.test/sim/model.tar?X-Amz-Signature=simsignature&X-Amz-Credential=simkey"
       ])
       expect(provider.logSecrets).toEqual([sim.apiToken])
       // Kept as the engine keeps it: the signed URL's query goes.
       const kept = planLogAppend(emptyLogMark, running.logs!, provider.logSecrets!, 0)!
       expect(kept.lines.map((l) => l.line)).toEqual([
         "Using seed: 42",
-        "Downloading weights from https://weights.replicate.delivery/sim/model.tar?[REDACTED]"
+        "Downloading weights from https://weights.replicate.test/sim/model.tar?[REDACTED]"
       ])
     }))
 })

@@ -108,7 +108,7 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
    */
   const logsOf = (percent: number, ended: boolean) => {
     const frames = Array.from({ length: Math.floor(percent / 10) + 1 }, (_, i) => `${String(i * 10).padStart(3)}%|${"#".repeat(i)}${" ".repeat(10 - i)}| ${i * 10}/100`)
-    return "Using seed: 42\nDownloading weights from https://weights.replicate.delivery/sim/model.tar?X-Amz-Signature=simsignature&X-Amz-Credential=simkey\n" +
+    return "Using seed: 42\nDownloading weights from https://weights.replicate.test/sim/model.tar?X-Amz-Signature=simsignature&X-Amz-Credential=simkey\n" +
       frames.join("\r") + (ended ? "\nDone\n" : "")
   }
 

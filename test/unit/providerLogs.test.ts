@@ -27,8 +27,8 @@ describe("redactLine", () => {
 
   it("replaces bearer tokens, URL query strings and secret-named values", () => {
     expect(redactLine("Authorization: Bearer abcdefgh12345678")).toBe(`Authorization: Bearer ${REDACTED}`)
-    expect(redactLine("fetched https://bucket.s3.amazonaws.com/out.png?X-Amz-Signature=abc&X-Amz-Credential=AKIA done"))
-      .toBe(`fetched https://bucket.s3.amazonaws.com/out.png?${REDACTED} done`)
+    expect(redactLine("fetched https://bucket.s3.genjobs.test/out.png?X-Amz-Signature=abc&X-Amz-Credential=AKIA done"))
+      .toBe(`fetched https://bucket.s3.genjobs.test/out.png?${REDACTED} done`)
     expect(redactLine("api_key=hunter2hunter2 user=ann")).toBe(`api_key=${REDACTED} user=ann`)
     expect(redactLine(`{"token": "abc123", "steps": 30}`)).toBe(`{"token": "${REDACTED}", "steps": 30}`)
     expect(redactLine("password: letmein")).toBe(`password: ${REDACTED}`)
@@ -39,7 +39,7 @@ describe("redactLine", () => {
   it("leaves ordinary lines alone", () => {
     const line = " 45%|████▌     | 23/50 [00:04<00:05, 5.1it/s] seed: 1234, keyframes 3"
     expect(redactLine(line)).toBe(line)
-    expect(redactLine("Using seed 42 for https://example.com/page")).toBe("Using seed 42 for https://example.com/page")
+    expect(redactLine("Using seed 42 for https://docs.genjobs.test/page")).toBe("Using seed 42 for https://docs.genjobs.test/page")
   })
 })
 
