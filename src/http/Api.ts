@@ -564,6 +564,19 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     }).annotateMerge(docs("Get any job", "A job of any account with its input, outputs, error and attempts; JOB_NOT_FOUND when unknown."))
   )
   .add(
+    HttpApiEndpoint.get("jobLogs", "/admin/jobs/:jobId/logs", {
+      disableCodecs: true,
+      params: AdminJobIdPath,
+      query: JobLogParams.fields,
+      success: JobLogPage,
+      error: refusing(JobNotFound)
+    }).annotateMerge(docs(
+        "Read any job's provider log",
+        "A job of any account's provider log, redacted as stored, paged as GET /v1/jobs/{jobId}/logs pages it (same " +
+          "`lines`, `nextCursor` and `hasMore`); JOB_NOT_FOUND when unknown."
+      ))
+  )
+  .add(
     HttpApiEndpoint.get("listDeliveries", "/admin/webhooks/deliveries", {
       disableCodecs: true,
       query: AdminDeliveryListParams.fields,

@@ -50,6 +50,7 @@ export const adminJobView = (job: Job) => {
     outputs,
     error,
     estimatedCompletionTime: iso(job.estimatedCompletionAt),
+    providerProgress: job.providerProgress ?? null,
     // Jobs of releases before provider_route carry their route on the handle only.
     route: routeView(job.providerRoute ?? job.providerHandle?.route)
   }

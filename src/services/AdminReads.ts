@@ -21,7 +21,9 @@ import type { Account } from "../domain/account.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { AuditLog } from "../ports/AuditLog.js"
+import { JobLogRepo } from "../ports/JobLogRepo.js"
 import { JobRepo } from "../ports/JobRepo.js"
+import { type LogPage, logPage, type LogRequest } from "./jobs/logs.js"
 import { readPageRequest, toPage } from "./paging.js"
 
 export interface Page<A> {
@@ -79,6 +81,7 @@ export const make = Effect.gen(function*() {
   const audit = yield* AuditLog
   const jobRepo = yield* JobRepo
   const accountRepo = yield* AccountRepo
+  const jobLogs = logPage(yield* JobLogRepo)
 
   const account = (id: string): Effect.Effect<Account, EngineError | StoreError> =>
     accountRepo.get(id as AccountId).pipe(
@@ -203,6 +206,9 @@ export const make = Effect.gen(function*() {
     keys: Effect.fn("AdminReads.keys")(keys),
     jobs: Effect.fn("AdminReads.jobs")(jobs),
     job: Effect.fn("AdminReads.job")(job),
+    /** Any account's job's provider log, paged as the owner's GET /v1/jobs/{jobId}/logs. */
+    jobLogs: Effect.fn("AdminReads.jobLogs")((id: string, request: LogRequest): Effect.Effect<LogPage, EngineError | StoreError> =>
+      Effect.flatMap(job(id), (found) => jobLogs(found, request))),
     deliveries: Effect.fn("AdminReads.deliveries")(deliveries),
     ledger: Effect.fn("AdminReads.ledger")(ledger),
     spend: Effect.fn("AdminReads.spend")(spend),

@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { DEMO_PROVIDER_ID, type Engine, makeDemoProvider, makeEngine, WebhookSender } from "genjobs"
+import { DEMO_PROVIDER_ID, type Engine, type GenerationProvider, makeDemoProvider, makeEngine, WebhookSender } from "genjobs"
 import { genjobsNode } from "genjobs/http"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { existsSync } from "node:fs"
@@ -19,6 +19,20 @@ const SHOTS = "/tmp/genjobs-dashboard"
 /** Micro-cents as the dashboard shows them. */
 const usd = new Intl.NumberFormat("en-US", { style: "currency", currency: "USD", minimumFractionDigits: 2, maximumFractionDigits: 6 })
 const money = (microCents: number) => usd.format(microCents / 1_000_000)
+
+/** The demo provider, but a job whose prompt is LOGGED reports progress and log lines until `logged.done`. */
+const LOGGED = "a job with a log"
+const LOG_SECRET = "sk-live-dashboardsecret0123456789"
+const logged = { done: false }
+const demo = makeDemoProvider()
+const loggingDemo: GenerationProvider = {
+  ...demo,
+  logSecrets: [LOG_SECRET],
+  poll: (handle, request) =>
+    request.input["prompt"] === LOGGED && !logged.done
+      ? Effect.succeed({ _tag: "Running", progress: 42, logs: ["loading weights", `token ${LOG_SECRET}`, "step 5/12"], pollAfterMs: 50 } as const)
+      : demo.poll(handle, request)
+}
 
 /** A receiver that is always down, so a delivery fails after its six attempts at once. */
 const downReceiver = Layer.succeed(WebhookSender, {
@@ -50,7 +64,7 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
     engine = await makeEngine({
       store: memoryStore(),
       files: memoryFiles({ publicUrl: `${origin}${BASE_PATH}` }),
-      providers: { [DEMO_PROVIDER_ID]: makeDemoProvider() },
+      providers: { [DEMO_PROVIDER_ID]: loggingDemo },
       http: { adminToken: ADMIN },
       basePath: BASE_PATH,
       webhookSender: downReceiver,
@@ -399,5 +413,33 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
     } finally {
       for (const [i, jobId] of jobs.entries()) await api("POST", `/v1/jobs/${jobId}/cancel`, i < 3 ? studio : other)
     }
+  }, 45_000)
+
+  it("shows a running job's provider progress and its redacted log lines, and the lines logged until it ended", async () => {
+    // The catalog without the queue test's limit of one job at a time, and an account of its own
+    // (the first one's key is deactivated by now).
+    expect((await api("PUT", "/admin/catalog", ADMIN, demoCatalog())).status).toBe(200)
+    const account = await api("POST", "/admin/accounts", ADMIN, { name: "Log Studio", creditsMicroCents: 10_000_000 })
+    const logKey = (await api("POST", `/admin/accounts/${account.body.id}/keys`, ADMIN, { name: "k", scopes: [], allowedIPs: [] })).body.key as string
+    const submitted = await api("POST", "/v1/jobs/submit", logKey, { model: "demo/text-gen/text-to-text", input: { prompt: LOGGED } })
+    expect(submitted.status).toBe(200)
+    const jobId = submitted.body.jobId as string
+    await page.goto(`${origin}${BASE_PATH}/dashboard#/jobs/${jobId}`)
+    await page.getByRole("heading", { level: 1, name: `Job ${jobId}` }).waitFor()
+    const providerProgress = page.getByLabel("Provider's progress")
+    await expect.poll(() => providerProgress.getAttribute("value"), { timeout: 10_000 }).toBe("42")
+    expect(await page.getByLabel("Progress", { exact: true }).getAttribute("value")).toBe("50")
+    const lines = page.getByRole("list", { name: "Provider log lines" }).getByRole("listitem")
+    await expect.poll(() => lines.allTextContents(), { timeout: 10_000 }).toHaveLength(3)
+    expect(await lines.locator("code").allTextContents()).toEqual(["loading weights", "token [REDACTED]", "step 5/12"])
+    expect((await page.content()).includes(LOG_SECRET)).toBe(false)
+    await page.screenshot({ path: `${SHOTS}-job-log.png`, fullPage: true })
+
+    logged.done = true
+    await expect.poll(() => page.getByRole("status").filter({ hasText: "Status:" }).textContent(), { timeout: 15_000 }).toContain("completed")
+    // The page stops following, and the lines it showed stay, once each.
+    expect(await lines.locator("code").allTextContents()).toEqual(["loading weights", "token [REDACTED]", "step 5/12"])
+    expect(await providerProgress.getAttribute("value")).toBe("42")
+    expect(pageErrors).toEqual([])
   }, 45_000)
 })

@@ -73,6 +73,18 @@ describe("provider progress and logs", () => {
     expect((await acc.get(`/v1/jobs/${jobId}/logs?cursor=bogus`)).body.error).toMatchObject({ code: "VALIDATION_ERROR" })
     expect((await acc.get(`/v1/jobs/${jobId}/logs?limit=0`)).status).toBe(400)
 
+    // The operator reads any account's job log with the admin token: the same pages, the same cursors.
+    expect((await engine.admin("GET", `/admin/jobs/${jobId}/logs`)).body).toEqual((await acc.get(`/v1/jobs/${jobId}/logs`)).body)
+    const adminFirst = await engine.admin("GET", `/admin/jobs/${jobId}/logs?limit=1`)
+    expect(adminFirst).toMatchObject({ status: 200, body: { hasMore: true, lines: [{ seq: 1, line: "step one" }] } })
+    expect((await engine.admin("GET", `/admin/jobs/${jobId}/logs?limit=2&cursor=${adminFirst.body.nextCursor}`)).body.lines
+      .map((l: { line: string }) => l.line)).toEqual(["calling with [REDACTED]", "Authorization: Bearer [REDACTED]"])
+    expect((await engine.admin("GET", `/admin/jobs/${jobId}`)).body).toMatchObject({ status: "processing", providerProgress: 30 })
+    expect((await engine.admin("GET", `/admin/jobs/${jobId}/logs?cursor=bogus`)).body.error).toMatchObject({ code: "VALIDATION_ERROR" })
+    expect((await engine.admin("GET", "/admin/jobs/job_missing/logs")).body.error).toMatchObject({ code: "JOB_NOT_FOUND" })
+    // An account's API key is not the admin token.
+    expect((await acc.get(`/admin/jobs/${jobId}/logs`)).status).toBe(401)
+
     // A lower progress is never shown; more lines than the cap end with its marker.
     script.progress = 10
     script.logs = [...script.logs, ...Array.from({ length: MAX_LOG_LINES + 100 }, (_, i) => `line ${i}`)]
@@ -114,5 +126,7 @@ describe("provider progress and logs", () => {
 
     // Ended: the last page says no line follows.
     expect((await acc.get(`/v1/jobs/${jobId}/logs?cursor=${encodeLogCursor(MAX_LOG_LINES)}`)).body).toEqual({ lines: [], hasMore: false, nextCursor: null })
+    expect((await engine.admin("GET", `/admin/jobs/${jobId}/logs?cursor=${encodeLogCursor(MAX_LOG_LINES)}`)).body)
+      .toEqual({ lines: [], hasMore: false, nextCursor: null })
   })
 })

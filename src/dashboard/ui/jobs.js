@@ -3,6 +3,7 @@ import { html } from "htm/preact"
 import { useState } from "preact/hooks"
 import { seg, withQuery } from "./api.js"
 import { isTerminal, localToIso, money, time } from "./format.js"
+import { JobLog, ProviderProgress } from "./jobLog.js"
 import { ErrorMessage, href, LoadMore, PageTitle, Status, useLoad, usePagedList, usePolling } from "./ui.js"
 
 /** @typedef {import("./accounts.js").ViewProps} ViewProps */
@@ -164,6 +165,7 @@ export const JobView = ({ api, id }) => {
       ${!isTerminal(data.status) && html` <span class="muted">(refreshing every 2 s)</span>`}</p>
     <label for="job-progress">Progress</label>
     <progress id="job-progress" max="100" value=${data.progress}>${data.progress}%</progress>
+    <${ProviderProgress} value=${data.providerProgress} />
     <${ErrorMessage} error=${job.error} />
     ${data.error && html`<div class="error"><p><strong>${data.error.code}</strong>: ${data.error.message}</p>
       <p>Failure type: <code>${data.error.type}</code>; ${data.error.retryable
@@ -173,6 +175,7 @@ export const JobView = ({ api, id }) => {
       <h2 id="outputs">Outputs</h2>
       <div class="outputs">${data.outputs.map((/** @type {any} */ o, /** @type {number} */ i) => html`<${OutputPreview} output=${o} n=${i + 1} />`)}</div>
     </section>`}
+    <${JobLog} api=${api} id=${data.jobId} running=${!isTerminal(data.status)} />
     <h2>Details</h2>
     <dl class="summary">
       <dt>Account</dt><dd><a href=${href(`accounts/${seg(data.accountId)}`)}><code>${data.accountId}</code></a></dd>

@@ -10,6 +10,7 @@ import { ProviderHealth } from "../../services/ProviderHealth.js"
 import { QueueBook } from "../../services/QueueBook.js"
 import { accountListItem, adminDeliveryView, adminJobListItem, adminJobView, auditEntryView, providerHealthView } from "../adminViews.js"
 import { EngineApi } from "../Api.js"
+import { jobLogPageView } from "../logViews.js"
 import { CurrentAdmin } from "../middleware.js"
 import { CurrentRequestId } from "../requestContext.js"
 import { ifMatchRevision, revisionTag } from "../revisionTags.js"
@@ -95,6 +96,7 @@ export const AdminHandlers = HttpApiBuilder.group(EngineApi, "admin", (handlers)
         reads.jobs(query).pipe(
           Effect.map((page) => ({ jobs: page.items.map(adminJobListItem), nextCursor: page.nextCursor, hasMore: page.hasMore }))))
       .handle("getJob", ({ params }) => reads.job(params.jobId).pipe(Effect.map(adminJobView)))
+      .handle("jobLogs", ({ params, query }) => reads.jobLogs(params.jobId, query).pipe(Effect.map(jobLogPageView)))
       .handle("providerHealth", () => Effect.map(health.snapshot, (entries) => ({ providers: entries.map(providerHealthView) })))
       .handle("listDeliveries", ({ query }) =>
         reads.deliveries(query).pipe(

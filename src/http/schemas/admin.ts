@@ -9,6 +9,7 @@ import { JobError, JobStatus } from "../../domain/job.js"
 import { MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { DeliveryStatus } from "../../domain/webhook.js"
 import { OutputItemView } from "./jobs.js"
+import { ProviderProgress } from "./jobLogs.js"
 import { documentedAs, PageLimit, StatusFilter } from "./paging.js"
 import { DeliveryView } from "./webhooks.js"
 
@@ -146,6 +147,7 @@ export const AdminJobView = AdminJobListItem.mapFields(
     outputs: Schema.NullOr(Schema.Array(OutputItemView)),
     error: Schema.NullOr(JobError),
     estimatedCompletionTime: Schema.String,
+    providerProgress: ProviderProgress,
     /** The route the generation was started on; null before a start, or for a start that finished in its call. */
     route: Schema.NullOr(Schema.Struct({
       index: Schema.Number,

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { type EngineError, type StoreError, ValidationError } from "../../domain/errors.js"
+import type { Job } from "../../domain/job.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { decodeLogCursor, encodeLogCursor } from "../../domain/logCursor.js"
 import type { LogLine } from "../../domain/providerLogs.js"
@@ -31,8 +32,12 @@ export interface LogPage {
  */
 export const logs = (deps: Pick<JobsDeps, "repo"> & { readonly logs: JobLogRepo["Service"] }) =>
 (caller: Caller, id: string, request: LogRequest): Effect.Effect<LogPage, EngineError | StoreError> =>
+  Effect.flatMap(get(deps)(caller, id), (job) => logPage(deps.logs)(job, request))
+
+/** A page of a job already read (the caller's, or any account's for the admin API). */
+export const logPage = (logs: JobLogRepo["Service"]) =>
+(job: Pick<Job, "id" | "status">, request: LogRequest): Effect.Effect<LogPage, EngineError | StoreError> =>
   Effect.gen(function*() {
-    const job = yield* get(deps)(caller, id)
     const limit = request.limit ?? DEFAULT_PAGE_SIZE
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
       return yield* Effect.fail(new ValidationError({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, details: { field: "limit" } }))
@@ -41,7 +46,7 @@ export const logs = (deps: Pick<JobsDeps, "repo"> & { readonly logs: JobLogRepo[
     if (after === undefined) {
       return yield* Effect.fail(new ValidationError({ message: "cursor is not a cursor this API issued", details: { field: "cursor" } }))
     }
-    const rows = yield* deps.logs.lines(job.id, after, limit)
+    const rows = yield* logs.lines(job.id, after, limit)
     const lines = rows.slice(0, limit)
     const hasMore = rows.length > limit
     const last = lines[lines.length - 1]?.seq ?? after
