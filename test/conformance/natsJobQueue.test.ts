@@ -19,5 +19,5 @@ if (!available) {
   runJobQueueConformance("nats", (prefix) => {
     prefixes.add(prefix)
     return natsQueue({ servers: TEST_NATS_URL, tablePrefix: prefix })
-  }, { fair: false })
+  })
 }
