@@ -247,6 +247,8 @@ const ackSubjectOf = (reply: string): { consumer: string; seq: number } | undefi
 /** A delivery a member holds: as a head (not given out yet) or given out to a runner. */
 interface Held {
   readonly jobId: JobId
+  /** Its lane's account ("" the subject of older versions). */
+  readonly account: string
   /** The stream sequence, the delivery's receipt. */
   readonly seq: number
   /** Where acks, "working" and naks of this delivery go. */
@@ -447,8 +449,8 @@ export const makeNatsJobQueue = (
         for (const ack of acks) {
           if (ack.stream !== streamName) throw new Error(`stored by the stream ${ack.stream}, not ${streamName}`)
         }
-        // Stored: members waiting wake and read.
-        nc.publish(bellSubject)
+        // Stored: members wake and read these lanes.
+        nc.publish(bellSubject, [...new Set(jobs.map((job) => laneToken(job.accountId)))].join(" "))
       })
     const publishAll = (jobs: ReadonlyArray<QueuedJob>) =>
       Effect.forEach(
@@ -478,6 +480,14 @@ export const makeNatsJobQueue = (
         // A wait for the bell does not see deliveries whose holder went silent: it wakes this often to look.
         const lookEveryMs = Math.max(100, Math.floor(visibility / 2))
 
+        /**
+         * The lanes that may have messages for this member, by account ("" the subject of older
+         * versions), each with the bell's count when it was last named: named by the bells since
+         * the last listing, or by that listing; dropped when a pull finds nothing there.
+         */
+        const active = new Map<string, number>()
+        let listedAt = -Infinity
+
         const heads = new Map<string, Array<Held>>()
         const given = new Map<string, Held>()
         const weights = new Map<string, number>()
@@ -492,12 +502,15 @@ export const makeNatsJobQueue = (
          */
         const inbox = createInbox()
         let nextToken = 0
-        const pulls = new Map<string, { readonly account: string; left: number }>()
+        const pulls = new Map<string, { readonly account: string; readonly batch: number; left: number; readonly epoch: number }>()
         const pullOfLane = new Map<string, string>()
         let pullsDone: (() => void) | undefined
         const endPull = (token: string | undefined) => {
           const pull = token === undefined ? undefined : pulls.get(token)
           if (pull === undefined) return
+          // Nothing came: the lane is empty for this member until a bell or the next listing names it
+          // (not when a bell named it since the pull went out).
+          if (pull.left === pull.batch && active.get(pull.account) === pull.epoch) active.delete(pull.account)
           pulls.delete(token!)
           pullOfLane.delete(pull.account)
           if (pulls.size === 0) pullsDone?.()
@@ -518,17 +531,23 @@ export const makeNatsJobQueue = (
           const weight = msg.headers?.get(WEIGHT_HEADER)
           if (weight !== undefined && weight !== "") weights.set(account, clampWeight(Number(weight)))
           const lane = heads.get(account) ?? []
-          const head: Held = { jobId: jobId as JobId, seq: at.seq, reply: msg.reply!, touched: Date.now() }
+          const head: Held = { jobId: jobId as JobId, account, seq: at.seq, reply: msg.reply!, touched: Date.now() }
           const same = lane.findIndex((h) => h.seq === at.seq)
           if (same >= 0) lane[same] = head
           else lane.push(head)
           heads.set(account, lane.sort((a, b) => a.seq - b.seq))
         }
-        const answers = nc.subscribe(`${inbox}.*`, { callback: (error, msg) => error === null && onMessage(msg) })
+        const answers = nc.subscribe(`${inbox}.*`, {
+          callback: (error, msg) => {
+            if (error === null) onMessage(msg)
+          }
+        })
         const bell = { rung: 0, wake: undefined as (() => void) | undefined }
         const bellSub = nc.subscribe(bellSubject, {
-          callback: () => {
+          callback: (error, msg) => {
+            if (error !== null) return
             bell.rung++
+            for (const token of msg.string().split(" ")) if (token !== "") active.set(accountOfToken(token), bell.rung)
             bell.wake?.()
           }
         })
@@ -538,7 +557,12 @@ export const makeNatsJobQueue = (
           if (link.state() !== "up") return
           for (const reply of replies) nc.publish(reply, body)
         }
-        const handBack = (stale: ReadonlyArray<Held>) => tell(stale.map((h) => h.reply), NAK)
+        /** Naks the heads (each lane's next pull gets them again), and rings the bell for their lanes: members that found them empty look again. */
+        const handBack = (stale: ReadonlyArray<Held>) => {
+          if (stale.length === 0 || link.state() !== "up") return
+          tell(stale.map((h) => h.reply), NAK)
+          nc.publish(bellSubject, [...new Set(stale.map((h) => laneToken(h.account)))].join(" "))
+        }
 
         // Added first: runs last, once the member's receives are over.
         yield* Effect.addFinalizer(() =>
@@ -566,7 +590,7 @@ export const makeNatsJobQueue = (
             })))
         }
 
-        /** The lanes with messages (delivered or not), by their accounts ("" the subject of older versions). */
+        /** The lanes with messages (delivered or not), by their accounts: the stream's count per subject. */
         const readLanes = call("receive (list the lanes)", timeoutMs, async () => {
           const info = await jsm.streams.info(streamName, { subjects_filter: ">" }).catch(async (cause: unknown) => {
             if (!isApiError(cause, JetStreamApiCodes.StreamNotFound)) throw cause
@@ -603,11 +627,19 @@ export const makeNatsJobQueue = (
         const refill = (max: number) =>
           Effect.gen(function*() {
             keepHeads()
-            const counts = yield* readLanes
-            for (const account of weights.keys()) if (!counts.has(account) && !heads.has(account)) weights.delete(account)
-            const total = [...counts.keys()].reduce((sum, account) => sum + (weights.get(account) ?? 1), 0)
-            const rooms = [...counts].flatMap(([account, count]) => {
-              const room = Math.min(count, laneRoom(weights.get(account) ?? 1, total, max) - (heads.get(account)?.length ?? 0))
+            // Listed every half visibility at most: redeliveries (their holder went silent) ring no
+            // bell, nor did the publishes before this member joined, or an earlier version's.
+            if (Date.now() - listedAt >= lookEveryMs) {
+              const rung = bell.rung
+              const counts = yield* readLanes
+              listedAt = Date.now()
+              for (const [account, epoch] of active) if (epoch <= rung && !counts.has(account)) active.delete(account)
+              for (const account of counts.keys()) if (!active.has(account)) active.set(account, rung)
+              for (const account of weights.keys()) if (!counts.has(account) && !heads.has(account)) weights.delete(account)
+            }
+            const total = [...active.keys()].reduce((sum, account) => sum + (weights.get(account) ?? 1), 0)
+            const rooms = [...active.keys()].flatMap((account) => {
+              const room = laneRoom(weights.get(account) ?? 1, total, max) - (heads.get(account)?.length ?? 0)
               return room > 0 ? [{ account, room }] : []
             })
             if (rooms.length === 0) return
@@ -625,7 +657,7 @@ export const makeNatsJobQueue = (
                 }
                 for (const { account, room } of rooms) {
                   const token = String(nextToken++)
-                  pulls.set(token, { account, left: room })
+                  pulls.set(token, { account, batch: room, left: room, epoch: active.get(account) ?? 0 })
                   pullOfLane.set(account, token)
                   nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${streamName}.${consumerOf(account)}`, JSON.stringify({ batch: room, no_wait: true }), {
                     reply: `${inbox}.${token}`
