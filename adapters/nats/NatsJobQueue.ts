@@ -270,15 +270,17 @@ interface Held {
  *
  * `publish` stores one message per id on its account's subject (its payload and `Nats-Msg-Id`
  * the job id, the weight in the header `Genjobs-Weight` when given), awaiting each PubAck, then
- * sends one core message on `<prefix>bell` that waiting members wake on. A receive reads which
- * lanes hold messages (the stream's info, `subjects_filter`: a count per subject), pulls each
- * lane's share of the receive with one no-wait request per lane (all at once, answered at once
- * even when a lane has nothing to give), and gives out up to `max` of what it holds in weighted
- * round robin (`fairPick`), first in, first out within a lane. What it holds and did not give out
- * (its heads) stays its delivery: kept ("working") by the next receive, handed back (a nak, so
- * the lane's next pull gets it) by an extend while the member is busy, or when it leaves. With
- * nothing to give, a receive waits for the bell, and looks again every half visibility for
- * deliveries whose holder went silent.
+ * sends one core message on `<prefix>bell` naming the lanes it published to. A member pulls the
+ * lanes it knows to hold messages: those the bells named, and those the stream's info lists
+ * (`subjects_filter`: a count per subject), read every half visibility at most; a lane whose
+ * pull gives nothing is left until named again. A receive pulls each such lane's share with one
+ * no-wait request per lane (all at once, answered at once even when a lane has nothing to give),
+ * and gives out up to `max` of what it holds in weighted round robin (`fairPick`), first in,
+ * first out within a lane. What it holds and did not give out (its heads) stays its delivery:
+ * kept ("working") by the next receive, handed back (a nak, so the lane's next pull gets it, and
+ * a bell for its lane) by an extend while the member is busy, or when it leaves. With nothing to
+ * give, a receive waits for the bell, and looks again every half visibility for deliveries whose
+ * holder went silent (a redelivery rings no bell).
  *
  * `extend` sends "working" (+WPI) for each delivery whose visibility has not passed here (NATS
  * applies a "working" to whichever delivery of the message is pending, possibly another
@@ -696,16 +698,19 @@ export const makeNatsJobQueue = (
 
         /** Waits for the bell (a publish since `rung`) or `ms`, failing at once if the connection drops. */
         const waitForBell = (rung: number, ms: number) =>
-          call("receive (wait)", ms + timeoutMs, () =>
+          call("receive (wait)", ms + timeoutMs, (signal) =>
             new Promise<void>((resolve) => {
               if (bell.rung !== rung) return resolve()
               const timer = setTimeout(done, ms)
               function done() {
                 clearTimeout(timer)
-                bell.wake = undefined
+                signal.removeEventListener("abort", done)
+                if (bell.wake === done) bell.wake = undefined
                 resolve()
               }
               bell.wake = done
+              // Ended on this side (interrupted, the connection lost): its timer goes too.
+              signal.addEventListener("abort", done, { once: true })
             }))
 
         const receive = (max: number, waitMs: number): Effect.Effect<ReadonlyArray<QueueDelivery>, QueueError> => {
