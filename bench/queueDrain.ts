@@ -325,7 +325,7 @@ export const queueDrain = async () => {
       referenceIs: graphileReference.referenceIs,
       params: {
         ...common,
-        queue: "NATS JetStream (genjobs/nats: a work-queue stream, one durable pull consumer)",
+        queue: "NATS JetStream (genjobs/nats: a work-queue stream, a subject and durable pull consumer per account)",
         engineInsert: `${ENGINE_INSERT}, each publishing its id`,
         engineInsertJobsPerSecond: Math.round(n / engine.insertSeconds),
         referenceInsert: graphileReference.referenceInsert,

@@ -1,18 +1,18 @@
 import {
   AckPolicy,
-  type Consumer,
   DeliverPolicy,
   jetstream,
   JetStreamApiCodes,
   JetStreamApiError,
   jetstreamManager,
-  type JsMsg,
   RetentionPolicy,
   StorageType
 } from "@nats-io/jetstream"
-import { connect, type NatsConnection, type NodeConnectionOptions, nanos } from "@nats-io/transport-node"
+import { connect, createInbox, headers, type Msg, type NatsConnection, type NodeConnectionOptions, nanos } from "@nats-io/transport-node"
 import { Effect, Layer, Redacted, type Scope } from "effect"
 import { QueueError } from "../../src/domain/errors.js"
+import { fairPick, type FairLane, type FairTurn, laneRoom } from "../../src/domain/fairPick.js"
+import { clampWeight } from "../../src/domain/fairShare.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "../../src/domain/tablePrefix.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobQueue, type QueueConsumer, type QueueDelivery, type QueuedJob } from "../../src/ports/JobQueue.js"
@@ -77,14 +77,6 @@ const DEFAULT_TIMEOUT_MS = 5_000
 const DEFAULT_RECONNECT_WAIT_MS = 1_000
 const DEFAULT_DUPLICATE_WINDOW_MS = 1_000
 
-/**
- * The client's least `expires` of a pull request (nats.js refuses less), and so the least a
- * receive waits when nothing is there: a pull request is never ended on this side before the
- * server ends it, because a message the server hands to a request its client stopped reading
- * is lost to the worker until its visibility passes (measured: 1 job in 100 waited a minute
- * with receives cut at 200 ms).
- */
-const MIN_EXPIRES_MS = 1_000
 /** Publishes in flight at once (each awaits its PubAck); the next ones go once these are stored. */
 const PUBLISH_CHUNK = 256
 
@@ -223,26 +215,75 @@ const callOver = (link: Link) => <A>(operation: string, timeoutMs: number, run: 
     )
   })
 
-/** A message received and not yet acked by its member, by its stream sequence (the receipt). */
+/** A delivery's acknowledgement, "working" (its ack wait started again) and nak (handed back, redelivered at once). */
+const ACK = "+ACK"
+const WORKING = "+WPI"
+const NAK = "-NAK"
+
+/** The header a publish carries an account's fair-share weight in (absent: the lane keeps the weight it has). */
+const WEIGHT_HEADER = "Genjobs-Weight"
+
+/**
+ * A lane's name in subjects and consumer names: an account id as it is, but for the characters
+ * NATS reserves there (`.`, `*`, `>`, whitespace, path separators), each written `=XX` (hex), as
+ * is `=` itself. Account ids are `acc_<token>`: nothing to write out in practice.
+ */
+const laneToken = (account: string) => account.replace(/[^A-Za-z0-9_-]/g, (c) => `=${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+const accountOfToken = (token: string) => token.replace(/=([0-9a-f]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+
+/**
+ * A delivery's place in its ack subject, `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.…`
+ * (nine tokens; eleven and more with a domain and an account hash): its consumer and stream sequence.
+ */
+const ackSubjectOf = (reply: string): { consumer: string; seq: number } | undefined => {
+  const tokens = reply.split(".")
+  if (tokens[0] !== "$JS" || tokens[1] !== "ACK") return undefined
+  const at = tokens.length === 9 ? 2 : 4
+  const consumer = tokens[at + 1]
+  const seq = Number(tokens[at + 3])
+  return consumer === undefined || !Number.isSafeInteger(seq) ? undefined : { consumer, seq }
+}
+
+/** A delivery a member holds: as a head (not given out yet) or given out to a runner. */
 interface Held {
-  msg: JsMsg
+  readonly jobId: JobId
+  /** Its lane's account ("" the subject of older versions). */
+  readonly account: string
+  /** The stream sequence, the delivery's receipt. */
+  readonly seq: number
+  /** Where acks, "working" and naks of this delivery go. */
+  readonly reply: string
   /** When it was last received or extended here. */
   touched: number
 }
 
 /**
- * The queue as a NATS JetStream stream, `<prefix>jobs` (work-queue retention, file storage, one
- * subject of the same name), read by one durable pull consumer, `<prefix>workers`, that every
- * member of every process pulls from. The stream is created (or its subject and duplicate window
- * updated) when the queue starts, the consumer (explicit acks, redelivered without limit after
- * `ack_wait` = the member's `visibilityMs`) when a member joins: members of one engine share one
- * `ack_wait`, the last to join sets it.
+ * The queue as a NATS JetStream stream, `<prefix>jobs` (work-queue retention, file storage), one
+ * subject per account, `<prefix>jobs.<accountId>` (its lane), each read by its durable pull
+ * consumer `<prefix>workers_<accountId>` that every member of every process pulls from. The
+ * subject `<prefix>jobs` of versions before the lanes is one more lane (weight 1), read by the
+ * durable `<prefix>workers` narrowed to it. The stream is created (or its subjects and duplicate
+ * window updated, the old durable narrowed) when the queue starts; a lane's consumer (explicit
+ * acks, redelivered without limit after `ack_wait` = the member's `visibilityMs`, deleted by the
+ * server once no member pulled from it for an hour, `inactive_threshold`) when a member first
+ * pulls from it: members of one engine share one `ack_wait`, the last to join a lane sets it.
  *
- * `publish` stores one message per id (its payload and `Nats-Msg-Id` the job id), awaiting each
- * PubAck. `receive` pulls one message, waiting up to `waitMs` (a second at least) for it, then the rest of the batch
- * the first message says is waiting (its pending count), so it answers as soon as anything is
- * there. `extend` sends "working" (+WPI) for each delivery whose visibility has not passed here
- * (NATS applies a "working" to whichever delivery of the message is pending, possibly another
+ * `publish` stores one message per id on its account's subject (its payload and `Nats-Msg-Id`
+ * the job id, the weight in the header `Genjobs-Weight` when given), awaiting each PubAck, then
+ * sends one core message on `<prefix>bell` naming the lanes it published to. A member pulls the
+ * lanes it knows to hold messages: those the bells named, and those the stream's info lists
+ * (`subjects_filter`: a count per subject), read every half visibility at most; a lane whose
+ * pull gives nothing is left until named again. A receive pulls each such lane's share with one
+ * no-wait request per lane (all at once, answered at once even when a lane has nothing to give),
+ * and gives out up to `max` of what it holds in weighted round robin (`fairPick`), first in,
+ * first out within a lane. What it holds and did not give out (its heads) stays its delivery:
+ * kept ("working") by the next receive, handed back (a nak, so the lane's next pull gets it, and
+ * a bell for its lane) by an extend while the member is busy, or when it leaves. With nothing to
+ * give, a receive waits for the bell, and looks again every half visibility for deliveries whose
+ * holder went silent (a redelivery rings no bell).
+ *
+ * `extend` sends "working" (+WPI) for each delivery whose visibility has not passed here (NATS
+ * applies a "working" to whichever delivery of the message is pending, possibly another
  * member's; the server's timer started one trip earlier, so that trip is the window left);
  * `ack` sends a confirmed ack (+ACK, awaiting the server's answer), which in a work queue deletes
  * the message.
@@ -258,8 +299,12 @@ export const makeNatsJobQueue = (
   Effect.gen(function*() {
     const prefix = yield* checkPrefix(options.tablePrefix ?? DEFAULT_TABLE_PREFIX)
     const streamName = `${prefix}jobs`
-    const subject = streamName
+    const legacySubject = streamName
+    const lanesSubject = `${streamName}.>`
+    const bellSubject = `${prefix}bell`
     const durable = `${prefix}workers`
+    const subjectOf = (account: string) => (account === "" ? legacySubject : `${streamName}.${laneToken(account)}`)
+    const consumerOf = (account: string) => (account === "" ? durable : `${durable}_${laneToken(account)}`)
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
     const duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS
     const target = yield* connectionOptions(options)
@@ -302,15 +347,20 @@ export const makeNatsJobQueue = (
     const jsm = yield* call("connect to JetStream", timeoutMs, () => jetstreamManager(nc, { timeout: timeoutMs }))
     const js = jetstream(nc, { timeout: timeoutMs })
 
+    const streamSubjects = [legacySubject, lanesSubject]
     const streamConfig = {
       name: streamName,
-      subjects: [subject],
+      subjects: streamSubjects,
       retention: RetentionPolicy.Workqueue,
       storage: StorageType.File,
       duplicate_window: nanos(duplicateWindowMs)
     }
-    /** Creates the stream, or brings its subject and duplicate window to this queue's. */
-    const ensureStream = async () => {
+    /**
+     * Creates the stream, or brings its subjects and duplicate window to this queue's; narrows the
+     * durable of versions before the lanes to the subject they published to (a work queue refuses
+     * consumers whose filters overlap, and an unfiltered one overlaps every lane's).
+     */
+    const ensureStream = async (): Promise<void> => {
       const existing = await jsm.streams.info(streamName).catch((cause: unknown) => {
         if (isApiError(cause, JetStreamApiCodes.StreamNotFound)) return undefined
         throw cause
@@ -333,14 +383,29 @@ export const makeNatsJobQueue = (
         )
       }
       const subjects = config.subjects ?? []
-      if (subjects.length !== 1 || subjects[0] !== subject || config.duplicate_window !== streamConfig.duplicate_window) {
-        await jsm.streams.update(streamName, { subjects: [subject], duplicate_window: streamConfig.duplicate_window })
+      if (
+        subjects.length !== streamSubjects.length || streamSubjects.some((s) => !subjects.includes(s)) ||
+        config.duplicate_window !== streamConfig.duplicate_window
+      ) {
+        const old = await jsm.consumers.info(streamName, durable).catch((cause: unknown) => {
+          if (isApiError(cause, JetStreamApiCodes.ConsumerNotFound)) return undefined
+          throw cause
+        })
+        if (old !== undefined && old.config.filter_subject !== legacySubject) {
+          await jsm.consumers.update(streamName, durable, { filter_subject: legacySubject })
+        }
+        await jsm.streams.update(streamName, { subjects: streamSubjects, duplicate_window: streamConfig.duplicate_window })
       }
     }
-    /** Creates the durable consumer, or sets its `ack_wait` (and unlimited deliveries) to this member's. */
-    const ensureConsumer = async (visibilityMs: number): Promise<Consumer> => {
-      const ackWait = nanos(visibilityMs)
-      const existing = await jsm.consumers.info(streamName, durable).catch(async (cause: unknown) => {
+
+    /**
+     * Creates the lane's durable consumer, or sets its `ack_wait` (and unlimited deliveries) to
+     * this member's. Idle for `inactiveMs` (no pull), the server deletes it; the next pull makes it again.
+     */
+    const ensureLane = async (account: string, ackWait: number, inactiveMs: number): Promise<void> => {
+      const name = consumerOf(account)
+      const settings = { ack_wait: ackWait, max_deliver: -1, inactive_threshold: nanos(inactiveMs) }
+      const existing = await jsm.consumers.info(streamName, name).catch(async (cause: unknown) => {
         if (isApiError(cause, JetStreamApiCodes.ConsumerNotFound)) return undefined
         if (isApiError(cause, JetStreamApiCodes.StreamNotFound)) {
           await ensureStream()
@@ -348,143 +413,349 @@ export const makeNatsJobQueue = (
         }
         throw cause
       })
-      if (existing === undefined) {
+      const current = existing?.config
+      if (current === undefined) {
         await jsm.consumers.add(streamName, {
-          durable_name: durable,
+          durable_name: name,
+          filter_subject: subjectOf(account),
           ack_policy: AckPolicy.Explicit,
-          ack_wait: ackWait,
-          max_deliver: -1,
-          deliver_policy: DeliverPolicy.All
+          deliver_policy: DeliverPolicy.All,
+          ...settings
         }).catch(async (cause: unknown) => {
           // Created meanwhile by another member, with another ack_wait: set this one's.
-          const created = await jsm.consumers.info(streamName, durable).catch(() => undefined)
+          const created = await jsm.consumers.info(streamName, name).catch(() => undefined)
           if (created === undefined) throw cause
-          if (created.config.ack_wait !== ackWait) await jsm.consumers.update(streamName, durable, { ack_wait: ackWait, max_deliver: -1 })
+          if (created.config.ack_wait !== ackWait) await jsm.consumers.update(streamName, name, settings)
         })
-      } else if (existing.config.ack_wait !== ackWait || existing.config.max_deliver !== -1) {
-        await jsm.consumers.update(streamName, durable, { ack_wait: ackWait, max_deliver: -1 })
+      } else if (
+        current.ack_wait !== ackWait || current.max_deliver !== -1 || current.inactive_threshold !== settings.inactive_threshold
+      ) {
+        await jsm.consumers.update(streamName, name, settings)
       }
-      return js.consumers.get(streamName, durable)
     }
 
     yield* call("create the stream", timeoutMs * 3, ensureStream)
 
-    /** Publishes the ids, all sent at once (in order on the one connection), each awaiting its PubAck. */
-    const publishChunk = (jobIds: ReadonlyArray<JobId>) =>
+    /** Publishes the jobs, all sent at once (in order on the one connection), each awaiting its PubAck. */
+    const publishChunk = (jobs: ReadonlyArray<QueuedJob>) =>
       call("publish", timeoutMs, async () => {
-        const acks = await Promise.all(jobIds.map((jobId) => js.publish(subject, jobId, { msgID: jobId, timeout: timeoutMs })))
+        const acks = await Promise.all(jobs.map((job) => {
+          const weight = job.weight === undefined ? undefined : headers()
+          weight?.set(WEIGHT_HEADER, String(clampWeight(job.weight!)))
+          return js.publish(subjectOf(job.accountId), job.jobId, {
+            msgID: job.jobId,
+            timeout: timeoutMs,
+            ...(weight === undefined ? {} : { headers: weight })
+          })
+        }))
         for (const ack of acks) {
           if (ack.stream !== streamName) throw new Error(`stored by the stream ${ack.stream}, not ${streamName}`)
         }
+        // Stored: members wake and read these lanes.
+        nc.publish(bellSubject, [...new Set(jobs.map((job) => laneToken(job.accountId)))].join(" "))
       })
-    const publishAll = (jobIds: ReadonlyArray<JobId>) =>
+    const publishAll = (jobs: ReadonlyArray<QueuedJob>) =>
       Effect.forEach(
-        Array.from({ length: Math.ceil(jobIds.length / PUBLISH_CHUNK) }, (_, i) => jobIds.slice(i * PUBLISH_CHUNK, (i + 1) * PUBLISH_CHUNK)),
+        Array.from({ length: Math.ceil(jobs.length / PUBLISH_CHUNK) }, (_, i) => jobs.slice(i * PUBLISH_CHUNK, (i + 1) * PUBLISH_CHUNK)),
         publishChunk,
         { discard: true }
       )
     const publish = (jobs: ReadonlyArray<QueuedJob>) =>
-      jobs.length === 0 ? Effect.void : publishIds(jobs.map((job) => job.jobId))
-    const publishIds = (jobIds: ReadonlyArray<JobId>) =>
-      publishAll(jobIds).pipe(
+      jobs.length === 0 ? Effect.void : publishAll(jobs).pipe(
         // No stream took it: create the stream (gone with a broker's store) and publish again.
-        Effect.catchIf(isNoStream, () => Effect.andThen(call("create the stream", timeoutMs * 3, ensureStream), publishAll(jobIds)))
+        Effect.catchIf(isNoStream, () => Effect.andThen(call("create the stream", timeoutMs * 3, ensureStream), publishAll(jobs)))
       )
 
     const consume = ({ name, visibilityMs }: { readonly name: string; readonly visibilityMs: number }) =>
       Effect.gen(function*() {
         const visibility = Math.max(1, Math.ceil(visibilityMs))
-        let consumer = yield* call(`join the consumer (${name})`, timeoutMs * 4, () => ensureConsumer(visibility))
-        // Set after a failed receive: the next one checks the consumer (and stream) first.
-        let verify = false
-        const held = new Map<string, Held>()
-        yield* Effect.addFinalizer(() => Effect.sync(() => held.clear()))
+        const ackWait = nanos(visibility)
+        // A lane's consumer outlives an hour without pulls (and ten visibilities): a member busy with
+        // its deliveries for that long does not lose them to a consumer made again.
+        const inactiveMs = Math.max(3_600_000, 10 * visibility)
+        // Heads held longer than this are kept ("working") before they are given out, or handed
+        // back by an extend: never older than the visibility, so never another member's too.
+        const keepAfterMs = Math.floor(visibility / 3)
         // A delivery neither acked nor extended here for this long is forgotten (it went back to
         // the queue long ago): an ack of it afterwards finds nothing to ack.
         const forgetAfterMs = Math.max(60_000, 10 * visibility)
+        // A wait for the bell does not see deliveries whose holder went silent: it wakes this often to look.
+        const lookEveryMs = Math.max(100, Math.floor(visibility / 2))
 
         /**
-         * One pull request for up to `batch` messages, ended by the server after `waitMs` (at
-         * least its minimum) or once the batch is complete; never here, but when the receive is
-         * interrupted (a drain): what the server sent meanwhile comes back after its visibility.
+         * The lanes that may have messages for this member, by account ("" the subject of older
+         * versions), each with the bell's count when it was last named: named by the bells since
+         * the last listing, or by that listing; dropped when a pull finds nothing there.
          */
-        const pull = (batch: number, waitMs: number) =>
-          call("receive", Math.max(MIN_EXPIRES_MS, waitMs) + timeoutMs, async (signal) => {
-            const messages = await consumer.fetch({ max_messages: batch, expires: Math.max(MIN_EXPIRES_MS, waitMs) })
-            const stop = () => messages.stop()
-            signal.addEventListener("abort", stop, { once: true })
-            const got: Array<JsMsg> = []
-            try {
-              for await (const msg of messages) got.push(msg)
-            } finally {
-              signal.removeEventListener("abort", stop)
+        const active = new Map<string, number>()
+        let listedAt = -Infinity
+
+        const heads = new Map<string, Array<Held>>()
+        const given = new Map<string, Held>()
+        const weights = new Map<string, number>()
+        /** The lanes whose consumer this member made or found, and when it last did or pulled from it. */
+        const lanesKnown = new Map<string, number>()
+        const laneOfConsumer = new Map<string, string>()
+        let turn: FairTurn | undefined
+
+        /**
+         * Pulls in flight by the last token of their reply inbox: their lane and the messages still
+         * to come. A pull is over once its batch came whole, or at its status (404: nothing, 408: less).
+         */
+        const inbox = createInbox()
+        let nextToken = 0
+        const pulls = new Map<string, { readonly account: string; readonly batch: number; left: number; readonly epoch: number }>()
+        const pullOfLane = new Map<string, string>()
+        let pullsDone: (() => void) | undefined
+        const endPull = (token: string | undefined) => {
+          const pull = token === undefined ? undefined : pulls.get(token)
+          if (pull === undefined) return
+          // Nothing came: the lane is empty for this member until a bell or the next listing names it
+          // (not when a bell named it since the pull went out).
+          if (pull.left === pull.batch && active.get(pull.account) === pull.epoch) active.delete(pull.account)
+          pulls.delete(token!)
+          pullOfLane.delete(pull.account)
+          if (pulls.size === 0) pullsDone?.()
+        }
+        const onMessage = (msg: Msg) => {
+          const code = msg.headers?.code ?? 0
+          // A status (404 no messages, 408 the batch not full): that pull is over.
+          if (code >= 100 && msg.data.length === 0) return endPull(msg.subject.slice(inbox.length + 1))
+          const at = msg.reply === undefined ? undefined : ackSubjectOf(msg.reply)
+          const account = at === undefined ? undefined : laneOfConsumer.get(at.consumer)
+          if (at === undefined || account === undefined) return
+          const token = pullOfLane.get(account)
+          const pull = token === undefined ? undefined : pulls.get(token)
+          if (pull !== undefined && --pull.left <= 0) endPull(token)
+          const jobId = msg.string()
+          // Not this queue's: acked away.
+          if (jobId === "") return void msg.respond(ACK)
+          const weight = msg.headers?.get(WEIGHT_HEADER)
+          if (weight !== undefined && weight !== "") weights.set(account, clampWeight(Number(weight)))
+          const lane = heads.get(account) ?? []
+          const head: Held = { jobId: jobId as JobId, account, seq: at.seq, reply: msg.reply!, touched: Date.now() }
+          const same = lane.findIndex((h) => h.seq === at.seq)
+          if (same >= 0) lane[same] = head
+          else lane.push(head)
+          heads.set(account, lane.sort((a, b) => a.seq - b.seq))
+        }
+        const answers = nc.subscribe(`${inbox}.*`, {
+          callback: (error, msg) => {
+            if (error === null) onMessage(msg)
+          }
+        })
+        const bell = { rung: 0, wake: undefined as (() => void) | undefined }
+        const bellSub = nc.subscribe(bellSubject, {
+          callback: (error, msg) => {
+            if (error !== null) return
+            bell.rung++
+            for (const token of msg.string().split(" ")) if (token !== "") active.set(accountOfToken(token), bell.rung)
+            bell.wake?.()
+          }
+        })
+
+        /** Sends each of `replies` its `body` ("working", or a nak handing it back); nothing while disconnected. */
+        const tell = (replies: ReadonlyArray<string>, body: string) => {
+          if (link.state() !== "up") return
+          for (const reply of replies) nc.publish(reply, body)
+        }
+        /** Naks the heads (each lane's next pull gets them again), and rings the bell for their lanes: members that found them empty look again. */
+        const handBack = (stale: ReadonlyArray<Held>) => {
+          if (stale.length === 0 || link.state() !== "up") return
+          tell(stale.map((h) => h.reply), NAK)
+          nc.publish(bellSubject, [...new Set(stale.map((h) => laneToken(h.account)))].join(" "))
+        }
+
+        // Added first: runs last, once the member's receives are over.
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            handBack([...heads.values()].flat())
+            heads.clear()
+            given.clear()
+            if (!nc.isClosed()) {
+              answers.unsubscribe()
+              bellSub.unsubscribe()
             }
-            return got
+          })
+        )
+
+        /** Makes sure the lanes' consumers exist (those this member has not seen lately). */
+        const ensureLanes = (accounts: ReadonlyArray<string>) => {
+          const now = Date.now()
+          const missing = accounts.filter((account) => now - (lanesKnown.get(account) ?? -Infinity) > inactiveMs / 4)
+          if (missing.length === 0) return Effect.void
+          return call(`join the lanes (${name})`, timeoutMs * 4, () =>
+            Promise.all(missing.map(async (account) => {
+              await ensureLane(account, ackWait, inactiveMs)
+              lanesKnown.set(account, Date.now())
+              laneOfConsumer.set(consumerOf(account), account)
+            })))
+        }
+
+        /** The lanes with messages (delivered or not), by their accounts: the stream's count per subject. */
+        const readLanes = call("receive (list the lanes)", timeoutMs, async () => {
+          const info = await jsm.streams.info(streamName, { subjects_filter: ">" }).catch(async (cause: unknown) => {
+            if (!isApiError(cause, JetStreamApiCodes.StreamNotFound)) throw cause
+            await ensureStream()
+            return undefined
+          })
+          const counts = new Map<string, number>()
+          for (const [subject, count] of Object.entries(info?.state.subjects ?? {})) {
+            if (count <= 0) continue
+            if (subject === legacySubject) counts.set("", count)
+            else if (subject.startsWith(`${streamName}.`)) counts.set(accountOfToken(subject.slice(streamName.length + 1)), count)
+          }
+          return counts
+        })
+
+        /** Keeps the heads held a while ("working"); drops those held past their visibility (another member's by now). */
+        const keepHeads = () => {
+          const now = Date.now()
+          const kept: Array<string> = []
+          for (const [account, lane] of heads) {
+            const left = lane.filter((head) => now - head.touched < visibility)
+            for (const head of left) {
+              if (now - head.touched < keepAfterMs) continue
+              kept.push(head.reply)
+              head.touched = now
+            }
+            if (left.length === 0) heads.delete(account)
+            else heads.set(account, left)
+          }
+          tell(kept, WORKING)
+        }
+
+        /** Pulls each lane's room into the heads: one no-wait request per lane, all at once. */
+        const refill = (max: number) =>
+          Effect.gen(function*() {
+            keepHeads()
+            // Listed every half visibility at most: redeliveries (their holder went silent) ring no
+            // bell, nor did the publishes before this member joined, or an earlier version's.
+            if (Date.now() - listedAt >= lookEveryMs) {
+              const rung = bell.rung
+              const counts = yield* readLanes
+              listedAt = Date.now()
+              for (const [account, epoch] of active) if (epoch <= rung && !counts.has(account)) active.delete(account)
+              for (const account of counts.keys()) if (!active.has(account)) active.set(account, rung)
+              for (const account of weights.keys()) if (!counts.has(account) && !heads.has(account)) weights.delete(account)
+            }
+            const total = [...active.keys()].reduce((sum, account) => sum + (weights.get(account) ?? 1), 0)
+            const rooms = [...active.keys()].flatMap((account) => {
+              const room = laneRoom(weights.get(account) ?? 1, total, max) - (heads.get(account)?.length ?? 0)
+              return room > 0 ? [{ account, room }] : []
+            })
+            if (rooms.length === 0) return
+            yield* ensureLanes(rooms.map((lane) => lane.account))
+            // Every lane answers at once (no wait), messages then a status; one that does not answer
+            // within `timeoutMs` has no consumer (deleted meanwhile): it is made again on the next receive.
+            yield* call("receive", timeoutMs * 2, () =>
+              new Promise<void>((resolve) => {
+                const timer = setTimeout(resolve, timeoutMs)
+                pulls.clear()
+                pullOfLane.clear()
+                pullsDone = () => {
+                  clearTimeout(timer)
+                  resolve()
+                }
+                for (const { account, room } of rooms) {
+                  const token = String(nextToken++)
+                  pulls.set(token, { account, batch: room, left: room, epoch: active.get(account) ?? 0 })
+                  pullOfLane.set(account, token)
+                  nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${streamName}.${consumerOf(account)}`, JSON.stringify({ batch: room, no_wait: true }), {
+                    reply: `${inbox}.${token}`
+                  })
+                  lanesKnown.set(account, Date.now())
+                }
+              })).pipe(
+                Effect.ensuring(Effect.sync(() => {
+                  pullsDone = undefined
+                  for (const { account } of pulls.values()) lanesKnown.delete(account)
+                  pulls.clear()
+                  pullOfLane.clear()
+                }))
+              )
           })
 
-        /** The deliveries of the messages, each held under its receipt; messages without a job id acked away. */
-        const keep = (messages: ReadonlyArray<JsMsg>) => {
-          const now = Date.now()
-          for (const [receipt, entry] of held) if (now - entry.touched > forgetAfterMs) held.delete(receipt)
-          const deliveries: Array<QueueDelivery> = []
-          for (const msg of messages) {
-            const jobId = msg.string()
-            if (jobId === "") {
-              msg.ack()
-              continue
-            }
-            const receipt = String(msg.seq)
-            held.set(receipt, { msg, touched: now })
-            deliveries.push({ jobId: jobId as JobId, receipt })
+        /** Up to `max` heads, in fair shares, taken out of the heads and held as given out. */
+        const pick = (max: number): Array<QueueDelivery> => {
+          const lanes: Array<FairLane<Held>> = [...heads].map(([id, lane]) => ({ id, weight: weights.get(id) ?? 1, heads: lane }))
+          const picked = fairPick(turn, lanes, max)
+          turn = picked.turn
+          const out = new Set(picked.picked)
+          for (const [account, lane] of heads) {
+            const left = lane.filter((head) => !out.has(head))
+            if (left.length === 0) heads.delete(account)
+            else heads.set(account, left)
           }
-          return deliveries
+          const now = Date.now()
+          for (const [receipt, entry] of given) if (now - entry.touched > forgetAfterMs) given.delete(receipt)
+          return picked.picked.map((head) => {
+            const receipt = String(head.seq)
+            given.set(receipt, head)
+            return { jobId: head.jobId, receipt }
+          })
         }
+
+        /** Waits for the bell (a publish since `rung`) or `ms`, failing at once if the connection drops. */
+        const waitForBell = (rung: number, ms: number) =>
+          call("receive (wait)", ms + timeoutMs, (signal) =>
+            new Promise<void>((resolve) => {
+              if (bell.rung !== rung) return resolve()
+              const timer = setTimeout(done, ms)
+              function done() {
+                clearTimeout(timer)
+                signal.removeEventListener("abort", done)
+                if (bell.wake === done) bell.wake = undefined
+                resolve()
+              }
+              bell.wake = done
+              // Ended on this side (interrupted, the connection lost): its timer goes too.
+              signal.addEventListener("abort", done, { once: true })
+            }))
 
         const receive = (max: number, waitMs: number): Effect.Effect<ReadonlyArray<QueueDelivery>, QueueError> => {
           const count = Math.floor(max)
           if (!(count > 0)) return Effect.succeed([])
           return Effect.gen(function*() {
-            if (verify) {
-              consumer = yield* call("receive (check the consumer)", timeoutMs * 4, () => ensureConsumer(visibility))
-              verify = false
+            const until = Date.now() + Math.max(0, waitMs)
+            while (true) {
+              const rung = bell.rung
+              yield* refill(count)
+              const got = pick(count)
+              const left = Math.ceil(until - Date.now())
+              if (got.length > 0 || left <= 0) return got
+              yield* waitForBell(rung, Math.min(left, lookEveryMs))
             }
-            const first = yield* pull(1, waitMs)
-            const pending = first[0]?.info.pending ?? 0
-            const wanted = Math.min(count - first.length, pending)
-            // The rest of the batch is there already: a request for exactly that many completes
-            // as soon as it came, unless other members took some meanwhile; then the server ends
-            // it at its least expiry.
-            const rest = first.length === 0 || wanted <= 0
-              ? []
-              : yield* pull(wanted, MIN_EXPIRES_MS).pipe(
-                // The first is answered all the same; the error shows on the next receive.
-                Effect.catch(() =>
-                  Effect.sync((): Array<JsMsg> => {
-                    verify = true
-                    return []
-                  })
-                )
-              )
-            return keep([...first, ...rest])
-          }).pipe(Effect.tapError(() => Effect.sync(() => (verify = true))))
+          })
         }
 
         const extend = (deliveries: ReadonlyArray<QueueDelivery>) =>
-          deliveries.length === 0 ? Effect.void : Effect.suspend(() => {
+          Effect.suspend(() => {
             if (link.state() !== "up") {
               return Effect.fail(new QueueError({ message: "NATS queue: extend failed: not connected (reconnecting)" }))
             }
             return Effect.try({
               try: () => {
                 const now = Date.now()
+                // A busy member's heads wait for no receive: handed back, another member may run them.
+                const stale: Array<Held> = []
+                for (const [account, lane] of heads) {
+                  const left = lane.filter((head) => now - head.touched < keepAfterMs)
+                  stale.push(...lane.filter((head) => now - head.touched >= keepAfterMs && now - head.touched < visibility))
+                  if (left.length === 0) heads.delete(account)
+                  else heads.set(account, left)
+                }
+                handBack(stale)
+                const working: Array<string> = []
                 for (const delivery of deliveries) {
-                  const entry = held.get(delivery.receipt)
+                  const entry = given.get(delivery.receipt)
                   // Past its visibility the server may have handed it to another member, and a
                   // "working" does not say which delivery it is for: it would keep that one's.
                   if (entry === undefined || now - entry.touched >= visibility) continue
-                  entry.msg.working()
+                  working.push(entry.reply)
                   entry.touched = now
                 }
+                tell(working, WORKING)
               },
               catch: (cause) => queueError("extend", cause)
             })
@@ -495,18 +766,15 @@ export const makeNatsJobQueue = (
             // One ack per receipt: a message redelivered to this member holds one receipt (its stream
             // sequence), which the deliveries of it share.
             const entries = [...new Set(deliveries.map((delivery) => delivery.receipt))].flatMap((receipt) => {
-              const entry = held.get(receipt)
-              return entry === undefined ? [] : [{ receipt, msg: entry.msg }]
+              const entry = given.get(receipt)
+              return entry === undefined ? [] : [{ receipt, reply: entry.reply }]
             })
             if (entries.length === 0) return Effect.void
             return call("ack", timeoutMs, () =>
-              Promise.all(entries.map(async ({ msg, receipt }) => {
-                const confirmed = await msg.ackAck({ timeout: timeoutMs })
-                held.delete(receipt)
-                // False when this delivery was acked before, unconfirmed (a confirmed ack drops
-                // its receipt): a JsMsg sends its ack once. If that ack was lost, the message
-                // comes back after its visibility.
-                if (!confirmed) throw new Error(`an earlier ack of delivery ${receipt} was not confirmed, and is not sent twice`)
+              Promise.all(entries.map(async ({ receipt, reply }) => {
+                // Confirmed: the server answers an ack sent as a request once it applied it.
+                await nc.request(reply, ACK, { timeout: timeoutMs })
+                given.delete(receipt)
               })))
           }).pipe(Effect.asVoid)
 

@@ -24,9 +24,7 @@ export interface QueueDelivery {
 export interface QueueConsumer {
   /**
    * Up to `max` deliveries, in fair shares across the accounts' lanes (weighted round robin,
-   * `src/domain/fairPick.ts`), oldest published first within a lane, waiting up to `waitMs` when none is ready
-   * (longer where the broker cannot end a wait sooner without losing what it sent meanwhile:
-   * NATS waits a second at least).
+   * `src/domain/fairPick.ts`), oldest published first within a lane, waiting up to `waitMs` when none is ready.
    * A delivery neither acked nor extended within the consumer's `visibilityMs` is delivered
    * again, to any member (its holder is taken to be dead).
    */

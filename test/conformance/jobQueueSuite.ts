@@ -31,11 +31,7 @@ const VISIBILITY_MS = 600
  */
 export const runJobQueueConformance = (
   name: string,
-  makeLayer: (prefix: string) => Layer.Layer<JobQueue, unknown>,
-  options: {
-    /** Whether the queue keeps fair shares across accounts' lanes (every queue's aim; false: the cases are skipped, named). */
-    readonly fair?: boolean
-  } = {}
+  makeLayer: (prefix: string) => Layer.Layer<JobQueue, unknown>
 ) => {
   const newPrefix = () => `genjobs_t_${randomBytes(4).toString("hex")}_`
   const test = (title: string, body: (prefix: string) => Effect.Effect<void, unknown, JobQueue | Scope.Scope>, timeout = 20_000) =>
@@ -171,7 +167,6 @@ export const runJobQueueConformance = (
   })
 
   describe(`${name}: JobQueue fair shares`, () => {
-    const fairTest = options.fair === false ? it.skip : test
     /** Receives `count` deliveries `max` at a time, acking each batch (the order handed out). */
     const drainInOrder = (consumer: QueueConsumer, count: number, max: number) =>
       Effect.gen(function*() {
@@ -186,7 +181,7 @@ export const runJobQueueConformance = (
       })
 
     for (const max of [1, 3]) {
-      fairTest(`an account's late jobs start in turn with a long backlog of another's, ${max} at a time (B's k-th within the first 2k)`, () =>
+      test(`an account's late jobs start in turn with a long backlog of another's, ${max} at a time (B's k-th within the first 2k)`, () =>
         Effect.gen(function*() {
           const queue = yield* JobQueue
           const consumer = yield* member("a")
@@ -203,7 +198,7 @@ export const runJobQueueConformance = (
         }), 30_000)
     }
 
-    fairTest("gives an account of weight w w turns to another's one", () =>
+    test("gives an account of weight w w turns to another's one", () =>
       Effect.gen(function*() {
         const queue = yield* JobQueue
         const consumer = yield* member("a")
@@ -213,7 +208,7 @@ export const runJobQueueConformance = (
         expect(order.map((id) => id.slice(4, 5)).join("")).toBe("aaabaaabaaabaaab")
       }))
 
-    fairTest("keeps the weight a lane has when a job comes without one (a republish)", () =>
+    test("keeps the weight a lane has when a job comes without one (a republish)", () =>
       Effect.gen(function*() {
         const queue = yield* JobQueue
         const consumer = yield* member("a")

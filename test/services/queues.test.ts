@@ -103,8 +103,6 @@ interface QueueCase {
   readonly store: () => Promise<Layer.Layer<StorePorts, unknown>>
   /** A new broker queue (its own prefix); none: the store is the queue. */
   readonly queue?: (() => Layer.Layer<JobQueue, unknown>) | undefined
-  /** Whether the broker keeps fair shares across accounts (true unless said). */
-  readonly fair?: boolean | undefined
 }
 
 /** Every queue the engine can run on, each over a store it is used with. */
@@ -123,12 +121,11 @@ const cases: ReadonlyArray<QueueCase> = [
     name: "NATS, PostgreSQL store",
     available: withNats && pgUrl !== undefined,
     store: newPgStore,
-    queue: () => natsQueue({ servers: TEST_NATS_URL, tablePrefix: newPrefix(natsPrefixes) }),
-    fair: false
+    queue: () => natsQueue({ servers: TEST_NATS_URL, tablePrefix: newPrefix(natsPrefixes) })
   }
 ]
 
-describe.each(cases)("an engine on a queue: $name", ({ available, fair = true, queue, store }) => {
+describe.each(cases)("an engine on a queue: $name", ({ available, queue, store }) => {
   if (!available) {
     it.skip("runs its jobs through the queue (a server it needs is not reachable)", () => undefined)
     return
@@ -172,8 +169,8 @@ describe.each(cases)("an engine on a queue: $name", ({ available, fair = true, q
     expect(starts.get(job.id)).toBe(1)
   })
 
-  // The brokers' fair shares (the store's own queue keeps its own order). NATS: not yet, see docs/queues.md.
-  if (queue !== undefined && fair) it("starts an account's jobs in turn with another's backlog: its k-th start within the first 2k", async () => {
+  // The brokers' fair shares (the store's own queue keeps its own order).
+  if (queue !== undefined) it("starts an account's jobs in turn with another's backlog: its k-th start within the first 2k", async () => {
     const RUNNERS = 3
     const started: Array<JobId> = []
     let open: () => void = () => undefined

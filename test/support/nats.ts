@@ -50,13 +50,6 @@ export const deleteStreams = async (url: string, streams: ReadonlyArray<string>)
   })
 }
 
-/** How many pull requests wait at the consumer (`num_waiting`): a test's way to see a receive in flight. */
-export const waitingPulls = (url: string, stream: string, consumer: string) =>
-  withConnection(url, async (nc) => {
-    const jsm = await jetstreamManager(nc, { timeout: 2_000 })
-    return (await jsm.consumers.info(stream, consumer)).num_waiting
-  })
-
 /** Whether a `nats-server` binary is on PATH; under CI its absence is an error. */
 export const natsServerAvailable = () => binaryOnPath("nats-server")
 

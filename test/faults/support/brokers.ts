@@ -41,12 +41,12 @@ export interface PrivateBroker {
   restart(): Promise<void>
   /**
    * Messages not yet delivered and acked. Redis: the lanes' lengths (the adapter deletes an
-   * entry when it acks it). NATS: the consumer's pending and unacked messages; the stream itself
+   * entry when it acks it). NATS: the lanes' consumers' pending and unacked messages; the stream itself
    * may keep a message acked just before a SIGKILL, whose deletion the server lost while the
    * consumer's ack floor passed it (see `stranded`).
    */
   backlog(): Promise<number>
-  /** NATS: messages the stream holds though the consumer has acked past them (0 for Redis). */
+  /** NATS: messages the stream holds though their lane's consumer has acked past them (0 for Redis). */
   stranded(): Promise<number>
   /**
    * Messages the stream stored since it was made (NATS: its last sequence; Redis: entries-added of
@@ -115,7 +115,13 @@ export const startBroker = async (kind: BrokerKind): Promise<PrivateBroker> => {
   const dir = mkdtempSync(join(tmpdir(), "genjobs-fault-nats-"))
   let server = await startNatsServer(port, dir)
   const info = () => natsOnce(server.url, (jsm) => jsm.streams.info(STREAM))
-  const consumer = () => natsOnce(server.url, (jsm) => jsm.consumers.info(STREAM, `${PREFIX}workers`))
+  /** Pending and unacked messages over the stream's consumers: one per account's lane (and one for the subject of older versions). */
+  const consumers = () =>
+    natsOnce(server.url, async (jsm) => {
+      let sum = 0
+      for await (const state of jsm.consumers.list(STREAM)) sum += state.num_pending + state.num_ack_pending
+      return sum
+    })
   return {
     kind,
     url: server.url,
@@ -123,13 +129,10 @@ export const startBroker = async (kind: BrokerKind): Promise<PrivateBroker> => {
     restart: async () => {
       server = await startNatsServer(port, dir)
     },
-    backlog: async () => {
-      const state = await consumer()
-      return state.num_pending + state.num_ack_pending
-    },
+    backlog: consumers,
     stranded: async () => {
-      const [stream, state] = [await info(), await consumer()]
-      return stream.state.messages - state.num_pending - state.num_ack_pending
+      const [stream, held] = [await info(), await consumers()]
+      return stream.state.messages - held
     },
     stored: async () => (await info()).state.last_seq,
     publish: (ids, accountId) =>
