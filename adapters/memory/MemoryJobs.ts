@@ -9,6 +9,7 @@ import { type Charged, chargeOf, type JobCharge, type JobStoreDriver, type RateK
 import { post } from "./MemoryAccounts.js"
 import { claimOrder, fairKeyOf, fairWeightOf } from "../../src/domain/fairShare.js"
 import { earliestExpiry } from "./jobIndex.js"
+import { changeOf } from "../../src/domain/change.js"
 import { appendChanges } from "./MemoryChanges.js"
 import type { MemoryState } from "./state.js"
 
@@ -163,11 +164,13 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     getJob,
     getJobs: (ids) => Effect.sync(() => ids.flatMap((id) => state.jobs.get(id) ?? [])),
     lockJob: getJob,
-    updateJob: (next, expected) =>
+    updateJob: (next, expected, now) =>
       Effect.sync(() => {
         const stored = state.jobs.get(next.id)
         if (stored === undefined || stored.status !== expected.status || stored.attempts !== expected.attempts) return false
         setIn(state.jobs, next.id, next)
+        const change = changeOf(next, now)
+        if (change !== undefined) appendChanges(state, [change], undo)
         return true
       }),
     postLedger: (entry) =>
@@ -180,7 +183,6 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
         return true
       }),
     insertDeliveries: (deliveries) => Effect.sync(() => deliveries.forEach((delivery) => setIn(state.deliveries, delivery.id, delivery))),
-    insertChanges: (changes) => Effect.sync(() => appendChanges(state, changes, undo)),
     listJobs: ({ accountId, after, limit, model, status }) =>
       Effect.sync(() =>
         jobs()
@@ -228,6 +230,8 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
             providerRoute: providerRoute ?? stored.providerRoute
           }
           setIn(state.jobs, id, next)
+          const change = changeOf(next, completedAt)
+          if (change !== undefined) appendChanges(state, [change], undo)
           return [next]
         })
       ),

@@ -5,7 +5,6 @@ import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { readActiveJobs } from "./activeJobs.js"
 import { makeAdmissionStatements } from "./jobs/admission.js"
-import { makeChangeInserts } from "./jobs/changes.js"
 import { makeChargeStatements } from "./jobs/charge.js"
 import { makeDeliveryInserts } from "./jobs/deliveries.js"
 import { makeJobRowStatements } from "./jobs/jobRows.js"
@@ -54,8 +53,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     ...makeSubmitStatements(ctx, { wakeClaimers: !broker }),
     ...makeJobRowStatements(ctx),
     postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
-    insertDeliveries: makeDeliveryInserts(ctx),
-    insertChanges: makeChangeInserts(ctx)
+    insertDeliveries: makeDeliveryInserts(ctx)
   }
   const leases: JobLeaseDriver = {
     ...makeClaimStatements(ctx),

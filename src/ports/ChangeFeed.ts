@@ -17,7 +17,7 @@ export interface ChangeQuery {
 
 /**
  * The changes feed as a store keeps it (the entries are written by the job store's driver, in the
- * transaction of each ending: JobStoreDriver.insertChanges). A read answers only entries that can
+ * write of each ending: JobStoreDriver.updateJob, JobLeaseDriver.finishHeld). A read answers only entries that can
  * no longer be preceded by another: an entry committing later always comes after every entry a
  * read answered, in every process sharing the store. The store reads and deletes; it decides nothing.
  */

@@ -103,7 +103,8 @@ export interface JobLeaseDriver {
   /**
    * Ends each job still processing under its `leaseOwner`'s lease, in one write: `status`,
    * `outputs`, `error`, `completedAt` and (when given) `providerRoute` set, the lease released,
-   * nothing else touched. Answers the jobs it wrote, as written.
+   * nothing else touched, and each ended job's changes feed entry (`changeOf` of the job as
+   * written, src/domain/change.ts) written in the same write. Answers the jobs it wrote, as written.
    */
   readonly finishHeld: (endings: ReadonlyArray<HeldEnding>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */

@@ -1,7 +1,6 @@
 import type { Effect, Option } from "effect"
 import type { Account } from "../domain/account.js"
 import type { StoreError } from "../domain/errors.js"
-import type { JobChange } from "../domain/change.js"
 import type { AccountId, ApiKeyId, JobId } from "../domain/ids.js"
 import type { Job, JobStatus } from "../domain/job.js"
 import type { RateWindow, WindowUsage } from "../domain/rateLimit.js"
@@ -178,11 +177,15 @@ export interface JobStoreDriver {
   readonly lockJob: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
   /**
    * Writes `next` only while the stored row still has the expected status and attempts; false
-   * when it no longer does, and then nothing is written.
+   * when it no longer does, and then nothing is written. When `next` has ended, its changes feed
+   * entry (`changeOf(next, now)`, src/domain/change.ts; ports/ChangeFeed.ts) is written in the
+   * same write: an entry is read only once its ending committed, and never placed before an
+   * entry some read already answered.
    */
   readonly updateJob: (
     next: Job,
-    expected: { readonly status: JobStatus; readonly attempts: number }
+    expected: { readonly status: JobStatus; readonly attempts: number },
+    now: number
   ) => Effect.Effect<boolean, StoreError>
   /**
    * Writes the ledger line, moves the balance by its amount and counts it in its spend rollup,
@@ -192,12 +195,6 @@ export interface JobStoreDriver {
    */
   readonly postLedger: (entry: JobLedgerEntry) => Effect.Effect<boolean, StoreError>
   readonly insertDeliveries: (deliveries: ReadonlyArray<WebhookDelivery>) => Effect.Effect<void, StoreError>
-  /**
-   * Appends job endings to the changes feed (ports/ChangeFeed.ts), in the enclosing transaction
-   * of the endings: an entry is read only once its ending committed, and never placed before an
-   * entry some read already answered.
-   */
-  readonly insertChanges: (changes: ReadonlyArray<JobChange>) => Effect.Effect<void, StoreError>
   /** Newest first over (createdAt, id), up to `limit + 1` jobs. */
   readonly listJobs: (query: ListQuery) => Effect.Effect<ReadonlyArray<Job>, StoreError>
 }

@@ -19,7 +19,6 @@ const writes = new Set([
   "updateJob",
   "postLedger",
   "insertDeliveries",
-  "insertChanges",
   "finishHeld",
   "takeLease",
   "pruneWindows",
@@ -78,11 +77,12 @@ const submitCommand = (accountId: AccountId, overrides: Parameters<typeof job>[1
 const settled = (state: MemoryState) => ({
   balance: [...state.accounts.values()][0]!.balanceMicroCents,
   refunds: state.ledger.filter((e) => e.kind === "refund").length,
-  deliveries: state.deliveries.size
+  deliveries: state.deliveries.size,
+  changes: state.changes.entries.length
 })
 
 describe("job rules over a driver", () => {
-  it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row", () =>
+  it.effect("a conditional write that loses a race settles nothing: no refund, no webhook row, no feed entry", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup
       const hook = { webhookUrl: "https://hooks.genjobs.test/h" }
@@ -107,7 +107,7 @@ describe("job rules over a driver", () => {
       expect(yield* losing.reap({ workerId: "r", now: T0 + 2_000, passMs: 1_000, maxAttempts: 1, limit: 10 })).toBe(0)
 
       expect(calls.filter((c) => c === "updateJob" || c === "updateProviderStates" || c === "finishHeld").length).toBeGreaterThanOrEqual(6)
-      expect(calls.filter((c) => c === "postLedger" || c === "insertDeliveries" || c === "insertChanges")).toEqual([])
+      expect(calls.filter((c) => c === "postLedger" || c === "insertDeliveries")).toEqual([])
       expect(settled(state)).toEqual(before)
       expect(state.jobs.get(pending.id)?.status).toBe("pending")
       expect(state.jobs.get(running.id)?.status).toBe("processing")
@@ -127,7 +127,7 @@ describe("job rules over a driver", () => {
         leaseOwner: null,
         leaseExpiresAt: null
       })
-      expect(settled(state)).toEqual({ balance: 10_000, refunds: 1, deliveries: 1 })
+      expect(settled(state)).toEqual({ balance: 10_000, refunds: 1, deliveries: 1, changes: 1 })
       const [delivery] = [...state.deliveries.values()]
       expect(JSON.parse(delivery!.payload)).toMatchObject({ jobId: j.id, status: "failed", error: { code: "INTERNAL_ERROR" } })
     }))
@@ -165,6 +165,6 @@ describe("job rules over a driver", () => {
       yield* repo.cancel(cancelled.id, owner.id, T0 + 5)
       expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)
       expect(outside).toEqual([])
-      expect(settled(state)).toEqual({ balance: 8_000, refunds: 2, deliveries: 2 })
+      expect(settled(state)).toEqual({ balance: 8_000, refunds: 2, deliveries: 2, changes: 3 })
     }))
 })

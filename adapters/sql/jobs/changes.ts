@@ -1,24 +1,25 @@
-import { Array as Arr, Effect } from "effect"
-import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
+import type { Statement } from "effect/sql"
 import type { JobSql } from "../queue/context.js"
-import { storeErrors } from "../rows.js"
 
 /**
- * The changes feed's rows a job's end writes in its transaction (SqlChanges reads them). The
- * position is the columns' defaults: PostgreSQL's transaction id and identity, SQLite's rowid.
+ * `INSERT INTO job_changes ... SELECT` of the changes feed's entries of the job rows `ended`
+ * names (the jobs table, or a CTE of the rows an UPDATE just wrote): src/domain/change.ts
+ * `changeOf` in SQL, so an ending writes its entry in its own statement and adds no round trip.
+ * Rows that have not ended are skipped, as `changeOf` answers undefined for them; `endedAt` is
+ * `completed_at`, or `now` when unset; the error column is the one the ending wrote, so its JSON
+ * text is the entry's. The position is the columns' defaults: PostgreSQL's transaction id and
+ * identity, SQLite's rowid (SqlChanges reads them). test/conformance/changeEntries.test.ts holds
+ * this and `changeOf` equal.
  */
-export const makeChangeInserts = ({ sql, t }: JobSql): JobStoreDriver["insertChanges"] => (changes) =>
-  (!Arr.isReadonlyArrayNonEmpty(changes) ? Effect.void : sql`INSERT INTO ${t.job_changes} ${
-    sql.insert(Arr.map(changes, (change) => ({
-      account_id: change.accountId,
-      job_id: change.jobId,
-      request_id: change.requestId,
-      status: change.status,
-      model: change.model,
-      version: change.version,
-      ended_at: change.endedAt,
-      cost_micro_cents: change.costMicroCents,
-      refunded_micro_cents: change.refundedMicroCents,
-      error: change.error === null ? null : JSON.stringify(change.error)
-    })))
-  }`.pipe(Effect.asVoid)).pipe(storeErrors("insert changes"))
+export const changeInsertFrom = (
+  { sql, t }: JobSql,
+  ended: Statement.Identifier,
+  where: Statement.Fragment,
+  now: number | undefined
+) =>
+  sql`INSERT INTO ${t.job_changes} (account_id, job_id, request_id, status, model, version, ended_at,
+      cost_micro_cents, refunded_micro_cents, error)
+    SELECT e.account_id, e.id, e.request_id, e.status, e.model, e.version,
+      ${now === undefined ? sql`e.completed_at` : sql`COALESCE(e.completed_at, ${now})`}, e.cost_micro_cents,
+      CASE WHEN e.status = 'completed' THEN 0 ELSE e.cost_micro_cents END, e.error
+    FROM ${ended} AS e WHERE e.status IN ('completed', 'failed', 'cancelled') AND ${where}`

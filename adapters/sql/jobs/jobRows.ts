@@ -1,8 +1,10 @@
 import { Effect, Option, Schema, Struct } from "effect"
-import type { Job } from "../../../src/domain/job.js"
+import type { Statement } from "effect/sql"
+import { isTerminal, type Job } from "../../../src/domain/job.js"
 import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { olderThan } from "../cursorFragments.js"
+import { changeInsertFrom } from "./changes.js"
 import { decodeRows, jobColumnNames, type JobColumns, JobFields, JobFromRow, storeErrors } from "../rows.js"
 
 const decodeJobs = decodeRows(Schema.Array(JobFromRow))
@@ -33,7 +35,8 @@ const JobChanges = JobFields.mapFields(Struct.omit([
 const changedColumns = Schema.encodeEffect(JobChanges)
 
 /** Reading, locking, updating and listing one account's jobs. */
-export const makeJobRowStatements = ({ sql, t }: JobSql) => {
+export const makeJobRowStatements = (ctx: JobSql) => {
+  const { sql, t } = ctx
   const forUpdate = forUpdateOf(sql)
 
   const getJob: JobStoreDriver["getJob"] = (id) =>
@@ -47,12 +50,27 @@ export const makeJobRowStatements = ({ sql, t }: JobSql) => {
   const lockJob: JobStoreDriver["lockJob"] = (id) =>
     sql`SELECT * FROM ${t.jobs} WHERE id = ${id} ${forUpdate}`.pipe(Effect.flatMap(firstJob), storeErrors("lock job"))
 
-  const updateJob: JobStoreDriver["updateJob"] = (next, expected) =>
+  /**
+   * An ending writes its changes feed entry with it: on PostgreSQL in the UPDATE's statement (a
+   * CTE inserting from its RETURNING row), on SQLite in an INSERT after it (no round trip there).
+   */
+  const updateEnding = sql.onDialectOrElse({
+    pg: () => (update: Statement.Fragment, now: number, _id: string) =>
+      sql`WITH ended AS (${update} RETURNING *), entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, now)})
+        SELECT id FROM ended`,
+    orElse: () => (update: Statement.Fragment, now: number, id: string) =>
+      sql`${update} RETURNING id`.pipe(Effect.tap((rows) =>
+        rows.length === 0 ? Effect.void : changeInsertFrom(ctx, t.jobs, sql`e.id = ${id}`, now)
+      ))
+  })
+
+  const updateJob: JobStoreDriver["updateJob"] = (next, expected, now) =>
     changedColumns(next).pipe(
-      Effect.flatMap((columns) =>
-        sql`UPDATE ${t.jobs} SET ${sql.update(columns)}
-          WHERE id = ${next.id} AND status = ${expected.status} AND attempts = ${expected.attempts} RETURNING id`
-      ),
+      Effect.flatMap((columns) => {
+        const update = sql`UPDATE ${t.jobs} SET ${sql.update(columns)}
+          WHERE id = ${next.id} AND status = ${expected.status} AND attempts = ${expected.attempts}`
+        return isTerminal(next.status) ? updateEnding(update, now, next.id) : sql`${update} RETURNING id`
+      }),
       Effect.map((rows) => rows.length > 0),
       storeErrors("update job")
     )

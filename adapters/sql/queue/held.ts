@@ -3,6 +3,7 @@ import type { JobId } from "../../../src/domain/ids.js"
 import type { ProviderRouteRef, ProviderState } from "../../../src/domain/providerHandle.js"
 import type { HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import type { HeldLease } from "../../../src/ports/JobRepo.js"
+import { changeInsertFrom } from "../jobs/changes.js"
 import { allJobs } from "../jobs/jobRows.js"
 import { decodeRows, JobFields, jobColumnNames, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
@@ -34,7 +35,8 @@ type ProviderStates = ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: s
  * under that worker's lease. PostgreSQL writes many jobs in one statement over a JSON record
  * set; SQLite's writes are local calls, one statement per job.
  */
-export const makeHeldStatements = ({ clock, sql, t }: JobSql) => {
+export const makeHeldStatements = (ctx: JobSql) => {
+  const { clock, sql, t } = ctx
   const renewLeases = sql.onDialectOrElse({
     pg: () => (leases: ReadonlyArray<HeldLease>, now: number, leaseExpiresAt: number) =>
       sql`UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
@@ -69,9 +71,11 @@ export const makeHeldStatements = ({ clock, sql, t }: JobSql) => {
       ))
   })
 
+  // The changes feed's entries are written with the endings: PostgreSQL in the UPDATE's own
+  // statement (no round trip more in the completion batch), SQLite in one INSERT after it.
   const finishHeld = sql.onDialectOrElse({
     pg: () => (endings: ReadonlyArray<HeldEnding>) =>
-      sql`UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
+      sql`WITH ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
           completed_at = d.completed_at, lease_owner = NULL, lease_expires_at = NULL,
           provider_route = COALESCE(d.route, j.provider_route)
         FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
@@ -80,15 +84,21 @@ export const makeHeldStatements = ({ clock, sql, t }: JobSql) => {
         ...endingColumns(e),
         route: routeOrNull(e.providerRoute)
       })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)
-        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*`,
+        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*),
+      entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, undefined)})
+      SELECT * FROM ended`,
     orElse: () => (endings: ReadonlyArray<HeldEnding>) =>
-      Effect.map(
-        Effect.forEach(endings, (e) =>
+      Effect.gen(function*() {
+        const rows = (yield* Effect.forEach(endings, (e) =>
           sql`UPDATE ${t.jobs} SET ${sql.update(endingColumns(e))}, lease_owner = NULL, lease_expires_at = NULL,
               provider_route = COALESCE(${routeOrNull(e.providerRoute)}, provider_route)
-            WHERE id = ${e.id} AND status = 'processing' AND lease_owner = ${e.leaseOwner} RETURNING *`),
-        (rows) => rows.flat()
-      )
+            WHERE id = ${e.id} AND status = 'processing' AND lease_owner = ${e.leaseOwner} RETURNING *`)).flat()
+        const ids = (yield* idsOf(rows)) as ReadonlyArray<string>
+        if (ids.length > 0) {
+          yield* changeInsertFrom(ctx, t.jobs, sql`e.id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`, undefined)
+        }
+        return rows
+      })
   })
 
   return {

@@ -1,6 +1,5 @@
 import { Effect, Option, Result, type Scope } from "effect"
 import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
-import { changeOf } from "../../domain/change.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobCannotBeCancelled, JobNotFound, type OutputItem, transition } from "../../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../../domain/providerHandle.js"
@@ -44,7 +43,8 @@ export const fail = (driver: JobStoreDriver): JobRepo["Service"]["fail"] => (id,
 
 /**
  * Completions of many jobs in one transaction: one conditional write ends those still held by
- * their workers, and their webhook deliveries and changes feed entries are written with them.
+ * their workers and writes their changes feed entries with them (JobLeaseDriver.finishHeld), and
+ * their webhook deliveries are written beside them.
  */
 export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRepo["Service"]["complete"], never, Scope.Scope> =>
   Effect.map(
@@ -74,12 +74,6 @@ export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRe
             return delivery === undefined ? [] : [delivery]
           })
           if (deliveries.length > 0) yield* store.insertDeliveries(deliveries)
-          const changes = endings.flatMap((e) => {
-            const job = byId.get(e.id)
-            const change = job === undefined ? undefined : changeOf(job, e.now)
-            return change === undefined ? [] : [change]
-          })
-          if (changes.length > 0) yield* store.insertChanges(changes)
           return endings.map((e) => Option.fromNullishOr(byId.get(e.id)))
         }))
     ),

@@ -1,5 +1,4 @@
 import { Effect, Option, Result } from "effect"
-import { changeOf } from "../../domain/change.js"
 import { type Job, type JobEvent, refundsOnEntry, transition } from "../../domain/job.js"
 import { deliveryFor } from "../../domain/webhook.js"
 import type { JobStoreDriver } from "../../ports/JobStoreDriver.js"
@@ -10,7 +9,7 @@ export const releasedLease = { leaseOwner: null, leaseExpiresAt: null } as const
 
 /**
  * Applies an event through the state machine and settles what the new status implies: the
- * refund, the webhook outbox row and the changes feed's entry. None when the machine refuses the event, or when the
+ * refund and the webhook outbox row (the changes feed's entry comes with the write). None when the machine refuses the event, or when the
  * conditional write finds the job changed since it was read (a race lost): then nothing else
  * is written, so a transition is never settled twice.
  */
@@ -20,7 +19,8 @@ export const move = (driver: JobStoreDriver, job: Job, event: JobEvent, changes:
     onSuccess: (status) =>
       Effect.gen(function*() {
         const next: Job = { ...job, ...changes, status }
-        if (!(yield* driver.updateJob(next, { status: job.status, attempts: job.attempts }))) return Option.none<Job>()
+        // The changes feed's entry is written with the job (JobStoreDriver.updateJob).
+        if (!(yield* driver.updateJob(next, { status: job.status, attempts: job.attempts }, now))) return Option.none<Job>()
         // A free job's end is posted too: no ledger line, but its rollup counts the outcome.
         if (refundsOnEntry(status)) {
           yield* driver.postLedger({
@@ -37,8 +37,6 @@ export const move = (driver: JobStoreDriver, job: Job, event: JobEvent, changes:
         }
         const delivery = deliveryFor(next, now)
         if (delivery !== undefined) yield* driver.insertDeliveries([delivery])
-        const change = changeOf(next, now)
-        if (change !== undefined) yield* driver.insertChanges([change])
         return Option.some(next)
       })
   })
