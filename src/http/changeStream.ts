@@ -1,12 +1,10 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { Readable } from "node:stream"
 import type { ChangeEntry, ChangePosition } from "../domain/change.js"
-import type { StoreError } from "../domain/errors.js"
 import type { Caller } from "../services/Auth.js"
 import type { ChangeListener, Changes } from "../services/Changes.js"
 import { changeView } from "./changeViews.js"
-import { type Heartbeats, OPEN_BYTES, STREAM_HEADERS } from "./jobStream.js"
+import { FollowerStream, type Heartbeats, OPEN_BYTES, STREAM_HEADERS } from "./jobStream.js"
 
 const encoder = new TextEncoder()
 
@@ -30,43 +28,9 @@ const eventOf = (entry: ChangeEntry): Uint8Array => {
  * own, as the job's status stream (jobStream.ts). It leaves the reader when the body is
  * destroyed (the client left); a store error ends it, and the client resumes with Last-Event-ID.
  */
-class ChangeStream extends Readable implements ChangeListener {
-  private leave: () => void = () => undefined
-  private stopped = false
-
-  constructor(private readonly heartbeats: Heartbeats) {
-    super()
-  }
-
-  override _read() {
-    // Bytes are pushed as jobs end; there is nothing to pull.
-  }
-
+class ChangeStream extends FollowerStream implements ChangeListener {
   onEntries(entries: ReadonlyArray<ChangeEntry>) {
     for (const entry of entries) this.push(eventOf(entry))
-  }
-
-  onEnd(_error: StoreError) {
-    this.stop()
-    this.push(null)
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void) {
-    this.stop()
-    callback(error)
-  }
-
-  attach(leave: () => void) {
-    if (this.stopped) return leave()
-    this.leave = leave
-    this.heartbeats.add(this)
-  }
-
-  private stop() {
-    if (this.stopped) return
-    this.stopped = true
-    this.heartbeats.remove(this)
-    this.leave()
   }
 }
 

@@ -107,6 +107,57 @@ export const makeHeartbeats = (interval: Duration.Input = HEARTBEAT) =>
 export type Heartbeats = Effect.Success<ReturnType<typeof makeHeartbeats>>
 
 /**
+ * A stream body its followers push bytes into: a status stream or a changes stream. It holds its
+ * place among the heartbeat timer's streams and the function that gives back its place in what it
+ * follows; both go when it stops, whichever comes first: its end (the followed thing ended, or a
+ * store error: the client resumes with Last-Event-ID) or its destruction (the client left).
+ */
+export abstract class FollowerStream extends Readable {
+  private leave: () => void = () => undefined
+  protected stopped = false
+
+  constructor(private readonly heartbeats: Heartbeats) {
+    super()
+  }
+
+  override _read() {
+    // Bytes are pushed as what it follows moves; there is nothing to pull.
+  }
+
+  onEnd(_error?: StoreError) {
+    this.stop()
+    this.push(null)
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void) {
+    this.stop()
+    callback(error)
+  }
+
+  /**
+   * Takes the function that gives back its place in what it follows, once joined, and starts its
+   * heartbeats. What it follows may have ended in between (the reader runs on a fiber of its
+   * own): then the place is given back at once.
+   */
+  attach(leave: () => void) {
+    if (this.stopped) return leave()
+    this.leave = leave
+    this.heartbeats.add(this)
+  }
+
+  /** What else a stream lets go of when it stops. */
+  protected onStop() {}
+
+  private stop() {
+    if (this.stopped) return
+    this.stopped = true
+    this.heartbeats.remove(this)
+    this.onStop()
+    this.leave()
+  }
+}
+
+/**
  * The body of one open status stream, and its job's listener: the job's shared watch (the one
  * reader fiber of JobFollow) and the heartbeat timer push its bytes, and the HTTP server sends
  * them (node:http pipes it into the response; a web handler's Response reads it as an async
@@ -115,23 +166,17 @@ export type Heartbeats = Effect.Success<ReturnType<typeof makeHeartbeats>>
  * when the body is destroyed (the client left: node:http destroys a piped source whose response
  * closed, a web Response cancels it).
  */
-class EventStream extends Readable implements JobListener {
-  private leave: () => void = () => undefined
+class EventStream extends FollowerStream implements JobListener {
   private unwatchQueue: () => void = () => undefined
-  private stopped = false
 
   readonly progressFrom: number | undefined
   readonly logFrom: number
 
   /** `job` as the stream's own read found it: progress and lines after it are new to this client. */
-  constructor(private readonly heartbeats: Heartbeats, job: Job) {
-    super()
+  constructor(heartbeats: Heartbeats, job: Job) {
+    super(heartbeats)
     this.progressFrom = job.providerProgress
     this.logFrom = job.providerLog?.lines ?? 0
-  }
-
-  override _read() {
-    // Bytes are pushed as the job moves; there is nothing to pull.
   }
 
   onJob(job: Job) {
@@ -159,34 +204,8 @@ class EventStream extends Readable implements JobListener {
     this.push(logEventsOf(lines))
   }
 
-  /** A store error ends the stream too (JobFollow logs it): the client resumes with Last-Event-ID. */
-  onEnd(_error: StoreError | undefined) {
-    this.stop()
-    this.push(null)
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void) {
-    this.stop()
-    callback(error)
-  }
-
-  /**
-   * Takes the function that gives back its place in the watch, once joined, and starts its
-   * heartbeats. The job may have ended in between (the reader runs on a fiber of its own): then
-   * the place is given back at once.
-   */
-  attach(leave: () => void) {
-    if (this.stopped) return leave()
-    this.leave = leave
-    this.heartbeats.add(this)
-  }
-
-  private stop() {
-    if (this.stopped) return
-    this.stopped = true
-    this.heartbeats.remove(this)
+  protected override onStop() {
     this.unwatchQueue()
-    this.leave()
   }
 }
 
