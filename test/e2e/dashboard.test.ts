@@ -149,6 +149,18 @@ describe.skipIf(!present && !process.env["CI"])("the operator dashboard in headl
     expect(await page.getByRole("status").first().textContent()).toContain("Credited $2.50")
   })
 
+  it("sets the account's fair-share weight and Standard Webhooks in its settings", async () => {
+    expect(await page.getByTestId("fair-share-weight").textContent()).toBe("1")
+    expect(await page.getByTestId("standard-webhooks").textContent()).toBe("off")
+    await page.getByLabel("Fair-share weight").fill("3")
+    await page.getByLabel("Standard Webhooks headers").check()
+    await page.getByRole("button", { name: "Save settings" }).click()
+    await expect.poll(() => page.getByTestId("fair-share-weight").textContent()).toBe("3")
+    expect(await page.getByTestId("standard-webhooks").textContent()).toBe("on")
+    const stored = (await api("GET", `/admin/accounts/${accountId}`, ADMIN)).body
+    expect([stored.fairShareWeight, stored.standardWebhooks]).toEqual([3, true])
+  })
+
   it("rotates the webhook secret, keeping the old one for the overlap", async () => {
     const before = (await api("GET", `/admin/accounts/${accountId}`, ADMIN)).body.webhookSecret
     await page.getByLabel("Keep the old secret signing for").selectOption({ label: "1 hour" })

@@ -93,6 +93,8 @@ const Settings = ({ account, api, notify, onAccount }) => {
       const updated = await api("PATCH", `admin/accounts/${seg(account.id)}`, {
         name: String(form.get("name")).trim(),
         maxConcurrentJobs: Number(form.get("maxConcurrentJobs")),
+        fairShareWeight: Number(form.get("fairShareWeight")),
+        standardWebhooks: form.get("standardWebhooks") === "on",
         segments: listOf(String(form.get("segments") ?? "")),
         allowedModels: listOf(String(form.get("allowedModels") ?? "")),
         discounts: discounts.map((d) => ({
@@ -115,6 +117,14 @@ const Settings = ({ account, api, notify, onAccount }) => {
       <input id="settings-name" name="name" required maxlength="200" defaultValue=${account.name} />
       <label for="settings-max">Concurrent jobs (plan maximum)</label>
       <input id="settings-max" name="maxConcurrentJobs" type="number" min="1" step="1" required defaultValue=${account.maxConcurrentJobs} />
+      <label for="settings-weight">Fair-share weight</label>
+      <input id="settings-weight" name="fairShareWeight" type="number" min="1" max="1000" step="1" required
+        defaultValue=${account.fairShareWeight ?? 1} aria-describedby="settings-weight-hint" />
+      <p id="settings-weight-hint" class="hint">1 to 1000: while other accounts' jobs wait for the same capacity, weight 2 starts two jobs for each one of weight 1.</p>
+      <label for="settings-standard">Standard Webhooks headers</label>
+      <input id="settings-standard" name="standardWebhooks" type="checkbox" defaultChecked=${account.standardWebhooks === true}
+        aria-describedby="settings-standard-hint" />
+      <p id="settings-standard-hint" class="hint">Also sign webhooks with webhook-id, webhook-timestamp and webhook-signature (same secret).</p>
       <label for="settings-segments">Segments</label>
       <input id="settings-segments" name="segments" defaultValue=${account.segments.join(", ")} aria-describedby="settings-segments-hint" />
       <p id="settings-segments-hint" class="hint">Comma-separated; the account sees models visible to any of them.</p>
@@ -363,6 +373,8 @@ export const AccountView = ({ api, id, notify }) => {
       <dt>Id</dt><dd><code>${account.id}</code></dd>
       <dt>Balance</dt><dd data-testid="balance">${money(account.balanceMicroCents)}</dd>
       <dt>Concurrent jobs</dt><dd>${account.maxConcurrentJobs}</dd>
+      <dt>Fair-share weight</dt><dd data-testid="fair-share-weight">${account.fairShareWeight ?? 1}</dd>
+      <dt>Standard Webhooks</dt><dd data-testid="standard-webhooks">${account.standardWebhooks ? "on" : "off"}</dd>
       <dt>Segments</dt><dd>${account.segments.join(", ") || "—"}</dd>
       <dt>Discounts</dt><dd>${account.discounts.map((/** @type {any} */ d) => `${d.type} ${d.percentage}%`).join(", ") || "—"}</dd>
       <dt>Created</dt><dd>${time(account.createdAt)}</dd>
