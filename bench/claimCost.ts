@@ -10,7 +10,7 @@ import { Effect, Option } from "effect"
 import { JobRepo } from "genjobs"
 import { seed, startPgEngine, submit, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
-import { connect, withDatabase } from "./lib/pg.js"
+import { copyJobRows, withDatabase } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 
 const WARMUP = 5
@@ -24,22 +24,8 @@ export const claimCost = () =>
       const [caller] = await seed(engine, 1)
       const template = (await submit(engine, caller!, "template")).job
       log(`claim_cost: copying the job to ${pending} pending rows`)
-      const client = await connect(name)
       const fillStart = performance.now()
-      try {
-        const table = `${TABLE_PREFIX}jobs`
-        await client.query(
-          `INSERT INTO ${table}
-           SELECT r.* FROM ${table} t CROSS JOIN generate_series(1, $2::int) g
-           CROSS JOIN LATERAL jsonb_populate_record(NULL::${table}, to_jsonb(t) || jsonb_build_object(
-             'id', t.id || '_' || lpad(g::text, 8, '0'), 'created_at', t.created_at - g, 'fair_key', t.fair_key - g)) r
-           WHERE t.id = $1`,
-          [template.id, pending - 1]
-        )
-        await client.query(`ANALYZE ${table}`)
-      } finally {
-        await client.end()
-      }
+      await copyJobRows(name, `${TABLE_PREFIX}jobs`, [template.id], pending - 1, { createdAt: -1, fairKey: -1 })
       const fillSeconds = (performance.now() - fillStart) / 1000
       log(`claim_cost: up to ${settings.claimSamples} claims or ${settings.claimSeconds} s`)
       const claimOnce = (i: number) =>

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { BENCH_PROVIDER, noopProvider, seed, submit, TABLE_PREFIX } from "./lib/engine.js"
-import { connect, withDatabase } from "./lib/pg.js"
+import { copyJobRows, withDatabase } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 
 const WAITING = 100_000
@@ -104,23 +104,12 @@ const onPostgres = (accounts: number) =>
   withDatabase("queue_position", async (url, name) => {
     const engine = await startEngine(postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }))
     try {
-      await measure("postgres", engine, async (templates, copies) => {
-        const client = await connect(name)
-        try {
-          const table = `${TABLE_PREFIX}jobs`
-          await client.query(
-            `INSERT INTO ${table}
-             SELECT r.* FROM ${table} t CROSS JOIN generate_series(1, $2::int) g
-             CROSS JOIN LATERAL jsonb_populate_record(NULL::${table}, to_jsonb(t) || jsonb_build_object(
-               'id', t.id || '_' || lpad(g::text, 8, '0'), 'created_at', t.created_at + g, 'fair_key', t.fair_key + g * $3::bigint)) r
-             WHERE t.id = ANY($1)`,
-            [templates, copies, STEP]
-          )
-          await client.query(`ANALYZE ${table}`)
-        } finally {
-          await client.end()
-        }
-      }, accounts)
+      await measure(
+        "postgres",
+        engine,
+        (templates, copies) => copyJobRows(name, `${TABLE_PREFIX}jobs`, templates, copies, { createdAt: 1, fairKey: STEP }),
+        accounts
+      )
     } finally {
       await engine.dispose()
     }

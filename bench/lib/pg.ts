@@ -36,3 +36,35 @@ export const waitFor = async (what: string, probe: () => Promise<boolean>, every
     await new Promise((resolve) => setTimeout(resolve, everyMs))
   }
 }
+
+/**
+ * Copies each template job row of `table` (in `database`) `copies` times in one statement, then
+ * ANALYZEs the table: the g-th copy's id is the template's with `_<g>` (8 digits), its created_at
+ * and fair_key the template's plus g times `steps.createdAt` and `steps.fairKey` (negative: each
+ * copy older and earlier in the fair order). jsonb_populate_record copies whatever columns the
+ * table has; LATERAL builds the record once a row, not once a column.
+ */
+export const copyJobRows = async (
+  database: string,
+  table: string,
+  templates: ReadonlyArray<string>,
+  copies: number,
+  steps: { readonly createdAt: number; readonly fairKey: number }
+): Promise<void> => {
+  const client = await connect(database)
+  try {
+    await client.query(
+      `INSERT INTO ${table}
+       SELECT r.* FROM ${table} t CROSS JOIN generate_series(1, $2::int) g
+       CROSS JOIN LATERAL jsonb_populate_record(NULL::${table}, to_jsonb(t) || jsonb_build_object(
+         'id', t.id || '_' || lpad(g::text, 8, '0'),
+         'created_at', t.created_at + g * $3::bigint,
+         'fair_key', t.fair_key + g * $4::bigint)) r
+       WHERE t.id = ANY($1)`,
+      [templates, copies, steps.createdAt, steps.fairKey]
+    )
+    await client.query(`ANALYZE ${table}`)
+  } finally {
+    await client.end()
+  }
+}

@@ -1,5 +1,4 @@
 import type { RateLimits } from "./catalog.js"
-import { type EngineError } from "./errors.js"
 import { RateLimitExceeded, rateLimitRetryAfter, type WindowUsage } from "./rateLimit.js"
 import { Refusal } from "./refusal.js"
 
@@ -20,7 +19,7 @@ export interface AdmissionFacts {
  * Every adapter decides a submit with this one function, so the order of refusals is the same
  * everywhere: rate limit, then concurrency, then balance. Undefined means admit.
  */
-export const refuseSubmit = (facts: AdmissionFacts): EngineError | undefined => {
+export const refuseSubmit = (facts: AdmissionFacts): RateLimitExceeded | ConcurrentJobsExceeded | InsufficientBalance | undefined => {
   const retryAfter = rateLimitRetryAfter(facts.rateLimits, facts.minute, facts.day, facts.now)
   if (retryAfter !== undefined) {
     return new RateLimitExceeded({
@@ -43,7 +42,7 @@ export const refuseSubmit = (facts: AdmissionFacts): EngineError | undefined => 
   return undefined
 }
 
-export const idempotencyConflict = (key: string): EngineError =>
+export const idempotencyConflict = (key: string): IdempotencyKeyReused =>
   new IdempotencyKeyReused({
     message: "This Idempotency-Key was used with a different request body",
     details: { idempotencyKey: key }

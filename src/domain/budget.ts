@@ -1,5 +1,4 @@
 import { Schema } from "effect"
-import { type EngineError } from "./errors.js"
 import { MAX_MICRO_CENTS } from "./limits.js"
 import { Refusal } from "./refusal.js"
 
@@ -49,7 +48,7 @@ export interface BudgetUse {
  * The first budget the job's cost would take past its limit, as the refusal the client sees;
  * undefined when every budget has room. A budget at exactly its limit after the job admits it.
  */
-export const refuseForBudget = (now: number, costMicroCents: number, uses: ReadonlyArray<BudgetUse>): EngineError | undefined => {
+export const refuseForBudget = (now: number, costMicroCents: number, uses: ReadonlyArray<BudgetUse>): BudgetExceeded | undefined => {
   const over = uses.find((use) => use.spentMicroCents + costMicroCents > use.budget.limitMicroCents)
   if (over === undefined) return undefined
   return new BudgetExceeded({ message: `The ${over.scope}'s ${over.budget.period} budget does not cover the job's cost`, details: {

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { type EngineError, ValidationError } from "./errors.js"
+import { ValidationError } from "./errors.js"
 
 export const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
@@ -112,7 +112,7 @@ export const compareGroups = (groupBy: ReadonlyArray<SpendDimension>) => (a: Spe
 }
 
 /** The read's range and grouping checked; refused with the field at fault. */
-export const checkSpendQuery = (query: SpendQuery, allowed: ReadonlyArray<SpendDimension>): EngineError | undefined => {
+export const checkSpendQuery = (query: SpendQuery, allowed: ReadonlyArray<SpendDimension>): ValidationError | undefined => {
   const invalid = (field: string, message: string) => new ValidationError({ message, details: { field } })
   if (query.groupBy.length === 0 || query.groupBy.length > 2) return invalid("groupBy", "groupBy takes one or two dimensions, comma-separated")
   const refused = query.groupBy.filter((dim) => !allowed.includes(dim))

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { Schema } from "effect"
-import { type EngineError, ValidationError } from "./errors.js"
+import { ValidationError } from "./errors.js"
 import { FileTooLarge, InvalidContentType } from "./uploadRefusals.js"
 
 const MiB = 1024 * 1024
@@ -65,7 +65,7 @@ export const checkUploadRequest = (
   readonly contentType: string
   readonly maxSize: number
   readonly size: number | null
-} | EngineError => {
+} | ValidationError | InvalidContentType | FileTooLarge => {
   if (typeof filename !== "string" || filename.trim() === "") {
     return new ValidationError({ message: "filename is required", details: { field: "filename" } })
   }

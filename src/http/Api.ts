@@ -4,7 +4,8 @@ import { CatalogDocument, ModelAccessDenied, ModelNotFound, PreconditionFailed }
 import { OperationNotAllowed, UnauthorizedAccess } from "../domain/accessRefusals.js"
 import { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance, InvalidInput } from "../domain/admission.js"
 import { BudgetExceeded } from "../domain/budget.js"
-import { NotFound, PubsubPublishFailed } from "../domain/errors.js"
+import { NotFound, PubsubPublishFailed, ServiceUnavailable, ValidationError } from "../domain/errors.js"
+import { RateLimitExceeded } from "../domain/rateLimit.js"
 import { JobCannotBeCancelled, JobNotFound } from "../domain/job.js"
 import { DeliveryNotRetryable } from "../domain/webhook.js"
 import { FileTooLarge, InvalidContentType } from "../domain/uploadRefusals.js"
@@ -99,6 +100,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       headers: SubmitHeaders,
       payload: SubmitBody,
       error: refusing(
+        ValidationError,
         OperationNotAllowed,
         ModelNotFound,
         ModelAccessDenied,
@@ -106,8 +108,11 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
         InsufficientBalance,
         BudgetExceeded,
         ConcurrentJobsExceeded,
+        RateLimitExceeded,
         IdempotencyKeyReused,
-        PubsubPublishFailed
+        PubsubPublishFailed,
+        // Prefer: wait beyond the watcher cap.
+        ServiceUnavailable
       ),
       // Strict, so a waited answer (extra fields) is not encoded as the plain one, fields dropped.
       success: [SubmitResponse, SubmitWaitedResponse]
@@ -128,7 +133,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       disableCodecs: true,
       payload: EstimateBody,
       success: CostEstimateView,
-      error: refusing(OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput)
+      error: refusing(ValidationError, OperationNotAllowed, ModelNotFound, ModelAccessDenied, InvalidInput)
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Estimate a job's cost",
         "The cost submit would charge, with discounts (scope check_status). A given `input` is checked as submit checks it."
@@ -139,7 +144,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       disableCodecs: true,
       query: JobListParams.fields,
       success: JobList,
-      error: refusing(OperationNotAllowed)
+      error: refusing(ValidationError, OperationNotAllowed)
     }).annotateMerge(docs(
         "List jobs",
         "The account's jobs, newest first (scope check_status). Follow `nextCursor` while `hasMore` is true."
@@ -150,7 +155,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       disableCodecs: true,
       params: JobIdPath,
       success: JobView,
-      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess, ServiceUnavailable)
     }).annotateMerge(docs(
         "Get a job",
         "A job's status, progress and outputs (scope check_status). With `Prefer: wait=N` the answer waits until " +
@@ -165,7 +170,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       params: JobIdPath,
       headers: JobEventsHeaders,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
-      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess, ServiceUnavailable)
     }).annotateMerge(docs(
         "Follow a job's status",
         "Server-sent events (scope check_status): one event per status change whose data is the job as GET " +
@@ -184,7 +189,7 @@ export class JobsGroup extends HttpApiGroup.make("jobs")
       params: JobIdPath,
       query: JobLogParams.fields,
       success: JobLogPage,
-      error: refusing(OperationNotAllowed, JobNotFound, UnauthorizedAccess)
+      error: refusing(ValidationError, OperationNotAllowed, JobNotFound, UnauthorizedAccess)
     }).annotateMerge(docs(
         "Read a job's provider log",
         "The lines the job's provider logged while it ran, oldest first, redacted of secrets (scope check_status; " +
@@ -210,15 +215,14 @@ const catalogModel = HttpApiEndpoint.get("model", "/v1/catalog/models/:slug", {
   disableCodecs: true,
   params: CatalogSlugPath,
   success: CatalogModelDetail,
-  error: refusing(OperationNotAllowed, ModelNotFound)
+  error: refusing(ModelNotFound)
 })
 
 export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
     HttpApiEndpoint.get("models", "/v1/catalog/models", {
       disableCodecs: true,
-      success: Schema.Array(CatalogModelItem),
-      error: refusing(OperationNotAllowed)
+      success: Schema.Array(CatalogModelItem)
     }).annotateMerge(docs("List catalog models", "The models the caller may see, with their pricing in credits."))
   )
   .add(catalogModel.annotateMerge(docs(
@@ -230,8 +234,7 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
   .add(
     HttpApiEndpoint.get("providers", "/v1/catalog/providers", {
       disableCodecs: true,
-      success: Schema.Array(CatalogProviderItem),
-      error: refusing(OperationNotAllowed)
+      success: Schema.Array(CatalogProviderItem)
     }).annotateMerge(docs("List catalog providers", "Providers with at least one model the caller may see."))
   )
   .add(
@@ -239,21 +242,19 @@ export class CatalogGroup extends HttpApiGroup.make("catalog")
       disableCodecs: true,
       params: ProviderIdPath,
       success: CatalogProviderDetail,
-      error: refusing(OperationNotAllowed, NotFound)
+      error: refusing(NotFound)
     }).annotateMerge(docs("Get a catalog provider", "A provider with the models the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("categories", "/v1/catalog/categories", {
       disableCodecs: true,
-      success: Schema.Array(CategoryItem),
-      error: refusing(OperationNotAllowed)
+      success: Schema.Array(CategoryItem)
     }).annotateMerge(docs("List categories", "Categories with the number of models the caller may see."))
   )
   .add(
     HttpApiEndpoint.get("capabilityGroups", "/v1/catalog/capability-groups", {
       disableCodecs: true,
-      success: Schema.Array(CapabilityItem),
-      error: refusing(OperationNotAllowed)
+      success: Schema.Array(CapabilityItem)
     }).annotateMerge(docs("List capability groups", "Capabilities (text-to-image, ...) in display order."))
   )
   .middleware(OptionalApiKeyAuth)
@@ -307,7 +308,7 @@ export class UploadsGroup extends HttpApiGroup.make("uploads")
       disableCodecs: true,
       payload: PresignBody,
       success: PresignResponse,
-      error: refusing(InvalidContentType, FileTooLarge)
+      error: refusing(ValidationError, InvalidContentType, FileTooLarge)
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Get an upload URL",
         "A URL to PUT one file to within 15 minutes; the file lives 60 minutes (any active key). " +
@@ -333,7 +334,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
       disableCodecs: true,
       query: DeliveryListParams.fields,
       success: DeliveryList,
-      error: refusing(OperationNotAllowed)
+      error: refusing(ValidationError, OperationNotAllowed)
     }).annotateMerge(docs("List webhook deliveries", "The account's deliveries with their attempts, newest first (scope check_status)."))
   )
   .add(
@@ -365,7 +366,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
       disableCodecs: true,
       query: AccountSpendParams.fields,
       success: SpendView,
-      error: refusing(OperationNotAllowed)
+      error: refusing(ValidationError, OperationNotAllowed)
     }).annotateMerge(docs(
         "Get your account's spend",
         "The account's charges, refunds, jobs, failures and cancellations, summed by key, model, day or hour (UTC; one or two, " +
@@ -384,7 +385,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       headers: CatalogReplaceHeaders,
       payload: CatalogBody,
       success: CatalogImportResult,
-      error: refusing(PreconditionFailed)
+      error: refusing(ValidationError, PreconditionFailed)
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Replace the catalog",
         "Validates and stores a whole catalog document; the revision grows by one (the answer's ETag is the new one). " +
@@ -395,7 +396,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.post("previewCatalog", "/admin/catalog/diff", {
       disableCodecs: true,
       payload: CatalogBody,
-      success: CatalogPreviewView
+      success: CatalogPreviewView,
+      error: refusing(ValidationError)
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Preview a catalog replacement",
         "Checks a document as PUT /admin/catalog does (an invalid one is VALIDATION_ERROR with its reasons) and " +
@@ -425,7 +427,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("listAccounts", "/admin/accounts", {
       disableCodecs: true,
       query: AccountListParams.fields,
-      success: AccountList
+      success: AccountList,
+      error: refusing(ValidationError)
     }).annotateMerge(docs(
         "List accounts",
         "Accounts newest first, without their webhook secrets; `search` keeps those whose name or id holds the " +
@@ -436,7 +439,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("getAccount", "/admin/accounts/:id", {
       disableCodecs: true,
       params: IdPath,
-      success: AccountView
+      success: AccountView,
+      error: refusing(NotFound)
     }).annotateMerge(docs("Get an account", "An account with its balance and webhook secrets."))
   )
   .add(
@@ -444,7 +448,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: IdPath,
       payload: AccountUpdateBody,
-      success: AccountView
+      success: AccountView,
+      error: refusing(ValidationError, NotFound)
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Update an account",
         "Sets the name, maxConcurrentJobs, segments, allowedModels, discounts, budget or fairShareWeight sent, checked as on creation; the " +
@@ -455,7 +460,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("listKeys", "/admin/accounts/:id/keys", {
       disableCodecs: true,
       params: IdPath,
-      success: KeyList
+      success: KeyList,
+      error: refusing(NotFound)
     }).annotateMerge(docs("List an account's API keys", "Every key of the account, oldest first: name, hint, scopes, allowed IPs, expiry, active. Never a secret."))
   )
   .add(
@@ -463,7 +469,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: IdPath,
       query: LedgerParams.fields,
-      success: LedgerView
+      success: LedgerView,
+      error: refusing(ValidationError, NotFound)
     }).annotateMerge(docs(
         "Get an account's ledger",
         "Credits, charges and refunds, oldest first, 100 per page unless `limit` says otherwise; the entries of all " +
@@ -475,7 +482,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: IdPath,
       payload: CreditsBody,
-      success: AccountView
+      success: AccountView,
+      error: refusing(ValidationError, NotFound)
     }).annotateMerge(strictBody).annotateMerge(docs("Add credits", "Credits the account through its ledger."))
   )
   .add(
@@ -483,7 +491,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: IdPath,
       payload: NewApiKeyBody,
-      success: CreatedApiKeyView.pipe(HttpApiSchema.status(201))
+      success: CreatedApiKeyView.pipe(HttpApiSchema.status(201)),
+      error: refusing(ValidationError, NotFound)
     }).annotateMerge(strictBody).annotateMerge(docs("Create an API key", "A key with its scopes, allowed IPs and expiry; the secret is in this answer only."))
   )
   .add(
@@ -491,7 +500,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: IdPath,
       payload: RotateSecretBody,
-      success: AccountView
+      success: AccountView,
+      error: refusing(ValidationError, NotFound)
     }).annotateMerge(strictBody).annotateMerge(docs("Rotate the webhook secret", "A new secret; the old one keeps signing beside it for overlapSeconds."))
   )
   .add(
@@ -499,7 +509,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: IdPath,
       payload: ApiKeyUpdateBody,
-      success: ApiKeyView
+      success: ApiKeyView,
+      error: refusing(NotFound)
     }).annotateMerge(strictBody).annotateMerge(docs(
         "Update an API key",
         "Sets the key's budget ({limitMicroCents, period: day | month | total}, UTC periods), or removes it with null."
@@ -509,7 +520,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("spend", "/admin/spend", {
       disableCodecs: true,
       query: AdminSpendParams.fields,
-      success: SpendView
+      success: SpendView,
+      error: refusing(ValidationError, NotFound)
     }).annotateMerge(docs(
         "Read spend",
         "Charges, refunds, jobs, failures and cancellations from the hourly rollups, of every account or one (`accountId`), " +
@@ -520,7 +532,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("stats", "/admin/stats", {
       disableCodecs: true,
       query: AdminStatsParams.fields,
-      success: StatsView
+      success: StatsView,
+      error: refusing(ValidationError)
     }).annotateMerge(docs(
         "Read the queue and run times",
         "Jobs pending (the queue's depth) and processing (in flight) now, and p50/p95 run time per model of the jobs " +
@@ -541,14 +554,16 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.post("deactivateKey", "/admin/keys/:id/deactivate", {
       disableCodecs: true,
       params: IdPath,
-      success: ApiKeyView
+      success: ApiKeyView,
+      error: refusing(NotFound)
     }).annotateMerge(docs("Deactivate an API key", "The key is refused from now on (API_KEY_INACTIVE)."))
   )
   .add(
     HttpApiEndpoint.get("listJobs", "/admin/jobs", {
       disableCodecs: true,
       query: AdminJobListParams.fields,
-      success: AdminJobList
+      success: AdminJobList,
+      error: refusing(ValidationError)
     }).annotateMerge(docs(
         "List jobs across accounts",
         "Jobs of every account, newest first, filtered by account, status, model and creation time " +
@@ -569,7 +584,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       params: AdminJobIdPath,
       query: JobLogParams.fields,
       success: JobLogPage,
-      error: refusing(JobNotFound)
+      error: refusing(ValidationError, JobNotFound)
     }).annotateMerge(docs(
         "Read any job's provider log",
         "A job of any account's provider log, redacted as stored, paged as GET /v1/jobs/{jobId}/logs pages it (same " +
@@ -580,7 +595,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("listDeliveries", "/admin/webhooks/deliveries", {
       disableCodecs: true,
       query: AdminDeliveryListParams.fields,
-      success: AdminDeliveryList
+      success: AdminDeliveryList,
+      error: refusing(ValidationError)
     }).annotateMerge(docs(
         "List webhook deliveries across accounts",
         "Deliveries of every account with their attempts, newest first, filtered by account and status."
@@ -591,7 +607,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       disableCodecs: true,
       params: DeliveryIdPath,
       success: AdminDeliveryView,
-      error: refusing(DeliveryNotRetryable)
+      error: refusing(NotFound, DeliveryNotRetryable)
     }).annotateMerge(docs(
         "Retry a webhook delivery of any account",
         "Sends a failed delivery once more, now (DELIVERY_NOT_RETRYABLE unless it has failed); recorded in the audit log."
@@ -601,7 +617,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     HttpApiEndpoint.get("auditLog", "/admin/audit", {
       disableCodecs: true,
       query: AuditParams.fields,
-      success: AuditList
+      success: AuditList,
+      error: refusing(ValidationError)
     }).annotateMerge(docs(
         "Read the audit log",
         "Every admin write, newest first: the actor (the admin token's name), the action, its target, a summary " +

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { OperationNotAllowed } from "../domain/accessRefusals.js"
+import { ServiceUnavailable, ValidationError } from "../domain/errors.js"
 import { refusing } from "./errorEnvelope.js"
 import { ApiKeyAuth } from "./middleware.js"
 import { keySecurity } from "./openApi.js"
@@ -15,7 +16,7 @@ export class ChangesGroup extends HttpApiGroup.make("changes")
       disableCodecs: true,
       query: ChangeListParams.fields,
       success: ChangePageView,
-      error: refusing(OperationNotAllowed)
+      error: refusing(ValidationError, OperationNotAllowed)
     }).annotateMerge(docs(
       "Read the changes feed",
       "The account's job endings (completed, failed, cancelled) in the order they committed, oldest first " +
@@ -30,7 +31,7 @@ export class ChangesGroup extends HttpApiGroup.make("changes")
       query: ChangeStreamParams.fields,
       headers: ChangeStreamHeaders,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })),
-      error: refusing(OperationNotAllowed)
+      error: refusing(ValidationError, OperationNotAllowed, ServiceUnavailable)
     }).annotateMerge(docs(
       "Follow the changes feed",
       "Server-sent events (scope check_status): one event per ending of any of the account's jobs, its data an " +

@@ -45,8 +45,7 @@ export type RefusalClassOf = (abstract new(...args: ReadonlyArray<never>) => Any
 
 /**
  * Every refusal class, ordered as the spec's codes are listed (and so are the codes of each
- * status in the OpenAPI document); the API declares them all (`ApiErrors`), so any operation
- * can answer any of them, and the client can read any of them.
+ * status in the OpenAPI document).
  */
 export const refusalClasses: ReadonlyArray<RefusalClassOf> = [
   ValidationError,
@@ -168,7 +167,7 @@ export const refusalAnswerOf = (schema: Schema.Top): RefusalAnswer | undefined =
  * and sets the answer's headers. A client (makeEffectClient) decodes the envelope as it is, the
  * typed refusal its callers match on.
  */
-const declaredError = (answer: RefusalAnswer, answers: (u: unknown) => u is ApiError) => {
+const declaredError = <E extends ApiError>(answer: RefusalAnswer, answers: (u: unknown) => u is E) => {
   const encoded = envelope(Schema.Literal(answer.code))
   return encoded.pipe(
     Schema.decodeTo(
@@ -186,28 +185,31 @@ const declaredError = (answer: RefusalAnswer, answers: (u: unknown) => u is ApiE
               }
               return envelopeOf(answered, yield* CurrentRequestId)
             })
-            : Effect.succeed(error)
+            // Not one `answers` picks out: the envelope as it is (TypeScript does not narrow a generic guard's else).
+            : Effect.succeed(error as typeof encoded.Type)
       })
     ),
     HttpApiSchema.status(answer.status)
   )
 }
 
-/** The declared error of every refusal of one class. */
-const errorOfClass = (refusal: RefusalClassOf) => declaredError(refusal, (u): u is AnyRefusal => u instanceof refusal)
+/** The declared error of every refusal of one class: a handler of an endpoint that declares it may fail with that class. */
+const errorOfClass = <C extends RefusalClassOf>(refusal: C) => declaredError(refusal, (u): u is InstanceType<C> => u instanceof refusal)
 
-const answers = new Map<RefusalClassOf, ReturnType<typeof errorOfClass>>()
+/** The declared error of one refusal class (of any of a union of classes). */
+export type DeclaredRefusal<C extends RefusalClassOf> = ReturnType<typeof errorOfClass<C>>
+
+const answers = new Map<RefusalClassOf, DeclaredRefusal<RefusalClassOf>>()
 
 /**
  * The declared error of one refusal class, for an endpoint's or a middleware's `error` (through
  * `refusing`, and middleware.ts): made once per class, and marked with its code and status for
- * the OpenAPI document, which lists what each operation declares (openApi.ts). `ApiErrors` holds
- * unmarked twins, so what every operation may encode (the middlewares declare them all) stays out
- * of each operation's list.
+ * the OpenAPI document, which lists what each operation declares (openApi.ts).
  */
-export const answerOf = (refusal: RefusalClassOf) => {
+export const answerOf = <C extends RefusalClassOf>(refusal: C): DeclaredRefusal<C> => {
   const known = answers.get(refusal)
-  if (known !== undefined) return known
+  // The map holds each class's own declaration, so the one found is this class's.
+  if (known !== undefined) return known as DeclaredRefusal<C>
   const made = errorOfClass(refusal).annotate({ [RefusalAnswerId]: { code: refusal.code, status: refusal.status } })
   answers.set(refusal, made)
   return made
@@ -223,11 +225,15 @@ const storeUnavailable = declaredError(
 const storeCorrupt = declaredError(InternalError, (u): u is StoreError => u instanceof StoreError && u.cause instanceof CorruptRow)
 
 /**
- * Every error the API answers with: each refusal class, and the store's failures; declared by
- * the middlewares (their `error`), which guard every endpoint. Separate schemas, not a union:
- * HttpApi reads each one's status.
+ * What any request may be answered (`anyRequestRefusals`), readable by a client of every
+ * endpoint, but typed as raised by no handler: a handler that raises one (a ValidationError of
+ * its own checks, a watcher cap's ServiceUnavailable) declares it on its endpoint, so an
+ * endpoint's type lists what its handler raises. Most reach the answer outside HttpApi's
+ * encoding (a request limit's defect, a body that does not decode); one that reaches it anyway
+ * is still answered with its own code and status. Unmarked: the document lists these for every
+ * operation itself (openApi.ts).
  */
-export const ApiErrors = [...refusalClasses.map(errorOfClass), storeUnavailable, storeCorrupt]
+const anyRequestAnswer = (refusal: RefusalClassOf) => declaredError(refusal, (u): u is never => u instanceof refusal)
 
 /**
  * An error answered outside an endpoint's own encoding (a path no route matches, a request
@@ -240,21 +246,25 @@ export const renderOutsideApi = (error: AnyRefusal, requestId: string): HttpServ
     headers: { "x-request-id": requestId, ...errorHeaders(error) }
   })
 
-/** An endpoint's declared refusals, for its `error`: what the OpenAPI document lists for it. */
-export const refusing = (...refusals: ReadonlyArray<RefusalClassOf>) => refusals.map(answerOf)
+/**
+ * An endpoint's declared refusals, for its `error`: what its handler may fail with (besides the
+ * store's failures, `anyRequestErrors`), and what the OpenAPI document lists for it.
+ */
+export const refusing = <const Cs extends ReadonlyArray<RefusalClassOf>>(...refusals: Cs): ReadonlyArray<DeclaredRefusal<Cs[number]>> =>
+  refusals.map(answerOf)
 
 /** What an API key's check refuses (ApiKeyAuth, OptionalApiKeyAuth): no key, a wrong, inactive or expired one, an address off its list, too many guesses. */
-export const keyRefusals: ReadonlyArray<RefusalClassOf> = [
+export const keyRefusals = [
   Unauthorized,
   InvalidApiKey,
   ApiKeyInactive,
   ApiKeyExpired,
   IpNotWhitelisted,
   RateLimitExceeded
-]
+] as const satisfies ReadonlyArray<RefusalClassOf>
 
 /** What the admin token's check refuses (AdminAuth): the admin API off (404), no token, a wrong one, too many guesses. */
-export const adminRefusals: ReadonlyArray<RefusalClassOf> = [NotFound, Unauthorized, InvalidApiKey, RateLimitExceeded]
+export const adminRefusals = [NotFound, Unauthorized, InvalidApiKey, RateLimitExceeded] as const satisfies ReadonlyArray<RefusalClassOf>
 
 /**
  * What any request may be answered, whatever its operation: a body or parameters that do not
@@ -267,3 +277,10 @@ export const anyRequestRefusals: ReadonlyArray<RefusalClassOf> = [
   ServiceUnavailable,
   InternalError
 ]
+
+/**
+ * What every middleware declares (middleware.ts), so every endpoint behind it: the answers of
+ * any request, and the store's failures, which any handler may meet. Separate schemas, not a
+ * union: HttpApi reads each one's status.
+ */
+export const anyRequestErrors = [...anyRequestRefusals.map(anyRequestAnswer), storeUnavailable, storeCorrupt]

@@ -1,7 +1,7 @@
 import { Duration, Effect, Latch } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { Readable } from "node:stream"
-import type { EngineError, StoreError } from "../domain/errors.js"
+import type { ServiceUnavailable, StoreError } from "../domain/errors.js"
 import { isTerminal, type Job } from "../domain/job.js"
 import type { QueuePlace } from "../domain/queuePosition.js"
 import { type JobFollow, type JobListener, MAX_WAIT_SECONDS, statusRank } from "../services/JobFollow.js"
@@ -238,7 +238,7 @@ export const eventStreamResponse = (
   after: number,
   since: number,
   queue?: { readonly book: QueueBook["Service"]; readonly place: QueuePlace | null | undefined }
-): Effect.Effect<HttpServerResponse.HttpServerResponse, EngineError> => {
+): Effect.Effect<HttpServerResponse.HttpServerResponse, ServiceUnavailable> => {
   if (after >= FINAL_EVENT_ID) return Effect.succeed(respondWith([OPEN_BYTES]))
   if (isTerminal(job.status)) return Effect.succeed(respondWith([OPEN_BYTES, eventOf(job)]))
   return Effect.suspend(() => {

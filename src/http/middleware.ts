@@ -1,16 +1,17 @@
 import { Context, type Option } from "effect"
 import { HttpApiMiddleware } from "effect/http-api"
 import type { Caller } from "../services/Auth.js"
-import { adminRefusals, ApiErrors, answerOf, keyRefusals } from "./errorEnvelope.js"
+import { adminRefusals, anyRequestErrors, refusing, type RefusalClassOf, keyRefusals } from "./errorEnvelope.js"
 
 export class CurrentCaller extends Context.Service<CurrentCaller, Caller>()("genjobs/http/CurrentCaller") {}
 
 /**
- * What each check may answer: every error of the API (`ApiErrors`, so any endpoint behind it can
- * encode any refusal and the store's failures), then its own refusals, marked for the OpenAPI
- * document (`answerOf`). HttpApi adds a middleware's errors to every endpoint it guards.
+ * What each check may answer: what any request may be answered and the store's failures
+ * (`anyRequestErrors`), then its own refusals, marked for the OpenAPI document (`refusing`).
+ * HttpApi adds a middleware's errors to every endpoint it guards: a handler behind it may fail
+ * with these, and with what its own endpoint declares.
  */
-const failures = (own: ReadonlyArray<Parameters<typeof answerOf>[0]>) => [...ApiErrors, ...own.map(answerOf)]
+const failures = <const Cs extends ReadonlyArray<RefusalClassOf>>(own: Cs) => [...anyRequestErrors, ...refusing(...own)]
 
 /** API key from `Authorization: Bearer` or `x-api-key`; scopes are checked by each operation. */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentCaller }>()("genjobs/http/ApiKeyAuth", {

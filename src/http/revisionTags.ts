@@ -1,5 +1,5 @@
 import { Result } from "effect"
-import { type EngineError, ValidationError } from "../domain/errors.js"
+import { ValidationError } from "../domain/errors.js"
 
 /** The entity tag of a catalog revision: `"7"`. */
 export const revisionTag = (revision: number): string => `"${revision}"`
@@ -9,7 +9,7 @@ export const revisionTag = (revision: number): string => `"${revision}"`
  * will do). One strong entity tag naming a revision is taken; anything else is refused rather
  * than guessed at, since a precondition that silently passed would undo another's change.
  */
-export const ifMatchRevision = (header: string | undefined): Result.Result<number | undefined, EngineError> => {
+export const ifMatchRevision = (header: string | undefined): Result.Result<number | undefined, ValidationError> => {
   if (header === undefined) return Result.succeed(undefined)
   const value = header.trim()
   if (value === "*") return Result.succeed(undefined)

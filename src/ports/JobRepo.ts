@@ -1,12 +1,15 @@
 import { Context, type Effect, type Option } from "effect"
-import type { BudgetScope, Budget } from "../domain/budget.js"
+import type { InvalidApiKey, UnauthorizedAccess } from "../domain/accessRefusals.js"
+import type { ConcurrentJobsExceeded, IdempotencyKeyReused, InsufficientBalance } from "../domain/admission.js"
+import type { Budget, BudgetExceeded, BudgetScope } from "../domain/budget.js"
 import type { RateLimits } from "../domain/catalog.js"
 import type { JobCursor } from "../domain/cursor.js"
-import type { EngineError, StoreError } from "../domain/errors.js"
+import type { StoreError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
-import type { ClaimLease, Job, JobError, JobStatus, OutputItem } from "../domain/job.js"
+import type { ClaimLease, Job, JobCannotBeCancelled, JobError, JobNotFound, JobStatus, OutputItem } from "../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../domain/providerHandle.js"
 import type { LimitPlan } from "../domain/providerLimits.js"
+import type { RateLimitExceeded } from "../domain/rateLimit.js"
 import type { PendingGap, QueueGap, QueuePosition } from "./JobLeaseDriver.js"
 
 export interface IdempotencyClaim {
@@ -107,6 +110,21 @@ export interface CancelOutcome {
 }
 
 /**
+ * What a submit's atomic unit refuses: an idempotency key reused, the admission rules
+ * (domain/admission.ts, budget.ts), and the key's INVALID_API_KEY when its account is gone.
+ */
+export type SubmitRefusal =
+  | IdempotencyKeyReused
+  | RateLimitExceeded
+  | ConcurrentJobsExceeded
+  | InsufficientBalance
+  | BudgetExceeded
+  | InvalidApiKey
+
+/** What a cancel refuses: a job unknown, another account's, or no longer pending. */
+export type CancelRefusal = JobNotFound | UnauthorizedAccess | JobCannotBeCancelled
+
+/**
  * Jobs, their charges and refunds, and the queue they form. Each operation is one atomic unit
  * in every adapter: the charge, the job row and its idempotency record commit together; a
  * terminal state and its refund commit together. Every status change goes through
@@ -117,7 +135,7 @@ export class JobRepo extends Context.Service<JobRepo, {
    * Within one atomic unit: replays a matching idempotency record; else checks rate limits,
    * the concurrent-job maximum and the balance, then inserts the job and its charge.
    */
-  readonly submit: (command: SubmitCommand) => Effect.Effect<SubmitOutcome, EngineError | StoreError>
+  readonly submit: (command: SubmitCommand) => Effect.Effect<SubmitOutcome, SubmitRefusal | StoreError>
   readonly get: (id: JobId) => Effect.Effect<Option.Option<Job>, StoreError>
   /** The jobs of `ids` that exist, in no particular order, in one read (the watchers' sweep). */
   readonly getMany: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
@@ -127,7 +145,7 @@ export class JobRepo extends Context.Service<JobRepo, {
     id: JobId,
     accountId: AccountId,
     now: number
-  ) => Effect.Effect<CancelOutcome, EngineError | StoreError>
+  ) => Effect.Effect<CancelOutcome, CancelRefusal | StoreError>
   /** Takes the next runnable job (an expired lease, else the oldest pending job) for a worker. */
   readonly claim: (options: ClaimOptions) => Effect.Effect<Option.Option<Job>, StoreError>
   /**

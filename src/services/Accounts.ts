@@ -1,7 +1,8 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Scope } from "../domain/account.js"
 import { type Budget, isoOrNull, periodEnd, periodStart } from "../domain/budget.js"
-import type { EngineError, StoreError } from "../domain/errors.js"
+import type { OperationNotAllowed } from "../domain/accessRefusals.js"
+import type { StoreError, ValidationError } from "../domain/errors.js"
 import { HOUR_MS, type SpendGroup, type SpendQuery } from "../domain/spend.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
@@ -94,7 +95,7 @@ export const make = Effect.gen(function*() {
   const spend = (
     caller: Caller,
     request: SpendRequest
-  ): Effect.Effect<{ readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }, EngineError | StoreError> =>
+  ): Effect.Effect<{ readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }, OperationNotAllowed | ValidationError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
       const query = yield* readSpendQuery(request, caller.account.id, ["key", "model", "day", "hour"])

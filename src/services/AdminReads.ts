@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey, LedgerEntry } from "../domain/account.js"
 import { AuditAction, type AuditEntry } from "../domain/audit.js"
-import { type EngineError, NotFound, type StoreError, ValidationError } from "../domain/errors.js"
+import { NotFound, type StoreError, ValidationError } from "../domain/errors.js"
 import type { AccountId, JobId } from "../domain/ids.js"
 import { type Job, JobNotFound, JobStatus } from "../domain/job.js"
 import { MAX_PAGE_SIZE } from "../domain/limits.js"
@@ -43,7 +43,7 @@ const MAX_SEARCH_LENGTH = 200
 const invalid = (field: string, message: string) => new ValidationError({ message, details: { field } })
 
 /** An ISO 8601 time (at least a date) as epoch ms; anything else is refused with the field's name. */
-const readTime = (field: string, value: string | undefined): Effect.Effect<number | undefined, EngineError> => {
+const readTime = (field: string, value: string | undefined): Effect.Effect<number | undefined, ValidationError> => {
   if (value === undefined) return Effect.succeed(undefined)
   const ms = /^\d{4}-\d{2}-\d{2}/.test(value) ? Date.parse(value) : Number.NaN
   return Number.isNaN(ms) ? Effect.fail(invalid(field, `${field} must be an ISO 8601 time, like 2025-01-31T12:00:00Z`)) : Effect.succeed(ms)
@@ -64,7 +64,7 @@ export const readSpendQuery = (
   request: SpendRequest,
   accountId: string | undefined,
   allowed: ReadonlyArray<SpendDimension>
-): Effect.Effect<SpendQuery, EngineError> =>
+): Effect.Effect<SpendQuery, ValidationError> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const to = (yield* readTime("to", request.to)) ?? hourOf(now) + HOUR_MS
@@ -83,7 +83,7 @@ export const make = Effect.gen(function*() {
   const accountRepo = yield* AccountRepo
   const jobLogs = logPage(yield* JobLogRepo)
 
-  const account = (id: string): Effect.Effect<Account, EngineError | StoreError> =>
+  const account = (id: string): Effect.Effect<Account, NotFound | StoreError> =>
     accountRepo.get(id as AccountId).pipe(
       Effect.flatMap(Option.match({
         onNone: () => Effect.fail(new NotFound({ message: `No account "${id}"`, details: { accountId: id } })),
@@ -91,7 +91,7 @@ export const make = Effect.gen(function*() {
       }))
     )
 
-  const accounts = (request: PageRequest & { readonly search?: string | undefined }): Effect.Effect<Page<Account>, EngineError | StoreError> =>
+  const accounts = (request: PageRequest & { readonly search?: string | undefined }): Effect.Effect<Page<Account>, ValidationError | StoreError> =>
     Effect.gen(function*() {
       const { after, limit } = yield* readPageRequest(request, [])
       const search = request.search === undefined || request.search === "" ? undefined : request.search
@@ -101,7 +101,7 @@ export const make = Effect.gen(function*() {
       return toPage(yield* repo.accounts({ search, after, limit }), limit)
     })
 
-  const keys = (accountId: string): Effect.Effect<ReadonlyArray<ApiKey>, EngineError | StoreError> =>
+  const keys = (accountId: string): Effect.Effect<ReadonlyArray<ApiKey>, NotFound | StoreError> =>
     Effect.flatMap(account(accountId), (found) => repo.keys(found.id))
 
   const jobs = (
@@ -112,7 +112,7 @@ export const make = Effect.gen(function*() {
       readonly createdFrom?: string | undefined
       readonly createdBefore?: string | undefined
     }
-  ): Effect.Effect<Page<Job>, EngineError | StoreError> =>
+  ): Effect.Effect<Page<Job>, ValidationError | StoreError> =>
     Effect.gen(function*() {
       const { after, limit, status } = yield* readPageRequest(request, JobStatus.literals)
       const createdFrom = yield* readTime("createdFrom", request.createdFrom)
@@ -132,7 +132,7 @@ export const make = Effect.gen(function*() {
       return toPage(rows, limit)
     })
 
-  const job = (id: string): Effect.Effect<Job, EngineError | StoreError> =>
+  const job = (id: string): Effect.Effect<Job, JobNotFound | StoreError> =>
     jobRepo.get(id as JobId).pipe(
       Effect.flatMap(Option.match({
         onNone: () => Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } })),
@@ -142,7 +142,7 @@ export const make = Effect.gen(function*() {
 
   const deliveries = (
     request: PageRequest & { readonly accountId?: string | undefined; readonly status?: string | undefined }
-  ): Effect.Effect<Page<WebhookDelivery>, EngineError | StoreError> =>
+  ): Effect.Effect<Page<WebhookDelivery>, ValidationError | StoreError> =>
     Effect.gen(function*() {
       const { after, limit, status } = yield* readPageRequest(request, DeliveryStatus.literals)
       return toPage(yield* repo.deliveries({ accountId: request.accountId, status, after, limit }), limit)
@@ -152,7 +152,7 @@ export const make = Effect.gen(function*() {
    * An account's ledger, oldest first like a statement. Pages hold 100 entries unless asked
    * otherwise, so a short ledger comes whole in one answer.
    */
-  const ledger = (accountId: string, request: PageRequest): Effect.Effect<Page<LedgerEntry>, EngineError | StoreError> =>
+  const ledger = (accountId: string, request: PageRequest): Effect.Effect<Page<LedgerEntry>, ValidationError | NotFound | StoreError> =>
     Effect.gen(function*() {
       const { after, limit } = yield* readPageRequest({ ...request, limit: request.limit ?? MAX_PAGE_SIZE }, [])
       const found = yield* account(accountId)
@@ -161,7 +161,7 @@ export const make = Effect.gen(function*() {
 
   const auditLog = (
     request: PageRequest & { readonly actor?: string | undefined; readonly action?: string | undefined; readonly target?: string | undefined }
-  ): Effect.Effect<Page<AuditEntry>, EngineError | StoreError> =>
+  ): Effect.Effect<Page<AuditEntry>, ValidationError | StoreError> =>
     Effect.gen(function*() {
       const { after, limit } = yield* readPageRequest(request, [])
       const action = request.action
@@ -175,7 +175,7 @@ export const make = Effect.gen(function*() {
   /** Spend across accounts, or of one (NOT_FOUND when it does not exist), grouped as asked. */
   const spend = (
     request: SpendRequest & { readonly accountId?: string | undefined }
-  ): Effect.Effect<{ readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }, EngineError | StoreError> =>
+  ): Effect.Effect<{ readonly query: SpendQuery; readonly groups: ReadonlyArray<SpendGroup> }, ValidationError | NotFound | StoreError> =>
     Effect.gen(function*() {
       const query = yield* readSpendQuery(request, request.accountId, ["account", "key", "model", "day", "hour"])
       if (request.accountId !== undefined) yield* account(request.accountId)
@@ -186,7 +186,7 @@ export const make = Effect.gen(function*() {
    * Jobs pending and processing now, and p50/p95 run time per model of the jobs completed in the
    * range (the last 24 hours unless asked; at most 366 days).
    */
-  const stats = (request: { readonly from?: string | undefined; readonly to?: string | undefined }): Effect.Effect<Stats, EngineError | StoreError> =>
+  const stats = (request: { readonly from?: string | undefined; readonly to?: string | undefined }): Effect.Effect<Stats, ValidationError | StoreError> =>
     Effect.gen(function*() {
       const at = yield* Clock.currentTimeMillis
       // `to` is exclusive: by default the range ends just after now, so a job completed in this
@@ -207,7 +207,7 @@ export const make = Effect.gen(function*() {
     jobs: Effect.fn("AdminReads.jobs")(jobs),
     job: Effect.fn("AdminReads.job")(job),
     /** Any account's job's provider log, paged as the owner's GET /v1/jobs/{jobId}/logs. */
-    jobLogs: Effect.fn("AdminReads.jobLogs")((id: string, request: LogRequest): Effect.Effect<LogPage, EngineError | StoreError> =>
+    jobLogs: Effect.fn("AdminReads.jobLogs")((id: string, request: LogRequest): Effect.Effect<LogPage, JobNotFound | ValidationError | StoreError> =>
       Effect.flatMap(job(id), (found) => jobLogs(found, request))),
     deliveries: Effect.fn("AdminReads.deliveries")(deliveries),
     ledger: Effect.fn("AdminReads.ledger")(ledger),

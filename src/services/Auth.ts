@@ -3,7 +3,7 @@ import { hasScope, ipAllowed } from "../domain/access.js"
 import { ApiKeyExpired, ApiKeyInactive, InvalidApiKey, IpNotWhitelisted, OperationNotAllowed, Unauthorized } from "../domain/accessRefusals.js"
 import type { Account, ApiKey, Scope } from "../domain/account.js"
 import { hashKeySecret, isWellFormedKey, sameDigest } from "../domain/apiKeySecret.js"
-import { type EngineError, type StoreError } from "../domain/errors.js"
+import type { StoreError } from "../domain/errors.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
 import { StoreChanges } from "../ports/StoreChanges.js"
@@ -21,7 +21,10 @@ export interface Caller {
   readonly key: ApiKey
 }
 
-const presentedSecret = (credentials: Credentials): Effect.Effect<string, EngineError> => {
+/** What an API key's check refuses: no key, a malformed, unknown, inactive or expired one, an address off its list. */
+export type KeyRefusal = Unauthorized | InvalidApiKey | ApiKeyInactive | ApiKeyExpired | IpNotWhitelisted
+
+const presentedSecret = (credentials: Credentials): Effect.Effect<string, Unauthorized | InvalidApiKey> => {
   if (credentials.apiKey !== undefined && credentials.apiKey.trim() !== "") {
     return Effect.succeed(credentials.apiKey.trim())
   }
@@ -35,7 +38,7 @@ const presentedSecret = (credentials: Credentials): Effect.Effect<string, Engine
     : Effect.succeed(match[1]!)
 }
 
-export const requireScope = (caller: Caller, scope: Scope): Effect.Effect<void, EngineError> =>
+export const requireScope = (caller: Caller, scope: Scope): Effect.Effect<void, OperationNotAllowed> =>
   hasScope(caller.key.scopes, scope)
     ? Effect.void
     : Effect.fail(new OperationNotAllowed({ message: `This API key lacks the scope ${scope}`, details: { requiredScope: scope } }))
@@ -51,7 +54,7 @@ export const make = Effect.gen(function*() {
   const changes = yield* Effect.serviceOption(StoreChanges)
   const findKey = Option.isSome(changes) ? makeKeyCache(changes.value, readKey) : readKey
 
-  const authenticate = (credentials: Credentials): Effect.Effect<Caller, EngineError | StoreError> =>
+  const authenticate = (credentials: Credentials): Effect.Effect<Caller, KeyRefusal | StoreError> =>
     Effect.gen(function*() {
       const secret = yield* presentedSecret(credentials)
       // Made only on a refusal: errors capture a stack trace when made, a cost every request would pay.

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Ref } from "effect"
 import { authRetryAfterSeconds, failureBucket, throttleKeyOf } from "../domain/authThrottle.js"
 import { InvalidApiKey } from "../domain/accessRefusals.js"
-import { type EngineError, type StoreError } from "../domain/errors.js"
+import type { StoreError } from "../domain/errors.js"
 import { RateLimitExceeded } from "../domain/rateLimit.js"
 import { AuthFailures } from "../ports/AuthFailures.js"
 import { makeSingleFlight } from "./singleFlight.js"
@@ -50,7 +50,7 @@ export const make = Effect.gen(function*() {
   const guard = Effect.fnUntraced(function*<A, E, R>(
     clientAddress: string | undefined,
     authentication: Effect.Effect<A, E, R>
-  ): Effect.fn.Return<A, E | EngineError | StoreError, R> {
+  ): Effect.fn.Return<A, E | RateLimitExceeded | StoreError, R> {
     const client = throttleKeyOf(clientAddress)
     const now = yield* Clock.currentTimeMillis
     const bucket = failureBucket(now)

@@ -12,7 +12,7 @@ import {
   type UnregisteredVersion,
   unregisteredVersions
 } from "../domain/catalogServing.js"
-import { type EngineError, type StoreError, ValidationError } from "../domain/errors.js"
+import { type StoreError, ValidationError } from "../domain/errors.js"
 import { InvalidInput } from "../domain/admission.js"
 import { ModelAccessDenied, ModelNotFound, PreconditionFailed } from "../domain/catalog.js"
 import { compileSchema, problemsOf } from "../domain/jsonSchema.js"
@@ -141,7 +141,7 @@ export const make = Effect.gen(function*() {
    * request could reach whose every provider is unregistered here is refused too: it would be
    * listed and charged, then fail at run time.
    */
-  const check = (input: unknown, options: CheckOptions = {}): Effect.Effect<CatalogDocument, EngineError> =>
+  const check = (input: unknown, options: CheckOptions = {}): Effect.Effect<CatalogDocument, ValidationError> =>
     Effect.gen(function*() {
       const doc = yield* Effect.fromResult(Result.mapError(
         checkCatalogDocument(input),
@@ -167,7 +167,7 @@ export const make = Effect.gen(function*() {
     input: unknown,
     ifRevision?: number,
     options?: CheckOptions
-  ): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+  ): Effect.Effect<StoredCatalog, ValidationError | PreconditionFailed | StoreError> =>
     Effect.gen(function*() {
       const doc = yield* check(input, options)
       const written = yield* repo.replace(doc, ifRevision)
@@ -194,7 +194,7 @@ export const make = Effect.gen(function*() {
     account: Account,
     slug: string,
     versionId: string | undefined
-  ): Effect.Effect<ResolvedModel, EngineError | StoreError> =>
+  ): Effect.Effect<ResolvedModel, ModelNotFound | ModelAccessDenied | StoreError> =>
     Effect.gen(function*() {
       const { stored } = yield* current
       const found = findModel(stored.document.models, slug)
@@ -238,7 +238,7 @@ export const make = Effect.gen(function*() {
       return model !== undefined && version !== undefined ? { model, version } : undefined
     })
 
-  const validateInput = (resolved: ResolvedModel, input: unknown): Effect.Effect<void, EngineError | StoreError> =>
+  const validateInput = (resolved: ResolvedModel, input: unknown): Effect.Effect<void, InvalidInput | StoreError> =>
     Effect.gen(function*() {
       const { validators } = yield* current
       const cacheKey = `${resolved.model.slug}@${resolved.version.versionId}`

@@ -8,7 +8,7 @@ import {
   FEED_START,
   nextAfter
 } from "../domain/change.js"
-import { type EngineError, ServiceUnavailable, type StoreError, ValidationError } from "../domain/errors.js"
+import { ServiceUnavailable, type StoreError, ValidationError } from "../domain/errors.js"
 import type { AccountId } from "../domain/ids.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../domain/limits.js"
 import { ChangeFeed } from "../ports/ChangeFeed.js"
@@ -57,7 +57,7 @@ interface Follower {
 /** Checks a page request's `limit` and `after`; bad values are refused, not corrected. */
 export const readChangesRequest = (
   request: { readonly limit?: number | undefined; readonly after?: string | undefined }
-): Effect.Effect<{ readonly limit: number; readonly after: ChangePosition | undefined }, EngineError> => {
+): Effect.Effect<{ readonly limit: number; readonly after: ChangePosition | undefined }, ValidationError> => {
   const limit = request.limit ?? DEFAULT_PAGE_SIZE
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
     return Effect.fail(new ValidationError({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, details: { field: "limit" } }))
@@ -66,7 +66,7 @@ export const readChangesRequest = (
 }
 
 /** A cursor the API issued (a page's nextCursor, an entry's cursor, an event id), or none. */
-export const readAfter = (text: string | undefined, field: string): Effect.Effect<ChangePosition | undefined, EngineError> => {
+export const readAfter = (text: string | undefined, field: string): Effect.Effect<ChangePosition | undefined, ValidationError> => {
   if (text === undefined) return Effect.succeed(undefined)
   const after = decodeChangeCursor(text.trim())
   return after === undefined

@@ -1,5 +1,5 @@
 import { Cause, Clock, Context, Duration, Effect, Latch, Layer, Metric, Option, Queue, Random, Result, type Scope, Stream } from "effect"
-import { type EngineError, ServiceUnavailable, type StoreError } from "../domain/errors.js"
+import { ServiceUnavailable, type StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import { isTerminal, type Job, type JobStatus } from "../domain/job.js"
 import { JobEvents } from "../ports/JobEvents.js"
@@ -65,7 +65,7 @@ export const openWatchers = Metric.gauge("genjobs_open_watchers", {
 })
 
 /** The answer beyond the cap: the overload rule's 503 with Retry-After. */
-const tooManyWatchers = (max: number): EngineError =>
+const tooManyWatchers = (max: number): ServiceUnavailable =>
   new ServiceUnavailable({
     message: "Too many jobs are being watched on this server; retry after Retry-After",
     details: { reason: "too_many_watchers", maxWatchers: max },
@@ -300,7 +300,7 @@ export const make = Effect.gen(function*() {
    * job: the job is read again at once only when a hint for it came after that mark (the caller's
    * read may have missed that change); without a mark it is read at once.
    */
-  const add = (jobId: JobId, after: number, listener: JobListener, since: number | undefined): (() => void) | EngineError => {
+  const add = (jobId: JobId, after: number, listener: JobListener, since: number | undefined): (() => void) | ServiceUnavailable => {
     if (open >= maxWatchers) return tooManyWatchers(maxWatchers)
     let watch = watches.get(jobId)
     if (watch === undefined) {
@@ -350,8 +350,8 @@ export const make = Effect.gen(function*() {
    * queue without bound (not when both together pass it: a herd's first reads would then be
    * refused for watchers about to leave).
    */
-  const readForWatch = (jobId: JobId): Effect.Effect<Option.Option<Job>, StoreError | EngineError> =>
-    Effect.suspend((): Effect.Effect<Option.Option<Job>, StoreError | EngineError> => {
+  const readForWatch = (jobId: JobId): Effect.Effect<Option.Option<Job>, StoreError | ServiceUnavailable> =>
+    Effect.suspend((): Effect.Effect<Option.Option<Job>, StoreError | ServiceUnavailable> => {
       if (open >= maxWatchers || reading >= maxWatchers) return Effect.fail(tooManyWatchers(maxWatchers))
       reading++
       return Effect.ensuring(Effect.flatMap(readMany(jobId), Effect.fromResult), Effect.sync(() => reading--))
@@ -365,7 +365,7 @@ export const make = Effect.gen(function*() {
    * removes it, and the caller calls it once it stops listening (a status stream's body when its
    * client leaves). After `onEnd` it is still to be called, to give back the watcher's place.
    */
-  const join = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<() => void, EngineError> =>
+  const join = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<() => void, ServiceUnavailable> =>
     Effect.suspend(() => {
       const added = add(jobId, after, listener, since)
       return typeof added === "function" ? Effect.succeed(added) : Effect.fail(added)
@@ -378,7 +378,7 @@ export const make = Effect.gen(function*() {
    * slow sweep, and on joining (see `add` for `since`). Refused with 503 and Retry-After beyond
    * EngineConfig.maxWatchers.
    */
-  const listen = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<void, EngineError, Scope.Scope> =>
+  const listen = (jobId: JobId, after: number, listener: JobListener, since?: number): Effect.Effect<void, ServiceUnavailable, Scope.Scope> =>
     Effect.flatMap(
       Effect.sync(() => add(jobId, after, listener, since)),
       (added) => typeof added === "function" ? Effect.addFinalizer(() => Effect.sync(added)) : Effect.fail(added)
@@ -388,8 +388,8 @@ export const make = Effect.gen(function*() {
    * The job's statuses from now on, each once, those ranked at most `after` left out, ending
    * with the first terminal one. A Stream over `listen`, for callers that want one.
    */
-  const follow = (job: Job, after = 0): Stream.Stream<Job, StoreError | EngineError> =>
-    Stream.callback<Job, StoreError | EngineError>((queue) =>
+  const follow = (job: Job, after = 0): Stream.Stream<Job, StoreError | ServiceUnavailable> =>
+    Stream.callback<Job, StoreError | ServiceUnavailable>((queue) =>
       listen(job.id, after, {
         onJob: (current) => void Queue.offerUnsafe(queue, current),
         onEnd: (error) => void (error === undefined ? Queue.endUnsafe(queue) : Queue.failCauseUnsafe(queue, Cause.fail(error)))
@@ -401,9 +401,9 @@ export const make = Effect.gen(function*() {
    * the job's watch and one entry in the shared deadlines: no fiber, scope or store connection
    * is held while it waits.
    */
-  const awaitTerminal = (job: Job, seconds: number, since?: number): Effect.Effect<Job, StoreError | EngineError> =>
+  const awaitTerminal = (job: Job, seconds: number, since?: number): Effect.Effect<Job, StoreError | ServiceUnavailable> =>
     isTerminal(job.status) ? Effect.succeed(job) : Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, draw]) =>
-      Effect.callback<Job, StoreError | EngineError>((resume) => {
+      Effect.callback<Job, StoreError | ServiceUnavailable>((resume) => {
         let latest = job
         let settled = false
         let cancelDeadline: () => void = () => undefined

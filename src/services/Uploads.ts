@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Exit, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
-import { type EngineError, NotFound, type StoreError, ValidationError } from "../domain/errors.js"
+import { NotFound, type StoreError, ValidationError } from "../domain/errors.js"
 import { FileTooLarge, InvalidContentType, LengthRequired, UploadAlreadyReceived, UploadUrlExpired, UploadUrlInvalid } from "../domain/uploadRefusals.js"
 import {
   checkUploadRequest,
@@ -39,7 +39,7 @@ export const make = Effect.gen(function*() {
   ) =>
     Effect.gen(function*() {
       const checked = checkUploadRequest(body.filename, body.contentType, body.size)
-      if ("code" in checked) return yield* Effect.fail(checked as EngineError)
+      if ("code" in checked) return yield* Effect.fail(checked)
       const now = yield* Clock.currentTimeMillis
       const upload: Upload = {
         id: `${UPLOAD_ID_PREFIX}${randomBytes(12).toString("base64url").replace(/[-_]/g, "x")}`,
@@ -72,7 +72,7 @@ export const make = Effect.gen(function*() {
       } satisfies PresignResult
     })
 
-  const get = (caller: Caller, id: string): Effect.Effect<Upload & { readonly fileUrl: string }, EngineError | StoreError> =>
+  const get = (caller: Caller, id: string): Effect.Effect<Upload & { readonly fileUrl: string }, NotFound | StoreError> =>
     Effect.gen(function*() {
       const found = yield* repo.get(id)
       if (Option.isNone(found) || found.value.accountId !== caller.account.id) {
@@ -98,7 +98,7 @@ const tooLarge = (maxSize: number) =>
   new FileTooLarge({ message: `The file may be at most ${maxSize} bytes`, details: { maxSize } })
 
 /** The body, failing as soon as it runs past `length` bytes or ends short of it. */
-const exactly = <E>(body: Stream.Stream<Uint8Array, E>, length: number): Stream.Stream<Uint8Array, E | EngineError> =>
+const exactly = <E>(body: Stream.Stream<Uint8Array, E>, length: number): Stream.Stream<Uint8Array, E | ValidationError> =>
   Stream.suspend(() => {
     const mismatch = () => new ValidationError({ message: `The body is not the ${length} bytes its Content-Length says` })
     let seen = 0

@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { type EngineError, NotFound, type StoreError } from "../domain/errors.js"
+import type { OperationNotAllowed } from "../domain/accessRefusals.js"
+import { NotFound, type StoreError, type ValidationError } from "../domain/errors.js"
 import { DeliveryNotRetryable, DeliveryStatus, type WebhookDelivery } from "../domain/webhook.js"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
 import { WebhookSignal } from "../ports/WebhookSignal.js"
@@ -20,7 +21,7 @@ export interface DeliveryPage {
 export const reopenFailedDelivery = (
   id: string,
   visible: (delivery: WebhookDelivery) => boolean
-): Effect.Effect<WebhookDelivery, EngineError | StoreError, WebhookDeliveryRepo> =>
+): Effect.Effect<WebhookDelivery, NotFound | DeliveryNotRetryable | StoreError, WebhookDeliveryRepo> =>
   Effect.gen(function*() {
     const repo = yield* WebhookDeliveryRepo
     const found = yield* repo.get(id)
@@ -47,7 +48,7 @@ export const make = Effect.gen(function*() {
   const list = (
     caller: Caller,
     request: { readonly limit?: number | undefined; readonly cursor?: string | undefined; readonly jobId?: string | undefined; readonly status?: string | undefined }
-  ): Effect.Effect<DeliveryPage, EngineError | StoreError> =>
+  ): Effect.Effect<DeliveryPage, OperationNotAllowed | ValidationError | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "check_status")
       const { after, limit, status } = yield* readPageRequest(request, DeliveryStatus.literals)
@@ -57,7 +58,7 @@ export const make = Effect.gen(function*() {
     })
 
   /** Sends a failed delivery of the caller's account once more, now. */
-  const retry = (caller: Caller, id: string): Effect.Effect<WebhookDelivery, EngineError | StoreError> =>
+  const retry = (caller: Caller, id: string): Effect.Effect<WebhookDelivery, OperationNotAllowed | NotFound | DeliveryNotRetryable | StoreError> =>
     Effect.gen(function*() {
       yield* requireScope(caller, "submit_job")
       const again = yield* reopenFailedDelivery(id, (delivery) => delivery.accountId === caller.account.id).pipe(

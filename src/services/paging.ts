@@ -1,13 +1,13 @@
 import { Effect } from "effect"
 import { decodeCursor, encodeCursor, type JobCursor } from "../domain/cursor.js"
-import { type EngineError, ValidationError } from "../domain/errors.js"
+import { ValidationError } from "../domain/errors.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../domain/limits.js"
 
 /** Checks a list request's `limit`, `status` and `cursor`; bad values are refused, not corrected. */
 export const readPageRequest = <S extends string>(
   request: { readonly limit?: number | undefined; readonly cursor?: string | undefined; readonly status?: string | undefined },
   statuses: ReadonlyArray<S>
-): Effect.Effect<{ readonly limit: number; readonly after: JobCursor | undefined; readonly status: S | undefined }, EngineError> => {
+): Effect.Effect<{ readonly limit: number; readonly after: JobCursor | undefined; readonly status: S | undefined }, ValidationError> => {
   const limit = request.limit ?? DEFAULT_PAGE_SIZE
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
     return Effect.fail(new ValidationError({ message: `limit must be an integer from 1 to ${MAX_PAGE_SIZE}`, details: { field: "limit" } }))

@@ -22,11 +22,8 @@ import { EngineApi } from "../Api.js"
 import { CurrentCaller, CurrentViewer } from "../middleware.js"
 import { CACHE_SECONDS, makeResponseCache } from "../responseCache.js"
 
-const notFound = (refusal: typeof ModelNotFound | typeof NotFound, what: string) => Effect.fail(new refusal({ message: what }))
-
-/** A view that may be missing: 404 in the envelope, hidden and unknown answering alike. */
-const found = <A>(value: A | undefined, refusal: typeof ModelNotFound | typeof NotFound, what: string) =>
-  value === undefined ? notFound(refusal, what) : Effect.succeed(value)
+/** A view that may be missing: 404 in the envelope (`missing`'s refusal), hidden and unknown answering alike. */
+const found = <A, E>(value: A | undefined, missing: () => E) => value === undefined ? Effect.fail(missing()) : Effect.succeed(value)
 
 export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handlers) =>
   Effect.gen(function*() {
@@ -39,7 +36,7 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
       })
     const model = (slug: string) =>
       view((doc, viewer) => catalogDetail(doc, viewer, slug)).pipe(
-        Effect.flatMap((detail) => found(detail, ModelNotFound, `No model "${slug}"`))
+        Effect.flatMap((detail) => found(detail, () => new ModelNotFound({ message: `No model "${slug}"` })))
       )
     return handlers
       .handle("models", () => view((doc, viewer) => visibleModels(doc, viewer).map((m) => catalogListItem(doc, viewer, m))))
@@ -47,7 +44,7 @@ export const CatalogHandlers = HttpApiBuilder.group(EngineApi, "catalog", (handl
       .handle("providers", () => view(catalogProviders))
       .handle("provider", ({ params }) =>
         view((doc, viewer) => catalogProvider(doc, viewer, params.id)).pipe(
-          Effect.flatMap((detail) => found(detail, NotFound, `No provider "${params.id}"`))
+          Effect.flatMap((detail) => found(detail, () => new NotFound({ message: `No provider "${params.id}"` })))
         ))
       .handle("categories", () => view(catalogCategories))
       .handle("capabilityGroups", () => view(capabilityGroups))
@@ -58,7 +55,7 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
     const catalog = yield* Catalog
     const cache = yield* makeResponseCache
     /** Checks the scope, then answers from the cache keyed by revision, account and route. */
-    const cached = (route: string, f: (doc: CatalogDocument, viewer: Viewer) => unknown, missing?: [typeof ModelNotFound | typeof NotFound, string]) =>
+    const cached = <E = never>(route: string, f: (doc: CatalogDocument, viewer: Viewer) => unknown, missing?: () => E) =>
       Effect.gen(function*() {
         const caller = yield* CurrentCaller
         yield* requireScope(caller, "list_models")
@@ -69,13 +66,13 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
           served.revision,
           Effect.suspend(() => {
             const body = f(served.document, { account: caller.account })
-            return missing === undefined || body !== undefined ? Effect.succeed(body) : notFound(...missing)
+            return missing === undefined || body !== undefined ? Effect.succeed(body) : Effect.fail(missing())
           }),
           `private, max-age=${CACHE_SECONDS}`
         )
       })
     const model = (slug: string) =>
-      cached(`model ${slug}`, (doc, viewer) => modelDetail(doc, viewer, slug), [ModelNotFound, `No model "${slug}"`])
+      cached(`model ${slug}`, (doc, viewer) => modelDetail(doc, viewer, slug), () => new ModelNotFound({ message: `No model "${slug}"` }))
     return handlers
       .handle("list", () => cached("models", (doc, viewer) => ({ models: modelList(doc, viewer) })))
       .handle("get", ({ params }) => model(params.modelId))
@@ -84,6 +81,6 @@ export const ModelsHandlers = HttpApiBuilder.group(EngineApi, "models", (handler
         cached(
           `provider ${params.providerId}`,
           (doc, viewer) => providerModels(doc, viewer, params.providerId),
-          [NotFound, `No provider "${params.providerId}"`]
+          () => new NotFound({ message: `No provider "${params.providerId}"` })
         ))
   }))

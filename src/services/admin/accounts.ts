@@ -2,7 +2,7 @@ import { Clock, Effect, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import type { Account, AccountUpdate, NewAccount } from "../../domain/account.js"
 import { type AuditActor, changesBetween, SYSTEM_ACTOR } from "../../domain/audit.js"
-import { type EngineError, NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
+import { NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
 import { type AccountId, newAccountId } from "../../domain/ids.js"
 import { DEFAULT_FAIR_WEIGHT, fairWeightOf } from "../../domain/fairShare.js"
 import { MAX_MICRO_CENTS } from "../../domain/limits.js"
@@ -38,14 +38,14 @@ export const createAccount = (deps: AccountDeps) =>
     return yield* deps.accounts.create(account, input.creditsMicroCents)
   }), (account) => ({ target: account.id, summary: { ...input } }))
 
-export const getAccount = ({ accounts }: Pick<AdminDeps, "accounts">) => (id: string): Effect.Effect<Account, EngineError | StoreError> =>
+export const getAccount = ({ accounts }: Pick<AdminDeps, "accounts">) => (id: string): Effect.Effect<Account, NotFound | StoreError> =>
   accounts.get(id as AccountId).pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.fail(accountNotFound(id)), onSome: Effect.succeed }))
   )
 
 /** Sets the settings the update holds; an empty update is refused, so a request that changes nothing is noticed. */
 export const updateAccount = (deps: AccountDeps & Pick<AdminDeps, "settings">) =>
-(id: string, update: AccountUpdate, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, EngineError | StoreError> =>
+(id: string, update: AccountUpdate, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, ValidationError | NotFound | StoreError> =>
   Effect.gen(function*() {
     const fields = Object.entries(update).filter(([, v]) => v !== undefined).map(([k]) => k)
     if (fields.length === 0) {
@@ -62,7 +62,7 @@ export const updateAccount = (deps: AccountDeps & Pick<AdminDeps, "settings">) =
   })
 
 export const addCredits = (deps: AccountDeps) =>
-(id: string, amountMicroCents: number, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, EngineError | StoreError> =>
+(id: string, amountMicroCents: number, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<Account, ValidationError | NotFound | StoreError> =>
   audited(deps, by, "account.credit", Effect.gen(function*() {
     if (!Number.isSafeInteger(amountMicroCents) || amountMicroCents <= 0) {
       return yield* Effect.fail(
@@ -89,7 +89,7 @@ export const rotateWebhookSecret = (deps: AccountDeps) =>
   id: string,
   overlapSeconds: number,
   by: AuditActor = SYSTEM_ACTOR
-): Effect.Effect<Account, EngineError | StoreError> =>
+): Effect.Effect<Account, ValidationError | NotFound | StoreError> =>
   Effect.gen(function*() {
     if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > 30 * 24 * 3600) {
       return yield* Effect.fail(

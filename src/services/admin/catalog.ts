@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { type AuditActor, SYSTEM_ACTOR } from "../../domain/audit.js"
 import { type CatalogDiff, catalogDiff, isEmptyDiff } from "../../domain/catalogDiff.js"
-import type { EngineError, StoreError } from "../../domain/errors.js"
+import type { PreconditionFailed } from "../../domain/catalog.js"
+import type { StoreError, ValidationError } from "../../domain/errors.js"
 import type { StoredCatalog } from "../../ports/CatalogRepo.js"
 import { audited } from "./audited.js"
 import type { AdminDeps } from "./deps.js"
@@ -19,7 +20,7 @@ export const replaceCatalog = (deps: Pick<AdminDeps, "audit" | "catalog">) =>
   input: unknown,
   by: AuditActor = SYSTEM_ACTOR,
   ifRevision?: number
-): Effect.Effect<StoredCatalog, EngineError | StoreError> =>
+): Effect.Effect<StoredCatalog, ValidationError | PreconditionFailed | StoreError> =>
   audited(deps, by, "catalog.replace", deps.catalog.replace(input, ifRevision), (stored) => ({
     target: "catalog",
     summary: {
@@ -33,7 +34,7 @@ export const replaceCatalog = (deps: Pick<AdminDeps, "audit" | "catalog">) =>
  * The check `replaceCatalog` makes, and what the document would add, remove and change, by id;
  * nothing is stored. A dry run before a replace, as `genjobs catalog apply` shows.
  */
-export const previewCatalog = ({ catalog }: Pick<AdminDeps, "catalog">) => (input: unknown): Effect.Effect<CatalogPreview, EngineError | StoreError> =>
+export const previewCatalog = ({ catalog }: Pick<AdminDeps, "catalog">) => (input: unknown): Effect.Effect<CatalogPreview, ValidationError | StoreError> =>
   Effect.gen(function*() {
     const next = yield* catalog.check(input)
     const { document, revision } = yield* catalog.snapshot

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { type AuditActor, SYSTEM_ACTOR } from "../../domain/audit.js"
-import type { EngineError, StoreError } from "../../domain/errors.js"
-import type { WebhookDelivery } from "../../domain/webhook.js"
+import type { NotFound, StoreError } from "../../domain/errors.js"
+import type { DeliveryNotRetryable, WebhookDelivery } from "../../domain/webhook.js"
 import { WebhookDeliveryRepo } from "../../ports/WebhookDeliveryRepo.js"
 import { reopenFailedDelivery } from "../Webhooks.js"
 import { audited } from "./audited.js"
@@ -9,7 +9,7 @@ import type { AdminDeps } from "./deps.js"
 
 /** Sends a failed delivery of any account once more, now, by the rule an account's own retry follows. */
 export const retryDelivery = (deps: Pick<AdminDeps, "audit" | "deliveries" | "webhookSignal">) =>
-(id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<WebhookDelivery, EngineError | StoreError> =>
+(id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<WebhookDelivery, NotFound | DeliveryNotRetryable | StoreError> =>
   audited(
     deps,
     by,

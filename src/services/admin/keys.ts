@@ -3,7 +3,7 @@ import { invalidAllowedEntries } from "../../domain/access.js"
 import type { ApiKey, ApiKeyUpdate, NewApiKey } from "../../domain/account.js"
 import { generateKeySecret, hashKeySecret, keyHint } from "../../domain/apiKeySecret.js"
 import { type AuditActor, SYSTEM_ACTOR } from "../../domain/audit.js"
-import { type EngineError, NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
+import { NotFound, type StoreError, ValidationError } from "../../domain/errors.js"
 import { type ApiKeyId, newApiKeyId } from "../../domain/ids.js"
 import { getAccount } from "./accounts.js"
 import { audited, iso } from "./audited.js"
@@ -18,7 +18,7 @@ export interface CreatedKey {
 const keyNotFound = (id: string) => new NotFound({ message: `No API key "${id}"`, details: { keyId: id } })
 
 export const createKey = (deps: Pick<AdminDeps, "accounts" | "audit" | "keys">) =>
-(accountId: string, input: NewApiKey, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<CreatedKey, EngineError | StoreError> =>
+(accountId: string, input: NewApiKey, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<CreatedKey, ValidationError | NotFound | StoreError> =>
   audited(deps, by, "key.create", Effect.gen(function*() {
     const account = yield* getAccount(deps)(accountId)
     const invalid = invalidAllowedEntries(input.allowedIPs)
@@ -66,7 +66,7 @@ export const createKey = (deps: Pick<AdminDeps, "accounts" | "audit" | "keys">) 
 
 /** Sets a key's budget (null removes it); the key's other settings are fixed at creation. */
 export const updateKey = (deps: Pick<AdminDeps, "audit" | "settings">) =>
-(id: string, update: ApiKeyUpdate, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, EngineError | StoreError> =>
+(id: string, update: ApiKeyUpdate, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, NotFound | StoreError> =>
   audited(
     deps,
     by,
@@ -78,7 +78,7 @@ export const updateKey = (deps: Pick<AdminDeps, "audit" | "settings">) =>
   )
 
 export const deactivateKey = (deps: Pick<AdminDeps, "audit" | "keys">) =>
-(id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, EngineError | StoreError> =>
+(id: string, by: AuditActor = SYSTEM_ACTOR): Effect.Effect<ApiKey, NotFound | StoreError> =>
   audited(
     deps,
     by,

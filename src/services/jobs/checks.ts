@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { type EngineError, ValidationError } from "../../domain/errors.js"
+import { ValidationError } from "../../domain/errors.js"
 import { InvalidInput } from "../../domain/admission.js"
 import { parseWebhookUrl } from "../../domain/webhookUrl.js"
 import type { SubmitCommand } from "../../ports/JobRepo.js"
@@ -11,18 +11,18 @@ export { MAX_WEBHOOK_URL_LENGTH } from "../../domain/webhookUrl.js"
 
 const MAX_IDEMPOTENCY_KEY_LENGTH = 255
 
-export const requireModel = (model: string): Effect.Effect<void, EngineError> =>
+export const requireModel = (model: string): Effect.Effect<void, ValidationError> =>
   model.trim() === ""
     ? Effect.fail(new ValidationError({ message: "model is required: the model's slug", details: { field: "model" } }))
     : Effect.void
 
-export const checkIdempotencyKey = (key: string | undefined): Effect.Effect<void, EngineError> =>
+export const checkIdempotencyKey = (key: string | undefined): Effect.Effect<void, ValidationError> =>
   key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY_LENGTH)
     ? Effect.fail(new ValidationError({ message: `Idempotency-Key must be 1 to ${MAX_IDEMPOTENCY_KEY_LENGTH} characters` }))
     : Effect.void
 
 /** The URL a job's webhook goes to, as parsed: what is stored and called. */
-export const checkWebhookUrl = (url: string | undefined): Effect.Effect<string | undefined, EngineError> => {
+export const checkWebhookUrl = (url: string | undefined): Effect.Effect<string | undefined, InvalidInput> => {
   if (url === undefined) return Effect.succeed(undefined)
   const checked = parseWebhookUrl(url)
   return checked._tag === "Valid"

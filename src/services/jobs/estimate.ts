@@ -1,5 +1,8 @@
 import { Effect } from "effect"
-import type { EngineError, StoreError } from "../../domain/errors.js"
+import type { ModelAccessDenied, ModelNotFound } from "../../domain/catalog.js"
+import type { InvalidInput } from "../../domain/admission.js"
+import type { OperationNotAllowed } from "../../domain/accessRefusals.js"
+import type { StoreError, ValidationError } from "../../domain/errors.js"
 import type { CostEstimate } from "../../domain/pricing.js"
 import { type Caller, requireScope } from "../Auth.js"
 import type { JobsDeps } from "./deps.js"
@@ -16,7 +19,7 @@ export const estimate = (deps: Pick<JobsDeps, "catalog" | "config">) =>
   }
 ): Effect.Effect<
   { readonly estimate: CostEstimate; readonly deprecated: boolean; readonly sunsetAt: string | undefined },
-  EngineError | StoreError
+  OperationNotAllowed | ValidationError | ModelNotFound | ModelAccessDenied | InvalidInput | StoreError
 > =>
   Effect.gen(function*() {
     yield* requireScope(caller, "check_status")

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
-import { type EngineError, type StoreError, ValidationError } from "../../domain/errors.js"
-import type { Job } from "../../domain/job.js"
+import { type StoreError, ValidationError } from "../../domain/errors.js"
+import type { OperationNotAllowed, UnauthorizedAccess } from "../../domain/accessRefusals.js"
+import type { Job, JobNotFound } from "../../domain/job.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../../domain/limits.js"
 import { decodeLogCursor, encodeLogCursor } from "../../domain/logCursor.js"
 import type { LogLine } from "../../domain/providerLogs.js"
@@ -31,12 +32,15 @@ export interface LogPage {
  * `cursor`: VALIDATION_ERROR naming the field.
  */
 export const logs = (deps: Pick<JobsDeps, "repo"> & { readonly logs: JobLogRepo["Service"] }) =>
-(caller: Caller, id: string, request: LogRequest): Effect.Effect<LogPage, EngineError | StoreError> =>
+(caller: Caller, id: string, request: LogRequest): Effect.Effect<
+  LogPage,
+  OperationNotAllowed | JobNotFound | UnauthorizedAccess | ValidationError | StoreError
+> =>
   Effect.flatMap(get(deps)(caller, id), (job) => logPage(deps.logs)(job, request))
 
 /** A page of a job already read (the caller's, or any account's for the admin API). */
 export const logPage = (logs: JobLogRepo["Service"]) =>
-(job: Pick<Job, "id" | "status">, request: LogRequest): Effect.Effect<LogPage, EngineError | StoreError> =>
+(job: Pick<Job, "id" | "status">, request: LogRequest): Effect.Effect<LogPage, ValidationError | StoreError> =>
   Effect.gen(function*() {
     const limit = request.limit ?? DEFAULT_PAGE_SIZE
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {

@@ -1,8 +1,9 @@
 import { Effect } from "effect"
-import { type EngineError, type StoreError } from "../../domain/errors.js"
+import type { StoreError, ValidationError } from "../../domain/errors.js"
 import { InvalidInput } from "../../domain/admission.js"
 import { type CostEstimate, estimateCost, isExactCost } from "../../domain/pricing.js"
 import type { Caller } from "../Auth.js"
+import type { ModelAccessDenied, ModelNotFound } from "../../domain/catalog.js"
 import type { ResolvedModel } from "../Catalog.js"
 import { requireModel } from "./checks.js"
 import type { JobsDeps } from "./deps.js"
@@ -13,7 +14,7 @@ const priced = (
   caller: Caller,
   resolved: ResolvedModel,
   input: Readonly<Record<string, unknown>>
-): Effect.Effect<CostEstimate, EngineError> => {
+): Effect.Effect<CostEstimate, InvalidInput> => {
   const estimate = estimateCost(resolved.version.pricing, caller.account.discounts, resolved.model.slug, config.creditMicroCents, input)
   return isExactCost(estimate)
     ? Effect.succeed(estimate)
@@ -30,7 +31,10 @@ export const quote = (
   caller: Caller,
   request: { readonly model: string; readonly version?: string | undefined },
   input: Readonly<Record<string, unknown>> | undefined
-): Effect.Effect<{ readonly resolved: ResolvedModel; readonly cost: CostEstimate }, EngineError | StoreError> =>
+): Effect.Effect<
+  { readonly resolved: ResolvedModel; readonly cost: CostEstimate },
+  ValidationError | ModelNotFound | ModelAccessDenied | InvalidInput | StoreError
+> =>
   Effect.gen(function*() {
     yield* requireModel(request.model)
     const resolved = yield* deps.catalog.resolve(caller.account, request.model, request.version)

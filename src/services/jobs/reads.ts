@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
-import { type EngineError, type StoreError } from "../../domain/errors.js"
-import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
+import type { StoreError, ValidationError } from "../../domain/errors.js"
+import { type OperationNotAllowed, UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobNotFound, JobStatus as JobStatusSchema } from "../../domain/job.js"
 import { type Caller, requireScope } from "../Auth.js"
@@ -20,13 +20,13 @@ export interface JobPage {
   readonly hasMore: boolean
 }
 
-/** What `get` needs of the store: a read of one job (the repo's, or the watchers' batched one). */
-interface JobReader {
-  readonly repo: { readonly get: (id: JobId) => Effect.Effect<Option.Option<Job>, EngineError | StoreError> }
+/** What `get` needs of the store: a read of one job (the repo's, or the watchers' batched one, refused `E` beyond its cap). */
+interface JobReader<E> {
+  readonly repo: { readonly get: (id: JobId) => Effect.Effect<Option.Option<Job>, E | StoreError> }
 }
 
 /** The caller's job; another account's is refused as such, not hidden. */
-const ownJob = ({ repo }: JobReader, caller: Caller, id: string): Effect.Effect<Job, EngineError | StoreError> =>
+const ownJob = <E>({ repo }: JobReader<E>, caller: Caller, id: string): Effect.Effect<Job, E | JobNotFound | UnauthorizedAccess | StoreError> =>
   Effect.gen(function*() {
     const job = yield* repo.get(id as JobId)
     if (Option.isNone(job)) return yield* Effect.fail(new JobNotFound({ message: `No job "${id}"`, details: { jobId: id } }))
@@ -39,11 +39,11 @@ const ownJob = ({ repo }: JobReader, caller: Caller, id: string): Effect.Effect<
   })
 
 /** Also over another read of one job: the watchers' batched read (JobFollow.readForWatch). */
-export const get = (deps: JobReader) => (caller: Caller, id: string) =>
+export const get = <E = never>(deps: JobReader<E>) => (caller: Caller, id: string) =>
   requireScope(caller, "check_status").pipe(Effect.andThen(ownJob(deps, caller, id)))
 
 export const list = ({ repo }: Pick<JobsDeps, "repo">) =>
-(caller: Caller, request: ListRequest): Effect.Effect<JobPage, EngineError | StoreError> =>
+(caller: Caller, request: ListRequest): Effect.Effect<JobPage, OperationNotAllowed | ValidationError | StoreError> =>
   Effect.gen(function*() {
     yield* requireScope(caller, "check_status")
     const { after, limit, status } = yield* readPageRequest(request, JobStatusSchema.literals)

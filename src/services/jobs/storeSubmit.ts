@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
-import { type EngineError, PubsubPublishFailed, retryLater, storeBusyOf, type StoreError } from "../../domain/errors.js"
+import { PubsubPublishFailed, retryLater, storeBusyOf, type StoreError } from "../../domain/errors.js"
 import type { Job } from "../../domain/job.js"
-import type { SubmitCommand, SubmitOutcome } from "../../ports/JobRepo.js"
+import type { SubmitCommand, SubmitOutcome, SubmitRefusal } from "../../ports/JobRepo.js"
 import type { JobsDeps } from "./deps.js"
 
 /** A submit as the store answered it: `taken` by a local worker at once, or `found` after a lost answer. */
@@ -38,7 +38,7 @@ const confirmStored = (
   { repo }: Pick<JobsDeps, "repo">,
   job: Job,
   failure: StoreError
-): Effect.Effect<SubmitOutcome, EngineError | StoreError> =>
+): Effect.Effect<SubmitOutcome, PubsubPublishFailed | StoreError> =>
   repo.get(job.id).pipe(
     Effect.catchTag("StoreError", (lookup) => {
       const answer = retryLater(PubsubPublishFailed, lookup, { jobId: job.id })
@@ -70,7 +70,7 @@ const confirmStored = (
 export const storeSubmit = (
   deps: Pick<JobsDeps, "repo" | "localWorkers">,
   command: SubmitCommand
-): Effect.Effect<StoredSubmit, EngineError | StoreError> =>
+): Effect.Effect<StoredSubmit, SubmitRefusal | PubsubPublishFailed | StoreError> =>
   Effect.uninterruptible(Effect.gen(function*() {
     const slot = yield* deps.localWorkers.reserve(command.job)
     const released = Option.isSome(slot) ? slot.value.release : Effect.void

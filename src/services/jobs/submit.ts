@@ -1,12 +1,16 @@
 import { Clock, Effect } from "effect"
 import { canonicalJson, sha256Hex } from "../../domain/canonicalJson.js"
-import { type EngineError, PubsubPublishFailed, retryLater, type StoreError, storeBusyOf } from "../../domain/errors.js"
+import type { OperationNotAllowed } from "../../domain/accessRefusals.js"
+import type { InvalidInput } from "../../domain/admission.js"
+import type { ModelAccessDenied, ModelNotFound } from "../../domain/catalog.js"
+import { PubsubPublishFailed, retryLater, storeBusyOf, type ValidationError } from "../../domain/errors.js"
 import { newJobId, type RequestId } from "../../domain/ids.js"
 import { fairWeightOf } from "../../domain/fairShare.js"
 import type { Job } from "../../domain/job.js"
 import type { ResolvedModel } from "../Catalog.js"
 import { type Caller, requireScope } from "../Auth.js"
 import { budgetsOf, checkIdempotencyKey, checkWebhookUrl } from "./checks.js"
+import type { SubmitRefusal } from "../../ports/JobRepo.js"
 import type { JobsDeps } from "./deps.js"
 import { quote } from "./quote.js"
 import { enqueue, storeSubmit } from "./storeSubmit.js"
@@ -73,7 +77,10 @@ export const submit = (deps: JobsDeps) =>
   request: SubmitRequest,
   requestId: RequestId,
   idempotencyKey?: string | undefined
-): Effect.Effect<SubmitResult, EngineError | StoreError> =>
+): Effect.Effect<
+  SubmitResult,
+  OperationNotAllowed | ValidationError | InvalidInput | ModelNotFound | ModelAccessDenied | SubmitRefusal | PubsubPublishFailed
+> =>
   Effect.gen(function*() {
     yield* requireScope(caller, "submit_job")
     yield* checkIdempotencyKey(idempotencyKey)
