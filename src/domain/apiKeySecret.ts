@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { hash, randomBytes, timingSafeEqual } from "node:crypto"
 
 /** Secrets look like `gjk_` + 43 base64url characters (32 random bytes). */
 export const KEY_PREFIX = "gjk_"
@@ -8,7 +8,8 @@ export const generateKeySecret = (): string => KEY_PREFIX + randomBytes(32).toSt
 
 export const isWellFormedKey = (presented: string): boolean => KEY_PATTERN.test(presented)
 
-export const hashKeySecret = (secret: string): string => createHash("sha256").update(secret).digest("hex")
+/** The one-shot `hash` (Node 21.7 and later): a Hash object per request cost about twice as much. */
+export const hashKeySecret = (secret: string): string => hash("sha256", secret, "hex")
 
 export const keyHint = (secret: string): string => secret.slice(0, KEY_PREFIX.length + 4)
 

@@ -32,8 +32,32 @@ const randomBytes = (count: number): Uint8Array => {
  * WebCrypto and btoa, not node:crypto, so the schemas that import this module load in browsers
  * (the `genjobs/client` entry); base64 with `+`, `/` as `x` and no padding.
  */
-export const randomToken = (bytes: number): string =>
-  btoa(String.fromCharCode(...randomBytes(bytes))).replace(/[+/]/g, "x").replace(/=+$/, "")
+export const randomToken = (bytes: number): string => base64Token(randomBytes(bytes))
+
+/** Base64's alphabet with `+` and `/` as `x`. */
+const TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789xx"
+
+/**
+ * `bytes` as base64 with `+`, `/` as `x` and no padding, written directly: btoa and two regular
+ * expression replaces cost several times as much, twice a submit (its request's id and its job's).
+ */
+export const base64Token = (bytes: Uint8Array): string => {
+  let out = ""
+  let i = 0
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!
+    out += TOKEN_CHARS[n >> 18]! + TOKEN_CHARS[(n >> 12) & 63]! + TOKEN_CHARS[(n >> 6) & 63]! + TOKEN_CHARS[n & 63]!
+  }
+  const rest = bytes.length - i
+  if (rest === 1) {
+    const n = bytes[i]! << 16
+    out += TOKEN_CHARS[n >> 18]! + TOKEN_CHARS[(n >> 12) & 63]!
+  } else if (rest === 2) {
+    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8)
+    out += TOKEN_CHARS[n >> 18]! + TOKEN_CHARS[(n >> 12) & 63]! + TOKEN_CHARS[(n >> 6) & 63]!
+  }
+  return out
+}
 
 let lastMs = 0
 let sequence = 0

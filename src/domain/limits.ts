@@ -51,22 +51,31 @@ export interface JsonSurvey {
  * members, counted on the same walk. Iterative, so a deep value cannot exhaust the stack.
  */
 export const surveyJson = (value: unknown, maxDepth: number = MAX_JSON_DEPTH): JsonSurvey => {
-  const pending: Array<{ readonly value: unknown; readonly depth: number; readonly path: string }> = [
-    { value, depth: 1, path: "" }
-  ]
+  // Each value's path is its parent and its key, written out as a pointer only for a refusal.
+  interface Pending {
+    readonly value: unknown
+    readonly depth: number
+    readonly parent: Pending | undefined
+    readonly key: string
+  }
+  const pointerOf = (at: Pending | undefined, last?: string) => {
+    const parts: Array<string> = last === undefined ? [] : [last]
+    for (let step = at; step?.parent !== undefined; step = step.parent) parts.push(step.key)
+    return parts.length === 0 ? "/" : jsonPointer(parts.reverse())
+  }
+  const pending: Array<Pending> = [{ value, depth: 1, parent: undefined, key: "" }]
   let members = 0
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const { depth, path } = next
+    const { depth } = next
     if (typeof next.value === "string") {
-      if (hasNul(next.value)) return { problem: { _tag: "Nul", path: path === "" ? "/" : path }, members }
+      if (hasNul(next.value)) return { problem: { _tag: "Nul", path: pointerOf(next) }, members }
     } else if (next.value !== null && typeof next.value === "object") {
       if (depth > maxDepth) return { problem: { _tag: "TooDeep" }, members }
       const entries = Object.entries(next.value)
       if (!Array.isArray(next.value)) members += entries.length
       for (const [key, child] of entries) {
-        const childPath = `${path}/${pointerPart(key)}`
-        if (hasNul(key)) return { problem: { _tag: "Nul", path: childPath }, members }
-        pending.push({ value: child, depth: depth + 1, path: childPath })
+        if (hasNul(key)) return { problem: { _tag: "Nul", path: pointerOf(next, key) }, members }
+        pending.push({ value: child, depth: depth + 1, parent: next, key })
       }
     }
   }

@@ -162,12 +162,15 @@ export const ErrorEnvelopeMiddleware = HttpRouter.middleware(
             )
           )
         )
-        // What the request adds to the context, added in one merge (one copy of the context a
-        // request): its id, the request behind its limits, its store bound (0 turns shedding off).
-        const added = new Map<string, unknown>([[CurrentRequestId.key, requestId]])
-        if (refused === undefined) added.set(HttpServerRequest.HttpServerRequest.key, withBodyLimits(request, limits))
-        if (config.storeWaitMs !== 0) added.set(RequestStoreWait.key, requestStoreWait(config.storeWaitMs))
-        return Effect.updateContext(answered, (context: Context.Context<never>) => Context.merge(context, Context.makeUnsafe(added)))
+        // What the request adds to the context: its id, the request behind its limits, its store
+        // bound (0 turns shedding off). Added one by one: an addition is an overlay on the
+        // context, where a merge copied every service of the engine's context, twice.
+        return Effect.updateContext(answered, (context: Context.Context<never>) => {
+          let added = Context.add(context, CurrentRequestId, requestId)
+          if (refused === undefined) added = Context.add(added, HttpServerRequest.HttpServerRequest, withBodyLimits(request, limits))
+          if (config.storeWaitMs !== 0) added = Context.add(added, RequestStoreWait, requestStoreWait(config.storeWaitMs))
+          return added as Context.Context<never>
+        })
       })
   }),
   { global: true }

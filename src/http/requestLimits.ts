@@ -1,4 +1,4 @@
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect, Exit, Stream } from "effect"
 import { HttpServerError, type HttpServerRequest } from "effect/http"
 import { type EngineError, ValidationError } from "../domain/errors.js"
 import { hasNul, jsonPointer, type JsonProblem, PayloadTooLarge, RequestTimeout, surveyJson } from "../domain/limits.js"
@@ -55,86 +55,147 @@ const isNodeReadable = (u: unknown): u is NodeReadable =>
 
 const EMPTY = new Uint8Array(0)
 
+/** How a body read ended: its bytes, a refusal as a defect (too large, too slow), or the platform's read error. */
+type ReadExit = Exit.Exit<Uint8Array, HttpServerError.HttpServerError>
+
+/**
+ * A body read over callbacks: started with the function it calls once, with how it ended;
+ * answers the function that abandons it. Its time bound is a timer of its own: bounding it as
+ * an effect (a race with a sleep) and sharing it (a cached effect) cost four fibers a request.
+ */
+type BodyRead = (done: (exit: ReadExit) => void) => () => void
+
+const NOTHING_TO_STOP = () => {}
+
+const tooSlow = (timeoutMs: number) => Exit.die(timedOut("The request body did not arrive", timeoutMs))
+
 /**
  * A Node readable's bytes up to the cap, read as @effect/platform-node reads a body as text
- * (listeners, no Stream): undefined once past the cap. Past the cap the source is destroyed, as
- * the platform's stream does. Interrupted, it only stops listening: destroying an unfinished
- * IncomingMessage destroys its socket, and a body that timed out must still get its 408
- * (`bounded` destroys it when the request itself is interrupted).
+ * (listeners, no Stream). Past the cap the source is destroyed, as the platform's stream does.
+ * Timed out, it only stops listening: destroying an unfinished IncomingMessage destroys its
+ * socket, and a body that timed out must still get its 408. Abandoned (the request
+ * interrupted), the source is destroyed.
  */
-const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeReadable, maxBytes: number) =>
-  Effect.callback<Uint8Array | undefined, HttpServerError.HttpServerError>((resume) => {
-    if (!source.readable) return resume(Effect.succeed(EMPTY))
+const readNode = (request: HttpServerRequest.HttpServerRequest, source: NodeReadable, { maxBytes, timeoutMs }: BodyLimits): BodyRead => (done) => {
+  if (!source.readable) {
+    done(Exit.succeed(EMPTY))
+    return NOTHING_TO_STOP
+  }
+  const parts: Array<Uint8Array> = []
+  let seen = 0
+  const stop = () => {
+    clearTimeout(timer)
+    source.off("data", onData)
+    source.off("end", onEnd)
+    source.off("error", onError)
+  }
+  const onData = (chunk: Uint8Array) => {
+    seen += chunk.length
+    if (seen <= maxBytes) return void parts.push(chunk)
+    stop()
+    source.destroy()
+    done(Exit.die(tooLarge(maxBytes)))
+  }
+  const onEnd = () => {
+    stop()
+    done(Exit.succeed(Buffer.concat(parts, seen)))
+  }
+  const onError = (cause: unknown) => {
+    stop()
+    done(Exit.fail(decodeError(request, cause)))
+  }
+  const timer = setTimeout(() => {
+    stop()
+    done(tooSlow(timeoutMs))
+  }, timeoutMs)
+  source.on("data", onData)
+  source.on("end", onEnd)
+  source.on("error", onError)
+  return () => {
+    stop()
+    source.destroy()
+  }
+}
+
+/** A web body's bytes up to the cap, through its reader; past the cap, timed out or abandoned, the stream is cancelled. */
+const readWeb = (request: HttpServerRequest.HttpServerRequest, body: ReadableStream<Uint8Array> | null, { maxBytes, timeoutMs }: BodyLimits): BodyRead => (done) => {
+  if (body === null) {
+    done(Exit.succeed(EMPTY))
+    return NOTHING_TO_STOP
+  }
+  let over = false
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+  const cancel = () => void reader?.cancel().catch(() => undefined)
+  const finish = (exit: ReadExit) => {
+    if (over) return
+    over = true
+    clearTimeout(timer)
+    done(exit)
+  }
+  const timer = setTimeout(() => {
+    cancel()
+    finish(tooSlow(timeoutMs))
+  }, timeoutMs)
+  const read = async () => {
+    reader = body.getReader()
     const parts: Array<Uint8Array> = []
     let seen = 0
-    const stop = () => {
-      source.off("data", onData)
-      source.off("end", onEnd)
-      source.off("error", onError)
-    }
-    const onData = (chunk: Uint8Array) => {
-      seen += chunk.length
-      if (seen <= maxBytes) return void parts.push(chunk)
-      stop()
-      source.destroy()
-      resume(Effect.succeed(undefined))
-    }
-    const onEnd = () => {
-      stop()
-      resume(Effect.succeed(Buffer.concat(parts, seen)))
-    }
-    const onError = (cause: unknown) => {
-      stop()
-      resume(Effect.fail(decodeError(request, cause)))
-    }
-    source.on("data", onData)
-    source.on("end", onEnd)
-    source.on("error", onError)
-    return Effect.sync(stop)
-  })
-
-/** A web body's bytes up to the cap, through its reader: undefined once past the cap, the stream then cancelled. */
-const readWeb = (request: HttpServerRequest.HttpServerRequest, body: ReadableStream<Uint8Array> | null, maxBytes: number) =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      if (body === null) return EMPTY
-      const reader = body.getReader()
-      const cancel = () => void reader.cancel().catch(() => undefined)
-      signal.addEventListener("abort", cancel, { once: true })
-      try {
-        const parts: Array<Uint8Array> = []
-        let seen = 0
-        for (let next = await reader.read(); !next.done; next = await reader.read()) {
-          seen += next.value.length
-          if (seen > maxBytes) {
-            cancel()
-            return undefined
-          }
-          parts.push(next.value)
-        }
-        return Buffer.concat(parts, seen)
-      } finally {
-        signal.removeEventListener("abort", cancel)
+    for (let next = await reader.read(); !next.done && !over; next = await reader.read()) {
+      seen += next.value.length
+      if (seen > maxBytes) {
+        cancel()
+        return finish(Exit.die(tooLarge(maxBytes)))
       }
-    },
-    catch: (cause) => decodeError(request, cause)
-  })
+      parts.push(next.value)
+    }
+    finish(Exit.succeed(Buffer.concat(parts, seen)))
+  }
+  read().catch((cause) => finish(Exit.fail(decodeError(request, cause))))
+  return () => {
+    over = true
+    clearTimeout(timer)
+    cancel()
+  }
+}
 
 /**
- * Every byte of the body, or a PAYLOAD_TOO_LARGE defect at the first chunk past the cap. Read
- * from the platform's source when it is a Node IncomingMessage or a web Request: through
- * `request.stream` (a Stream over a channel) a JSON body cost about half a millisecond of CPU.
+ * The one read of a body, started by its first reader and answered to every reader, then to
+ * any later one. Abandoned once every reader waiting for it left before it ended (a reader
+ * after that starts it again, as a cached effect would).
+ */
+const readOnce = (start: BodyRead): Effect.Effect<Uint8Array, HttpServerError.HttpServerError> => {
+  let result: ReadExit | undefined
+  let abandon: (() => void) | undefined
+  const waiting = new Set<(exit: ReadExit) => void>()
+  return Effect.callback((resume) => {
+    if (result !== undefined) return resume(result)
+    waiting.add(resume)
+    abandon ??= start((exit) => {
+      result = exit
+      for (const waiter of waiting) waiter(exit)
+      waiting.clear()
+    })
+    return Effect.sync(() => {
+      waiting.delete(resume)
+      if (waiting.size > 0 || result !== undefined || abandon === undefined) return
+      const stop = abandon
+      abandon = undefined
+      stop()
+    })
+  })
+}
+
+/**
+ * Every byte of the body, or a PAYLOAD_TOO_LARGE defect at the first chunk past the cap, read
+ * once and shared by every reader. Read from the platform's source when it is a Node
+ * IncomingMessage or a web Request: through `request.stream` (a Stream over a channel) a JSON
+ * body cost about half a millisecond of CPU.
  */
 const readCapped = (request: HttpServerRequest.HttpServerRequest, limits: BodyLimits): Effect.Effect<Uint8Array, HttpServerError.HttpServerError> => {
   const source = request.source
-  const { maxBytes } = limits
-  const read = typeof Request !== "undefined" && source instanceof Request
-    ? bounded(readWeb(request, source.body, maxBytes), limits)
-    : isNodeReadable(source)
-    ? bounded(readNode(request, source, maxBytes), limits).pipe(Effect.onInterrupt(() => Effect.sync(() => source.destroy())))
-    : undefined
-  if (read === undefined) return bounded(collectCapped(request, maxBytes), limits)
-  return Effect.flatMap(read, (bytes) => (bytes === undefined ? Effect.die(tooLarge(maxBytes)) : Effect.succeed(bytes)))
+  if (typeof Request !== "undefined" && source instanceof Request) return readOnce(readWeb(request, source.body, limits))
+  if (isNodeReadable(source)) return readOnce(readNode(request, source, limits))
+  return Effect.runSync(Effect.cached(bounded(collectCapped(request, limits.maxBytes), limits)))
 }
 
 /** A read that has not ended `timeoutMs` after it began dies with REQUEST_TIMEOUT, the read interrupted. */
@@ -193,11 +254,17 @@ const parseJson = (text: string) => {
 const notJson = Effect.suspend(() => Effect.die(new ValidationError({ message: "The request body must be JSON" })))
 const notJsonStream = Stream.fromEffect(notJson)
 
+/**
+ * One decoder for every body: a whole-buffer decode (no `stream` option) keeps no state between
+ * calls, and making a decoder per request cost more than the decode of a small body.
+ */
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
 /** JSON's text, refused when it is not UTF-8: a lenient decode would store U+FFFD in its place. */
 const jsonTextOf = (bytes: Effect.Effect<Uint8Array, HttpServerError.HttpServerError>) =>
   Effect.flatMap(bytes, (b) =>
     Effect.try({
-      try: () => new TextDecoder("utf-8", { fatal: true }).decode(b),
+      try: () => utf8.decode(b),
       catch: () => new ValidationError({ message: "The request body is not valid UTF-8" })
     }).pipe(Effect.orDie))
 
@@ -241,7 +308,7 @@ export const withBodyLimits = (
   const { maxBytes } = limits
   /** The one read of the body, made by the first reader and shared by the others. */
   let read: Effect.Effect<Uint8Array, HttpServerError.HttpServerError> | undefined
-  const bytes = () => (read ??= Effect.runSync(Effect.cached(readCapped(request, limits))))
+  const bytes = () => (read ??= readCapped(request, limits))
   return new Proxy(request, {
     get: (target, key, receiver) => {
       switch (key) {

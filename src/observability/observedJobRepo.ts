@@ -139,7 +139,8 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
       Effect.tap((outcome) =>
         outcome._tag === "Created"
           ? Effect.andThen(
-            Effect.ignore(Effect.map(Effect.currentSpan, (span) => rememberSubmitSpan(outcome.job.id, span))),
+            // Remembered only when spans are exported: without that the job's later spans are not made.
+            spans ? Effect.ignore(Effect.map(Effect.currentSpan, (span) => rememberSubmitSpan(outcome.job.id, span))) : Effect.void,
             Effect.andThen(submitted(outcome.job), outcome.job.status === "processing" ? handedOff(outcome.job, start) : Effect.void)
           )
           : Effect.logDebug("job submit replayed", { jobId: outcome.job.id })

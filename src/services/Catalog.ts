@@ -119,11 +119,13 @@ export const make = Effect.gen(function*() {
     })
 
   /** The catalog, cached; the cache follows the stored revision, so any process's change lands. */
-  const current: Effect.Effect<Compiled, StoreError> = Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    const cached = yield* Ref.get(cache)
-    if (cached !== undefined && cached.generation === generation() && now - cached.checkedAt < trustMs) return cached
-    return yield* sharedReload(now)
+  // Read in place (no generator, no effect per step): every submit reads it twice.
+  const current: Effect.Effect<Compiled, StoreError> = Effect.withFiber((fiber) => {
+    const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+    const cached = Ref.getUnsafe(cache)
+    return cached !== undefined && cached.generation === generation() && now - cached.checkedAt < trustMs
+      ? Effect.succeed(cached)
+      : sharedReload(now)
   })
 
   const served: Effect.Effect<ServedCatalog, StoreError> = Effect.gen(function*() {
@@ -239,21 +241,18 @@ export const make = Effect.gen(function*() {
     })
 
   const validateInput = (resolved: ResolvedModel, input: unknown): Effect.Effect<void, InvalidInput | StoreError> =>
-    Effect.gen(function*() {
-      const { validators } = yield* current
+    Effect.flatMap(current, ({ validators }) => {
       const cacheKey = `${resolved.model.slug}@${resolved.version.versionId}`
       let validate = validators.get(cacheKey)
       if (validate === undefined) {
         validate = compileSchema(resolved.version.inputSchema)
         validators.set(cacheKey, validate)
       }
-      if (!validate(input)) {
-        return yield* Effect.fail(
-          new InvalidInput({ message: "The input does not match the model's input schema", details: {
-            errors: problemsOf(validate.errors)
-          } })
-        )
-      }
+      return validate(input) ? Effect.void : Effect.fail(
+        new InvalidInput({ message: "The input does not match the model's input schema", details: {
+          errors: problemsOf(validate.errors)
+        } })
+      )
     })
 
   const snapshot = Effect.map(current, (c) => c.stored)

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { generateKeySecret, hashKeySecret, isWellFormedKey, KEY_PREFIX, keyHint, sameDigest } from "../../src/domain/apiKeySecret.js"
 import { canonicalJson } from "../../src/domain/canonicalJson.js"
 import { decodeCursor, encodeCursor, isAfterCursor } from "../../src/domain/cursor.js"
-import { newJobId, newLedgerEntryId } from "../../src/domain/ids.js"
+import { base64Token, newJobId, newLedgerEntryId } from "../../src/domain/ids.js"
 
 describe("API key secrets", () => {
   it("are prefixed, well-formed and unique", () => {
@@ -70,6 +70,19 @@ describe("job ids", () => {
     const ids = [newJobId(5_000), newJobId(5_000), newJobId(5_000), newJobId(4_000), newJobId(6_000)]
     expect([...ids].sort()).toEqual(ids)
     expect(new Set(ids).size).toBe(ids.length)
+  })
+})
+
+describe("id tokens", () => {
+  it("are the bytes' base64 with + and / as x and no padding, for every length and byte", () => {
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => (i * 167 + 13) % 256)
+    for (let length = 0; length <= 16; length++) {
+      for (let start = 0; start + length <= bytes.length; start += 7) {
+        const part = bytes.subarray(start, start + length)
+        const expected = Buffer.from(part).toString("base64").replace(/[+/]/g, "x").replace(/=+$/, "")
+        expect(base64Token(part)).toBe(expected)
+      }
+    }
   })
 })
 

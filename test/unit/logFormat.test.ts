@@ -21,6 +21,11 @@ describe("log lines", () => {
     expect(JSON.parse(formatJson(record({ traceId: "a".repeat(32), spanId: "b".repeat(16) })))).toMatchObject({ traceId: "a".repeat(32) })
   })
 
+  it("JSON: a field's bigint as its digits and an Error as its message, at any depth", () => {
+    const line = JSON.parse(formatJson(record({ message: ["x", { total: 5n, error: new Error("boom"), nested: { at: 7n } }] })))
+    expect(line).toMatchObject({ total: "5", error: "boom", nested: { at: "7" } })
+  })
+
   it("text: a readable line, values quoted only when needed, the cause indented below", () => {
     expect(formatText(record({ message: ["job failed", { jobId: "job_1", error: "no such model" }], annotations: [] }))).toBe(
       "03:04:05.678 INFO  job failed jobId=job_1 error=\"no such model\""
