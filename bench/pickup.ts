@@ -19,6 +19,10 @@
  *   without workers (commit, then publish), the worker's engine in another process blocking on
  *   the broker's receive, then claiming the job by id; in params the same with one engine
  *   submitting to its own worker (`sameProcess*`: with a broker there is no hand-off).
+ * - `pickup_nats_p50` is also timed against a bare JetStream consumer in the same run (its
+ *   `bareJetStream*` params and the figure `pickup_nats_vs_jetstream_p50`): publish (awaiting the PubAck)
+ *   to a work-queue stream read by nats.js's `consume()` in another process, to the handler
+ *   (pickupLib.ts's startBareJetStream). The issue's reference for the NATS queue.
  * Across processes the provider's time is read on the clock the processes share
  * (performance.timeOrigin + now, checked against ping-pongs: `clockOffsetMs` in params).
  *
@@ -46,6 +50,7 @@ import { connect } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 import { type GraphileConfigName, graphileConfigLabel, graphilePool, installGraphile, quietLogger, runGraphile } from "./graphile.js"
 import {
+  bareJetStreamPublisher,
   brokerUrls,
   deleteBrokerNames,
   type FromPickupWorker,
@@ -164,11 +169,12 @@ const checkClock = async (child: ChildProcess, pong: { next?: (at: number) => vo
 }
 
 /** Starts pickupWorker.ts on the case's database, prefix and queue; stopped when the resources are released. */
-const startWorkerProcess = async (resources: Resources, url: string, queue: BenchQueue, prefix: string): Promise<ClockCheck> => {
+const startWorkerProcess = async (resources: Resources, url: string, queue: BenchQueue, prefix: string, bare = false): Promise<ClockCheck> => {
   const child = forkTs("pickupWorker.ts", {
     BENCH_DATABASE_URL: url,
     BENCH_PICKUP_PREFIX: prefix,
-    BENCH_PICKUP_QUEUE: JSON.stringify(queue)
+    BENCH_PICKUP_QUEUE: JSON.stringify(queue),
+    BENCH_PICKUP_BARE: bare ? "1" : "0"
   })
   resources.defer(() => exited(child, () => child.send({ type: "stop" } satisfies ToPickupWorker)))
   const pong: { next?: (at: number) => void } = {}
@@ -244,6 +250,16 @@ const graphileCase = async (resources: Resources, config: GraphileConfigName): P
   return newCase(`graphile_${config}`, `graphile-worker ${config} (${graphileConfigLabel[config]})`, (id) => utils.addJob("latency", { id }))
 }
 
+/** A bare JetStream consumer in another process (pickupLib.ts's startBareJetStream), jobs published to it from this one. */
+const bareJetStreamCase = async (resources: Resources, nats: BenchQueue & { kind: "nats" }): Promise<Case> => {
+  const prefix = newPrefix()
+  resources.defer(() => deleteBrokerNames(nats, prefix))
+  const clock = await startWorkerProcess(resources, "", nats, prefix, true)
+  const publisher = await bareJetStreamPublisher(nats.url, prefix)
+  resources.defer(() => publisher.close())
+  return newCase("nats_bare", `bare JetStream consumer (${nats.url}), in another process`, publisher.publish, { clock })
+}
+
 const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promise<A> => {
   let timer: ReturnType<typeof setTimeout> | undefined
   return Promise.race([
@@ -297,7 +313,7 @@ const p50ByPart = (latencies: ReadonlyArray<number>): Array<number> => {
 export const pickup = async () => {
   const samples = settings.pickupSamples
   const redis: BenchQueue = { kind: "redis", url: brokerUrls.redis }
-  const nats: BenchQueue = { kind: "nats", url: brokerUrls.nats }
+  const nats = { kind: "nats", url: brokerUrls.nats } as const
   const store: BenchQueue = { kind: "store" }
   const resources = new Resources()
   try {
@@ -309,9 +325,10 @@ export const pickup = async () => {
     const redisLocal = await engineCase(resources, "redis1", `Redis (${redis.url}), one engine`, redis, "oneEngine")
     const natsRemote = await engineCase(resources, "nats", `NATS (${nats.url}), worker in another process`, nats, "twoProcesses")
     const natsLocal = await engineCase(resources, "nats1", `NATS (${nats.url}), one engine`, nats, "oneEngine")
+    const natsBare = await bareJetStreamCase(resources, nats)
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
-    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, unbatched, batched]
+    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, natsBare, unbatched, batched]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const queued = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -402,8 +419,36 @@ export const pickup = async () => {
       "pickup_nats_p50",
       natsRemote,
       "NATS JetStream queue; submits through an engine without workers (commit, then publish), the worker's engine in another process (pull fetch, then a claim by id)",
-      sameProcess(natsLocal)
+      {
+        ...sameProcess(natsLocal),
+        bareJetStreamIs: natsBare.label,
+        bareJetStreamP50: ms(p50(natsBare)),
+        bareJetStreamP99: ms(p99(natsBare)),
+        bareJetStreamRatio: ms(p50(natsRemote) / p50(natsBare)),
+        sameProcessBareJetStreamRatio: ms(p50(natsLocal) / p50(natsBare)),
+        bareJetStreamP50ByFifth: p50ByPart(natsBare.latencies),
+        bareJetStreamClock: natsBare.clock
+      }
     )
+    // The issue's NATS reference: the engine's NATS pickup (worker in another process) against a bare JetStream consumer.
+    emit({
+      figure: "pickup_nats_vs_jetstream_p50",
+      engine: p50(natsRemote),
+      reference: p50(natsBare),
+      unit: "ms",
+      better: "lower",
+      referenceIs: `${natsBare.label}: publish awaiting its PubAck, to the handler of nats.js consume()`,
+      target: "<= 1.3 (issue 34: NATS pickup p50 against a bare JetStream consumer)",
+      params: {
+        measured: "NATS JetStream queue, worker in another process (pickup_nats_p50) vs a bare JetStream consumer in another process, same run",
+        samples,
+        engineP99: ms(p99(natsRemote)),
+        referenceP99: ms(p99(natsBare)),
+        sameProcessP50: ms(p50(natsLocal)),
+        sameProcessRatio: ms(p50(natsLocal) / p50(natsBare)),
+        graphileP50: ms(p50(graphile))
+      }
+    })
   } finally {
     await resources.releaseAll()
   }

@@ -4,7 +4,7 @@
  * messages between the two processes, and the clean-up of what a queue made in its broker.
  */
 import { randomBytes } from "node:crypto"
-import { jetstreamManager } from "@nats-io/jetstream"
+import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from "@nats-io/jetstream"
 import { connect as natsConnect } from "@nats-io/transport-node"
 import { createClient } from "@redis/client"
 import { Effect } from "effect"
@@ -66,6 +66,44 @@ export const deleteBrokerNames = async (queue: BenchQueue, prefix: string): Prom
     } finally {
       await nc.close()
     }
+  }
+}
+
+/**
+ * The reference of the NATS figure: a bare JetStream consumer, as an application would write one
+ * with nats.js and nothing around it. A work-queue stream `<prefix>bare` (file storage, as the
+ * engine's queue) and a durable pull consumer with explicit acks, read by `consume()` (a pull
+ * always waiting at the server, so a stored message is delivered at once); each message's payload
+ * is a job id, its handler calls `seen(id, sharedNow())` and acks. Answers how to stop it.
+ */
+export const startBareJetStream = async (url: string, prefix: string, seen: (id: string, at: number) => void) => {
+  const nc = await natsConnect({ servers: [url] })
+  const jsm = await jetstreamManager(nc)
+  const stream = `${prefix}bare`
+  await jsm.streams.add({ name: stream, subjects: [stream], retention: RetentionPolicy.Workqueue, storage: StorageType.File })
+  await jsm.consumers.add(stream, { durable_name: `${prefix}bare`, ack_policy: AckPolicy.Explicit })
+  const consumer = await jetstream(nc).consumers.get(stream, `${prefix}bare`)
+  const messages = await consumer.consume({ max_messages: 1 })
+  const done = (async () => {
+    for await (const message of messages) {
+      seen(message.string(), sharedNow())
+      message.ack()
+    }
+  })()
+  return async () => {
+    await messages.close()
+    await done
+    await nc.close()
+  }
+}
+
+/** Publishes job ids to `startBareJetStream`'s stream on `prefix`, each awaiting its PubAck, as the engine's queue publishes. */
+export const bareJetStreamPublisher = async (url: string, prefix: string) => {
+  const nc = await natsConnect({ servers: [url] })
+  const js = jetstream(nc)
+  return {
+    publish: (id: string) => js.publish(`${prefix}bare`, id, { msgID: id }),
+    close: () => nc.close()
   }
 }
 

@@ -280,7 +280,10 @@ interface Held {
  * kept ("working") by the next receive, handed back (a nak, so the lane's next pull gets it, and
  * a bell for its lane) by an extend while the member is busy, or when it leaves. With nothing to
  * give, a receive waits for the bell, and looks again every half visibility for deliveries whose
- * holder went silent (a redelivery rings no bell).
+ * holder went silent (a redelivery rings no bell). While it waits, one pull waits at the server on
+ * the lane it last received from (its batch the receive's `max`, expiring with the wait): a message
+ * stored there comes at once rather than after the bell and a pull; one that comes once no
+ * receive runs is handed back.
  *
  * `extend` sends "working" (+WPI) for each delivery whose visibility has not passed here (NATS
  * applies a "working" to whichever delivery of the message is pending, possibly another
@@ -497,6 +500,16 @@ export const makeNatsJobQueue = (
         const lanesKnown = new Map<string, number>()
         const laneOfConsumer = new Map<string, string>()
         let turn: FairTurn | undefined
+        /** The lane this member last received from: the one its waiting pull waits on. */
+        let lastLane: string | undefined
+        /**
+         * The waiting pull, when one is out: a request the server holds on the last lane's consumer
+         * while a receive waits, so a message stored there comes at once, without the bell and a
+         * pull after it. Over at its batch, its status (408: expired) or `until`, whichever first.
+         */
+        let waiting: { readonly token: string; readonly account: string; left: number; readonly until: number } | undefined
+        /** A receive is running: what the waiting pull brings is its to pick; otherwise it is handed back at once. */
+        let receiving = false
 
         /**
          * Pulls in flight by the last token of their reply inbox: their lane and the messages still
@@ -519,14 +532,26 @@ export const makeNatsJobQueue = (
         }
         const onMessage = (msg: Msg) => {
           const code = msg.headers?.code ?? 0
-          // A status (404 no messages, 408 the batch not full): that pull is over.
-          if (code >= 100 && msg.data.length === 0) return endPull(msg.subject.slice(inbox.length + 1))
+          // A status (404 no messages, 408 the batch not full or expired) comes on its pull's inbox: that pull is over.
+          if (code >= 100 && msg.data.length === 0) {
+            const token = msg.subject.slice(inbox.length + 1)
+            if (token === waiting?.token) waiting = undefined
+            return endPull(token)
+          }
+          // A message carries its stream subject, not the inbox: its lane says which pull brought
+          // it, the waiting pull's when no other pull is out on that lane.
           const at = msg.reply === undefined ? undefined : ackSubjectOf(msg.reply)
           const account = at === undefined ? undefined : laneOfConsumer.get(at.consumer)
           if (at === undefined || account === undefined) return
-          const token = pullOfLane.get(account)
-          const pull = token === undefined ? undefined : pulls.get(token)
-          if (pull !== undefined && --pull.left <= 0) endPull(token)
+          const fromWaiting = waiting !== undefined && waiting.account === account && !pullOfLane.has(account)
+          if (fromWaiting) {
+            if (--waiting!.left <= 0) waiting = undefined
+          } else {
+            const token = pullOfLane.get(account)
+            const pull = token === undefined ? undefined : pulls.get(token)
+            if (pull !== undefined && --pull.left <= 0) endPull(token)
+          }
+          lastLane = account
           const jobId = msg.string()
           // Not this queue's: acked away.
           if (jobId === "") return void msg.respond(ACK)
@@ -538,6 +563,17 @@ export const makeNatsJobQueue = (
           if (same >= 0) lane[same] = head
           else lane.push(head)
           heads.set(account, lane.sort((a, b) => a.seq - b.seq))
+          if (!fromWaiting) return
+          // Brought by the waiting pull: the waiting receive takes it now, as if the bell rang. With
+          // no receive running (this member busy), it is handed back for another member to run.
+          if (receiving) {
+            bell.rung++
+            bell.wake?.()
+          } else {
+            heads.set(account, lane.filter((h) => h !== head))
+            if (heads.get(account)!.length === 0) heads.delete(account)
+            handBack([head])
+          }
         }
         const answers = nc.subscribe(`${inbox}.*`, {
           callback: (error, msg) => {
@@ -713,10 +749,29 @@ export const makeNatsJobQueue = (
               signal.addEventListener("abort", done, { once: true })
             }))
 
+        /**
+         * Sends the waiting pull on the last lane for a wait of `ms`, unless one is out: up to
+         * `count` messages, held by the server until they come or `ms` passed.
+         */
+        const pullWaiting = (count: number, ms: number) => {
+          const account = lastLane
+          if (account === undefined || link.state() !== "up" || !laneOfConsumer.has(consumerOf(account))) return
+          const now = Date.now()
+          if (waiting !== undefined && waiting.until > now) return
+          const token = `w${nextToken++}`
+          waiting = { token, account, left: count, until: now + ms }
+          nc.publish(
+            `$JS.API.CONSUMER.MSG.NEXT.${streamName}.${consumerOf(account)}`,
+            JSON.stringify({ batch: count, expires: nanos(ms) }),
+            { reply: `${inbox}.${token}` }
+          )
+        }
+
         const receive = (max: number, waitMs: number): Effect.Effect<ReadonlyArray<QueueDelivery>, QueueError> => {
           const count = Math.floor(max)
           if (!(count > 0)) return Effect.succeed([])
           return Effect.gen(function*() {
+            receiving = true
             const until = Date.now() + Math.max(0, waitMs)
             while (true) {
               const rung = bell.rung
@@ -724,9 +779,13 @@ export const makeNatsJobQueue = (
               const got = pick(count)
               const left = Math.ceil(until - Date.now())
               if (got.length > 0 || left <= 0) return got
-              yield* waitForBell(rung, Math.min(left, lookEveryMs))
+              const wait = Math.min(left, lookEveryMs)
+              pullWaiting(count, wait)
+              yield* waitForBell(rung, wait)
             }
-          })
+          }).pipe(Effect.ensuring(Effect.sync(() => {
+            receiving = false
+          })))
         }
 
         const extend = (deliveries: ReadonlyArray<QueueDelivery>) =>
