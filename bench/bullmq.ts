@@ -16,6 +16,10 @@
 import { createClient } from "@redis/client"
 import { Queue } from "bullmq"
 import { randomBytes } from "node:crypto"
+import { createRequire } from "node:module"
+
+/** The installed BullMQ's version, named in the figures' references. */
+export const bullmqVersion = (createRequire(import.meta.url)("bullmq/package.json") as { version: string }).version
 
 /** The queue's name under its prefix; the prefix makes it this run's own. */
 export const BULLMQ_QUEUE = "drain"

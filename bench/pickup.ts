@@ -23,6 +23,10 @@
  *   `bareJetStream*` params and the figure `pickup_nats_vs_jetstream_p50`): publish (awaiting the PubAck)
  *   to a work-queue stream read by nats.js's `consume()` in another process, to the handler
  *   (pickupLib.ts's startBareJetStream). The issue's reference for the NATS queue.
+
+ *   `pickup_redis_p50`'s reference is BullMQ on the same Redis (issue 34): a Worker of
+ *   concurrency 1 in another process (pickupBullmqWorker.ts), `Queue.add` to its processor's
+ *   call; graphile-worker's p50 is beside it in params.
  * Across processes the provider's time is read on the clock the processes share
  * (performance.timeOrigin + now, checked against ping-pongs: `clockOffsetMs` in params).
  *
@@ -43,6 +47,7 @@ import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { makeWorkerUtils } from "graphile-worker"
 import pg from "pg"
+import { bullmqPrefix, bullmqVersion, openBullmqQueue, removeBullmqQueue } from "./bullmq.js"
 import { exited, forkTs, nextMessage } from "./lib/child.js"
 import { type BenchQueue, seed, submit } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
@@ -171,11 +176,18 @@ const checkClock = async (child: ChildProcess, pong: { next?: (at: number) => vo
 /** Starts pickupWorker.ts on the case's database, prefix and queue; stopped when the resources are released. */
 const startWorkerProcess = async (resources: Resources, url: string, queue: BenchQueue, prefix: string, bare = false): Promise<ClockCheck> => {
   const child = forkTs("pickupWorker.ts", {
+
+const startWorkerProcess = (resources: Resources, url: string, queue: BenchQueue, prefix: string): Promise<ClockCheck> =>
+  startPickupProcess(resources, "pickupWorker.ts", {
     BENCH_DATABASE_URL: url,
     BENCH_PICKUP_PREFIX: prefix,
     BENCH_PICKUP_QUEUE: JSON.stringify(queue),
     BENCH_PICKUP_BARE: bare ? "1" : "0"
   })
+
+/** Starts a worker process speaking pickupWorker.ts's messages (`file`, with `env`); stopped when the resources are released. */
+const startPickupProcess = async (resources: Resources, file: string, env: Record<string, string>): Promise<ClockCheck> => {
+  const child = forkTs(file, env)
   resources.defer(() => exited(child, () => child.send({ type: "stop" } satisfies ToPickupWorker)))
   const pong: { next?: (at: number) => void } = {}
   child.on("message", (message: FromPickupWorker) => {
@@ -258,6 +270,18 @@ const bareJetStreamCase = async (resources: Resources, nats: BenchQueue & { kind
   const publisher = await bareJetStreamPublisher(nats.url, prefix)
   resources.defer(() => publisher.close())
   return newCase("nats_bare", `bare JetStream consumer (${nats.url}), in another process`, publisher.publish, { clock })
+
+/**
+ * BullMQ, the reference of pickup_redis_p50: a Worker of concurrency 1 in another process
+ * (pickupBullmqWorker.ts), as the engine's worker is, on a queue of the run's own on the same
+ * Redis; each job added with `Queue.add` (BullMQ's one-script add), timed to its processor's call.
+ */
+const bullmqCase = async (resources: Resources, url: string): Promise<Case> => {
+  const prefix = bullmqPrefix()
+  const queue = await openBullmqQueue(url, prefix)
+  resources.defer(() => removeBullmqQueue(queue, url, prefix))
+  const clock = await startPickupProcess(resources, "pickupBullmqWorker.ts", { BENCH_REDIS_URL: url, BENCH_BULLMQ_PREFIX: prefix })
+  return newCase("bullmq", `BullMQ ${bullmqVersion} (${url}), worker in another process`, (id) => queue.add("latency", { id }), { clock })
 }
 
 const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promise<A> => {
@@ -329,6 +353,11 @@ export const pickup = async () => {
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
     const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, natsBare, unbatched, batched]
+
+    const bullmq = await bullmqCase(resources, redis.url)
+    const unbatched = await graphileCase(resources, "unbatched")
+    const batched = await graphileCase(resources, "batched")
+    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, bullmq, unbatched, batched]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const queued = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -359,19 +388,19 @@ export const pickup = async () => {
       unbatchedReferenceP50: ms(p50(unbatched)),
       unbatchedReferenceP99: ms(p99(unbatched))
     }
-    const tails = (c: Case) => ({
+    const tails = (c: Case, reference = graphile) => ({
       engineP99: ms(p99(c)),
       engineMax: ms(percentile(c.latencies, 100)),
-      p99Ratio: ms(p99(c) / p99(graphile)),
+      p99Ratio: ms(p99(c) / p99(reference)),
       p50ByFifth: p50ByPart(c.latencies),
       ...(c.clock ?? {})
     })
     /** The same queue with one engine submitting to its own worker: no hand-off on a broker. */
-    const sameProcess = (c: Case) => ({
+    const sameProcess = (c: Case, reference = graphile) => ({
       sameProcessP50: ms(p50(c)),
       sameProcessP99: ms(p99(c)),
       sameProcessMax: ms(percentile(c.latencies, 100)),
-      sameProcessRatio: ms(p50(c) / p50(graphile)),
+      sameProcessRatio: ms(p50(c) / p50(reference)),
       sameProcessP50ByFifth: p50ByPart(c.latencies)
     })
     const figure = (name: string, c: Case, measured: string, params: Record<string, unknown> = {}) =>
@@ -409,12 +438,33 @@ export const pickup = async () => {
       "store queue; one process, no hand-off: submits through an engine without workers, a second engine's worker woken by NOTIFY, then a claim"
     )
     figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)")
-    figure(
-      "pickup_redis_p50",
-      redisRemote,
-      "Redis Streams queue; submits through an engine without workers (commit, then XADD), the worker's engine in another process (XREADGROUP BLOCK, then a claim by id)",
-      sameProcess(redisLocal)
-    )
+    // On Redis the reference is BullMQ on the same Redis (issue 34), graphile-worker's p50 beside it.
+    emit({
+      figure: "pickup_redis_p50",
+      engine: p50(redisRemote),
+      reference: p50(bullmq),
+      unit: "ms",
+      better: "lower",
+      referenceIs: `BullMQ ${bullmqVersion}, a Worker of concurrency 1 in another process (Queue.add -> processor call), node-redis client`,
+      target: "<= 1.3 (issue 34: pickup p50 on Redis <= 1.3x BullMQ)",
+      params: {
+        measured: "Redis Streams queue; submits through an engine without workers (commit, then the publish script), the worker's engine " +
+          "in another process (woken by the lanes' bell, one receive script, then a claim by id)",
+        samples,
+        warmup: WARMUP,
+        workers: 1,
+        pauseMs: PAUSE_MS,
+        referenceP99: ms(p99(bullmq)),
+        referenceMax: ms(percentile(bullmq.latencies, 100)),
+        referenceP50ByFifth: p50ByPart(bullmq.latencies),
+        referenceClockOffsetMs: bullmq.clock?.clockOffsetMs,
+        graphileReferenceIs: referenceIs,
+        graphileP50: ms(p50(graphile)),
+        graphileRatio: ms(p50(redisRemote) / p50(graphile)),
+        ...tails(redisRemote, bullmq),
+        ...sameProcess(redisLocal, bullmq)
+      }
+    })
     figure(
       "pickup_nats_p50",
       natsRemote,

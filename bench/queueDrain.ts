@@ -35,7 +35,6 @@ import { connect as natsConnect } from "@nats-io/transport-node"
 import { createClient } from "@redis/client"
 import type { Engine } from "genjobs"
 import { randomBytes } from "node:crypto"
-import { createRequire } from "node:module"
 import type pg from "pg"
 import {
   addNoopBullmqJobs,
@@ -43,6 +42,7 @@ import {
   bullmqJobsFailed,
   bullmqJobsLeft,
   bullmqPrefix,
+  bullmqVersion,
   deleteRedisKeys,
   openBullmqQueue,
   removeBullmqQueue
@@ -219,8 +219,6 @@ export const graphileSide = (n: number, config: GraphileConfigName) =>
       await client.end()
     }
   })
-
-const bullmqVersion = (createRequire(import.meta.url)("bullmq/package.json") as { version: string }).version
 
 const bullmqSide = async (n: number) => {
   const url = settings.redisUrl

@@ -45,17 +45,37 @@ type Client = ReturnType<typeof makeClient>
 
 const reasonOf = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
-/** The command's promise as an effect failing with a QueueError naming `operation`, within `timeoutMs`. */
+/**
+ * The command's promise as an effect failing with a QueueError naming `operation`, within
+ * `timeoutMs`: one timer beside the promise, not a race of two fibers (Effect.timeout), since
+ * every receive and ack goes through here.
+ */
 const call = <A>(operation: string, run: () => Promise<A>, timeoutMs = COMMAND_TIMEOUT_MS) =>
-  Effect.tryPromise({
-    try: run,
-    catch: (cause) => new QueueError({ message: `Redis queue: ${operation} failed: ${reasonOf(cause)}`, cause })
-  }).pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(timeoutMs),
-      orElse: () => Effect.fail(new QueueError({ message: `Redis queue: ${operation} got no answer within ${timeoutMs} ms` }))
+  Effect.callback<A, QueueError>((resume) => {
+    let settled = false
+    const settle = (effect: Effect.Effect<A, QueueError>) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resume(effect)
+    }
+    const failed = (cause: unknown) =>
+      settle(Effect.fail(new QueueError({ message: `Redis queue: ${operation} failed: ${reasonOf(cause)}`, cause })))
+    const timer = setTimeout(
+      () => settle(Effect.fail(new QueueError({ message: `Redis queue: ${operation} got no answer within ${timeoutMs} ms` }))),
+      timeoutMs
+    )
+    try {
+      run().then((value) => settle(Effect.succeed(value)), failed)
+    } catch (cause) {
+      failed(cause)
+    }
+    // Interrupted: the command goes on in Redis; its answer is dropped.
+    return Effect.sync(() => {
+      settled = true
+      clearTimeout(timer)
     })
-  )
+  })
 
 /**
  * A connected client, destroyed when the scope closes. It listens to its "error" events (node-redis
@@ -242,17 +262,26 @@ end
 return 0`
 
 /**
- * Acknowledges and deletes the entries ARGV[3..] of the lane KEYS[1]; drops the lane (its stream,
- * with its group, and its registry field ARGV[2] in KEYS[2]) once it holds nothing: a publish makes
- * it again. The stream of older versions (ARGV[2] "") is kept.
+ * Acknowledges and deletes entries of any number of lanes: after the lanes' base ARGV[1] and
+ * group ARGV[2], per lane its account ("" for the stream of older versions KEYS[2]), a count,
+ * then that many entry ids. Drops a lane (its stream, with its group, and its field in the
+ * registry KEYS[1]) once it holds nothing: a publish makes it again. The stream of older
+ * versions is kept. One script for every lane of an ack: a flush of acks is one round trip and
+ * one script call, whatever the number of lanes it touches.
  */
-const ACK_SCRIPT = `local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
-redis.pcall('XACK', KEYS[1], ARGV[1], unpack(ids))
-redis.call('XDEL', KEYS[1], unpack(ids))
-if ARGV[2] ~= '' and redis.call('XLEN', KEYS[1]) == 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call('HDEL', KEYS[2], ARGV[2])
+const ACK_SCRIPT = `local at = 3
+while at <= #ARGV do
+  local account, count = ARGV[at], tonumber(ARGV[at + 1])
+  local key = account == '' and KEYS[2] or ARGV[1] .. account
+  local ids = {}
+  for i = at + 2, at + 1 + count do ids[#ids + 1] = ARGV[i] end
+  at = at + 2 + count
+  redis.pcall('XACK', key, ARGV[2], unpack(ids))
+  redis.call('XDEL', key, unpack(ids))
+  if account ~= '' and redis.call('XLEN', key) == 0 then
+    redis.call('DEL', key)
+    redis.call('HDEL', KEYS[1], account)
+  end
 end
 return 0`
 
@@ -266,7 +295,10 @@ const LEAVE_SCRIPT = `for i = 4, #ARGV do
 end
 return 0`
 
-/** Entries one ack script takes at most. */
+/**
+ * Entries one ack script takes at most: it unpacks a lane's ids into one XACK and one XDEL, and
+ * Lua's stack holds some eight thousand values.
+ */
 const ACK_CHUNK = 1_000
 
 /** A script run by its SHA1 (EVALSHA), sent whole (EVAL) when the server does not have it yet. */
@@ -370,15 +402,29 @@ export const makeRedisJobQueue = (
         )).pipe(Effect.asVoid)
 
     /**
-     * Acknowledges and deletes the entries (by receipt), one script per lane (and per thousand
-     * entries: the script unpacks them, and Lua's stack holds some eight thousand), all in one round trip.
+     * Acknowledges and deletes the entries (by receipt): one script for every lane (and per
+     * thousand entries, ACK_CHUNK), all in one round trip.
      */
     const ackReceipts = (receipts: ReadonlyArray<string>) =>
-      receipts.length === 0 ? Effect.void : call("ack", () =>
-        Promise.all([...byLane(receipts)].flatMap(([account, ids]) =>
-          Array.from({ length: Math.ceil(ids.length / ACK_CHUNK) }, (_, i) =>
-            runAck(client, [keyOf(account), registry], [group, account, ...ids.slice(i * ACK_CHUNK, (i + 1) * ACK_CHUNK)]))
-        ))).pipe(Effect.asVoid)
+      receipts.length === 0 ? Effect.void : call("ack", () => {
+        const chunks: Array<Array<string>> = []
+        let args: Array<string> = []
+        let size = 0
+        for (const [account, ids] of byLane(receipts)) {
+          for (let from = 0; from < ids.length; from += ACK_CHUNK) {
+            const part = ids.slice(from, from + ACK_CHUNK)
+            if (size + part.length > ACK_CHUNK) {
+              chunks.push(args)
+              args = []
+              size = 0
+            }
+            args.push(account, String(part.length), ...part)
+            size += part.length
+          }
+        }
+        chunks.push(args)
+        return Promise.all(chunks.map((lanes) => runAck(client, [registry, legacy], [base, group, ...lanes])))
+      }).pipe(Effect.asVoid)
 
     const consume = ({ name, visibilityMs }: { readonly name: string; readonly visibilityMs: number }) =>
       Effect.gen(function*() {
