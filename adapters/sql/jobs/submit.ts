@@ -26,8 +26,8 @@ const decodeOffered = decodeRows(
 const decodeLeaseEnds = decodeRows(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt), fair_key: DbInt })))
 /** The key each insert computed (fairKey.ts), for the job it answers. */
 const decodeFairKeys = decodeRows(Schema.Array(Schema.Struct({ fair_key: DbInt })))
-/** SQLite's charge of a queued submit: the balance before it and the job's fair key, read from the charged row. */
-const decodeKeyedCharge = decodeRows(Schema.Array(Schema.Struct({ before: DbInt, fair_key: DbInt })))
+/** SQLite's charge of a queued submit: the job's fair key, read with the charged row (no row: not charged). */
+const decodeKeyedCharge = decodeRows(Schema.Array(Schema.Struct({ fair_key: DbInt })))
 const withFairKey = (job: Job) => (rows: ReadonlyArray<unknown>) =>
   Effect.map(decodeFairKeys(rows), (found) => Option.map(Option.fromNullishOr(found[0]), ({ fair_key }): Job => ({ ...job, fairKey: fair_key })))
 const decodeGated = decodeRows(Schema.Array(Schema.Struct({
