@@ -24,10 +24,8 @@ const decodeOffered = decodeRows(
   }))
 )
 const decodeLeaseEnds = decodeRows(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt), fair_key: DbInt })))
-/** The key each insert computed (fairKey.ts), for the job it answers. */
+/** The key each insert (or SQLite's charge of a queued submit) computed (fairKey.ts), for the job it answers. */
 const decodeFairKeys = decodeRows(Schema.Array(Schema.Struct({ fair_key: DbInt })))
-/** SQLite's charge of a queued submit: the job's fair key, read with the charged row (no row: not charged). */
-const decodeKeyedCharge = decodeRows(Schema.Array(Schema.Struct({ fair_key: DbInt })))
 const withFairKey = (job: Job) => (rows: ReadonlyArray<unknown>) =>
   Effect.map(decodeFairKeys(rows), (found) => Option.map(Option.fromNullishOr(found[0]), ({ fair_key }): Job => ({ ...job, fairKey: fair_key })))
 const decodeGated = decodeRows(Schema.Array(Schema.Struct({
@@ -149,7 +147,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
           return Option.some(yield* insertJob(job, handOff))
         }
         const [charged] = yield* chargeSqlite(charge, admits, sql`, ${fairKey(job.accountId, sql`fair_weight`)} AS fair_key`).pipe(
-          Effect.flatMap(decodeKeyedCharge)
+          Effect.flatMap(decodeFairKeys)
         )
         if (charged === undefined) return Option.none<Job>()
         const queued: Job = { ...job, fairKey: charged.fair_key }
