@@ -20,6 +20,7 @@ import fairShares from "./migrations/0017_fair_shares.js"
 import jobLogs from "./migrations/0018_job_logs.js"
 import changes from "./migrations/0019_changes.js"
 import standardWebhooks from "./migrations/0020_standard_webhooks.js"
+import submitCountsItself from "./migrations/0021_submit_counts_itself.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -57,7 +58,8 @@ const migrate = Effect.gen(function*() {
       "0017_fair_shares": fairShares(t),
       "0018_job_logs": jobLogs(t),
       "0019_changes": changes(t),
-      "0020_standard_webhooks": standardWebhooks(t)
+      "0020_standard_webhooks": standardWebhooks(t),
+      "0021_submit_counts_itself": submitCountsItself(t)
     })
   })
 })

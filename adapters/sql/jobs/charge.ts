@@ -32,8 +32,12 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
    * Ends written after the statement began are not seen, so `a.active_jobs - folded.n` can only
    * count too many active jobs, never too few. Nothing waits for an account's lock while holding
    * ends, so the two locks never deadlock.
+   *
+   * `countsItsJob`: the statement inserts one active job that the charge counts in the same write
+   * of the account's row, the insert trigger skipping it (migration 0021). `account` answers the
+   * account's fair_weight too, for the job's fair key.
    */
-  const chargingPg = (charge: JobCharge, admits: Statement.Fragment) => {
+  const chargingPg = (charge: JobCharge, admits: Statement.Fragment, countsItsJob: boolean) => {
     const { accountId, costMicroCents, jobId, now } = charge
     const rollup = chargedRollup(charge)
     return sql`ended AS (
@@ -44,10 +48,10 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
         SELECT COUNT(*) AS n FROM ended
       ), account AS (
         UPDATE ${t.accounts} AS a SET balance_micro_cents = a.balance_micro_cents - ${costMicroCents},
-          active_jobs = a.active_jobs - folded.n
+          active_jobs = a.active_jobs - folded.n${countsItsJob ? sql` + 1` : sql``}
         FROM folded
         WHERE a.id = ${accountId} AND a.balance_micro_cents >= ${costMicroCents} ${admits}
-        RETURNING a.id, a.balance_micro_cents + ${costMicroCents} AS before
+        RETURNING a.id, a.balance_micro_cents + ${costMicroCents} AS before, a.fair_weight
       ), restored AS (
         INSERT INTO ${t.active_job_ends} (account_id) SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account)
       ), line AS (
@@ -58,16 +62,19 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
       )`
   }
 
-  /** SQLite's charge: the balance and the active jobs sit in the account's row, counted by triggers. */
-  const chargeSqlite = (charge: JobCharge, admits: Statement.Fragment) => {
+  /**
+   * SQLite's charge: the balance and the active jobs sit in the account's row, counted by triggers.
+   * Its rows answer `before`, and `returning`'s columns (`, expression AS name`) read from the
+   * charged row: the submit's fair key reads the account's weight there.
+   */
+  const chargeSqlite = (charge: JobCharge, admits: Statement.Fragment, returning: Statement.Fragment = sql``) => {
     const { accountId, costMicroCents, jobId, now } = charge
     const rollup = chargedRollup(charge)
     return sql`UPDATE ${t.accounts} SET balance_micro_cents = balance_micro_cents - ${costMicroCents}
       WHERE id = ${accountId} AND balance_micro_cents >= ${costMicroCents} ${admits}
-      RETURNING balance_micro_cents + ${costMicroCents} AS before`.pipe(
-      Effect.flatMap(firstBalance),
-      Effect.tap((before) =>
-        Option.isNone(before) ? Effect.void : Effect.andThen(
+      RETURNING balance_micro_cents + ${costMicroCents} AS before ${returning}`.pipe(
+      Effect.tap((rows) =>
+        rows.length === 0 ? Effect.void : Effect.andThen(
           costMicroCents > 0
             ? sql`INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
               VALUES (${newLedgerEntryId(now)}, ${accountId}, ${jobId}, 'charge', ${-costMicroCents}, ${now})`
@@ -92,12 +99,13 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
   const chargeAccount: JobStoreDriver["chargeAccount"] = sql.onDialectOrElse({
     // A free job moves no money, but its charge still takes the lock that serialises the account's submits.
     pg: () => (charge: JobCharge) =>
-      sql`WITH ${chargingPg(charge, sql``)} SELECT before FROM account`.pipe(
+      sql`WITH ${chargingPg(charge, sql``, false)} SELECT before FROM account`.pipe(
         Effect.flatMap(firstBalance),
         Effect.flatMap(withSpend(charge)),
         storeErrors("charge account")
       ),
-    orElse: () => (charge: JobCharge) => chargeSqlite(charge, sql``).pipe(Effect.flatMap(withSpend(charge)), storeErrors("charge account"))
+    orElse: () => (charge: JobCharge) =>
+      chargeSqlite(charge, sql``).pipe(Effect.flatMap(firstBalance), Effect.flatMap(withSpend(charge)), storeErrors("charge account"))
   })
 
   const forUpdate = forUpdateOf(sql)

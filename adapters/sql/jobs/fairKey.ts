@@ -11,14 +11,19 @@ import { jobRow } from "./jobRows.js"
  * (account_id, fair_key) and jobs_pending (fair_key, id). The account's last key is itself
  * pending, so never below the first: fairKeyOf's max is already met. Two submits of one account
  * that commit in parallel may read the same last key and get equal keys; the id breaks the tie.
+ * `weight`: the account's fair_weight where the statement already has the account's row (the
+ * charge's), else a seek of accounts.
  */
 export const makeFairKeys = ({ sql, t }: JobSql) => {
-  const fairKey = (accountId: string) =>
+  const fairKey = (
+    accountId: string,
+    weight: Statement.Fragment = sql`COALESCE((SELECT fair_weight FROM ${t.accounts} WHERE id = ${accountId}), ${
+      sql.literal(String(DEFAULT_FAIR_WEIGHT))
+    })`
+  ) =>
     sql`COALESCE(
       (SELECT fair_key FROM ${t.jobs} WHERE status = 'pending' AND account_id = ${accountId} ORDER BY fair_key DESC LIMIT 1)
-        + ${sql.literal(String(FAIR_STEP_UNIT))} / COALESCE((SELECT fair_weight FROM ${t.accounts} WHERE id = ${accountId}), ${
-      sql.literal(String(DEFAULT_FAIR_WEIGHT))
-    }),
+        + ${sql.literal(String(FAIR_STEP_UNIT))} / ${weight},
       (SELECT fair_key FROM ${t.jobs} WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
       0)`
 
@@ -31,5 +36,14 @@ export const makeFairKeys = ({ sql, t }: JobSql) => {
       replaced[column] ?? (column === "fair_key" ? fairKey(job.accountId) : sql`${value}`)
     ))
 
-  return { fairKey, columnsOf, valuesOf }
+  /** columnsOf and valuesOf from one encoding of the job (the submit's hot path encodes it once). */
+  const rowOf = (job: Job, replaced: Readonly<Record<string, Statement.Fragment>>) => {
+    const entries = Object.entries(jobRow(job))
+    return {
+      columns: sql.literal(entries.map(([column]) => column).join(", ")),
+      values: sql.csv(entries.map(([column, value]) => replaced[column] ?? sql`${value}`))
+    }
+  }
+
+  return { fairKey, columnsOf, valuesOf, rowOf }
 }

@@ -1,15 +1,18 @@
 import { Effect, Option, Schema } from "effect"
-import { SqlError, type Statement } from "effect/sql"
+import { SqlError } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
 import type { JobId } from "../../../src/domain/ids.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
 import { chargeOf, type GatedSubmit, type JobStoreDriver, type SubmitGates } from "../../../src/ports/JobStoreDriver.js"
 import { SUBMIT_DECLINED_SQLSTATE, submitDeclinedName, submitGateName } from "../migrations/0016_submit_gate.js"
+import { COUNTED_JOB_SETTING } from "../migrations/0021_submit_counts_itself.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, JobFromRow, storeErrors } from "../rows.js"
-import { makeChargeStatements } from "./charge.js"
+import { firstBalance, makeChargeStatements } from "./charge.js"
+import { makeFairKeys } from "./fairKey.js"
+import { jobRow } from "./jobRows.js"
 import { NO_KEY } from "./spend.js"
 
 const decodeOffered = decodeRows(
@@ -21,7 +24,7 @@ const decodeOffered = decodeRows(
   }))
 )
 const decodeLeaseEnds = decodeRows(Schema.Array(Schema.Struct({ lease_expires_at: Schema.NullOr(DbInt), fair_key: DbInt })))
-/** The key each insert computed (fairKey.ts), for the job it answers. */
+/** The key each insert (or SQLite's charge of a queued submit) computed (fairKey.ts), for the job it answers. */
 const decodeFairKeys = decodeRows(Schema.Array(Schema.Struct({ fair_key: DbInt })))
 const withFairKey = (job: Job) => (rows: ReadonlyArray<unknown>) =>
   Effect.map(decodeFairKeys(rows), (found) => Option.map(Option.fromNullishOr(found[0]), ({ fair_key }): Job => ({ ...job, fairKey: fair_key })))
@@ -55,6 +58,7 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
   const { sql, t } = ctx
   const { chargeSqlite, chargingPg } = makeChargeStatements(ctx)
   const { anyRunnable, claimedValues, columnsOf, offeredInserts, takenAs, values } = makeHandOffFragments(ctx)
+  const { fairKey, rowOf } = makeFairKeys(ctx)
   /** One job's insert, its fair key computed from what waits (fairKey.ts). */
   const insertRow = (job: Job) => sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) VALUES (${values(job)})`
   /** What a PostgreSQL statement selects for the job it queued. */
@@ -97,8 +101,15 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
         )).pipe(storeErrors("insert job"))
   })
 
-  /** `(columns) SELECT values FROM source` of the job's row, its fair key computed. */
-  const insertedFrom = (job: Job, source: Statement.Fragment) => sql`(${columnsOf(job)}) SELECT ${values(job)} FROM ${source}`
+  /**
+   * `(columns) SELECT values FROM account` of a queued job whose charge (`account`, chargingPg
+   * counting its job) counted it: its fair key from the weight the charge read, and the setting
+   * that has the insert trigger skip it (migration 0021), set before the row is written.
+   */
+  const countedFromAccount = (job: Job) => {
+    const { columns, values } = rowOf(job, { fair_key: fairKey(job.accountId, sql`account.fair_weight`) })
+    return sql`(${columns}) SELECT ${values} FROM account WHERE set_config(${COUNTED_JOB_SETTING}, ${job.id}, true) IS NOT NULL`
+  }
 
   const submit: JobStoreDriver["submit"] = sql.onDialectOrElse({
     /**
@@ -108,10 +119,10 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
      */
     pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => {
       const charge = chargeOf(job)
-      const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`)
+      const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, handOff === undefined)
       return (handOff === undefined
         ? sql`WITH ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${insertedFrom(job, sql`account`)} RETURNING fair_key
+              INSERT INTO ${t.jobs} ${countedFromAccount(job)} RETURNING fair_key
             )
             SELECT ${wake} AS woke, fair_key FROM inserted`.pipe(Effect.flatMap(withFairKey(job)))
         : sql`WITH ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
@@ -121,13 +132,27 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
             Effect.flatMap(offeredJob(job, handOff))
           )).pipe(storeErrors("submit job"))
     },
-    /** SQLite's statements are local calls: the charge and the insert in one transaction. */
+    /**
+     * SQLite's statements are local calls: the charge and the insert in one transaction. A queued
+     * job's fair key is read by the charge from the account's row it writes (one writer: nothing
+     * waiting changes before the insert), so the insert is a plain row, as before fair keys.
+     */
     orElse: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
       sql.withTransaction(Effect.gen(function*() {
         const charge = chargeOf(job)
-        const charged = yield* chargeSqlite(charge, sql`AND active_jobs < ${maxConcurrentJobs}`)
-        if (Option.isNone(charged)) return Option.none<Job>()
-        return Option.some(yield* insertJob(job, handOff))
+        const admits = sql`AND active_jobs < ${maxConcurrentJobs}`
+        if (handOff !== undefined) {
+          const charged = yield* chargeSqlite(charge, admits).pipe(Effect.flatMap(firstBalance))
+          if (Option.isNone(charged)) return Option.none<Job>()
+          return Option.some(yield* insertJob(job, handOff))
+        }
+        const [charged] = yield* chargeSqlite(charge, admits, sql`, ${fairKey(job.accountId, sql`fair_weight`)} AS fair_key`).pipe(
+          Effect.flatMap(decodeFairKeys)
+        )
+        if (charged === undefined) return Option.none<Job>()
+        const queued: Job = { ...job, fairKey: charged.fair_key }
+        yield* sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(queued))}`
+        return Option.some(queued)
       })).pipe(storeErrors("submit job"))
   })
 
@@ -159,12 +184,13 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
     pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined, gates: SubmitGates): Effect.Effect<GatedSubmit, StoreError> => {
       const charging = chargingPg(
         chargeOf(job),
-        sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs} AND (SELECT gate_admitted FROM gate)`
+        sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs} AND (SELECT gate_admitted FROM gate)`,
+        handOff === undefined
       )
       const declined = sql`${sql(submitDeclinedName(t.prefix))}()`
       const written = handOff === undefined
         ? sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${insertedFrom(job, sql`account`)} RETURNING id, fair_key
+              INSERT INTO ${t.jobs} ${countedFromAccount(job)} RETURNING id, fair_key
             )
             SELECT gate.*, inserted.id AS queued_id, inserted.fair_key AS queued_fair_key,
               NULL::bigint AS taken_lease_expires_at, NULL::bigint AS taken_fair_key,
