@@ -23,8 +23,7 @@
  *   `bareJetStream*` params and the figure `pickup_nats_vs_jetstream_p50`): publish (awaiting the PubAck)
  *   to a work-queue stream read by nats.js's `consume()` in another process, to the handler
  *   (pickupLib.ts's startBareJetStream). The issue's reference for the NATS queue.
-
- *   `pickup_redis_p50`'s reference is BullMQ on the same Redis (issue 34): a Worker of
+ * - `pickup_redis_p50`'s reference is BullMQ on the same Redis (issue 34): a Worker of
  *   concurrency 1 in another process (pickupBullmqWorker.ts), `Queue.add` to its processor's
  *   call; graphile-worker's p50 is beside it in params.
  * Across processes the provider's time is read on the clock the processes share
@@ -174,10 +173,7 @@ const checkClock = async (child: ChildProcess, pong: { next?: (at: number) => vo
 }
 
 /** Starts pickupWorker.ts on the case's database, prefix and queue; stopped when the resources are released. */
-const startWorkerProcess = async (resources: Resources, url: string, queue: BenchQueue, prefix: string, bare = false): Promise<ClockCheck> => {
-  const child = forkTs("pickupWorker.ts", {
-
-const startWorkerProcess = (resources: Resources, url: string, queue: BenchQueue, prefix: string): Promise<ClockCheck> =>
+const startWorkerProcess = (resources: Resources, url: string, queue: BenchQueue, prefix: string, bare = false): Promise<ClockCheck> =>
   startPickupProcess(resources, "pickupWorker.ts", {
     BENCH_DATABASE_URL: url,
     BENCH_PICKUP_PREFIX: prefix,
@@ -270,6 +266,7 @@ const bareJetStreamCase = async (resources: Resources, nats: BenchQueue & { kind
   const publisher = await bareJetStreamPublisher(nats.url, prefix)
   resources.defer(() => publisher.close())
   return newCase("nats_bare", `bare JetStream consumer (${nats.url}), in another process`, publisher.publish, { clock })
+}
 
 /**
  * BullMQ, the reference of pickup_redis_p50: a Worker of concurrency 1 in another process
@@ -352,12 +349,8 @@ export const pickup = async () => {
     const natsBare = await bareJetStreamCase(resources, nats)
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
-    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, natsBare, unbatched, batched]
-
     const bullmq = await bullmqCase(resources, redis.url)
-    const unbatched = await graphileCase(resources, "unbatched")
-    const batched = await graphileCase(resources, "batched")
-    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, bullmq, unbatched, batched]
+    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, natsBare, bullmq, unbatched, batched]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const queued = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
