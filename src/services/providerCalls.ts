@@ -371,12 +371,14 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   // `starting` is committed before each call (the first pickup's claim did it for the first);
   // a start that provably took nothing clears it, so the next call is a start of its own.
+  // The provider's `start` is called only once `starting` is written (a provider may act in the call itself).
   const startOn = (run: JobRun, attempt: Attempt) => {
-    const started = Effect.tapError(attempt.provider.start(attempt.request), (error) =>
-      nothingStarted(error) ? run.save({ phase: null, handle: null, starts: run.state().starts }) : Effect.void)
+    const start = () =>
+      Effect.tapError(attempt.provider.start(attempt.request), (error) =>
+        nothingStarted(error) ? run.save({ phase: null, handle: null, starts: run.state().starts }) : Effect.void)
     return run.state().phase === "starting"
-      ? started
-      : Effect.andThen(run.save({ phase: "starting", handle: null, starts: run.state().starts + 1 }), started)
+      ? start()
+      : Effect.andThen(run.save({ phase: "starting", handle: null, starts: run.state().starts + 1 }), start)
   }
 
   /** One pass over the routes in order, moving on only from a start that provably took nothing. */
