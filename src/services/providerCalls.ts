@@ -27,7 +27,7 @@ import { chooseTargets, type Registered } from "./startTargets.js"
 import { ended, type Generation, generationFailed, Superseded, type Watching, watching } from "./watch/generation.js"
 import { makeProviderReports } from "./watch/providerReports.js"
 import { makeWatcher, type Watcher } from "./watch/watcher.js"
-import { retryOnFailure } from "./worker/retryOnFailure.js"
+import { afterFailure, retryOnFailure } from "./worker/retryOnFailure.js"
 
 export { type Generation, Superseded, type Watching } from "./watch/generation.js"
 
@@ -206,26 +206,25 @@ export const makeProviderCalls = Effect.gen(function*() {
     readonly save: (next: ProviderState) => Effect.Effect<void, Superseded>
   }
 
-  const runOf = (job: Job, book: JobRunBook, model: CatalogModel, version: ModelVersion): Effect.Effect<JobRun> =>
-    Effect.map(job.startedAt === null ? Clock.currentTimeMillis : Effect.succeed(job.startedAt), (pickedUpAt) => {
-      const timeoutSeconds = version.provider?.timeoutSeconds
-      let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
-      return {
-        book,
-        job,
-        model,
-        version,
-        routes: routesOf(model, version),
-        pickedUpAt,
-        deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
-        outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
-        state: () => state,
-        save: (next) =>
-          Effect.map(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => {
-            state = next
-          })
-      }
-    })
+  const runOf = (job: Job, book: JobRunBook, model: CatalogModel, version: ModelVersion, pickedUpAt: number): JobRun => {
+    const timeoutSeconds = version.provider?.timeoutSeconds
+    let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
+    return {
+      book,
+      job,
+      model,
+      version,
+      routes: routesOf(model, version),
+      pickedUpAt,
+      deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
+      outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
+      state: () => state,
+      save: (next) =>
+        Effect.map(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => {
+          state = next
+        })
+    }
+  }
 
   const registeredOf = (route: EffectiveRoute): ReadonlyArray<Registered> =>
     Option.match(providers.forProvider(route.providerId), { onNone: () => [], onSome: (provider) => [{ route, provider }] })
@@ -285,50 +284,48 @@ export const makeProviderCalls = Effect.gen(function*() {
     })
 
   /** A stored handle is followed on the route and with the credential it was started with. */
-  const resumeStored = (run: JobRun, handle: ProviderHandle) =>
-    Effect.gen(function*() {
-      // A handle stored before routes existed carries none: it ran on the version's first route.
-      const ref = handle.route ?? { index: 0, providerId: run.routes[0]!.providerId }
-      const route = run.routes[ref.index]?.providerId === ref.providerId
-        ? run.routes[ref.index]
-        : run.routes.find((r) => r.providerId === ref.providerId)
-      if (route === undefined) return internalFailure(`The job's route to "${ref.providerId}" is no longer in its version's routes`)
-      const registered = registeredOf(route)[0]
-      if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
-      holding(run, ref)
-      const attempt = attemptOn(run, registered, ref.credentialId)
-      return yield* watch(run, attempt, handle)
-    })
+  const resumeStored = Effect.fnUntraced(function*(run: JobRun, handle: ProviderHandle) {
+    // A handle stored before routes existed carries none: it ran on the version's first route.
+    const ref = handle.route ?? { index: 0, providerId: run.routes[0]!.providerId }
+    const route = run.routes[ref.index]?.providerId === ref.providerId
+      ? run.routes[ref.index]
+      : run.routes.find((r) => r.providerId === ref.providerId)
+    if (route === undefined) return internalFailure(`The job's route to "${ref.providerId}" is no longer in its version's routes`)
+    const registered = registeredOf(route)[0]
+    if (registered === undefined) return internalFailure(`No provider is registered for provider id "${ref.providerId}"`)
+    holding(run, ref)
+    const attempt = attemptOn(run, registered, ref.credentialId)
+    return yield* watch(run, attempt, handle)
+  })
 
   /**
    * What `candidates` know of the job's generation together: the first found, else
    * `NotStarted` only when every one searched a complete record (with the longest settling
    * time), else `Unknown` (no `recover`, an error, an incomplete search).
    */
-  const recoverFrom = (run: JobRun, candidates: ReadonlyArray<Attempt>) =>
-    Effect.gen(function*() {
-      let settledAfterMs = 0
-      let complete = candidates.length > 0
-      for (const candidate of candidates) {
-        const recover = candidate.provider.recover
-        if (recover === undefined) {
-          complete = false
-          continue
-        }
-        const found = yield* Effect.result(retrying(recover(candidate.request), true))
-        if (found._tag === "Failure") {
-          yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: run.job.id }, found.failure.message)
-          complete = false
-        } else if (found.success._tag === "Found") {
-          return { _tag: "Found", candidate, handle: found.success.handle } as const
-        } else if (found.success._tag === "NotStarted") {
-          settledAfterMs = Math.max(settledAfterMs, found.success.settledAfterMs)
-        } else {
-          complete = false
-        }
+  const recoverFrom = Effect.fnUntraced(function*(run: JobRun, candidates: ReadonlyArray<Attempt>) {
+    let settledAfterMs = 0
+    let complete = candidates.length > 0
+    for (const candidate of candidates) {
+      const recover = candidate.provider.recover
+      if (recover === undefined) {
+        complete = false
+        continue
       }
-      return complete ? { _tag: "NotStarted", settledAfterMs } as const : { _tag: "Unknown" } as const
-    })
+      const found = yield* Effect.result(retrying(recover(candidate.request), true))
+      if (found._tag === "Failure") {
+        yield* Effect.logWarning("the provider could not say whether it started the job", { jobId: run.job.id }, found.failure.message)
+        complete = false
+      } else if (found.success._tag === "Found") {
+        return { _tag: "Found", candidate, handle: found.success.handle } as const
+      } else if (found.success._tag === "NotStarted") {
+        settledAfterMs = Math.max(settledAfterMs, found.success.settledAfterMs)
+      } else {
+        complete = false
+      }
+    }
+    return complete ? { _tag: "NotStarted", settledAfterMs } as const : { _tag: "Unknown" } as const
+  })
 
   /** The start sent on `attempt` got no answer: only a generation the provider can point to is followed. */
   const recoverOrFail = (run: JobRun, attempt: Attempt, error: ProviderError) =>
@@ -354,85 +351,92 @@ export const makeProviderCalls = Effect.gen(function*() {
    * The lost run sent its start, if at all, before its lease ran out, so before this takeover;
    * the second search comes `settledAfterMs` later, when any such request shows for certain.
    */
-  const recoverLostRun = (run: JobRun, usable: ReadonlyArray<Registered>, complete: boolean) =>
-    Effect.gen(function*() {
-      const candidates = usable.flatMap((registered) => everyCredential(run, registered))
-      const first = yield* recoverFrom(run, candidates)
-      if (first._tag === "Found") return yield* followFound(run, first.candidate, first.handle)
-      if (first._tag === "Unknown" || !complete) return yield* lostRunUnconfirmed(usable)
-      yield* Effect.sleep(Duration.millis(first.settledAfterMs))
-      const second = yield* recoverFrom(run, candidates)
-      if (second._tag === "Found") return yield* followFound(run, second.candidate, second.handle)
-      if (second._tag === "Unknown") return yield* lostRunUnconfirmed(usable)
-      yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: run.job.id })
-      yield* run.save({ phase: null, handle: null, starts: run.state().starts })
-      return yield* startAfresh(run, usable)
-    })
+  const recoverLostRun = Effect.fnUntraced(function*(
+    run: JobRun,
+    usable: ReadonlyArray<Registered>,
+    complete: boolean
+  ): Effect.fn.Return<Generation | Watching, Superseded> {
+    const candidates = usable.flatMap((registered) => everyCredential(run, registered))
+    const first = yield* recoverFrom(run, candidates)
+    if (first._tag === "Found") return yield* followFound(run, first.candidate, first.handle)
+    if (first._tag === "Unknown" || !complete) return yield* lostRunUnconfirmed(usable)
+    yield* Effect.sleep(Duration.millis(first.settledAfterMs))
+    const second = yield* recoverFrom(run, candidates)
+    if (second._tag === "Found") return yield* followFound(run, second.candidate, second.handle)
+    if (second._tag === "Unknown") return yield* lostRunUnconfirmed(usable)
+    yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: run.job.id })
+    yield* run.save({ phase: null, handle: null, starts: run.state().starts })
+    return yield* startAfresh(run, usable)
+  })
 
   // `starting` is committed before each call (the first pickup's claim did it for the first);
   // a start that provably took nothing clears it, so the next call is a start of its own.
-  const startOn = (run: JobRun, attempt: Attempt) =>
-    Effect.gen(function*() {
-      if (run.state().phase !== "starting") yield* run.save({ phase: "starting", handle: null, starts: run.state().starts + 1 })
-      return yield* Effect.tapError(attempt.provider.start(attempt.request), (error) =>
+  // The provider's `start` is called only once `starting` is written (a provider may act in the call itself).
+  const startOn = (run: JobRun, attempt: Attempt) => {
+    const start = () =>
+      Effect.tapError(attempt.provider.start(attempt.request), (error) =>
         nothingStarted(error) ? run.save({ phase: null, handle: null, starts: run.state().starts }) : Effect.void)
-    })
+    return run.state().phase === "starting"
+      ? start()
+      : Effect.andThen(run.save({ phase: "starting", handle: null, starts: run.state().starts + 1 }), start)
+  }
 
   /** One pass over the routes in order, moving on only from a start that provably took nothing. */
-  const startPass = (run: JobRun, usable: ReadonlyArray<Registered>) =>
-    Effect.gen(function*() {
-      const targets = yield* chooseTargets(health, usable)
-      let last: StartFailed | undefined
-      for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
-        // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
-        if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
-          last ??= new StartFailed({
-            error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
-            attempt: attemptOn(run, registered, credentialId)
-          })
-          if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
-          continue
-        }
-        const attempt = attemptOn(run, registered, credentialId)
-        // Held from before the start is sent; a start that failed gives it back at once.
-        const release = holding(run, attempt.ref)
-        const outcome = yield* Effect.result(startOn(run, attempt))
-        if (outcome._tag === "Success") return { outcome: outcome.success, attempt }
-        release()
-        if (outcome.failure._tag === "Superseded") return yield* outcome.failure
-        last = new StartFailed({ error: outcome.failure, attempt })
-        if (!movesToNextRoute(outcome.failure)) return yield* last
+  const startPass = Effect.fnUntraced(function*(run: JobRun, usable: ReadonlyArray<Registered>) {
+    const targets = yield* chooseTargets(health, usable)
+    let last: StartFailed | undefined
+    for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
+      // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
+      if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
+        last ??= new StartFailed({
+          error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
+          attempt: attemptOn(run, registered, credentialId)
+        })
         if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+        continue
       }
-      return yield* last!
-    })
+      const attempt = attemptOn(run, registered, credentialId)
+      // Held from before the start is sent; a start that failed gives it back at once.
+      const release = holding(run, attempt.ref)
+      const outcome = yield* Effect.result(startOn(run, attempt))
+      if (outcome._tag === "Success") return { outcome: outcome.success, attempt }
+      release()
+      if (outcome.failure._tag === "Superseded") return yield* outcome.failure
+      last = new StartFailed({ error: outcome.failure, attempt })
+      if (!movesToNextRoute(outcome.failure)) return yield* last
+      if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+    }
+    return yield* last!
+  })
 
   /**
    * Passes over the routes until one starts: after a transient refusal at most
    * `providerRetry.maxRetries` times in a row (within the deadline), through an outage with the
-   * same backoff until the outage wait runs out.
+   * same backoff until the outage wait runs out. The retries are built only once the first pass
+   * failed: a first pass that starts (nearly every one) pays one catch.
    */
   const startPasses = (run: JobRun, usable: ReadonlyArray<Registered>) =>
-    startPass(run, usable).pipe(
-      (pass) =>
-        retryOnFailure(pass, () => ({
-          schedule: run.deadline === undefined
-            ? transientSchedule(passRetryAfter)
-            : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
-          while: (error: StartFailed | Superseded) =>
-            isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
-        })),
-      (passes) =>
-        retryOnFailure(passes, () => ({
-          schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
-          while: (error: StartFailed | Superseded) => isStartFailed(error) && isOutage(error.error)
-        })),
-      Effect.tapError((error) =>
-        isStartFailed(error) && isOutage(error.error)
-          ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: run.job.id }, error.error.message)
-          : Effect.void
-      )
-    )
+    Effect.catch(startPass(run, usable), (first) =>
+      afterFailure(first, startPass(run, usable)).pipe(
+        (pass) =>
+          retryOnFailure(pass, () => ({
+            schedule: run.deadline === undefined
+              ? transientSchedule(passRetryAfter)
+              : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
+            while: (error: StartFailed | Superseded) =>
+              isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
+          })),
+        (passes) =>
+          retryOnFailure(passes, () => ({
+            schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
+            while: (error: StartFailed | Superseded) => isStartFailed(error) && isOutage(error.error)
+          })),
+        Effect.tapError((error) =>
+          isStartFailed(error) && isOutage(error.error)
+            ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: run.job.id }, error.error.message)
+            : Effect.void
+        )
+      ))
 
   /** How the job ends when no pass started it: the route of the deciding start is recorded when that start was sent. */
   const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation | Watching, Superseded> => {
@@ -444,18 +448,20 @@ export const makeProviderCalls = Effect.gen(function*() {
   }
 
   /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
-  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation | Watching, Superseded> =>
-    Effect.gen(function*() {
-      const outcome = yield* Effect.result(startPasses(run, usable))
-      if (outcome._tag === "Failure") {
-        if (!isStartFailed(outcome.failure)) return yield* Effect.fail(outcome.failure)
-        return yield* noStart(run, outcome.failure)
-      }
-      const { attempt, outcome: started } = outcome.success
-      if (started._tag === "Started") return yield* followStarted(run, attempt, started.handle)
-      // No handle to save: the route is recorded with the job's end.
-      return { ...ended(started.status), route: attempt.ref }
-    })
+  const startAfresh = Effect.fnUntraced(function*(
+    run: JobRun,
+    usable: ReadonlyArray<Registered>
+  ): Effect.fn.Return<Generation | Watching, Superseded> {
+    const outcome = yield* Effect.result(startPasses(run, usable))
+    if (outcome._tag === "Failure") {
+      if (!isStartFailed(outcome.failure)) return yield* Effect.fail(outcome.failure)
+      return yield* noStart(run, outcome.failure)
+    }
+    const { attempt, outcome: started } = outcome.success
+    if (started._tag === "Started") return yield* followStarted(run, attempt, started.handle)
+    // No handle to save: the route is recorded with the job's end.
+    return { ...ended(started.status), route: attempt.ref }
+  })
 
   /**
    * Runs the job's generation on its version's routes, resuming a stored handle on the route
@@ -472,31 +478,31 @@ export const makeProviderCalls = Effect.gen(function*() {
    * takes it over after a crash starts it afresh. The route a start was sent on is recorded on
    * the job: with its handle, or (a start that ended in its call, or was refused) with its end.
    */
-  const generate = (
+  const generate = Effect.fnUntraced(function*(
     job: Job,
     book: JobRunBook,
     model: CatalogModel,
     version: ModelVersion
-  ): Effect.Effect<Generation | Watching, Superseded> =>
-    Effect.gen(function*() {
-      const run = yield* runOf(job, book, model, version)
-      const stored = run.state().handle
-      if (stored !== null) return yield* resumeStored(run, stored)
+  ): Effect.fn.Return<Generation | Watching, Superseded> {
+    // A claimed job's pickup is its claim's time (startedAt); the clock is read only without one.
+    const run = runOf(job, book, model, version, job.startedAt ?? (yield* Clock.currentTimeMillis))
+    const stored = run.state().handle
+    if (stored !== null) return yield* resumeStored(run, stored)
 
-      const ordered = routeOrder(run.routes, job.id)
-      const usable = ordered.flatMap(registeredOf)
-      if (usable.length === 0) {
-        return internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`)
-      }
-      // Routes before the first registered one are passed over: each such start falls back.
-      for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
+    const ordered = routeOrder(run.routes, job.id)
+    const usable = ordered.flatMap(registeredOf)
+    if (usable.length === 0) {
+      return internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`)
+    }
+    // Routes before the first registered one are passed over: each such start falls back.
+    for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
 
-      // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
-      if (run.state().phase === "starting" && !startMarkedByClaim(job)) {
-        return yield* recoverLostRun(run, usable, usable.length === ordered.length)
-      }
-      return yield* startAfresh(run, usable)
-    })
+    // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
+    if (run.state().phase === "starting" && !startMarkedByClaim(job)) {
+      return yield* recoverLostRun(run, usable, usable.length === ordered.length)
+    }
+    return yield* startAfresh(run, usable)
+  })
 
   /** A watch list for one started worker's (or one runOnce's) generations, its fibers in the current scope. */
   const newWatcher = makeWatcher({ config, events, retrying, reports })

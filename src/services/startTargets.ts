@@ -1,4 +1,3 @@
-import { Effect, Option } from "effect"
 import type { EffectiveRoute } from "../domain/catalog.js"
 import { type CredentialLoad, pickCredential } from "../domain/credentialPick.js"
 import type { GenerationProvider } from "../ports/Provider.js"
@@ -9,6 +8,9 @@ export interface Registered {
   readonly route: EffectiveRoute
   readonly provider: GenerationProvider
 }
+
+/** What a provider that lists no credentials of its own is counted under. */
+const DEFAULT_CREDENTIALS = [{ id: DEFAULT_CREDENTIAL, weight: 1 }] as const
 
 /** A route of a pass with the credential its start takes. */
 export interface Target {
@@ -24,41 +26,52 @@ export interface Target {
 /**
  * The credential a start on this route takes: weighted least in flight among those whose
  * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
+ * A plain generator, run by `yield*` inside the start's Effect.gen: per route and per start it
+ * builds no Effect of its own.
  */
-const credentialFor = (health: ProviderHealth["Service"], registered: Registered, ignoreCircuits: boolean) =>
-  Effect.gen(function*() {
-    const providerId = registered.route.providerId
-    const credentials = registered.provider.credentials ?? [{ id: DEFAULT_CREDENTIAL, weight: 1 }]
-    const loads: Array<CredentialLoad> = []
-    for (const { id, weight } of credentials) {
-      if (ignoreCircuits || (yield* health.available(providerId, id))) {
-        loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
-      }
+function* credentialFor(health: ProviderHealth["Service"], registered: Registered, ignoreCircuits: boolean) {
+  const providerId = registered.route.providerId
+  const credentials = registered.provider.credentials ?? DEFAULT_CREDENTIALS
+  const loads: Array<CredentialLoad> = []
+  for (const { id, weight } of credentials) {
+    if (ignoreCircuits || (yield* health.available(providerId, id))) {
+      loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
     }
-    const picked = pickCredential(loads)
-    if (picked === undefined) return Option.none<Target>()
-    return Option.some<Target>({
-      registered,
-      healthKey: picked.id,
-      credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
-      steered: !ignoreCircuits
-    })
-  })
+  }
+  const picked = pickCredential(loads)
+  if (picked === undefined) return undefined
+  const target: Target = {
+    registered,
+    healthKey: picked.id,
+    credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
+    steered: !ignoreCircuits
+  }
+  return target
+}
 
 /**
  * The routes a pass over `usable` tries, in order, each with its credential: those with a
  * credential whose circuit lets the start through (the others count as fallbacks). A circuit
  * steers starts away while another route can take them; when every one is open, every route is
  * tried as if closed, paced by the job's own retry and outage schedules rather than held back.
+ * A plain generator, run inside the start's own Effect.gen by `yield*`.
  */
-export const chooseTargets = (health: ProviderHealth["Service"], usable: ReadonlyArray<Registered>) =>
-  Effect.gen(function*() {
-    const steered = (yield* Effect.forEach(usable, (registered) => credentialFor(health, registered, false))).flatMap(Option.toArray)
-    if (steered.length > 0) {
-      for (const registered of usable) {
-        if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
-      }
-      return steered
+export function* chooseTargets(health: ProviderHealth["Service"], usable: ReadonlyArray<Registered>) {
+  const steered: Array<Target> = []
+  for (const registered of usable) {
+    const target = yield* credentialFor(health, registered, false)
+    if (target !== undefined) steered.push(target)
+  }
+  if (steered.length > 0) {
+    for (const registered of usable) {
+      if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
     }
-    return (yield* Effect.forEach(usable, (registered) => credentialFor(health, registered, true))).flatMap(Option.toArray)
-  })
+    return steered
+  }
+  const all: Array<Target> = []
+  for (const registered of usable) {
+    const target = yield* credentialFor(health, registered, true)
+    if (target !== undefined) all.push(target)
+  }
+  return all
+}

@@ -10,7 +10,7 @@ import type { Lease } from "../leaseKeeper.js"
 import type { OutputRefused } from "../outputStore.js"
 import { type Generation, type JobRunBook, Superseded, type Watching } from "../providerCalls.js"
 import type { WorkerDeps } from "./deps.js"
-import { retryOnFailure } from "./retryOnFailure.js"
+import { afterFailure, retryOnFailure } from "./retryOnFailure.js"
 
 /** How a run ends before its result is written: the job's outputs, or why it failed; the route of a start that ended in its call. */
 type Ending =
@@ -41,17 +41,26 @@ const untilStored = <A, E extends { readonly _tag: string; readonly message: str
   lease: Lease,
   what: string,
   effect: Effect.Effect<A, E, R>
-) =>
-  retryOnFailure(
-    Effect.tapError(effect, (error) => (isStoreFault(error) ? Effect.logWarning(`${what}; retrying`, { jobId: lease.id }, error.message) : Effect.void)),
-    () => ({ schedule: backoff(config.storeRetry), while: (error) => isStoreFault(error) && !lease.lost })
-  )
+) => {
+  const logged = (error: E) => (isStoreFault(error) ? Effect.logWarning(`${what}; retrying`, { jobId: lease.id }, error.message) : Effect.void)
+  // One catch while the first try gets through; the log and the retries only after it failed.
+  return Effect.catch(effect, (first) =>
+    Effect.andThen(
+      logged(first),
+      retryOnFailure(
+        afterFailure(first, Effect.tapError(effect, logged)),
+        () => ({ schedule: backoff(config.storeRetry), while: (error) => isStoreFault(error) && !lease.lost })
+      )
+    ))
+}
 
 /**
  * The attempt's part of its output files' keys: random, so a superseded run's files never take
  * another run's keys. Drawn only when there are outputs to store.
  */
 const attemptKey = (outputs: ReadonlyArray<ProviderOutput>) => (outputs.length === 0 ? "" : randomBytes(4).toString("hex"))
+
+const done = (stored: ReadonlyArray<OutputItem>): Ending => ({ _tag: "Done", outputs: stored })
 
 const isCorruptRow = (error: Superseded | StoreError): error is StoreError => error._tag === "StoreError" && error.cause instanceof CorruptRow
 
@@ -65,24 +74,28 @@ const storeOutputs = (
   lease: Lease,
   outputs: ReadonlyArray<ProviderOutput>,
   written: Array<string>
-): Effect.Effect<Ending, StoreError> =>
-  untilStored(config, lease, "a job's outputs could not be stored", files.store(lease.id, attemptKey(outputs), outputs, written)).pipe(
-    (stored) => retryOnFailure(stored, () => ({
-      schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
-        Schedule.upTo({ times: config.providerRetry.maxRetries })
-      ),
-      while: (error: OutputError) => error._tag === "ProviderUnreachable" || (error._tag === "ProviderRejected" && error.retryable)
-    })),
-    Effect.map((stored): Ending => ({ _tag: "Done", outputs: stored })),
-    Effect.catchIf(
-      (error): error is OutputRefused | ProviderError => error._tag !== "StoreError",
-      (error) =>
-        Effect.succeed<Ending>({
-          _tag: "Failed",
-          error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error))
-        })
-    )
-  )
+): Effect.Effect<Ending, StoreError> => {
+  const store = files.store(lease.id, attemptKey(outputs), outputs, written)
+  // One catch while the first try stores them; the retries and the refusal's handling only after it failed.
+  return Effect.catch(Effect.map(store, done), (first) =>
+    untilStored(config, lease, "a job's outputs could not be stored", afterFailure(first, store)).pipe(
+      (stored) => retryOnFailure(stored, () => ({
+        schedule: backoff(config.providerRetry, (error: OutputError) => (error._tag === "ProviderRejected" ? error.retryAfterMs : undefined)).pipe(
+          Schedule.upTo({ times: config.providerRetry.maxRetries })
+        ),
+        while: (error: OutputError) => error._tag === "ProviderUnreachable" || (error._tag === "ProviderRejected" && error.retryable)
+      })),
+      Effect.map(done),
+      Effect.catchIf(
+        (error): error is OutputRefused | ProviderError => error._tag !== "StoreError",
+        (error) =>
+          Effect.succeed<Ending>({
+            _tag: "Failed",
+            error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error))
+          })
+      )
+    ))
+}
 
 /** A run's step, guarded: a row it cannot decode or a defect fails the job with a refund instead of leaving it to its lease. */
 const guarded = <A>(job: Job, effect: Effect.Effect<A, Superseded | StoreError>) =>
@@ -144,16 +157,19 @@ const execute = Effect.fnUntraced(function*(
  * (instead of leaving the job to wait out its lease and run again). None when the write found
  * the job no longer this run's, or the lease was lost before it got through.
  */
-const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job, lease: Lease, ending: Ending) =>
-  retryOnFailure(
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      ending._tag === "Done"
-        ? repo.complete(job.id, lease.workerId, ending.outputs, now, ending.route)
-        : repo.fail(job.id, lease.workerId, ending.error, now, ending.route)).pipe(
-        Effect.tapError((error) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message))
-      ),
-    () => ({ schedule: backoff(config.storeRetry), while: () => !lease.lost })
-  ).pipe(Effect.orElseSucceed(() => Option.none<Job>()))
+const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job, lease: Lease, ending: Ending) => {
+  const write = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    ending._tag === "Done"
+      ? repo.complete(job.id, lease.workerId, ending.outputs, now, ending.route)
+      : repo.fail(job.id, lease.workerId, ending.error, now, ending.route))
+  const logged = (error: StoreError) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message)
+  // One catch while the first write gets through; the log and the retries only after it failed.
+  return Effect.catch(write, (first) =>
+    Effect.andThen(
+      logged(first),
+      retryOnFailure(afterFailure(first, Effect.tapError(write, logged)), () => ({ schedule: backoff(config.storeRetry), while: () => !lease.lost }))
+    ).pipe(Effect.orElseSucceed(() => Option.none<Job>())))
+}
 
 /** The run's end once its generation ended (or the lease was lost): how it ended written, its files kept or removed. */
 const conclude = Effect.fnUntraced(function*(

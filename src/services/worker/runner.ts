@@ -85,15 +85,16 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
  * `ensuring` when it ends, however it ends.
  */
 export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
-  const run = Effect.fnUntraced(function*({ held, outcome }: Work) {
+  // A plain function, not a generator: per job it builds only the run and its release.
+  const run = ({ held, outcome }: Work): Effect.Effect<unknown> => {
     const release = released(pool, runners, held)
     if (outcome !== undefined) {
-      return yield* endWatched(deps, held.job, held.book, outcome).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
+      return endWatched(deps, held.job, held.book, outcome).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
     }
-    yield* runJob(deps, held.job, held.book).pipe(
+    return runJob(deps, held.job, held.book).pipe(
       logged<boolean>(false, held.job),
       Effect.onExit((exit) => (exit._tag === "Success" && exit.value ? Effect.void : release))
     )
-  })
+  }
   return Effect.forever(Effect.flatMap(Queue.take(runners.work), run))
 }
