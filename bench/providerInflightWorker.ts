@@ -1,6 +1,6 @@
 /**
  * The worker process of the provider_inflight figure: the engine from its public entries on
- * PostgreSQL with BENCH_CONCURRENCY worker fibers and the Replicate adapter pointed at the
+ * PostgreSQL (or the SQLite file BENCH_SQLITE_FILE) with BENCH_CONCURRENCY worker fibers and the Replicate adapter pointed at the
  * parent's simulator, no HTTP. It counts the statements it sends (every `pg` Client.query, the
  * pool's and the LISTEN connection's alike) and which of them renew leases, and reports them with
  * its CPU time, RSS and event-loop delay (perf_hooks, since the previous report) to the parent
@@ -10,6 +10,7 @@ import { Layer, Redacted, References } from "effect"
 import { type Engine, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
+import { sqliteStore } from "genjobs/sqlite"
 import { replicateProvider } from "genjobs/providers/replicate"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import pg from "pg"
@@ -24,6 +25,10 @@ export interface InflightCounts {
   readonly leasesRenewed: number
   readonly cpuMicros: number
   readonly rss: number
+  /** process.memoryUsage()'s parts of that RSS: V8's heap (used, and reserved with its young generation), and memory outside it (buffers, sockets). */
+  readonly heapUsed: number
+  readonly heapTotal: number
+  readonly external: number
   /** Statements by their first words, for the figure's breakdown. */
   readonly byKind: Record<string, number>
   /** The event loop's delay since the previous report: its 99th percentile and its longest, in ms. */
@@ -58,13 +63,17 @@ pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
 
 const report = () => {
   const cpu = process.cpuUsage()
+  const memory = process.memoryUsage()
   process.send!({
     type: "counts",
     statements,
     leaseRenewals,
     leasesRenewed,
     cpuMicros: cpu.user + cpu.system,
-    rss: process.memoryUsage.rss(),
+    rss: memory.rss,
+    heapUsed: memory.heapUsed,
+    heapTotal: memory.heapTotal,
+    external: memory.external,
     byKind,
     loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
     loopDelayMaxMs: loopDelay.max / 1e6
@@ -78,7 +87,9 @@ let engine: Engine | undefined
 serveParent({
   start: async () => {
     engine = await makeEngine({
-      store: postgresStore({ url: Redacted.make(process.env.BENCH_DATABASE_URL!), tablePrefix: TABLE_PREFIX }),
+      store: process.env.BENCH_SQLITE_FILE === undefined
+        ? postgresStore({ url: Redacted.make(process.env.BENCH_DATABASE_URL!), tablePrefix: TABLE_PREFIX })
+        : sqliteStore({ filename: process.env.BENCH_SQLITE_FILE, tablePrefix: TABLE_PREFIX }),
       files: memoryFiles({ publicUrl: "http://bench.invalid" }),
       providers: {
         [BENCH_PROVIDER]: replicateProvider({
