@@ -6,10 +6,8 @@
  * idle; its RSS then is the reference. The jobs are then submitted through `Jobs.submit` by an
  * engine here with no workers. While every generation is in flight (the simulator has seen them
  * all start and none finish) the worker's RSS peak and CPU are taken from what it reports
- * (`process.memoryUsage.rss()`, `process.cpuUsage()` every 500 ms); lease-renewal statements are
- * counted in the worker by wrapping `pg`'s `Client.prototype.query`, over the whole time jobs
- * are in flight, and so are renewals that failed (the worker's "could not renew job leases"
- * warnings). The event loop's delay (p99 and longest) is taken from the worker's reports from the
+ * (`process.memoryUsage()`, `process.cpuUsage()` every 500 ms), and lease renewals that failed
+ * are counted (the worker's "could not renew job leases" warnings). The event loop's delay (p99 and longest) is taken from the worker's reports from the
  * release to the last completion. The figure is reported with the jobs that failed (and of them
  * the starts that could not be confirmed), then fails unless the simulator saw them all in flight
  * at once and every job completed.
@@ -49,12 +47,15 @@ const whole = (name: string, fallback: number) => {
 const settings = { inflightJobs: whole("BENCH_INFLIGHT_JOBS", 5_000), inflightPollMs: whole("BENCH_INFLIGHT_POLL_MS", 5_000) }
 /** The store of the submitter and the worker: PostgreSQL (default) or one SQLite file both open (BENCH_INFLIGHT_STORE=sqlite). */
 const STORE = process.env.BENCH_INFLIGHT_STORE === "sqlite" ? "sqlite" : "pg"
+/**
+ * Whether to measure the bare undici reference after the engine (BENCH_INFLIGHT_BARE=0: not).
+ * It depends on neither the store nor the build: runs side by side need it once.
+ */
+const BARE = process.env.BENCH_INFLIGHT_BARE !== "0"
 /** How long the simulator holds each generation (BENCH_INFLIGHT_GENERATION_MS, default 30 s). */
 const GENERATION_MS = whole("BENCH_INFLIGHT_GENERATION_MS", 30_000)
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
-const delta = (before: Record<string, number>, after: Record<string, number>) =>
-  Object.fromEntries(Object.entries(after).map(([kind, n]) => [kind, n - (before[kind] ?? 0)]).filter(([, n]) => Number(n) > 0))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
@@ -248,7 +249,6 @@ export const providerInflight = () =>
         if (hold.length === 0) throw new Error("provider_inflight: no report while every generation was in flight")
       }
 
-      log(`provider_inflight: statements from release to the last completion, by kind: ${JSON.stringify(delta(idle.byKind, done.byKind))}`)
       // The figures of a run that lost jobs are reported too: how many, and how the loop fared.
       const lost = completed !== jobs || sim.counters.starts !== jobs || hold.length === 0
       if (lost) log(`provider_inflight: ${failed} failed (${unconfirmed} unconfirmed starts), ${sim.counters.starts} starts, at most ${sim.counters.maxInFlight} in flight; loop delay p99 ${Math.max(0, ...released.map((r) => r.loopDelayP99Ms))} ms, longest ${Math.max(0, ...released.map((r) => r.loopDelayMaxMs))} ms`)
@@ -258,12 +258,12 @@ export const providerInflight = () =>
       const engineCpuPerPoll = (holdTo.cpuMicros - holdStart.cpuMicros) / Math.max(1, holdPolls)
       const askedPerSecond = jobs / (settings.inflightPollMs / 1000)
       // A reference that could not be measured leaves the engine's figures standing, without it.
-      const bare = await bareReference(jobs).catch((error: unknown) => {
+      const unmeasured = { cpuPerPoll: Number.NaN, pollsPerSecond: Number.NaN, rss: Number.NaN, loopDelayP99Ms: Number.NaN }
+      const bare = !BARE ? unmeasured : await bareReference(jobs).catch((error: unknown) => {
         log(`provider_inflight: the bare reference failed: ${String(error)}`)
-        return { cpuPerPoll: Number.NaN, pollsPerSecond: Number.NaN, rss: Number.NaN, loopDelayP99Ms: Number.NaN }
+        return unmeasured
       })
       const inFlightSeconds = (done.at - idle.at) / 1000
-      const renewals = done.leaseRenewals - idle.leaseRenewals
       const peak = hold.reduce((a, b) => (b.rss > a.rss ? b : a))
       const parts = (r: InflightCounts) => ({ heapUsed: MiB(r.heapUsed), heapTotal: MiB(r.heapTotal), external: MiB(r.external) })
       emit({
@@ -283,13 +283,8 @@ export const providerInflight = () =>
           idleMiB: parts(idle),
           holdSeconds: Math.round(holdSeconds * 10) / 10,
           cpuPercentWhileHolding: Math.round(((holdTo.cpuMicros - holdStart.cpuMicros) / 1e6 / holdSeconds) * 1000) / 10,
-          statementsPerSecondWhileHolding: Math.round(((holdTo.statements - holdStart.statements) / holdSeconds) * 10) / 10,
-          statementsWhileHoldingByKind: delta(holdStart.byKind, holdTo.byKind),
-          leaseRenewalStatements: renewals,
-          leaseRenewalStatementsPerSecond: Math.round((renewals / inFlightSeconds) * 1000) / 1000,
           // Renewals that timed out (one lease interval) waiting behind the start burst's writes.
           failedLeaseRenewals: failedRenewals,
-          leasesPerRenewal: renewals === 0 ? 0 : Math.round((done.leasesRenewed - idle.leasesRenewed) / renewals),
           pollsPerSecondAtSimulator: Math.round(sim.counters.polls / inFlightSeconds),
           failedJobs: failed,
           unconfirmedStarts: unconfirmed,
