@@ -1,14 +1,13 @@
 /**
  * provider_inflight: one worker process (providerInflightWorker.ts, BENCH_INFLIGHT_JOBS worker
  * fibers, the Replicate adapter) holding BENCH_INFLIGHT_JOBS generations of 30 s in flight at once
- * against the Replicate simulator (run in this process), on PostgreSQL. The worker's engine starts
+ * against the Replicate simulator (run in this process), on PostgreSQL, or with
+ * BENCH_INFLIGHT_STORE=sqlite on one SQLite file both processes open. The worker's engine starts
  * idle; its RSS then is the reference. The jobs are then submitted through `Jobs.submit` by an
  * engine here with no workers. While every generation is in flight (the simulator has seen them
  * all start and none finish) the worker's RSS peak and CPU are taken from what it reports
- * (`process.memoryUsage.rss()`, `process.cpuUsage()` every 500 ms); lease-renewal statements are
- * counted in the worker by wrapping `pg`'s `Client.prototype.query`, over the whole time jobs
- * are in flight, and so are renewals that failed (the worker's "could not renew job leases"
- * warnings). The event loop's delay (p99 and longest) is taken from the worker's reports from the
+ * (`process.memoryUsage()`, `process.cpuUsage()` every 500 ms), and lease renewals that failed
+ * are counted (the worker's "could not renew job leases" warnings). The event loop's delay (p99 and longest) is taken from the worker's reports from the
  * release to the last completion. The figure is reported with the jobs that failed (and of them
  * the starts that could not be confirmed), then fails unless the simulator saw them all in flight
  * at once and every job completed.
@@ -21,6 +20,10 @@
  * (generations / interval).
  */
 import { type ChildProcess, fork } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
 import { fileURLToPath } from "node:url"
 import { startReplicateSimulator } from "../test/simulators/replicate.js"
 import { childExecArgv, exited, goAll, readyAll } from "./lib/child.js"
@@ -28,6 +31,7 @@ import { Layer, Redacted, References } from "effect"
 import { makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
+import { sqliteStore } from "genjobs/sqlite"
 import { BENCH_PROVIDER, noopProvider, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
@@ -41,12 +45,17 @@ const whole = (name: string, fallback: number) => {
 }
 /** Generations one worker process holds in flight at once (BENCH_INFLIGHT_JOBS), and the wait between polls of each (the engine's default 5 s). */
 const settings = { inflightJobs: whole("BENCH_INFLIGHT_JOBS", 5_000), inflightPollMs: whole("BENCH_INFLIGHT_POLL_MS", 5_000) }
+/** The store of the submitter and the worker: PostgreSQL (default) or one SQLite file both open (BENCH_INFLIGHT_STORE=sqlite). */
+const STORE = process.env.BENCH_INFLIGHT_STORE === "sqlite" ? "sqlite" : "pg"
+/**
+ * Whether to measure the bare undici reference after the engine (BENCH_INFLIGHT_BARE=0: not).
+ * It depends on neither the store nor the build: runs side by side need it once.
+ */
+const BARE = process.env.BENCH_INFLIGHT_BARE !== "0"
 /** How long the simulator holds each generation (BENCH_INFLIGHT_GENERATION_MS, default 30 s). */
 const GENERATION_MS = whole("BENCH_INFLIGHT_GENERATION_MS", 30_000)
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
-const delta = (before: Record<string, number>, after: Record<string, number>) =>
-  Object.fromEntries(Object.entries(after).map(([kind, n]) => [kind, n - (before[kind] ?? 0)]).filter(([, n]) => Number(n) > 0))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
@@ -88,17 +97,86 @@ const bareReference = async (jobs: number) => {
   }
 }
 
+/**
+ * The store both processes use, and the parent's own handle on it: the worker's environment,
+ * holding the pending jobs back from the worker's claims while its idle RSS is taken (PostgreSQL:
+ * row locks, which its claims skip; SQLite, where a lock would stall the worker's every
+ * statement: a status no claim looks for, set back on release), and a count of jobs.
+ */
+interface BenchStore {
+  readonly name: string
+  readonly layer: ReturnType<typeof postgresStore> | ReturnType<typeof sqliteStore>
+  readonly workerEnv: Record<string, string>
+  readonly hold: () => Promise<void>
+  readonly release: () => Promise<void>
+  readonly count: (where: string) => Promise<number>
+  readonly close: () => Promise<void>
+}
+
+const pgStore = async (url: string, name: string): Promise<BenchStore> => {
+  const client = await connect(name)
+  return {
+    name: "PostgreSQL",
+    layer: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
+    workerEnv: { BENCH_DATABASE_URL: url },
+    hold: async () => {
+      await client.query("BEGIN")
+      await client.query(`SELECT id FROM ${TABLE_PREFIX}jobs WHERE status = 'pending' FOR UPDATE`)
+    },
+    release: async () => void (await client.query("COMMIT")),
+    count: async (where) => Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE ${where}`)).rows[0].n),
+    close: () => client.end()
+  }
+}
+
+const HELD = "bench_held"
+
+const sqliteBenchStore = (dir: string): BenchStore => {
+  const filename = join(dir, "inflight.db")
+  let db: DatabaseSync | undefined
+  // Opened once the submitter has made the file and its tables; waits out the worker's writes.
+  const open = () => (db ??= new DatabaseSync(filename, { timeout: 60_000 }))
+  return {
+    name: "SQLite",
+    layer: sqliteStore({ filename, tablePrefix: TABLE_PREFIX }),
+    workerEnv: { BENCH_SQLITE_FILE: filename },
+    hold: async () => void open().prepare(`UPDATE ${TABLE_PREFIX}jobs SET status = '${HELD}' WHERE status = 'pending'`).run(),
+    release: async () => void open().prepare(`UPDATE ${TABLE_PREFIX}jobs SET status = 'pending' WHERE status = '${HELD}'`).run(),
+    count: async (where) => Number((open().prepare(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE ${where}`).get() as { n: number }).n),
+    close: async () => db?.close()
+  }
+}
+
+/** Runs `body` on a fresh store of the kind BENCH_INFLIGHT_STORE asks, dropped afterwards. */
+const withStore = <A>(body: (store: BenchStore) => Promise<A>): Promise<A> => {
+  if (STORE === "pg") {
+    return withDatabase("provider_inflight", async (url, name) => {
+      const store = await pgStore(url, name)
+      try {
+        return await body(store)
+      } finally {
+        await store.close()
+      }
+    })
+  }
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-inflight-"))
+  const store = sqliteBenchStore(dir)
+  return body(store).finally(async () => {
+    await store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+}
+
 export const providerInflight = () =>
-  withDatabase("provider_inflight", async (url, name) => {
+  withStore(async (store) => {
     const jobs = settings.inflightJobs
     const sim = await startReplicateSimulator({ durationMs: GENERATION_MS })
     let child: ChildProcess | undefined
-    const client = await connect(name)
     try {
       // The schema, the catalog and a funded account, made by an engine with no workers (and no
       // log line per submit: stdout carries the figures).
       const submitter = await makeEngine({
-        store: postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }),
+        store: store.layer,
         files: memoryFiles({ publicUrl: "http://bench.invalid" }),
         providers: { [BENCH_PROVIDER]: noopProvider },
         workers: 0,
@@ -111,16 +189,15 @@ export const providerInflight = () =>
       const submitStart = performance.now()
       await submitMany(submitter, [caller!], jobs, 16)
       const submitSeconds = (performance.now() - submitStart) / 1000
-      // Row locks keep the pending jobs from the worker's claims (SKIP LOCKED) while its idle
-      // RSS is taken; on COMMIT it claims them all in one go, as a worker finding a backlog does.
-      await client.query("BEGIN")
-      await client.query(`SELECT id FROM ${TABLE_PREFIX}jobs WHERE status = 'pending' FOR UPDATE`)
+      // The pending jobs are kept from the worker's claims while its idle RSS is taken; on
+      // release it claims them all in one go, as a worker finding a backlog does.
+      await store.hold()
       // As forkTs, but its log lines go to stderr (stdout carries the figures), counted.
       child = fork(fileURLToPath(new URL("providerInflightWorker.ts", import.meta.url)), [], {
         execArgv: childExecArgv(),
         env: {
           ...process.env,
-          BENCH_DATABASE_URL: url,
+          ...store.workerEnv,
           BENCH_SIM_URL: sim.url,
           BENCH_SIM_TOKEN: sim.apiToken,
           BENCH_CONCURRENCY: String(jobs),
@@ -142,7 +219,7 @@ export const providerInflight = () =>
       await sleep(IDLE_MS)
       const idle = reports.at(-1)!
       if (sim.counters.starts !== 0) throw new Error("provider_inflight: the worker started generations before the jobs were released")
-      await client.query("COMMIT")
+      await store.release()
 
       const releasedAt = performance.now()
       const progress = setInterval(() => log(`provider_inflight: ${sim.counters.starts} started, ${sim.counters.inFlight} in flight`), 5_000)
@@ -157,7 +234,7 @@ export const providerInflight = () =>
       const hold = reports.slice(holdFrom)
       const holdTo = reports.at(-1)!
       const holdStart = reports[holdFrom - 1]!
-      const count = async (where: string) => Number((await client.query(`SELECT count(*) AS n FROM genjobs_jobs WHERE ${where}`)).rows[0].n)
+      const count = store.count
       await waitFor("every job to complete", async () => (await count("status IN ('pending', 'processing')")) === 0, 1_000, 10 * 60_000)
       const done = reports.at(-1)!
       const completed = await count("status = 'completed'")
@@ -172,7 +249,6 @@ export const providerInflight = () =>
         if (hold.length === 0) throw new Error("provider_inflight: no report while every generation was in flight")
       }
 
-      log(`provider_inflight: statements from release to the last completion, by kind: ${JSON.stringify(delta(idle.byKind, done.byKind))}`)
       // The figures of a run that lost jobs are reported too: how many, and how the loop fared.
       const lost = completed !== jobs || sim.counters.starts !== jobs || hold.length === 0
       if (lost) log(`provider_inflight: ${failed} failed (${unconfirmed} unconfirmed starts), ${sim.counters.starts} starts, at most ${sim.counters.maxInFlight} in flight; loop delay p99 ${Math.max(0, ...released.map((r) => r.loopDelayP99Ms))} ms, longest ${Math.max(0, ...released.map((r) => r.loopDelayMaxMs))} ms`)
@@ -182,15 +258,17 @@ export const providerInflight = () =>
       const engineCpuPerPoll = (holdTo.cpuMicros - holdStart.cpuMicros) / Math.max(1, holdPolls)
       const askedPerSecond = jobs / (settings.inflightPollMs / 1000)
       // A reference that could not be measured leaves the engine's figures standing, without it.
-      const bare = await bareReference(jobs).catch((error: unknown) => {
+      const unmeasured = { cpuPerPoll: Number.NaN, pollsPerSecond: Number.NaN, rss: Number.NaN, loopDelayP99Ms: Number.NaN }
+      const bare = !BARE ? unmeasured : await bareReference(jobs).catch((error: unknown) => {
         log(`provider_inflight: the bare reference failed: ${String(error)}`)
-        return { cpuPerPoll: Number.NaN, pollsPerSecond: Number.NaN, rss: Number.NaN, loopDelayP99Ms: Number.NaN }
+        return unmeasured
       })
       const inFlightSeconds = (done.at - idle.at) / 1000
-      const renewals = done.leaseRenewals - idle.leaseRenewals
+      const peak = hold.reduce((a, b) => (b.rss > a.rss ? b : a))
+      const parts = (r: InflightCounts) => ({ heapUsed: MiB(r.heapUsed), heapTotal: MiB(r.heapTotal), external: MiB(r.external) })
       emit({
         figure: "provider_inflight_rss",
-        engine: MiB(Math.max(...hold.map((r) => r.rss))),
+        engine: MiB(peak.rss),
         reference: MiB(idle.rss),
         unit: "MiB",
         better: "lower",
@@ -198,17 +276,15 @@ export const providerInflight = () =>
         params: {
           inFlight: sim.counters.maxInFlight,
           generationSeconds: GENERATION_MS / 1000,
-          store: "PostgreSQL",
+          store: store.name,
           pollIntervalMs: settings.inflightPollMs,
+          // What the RSS is made of at its peak and idle (MiB): V8's heap used, the heap reserved (its young generation grows under load), memory outside it.
+          atPeakMiB: parts(peak),
+          idleMiB: parts(idle),
           holdSeconds: Math.round(holdSeconds * 10) / 10,
           cpuPercentWhileHolding: Math.round(((holdTo.cpuMicros - holdStart.cpuMicros) / 1e6 / holdSeconds) * 1000) / 10,
-          statementsPerSecondWhileHolding: Math.round(((holdTo.statements - holdStart.statements) / holdSeconds) * 10) / 10,
-          statementsWhileHoldingByKind: delta(holdStart.byKind, holdTo.byKind),
-          leaseRenewalStatements: renewals,
-          leaseRenewalStatementsPerSecond: Math.round((renewals / inFlightSeconds) * 1000) / 1000,
           // Renewals that timed out (one lease interval) waiting behind the start burst's writes.
           failedLeaseRenewals: failedRenewals,
-          leasesPerRenewal: renewals === 0 ? 0 : Math.round((done.leasesRenewed - idle.leasesRenewed) / renewals),
           pollsPerSecondAtSimulator: Math.round(sim.counters.polls / inFlightSeconds),
           failedJobs: failed,
           unconfirmedStarts: unconfirmed,
@@ -242,7 +318,6 @@ export const providerInflight = () =>
       })
     } finally {
       if (child !== undefined) await exited(child, () => child!.send({ type: "stop" }))
-      await client.end()
       await sim.close()
     }
   })

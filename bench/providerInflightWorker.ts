@@ -1,31 +1,29 @@
 /**
  * The worker process of the provider_inflight figure: the engine from its public entries on
- * PostgreSQL with BENCH_CONCURRENCY worker fibers and the Replicate adapter pointed at the
- * parent's simulator, no HTTP. It counts the statements it sends (every `pg` Client.query, the
- * pool's and the LISTEN connection's alike) and which of them renew leases, and reports them with
- * its CPU time, RSS and event-loop delay (perf_hooks, since the previous report) to the parent
- * every 500 ms.
+ * PostgreSQL (or the SQLite file BENCH_SQLITE_FILE) with BENCH_CONCURRENCY worker fibers and the
+ * Replicate adapter pointed at the parent's simulator, no HTTP. It reports its CPU time, RSS (and
+ * its parts) and event-loop delay (perf_hooks, since the previous report) to the parent every
+ * 500 ms. (It no longer counts statements: it did so by wrapping `pg`'s Client.query, and on
+ * Effect 4 the store speaks PostgreSQL's protocol itself, without `pg`.)
  */
 import { Layer, Redacted, References } from "effect"
 import { type Engine, makeEngine } from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
+import { sqliteStore } from "genjobs/sqlite"
 import { replicateProvider } from "genjobs/providers/replicate"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import pg from "pg"
 import { serveParent } from "./lib/child.js"
 import { BENCH_PROVIDER, TABLE_PREFIX } from "./lib/engine.js"
 
 export interface InflightCounts {
   readonly type: "counts"
-  readonly statements: number
-  readonly leaseRenewals: number
-  /** Leases renewed by those statements, in all. */
-  readonly leasesRenewed: number
   readonly cpuMicros: number
   readonly rss: number
-  /** Statements by their first words, for the figure's breakdown. */
-  readonly byKind: Record<string, number>
+  /** process.memoryUsage()'s parts of that RSS: V8's heap (used, and reserved with its young generation), and memory outside it (buffers, sockets). */
+  readonly heapUsed: number
+  readonly heapTotal: number
+  readonly external: number
   /** The event loop's delay since the previous report: its 99th percentile and its longest, in ms. */
   readonly loopDelayP99Ms: number
   readonly loopDelayMaxMs: number
@@ -34,38 +32,16 @@ export interface InflightCounts {
 const loopDelay = monitorEventLoopDelay({ resolution: 10 })
 loopDelay.enable()
 
-let statements = 0
-let leaseRenewals = 0
-let leasesRenewed = 0
-const byKind: Record<string, number> = {}
-const query = pg.Client.prototype.query as (...args: Array<unknown>) => unknown
-pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
-  statements++
-  const first = args[0]
-  // `query(text, values, callback)`, or `query({ name, text, values }, callback)` for a prepared statement.
-  const text = typeof first === "string" ? first : (first as { text?: unknown } | undefined)?.text
-  const values = typeof first === "string" ? args[1] : (first as { values?: unknown } | undefined)?.values
-  // LeaseKeeper's one statement per tick (SqlJobs.renewLeases): an UPDATE over a JSON list of leases.
-  const kind = typeof text === "string" ? text.trim().split(/\s+/).slice(0, 3).join(" ") : "?"
-  byKind[kind] = (byKind[kind] ?? 0) + 1
-  if (typeof text === "string" && text.includes("SET lease_expires_at") && text.includes("jsonb_to_recordset")) {
-    leaseRenewals++
-    const list = Array.isArray(values) ? values.find((v) => typeof v === "string" && v.startsWith("[{")) : undefined
-    if (typeof list === "string") leasesRenewed += (JSON.parse(list) as Array<unknown>).length
-  }
-  return query.apply(this, args)
-} as typeof pg.Client.prototype.query
-
 const report = () => {
   const cpu = process.cpuUsage()
+  const memory = process.memoryUsage()
   process.send!({
     type: "counts",
-    statements,
-    leaseRenewals,
-    leasesRenewed,
     cpuMicros: cpu.user + cpu.system,
-    rss: process.memoryUsage.rss(),
-    byKind,
+    rss: memory.rss,
+    heapUsed: memory.heapUsed,
+    heapTotal: memory.heapTotal,
+    external: memory.external,
     loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
     loopDelayMaxMs: loopDelay.max / 1e6
   } satisfies InflightCounts)
@@ -78,7 +54,9 @@ let engine: Engine | undefined
 serveParent({
   start: async () => {
     engine = await makeEngine({
-      store: postgresStore({ url: Redacted.make(process.env.BENCH_DATABASE_URL!), tablePrefix: TABLE_PREFIX }),
+      store: process.env.BENCH_SQLITE_FILE === undefined
+        ? postgresStore({ url: Redacted.make(process.env.BENCH_DATABASE_URL!), tablePrefix: TABLE_PREFIX })
+        : sqliteStore({ filename: process.env.BENCH_SQLITE_FILE, tablePrefix: TABLE_PREFIX }),
       files: memoryFiles({ publicUrl: "http://bench.invalid" }),
       providers: {
         [BENCH_PROVIDER]: replicateProvider({

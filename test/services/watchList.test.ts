@@ -178,6 +178,41 @@ describe("the watch list", () => {
     }))
   }, 60_000)
 
+  it("a poll whose progress is written is not polled again for its own hint: the next poll waits its interval", async () => {
+    // gen_1 reports more progress on every poll and asks for its next one in ten minutes; gen_2
+    // is polled every 30 ms, reporting nothing: the ticks of the list that a second poll of
+    // gen_1, were it due at once, would have gone out in.
+    const polls = { one: 0, two: 0 }
+    let starts = 0
+    const provider: GenerationProvider = {
+      start: () => Effect.sync(() => ({ _tag: "Started", handle: { id: `gen_${++starts}` } } as const)),
+      poll: (handle) =>
+        Effect.sync(() => {
+          if (handle.id === "gen_1") return { _tag: "Running", progress: Math.min(90, ++polls.one * 10), pollAfterMs: 600_000 } as const
+          polls.two++
+          return { _tag: "Running", pollAfterMs: 30 } as const
+        }),
+      cancel: () => Effect.void
+    }
+    // Neither generation ends: the worker's drain at the end is not waited out.
+    const runtime = engine(provider, { drainTimeoutMs: 100 })
+    await runtime.runPromise(Effect.gen(function*() {
+      const ids = yield* submitMany(2)
+      const scope = yield* Scope.make()
+      yield* (yield* Worker).start(4).pipe(Scope.provide(scope))
+      const progressed = Effect.gen(function*() {
+        const repo = yield* JobRepo
+        for (const id of ids) if (Option.getOrThrow(yield* repo.get(id)).providerProgress === 10) return true
+        return false
+      })
+      yield* until("the first poll's progress to be written", () => progressed)
+      const from = polls.two
+      yield* until("five more polls of the other generation", () => polls.two >= from + 5)
+      expect(polls.one).toBe(1)
+      yield* Scope.close(scope, Exit.void)
+    }))
+  }, 60_000)
+
   it("a lost lease drops the generation from the watch list: no more polls, the job left for the next claim", async () => {
     const { provider, state } = heldProvider({ pollIntervalMs: 50 })
     const runtime = engine(provider, { leaseMs: 600 })

@@ -10,12 +10,18 @@ import { makeWriteBatcher } from "../writeBatcher.js"
 export interface ReportMarks {
   progress: number | undefined
   log: ProviderLogMark
+  /**
+   * This run's own write was just published to the job's followers: the hint comes back to the
+   * watcher (at once in-process, after a NOTIFY on PostgreSQL), and is not a provider callback.
+   */
+  echo: boolean
 }
 
 /** The marks of a job as claimed: a run taken over from another goes on from what that one wrote. */
 export const marksOf = (request: ProviderRequest): ReportMarks => ({
   progress: request.job.providerProgress,
-  log: request.job.providerLog ?? emptyLogMark
+  log: request.job.providerLog ?? emptyLogMark,
+  echo: false
 })
 
 export interface ProviderReports {
@@ -53,6 +59,7 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
           if (!written) return Effect.void
           if (progress !== undefined) marks.progress = progress
           if (log !== undefined) marks.log = log.mark
+          marks.echo = true
           return events.publish([jobId])
         }),
         Effect.catch((error) => Effect.logWarning("a job's provider progress and logs could not be written", { jobId }, error.message))

@@ -128,6 +128,8 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
       Effect.suspend(() => {
         if (entry.state !== "ready") return Effect.void
         entry.state = "polling"
+        // An echo of the previous poll's report not heard by now is not waited for: a hint from here on is a callback.
+        entry.marks.echo = false
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           providerPollLagSecondsOf(entry.providerId).updateUnsafe(Math.max(0, now - entry.dueAt) / 1000, metrics)
           if (entry.deadline !== undefined && now >= entry.deadline) {
@@ -214,6 +216,13 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
     yield* events.subscribeAll((jobId) => {
       const entry = jobId === undefined ? undefined : byJob.get(jobId)
       if (entry === undefined) return
+      // The hint of the generation's own report: polling at once for it would poll every
+      // generation whose progress moves twice an interval (a callback in the same moment waits
+      // for the next poll, as without callbacks).
+      if (entry.marks.echo) {
+        entry.marks.echo = false
+        return
+      }
       if (entry.state === "polling") entry.hinted = true
       else if (entry.state === "waiting") {
         const lane = lanes.get(entry.providerId)!
