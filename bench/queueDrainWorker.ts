@@ -14,11 +14,27 @@ process.stdout.write = process.stderr.write.bind(process.stderr) as typeof proce
 
 let engine: Engine | undefined
 
+// BENCH_DRAIN_COUNT=1 (queueDrainCost.ts): counts the statements sent, by their first 60 characters (each
+// statement's span gets its text as an attribute), printed to stderr on stop.
+const counts = new Map<string, number>()
+if (process.env.BENCH_DRAIN_COUNT === "1") {
+  const { NativeSpan } = await import("effect/Tracer")
+  const attribute = NativeSpan.prototype.attribute
+  NativeSpan.prototype.attribute = function(key: string, value: unknown) {
+    if (key === "db.query.text") {
+      const kind = String(value).replace(/\s+/g, " ").trim().slice(0, 60)
+      counts.set(kind, (counts.get(kind) ?? 0) + 1)
+    }
+    return attribute.call(this, key, value)
+  }
+}
+
 serveParent({
   start: async () => {
     engine = await startDrainEngine(process.env.BENCH_DATABASE_URL!, Number(process.env.BENCH_CONCURRENCY), queueFromEnv())
   },
   stop: async () => {
     await engine?.dispose()
+    if (counts.size > 0) process.stderr.write(`statements ${process.pid} ${JSON.stringify([...counts].sort((a, b) => b[1] - a[1]))}\n`)
   }
 })
