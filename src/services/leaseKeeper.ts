@@ -51,25 +51,24 @@ export const makeLeaseKeeper: Effect.Effect<LeaseKeeper, never, JobRepo | Engine
    * would have ended meanwhile: behind thousands of job runs' writes a renewal cut off after one
    * interval would give up its place in the pool's queue at every tick and never be served.
    */
-  const renew = (leases: ReadonlyArray<Lease>, now: number) =>
-    Effect.gen(function*() {
-      const budget = Math.max(interval, Math.min(...leases.map((lease) => lease.expiresAt)) - now)
-      const exit = yield* Effect.exit(
-        repo.renewLeases(leases.map(({ id, workerId }) => ({ id, workerId })), now, config.leaseMs).pipe(Effect.timeout(Duration.millis(budget)))
-      )
-      if (Exit.isSuccess(exit)) {
-        const renewed = new Set(exit.value)
-        for (const lease of leases) {
-          // Renewals overlap when the store is slow: an older one answering last never shortens what a newer one knew.
-          if (renewed.has(lease.id)) lease.expiresAt = Math.max(lease.expiresAt, now + config.leaseMs)
-          else lose(lease)
-        }
-        return
+  const renew = Effect.fnUntraced(function*(leases: ReadonlyArray<Lease>, now: number) {
+    const budget = Math.max(interval, Math.min(...leases.map((lease) => lease.expiresAt)) - now)
+    const exit = yield* Effect.exit(
+      repo.renewLeases(leases.map(({ id, workerId }) => ({ id, workerId })), now, config.leaseMs).pipe(Effect.timeout(Duration.millis(budget)))
+    )
+    if (Exit.isSuccess(exit)) {
+      const renewed = new Set(exit.value)
+      for (const lease of leases) {
+        // Renewals overlap when the store is slow: an older one answering last never shortens what a newer one knew.
+        if (renewed.has(lease.id)) lease.expiresAt = Math.max(lease.expiresAt, now + config.leaseMs)
+        else lose(lease)
       }
-      yield* Effect.logWarning("could not renew job leases", Cause.pretty(exit.cause))
-      const after = yield* Clock.currentTimeMillis
-      for (const lease of leases) if (after >= lease.expiresAt) lose(lease)
-    })
+      return
+    }
+    yield* Effect.logWarning("could not renew job leases", Cause.pretty(exit.cause))
+    const after = yield* Clock.currentTimeMillis
+    for (const lease of leases) if (after >= lease.expiresAt) lose(lease)
+  })
 
   // Each tick renews what is held then, without waiting for an earlier renewal still queued.
   const tick = Effect.gen(function*() {

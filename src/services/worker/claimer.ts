@@ -23,18 +23,17 @@ const yieldToEventLoop = Effect.callback<void>((resume) => {
  * buffer. Uninterruptible from taking the idle fibers to the buffer: a drain never strands
  * claimed jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
  */
-const claimForIdle = (deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, broker: BrokerClaims | undefined) =>
-  Effect.uninterruptible(Effect.gen(function*() {
-    const free = yield* Ref.modify(pool.idle, (idle) => [Math.min(idle, MAX_CLAIM), idle - Math.min(idle, MAX_CLAIM)] as const)
-    if (free === 0) return Option.none()
-    const exit = yield* Effect.exit(
-      claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
-    )
-    const taken = Exit.isSuccess(exit) ? exit.value.length : 0
-    yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
-    yield* Ref.update(pool.idle, (n) => n + free - taken)
-    return Option.some({ free, exit })
-  }))
+const claimForIdle = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, broker: BrokerClaims | undefined) {
+  const free = yield* Ref.modify(pool.idle, (idle) => [Math.min(idle, MAX_CLAIM), idle - Math.min(idle, MAX_CLAIM)] as const)
+  if (free === 0) return Option.none()
+  const exit = yield* Effect.exit(
+    claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
+  )
+  const taken = Exit.isSuccess(exit) ? exit.value.length : 0
+  yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
+  yield* Ref.update(pool.idle, (n) => n + free - taken)
+  return Option.some({ free, exit })
+}, Effect.uninterruptible)
 
 /**
  * One claim, then the wait before the next: for a fiber to free when none was idle, and with
@@ -42,29 +41,28 @@ const claimForIdle = (deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool
  * idle. With a broker the claim itself waited for deliveries. Answers whether the claim failed
  * (the claimer waits the store backoff then).
  */
-const claimOnce = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined) =>
-  Effect.gen(function*() {
-    const claimed = yield* claimForIdle(deps, pool, broker)
-    if (Option.isNone(claimed)) return yield* Effect.as(Queue.take(pool.freed), false)
-    const { exit, free } = claimed.value
-    if (Exit.isFailure(exit)) {
-      yield* Effect.logError(broker === undefined ? "worker could not reach the store" : "worker could not reach the store or the queue", Cause.pretty(exit.cause))
-      return true
-    } else if (exit.value.length < free && broker === undefined) {
-      // The queue ran dry, or what is left waits for provider room: a submit signals, a
-      // limited job ending here frees room, and the poll covers a lost signal and room
-      // freed in other processes. Without limits no end frees room: the wait is the signal's
-      // alone, with no race (and its two fibers) per wait. A limit added meanwhile counts from
-      // the next wait (its room freed meanwhile is kept: roomFreed holds the last offer).
-      yield* deps.limits.anyLimited()
-        ? Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
-        : deps.signal.wait(deps.config.pollIntervalMs)
-    } else {
-      // A full claim: more may wait, claimed next once the runs begun here let the loop go.
-      yield* yieldToEventLoop
-    }
-    return false
-  })
+const claimOnce = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined) {
+  const claimed = yield* claimForIdle(deps, pool, broker)
+  if (Option.isNone(claimed)) return yield* Effect.as(Queue.take(pool.freed), false)
+  const { exit, free } = claimed.value
+  if (Exit.isFailure(exit)) {
+    yield* Effect.logError(broker === undefined ? "worker could not reach the store" : "worker could not reach the store or the queue", Cause.pretty(exit.cause))
+    return true
+  } else if (exit.value.length < free && broker === undefined) {
+    // The queue ran dry, or what is left waits for provider room: a submit signals, a
+    // limited job ending here frees room, and the poll covers a lost signal and room
+    // freed in other processes. Without limits no end frees room: the wait is the signal's
+    // alone, with no race (and its two fibers) per wait. A limit added meanwhile counts from
+    // the next wait (its room freed meanwhile is kept: roomFreed holds the last offer).
+    yield* deps.limits.anyLimited()
+      ? Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
+      : deps.signal.wait(deps.config.pollIntervalMs)
+  } else {
+    // A full claim: more may wait, claimed next once the runs begun here let the loop go.
+    yield* yieldToEventLoop
+  }
+  return false
+})
 
 /**
  * The claimer: claims for idle fibers for as long as the worker runs. After failed claims in a

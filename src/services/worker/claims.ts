@@ -13,61 +13,59 @@ export interface Claimed {
 export type BrokerClaims = Effect.Success<ReturnType<typeof makeBrokerClaims>>
 
 /** Claims up to `limit` jobs from the store; each lease's end measured before the claim, so never late. */
-export const claimUpTo = (
+export const claimUpTo = Effect.fnUntraced(function*(
   { config, limits, repo }: Pick<WorkerDeps, "config" | "limits" | "repo">,
   workerId: string,
   limit: number
-): Effect.Effect<Array<Claimed>, StoreError> =>
-  Effect.gen(function*() {
-    const plan = yield* limits.current
-    const now = yield* Clock.currentTimeMillis
-    const jobs = yield* repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit, limits: plan })
-    return jobs.map((job) => ({ job, leaseExpiresAt: now + config.leaseMs }))
-  })
+): Effect.fn.Return<Array<Claimed>, StoreError> {
+  const plan = yield* limits.current
+  const now = yield* Clock.currentTimeMillis
+  const jobs = yield* repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit, limits: plan })
+  return jobs.map((job) => ({ job, leaseExpiresAt: now + config.leaseMs }))
+})
 
 /**
  * Up to `limit` jobs for the new lease owner `workerId`. From a broker: limited versions'
  * pending jobs from the store (their room is counted there), the rest from the broker's
  * deliveries, waiting up to `waitMs` for one. From the store: one claim, no wait.
  */
-export const claimFor = (
+export const claimFor = Effect.fnUntraced(function*(
   deps: Pick<WorkerDeps, "config" | "limits" | "repo">,
   broker: BrokerClaims | undefined,
   workerId: string,
   limit: number,
   waitMs: number
-): Effect.Effect<ReadonlyArray<Claimed>, StoreError | QueueError> =>
-  Effect.gen(function*() {
-    if (broker === undefined) return yield* claimUpTo(deps, workerId, limit)
-    const { config, limits, repo } = deps
-    const plan = yield* limits.current
-    const options = { workerId, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limits: plan }
-    const limitedAt = yield* Clock.currentTimeMillis
-    const limited = plan.versions.length === 0 ? [] : yield* repo.claimBatch({ ...options, now: limitedAt, limit, limitedOnly: true })
-    const rest = limit - limited.length
-    // The claim's time is read after the wait for a delivery (up to waitMs): it starts the
-    // lease and the job's startedAt.
-    let deliveredAt = limitedAt
-    const delivered = rest < 1 ? [] : yield* broker.take(
-      rest,
-      limited.length > 0 ? 0 : waitMs,
-      (ids) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          deliveredAt = now
-          return repo.claimIds(ids, { ...options, now })
-        }),
-      (id) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "processing")
-    ).pipe(
-      // What the limited claim took is this worker's now: a broker or store fault after it must
-      // not leave those jobs under a lease no run holds (each would cost an attempt, and a first
-      // pickup's start mark would read as a lost start).
-      Effect.catch((error) =>
-        limited.length === 0
-          ? Effect.fail(error)
-          : Effect.as(Effect.logWarning("worker could not take queue deliveries; running the jobs claimed so far", error.message), []))
-    )
-    return [
-      ...limited.map((job) => ({ job, leaseExpiresAt: limitedAt + config.leaseMs })),
-      ...delivered.map((job) => ({ job, leaseExpiresAt: deliveredAt + config.leaseMs }))
-    ]
-  })
+): Effect.fn.Return<ReadonlyArray<Claimed>, StoreError | QueueError> {
+  if (broker === undefined) return yield* claimUpTo(deps, workerId, limit)
+  const { config, limits, repo } = deps
+  const plan = yield* limits.current
+  const options = { workerId, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limits: plan }
+  const limitedAt = yield* Clock.currentTimeMillis
+  const limited = plan.versions.length === 0 ? [] : yield* repo.claimBatch({ ...options, now: limitedAt, limit, limitedOnly: true })
+  const rest = limit - limited.length
+  // The claim's time is read after the wait for a delivery (up to waitMs): it starts the
+  // lease and the job's startedAt.
+  let deliveredAt = limitedAt
+  const delivered = rest < 1 ? [] : yield* broker.take(
+    rest,
+    limited.length > 0 ? 0 : waitMs,
+    (ids) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        deliveredAt = now
+        return repo.claimIds(ids, { ...options, now })
+      }),
+    (id) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "processing")
+  ).pipe(
+    // What the limited claim took is this worker's now: a broker or store fault after it must
+    // not leave those jobs under a lease no run holds (each would cost an attempt, and a first
+    // pickup's start mark would read as a lost start).
+    Effect.catch((error) =>
+      limited.length === 0
+        ? Effect.fail(error)
+        : Effect.as(Effect.logWarning("worker could not take queue deliveries; running the jobs claimed so far", error.message), []))
+  )
+  return [
+    ...limited.map((job) => ({ job, leaseExpiresAt: limitedAt + config.leaseMs })),
+    ...delivered.map((job) => ({ job, leaseExpiresAt: deliveredAt + config.leaseMs }))
+  ]
+})

@@ -33,36 +33,35 @@ export const reaper = (deps: Pick<WorkerDeps, "config" | "repo">, workerId: stri
  * One queue relay pass, if this process holds (or takes) the pass: publishes again what the
  * broker may have lost, going on through the backlog from `after`; answers where to go on from.
  */
-const relayOnce = (
+const relayOnce = Effect.fnUntraced(function*(
   { config, repo }: Pick<WorkerDeps, "config" | "repo">,
   workerId: string,
   publish: (jobs: ReadonlyArray<QueuedJob>) => Effect.Effect<void, QueueError>,
   after: QueuePosition | null
-): Effect.Effect<QueuePosition | null, StoreError | QueueError> =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    const gaps = yield* repo.queueGaps({
-      workerId,
-      now,
-      passMs: 2 * config.queueRelayIntervalMs,
-      graceMs: config.queueRelayGraceMs,
-      after,
-      maxAttempts: config.maxAttempts,
-      limit: RELAY_LIMIT
-    })
-    if (Option.isNone(gaps)) return null
-    const { expired, pending } = gaps.value
-    // Without a weight: each lane keeps the one its account's submits gave it (1 for a new lane).
-    const jobs = [...expired, ...pending].map((gap): QueuedJob => ({ jobId: gap.id, accountId: gap.accountId }))
-    if (jobs.length > 0) {
-      yield* publish(jobs)
-      yield* Effect.logInfo("the queue relay published jobs again that the broker had not delivered in time", {
-        pending: pending.length,
-        expiredLeases: expired.length
-      })
-    }
-    return pending.length < RELAY_LIMIT ? null : pending[pending.length - 1]!
+): Effect.fn.Return<QueuePosition | null, StoreError | QueueError> {
+  const now = yield* Clock.currentTimeMillis
+  const gaps = yield* repo.queueGaps({
+    workerId,
+    now,
+    passMs: 2 * config.queueRelayIntervalMs,
+    graceMs: config.queueRelayGraceMs,
+    after,
+    maxAttempts: config.maxAttempts,
+    limit: RELAY_LIMIT
   })
+  if (Option.isNone(gaps)) return null
+  const { expired, pending } = gaps.value
+  // Without a weight: each lane keeps the one its account's submits gave it (1 for a new lane).
+  const jobs = [...expired, ...pending].map((gap): QueuedJob => ({ jobId: gap.id, accountId: gap.accountId }))
+  if (jobs.length > 0) {
+    yield* publish(jobs)
+    yield* Effect.logInfo("the queue relay published jobs again that the broker had not delivered in time", {
+      pending: pending.length,
+      expiredLeases: expired.length
+    })
+  }
+  return pending.length < RELAY_LIMIT ? null : pending[pending.length - 1]!
+})
 
 /**
  * The queue relay, with a broker: a pass every `queueRelayIntervalMs`, the first one interval
