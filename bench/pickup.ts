@@ -366,11 +366,10 @@ export const pickup = async () => {
     const graphile = referenceConfig === "batched" ? batched : unbatched
     const referenceIs = `graphile-worker 0.18, latencyTest shape (addJob -> task start), the lower p50 of its two configurations: ` +
       `${referenceConfig} (${graphileConfigLabel[referenceConfig]})`
+    // How every case was run: the params each figure starts with.
+    const shape = { samples, warmup: WARMUP, workers: 1, pauseMs: PAUSE_MS }
     const common = {
-      samples,
-      warmup: WARMUP,
-      workers: 1,
-      pauseMs: PAUSE_MS,
+      ...shape,
       referenceP99: ms(p99(graphile)),
       referenceMax: ms(percentile(graphile.latencies, 100)),
       referenceConfig,
@@ -443,10 +442,7 @@ export const pickup = async () => {
       params: {
         measured: "Redis Streams queue; submits through an engine without workers (commit, then the publish script), the worker's engine " +
           "in another process (woken by the lanes' bell, one receive script, then a claim by id)",
-        samples,
-        warmup: WARMUP,
-        workers: 1,
-        pauseMs: PAUSE_MS,
+        ...shape,
         referenceP99: ms(p99(bullmq)),
         referenceMax: ms(percentile(bullmq.latencies, 100)),
         referenceP50ByFifth: p50ByPart(bullmq.latencies),
