@@ -1,17 +1,25 @@
-import { Effect, Layer, Metric } from "effect"
+import { Effect, Layer, type Metric } from "effect"
 import { ProviderHealth } from "../services/ProviderHealth.js"
 import { providerFailuresOf, providerFallbacksOf, providerStartsOf, providerStartsUnconfirmedOf } from "./metricSeries.js"
 
-/** ProviderHealth, counted: starts, unconfirmed starts and fallbacks per provider, failures per provider and credential. */
+/** One count added to `metric`, in one Effect step (Metric.update is three): a start counts on every job. */
+const countOne = (metric: Metric.Metric<number, unknown>): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => {
+    metric.updateUnsafe(1, fiber.context)
+    return Effect.void
+  })
+
+/**
+ * ProviderHealth, counted: starts, unconfirmed starts and fallbacks per provider, failures per
+ * provider and credential. ProviderHealth's own hooks for these do nothing (they are for the
+ * metrics), so they are replaced, not wrapped.
+ */
 export const observeProviderHealth = (health: ProviderHealth["Service"]): ProviderHealth["Service"] => ({
   ...health,
-  started: (providerId) => Effect.andThen(health.started(providerId), Metric.update(providerStartsOf(providerId), 1)),
-  unconfirmed: (providerId) => Effect.andThen(health.unconfirmed(providerId), Metric.update(providerStartsUnconfirmedOf(providerId), 1)),
-  fellBack: (providerId) => Effect.andThen(health.fellBack(providerId), Metric.update(providerFallbacksOf(providerId), 1)),
-  record: (providerId, credentialId, failed) =>
-    failed
-      ? Effect.andThen(health.record(providerId, credentialId, failed), Metric.update(providerFailuresOf(providerId, credentialId), 1))
-      : health.record(providerId, credentialId, failed)
+  started: (providerId) => countOne(providerStartsOf(providerId)),
+  unconfirmed: (providerId) => countOne(providerStartsUnconfirmedOf(providerId)),
+  fellBack: (providerId) => countOne(providerFallbacksOf(providerId)),
+  failed: (providerId, credentialId) => Effect.andThen(health.failed(providerId, credentialId), countOne(providerFailuresOf(providerId, credentialId)))
 })
 
 export const layerObservedProviderHealth = Layer.effect(ProviderHealth, Effect.map(ProviderHealth, observeProviderHealth))

@@ -34,13 +34,19 @@ interface Tracked {
  * here does not stop another process's starts.
  */
 export class ProviderHealth extends Context.Service<ProviderHealth, {
-  /** Whether a start may go to this credential now (its circuit is closed, or its pause is over). */
-  readonly available: (providerId: string, credentialId: string) => Effect.Effect<boolean>
-  /** Lets a start through: false when another took the probe first. */
-  readonly admit: (providerId: string, credentialId: string) => Effect.Effect<boolean>
-  /** A call's outcome: a success closes the circuit, a failure counts towards opening it. */
-  readonly record: (providerId: string, credentialId: string, failed: boolean) => Effect.Effect<void>
-  readonly inFlight: (providerId: string, credentialId: string) => Effect.Effect<number>
+  /**
+   * Whether a start may go to this credential at `now` (its circuit is closed, or its pause is
+   * over). The reads and changes of a job's start are synchronous, given the clock its step read
+   * once: a start pays no Effect step per credential.
+   */
+  readonly available: (providerId: string, credentialId: string, now: number) => boolean
+  /** Lets a start through at `now`: false when another took the probe first. */
+  readonly admit: (providerId: string, credentialId: string, now: number) => boolean
+  /** A call succeeded (or its error does not count against the credential): the circuit closes. */
+  readonly succeeded: (providerId: string, credentialId: string) => void
+  /** A call failed in a way that counts towards opening the circuit (`countsAgainstHealth`); also counted in the metrics. */
+  readonly failed: (providerId: string, credentialId: string) => Effect.Effect<void>
+  readonly inFlight: (providerId: string, credentialId: string) => number
   /**
    * Counts a generation in flight on this credential until the answered release is called
    * (a second call does nothing). Synchronous: a job's run is counted without a scope.
@@ -79,23 +85,24 @@ export class ProviderHealth extends Context.Service<ProviderHealth, {
     }
     const entryOf = (providerId: string, credentialId: string): Entry =>
       byProvider.get(providerId)?.get(credentialId) ?? { circuit: closedCircuit, inFlight: 0 }
-    const circuitOf = (providerId: string, credentialId: string) => Effect.sync(() => entryOf(providerId, credentialId))
     return {
-      available: (providerId, credentialId) =>
-        Effect.zipWith(circuitOf(providerId, credentialId), Clock.currentTimeMillis, (entry, now) => isAvailable(entry.circuit, now, settings)),
-      admit: (providerId, credentialId) =>
+      available: (providerId, credentialId, now) => isAvailable(entryOf(providerId, credentialId).circuit, now, settings),
+      admit: (providerId, credentialId, now) => {
+        const tracked = trackedOf(providerId, credentialId)
+        if (!isAvailable(tracked.circuit, now, settings)) return false
+        tracked.circuit = afterAdmit(tracked.circuit, now)
+        return true
+      },
+      succeeded: (providerId, credentialId) => {
+        const tracked = trackedOf(providerId, credentialId)
+        tracked.circuit = afterSuccess(tracked.circuit)
+      },
+      failed: (providerId, credentialId) =>
         Effect.map(Clock.currentTimeMillis, (now) => {
           const tracked = trackedOf(providerId, credentialId)
-          if (!isAvailable(tracked.circuit, now, settings)) return false
-          tracked.circuit = afterAdmit(tracked.circuit, now)
-          return true
+          tracked.circuit = afterFailure(tracked.circuit, now, settings)
         }),
-      record: (providerId, credentialId, failed) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          const tracked = trackedOf(providerId, credentialId)
-          tracked.circuit = failed ? afterFailure(tracked.circuit, now, settings) : afterSuccess(tracked.circuit)
-        }),
-      inFlight: (providerId, credentialId) => Effect.map(circuitOf(providerId, credentialId), (entry) => entry.inFlight),
+      inFlight: (providerId, credentialId) => entryOf(providerId, credentialId).inFlight,
       hold: (providerId, credentialId) => {
         const tracked = trackedOf(providerId, credentialId)
         tracked.inFlight++

@@ -156,10 +156,15 @@ export const makeProviderCalls = Effect.gen(function*() {
   /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
   const watched = (provider: GenerationProvider, providerId: string, credentialId: string | undefined): GenerationProvider => {
     const key = credentialId ?? DEFAULT_CREDENTIAL
+    // The circuit's bookkeeping is synchronous: a call that succeeds pays one step for it.
     const counted = <A>(call: Effect.Effect<A, ProviderError>) =>
       call.pipe(
-        Effect.tap(() => health.record(providerId, key, false)),
-        Effect.tapError((error) => health.record(providerId, key, countsAgainstHealth(error)))
+        Effect.map((answer) => {
+          health.succeeded(providerId, key)
+          return answer
+        }),
+        Effect.tapError((error) =>
+          countsAgainstHealth(error) ? health.failed(providerId, key) : Effect.sync(() => health.succeeded(providerId, key)))
       )
     return {
       ...provider,
@@ -383,11 +388,15 @@ export const makeProviderCalls = Effect.gen(function*() {
 
   /** One pass over the routes in order, moving on only from a start that provably took nothing. */
   const startPass = Effect.fnUntraced(function*(run: JobRun, usable: ReadonlyArray<Registered>) {
-    const targets = yield* chooseTargets(health, usable)
+    // One clock read for the choice and the first route's admission; a later route's turn reads it again.
+    let now = yield* Clock.currentTimeMillis
+    const { passedOver, targets } = chooseTargets(health, usable, now)
+    for (const { route } of passedOver) yield* health.fellBack(route.providerId)
     let last: StartFailed | undefined
     for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
+      if (i > 0) now = yield* Clock.currentTimeMillis
       // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
-      if (steered && !(yield* health.admit(registered.route.providerId, healthKey))) {
+      if (steered && !health.admit(registered.route.providerId, healthKey, now)) {
         last ??= new StartFailed({
           error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
           attempt: attemptOn(run, registered, credentialId)

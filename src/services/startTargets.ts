@@ -25,53 +25,55 @@ export interface Target {
 
 /**
  * The credential a start on this route takes: weighted least in flight among those whose
- * circuit lets it through (all of them when `ignoreCircuits`); none when every one is open.
- * A plain generator, run by `yield*` inside the start's Effect.gen: per route and per start it
- * builds no Effect of its own.
+ * circuit lets it through at `now` (all of them when `ignoreCircuits`); none when every one is
+ * open. Synchronous: per route and per start it builds no Effect.
  */
-function* credentialFor(health: ProviderHealth["Service"], registered: Registered, ignoreCircuits: boolean) {
+const credentialFor = (health: ProviderHealth["Service"], registered: Registered, ignoreCircuits: boolean, now: number): Target | undefined => {
   const providerId = registered.route.providerId
   const credentials = registered.provider.credentials ?? DEFAULT_CREDENTIALS
   const loads: Array<CredentialLoad> = []
   for (const { id, weight } of credentials) {
-    if (ignoreCircuits || (yield* health.available(providerId, id))) {
-      loads.push({ id, weight, inFlight: yield* health.inFlight(providerId, id) })
-    }
+    if (ignoreCircuits || health.available(providerId, id, now)) loads.push({ id, weight, inFlight: health.inFlight(providerId, id) })
   }
   const picked = pickCredential(loads)
   if (picked === undefined) return undefined
-  const target: Target = {
+  return {
     registered,
     healthKey: picked.id,
     credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
     steered: !ignoreCircuits
   }
-  return target
+}
+
+/** A pass's routes in order, each with its credential, and the routes passed over (each a fallback, for the metrics). */
+export interface Targets {
+  readonly targets: ReadonlyArray<Target>
+  readonly passedOver: ReadonlyArray<Registered>
 }
 
 /**
- * The routes a pass over `usable` tries, in order, each with its credential: those with a
- * credential whose circuit lets the start through (the others count as fallbacks). A circuit
- * steers starts away while another route can take them; when every one is open, every route is
- * tried as if closed, paced by the job's own retry and outage schedules rather than held back.
- * A plain generator, run inside the start's own Effect.gen by `yield*`.
+ * The routes a pass over `usable` tries at `now`, in order, each with its credential: those
+ * with a credential whose circuit lets the start through (the others are passed over: fallbacks).
+ * A circuit steers starts away while another route can take them; when every one is open, every
+ * route is tried as if closed, paced by the job's own retry and outage schedules rather than
+ * held back. Synchronous, given the clock the start's step read.
  */
-export function* chooseTargets(health: ProviderHealth["Service"], usable: ReadonlyArray<Registered>) {
+export const chooseTargets = (health: ProviderHealth["Service"], usable: ReadonlyArray<Registered>, now: number): Targets => {
   const steered: Array<Target> = []
   for (const registered of usable) {
-    const target = yield* credentialFor(health, registered, false)
+    const target = credentialFor(health, registered, false, now)
     if (target !== undefined) steered.push(target)
   }
   if (steered.length > 0) {
-    for (const registered of usable) {
-      if (!steered.some((s) => s.registered === registered)) yield* health.fellBack(registered.route.providerId)
+    return {
+      targets: steered,
+      passedOver: steered.length === usable.length ? [] : usable.filter((registered) => !steered.some((s) => s.registered === registered))
     }
-    return steered
   }
   const all: Array<Target> = []
   for (const registered of usable) {
-    const target = yield* credentialFor(health, registered, true)
+    const target = credentialFor(health, registered, true, now)
     if (target !== undefined) all.push(target)
   }
-  return all
+  return { targets: all, passedOver: [] }
 }

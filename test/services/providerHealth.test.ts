@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { layerProviders } from "../../src/ports/Provider.js"
 import { EngineConfig } from "../../src/services/EngineConfig.js"
@@ -15,19 +15,20 @@ describe("ProviderHealth", () => {
   it.effect("opens a credential's circuit after the configured failures, lets one probe through after the pause, and closes on its success", () =>
     Effect.gen(function*() {
       const health = yield* ProviderHealth
-      yield* health.record("p", "k1", true)
-      expect(yield* health.available("p", "k1")).toBe(true)
-      yield* health.record("p", "k1", true)
-      expect(yield* health.available("p", "k1")).toBe(false)
-      expect(yield* health.available("p", "k2")).toBe(true)
+      const now = Clock.currentTimeMillis
+      yield* health.failed("p", "k1")
+      expect(health.available("p", "k1", yield* now)).toBe(true)
+      yield* health.failed("p", "k1")
+      expect(health.available("p", "k1", yield* now)).toBe(false)
+      expect(health.available("p", "k2", yield* now)).toBe(true)
       yield* TestClock.adjust(29_999)
-      expect(yield* health.admit("p", "k1")).toBe(false)
+      expect(health.admit("p", "k1", yield* now)).toBe(false)
       yield* TestClock.adjust(1)
-      expect(yield* health.admit("p", "k1")).toBe(true)
-      expect(yield* health.admit("p", "k1")).toBe(false)
+      expect(health.admit("p", "k1", yield* now)).toBe(true)
+      expect(health.admit("p", "k1", yield* now)).toBe(false)
       const probing = (yield* health.snapshot).find((e) => e.credentialId === "k1")
       expect(probing?.circuit).toMatchObject({ state: "half_open", failures: 2, openedAt: 0 })
-      yield* health.record("p", "k1", false)
+      health.succeeded("p", "k1")
       expect((yield* health.snapshot).find((e) => e.credentialId === "k1")?.circuit).toEqual({ state: "closed", failures: 0 })
     }).pipe(Effect.provide(layer)))
 
@@ -36,9 +37,9 @@ describe("ProviderHealth", () => {
       const health = yield* ProviderHealth
       expect(yield* health.snapshot).toEqual([{ providerId: "quiet", credentialId: "default", circuit: { state: "closed", failures: 0 }, inFlight: 0 }])
       const release = health.hold("quiet", "default")
-      expect(yield* health.inFlight("quiet", "default")).toBe(1)
+      expect(health.inFlight("quiet", "default")).toBe(1)
       release()
       release()
-      expect(yield* health.inFlight("quiet", "default")).toBe(0)
+      expect(health.inFlight("quiet", "default")).toBe(0)
     }).pipe(Effect.provide(layer)))
 })
