@@ -1,4 +1,4 @@
-import { Clock, Effect, Layer, Metric, Option } from "effect"
+import { Clock, Effect, type Fiber, Layer, LogLevel, Metric, Option, References } from "effect"
 import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
@@ -24,20 +24,38 @@ const submitted = (job: Job) =>
     Metric.update(jobsSubmittedOf(job.model), 1)
   )
 
-/** A claim of a job: its first (pickup latency measured) or a take-over after a lost lease. */
-const claimed = (job: Job) => {
+/**
+ * Whether a line at `level` is written in this fiber. Checked before a per-job line's fields are
+ * built: at the usual Warn level an ending or a claim builds no line at all.
+ */
+const logs = (fiber: Fiber.Fiber<unknown, unknown>, level: LogLevel.LogLevel) =>
+  !LogLevel.isGreaterThan(fiber.getRef(References.MinimumLogLevel), level)
+
+/** A claim of a job: its first (pickup latency measured) or a take-over after a lost lease. Its line only when Info is logged. */
+const claimedNow = (fiber: Fiber.Fiber<unknown, unknown>, job: Job): Effect.Effect<void> | undefined => {
   const first = job.attempts === 1 && job.startedAt !== null
   const pickupMs = first ? job.startedAt! - job.createdAt : undefined
-  return Effect.andThen(
-    Effect.logInfo(first ? "job started" : "job resumed after a lost lease", {
+  if (pickupMs !== undefined) pickupSecondsOf(job.model).updateUnsafe(pickupMs / 1000, fiber.context)
+  return logs(fiber, "Info")
+    ? Effect.logInfo(first ? "job started" : "job resumed after a lost lease", {
       jobId: job.id,
       model: job.model,
       attempt: job.attempts,
       ...(pickupMs === undefined ? {} : { pickupMs })
-    }),
-    pickupMs === undefined ? Effect.void : Metric.update(pickupSecondsOf(job.model), pickupMs / 1000)
-  )
+    })
+    : undefined
 }
+
+/** The claims of `jobs`, counted and logged in one step (a claim takes up to a hundred). */
+const claimed = (jobs: ReadonlyArray<Job>): Effect.Effect<void> =>
+  jobs.length === 0 ? Effect.void : Effect.withFiber((fiber) => {
+    const lines: Array<Effect.Effect<void>> = []
+    for (const job of jobs) {
+      const line = claimedNow(fiber, job)
+      if (line !== undefined) lines.push(line)
+    }
+    return lines.length === 0 ? Effect.void : Effect.all(lines, { discard: true })
+  })
 
 /**
  * A job handed at its submit to an idle worker of the process (LocalWorkers): the submit's
@@ -53,36 +71,36 @@ const handedOff = (job: Job, submitStart: bigint) =>
         "genjobs.claimed_together": 1,
         "genjobs.handed_off": true
       }),
-      claimed(job)
+      claimed([job])
     ], { discard: true }))
 
-const finished = (job: Job, outcome: Outcome, refundedMicroCents: number) => {
-  const runMs = outcome !== "cancelled" && job.startedAt !== null && job.completedAt !== null
-    ? job.completedAt - job.startedAt
-    : undefined
-  const fields = {
-    jobId: job.id,
-    accountId: job.accountId,
-    model: job.model,
-    ...(runMs === undefined ? {} : { runMs }),
-    ...(job.error === null ? {} : { code: job.error.code, type: job.error.type, retryable: job.error.retryable, error: job.error.message }),
-    ...(refundedMicroCents > 0 ? { refundedMicroCents } : {})
-  }
-  const line = outcome === "completed"
-    ? Effect.logInfo("job completed", fields)
-    : outcome === "failed"
-    ? Effect.logWarning("job failed", fields)
-    : Effect.logInfo("job cancelled", fields)
-  return Effect.all([
-    line,
-    refundedMicroCents > 0 ? Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }) : Effect.void,
-    Metric.update(jobsFinishedOf(job.model, outcome), 1),
-    job.error === null || outcome !== "failed" ? Effect.void : Metric.update(jobsFailedOf(job.error.type, String(job.error.retryable)), 1),
-    runMs === undefined
-      ? Effect.void
-      : Metric.update(runSecondsOf(job.model, outcome), runMs / 1000)
-  ], { discard: true })
-}
+/**
+ * An ending, counted and logged in one step: the metrics are updated in place, and the log
+ * lines (and their fields) are built only when their level is logged.
+ */
+const finished = (job: Job, outcome: Outcome, refundedMicroCents: number): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => {
+    const runMs = outcome !== "cancelled" && job.startedAt !== null && job.completedAt !== null
+      ? job.completedAt - job.startedAt
+      : undefined
+    jobsFinishedOf(job.model, outcome).updateUnsafe(1, fiber.context)
+    if (job.error !== null && outcome === "failed") jobsFailedOf(job.error.type, String(job.error.retryable)).updateUnsafe(1, fiber.context)
+    if (runMs !== undefined) runSecondsOf(job.model, outcome).updateUnsafe(runMs / 1000, fiber.context)
+    const level = outcome === "failed" ? "Warn" : "Info"
+    const line = logs(fiber, level)
+      ? Effect.logWithLevel(level)(outcome === "completed" ? "job completed" : outcome === "failed" ? "job failed" : "job cancelled", {
+        jobId: job.id,
+        accountId: job.accountId,
+        model: job.model,
+        ...(runMs === undefined ? {} : { runMs }),
+        ...(job.error === null ? {} : { code: job.error.code, type: job.error.type, retryable: job.error.retryable, error: job.error.message }),
+        ...(refundedMicroCents > 0 ? { refundedMicroCents } : {})
+      })
+      : Effect.void
+    return refundedMicroCents > 0 && logs(fiber, "Info")
+      ? Effect.andThen(line, Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }))
+      : line
+  })
 
 const sameUrls = (a: ReadonlyArray<{ readonly url: string }>, b: ReadonlyArray<{ readonly url: string }>) =>
   a.length === b.length && a.every((o, i) => o.url === b[i]!.url)
@@ -155,18 +173,18 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
     repo.claim(options).pipe(
       Effect.map(Option.toArray),
       claimSpansOf(options.workerId),
-      Effect.tap((jobs) => Effect.forEach(jobs, claimed)),
+      Effect.tap(claimed),
       Effect.map((jobs) => Option.fromNullishOr(jobs[0]))
     ),
   claimBatch: (options) =>
     repo.claimBatch(options).pipe(
       claimSpansOf(options.workerId),
-      Effect.tap((jobs) => Effect.forEach(jobs, claimed))
+      Effect.tap(claimed)
     ),
   claimIds: (ids, options) =>
     repo.claimIds(ids, options).pipe(
       claimSpansOf(options.workerId),
-      Effect.tap((jobs) => Effect.forEach(jobs, claimed))
+      Effect.tap(claimed)
     ),
   complete: (id, workerId, outputs, now, route) =>
     repo.complete(id, workerId, outputs, now, route).pipe(
