@@ -16,6 +16,7 @@ import {
   type ProviderError,
   type ProviderRequest,
   Providers,
+  type StartOutcome,
   ProviderUnreachable
 } from "../ports/Provider.js"
 import { backoff } from "./backoffSchedule.js"
@@ -23,7 +24,7 @@ import { EngineConfig } from "./EngineConfig.js"
 import type { Lease } from "./leaseKeeper.js"
 import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
-import { chooseTargets, type Registered } from "./startTargets.js"
+import { chooseTargets, type Registered, type Target } from "./startTargets.js"
 import { ended, type Generation, generationFailed, Superseded, type Watching, watching } from "./watch/generation.js"
 import { makeProviderReports } from "./watch/providerReports.js"
 import { makeWatcher, type Watcher } from "./watch/watcher.js"
@@ -205,15 +206,13 @@ export const makeProviderCalls = Effect.gen(function*() {
     readonly deadline: number | undefined
     /** How long a start waits out an outage of every route. */
     readonly outageSeconds: number
-    /** The job's provider state as this run last wrote or found it. */
-    readonly state: () => ProviderState
-    /** Writes the provider state under the run's lease; Superseded when the lease was lost. */
-    readonly save: (next: ProviderState) => Effect.Effect<void, Superseded>
+    /** The job's provider state as this run last wrote or found it (set by `save` only). */
+    state: ProviderState
   }
 
+  // A record with no closures of its own: a job's run allocates what it holds, nothing more.
   const runOf = (job: Job, book: JobRunBook, model: CatalogModel, version: ModelVersion, pickedUpAt: number): JobRun => {
     const timeoutSeconds = version.provider?.timeoutSeconds
-    let state: ProviderState = { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
     return {
       book,
       job,
@@ -223,16 +222,20 @@ export const makeProviderCalls = Effect.gen(function*() {
       pickedUpAt,
       deadline: timeoutSeconds === undefined ? undefined : pickedUpAt + timeoutSeconds * 1000,
       outageSeconds: timeoutSeconds ?? DEFAULT_OUTAGE_WAIT_SECONDS,
-      state: () => state,
-      save: (next) =>
-        Effect.map(storeWrite(book.lease, repo.saveProviderState(job.id, book.lease.workerId, next)), () => {
-          state = next
-        })
+      state: { phase: job.providerPhase, handle: job.providerHandle, starts: job.providerStarts }
     }
   }
 
-  const registeredOf = (route: EffectiveRoute): ReadonlyArray<Registered> =>
-    Option.match(providers.forProvider(route.providerId), { onNone: () => [], onSome: (provider) => [{ route, provider }] })
+  /** Writes the run's provider state under its lease, then keeps it as the run's; Superseded when the lease was lost. */
+  const save = (run: JobRun, next: ProviderState): Effect.Effect<void, Superseded> =>
+    Effect.map(storeWrite(run.book.lease, repo.saveProviderState(run.job.id, run.book.lease.workerId, next)), () => {
+      run.state = next
+    })
+
+  const registeredOf = (route: EffectiveRoute): ReadonlyArray<Registered> => {
+    const provider = providers.forProvider(route.providerId)
+    return Option.isSome(provider) ? [{ route, provider: provider.value }] : []
+  }
 
   const attemptOn = (run: JobRun, { provider, route }: Registered, credentialId: string | undefined): Attempt => {
     const callbackUrl = config.publicUrl !== undefined && provider.verifyCallback !== undefined
@@ -278,7 +281,7 @@ export const makeProviderCalls = Effect.gen(function*() {
   /** Saves the handle with its route (the job's record of where it runs), then watches it. */
   const followStarted = (run: JobRun, attempt: Attempt, handle: ProviderHandle) =>
     Effect.andThen(
-      run.save({ ...run.state(), phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
+      save(run, { ...run.state, phase: "started", handle: { ...handle, route: attempt.ref }, route: attempt.ref }),
       watch(run, attempt, handle)
     )
 
@@ -370,53 +373,83 @@ export const makeProviderCalls = Effect.gen(function*() {
     if (second._tag === "Found") return yield* followFound(run, second.candidate, second.handle)
     if (second._tag === "Unknown") return yield* lostRunUnconfirmed(usable)
     yield* Effect.logInfo("the provider holds nothing for the lost run's start; starting the job afresh", { jobId: run.job.id })
-    yield* run.save({ phase: null, handle: null, starts: run.state().starts })
+    yield* save(run, { phase: null, handle: null, starts: run.state.starts })
     return yield* startAfresh(run, usable)
   })
 
   // `starting` is committed before each call (the first pickup's claim did it for the first);
   // a start that provably took nothing clears it, so the next call is a start of its own.
   // The provider's `start` is called only once `starting` is written (a provider may act in the call itself).
-  const startOn = (run: JobRun, attempt: Attempt) => {
-    const start = () =>
-      Effect.tapError(attempt.provider.start(attempt.request), (error) =>
-        nothingStarted(error) ? run.save({ phase: null, handle: null, starts: run.state().starts }) : Effect.void)
-    return run.state().phase === "starting"
-      ? start()
-      : Effect.andThen(run.save({ phase: "starting", handle: null, starts: run.state().starts + 1 }), start)
+  const startOn = (run: JobRun, attempt: Attempt) =>
+    run.state.phase === "starting"
+      ? startCall(run, attempt)
+      : Effect.andThen(save(run, { phase: "starting", handle: null, starts: run.state.starts + 1 }), () => startCall(run, attempt))
+  const startCall = (run: JobRun, attempt: Attempt) =>
+    Effect.tapError(attempt.provider.start(attempt.request), (error) =>
+      nothingStarted(error) ? save(run, { phase: null, handle: null, starts: run.state.starts }) : Effect.void)
+
+  /** A start sent and answered: the provider's answer and the route it went to. */
+  interface Sent {
+    readonly outcome: StartOutcome
+    readonly attempt: Attempt
   }
 
-  /** One pass over the routes in order, moving on only from a start that provably took nothing. */
-  const startPass = Effect.fnUntraced(function*(run: JobRun, usable: ReadonlyArray<Registered>) {
-    // One clock read for the choice and the first route's admission; a later route's turn reads it again.
-    let now = yield* Clock.currentTimeMillis
-    const { passedOver, targets } = chooseTargets(health, usable, now)
-    for (const { route } of passedOver) yield* health.fellBack(route.providerId)
-    let last: StartFailed | undefined
-    for (const [i, { credentialId, healthKey, registered, steered }] of targets.entries()) {
-      if (i > 0) now = yield* Clock.currentTimeMillis
-      // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
-      if (steered && !health.admit(registered.route.providerId, healthKey, now)) {
-        last ??= new StartFailed({
-          error: new ProviderUnreachable({ message: `${registered.route.providerId} is busy probing its circuit`, notSent: true }),
+  /**
+   * Route `i` of a pass's targets at `now` (the clock as this route's turn came), then the next
+   * ones in turn, moving on only from a start that provably took nothing; `last` is the error
+   * the pass ends with if no later route starts. A plain function over Effects, as the run's
+   * other per-job steps: a start builds no generator.
+   */
+  const startTurn = (
+    run: JobRun,
+    targets: ReadonlyArray<Target>,
+    i: number,
+    now: number,
+    last: StartFailed | undefined
+  ): Effect.Effect<Sent, StartFailed | Superseded> => {
+    const { credentialId, healthKey, registered, steered } = targets[i]!
+    const providerId = registered.route.providerId
+    const next = (failed: StartFailed): Effect.Effect<Sent, StartFailed | Superseded> =>
+      i === targets.length - 1
+        ? Effect.fail(failed)
+        : Effect.andThen(health.fellBack(providerId), Effect.flatMap(Clock.currentTimeMillis, (later) => startTurn(run, targets, i + 1, later, failed)))
+    // An open circuit past its pause lets one start through: taken here, when this route's turn comes.
+    if (steered && !health.admit(providerId, healthKey, now)) {
+      return next(
+        last ?? new StartFailed({
+          error: new ProviderUnreachable({ message: `${providerId} is busy probing its circuit`, notSent: true }),
           attempt: attemptOn(run, registered, credentialId)
         })
-        if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
-        continue
-      }
-      const attempt = attemptOn(run, registered, credentialId)
-      // Held from before the start is sent; a start that failed gives it back at once.
-      const release = holding(run, attempt.ref)
-      const outcome = yield* Effect.result(startOn(run, attempt))
-      if (outcome._tag === "Success") return { outcome: outcome.success, attempt }
-      release()
-      if (outcome.failure._tag === "Superseded") return yield* outcome.failure
-      last = new StartFailed({ error: outcome.failure, attempt })
-      if (!movesToNextRoute(outcome.failure)) return yield* last
-      if (i < targets.length - 1) yield* health.fellBack(registered.route.providerId)
+      )
     }
-    return yield* last!
-  })
+    const attempt = attemptOn(run, registered, credentialId)
+    // Held from before the start is sent; a start that failed gives it back at once.
+    const release = holding(run, attempt.ref)
+    return Effect.matchEffect(startOn(run, attempt), {
+      onSuccess: (outcome) => Effect.succeed({ outcome, attempt }),
+      onFailure: (error) => {
+        release()
+        if (error._tag === "Superseded") return Effect.fail(error)
+        const failed = new StartFailed({ error, attempt })
+        return movesToNextRoute(error) ? next(failed) : Effect.fail(failed)
+      }
+    })
+  }
+
+  /**
+   * One pass over the routes in order, moving on only from a start that provably took nothing.
+   * Each run of it (the retries run it again) reads the clock once for the choice and the first
+   * route's admission; a later route's turn reads it again.
+   */
+  const startPass = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Sent, StartFailed | Superseded> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const { passedOver, targets } = chooseTargets(health, usable, now)
+      if (targets.length === 0) return Effect.die(new Error("a pass over the routes found no credential to start on"))
+      const pass = startTurn(run, targets, 0, now, undefined)
+      return passedOver.length === 0
+        ? pass
+        : Effect.andThen(Effect.forEach(passedOver, ({ route }) => health.fellBack(route.providerId), { discard: true }), pass)
+    })
 
   /**
    * Passes over the routes until one starts: after a transient refusal at most
@@ -457,20 +490,15 @@ export const makeProviderCalls = Effect.gen(function*() {
   }
 
   /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
-  const startAfresh = Effect.fnUntraced(function*(
-    run: JobRun,
-    usable: ReadonlyArray<Registered>
-  ): Effect.fn.Return<Generation | Watching, Superseded> {
-    const outcome = yield* Effect.result(startPasses(run, usable))
-    if (outcome._tag === "Failure") {
-      if (!isStartFailed(outcome.failure)) return yield* Effect.fail(outcome.failure)
-      return yield* noStart(run, outcome.failure)
-    }
-    const { attempt, outcome: started } = outcome.success
-    if (started._tag === "Started") return yield* followStarted(run, attempt, started.handle)
-    // No handle to save: the route is recorded with the job's end.
-    return { ...ended(started.status), route: attempt.ref }
-  })
+  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation | Watching, Superseded> =>
+    Effect.matchEffect(startPasses(run, usable), {
+      onFailure: (failure) => (isStartFailed(failure) ? noStart(run, failure) : Effect.fail(failure)),
+      onSuccess: ({ attempt, outcome: started }): Effect.Effect<Generation | Watching, Superseded> =>
+        started._tag === "Started"
+          ? followStarted(run, attempt, started.handle)
+          // No handle to save: the route is recorded with the job's end.
+          : Effect.succeed({ ...ended(started.status), route: attempt.ref })
+    })
 
   /**
    * Runs the job's generation on its version's routes, resuming a stored handle on the route
@@ -487,31 +515,31 @@ export const makeProviderCalls = Effect.gen(function*() {
    * takes it over after a crash starts it afresh. The route a start was sent on is recorded on
    * the job: with its handle, or (a start that ended in its call, or was refused) with its end.
    */
-  const generate = Effect.fnUntraced(function*(
-    job: Job,
-    book: JobRunBook,
-    model: CatalogModel,
-    version: ModelVersion
-  ): Effect.fn.Return<Generation | Watching, Superseded> {
+  const generate = (job: Job, book: JobRunBook, model: CatalogModel, version: ModelVersion): Effect.Effect<Generation | Watching, Superseded> =>
     // A claimed job's pickup is its claim's time (startedAt); the clock is read only without one.
-    const run = runOf(job, book, model, version, job.startedAt ?? (yield* Clock.currentTimeMillis))
-    const stored = run.state().handle
-    if (stored !== null) return yield* resumeStored(run, stored)
+    job.startedAt === null
+      ? Effect.flatMap(Clock.currentTimeMillis, (now) => generateFor(runOf(job, book, model, version, now)))
+      : Effect.suspend(() => generateFor(runOf(job, book, model, version, job.startedAt!)))
 
-    const ordered = routeOrder(run.routes, job.id)
+  /** `generate` for the run's record, made when the run reaches it. */
+  const generateFor = (run: JobRun): Effect.Effect<Generation | Watching, Superseded> => {
+    const stored = run.state.handle
+    if (stored !== null) return resumeStored(run, stored)
+    const ordered = routeOrder(run.routes, run.job.id)
     const usable = ordered.flatMap(registeredOf)
     if (usable.length === 0) {
-      return internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`)
+      return Effect.succeed(internalFailure(`No provider is registered for provider id ${ordered.map((r) => `"${r.providerId}"`).join(", ")}`))
     }
-    // Routes before the first registered one are passed over: each such start falls back.
-    for (const route of ordered.slice(0, ordered.indexOf(usable[0]!.route))) yield* health.fellBack(route.providerId)
-
     // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
-    if (run.state().phase === "starting" && !startMarkedByClaim(job)) {
-      return yield* recoverLostRun(run, usable, usable.length === ordered.length)
-    }
-    return yield* startAfresh(run, usable)
-  })
+    const started = run.state.phase === "starting" && !startMarkedByClaim(run.job)
+      ? recoverLostRun(run, usable, usable.length === ordered.length)
+      : startAfresh(run, usable)
+    // Routes before the first registered one are passed over: each such start falls back.
+    const passedOver = ordered.indexOf(usable[0]!.route)
+    return passedOver === 0
+      ? started
+      : Effect.andThen(Effect.forEach(ordered.slice(0, passedOver), (route) => health.fellBack(route.providerId), { discard: true }), started)
+  }
 
   /** A watch list for one started worker's (or one runOnce's) generations, its fibers in the current scope. */
   const newWatcher = makeWatcher({ config, events, retrying, reports })
