@@ -75,6 +75,8 @@ const storeOutputs = (
   outputs: ReadonlyArray<ProviderOutput>,
   written: Array<string>
 ): Effect.Effect<Ending, StoreError> => {
+  // A generation without outputs (an empty result) has nothing to store: it is done as it is.
+  if (outputs.length === 0) return Effect.succeed(done([]))
   const store = files.store(lease.id, attemptKey(outputs), outputs, written)
   // One catch while the first try stores them; the retries and the refusal's handling only after it failed.
   return Effect.catch(Effect.map(store, done), (first) =>
@@ -112,18 +114,24 @@ const guarded = <A>(job: Job, effect: Effect.Effect<A, Superseded | StoreError>)
     )
   )
 
-/** After the generation ended: its outputs stored, or its failure; Superseded when the lease was lost by then. */
-const afterGeneration = Effect.fnUntraced(function*(
+/**
+ * After the generation ended: its outputs stored, or its failure; Superseded when the lease was
+ * lost by then. Called when the run reaches this step (the lease is read then). The per-job steps
+ * below are plain functions over Effects, not generators: a run allocates no generator, nor its
+ * frames, per step.
+ */
+const afterGeneration = (
   deps: Pick<WorkerDeps, "config" | "files">,
   run: JobRunBook,
   generation: Generation,
   written: Array<string>
-): Effect.fn.Return<Ending, Superseded | StoreError> {
-  if (generation._tag === "Failed") return generation
-  if (run.lease.lost) return yield* new Superseded()
-  const stored = yield* storeOutputs(deps, run.lease, generation.outputs, written)
-  return generation.route === undefined ? stored : { ...stored, route: generation.route }
-})
+): Effect.Effect<Ending, Superseded | StoreError> => {
+  if (generation._tag === "Failed") return Effect.succeed(generation)
+  if (run.lease.lost) return Effect.fail(new Superseded())
+  const stored = storeOutputs(deps, run.lease, generation.outputs, written)
+  const route = generation.route
+  return route === undefined ? stored : Effect.map(stored, (ending) => ({ ...ending, route }))
+}
 
 /**
  * Runs the job at its provider and stores what it made, or answers Watching when its started
@@ -131,26 +139,29 @@ const afterGeneration = Effect.fnUntraced(function*(
  * Superseded when the lease was lost on the way (each step checks it; the store's conditional
  * writes refuse a lost lease anyway), a StoreError only if a store's retries ended with the lease.
  */
-const execute = Effect.fnUntraced(function*(
+const execute = (
   deps: Pick<WorkerDeps, "catalog" | "calls" | "config" | "files">,
   job: Job,
   run: JobRunBook,
   written: Array<string>
-): Effect.fn.Return<Ending | Watching, Superseded | StoreError> {
-  const resolved = yield* untilStored(
-    deps.config,
-    run.lease,
-    "a job's model could not be read from the catalog",
-    deps.catalog.forJob(job.model, job.version)
+): Effect.Effect<Ending | Watching, Superseded | StoreError> =>
+  guarded(
+    job,
+    Effect.flatMap(
+      untilStored(deps.config, run.lease, "a job's model could not be read from the catalog", deps.catalog.forJob(job.model, job.version)),
+      (resolved): Effect.Effect<Ending | Watching, Superseded | StoreError> => {
+        if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
+          return Effect.succeed({ _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`, "notRunnable") })
+        }
+        if (run.lease.lost) return Effect.fail(new Superseded())
+        return Effect.flatMap(
+          deps.calls.generate(job, run, resolved.model, resolved.version),
+          (generation): Effect.Effect<Ending | Watching, Superseded | StoreError> =>
+            generation._tag === "Watching" ? Effect.succeed(generation) : afterGeneration(deps, run, generation, written)
+        )
+      }
+    )
   )
-  if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
-    return { _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`, "notRunnable") } as const
-  }
-  if (run.lease.lost) return yield* new Superseded()
-  const generation = yield* deps.calls.generate(job, run, resolved.model, resolved.version)
-  if (generation._tag === "Watching") return generation
-  return yield* afterGeneration(deps, run, generation, written)
-}, (effect, _deps, job) => guarded(job, effect))
 
 /**
  * Writes how the job ended, retrying store errors with backoff for as long as the lease is held
@@ -171,31 +182,18 @@ const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job,
     ).pipe(Effect.orElseSucceed(() => Option.none<Job>())))
 }
 
-/** The run's end once its generation ended (or the lease was lost): how it ended written, its files kept or removed. */
-const conclude = Effect.fnUntraced(function*(
-  deps: WorkerDeps,
+/**
+ * The end of a run whose write found the job no longer this run's (superseded, or its answer
+ * lost): the files stay only if this run's completion is the one stored, or may be (the store
+ * cannot tell now): an unreferenced file is the retention sweep's to take, a referenced one
+ * removed would be a completed job's output lost.
+ */
+const unsettled = Effect.fnUntraced(function*(
+  { files, repo }: Pick<WorkerDeps, "files" | "repo">,
   job: Job,
-  run: JobRunBook,
   written: Array<string>,
-  ran: Result.Result<Ending, Superseded | StoreError>
+  ending: Ending
 ) {
-  const { files, repo, webhookSignal } = deps
-  if (ran._tag === "Failure") {
-    // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
-    yield* Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id })
-    return yield* files.remove(written)
-  }
-  const ending = ran.success
-  const ended = yield* settle(deps, job, run.lease, ending)
-  if (Option.isSome(ended)) {
-    // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
-    if (ended.value.webhookUrl !== null) yield* webhookSignal.notify
-    if (ending._tag === "Failed") yield* files.remove(written)
-    return
-  }
-  // Superseded, or its answer lost: the files stay only if this run's completion is the one
-  // stored, or may be (the store cannot tell now): an unreferenced file is the retention
-  // sweep's to take, a referenced one removed would be a completed job's output lost.
   if (ending._tag === "Failed") return yield* files.remove(written)
   const stored = yield* Effect.result(repo.get(job.id))
   if (Result.isFailure(stored)) {
@@ -208,6 +206,28 @@ const conclude = Effect.fnUntraced(function*(
   }
 })
 
+/** The run's end once its generation ended (or the lease was lost): how it ended written, its files kept or removed. */
+const conclude = (
+  deps: WorkerDeps,
+  job: Job,
+  run: JobRunBook,
+  written: Array<string>,
+  ran: Result.Result<Ending, Superseded | StoreError>
+): Effect.Effect<void> => {
+  const { files, webhookSignal } = deps
+  if (ran._tag === "Failure") {
+    // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
+    return Effect.andThen(Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id }), files.remove(written))
+  }
+  const ending = ran.success
+  return Effect.flatMap(settle(deps, job, run.lease, ending), (ended) => {
+    if (Option.isNone(ended)) return unsettled(deps, job, written, ending)
+    // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
+    const notified = ended.value.webhookUrl === null ? Effect.void : webhookSignal.notify
+    return ending._tag === "Failed" ? Effect.andThen(notified, files.remove(written)) : notified
+  })
+}
+
 /**
  * Runs one claimed job under `run`'s lease, which the keeper renews until the run's holder
  * releases it. A run whose lease is lost stops at its next step; files it wrote under its
@@ -215,13 +235,14 @@ const conclude = Effect.fnUntraced(function*(
  * when the job's generation was started and joined the watch list: the run goes on in
  * `endWatched` once it ends, and the job's lease and holds stay held until then.
  */
-export const runJob = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook) {
-  const written: Array<string> = []
-  const ran = yield* Effect.result(execute(deps, job, run, written))
-  if (ran._tag === "Success" && ran.success._tag === "Watching") return true
-  yield* conclude(deps, job, run, written, ran as Result.Result<Ending, Superseded | StoreError>)
-  return false
-})
+export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    const written: Array<string> = []
+    return Effect.flatMap(Effect.result(execute(deps, job, run, written)), (ran) =>
+      ran._tag === "Success" && ran.success._tag === "Watching"
+        ? Effect.succeed(true)
+        : Effect.as(conclude(deps, job, run, written, ran as Result.Result<Ending, Superseded | StoreError>), false))
+  })
 
 /** The second half of a watched job's run: its generation's end (outputs stored, the end written), or the lease's loss. */
 export const endWatched = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded) {
