@@ -4,6 +4,9 @@ import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import type { QueueConsumer, QueueDelivery } from "../ports/JobQueue.js"
 
+/** How long a broker holds a worker's delivery: half as long again as the job's lease. */
+export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
+
 /**
  * A worker's claims through a queue broker. The broker only says which job to try: each
  * delivery is claimed in the store (`JobRepo.claimIds`, conditional on the job being
