@@ -22,8 +22,9 @@ export interface EngineSettings {
   readonly reapIntervalMs: number
   /**
    * With a queue broker: a job still pending this long after its submit, or whose lease ended
-   * this long ago, is published again by the queue relay (once per pass over the backlog), in
-   * case the broker lost it (a restart without persistence, a publish cut off by a crash).
+   * this long ago, is published again by the queue relay, in case the broker lost it (a restart
+   * without persistence, a publish cut off by a crash); again only once the longer of this and
+   * the broker's hold on a delivery (1.5 leases) has passed since the relay's last publish of it.
    * Every `queueRelayIntervalMs`; one process at a time.
    */
   readonly queueRelayGraceMs: number

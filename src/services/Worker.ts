@@ -15,7 +15,7 @@ import { reapOnce } from "./worker/passes.js"
 import { runOnce } from "./worker/runOnce.js"
 import { start } from "./worker/start.js"
 
-export { brokerVisibilityMs } from "./worker/start.js"
+export { brokerVisibilityMs } from "./brokerClaims.js"
 
 /**
  * Runs jobs: claims them, calls their providers, stores their outputs and writes how they

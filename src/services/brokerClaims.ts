@@ -4,6 +4,9 @@ import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import type { QueueConsumer, QueueDelivery } from "../ports/JobQueue.js"
 
+/** How long a broker holds a worker's delivery: half as long again as the job's lease. */
+export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
+
 /**
  * A worker's claims through a queue broker. The broker only says which job to try: each
  * delivery is claimed in the store (`JobRepo.claimIds`, conditional on the job being
@@ -48,12 +51,15 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
       )
     ))
 
-    /** Up to `max` deliveries (waiting up to `waitMs`), claimed with `claim`; answers the jobs claimed. */
+    /**
+     * Up to `max` deliveries (waiting up to `waitMs`), claimed with `claim`; answers the jobs
+     * claimed. `processing` answers which of the ids are processing jobs, in one read.
+     */
     const take = (
       max: number,
       waitMs: number,
       claim: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlyArray<Job>, StoreError>,
-      processing: (id: JobId) => Effect.Effect<boolean, StoreError>
+      processing: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlySet<JobId>, StoreError>
     ): Effect.Effect<ReadonlyArray<Job>, StoreError | QueueError> =>
       Effect.gen(function*() {
         // The worker claims uninterruptibly, so that claimed jobs always reach its fibers; the
@@ -69,10 +75,12 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
           if (claimed.has(delivery.jobId) && !held.has(delivery.jobId)) held.set(delivery.jobId, delivery)
           else turnedAway.push(delivery)
         }
-        // The jobs are claimed now and must reach the worker: a delivery the store cannot say
-        // about stays unacked, and is turned away (and acked) when it comes back.
-        const stillRunning = yield* Effect.filter(turnedAway, (delivery) => Effect.orElseSucceed(processing(delivery.jobId), () => true))
-        yield* ackQuietly(turnedAway.filter((delivery) => !stillRunning.includes(delivery)))
+        if (turnedAway.length === 0) return jobs
+        // One read for every delivery turned away, not one each: a relay's republishes arrive
+        // by the hundred. The jobs are claimed now and must reach the worker: deliveries the
+        // store cannot say about stay unacked, and are turned away (and acked) when they come back.
+        const running = yield* Effect.orElseSucceed(processing([...new Set(turnedAway.map((d) => d.jobId))]), () => undefined)
+        if (running !== undefined) yield* ackQuietly(turnedAway.filter((delivery) => !running.has(delivery.jobId)))
         return jobs
       })
 

@@ -219,9 +219,9 @@ describe("a worker taking jobs from a queue broker whose store fails after the c
       const repo = Context.get(context, JobRepo)
       return Layer.succeedContext(Context.add(context, JobRepo, {
         ...repo,
-        get: (id) =>
+        getMany: (ids) =>
           Effect.suspend(() =>
-            fault.getFailures > 0 && fault.getFailures-- > 0 ? Effect.fail(new StoreError({ message: "injected store fault: read job" })) : repo.get(id)
+            fault.getFailures > 0 && fault.getFailures-- > 0 ? Effect.fail(new StoreError({ message: "injected store fault: read jobs" })) : repo.getMany(ids)
           )
       }))
     })

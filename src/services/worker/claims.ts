@@ -1,4 +1,4 @@
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
 import type { QueueError, StoreError } from "../../domain/errors.js"
 import type { Job } from "../../domain/job.js"
 import type { makeBrokerClaims } from "../brokerClaims.js"
@@ -54,7 +54,7 @@ export const claimFor = Effect.fnUntraced(function*(
         deliveredAt = now
         return repo.claimIds(ids, { ...options, now })
       }),
-    (id) => Effect.map(repo.get(id), (job) => Option.isSome(job) && job.value.status === "processing")
+    (ids) => Effect.map(repo.getMany(ids), (jobs) => new Set(jobs.filter((job) => job.status === "processing").map((job) => job.id)))
   ).pipe(
     // What the limited claim took is this worker's now: a broker or store fault after it must
     // not leave those jobs under a lease no run holds (each would cost an attempt, and a first

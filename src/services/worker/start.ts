@@ -1,16 +1,13 @@
 import { Duration, Effect, Fiber, Option, Queue, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { QueueError } from "../../domain/errors.js"
-import { makeBrokerClaims } from "../brokerClaims.js"
+import { brokerVisibilityMs, makeBrokerClaims } from "../brokerClaims.js"
 import { claimer } from "./claimer.js"
 import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
 import { reaper, relay } from "./passes.js"
 import { drained, makeWorkerPool } from "./pool.js"
 import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
-
-/** How long a broker holds a worker's delivery: half as long again as the job's lease. */
-export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
 
 /**
  * Starts a worker that holds at most `concurrency` jobs at once (claimed, running or with a
