@@ -4,6 +4,7 @@ import type { JobId } from "../../src/domain/ids.js"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
+import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
@@ -11,6 +12,39 @@ import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
 import { makePgListener, PgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
+
+/**
+ * A notify that sends `send` once for every call made while the previous one was on its way, in
+ * one fiber of the layer's scope: the caller never waits for it, and a burst of submits costs one
+ * NOTIFY. Not in the submit's own statement: a transaction that notifies holds PostgreSQL's
+ * cluster-wide notify lock through its commit's WAL flush, so parallel submits each waited for
+ * the others' flushes (docs/decisions.md, "NOTIFY after the submit"). A NOTIFY without a write
+ * of its own commits without a flush.
+ */
+const makeCoalescedNotify = (send: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    let asked = false
+    /** Resumes the sender when it waits for a call. */
+    let wake: (() => void) | undefined
+    const nextCall = Effect.callback<void>((resume) => {
+      if (asked) {
+        asked = false
+        return resume(Effect.void)
+      }
+      wake = () => {
+        wake = undefined
+        resume(Effect.void)
+      }
+      return Effect.sync(() => {
+        wake = undefined
+      })
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(nextCall, send)))
+    return Effect.sync(() => {
+      if (wake !== undefined) wake()
+      else asked = true
+    })
+  })
 
 /** The job-events payload that hints every followed job (a job id never looks like it). */
 const EVERY_JOB = "*"
@@ -22,9 +56,10 @@ const EVERY_JOB = "*"
  * the stores' table prefix, so engines with different prefixes in one database do not wake
  * each other.
  *
- * Jobs: the job store sends NOTIFY in the submitting transaction (SqlJobs insertJob), so
- * every process hears of a job once it commits, this one included, and `notify` has nothing
- * left to do (with a queue broker the store sends none, and no worker waits here). Each notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
+ * Jobs: `notify`, called once a submit stored its job, sends NOTIFY after that commit, in a
+ * statement of its own (wakeClaimers), so every process hears of the job once it is visible,
+ * this one included (with a queue broker nothing is sent: no worker waits here). Each
+ * notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
  * notification wakes every local dispatcher. Job events: `publish` sends NOTIFY after the
  * change committed; each notification hints the job's followers in this process.
  *
@@ -37,6 +72,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
     const prefix = yield* checkTablePrefix(tablePrefix)
     const client = yield* PgClient.PgClient
     const jobs = yield* makeWakeOne
+    const broker = yield* QueueIsBroker
     const webhooks = yield* makeLocalSignal
     const events = yield* makeLocalJobEvents
     const webhooksChannel = `${prefix}webhooks`
@@ -73,8 +109,15 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         )
     )
 
+    const wakeClaimers = broker ? Effect.void : yield* makeCoalescedNotify(
+      client`SELECT pg_notify(${jobsChannel(prefix)}, 'jobs')`.pipe(
+        Effect.asVoid,
+        Effect.catchCause((cause) => Effect.logWarning("could not notify job claimers; they will poll", cause))
+      )
+    )
+
     return {
-      jobs: JobSignal.of({ notify: Effect.void, wait: jobs.wait }),
+      jobs: JobSignal.of({ notify: wakeClaimers, wait: jobs.wait }),
       webhooks: WebhookSignal.of({
         // A statement of the client's own rather than PgClient.notify, which leases a connection
         // into a scope of its own for each call.

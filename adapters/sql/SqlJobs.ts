@@ -1,7 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
-import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { readActiveJobs } from "./activeJobs.js"
 import { makeAdmissionStatements } from "./jobs/admission.js"
@@ -40,7 +39,6 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
   const t = yield* SqlTables
   const databaseClock = sql.onDialectOrElse({ pg: () => options.databaseClock ?? true, orElse: () => false })
   const ctx: JobSql = { sql, t, clock: makeLeaseClock(sql, databaseClock) }
-  const broker = yield* QueueIsBroker
 
   const { chargeAccount, lockAccount } = makeChargeStatements(ctx)
   const store: JobStoreDriver = {
@@ -50,7 +48,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     ...makeAdmissionStatements(ctx),
     // Read under the account's lock: no submit or fold moves the count meanwhile.
     activeJobs: (accountId) => readActiveJobs(sql, t, accountId),
-    ...makeSubmitStatements(ctx, { wakeClaimers: !broker }),
+    ...makeSubmitStatements(ctx),
     ...makeJobRowStatements(ctx),
     postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
     insertDeliveries: makeDeliveryInserts(ctx)

@@ -50,19 +50,18 @@ const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?:
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
 
 /**
- * Inserting a job, and a whole submit (charge and insert) in one atomic write. `wakeClaimers`:
- * the store is the queue, so PostgreSQL's statements NOTIFY its claimers; false with a broker,
- * which carries the job to the workers instead (none listens).
+ * Inserting a job, and a whole submit (charge and insert) in one atomic write. None of these
+ * statements sends NOTIFY: the caller wakes the claimers once the job is stored (JobSignal,
+ * PgJobSignal.ts). A statement that notifies takes PostgreSQL's cluster-wide notify lock and
+ * holds it through its commit's WAL flush, so parallel submits committed one flush at a time.
  */
-export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly wakeClaimers: boolean }) => {
+export const makeSubmitStatements = (ctx: JobSql) => {
   const { sql, t } = ctx
   const { chargeSqlite, chargingPg } = makeChargeStatements(ctx)
   const { anyRunnable, claimedValues, columnsOf, offeredInserts, takenAs, values } = makeHandOffFragments(ctx)
   const { fairKey, rowOf } = makeFairKeys(ctx)
   /** One job's insert, its fair key computed from what waits (fairKey.ts). */
   const insertRow = (job: Job) => sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) VALUES (${values(job)})`
-  /** What a PostgreSQL statement selects for the job it queued. */
-  const wake = wakeClaimers ? sql`pg_notify(${jobsChannel(t.prefix)}, 'jobs')` : sql`NULL`
 
   /** The job a statement of offeredInserts wrote: queued as it is, or taken by the lease. */
   const offeredJob = (job: Job, lease: HandOffLease) => (rows: ReadonlyArray<unknown>) =>
@@ -73,30 +72,27 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
           : takenAs(job, lease, row.lease_expires_at, row.taken_fair_key ?? job.fairKey))
     ))
 
-  const queuedSqlite = (job: Job) =>
+  const queued = (job: Job) =>
     sql`${insertRow(job)} RETURNING fair_key`.pipe(Effect.flatMap(withFairKey(job)), Effect.map(Option.getOrElse(() => job)))
 
   const insertJob: JobStoreDriver["insertJob"] = sql.onDialectOrElse({
-    // NOTIFY (when `wake` is one) in the same statement, so claimers hear of the job when it commits, never before.
     pg: () => (job: Job, handOff: HandOffLease | undefined) =>
       (handOff === undefined
-        ? sql`WITH inserted AS (${insertRow(job)} RETURNING fair_key)
-            SELECT ${wake} AS woke, fair_key FROM inserted`.pipe(Effect.flatMap(withFairKey(job)), Effect.map(Option.getOrElse(() => job)))
+        ? queued(job)
         : sql`WITH ${offeredInserts(job, handOff, sql``)}
-            SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key,
-              CASE WHEN queued.id IS NOT NULL THEN ${wake} END AS woke
+            SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key
             FROM runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
           Effect.flatMap(offeredJob(job, handOff)),
           Effect.map(Option.getOrElse(() => job))
         )).pipe(storeErrors("insert job")),
     orElse: () => (job: Job, handOff: HandOffLease | undefined) =>
       (handOff === undefined
-        ? queuedSqlite(job)
+        ? queued(job)
         : sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) SELECT ${claimedValues(job, handOff)} WHERE NOT ${anyRunnable(handOff)}
             RETURNING lease_expires_at, fair_key`.pipe(
           Effect.flatMap(decodeLeaseEnds),
           Effect.flatMap((rows) =>
-            rows[0] === undefined ? queuedSqlite(job) : Effect.succeed(takenAs(job, handOff, rows[0].lease_expires_at, rows[0].fair_key))
+            rows[0] === undefined ? queued(job) : Effect.succeed(takenAs(job, handOff, rows[0].lease_expires_at, rows[0].fair_key))
           )
         )).pipe(storeErrors("insert job"))
   })
@@ -121,13 +117,9 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
       const charge = chargeOf(job)
       const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, handOff === undefined)
       return (handOff === undefined
-        ? sql`WITH ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${countedFromAccount(job)} RETURNING fair_key
-            )
-            SELECT ${wake} AS woke, fair_key FROM inserted`.pipe(Effect.flatMap(withFairKey(job)))
+        ? sql`WITH ${charging} INSERT INTO ${t.jobs} ${countedFromAccount(job)} RETURNING fair_key`.pipe(Effect.flatMap(withFairKey(job)))
         : sql`WITH ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
-            SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key,
-              CASE WHEN queued.id IS NOT NULL THEN ${wake} END AS woke
+            SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key
             FROM account, runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
             Effect.flatMap(offeredJob(job, handOff))
           )).pipe(storeErrors("submit job"))
@@ -194,16 +186,13 @@ export const makeSubmitStatements = (ctx: JobSql, { wakeClaimers }: { readonly w
             )
             SELECT gate.*, inserted.id AS queued_id, inserted.fair_key AS queued_fair_key,
               NULL::bigint AS taken_lease_expires_at, NULL::bigint AS taken_fair_key,
-              CASE WHEN gate.gate_admitted THEN (CASE WHEN inserted.id IS NULL THEN ${declined} ELSE ${wake} IS NULL END) END AS woke,
+              CASE WHEN gate.gate_admitted AND inserted.id IS NULL THEN ${declined} END AS declined,
               previous.*
             FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
         : sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
             SELECT gate.*, queued.id AS queued_id, queued.fair_key AS queued_fair_key,
               taken.lease_expires_at AS taken_lease_expires_at, taken.fair_key AS taken_fair_key,
-              CASE WHEN gate.gate_admitted THEN (CASE
-                WHEN queued.id IS NOT NULL THEN ${wake} IS NULL
-                WHEN NOT EXISTS (SELECT 1 FROM taken) THEN ${declined}
-              END) END AS woke,
+              CASE WHEN gate.gate_admitted AND queued.id IS NULL AND NOT EXISTS (SELECT 1 FROM taken) THEN ${declined} END AS declined,
               previous.*
             FROM gate LEFT JOIN runnable ON true LEFT JOIN queued ON true LEFT JOIN taken ON true
               LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
