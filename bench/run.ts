@@ -22,6 +22,7 @@ import { queueDrain } from "./queueDrain.js"
 import { queuePosition } from "./queuePosition.js"
 import { serverDrain } from "./serverDrain.js"
 import { serverRss } from "./serverRss.js"
+import { sqlClientFloor } from "./sqlClientFloor.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
@@ -39,7 +40,8 @@ const figures: Record<string, () => Promise<void>> = {
   duplicate_keys: duplicateKeys,
   list_pages: listPages,
   fairness,
-  queue_position: queuePosition
+  queue_position: queuePosition,
+  sql_client_floor: sqlClientFloor
 }
 
 const chosen = [...process.argv.slice(2), ...(process.env.BENCH_FIGURES ?? "").split(",")].map((s) => s.trim()).filter((s) => s !== "")
