@@ -131,6 +131,8 @@ interface Case {
   readonly label: string
   readonly add: (id: string) => Promise<unknown>
   readonly latencies: Array<number>
+  /** Of each latency, the part until the submit (add) returned: the rest is the wake-up, the claim and the start. */
+  readonly submits: Array<number>
   /** The shared clock checked against the worker process's, for the cases that have one. */
   readonly clock?: ClockCheck
   /** NOTIFYs heard on the case's jobs channel so far: one per queued submit (store queue). */
@@ -143,6 +145,7 @@ const newCase = (key: string, label: string, add: (id: string) => Promise<unknow
   label,
   add,
   latencies: [],
+  submits: [],
   ...extra,
   next: 0
 })
@@ -289,15 +292,16 @@ const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promis
   ]).finally(() => clearTimeout(timer))
 }
 
-/** Queues one job of the case and answers how long it waited to start, then pauses. */
-const sampleOnce = async (c: Case): Promise<number> => {
+/** Queues one job of the case and answers how long it waited to start and how long its submit took, then pauses. */
+const sampleOnce = async (c: Case): Promise<readonly [latency: number, submit: number]> => {
   const id = `${c.key}-${c.next++}`
   const seen = new Promise<number>((resolve) => starts.set(id, resolve))
   try {
     const t0 = performance.now()
     await c.add(id)
+    const added = performance.now()
     const t1 = await within(seen, SEEN_TIMEOUT_MS, `${c.label}: job ${id} did not start`)
-    return t1 - t0
+    return [t1 - t0, added - t0]
   } finally {
     starts.delete(id)
     await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
@@ -316,7 +320,9 @@ const timeAll = async (cases: ReadonlyArray<Case>, samples: number) => {
     if (i % Math.max(1, Math.floor(samples / PARTS)) === 0) log(`pickup: job ${i + 1} of ${samples} of each of ${cases.length} cases`)
     for (let k = 0; k < cases.length; k++) {
       const c = cases[(i + k) % cases.length]!
-      c.latencies.push(await sampleOnce(c))
+      const [latency, submitted] = await sampleOnce(c)
+      c.latencies.push(latency)
+      c.submits.push(submitted)
     }
   }
   await new Promise((resolve) => setTimeout(resolve, 200))
@@ -360,6 +366,15 @@ export const pickup = async () => {
     }
 
     const p50 = (c: Case) => percentile(c.latencies, 50)
+    /**
+     * The p50s of the two parts of a pickup: the submit until it returned, and the rest (the
+     * wake-up, the claim and the start; with a hand-off, the run's start alone), so a ratio says
+     * which part differs from the reference's.
+     */
+    const split = (c: Case) => ({
+      submitP50: ms(percentile(c.submits, 50)),
+      afterSubmitP50: ms(percentile(c.latencies.map((latency, i) => latency - c.submits[i]!), 50))
+    })
     const p99 = (c: Case) => percentile(c.latencies, 99)
     // The better (lower) p50 of the two is the reference; a tie goes to the batched configuration.
     const referenceConfig: GraphileConfigName = p50(batched) <= p50(unbatched) ? "batched" : "unbatched"
@@ -372,6 +387,7 @@ export const pickup = async () => {
       ...shape,
       referenceP99: ms(p99(graphile)),
       referenceMax: ms(percentile(graphile.latencies, 100)),
+      referenceSplit: split(graphile),
       referenceConfig,
       batchedReferenceIs: graphileConfigLabel.batched,
       batchedReferenceP50: ms(p50(batched)),
@@ -385,6 +401,7 @@ export const pickup = async () => {
       engineMax: ms(percentile(c.latencies, 100)),
       p99Ratio: ms(p99(c) / p99(reference)),
       p50ByFifth: p50ByPart(c.latencies),
+      split: split(c),
       ...(c.clock ?? {})
     })
     /** The same queue with one engine submitting to its own worker: no hand-off on a broker. */
@@ -445,6 +462,7 @@ export const pickup = async () => {
         ...shape,
         referenceP99: ms(p99(bullmq)),
         referenceMax: ms(percentile(bullmq.latencies, 100)),
+        referenceSplit: split(bullmq),
         referenceP50ByFifth: p50ByPart(bullmq.latencies),
         referenceClockOffsetMs: bullmq.clock?.clockOffsetMs,
         graphileReferenceIs: referenceIs,
