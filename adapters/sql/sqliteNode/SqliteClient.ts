@@ -61,15 +61,6 @@ interface Prepared {
   readonly reader: boolean
 }
 
-const prepare = (db: DatabaseSync, sql: string): Effect.Effect<Prepared, Errors.SqlError> =>
-  Effect.try({
-    try: () => {
-      const statement = db.prepare(sql)
-      return { statement, reader: statement.columns().length > 0 }
-    },
-    catch: (cause) => sqlError(cause, "Failed to prepare statement", "prepare")
-  })
-
 /**
  * Another connection holds the lock this statement needs (SQLITE_BUSY), and waiting can help:
  * not SQLITE_BUSY_SNAPSHOT (517), a read transaction's snapshot made stale by another
@@ -79,17 +70,50 @@ const isBusy = (cause: unknown) =>
   typeof cause === "object" && cause !== null && "errcode" in cause && typeof cause.errcode === "number" &&
   (cause.errcode & 0xff) === 5 && cause.errcode !== 517
 
-/**
- * The waits between tries of a busy statement: 1 ms doubling to 50 ms, for `busyTimeout` in all.
- * Built only for a statement found busy.
- */
-const busyRetry = (busyTimeout: Duration.Duration) =>
+/** The waits between tries of a busy statement: 1 ms doubling to 50 ms, for `busyTimeout` in all. */
+const busyRetry = (busyTimeout: Duration.Duration): Schedule.Schedule<unknown, Errors.SqlError> =>
   Schedule.max([
     Schedule.exponential(Duration.millis(1)).pipe(
       Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.millis(50))))
     ),
     Schedule.during(busyTimeout)
   ])
+
+/**
+ * What a synchronous node:sqlite call that threw comes to. Found busy, it was rejected whole
+ * (nothing of it ran), so it is run again as it was (`again`) on `retry`'s timers: the event loop
+ * runs meanwhile (SQLite's own busy handler would sleep inside the call), and this connection's
+ * permit stays held, so the process's statements keep their order. Fails with the last busy
+ * error once the wait is over. Only a call that threw builds any of this.
+ */
+const afterThrow = <A>(
+  cause: unknown,
+  again: () => A,
+  failure: (cause: unknown) => Errors.SqlError,
+  retry: Schedule.Schedule<unknown, Errors.SqlError>
+): Effect.Effect<A, Errors.SqlError> =>
+  isBusy(cause)
+    ? Effect.andThen(
+      Effect.sleep(Duration.millis(1)),
+      Effect.retry(Effect.try({ try: again, catch: failure }), { schedule: retry, while: (error) => isBusy(error.reason.cause) })
+    )
+    : Effect.fail(failure(cause))
+
+const prepareError = (cause: unknown) => sqlError(cause, "Failed to prepare statement", "prepare")
+
+const prepareNow = (db: DatabaseSync, sql: string): Prepared => {
+  const statement = db.prepare(sql)
+  return { statement, reader: statement.columns().length > 0 }
+}
+
+const prepare = (db: DatabaseSync, sql: string, retry: Schedule.Schedule<unknown, Errors.SqlError>): Effect.Effect<Prepared, Errors.SqlError> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(prepareNow(db, sql))
+    } catch (cause) {
+      return afterThrow(cause, () => prepareNow(db, sql), prepareError, retry)
+    }
+  })
 
 /** Runs a prepared statement synchronously; throws node:sqlite's error. */
 const execute = ({ reader, statement }: Prepared, params: ReadonlyArray<unknown>, raw: boolean, safeIntegers: boolean) => {
@@ -104,18 +128,6 @@ const execute = ({ reader, statement }: Prepared, params: ReadonlyArray<unknown>
 
 const executeError = (cause: unknown) => sqlError(cause, "Failed to execute statement", "execute")
 
-/**
- * A statement found busy was rejected whole (nothing of it ran), so it is run again as it was,
- * on `retry`'s timers: the event loop runs meanwhile (SQLite's own busy handler would sleep
- * inside the call). This connection's permit stays held, so the process's statements keep their
- * order. Fails with the last busy error once the wait is over.
- */
-const waitForLock = (run: () => ReadonlyArray<any>, retry: Schedule.Schedule<unknown, Errors.SqlError>) =>
-  Effect.andThen(
-    Effect.sleep(Duration.millis(1)),
-    Effect.retry(Effect.try({ try: run, catch: executeError }), { schedule: retry, while: (error) => isBusy(error.reason.cause) })
-  )
-
 const runPrepared = (
   prepared: Prepared,
   params: ReadonlyArray<unknown>,
@@ -127,9 +139,7 @@ const runPrepared = (
     try {
       return Effect.succeed(execute(prepared, params, raw, safeIntegers))
     } catch (cause) {
-      return isBusy(cause)
-        ? waitForLock(() => execute(prepared, params, raw, safeIntegers), retry)
-        : Effect.fail(executeError(cause))
+      return afterThrow(cause, () => execute(prepared, params, raw, safeIntegers), executeError, retry)
     }
   })
 
@@ -152,7 +162,7 @@ export const make = (
 
     const scope = yield* Effect.scope
     // No busy handler of SQLite's own (timeout 0): a busy statement fails at once and is tried
-    // again on timers (waitForLock) for the busy timeout.
+    // again on timers (afterThrow) for the busy timeout.
     const db = new DatabaseSync(options.filename, { readOnly: options.readonly ?? false, timeout: 0 })
     const retry = busyRetry(Duration.fromInputUnsafe(options.busyTimeout ?? Duration.seconds(5)))
     yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
@@ -170,7 +180,7 @@ export const make = (
     const prepareCache = yield* Cache.make({
       capacity: options.prepareCacheSize ?? 200,
       timeToLive: options.prepareCacheTTL ?? Duration.minutes(10),
-      lookup: (sql: string) => prepare(db, sql)
+      lookup: (sql: string) => prepare(db, sql, retry)
     })
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
@@ -187,10 +197,10 @@ export const make = (
         return Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPreparedValues(prepared, params, retry))
       },
       executeValuesUnprepared(sql, params) {
-        return Effect.flatMap(prepare(db, sql), (prepared) => runPreparedValues(prepared, params, retry))
+        return Effect.flatMap(prepare(db, sql, retry), (prepared) => runPreparedValues(prepared, params, retry))
       },
       executeUnprepared(sql, params, transformRows) {
-        const effect = Effect.flatMap(prepare(db, sql), (prepared) => runPrepared(prepared, params ?? [], false, retry))
+        const effect = Effect.flatMap(prepare(db, sql, retry), (prepared) => runPrepared(prepared, params ?? [], false, retry))
         return transformRows ? Effect.map(effect, transformRows) : effect
       },
       executeStream(_sql, _params) {
