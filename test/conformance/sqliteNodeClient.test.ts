@@ -19,7 +19,7 @@ class Boom {
 }
 
 describe("the node:sqlite SqlClient", () => {
-  it("opens the file as better-sqlite3 did: WAL, synchronous NORMAL, foreign keys on, 16 MB cache, 5 s busy timeout", async () => {
+  it("opens the file as better-sqlite3 did: WAL, synchronous NORMAL, foreign keys on, 16 MB cache; no busy handler of SQLite's own", async () => {
     const pragmas = await run(Effect.flatMap(sql, (sql) =>
       Effect.all([
         sql`PRAGMA journal_mode`,
@@ -29,7 +29,7 @@ describe("the node:sqlite SqlClient", () => {
         sql`PRAGMA busy_timeout`
       ])
     ))
-    expect(pragmas.map((rows) => Object.values(rows[0]!)[0])).toEqual(["wal", 1, 1, -16000, 5000])
+    expect(pragmas.map((rows) => Object.values(rows[0]!)[0])).toEqual(["wal", 1, 1, -16000, 0])
   })
 
   it("commits a transaction, and rolls back a nested one to its savepoint only", async () => {
@@ -74,21 +74,62 @@ describe("the node:sqlite SqlClient", () => {
     expect(values).toEqual([["a", 2], ["b", 3]])
   })
 
-  it("waits for another process's write lock instead of failing at once", async () => {
-    await run(Effect.flatMap(sql, (sql) => sql`CREATE TABLE locks (n INTEGER)`))
-    // Another process (the CLI, say) holds the write lock for 500 ms; this insert waits it out.
+  /** Another process (the CLI, say) holding the write lock for `ms`, once it says it holds it. */
+  const holdWriteLock = async (ms: number) => {
     const holder = spawn(process.execPath, ["-e", `
       const db = new (require("node:sqlite").DatabaseSync)(${JSON.stringify(file)})
       db.exec("BEGIN IMMEDIATE; INSERT INTO locks (n) VALUES (1)")
       process.stdout.write("locked")
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${ms})
       db.exec("COMMIT")
     `], { stdio: ["ignore", "pipe", "inherit"] })
     const exited = new Promise((resolve) => holder.once("exit", resolve))
     await new Promise((resolve) => holder.stdout.once("data", resolve))
-    await run(Effect.flatMap(sql, (sql) => sql`INSERT INTO locks (n) VALUES (2)`))
+    return { exited }
+  }
+
+  it("waits for another process's write lock instead of failing at once, with the event loop running meanwhile", async () => {
+    await run(Effect.flatMap(sql, (sql) => sql`CREATE TABLE locks (n INTEGER)`))
+    const { exited } = await holdWriteLock(500)
+    // A timer of 10 ms keeps ticking while the insert waits: the wait is not inside SQLite's call.
+    let ticks = 0
+    const ticker = setInterval(() => ticks++, 10)
+    try {
+      await run(Effect.flatMap(sql, (sql) => sql`INSERT INTO locks (n) VALUES (2)`))
+    } finally {
+      clearInterval(ticker)
+    }
     expect(await exited).toBe(0)
+    expect(ticks).toBeGreaterThan(5)
     const rows = await run(Effect.flatMap(sql, (sql) => sql<{ n: number }>`SELECT n FROM locks ORDER BY n`))
     expect(rows.map((row) => row.n)).toEqual([1, 2])
+  })
+
+  it("commits a transaction that read before another process's write: it takes the write lock at BEGIN", async () => {
+    await run(Effect.flatMap(sql, (sql) => sql`DELETE FROM locks`))
+    const { exited } = await holdWriteLock(300)
+    // A deferred BEGIN would read here, then fail at the insert (its snapshot stale after the other commit).
+    const counted = await run(Effect.flatMap(sql, (sql) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const [{ n }] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM locks`
+        yield* sql`INSERT INTO locks (n) VALUES (${n + 10})`
+        return n
+      }))))
+    expect(await exited).toBe(0)
+    expect(counted).toBe(1)
+    const rows = await run(Effect.flatMap(sql, (sql) => sql<{ n: number }>`SELECT n FROM locks ORDER BY n`))
+    expect(rows.map((row) => row.n)).toEqual([1, 11])
+  })
+
+  it("fails with a lock timeout once the busy timeout is over", async () => {
+    const short = ManagedRuntime.make(SqliteClient.layer({ filename: file, busyTimeout: 100 }))
+    try {
+      const { exited } = await holdWriteLock(1_000)
+      const exit = await short.runPromiseExit(Effect.flatMap(sql, (sql) => sql`INSERT INTO locks (n) VALUES (3)`))
+      expect(await exited).toBe(0)
+      expect(Exit.isFailure(exit) ? String(exit.cause) : "succeeded").toMatch(/LockTimeoutError/)
+    } finally {
+      await short.dispose()
+    }
   })
 })

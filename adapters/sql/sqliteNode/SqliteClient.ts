@@ -4,10 +4,11 @@
  * packages/sql/sqlite-node/src/SqliteClient.ts, which is on `node:sqlite` too), with its
  * connection shared through `SqlClient.makeSqliteAcquirers`. Differences, each for a reason
  * given where it is: the pragmas better-sqlite3 (the driver before) was built with (synchronous
- * NORMAL in WAL mode, a 16 MB cache), a busy timeout, a statement's reader flag kept with it in
- * the cache, and none of export/backup/loadExtension (unused here).
+ * NORMAL in WAL mode, a 16 MB cache), a busy timeout waited out on timers, transactions that take
+ * the write lock at BEGIN, a statement's reader flag kept with it in the cache, and none of
+ * export/backup/loadExtension (unused here).
  */
-import { Cache, Context, Duration, Effect, identity, Layer, Scope, Semaphore, Stream } from "effect"
+import { Cache, Context, Duration, Effect, identity, Layer, Schedule, Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient as Client, type SqlConnection, SqlError as Errors, Statement } from "effect/sql"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
@@ -29,9 +30,10 @@ export interface SqliteClientConfig {
   readonly prepareCacheTTL?: Duration.Input | undefined
   readonly disableWAL?: boolean | undefined
   /**
-   * How long a statement waits for another connection's lock (the CLI or a host's own client on
-   * the same file) before failing with SQLITE_BUSY. node:sqlite's default is 0; 5 s is what
-   * better-sqlite3, the driver before this one, waited.
+   * How long a statement waits for another connection's lock (another process on the same file:
+   * the CLI, a host's own client, a second engine) before failing with SQLITE_BUSY; 5 s is what
+   * better-sqlite3, the driver before this one, waited. The wait is on timers (busyRetry), not in
+   * SQLite's own busy handler, which sleeps inside the call and so holds the event loop.
    */
   readonly busyTimeout?: Duration.Input | undefined
   readonly spanAttributes?: Record<string, unknown> | undefined
@@ -59,39 +61,93 @@ interface Prepared {
   readonly reader: boolean
 }
 
-const prepare = (db: DatabaseSync, sql: string): Effect.Effect<Prepared, Errors.SqlError> =>
-  Effect.try({
-    try: () => {
-      const statement = db.prepare(sql)
-      return { statement, reader: statement.columns().length > 0 }
-    },
-    catch: (cause) => sqlError(cause, "Failed to prepare statement", "prepare")
+/**
+ * Another connection holds the lock this statement needs (SQLITE_BUSY), and waiting can help:
+ * not SQLITE_BUSY_SNAPSHOT (517), a read transaction's snapshot made stale by another
+ * connection's commit, which no wait mends (BEGIN IMMEDIATE keeps it from happening).
+ */
+const isBusy = (cause: unknown) =>
+  typeof cause === "object" && cause !== null && "errcode" in cause && typeof cause.errcode === "number" &&
+  (cause.errcode & 0xff) === 5 && cause.errcode !== 517
+
+/** The waits between tries of a busy statement: 1 ms doubling to 50 ms, for `busyTimeout` in all. */
+const busyRetry = (busyTimeout: Duration.Duration): Schedule.Schedule<unknown, Errors.SqlError> =>
+  Schedule.max([
+    Schedule.exponential(Duration.millis(1)).pipe(
+      Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.millis(50))))
+    ),
+    Schedule.during(busyTimeout)
+  ])
+
+/**
+ * What a synchronous node:sqlite call that threw comes to. Found busy, it was rejected whole
+ * (nothing of it ran), so it is run again as it was (`again`) on `retry`'s timers: the event loop
+ * runs meanwhile (SQLite's own busy handler would sleep inside the call), and this connection's
+ * permit stays held, so the process's statements keep their order. Fails with the last busy
+ * error once the wait is over. Only a call that threw builds any of this.
+ */
+const afterThrow = <A>(
+  cause: unknown,
+  again: () => A,
+  failure: (cause: unknown) => Errors.SqlError,
+  retry: Schedule.Schedule<unknown, Errors.SqlError>
+): Effect.Effect<A, Errors.SqlError> =>
+  isBusy(cause)
+    ? Effect.andThen(
+      Effect.sleep(Duration.millis(1)),
+      Effect.retry(Effect.try({ try: again, catch: failure }), { schedule: retry, while: (error) => isBusy(error.reason.cause) })
+    )
+    : Effect.fail(failure(cause))
+
+const prepareError = (cause: unknown) => sqlError(cause, "Failed to prepare statement", "prepare")
+
+const prepareNow = (db: DatabaseSync, sql: string): Prepared => {
+  const statement = db.prepare(sql)
+  return { statement, reader: statement.columns().length > 0 }
+}
+
+const prepare = (db: DatabaseSync, sql: string, retry: Schedule.Schedule<unknown, Errors.SqlError>): Effect.Effect<Prepared, Errors.SqlError> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(prepareNow(db, sql))
+    } catch (cause) {
+      return afterThrow(cause, () => prepareNow(db, sql), prepareError, retry)
+    }
   })
 
+/** Runs a prepared statement synchronously; throws node:sqlite's error. */
+const execute = ({ reader, statement }: Prepared, params: ReadonlyArray<unknown>, raw: boolean, safeIntegers: boolean) => {
+  // Integers beyond 2^53 come back as BigInt only where asked (`SqlClient.SafeIntegers`);
+  // otherwise node:sqlite refuses to read them (ERR_OUT_OF_RANGE) rather than round them.
+  statement.setReadBigInts(safeIntegers)
+  const args = params as Array<any>
+  if (reader) return statement.all(...args) as ReadonlyArray<any>
+  const result = statement.run(...args)
+  return raw ? result as unknown as ReadonlyArray<any> : []
+}
+
+const executeError = (cause: unknown) => sqlError(cause, "Failed to execute statement", "execute")
+
 const runPrepared = (
-  { reader, statement }: Prepared,
+  prepared: Prepared,
   params: ReadonlyArray<unknown>,
-  raw: boolean
+  raw: boolean,
+  retry: Schedule.Schedule<unknown, Errors.SqlError>
 ) =>
   Effect.withFiber<ReadonlyArray<any>, Errors.SqlError>((fiber) => {
-    // Integers beyond 2^53 come back as BigInt only where asked (`SqlClient.SafeIntegers`);
-    // otherwise node:sqlite refuses to read them (ERR_OUT_OF_RANGE) rather than round them.
-    statement.setReadBigInts(fiber.getRef(Client.SafeIntegers))
+    const safeIntegers = fiber.getRef(Client.SafeIntegers)
     try {
-      const args = params as Array<any>
-      if (reader) return Effect.succeed(statement.all(...args))
-      const result = statement.run(...args)
-      return Effect.succeed(raw ? result as unknown as ReadonlyArray<any> : [])
+      return Effect.succeed(execute(prepared, params, raw, safeIntegers))
     } catch (cause) {
-      return Effect.fail(sqlError(cause, "Failed to execute statement", "execute"))
+      return afterThrow(cause, () => execute(prepared, params, raw, safeIntegers), executeError, retry)
     }
   })
 
 /** Rows as arrays of values: the statement answers arrays for this run only. */
-const runPreparedValues = (prepared: Prepared, params: ReadonlyArray<unknown>) =>
+const runPreparedValues = (prepared: Prepared, params: ReadonlyArray<unknown>, retry: Schedule.Schedule<unknown, Errors.SqlError>) =>
   Effect.acquireUseRelease(
     Effect.sync(() => prepared.statement.setReturnArrays(true)),
-    () => runPrepared(prepared, params, false) as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, Errors.SqlError>,
+    () => runPrepared(prepared, params, false, retry) as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, Errors.SqlError>,
     () => Effect.sync(() => prepared.statement.setReturnArrays(false))
   )
 
@@ -105,10 +161,10 @@ export const make = (
       : undefined
 
     const scope = yield* Effect.scope
-    const db = new DatabaseSync(options.filename, {
-      readOnly: options.readonly ?? false,
-      timeout: Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))
-    })
+    // No busy handler of SQLite's own (timeout 0): a busy statement fails at once and is tried
+    // again on timers (afterThrow) for the busy timeout.
+    const db = new DatabaseSync(options.filename, { readOnly: options.readonly ?? false, timeout: 0 })
+    const retry = busyRetry(Duration.fromInputUnsafe(options.busyTimeout ?? Duration.seconds(5)))
     yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
 
     if (options.disableWAL !== true) {
@@ -124,11 +180,11 @@ export const make = (
     const prepareCache = yield* Cache.make({
       capacity: options.prepareCacheSize ?? 200,
       timeToLive: options.prepareCacheTTL ?? Duration.minutes(10),
-      lookup: (sql: string) => prepare(db, sql)
+      lookup: (sql: string) => prepare(db, sql, retry)
     })
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-      Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPrepared(prepared, params, raw))
+      Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPrepared(prepared, params, raw, retry))
 
     const connection = identity<SqlConnection.Connection>({
       execute(sql, params, transformRows) {
@@ -138,13 +194,13 @@ export const make = (
         return run(sql, params, true)
       },
       executeValues(sql, params) {
-        return Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPreparedValues(prepared, params))
+        return Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPreparedValues(prepared, params, retry))
       },
       executeValuesUnprepared(sql, params) {
-        return Effect.flatMap(prepare(db, sql), (prepared) => runPreparedValues(prepared, params))
+        return Effect.flatMap(prepare(db, sql, retry), (prepared) => runPreparedValues(prepared, params, retry))
       },
       executeUnprepared(sql, params, transformRows) {
-        const effect = Effect.flatMap(prepare(db, sql), (prepared) => runPrepared(prepared, params ?? [], false))
+        const effect = Effect.flatMap(prepare(db, sql, retry), (prepared) => runPrepared(prepared, params ?? [], false, retry))
         return transformRows ? Effect.map(effect, transformRows) : effect
       },
       executeStream(_sql, _params) {
@@ -166,6 +222,12 @@ export const make = (
         transactionAcquirer: acquirers.transactionAcquirer,
         onCommitFailure: acquirers.onCommitFailure,
         isTransaction: acquirers.isTransaction,
+        // The write lock at BEGIN, where a busy lock is waited for. A deferred BEGIN's first read
+        // takes a snapshot; if another process commits before this transaction's first write,
+        // that write fails at once (SQLITE_BUSY_SNAPSHOT) and no wait can mend it. This process's
+        // own statements are already one at a time (the permit), so it gives up no concurrency.
+        // A read-only connection takes no write lock.
+        beginTransaction: options.readonly === true ? "BEGIN" : "BEGIN IMMEDIATE",
         compiler,
         driver: "sqlite-node",
         spanAttributes: [
