@@ -140,13 +140,12 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
           }
           providerPollsOf(entry.providerId).updateUnsafe(1, metrics)
           return Effect.flatMap(Effect.result(entry.provider.poll(entry.handle, entry.request)), (polled) =>
-            Effect.flatMap(Clock.currentTimeMillis, (at) => {
-              // A running generation's new progress or log lines are written before it goes back on the list.
-              const report = reports !== undefined && entry.state === "polling" && Result.isSuccess(polled) && polled.success._tag === "Running"
-                ? reports.write(entry.marks, { jobId: entry.lease.id, workerId: entry.lease.workerId, provider: entry.provider }, polled.success, at)
-                : undefined
-              const settled = Effect.sync(() => settle(lane, entry, polled, at))
-              return report === undefined ? settled : Effect.andThen(report, settled)
+            Effect.map(Clock.currentTimeMillis, (at) => {
+              // A running generation's new progress or log lines are queued for the store; the poller does not wait for the write.
+              if (reports !== undefined && entry.state === "polling" && Result.isSuccess(polled) && polled.success._tag === "Running") {
+                reports.write(entry.marks, { jobId: entry.lease.id, workerId: entry.lease.workerId, provider: entry.provider }, polled.success, at)
+              }
+              settle(lane, entry, polled, at)
             }))
         })
       })
