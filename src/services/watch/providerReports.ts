@@ -19,6 +19,8 @@ export interface ReportMarks {
   echo: boolean
   /** A report of this generation is queued or being written: the marks move once it is. */
   writing: boolean
+  /** Called once that report is written (or failed): the generation's end waits for it (`afterReport`). */
+  then: (() => void) | undefined
 }
 
 /** The marks of a job as claimed: a run taken over from another goes on from what that one wrote. */
@@ -26,8 +28,19 @@ export const marksOf = (request: ProviderRequest): ReportMarks => ({
   progress: request.job.providerProgress,
   log: request.job.providerLog ?? emptyLogMark,
   echo: false,
-  writing: false
+  writing: false,
+  then: undefined
 })
+
+/**
+ * Runs `f` once the generation's report on its way, if any, is written: a generation's end is
+ * handed to its run only after the lines of its last running poll are stored, as when the
+ * poller waited for them (an end written first would refuse them: the job no longer processing).
+ */
+export const afterReport = (marks: ReportMarks, f: () => void): void => {
+  if (marks.writing) marks.then = f
+  else f()
+}
 
 export interface ProviderReports {
   /**
@@ -110,6 +123,11 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
       hinted.push(report.id)
     }
     if (hinted.length > 0) yield* events.publish(hinted)
+    for (const { marks } of batch) {
+      const then = marks.then
+      marks.then = undefined
+      then?.()
+    }
   }))
   yield* Effect.forkScoped(writer)
 

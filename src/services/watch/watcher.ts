@@ -9,7 +9,7 @@ import type { EngineConfig } from "../EngineConfig.js"
 import type { Lease } from "../leaseKeeper.js"
 import { type Due, DueHeap } from "./dueHeap.js"
 import { ended, type Generation, generationFailed, Superseded, timedOut } from "./generation.js"
-import { marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
+import { afterReport, marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
 import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
 
 /**
@@ -158,13 +158,13 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
         const error = polled.failure
         const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
         if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
-        if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message, factOfError(error)))
+        if (!isTransient(error) || entry.failures >= maxRetries) return afterReport(entry.marks, () => finish(entry, generationFailed(error.message, factOfError(error))))
         const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
         return schedule(lane, entry, at + delay)
       }
       const status = polled.success
       answered(lane.budget)
-      if (status._tag !== "Running") return finish(entry, ended(status))
+      if (status._tag !== "Running") return afterReport(entry.marks, () => finish(entry, ended(status)))
       entry.failures = 0
       if (entry.hinted) {
         entry.hinted = false
