@@ -8,6 +8,20 @@ import type { GenerationProvider, ProviderRequest, Running } from "../../ports/P
 /** Reports of separate jobs written together at most (one statement). */
 const MAX_REPORT_BATCH = 100
 
+/** Who a report is for: the job, the run's lease owner, the provider (its secrets are redacted from the lines). */
+export interface ReportTarget {
+  readonly jobId: JobId
+  readonly workerId: string
+  readonly provider: GenerationProvider
+}
+
+/** A running answer that came while the generation's report was on its way, written after it. */
+interface Later {
+  readonly target: ReportTarget
+  readonly status: Running
+  readonly now: number
+}
+
 /** What a watched generation knows of its job's progress and log: as the job was claimed, then as this run wrote them. */
 export interface ReportMarks {
   progress: number | undefined
@@ -19,7 +33,9 @@ export interface ReportMarks {
   echo: boolean
   /** A report of this generation is queued or being written: the marks move once it is. */
   writing: boolean
-  /** Called once that report is written (or failed): the generation's end waits for it (`afterReport`). */
+  /** The latest running answer that came meanwhile (a provider answers its whole log each time: it holds the others'). */
+  later: Later | undefined
+  /** Called once nothing of the generation is left to write (`afterReport`). */
   then: (() => void) | undefined
 }
 
@@ -29,13 +45,14 @@ export const marksOf = (request: ProviderRequest): ReportMarks => ({
   log: request.job.providerLog ?? emptyLogMark,
   echo: false,
   writing: false,
+  later: undefined,
   then: undefined
 })
 
 /**
- * Runs `f` once the generation's report on its way, if any, is written: a generation's end is
- * handed to its run only after the lines of its last running poll are stored, as when the
- * poller waited for them (an end written first would refuse them: the job no longer processing).
+ * Runs `f` once the generation's reports on their way, if any, are written: a generation's end
+ * is handed to its run only after the lines of its running polls are stored, as when the poller
+ * waited for them (an end written first would refuse them: the job no longer processing).
  */
 export const afterReport = (marks: ReportMarks, f: () => void): void => {
   if (marks.writing) marks.then = f
@@ -46,21 +63,15 @@ export interface ProviderReports {
   /**
    * Queues the write a running generation's poll needs (its progress raised, new log lines
    * kept), if any, and returns at once: the poll goes back on the list without waiting for the
-   * store. A poll that brings nothing new writes nothing, and neither does one made while the
-   * generation's previous report is still on its way: a provider answers its whole log on every
-   * poll (Provider.ts `Running`), so the next poll brings what this one would have, measured
-   * from the marks that write moved. So a generation has at most one report queued, however
-   * slow the store. The reports are written under the run's lease, many jobs' to a statement;
-   * on success the marks move on and the jobs' followers are hinted, in one publish. A failed
-   * write is logged and left: the marks did not move, so the next poll brings the same lines
-   * again (a place written twice is kept once).
+   * store. A poll that brings nothing new writes nothing. A generation has one report on its way
+   * at most, however slow the store: an answer that comes meanwhile is kept (the latest only: a
+   * provider answers its whole log on every poll, Provider.ts `Running`) and its report planned
+   * from the marks that write moved, once it is written. The reports are written under the
+   * run's lease, many jobs' to a statement; on success the marks move on and the jobs'
+   * followers are hinted, in one publish. A failed write is logged and left: the marks did not
+   * move, so the next poll brings the same lines again (a place written twice is kept once).
    */
-  readonly write: (
-    marks: ReportMarks,
-    target: { readonly jobId: JobId; readonly workerId: string; readonly provider: GenerationProvider },
-    status: Running,
-    now: number
-  ) => void
+  readonly write: (marks: ReportMarks, target: ReportTarget, status: Running, now: number) => void
 }
 
 /** A queued report and the marks it moves once written. */
@@ -98,6 +109,17 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
     })
   })
 
+  /** Queues the report an answer needs against `marks`; answers whether there was one. */
+  const queue = (marks: ReportMarks, { now, status, target }: Later): boolean => {
+    const progress = nextProgress(marks.progress, status.progress)
+    const log = status.logs === undefined ? undefined : planLogAppend(marks.log, status.logs, target.provider.logSecrets ?? [], now)
+    if (progress === undefined && log === undefined) return false
+    marks.writing = true
+    queued.push({ report: { id: target.jobId, leaseOwner: target.workerId, progress, log }, marks })
+    wake?.()
+    return true
+  }
+
   /** Writes `batch`; answers the ids written (a report refused by its lease is not). */
   const writeBatch = (batch: ReadonlyArray<Queued>): Effect.Effect<ReadonlyArray<JobId>> =>
     Effect.flatMap(Effect.exit(logs.record(batch.map((q) => q.report))), (exit) => {
@@ -124,6 +146,9 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
     }
     if (hinted.length > 0) yield* events.publish(hinted)
     for (const { marks } of batch) {
+      const later = marks.later
+      marks.later = undefined
+      if (later !== undefined && queue(marks, later)) continue
       const then = marks.then
       marks.then = undefined
       then?.()
@@ -132,14 +157,9 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
   yield* Effect.forkScoped(writer)
 
   return {
-    write: (marks, { jobId, provider, workerId }, status, now) => {
-      if (marks.writing) return
-      const progress = nextProgress(marks.progress, status.progress)
-      const log = status.logs === undefined ? undefined : planLogAppend(marks.log, status.logs, provider.logSecrets ?? [], now)
-      if (progress === undefined && log === undefined) return
-      marks.writing = true
-      queued.push({ report: { id: jobId, leaseOwner: workerId, progress, log }, marks })
-      wake?.()
+    write: (marks, target, status, now) => {
+      if (marks.writing) marks.later = { target, status, now }
+      else queue(marks, { target, status, now })
     }
   }
 })
