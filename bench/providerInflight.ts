@@ -18,6 +18,12 @@
  * the polls the simulator answered meanwhile; the bare loop's the same. Polls on time are the
  * polls a second the simulator saw while every generation was in flight, against those asked
  * (generations / interval).
+ *
+ * The simulator keeps its connections alive BENCH_INFLIGHT_KEEPALIVE_MS (default 5 s, Node's
+ * default), so both pollers reuse them as they would a provider's API. The simulators' own
+ * default of 1 s (for tests) makes undici, which closes a connection 2 s before the announced
+ * end, open a connection per request: BENCH_INFLIGHT_KEEPALIVE_MS=1000 measures that, as this
+ * figure did until 2026-11-29.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -54,6 +60,8 @@ const STORE = process.env.BENCH_INFLIGHT_STORE === "sqlite" ? "sqlite" : "pg"
 const BARE = process.env.BENCH_INFLIGHT_BARE !== "0"
 /** How long the simulator holds each generation (BENCH_INFLIGHT_GENERATION_MS, default 30 s). */
 const GENERATION_MS = whole("BENCH_INFLIGHT_GENERATION_MS", 30_000)
+/** The keep-alive the simulator announces and keeps (BENCH_INFLIGHT_KEEPALIVE_MS, default 5 s; see the header). */
+const KEEPALIVE_MS = whole("BENCH_INFLIGHT_KEEPALIVE_MS", 5_000)
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -63,7 +71,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * simulator: its CPU per poll and polls a second while every prediction is in flight.
  */
 const bareReference = async (jobs: number) => {
-  const sim = await startReplicateSimulator({ durationMs: GENERATION_MS })
+  const sim = await startReplicateSimulator({ durationMs: GENERATION_MS, keepAliveMs: KEEPALIVE_MS })
   const child = fork(fileURLToPath(new URL("providerInflightBare.ts", import.meta.url)), [], {
     execArgv: childExecArgv(),
     env: { ...process.env, BENCH_SIM_URL: sim.url, BENCH_SIM_TOKEN: sim.apiToken, BENCH_CONCURRENCY: String(jobs), BENCH_POLL_MS: String(settings.inflightPollMs) },
@@ -170,7 +178,7 @@ const withStore = <A>(body: (store: BenchStore) => Promise<A>): Promise<A> => {
 export const providerInflight = () =>
   withStore(async (store) => {
     const jobs = settings.inflightJobs
-    const sim = await startReplicateSimulator({ durationMs: GENERATION_MS })
+    const sim = await startReplicateSimulator({ durationMs: GENERATION_MS, keepAliveMs: KEEPALIVE_MS })
     let child: ChildProcess | undefined
     try {
       // The schema, the catalog and a funded account, made by an engine with no workers (and no
@@ -278,6 +286,7 @@ export const providerInflight = () =>
           generationSeconds: GENERATION_MS / 1000,
           store: store.name,
           pollIntervalMs: settings.inflightPollMs,
+          simulatorKeepAliveMs: KEEPALIVE_MS,
           // What the RSS is made of at its peak and idle (MiB): V8's heap used, the heap reserved (its young generation grows under load), memory outside it.
           atPeakMiB: parts(peak),
           idleMiB: parts(idle),

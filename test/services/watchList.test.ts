@@ -1,10 +1,11 @@
-import { Context, Effect, Exit, Layer, ManagedRuntime, Metric, Option, Scope } from "effect"
+import { Context, Effect, Exit, Latch, Layer, ManagedRuntime, Metric, Option, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { StoreError } from "../../src/domain/errors.js"
 import { providerPollLagSecondsOf, providerPollsOf, watchedGenerationsOf } from "../../src/observability/metricSeries.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
+import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
@@ -55,13 +56,16 @@ const heldProvider = (options: { readonly pollIntervalMs: number; readonly endAf
 
 /** Renewals the test switches off: a lease is then lost once its end passes. */
 const renewals = { fail: false }
+/** The store's writes of provider progress and logs wait while a test holds this closed. */
+const reportWrites = Latch.makeUnsafe(true)
 const failingRenewals = Layer.effectContext(Effect.gen(function*() {
   const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
   const repo = Context.get(context, JobRepo)
+  const logs = Context.get(context, JobLogRepo)
   return Context.add(context, JobRepo, {
     ...repo,
     renewLeases: (leases, now, leaseMs) => (renewals.fail ? Effect.fail(new StoreError({ message: "store down" })) : repo.renewLeases(leases, now, leaseMs))
-  })
+  }).pipe(Context.add(JobLogRepo, { ...logs, record: (reports) => Effect.andThen(reportWrites.await, logs.record(reports)) }))
 })).pipe(Layer.provide(layerMemoryStores))
 
 const runtimes: Array<ManagedRuntime.ManagedRuntime<unknown, unknown>> = []
@@ -209,6 +213,42 @@ describe("the watch list", () => {
       const from = polls.two
       yield* until("five more polls of the other generation", () => polls.two >= from + 5)
       expect(polls.one).toBe(1)
+      yield* Scope.close(scope, Exit.void)
+    }))
+  }, 60_000)
+
+  it("a poll's progress and lines do not hold its poller while the store writes them, and the generation's end waits for them", async () => {
+    // One generation polled every 20 ms, its whole log on every answer (a line more each poll),
+    // until the test lets it end.
+    const state = { polls: 0, ends: false }
+    const provider: GenerationProvider = {
+      start: () => Effect.succeed({ _tag: "Started", handle: { id: "gen_1" } } as const),
+      poll: () =>
+        Effect.sync(() => {
+          state.polls++
+          if (state.ends) return { _tag: "Succeeded", outputs: [] } as const
+          return { _tag: "Running", progress: Math.min(90, state.polls), logs: Array.from({ length: state.polls }, (_, i) => `line ${i + 1}`), pollAfterMs: 20 } as const
+        }),
+      cancel: () => Effect.void
+    }
+    const runtime = engine(provider, {})
+    await runtime.runPromise(Effect.gen(function*() {
+      reportWrites.closeUnsafe()
+      const [id] = yield* submitMany(1)
+      const scope = yield* Scope.make()
+      yield* (yield* Worker).start(4).pipe(Scope.provide(scope))
+      // The first poll's write waits in the store: the generation is polled on meanwhile.
+      yield* until("five polls while the first report waits", () => state.polls >= 5)
+      state.ends = true
+      const seen = state.polls
+      yield* until("the poll that finds the end", () => state.polls > seen)
+      // Its end is not written before the lines of its running polls.
+      yield* Effect.sleep("100 millis")
+      expect(yield* statusOf(id!)).toBe("processing")
+      reportWrites.openUnsafe()
+      yield* until("the job to complete", () => Effect.map(statusOf(id!), (status) => status === "completed"))
+      const lines = yield* JobLogRepo.use((logs) => logs.lines(id!, 0, 100))
+      expect(lines.map((line) => line.line)).toEqual(Array.from({ length: seen }, (_, i) => `line ${i + 1}`))
       yield* Scope.close(scope, Exit.void)
     }))
   }, 60_000)

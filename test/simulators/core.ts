@@ -18,6 +18,13 @@ export interface SimulatorOptions {
   readonly durationMs?: number | undefined
   /** The input field whose value counts starts (`startsByMarker`). Default "prompt". */
   readonly markerField?: string | undefined
+  /**
+   * The keep-alive the server announces and keeps, in ms. Default 1000: undici closes a
+   * connection 2 s before the announced end, so each request has a connection of its own
+   * (decisions.md, "The simulators keep their 1 s keep-alive"). A bench of steady polling sets
+   * more, so that connections are reused as with a provider's API.
+   */
+  readonly keepAliveMs?: number | undefined
 }
 
 /** What kind of file a simulated model makes, from words in its name: "large" (a big video), video, audio, text, else image. */
@@ -373,7 +380,8 @@ export interface Listening {
 /** Starts a server on 127.0.0.1; handler errors answer 500 rather than crash the test process. */
 export const listen = async (
   port: number,
-  handler: (req: IncomingMessage, res: ServerResponse, origin: string) => Promise<void>
+  handler: (req: IncomingMessage, res: ServerResponse, origin: string) => Promise<void>,
+  keepAliveMs = 1000
 ): Promise<Listening> => {
   let origin = ""
   const server = createServer((req, res) => {
@@ -382,7 +390,7 @@ export const listen = async (
       else res.destroy()
     })
   })
-  server.keepAliveTimeout = 1000
+  server.keepAliveTimeout = keepAliveMs
   const listenOn = (on: number) =>
     new Promise<void>((resolve, reject) => {
       server.once("error", reject)
@@ -414,6 +422,8 @@ export const listenServingFiles = (
     readonly counters: Counters
     /** When given, a file request it refuses answers 401 (files behind the API's credentials). */
     readonly authorized?: ((req: IncomingMessage) => boolean) | undefined
+    /** SimulatorOptions.keepAliveMs. */
+    readonly keepAliveMs?: number | undefined
   },
   api: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
 ): Promise<Listening> =>
@@ -424,7 +434,7 @@ export const listenServingFiles = (
     if (options.authorized !== undefined && !options.authorized(req)) return sendJson(res, 401, { detail: "Unauthenticated" })
     options.counters.downloads++
     return serveFile(res, file[2]!, options.largeFileBytes)
-  })
+  }, options.keepAliveMs)
 
 /** Sends a callback and records how it went; a callback that cannot be delivered is recorded, not retried. */
 export const deliver = async (

@@ -1,10 +1,26 @@
-import { Effect, type Scope } from "effect"
+import { Cause, Effect, Exit, type Scope } from "effect"
 import type { JobId } from "../../domain/ids.js"
 import { emptyLogMark, nextProgress, planLogAppend, type ProviderLogMark } from "../../domain/providerLogs.js"
 import { JobEvents } from "../../ports/JobEvents.js"
 import { JobLogRepo, type ProviderReport } from "../../ports/JobLogRepo.js"
 import type { GenerationProvider, ProviderRequest, Running } from "../../ports/Provider.js"
-import { makeWriteBatcher } from "../writeBatcher.js"
+
+/** Reports of separate jobs written together at most (one statement). */
+const MAX_REPORT_BATCH = 100
+
+/** Who a report is for: the job, the run's lease owner, the provider (its secrets are redacted from the lines). */
+export interface ReportTarget {
+  readonly jobId: JobId
+  readonly workerId: string
+  readonly provider: GenerationProvider
+}
+
+/** A running answer that came while the generation's report was on its way, written after it. */
+interface Later {
+  readonly target: ReportTarget
+  readonly status: Running
+  readonly now: number
+}
 
 /** What a watched generation knows of its job's progress and log: as the job was claimed, then as this run wrote them. */
 export interface ReportMarks {
@@ -15,55 +31,135 @@ export interface ReportMarks {
    * watcher (at once in-process, after a NOTIFY on PostgreSQL), and is not a provider callback.
    */
   echo: boolean
+  /** A report of this generation is queued or being written: the marks move once it is. */
+  writing: boolean
+  /** The latest running answer that came meanwhile (a provider answers its whole log each time: it holds the others'). */
+  later: Later | undefined
+  /** Called once nothing of the generation is left to write (`afterReport`). */
+  then: (() => void) | undefined
 }
 
 /** The marks of a job as claimed: a run taken over from another goes on from what that one wrote. */
 export const marksOf = (request: ProviderRequest): ReportMarks => ({
   progress: request.job.providerProgress,
   log: request.job.providerLog ?? emptyLogMark,
-  echo: false
+  echo: false,
+  writing: false,
+  later: undefined,
+  then: undefined
 })
+
+/**
+ * Runs `f` once the generation's reports on their way, if any, are written: a generation's end
+ * is handed to its run only after the lines of its running polls are stored, as when the poller
+ * waited for them (an end written first would refuse them: the job no longer processing).
+ */
+export const afterReport = (marks: ReportMarks, f: () => void): void => {
+  if (marks.writing) marks.then = f
+  else f()
+}
 
 export interface ProviderReports {
   /**
-   * The write a running generation's poll needs (its progress raised, new log lines kept), or
-   * undefined when it brings nothing new: such a poll writes nothing. Written under the run's
-   * lease, many jobs' reports to a statement (makeWriteBatcher); on success the marks move on
-   * and the job's followers are hinted. A failed write is logged and left: the next poll brings
-   * the same lines again (the marks did not move), and a place written twice is kept once.
+   * Queues the write a running generation's poll needs (its progress raised, new log lines
+   * kept), if any, and returns at once: the poll goes back on the list without waiting for the
+   * store. A poll that brings nothing new writes nothing. A generation has one report on its way
+   * at most, however slow the store: an answer that comes meanwhile is kept (the latest only: a
+   * provider answers its whole log on every poll, Provider.ts `Running`) and its report planned
+   * from the marks that write moved, once it is written. The reports are written under the
+   * run's lease, many jobs' to a statement; on success the marks move on and the jobs'
+   * followers are hinted, in one publish. A failed write is logged and left: the marks did not
+   * move, so the next poll brings the same lines again (a place written twice is kept once).
    */
-  readonly write: (
-    marks: ReportMarks,
-    target: { readonly jobId: JobId; readonly workerId: string; readonly provider: GenerationProvider },
-    status: Running,
-    now: number
-  ) => Effect.Effect<void> | undefined
+  readonly write: (marks: ReportMarks, target: ReportTarget, status: Running, now: number) => void
 }
 
+/** A queued report and the marks it moves once written. */
+interface Queued {
+  readonly report: ProviderReport
+  readonly marks: ReportMarks
+}
+
+/**
+ * The reports of a process's running generations, written by one fiber of the scope it is made
+ * in: the first report goes at once, those queued while it is on its way go together in the
+ * next (up to MAX_REPORT_BATCH), as makeWriteBatcher does, but no poll waits for its write. A
+ * batch that fails is written again report by report, so one bad report fails alone. Closing
+ * the scope stops the writer; the reports queued then are dropped (the marks did not move: a
+ * later run's polls bring those lines again).
+ */
 export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRepo | JobEvents | Scope.Scope> = Effect.gen(function*() {
   const logs = yield* JobLogRepo
   const events = yield* JobEvents
-  const record = yield* makeWriteBatcher((reports: ReadonlyArray<ProviderReport>) =>
-    Effect.map(logs.record(reports), (written) => {
-      const ids = new Set(written)
-      return reports.map((report) => ids.has(report.id))
-    }))
+  let queued: Array<Queued> = []
+  /** Resumes the writer when it waits for a report. */
+  let wake: (() => void) | undefined
+
+  const nextBatch = Effect.callback<ReadonlyArray<Queued>>((resume) => {
+    const take = () => {
+      wake = undefined
+      const batch = queued.length <= MAX_REPORT_BATCH ? queued : queued.slice(0, MAX_REPORT_BATCH)
+      queued = queued.length <= MAX_REPORT_BATCH ? [] : queued.slice(MAX_REPORT_BATCH)
+      resume(Effect.succeed(batch))
+    }
+    if (queued.length > 0) return take()
+    wake = take
+    return Effect.sync(() => {
+      wake = undefined
+    })
+  })
+
+  /** Queues the report an answer needs against `marks`; answers whether there was one. */
+  const queue = (marks: ReportMarks, { now, status, target }: Later): boolean => {
+    const progress = nextProgress(marks.progress, status.progress)
+    const log = status.logs === undefined ? undefined : planLogAppend(marks.log, status.logs, target.provider.logSecrets ?? [], now)
+    if (progress === undefined && log === undefined) return false
+    marks.writing = true
+    queued.push({ report: { id: target.jobId, leaseOwner: target.workerId, progress, log }, marks })
+    wake?.()
+    return true
+  }
+
+  /** Writes `batch`; answers the ids written (a report refused by its lease is not). */
+  const writeBatch = (batch: ReadonlyArray<Queued>): Effect.Effect<ReadonlyArray<JobId>> =>
+    Effect.flatMap(Effect.exit(logs.record(batch.map((q) => q.report))), (exit) => {
+      if (Exit.isSuccess(exit)) return Effect.succeed(exit.value)
+      if (batch.length > 1) return Effect.map(Effect.forEach(batch, (q) => writeBatch([q])), (written) => written.flat())
+      return Effect.as(
+        Effect.logWarning("a job's provider progress and logs could not be written", { jobId: batch[0]!.report.id }, Cause.pretty(exit.cause)),
+        []
+      )
+    })
+
+  const writer = Effect.forever(Effect.gen(function*() {
+    const batch = yield* nextBatch
+    const written = new Set(yield* writeBatch(batch))
+    const hinted: Array<JobId> = []
+    for (const { marks, report } of batch) {
+      marks.writing = false
+      if (!written.has(report.id)) continue
+      if (report.progress !== undefined) marks.progress = report.progress
+      if (report.log !== undefined) marks.log = report.log.mark
+      // Before the publish: an in-process follower hears it at once.
+      marks.echo = true
+      hinted.push(report.id)
+    }
+    if (hinted.length > 0) yield* events.publish(hinted)
+    for (const { marks } of batch) {
+      const later = marks.later
+      marks.later = undefined
+      if (later !== undefined && queue(marks, later)) continue
+      const then = marks.then
+      marks.then = undefined
+      then?.()
+    }
+  }))
+  yield* Effect.forkScoped(writer)
 
   return {
-    write: (marks, { jobId, provider, workerId }, status, now) => {
-      const progress = nextProgress(marks.progress, status.progress)
-      const log = status.logs === undefined ? undefined : planLogAppend(marks.log, status.logs, provider.logSecrets ?? [], now)
-      if (progress === undefined && log === undefined) return undefined
-      return record({ id: jobId, leaseOwner: workerId, progress, log }).pipe(
-        Effect.flatMap((written) => {
-          if (!written) return Effect.void
-          if (progress !== undefined) marks.progress = progress
-          if (log !== undefined) marks.log = log.mark
-          marks.echo = true
-          return events.publish([jobId])
-        }),
-        Effect.catch((error) => Effect.logWarning("a job's provider progress and logs could not be written", { jobId }, error.message))
-      )
+    write: (marks, target, status, now) => {
+      if (marks.writing) marks.later = { target, status, now }
+      else queue(marks, { target, status, now })
     }
   }
 })

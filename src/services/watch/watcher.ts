@@ -9,7 +9,7 @@ import type { EngineConfig } from "../EngineConfig.js"
 import type { Lease } from "../leaseKeeper.js"
 import { type Due, DueHeap } from "./dueHeap.js"
 import { ended, type Generation, generationFailed, Superseded, timedOut } from "./generation.js"
-import { marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
+import { afterReport, marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
 import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
 
 /**
@@ -140,13 +140,12 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
           }
           providerPollsOf(entry.providerId).updateUnsafe(1, metrics)
           return Effect.flatMap(Effect.result(entry.provider.poll(entry.handle, entry.request)), (polled) =>
-            Effect.flatMap(Clock.currentTimeMillis, (at) => {
-              // A running generation's new progress or log lines are written before it goes back on the list.
-              const report = reports !== undefined && entry.state === "polling" && Result.isSuccess(polled) && polled.success._tag === "Running"
-                ? reports.write(entry.marks, { jobId: entry.lease.id, workerId: entry.lease.workerId, provider: entry.provider }, polled.success, at)
-                : undefined
-              const settled = Effect.sync(() => settle(lane, entry, polled, at))
-              return report === undefined ? settled : Effect.andThen(report, settled)
+            Effect.map(Clock.currentTimeMillis, (at) => {
+              // A running generation's new progress or log lines are queued for the store; the poller does not wait for the write.
+              if (reports !== undefined && entry.state === "polling" && Result.isSuccess(polled) && polled.success._tag === "Running") {
+                reports.write(entry.marks, { jobId: entry.lease.id, workerId: entry.lease.workerId, provider: entry.provider }, polled.success, at)
+              }
+              settle(lane, entry, polled, at)
             }))
         })
       })
@@ -159,13 +158,13 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
         const error = polled.failure
         const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
         if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
-        if (!isTransient(error) || entry.failures >= maxRetries) return finish(entry, generationFailed(error.message, factOfError(error)))
+        if (!isTransient(error) || entry.failures >= maxRetries) return afterReport(entry.marks, () => finish(entry, generationFailed(error.message, factOfError(error))))
         const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
         return schedule(lane, entry, at + delay)
       }
       const status = polled.success
       answered(lane.budget)
-      if (status._tag !== "Running") return finish(entry, ended(status))
+      if (status._tag !== "Running") return afterReport(entry.marks, () => finish(entry, ended(status)))
       entry.failures = 0
       if (entry.hinted) {
         entry.hinted = false

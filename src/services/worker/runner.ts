@@ -1,4 +1,5 @@
 import { Cause, Effect, Queue } from "effect"
+import { heldJob } from "../../domain/heldJob.js"
 import type { Job } from "../../domain/job.js"
 import type { LeaseKeeper } from "../leaseKeeper.js"
 import type { Generation, JobRunBook, Superseded } from "../providerCalls.js"
@@ -62,9 +63,11 @@ const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, li
  * back to the same queue.
  */
 export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
-  const hold = ({ job, leaseExpiresAt }: Claimed): Work => {
+  const hold = (claimed: Claimed): Work => {
+    // Held until the job ends, as a record of fast properties (heldJob.ts).
+    const job = heldJob(claimed.job)
     const book: JobRunBook = {
-      lease: runners.keeper.hold(job.id, job.leaseOwner!, leaseExpiresAt),
+      lease: runners.keeper.hold(job.id, job.leaseOwner!, claimed.leaseExpiresAt),
       holds: [],
       watcher: runners.watcher,
       ended: (outcome) => Queue.offerUnsafe(runners.work, { held, outcome })
