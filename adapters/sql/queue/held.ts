@@ -73,9 +73,9 @@ export const makeHeldStatements = (ctx: JobSql) => {
 
   // The changes feed's entries are written with the endings: PostgreSQL in the UPDATE's own
   // statement (no round trip more in the completion batch), SQLite in one INSERT after it.
-  const finishHeld = sql.onDialectOrElse({
-    pg: () => (endings: ReadonlyArray<HeldEnding>) =>
-      sql`WITH ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
+  /** The PostgreSQL ending; `onlyWithoutWebhook` leaves the jobs that have a webhook URL as they are. */
+  const finishHeldPg = (endings: ReadonlyArray<HeldEnding>, onlyWithoutWebhook: boolean) =>
+    sql`WITH ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
           completed_at = d.completed_at, lease_owner = NULL, lease_expires_at = NULL,
           provider_route = COALESCE(d.route, j.provider_route)
         FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
@@ -84,9 +84,14 @@ export const makeHeldStatements = (ctx: JobSql) => {
         ...endingColumns(e),
         route: routeOrNull(e.providerRoute)
       })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)
-        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*),
+        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner"${
+      onlyWithoutWebhook ? sql` AND j.webhook_url IS NULL` : sql``
+    } RETURNING j.*),
       entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, undefined)})
-      SELECT * FROM ended`,
+      SELECT * FROM ended`
+
+  const finishHeld = sql.onDialectOrElse({
+    pg: () => (endings: ReadonlyArray<HeldEnding>) => finishHeldPg(endings, false),
     orElse: () => (endings: ReadonlyArray<HeldEnding>) =>
       Effect.gen(function*() {
         const rows = (yield* Effect.forEach(endings, (e) =>
@@ -112,6 +117,17 @@ export const makeHeldStatements = (ctx: JobSql) => {
       ],
     finishHeld: ((endings) => finishHeld(endings).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs"))) satisfies JobLeaseDriver[
       "finishHeld"
-    ]
+    ],
+    // PostgreSQL only: there BEGIN and COMMIT are two round trips of the three a completion batch
+    // costs; SQLite's ending is several local statements, which its transaction keeps together.
+    ...sql.onDialectOrElse({
+      pg: () => ({
+        finishHeldWithoutWebhook: ((endings) =>
+          finishHeldPg(endings, true).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs"))) satisfies NonNullable<
+            JobLeaseDriver["finishHeldWithoutWebhook"]
+          >
+      }),
+      orElse: () => ({})
+    })
   }
 }
