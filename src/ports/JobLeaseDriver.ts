@@ -107,6 +107,13 @@ export interface JobLeaseDriver {
    * written, src/domain/change.ts) written in the same write. Answers the jobs it wrote, as written.
    */
   readonly finishHeld: (endings: ReadonlyArray<HeldEnding>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Optional: `finishHeld` of those of `endings` whose job has no webhook URL, in one write of its
+   * own, outside any transaction (such an ending writes no delivery, so nothing must commit with
+   * it); answers the jobs it wrote. Where a round trip is dear (PostgreSQL) this spares the
+   * completion batch its `BEGIN` and `COMMIT`; without it every ending goes through a transaction.
+   */
+  readonly finishHeldWithoutWebhook?: (endings: ReadonlyArray<HeldEnding>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
   readonly findExhausted: (now: number, maxAttempts: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**

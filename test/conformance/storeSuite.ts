@@ -899,6 +899,29 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(yield* deliveries.forJob((yield* finish(null, "complete")).id)).toEqual([])
       }))
 
+    test("completions ending together write a delivery for each job with a webhookUrl and none for the others", () =>
+      Effect.gen(function*() {
+        const repo = yield* JobRepo
+        const deliveries = yield* WebhookDeliveryRepo
+        const owner = yield* createAccount(10_000)
+        const urls = ["https://hooks.genjobs.test/0", null, "https://hooks.genjobs.test/2", null, null]
+        const jobs = urls.map((webhookUrl, i) => job(owner.id, { webhookUrl, createdAt: T0 + i }))
+        for (const j of jobs) yield* submit({ job: j })
+        expect(yield* repo.claimBatch({ workerId: "w", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3, limit: 5 })).toHaveLength(5)
+        // A job another worker holds, completed among them by "w", ends nothing.
+        const held = job(owner.id, { createdAt: T0 + 5 })
+        yield* submit({ job: held })
+        expect(yield* repo.claimBatch({ workerId: "v", now: T0 + 10, leaseMs: 1_000, maxAttempts: 3, limit: 1 })).toHaveLength(1)
+        const ended = yield* Effect.all([...jobs, held].map((j) => repo.complete(j.id, "w", [output], T0 + 20)), { concurrency: "unbounded" })
+        expect(ended.map((e) => Option.map(e, (j) => j.status))).toEqual([...jobs.map(() => Option.some("completed")), Option.none()])
+        expect(Option.getOrThrow(yield* repo.get(held.id))).toMatchObject({ status: "processing", leaseOwner: "v" })
+        for (const [i, j] of jobs.entries()) {
+          const written = yield* deliveries.forJob(j.id)
+          expect(written.map((d) => d.url)).toEqual(urls[i] === null ? [] : [urls[i]])
+          expect(Option.getOrThrow(yield* repo.get(j.id))).toMatchObject({ status: "completed", leaseOwner: null, completedAt: T0 + 20 })
+        }
+      }))
+
     test("hands a due delivery to one dispatcher at a time and records attempts for the lease holder only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Exit, Option } from "effect"
 import { memoryJobDriver } from "../../adapters/memory/MemoryJobs.js"
 import { accountRepo } from "../../adapters/memory/MemoryAccounts.js"
 import { makeMemoryState, type MemoryState } from "../../adapters/memory/state.js"
+import { StoreError } from "../../src/domain/errors.js"
 import type { AccountId } from "../../src/domain/ids.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
@@ -166,5 +167,48 @@ describe("job rules over a driver", () => {
       expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)
       expect(outside).toEqual([])
       expect(settled(state)).toEqual({ balance: 8_000, refunds: 2, deliveries: 2, changes: 3 })
+    }))
+
+  it.effect("ends jobs without a webhook in a write of their own: a failed delivery write fails only the jobs it held", () =>
+    Effect.gen(function*() {
+      const { owner, repo, state } = yield* setup
+      const hooked = (yield* repo.submit(submitCommand(owner.id, { webhookUrl: "https://hooks.genjobs.test/h" }))).job
+      const plain = (yield* repo.submit(submitCommand(owner.id, { createdAt: T0 + 1 }))).job
+      yield* repo.claimBatch({ workerId: "w", now: T0 + 2, leaseMs: 1_000, maxAttempts: 3, limit: 2 })
+      const base = memoryJobDriver(state)
+      const outside: Array<string> = []
+      let depth = 0
+      const drivers: JobDrivers = {
+        store: {
+          ...base.store,
+          transaction: (effect) =>
+            base.store.transaction(Effect.suspend(() => {
+              depth++
+              return Effect.ensuring(effect, Effect.sync(() => depth--))
+            })),
+          insertDeliveries: () => Effect.fail(new StoreError({ message: "insert deliveries failed" }))
+        },
+        leases: {
+          ...base.leases,
+          finishHeld: (endings) => Effect.suspend(() => (depth === 0 && outside.push("finishHeld"), base.leases.finishHeld(endings))),
+          // What the SQL drivers' statement does: finishHeld of the jobs without a webhook URL.
+          finishHeldWithoutWebhook: (endings) =>
+            base.leases.finishHeld(endings.filter((e) => state.jobs.get(e.id)?.webhookUrl === null))
+        }
+      }
+      const split = yield* makeJobRepo(drivers)
+      const [hookedEnd, plainEnd] = yield* Effect.all([
+        Effect.exit(split.complete(hooked.id, "w", [], T0 + 3)),
+        split.complete(plain.id, "w", [], T0 + 3)
+      ], { concurrency: "unbounded" })
+
+      expect(Option.getOrThrow(plainEnd)).toMatchObject({ id: plain.id, status: "completed", completedAt: T0 + 3 })
+      expect(Exit.isFailure(hookedEnd) && Exit.findErrorOption(hookedEnd)).toMatchObject(Option.some({ _tag: "StoreError" }))
+      // The hooked job's ending rolled back with its delivery: still held, to be completed again.
+      expect(state.jobs.get(hooked.id)).toMatchObject({ status: "processing", leaseOwner: "w" })
+      expect(outside).toEqual([])
+      expect(settled(state)).toMatchObject({ deliveries: 0, changes: 1 })
+      expect(Option.getOrThrow(yield* repo.complete(hooked.id, "w", [], T0 + 4))).toMatchObject({ status: "completed" })
+      expect(settled(state)).toMatchObject({ deliveries: 1, changes: 2 })
     }))
 })

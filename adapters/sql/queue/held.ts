@@ -37,11 +37,21 @@ type ProviderStates = ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: s
  */
 export const makeHeldStatements = (ctx: JobSql) => {
   const { clock, sql, t } = ctx
+
+  /**
+   * PostgreSQL: `j` is a job of the record set `d` (a CTE), still processing, found by its primary
+   * key. Written plainly, `j.status = 'processing'` lets the planner read the index of processing
+   * jobs instead (few rows, by its statistics), and that index keeps an entry for each job ended
+   * since the last vacuum: every completion batch read them all. `COLLATE "C"` is the same
+   * equality on text and keeps the status a filter on the rows found by id.
+   */
+  const heldIn = (d: string) => sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)}))
+    AND j.status COLLATE "C" = 'processing'`
   const renewLeases = sql.onDialectOrElse({
     pg: () => (leases: ReadonlyArray<HeldLease>, now: number, leaseExpiresAt: number) =>
-      sql`UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
-        FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS held(id text, "workerId" text)
-        WHERE j.id = held.id AND j.lease_owner = held."workerId" AND j.status = 'processing' RETURNING j.id`,
+      sql`WITH held AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS held(id text, "workerId" text))
+        UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
+        FROM held WHERE ${heldIn("held")} AND j.lease_owner = held."workerId" RETURNING j.id`,
     orElse: () => (leases: ReadonlyArray<HeldLease>, _now: number, leaseExpiresAt: number) =>
       sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
         WHERE status = 'processing' AND (id, lease_owner) IN (
@@ -51,15 +61,15 @@ export const makeHeldStatements = (ctx: JobSql) => {
 
   const updateProviderStates = sql.onDialectOrElse({
     pg: () => (states: ProviderStates) =>
-      sql`UPDATE ${t.jobs} AS j SET provider_phase = d.provider_phase, provider_handle = d.provider_handle,
-          provider_starts = d.provider_starts, provider_route = COALESCE(d.route, j.provider_route)
-        FROM jsonb_to_recordset(${JSON.stringify(states.map(({ id, leaseOwner, state }) => ({
+      sql`WITH d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(states.map(({ id, leaseOwner, state }) => ({
         id,
         leaseOwner,
         ...providerColumns(state),
         route: routeOrNull(state.route)
-      })))}::jsonb) AS d(id text, "leaseOwner" text, provider_phase text, provider_handle text, provider_starts bigint, route text)
-        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.id`,
+      })))}::jsonb) AS d(id text, "leaseOwner" text, provider_phase text, provider_handle text, provider_starts bigint, route text))
+        UPDATE ${t.jobs} AS j SET provider_phase = d.provider_phase, provider_handle = d.provider_handle,
+          provider_starts = d.provider_starts, provider_route = COALESCE(d.route, j.provider_route)
+        FROM d WHERE ${heldIn("d")} AND j.lease_owner = d."leaseOwner" RETURNING j.id`,
     // Called on its own: one transaction around the per-job statements.
     orElse: () => (states: ProviderStates) =>
       sql.withTransaction(Effect.map(
@@ -73,20 +83,24 @@ export const makeHeldStatements = (ctx: JobSql) => {
 
   // The changes feed's entries are written with the endings: PostgreSQL in the UPDATE's own
   // statement (no round trip more in the completion batch), SQLite in one INSERT after it.
-  const finishHeld = sql.onDialectOrElse({
-    pg: () => (endings: ReadonlyArray<HeldEnding>) =>
-      sql`WITH ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
+  /** The PostgreSQL ending; `onlyWithoutWebhook` leaves the jobs that have a webhook URL as they are. */
+  const finishHeldPg = (endings: ReadonlyArray<HeldEnding>, onlyWithoutWebhook: boolean) =>
+    sql`WITH d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
+      id: e.id,
+      leaseOwner: e.leaseOwner,
+      ...endingColumns(e),
+      route: routeOrNull(e.providerRoute)
+    })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)),
+      ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
           completed_at = d.completed_at, lease_owner = NULL, lease_expires_at = NULL,
           provider_route = COALESCE(d.route, j.provider_route)
-        FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
-        id: e.id,
-        leaseOwner: e.leaseOwner,
-        ...endingColumns(e),
-        route: routeOrNull(e.providerRoute)
-      })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)
-        WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner" RETURNING j.*),
+        FROM d WHERE ${heldIn("d")} AND j.lease_owner = d."leaseOwner"${onlyWithoutWebhook ? sql` AND j.webhook_url IS NULL` : sql``}
+        RETURNING j.*),
       entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, undefined)})
-      SELECT * FROM ended`,
+      SELECT * FROM ended`
+
+  const finishHeld = sql.onDialectOrElse({
+    pg: () => (endings: ReadonlyArray<HeldEnding>) => finishHeldPg(endings, false),
     orElse: () => (endings: ReadonlyArray<HeldEnding>) =>
       Effect.gen(function*() {
         const rows = (yield* Effect.forEach(endings, (e) =>
@@ -112,6 +126,17 @@ export const makeHeldStatements = (ctx: JobSql) => {
       ],
     finishHeld: ((endings) => finishHeld(endings).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs"))) satisfies JobLeaseDriver[
       "finishHeld"
-    ]
+    ],
+    // PostgreSQL only: there BEGIN and COMMIT are two round trips of the three a completion batch
+    // costs; SQLite's ending is several local statements, which its transaction keeps together.
+    ...sql.onDialectOrElse({
+      pg: () => ({
+        finishHeldWithoutWebhook: ((endings) =>
+          finishHeldPg(endings, true).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs"))) satisfies NonNullable<
+            JobLeaseDriver["finishHeldWithoutWebhook"]
+          >
+      }),
+      orElse: () => ({})
+    })
   }
 }

@@ -1,10 +1,11 @@
-import { Effect, Option, Result, type Scope } from "effect"
+import { Effect, Exit, Option, Result, type Scope } from "effect"
 import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
+import type { StoreError } from "../../domain/errors.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobCannotBeCancelled, JobNotFound, type OutputItem, transition } from "../../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../../domain/providerHandle.js"
 import { deliveryFor } from "../../domain/webhook.js"
-import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
+import type { HeldEnding, JobDrivers } from "../../ports/JobLeaseDriver.js"
 import type { JobRepo } from "../../ports/JobRepo.js"
 import type { JobStoreDriver } from "../../ports/JobStoreDriver.js"
 import { makeWriteBatcher } from "../writeBatcher.js"
@@ -41,43 +42,72 @@ export const fail = (driver: JobStoreDriver): JobRepo["Service"]["fail"] => (id,
     return yield* move(driver, job.value, workerId === null ? "Abandon" : "Fail", changes, now)
   }))
 
+type Completion = {
+  readonly id: JobId
+  readonly workerId: string
+  readonly outputs: ReadonlyArray<OutputItem>
+  readonly now: number
+  readonly providerRoute: ProviderRouteRef | undefined
+}
+
+/** One transaction: the endings and the webhook deliveries of the jobs it ended. */
+const completeInTransaction = ({ leases, store }: JobDrivers, completions: ReadonlyArray<Completion>, endings: ReadonlyArray<HeldEnding>) =>
+  store.transaction(Effect.gen(function*() {
+    const written = yield* leases.finishHeld(endings)
+    const byId = new Map(written.map((job) => [job.id, job]))
+    const deliveries = completions.flatMap((e) => {
+      const job = byId.get(e.id)
+      const delivery = job === undefined ? undefined : deliveryFor(job, e.now)
+      return delivery === undefined ? [] : [delivery]
+    })
+    if (deliveries.length > 0) yield* store.insertDeliveries(deliveries)
+    return written
+  }))
+
 /**
- * Completions of many jobs in one transaction: one conditional write ends those still held by
- * their workers and writes their changes feed entries with them (JobLeaseDriver.finishHeld), and
- * their webhook deliveries are written beside them.
+ * Completions of many jobs at once: one conditional write ends those still held by their
+ * workers and writes their changes feed entries with them (JobLeaseDriver.finishHeld), and their
+ * webhook deliveries are written beside them in one transaction. A job without a webhook URL has
+ * no delivery to commit with its ending: where the store ends those in a write of their own
+ * (`finishHeldWithoutWebhook`), they are, and only the others take the transaction.
+ *
+ * Each completion answers for itself: once that first write committed, a failure of the
+ * transaction fails only the completions it held (each then written again alone, as the write
+ * batcher does), never one already ended, whose worker would take it for a lost lease.
  */
-export const makeComplete = ({ leases, store }: JobDrivers): Effect.Effect<JobRepo["Service"]["complete"], never, Scope.Scope> =>
+export const makeComplete = (drivers: JobDrivers): Effect.Effect<JobRepo["Service"]["complete"], never, Scope.Scope> =>
   Effect.map(
-    makeWriteBatcher(
-      (endings: ReadonlyArray<{
-        readonly id: JobId
-        readonly workerId: string
-        readonly outputs: ReadonlyArray<OutputItem>
-        readonly now: number
-        readonly providerRoute: ProviderRouteRef | undefined
-      }>) =>
-        store.transaction(Effect.gen(function*() {
-          const status = Result.getOrThrow(transition("processing", "Complete"))
-          const written = yield* leases.finishHeld(endings.map((e) => ({
-            id: e.id,
-            leaseOwner: e.workerId,
-            status,
-            outputs: e.outputs,
-            error: null,
-            completedAt: e.now,
-            ...(e.providerRoute === undefined ? {} : { providerRoute: e.providerRoute })
-          })))
-          const byId = new Map(written.map((job) => [job.id, job]))
-          const deliveries = endings.flatMap((e) => {
-            const job = byId.get(e.id)
-            const delivery = job === undefined ? undefined : deliveryFor(job, e.now)
-            return delivery === undefined ? [] : [delivery]
+    makeWriteBatcher((completions: ReadonlyArray<Completion>) =>
+      Effect.gen(function*() {
+        const status = Result.getOrThrow(transition("processing", "Complete"))
+        const endingOf = (e: Completion): HeldEnding => ({
+          id: e.id,
+          leaseOwner: e.workerId,
+          status,
+          outputs: e.outputs,
+          error: null,
+          completedAt: e.now,
+          ...(e.providerRoute === undefined ? {} : { providerRoute: e.providerRoute })
+        })
+        const withoutWebhook = drivers.leases.finishHeldWithoutWebhook
+        const ended = new Map(withoutWebhook === undefined ? [] : (yield* withoutWebhook(completions.map(endingOf))).map((job) => [job.id, job]))
+        const rest = completions.filter((e) => !ended.has(e.id))
+        const answers = new Map<JobId, Exit.Exit<Option.Option<Job>, StoreError>>()
+        const settle = (batch: ReadonlyArray<Completion>) =>
+          Effect.map(Effect.exit(completeInTransaction(drivers, batch, batch.map(endingOf))), (exit) => {
+            if (Exit.isSuccess(exit)) {
+              const byId = new Map(exit.value.map((job) => [job.id, job]))
+              for (const e of batch) answers.set(e.id, Exit.succeed(Option.fromNullishOr(byId.get(e.id))))
+            } else for (const e of batch) answers.set(e.id, Exit.failCause(exit.cause))
+            return Exit.isSuccess(exit)
           })
-          if (deliveries.length > 0) yield* store.insertDeliveries(deliveries)
-          return endings.map((e) => Option.fromNullishOr(byId.get(e.id)))
-        }))
+        if (rest.length > 0 && !(yield* settle(rest)) && rest.length > 1) {
+          for (const e of rest) yield* settle([e])
+        }
+        return completions.map((e) => answers.get(e.id) ?? Exit.succeed(Option.fromNullishOr(ended.get(e.id))))
+      })
     ),
-    (complete) => (id, workerId, outputs, now, providerRoute) => complete({ id, workerId, outputs, now, providerRoute })
+    (complete) => (id, workerId, outputs, now, providerRoute) => Effect.flatten(complete({ id, workerId, outputs, now, providerRoute }))
   )
 
 /** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
