@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import type { JobId } from "../../src/domain/ids.js"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
-import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
+import { makeBackgroundWriter, makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
 import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import { JobSignal } from "../../src/ports/JobSignal.js"
@@ -12,39 +12,6 @@ import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
 import { makePgListener, PgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
-
-/**
- * A notify that sends `send` once for every call made while the previous one was on its way, in
- * one fiber of the layer's scope: the caller never waits for it, and a burst of submits costs one
- * NOTIFY. Not in the submit's own statement: a transaction that notifies holds PostgreSQL's
- * cluster-wide notify lock through its commit's WAL flush, so parallel submits each waited for
- * the others' flushes (docs/decisions.md, "NOTIFY after the submit"). A NOTIFY without a write
- * of its own commits without a flush.
- */
-const makeCoalescedNotify = (send: Effect.Effect<void>) =>
-  Effect.gen(function*() {
-    let asked = false
-    /** Resumes the sender when it waits for a call. */
-    let wake: (() => void) | undefined
-    const nextCall = Effect.callback<void>((resume) => {
-      if (asked) {
-        asked = false
-        return resume(Effect.void)
-      }
-      wake = () => {
-        wake = undefined
-        resume(Effect.void)
-      }
-      return Effect.sync(() => {
-        wake = undefined
-      })
-    })
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(nextCall, send)))
-    return Effect.sync(() => {
-      if (wake !== undefined) wake()
-      else asked = true
-    })
-  })
 
 /** The job-events payload that hints every followed job (a job id never looks like it). */
 const EVERY_JOB = "*"
@@ -109,12 +76,16 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         )
     )
 
-    const wakeClaimers = broker ? Effect.void : yield* makeCoalescedNotify(
+    // After the submit's commit, not in its statement: a transaction that notifies holds
+    // PostgreSQL's cluster-wide notify lock through its commit's WAL flush, so parallel submits
+    // each waited for the others' flushes (docs/decisions.md, "NOTIFY after the submit"). The
+    // caller does not wait, and every call made while a NOTIFY is on its way shares the next.
+    const askNotify = broker ? undefined : yield* makeBackgroundWriter<void>(() =>
       client`SELECT pg_notify(${jobsChannel(prefix)}, 'jobs')`.pipe(
         Effect.asVoid,
         Effect.catchCause((cause) => Effect.logWarning("could not notify job claimers; they will poll", cause))
-      )
-    )
+      ), Number.MAX_SAFE_INTEGER)
+    const wakeClaimers = askNotify === undefined ? Effect.void : Effect.sync(() => askNotify())
 
     return {
       jobs: JobSignal.of({ notify: wakeClaimers, wait: jobs.wait }),

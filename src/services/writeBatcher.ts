@@ -77,3 +77,36 @@ export const makeWriteBatcher = <I, O, E>(
         wake?.()
       })
   })
+
+/**
+ * Items handed off by many fibers and written by one long-lived fiber of the scope it is made
+ * in, the caller never waiting: the first goes at once, those queued while it is on its way go
+ * together in the next (up to `maxBatch`), as makeWriteBatcher does. For writes whose outcome
+ * no caller waits on: `writeMany` handles its own failures. Closing the scope stops the writer,
+ * and what is queued then is dropped.
+ */
+export const makeBackgroundWriter = <I>(
+  writeMany: (items: ReadonlyArray<I>) => Effect.Effect<void>,
+  maxBatch: number = MAX_WRITE_BATCH
+): Effect.Effect<(item: I) => void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const queued: Array<I> = []
+    /** Resumes the writer when it waits for an item. */
+    let wake: (() => void) | undefined
+    const nextBatch = Effect.callback<ReadonlyArray<I>>((resume) => {
+      const take = () => {
+        wake = undefined
+        resume(Effect.succeed(queued.splice(0, maxBatch)))
+      }
+      if (queued.length > 0) return take()
+      wake = take
+      return Effect.sync(() => {
+        wake = undefined
+      })
+    })
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(nextBatch, writeMany)))
+    return (item) => {
+      queued.push(item)
+      wake?.()
+    }
+  })

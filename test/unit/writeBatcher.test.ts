@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
-import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
+import { makeBackgroundWriter, makeWriteBatcher } from "../../src/services/writeBatcher.js"
 
 /** A store whose writes wait for `open` and record each batch they are given. */
 const gatedStore = Effect.gen(function*() {
@@ -118,5 +118,26 @@ describe("write batcher", () => {
       expect(yield* write("a")).toBe("A")
       yield* Scope.close(scope, Exit.void)
       expect(Exit.hasInterrupts(yield* Effect.exit(write("b")))).toBe(true)
+    }))
+})
+
+describe("background writer", () => {
+  it.effect("writes the first at once and what is handed over meanwhile together, the caller not waiting", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      const scope = yield* Scope.make()
+      const send = yield* makeBackgroundWriter((items: ReadonlyArray<string>) => Effect.asVoid(Effect.orDie(writeMany(items))), 2).pipe(
+        Scope.provide(scope)
+      )
+      send("a")
+      yield* until(() => batches.length === 1)
+      send("b")
+      send("c")
+      send("d")
+      expect(batches).toEqual([["a"]])
+      yield* Deferred.succeed(open, undefined)
+      yield* until(() => batches.length === 3)
+      expect(batches).toEqual([["a"], ["b", "c"], ["d"]])
+      yield* Scope.close(scope, Exit.void)
     }))
 })

@@ -3,6 +3,7 @@ import type { JobId } from "../../domain/ids.js"
 import { emptyLogMark, nextProgress, planLogAppend, type ProviderLogMark } from "../../domain/providerLogs.js"
 import { JobEvents } from "../../ports/JobEvents.js"
 import { JobLogRepo, type ProviderReport } from "../../ports/JobLogRepo.js"
+import { makeBackgroundWriter } from "../writeBatcher.js"
 import type { GenerationProvider, ProviderRequest, Running } from "../../ports/Provider.js"
 
 /** Reports of separate jobs written together at most (one statement). */
@@ -83,7 +84,7 @@ interface Queued {
 /**
  * The reports of a process's running generations, written by one fiber of the scope it is made
  * in: the first report goes at once, those queued while it is on its way go together in the
- * next (up to MAX_REPORT_BATCH), as makeWriteBatcher does, but no poll waits for its write. A
+ * next (up to MAX_REPORT_BATCH; makeBackgroundWriter), and no poll waits for its write. A
  * batch that fails is written again report by report, so one bad report fails alone. Closing
  * the scope stops the writer; the reports queued then are dropped (the marks did not move: a
  * later run's polls bring those lines again).
@@ -91,32 +92,13 @@ interface Queued {
 export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRepo | JobEvents | Scope.Scope> = Effect.gen(function*() {
   const logs = yield* JobLogRepo
   const events = yield* JobEvents
-  let queued: Array<Queued> = []
-  /** Resumes the writer when it waits for a report. */
-  let wake: (() => void) | undefined
-
-  const nextBatch = Effect.callback<ReadonlyArray<Queued>>((resume) => {
-    const take = () => {
-      wake = undefined
-      const batch = queued.length <= MAX_REPORT_BATCH ? queued : queued.slice(0, MAX_REPORT_BATCH)
-      queued = queued.length <= MAX_REPORT_BATCH ? [] : queued.slice(MAX_REPORT_BATCH)
-      resume(Effect.succeed(batch))
-    }
-    if (queued.length > 0) return take()
-    wake = take
-    return Effect.sync(() => {
-      wake = undefined
-    })
-  })
-
   /** Queues the report an answer needs against `marks`; answers whether there was one. */
   const queue = (marks: ReportMarks, { now, status, target }: Later): boolean => {
     const progress = nextProgress(marks.progress, status.progress)
     const log = status.logs === undefined ? undefined : planLogAppend(marks.log, status.logs, target.provider.logSecrets ?? [], now)
     if (progress === undefined && log === undefined) return false
     marks.writing = true
-    queued.push({ report: { id: target.jobId, leaseOwner: target.workerId, progress, log }, marks })
-    wake?.()
+    send({ report: { id: target.jobId, leaseOwner: target.workerId, progress, log }, marks })
     return true
   }
 
@@ -131,8 +113,8 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
       )
     })
 
-  const writer = Effect.forever(Effect.gen(function*() {
-    const batch = yield* nextBatch
+  /** Writes a batch, moves its marks and hints its jobs' followers; then queues what came meanwhile. */
+  const writeReports = Effect.fnUntraced(function*(batch: ReadonlyArray<Queued>) {
     const written = new Set(yield* writeBatch(batch))
     const hinted: Array<JobId> = []
     for (const { marks, report } of batch) {
@@ -153,8 +135,8 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
       marks.then = undefined
       then?.()
     }
-  }))
-  yield* Effect.forkScoped(writer)
+  })
+  const send = yield* makeBackgroundWriter(writeReports, MAX_REPORT_BATCH)
 
   return {
     write: (marks, target, status, now) => {
