@@ -7,6 +7,7 @@ import type { Job } from "../../src/domain/job.js"
 import { job } from "../conformance/fixtures.js"
 
 const decodeRow = Schema.decodeUnknownSync(JobFromRow)
+const encodeRow = Schema.encodeSync(JobFromRow)
 
 /** Every field set, the optional and nullable ones included. */
 const fullJob: Job = {
@@ -103,6 +104,26 @@ describe("a job's row", () => {
     const bare = jobRow(bareJob)
     expect([bare.api_key_id, bare.error, bare.outputs, bare.provider_handle, bare.webhook_url, bare.provider_route, bare.provider_progress, bare.provider_log])
       .toStrictEqual([null, null, null, null, null, null, null, null])
+  })
+
+  it.each([
+    ["a submitted job", job("acc_1" as AccountId, { apiKeyId: "key_1" as ApiKeyId, webhookUrl: "https://hooks.genjobs.test/a" })],
+    ["a job without a key", bareJob],
+    ["a key recorded as null", { ...bareJob, apiKeyId: null }],
+    ["a claimed job with progress", { ...bareJob, status: "processing", startedAt: 1, attempts: 1, leaseOwner: "w", leaseExpiresAt: 2, providerPhase: "starting", providerStarts: 1, providerProgress: 3 } as const],
+    ["every field set", fullJob]
+  ])("is the Schema's row, column for column and in its order: %s", (_, written: Job) => {
+    expect(jobRow(written)).toStrictEqual(encodeRow(written))
+    expect(Object.keys(jobRow(written))).toStrictEqual(Object.keys(encodeRow(written)))
+  })
+
+  it.each([
+    ["a fractional cost", { costMicroCents: 1.5 }],
+    ["an unsafe integer", { createdAt: 2 ** 60 }],
+    ["a fractional progress", { providerProgress: 0.5 }]
+  ])("refuses what the Schema refuses: %s", (_, wrong) => {
+    expect(() => encodeRow({ ...bareJob, ...wrong })).toThrow()
+    expect(() => jobRow({ ...bareJob, ...wrong })).toThrow()
   })
 
   it("reads the rows earlier releases wrote: no api_key_id column, JSON null for no error, extra columns", () => {

@@ -13,7 +13,8 @@ const decodeBalance = decodeRows(Schema.Array(Schema.Struct({ before: DbInt })))
 export const firstBalance = (rows: ReadonlyArray<unknown>) =>
   decodeBalance(rows).pipe(Effect.map((found) => Option.map(Option.fromNullishOr(found[0]), (row) => row.before)))
 
-const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: JobCharge) => ({
+/** The spend rollup a charge adds to: its row's key and its counts. */
+export const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: JobCharge) => ({
   row: { accountId, keyId, model, at: now },
   counts: rollupChange({ kind: "charge", amountMicroCents: costMicroCents })
 })

@@ -2,7 +2,8 @@ import { Effect, Option, Schema } from "effect"
 import { SqlError } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
-import type { JobId } from "../../../src/domain/ids.js"
+import { type JobId, newLedgerEntryId } from "../../../src/domain/ids.js"
+import { hourOf } from "../../../src/domain/spend.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
 import { chargeOf, type GatedSubmit, type JobStoreDriver, type SubmitGates } from "../../../src/ports/JobStoreDriver.js"
 import { SUBMIT_DECLINED_SQLSTATE, submitDeclinedName, submitGateName } from "../migrations/0016_submit_gate.js"
@@ -10,7 +11,7 @@ import { COUNTED_JOB_SETTING } from "../migrations/0021_submit_counts_itself.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, JobFromRow, storeErrors } from "../rows.js"
-import { firstBalance, makeChargeStatements } from "./charge.js"
+import { chargedRollup, firstBalance, makeChargeStatements } from "./charge.js"
 import { makeFairKeys } from "./fairKey.js"
 import { jobRow } from "./jobRows.js"
 import { NO_KEY } from "./spend.js"
@@ -46,6 +47,78 @@ const decodeJob = decodeRows(JobFromRow)
 const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
 
 
+/**
+ * The plain submit on PostgreSQL (no gate, no hand-off; see makeSubmitStatements): `built`
+ * writes it from its fragments, chargingPg's charge and the job's counted insert. Only values
+ * differ from one submit to the next, never the text, so `statement` compiles the text once and
+ * after that only lists the values, in the order `built` binds them: building and compiling the
+ * fragments was about 30 µs of each submit (docs/benchmarks.md, "The submit's statement"). A
+ * test holds `statement` to `built`, text and values, for jobs of every shape.
+ */
+export const makePlainSubmitPg = (ctx: JobSql) => {
+  const { sql, t } = ctx
+  const { chargingPg } = makeChargeStatements(ctx)
+  const fairKeys = makeFairKeys(ctx)
+
+  const built = (job: Job, maxConcurrentJobs: number) => {
+    const charging = chargingPg(chargeOf(job), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)
+    return sql`WITH ${charging} INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, job)} RETURNING fair_key`
+  }
+
+  /** built's values: chargingPg's, then the row's columns with the fair key's account id in its place, then the setting's. */
+  const values = (job: Job, maxConcurrentJobs: number): Array<unknown> => {
+    const charge = chargeOf(job)
+    const { accountId, costMicroCents, jobId, now } = charge
+    const { counts, row } = chargedRollup(charge)
+    const params: Array<unknown> = [
+      accountId,
+      costMicroCents,
+      accountId,
+      costMicroCents,
+      maxConcurrentJobs,
+      costMicroCents,
+      newLedgerEntryId(now),
+      jobId,
+      -costMicroCents,
+      now,
+      costMicroCents,
+      row.accountId,
+      row.keyId ?? NO_KEY,
+      row.model,
+      hourOf(row.at),
+      counts.chargedMicroCents,
+      counts.refundedMicroCents,
+      counts.jobs,
+      counts.failed,
+      counts.cancelled
+    ]
+    const columns = jobRow(job)
+    for (const column in columns) {
+      params.push(column === "fair_key" ? accountId : columns[column as keyof typeof columns])
+    }
+    params.push(COUNTED_JOB_SETTING, job.id)
+    return params
+  }
+
+  let text: string | undefined
+  const statement = (job: Job, maxConcurrentJobs: number) => {
+    text ??= built(job, maxConcurrentJobs).compile()[0]
+    return sql.unsafe<{ readonly fair_key: unknown }>(text, values(job, maxConcurrentJobs))
+  }
+
+  return { built, statement }
+}
+
+/**
+ * `(columns) SELECT values FROM account` of a queued job whose charge (`account`, chargingPg
+ * counting its job) counted it: its fair key from the weight the charge read, and the setting
+ * that has the insert trigger skip it (migration 0021), set before the row is written.
+ */
+const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<typeof makeFairKeys>, job: Job) => {
+  const { columns, values } = rowOf(job, { fair_key: fairKey(job.accountId, sql`account.fair_weight`) })
+  return sql`(${columns}) SELECT ${values} FROM account WHERE set_config(${COUNTED_JOB_SETTING}, ${job.id}, true) IS NOT NULL`
+}
+
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
 
@@ -59,7 +132,8 @@ export const makeSubmitStatements = (ctx: JobSql) => {
   const { sql, t } = ctx
   const { chargeSqlite, chargingPg } = makeChargeStatements(ctx)
   const { anyRunnable, claimedValues, columnsOf, offeredInserts, takenAs, values } = makeHandOffFragments(ctx)
-  const { fairKey, rowOf } = makeFairKeys(ctx)
+  const fairKeys = makeFairKeys(ctx)
+  const { fairKey } = fairKeys
   /** One job's insert, its fair key computed from what waits (fairKey.ts). */
   const insertRow = (job: Job) => sql`INSERT INTO ${t.jobs} (${columnsOf(job)}) VALUES (${values(job)})`
 
@@ -97,15 +171,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
         )).pipe(storeErrors("insert job"))
   })
 
-  /**
-   * `(columns) SELECT values FROM account` of a queued job whose charge (`account`, chargingPg
-   * counting its job) counted it: its fair key from the weight the charge read, and the setting
-   * that has the insert trigger skip it (migration 0021), set before the row is written.
-   */
-  const countedFromAccount = (job: Job) => {
-    const { columns, values } = rowOf(job, { fair_key: fairKey(job.accountId, sql`account.fair_weight`) })
-    return sql`(${columns}) SELECT ${values} FROM account WHERE set_config(${COUNTED_JOB_SETTING}, ${job.id}, true) IS NOT NULL`
-  }
+  const plainPg = makePlainSubmitPg(ctx)
 
   const submit: JobStoreDriver["submit"] = sql.onDialectOrElse({
     /**
@@ -114,11 +180,11 @@ export const makeSubmitStatements = (ctx: JobSql) => {
      * insert, which counts itself active (trigger), queued or handed off as insertJob does.
      */
     pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => {
-      const charge = chargeOf(job)
-      const charging = chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, handOff === undefined)
       return (handOff === undefined
-        ? sql`WITH ${charging} INSERT INTO ${t.jobs} ${countedFromAccount(job)} RETURNING fair_key`.pipe(Effect.flatMap(withFairKey(job)))
-        : sql`WITH ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
+        ? plainPg.statement(job, maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(job)))
+        : sql`WITH ${chargingPg(chargeOf(job), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, false)}, ${
+          offeredInserts(job, handOff, sql`account,`)
+        }
             SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key
             FROM account, runnable LEFT JOIN queued ON true LEFT JOIN taken ON true`.pipe(
             Effect.flatMap(offeredJob(job, handOff))
@@ -182,7 +248,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
       const declined = sql`${sql(submitDeclinedName(t.prefix))}()`
       const written = handOff === undefined
         ? sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${countedFromAccount(job)} RETURNING id, fair_key
+              INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, job)} RETURNING id, fair_key
             )
             SELECT gate.*, inserted.id AS queued_id, inserted.fair_key AS queued_fair_key,
               NULL::bigint AS taken_lease_expires_at, NULL::bigint AS taken_fair_key,
