@@ -256,13 +256,13 @@ const checkPhase = (): Promise<void> => new Promise((resolve) => setImmediate(re
  * the event loop's turns, not the wall clock). No answer, or no whole answer, within
  * `timeoutMs` of writing, a refused or reset connection, a body cut short: ProviderUnreachable,
  * with `notSent` when the connection failed before the request was written (neverSent).
- * A start (`isStart`) is handed to the pool only after the loop polled its sockets (checkPhase).
+ * A start (`isStart`) is handed to the pool from the event loop's check phase (checkPhase).
  */
 export const exchange = (
   api: ProviderApi,
   request: HttpClientRequest.HttpClientRequest,
   timeoutMs: number,
-  isStart = false
+  { isStart = false }: Pick<SendOptions, "isStart"> = {}
 ): Effect.Effect<Answer, ProviderUnreachable> => {
   const url = Url.make(request.url, request.urlParams, Option.getOrUndefined(request.hash))
   if (Result.isFailure(url)) return Effect.fail(unreachable(api, `has no valid address: ${messageOf(url.failure.cause)}`, true))
@@ -340,7 +340,7 @@ export const send = (
   request: HttpClientRequest.HttpClientRequest,
   options: SendOptions
 ): Effect.Effect<Answer, ProviderError> =>
-  Effect.flatMap(exchange(api, request, options.timeoutMs, options.isStart), (answer) =>
+  Effect.flatMap(exchange(api, request, options.timeoutMs, options), (answer) =>
     isSuccess(answer) ? Effect.succeed(answer) : rejection(api, answer, options))
 
 /**
