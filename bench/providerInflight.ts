@@ -20,10 +20,9 @@
  * (generations / interval).
  *
  * The simulator keeps its connections alive BENCH_INFLIGHT_KEEPALIVE_MS (default 5 s, Node's
- * default), so both pollers reuse them as they would a provider's API. The simulators' own
- * default of 1 s (for tests) makes undici, which closes a connection 2 s before the announced
- * end, open a connection per request: BENCH_INFLIGHT_KEEPALIVE_MS=1000 measures that, as this
- * figure did until 2026-11-29.
+ * default), so both pollers reuse them as they would a provider's API. 1 s or less makes undici,
+ * which closes a connection 2 s before the announced end, open a connection per request:
+ * BENCH_INFLIGHT_KEEPALIVE_MS=1000 measures that, as this figure did until 2026-11-29.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"

@@ -8,8 +8,15 @@ import { type ProviderError, ProviderRejected, ProviderUnreachable } from "../..
 /** Connections a provider keeps to each of its API's hosts when its options set none (`maxConnections`). */
 export const DEFAULT_MAX_CONNECTIONS = 64
 
-/** An idle keep-alive connection is closed after this long (or sooner, when the server says so). */
-const KEEP_ALIVE_MS = 30_000
+/**
+ * An idle keep-alive connection is closed after this long (sooner when the server announces a
+ * shorter keep-alive: undici takes 2 s off the announcement). Below the idle timeouts of the
+ * servers a provider's API sits behind (5 s for Node, uvicorn and Apache, 2 s for gunicorn),
+ * so the pool is always the one to close an idle connection: a server that closes it first may
+ * do so while a request is on its way, and a start lost that way cannot be told from one the
+ * provider took (decisions.md, "A stale pooled connection and a start").
+ */
+export const IDLE_CONNECTION_MS = 1_000
 
 /**
  * A provider's own connection pool: keep-alive connections to each host of its API, at most
@@ -18,7 +25,7 @@ const KEEP_ALIVE_MS = 30_000
  * its timeout (exchange) starts only once it is written, so the wait never counts against it.
  */
 export const connectionPool = (maxConnections: number = DEFAULT_MAX_CONNECTIONS): Dispatcher =>
-  new Agent({ connections: maxConnections, keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS })
+  new Agent({ connections: maxConnections, keepAliveTimeout: IDLE_CONNECTION_MS, keepAliveMaxTimeout: IDLE_CONNECTION_MS })
 
 /** The pool of an API that brings none of its own. */
 let sharedPool: Dispatcher | undefined
@@ -232,6 +239,16 @@ const bodyOf = (body: HttpClientRequest.HttpClientRequest["body"]): string | Uin
 }
 
 /**
+ * Resolves in the event loop's check phase. A start waits for it before it is handed to the
+ * pool: a pooled connection the server closed while the process was busy has its close waiting
+ * unread in the socket, and undici's own check before it reuses an idle connection yields only
+ * to the next check phase, which comes before any poll when the start was sent from a poll
+ * callback (a store's answer). Sent from the check phase, that check runs a turn later, after
+ * the loop polled the sockets: undici has seen the close and sends the start on a new connection.
+ */
+const checkPhase = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
  * Sends one request on the provider's pool and reads its answer whole, whatever its status.
  * `timeoutMs` counts from when the request was written, not from when it was asked for: a
  * request waiting for a free connection is not timed, and a process that was busy for a while
@@ -239,11 +256,13 @@ const bodyOf = (body: HttpClientRequest.HttpClientRequest["body"]): string | Uin
  * the event loop's turns, not the wall clock). No answer, or no whole answer, within
  * `timeoutMs` of writing, a refused or reset connection, a body cut short: ProviderUnreachable,
  * with `notSent` when the connection failed before the request was written (neverSent).
+ * A start (`isStart`) is handed to the pool from the event loop's check phase (checkPhase).
  */
 export const exchange = (
   api: ProviderApi,
   request: HttpClientRequest.HttpClientRequest,
-  timeoutMs: number
+  timeoutMs: number,
+  { isStart = false }: Pick<SendOptions, "isStart"> = {}
 ): Effect.Effect<Answer, ProviderUnreachable> => {
   const url = Url.make(request.url, request.urlParams, Option.getOrUndefined(request.hash))
   if (Result.isFailure(url)) return Effect.fail(unreachable(api, `has no valid address: ${messageOf(url.failure.cause)}`, true))
@@ -254,6 +273,7 @@ export const exchange = (
     let answered = false
     return Effect.tryPromise({
       try: async (signal) => {
+        if (isStart) await checkPhase()
         const response = await undiciRequest(url.success, {
           dispatcher: api.connections ?? (sharedPool ??= connectionPool()),
           method: request.method,
@@ -320,7 +340,7 @@ export const send = (
   request: HttpClientRequest.HttpClientRequest,
   options: SendOptions
 ): Effect.Effect<Answer, ProviderError> =>
-  Effect.flatMap(exchange(api, request, options.timeoutMs), (answer) =>
+  Effect.flatMap(exchange(api, request, options.timeoutMs, options), (answer) =>
     isSuccess(answer) ? Effect.succeed(answer) : rejection(api, answer, options))
 
 /**

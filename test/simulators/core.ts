@@ -19,12 +19,18 @@ export interface SimulatorOptions {
   /** The input field whose value counts starts (`startsByMarker`). Default "prompt". */
   readonly markerField?: string | undefined
   /**
-   * The keep-alive the server announces and keeps, in ms. Default 1000: undici closes a
-   * connection 2 s before the announced end, so each request has a connection of its own
-   * (decisions.md, "The simulators keep their 1 s keep-alive"). A bench of steady polling sets
-   * more, so that connections are reused as with a provider's API.
+   * The keep-alive the server announces and keeps, in ms. Default 10 s, so that the engine's
+   * pool reuses connections as with a provider's API (decisions.md, "A stale pooled connection
+   * and a start"); 1000 or less gives each request a connection of its own, as undici closes a
+   * connection 2 s before the announced end.
    */
   readonly keepAliveMs?: number | undefined
+  /**
+   * Closes a connection idle this long (ms) while a request is on its way to it: a request that
+   * arrives on a connection idle longer is dropped unread and the connection closed, as by a
+   * server (or a load balancer) whose idle close crossed the request. No such close by default.
+   */
+  readonly idleCloseMs?: number | undefined
 }
 
 /** What kind of file a simulated model makes, from words in its name: "large" (a big video), video, audio, text, else image. */
@@ -377,14 +383,25 @@ export interface Listening {
   readonly resume: () => Promise<void>
 }
 
+/** How a simulator's server keeps its connections (SimulatorOptions). */
+export type ConnectionOptions = Pick<SimulatorOptions, "keepAliveMs" | "idleCloseMs">
+
 /** Starts a server on 127.0.0.1; handler errors answer 500 rather than crash the test process. */
 export const listen = async (
   port: number,
   handler: (req: IncomingMessage, res: ServerResponse, origin: string) => Promise<void>,
-  keepAliveMs = 1000
+  { idleCloseMs, keepAliveMs = 10_000 }: ConnectionOptions = {}
 ): Promise<Listening> => {
   let origin = ""
+  // When each connection last finished an answer (idleCloseMs).
+  const answeredAt = new WeakMap<object, number>()
   const server = createServer((req, res) => {
+    const idleSince = answeredAt.get(req.socket)
+    if (idleCloseMs !== undefined && idleSince !== undefined && Date.now() - idleSince > idleCloseMs) {
+      req.socket.destroy()
+      return
+    }
+    if (idleCloseMs !== undefined) res.on("finish", () => answeredAt.set(req.socket, Date.now()))
     handler(req, res, origin).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { detail: `simulator error: ${String(error)}` })
       else res.destroy()
@@ -422,8 +439,8 @@ export const listenServingFiles = (
     readonly counters: Counters
     /** When given, a file request it refuses answers 401 (files behind the API's credentials). */
     readonly authorized?: ((req: IncomingMessage) => boolean) | undefined
-    /** SimulatorOptions.keepAliveMs. */
-    readonly keepAliveMs?: number | undefined
+    /** SimulatorOptions.keepAliveMs and idleCloseMs. */
+    readonly connections?: ConnectionOptions | undefined
   },
   api: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>
 ): Promise<Listening> =>
@@ -434,7 +451,7 @@ export const listenServingFiles = (
     if (options.authorized !== undefined && !options.authorized(req)) return sendJson(res, 401, { detail: "Unauthenticated" })
     options.counters.downloads++
     return serveFile(res, file[2]!, options.largeFileBytes)
-  }, options.keepAliveMs)
+  }, options.connections)
 
 /** Sends a callback and records how it went; a callback that cannot be delivered is recorded, not retried. */
 export const deliver = async (

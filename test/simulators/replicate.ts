@@ -226,7 +226,7 @@ export const startReplicateSimulator = async (options: ReplicateSimulatorOptions
     port: options.port ?? 0,
     largeFileBytes: settings.largeFileBytes,
     counters: core.counters,
-    keepAliveMs: options.keepAliveMs,
+    connections: { keepAliveMs: options.keepAliveMs, idleCloseMs: options.idleCloseMs },
     ...(options.filesNeedToken === true ? { authorized } : {})
   }, api)
   base = listening.url
