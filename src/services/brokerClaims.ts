@@ -34,7 +34,9 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
     const nextAcks = Effect.callback<Array<QueueDelivery>>((resume) => {
       const take = () => {
         wake = undefined
-        resume(Effect.succeed(unacked.splice(0)))
+        // Taken when the fiber runs, not when it is woken: a stop in between leaves them to the
+        // finalizer below.
+        resume(Effect.sync(() => unacked.splice(0)))
       }
       if (unacked.length > 0) return take()
       wake = take
@@ -43,6 +45,10 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
       })
     })
     yield* Effect.forkScoped(Effect.forever(Effect.flatMap(nextAcks, ackQuietly)))
+    // Runs before that fiber is interrupted (finalizers run last added first): the acks of runs
+    // that ended as the worker drained go out before it leaves. Left, each would come back to
+    // another worker once its visibility passed, to be claimed in vain and turned away.
+    yield* Effect.addFinalizer(() => Effect.suspend(() => ackQuietly(unacked.splice(0))))
 
     yield* Effect.forkScoped(Effect.forever(
       Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3)))).pipe(

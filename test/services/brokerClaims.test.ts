@@ -55,4 +55,17 @@ describe("a worker's claims through a broker", () => {
       expect(jobs.map((job) => job.id)).toEqual(["A"])
       expect(acked).toEqual([])
     })))
+
+  it.effect("a worker that stops acks the deliveries of the runs that ended as it stopped: none comes back to be turned away", () =>
+    Effect.gen(function*() {
+      const { acked, consumer } = consumerOf([delivery("A", "1")])
+      yield* Effect.scoped(Effect.gen(function*() {
+        const claims = yield* makeBrokerClaims(consumer, 60_000)
+        const jobs = yield* claims.take(10, 0, claimA, () => Effect.succeed(new Set()))
+        expect(jobs.map((job) => job.id)).toEqual(["A"])
+        // The run ends, and the worker stops at once: before its acks' fiber sent anything.
+        yield* claims.done(id("A"))
+      }))
+      expect(acked).toEqual(["1"])
+    }))
 })
