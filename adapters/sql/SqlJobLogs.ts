@@ -24,7 +24,7 @@ const lineRows = (reports: ReadonlyArray<ProviderReport>) =>
  * Provider progress and log lines over SQLite or PostgreSQL (migration 0018). The progress is
  * raised in the statement itself, so no report lowers it, whatever order reports commit in.
  * PostgreSQL writes every report of a batch in one statement (the jobs' update and the lines'
- * insert of the jobs it updated); SQLite, a local call per statement, in one transaction.
+ * insert of the jobs it updated); SQLite in two (the update, then the lines), in one transaction.
  */
 export const makeSqlJobLogs = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -51,26 +51,32 @@ export const makeSqlJobLogs = Effect.gen(function*() {
           ON CONFLICT (job_id, seq) DO NOTHING
         )
         SELECT id FROM written`,
+    // SQLite: two statements in one transaction, whatever the batch's size (a statement per
+    // report cost each its build, compile and span through the client: at 10,000 generations in
+    // flight most of the worker's garbage beside the polls). The jobs are found by id from the
+    // batch's rows (`+status` keeps the status a filter, not the index read), then the lines of
+    // the jobs written are inserted.
     orElse: () => (reports: ReadonlyArray<ProviderReport>) =>
-      sql.withTransaction(Effect.map(
-        Effect.forEach(reports, (report) =>
-          Effect.gen(function*() {
-            const row = reportRow(report)
-            const progress = row.progress
-            const written = yield* sql`UPDATE ${t.jobs} SET provider_progress = CASE
-                  WHEN ${progress} IS NULL THEN provider_progress
-                  WHEN provider_progress IS NULL OR provider_progress < ${progress} THEN ${progress}
-                  ELSE provider_progress END,
-                provider_log = COALESCE(${row.mark}, provider_log)
-                WHERE id = ${row.id} AND status = 'processing' AND lease_owner = ${row.leaseOwner} RETURNING id`
-            const [first, ...rest] = lineRows([report])
-            if (written.length > 0 && first !== undefined) {
-              yield* sql`INSERT INTO ${t.job_logs} ${sql.insert([first, ...rest])} ON CONFLICT (job_id, seq) DO NOTHING`
-            }
-            return written
-          })),
-        (rows) => rows.flat()
-      ))
+      sql.withTransaction(Effect.gen(function*() {
+        const written = yield* sql<{ readonly id: string }>`UPDATE ${t.jobs} SET provider_progress = CASE
+              WHEN d.progress IS NULL THEN provider_progress
+              WHEN provider_progress IS NULL OR provider_progress < d.progress THEN d.progress
+              ELSE provider_progress END,
+            provider_log = COALESCE(d.mark, provider_log)
+          FROM (SELECT value ->> 'id' AS id, value ->> 'leaseOwner' AS lease_owner, value ->> 'progress' AS progress,
+              value ->> 'mark' AS mark FROM json_each(${JSON.stringify(reports.map(reportRow))})) AS d
+          WHERE ${t.jobs}.id = d.id AND +${t.jobs}.status = 'processing' AND ${t.jobs}.lease_owner = d.lease_owner
+          RETURNING ${t.jobs}.id`
+        const ids = new Set(written.map((row) => row.id))
+        const lines = lineRows(reports).filter((line) => ids.has(line.job_id))
+        if (lines.length > 0) {
+          // `WHERE true`: SQLite reads an ON CONFLICT right after a bare SELECT's FROM as a join's.
+          yield* sql`INSERT INTO ${t.job_logs} (job_id, seq, at, line)
+            SELECT value ->> 'job_id', value ->> 'seq', value ->> 'at', value ->> 'line' FROM json_each(${JSON.stringify(lines)}) WHERE true
+            ON CONFLICT (job_id, seq) DO NOTHING`
+        }
+        return written
+      }))
   })
 
   return JobLogRepo.of({

@@ -52,9 +52,12 @@ export const makeHeldStatements = (ctx: JobSql) => {
       sql`WITH held AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS held(id text, "workerId" text))
         UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
         FROM held WHERE ${heldIn("held")} AND j.lease_owner = held."workerId" RETURNING j.id`,
+    // SQLite: `+status` keeps the status a filter on the rows found by id. Written plainly, the
+    // planner reads every processing job from the status index and probes the list with each:
+    // a renewal of 500 leases then costs what one of all the process's leases does.
     orElse: () => (leases: ReadonlyArray<HeldLease>, _now: number, leaseExpiresAt: number) =>
       sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
-        WHERE status = 'processing' AND (id, lease_owner) IN (
+        WHERE +status = 'processing' AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })
