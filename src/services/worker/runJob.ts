@@ -60,21 +60,24 @@ const untilStored = <A, E extends { readonly _tag: string; readonly message: str
  */
 const attemptKey = (outputs: ReadonlyArray<ProviderOutput>) => (outputs.length === 0 ? "" : randomBytes(4).toString("hex"))
 
-const done = (stored: ReadonlyArray<OutputItem>): Ending => ({ _tag: "Done", outputs: stored })
+/** The route of a start that ended in its call, kept with the job's end (no handle recorded it). */
+const onRoute = (route: ProviderRouteRef | undefined) => (route === undefined ? {} : { route })
 
 const isCorruptRow = (error: Superseded | StoreError): error is StoreError => error._tag === "StoreError" && error.cause instanceof CorruptRow
 
 /**
- * Stores the outputs. A BlobStore fault is retried as any store fault is (untilStored); a
- * transient failure of the provider's file host is fetched again at most
- * `providerRetry.maxRetries` times in a row; a refused output fails the job.
+ * Stores the outputs, the job's end on `route` (see onRoute). A BlobStore fault is retried as
+ * any store fault is (untilStored); a transient failure of the provider's file host is fetched
+ * again at most `providerRetry.maxRetries` times in a row; a refused output fails the job.
  */
 const storeOutputs = (
   { config, files }: Pick<WorkerDeps, "config" | "files">,
   lease: Lease,
   outputs: ReadonlyArray<ProviderOutput>,
-  written: Array<string>
+  written: Array<string>,
+  route: ProviderRouteRef | undefined
 ): Effect.Effect<Ending, StoreError> => {
+  const done = (stored: ReadonlyArray<OutputItem>): Ending => ({ _tag: "Done", outputs: stored, ...onRoute(route) })
   // A generation without outputs (an empty result) has nothing to store: it is done as it is.
   if (outputs.length === 0) return Effect.succeed(done([]))
   const store = files.store(lease.id, attemptKey(outputs), outputs, written)
@@ -93,7 +96,8 @@ const storeOutputs = (
         (error) =>
           Effect.succeed<Ending>({
             _tag: "Failed",
-            error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error))
+            error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error)),
+            ...onRoute(route)
           })
       )
     ))
@@ -119,9 +123,7 @@ const afterGeneration = (
 ): Effect.Effect<Ending, Superseded | StoreError> => {
   if (generation._tag === "Failed") return Effect.succeed(generation)
   if (run.lease.lost) return Effect.fail(new Superseded())
-  const stored = storeOutputs(deps, run.lease, generation.outputs, written)
-  const route = generation.route
-  return route === undefined ? stored : Effect.map(stored, (ending) => ({ ...ending, route }))
+  return storeOutputs(deps, run.lease, generation.outputs, written, generation.route)
 }
 
 /**
