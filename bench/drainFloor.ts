@@ -8,7 +8,7 @@
  * Redis drain adds its store's and broker's work to it. No reference: the floor says what the
  * targets leave for the rest.
  */
-import { Effect, Exit, Layer, Option, References, Scope } from "effect"
+import { Effect, Exit, type Fiber, Layer, Option, References, Scheduler, Scope } from "effect"
 import { writeFile } from "node:fs/promises"
 import { Session } from "node:inspector/promises"
 import { type Engine, JobRepo, makeEngine, Worker } from "genjobs"
@@ -39,6 +39,21 @@ const startProfile = async () => {
   }
 }
 
+/**
+ * With BENCH_COUNT_STEPS=1, the Effect steps the drain ran, per job: every fiber of the engine
+ * asks its scheduler once per step whether to yield, so a scheduler that counts the questions
+ * counts the steps. Deterministic, unlike the CPU figures; this run's CPU is not the floor's
+ * (the count costs a call per step).
+ */
+class CountingScheduler extends Scheduler.MixedScheduler {
+  steps = 0
+  override shouldYield(fiber: Fiber.Fiber<unknown, unknown>) {
+    this.steps++
+    return super.shouldYield(fiber)
+  }
+}
+const counter = process.env.BENCH_COUNT_STEPS === "1" ? new CountingScheduler() : undefined
+
 /** Whether every job is completed; `from` is where the last look stopped (jobs end roughly in order). */
 const makeDrained = (engine: Engine, ids: ReadonlyArray<JobIdOf>) => {
   let from = 0
@@ -65,7 +80,9 @@ const floorRun = async (n: number, fibers: number, broker: boolean) => {
     webhookDispatchers: 0,
     uploadSweeper: false,
     retentionSweeper: false,
-    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
+    observability: counter === undefined
+      ? Layer.succeed(References.MinimumLogLevel, "Warn")
+      : Layer.merge(Layer.succeed(References.MinimumLogLevel, "Warn"), Layer.succeed(Scheduler.Scheduler, counter))
   })
   const scope = Effect.runSync(Scope.make())
   try {
@@ -74,14 +91,16 @@ const floorRun = async (n: number, fibers: number, broker: boolean) => {
     for (let i = 0; i < n; i++) ids.push((await submit(engine, callers[i % callers.length]!, `p${i}`)).job.id as JobIdOf)
     const drained = makeDrained(engine, ids)
     const stopProfile = await startProfile()
+    const stepsBefore = counter?.steps ?? 0
     const cpu = process.cpuUsage()
     const start = performance.now()
     await engine.run(Scope.provide(Effect.flatMap(Worker, (worker) => worker.start(fibers)), scope))
     while (!(await drained())) await new Promise((resolve) => setTimeout(resolve, POLL_MS))
     const seconds = (performance.now() - start) / 1000
     const used = process.cpuUsage(cpu)
+    const steps = counter === undefined ? undefined : (counter.steps - stepsBefore) / n
     await stopProfile?.(broker ? "queue_drain_floor_broker" : "queue_drain_floor")
-    return { seconds, cpuMicrosPerJob: (used.user + used.system) / n }
+    return { seconds, cpuMicrosPerJob: (used.user + used.system) / n, steps }
   } finally {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await engine.dispose()
@@ -107,7 +126,8 @@ export const drainFloor = async () => {
         fibers,
         queue,
         seconds: Math.round(run.seconds * 1000) / 1000,
-        cpuMicrosPerJob: Math.round(run.cpuMicrosPerJob)
+        cpuMicrosPerJob: Math.round(run.cpuMicrosPerJob),
+        ...(run.steps === undefined ? {} : { stepsPerJob: Math.round(run.steps * 10) / 10 })
       }
     })
   }

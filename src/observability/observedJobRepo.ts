@@ -1,4 +1,4 @@
-import { Clock, Effect, type Fiber, Layer, LogLevel, Metric, Option, References } from "effect"
+import { Clock, Effect, Fiber, Layer, LogLevel, Metric, Option, References } from "effect"
 import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import { JobRepo } from "../ports/JobRepo.js"
@@ -75,32 +75,58 @@ const handedOff = (job: Job, submitStart: bigint) =>
     ], { discard: true }))
 
 /**
- * An ending, counted and logged in one step: the metrics are updated in place, and the log
- * lines (and their fields) are built only when their level is logged.
+ * An ending, counted in `fiber`: the metrics are updated in place; its log lines (and their
+ * fields) are built only when their level is logged, and answered to be run (undefined: none).
  */
+const finishedIn = (fiber: Fiber.Fiber<unknown, unknown>, job: Job, outcome: Outcome, refundedMicroCents: number): Effect.Effect<void> | undefined => {
+  const runMs = outcome !== "cancelled" && job.startedAt !== null && job.completedAt !== null
+    ? job.completedAt - job.startedAt
+    : undefined
+  jobsFinishedOf(job.model, outcome).updateUnsafe(1, fiber.context)
+  if (job.error !== null && outcome === "failed") jobsFailedOf(job.error.type, String(job.error.retryable)).updateUnsafe(1, fiber.context)
+  if (runMs !== undefined) runSecondsOf(job.model, outcome).updateUnsafe(runMs / 1000, fiber.context)
+  const level = outcome === "failed" ? "Warn" : "Info"
+  const line = logs(fiber, level)
+    ? Effect.logWithLevel(level)(outcome === "completed" ? "job completed" : outcome === "failed" ? "job failed" : "job cancelled", {
+      jobId: job.id,
+      accountId: job.accountId,
+      model: job.model,
+      ...(runMs === undefined ? {} : { runMs }),
+      ...(job.error === null ? {} : { code: job.error.code, type: job.error.type, retryable: job.error.retryable, error: job.error.message }),
+      ...(refundedMicroCents > 0 ? { refundedMicroCents } : {})
+    })
+    : undefined
+  return refundedMicroCents > 0 && logs(fiber, "Info")
+    ? Effect.andThen(line ?? Effect.void, Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }))
+    : line
+}
+
+/** An ending, counted and logged in one step. */
 const finished = (job: Job, outcome: Outcome, refundedMicroCents: number): Effect.Effect<void> =>
-  Effect.withFiber((fiber) => {
-    const runMs = outcome !== "cancelled" && job.startedAt !== null && job.completedAt !== null
-      ? job.completedAt - job.startedAt
-      : undefined
-    jobsFinishedOf(job.model, outcome).updateUnsafe(1, fiber.context)
-    if (job.error !== null && outcome === "failed") jobsFailedOf(job.error.type, String(job.error.retryable)).updateUnsafe(1, fiber.context)
-    if (runMs !== undefined) runSecondsOf(job.model, outcome).updateUnsafe(runMs / 1000, fiber.context)
-    const level = outcome === "failed" ? "Warn" : "Info"
-    const line = logs(fiber, level)
-      ? Effect.logWithLevel(level)(outcome === "completed" ? "job completed" : outcome === "failed" ? "job failed" : "job cancelled", {
-        jobId: job.id,
-        accountId: job.accountId,
-        model: job.model,
-        ...(runMs === undefined ? {} : { runMs }),
-        ...(job.error === null ? {} : { code: job.error.code, type: job.error.type, retryable: job.error.retryable, error: job.error.message }),
-        ...(refundedMicroCents > 0 ? { refundedMicroCents } : {})
-      })
-      : Effect.void
-    return refundedMicroCents > 0 && logs(fiber, "Info")
-      ? Effect.andThen(line, Effect.logInfo("job refunded", { jobId: job.id, accountId: job.accountId, refundedMicroCents }))
-      : line
-  })
+  Effect.withFiber((fiber) => finishedIn(fiber, job, outcome, refundedMicroCents) ?? Effect.void)
+
+/**
+ * A worker's ending as the store answered it, counted and logged in the answer's own
+ * continuation (the running fiber's): without a line to write, the answer goes on in one step
+ * more than the write's. None (the write found nothing to end): counted only if it was this
+ * ending's own commit, whose answer was lost (endedBy).
+ */
+const endingCounted = (
+  answer: Option.Option<Job>,
+  outcome: "completed" | "failed",
+  refundedMicroCents: (job: Job) => number,
+  ours: Effect.Effect<Option.Option<Job>>
+): Effect.Effect<Option.Option<Job>> => {
+  if (Option.isNone(answer)) {
+    return Effect.as(Effect.flatMap(ours, Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, outcome, refundedMicroCents(stored)) })), answer)
+  }
+  // A continuation runs in the fiber that runs it: the current one.
+  const line = finishedIn(Fiber.getCurrent()!, answer.value, outcome, refundedMicroCents(answer.value))
+  return line === undefined ? Effect.succeed(answer) : Effect.as(line, answer)
+}
+
+const noRefund = () => 0
+const fullRefund = (job: Job) => job.costMicroCents
 
 const sameUrls = (a: ReadonlyArray<{ readonly url: string }>, b: ReadonlyArray<{ readonly url: string }>) =>
   a.length === b.length && a.every((o, i) => o.url === b[i]!.url)
@@ -188,26 +214,25 @@ export const observeJobRepo = (repo: Repo, spans = true): Repo => {
     ),
   complete: (id, workerId, outputs, now, route) =>
     repo.complete(id, workerId, outputs, now, route).pipe(
-      Effect.tap((job) =>
-        Option.isSome(job)
-          ? finished(job.value, "completed", 0)
-          : Effect.flatMap(
-            endedBy(repo, id, (stored) => stored.status === "completed" && stored.outputs !== null && sameUrls(stored.outputs, outputs)),
-            Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, "completed", 0) })
-          )
+      Effect.flatMap((job) =>
+        endingCounted(
+          job,
+          "completed",
+          noRefund,
+          endedBy(repo, id, (stored) => stored.status === "completed" && stored.outputs !== null && sameUrls(stored.outputs, outputs))
+        )
       ),
       jobSpan("genjobs.job.complete", id, { "genjobs.outputs": outputs.length })
     ),
   fail: (id, workerId, error, now, route) =>
     repo.fail(id, workerId, error, now, route).pipe(
-      Effect.tap((job) =>
-        Option.isSome(job)
-          ? finished(job.value, "failed", job.value.costMicroCents)
-          : Effect.flatMap(
-            endedBy(repo, id, (stored) =>
-              stored.status === "failed" && stored.error?.code === error.code && stored.error.message === error.message),
-            Option.match({ onNone: () => Effect.void, onSome: (stored) => finished(stored, "failed", stored.costMicroCents) })
-          )
+      Effect.flatMap((job) =>
+        endingCounted(
+          job,
+          "failed",
+          fullRefund,
+          endedBy(repo, id, (stored) => stored.status === "failed" && stored.error?.code === error.code && stored.error.message === error.message)
+        )
       ),
       jobSpan("genjobs.job.fail", id, { "genjobs.error_code": error.code })
     ),

@@ -16,7 +16,11 @@ const countOne = (metric: Metric.Metric<number, unknown>): Effect.Effect<void> =
  */
 export const observeProviderHealth = (health: ProviderHealth["Service"]): ProviderHealth["Service"] => ({
   ...health,
-  started: (providerId) => countOne(providerStartsOf(providerId)),
+  started: (providerId, call) =>
+    Effect.withFiber((fiber) => {
+      providerStartsOf(providerId).updateUnsafe(1, fiber.context)
+      return call
+    }),
   unconfirmed: (providerId) => countOne(providerStartsUnconfirmedOf(providerId)),
   fellBack: (providerId) => countOne(providerFallbacksOf(providerId)),
   failed: (providerId, credentialId) => Effect.andThen(health.failed(providerId, credentialId), countOne(providerFailuresOf(providerId, credentialId)))

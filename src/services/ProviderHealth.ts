@@ -54,8 +54,11 @@ export class ProviderHealth extends Context.Service<ProviderHealth, {
   readonly hold: (providerId: string, credentialId: string) => () => void
   /** A start moved on from this provider to the version's next route (for the metrics). */
   readonly fellBack: (providerId: string) => Effect.Effect<void>
-  /** A start was sent to this provider (for the metrics). */
-  readonly started: (providerId: string) => Effect.Effect<void>
+  /**
+   * A start sent to this provider: `call`, counted (for the metrics) as its first step, which
+   * adds no step of its own to the start.
+   */
+  readonly started: <A, E, R>(providerId: string, call: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** A start that may have reached this provider was neither answered nor found there: its job failed with a refund (for the metrics). */
   readonly unconfirmed: (providerId: string) => Effect.Effect<void>
   /** Every registered provider's credentials and every credential called, by provider id and credential id. */
@@ -114,7 +117,7 @@ export class ProviderHealth extends Context.Service<ProviderHealth, {
         }
       },
       fellBack: () => Effect.void,
-      started: () => Effect.void,
+      started: (_providerId, call) => call,
       unconfirmed: () => Effect.void,
       snapshot: Effect.sync(() =>
         [

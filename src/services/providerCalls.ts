@@ -51,7 +51,12 @@ export interface JobRunBook {
  */
 class StartFailed extends Data.TaggedError("StartFailed")<{
   readonly error: ProviderError
-  readonly attempt: { readonly ref: ProviderRouteRef; readonly provider: GenerationProvider; readonly request: ProviderRequest }
+  readonly attempt: {
+    readonly ref: ProviderRouteRef
+    readonly provider: GenerationProvider
+    readonly start: GenerationProvider["start"]
+    readonly request: ProviderRequest
+  }
 }> {}
 
 /** The job cannot run here: its route or its provider is gone. */
@@ -154,7 +159,18 @@ export const makeProviderCalls = Effect.gen(function*() {
       while: (error: ProviderError) => (error._tag === "ProviderRejected" ? error.retryable : unreachableIsTransient)
     }))
 
-  /** The provider as one credential calls it: each call's outcome counts towards that credential's circuit. */
+  /** A call's error, counted towards the credential's circuit, or as a success when it does not count against it. */
+  const countedError = (providerId: string, key: string, error: ProviderError): Effect.Effect<void> => {
+    if (countsAgainstHealth(error)) return health.failed(providerId, key)
+    health.succeeded(providerId, key)
+    return Effect.void
+  }
+
+  /**
+   * The provider as one credential calls it: each poll's, cancel's and recover's outcome counts
+   * towards that credential's circuit. Its `start` is the provider's own: a start is counted by
+   * its turn (startTurn), in the match it takes the answer with.
+   */
   const watched = (provider: GenerationProvider, providerId: string, credentialId: string | undefined): GenerationProvider => {
     const key = credentialId ?? DEFAULT_CREDENTIAL
     // The circuit's bookkeeping is synchronous: a call that succeeds pays one step for it.
@@ -164,12 +180,10 @@ export const makeProviderCalls = Effect.gen(function*() {
           health.succeeded(providerId, key)
           return answer
         }),
-        Effect.tapError((error) =>
-          countsAgainstHealth(error) ? health.failed(providerId, key) : Effect.sync(() => health.succeeded(providerId, key)))
+        Effect.tapError((error) => countedError(providerId, key, error))
       )
     return {
       ...provider,
-      start: (request) => Effect.andThen(health.started(providerId), counted(provider.start(request))),
       poll: (handle, request) => counted(provider.poll(handle, request)),
       cancel: (handle, request) => counted(provider.cancel(handle, request)),
       ...(provider.recover === undefined ? {} : { recover: (request: ProviderRequest) => counted(provider.recover!(request)) })
@@ -186,10 +200,14 @@ export const makeProviderCalls = Effect.gen(function*() {
     return calls
   }
 
-  /** One start's target: a route, its provider as this credential calls it, the request it is sent. */
+  /**
+   * One start's target: a route, its provider as this credential calls it (its polls and
+   * recovers counted: watched), the provider's own start, the request it is sent.
+   */
   interface Attempt {
     readonly ref: ProviderRouteRef
     readonly provider: GenerationProvider
+    readonly start: GenerationProvider["start"]
     readonly request: ProviderRequest
   }
 
@@ -244,6 +262,7 @@ export const makeProviderCalls = Effect.gen(function*() {
     return {
       ref: { index: route.index, providerId: route.providerId, ...(credentialId === undefined ? {} : { credentialId }) },
       provider: watchedOf(provider, route.providerId, credentialId),
+      start: provider.start,
       request: providerRequestOf(run.job, run.model, run.version, callbackUrl, route, credentialId)
     }
   }
@@ -378,27 +397,29 @@ export const makeProviderCalls = Effect.gen(function*() {
   })
 
   // `starting` is committed before each call (the first pickup's claim did it for the first);
-  // a start that provably took nothing clears it, so the next call is a start of its own.
+  // a start that provably took nothing clears it (startTurn), so the next call is a start of its own.
   // The provider's `start` is called only once `starting` is written (a provider may act in the call itself).
   const startOn = (run: JobRun, attempt: Attempt) =>
     run.state.phase === "starting"
-      ? startCall(run, attempt)
-      : Effect.andThen(save(run, { phase: "starting", handle: null, starts: run.state.starts + 1 }), () => startCall(run, attempt))
-  const startCall = (run: JobRun, attempt: Attempt) =>
-    Effect.tapError(attempt.provider.start(attempt.request), (error) =>
-      nothingStarted(error) ? save(run, { phase: null, handle: null, starts: run.state.starts }) : Effect.void)
+      ? health.started(attempt.ref.providerId, attempt.start(attempt.request))
+      : Effect.andThen(
+        save(run, { phase: "starting", handle: null, starts: run.state.starts + 1 }),
+        () => health.started(attempt.ref.providerId, attempt.start(attempt.request))
+      )
 
-  /** A start sent and answered: the provider's answer and the route it went to. */
-  interface Sent {
-    readonly outcome: StartOutcome
-    readonly attempt: Attempt
-  }
+  /** A start's answer: the generation followed on its watch list, or its end when it ended in the call (no handle to save: the route is recorded with the job's end). */
+  const answered = (run: JobRun, attempt: Attempt, outcome: StartOutcome): Effect.Effect<Generation | Watching, Superseded> =>
+    outcome._tag === "Started"
+      ? followStarted(run, attempt, outcome.handle)
+      : Effect.succeed({ ...ended(outcome.status), route: attempt.ref })
 
   /**
    * Route `i` of a pass's targets at `now` (the clock as this route's turn came), then the next
    * ones in turn, moving on only from a start that provably took nothing; `last` is the error
-   * the pass ends with if no later route starts. A plain function over Effects, as the run's
-   * other per-job steps: a start builds no generator.
+   * the pass ends with if no later route starts. The start's answer is taken in one match: the
+   * credential's circuit counts it, and the generation is followed (or its end answered) from
+   * there. A plain function over Effects, as the run's other per-job steps: a start builds no
+   * generator.
    */
   const startTurn = (
     run: JobRun,
@@ -406,10 +427,10 @@ export const makeProviderCalls = Effect.gen(function*() {
     i: number,
     now: number,
     last: StartFailed | undefined
-  ): Effect.Effect<Sent, StartFailed | Superseded> => {
+  ): Effect.Effect<Generation | Watching, StartFailed | Superseded> => {
     const { credentialId, healthKey, registered, steered } = targets[i]!
     const providerId = registered.route.providerId
-    const next = (failed: StartFailed): Effect.Effect<Sent, StartFailed | Superseded> =>
+    const next = (failed: StartFailed): Effect.Effect<Generation | Watching, StartFailed | Superseded> =>
       i === targets.length - 1
         ? Effect.fail(failed)
         : Effect.andThen(health.fellBack(providerId), Effect.flatMap(Clock.currentTimeMillis, (later) => startTurn(run, targets, i + 1, later, failed)))
@@ -426,59 +447,81 @@ export const makeProviderCalls = Effect.gen(function*() {
     // Held from before the start is sent; a start that failed gives it back at once.
     const release = holding(run, attempt.ref)
     return Effect.matchEffect(startOn(run, attempt), {
-      onSuccess: (outcome) => Effect.succeed({ outcome, attempt }),
+      onSuccess: (outcome) => {
+        health.succeeded(providerId, healthKey)
+        return answered(run, attempt, outcome)
+      },
       onFailure: (error) => {
         release()
+        // Written before the call: the lease was lost, nothing was sent.
         if (error._tag === "Superseded") return Effect.fail(error)
         const failed = new StartFailed({ error, attempt })
-        return movesToNextRoute(error) ? next(failed) : Effect.fail(failed)
+        const after = movesToNextRoute(error) ? next(failed) : Effect.fail(failed)
+        const cleared = nothingStarted(error) ? Effect.andThen(save(run, { phase: null, handle: null, starts: run.state.starts }), after) : after
+        return Effect.andThen(countedError(providerId, healthKey, error), cleared)
       }
     })
   }
 
   /**
-   * One pass over the routes in order, moving on only from a start that provably took nothing.
-   * Each run of it (the retries run it again) reads the clock once for the choice and the first
-   * route's admission; a later route's turn reads it again.
+   * One pass over the routes in order at `now`, moving on only from a start that provably took
+   * nothing; the first route's admission and the choice of credentials read the same clock.
    */
-  const startPass = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Sent, StartFailed | Superseded> =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const { passedOver, targets } = chooseTargets(health, usable, now)
-      if (targets.length === 0) return Effect.die(new Error("a pass over the routes found no credential to start on"))
-      const pass = startTurn(run, targets, 0, now, undefined)
-      return passedOver.length === 0
-        ? pass
-        : Effect.andThen(Effect.forEach(passedOver, ({ route }) => health.fellBack(route.providerId), { discard: true }), pass)
-    })
+  const startPass = (run: JobRun, usable: ReadonlyArray<Registered>, now: number): Effect.Effect<Generation | Watching, StartFailed | Superseded> => {
+    const { passedOver, targets } = chooseTargets(health, usable, now)
+    if (targets.length === 0) return Effect.die(new Error("a pass over the routes found no credential to start on"))
+    const pass = startTurn(run, targets, 0, now, undefined)
+    return passedOver.length === 0
+      ? pass
+      : Effect.andThen(Effect.forEach(passedOver, ({ route }) => health.fellBack(route.providerId), { discard: true }), pass)
+  }
+
+  /** A pass that reads the clock in its first step: each retry's. */
+  const startPassNow = (run: JobRun, usable: ReadonlyArray<Registered>) =>
+    Effect.clockWith((clock) => startPass(run, usable, clock.currentTimeMillisUnsafe()))
 
   /**
-   * Passes over the routes until one starts: after a transient refusal at most
+   * The passes after a first that failed with `first`: after a transient refusal at most
    * `providerRetry.maxRetries` times in a row (within the deadline), through an outage with the
-   * same backoff until the outage wait runs out. The retries are built only once the first pass
+   * same backoff until the outage wait runs out.
+   */
+  const laterPasses = (run: JobRun, usable: ReadonlyArray<Registered>, first: StartFailed) =>
+    afterFailure<Generation | Watching, StartFailed | Superseded, never>(first, startPassNow(run, usable)).pipe(
+      (pass) =>
+        retryOnFailure(pass, () => ({
+          schedule: run.deadline === undefined
+            ? transientSchedule(passRetryAfter)
+            : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
+          while: (error: StartFailed | Superseded) =>
+            isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
+        })),
+      (passes) =>
+        retryOnFailure(passes, () => ({
+          schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
+          while: (error: StartFailed | Superseded) => isStartFailed(error) && isOutage(error.error)
+        })),
+      Effect.tapError((error) =>
+        isStartFailed(error) && isOutage(error.error)
+          ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: run.job.id }, error.error.message)
+          : Effect.void
+      )
+    )
+
+  /** The job's end when no pass started it; a lost lease goes through. */
+  const unstarted = (run: JobRun) => (failure: StartFailed | Superseded): Effect.Effect<Generation | Watching, Superseded> =>
+    isStartFailed(failure) ? noStart(run, failure) : Effect.fail(failure)
+
+  /**
+   * Starts the job on its routes and follows the generation (a start that ended in its call is
+   * its job's end): passes over the routes until one starts (laterPasses), the first at `now`
+   * when the caller read the clock already. The retries are built only once the first pass
    * failed: a first pass that starts (nearly every one) pays one catch.
    */
-  const startPasses = (run: JobRun, usable: ReadonlyArray<Registered>) =>
-    Effect.catch(startPass(run, usable), (first) =>
-      afterFailure(first, startPass(run, usable)).pipe(
-        (pass) =>
-          retryOnFailure(pass, () => ({
-            schedule: run.deadline === undefined
-              ? transientSchedule(passRetryAfter)
-              : transientSchedule(passRetryAfter).pipe(until(run.deadline)),
-            while: (error: StartFailed | Superseded) =>
-              isStartFailed(error) && error.error._tag === "ProviderRejected" && error.error.retryable && !isOutage(error.error)
-          })),
-        (passes) =>
-          retryOnFailure(passes, () => ({
-            schedule: backoff(config.providerRetry, passRetryAfter).pipe(until(run.pickedUpAt + run.outageSeconds * 1000)),
-            while: (error: StartFailed | Superseded) => isStartFailed(error) && isOutage(error.error)
-          })),
-        Effect.tapError((error) =>
-          isStartFailed(error) && isOutage(error.error)
-            ? Effect.logWarning("every provider route stayed unavailable until the job's deadline", { jobId: run.job.id }, error.error.message)
-            : Effect.void
-        )
-      ))
+  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>, now?: number): Effect.Effect<Generation | Watching, Superseded> =>
+    Effect.catch(
+      now === undefined ? startPassNow(run, usable) : startPass(run, usable, now),
+      (first) => (isStartFailed(first) ? Effect.catch(laterPasses(run, usable, first), unstarted(run)) : Effect.fail(first))
+    )
 
   /** How the job ends when no pass started it: the route of the deciding start is recorded when that start was sent. */
   const noStart = (run: JobRun, { attempt, error }: StartFailed): Effect.Effect<Generation | Watching, Superseded> => {
@@ -488,17 +531,6 @@ export const makeProviderCalls = Effect.gen(function*() {
     if (!nothingStarted(error)) return recoverOrFail(run, attempt, error)
     return Effect.succeed({ ...generationFailed(error.message, factOfError(error)), ...sentOn })
   }
-
-  /** Starts the job on its routes and follows the generation; a start that ended in its call is its job's end. */
-  const startAfresh = (run: JobRun, usable: ReadonlyArray<Registered>): Effect.Effect<Generation | Watching, Superseded> =>
-    Effect.matchEffect(startPasses(run, usable), {
-      onFailure: (failure) => (isStartFailed(failure) ? noStart(run, failure) : Effect.fail(failure)),
-      onSuccess: ({ attempt, outcome: started }): Effect.Effect<Generation | Watching, Superseded> =>
-        started._tag === "Started"
-          ? followStarted(run, attempt, started.handle)
-          // No handle to save: the route is recorded with the job's end.
-          : Effect.succeed({ ...ended(started.status), route: attempt.ref })
-    })
 
   /**
    * Runs the job's generation on its version's routes, resuming a stored handle on the route
@@ -516,13 +548,15 @@ export const makeProviderCalls = Effect.gen(function*() {
    * the job: with its handle, or (a start that ended in its call, or was refused) with its end.
    */
   const generate = (job: Job, book: JobRunBook, model: CatalogModel, version: ModelVersion): Effect.Effect<Generation | Watching, Superseded> =>
-    // A claimed job's pickup is its claim's time (startedAt); the clock is read only without one.
-    job.startedAt === null
-      ? Effect.flatMap(Clock.currentTimeMillis, (now) => generateFor(runOf(job, book, model, version, now)))
-      : Effect.suspend(() => generateFor(runOf(job, book, model, version, job.startedAt!)))
+    // One step reads the clock for the pickup of a job that has none (a claimed job's is its
+    // claim's time, startedAt) and for the first pass's choice of credentials.
+    Effect.clockWith((clock) => {
+      const now = clock.currentTimeMillisUnsafe()
+      return generateFor(runOf(job, book, model, version, job.startedAt ?? now), now)
+    })
 
-  /** `generate` for the run's record, made when the run reaches it. */
-  const generateFor = (run: JobRun): Effect.Effect<Generation | Watching, Superseded> => {
+  /** `generate` for the run's record, made when the run reaches it, at `now`. */
+  const generateFor = (run: JobRun, now: number): Effect.Effect<Generation | Watching, Superseded> => {
     const stored = run.state.handle
     if (stored !== null) return resumeStored(run, stored)
     const ordered = routeOrder(run.routes, run.job.id)
@@ -533,7 +567,7 @@ export const makeProviderCalls = Effect.gen(function*() {
     // The first pickup's claim wrote `starting` for this run; any other `starting` is a lost run's, on any route.
     const started = run.state.phase === "starting" && !startMarkedByClaim(run.job)
       ? recoverLostRun(run, usable, usable.length === ordered.length)
-      : startAfresh(run, usable)
+      : startAfresh(run, usable, now)
     // Routes before the first registered one are passed over: each such start falls back.
     const passedOver = ordered.indexOf(usable[0]!.route)
     return passedOver === 0

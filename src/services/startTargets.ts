@@ -9,9 +9,6 @@ export interface Registered {
   readonly provider: GenerationProvider
 }
 
-/** What a provider that lists no credentials of its own is counted under. */
-const DEFAULT_CREDENTIALS = [{ id: DEFAULT_CREDENTIAL, weight: 1 }] as const
-
 /** A route of a pass with the credential its start takes. */
 export interface Target {
   readonly registered: Registered
@@ -30,19 +27,19 @@ export interface Target {
  */
 const credentialFor = (health: ProviderHealth["Service"], registered: Registered, ignoreCircuits: boolean, now: number): Target | undefined => {
   const providerId = registered.route.providerId
-  const credentials = registered.provider.credentials ?? DEFAULT_CREDENTIALS
+  // A provider that lists no credentials (most) has one, the default: nothing to weigh.
+  if (registered.provider.credentials === undefined) {
+    return ignoreCircuits || health.available(providerId, DEFAULT_CREDENTIAL, now)
+      ? { registered, healthKey: DEFAULT_CREDENTIAL, credentialId: undefined, steered: !ignoreCircuits }
+      : undefined
+  }
+  const credentials = registered.provider.credentials
   const loads: Array<CredentialLoad> = []
   for (const { id, weight } of credentials) {
     if (ignoreCircuits || health.available(providerId, id, now)) loads.push({ id, weight, inFlight: health.inFlight(providerId, id) })
   }
   const picked = pickCredential(loads)
-  if (picked === undefined) return undefined
-  return {
-    registered,
-    healthKey: picked.id,
-    credentialId: registered.provider.credentials === undefined ? undefined : picked.id,
-    steered: !ignoreCircuits
-  }
+  return picked === undefined ? undefined : { registered, healthKey: picked.id, credentialId: picked.id, steered: !ignoreCircuits }
 }
 
 /** A pass's routes in order, each with its credential, and the routes passed over (each a fallback, for the metrics). */

@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect, Option, Result, Schedule } from "effect"
+import { Cause, Effect, Option, Result, Schedule } from "effect"
 import { randomBytes } from "node:crypto"
 import { CorruptRow, type StoreError } from "../../domain/errors.js"
 import type { Job, JobError, OutputItem } from "../../domain/job.js"
@@ -60,21 +60,24 @@ const untilStored = <A, E extends { readonly _tag: string; readonly message: str
  */
 const attemptKey = (outputs: ReadonlyArray<ProviderOutput>) => (outputs.length === 0 ? "" : randomBytes(4).toString("hex"))
 
-const done = (stored: ReadonlyArray<OutputItem>): Ending => ({ _tag: "Done", outputs: stored })
+/** The route of a start that ended in its call, kept with the job's end (no handle recorded it). */
+const onRoute = (route: ProviderRouteRef | undefined) => (route === undefined ? {} : { route })
 
 const isCorruptRow = (error: Superseded | StoreError): error is StoreError => error._tag === "StoreError" && error.cause instanceof CorruptRow
 
 /**
- * Stores the outputs. A BlobStore fault is retried as any store fault is (untilStored); a
- * transient failure of the provider's file host is fetched again at most
- * `providerRetry.maxRetries` times in a row; a refused output fails the job.
+ * Stores the outputs, the job's end on `route` (see onRoute). A BlobStore fault is retried as
+ * any store fault is (untilStored); a transient failure of the provider's file host is fetched
+ * again at most `providerRetry.maxRetries` times in a row; a refused output fails the job.
  */
 const storeOutputs = (
   { config, files }: Pick<WorkerDeps, "config" | "files">,
   lease: Lease,
   outputs: ReadonlyArray<ProviderOutput>,
-  written: Array<string>
+  written: Array<string>,
+  route: ProviderRouteRef | undefined
 ): Effect.Effect<Ending, StoreError> => {
+  const done = (stored: ReadonlyArray<OutputItem>): Ending => ({ _tag: "Done", outputs: stored, ...onRoute(route) })
   // A generation without outputs (an empty result) has nothing to store: it is done as it is.
   if (outputs.length === 0) return Effect.succeed(done([]))
   const store = files.store(lease.id, attemptKey(outputs), outputs, written)
@@ -93,26 +96,18 @@ const storeOutputs = (
         (error) =>
           Effect.succeed<Ending>({
             _tag: "Failed",
-            error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error))
+            error: failureOf("GENERATION_FAILED", error.message, error._tag === "OutputRefused" ? { _tag: "OutputRejected" } : factOfError(error)),
+            ...onRoute(route)
           })
       )
     ))
 }
 
-/** A run's step, guarded: a row it cannot decode or a defect fails the job with a refund instead of leaving it to its lease. */
-const guarded = <A>(job: Job, effect: Effect.Effect<A, Superseded | StoreError>) =>
-  effect.pipe(
-    // A retry reads the same row: the job cannot run, and fails at once with a refund.
-    Effect.catchIf(isCorruptRow, (error) =>
-      Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.message).pipe(
-        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded", "unreadable") } as const)
-      )),
-    Effect.catchDefect((defect) =>
-      Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect))).pipe(
-        Effect.as({ _tag: "Failed", error: internal("The job failed for an internal reason; its cost was refunded", "unreadable") } as const)
-      )
-    )
-  )
+/** A run that read a row it cannot decode, or met a defect: the job fails with a refund instead of being left to its lease. */
+const unreadable: Ending = {
+  _tag: "Failed",
+  error: internal("The job failed for an internal reason; its cost was refunded", "unreadable")
+}
 
 /**
  * After the generation ended: its outputs stored, or its failure; Superseded when the lease was
@@ -128,9 +123,7 @@ const afterGeneration = (
 ): Effect.Effect<Ending, Superseded | StoreError> => {
   if (generation._tag === "Failed") return Effect.succeed(generation)
   if (run.lease.lost) return Effect.fail(new Superseded())
-  const stored = storeOutputs(deps, run.lease, generation.outputs, written)
-  const route = generation.route
-  return route === undefined ? stored : Effect.map(stored, (ending) => ({ ...ending, route }))
+  return storeOutputs(deps, run.lease, generation.outputs, written, generation.route)
 }
 
 /**
@@ -145,34 +138,32 @@ const execute = (
   run: JobRunBook,
   written: Array<string>
 ): Effect.Effect<Ending | Watching, Superseded | StoreError> =>
-  guarded(
-    job,
-    Effect.flatMap(
-      untilStored(deps.config, run.lease, "a job's model could not be read from the catalog", deps.catalog.forJob(job.model, job.version)),
-      (resolved): Effect.Effect<Ending | Watching, Superseded | StoreError> => {
-        if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
-          return Effect.succeed({ _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`, "notRunnable") })
-        }
-        if (run.lease.lost) return Effect.fail(new Superseded())
-        return Effect.flatMap(
-          deps.calls.generate(job, run, resolved.model, resolved.version),
-          (generation): Effect.Effect<Ending | Watching, Superseded | StoreError> =>
-            generation._tag === "Watching" ? Effect.succeed(generation) : afterGeneration(deps, run, generation, written)
-        )
+  Effect.flatMap(
+    untilStored(deps.config, run.lease, "a job's model could not be read from the catalog", deps.catalog.forJob(job.model, job.version)),
+    (resolved): Effect.Effect<Ending | Watching, Superseded | StoreError> => {
+      if (resolved === undefined || resolved.version.status === "disabled" || resolved.version.status === "deleted") {
+        return Effect.succeed({ _tag: "Failed", error: internal(`The model version ${job.model}@${job.version} is no longer available`, "notRunnable") })
       }
-    )
+      if (run.lease.lost) return Effect.fail(new Superseded())
+      return Effect.flatMap(
+        deps.calls.generate(job, run, resolved.model, resolved.version),
+        (generation): Effect.Effect<Ending | Watching, Superseded | StoreError> =>
+          generation._tag === "Watching" ? Effect.succeed(generation) : afterGeneration(deps, run, generation, written)
+      )
+    }
   )
 
 /**
  * Writes how the job ended, retrying store errors with backoff for as long as the lease is held
  * (instead of leaving the job to wait out its lease and run again). None when the write found
- * the job no longer this run's, or the lease was lost before it got through.
+ * the job no longer this run's, or the lease was lost before it got through. Each try reads the
+ * clock in its own first step.
  */
 const settle = ({ config, repo }: Pick<WorkerDeps, "config" | "repo">, job: Job, lease: Lease, ending: Ending) => {
-  const write = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+  const write = Effect.clockWith((clock) =>
     ending._tag === "Done"
-      ? repo.complete(job.id, lease.workerId, ending.outputs, now, ending.route)
-      : repo.fail(job.id, lease.workerId, ending.error, now, ending.route))
+      ? repo.complete(job.id, lease.workerId, ending.outputs, clock.currentTimeMillisUnsafe(), ending.route)
+      : repo.fail(job.id, lease.workerId, ending.error, clock.currentTimeMillisUnsafe(), ending.route))
   const logged = (error: StoreError) => Effect.logWarning("a job's result could not be written; retrying", { jobId: job.id }, error.message)
   // One catch while the first write gets through; the log and the retries only after it failed.
   return Effect.catch(write, (first) =>
@@ -206,26 +197,52 @@ const unsettled = Effect.fnUntraced(function*(
   }
 })
 
-/** The run's end once its generation ended (or the lease was lost): how it ended written, its files kept or removed. */
-const conclude = (
-  deps: WorkerDeps,
-  job: Job,
-  run: JobRunBook,
-  written: Array<string>,
-  ran: Result.Result<Ending, Superseded | StoreError>
-): Effect.Effect<void> => {
+/** A run that is over: its job's lease and holds may go (runJob's answer). */
+const over = Effect.succeed(false)
+
+/**
+ * The run's end once its generation ended: how it ended written, its files kept or removed.
+ * Answers false, runJob's answer for a run that is over, in the write's own continuation.
+ */
+const concluded = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<string>, ending: Ending): Effect.Effect<boolean> => {
   const { files, webhookSignal } = deps
-  if (ran._tag === "Failure") {
-    // The job stays processing under the lost lease, or another claim has it already: either way the next run resumes it.
-    return Effect.andThen(Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id }), files.remove(written))
-  }
-  const ending = ran.success
   return Effect.flatMap(settle(deps, job, run.lease, ending), (ended) => {
-    if (Option.isNone(ended)) return unsettled(deps, job, written, ending)
+    if (Option.isNone(ended)) return Effect.as(unsettled(deps, job, written, ending), false)
     // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
-    const notified = ended.value.webhookUrl === null ? Effect.void : webhookSignal.notify
-    return ending._tag === "Failed" ? Effect.andThen(notified, files.remove(written)) : notified
+    const notified = ended.value.webhookUrl === null ? over : Effect.as(webhookSignal.notify, false)
+    return ending._tag === "Failed" && written.length > 0 ? Effect.andThen(files.remove(written), notified) : notified
   })
+}
+
+/** The run stopped at a lost lease (or a store's retries ended with it): the job stays processing under that lease, or another claim has it already; either way the next run resumes it. */
+const lost = ({ files }: Pick<WorkerDeps, "files">, job: Job, written: Array<string>): Effect.Effect<boolean> =>
+  Effect.andThen(
+    Effect.logWarning("lease lost; the run stops and the job is left to the next claim", { jobId: job.id }),
+    Effect.as(files.remove(written), false)
+  )
+
+/**
+ * A run's steps that failed. The lease lost (Superseded), or a store's retries ended with it:
+ * the run stops. A row it cannot decode (a retry reads the same row) or a defect: the job fails
+ * at once with a refund instead of being left to its lease. An interruption goes through.
+ */
+const failedRun = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<string>, cause: Cause.Cause<Superseded | StoreError>): Effect.Effect<boolean> => {
+  const error = Cause.findErrorOption(cause)
+  if (Option.isSome(error) && isCorruptRow(error.value)) {
+    return Effect.andThen(
+      Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.value.message),
+      concluded(deps, job, run, written, unreadable)
+    )
+  }
+  const defect = Cause.findDefect(cause)
+  if (Result.isSuccess(defect)) {
+    return Effect.andThen(
+      Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect.success))),
+      concluded(deps, job, run, written, unreadable)
+    )
+  }
+  // Neither an error nor a defect: only interruptions, which carry no error of the run's.
+  return Option.isSome(error) ? lost(deps, job, written) : Effect.failCause(cause as Cause.Cause<never>)
 }
 
 /**
@@ -233,22 +250,25 @@ const conclude = (
  * releases it. A run whose lease is lost stops at its next step; files it wrote under its
  * attempt's keys are removed unless its completion is the one that was written. Answers true
  * when the job's generation was started and joined the watch list: the run goes on in
- * `endWatched` once it ends, and the job's lease and holds stay held until then.
+ * `endWatched` once it ends, and the job's lease and holds stay held until then. The run's
+ * outcome, however it went, is taken in one step (a match), not caught and matched again.
  */
 export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook): Effect.Effect<boolean> =>
   Effect.suspend(() => {
     const written: Array<string> = []
-    return Effect.flatMap(Effect.result(execute(deps, job, run, written)), (ran) =>
-      ran._tag === "Success" && ran.success._tag === "Watching"
-        ? Effect.succeed(true)
-        : Effect.as(conclude(deps, job, run, written, ran as Result.Result<Ending, Superseded | StoreError>), false))
+    return Effect.matchCauseEffect(execute(deps, job, run, written), {
+      onSuccess: (ran) => (ran._tag === "Watching" ? Effect.succeed(true) : concluded(deps, job, run, written, ran)),
+      onFailure: (cause) => failedRun(deps, job, run, written, cause)
+    })
   })
 
 /** The second half of a watched job's run: its generation's end (outputs stored, the end written), or the lease's loss. */
-export const endWatched = Effect.fnUntraced(function*(deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded) {
-  const written: Array<string> = []
-  const ran = outcome._tag === "Superseded"
-    ? Result.fail(outcome)
-    : yield* Effect.result(guarded(job, afterGeneration(deps, run, outcome, written)))
-  yield* conclude(deps, job, run, written, ran)
-})
+export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (outcome._tag === "Superseded") return Effect.asVoid(lost(deps, job, []))
+    const written: Array<string> = []
+    return Effect.asVoid(Effect.matchCauseEffect(afterGeneration(deps, run, outcome, written), {
+      onSuccess: (ending) => concluded(deps, job, run, written, ending),
+      onFailure: (cause) => failedRun(deps, job, run, written, cause)
+    }))
+  })
