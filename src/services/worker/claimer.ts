@@ -3,7 +3,6 @@ import { backoffDelayMs } from "../../domain/backoff.js"
 import { type BrokerClaims, claimFor } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import type { WorkerPool } from "./pool.js"
-import type { Intake } from "./runner.js"
 
 /**
  * The most jobs one claim takes. A worker with thousands of idle fibers would otherwise claim
@@ -20,20 +19,15 @@ const yieldToEventLoop = Effect.callback<void>((resume) => {
 })
 
 /**
- * Claims as many jobs as there are idle fibers, MAX_CLAIM at most, in one claim, and starts
- * them (`intake`). Uninterruptible from taking the idle fibers to the start: a drain never
- * strands claimed jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
+ * Claims as many jobs as there are idle fibers, MAX_CLAIM at most, in one claim, into the
+ * buffer. Uninterruptible from taking the idle fibers to the buffer: a drain never strands
+ * claimed jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
  */
-const claimForIdle = Effect.fnUntraced(function*(
-  deps: Pick<WorkerDeps, "config" | "limits" | "repo">,
-  pool: WorkerPool,
-  broker: BrokerClaims | undefined,
-  intake: Intake
-) {
+const claimForIdle = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, broker: BrokerClaims | undefined) {
   const free = yield* Ref.modify(pool.idle, (idle) => [Math.min(idle, MAX_CLAIM), idle - Math.min(idle, MAX_CLAIM)] as const)
   if (free === 0) return Option.none()
   const exit = yield* Effect.exit(
-    claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Effect.sync(() => intake(jobs))))
+    claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
   )
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
   yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
@@ -47,13 +41,8 @@ const claimForIdle = Effect.fnUntraced(function*(
  * idle. With a broker the claim itself waited for deliveries. Answers whether the claim failed
  * (the claimer waits the store backoff then).
  */
-const claimOnce = Effect.fnUntraced(function*(
-  deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">,
-  pool: WorkerPool,
-  broker: BrokerClaims | undefined,
-  intake: Intake
-) {
-  const claimed = yield* claimForIdle(deps, pool, broker, intake)
+const claimOnce = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined) {
+  const claimed = yield* claimForIdle(deps, pool, broker)
   if (Option.isNone(claimed)) return yield* Effect.as(Queue.take(pool.freed), false)
   const { exit, free } = claimed.value
   if (Exit.isFailure(exit)) {
@@ -80,14 +69,9 @@ const claimOnce = Effect.fnUntraced(function*(
  * row it waits the shared store backoff (`storeRetry`): workers meeting one outage spread their
  * claims, and a store that is back is claimed from soon.
  */
-export const claimer = (
-  deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">,
-  pool: WorkerPool,
-  broker: BrokerClaims | undefined,
-  intake: Intake
-): Effect.Effect<never> =>
+export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> =>
   Effect.flatMap(Ref.make(0), (failures) =>
-    Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker, intake), (failed) =>
+    Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker), (failed) =>
       failed
         ? Effect.flatMap(Effect.zip(Ref.getAndUpdate(failures, (n) => n + 1), Random.next), ([n, random]) =>
           Effect.sleep(Duration.millis(backoffDelayMs(deps.config.storeRetry, n, random))))

@@ -1,18 +1,17 @@
-import { Clock, Effect, Option, Ref } from "effect"
+import { Clock, Effect, Option, Queue, Ref } from "effect"
 import type { Job } from "../../domain/job.js"
 import type { ReserveSlot } from "../LocalWorkers.js"
 import type { WorkerDeps } from "./deps.js"
 import { limitedIn } from "./limitPlans.js"
 import type { WorkerPool } from "./pool.js"
-import type { Intake } from "./runner.js"
 
 /**
  * Offers an idle fiber to a submit of this process (LocalWorkers): a job the store writes as
- * that fiber's claim starts as a claimed one does (`intake`: before the submit answers). None
- * while draining, while a backlog keeps every fiber busy, or for a limited version (its room is
- * counted by the limited claim alone).
+ * that fiber's claim joins the buffer as a claimed one does. None while draining, while a
+ * backlog keeps every fiber busy, or for a limited version (its room is counted by the limited
+ * claim alone).
  */
-export const reserveSlot = ({ config, limits }: Pick<WorkerDeps, "config" | "limits">, pool: WorkerPool, intake: Intake): ReserveSlot => (job) =>
+export const reserveSlot = ({ config, limits }: Pick<WorkerDeps, "config" | "limits">, pool: WorkerPool): ReserveSlot => (job) =>
   Effect.gen(function*() {
     if (!(yield* Ref.get(pool.accepting)) || !(yield* Ref.get(pool.queueDry))) return Option.none()
     const plan = yield* Effect.option(limits.current)
@@ -22,7 +21,7 @@ export const reserveSlot = ({ config, limits }: Pick<WorkerDeps, "config" | "lim
     const lease = { now, leaseOwner: pool.nextWorkerId(), leaseExpiresAt: now + config.leaseMs, maxAttempts: config.maxAttempts }
     return Option.some({
       lease,
-      run: (claimed: Job) => Effect.sync(() => intake([{ job: claimed, leaseExpiresAt: lease.leaseExpiresAt }])),
+      run: (claimed: Job) => Queue.offer(pool.buffer, { job: claimed, leaseExpiresAt: lease.leaseExpiresAt }),
       release: pool.fiberFreed
     })
   })

@@ -1,11 +1,14 @@
 import { Effect, Queue, Ref } from "effect"
+import type { Claimed } from "./claims.js"
 
 /**
- * What a started worker's fibers share: the claimer starts jobs for `concurrency` runner
+ * What a started worker's fibers share: the claimer fills `buffer` for `concurrency` runner
  * fibers, counting the fibers free to take a job in `idle`.
  */
 export interface WorkerPool {
   readonly concurrency: number
+  /** Claimed jobs waiting for a runner fiber. */
+  readonly buffer: Queue.Queue<Claimed>
   /**
    * Fibers neither running nor promised a job: the claimer takes them all for the length of
    * a claim, a hand-off one until its submit is written, so neither promises a fiber twice.
@@ -35,6 +38,7 @@ export const makeWorkerPool = (processId: string, concurrency: number): Effect.E
     let claims = 0
     return {
       concurrency,
+      buffer: yield* Queue.unbounded<Claimed>(),
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),

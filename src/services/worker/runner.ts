@@ -57,17 +57,12 @@ const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, li
     return broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(job.id), pool.fiberFreed)
   })
 
-/** Starts claimed jobs: what a claim and a hand-off give the runners (`makeIntake`). */
-export type Intake = (claimed: ReadonlyArray<Claimed>) => void
-
 /**
- * The intake: holds each claimed job's lease (the keeper renews it while the job waits for a
- * runner), queues it as runners' work, and releases idle runners there and then, on the
- * caller's stack: the job reaches its provider without waiting for a turn of the scheduler (a
- * queue's offer wakes its taker on the next one). Its generation's end, once watched, comes back
- * to the same queue.
+ * The intake: holds each claimed job's lease as it arrives (the keeper renews it while the job
+ * waits for a runner) and queues it as runners' work. Its generation's end, once watched, comes
+ * back to the same queue.
  */
-export const makeIntake = (deps: WorkerDeps, runners: Runners): Intake => {
+export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
   const hold = (claimed: Claimed): Work => {
     // Held until the job ends, as a record of fast properties (heldJob.ts).
     const job = heldJob(claimed.job)
@@ -80,10 +75,10 @@ export const makeIntake = (deps: WorkerDeps, runners: Runners): Intake => {
     const held: Held = { job, book, limited: deps.limits.isLimited(job) }
     return { held }
   }
-  return (claimed) => {
+  return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
     for (const one of claimed) Queue.offerUnsafe(runners.work, hold(one))
-    Queue.flushUnsafe(runners.work)
-  }
+    return Effect.void
+  }))
 }
 
 /**

@@ -7,19 +7,19 @@ import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
 import { reaper, relay } from "./passes.js"
 import { drained, makeWorkerPool } from "./pool.js"
-import { makeIntake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
+import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
 
 /**
  * Starts a worker that holds at most `concurrency` jobs at once (claimed, running or with a
- * generation waiting on the watch list), in the current scope: one claimer, at most
+ * generation waiting on the watch list), in the current scope: one claimer, an intake, at most
  * MAX_RUNNERS runner fibers, the watch list's fibers (per provider, from its first watch), and
  * the reaper pass. The claimer takes as many jobs as there are free slots in one claim (each
- * claim its own lease owner) and starts them: the intake holds their leases and hands them to
- * idle runners at once; with none to take the claimer waits for a signal or the poll
+ * claim its own lease owner) and queues them in a local buffer; the intake holds their leases
+ * and hands them to the runners; with none to take the claimer waits for a signal or the poll
  * interval. A started generation leaves its runner for the watch list, and its end comes back
  * to the runners to be finished; its slot is free only then. Free slots are also offered to
- * this process's submits (LocalWorkers): a job the store writes as such a slot's claim starts
- * the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
+ * this process's submits (LocalWorkers): a job the store writes as such a slot's claim joins
+ * the buffer the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
  * is no hand-off, and the queue relay's pass runs beside the reaper's, every
  * `queueRelayIntervalMs` (docs/queues.md).
  * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
@@ -41,18 +41,18 @@ export const start = (deps: WorkerDeps) =>
         config.leaseMs
       )
     const pool = yield* makeWorkerPool(processId, concurrency)
-    const shared: Runners = { work: yield* Queue.unbounded<Work>(), keeper, watcher, broker }
-    const intake = makeIntake(deps, shared)
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
-    if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool, intake))
+    if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
+    const shared: Runners = { work: yield* Queue.unbounded<Work>(), keeper, watcher, broker }
     // What runners use is in `deps`, resolved once here. A fork shares its parent's context (no
     // copy on Effect 4), which also holds the loggers, log level and tracer the runners log with.
     const runners = yield* Effect.forEach(
       Array.from({ length: Math.min(concurrency, MAX_RUNNERS) }),
       () => Effect.forkScoped(runner(deps, pool, shared))
     )
+    runners.push(yield* Effect.forkScoped(intake(deps, pool, shared)))
     const background = [
-      yield* Effect.forkScoped(claimer(deps, pool, broker, intake)),
+      yield* Effect.forkScoped(claimer(deps, pool, broker)),
       yield* Effect.forkScoped(reaper(deps, `rpr_${processId}`)),
       // With a broker: what it may have lost is published again, one process at a time.
       yield* Effect.forkScoped(relay(deps, `rly_${processId}`))
