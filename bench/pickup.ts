@@ -339,6 +339,8 @@ const p50ByPart = (latencies: ReadonlyArray<number>): Array<number> => {
 
 export const pickup = async () => {
   const samples = settings.pickupSamples
+  // BENCH_PICKUP_CASES=store: the store queue's three cases and graphile-worker only (no broker), for quicker A/B runs.
+  const storeOnly = process.env.BENCH_PICKUP_CASES === "store"
   const redis: BenchQueue = { kind: "redis", url: brokerUrls.redis }
   const nats = { kind: "nats", url: brokerUrls.nats } as const
   const store: BenchQueue = { kind: "store" }
@@ -348,15 +350,17 @@ export const pickup = async () => {
     const handOff = await engineCase(resources, "handoff", "store queue, one engine (hand-off)", store, "oneEngine", { countQueued: true })
     const noHandOff = await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
     const remote = await engineCase(resources, "remote", "store queue, worker in another process", store, "twoProcesses")
-    const redisRemote = await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses")
-    const redisLocal = await engineCase(resources, "redis1", `Redis (${redis.url}), one engine`, redis, "oneEngine")
-    const natsRemote = await engineCase(resources, "nats", `NATS (${nats.url}), worker in another process`, nats, "twoProcesses")
-    const natsLocal = await engineCase(resources, "nats1", `NATS (${nats.url}), one engine`, nats, "oneEngine")
-    const natsBare = await bareJetStreamCase(resources, nats)
+    const brokers = storeOnly ? undefined : {
+      redisRemote: await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses"),
+      redisLocal: await engineCase(resources, "redis1", `Redis (${redis.url}), one engine`, redis, "oneEngine"),
+      natsRemote: await engineCase(resources, "nats", `NATS (${nats.url}), worker in another process`, nats, "twoProcesses"),
+      natsLocal: await engineCase(resources, "nats1", `NATS (${nats.url}), one engine`, nats, "oneEngine"),
+      natsBare: await bareJetStreamCase(resources, nats),
+      bullmq: await bullmqCase(resources, redis.url)
+    }
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
-    const bullmq = await bullmqCase(resources, redis.url)
-    const cases = [handOff, noHandOff, remote, redisRemote, redisLocal, natsRemote, natsLocal, natsBare, bullmq, unbatched, batched]
+    const cases = [handOff, noHandOff, remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const queued = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -447,6 +451,8 @@ export const pickup = async () => {
       "store queue; one process, no hand-off: submits through an engine without workers, a second engine's worker woken by NOTIFY, then a claim"
     )
     figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)")
+    if (brokers === undefined) return
+    const { bullmq, natsBare, natsLocal, natsRemote, redisLocal, redisRemote } = brokers
     // On Redis the reference is BullMQ on the same Redis (issue 34), graphile-worker's p50 beside it.
     emit({
       figure: "pickup_redis_p50",
