@@ -315,6 +315,7 @@ for (const kind of KINDS) {
         expect(isRunning(api.child) && isRunning(worker.child)).toBe(true)
       }))
 
+    // Three server processes started one after another: over a minute on a busy machine.
     it("a worker killed mid-job: the other worker takes the delivery over and follows the same generation to one end", () =>
       scenario(async (s) => {
         // Only what this scenario's servers sent (the receiver is the file's).
@@ -371,7 +372,7 @@ for (const kind of KINDS) {
         const delivered = received().filter((r) => ids.includes(r.jobId))
         expect(delivered.map((r) => `${r.jobId} ${r.status}`).sort()).toEqual(ids.map((id) => `${id} completed`).sort())
         expect(isRunning(api.child) && isRunning(survivor.child)).toBe(true)
-      }))
+      }), 180_000)
 
     it("every job's id delivered again while it runs: each provider run once (attempts 1, one start), all completed", () =>
       scenario(async (s) => {

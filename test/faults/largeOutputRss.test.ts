@@ -15,9 +15,9 @@
  *   the machine is busy: +73 MiB alone, +134 MiB beside other suites, measured.)
  * - with garbage collected each time 16 MB more were read while the job runs, the live memory
  *   read right after each collection (V8's heap and the ArrayBuffers still reachable, where
- *   every chunk of a body is) must grow by less than 64 MB, the issue's bound. RSS read after collections, the measure
- *   before, went to +68 to +79 MiB: malloc's high-water, not memory held (heap and ArrayBuffers
- *   had grown by about 1 MiB at those peaks, measured).
+ *   every chunk of a body is) must grow by less than 64 MB, the issue's bound. RSS read after
+ *   collections, the measure before, went to +68 to +79 MiB: malloc's high-water, not memory
+ *   held (heap and ArrayBuffers had grown by about 1 MiB at those peaks, measured).
  *
  * In the fault suite because its files run one at a time: 200 MB at full speed beside the
  * parallel default suite would slow both. It needs no PostgreSQL.
