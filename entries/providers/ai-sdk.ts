@@ -4,3 +4,4 @@
  * models under the engine's credits, limits, routes, webhooks and dashboard. See docs/ai-sdk.md.
  */
 export { aiSdkProvider, type AiSdkProviderOptions, type Loose, type ModelSource } from "../../adapters/providers/aiSdk/AiSdkProvider.js"
+export { pooledFetch, type PooledFetchOptions } from "../../adapters/providers/aiSdk/pooledFetch.js"

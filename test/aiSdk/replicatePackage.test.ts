@@ -5,7 +5,7 @@
  */
 import { createReplicate } from "@ai-sdk/replicate"
 import { Effect, Fiber } from "effect"
-import { aiSdkProvider } from "genjobs/providers/ai-sdk"
+import { aiSdkProvider, pooledFetch } from "genjobs/providers/ai-sdk"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { startEngine, type TestEngine } from "../providers/engineHarness.js"
 import { type ReplicateSimulator, startReplicateSimulator } from "../simulators/replicate.js"
@@ -31,9 +31,11 @@ const catalog = () => {
 /**
  * Replicate's video models answer one URL as `output`; the simulator answers a list, as its
  * image models do. This fetch unwraps it for the package's video schema, and changes nothing else.
+ * It sends through `pooledFetch`, as an app should: the package reads undici's responses.
  */
+const pooled = pooledFetch({ maxConnections: 2 })
 const videoOutputAsString: typeof fetch = async (input, init) => {
-  const response = await fetch(input, init)
+  const response = await pooled(input, init)
   if (!response.headers.get("content-type")?.includes("application/json")) return response
   const body = await response.json() as Record<string, unknown>
   if (Array.isArray(body.output) && body.output.length === 1 && String(body.output[0]).endsWith(".mp4")) body.output = body.output[0]
