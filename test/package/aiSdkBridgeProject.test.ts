@@ -35,7 +35,7 @@ import { createReplicate } from "@ai-sdk/replicate"
 import { MockVideoModelV4 } from "ai/test"
 import { localFiles, makeEngine } from "genjobs"
 import { genjobsNode } from "genjobs/http"
-import { aiSdkProvider } from "genjobs/providers/ai-sdk"
+import { aiSdkProvider, pooledFetch } from "genjobs/providers/ai-sdk"
 import { sqliteStore } from "genjobs/sqlite"
 
 const env = process.env
@@ -59,8 +59,10 @@ const video = new MockVideoModelV4({
 })
 
 // Replicate's video models answer one URL as output; the simulator answers a list, as for images.
+// Sent through pooledFetch, as docs/ai-sdk.md has an app do.
+const pooled = pooledFetch()
 const videoOutputAsString = async (input, init) => {
-  const answer = await fetch(input, init)
+  const answer = await pooled(input, init)
   if (!answer.headers.get("content-type")?.includes("application/json")) return answer
   const body = await answer.json()
   if (Array.isArray(body.output) && body.output.length === 1 && String(body.output[0]).endsWith(".mp4")) body.output = body.output[0]
