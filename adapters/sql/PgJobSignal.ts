@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import type { JobId } from "../../src/domain/ids.js"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
 import { makeBackgroundWriter, makeWriteBatcher } from "../../src/services/writeBatcher.js"
@@ -10,7 +10,6 @@ import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
 import { makePgListener, PgListener } from "./pgListener.js"
-import { PgNotifyBehind } from "./pgNotifyBehind.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
 
@@ -26,8 +25,7 @@ const EVERY_JOB = "*"
  *
  * Jobs: `notify`, called once a submit stored its job, sends NOTIFY after that commit, in a
  * statement of its own (wakeClaimers), so every process hears of the job once it is visible,
- * this one included (with a queue broker nothing is sent: no worker waits here); unless the
- * submit's own statement carried one behind it on its session (PgNotifyBehind). Each
+ * this one included (with a queue broker nothing is sent: no worker waits here). Each
  * notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
  * notification wakes every local dispatcher. Job events: `publish` sends NOTIFY after the
  * change committed; each notification hints the job's followers in this process.
@@ -87,12 +85,7 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
         Effect.asVoid,
         Effect.catchCause((cause) => Effect.logWarning("could not notify job claimers; they will poll", cause))
       ), Number.MAX_SAFE_INTEGER)
-    // A submit whose statement carried the NOTIFY behind it (PgNotifyBehind, SqlJobs.ts) sends no other.
-    const behind = yield* Effect.serviceOption(PgNotifyBehind)
-    const carried = Option.isSome(behind) ? behind.value.carried : () => false
-    const wakeClaimers = askNotify === undefined ? Effect.void : Effect.sync(() => {
-      if (!carried()) askNotify()
-    })
+    const wakeClaimers = askNotify === undefined ? Effect.void : Effect.sync(() => askNotify())
 
     return {
       jobs: JobSignal.of({ notify: wakeClaimers, wait: jobs.wait }),

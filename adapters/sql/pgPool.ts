@@ -1,11 +1,10 @@
 import { PgClient, PgConnection } from "@effect/sql-pg"
-import { Cause, Context, Duration, Effect, Fiber, Layer, Pool, Redacted, type Scope, Stream } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Pool, Redacted, type Scope, Stream } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError, Statement } from "effect/sql"
 import * as Net from "node:net"
 import { type Secret, secretValue } from "../../src/domain/secret.js"
-import { PgNotifyBehind } from "./pgNotifyBehind.js"
 import { PgPoolUse } from "./pgPoolUse.js"
 import { makePoolAdmission, type PoolAdmission } from "./pgShedding.js"
 
@@ -194,31 +193,6 @@ interface PgJson extends Statement.Custom<"PgJson", unknown> {}
 const PgJson = Statement.custom<PgJson>("PgJson")
 
 /**
- * One fiber of the pool's scope that runs the effects handed to it, one at a time. It waits in
- * `Effect.callback`, whose resume runs it on the caller's stack, its count of steps fresh (so it
- * cannot yield before its first wait): whatever the effect does up to that wait is done when
- * `run` returns. `run` is only for when `idle()`.
- */
-const makeRelay = Effect.gen(function*() {
-  let waiting: ((work: Effect.Effect<void>) => void) | undefined
-  const next = Effect.callback<Effect.Effect<void>>((resume) => {
-    waiting = (work) => {
-      waiting = undefined
-      resume(Effect.succeed(work))
-    }
-    return Effect.sync(() => {
-      waiting = undefined
-    })
-  })
-  // No yield between effects: back to waiting at once, so the next statement finds it idle.
-  yield* Effect.forkScoped(Effect.forever(Effect.flatten(next), { disableYield: true }))
-  return {
-    idle: () => waiting !== undefined,
-    run: (work: Effect.Effect<void>) => waiting?.(work)
-  }
-})
-
-/**
  * The store's PgClient: @effect/sql-pg's sessions, in a pool the engine holds itself, so that
  * callers are admitted to it in turn and shed (pgShedding.ts), its use can be read for metrics,
  * and each statement is bounded. `PgClient.layer` keeps its pool, and the sockets under it,
@@ -235,10 +209,7 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
     // Bounds the opening of a new connection (the admission bounds the wait for one).
     connectTimeout: Duration.millis(timeoutMs),
     prepare: options.preparedStatements !== false,
-    preparedStatementCacheSize: PREPARED_STATEMENTS_PER_CONNECTION,
-    // A lent session takes a second statement while the first is on its way (a NOTIFY behind a
-    // submit: PgNotifyBehind); the pool still lends each session to one caller at a time.
-    multiplex: true
+    preparedStatementCacheSize: PREPARED_STATEMENTS_PER_CONNECTION
   }
   const address = addressOf(url)
   const runFork = Effect.runForkWith(yield* Effect.context<never>())
@@ -281,79 +252,34 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
   const live: Effect.Effect<Pooled, SqlError.SqlError, Scope.Scope> = Effect.flatMap(Pool.get(pool), (pooled) =>
     pooled.socket.destroyed ? Effect.andThen(Pool.invalidate(pool, pooled), live) : Effect.succeed(pooled))
   const checkout = Effect.andThen(admission.admitScoped, live)
-  const lend = <A, E, R>(f: (pooled: Pooled) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+  const lend = <A, E, R>(f: (connection: SqlConnection.Connection) => Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
     Effect.flatMap(
       Pool.use(pool, (pooled): Effect.Effect<A | typeof DEAD, E, R> =>
-        pooled.socket.destroyed ? Effect.as(Pool.invalidate(pool, pooled), DEAD) : f(pooled)),
+        pooled.socket.destroyed ? Effect.as(Pool.invalidate(pool, pooled), DEAD) : f(pooled.connection)),
       // TypeScript does not narrow a generic `A | typeof DEAD` by `!== DEAD`: whatever is not DEAD is `f`'s A.
       (result) => result === DEAD ? lend(f) : Effect.succeed(result as A)
     )
-  const borrow: SqlConnection.Borrower = (f) => admission.admit(lend((pooled) => f(pooled.connection)))
+  const borrow: SqlConnection.Borrower = (f) => admission.admit(lend(f))
 
-  // The NOTIFY behind a statement (PgNotifyBehind). The statement is written by one relay
-  // fiber and the NOTIFY by another, each started on the caller's stack in turn: the session's
-  // pipeline holds the statement, then the NOTIFY, before the driver's write (a microtask)
-  // sends both. Each relay's fiber waits for its own answer, the caller for the statement's.
-  const statements = yield* makeRelay
-  const notifies = yield* makeRelay
-  const carriedBy = new WeakSet<Fiber.Fiber<unknown, unknown>>()
-  const notifyOn = (session: PgConnection.PgConnection, channel: string, payload: string) =>
-    session.query("SELECT pg_notify($1, $2)", [channel, payload]).pipe(
-      Effect.asVoid,
-      Effect.catchCause((cause) => Effect.logWarning(`could not notify ${channel} behind a statement; its listeners poll`, cause))
-    )
-  const borrowCarrying = (channel: string, payload: string): SqlConnection.Borrower =>
-  <A, E, R>(f: (connection: SqlConnection.Connection) => Effect.Effect<A, E, R>) =>
-    admission.admit(lend((pooled) =>
-      Effect.suspend((): Effect.Effect<A, E, R> => {
-        const fiber = Fiber.getCurrent()!
-        if (!statements.idle() || !notifies.idle()) {
-          carriedBy.delete(fiber)
-          return f(pooled.connection)
-        }
-        carriedBy.add(fiber)
-        // The statement on the relay's fiber in the caller's context; the caller resumes with
-        // its exit. Uninterruptible: its session goes back to the pool only once it answered.
-        return Effect.uninterruptible(Effect.flatMap(Effect.context<R>(), (context) =>
-          Effect.callback<A, E>((resume) => {
-            statements.run(Effect.flatMap(
-              Effect.exit(Effect.provideContext(f(pooled.connection), context)),
-              (exit) => Effect.sync(() => resume(exit))
-            ))
-            notifies.run(notifyOn(pooled.session, channel, payload))
-          })))
-      })))
-
-  const makeClient = (borrower: SqlConnection.Borrower, transactionService?: SqlClient.SqlClient["transactionService"]) =>
-    SqlClient.make({
-      acquirer: Effect.map(checkout, (pooled) => pooled.connection),
-      borrower,
-      transactionAcquirer: Effect.map(checkout, (pooled) => pooled.connection),
-      ...(transactionService === undefined ? {} : { transactionService }),
-      compiler: PgClient.makeCompiler(),
-      driver: "pg",
-      // PostgreSQL prepares transaction control like any other statement.
-      prepareTransactionControls: true,
-      commit,
-      releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
-      // A session that is gone has no transaction left to roll back (the server ended it with the
-      // session): its ROLLBACK would only fail, and SqlClient turns a failed rollback into a defect.
-      isTransaction: (connection) => !(connection instanceof BoundedConnection && connection.socket.destroyed),
-      spanAttributes: [
-        ["db.system.name", "postgresql"],
-        ["db.namespace", new URL(url).pathname.slice(1) || "postgres"],
-        ["server.address", "host" in address ? address.host : address.path],
-        ["server.port", "port" in address ? address.port : 5432]
-      ]
-    })
-  const client = yield* makeClient(borrow)
-  const reactivity = yield* Reactivity.Reactivity
-  const notifyBehind = PgNotifyBehind.of({
-    // The main client's transactions are this one's: inside one, a statement runs on its connection, carrying nothing.
-    client: (channel, payload) =>
-      Effect.provideService(makeClient(borrowCarrying(channel, payload), client.transactionService), Reactivity.Reactivity, reactivity),
-    carried: () => carriedBy.delete(Fiber.getCurrent()!),
-    forget: () => void carriedBy.delete(Fiber.getCurrent()!)
+  const client = yield* SqlClient.make({
+    acquirer: Effect.map(checkout, (pooled) => pooled.connection),
+    borrower: borrow,
+    transactionAcquirer: Effect.map(checkout, (pooled) => pooled.connection),
+    compiler: PgClient.makeCompiler(),
+    driver: "pg",
+    // PostgreSQL prepares transaction control like any other statement.
+    prepareTransactionControls: true,
+    commit,
+    releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
+    // A session that is gone has no transaction left to roll back (the server ended it with the
+    // session): its ROLLBACK would only fail, and SqlClient turns a failed rollback into a defect.
+    isTransaction: (connection) => !(connection instanceof BoundedConnection && connection.socket.destroyed),
+    spanAttributes: [
+      ["db.system.name", "postgresql"],
+      ["db.namespace", new URL(url).pathname.slice(1) || "postgres"],
+      ["server.address", "host" in address ? address.host : address.path],
+      ["server.port", "port" in address ? address.port : 5432]
+    ]
   })
   const pgClient: PgClient.PgClient = Object.assign(client, {
     [PgClient.TypeId]: PgClient.TypeId,
@@ -367,7 +293,7 @@ const makeStoreClient = Effect.fnUntraced(function*(options: PgPoolOptions, boun
     const stats = Effect.runSync(Pool.stats(pool))
     return { total: stats.idle + stats.used, idle: stats.idle, waiting: admission.waiting() }
   }
-  return { client: pgClient, use, notifyBehind }
+  return { client: pgClient, use }
 })
 
 /**
@@ -379,7 +305,7 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
   const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS
   const bound: StatementBound = { ms: undefined }
   return Layer.effectContext(Effect.gen(function*() {
-    const { client, notifyBehind, use } = yield* makeStoreClient(options, bound)
+    const { client, use } = yield* makeStoreClient(options, bound)
     yield* client`SELECT 1`.pipe(Effect.timeoutOrElse({
       duration: Duration.seconds(5),
       orElse: () =>
@@ -396,7 +322,6 @@ export const layerPgClientWithPoolUse = (options: PgPoolOptions) => {
     return Context.make(PgClient.PgClient, client).pipe(
       Context.add(SqlClient.SqlClient, client),
       Context.add(PgPoolUse, use),
-      Context.add(PgNotifyBehind, notifyBehind),
       Context.add(PgStatementBound, { arm: Effect.sync(() => void (bound.ms = timeoutMs)) })
     )
   })).pipe(Layer.provide(Reactivity.layer))
