@@ -17,11 +17,18 @@
  * without `--conditions=genjobs-source` (`npm run build` first; what the package ships), the
  * TypeScript sources through tsx with it (esbuild's `keepNames` adds a call per named closure);
  * `params.engineFrom` says which.
+ *
+ * With BENCH_DRAIN_FLOOR_BESIDE=<another checkout, built>, that checkout's `dist/` is drained in
+ * the same process, round for round with this one (the order swapped every round): both meet the
+ * same load at the same time, which a loaded machine never gives two runs. Its figures and the
+ * median of the rounds' ratios (this / beside) are in the params.
  */
 import { Effect, Exit, type Fiber, Layer, Option, References, Scheduler, Scope } from "effect"
 import { writeFile } from "node:fs/promises"
 import { Session } from "node:inspector/promises"
 import { PerformanceObserver } from "node:perf_hooks"
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { type Engine, JobRepo, makeEngine, Worker } from "genjobs"
@@ -44,6 +51,22 @@ const rounds = Math.max(1, count("BENCH_DRAIN_FLOOR_ROUNDS", 5))
 const warmups = count("BENCH_DRAIN_FLOOR_WARMUP", 1)
 
 const engineFrom = import.meta.resolve("genjobs").includes("/dist/") ? "dist" : "sources"
+
+/** What a round builds its engine with: this checkout's entries, or another's built ones. */
+interface Build {
+  readonly makeEngine: typeof makeEngine
+  readonly memoryStore: typeof memoryStore
+  readonly memoryQueue: typeof memoryQueue
+  readonly memoryFiles: typeof memoryFiles
+}
+const here: Build = { makeEngine, memoryStore, memoryQueue, memoryFiles }
+
+/** The checkout drained beside this one, if any: its services' keys are the same strings, so this file's tags find them. */
+const besideDir = process.env.BENCH_DRAIN_FLOOR_BESIDE
+const beside: Build | undefined = besideDir === undefined || besideDir === "" ? undefined : {
+  makeEngine: (await import(pathToFileURL(resolve(besideDir, "dist/entries/index.js")).href)).makeEngine,
+  ...(await import(pathToFileURL(resolve(besideDir, "dist/entries/memory.js")).href))
+}
 
 // A full collection before each timed drain, so a round does not pay the garbage of the submits
 // (or of the round before); V8's flag set at run time gives the function without `--expose-gc`.
@@ -132,11 +155,11 @@ interface Round {
 }
 
 /** One round: a fresh engine, `n` jobs submitted, then drained by `fibers` worker fibers, timed. */
-const floorRound = async (n: number, fibers: number, broker: boolean, profileName?: string): Promise<Round> => {
-  const engine = await makeEngine({
-    store: memoryStore(),
-    queue: broker ? memoryQueue() : undefined,
-    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+const floorRound = async (build: Build, n: number, fibers: number, broker: boolean, profileName?: string): Promise<Round> => {
+  const engine = await build.makeEngine({
+    store: build.memoryStore(),
+    queue: broker ? build.memoryQueue() : undefined,
+    files: build.memoryFiles({ publicUrl: "http://bench.invalid" }),
     providers: { [BENCH_PROVIDER]: noopProvider },
     // Workers are started below, once the queue is full.
     workers: 0,
@@ -182,21 +205,43 @@ const median = (values: ReadonlyArray<number>) => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+const roundLine = (round: Round) =>
+  `${round.cpuMicrosPerJob.toFixed(1)} µs CPU/job, ${round.seconds.toFixed(2)} s, GC ${round.gcMinor} minor ${round.gcMajor} major ${round.gcPauseMs.toFixed(0)} ms`
+
+const summary = (measured: ReadonlyArray<Round>) => ({
+  cpuMicrosPerJob: Math.round(median(measured.map((round) => round.cpuMicrosPerJob)) * 10) / 10,
+  roundsCpuMicrosPerJob: measured.map((round) => Math.round(round.cpuMicrosPerJob * 10) / 10),
+  roundsGc: measured.map((round) => `${round.gcMinor}/${round.gcMajor}/${Math.round(round.gcPauseMs)}ms`)
+})
+
 export const drainFloor = async () => {
   const n = settings.drainJobs
   const fibers = settings.drainProcesses * settings.drainConcurrency
   for (const broker of [false, true]) {
     const figure = broker ? "queue_drain_floor_broker" : "queue_drain_floor"
     const queue = broker ? "memory broker (memoryQueue), memory store" : "the memory store's own queue"
-    log(`queue_drain_floor: ${queue}, ${n} jobs a round, ${warmups} warm-up and ${rounds} measured rounds, ${fibers} fibers in one process, the engine from ${engineFrom}`)
-    for (let i = 0; i < warmups; i++) await floorRound(n, fibers, broker)
-    const measured: Array<Round> = []
-    for (let i = 0; i < rounds; i++) {
-      const round = await floorRound(n, fibers, broker, profileDir ? `${figure}-${i + 1}` : undefined)
-      log(`  round ${i + 1}: ${round.cpuMicrosPerJob.toFixed(1)} µs CPU/job, ${round.seconds.toFixed(2)} s, GC ${round.gcMinor} minor ${round.gcMajor} major ${round.gcPauseMs.toFixed(0)} ms`)
-      measured.push(round)
+    log(`queue_drain_floor: ${queue}, ${n} jobs a round, ${warmups} warm-up and ${rounds} measured rounds, ${fibers} fibers in one process, the engine from ${engineFrom}${beside === undefined ? "" : `, beside ${besideDir}`}`)
+    for (let i = 0; i < warmups; i++) {
+      log(`  warm-up: ${roundLine(await floorRound(here, n, fibers, broker))}`)
+      if (beside !== undefined) log(`  warm-up beside: ${roundLine(await floorRound(beside, n, fibers, broker))}`)
     }
-    const cpu = median(measured.map((round) => round.cpuMicrosPerJob))
+    const measured: Array<Round> = []
+    const besides: Array<Round> = []
+    for (let i = 0; i < rounds; i++) {
+      const ours = async () => {
+        const round = await floorRound(here, n, fibers, broker, profileDir ? `${figure}-${i + 1}` : undefined)
+        log(`  round ${i + 1}: ${roundLine(round)}`)
+        measured.push(round)
+      }
+      const theirs = async () => {
+        const round = await floorRound(beside!, n, fibers, broker)
+        log(`  round ${i + 1} beside: ${roundLine(round)}`)
+        besides.push(round)
+      }
+      if (beside === undefined) await ours()
+      else if (i % 2 === 0) await ours().then(theirs)
+      else await theirs().then(ours)
+    }
     const seconds = median(measured.map((round) => round.seconds))
     const steps = counter === undefined ? undefined : median(measured.map((round) => round.steps!))
     emit({
@@ -213,10 +258,16 @@ export const drainFloor = async () => {
         engineFrom,
         rounds,
         seconds: Math.round(seconds * 1000) / 1000,
-        cpuMicrosPerJob: Math.round(cpu * 10) / 10,
-        roundsCpuMicrosPerJob: measured.map((round) => Math.round(round.cpuMicrosPerJob * 10) / 10),
-        roundsGc: measured.map((round) => `${round.gcMinor}/${round.gcMajor}/${Math.round(round.gcPauseMs)}ms`),
-        ...(steps === undefined ? {} : { stepsPerJob: Math.round(steps * 10) / 10 })
+        ...summary(measured),
+        ...(steps === undefined ? {} : { stepsPerJob: Math.round(steps * 10) / 10 }),
+        ...(beside === undefined ? {} : {
+          beside: {
+            dir: besideDir,
+            ...summary(besides),
+            // Each round's pair met the same load: their ratio is steadier than either figure.
+            ratioMedian: Math.round(median(measured.map((round, i) => round.cpuMicrosPerJob / besides[i]!.cpuMicrosPerJob)) * 1000) / 1000
+          }
+        })
       }
     })
   }
