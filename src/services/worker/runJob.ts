@@ -252,26 +252,23 @@ const failedRun = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<s
  * when the job's generation was started and joined the watch list: the run goes on in
  * `endWatched` once it ends, and the job's lease and holds stay held until then. The run's
  * outcome, however it went, is taken in one step (a match), not caught and matched again.
- * Built for one run and run once, when the run starts (its callers build it in the step that
- * runs it): the list of files it wrote is made with it, without a `suspend` step per job.
  */
-export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook): Effect.Effect<boolean> => {
-  const written: Array<string> = []
-  return Effect.matchCauseEffect(execute(deps, job, run, written), {
-    onSuccess: (ran) => (ran._tag === "Watching" ? Effect.succeed(true) : concluded(deps, job, run, written, ran)),
-    onFailure: (cause) => failedRun(deps, job, run, written, cause)
+export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    const written: Array<string> = []
+    return Effect.matchCauseEffect(execute(deps, job, run, written), {
+      onSuccess: (ran) => (ran._tag === "Watching" ? Effect.succeed(true) : concluded(deps, job, run, written, ran)),
+      onFailure: (cause) => failedRun(deps, job, run, written, cause)
+    })
   })
-}
 
-/**
- * The second half of a watched job's run: its generation's end (outputs stored, the end
- * written), or the lease's loss. Built for one run and run once, as runJob.
- */
-export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded): Effect.Effect<void> => {
-  if (outcome._tag === "Superseded") return Effect.asVoid(lost(deps, job, []))
-  const written: Array<string> = []
-  return Effect.asVoid(Effect.matchCauseEffect(afterGeneration(deps, run, outcome, written), {
-    onSuccess: (ending) => concluded(deps, job, run, written, ending),
-    onFailure: (cause) => failedRun(deps, job, run, written, cause)
-  }))
-}
+/** The second half of a watched job's run: its generation's end (outputs stored, the end written), or the lease's loss. */
+export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (outcome._tag === "Superseded") return Effect.asVoid(lost(deps, job, []))
+    const written: Array<string> = []
+    return Effect.asVoid(Effect.matchCauseEffect(afterGeneration(deps, run, outcome, written), {
+      onSuccess: (ending) => concluded(deps, job, run, written, ending),
+      onFailure: (cause) => failedRun(deps, job, run, written, cause)
+    }))
+  })

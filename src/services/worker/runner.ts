@@ -75,15 +75,10 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
     const held: Held = { job, book, limited: deps.limits.isLimited(job) }
     return { held }
   }
-  // No yield between claims: the take waits when the buffer is empty, and the runtime's op budget
-  // still yields a fiber that runs long.
-  return Effect.forever(
-    Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
-      for (const one of claimed) Queue.offerUnsafe(runners.work, hold(one))
-      return Effect.void
-    }),
-    { disableYield: true }
-  )
+  return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
+    for (const one of claimed) Queue.offerUnsafe(runners.work, hold(one))
+    return Effect.void
+  }))
 }
 
 /**
@@ -104,8 +99,5 @@ export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
       Effect.onExit((exit) => (exit._tag === "Success" && exit.value ? Effect.void : release))
     )
   }
-  // No yield after each job (a yield is three steps, a scheduler task and a suspension per job):
-  // the take waits when there is no work, and the runtime's op budget (2,048 steps) still yields
-  // a runner that finds work every time.
-  return Effect.forever(Effect.flatMap(Queue.take(runners.work), run), { disableYield: true })
+  return Effect.forever(Effect.flatMap(Queue.take(runners.work), run))
 }
