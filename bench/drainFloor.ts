@@ -21,7 +21,8 @@
  * With BENCH_DRAIN_FLOOR_BESIDE=<another checkout, built>, that checkout's `dist/` is drained in
  * the same process, round for round with this one (the order swapped every round): both meet the
  * same load at the same time, which a loaded machine never gives two runs. Its figures and the
- * median of the rounds' ratios (this / beside) are in the params.
+ * median of the rounds' ratios (this / beside) are in the params. BENCH_DRAIN_FLOOR_QUEUES=store or
+ * =broker drains one queue only.
  */
 import { Effect, Exit, type Fiber, Layer, Option, References, Scheduler, Scope } from "effect"
 import { writeFile } from "node:fs/promises"
@@ -49,6 +50,8 @@ const count = (name: string, fallback: number) => {
 }
 const rounds = Math.max(1, count("BENCH_DRAIN_FLOOR_ROUNDS", 5))
 const warmups = count("BENCH_DRAIN_FLOOR_WARMUP", 1)
+/** Which queues to drain, comma-separated: store (the memory store's own), broker (the memory broker). */
+const queues = (process.env.BENCH_DRAIN_FLOOR_QUEUES ?? "store,broker").split(",").map((s) => s.trim())
 
 const engineFrom = import.meta.resolve("genjobs").includes("/dist/") ? "dist" : "sources"
 
@@ -218,6 +221,7 @@ export const drainFloor = async () => {
   const n = settings.drainJobs
   const fibers = settings.drainProcesses * settings.drainConcurrency
   for (const broker of [false, true]) {
+    if (!queues.includes(broker ? "broker" : "store")) continue
     const figure = broker ? "queue_drain_floor_broker" : "queue_drain_floor"
     const queue = broker ? "memory broker (memoryQueue), memory store" : "the memory store's own queue"
     log(`queue_drain_floor: ${queue}, ${n} jobs a round, ${warmups} warm-up and ${rounds} measured rounds, ${fibers} fibers in one process, the engine from ${engineFrom}${beside === undefined ? "" : `, beside ${besideDir}`}`)
