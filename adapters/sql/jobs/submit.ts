@@ -12,6 +12,7 @@ import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, type JobColumns, JobFromRow, storeErrors } from "../rows.js"
 import { type ChargeBinds, chargeBinds, firstBalance, makeChargeStatements } from "./charge.js"
 import { compiledOnce } from "./compiledOnce.js"
+import { makeTransactionBatches } from "./transactionBatches.js"
 import { makeFairKeys } from "./fairKey.js"
 import { jobRow } from "./jobRows.js"
 import { NO_KEY } from "./spend.js"
@@ -222,27 +223,33 @@ export const makeSubmitStatements = (ctx: JobSql) => {
           )).pipe(storeErrors("submit job"))
     },
     /**
-     * SQLite's statements are local calls: the charge and the insert in one transaction. A queued
-     * job's fair key is read by the charge from the account's row it writes (one writer: nothing
+     * SQLite's statements are local calls: the charge and the insert in one transaction, shared
+     * with the submits that wait for the writer meanwhile (transactionBatches.ts). A queued job's
+     * fair key is read by the charge from the account's row it writes (one writer: nothing
      * waiting changes before the insert), so the insert is a plain row, as before fair keys.
      */
-    orElse: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const charge = chargeOf(job)
-        const admits = sql`AND active_jobs < ${maxConcurrentJobs}`
-        if (handOff !== undefined) {
-          const charged = yield* chargeSqlite(charge, admits).pipe(Effect.flatMap(firstBalance))
-          if (Option.isNone(charged)) return Option.none<Job>()
-          return Option.some(yield* insertJob(job, handOff))
-        }
-        const [charged] = yield* chargeSqlite(charge, admits, sql`, ${fairKey(job.accountId, sql`fair_weight`)} AS fair_key`).pipe(
-          Effect.flatMap(decodeFairKeys)
-        )
-        if (charged === undefined) return Option.none<Job>()
-        const queued: Job = { ...job, fairKey: charged.fair_key }
-        yield* sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(queued))}`
-        return Option.some(queued)
-      })).pipe(storeErrors("submit job"))
+    orElse: () => {
+      const written = makeTransactionBatches((effect) => sql.withTransaction(effect).pipe(storeErrors("submit job")), (
+        { handOff, job, maxConcurrentJobs }: { readonly job: Job; readonly maxConcurrentJobs: number; readonly handOff: HandOffLease | undefined }
+      ) =>
+        Effect.gen(function*() {
+          const charge = chargeOf(job)
+          const admits = sql`AND active_jobs < ${maxConcurrentJobs}`
+          if (handOff !== undefined) {
+            const charged = yield* chargeSqlite(charge, admits).pipe(Effect.flatMap(firstBalance))
+            if (Option.isNone(charged)) return Option.none<Job>()
+            return Option.some(yield* insertJob(job, handOff))
+          }
+          const [charged] = yield* chargeSqlite(charge, admits, sql`, ${fairKey(job.accountId, sql`fair_weight`)} AS fair_key`).pipe(
+            Effect.flatMap(decodeFairKeys)
+          )
+          if (charged === undefined) return Option.none<Job>()
+          const queued: Job = { ...job, fairKey: charged.fair_key }
+          yield* sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(queued))}`
+          return Option.some(queued)
+        }).pipe(storeErrors("submit job")))
+      return (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => written({ job, maxConcurrentJobs, handOff })
+    }
   })
 
   /**
