@@ -48,6 +48,13 @@ const decodeJob = decodeRows(JobFromRow)
 const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
 
 
+/** One SQLite submit of a shared transaction (transactionBatches.ts). */
+interface SubmitWrite {
+  readonly job: Job
+  readonly maxConcurrentJobs: number
+  readonly handOff: HandOffLease | undefined
+}
+
 /** What a queued submit's statement binds (compiledOnce.ts): its charge, the account's bound on active jobs, the job's row. */
 const submitBinds = (job: Job, maxConcurrentJobs: number) => ({
   charge: chargeBinds(chargeOf(job)),
@@ -229,9 +236,8 @@ export const makeSubmitStatements = (ctx: JobSql) => {
      * waiting changes before the insert), so the insert is a plain row, as before fair keys.
      */
     orElse: () => {
-      const written = makeTransactionBatches((effect) => sql.withTransaction(effect).pipe(storeErrors("submit job")), (
-        { handOff, job, maxConcurrentJobs }: { readonly job: Job; readonly maxConcurrentJobs: number; readonly handOff: HandOffLease | undefined }
-      ) =>
+      const written = makeTransactionBatches<SubmitWrite, Option.Option<Job>, StoreError>((effect) =>
+        sql.withTransaction(effect).pipe(storeErrors("submit job")), ({ handOff, job, maxConcurrentJobs }) =>
         Effect.gen(function*() {
           const charge = chargeOf(job)
           const admits = sql`AND active_jobs < ${maxConcurrentJobs}`
