@@ -5,7 +5,7 @@ import { rollupChange } from "../../../src/domain/spend.js"
 import type { Charged, JobCharge, JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { AccountRow, DbInt, decodeRows, storeErrors, toAccount } from "../rows.js"
-import { readSpent, rollupUpsert } from "./spend.js"
+import { readSpent, type RollupBinds, rollupBinds, rollupUpsert, rollupUpsertOf } from "./spend.js"
 
 const decodeAccounts = decodeRows(Schema.Array(AccountRow))
 const decodeBalance = decodeRows(Schema.Array(Schema.Struct({ before: DbInt })))
@@ -18,6 +18,31 @@ export const chargedRollup = ({ accountId, costMicroCents, keyId, model, now }: 
   row: { accountId, keyId, model, at: now },
   counts: rollupChange({ kind: "charge", amountMicroCents: costMicroCents })
 })
+
+/** What chargingPg binds, each value as it is bound. */
+export interface ChargeBinds {
+  readonly accountId: string
+  readonly costMicroCents: number
+  readonly ledgerId: string
+  /** The ledger line's amount: the cost taken off. */
+  readonly ledgerAmount: number
+  readonly jobId: string
+  readonly now: number
+  readonly rollup: RollupBinds
+}
+
+export const chargeBinds = (charge: JobCharge): ChargeBinds => {
+  const { counts, row } = chargedRollup(charge)
+  return {
+    accountId: charge.accountId,
+    costMicroCents: charge.costMicroCents,
+    ledgerId: newLedgerEntryId(charge.now),
+    ledgerAmount: -charge.costMicroCents,
+    jobId: charge.jobId,
+    now: charge.now,
+    rollup: rollupBinds(row, counts)
+  }
+}
 
 /** Locking and charging an account. */
 export const makeChargeStatements = ({ sql, t }: JobSql) => {
@@ -36,11 +61,10 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
    *
    * `countsItsJob`: the statement inserts one active job that the charge counts in the same write
    * of the account's row, the insert trigger skipping it (migration 0021). `account` answers the
-   * account's fair_weight too, for the job's fair key.
+   * account's fair_weight too, for the job's fair key. Only places its values (compiledOnce.ts).
    */
-  const chargingPg = (charge: JobCharge, admits: Statement.Fragment, countsItsJob: boolean) => {
-    const { accountId, costMicroCents, jobId, now } = charge
-    const rollup = chargedRollup(charge)
+  const chargingPg = (charge: ChargeBinds, admits: Statement.Fragment, countsItsJob: boolean) => {
+    const { accountId, costMicroCents, jobId, ledgerAmount, ledgerId, now, rollup } = charge
     return sql`ended AS (
         DELETE FROM ${t.active_job_ends} WHERE ctid = ANY(ARRAY(
           SELECT ctid FROM ${t.active_job_ends} WHERE account_id = ${accountId} FOR UPDATE SKIP LOCKED
@@ -57,9 +81,9 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
         INSERT INTO ${t.active_job_ends} (account_id) SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account)
       ), line AS (
         INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
-        SELECT ${newLedgerEntryId(now)}, id, ${jobId}, 'charge', ${-costMicroCents}, ${now} FROM account WHERE ${costMicroCents}::bigint > 0
+        SELECT ${ledgerId}, id, ${jobId}, 'charge', ${ledgerAmount}, ${now} FROM account WHERE ${costMicroCents}::bigint > 0
       ), rollup AS (
-        ${rollupUpsert(sql, t, rollup.row, rollup.counts, sql`FROM account`)}
+        ${rollupUpsertOf(sql, t, rollup, sql`FROM account`)}
       )`
   }
 
@@ -100,7 +124,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
   const chargeAccount: JobStoreDriver["chargeAccount"] = sql.onDialectOrElse({
     // A free job moves no money, but its charge still takes the lock that serialises the account's submits.
     pg: () => (charge: JobCharge) =>
-      sql`WITH ${chargingPg(charge, sql``, false)} SELECT before FROM account`.pipe(
+      sql`WITH ${chargingPg(chargeBinds(charge), sql``, false)} SELECT before FROM account`.pipe(
         Effect.flatMap(firstBalance),
         Effect.flatMap(withSpend(charge)),
         storeErrors("charge account")

@@ -2,6 +2,7 @@ import type { Statement } from "effect/sql"
 import type { Job } from "../../../src/domain/job.js"
 import { DEFAULT_FAIR_WEIGHT, FAIR_STEP_UNIT } from "../../../src/domain/fairShare.js"
 import type { JobSql } from "../queue/context.js"
+import type { JobColumns } from "../rows.js"
 import { jobRow } from "./jobRows.js"
 
 /**
@@ -39,9 +40,9 @@ export const makeFairKeys = ({ sql, t }: JobSql) => {
       replaced[column] ?? (column === "fair_key" ? fairKey(job.accountId) : sql`${value}`)
     ))
 
-  /** columnsOf and valuesOf from one encoding of the job (the submit's hot path encodes it once). */
-  const rowOf = (job: Job, replaced: Readonly<Record<string, Statement.Fragment>>) => {
-    const entries = Object.entries(jobRow(job))
+  /** columnsOf and valuesOf of a job's row (jobRow), any column `replaced` given; only places the row's values (compiledOnce.ts). */
+  const rowOf = (row: JobColumns, replaced: Readonly<Record<string, Statement.Fragment>>) => {
+    const entries = Object.entries(row)
     return {
       columns: sql.literal(entries.map(([column]) => column).join(", ")),
       values: sql.csv(entries.map(([column, value]) => replaced[column] ?? sql`${value}`))

@@ -17,23 +17,52 @@ export interface RollupRow {
 
 const decodeSpent = decodeRows(Schema.Array(Schema.Struct({ account_spent: DbInt, key_spent: DbInt })))
 
+/** What a rollup's upsert binds: its row's key as stored (NO_KEY for no key, the hour) and the counts it adds. */
+export interface RollupBinds {
+  readonly accountId: string
+  readonly keyId: string
+  readonly model: string
+  readonly hour: number
+  readonly chargedMicroCents: number
+  readonly refundedMicroCents: number
+  readonly jobs: number
+  readonly failed: number
+  readonly cancelled: number
+}
+
+export const rollupBinds = (row: RollupRow, counts: SpendCounts): RollupBinds => ({
+  accountId: row.accountId,
+  keyId: row.keyId ?? NO_KEY,
+  model: row.model,
+  hour: hourOf(row.at),
+  chargedMicroCents: counts.chargedMicroCents,
+  refundedMicroCents: counts.refundedMicroCents,
+  jobs: counts.jobs,
+  failed: counts.failed,
+  cancelled: counts.cancelled
+})
+
 /**
- * Adding `counts` to a rollup, creating it when missing. `source` is what the values are
+ * Adding a rollup's counts to it, creating it when missing. `source` is what the values are
  * selected from: the rows of a CTE (PostgreSQL's one statement charges only when its `account`
  * row came back), or nothing for a plain insert. (`WHERE true`: SQLite reads the ON of an
- * upsert after a bare SELECT as a join's.)
+ * upsert after a bare SELECT as a join's.) Only places its values (compiledOnce.ts).
  */
-export const rollupUpsert = (sql: SqlClient.SqlClient, t: Tables, row: RollupRow, counts: SpendCounts, source: Statement.Fragment) =>
+export const rollupUpsertOf = (sql: SqlClient.SqlClient, t: Tables, b: RollupBinds, source: Statement.Fragment) =>
   sql`INSERT INTO ${t.spend_hourly} AS s
       (account_id, key_id, model, hour, charged_micro_cents, refunded_micro_cents, jobs, failed, cancelled)
-    SELECT ${row.accountId}, ${row.keyId ?? NO_KEY}, ${row.model}, ${hourOf(row.at)}, ${counts.chargedMicroCents},
-      ${counts.refundedMicroCents}, ${counts.jobs}, ${counts.failed}, ${counts.cancelled} ${source} WHERE true
+    SELECT ${b.accountId}, ${b.keyId}, ${b.model}, ${b.hour}, ${b.chargedMicroCents},
+      ${b.refundedMicroCents}, ${b.jobs}, ${b.failed}, ${b.cancelled} ${source} WHERE true
     ON CONFLICT (account_id, hour, key_id, model) DO UPDATE SET
       charged_micro_cents = s.charged_micro_cents + excluded.charged_micro_cents,
       refunded_micro_cents = s.refunded_micro_cents + excluded.refunded_micro_cents,
       jobs = s.jobs + excluded.jobs,
       failed = s.failed + excluded.failed,
       cancelled = s.cancelled + excluded.cancelled`
+
+/** rollupUpsertOf for `counts` added to `row`'s rollup. */
+export const rollupUpsert = (sql: SqlClient.SqlClient, t: Tables, row: RollupRow, counts: SpendCounts, source: Statement.Fragment) =>
+  rollupUpsertOf(sql, t, rollupBinds(row, counts), source)
 
 /**
  * The net spend (charges less refunds) of the account from `since.account`, and of its key from

@@ -2,16 +2,17 @@ import { Effect, Option, Schema } from "effect"
 import { SqlError } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
 import type { Job } from "../../../src/domain/job.js"
-import { type JobId, newLedgerEntryId } from "../../../src/domain/ids.js"
-import { hourOf } from "../../../src/domain/spend.js"
+import type { JobId } from "../../../src/domain/ids.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
 import { chargeOf, type GatedSubmit, type JobStoreDriver, type SubmitGates } from "../../../src/ports/JobStoreDriver.js"
 import { SUBMIT_DECLINED_SQLSTATE, submitDeclinedName, submitGateName } from "../migrations/0016_submit_gate.js"
 import { COUNTED_JOB_SETTING } from "../migrations/0021_submit_counts_itself.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
-import { DbInt, decodeRows, JobFromRow, storeErrors } from "../rows.js"
-import { chargedRollup, firstBalance, makeChargeStatements } from "./charge.js"
+import { DbInt, decodeRows, type JobColumns, JobFromRow, storeErrors } from "../rows.js"
+import { type ChargeBinds, chargeBinds, firstBalance, makeChargeStatements } from "./charge.js"
+import { compiledOnce } from "./compiledOnce.js"
+import { makeTransactionBatches } from "./transactionBatches.js"
 import { makeFairKeys } from "./fairKey.js"
 import { jobRow } from "./jobRows.js"
 import { NO_KEY } from "./spend.js"
@@ -47,76 +48,114 @@ const decodeJob = decodeRows(JobFromRow)
 const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
 
 
-/**
- * The plain submit on PostgreSQL (no gate, no hand-off; see makeSubmitStatements): `built`
- * writes it from its fragments, chargingPg's charge and the job's counted insert. Only values
- * differ from one submit to the next, never the text, so `statement` compiles the text once and
- * after that only lists the values, in the order `built` binds them: building and compiling the
- * fragments was about 30 µs of each submit (docs/benchmarks.md, "The submit's statement"). A
- * test holds `statement` to `built`, text and values, for jobs of every shape.
- */
-export const makePlainSubmitPg = (ctx: JobSql) => {
-  const { sql, t } = ctx
-  const { chargingPg } = makeChargeStatements(ctx)
-  const fairKeys = makeFairKeys(ctx)
-
-  const built = (job: Job, maxConcurrentJobs: number) => {
-    const charging = chargingPg(chargeOf(job), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)
-    return sql`WITH ${charging} INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, job)} RETURNING fair_key`
-  }
-
-  /** built's values: chargingPg's, then the row's columns with the fair key's account id in its place, then the setting's. */
-  const values = (job: Job, maxConcurrentJobs: number): Array<unknown> => {
-    const charge = chargeOf(job)
-    const { accountId, costMicroCents, jobId, now } = charge
-    const { counts, row } = chargedRollup(charge)
-    const params: Array<unknown> = [
-      accountId,
-      costMicroCents,
-      accountId,
-      costMicroCents,
-      maxConcurrentJobs,
-      costMicroCents,
-      newLedgerEntryId(now),
-      jobId,
-      -costMicroCents,
-      now,
-      costMicroCents,
-      row.accountId,
-      row.keyId ?? NO_KEY,
-      row.model,
-      hourOf(row.at),
-      counts.chargedMicroCents,
-      counts.refundedMicroCents,
-      counts.jobs,
-      counts.failed,
-      counts.cancelled
-    ]
-    const columns = jobRow(job)
-    for (const column in columns) {
-      params.push(column === "fair_key" ? accountId : columns[column as keyof typeof columns])
-    }
-    params.push(COUNTED_JOB_SETTING, job.id)
-    return params
-  }
-
-  let text: string | undefined
-  const statement = (job: Job, maxConcurrentJobs: number) => {
-    text ??= built(job, maxConcurrentJobs).compile()[0]
-    return sql.unsafe<{ readonly fair_key: unknown }>(text, values(job, maxConcurrentJobs))
-  }
-
-  return { built, statement }
+/** One SQLite submit of a shared transaction (transactionBatches.ts). */
+interface SubmitWrite {
+  readonly job: Job
+  readonly maxConcurrentJobs: number
+  readonly handOff: HandOffLease | undefined
 }
+
+/** What a queued submit's statement binds (compiledOnce.ts): its charge, the account's bound on active jobs, the job's row. */
+const submitBinds = (job: Job, maxConcurrentJobs: number) => ({
+  charge: chargeBinds(chargeOf(job)),
+  maxConcurrentJobs,
+  row: jobRow(job)
+})
+type SubmitBinds = ReturnType<typeof submitBinds>
+
+/** What the gate's call binds (migration 0016): null for a gate the submit does not carry. */
+const gateBinds = (job: Job, { accountSpend, day, idempotency, keySpend, minute }: SubmitGates) => ({
+  accountId: job.accountId,
+  keyId: job.apiKeyId ?? NO_KEY,
+  model: job.model,
+  version: job.version,
+  now: job.createdAt,
+  jobId: job.id,
+  idempotencyKey: idempotency?.key ?? null,
+  requestHash: idempotency?.record.requestHash ?? null,
+  notBefore: idempotency?.notBefore ?? null,
+  minuteMs: minute?.windowMs ?? null,
+  minuteBucket: minute?.bucket ?? null,
+  minuteMost: minute?.mostBefore ?? null,
+  dayMs: day?.windowMs ?? null,
+  dayBucket: day?.bucket ?? null,
+  dayMost: day?.mostBefore ?? null,
+  accountSince: accountSpend?.since ?? null,
+  accountMost: accountSpend?.mostBefore ?? null,
+  keySince: keySpend?.since ?? null,
+  keyMost: keySpend?.mostBefore ?? null
+})
+type GateBinds = ReturnType<typeof gateBinds>
+
+const gatedBinds = (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => ({ ...submitBinds(job, maxConcurrentJobs), gate: gateBinds(job, gates) })
+type GatedBinds = ReturnType<typeof gatedBinds>
 
 /**
  * `(columns) SELECT values FROM account` of a queued job whose charge (`account`, chargingPg
  * counting its job) counted it: its fair key from the weight the charge read, and the setting
  * that has the insert trigger skip it (migration 0021), set before the row is written.
  */
-const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<typeof makeFairKeys>, job: Job) => {
-  const { columns, values } = rowOf(job, { fair_key: fairKey(job.accountId, sql`account.fair_weight`) })
-  return sql`(${columns}) SELECT ${values} FROM account WHERE set_config(${COUNTED_JOB_SETTING}, ${job.id}, true) IS NOT NULL`
+const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<typeof makeFairKeys>, row: JobColumns) => {
+  const { columns, values } = rowOf(row, { fair_key: fairKey(row.account_id, sql`account.fair_weight`) })
+  return sql`(${columns}) SELECT ${values} FROM account WHERE set_config(${COUNTED_JOB_SETTING}, ${row.id}, true) IS NOT NULL`
+}
+
+/**
+ * The queued submits on PostgreSQL (no hand-off; see makeSubmitStatements), each written once
+ * from its fragments and compiled once (compiledOnce.ts): the plain one, chargingPg's charge and
+ * the job's counted insert; the gated one, the same behind the gate's call. `built` writes each
+ * as its fragments do, for the test that holds the compiled statements to them.
+ */
+export const makeQueuedSubmitsPg = (ctx: JobSql) => {
+  const { sql, t } = ctx
+  const { chargingPg } = makeChargeStatements(ctx)
+  const fairKeys = makeFairKeys(ctx)
+
+  const plain = ({ charge, maxConcurrentJobs, row }: SubmitBinds) =>
+    sql`WITH ${chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)}
+      INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row)} RETURNING fair_key`
+
+  const gateCall = (b: GateBinds) =>
+    sql`${sql(submitGateName(t.prefix))}(
+      p_account_id => ${b.accountId}, p_key_id => ${b.keyId}, p_model => ${b.model},
+      p_version => ${b.version}, p_now => ${b.now}, p_job_id => ${b.jobId},
+      p_idempotency_key => ${b.idempotencyKey}::text, p_request_hash => ${b.requestHash}::text,
+      p_not_before => ${b.notBefore}::bigint,
+      p_minute_ms => ${b.minuteMs}::bigint, p_minute_bucket => ${b.minuteBucket}::bigint,
+      p_minute_most => ${b.minuteMost}::bigint,
+      p_day_ms => ${b.dayMs}::bigint, p_day_bucket => ${b.dayBucket}::bigint,
+      p_day_most => ${b.dayMost}::bigint,
+      p_account_since => ${b.accountSince}::bigint, p_account_most => ${b.accountMost}::bigint,
+      p_key_since => ${b.keySince}::bigint, p_key_most => ${b.keyMost}::bigint
+    )`
+  const declined = sql`${sql(submitDeclinedName(t.prefix))}()`
+  /** The gate's charge: admitted by the account's bound and by the gate. */
+  const gatedCharging = (charge: ChargeBinds, maxConcurrentJobs: number, countsItsJob: boolean) =>
+    chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs} AND (SELECT gate_admitted FROM gate)`, countsItsJob)
+
+  const gated = ({ charge, gate, maxConcurrentJobs, row }: GatedBinds) =>
+    sql`WITH gate AS (SELECT * FROM ${gateCall(gate)}), ${gatedCharging(charge, maxConcurrentJobs, true)}, inserted AS (
+        INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row)} RETURNING id, fair_key
+      )
+      SELECT gate.*, inserted.id AS queued_id, inserted.fair_key AS queued_fair_key,
+        NULL::bigint AS taken_lease_expires_at, NULL::bigint AS taken_fair_key,
+        CASE WHEN gate.gate_admitted AND inserted.id IS NULL THEN ${declined} END AS declined,
+        previous.*
+      FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
+
+  const plainOnce = compiledOnce<SubmitBinds, { readonly fair_key: unknown }>(sql, plain)
+  const gatedOnce = compiledOnce<GatedBinds>(sql, gated)
+  return {
+    built: {
+      plain: (job: Job, maxConcurrentJobs: number) => plain(submitBinds(job, maxConcurrentJobs)),
+      gated: (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => gated(gatedBinds(job, maxConcurrentJobs, gates))
+    },
+    plain: (job: Job, maxConcurrentJobs: number) => plainOnce(submitBinds(job, maxConcurrentJobs)),
+    gated: (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => gatedOnce(gatedBinds(job, maxConcurrentJobs, gates)),
+    gateCall,
+    gatedCharging,
+    declined
+  }
 }
 
 /** The channel PgJobSignal listens on: the table prefix keeps engines sharing a database apart. */
@@ -171,7 +210,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
         )).pipe(storeErrors("insert job"))
   })
 
-  const plainPg = makePlainSubmitPg(ctx)
+  const queuedPg = makeQueuedSubmitsPg(ctx)
 
   const submit: JobStoreDriver["submit"] = sql.onDialectOrElse({
     /**
@@ -181,8 +220,8 @@ export const makeSubmitStatements = (ctx: JobSql) => {
      */
     pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => {
       return (handOff === undefined
-        ? plainPg.statement(job, maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(job)))
-        : sql`WITH ${chargingPg(chargeOf(job), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, false)}, ${
+        ? queuedPg.plain(job, maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(job)))
+        : sql`WITH ${chargingPg(chargeBinds(chargeOf(job)), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, false)}, ${
           offeredInserts(job, handOff, sql`account,`)
         }
             SELECT queued.id AS queued_id, queued.fair_key AS queued_fair_key, taken.lease_expires_at, taken.fair_key AS taken_fair_key
@@ -191,44 +230,33 @@ export const makeSubmitStatements = (ctx: JobSql) => {
           )).pipe(storeErrors("submit job"))
     },
     /**
-     * SQLite's statements are local calls: the charge and the insert in one transaction. A queued
-     * job's fair key is read by the charge from the account's row it writes (one writer: nothing
+     * SQLite's statements are local calls: the charge and the insert in one transaction, shared
+     * with the submits that wait for the writer meanwhile (transactionBatches.ts). A queued job's
+     * fair key is read by the charge from the account's row it writes (one writer: nothing
      * waiting changes before the insert), so the insert is a plain row, as before fair keys.
      */
-    orElse: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const charge = chargeOf(job)
-        const admits = sql`AND active_jobs < ${maxConcurrentJobs}`
-        if (handOff !== undefined) {
-          const charged = yield* chargeSqlite(charge, admits).pipe(Effect.flatMap(firstBalance))
-          if (Option.isNone(charged)) return Option.none<Job>()
-          return Option.some(yield* insertJob(job, handOff))
-        }
-        const [charged] = yield* chargeSqlite(charge, admits, sql`, ${fairKey(job.accountId, sql`fair_weight`)} AS fair_key`).pipe(
-          Effect.flatMap(decodeFairKeys)
-        )
-        if (charged === undefined) return Option.none<Job>()
-        const queued: Job = { ...job, fairKey: charged.fair_key }
-        yield* sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(queued))}`
-        return Option.some(queued)
-      })).pipe(storeErrors("submit job"))
+    orElse: () => {
+      const written = makeTransactionBatches<SubmitWrite, Option.Option<Job>, StoreError>((effect) =>
+        sql.withTransaction(effect).pipe(storeErrors("submit job")), ({ handOff, job, maxConcurrentJobs }) =>
+        Effect.gen(function*() {
+          const charge = chargeOf(job)
+          const admits = sql`AND active_jobs < ${maxConcurrentJobs}`
+          if (handOff !== undefined) {
+            const charged = yield* chargeSqlite(charge, admits).pipe(Effect.flatMap(firstBalance))
+            if (Option.isNone(charged)) return Option.none<Job>()
+            return Option.some(yield* insertJob(job, handOff))
+          }
+          const [charged] = yield* chargeSqlite(charge, admits, sql`, ${fairKey(job.accountId, sql`fair_weight`)} AS fair_key`).pipe(
+            Effect.flatMap(decodeFairKeys)
+          )
+          if (charged === undefined) return Option.none<Job>()
+          const queued: Job = { ...job, fairKey: charged.fair_key }
+          yield* sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(queued))}`
+          return Option.some(queued)
+        }).pipe(storeErrors("submit job")))
+      return (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => written({ job, maxConcurrentJobs, handOff })
+    }
   })
-
-  const gateCall = (job: Job, gates: SubmitGates) => {
-    const { accountSpend, day, idempotency, keySpend, minute } = gates
-    return sql`${sql(submitGateName(t.prefix))}(
-      p_account_id => ${job.accountId}, p_key_id => ${job.apiKeyId ?? NO_KEY}, p_model => ${job.model},
-      p_version => ${job.version}, p_now => ${job.createdAt}, p_job_id => ${job.id},
-      p_idempotency_key => ${idempotency?.key ?? null}::text, p_request_hash => ${idempotency?.record.requestHash ?? null}::text,
-      p_not_before => ${idempotency?.notBefore ?? null}::bigint,
-      p_minute_ms => ${minute?.windowMs ?? null}::bigint, p_minute_bucket => ${minute?.bucket ?? null}::bigint,
-      p_minute_most => ${minute?.mostBefore ?? null}::bigint,
-      p_day_ms => ${day?.windowMs ?? null}::bigint, p_day_bucket => ${day?.bucket ?? null}::bigint,
-      p_day_most => ${day?.mostBefore ?? null}::bigint,
-      p_account_since => ${accountSpend?.since ?? null}::bigint, p_account_most => ${accountSpend?.mostBefore ?? null}::bigint,
-      p_key_since => ${keySpend?.since ?? null}::bigint, p_key_most => ${keySpend?.mostBefore ?? null}::bigint
-    )`
-  }
 
   /**
    * The gated submit in one statement: the gate (migration 0016) claims the key, locks the
@@ -240,22 +268,12 @@ export const makeSubmitStatements = (ctx: JobSql) => {
    */
   const submitGated = sql.onDialectOrElse({
     pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined, gates: SubmitGates): Effect.Effect<GatedSubmit, StoreError> => {
-      const charging = chargingPg(
-        chargeOf(job),
-        sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs} AND (SELECT gate_admitted FROM gate)`,
-        handOff === undefined
-      )
-      const declined = sql`${sql(submitDeclinedName(t.prefix))}()`
+      const { declined, gateCall, gatedCharging } = queuedPg
       const written = handOff === undefined
-        ? sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, inserted AS (
-              INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, job)} RETURNING id, fair_key
-            )
-            SELECT gate.*, inserted.id AS queued_id, inserted.fair_key AS queued_fair_key,
-              NULL::bigint AS taken_lease_expires_at, NULL::bigint AS taken_fair_key,
-              CASE WHEN gate.gate_admitted AND inserted.id IS NULL THEN ${declined} END AS declined,
-              previous.*
-            FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
-        : sql`WITH gate AS (SELECT * FROM ${gateCall(job, gates)}), ${charging}, ${offeredInserts(job, handOff, sql`account,`)}
+        ? queuedPg.gated(job, maxConcurrentJobs, gates)
+        : sql`WITH gate AS (SELECT * FROM ${gateCall(gateBinds(job, gates))}), ${
+          gatedCharging(chargeBinds(chargeOf(job)), maxConcurrentJobs, false)
+        }, ${offeredInserts(job, handOff, sql`account,`)}
             SELECT gate.*, queued.id AS queued_id, queued.fair_key AS queued_fair_key,
               taken.lease_expires_at AS taken_lease_expires_at, taken.fair_key AS taken_fair_key,
               CASE WHEN gate.gate_admitted AND queued.id IS NULL AND NOT EXISTS (SELECT 1 FROM taken) THEN ${declined} END AS declined,

@@ -2,18 +2,19 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { SqlClient, Statement } from "effect/sql"
 import { describe, expect, it } from "vitest"
-import { makePlainSubmitPg } from "../../adapters/sql/jobs/submit.js"
+import { makeQueuedSubmitsPg } from "../../adapters/sql/jobs/submit.js"
 import { makeLeaseClock } from "../../adapters/sql/queue/context.js"
 import { layerSqlTables, SqlTables } from "../../adapters/sql/tables.js"
-import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
+import type { AccountId, ApiKeyId, JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
+import type { SubmitGates } from "../../src/ports/JobStoreDriver.js"
 import { job } from "../conformance/fixtures.js"
 
 /** PostgreSQL's statement constructor with nothing to run on: the statements here are only compiled. */
 const pgSql = Statement.make(Effect.die("not run"), PgClient.makeCompiler(), [], undefined) as unknown as SqlClient.SqlClient
 
-const plainSubmitOf = (prefix?: string) =>
-  Effect.runSync(Effect.map(Effect.service(SqlTables), (t) => makePlainSubmitPg({ sql: pgSql, t, clock: makeLeaseClock(pgSql, false) })).pipe(
+const queuedSubmitsOf = (prefix?: string) =>
+  Effect.runSync(Effect.map(Effect.service(SqlTables), (t) => makeQueuedSubmitsPg({ sql: pgSql, t, clock: makeLeaseClock(pgSql, false) })).pipe(
     Effect.provide(layerSqlTables(prefix).pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, pgSql))))
   ))
 
@@ -32,22 +33,43 @@ const jobs: ReadonlyArray<readonly [string, Job]> = [
   ["a job with provider state (the Schema's row)", job(account, { providerProgress: 5, providerLog: { taken: 1, lines: 1, bytes: 3, capped: false } })]
 ]
 
-describe("the plain submit's statement on PostgreSQL", () => {
-  it.each(jobs)("is the statement its fragments build, text and values: %s", (_, submitted) => {
+const none: SubmitGates = { idempotency: undefined, minute: undefined, day: undefined, accountSpend: undefined, keySpend: undefined }
+const gates: ReadonlyArray<readonly [string, SubmitGates]> = [
+  ["no gate", none],
+  ["every gate", {
+    idempotency: { key: "k-1", record: { requestHash: "h", jobId: "job_1" as JobId, createdAt: 5 }, notBefore: 3 },
+    minute: { windowMs: 60_000, bucket: 1_740_000, mostBefore: 9 },
+    day: { windowMs: 86_400_000, bucket: 86_400_000, mostBefore: 99 },
+    accountSpend: { since: 1_000, mostBefore: 500 },
+    keySpend: { since: 2_000, mostBefore: 250 }
+  }],
+  ["a key and a budget", { ...none, idempotency: { key: "k-2", record: { requestHash: "g", jobId: "job_2" as JobId, createdAt: 6 }, notBefore: 0 }, keySpend: { since: 0, mostBefore: 0 } }]
+]
+
+describe("the queued submits' statements on PostgreSQL", () => {
+  it.each(jobs)("the plain one is the statement its fragments build, text and values: %s", (_, submitted) => {
     for (const [prefix, maxConcurrentJobs] of [[undefined, 100], ["other_", 1]] as const) {
-      const { built, statement } = plainSubmitOf(prefix)
+      const { built, plain } = queuedSubmitsOf(prefix)
       // The first call compiles the text; the second is the one every later submit makes.
       for (let call = 0; call < 2; call++) {
-        expect(sameLedgerIds(statement(submitted, maxConcurrentJobs).compile())).toStrictEqual(
-          sameLedgerIds(built(submitted, maxConcurrentJobs).compile())
+        expect(sameLedgerIds(plain(submitted, maxConcurrentJobs).compile())).toStrictEqual(
+          sameLedgerIds(built.plain(submitted, maxConcurrentJobs).compile())
         )
       }
     }
   })
 
+  it.each(jobs)("the gated one is the statement its fragments build, text and values, whatever the gates: %s", (_, submitted) => {
+    const { built, gated } = queuedSubmitsOf()
+    // One statement for every submit: the gates of each call differ from the first's.
+    for (const [, carried] of [...gates, ...gates]) {
+      expect(sameLedgerIds(gated(submitted, 7, carried).compile())).toStrictEqual(sameLedgerIds(built.gated(submitted, 7, carried).compile()))
+    }
+  })
+
   it("keeps its text for the table set it was made for", () => {
-    const first = plainSubmitOf("one_").statement(job(account), 1).compile()[0]
+    const first = queuedSubmitsOf("one_").plain(job(account), 1).compile()[0]
     expect(first).toContain(`"one_jobs"`)
-    expect(plainSubmitOf("two_").statement(job(account), 1).compile()[0]).toBe(first.replaceAll("one_", "two_"))
+    expect(queuedSubmitsOf("two_").plain(job(account), 1).compile()[0]).toBe(first.replaceAll("one_", "two_"))
   })
 })
