@@ -23,6 +23,9 @@
  * default), so both pollers reuse them as they would a provider's API. 1 s or less makes undici,
  * which closes a connection 2 s before the announced end, open a connection per request:
  * BENCH_INFLIGHT_KEEPALIVE_MS=1000 measures that, as this figure did until 2026-11-29.
+ *
+ * BENCH_INFLIGHT_PROFILE_DIR=<dir> writes a CPU profile of the worker over the hold alone
+ * (hold-<pid>.cpuprofile; `npx tsx bench/cpuProfileModules.ts <file>` groups it by module).
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -61,6 +64,8 @@ const BARE = process.env.BENCH_INFLIGHT_BARE !== "0"
 const GENERATION_MS = whole("BENCH_INFLIGHT_GENERATION_MS", 30_000)
 /** The keep-alive the simulator announces and keeps (BENCH_INFLIGHT_KEEPALIVE_MS, default 5 s; see the header). */
 const KEEPALIVE_MS = whole("BENCH_INFLIGHT_KEEPALIVE_MS", 5_000)
+/** Whether the worker writes a CPU profile of the hold (BENCH_INFLIGHT_PROFILE_DIR, see the header). */
+const PROFILE = process.env.BENCH_INFLIGHT_PROFILE_DIR !== undefined
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -212,6 +217,7 @@ export const providerInflight = () =>
         },
         stdio: ["ignore", "pipe", "inherit", "ipc"]
       })
+      child.once("exit", (code, signal) => log(`provider_inflight: the worker exited (code ${code}, signal ${signal})`))
       let failedRenewals = 0
       child.stdout!.on("data", (chunk: Buffer) => {
         process.stderr.write(chunk)
@@ -237,7 +243,9 @@ export const providerInflight = () =>
       }
       const allStartedAt = performance.now()
       const holdFrom = reports.length
+      if (PROFILE) child.kill("SIGUSR2")
       await waitFor("the first generation to end", async () => sim.counters.inFlight < jobs, 200, GENERATION_MS + 60_000)
+      if (PROFILE) child.kill("SIGUSR2")
       const hold = reports.slice(holdFrom)
       const holdTo = reports.at(-1)!
       const holdStart = reports[holdFrom - 1]!
