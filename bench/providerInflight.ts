@@ -23,6 +23,9 @@
  * default), so both pollers reuse them as they would a provider's API. 1 s or less makes undici,
  * which closes a connection 2 s before the announced end, open a connection per request:
  * BENCH_INFLIGHT_KEEPALIVE_MS=1000 measures that, as this figure did until 2026-11-29.
+ *
+ * BENCH_INFLIGHT_PROFILE_DIR=<dir> writes a CPU profile of the worker over the hold alone
+ * (hold-<pid>.cpuprofile; `npx tsx bench/cpuProfileModules.ts <file>` groups it by module).
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -61,6 +64,13 @@ const BARE = process.env.BENCH_INFLIGHT_BARE !== "0"
 const GENERATION_MS = whole("BENCH_INFLIGHT_GENERATION_MS", 30_000)
 /** The keep-alive the simulator announces and keeps (BENCH_INFLIGHT_KEEPALIVE_MS, default 5 s; see the header). */
 const KEEPALIVE_MS = whole("BENCH_INFLIGHT_KEEPALIVE_MS", 5_000)
+/**
+ * BENCH_INFLIGHT_STOP_IN_HOLD=1: the worker is stopped once the first generation ended (the
+ * others in flight) and its shutdown timed (`shutdownSeconds`); the jobs are not waited for.
+ */
+const STOP_IN_HOLD = process.env.BENCH_INFLIGHT_STOP_IN_HOLD === "1"
+/** Whether the worker writes a CPU profile of the hold (BENCH_INFLIGHT_PROFILE_DIR, see the header). */
+const PROFILE = process.env.BENCH_INFLIGHT_PROFILE_DIR !== undefined
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -212,6 +222,7 @@ export const providerInflight = () =>
         },
         stdio: ["ignore", "pipe", "inherit", "ipc"]
       })
+      child.once("exit", (code, signal) => log(`provider_inflight: the worker exited (code ${code}, signal ${signal})`))
       let failedRenewals = 0
       child.stdout!.on("data", (chunk: Buffer) => {
         process.stderr.write(chunk)
@@ -237,12 +248,24 @@ export const providerInflight = () =>
       }
       const allStartedAt = performance.now()
       const holdFrom = reports.length
+      if (PROFILE) child.kill("SIGUSR2")
       await waitFor("the first generation to end", async () => sim.counters.inFlight < jobs, 200, GENERATION_MS + 60_000)
+      if (PROFILE) child.kill("SIGUSR2")
       const hold = reports.slice(holdFrom)
       const holdTo = reports.at(-1)!
       const holdStart = reports[holdFrom - 1]!
       const count = store.count
-      await waitFor("every job to complete", async () => (await count("status IN ('pending', 'processing')")) === 0, 1_000, 10 * 60_000)
+      // Stopped in the hold: how long the worker's shutdown takes with its generations in flight.
+      let shutdown: { readonly seconds: number; readonly inFlight: number } | undefined
+      if (STOP_IN_HOLD) {
+        const inFlight = sim.counters.inFlight
+        const asked = performance.now()
+        await exited(child, () => child!.send({ type: "stop" }), 5 * 60_000)
+        shutdown = { seconds: Math.round((performance.now() - asked) / 100) / 10, inFlight }
+        log(`provider_inflight: the worker stopped ${shutdown.seconds} s after it was asked, with ${inFlight} generations in flight`)
+      } else {
+        await waitFor("every job to complete", async () => (await count("status IN ('pending', 'processing')")) === 0, 1_000, 10 * 60_000)
+      }
       const done = reports.at(-1)!
       const completed = await count("status = 'completed'")
       const failed = await count("status = 'failed'")
@@ -251,13 +274,13 @@ export const providerInflight = () =>
       const released = reports.filter((r) => r.at >= releasedAt)
       const check = () => {
         if (sim.counters.maxInFlight !== jobs) throw new Error(`provider_inflight: at most ${sim.counters.maxInFlight} of ${jobs} generations were in flight at once`)
-        if (completed !== jobs) throw new Error(`provider_inflight: ${completed} of ${jobs} jobs completed (${failed} failed, ${unconfirmed} of them unconfirmed starts)`)
+        if (completed !== jobs && !STOP_IN_HOLD) throw new Error(`provider_inflight: ${completed} of ${jobs} jobs completed (${failed} failed, ${unconfirmed} of them unconfirmed starts)`)
         if (sim.counters.starts !== jobs) throw new Error(`provider_inflight: ${sim.counters.starts} starts for ${jobs} jobs`)
         if (hold.length === 0) throw new Error("provider_inflight: no report while every generation was in flight")
       }
 
       // The figures of a run that lost jobs are reported too: how many, and how the loop fared.
-      const lost = completed !== jobs || sim.counters.starts !== jobs || hold.length === 0
+      const lost = (completed !== jobs && !STOP_IN_HOLD) || sim.counters.starts !== jobs || hold.length === 0
       if (lost) log(`provider_inflight: ${failed} failed (${unconfirmed} unconfirmed starts), ${sim.counters.starts} starts, at most ${sim.counters.maxInFlight} in flight; loop delay p99 ${Math.max(0, ...released.map((r) => r.loopDelayP99Ms))} ms, longest ${Math.max(0, ...released.map((r) => r.loopDelayMaxMs))} ms`)
       check()
       const holdSeconds = (holdTo.at - holdStart.at) / 1000
@@ -301,7 +324,8 @@ export const providerInflight = () =>
           eventLoopDelayMaxMs: Math.round(Math.max(0, ...released.map((r) => r.loopDelayMaxMs))),
           submitSeconds: Math.round(submitSeconds),
           allStartedAfterReleaseSeconds: Math.round((allStartedAt - releasedAt) / 100) / 10,
-          firstClaimToAllCompletedSeconds: Math.round(inFlightSeconds)
+          firstClaimToAllCompletedSeconds: Math.round(inFlightSeconds),
+          ...(shutdown === undefined ? {} : { shutdownSeconds: shutdown.seconds, generationsInFlightAtShutdown: shutdown.inFlight })
         }
       })
       emit({

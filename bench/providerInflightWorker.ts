@@ -12,6 +12,9 @@ import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
 import { sqliteStore } from "genjobs/sqlite"
 import { replicateProvider } from "genjobs/providers/replicate"
+import { writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
+import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { serveParent } from "./lib/child.js"
 import { BENCH_PROVIDER, TABLE_PREFIX } from "./lib/engine.js"
@@ -48,6 +51,27 @@ const report = () => {
   loopDelay.reset()
 }
 setInterval(report, 500).unref()
+
+/**
+ * A CPU profile of the hold alone (BENCH_INFLIGHT_PROFILE_DIR): the parent sends SIGUSR2 once
+ * every generation is in flight and again when the first ends (a message would reach
+ * serveParent, which takes any but `go` for `stop`); `--cpu-prof` would profile the start burst too.
+ */
+const profileDir = process.env.BENCH_INFLIGHT_PROFILE_DIR
+if (profileDir !== undefined) {
+  const session = new Session()
+  session.connect()
+  let profiling = false
+  process.on("SIGUSR2", () => {
+    profiling = !profiling
+    if (profiling) void session.post("Profiler.enable").then(() => session.post("Profiler.start"))
+    else {
+      void session.post("Profiler.stop").then(({ profile }) =>
+        writeFileSync(join(profileDir, `hold-${process.pid}.cpuprofile`), JSON.stringify(profile))
+      )
+    }
+  })
+}
 
 let engine: Engine | undefined
 

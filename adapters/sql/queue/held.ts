@@ -7,6 +7,7 @@ import { changeInsertFrom } from "../jobs/changes.js"
 import { allJobs } from "../jobs/jobRows.js"
 import { decodeRows, JobFields, jobColumnNames, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
+import { byId, DEADLOCK_RETRIES, isDeadlock } from "./lockOrder.js"
 
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
@@ -47,11 +48,21 @@ export const makeHeldStatements = (ctx: JobSql) => {
    */
   const heldIn = (d: string) => sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)}))
     AND j.status COLLATE "C" = 'processing'`
+  /**
+   * PostgreSQL: the renewal locks its rows in the order of its list (its plan probes the jobs by
+   * each entry in turn), as the provider reports' and the endings' statements do theirs. Two of
+   * them that take two rows in opposite orders deadlock, and PostgreSQL aborts one of them: at
+   * 10,000 in flight one renewal in each run did. The list goes by id, the order the reports
+   * take too, and a renewal aborted by a deadlock is tried again at once (a savepoint, as the
+   * renewal runs in a transaction the abort would leave unusable): its leases are not at fault.
+   */
   const renewLeases = sql.onDialectOrElse({
     pg: () => (leases: ReadonlyArray<HeldLease>, now: number, leaseExpiresAt: number) =>
-      sql`WITH held AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(leases)}::jsonb) AS held(id text, "workerId" text))
+      sql.withTransaction(
+        sql`WITH held AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(leases))}::jsonb) AS held(id text, "workerId" text))
         UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
-        FROM held WHERE ${heldIn("held")} AND j.lease_owner = held."workerId" RETURNING j.id`,
+        FROM held WHERE ${heldIn("held")} AND j.lease_owner = held."workerId" RETURNING j.id`
+      ).pipe(Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES })),
     // SQLite: `+status` keeps the status a filter on the rows found by id. Written plainly, the
     // planner reads every processing job from the status index and probes the list with each:
     // a renewal of 500 leases then costs what one of all the process's leases does.
