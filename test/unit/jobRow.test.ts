@@ -1,7 +1,9 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { jobRow } from "../../adapters/sql/jobs/jobRows.js"
-import { JobFromRow } from "../../adapters/sql/rows.js"
+import { Effect } from "effect"
+import { allJobs, jobRow } from "../../adapters/sql/jobs/jobRows.js"
+import { endingColumns, routeOrNull } from "../../adapters/sql/queue/held.js"
+import { JobFromRow, plainJobOfRow } from "../../adapters/sql/rows.js"
 import type { AccountId, ApiKeyId, JobId, RequestId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { job } from "../conformance/fixtures.js"
@@ -136,5 +138,133 @@ describe("a job's row", () => {
     expect(() => decodeRow({ ...jobRow(bareJob), status: "lost" })).toThrow()
     expect(() => decodeRow({ ...jobRow(bareJob), attempts: "1.5" })).toThrow()
     expect(() => decodeRow({ ...jobRow(bareJob), outputs: "{not json" })).toThrow()
+  })
+})
+
+/** A job as a drain's claim and ending answer it: the rows read without the Schema. */
+const claimedJob: Job = {
+  ...bareJob,
+  apiKeyId: "key_1" as ApiKeyId,
+  input: { prompt: "a cat", n: 2, nested: { list: [1, { deep: true }] } },
+  status: "processing",
+  startedAt: 1_700_000_001_000,
+  attempts: 1,
+  leaseOwner: "worker-1",
+  leaseExpiresAt: 1_700_000_060_000,
+  providerPhase: "starting",
+  providerStarts: 1
+}
+const endedJob: Job = {
+  ...claimedJob,
+  status: "completed",
+  outputs: [{ url: "https://cdn.genjobs.test/a.png", type: "image", contentType: "image/png" }, { url: "https://cdn.genjobs.test/b.txt", type: "text" }],
+  completedAt: 1_700_000_002_000,
+  leaseOwner: null,
+  leaseExpiresAt: null,
+  providerPhase: "started",
+  providerRoute: { index: 0, providerId: "noop" },
+  providerProgress: 100
+}
+
+/** The Schema's answer for a row: the job, or undefined when it refuses the row. */
+const schemaJob = (row: unknown): Job | undefined => {
+  try {
+    return decodeRow(row)
+  } catch {
+    return undefined
+  }
+}
+
+/** How @effect/sql-pg answers a row: BIGINT columns as bigints. */
+const asBigInts = (row: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(row).map(([column, value]) => [column, typeof value === "number" && column !== "attempts" ? BigInt(value) : value]))
+
+describe("a job's row read without the Schema", () => {
+  const plainRows: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+    ["a pending job", jobRow(bareJob)],
+    ["a claimed job", jobRow(claimedJob)],
+    ["an ended job", jobRow(endedJob)],
+    ["an ended job with a route's credential", jobRow({ ...endedJob, providerRoute: { index: 2, providerId: "fal", credentialId: "c" } })],
+    ["a key recorded as null", { ...jobRow(claimedJob), api_key_id: null }],
+    ["an earlier release's row", (({ api_key_id: _, provider_log: _l, provider_progress: _p, ...older }) => ({ ...older, error: "null", later: 1 }))(jobRow(endedJob))]
+  ]
+
+  it.each(plainRows)("is the Schema's job, field for field and in its order: %s", (_, row) => {
+    for (const answered of [row, asPostgresAnswers(row), asBigInts(row)]) {
+      const plain = plainJobOfRow(answered)
+      expect(plain).toStrictEqual(decodeRow(answered))
+      expect(Object.keys(plain!)).toStrictEqual(Object.keys(decodeRow(answered)))
+    }
+  })
+
+  it.each([
+    ["an error", jobRow(fullJob)],
+    ["output metadata", jobRow({ ...endedJob, outputs: fullJob.outputs })],
+    ["an input with __proto__", { ...jobRow(claimedJob), input: '{"__proto__":{"x":1}}' }]
+  ])("leaves the rest to the Schema: %s", (_, row) => {
+    expect(plainJobOfRow(row)).toBeUndefined()
+    expect(Effect.runSync(allJobs([jobRow(claimedJob), row]))).toStrictEqual([claimedJob, decodeRow(row)])
+  })
+
+  // Each column of each plain row set to values of the wrong kind, one at a time: the hand-read
+  // job is the Schema's wherever it reads one, and it refuses every row the Schema refuses.
+  const wrongValues: ReadonlyArray<unknown> = [
+    undefined, null, "", "x", "null", "[]", "{}", "[{}]", '[{"url":"u","type":"movie"}]', '[{"url":1,"type":"text"}]',
+    '[{"url":"u","type":"text","thumbnail":1}]', '{"index":-1,"providerId":"p"}', '{"index":0,"providerId":""}',
+    '{"index":0.5,"providerId":"p"}', '{"index":0,"providerId":"p","credentialId":2}', "{not json", 0, -1, 1.5, "1.5", "-0", "007",
+    " 12", "1e3", "9007199254740993", 2 ** 60, 12n, -3n, 2n ** 60n, true, "lost", "started", "completed", [], {}
+  ]
+  it("agrees with the Schema on every wrong value of every column", () => {
+    for (const [, row] of plainRows) {
+      for (const column of Object.keys(row)) {
+        for (const value of wrongValues) {
+          const wrong = { ...row, [column]: value }
+          const plain = plainJobOfRow(wrong)
+          if (plain !== undefined) expect(plain, `${column} = ${String(value)}`).toStrictEqual(schemaJob(wrong))
+          if (schemaJob(wrong) === undefined) expect(plain, `${column} = ${String(value)}`).toBeUndefined()
+        }
+      }
+    }
+  })
+})
+
+describe("a held job's ending as its columns", () => {
+  /** The job's row's columns the ending writes, as JobFromRow encodes them. */
+  const schemaEnding = (ended: Job) => {
+    const row = encodeRow(ended)
+    return { status: row.status, error: row.error, outputs: row.outputs, completed_at: row.completed_at }
+  }
+  const ending = (ended: Job) => ({ id: ended.id, leaseOwner: "worker-1", status: ended.status, outputs: ended.outputs, error: ended.error, completedAt: ended.completedAt! })
+
+  it.each([
+    ["outputs", endedJob],
+    ["no outputs", { ...endedJob, outputs: null }],
+    ["outputs with metadata", { ...endedJob, outputs: fullJob.outputs }],
+    ["an error", { ...endedJob, status: "failed", outputs: null, error: fullJob.error }],
+    ["an output's key the Schema does not know", { ...endedJob, outputs: [{ url: "u", type: "text", extra: 1 } as never] }]
+  ] as const)("is the Schema's, column for column and in its order: %s", (_, ended: Job) => {
+    expect(endingColumns(ending(ended))).toStrictEqual(schemaEnding(ended))
+    expect(Object.keys(endingColumns(ending(ended)))).toStrictEqual(Object.keys(schemaEnding(ended)))
+  })
+
+  it.each([
+    ["an unknown status", { status: "lost" }],
+    ["an unknown output type", { outputs: [{ url: "u", type: "movie" }] }],
+    ["a fractional end", { completedAt: 1.5 }]
+  ])("refuses what the Schema refuses: %s", (_, wrong) => {
+    expect(() => endingColumns({ ...ending(endedJob), ...wrong } as never)).toThrow()
+  })
+
+  it.each([
+    ["without a credential", { index: 0, providerId: "noop" }],
+    ["with one", { index: 3, providerId: "fal", credentialId: "c" }],
+    ["with a key the Schema does not know", { index: 1, providerId: "fal", extra: true } as never]
+  ])("records a route as the Schema writes it: %s", (_, route) => {
+    expect(routeOrNull(route)).toBe(encodeRow({ ...endedJob, providerRoute: route }).provider_route)
+  })
+
+  it("refuses a route the Schema refuses, and records none for none", () => {
+    expect(() => routeOrNull({ index: -1, providerId: "fal" })).toThrow()
+    expect(routeOrNull(undefined)).toBeNull()
   })
 })

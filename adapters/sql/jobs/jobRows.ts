@@ -5,15 +5,28 @@ import type { JobStoreDriver } from "../../../src/ports/JobStoreDriver.js"
 import { forUpdateOf, type JobSql } from "../queue/context.js"
 import { olderThan } from "../cursorFragments.js"
 import { changeInsertFrom } from "./changes.js"
-import { decodeRows, jobColumnNames, type JobColumns, JobFields, JobFromRow, storeErrors } from "../rows.js"
+import { decodeRows, jobColumnNames, type JobColumns, JobFields, JobFromRow, plainJobOfRow, storeErrors } from "../rows.js"
 
 const decodeJobs = decodeRows(Schema.Array(JobFromRow))
 
-export const firstJob = (rows: ReadonlyArray<unknown>) =>
-  decodeJobs(rows).pipe(Effect.map((jobs) => Option.fromNullishOr(jobs[0])))
+/** Rows that are all plain (plainJobOfRow) read by hand, any other list through JobFromRow. */
+const plainJobs = (rows: ReadonlyArray<unknown>): ReadonlyArray<Job> | undefined => {
+  const jobs: Array<Job> = []
+  for (const row of rows) {
+    const job = plainJobOfRow(row)
+    if (job === undefined) return undefined
+    jobs.push(job)
+  }
+  return jobs
+}
 
 export const allJobs = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Job>, Schema.SchemaError> =>
-  decodeJobs(rows)
+  Effect.suspend(() => {
+    const jobs = plainJobs(rows)
+    return jobs === undefined ? decodeJobs(rows) : Effect.succeed(jobs)
+  })
+
+export const firstJob = (rows: ReadonlyArray<unknown>) => allJobs(rows).pipe(Effect.map((jobs) => Option.fromNullishOr(jobs[0])))
 
 const encodeJobRow: (job: Job) => JobColumns = Schema.encodeSync(JobFromRow)
 
