@@ -64,7 +64,9 @@ interface Riding extends WorkerRider {
  */
 const ride = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, riding: Riding) {
   const exit = yield* Effect.exit(Effect.interruptible(claimBeside(deps, pool.nextWorkerId(), MAX_CLAIM, riding.rider)))
-  const settled = riding.collect()
+  // Not settled: interrupted (its jobs, if it was sent, reach the buffer when it settles), or it
+  // failed before it reached the store (a claim's failure: logged, and the store backoff waited).
+  const settled = riding.collect(Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
   if (Option.isNone(settled)) return { free: 0, exit: Exit.map(exit, (): ReadonlyArray<Claimed> => []), rode: true }
   const { jobs, outcome } = settled.value
   riding.next = outcome.limit > 0

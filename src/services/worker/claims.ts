@@ -76,11 +76,11 @@ export const claimFor = Effect.fnUntraced(function*(
 export interface WorkerRider {
   readonly rider: ClaimRider
   /**
-   * How the last claim went, taken once its call returned. None when the call was interrupted
-   * before the store settled it: the jobs of a claim already sent then go to the buffer when it
-   * settles, without the claimer.
+   * How the last claim went, taken once its call returned. None when the store did not settle
+   * it: the call failed before it reached the store, or was `interrupted`; then the jobs of a
+   * claim already sent go to the buffer when it settles, without the claimer.
    */
-  readonly collect: () => Option.Option<{ readonly outcome: RiderOutcome; readonly jobs: ReadonlyArray<Job> }>
+  readonly collect: (interrupted: boolean) => Option.Option<{ readonly outcome: RiderOutcome; readonly jobs: ReadonlyArray<Job> }>
 }
 
 /** The claimed jobs of a riding claim, as the buffer takes them: their leases began at its time. */
@@ -111,10 +111,10 @@ export const makeWorkerRider = (pool: WorkerPool, leaseMs: number): WorkerRider 
         idle.current += outcome.fromIdle - jobs.length
       }
     },
-    collect: () => {
+    collect: (interrupted) => {
       const got = last
       last = undefined
-      if (got === undefined) abandoned = true
+      if (got === undefined && interrupted) abandoned = true
       return Option.fromNullishOr(got)
     }
   }
