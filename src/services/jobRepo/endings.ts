@@ -113,7 +113,7 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
       claim.rider.waiting(undefined)
       return true
     }
-    /** Answers the riding claim (or hands its jobs to `stranded` when its caller is gone). */
+    /** Answers the riding claim once: its rider hears how it went first, so its jobs run even when its caller is gone. */
     const answer = (claim: Parked, outcome: RiderOutcome, claimed: Exit.Exit<ReadonlyArray<Job>, StoreError> | "interrupted") => {
       if (claim.answered) return
       claim.answered = true
@@ -156,7 +156,7 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
 
     /**
      * Ends `completions` (the jobs without a webhook URL in one write of their own where the
-     * store can, `first`, then the rest in transactions); answers each, and which were ended.
+     * store can, `first`, then the rest in transactions); answers each.
      */
     const endAll = Effect.fnUntraced(function*(
       completions: ReadonlyArray<Completion>,
