@@ -15,14 +15,16 @@ process.stdout.write = process.stderr.write.bind(process.stderr) as typeof proce
 let engine: Engine | undefined
 
 // BENCH_DRAIN_COUNT=1 (queueDrainCost.ts): counts the statements sent, by their first 60 characters (each
-// statement's span gets its text as an attribute), printed to stderr on stop.
+// statement's span gets its text as an attribute), printed to stderr on stop; an ending that also
+// claims (finishHeldAndClaim) is counted apart, as "+ claim".
 const counts = new Map<string, number>()
 if (process.env.BENCH_DRAIN_COUNT === "1") {
   const { NativeSpan } = await import("effect/Tracer")
   const attribute = NativeSpan.prototype.attribute
   NativeSpan.prototype.attribute = function(key: string, value: unknown) {
     if (key === "db.query.text") {
-      const kind = String(value).replace(/\s+/g, " ").trim().slice(0, 60)
+      const text = String(value)
+      const kind = text.replace(/\s+/g, " ").trim().slice(0, 60) + (text.includes("claimed AS (") ? " + claim" : "")
       counts.set(kind, (counts.get(kind) ?? 0) + 1)
     }
     return attribute.call(this, key, value)

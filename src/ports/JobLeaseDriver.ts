@@ -36,6 +36,11 @@ export interface QueueGap {
 /** A pending job the queue relay publishes again: its place in claim order and its account. */
 export interface PendingGap extends QueuePosition, QueueGap {}
 
+/** A claim written beside endings: `limit` jobs, plus one per job of `freeing` the endings write. */
+export interface ClaimBesideEnding extends ClaimBatch {
+  readonly freeing: ReadonlyArray<JobId>
+}
+
 /** A claim of given jobs: runnable ones only, and no pending job of the `exclude` versions. */
 export interface ClaimBatchOfIds extends ClaimLease {
   readonly maxAttempts: number
@@ -114,6 +119,18 @@ export interface JobLeaseDriver {
    * completion batch its `BEGIN` and `COMMIT`; without it every ending goes through a transaction.
    */
   readonly finishHeldWithoutWebhook?: (endings: ReadonlyArray<HeldEnding>) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * Optional: `finishHeldWithoutWebhook(endings)` and `claimBatch(claim)` in one write of its own,
+   * the claim taking up to `claim.limit` jobs plus one for each job of `claim.freeing` the write
+   * ends (the fibers those endings free are the ones it claims for), and never a job the write
+   * ends. Answers the jobs ended and the jobs claimed, each as written. Where a round trip is dear
+   * (PostgreSQL) a worker's next claim then costs no statement, commit or round trip of its own;
+   * without it the store ends, then claims, in two steps (services/jobRepo/endings.ts).
+   */
+  readonly finishHeldAndClaim?: (
+    endings: ReadonlyArray<HeldEnding>,
+    claim: ClaimBesideEnding
+  ) => Effect.Effect<{ readonly ended: ReadonlyArray<Job>; readonly claimed: ReadonlyArray<Job> }, StoreError>
   /** Up to `limit` processing jobs whose lease expired by `now` after `maxAttempts` or more attempts. */
   readonly findExhausted: (now: number, maxAttempts: number, limit: number) => Effect.Effect<ReadonlyArray<Job>, StoreError>
   /**

@@ -69,6 +69,43 @@ export interface ClaimOptions {
    * `claimIds`), so the store's own queue is not read for them.
    */
   readonly limitedOnly?: boolean | undefined
+  /**
+   * Rides on this worker's completions instead of a claim of its own (see ClaimRider): answers
+   * once its claim went with a completion batch, or none at once when the rider is woken. Pending
+   * jobs of `limits`' versions are left to a claim of their own.
+   */
+  readonly besideEndings?: ClaimRider | undefined
+}
+
+/** How a riding claim went, as it was sent: the idle fibers it took, its limit and its time (its `now`). */
+export interface RiderOutcome {
+  readonly fromIdle: number
+  readonly limit: number
+  readonly at: number
+}
+
+/**
+ * A worker's claim made to ride on its own jobs' completions (ClaimOptions.besideEndings): it
+ * waits for the next completion batch that ends one of its jobs and is written with those endings
+ * (JobLeaseDriver.finishHeldAndClaim where the store has it), claiming one job for each fiber
+ * those endings free and one for each fiber idle then. The worker's side; the store calls it.
+ */
+export interface ClaimRider {
+  /** Whether the completion of a job held under this lease owner frees a fiber the claim is for. */
+  readonly frees: (leaseOwner: string) => boolean
+  /** As the claim is sent: takes up to `max` of the fibers idle then, and answers how many. */
+  readonly takeIdle: (max: number) => number
+  /**
+   * While the claim waits, the store hands its wake-up here (undefined once it stopped waiting):
+   * the worker calls it when a fiber frees without a completion, and the claim answers none.
+   */
+  readonly waiting: (wake: (() => void) | undefined) => void
+  /**
+   * Called once per claim, before it answers: how it went, and the jobs it claimed. Its caller
+   * may have been interrupted meanwhile (a worker's drain): the worker runs them all the same,
+   * so none waits out its lease.
+   */
+  readonly settled: (outcome: RiderOutcome, claimed: ReadonlyArray<Job>) => void
 }
 
 export interface ReapOptions {

@@ -2,7 +2,7 @@ import { Effect, type Scope } from "effect"
 import type { JobDrivers } from "../ports/JobLeaseDriver.js"
 import type { JobRepo } from "../ports/JobRepo.js"
 import { claim, claimBatch, claimIds } from "./jobRepo/claims.js"
-import { cancel, fail, makeComplete, makeSaveProviderState } from "./jobRepo/endings.js"
+import { cancel, fail, makeEndings, makeSaveProviderState } from "./jobRepo/endings.js"
 import { queueGaps, reap } from "./jobRepo/passes.js"
 import { submit } from "./jobRepo/submit.js"
 
@@ -14,6 +14,7 @@ import { submit } from "./jobRepo/submit.js"
 export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service"], never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leases, store } = drivers
+    const endings = yield* makeEndings(drivers)
     return {
       submit: submit(store),
       get: store.getJob,
@@ -21,14 +22,14 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service
       list: store.listJobs,
       cancel: cancel(store),
       claim: claim(drivers),
-      claimBatch: claimBatch(drivers),
+      claimBatch: claimBatch(drivers, endings.claimBeside),
       claimIds: claimIds(drivers),
       queueGaps: queueGaps(drivers),
       reap: reap(drivers),
       renewLeases: (held, now, leaseMs) =>
         held.length === 0 ? Effect.succeed([]) : store.transaction(leases.renewLeases(held, now, now + leaseMs)),
       saveProviderState: yield* makeSaveProviderState(drivers),
-      complete: yield* makeComplete(drivers),
+      complete: endings.complete,
       fail: fail(store)
     } satisfies JobRepo["Service"]
   })

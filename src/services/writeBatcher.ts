@@ -9,6 +9,13 @@ interface Pending<I, O, E> {
   readonly done: (answer: Effect.Effect<O, E>) => void
 }
 
+/** A write batcher: asks for a write, answered once its batch is written. */
+export interface WriteBatcher<I, O, E> {
+  (item: I): Effect.Effect<O, E>
+  /** Whether a write asked for and not yet answered (queued, or in the batch on its way) passes `test`. */
+  readonly pending: (test: (item: I) => boolean) => boolean
+}
+
 /**
  * Writes asked for by many fibers at once, sent to the store together. The first write goes at
  * once; those asked for while it is on its way go together in the next, up to `maxBatch`, and so
@@ -25,7 +32,7 @@ interface Pending<I, O, E> {
 export const makeWriteBatcher = <I, O, E>(
   writeMany: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>,
   maxBatch: number = MAX_WRITE_BATCH
-): Effect.Effect<(item: I) => Effect.Effect<O, E>, never, Scope.Scope> =>
+): Effect.Effect<WriteBatcher<I, O, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queued: Array<Pending<I, O, E>> = []
     let inFlight: ReadonlyArray<Pending<I, O, E>> = []
@@ -70,12 +77,15 @@ export const makeWriteBatcher = <I, O, E>(
     // Added after the writer, so it runs before the writer is interrupted: no write is queued after.
     yield* Effect.addFinalizer(() => Effect.sync(() => (closed = true)))
 
-    return (item) =>
+    const write = (item: I) =>
       Effect.callback<O, E>((done) => {
         if (closed) return done(Effect.interrupt)
         queued.push({ item, done })
         wake?.()
       })
+    return Object.assign(write, {
+      pending: (test: (item: I) => boolean) => inFlight.some((entry) => test(entry.item)) || queued.some((entry) => test(entry.item))
+    })
   })
 
 /**

@@ -19,6 +19,7 @@ import type { ChangeFeed } from "../../src/ports/ChangeFeed.js"
 import { runLimitsConformance } from "./limitsSuite.js"
 import { runFairConformance } from "./fairSuite.js"
 import { runJobLogsConformance } from "./jobLogsSuite.js"
+import { runRidingClaimsConformance } from "./ridingClaimsSuite.js"
 import type { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo | JobLogRepo
@@ -48,6 +49,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   runFairConformance(name, makeLayer)
   runJobLogsConformance(name, makeLayer)
   runChangesConformance(name, makeLayer)
+  runRidingClaimsConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>

@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import type { Statement } from "effect/sql"
 import type { ClaimLease } from "../../../src/domain/job.js"
 import type { VersionRef } from "../../../src/domain/providerLimits.js"
 import type { ClaimBatch, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
@@ -7,7 +8,7 @@ import { storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 
 /** The fragments every claim is written with. */
-export const makeClaimFragments = ({ clock, sql }: JobSql) => {
+export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
   /** A job a claim may take over: its lease expired by `now` with attempts left. */
   const reclaimable = (now: number, maxAttempts: number) =>
     sql`status = 'processing' AND lease_expires_at <= ${clock.now(now)} AND attempts < ${maxAttempts}`
@@ -31,32 +32,43 @@ export const makeClaimFragments = ({ clock, sql }: JobSql) => {
   const notAmong = (versions: ReadonlyArray<VersionRef>) =>
     versions.length === 0 ? sql`` : sql`AND (model, version) NOT IN (${versionRows(versions)})`
 
-  return { reclaimable, claimSet, versionRows, notAmong }
+  /**
+   * PostgreSQL: the claim's CTEs (`expired`, `pending`, `picked`) and its UPDATE, up to `limit` (a
+   * fragment: a number, or a subquery of the statement around it). Expired leases from the partial
+   * index of processing jobs by expiry, then pending jobs from the partial index of pending jobs in
+   * claim order (fair_key, id, see src/domain/fairShare.ts): each side reads at most `limit` index
+   * entries, locking them with SKIP LOCKED, and one UPDATE writes the claim on the picked rows.
+   * `besideEndingOf` names the record set of jobs the same statement ends: the expired side leaves
+   * them out, as PostgreSQL applies only one of two updates of a row in one statement.
+   */
+  const claimPg = (claim: ClaimBatch, limit: Statement.Fragment, besideEndingOf?: string) => ({
+    ctes: sql`expired AS (
+          SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
+            ${besideEndingOf === undefined ? sql`` : sql`AND id <> ALL(ARRAY(SELECT id FROM ${sql(besideEndingOf)}))`}
+          ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        ), pending AS (
+          SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
+          ORDER BY fair_key, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        ), picked AS (
+          (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${limit}
+        )`,
+    update: sql`UPDATE ${t.jobs} AS j SET ${claimSet(claim)} FROM picked WHERE j.id = picked.id RETURNING j.*`
+  })
+
+  return { reclaimable, claimSet, versionRows, notAmong, claimPg }
 }
 
 /** Claims: a batch in claim order, or given jobs. */
 export const makeClaimStatements = (ctx: JobSql) => {
   const { sql, t } = ctx
-  const { claimSet, notAmong, reclaimable } = makeClaimFragments(ctx)
+  const { claimPg, claimSet, notAmong, reclaimable } = makeClaimFragments(ctx)
 
   const claimBatch = sql.onDialectOrElse({
-    /**
-     * Expired leases from the partial index of processing jobs by expiry, then pending jobs from
-     * the partial index of pending jobs in claim order (fair_key, id, see src/domain/fairShare.ts): each side reads at most `limit` index
-     * entries, locking them with SKIP LOCKED, and one UPDATE writes the claim on the picked rows.
-     */
-    pg: () => (claim: ClaimBatch) =>
-      sql`WITH expired AS (
-          SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
-          ORDER BY lease_expires_at LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
-        ), pending AS (
-          SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
-          ORDER BY fair_key, id LIMIT ${claim.limit} FOR UPDATE SKIP LOCKED
-        ), picked AS (
-          (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${claim.limit}
-        )
-        UPDATE ${t.jobs} AS j SET ${claimSet(claim)}
-        FROM picked WHERE j.id = picked.id RETURNING j.*`,
+    /** See claimPg. */
+    pg: () => (claim: ClaimBatch) => {
+      const { ctes, update } = claimPg(claim, sql`${claim.limit}`)
+      return sql`WITH ${ctes} ${update}`
+    },
     /** The same picks in SQLite, whose one writer already keeps parallel claims apart. */
     orElse: () => (claim: ClaimBatch) =>
       sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN (

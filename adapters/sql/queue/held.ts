@@ -1,11 +1,12 @@
 import { Effect, Schema, Struct } from "effect"
 import type { JobId } from "../../../src/domain/ids.js"
 import type { ProviderRouteRef, ProviderState } from "../../../src/domain/providerHandle.js"
-import type { HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
+import type { ClaimBesideEnding, HeldEnding, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import type { HeldLease } from "../../../src/ports/JobRepo.js"
 import { changeInsertFrom } from "../jobs/changes.js"
 import { allJobs } from "../jobs/jobRows.js"
 import { decodeRows, isJobStatus, JobFields, jobColumnNames, plainOutputs, plainRoute, storeErrors } from "../rows.js"
+import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
 import { byId, DEADLOCK_RETRIES, isDeadlock } from "./lockOrder.js"
 
@@ -54,6 +55,7 @@ type ProviderStates = ReadonlyArray<{ readonly id: JobId; readonly leaseOwner: s
  */
 export const makeHeldStatements = (ctx: JobSql) => {
   const { clock, sql, t } = ctx
+  const { claimPg } = makeClaimFragments(ctx)
 
   /**
    * PostgreSQL: `j` is a job of the record set `d` (a CTE), still processing, found by its primary
@@ -91,7 +93,7 @@ export const makeHeldStatements = (ctx: JobSql) => {
 
   const updateProviderStates = sql.onDialectOrElse({
     pg: () => (states: ProviderStates) =>
-      sql`WITH d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(states.map(({ id, leaseOwner, state }) => ({
+      sql`WITH d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(states).map(({ id, leaseOwner, state }) => ({
         id,
         leaseOwner,
         ...providerColumns(state),
@@ -113,21 +115,42 @@ export const makeHeldStatements = (ctx: JobSql) => {
 
   // The changes feed's entries are written with the endings: PostgreSQL in the UPDATE's own
   // statement (no round trip more in the completion batch), SQLite in one INSERT after it.
-  /** The PostgreSQL ending; `onlyWithoutWebhook` leaves the jobs that have a webhook URL as they are. */
-  const finishHeldPg = (endings: ReadonlyArray<HeldEnding>, onlyWithoutWebhook: boolean) =>
-    sql`WITH d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(endings.map((e) => ({
+  /**
+   * The PostgreSQL ending's CTEs (`d`, the endings; `ended`, the jobs written; `entries`);
+   * `onlyWithoutWebhook` leaves the jobs that have a webhook URL as they are; `d.frees` marks the
+   * jobs of `freeing` (finishHeldAndClaim). The endings go by id, as renewals, reports and
+   * provider states do: the UPDATE locks its rows in its list's order (lockOrder.ts).
+   */
+  const endingCtesPg = (endings: ReadonlyArray<HeldEnding>, onlyWithoutWebhook: boolean, freeing: ReadonlySet<JobId> = new Set()) =>
+    sql`d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(endings).map((e) => ({
       id: e.id,
       leaseOwner: e.leaseOwner,
       ...endingColumns(e),
-      route: routeOrNull(e.providerRoute)
-    })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)),
+      route: routeOrNull(e.providerRoute),
+      ...(freeing.has(e.id) ? { frees: true } : {})
+    })))}::jsonb) AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text, frees boolean)),
       ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
           completed_at = d.completed_at, lease_owner = NULL, lease_expires_at = NULL,
           provider_route = COALESCE(d.route, j.provider_route)
         FROM d WHERE ${heldIn("d")} AND j.lease_owner = d."leaseOwner"${onlyWithoutWebhook ? sql` AND j.webhook_url IS NULL` : sql``}
         RETURNING j.*),
-      entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, undefined)})
-      SELECT * FROM ended`
+      entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, undefined)})`
+  const finishHeldPg = (endings: ReadonlyArray<HeldEnding>, onlyWithoutWebhook: boolean) =>
+    sql`WITH ${endingCtesPg(endings, onlyWithoutWebhook)} SELECT * FROM ended`
+
+  /**
+   * PostgreSQL: the ending of the jobs without a webhook URL and the next claim, one statement.
+   * The claim's limit is read from the jobs the statement ended (`room`), so a fiber whose job's
+   * ending was refused (its lease lost, or a webhook to commit with it) is not claimed for here.
+   * Rows come back marked `ended_row`: the ended ones, then the claimed ones.
+   */
+  const finishHeldAndClaimPg = (endings: ReadonlyArray<HeldEnding>, claim: ClaimBesideEnding) => {
+    const { ctes, update } = claimPg(claim, sql`(SELECT n FROM room)`, "d")
+    return sql`WITH ${endingCtesPg(endings, true, new Set(claim.freeing))},
+        room AS (SELECT ${claim.limit}::int + count(*)::int AS n FROM ended WHERE id IN (SELECT id FROM d WHERE frees)),
+        ${ctes}, claimed AS (${update})
+      SELECT true AS ended_row, * FROM ended UNION ALL SELECT false, * FROM claimed`
+  }
 
   const finishHeld = sql.onDialectOrElse({
     pg: () => (endings: ReadonlyArray<HeldEnding>) => finishHeldPg(endings, false),
@@ -164,7 +187,19 @@ export const makeHeldStatements = (ctx: JobSql) => {
         finishHeldWithoutWebhook: ((endings) =>
           finishHeldPg(endings, true).pipe(Effect.flatMap(allJobs), storeErrors("end held jobs"))) satisfies NonNullable<
             JobLeaseDriver["finishHeldWithoutWebhook"]
-          >
+          >,
+        finishHeldAndClaim: ((endings, claim) =>
+          finishHeldAndClaimPg(endings, claim).pipe(
+            Effect.flatMap((rows) => {
+              const isEnded = (row: unknown) => (row as { readonly ended_row: boolean }).ended_row
+              return Effect.zipWith(
+                allJobs(rows.filter(isEnded)),
+                allJobs(rows.filter((row) => !isEnded(row))),
+                (ended, claimed) => ({ ended, claimed })
+              )
+            }),
+            storeErrors("end held jobs and claim")
+          )) satisfies NonNullable<JobLeaseDriver["finishHeldAndClaim"]>
       }),
       orElse: () => ({})
     })

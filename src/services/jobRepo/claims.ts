@@ -2,7 +2,8 @@ import { Effect, Option } from "effect"
 import type { ClaimLease } from "../../domain/job.js"
 import { candidateCounts, type LimitPlan, NO_LIMITS, pickWithinLimits, roomsOf } from "../../domain/providerLimits.js"
 import type { JobDrivers } from "../../ports/JobLeaseDriver.js"
-import type { JobRepo } from "../../ports/JobRepo.js"
+import type { ClaimOptions, JobRepo } from "../../ports/JobRepo.js"
+import type { Endings } from "./endings.js"
 import { claimOrder } from "../../domain/fairShare.js"
 
 /**
@@ -25,9 +26,18 @@ const claimLimited = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: num
     return claimed
   }))
 
-/** Limited versions' jobs within their room first, then the others, each in claim order (fairShare.ts). */
-export const claimBatch = (drivers: JobDrivers): JobRepo["Service"]["claimBatch"] =>
-({ leaseMs, limit, limitedOnly, limits, maxAttempts, now, workerId }) =>
+/**
+ * Limited versions' jobs within their room first, then the others, each in claim order
+ * (fairShare.ts). A claim riding on completions (`besideEndings`) goes with the next batch of
+ * them instead (endings.ts), for the unlimited versions' jobs only.
+ */
+export const claimBatch = (drivers: JobDrivers, claimBeside: Endings["claimBeside"]): JobRepo["Service"]["claimBatch"] =>
+(options) => {
+  const { besideEndings } = options
+  return besideEndings === undefined || options.limitedOnly === true ? claimNow(drivers, options) : claimBeside({ ...options, besideEndings })
+}
+
+const claimNow = (drivers: JobDrivers, { leaseMs, limit, limitedOnly, limits, maxAttempts, now, workerId }: ClaimOptions & { readonly limit: number }) =>
   Effect.gen(function*() {
     if (limit < 1) return []
     const lease: ClaimLease = { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
@@ -41,8 +51,8 @@ export const claimBatch = (drivers: JobDrivers): JobRepo["Service"]["claimBatch"
     return [...limited, ...others].sort(claimOrder)
   })
 
-export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => (options) =>
-  Effect.map(claimBatch(drivers)({ ...options, limit: 1 }), (jobs) => Option.fromNullishOr(jobs[0]))
+export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => ({ besideEndings: _, ...options }) =>
+  Effect.map(claimNow(drivers, { ...options, limit: 1 }), (jobs) => Option.fromNullishOr(jobs[0]))
 
 /** The named jobs a broker delivered, claimed if still runnable; limited versions are left to claimBatch. */
 export const claimIds = ({ leases }: JobDrivers): JobRepo["Service"]["claimIds"] => (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>

@@ -1,14 +1,16 @@
-import { Effect, Exit, Option, Result, type Scope } from "effect"
+import { Clock, Effect, Exit, Option, Result, type Scope } from "effect"
 import { UnauthorizedAccess } from "../../domain/accessRefusals.js"
 import type { StoreError } from "../../domain/errors.js"
 import type { JobId } from "../../domain/ids.js"
 import { type Job, JobCannotBeCancelled, JobNotFound, type OutputItem, transition } from "../../domain/job.js"
 import type { ProviderRouteRef, ProviderState } from "../../domain/providerHandle.js"
 import { deliveryFor } from "../../domain/webhook.js"
-import type { HeldEnding, JobDrivers } from "../../ports/JobLeaseDriver.js"
-import type { JobRepo } from "../../ports/JobRepo.js"
+import type { ClaimBesideEnding, HeldEnding, JobDrivers } from "../../ports/JobLeaseDriver.js"
+import type { ClaimOptions, ClaimRider, JobRepo, RiderOutcome } from "../../ports/JobRepo.js"
 import type { JobStoreDriver } from "../../ports/JobStoreDriver.js"
 import { makeWriteBatcher } from "../writeBatcher.js"
+import { claimOrder } from "../../domain/fairShare.js"
+import { NO_LIMITS } from "../../domain/providerLimits.js"
 import { holdsLease, move, releasedLease } from "./move.js"
 
 /** Cancels a pending job of the account, refunded; any other status is refused with the reason. */
@@ -64,6 +66,24 @@ const completeInTransaction = ({ leases, store }: JobDrivers, completions: Reado
     return written
   }))
 
+/** A claim riding on completions (ClaimOptions.besideEndings), waiting for a batch that frees its fibers. */
+interface Parked {
+  readonly options: ClaimOptions & { readonly limit: number }
+  readonly rider: ClaimRider
+  readonly resume: (answer: Effect.Effect<ReadonlyArray<Job>, StoreError>) => void
+  /** Its caller was interrupted after the claim was sent: only `rider.settled` hears of its jobs. */
+  cancelled: boolean
+  answered: boolean
+  /** The idle fibers it took as it was sent. */
+  fromIdle: number
+}
+
+/** What the completions and the claims riding on them share: `complete`, and `claimBeside` for claimBatch. */
+export interface Endings {
+  readonly complete: JobRepo["Service"]["complete"]
+  readonly claimBeside: (options: ClaimOptions & { readonly limit: number; readonly besideEndings: ClaimRider }) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+}
+
 /**
  * Completions of many jobs at once: one conditional write ends those still held by their
  * workers and writes their changes feed entries with them (JobLeaseDriver.finishHeld), and their
@@ -74,41 +94,155 @@ const completeInTransaction = ({ leases, store }: JobDrivers, completions: Reado
  * Each completion answers for itself: once that first write committed, a failure of the
  * transaction fails only the completions it held (each then written again alone, as the write
  * batcher does), never one already ended, whose worker would take it for a lost lease.
+ *
+ * A worker whose fibers are all busy parks its next claim here (`claimBeside`): the next batch
+ * ending one of its jobs takes it, and the claim goes in the same write where the store has
+ * `finishHeldAndClaim` (PostgreSQL: the claim costs no statement, commit or round trip of its
+ * own), else right after the endings, in the batch writer (two steps, the same rules). It claims
+ * one job per fiber those endings free (counted from the jobs the write ended) and per fiber idle
+ * then; its `now` is the batch's. A claim rides only on the completion batches: a fiber freed
+ * otherwise (a failure, a lost lease) wakes it, and it answers none.
  */
-export const makeComplete = (drivers: JobDrivers): Effect.Effect<JobRepo["Service"]["complete"], never, Scope.Scope> =>
-  Effect.map(
-    makeWriteBatcher((completions: ReadonlyArray<Completion>) =>
-      Effect.gen(function*() {
-        const status = Result.getOrThrow(transition("processing", "Complete"))
-        const endingOf = (e: Completion): HeldEnding => ({
-          id: e.id,
-          leaseOwner: e.workerId,
-          status,
-          outputs: e.outputs,
-          error: null,
-          completedAt: e.now,
-          ...(e.providerRoute === undefined ? {} : { providerRoute: e.providerRoute })
+export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const parked: Array<Parked> = []
+    const unpark = (claim: Parked) => {
+      const at = parked.indexOf(claim)
+      if (at < 0) return false
+      parked.splice(at, 1)
+      claim.rider.waiting(undefined)
+      return true
+    }
+    /** Answers the riding claim once: its rider hears how it went first, so its jobs run even when its caller is gone. */
+    const answer = (claim: Parked, outcome: RiderOutcome, claimed: Exit.Exit<ReadonlyArray<Job>, StoreError> | "interrupted") => {
+      if (claim.answered) return
+      claim.answered = true
+      claim.rider.settled(outcome, claimed !== "interrupted" && Exit.isSuccess(claimed) ? claimed.value : [])
+      if (!claim.cancelled) claim.resume(claimed === "interrupted" ? Effect.interrupt : claimed)
+    }
+    const claimBeside: Endings["claimBeside"] = (options) =>
+      Effect.callback((resume) => {
+        const rider = options.besideEndings
+        const claim: Parked = { options, rider, resume, cancelled: false, answered: false, fromIdle: 0 }
+        parked.push(claim)
+        // Woken while a completion of its own is on its way or waits for the writer, it stays:
+        // the next batch takes the idle fibers too (and that one's answer wakes it again). Else
+        // it would wait for a batch none may send.
+        rider.waiting(() => {
+          if (!complete.pending((e) => rider.frees(e.workerId)) && unpark(claim)) answer(claim, { fromIdle: 0, limit: 0, at: 0 }, Exit.succeed([]))
         })
-        const withoutWebhook = drivers.leases.finishHeldWithoutWebhook
-        const ended = new Map(withoutWebhook === undefined ? [] : (yield* withoutWebhook(completions.map(endingOf))).map((job) => [job.id, job]))
-        const rest = completions.filter((e) => !ended.has(e.id))
-        const answers = new Map<JobId, Exit.Exit<Option.Option<Job>, StoreError>>()
-        const settle = (batch: ReadonlyArray<Completion>) =>
-          Effect.map(Effect.exit(completeInTransaction(drivers, batch, batch.map(endingOf))), (exit) => {
-            if (Exit.isSuccess(exit)) {
-              const byId = new Map(exit.value.map((job) => [job.id, job]))
-              for (const e of batch) answers.set(e.id, Exit.succeed(Option.fromNullishOr(byId.get(e.id))))
-            } else for (const e of batch) answers.set(e.id, Exit.failCause(exit.cause))
-            return Exit.isSuccess(exit)
-          })
-        if (rest.length > 0 && !(yield* settle(rest)) && rest.length > 1) {
-          for (const e of rest) yield* settle([e])
-        }
-        return completions.map((e) => answers.get(e.id) ?? Exit.succeed(Option.fromNullishOr(ended.get(e.id))))
+        return Effect.sync(() => {
+          if (!unpark(claim)) claim.cancelled = true
+        })
       })
-    ),
-    (complete) => (id, workerId, outputs, now, providerRoute) => Effect.flatten(complete({ id, workerId, outputs, now, providerRoute }))
-  )
+
+    const status = Result.getOrThrow(transition("processing", "Complete"))
+    const endingOf = (e: Completion): HeldEnding => ({
+      id: e.id,
+      leaseOwner: e.workerId,
+      status,
+      outputs: e.outputs,
+      error: null,
+      completedAt: e.now,
+      ...(e.providerRoute === undefined ? {} : { providerRoute: e.providerRoute })
+    })
+
+    /** The first parked claim one of `completions` frees a fiber for, taken off the waiting list. */
+    const riderFor = (completions: ReadonlyArray<Completion>) => {
+      const claim = parked.find((c) => completions.some((e) => c.rider.frees(e.workerId)))
+      if (claim !== undefined) unpark(claim)
+      return claim
+    }
+
+    /**
+     * Ends `completions` (the jobs without a webhook URL in one write of their own where the
+     * store can, `first`, then the rest in transactions); answers each.
+     */
+    const endAll = Effect.fnUntraced(function*(
+      completions: ReadonlyArray<Completion>,
+      first: Effect.Effect<ReadonlyArray<Job>, StoreError> | undefined
+    ) {
+      const ended = new Map(first === undefined ? [] : (yield* first).map((job) => [job.id, job]))
+      const rest = completions.filter((e) => !ended.has(e.id))
+      const answers = new Map<JobId, Exit.Exit<Option.Option<Job>, StoreError>>()
+      const settle = (batch: ReadonlyArray<Completion>) =>
+        Effect.map(Effect.exit(completeInTransaction(drivers, batch, batch.map(endingOf))), (exit) => {
+          if (Exit.isSuccess(exit)) {
+            const byId = new Map(exit.value.map((job) => [job.id, job]))
+            for (const e of batch) answers.set(e.id, Exit.succeed(Option.fromNullishOr(byId.get(e.id))))
+          } else for (const e of batch) answers.set(e.id, Exit.failCause(exit.cause))
+          return Exit.isSuccess(exit)
+        })
+      if (rest.length > 0 && !(yield* settle(rest)) && rest.length > 1) {
+        for (const e of rest) yield* settle([e])
+      }
+      return completions.map((e) => answers.get(e.id) ?? Exit.succeed(Option.fromNullishOr(ended.get(e.id))))
+    })
+
+    const withoutWebhook = (completions: ReadonlyArray<Completion>) => {
+      const write = drivers.leases.finishHeldWithoutWebhook
+      return write === undefined ? undefined : write(completions.map(endingOf))
+    }
+
+    /** `completions` ended, and `claim` claimed for the fibers they free, as one write where the store can. */
+    const endAndClaim = Effect.fnUntraced(function*(completions: ReadonlyArray<Completion>, claim: Parked) {
+      const { options, rider } = claim
+      const freeing = completions.filter((e) => rider.frees(e.workerId)).slice(0, options.limit).map((e) => e.id)
+      const fromIdle = claim.fromIdle = rider.takeIdle(options.limit - freeing.length)
+      const at = yield* Clock.currentTimeMillis
+      const batch: ClaimBesideEnding = {
+        now: at,
+        leaseOwner: options.workerId,
+        leaseExpiresAt: at + options.leaseMs,
+        limit: fromIdle,
+        maxAttempts: options.maxAttempts,
+        exclude: (options.limits ?? NO_LIMITS).versions,
+        freeing
+      }
+      const endedIn = (answers: ReadonlyArray<Exit.Exit<Option.Option<Job>, StoreError>>) =>
+        completions.filter((e, i) => {
+          const exit = answers[i]!
+          return freeing.includes(e.id) && Exit.isSuccess(exit) && Option.isSome(exit.value)
+        }).length
+      const combined = drivers.leases.finishHeldAndClaim
+      if (combined === undefined) {
+        // Two steps: the endings as a batch without a rider writes them, then the claim.
+        const answers = yield* endAll(completions, withoutWebhook(completions)).pipe(
+          Effect.onError(() => Effect.sync(() => answer(claim, { fromIdle, limit: 0, at }, Exit.succeed([]))))
+        )
+        const limit = fromIdle + endedIn(answers)
+        const claimed = yield* Effect.exit(limit < 1 ? Effect.succeed([]) : drivers.leases.claimBatch({ ...batch, limit }))
+        answer(claim, { fromIdle, limit, at }, Exit.map(claimed, (jobs) => [...jobs].sort(claimOrder)))
+        return answers
+      }
+      const written = yield* Effect.exit(combined(completions.map(endingOf), batch))
+      if (Exit.isFailure(written)) {
+        // Not sent, as far as the claim goes: its fibers back, and it claims again on its own.
+        answer(claim, { fromIdle, limit: 0, at }, Exit.succeed([]))
+        return yield* Effect.failCause(written.cause)
+      }
+      const endedIds = new Set(written.value.ended.map((job) => job.id))
+      answer(
+        claim,
+        { fromIdle, limit: fromIdle + freeing.filter((id) => endedIds.has(id)).length, at },
+        Exit.succeed([...written.value.claimed].sort(claimOrder))
+      )
+      return yield* endAll(completions, Effect.succeed(written.value.ended))
+    })
+
+    const complete = yield* makeWriteBatcher((completions: ReadonlyArray<Completion>) => {
+      const claim = riderFor(completions)
+      return claim === undefined
+        ? endAll(completions, withoutWebhook(completions))
+        // A batch interrupted on its way (the repo's scope closing): its claim answers interrupted.
+        : Effect.onInterrupt(endAndClaim(completions, claim), () =>
+          Effect.sync(() => answer(claim, { fromIdle: claim.fromIdle, limit: claim.fromIdle, at: 0 }, "interrupted")))
+    })
+    return {
+      complete: (id, workerId, outputs, now, providerRoute) => Effect.flatten(complete({ id, workerId, outputs, now, providerRoute })),
+      claimBeside
+    }
+  })
 
 /** Provider states of many running jobs in one conditional write; no transaction needed around one statement. */
 export const makeSaveProviderState = ({ leases }: JobDrivers): Effect.Effect<JobRepo["Service"]["saveProviderState"], never, Scope.Scope> =>

@@ -1,6 +1,6 @@
 import { Cause, Duration, Effect, Exit, Option, Queue, Random, Ref } from "effect"
 import { backoffDelayMs } from "../../domain/backoff.js"
-import { type BrokerClaims, claimFor } from "./claims.js"
+import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, riddenClaims, type WorkerRider } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import type { WorkerPool } from "./pool.js"
 
@@ -21,10 +21,23 @@ const yieldToEventLoop = Effect.callback<void>((resume) => {
 /**
  * Claims as many jobs as there are idle fibers, MAX_CLAIM at most, in one claim, into the
  * buffer. Uninterruptible from taking the idle fibers to the buffer: a drain never strands
- * claimed jobs, nor fibers taken for a claim. None when every fiber is busy or promised.
+ * claimed jobs, nor fibers taken for a claim. With the store as the queue and no limited
+ * versions, the claim rides on this worker's completions (`ride`) unless the last one was woken
+ * with nothing to ride on: then it claims on its own. None when no fiber is idle and the claim
+ * cannot ride: the claimer waits for a fiber then.
  */
-const claimForIdle = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, broker: BrokerClaims | undefined) {
-  const free = yield* Ref.modify(pool.idle, (idle) => [Math.min(idle, MAX_CLAIM), idle - Math.min(idle, MAX_CLAIM)] as const)
+const claimForIdle = Effect.fnUntraced(function*(
+  deps: Pick<WorkerDeps, "config" | "limits" | "repo">,
+  pool: WorkerPool,
+  broker: BrokerClaims | undefined,
+  riding: Riding | undefined
+) {
+  if (riding !== undefined && riding.next && !deps.limits.anyLimited()) return Option.some(yield* ride(deps, pool, riding))
+  if (riding !== undefined) riding.next = true
+  const free = yield* Ref.modify(pool.idle, (idle) => {
+    const taken = Math.max(0, Math.min(idle, MAX_CLAIM))
+    return [taken, idle - taken] as const
+  })
   if (free === 0) return Option.none()
   const exit = yield* Effect.exit(
     claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
@@ -32,8 +45,37 @@ const claimForIdle = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config"
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
   yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
   yield* Ref.update(pool.idle, (n) => n + free - taken)
-  return Option.some({ free, exit })
+  return Option.some({ free, exit, rode: false })
 }, Effect.uninterruptible)
+
+/** A claimer's claims riding on completions: its rider, and whether the next claim rides. */
+interface Riding extends WorkerRider {
+  next: boolean
+}
+
+/**
+ * A claim riding on this worker's completions: the next completion batch ending one of its jobs
+ * claims, in the same write, one job for each fiber it frees and for each fiber idle then
+ * (docs/decisions.md, "The ending and the next claim in one statement"). Woken at once when
+ * fibers are idle and no completion of its own is on its way: the next claim is then its own.
+ * The wait is interruptible (a drain stops it): a claim interrupted after it was sent still
+ * settles, and its jobs then reach the buffer through the rider. Answers the claim's limit as
+ * `free`.
+ */
+const ride = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, riding: Riding) {
+  const exit = yield* Effect.exit(Effect.interruptible(claimBeside(deps, pool.nextWorkerId(), MAX_CLAIM, riding.rider)))
+  // Not settled: interrupted (its jobs, if it was sent, reach the buffer when it settles), or it
+  // failed before it reached the store (a claim's failure: logged, and the store backoff waited).
+  const settled = riding.collect(Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
+  if (Option.isNone(settled)) return { free: 0, exit: Exit.map(exit, (): ReadonlyArray<Claimed> => []), rode: true }
+  const { jobs, outcome } = settled.value
+  riding.next = outcome.limit > 0
+  const claimed = riddenClaims(deps.config.leaseMs, outcome, jobs)
+  yield* Queue.offerAll(pool.buffer, claimed)
+  yield* Ref.set(pool.queueDry, jobs.length < outcome.limit)
+  yield* Ref.update(pool.idle, (n) => n + outcome.fromIdle - jobs.length)
+  return { free: outcome.limit, exit: Exit.succeed<ReadonlyArray<Claimed>>(claimed), rode: true }
+})
 
 /**
  * One claim, then the wait before the next: for a fiber to free when none was idle, and with
@@ -41,10 +83,15 @@ const claimForIdle = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config"
  * idle. With a broker the claim itself waited for deliveries. Answers whether the claim failed
  * (the claimer waits the store backoff then).
  */
-const claimOnce = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined) {
-  const claimed = yield* claimForIdle(deps, pool, broker)
+const claimOnce = Effect.fnUntraced(function*(
+  deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">,
+  pool: WorkerPool,
+  broker: BrokerClaims | undefined,
+  riding: Riding | undefined
+) {
+  const claimed = yield* claimForIdle(deps, pool, broker, riding)
   if (Option.isNone(claimed)) return yield* Effect.as(Queue.take(pool.freed), false)
-  const { exit, free } = claimed.value
+  const { exit, free, rode } = claimed.value
   if (Exit.isFailure(exit)) {
     yield* Effect.logError(broker === undefined ? "worker could not reach the store" : "worker could not reach the store or the queue", Cause.pretty(exit.cause))
     return true
@@ -57,8 +104,10 @@ const claimOnce = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | 
     yield* deps.limits.anyLimited()
       ? Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
       : deps.signal.wait(deps.config.pollIntervalMs)
-  } else {
-    // A full claim: more may wait, claimed next once the runs begun here let the loop go.
+  } else if (!rode) {
+    // A full claim: more may wait, claimed next once the runs begun here let the loop go. Not
+    // after a claim that rode: the next waits for a batch, claiming nothing now, and must be
+    // waiting before that batch is taken; woken, it claims for the idle fibers at once.
     yield* yieldToEventLoop
   }
   return false
@@ -69,10 +118,13 @@ const claimOnce = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | 
  * row it waits the shared store backoff (`storeRetry`): workers meeting one outage spread their
  * claims, and a store that is back is claimed from soon.
  */
-export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> =>
-  Effect.flatMap(Ref.make(0), (failures) =>
-    Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker), (failed) =>
+export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> => {
+  // With a broker, deliveries are claimed as they come: no claim rides on completions.
+  const riding: Riding | undefined = broker === undefined ? { ...makeWorkerRider(pool, deps.config.leaseMs), next: true } : undefined
+  return Effect.flatMap(Ref.make(0), (failures) =>
+    Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker, riding), (failed) =>
       failed
         ? Effect.flatMap(Effect.zip(Ref.getAndUpdate(failures, (n) => n + 1), Random.next), ([n, random]) =>
           Effect.sleep(Duration.millis(backoffDelayMs(deps.config.storeRetry, n, random))))
         : Ref.set(failures, 0))))
+}

@@ -1,8 +1,10 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option, Queue } from "effect"
 import type { QueueError, StoreError } from "../../domain/errors.js"
 import type { Job } from "../../domain/job.js"
 import type { makeBrokerClaims } from "../brokerClaims.js"
+import type { ClaimRider, RiderOutcome } from "../../ports/JobRepo.js"
 import type { WorkerDeps } from "./deps.js"
+import type { WorkerPool } from "./pool.js"
 
 /** A claimed job, with its lease's end on this process's clock. */
 export interface Claimed {
@@ -68,4 +70,68 @@ export const claimFor = Effect.fnUntraced(function*(
     ...limited.map((job) => ({ job, leaseExpiresAt: limitedAt + config.leaseMs })),
     ...delivered.map((job) => ({ job, leaseExpiresAt: deliveredAt + config.leaseMs }))
   ]
+})
+
+/** A claimer's claim riding on its fibers' completions (ClaimRider), and how its last claim went. */
+export interface WorkerRider {
+  readonly rider: ClaimRider
+  /**
+   * How the last claim went, taken once its call returned. None when the store did not settle
+   * it: the call failed before it reached the store, or was `interrupted`; then the jobs of a
+   * claim already sent go to the buffer when it settles, without the claimer.
+   */
+  readonly collect: (interrupted: boolean) => Option.Option<{ readonly outcome: RiderOutcome; readonly jobs: ReadonlyArray<Job> }>
+}
+
+/** The claimed jobs of a riding claim, as the buffer takes them: their leases began at its time. */
+export const riddenClaims = (leaseMs: number, outcome: RiderOutcome, jobs: ReadonlyArray<Job>): Array<Claimed> =>
+  jobs.map((job) => ({ job, leaseExpiresAt: outcome.at + leaseMs }))
+
+export const makeWorkerRider = (pool: WorkerPool, leaseMs: number): WorkerRider => {
+  let last: { readonly outcome: RiderOutcome; readonly jobs: ReadonlyArray<Job> } | undefined
+  let abandoned = false
+  const idle = pool.idle.ref
+  return {
+    rider: {
+      frees: pool.owns,
+      takeIdle: (max) => {
+        const taken = Math.max(0, Math.min(idle.current, max))
+        idle.current -= taken
+        return taken
+      },
+      waiting: (wake) => {
+        pool.riderWake = wake
+        // A fiber freed while the claim was on its way here would not wake it.
+        if (wake !== undefined && idle.current > 0) wake()
+      },
+      settled: (outcome, jobs) => {
+        if (!abandoned) return void (last = { outcome, jobs })
+        abandoned = false
+        Queue.offerAllUnsafe(pool.buffer, riddenClaims(leaseMs, outcome, jobs))
+        idle.current += outcome.fromIdle - jobs.length
+      }
+    },
+    collect: (interrupted) => {
+      const got = last
+      last = undefined
+      if (got === undefined && interrupted) abandoned = true
+      return Option.fromNullishOr(got)
+    }
+  }
+}
+
+/**
+ * Up to `limit` jobs from the store for the fibers the next completion batch of this worker frees
+ * and those idle then, in that batch's write (ClaimOptions.besideEndings); none when a fiber freed
+ * otherwise woke it first.
+ */
+export const claimBeside = Effect.fnUntraced(function*(
+  { config, limits, repo }: Pick<WorkerDeps, "config" | "limits" | "repo">,
+  workerId: string,
+  limit: number,
+  rider: ClaimRider
+): Effect.fn.Return<ReadonlyArray<Job>, StoreError> {
+  const plan = yield* limits.current
+  const now = yield* Clock.currentTimeMillis
+  return yield* repo.claimBatch({ workerId, now, leaseMs: config.leaseMs, maxAttempts: config.maxAttempts, limit, limits: plan, besideEndings: rider })
 })

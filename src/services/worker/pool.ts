@@ -29,24 +29,40 @@ export interface WorkerPool {
   readonly queueDry: Ref.Ref<boolean>
   /** A new lease owner: each claim and each hand-off its own. */
   readonly nextWorkerId: () => string
+  /** Whether `nextWorkerId` made this lease owner: the job's fiber is one of this pool's. */
+  readonly owns: (leaseOwner: string) => boolean
+  /**
+   * The wake-up of the claimer's claim while it rides on completions (ClaimRider.waiting): a
+   * fiber freed another way (a failure, a lost lease) calls it, as the claim would not free it.
+   */
+  riderWake: (() => void) | undefined
 }
 
 export const makeWorkerPool = (processId: string, concurrency: number): Effect.Effect<WorkerPool> =>
   Effect.gen(function*() {
     const idle = yield* Ref.make(concurrency)
     const freed = yield* Queue.sliding<void>(1)
+    const prefix = `wrk_${processId}_`
     let claims = 0
-    return {
+    const pool: WorkerPool = {
       concurrency,
       buffer: yield* Queue.unbounded<Claimed>(),
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),
-      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(Effect.andThen(Queue.offer(freed, undefined))),
+      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(
+        Effect.andThen(Queue.offer(freed, undefined)),
+        Effect.andThen(Effect.sync(() => {
+          if (pool.riderWake !== undefined && Ref.getUnsafe(idle) > 0) pool.riderWake()
+        }))
+      ),
       accepting: yield* Ref.make(true),
       queueDry: yield* Ref.make(false),
-      nextWorkerId: () => `wrk_${processId}_${++claims}`
+      nextWorkerId: () => `${prefix}${++claims}`,
+      owns: (leaseOwner) => leaseOwner.startsWith(prefix),
+      riderWake: undefined
     }
+    return pool
   })
 
 /** Waits until every fiber is idle again: every job run or handed off has ended. */
