@@ -27,10 +27,9 @@ const checkPrefix = (prefix: string): Effect.Effect<string, QueueError> =>
  * members block on. A member's receive is one script: it takes each lane's share of the receive
  * (entries whose holder stayed silent for `visibilityMs` first, XAUTOCLAIM, then new ones,
  * XREADGROUP) into the member's heads; the engine's `fairPick` gives out up to `max` of them in
- * weighted round robin, first in, first out within a lane. A receive that gave out all it was asked
- * for reads the next one's share ahead, in the background. Heads not given out stay the member's:
+ * weighted round robin, first in, first out within a lane. Heads not given out stay the member's:
  * kept (idle time reset) by the next receive, or handed back (made reclaimable at once) when no
- * receive came for them within a second, or by the next extend. `extend` resets the idle time of the entries the member still
+ * receive comes for them within a second (its runners all busy), or by the next extend. `extend` resets the idle time of the entries the member still
  * holds (XPENDING, then XCLAIM, in one script); `ack` acknowledges and deletes them, and drops a
  * lane left empty, so the streams hold only jobs not yet done and no idle lane stays.
  *

@@ -26,7 +26,7 @@ const keyOf = (lanes: Lanes, account: string) => (account === "" ? lanes.legacy 
 /**
  * How long heads wait for the member's next receive before they are handed back (made
  * reclaimable at once), a third of the visibility at most: a member whose runners all became
- * busy does not keep what it read ahead from the other members for longer.
+ * busy does not keep the heads it took beyond what it gave out from the other members.
  */
 const HOLD_MS = 1_000
 
@@ -93,11 +93,9 @@ interface Head {
 type TakeReply = [Array<string>, Array<string>, Array<string>, string]
 
 /**
- * A member of the queue's group, named `name` (docs: makeRedisJobQueue). Its receive gives out
- * heads in fair shares; a receive that gave out all it was asked for reads the next one's ahead,
- * in the background: while a backlog lasts, the next receive finds its heads already here and
- * answers without a round trip, so the worker's claim in the store is the only wait between its
- * runs. Heads the next receive does not come for within HOLD_MS are handed back.
+ * A member of the queue's group, named `name` (docs: makeRedisJobQueue). Its receive takes each
+ * lane's share into its heads and gives out up to `max` of them in fair shares; heads the next
+ * receive does not come for within HOLD_MS are handed back.
  */
 export const makeMember = (
   lanes: Lanes,
@@ -120,10 +118,6 @@ export const makeMember = (
     let weights = new Map<string, number>()
     const cursors = new Map<string, string>()
     let turn: FairTurn | undefined
-    // Entries without a job id that a read ahead came across: the next receive acks them.
-    const strays: Array<string> = []
-    // The read ahead on its way: settles, never fails, once its answer is in the heads.
-    let ahead: Promise<void> | undefined
     let receiving = false
     let holdTimer: ReturnType<typeof setTimeout> | undefined
 
@@ -133,19 +127,19 @@ export const makeMember = (
           runHandBack(client, [keyOf(lanes, account)], [group, name, String(visibility), ...ids])
         ))).pipe(Effect.asVoid)
 
-    /** Hands back every head, unless a receive or a read ahead is on its way (each arms this again as it ends). */
+    /** Hands back every head, unless a receive is on its way (it arms this again as it ends). */
     const releaseHeads = () => {
       holdTimer = undefined
-      if (receiving || ahead !== undefined || heads.size === 0) return
+      if (receiving || heads.size === 0) return
       const held = [...heads.values()].flat()
       heads.clear()
       Effect.runForkWith(context)(handBack(held).pipe(Effect.catch((error) => Effect.logDebug(error.message))))
     }
-    /** Heads, or a read ahead about to bring some, wait HOLD_MS for a receive from now. */
+    /** Heads wait HOLD_MS for a receive from now. */
     const holdHeads = () => {
       if (holdTimer !== undefined) clearTimeout(holdTimer)
       holdTimer = undefined
-      if (heads.size === 0 && ahead === undefined) return
+      if (heads.size === 0) return
       holdTimer = setTimeout(releaseHeads, holdMs)
       holdTimer.unref()
     }
@@ -155,11 +149,7 @@ export const makeMember = (
       Effect.suspend(() => {
         if (holdTimer !== undefined) clearTimeout(holdTimer)
         holdTimer = undefined
-        // A read ahead's entries are this member's once it lands: wait for them, then give all back.
-        const pending = ahead
-        const landed = pending === undefined ? Effect.void : Effect.ignore(call("receive (ahead)", () => pending))
-        return landed.pipe(
-          Effect.andThen(Effect.suspend(() => handBack([...heads.values()].flat()))),
+        return handBack([...heads.values()].flat()).pipe(
           Effect.andThen(call(`leave the group (${name})`, () =>
             runLeave(client, [lanes.legacy], [lanes.base, group, name, ...new Set(["", ...weights.keys(), ...heads.keys()])]))),
           Effect.catch((error) => Effect.logDebug(error.message))
@@ -206,10 +196,11 @@ export const makeMember = (
     const take = (args: Array<string>) => runTake(client, [lanes.registry, lanes.bell, lanes.legacy], args) as Promise<TakeReply>
 
     /**
-     * Takes a take script's answer into the heads (sent at `now`, keeping `stale` heads); the
-     * entries without a job id go to `strays`. Answers the bell's last id.
+     * Takes a take script's answer into the heads (sent at `now`, keeping `stale` heads). Answers
+     * the bell's last id and the entries without a job id.
      */
     const applyTake = ([kept, registry, taken, bellId]: TakeReply, now: number, stale: number) => {
+      const strays: Array<string> = []
       // Heads another member took meanwhile are theirs now.
       if (stale > 0) {
         const still = new Set<string>()
@@ -244,48 +235,19 @@ export const makeMember = (
       }
       weights = next
       for (const account of cursors.keys()) if (!next.has(account)) cursors.delete(account)
-      return bellId
+      return { bellId, strays }
     }
 
     /** Takes each lane's room for a receive of `max` into the heads; answers the bell's last id. */
     const refill = (max: number) =>
-      Effect.suspend(() => {
+      Effect.gen(function*() {
         const now = Date.now()
         const { args, stale } = takeArgs(max, now)
-        return Effect.map(call("receive", () => take(args)), (reply) => applyTake(reply, now, stale))
+        const { bellId, strays } = applyTake(yield* call("receive", () => take(args)), now, stale)
+        // Entries without a job id are not this queue's: acked away, or they come back later.
+        if (strays.length > 0) yield* ackReceipts(lanes, strays).pipe(Effect.catch((error) => Effect.logDebug(error.message)))
+        return bellId
       })
-
-    /** Starts taking each lane's room for the next receive of `max` (a failure leaves it to that receive). */
-    const readAhead = (max: number) => {
-      const now = Date.now()
-      const { args, stale } = takeArgs(max, now)
-      ahead = take(args).then(
-        (reply) => {
-          applyTake(reply, now, stale)
-        },
-        () => undefined
-      ).finally(() => {
-        ahead = undefined
-        if (!receiving) holdHeads()
-      })
-    }
-
-    /**
-     * Whether every lane holds its room for a receive of `max`, none of its heads due for keeping:
-     * a take would then only learn of lanes new since the last one, which the next take that a
-     * lane running short needs does.
-     */
-    const covered = (max: number) => {
-      if (weights.size === 0) return false
-      const now = Date.now()
-      const total = totalWeight()
-      for (const [account, weight] of weights) {
-        const held = heads.get(account)
-        if (held === undefined || held.length < laneRoom(weight, total, max)) return false
-        for (const head of held) if (now - head.heldAt >= keepAfterMs) return false
-      }
-      return true
-    }
 
     /** Up to `max` heads, in fair shares, taken out of the heads. */
     const pick = (max: number): Array<QueueDelivery> => {
@@ -308,16 +270,10 @@ export const makeMember = (
       Effect.gen(function*() {
         const until = Date.now() + Math.max(0, waitMs)
         while (true) {
-          // A read ahead that does not answer in time is given up on: this receive takes its own.
-          const pending = ahead
-          if (pending !== undefined) yield* Effect.ignore(call("receive (ahead)", () => pending))
-          const bellId = covered(count) ? undefined : yield* refill(count)
-          // Entries without a job id are not this queue's: acked away, or they come back later.
-          if (strays.length > 0) yield* ackReceipts(lanes, strays.splice(0)).pipe(Effect.catch((error) => Effect.logDebug(error.message)))
+          const bellId = yield* refill(count)
           const got = pick(count)
-          if (got.length === count) readAhead(count)
           const left = Math.ceil(until - Date.now())
-          if (got.length > 0 || left <= 0 || bellId === undefined) return got
+          if (got.length > 0 || left <= 0) return got
           // Woken by the next publish's bell (any since this take's included), or to reclaim.
           const block = Math.min(left, reclaimEveryMs)
           yield* call(

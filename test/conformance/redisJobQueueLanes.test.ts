@@ -94,29 +94,6 @@ describe.skipIf(!available)("redis: the queue's lanes", () => {
     }).pipe(Effect.scoped, Effect.provide(redisQueue({ url: TEST_REDIS_URL, tablePrefix: prefix })))
   }, 20_000)
 
-  it.live("a member that leaves hands back what it read ahead: another member gets the rest at once", () => {
-    const prefix = newPrefix()
-    return Effect.gen(function*() {
-      const queue = yield* JobQueue
-      const visibilityMs = 60_000
-      const ids = Array.from({ length: 12 }, (_, i) => JobId.make(`job_a${String(i).padStart(2, "0")}`))
-      yield* queue.publish(queued(ids, "acc_a"))
-      // Two full receives, each reading the next one's share ahead; then it leaves.
-      const taken = yield* Effect.scoped(Effect.gen(function*() {
-        const leaving = yield* queue.consume({ name: "leaving", visibilityMs })
-        const first = yield* leaving.receive(3, 1_000)
-        const second = yield* leaving.receive(3, 1_000)
-        return [...first, ...second]
-      }))
-      expect(taken.map((d) => d.jobId)).toEqual(ids.slice(0, 6))
-      const staying = yield* queue.consume({ name: "staying", visibilityMs })
-      const started = Date.now()
-      const got = yield* receiveAll(staying, 6, 5_000)
-      expect(got.map((d) => d.jobId)).toEqual(ids.slice(6))
-      expect(Date.now() - started).toBeLessThan(1_000)
-    }).pipe(Effect.scoped, Effect.provide(redisQueue({ url: TEST_REDIS_URL, tablePrefix: prefix })))
-  }, 20_000)
-
   it.live("hands a busy member's heads back: another member gets them well before the visibility passes", () => {
     const prefix = newPrefix()
     return Effect.gen(function*() {
