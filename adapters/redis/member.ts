@@ -149,9 +149,11 @@ export const makeMember = (
       Effect.suspend(() => {
         if (holdTimer !== undefined) clearTimeout(holdTimer)
         holdTimer = undefined
-        return handBack([...heads.values()].flat()).pipe(
-          Effect.andThen(call(`leave the group (${name})`, () =>
-            runLeave(client, [lanes.legacy], [lanes.base, group, name, ...new Set(["", ...weights.keys(), ...heads.keys()])]))),
+        const held = [...heads.values()].flat()
+        const accounts = new Set(["", ...weights.keys(), ...heads.keys()])
+        heads.clear()
+        return handBack(held).pipe(
+          Effect.andThen(call(`leave the group (${name})`, () => runLeave(client, [lanes.legacy], [lanes.base, group, name, ...accounts]))),
           Effect.catch((error) => Effect.logDebug(error.message))
         )
       })
