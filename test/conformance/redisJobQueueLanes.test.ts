@@ -74,6 +74,26 @@ describe.skipIf(!available)("redis: the queue's lanes", () => {
     }).pipe(Effect.scoped, Effect.provide(redisQueue({ url: TEST_REDIS_URL, tablePrefix: prefix })))
   }, 20_000)
 
+  it.live("a member whose receives stop hands back what it holds within seconds, not at its visibility", () => {
+    const prefix = newPrefix()
+    return Effect.gen(function*() {
+      const queue = yield* JobQueue
+      const visibilityMs = 60_000
+      const busy = yield* queue.consume({ name: "busy", visibilityMs })
+      const idle = yield* queue.consume({ name: "idle", visibilityMs })
+      const ids = Array.from({ length: 6 }, (_, i) => JobId.make(`job_a${i}`))
+      yield* queue.publish(queued(ids.slice(0, 3), "acc_a"))
+      yield* queue.publish(queued(ids.slice(3), "acc_b"))
+      // Its one runner takes a job and stays busy: no receive, no extend for a long while.
+      const running = yield* busy.receive(1, 1_000)
+      expect(running).toHaveLength(1)
+      const started = Date.now()
+      const got = yield* receiveAll(idle, 5, 10_000)
+      expect(new Set(got.map((d) => d.jobId))).toEqual(new Set(ids.filter((id) => id !== running[0]!.jobId)))
+      expect(Date.now() - started).toBeLessThan(5_000)
+    }).pipe(Effect.scoped, Effect.provide(redisQueue({ url: TEST_REDIS_URL, tablePrefix: prefix })))
+  }, 20_000)
+
   it.live("hands a busy member's heads back: another member gets them well before the visibility passes", () => {
     const prefix = newPrefix()
     return Effect.gen(function*() {
