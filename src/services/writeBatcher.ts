@@ -36,6 +36,8 @@ export const makeWriteBatcher = <I, O, E>(
   Effect.gen(function*() {
     const queued: Array<Pending<I, O, E>> = []
     let inFlight: ReadonlyArray<Pending<I, O, E>> = []
+    /** The batch on its way until its write returns, as `pending` counts it (inFlight stays for `abandon` until answered). */
+    let sent: ReadonlyArray<Pending<I, O, E>> = []
     let closed = false
     /** Resumes the writer when it waits for a write. */
     let wake: (() => void) | undefined
@@ -47,7 +49,7 @@ export const makeWriteBatcher = <I, O, E>(
     const nextBatch = Effect.callback<ReadonlyArray<Pending<I, O, E>>>((resume) => {
       const take = () => {
         wake = undefined
-        inFlight = queued.splice(0, maxBatch)
+        inFlight = sent = queued.splice(0, maxBatch)
         resume(Effect.succeed(inFlight))
       }
       if (queued.length > 0) return take()
@@ -60,13 +62,18 @@ export const makeWriteBatcher = <I, O, E>(
     /** On the scope's close: every write not answered yet ends interrupted (answered ones stay as they are). */
     const abandon = Effect.suspend(() => {
       const left = [...inFlight, ...queued.splice(0)]
-      inFlight = []
+      inFlight = sent = []
       return Effect.sync(() => left.forEach(({ done }) => done(Effect.interrupt)))
     })
 
     const writer = Effect.forever(Effect.gen(function*() {
       const batch = yield* nextBatch
       const exit = yield* Effect.exit(writeMany(batch.map((entry) => entry.item)))
+      // No longer pending before any answer: an answer resumes its caller on this stack, and a
+      // caller asking `pending` then (a riding claim's wake) must not wait for a write gone.
+      // Items written again one by one below count as answered already: `pending` may say no
+      // too early, never yes too late.
+      sent = []
       if (Exit.isSuccess(exit) || batch.length === 1) yield* settle(batch, exit)
       else for (const entry of batch) yield* settle([entry], yield* Effect.exit(writeMany([entry.item])))
       inFlight = []
@@ -84,7 +91,7 @@ export const makeWriteBatcher = <I, O, E>(
         wake?.()
       })
     return Object.assign(write, {
-      pending: (test: (item: I) => boolean) => inFlight.some((entry) => test(entry.item)) || queued.some((entry) => test(entry.item))
+      pending: (test: (item: I) => boolean) => sent.some((entry) => test(entry.item)) || queued.some((entry) => test(entry.item))
     })
   })
 

@@ -38,6 +38,23 @@ describe("write batcher", () => {
       expect(batches).toEqual([["a"], ["b", "c", "d"]])
     }))
 
+  it.effect("a caller resumed by its answer finds its write no longer pending", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      const write = yield* makeWriteBatcher(writeMany, 100)
+      // A riding claim (jobRepo/endings.ts) asks `pending` from the fiber an answer resumes,
+      // which runs on the writer's stack: a write still counted there would keep the claim
+      // waiting for a batch that has already gone.
+      const seen: Array<boolean> = []
+      const callers = yield* Effect.forkChild(Effect.all(["a", "b"].map((item) =>
+        Effect.tap(write(item), () => Effect.sync(() => seen.push(write.pending((pending) => pending === item))))), { concurrency: "unbounded" }))
+      yield* until(() => batches.length === 1)
+      expect(write.pending((item) => item === "b")).toBe(true)
+      yield* Deferred.succeed(open, undefined)
+      yield* Fiber.join(callers)
+      expect(seen).toEqual([false, false])
+    }))
+
   it.effect("keeps batches to the largest size", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
