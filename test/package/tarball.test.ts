@@ -164,13 +164,19 @@ const start = async (args: Array<string>, env: Record<string, string>, port: num
   return { base, child, log: () => output }
 }
 
+/** A request that does not answer within 15 s fails with what it was and the app's log, rather than the test's timeout. */
 const call = async (app: App, method: string, path: string, auth: string, body?: unknown) => {
-  const response = await fetch(`${app.base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) })
-  })
-  return { status: response.status, type: response.headers.get("content-type"), body: await response.json() as any }
+  try {
+    const response = await fetch(`${app.base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${auth}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+      signal: AbortSignal.timeout(15_000)
+    })
+    return { status: response.status, type: response.headers.get("content-type"), body: await response.json() as any }
+  } catch (error) {
+    throw new Error(`${method} ${path}: ${String(error)}\n${app.log()}`)
+  }
 }
 
 /** The dashboard's page and the files it loads, its UI toolkit resolved from the installed dependencies. */
@@ -224,7 +230,8 @@ const exercise = async (app: App, hostBodyLimit?: number) => {
 
   const exited = new Promise((resolve) => app.child.once("exit", (code, signal) => resolve(signal ?? code)))
   app.child.kill("SIGTERM")
-  expect(await exited, app.log()).toBe(0)
+  const stuck = new Promise((resolve) => setTimeout(() => resolve("not exited 20 s after SIGTERM"), 20_000).unref())
+  expect(await Promise.race([exited, stuck]), app.log()).toBe(0)
 }
 
 describe("each mount example, over HTTP under /api/genjobs", () => {
