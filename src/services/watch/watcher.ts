@@ -69,6 +69,11 @@ export interface Watcher {
   readonly watch: (watch: Watch) => Effect.Effect<void>
   /** Generations on the list now. */
   readonly size: () => number
+  /**
+   * A stopping worker's hand-back (handBack.ts): takes every generation off the list, its run not
+   * ended, and gives it to `to`; so is every watch from then on. Synchronous.
+   */
+  readonly handOver: (to: (watch: Watch) => void) => void
 }
 
 /** What a watcher needs from the engine: hints of provider callbacks, the poll settings, a cancel's retries. */
@@ -231,9 +236,12 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
       }
     })
 
+    /** Where watches go once the worker stops (handOver), instead of onto the list. */
+    let handingOver: ((watch: Watch) => void) | undefined
+
     return {
       watch: (watch) =>
-        Effect.flatMap(laneOf(watch.providerId), (lane) =>
+        handingOver !== undefined ? Effect.sync(() => handingOver!(watch)) : Effect.flatMap(laneOf(watch.providerId), (lane) =>
           Effect.map(Clock.currentTimeMillis, (now) => {
             const entry: Entry = { ...watch, dueAt: now, slot: -1, state: "waiting", failures: 0, hinted: false, marks: marksOf(watch.request) }
             // A job is watched once per run; a run that watched it before has lost it.
@@ -244,6 +252,18 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
             watch.lease.onLost = () => finish(entry, new Superseded())
             schedule(lane, entry, now)
           })),
-      size: () => byJob.size
+      size: () => byJob.size,
+      handOver: (to) => {
+        handingOver = to
+        for (const entry of [...byJob.values()]) {
+          // finish() without the run's end: a poll still out finds its entry gone and drops its answer.
+          if (entry.state === "waiting") lanes.get(entry.providerId)!.heap.remove(entry)
+          entry.state = "gone"
+          byJob.delete(entry.lease.id)
+          entry.lease.onLost = undefined
+          watchedGenerationsOf(entry.providerId).modifyUnsafe(-1, metrics)
+          to(entry)
+        }
+      }
     }
   })
