@@ -6,6 +6,8 @@
 import { Deferred, Effect, Exit, Fiber, ManagedRuntime, Option, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
+import { makeEngine } from "../../entries/index.js"
+import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
 import type { JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
@@ -13,7 +15,7 @@ import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
 import { Worker } from "../../src/services/Worker.js"
-import { engineOver } from "../support/engineLayer.js"
+import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { submitMany } from "../support/submitMany.js"
 
 /**
@@ -161,5 +163,40 @@ describe("a worker's shutdown with generations in flight", () => {
       expect(starting).toMatchObject({ status: "processing", attempts: 1, providerHandle: null })
       expect(starting!.leaseOwner).not.toBeNull()
     }))
+  }, 60_000)
+
+  it("on a queue broker, a job handed back is queued again: another worker resumes it at once, not after the delivery's visibility", async () => {
+    const { provider, state } = heldProvider()
+    // Deliveries held 15 minutes and a relay grace of a minute: only the hand-back's publish brings the job back within the test.
+    const engine = await makeEngine({
+      store: memoryStore(),
+      files: memoryFiles({ publicUrl: "http://files.test" }),
+      queue: memoryQueue(),
+      providers: { demo: provider },
+      workers: 0,
+      webhookDispatchers: 0,
+      uploadSweeper: false,
+      retentionSweeper: false,
+      settings: { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 60_000 }
+    })
+    try {
+      await engine.run(Effect.gen(function*() {
+        yield* demoCaller(1_000_000_000, 1_000)
+        const ids = yield* submitMany(20)
+        const stopFirst = yield* startWorker(20)
+        yield* until("every generation to start and be polled", () => state.starts === 20 && state.polls >= 20)
+        const asked = Date.now()
+        yield* stopFirst
+        expect(Date.now() - asked).toBeLessThan(10_000)
+        expect(yield* every(ids, handedBack)).toBe(true)
+        state.release = true
+        const stopSecond = yield* startWorker(20)
+        yield* until("every job to complete", () => every(ids, (job) => job.status === "completed"), 10_000)
+        expect(state.starts).toBe(20)
+        yield* stopSecond
+      }))
+    } finally {
+      await engine.dispose()
+    }
   }, 60_000)
 })
