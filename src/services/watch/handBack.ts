@@ -35,6 +35,7 @@ const handBackChunk = (deps: HandBackDeps, chunk: ReadonlyArray<Watch>) =>
       yield* Effect.logWarning(`could not hand back ${chunk.length} job leases; their jobs are resumed once the leases expire`, Cause.pretty(written.cause))
     }
     const back = new Set<JobId>(Exit.isSuccess(written) ? written.value : [])
+    if (back.size > 0) yield* Effect.logInfo(`handed back ${back.size} job leases of started generations, for another worker to resume`)
     const handedBack = chunk.filter((watch) => back.has(watch.lease.id))
     if (handedBack.length > 0 && deps.handedBack !== undefined) yield* deps.handedBack(handedBack)
     for (const watch of chunk) yield* deps.release(watch, back.has(watch.lease.id))

@@ -23,8 +23,12 @@ import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.j
  * the buffer the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
  * is no hand-off, and the queue relay's pass runs beside the reaper's, every
  * `queueRelayIntervalMs` (docs/queues.md).
- * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
- * finish; a job cut off later is retried by another worker once its lease expires.
+ * Closing the scope drains: no new claims or hand-offs; a generation started and waiting at its
+ * provider (on the watch list, its handle stored) is not waited for: its lease is handed back at
+ * once (watch/handBack.ts), for another worker or this one's restart to resume polling it. Runs
+ * before or inside their provider start, or storing an ended generation's outputs, get
+ * `drainTimeoutMs` to finish (one whose start is answered meanwhile is handed back then); a job
+ * cut off later is retried by another worker once its lease expires.
  */
 export const start = (deps: WorkerDeps) =>
   Effect.fn("genjobs.worker.start")(function*(concurrency: number): Effect.fn.Return<void, QueueError, Scope.Scope> {
