@@ -24,8 +24,10 @@ import { submitMany } from "../support/submitMany.js"
  * prompt is `stalls` waits for `stalled` to be opened.
  */
 const heldProvider = (stalls?: string) => {
-  const state = { starts: 0, polls: 0, release: false, done: new Set<string>(), stallEntered: false }
+  const state = { starts: 0, polls: 0, release: false, done: new Set<string>(), stallEntered: false, gatePolls: false, gated: 0 }
   const stalled = Deferred.makeUnsafe<void>()
+  /** While `gatePolls` is set, polls wait for this to open before they answer. */
+  const pollGate = Deferred.makeUnsafe<void>()
   const provider: GenerationProvider = {
     pollIntervalMs: 600_000,
     start: (request) =>
@@ -36,13 +38,18 @@ const heldProvider = (stalls?: string) => {
         return Effect.as(Deferred.await(stalled), { _tag: "Started", handle: { id } } as const)
       }),
     poll: (handle) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
         state.polls++
-        return state.release || state.done.has(handle.id) ? { _tag: "Succeeded", outputs: [] } as const : { _tag: "Running" } as const
+        const answer = Effect.sync(() =>
+          state.release || state.done.has(handle.id) ? { _tag: "Succeeded", outputs: [] } as const : { _tag: "Running" } as const
+        )
+        if (!state.gatePolls) return answer
+        state.gated++
+        return Effect.andThen(Deferred.await(pollGate), answer)
       }),
     cancel: () => Effect.void
   }
-  return { provider, state, stalled }
+  return { provider, state, stalled, pollGate }
 }
 
 const runtimes: Array<ManagedRuntime.ManagedRuntime<unknown, unknown>> = []
@@ -147,6 +154,31 @@ describe("a worker's shutdown with generations in flight", () => {
       yield* stopSecond
     }))
   }, 120_000)
+
+  it("a poll in flight at the shutdown is answered first: an end it finds is written, a generation still running is handed back", async () => {
+    const { pollGate, provider, state } = heldProvider()
+    const runtime = engine(provider, { drainTimeoutMs: 60_000 })
+    await runtime.runPromise(Effect.gen(function*() {
+      const ids = yield* submitMany(2)
+      const stopFirst = yield* startWorker(4)
+      yield* until("both generations polled", () => state.polls >= 2)
+      // Their next polls are brought forward by callbacks and wait at the provider.
+      state.gatePolls = true
+      yield* (yield* JobEvents).publish(ids)
+      yield* until("both polls in flight", () => state.gated === 2)
+      const stopping = yield* Effect.forkChild(stopFirst)
+      yield* Effect.sleep("200 millis")
+      expect(stopping.pollUnsafe()).toBeUndefined()
+      expect(yield* every(ids, (job) => job.leaseOwner !== null)).toBe(true)
+      const [ending] = yield* jobsOf([ids[0]!])
+      state.done.add(ending!.providerHandle!.id)
+      yield* Deferred.succeed(pollGate, undefined)
+      yield* Fiber.join(stopping)
+      const [ended, running] = yield* jobsOf(ids)
+      expect(ended!.status).toBe("completed")
+      expect(handedBack(running!)).toBe(true)
+    }))
+  }, 60_000)
 
   it("a start that does not answer within the drain timeout is cut off as before: its job left to its lease", async () => {
     const { provider, state } = heldProvider("p1")

@@ -71,7 +71,8 @@ export interface Watcher {
   readonly size: () => number
   /**
    * A stopping worker's hand-back (handBack.ts): takes every generation off the list, its run not
-   * ended, and gives it to `to`; so is every watch from then on. Synchronous.
+   * ended, and gives it to `to`; so is every watch from then on, and every poll's generation
+   * that would go back on the list (one whose poll finds its end ends as before). Synchronous.
    */
   readonly handOver: (to: (watch: Watch) => void) => void
 }
@@ -122,7 +123,20 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
       entry.ended(outcome)
     }
 
+    /** Where generations go once the worker stops (handOver), instead of back onto the list. */
+    let handingOver: ((watch: Watch) => void) | undefined
+    /** finish() without the run's end: the generation leaves the list for the hand-back. */
+    const handOverOne = (entry: Entry) => {
+      if (entry.state === "waiting") lanes.get(entry.providerId)!.heap.remove(entry)
+      entry.state = "gone"
+      if (byJob.get(entry.lease.id) === entry) byJob.delete(entry.lease.id)
+      entry.lease.onLost = undefined
+      watchedGenerationsOf(entry.providerId).modifyUnsafe(-1, metrics)
+      handingOver!(entry)
+    }
+
     const schedule = (lane: Lane, entry: Entry, at: number) => {
+      if (handingOver !== undefined) return handOverOne(entry)
       entry.state = "waiting"
       lane.heap.schedule(entry, entry.deadline === undefined ? at : Math.min(at, entry.deadline))
       lane.busy.openUnsafe()
@@ -236,9 +250,6 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
       }
     })
 
-    /** Where watches go once the worker stops (handOver), instead of onto the list. */
-    let handingOver: ((watch: Watch) => void) | undefined
-
     return {
       watch: (watch) =>
         handingOver !== undefined ? Effect.sync(() => handingOver!(watch)) : Effect.flatMap(laneOf(watch.providerId), (lane) =>
@@ -255,15 +266,8 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
       size: () => byJob.size,
       handOver: (to) => {
         handingOver = to
-        for (const entry of [...byJob.values()]) {
-          // finish() without the run's end: a poll still out finds its entry gone and drops its answer.
-          if (entry.state === "waiting") lanes.get(entry.providerId)!.heap.remove(entry)
-          entry.state = "gone"
-          byJob.delete(entry.lease.id)
-          entry.lease.onLost = undefined
-          watchedGenerationsOf(entry.providerId).modifyUnsafe(-1, metrics)
-          to(entry)
-        }
+        // A generation being polled is handed over when its answer would put it back on the list (schedule), or ends.
+        for (const entry of [...byJob.values()]) if (entry.state !== "polling") handOverOne(entry)
       }
     }
   })
