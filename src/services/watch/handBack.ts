@@ -11,11 +11,8 @@ export interface HandBackDeps {
   /** The store's hand-back (JobRepo.handBackLeases). */
   readonly handBackLeases: NonNullable<JobRepo["Service"]["handBackLeases"]>
   readonly keeper: LeaseKeeper
-  /**
-   * Ends this worker's hold of the job (its slot; with a broker, its delivery), once its lease is
-   * written back or could not be. `handedBack`: the store has it back, claimable at once.
-   */
-  readonly release: (watch: Watch, handedBack: boolean) => Effect.Effect<void>
+  /** Ends this worker's hold of the job (its slot; with a broker, its delivery), once its lease is written back or could not be. */
+  readonly release: (watch: Watch) => Effect.Effect<void>
   /** Called with each chunk's jobs handed back, after the write (a broker publishes them again). */
   readonly handedBack?: ((watches: ReadonlyArray<Watch>) => Effect.Effect<void>) | undefined
 }
@@ -38,7 +35,7 @@ const handBackChunk = (deps: HandBackDeps, chunk: ReadonlyArray<Watch>) =>
     if (back.size > 0) yield* Effect.logInfo(`handed back ${back.size} job leases of started generations, for another worker to resume`)
     const handedBack = chunk.filter((watch) => back.has(watch.lease.id))
     if (handedBack.length > 0 && deps.handedBack !== undefined) yield* deps.handedBack(handedBack)
-    for (const watch of chunk) yield* deps.release(watch, back.has(watch.lease.id))
+    for (const watch of chunk) yield* deps.release(watch)
   })
 
 /**
