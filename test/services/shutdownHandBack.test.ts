@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { makeEngine } from "../../entries/index.js"
 import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
+import { postgresStore } from "../../entries/postgres.js"
 import type { JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
@@ -16,6 +17,7 @@ import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
+import { freshPostgresUrl } from "../support/postgres.js"
 import { submitMany } from "../support/submitMany.js"
 
 /**
@@ -51,6 +53,8 @@ const heldProvider = (stalls?: string) => {
   }
   return { provider, state, stalled, pollGate }
 }
+
+const pgUrl = await freshPostgresUrl()
 
 const runtimes: Array<ManagedRuntime.ManagedRuntime<unknown, unknown>> = []
 afterAll(async () => {
@@ -197,13 +201,18 @@ describe("a worker's shutdown with generations in flight", () => {
     }))
   }, 60_000)
 
-  it("on a queue broker, a job handed back is queued again: another worker resumes it at once, not after the delivery's visibility", async () => {
-    const { provider, state } = heldProvider()
+  it.each([
     // Deliveries held 15 minutes and a relay grace of a minute: only the hand-back's publish brings the job back within the test.
+    { name: "on a queue broker, a job handed back is queued again: another worker resumes it at once, not after the delivery's visibility", available: true, store: async () => memoryStore(), queue: memoryQueue },
+    // The store's lease clock is the database's (the default): a lease handed back is expired on it at once.
+    { name: "on PostgreSQL on its own clock, another worker resumes a handed-back job at once", available: pgUrl !== undefined, store: async () => postgresStore({ url: (await freshPostgresUrl())! }), queue: undefined }
+  ])("$name", async ({ available, queue, store }) => {
+    if (!available) return
+    const { provider, state } = heldProvider()
     const engine = await makeEngine({
-      store: memoryStore(),
+      store: await store(),
       files: memoryFiles({ publicUrl: "http://files.test" }),
-      queue: memoryQueue(),
+      queue: queue?.(),
       providers: { demo: provider },
       workers: 0,
       webhookDispatchers: 0,
