@@ -319,6 +319,16 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
           return [id]
         })
       ),
+    handBackLeases: (leases, now) =>
+      Effect.sync(() =>
+        leases.flatMap(({ id, workerId }) => {
+          const stored = state.jobs.get(id)
+          if (stored?.status !== "processing" || stored.leaseOwner !== workerId || stored.providerHandle === null) return []
+          // What a claim of an expired lease reads (reclaimable); the claim's attempt given back.
+          setIn(state.jobs, id, { ...stored, leaseOwner: null, leaseExpiresAt: now, attempts: stored.attempts - 1 })
+          return [id]
+        })
+      ),
     findExhausted: (now, maxAttempts, limit) =>
       Effect.sync(() => jobs().filter((j) => leaseExpired(j, now) && j.attempts >= maxAttempts).slice(0, limit)),
     takeLease: (name, owner, now, expiresAt) =>

@@ -11,6 +11,7 @@ import { makeSubmitStatements } from "./jobs/submit.js"
 import { postLedger } from "./ledger.js"
 import { makeClaimStatements } from "./queue/claims.js"
 import { type JobSql, makeLeaseClock } from "./queue/context.js"
+import { makeHandBackStatements } from "./queue/handBack.js"
 import { makeHeldStatements } from "./queue/held.js"
 import { makeProviderLimitStatements } from "./queue/providerLimits.js"
 import { makeReaperStatements } from "./queue/reaper.js"
@@ -56,6 +57,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
   const leases: JobLeaseDriver = {
     ...makeClaimStatements(ctx),
     ...makeHeldStatements(ctx),
+    ...makeHandBackStatements(ctx),
     ...makeReaperStatements(ctx),
     ...makeProviderLimitStatements(ctx)
   }

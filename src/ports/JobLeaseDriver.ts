@@ -98,6 +98,16 @@ export interface JobLeaseDriver {
     leaseExpiresAt: number
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /**
+   * Optional: gives back each lease of `leases` whose job is processing under that lease owner
+   * with its provider handle stored (a started generation), in one write: no lease owner, the
+   * lease expired at `now` (a store with its own clock: its now), and the claim's attempt given
+   * back (`attempts - 1`), so the next claim resumes polling the handle at once and a worker's
+   * shutdown costs the job no attempt. A job without a stored handle is left as it is: its run
+   * may be inside the provider's start. Answers the ids it wrote. Without it a stopping worker
+   * waits for its watched generations as for any run (services/watch/handBack.ts).
+   */
+  readonly handBackLeases?: (leases: ReadonlyArray<HeldLease>, now: number) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
    * On its own: writes each job's provider state only while the job is processing under its
    * `leaseOwner`'s lease, all in one write; answers the ids it wrote. A state without `route`
    * leaves the stored route. It waits for transactions holding the jobs.

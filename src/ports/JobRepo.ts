@@ -217,6 +217,12 @@ export class JobRepo extends Context.Service<JobRepo, {
     now: number,
     leaseMs: number
   ) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
+   * Present when the store can hand leases back (`JobLeaseDriver.handBackLeases`): gives back the
+   * leases of `leases` whose generation was started (handle stored), in one write, for another
+   * claim to resume at once with no attempt spent; answers the ids handed back.
+   */
+  readonly handBackLeases?: (leases: ReadonlyArray<HeldLease>, now: number) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /** Writes the job's provider phase, handle and start count, only for the lease holder; false when the lease was lost. */
   readonly saveProviderState: (id: JobId, workerId: string, state: ProviderState) => Effect.Effect<boolean, StoreError>
   /**

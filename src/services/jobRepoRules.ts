@@ -11,6 +11,10 @@ import { submit } from "./jobRepo/submit.js"
  * each under jobRepo/ (submit, claims, endings, the reaper's and relay's passes, and `move`, the
  * state machine's writes). `store` keeps jobs, money and webhook rows; `leases` is the store's own queue.
  */
+/** A hand-back of leases (JobLeaseDriver.handBackLeases) in the store's transaction, as renewals are. */
+const handBack = (store: JobDrivers["store"], write: NonNullable<JobDrivers["leases"]["handBackLeases"]>): NonNullable<JobRepo["Service"]["handBackLeases"]> =>
+  (held, now) => (held.length === 0 ? Effect.succeed([]) : store.transaction(write(held, now)))
+
 export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service"], never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leases, store } = drivers
@@ -28,6 +32,7 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service
       reap: reap(drivers),
       renewLeases: (held, now, leaseMs) =>
         held.length === 0 ? Effect.succeed([]) : store.transaction(leases.renewLeases(held, now, now + leaseMs)),
+      ...(leases.handBackLeases === undefined ? {} : { handBackLeases: handBack(store, leases.handBackLeases) }),
       saveProviderState: yield* makeSaveProviderState(drivers),
       complete: endings.complete,
       fail: fail(store)

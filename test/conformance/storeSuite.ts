@@ -20,6 +20,7 @@ import { runLimitsConformance } from "./limitsSuite.js"
 import { runFairConformance } from "./fairSuite.js"
 import { runJobLogsConformance } from "./jobLogsSuite.js"
 import { runRidingClaimsConformance } from "./ridingClaimsSuite.js"
+import { runHandBackConformance } from "./handBackSuite.js"
 import type { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo | JobLogRepo
@@ -50,6 +51,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   runJobLogsConformance(name, makeLayer)
   runChangesConformance(name, makeLayer)
   runRidingClaimsConformance(name, makeLayer)
+  runHandBackConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>

@@ -101,7 +101,7 @@ describe("the engine mounted under a base path", () => {
 })
 
 describe("one composition, split across processes", () => {
-  it("an API-only engine queues; a worker-only engine over the same database runs the job; dispose drains it", async () => {
+  it("an API-only engine queues; a worker-only engine over the same database runs the job; dispose hands its generation back for the next worker", async () => {
     const dir = mkdtempSync(join(tmpdir(), "genjobs-compose-"))
     const common = {
       store: sqliteStore({ filename: join(dir, "genjobs.db") }),
@@ -123,9 +123,12 @@ describe("one composition, split across processes", () => {
 
     const worker = await makeEngine({ ...common, workers: 1, webhookDispatchers: 0 })
     expect(await waitFor(async () => (await status()) === "processing")).toBe(true)
-    // Closing the worker mid-job lets the running job finish first.
+    // Closing the worker mid-job does not wait for a generation already started at its provider:
+    // the job stays processing with its handle, and the next worker resumes it at once.
     await worker.dispose()
-    expect(await status()).toBe("completed")
+    expect(await status()).toBe("processing")
+    keep(await makeEngine({ ...common, workers: 1, webhookDispatchers: 0 }))
+    expect(await waitFor(async () => (await status()) === "completed")).toBe(true)
   })
 
   it("refuses webhook dispatchers without a sender instead of leaving deliveries unsent", async () => {

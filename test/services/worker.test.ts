@@ -84,7 +84,7 @@ describe("Worker", () => {
       expect(yield* jobOf(job.id)).toMatchObject({ status: "completed", attempts: 1 })
     })))
 
-  it.effect("drains running jobs on shutdown and claims nothing new", () =>
+  it.effect("on shutdown hands back a job whose generation waits at its provider, and claims nothing new", () =>
     withGenerator(0, 5_000, Effect.gen(function*() {
       const worker = yield* Worker
       const caller = yield* demoCaller()
@@ -99,7 +99,8 @@ describe("Worker", () => {
       const later = yield* submitText(caller)
       yield* TestClock.adjust(5_000)
       yield* Deferred.await(closed)
-      expect((yield* jobOf(job.id)).status).toBe("completed")
+      // Its generation was started and its handle stored: its lease is given back for the next claim to resume it.
+      expect(yield* jobOf(job.id)).toMatchObject({ status: "processing", leaseOwner: null, attempts: 0, providerHandle: { id: "gen_1" } })
       expect((yield* jobOf(later.job.id)).status).toBe("pending")
     })))
 })

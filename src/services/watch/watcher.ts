@@ -69,6 +69,12 @@ export interface Watcher {
   readonly watch: (watch: Watch) => Effect.Effect<void>
   /** Generations on the list now. */
   readonly size: () => number
+  /**
+   * A stopping worker's hand-back (handBack.ts): takes every generation off the list, its run not
+   * ended, and gives it to `to`; so is every watch from then on, and every poll's generation
+   * that would go back on the list (one whose poll finds its end ends as before). Synchronous.
+   */
+  readonly handOver: (to: (watch: Watch) => void) => void
 }
 
 /** What a watcher needs from the engine: hints of provider callbacks, the poll settings, a cancel's retries. */
@@ -117,7 +123,20 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
       entry.ended(outcome)
     }
 
+    /** Where generations go once the worker stops (handOver), instead of back onto the list. */
+    let handingOver: ((watch: Watch) => void) | undefined
+    /** finish() without the run's end: the generation leaves the list for the hand-back. */
+    const handOverOne = (entry: Entry) => {
+      if (entry.state === "waiting") lanes.get(entry.providerId)!.heap.remove(entry)
+      entry.state = "gone"
+      if (byJob.get(entry.lease.id) === entry) byJob.delete(entry.lease.id)
+      entry.lease.onLost = undefined
+      watchedGenerationsOf(entry.providerId).modifyUnsafe(-1, metrics)
+      handingOver!(entry)
+    }
+
     const schedule = (lane: Lane, entry: Entry, at: number) => {
+      if (handingOver !== undefined) return handOverOne(entry)
       entry.state = "waiting"
       lane.heap.schedule(entry, entry.deadline === undefined ? at : Math.min(at, entry.deadline))
       lane.busy.openUnsafe()
@@ -233,7 +252,7 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
 
     return {
       watch: (watch) =>
-        Effect.flatMap(laneOf(watch.providerId), (lane) =>
+        handingOver !== undefined ? Effect.sync(() => handingOver!(watch)) : Effect.flatMap(laneOf(watch.providerId), (lane) =>
           Effect.map(Clock.currentTimeMillis, (now) => {
             const entry: Entry = { ...watch, dueAt: now, slot: -1, state: "waiting", failures: 0, hinted: false, marks: marksOf(watch.request) }
             // A job is watched once per run; a run that watched it before has lost it.
@@ -244,6 +263,11 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
             watch.lease.onLost = () => finish(entry, new Superseded())
             schedule(lane, entry, now)
           })),
-      size: () => byJob.size
+      size: () => byJob.size,
+      handOver: (to) => {
+        handingOver = to
+        // A generation being polled is handed over when its answer would put it back on the list (schedule), or ends.
+        for (const entry of [...byJob.values()]) if (entry.state !== "polling") handOverOne(entry)
+      }
     }
   })

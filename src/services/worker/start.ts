@@ -2,6 +2,7 @@ import { Duration, Effect, Fiber, Option, Queue, Ref, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { QueueError } from "../../domain/errors.js"
 import { brokerVisibilityMs, makeBrokerClaims } from "../brokerClaims.js"
+import { handBackWatched } from "../watch/handBack.js"
 import { claimer } from "./claimer.js"
 import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
@@ -22,8 +23,12 @@ import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.j
  * the buffer the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
  * is no hand-off, and the queue relay's pass runs beside the reaper's, every
  * `queueRelayIntervalMs` (docs/queues.md).
- * Closing the scope drains: no new claims or hand-offs, running jobs get `drainTimeoutMs` to
- * finish; a job cut off later is retried by another worker once its lease expires.
+ * Closing the scope drains: no new claims or hand-offs; a generation started and waiting at its
+ * provider (on the watch list, its handle stored) is not waited for: its lease is handed back at
+ * once (watch/handBack.ts), for another worker or this one's restart to resume polling it. Runs
+ * before or inside their provider start, or storing an ended generation's outputs, get
+ * `drainTimeoutMs` to finish (one whose start is answered meanwhile is handed back then); a job
+ * cut off later is retried by another worker once its lease expires.
  */
 export const start = (deps: WorkerDeps) =>
   Effect.fn("genjobs.worker.start")(function*(concurrency: number): Effect.fn.Return<void, QueueError, Scope.Scope> {
@@ -57,11 +62,24 @@ export const start = (deps: WorkerDeps) =>
       // With a broker: what it may have lost is published again, one process at a time.
       yield* Effect.forkScoped(relay(deps, `rly_${processId}`))
     ]
+    const handBack = deps.repo.handBackLeases === undefined ? undefined : handBackWatched(watcher, {
+      handBackLeases: deps.repo.handBackLeases,
+      keeper,
+      release: (watch) => (broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(watch.lease.id), pool.fiberFreed)),
+      // On a broker a job runs where its delivery goes: published again, it is resumed at once.
+      handedBack: Option.isNone(queue) ? undefined : (watches) =>
+        queue.value.publish(watches.map(({ lease, request }) => ({ jobId: lease.id, accountId: request.job.accountId }))).pipe(
+          Effect.catch((error) => Effect.logWarning("jobs handed back could not be queued again; the queue relay will", error.message))
+        )
+    })
+    // The drain waits for the runs before or inside their provider start, beside the hand-back
+    // of the started generations (their slots free as their leases are written back).
+    const draining = handBack === undefined ? drained(pool) : Effect.raceFirst(drained(pool), handBack)
     yield* Effect.addFinalizer(() =>
       Ref.set(pool.accepting, false).pipe(
         Effect.andThen(Fiber.interruptAll(background)),
         // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
-        Effect.andThen(Effect.interruptible(drained(pool)).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
+        Effect.andThen(Effect.interruptible(draining).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
         Effect.andThen(Fiber.interruptAll(runners))
       )
     )
