@@ -111,18 +111,26 @@ if (url === undefined) {
         yield* eventually("hints skipped after the follower left", 900 + 1_500, false, publisher, payloads)
       }).pipe(Effect.provide(probe), Effect.scoped))
 
-    it.live("a process that starts after the follower learns of it by asking, long before the next heartbeat", () =>
+    it.live("a process that starts after the follower learns of it by asking, long before the next heartbeat; the follower re-reads once after answering", () =>
       Effect.gen(function*() {
         const payloads = yield* hintsSent
         // One heartbeat a minute: only its answer to the newcomer's ask can tell the newcomer.
         const follower = yield* oneProcess({ heartbeat: "60 seconds", settle: "100 millis", askGrace: "100 millis" })
         const unfollow = follower.follow()
+        let rereads = 0
+        yield* follower.subscribeAll((jobId) => void (jobId === undefined && rereads++))
         yield* within("the follower listening", 5_000, listening(1))
+        // Its own first re-read, 100 ms after its first announcement (it does not answer its own ask).
+        yield* within("the follower's first re-read", 2_000, Effect.sync(() => rereads === 1))
+        yield* Effect.sleep("300 millis")
+        expect(rereads).toBe(1)
         const publisher = yield* oneProcess({ heartbeat: "60 seconds", settle: "100 millis", askGrace: "100 millis" })
         yield* within("both processes listening", 5_000, listening(2))
         // Well past the newcomer's grace of sending everything.
         yield* Effect.sleep("500 millis")
         expect(yield* sentIfFollowed(publisher, payloads)).toBe(true)
+        // Hints the newcomer skipped before the answer reached it are covered by a re-read after answering.
+        yield* within("the follower re-read after answering", 2_000, Effect.sync(() => rereads >= 2))
         unfollow()
       }).pipe(Effect.provide(probe), Effect.scoped))
 
