@@ -18,7 +18,7 @@ export class JobEvents extends Context.Service<JobEvents, {
    * As `publish`, for the changes of every job (claims, endings): only those who follow jobs
    * (`follow`) want them, and a store whose hints cost a statement skips them while no process
    * sharing it follows. A process that starts following hears those committed after a short,
-   * store-specific delay (PostgreSQL: FOLLOW_SETTLE, adapters/sql/PgJobSignal.ts); its own
+   * store-specific delay (PostgreSQL: 1 s, `settle` in adapters/sql/pgHintInterest.ts); its own
    * safety re-reads cover the gap.
    */
   readonly publishIfFollowed: (jobIds: ReadonlyArray<JobId>) => Effect.Effect<void>
@@ -32,7 +32,7 @@ export class JobEvents extends Context.Service<JobEvents, {
    * Says this process follows jobs changed by any process (an open status stream, long-poll or
    * changes stream), until the returned function is called; calls nest. Synchronous: the store
    * tells the other processes in the background, and hints this process's followers once more
-   * (as `publishAll`) when those told may still have skipped a change (PostgreSQL: FOLLOW_SETTLE
+   * (as `publishAll`) when those told may still have skipped a change (PostgreSQL: `settle`, 1 s,
    * after the first follow).
    */
   readonly follow: () => () => void
