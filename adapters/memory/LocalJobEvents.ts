@@ -44,7 +44,9 @@ export const makeLocalJobEvents = Effect.sync(() => {
       }),
       (listener) => Effect.sync(() => everyJob.delete(listener))
     ).pipe(Effect.asVoid)
-  return { publish, publishAll, subscribe, subscribeAll }
+  // In one process a hint is a few calls: every change is published, followed or not.
+  const follow = () => () => {}
+  return { publish, publishIfFollowed: publish, publishAll, follow, subscribe, subscribeAll }
 })
 
 export const layerLocalJobEvents = Layer.effect(JobEvents, Effect.map(makeLocalJobEvents, JobEvents.of))

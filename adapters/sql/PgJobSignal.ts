@@ -9,6 +9,7 @@ import { JobSignal } from "../../src/ports/JobSignal.js"
 import { WebhookSignal } from "../../src/ports/WebhookSignal.js"
 import { makeLocalJobEvents } from "../memory/LocalJobEvents.js"
 import { makeLocalSignal, makeWakeOne } from "../memory/LocalJobSignal.js"
+import { DEFAULT_HINT_INTEREST, type HintInterestTimings, makeHintInterest } from "./pgHintInterest.js"
 import { makePgListener, PgListener } from "./pgListener.js"
 import { jobsChannel } from "./SqlJobs.js"
 import { checkTablePrefix, DEFAULT_TABLE_PREFIX } from "./tables.js"
@@ -28,13 +29,15 @@ const EVERY_JOB = "*"
  * this one included (with a queue broker nothing is sent: no worker waits here). Each
  * notification wakes one local claimer. Webhooks: `notify` sends NOTIFY; each
  * notification wakes every local dispatcher. Job events: `publish` sends NOTIFY after the
- * change committed; each notification hints the job's followers in this process.
+ * change committed; each notification hints the job's followers in this process. Claims' and
+ * endings' hints (`publishIfFollowed`) are sent only while some process follows jobs, which
+ * processes announce on `<prefix>job_follow` (pgHintInterest.ts).
  *
  * The process's shared LISTEN connection (PgListener, adapters/sql/pgListener.ts) carries the
  * channels: when it drops, this logs, and once it is back logs again and wakes everyone once
  * for what it may have missed meanwhile.
  */
-export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
+export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX, interestTimings: HintInterestTimings = DEFAULT_HINT_INTEREST) =>
   Effect.gen(function*() {
     const prefix = yield* checkTablePrefix(tablePrefix)
     const client = yield* PgClient.PgClient
@@ -44,10 +47,13 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
     const events = yield* makeLocalJobEvents
     const webhooksChannel = `${prefix}webhooks`
     const eventsChannel = `${prefix}job_events`
+    // Once the others surely heard this process follows, its followers re-read what they follow.
+    const interest = yield* makeHintInterest(`${prefix}job_follow`, events.publishAll, interestTimings)
     const wakes: Record<string, (payload: string) => Effect.Effect<void>> = {
       [jobsChannel(prefix)]: () => jobs.notify,
       [webhooksChannel]: () => webhooks.notify,
-      [eventsChannel]: (payload) => (payload === EVERY_JOB ? events.publishAll : events.publish([payload as JobId]))
+      [eventsChannel]: (payload) => (payload === EVERY_JOB ? events.publishAll : events.publish([payload as JobId])),
+      [`${prefix}job_follow`]: interest.onNotification
     }
 
     yield* (yield* PgListener).add({
@@ -55,22 +61,28 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       onNotification: (channel, payload) => wakes[channel]?.(payload) ?? Effect.void,
       // Whatever was notified while the connection was down was not heard: everyone looks once.
       onConnected: (reconnected) =>
-        reconnected
-          ? Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed").pipe(
-            Effect.andThen(jobs.notify),
-            Effect.andThen(webhooks.notify),
-            Effect.andThen(events.publishAll)
-          )
-          : Effect.void,
-      onDropped: Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
+        Effect.andThen(
+          interest.onConnected,
+          reconnected
+            ? Effect.logInfo("job and webhook notifications restored: LISTEN connection re-subscribed").pipe(
+              Effect.andThen(jobs.notify),
+              Effect.andThen(webhooks.notify),
+              Effect.andThen(events.publishAll)
+            )
+            : Effect.void
+        ),
+      onDropped: Effect.andThen(
+        interest.onDropped,
+        Effect.logWarning("job and webhook notifications lost: LISTEN connection dropped; reconnecting, workers poll meanwhile")
+      )
     })
 
     // One statement for the hints of many calls at once (a claim of 24 jobs, the completions of
-    // every worker fiber finishing meanwhile): one round trip, not one per job.
+    // every worker fiber finishing meanwhile): one round trip, not one per job. The ids go as one
+    // JSON parameter, so the statement's text (and its prepared statement) is one whatever their number.
     const publishHints = yield* makeWriteBatcher(
       (calls: ReadonlyArray<ReadonlyArray<JobId>>) =>
-        client`SELECT pg_notify(${eventsChannel}, id)
-          FROM unnest(ARRAY[${client.csv(calls.flat().map((id) => client`${id}`))}]::text[]) AS id`.pipe(
+        client`SELECT pg_notify(${eventsChannel}, id) FROM json_array_elements_text(${JSON.stringify(calls.flat())}::json) AS id`.pipe(
           Effect.catch((error) => Effect.logWarning("could not notify job followers; they will poll", error)),
           Effect.as(calls.map(() => undefined))
         )
@@ -101,6 +113,8 @@ export const makePgSignals = (tablePrefix: string = DEFAULT_TABLE_PREFIX) =>
       events: JobEvents.of({
         // Every process hears its own NOTIFY too, so nothing is published locally here.
         publish: (jobIds) => (jobIds.length === 0 ? Effect.void : publishHints(jobIds)),
+        publishIfFollowed: (jobIds) => (jobIds.length === 0 || !interest.interested() ? Effect.void : publishHints(jobIds)),
+        follow: interest.follow,
         publishAll: client`SELECT pg_notify(${eventsChannel}, ${EVERY_JOB})`.pipe(
           Effect.asVoid,
           Effect.catch((error) => Effect.logWarning("could not notify job followers; they will poll", error))

@@ -109,6 +109,8 @@ export const make = Effect.gen(function*() {
   const wake = yield* Queue.sliding<void>(1)
   // Open while any stream is: an idle engine reads nothing.
   const following = yield* Latch.make(false)
+  // Held while any stream is open: other processes send their claims' and endings' hints only then.
+  let unfollow: (() => void) | undefined
 
   // Any job's change may be an ending: wake the reader (coalesced; MIN_READ_GAP bounds the reads).
   yield* events.subscribeAll(() => {
@@ -206,6 +208,7 @@ export const make = Effect.gen(function*() {
       joining.add(follower)
       open++
       following.openUnsafe()
+      unfollow ??= events.follow()
       Queue.offerUnsafe(wake, undefined)
       let removed = false
       return () => {
@@ -218,6 +221,8 @@ export const make = Effect.gen(function*() {
         if (set?.size === 0) accounts.delete(follower.accountId)
         if (open === 0) {
           following.closeUnsafe()
+          unfollow?.()
+          unfollow = undefined
           // Nothing follows the feed: the next stream starts from a fresh head.
           head = undefined
         }

@@ -126,6 +126,8 @@ export const make = Effect.gen(function*() {
   // Open while any job is followed: an idle engine has no sweep running.
   const following = yield* Latch.make(false)
   const hints = makeHintLog<JobId>()
+  // Held while any job is followed: other processes send their claims' and endings' hints only then.
+  let unfollow: (() => void) | undefined
   const deadlines = yield* makeDeadlines
   // The gauge is moved from plain callbacks: it counts in the registry of the context the service was built in.
   const metrics = yield* Effect.context<never>()
@@ -160,7 +162,11 @@ export const make = Effect.gen(function*() {
     swept.delete(watch)
     slots[watch.slot]!.delete(watch)
     if (watches.get(watch.jobId) === watch) watches.delete(watch.jobId)
-    if (watches.size === 0) following.closeUnsafe()
+    if (watches.size === 0) {
+      following.closeUnsafe()
+      unfollow?.()
+      unfollow = undefined
+    }
   }
 
   const deliver = (watch: Watch, found: Option.Option<Job>, lines: ReadonlyArray<LogLine>) => {
@@ -309,6 +315,7 @@ export const make = Effect.gen(function*() {
       watches.set(jobId, watch)
       slots[watch.slot]!.add(watch)
       following.openUnsafe()
+      unfollow ??= events.follow()
     }
     const follower: Follower = { seen: after, progress: listener.progressFrom ?? -1, logSeen: listener.logFrom ?? 0, listener }
     watch.followers.add(follower)

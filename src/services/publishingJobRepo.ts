@@ -8,7 +8,9 @@ import { JobRepo } from "../ports/JobRepo.js"
  * call returned (its transaction committed): followers re-read the job, so a hint must never
  * come before the change is visible. The reaper's abandonments carry no ids back, so a pass
  * that failed any hints every followed job (passes that fail nothing, nearly all, send
- * nothing). A submit publishes nothing: nobody can follow a job before its
+ * nothing). Claims' and endings' hints go only where someone follows jobs (`publishIfFollowed`:
+ * on PostgreSQL nothing is sent in a drain nobody watches); a cancel's always (the job's
+ * provider poller acts on it). A submit publishes nothing: nobody can follow a job before its
  * id is answered, and on PostgreSQL each hint is a round trip on the submit path.
  */
 export const layerPublishingJobRepo = Layer.effect(
@@ -21,7 +23,7 @@ export const layerPublishingJobRepo = Layer.effect(
     // caller's interruption does not, and a call costs no fiber of its own. The hints left when
     // the scope closes go out then, so a follower elsewhere still hears of the last endings.
     const unpublished: Array<JobId> = []
-    yield* Effect.addFinalizer(() => Effect.suspend(() => (unpublished.length === 0 ? Effect.void : events.publish(unpublished.splice(0)))))
+    yield* Effect.addFinalizer(() => Effect.suspend(() => (unpublished.length === 0 ? Effect.void : events.publishIfFollowed(unpublished.splice(0)))))
     let wake: (() => void) | undefined
     const nextHints = Effect.callback<Array<JobId>>((resume) => {
       const take = () => {
@@ -34,7 +36,7 @@ export const layerPublishingJobRepo = Layer.effect(
         wake = undefined
       })
     })
-    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(nextHints, events.publish)))
+    yield* Effect.forkScoped(Effect.forever(Effect.flatMap(nextHints, events.publishIfFollowed)))
     const beside = (ids: ReadonlyArray<JobId>) =>
       Effect.sync(() => {
         if (ids.length === 0) return
