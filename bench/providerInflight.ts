@@ -26,6 +26,9 @@
  *
  * BENCH_INFLIGHT_PROFILE_DIR=<dir> writes a CPU profile of the worker over the hold alone
  * (hold-<pid>.cpuprofile; `npx tsx bench/cpuProfileModules.ts <file>` groups it by module).
+ * BENCH_INFLIGHT_HEAP_DIR=<dir> writes a heap snapshot of the worker once every generation is in
+ * flight (hold-<pid>.heapsnapshot, for Chrome's memory panel); the worker stops for it a few seconds,
+ * so its figures are not read from that run (nor a profile taken in the same one).
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -71,6 +74,8 @@ const KEEPALIVE_MS = whole("BENCH_INFLIGHT_KEEPALIVE_MS", 5_000)
 const STOP_IN_HOLD = process.env.BENCH_INFLIGHT_STOP_IN_HOLD === "1"
 /** Whether the worker writes a CPU profile of the hold (BENCH_INFLIGHT_PROFILE_DIR, see the header). */
 const PROFILE = process.env.BENCH_INFLIGHT_PROFILE_DIR !== undefined
+/** Whether the worker writes a heap snapshot as the hold starts (BENCH_INFLIGHT_HEAP_DIR, see the header). */
+const HEAP_SNAPSHOT = process.env.BENCH_INFLIGHT_HEAP_DIR !== undefined
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -248,9 +253,9 @@ export const providerInflight = () =>
       }
       const allStartedAt = performance.now()
       const holdFrom = reports.length
-      if (PROFILE) child.kill("SIGUSR2")
+      if (PROFILE || HEAP_SNAPSHOT) child.kill("SIGUSR2")
       await waitFor("the first generation to end", async () => sim.counters.inFlight < jobs, 200, GENERATION_MS + 60_000)
-      if (PROFILE) child.kill("SIGUSR2")
+      if (PROFILE || HEAP_SNAPSHOT) child.kill("SIGUSR2")
       const hold = reports.slice(holdFrom)
       const holdTo = reports.at(-1)!
       const holdStart = reports[holdFrom - 1]!

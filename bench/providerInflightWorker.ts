@@ -16,6 +16,7 @@ import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
 import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
+import { writeHeapSnapshot } from "node:v8"
 import { serveParent } from "./lib/child.js"
 import { BENCH_PROVIDER, TABLE_PREFIX } from "./lib/engine.js"
 
@@ -70,6 +71,16 @@ if (profileDir !== undefined) {
         writeFileSync(join(profileDir, `hold-${process.pid}.cpuprofile`), JSON.stringify(profile))
       )
     }
+  })
+}
+
+/** A heap snapshot as the hold starts (BENCH_INFLIGHT_HEAP_DIR): at the parent's first SIGUSR2 (as above), not its second. */
+const heapDir = process.env.BENCH_INFLIGHT_HEAP_DIR
+if (heapDir !== undefined) {
+  let taken = false
+  process.on("SIGUSR2", () => {
+    if (!taken) writeHeapSnapshot(join(heapDir, `hold-${process.pid}.heapsnapshot`))
+    taken = true
   })
 }
 

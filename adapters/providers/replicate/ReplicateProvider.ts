@@ -200,12 +200,13 @@ export const replicateProvider = (options: ReplicateOptions): GenerationProvider
         return { _tag: "Started" as const, handle: { id: created.id } }
       }),
 
+    // The hottest call at thousands of generations in flight: one lookup of the token, no generator.
     poll: (handle, request) =>
-      Effect.gen(function*() {
-        const token = yield* tokens.secretFor(request.credentialId)
-        const prediction = yield* call(HttpClientRequest.get(predictionUrl(handle)), Prediction, request.credentialId)
-        return statusOf(prediction, request, token)
-      }),
+      Effect.flatMap(tokens.secretFor(request.credentialId), (token) =>
+        Effect.map(
+          sendJson(api, HttpClientRequest.setHeaders(HttpClientRequest.get(predictionUrl(handle)), authorization(token)), Prediction, { timeoutMs }),
+          (prediction) => statusOf(prediction, request, token)
+        )),
 
     // A prediction Replicate no longer knows (404) has nothing left to stop.
     cancel: (handle, request) =>

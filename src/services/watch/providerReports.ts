@@ -3,11 +3,17 @@ import type { JobId } from "../../domain/ids.js"
 import { emptyLogMark, nextProgress, planLogAppend, type ProviderLogMark } from "../../domain/providerLogs.js"
 import { JobEvents } from "../../ports/JobEvents.js"
 import { JobLogRepo, type ProviderReport } from "../../ports/JobLogRepo.js"
-import { makeBackgroundWriter } from "../writeBatcher.js"
 import type { GenerationProvider, ProviderRequest, Running } from "../../ports/Provider.js"
 
 /** Reports of separate jobs written together at most (one statement). */
 const MAX_REPORT_BATCH = 100
+
+/**
+ * How long the writer waits, once a report is queued, for others to join its batch. Written at
+ * once, 10,000 generations in flight made a statement (and a publish) of a few reports each,
+ * hundreds a second; a poll's report is read seconds apart anyway (docs/decisions.md).
+ */
+export const REPORT_LINGER_MS = 50
 
 /** Who a report is for: the job, the run's lease owner, the provider (its secrets are redacted from the lines). */
 export interface ReportTarget {
@@ -83,8 +89,8 @@ interface Queued {
 
 /**
  * The reports of a process's running generations, written by one fiber of the scope it is made
- * in: the first report goes at once, those queued while it is on its way go together in the
- * next (up to MAX_REPORT_BATCH; makeBackgroundWriter), and no poll waits for its write. A
+ * in: a report waits REPORT_LINGER_MS for others (none when MAX_REPORT_BATCH are queued), then
+ * they go together, up to MAX_REPORT_BATCH to a statement, and no poll waits for its write. A
  * batch that fails is written again report by report, so one bad report fails alone. Closing
  * the scope stops the writer; the reports queued then are dropped (the marks did not move: a
  * later run's polls bring those lines again).
@@ -136,7 +142,28 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
       then?.()
     }
   })
-  const send = yield* makeBackgroundWriter(writeReports, MAX_REPORT_BATCH)
+  const queued: Array<Queued> = []
+  /** Resumes the writer when it waits for a report. */
+  let wake: (() => void) | undefined
+  const arrived = Effect.callback<void>((resume) => {
+    if (queued.length > 0) return resume(Effect.void)
+    wake = () => {
+      wake = undefined
+      resume(Effect.void)
+    }
+    return Effect.sync(() => {
+      wake = undefined
+    })
+  })
+  yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+    yield* arrived
+    if (queued.length < MAX_REPORT_BATCH) yield* Effect.sleep(REPORT_LINGER_MS)
+    yield* writeReports(queued.splice(0, MAX_REPORT_BATCH))
+  })))
+  const send = (report: Queued) => {
+    queued.push(report)
+    wake?.()
+  }
 
   return {
     write: (marks, target, status, now) => {
