@@ -29,6 +29,8 @@ import { brokerUrls, deleteBrokerNames, type FromPickupWorker, newPrefix, startP
 const SAMPLES = Number(process.env.BENCH_PICKUP_SAMPLES ?? 300)
 const WARMUP = 20
 const PAUSE_MS = 10
+/** A job not started within this long fails the run (a lost job or a dead worker, not a slow pickup). */
+const SEEN_TIMEOUT_MS = 30_000
 
 const starts = new Map<string, (at: number) => void>()
 /** A job seen at `at` on the clock the processes share. */
@@ -56,11 +58,15 @@ const newCase = (key: string, add: (id: string) => Promise<unknown>): Case => ({
 let next = 0
 const sampleOnce = async (c: Case) => {
   const id = `${c.key}-${next++}`
-  const started = new Promise<number>((resolve) => starts.set(id, resolve))
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const started = new Promise<number>((resolve, reject) => {
+    starts.set(id, resolve)
+    timer = setTimeout(() => reject(new Error(`${c.key}: job ${id} did not start within ${SEEN_TIMEOUT_MS} ms`)), SEEN_TIMEOUT_MS)
+  })
   const t0 = performance.now()
   await c.add(id)
   const added = performance.now()
-  const t1 = await started
+  const t1 = await started.finally(() => clearTimeout(timer))
   starts.delete(id)
   await new Promise((resolve) => setTimeout(resolve, PAUSE_MS))
   return [t1 - t0, added - t0] as const
