@@ -31,6 +31,8 @@ const WARMUP = 20
 const PAUSE_MS = 10
 /** A job not started within this long fails the run (a lost job or a dead worker, not a slow pickup). */
 const SEEN_TIMEOUT_MS = 30_000
+/** The longest one clean-up step may take before the next one goes. */
+const STOP_TIMEOUT_MS = 10_000
 
 const starts = new Map<string, (at: number) => void>()
 /** A job seen at `at` on the clock the processes share. */
@@ -140,6 +142,14 @@ await withDatabase("floor_engine", (engineUrl) =>
         }]))
       }))
     } finally {
-      for (const stop of stops.reverse()) await stop().catch((error: unknown) => console.error(error))
+      // Each clean-up step bounded: on a loaded machine one was seen to hang after the figures
+      // were printed, with the BullMQ queues' three Redis connections still open.
+      for (const stop of stops.reverse()) {
+        let timer: ReturnType<typeof setTimeout> | undefined
+        await Promise.race([stop(), new Promise((resolve) => (timer = setTimeout(resolve, STOP_TIMEOUT_MS)))])
+          .catch((error: unknown) => console.error(error))
+          .finally(() => clearTimeout(timer))
+      }
     }
   }))
+process.exit(0)
