@@ -1,14 +1,18 @@
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { makeTransactionBatches } from "../../adapters/sql/jobs/transactionBatches.js"
 
-/** A store whose transactions record the writes each one held, committed or not. */
+/** In a caller's context while it runs inside a transaction of its own (the SQL client's transaction service). */
+const Enclosing = Context.Service<{ readonly name: string }>("test/Enclosing")
+
+/** A store whose transactions record the writes each one held, committed or not, and the enclosing transaction they ran in. */
 const makeStore = (bad: ReadonlySet<number> = new Set()) => {
-  const transactions: Array<{ writes: Array<number>; committed: boolean }> = []
-  let open: { writes: Array<number>; committed: boolean } | undefined
+  const transactions: Array<{ writes: Array<number>; committed: boolean; within?: string }> = []
+  let open: { writes: Array<number>; committed: boolean; within?: string } | undefined
   const transaction = <A>(effect: Effect.Effect<A, string>) =>
-    Effect.suspend(() => {
-      open = { writes: [], committed: false }
+    Effect.withFiber<A, string>((fiber) => {
+      const within = Context.getOrUndefined(fiber.context, Enclosing)?.name
+      open = { writes: [], committed: false, ...(within === undefined ? {} : { within }) }
       transactions.push(open)
       const current = open
       return Effect.tap(effect, () => Effect.sync(() => (current.committed = true)))
@@ -18,7 +22,7 @@ const makeStore = (bad: ReadonlySet<number> = new Set()) => {
       open!.writes.push(n)
       return bad.has(n) ? Effect.fail(`bad ${n}`) : Effect.succeed(n * 10)
     })
-  return { transactions, batched: makeTransactionBatches(transaction, write) }
+  return { transactions, batched: makeTransactionBatches(transaction, write, Enclosing) }
 }
 
 describe("transactions shared by the writes that come together", () => {
@@ -59,5 +63,31 @@ describe("transactions shared by the writes that come together", () => {
     expect(transactions.every((t) => t.committed)).toBe(true)
     // Nothing is left leading: a later write still gets its answer.
     expect(await Effect.runPromise(batched(4))).toBe(40)
+  })
+
+  it("a write asked for inside the caller's own transaction is written there, alone, never with others", async () => {
+    const { batched, transactions } = makeStore()
+    const answers = await Effect.runPromise(Effect.all([
+      batched(1),
+      batched(2).pipe(Effect.provideService(Enclosing, { name: "the caller's" })),
+      batched(3)
+    ], { concurrency: "unbounded" }))
+    expect(answers).toStrictEqual([10, 20, 30])
+    // Written at once, nested in the caller's transaction; the others share one of their own.
+    expect(transactions).toStrictEqual([
+      { writes: [2], committed: true, within: "the caller's" },
+      { writes: [1, 3], committed: true }
+    ])
+  })
+
+  it("a write inside the caller's transaction while a batch leads does not join it", async () => {
+    const { batched, transactions } = makeStore()
+    await Effect.runPromise(Effect.all([
+      batched(1),
+      Effect.andThen(Effect.yieldNow, batched(2).pipe(Effect.provideService(Enclosing, { name: "the caller's" }))),
+      Effect.andThen(Effect.yieldNow, batched(3))
+    ], { concurrency: "unbounded" }))
+    expect(transactions.find((t) => t.writes.includes(2))).toStrictEqual({ writes: [2], committed: true, within: "the caller's" })
+    expect(transactions.filter((t) => t.within === undefined).flatMap((t) => t.writes).sort()).toStrictEqual([1, 3])
   })
 })

@@ -253,7 +253,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
           const queued: Job = { ...job, fairKey: charged.fair_key }
           yield* sql`INSERT INTO ${t.jobs} ${sql.insert(jobRow(queued))}`
           return Option.some(queued)
-        }).pipe(storeErrors("submit job")))
+        }).pipe(storeErrors("submit job")), sql.transactionService)
       return (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => written({ job, maxConcurrentJobs, handOff })
     }
   })

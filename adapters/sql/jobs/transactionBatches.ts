@@ -1,4 +1,4 @@
-import { Effect, Exit } from "effect"
+import { Context, Effect, Exit } from "effect"
 
 /** Transactions of one writer's submits together at most. */
 const MAX_BATCH = 64
@@ -25,10 +25,17 @@ interface Waiting<I, O, E> {
  * is uninterruptible until its answer, as a submit's store write is (storeSubmit.ts), so a
  * batch is never left without its leader. Without the yield, SQLite's synchronous statements
  * ran each submit's transaction before the next request reached its own: every batch was one.
+ *
+ * A write asked for inside a transaction of the caller's (`enclosing`, the client's transaction
+ * service, is in its context) is never batched: it is written on the caller's own fiber, nested
+ * in that transaction, so it commits or rolls back with the caller's other writes. Batched, it
+ * would have been written in another caller's transaction (and answered before its own
+ * committed), or, leading, would have pulled the others' writes into its caller's transaction.
  */
 export const makeTransactionBatches = <I, O, E>(
   transaction: <A>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>,
-  write: (item: I) => Effect.Effect<O, E>
+  write: (item: I) => Effect.Effect<O, E>,
+  enclosing: Context.Key<any, unknown>
 ): ((item: I) => Effect.Effect<O, E>) => {
   const waiting: Array<Waiting<I, O, E>> = []
   let leading = false
@@ -54,7 +61,7 @@ export const makeTransactionBatches = <I, O, E>(
       return exits[0]!
     }))
 
-  return (item) =>
+  const batched = (item: I): Effect.Effect<O, E> =>
     Effect.uninterruptible(Effect.suspend(() => {
       if (!leading) {
         leading = true
@@ -64,4 +71,9 @@ export const makeTransactionBatches = <I, O, E>(
         waiting.push({ item, done })
       })
     }))
+
+  return (item) =>
+    Effect.withFiber((fiber) =>
+      Context.getOrUndefined(fiber.context, enclosing) === undefined ? batched(item) : transaction(write(item))
+    )
 }
