@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, type Fiber, Layer, Logger, type LogLevel, References, Result, Tracer } from "effect"
+import { Cause, Context, type Fiber, Layer, Logger, type LogLevel, References, Result, Tracer } from "effect"
 
 /** `json`: one JSON object per line, for log collectors. `text`: one readable line, for a terminal. */
 export type LogFormat = "json" | "text"
@@ -131,58 +131,9 @@ const traceOf = (fiber: Fiber.Fiber<unknown, unknown>) => {
   return { traceId: span.traceId, spanId: span.spanId }
 }
 
-/** After the current turn's callbacks: setImmediate where there is one (Node, Bun, Deno), else a timer. */
-const endOfTurn: (f: () => void) => void = typeof setImmediate === "function" ? (f) => void setImmediate(f) : (f) => void setTimeout(f, 0)
-
-/**
- * Lines written together, one `sink` call per turn of the event loop: a server logs two lines a
- * request (the request's and the job's), and each console.log was a write to stdout of its
- * own (a system call, and the console's listener bookkeeping around it). The lines of a turn
- * are joined by newlines, in the order they were logged. Held lines are written at the end of
- * the turn (setImmediate: after the turn's I/O callbacks, so the requests answered in one turn
- * share a write), at `flush`, and when the process exits (an uncaught exception or
- * process.exit included), so a crash does not lose a line already logged.
- */
-export const makeLineBatch = (sink: (text: string) => void) => {
-  let held: Array<string> = []
-  let scheduled = false
-  let exitHooked = false
-  const flush = () => {
-    scheduled = false
-    if (held.length === 0) return
-    const lines = held
-    held = []
-    sink(lines.length === 1 ? lines[0]! : lines.join("\n"))
-  }
-  const write = (line: string) => {
-    held.push(line)
-    if (scheduled) return
-    scheduled = true
-    endOfTurn(flush)
-    // Hooked at the first line, not at import: a process that never logs keeps no listener.
-    if (!exitHooked && typeof process !== "undefined" && typeof process.once === "function") {
-      exitHooked = true
-      process.once("exit", flush)
-    }
-  }
-  return { write, flush }
-}
-
-/**
- * The lines of every engine logger writing to the console (the default), batched together so
- * two loggers' lines keep the order they were logged in.
- */
-const consoleLines = makeLineBatch((text) => console.log(text))
-
-/** Writes at once the lines the default (console) loggers still hold. */
-export const flushLogLines = (): void => consoleLines.flush()
-
-/**
- * A Logger writing each line with `write` in the given format. Without `write`, lines go to
- * console.log (stdout), batched a turn of the event loop at a time (makeLineBatch).
- */
+/** A Logger writing each line with `write` (console.log by default) in the given format. */
 export const makeLogger = (format: LogFormat, options: { readonly color?: boolean; readonly write?: (line: string) => void } = {}) => {
-  const write = options.write ?? consoleLines.write
+  const write = options.write ?? ((line: string) => console.log(line))
   const color = options.color ?? false
   return Logger.make<unknown, void>(({ cause, date, fiber, logLevel, message }) => {
     const record: LogRecord = {
@@ -202,10 +153,7 @@ export interface LoggerOptions {
   readonly format?: LogFormat | undefined
   /** The least severe level written. Default `info`. */
   readonly level?: LogLevelName | LogLevel.LogLevel | undefined
-  /**
-   * Where lines go, one call a line. Default `console.log` (stdout), the lines of one turn of
-   * the event loop in one call, joined by newlines; written when the layer is released.
-   */
+  /** Where lines go. Default `console.log` (stdout). */
   readonly write?: ((line: string) => void) | undefined
 }
 
@@ -234,12 +182,10 @@ export const layerLogger = (options: LoggerOptions = {}): Layer.Layer<never> => 
   const tty = typeof process !== "undefined" && process.stdout?.isTTY === true
   const format = options.format ?? (tty ? "text" : "json")
   const logger = makeLogger(format, { color: format === "text" && tty && options.write === undefined, ...(options.write ? { write: options.write } : {}) })
-  return Layer.mergeAll(
+  return Layer.merge(
     // Every other logger goes (the default one, or the pretty one a runtime installs); the tracer's
     // stays, which records log lines as events of the current span.
     Logger.layer([spanEventLogger, logger]),
-    Layer.succeed(References.MinimumLogLevel, levelOf(options.level)),
-    // A runtime disposed (an engine's, a test's) has its lines out when its disposal ends.
-    Layer.effectDiscard(Effect.addFinalizer(() => Effect.sync(flushLogLines)))
+    Layer.succeed(References.MinimumLogLevel, levelOf(options.level))
   )
 }

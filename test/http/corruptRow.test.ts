@@ -44,8 +44,6 @@ describe("a stored job row that does not decode", () => {
         error: { code: "INTERNAL_ERROR", message: "An internal error occurred", details: {} },
         requestId: reply.headers.get("x-request-id")
       })
-      // Log lines go out at the end of the event loop's turn (they are batched), not as they are logged.
-      await new Promise((resolve) => setImmediate(resolve))
       const lines = logged.mock.calls.map((args) => args.map(String).join(" "))
       expect(lines.filter((line) => line.includes("corrupt row") && line.includes(jobId))).toHaveLength(1)
     } finally {
