@@ -4,17 +4,26 @@
  * WORKER_CONCURRENCY=0, so it measures admission and insert, not work), over 8 accounts and
  * over 1 (one account's submits serialise on its row), beside a bare node:http server doing one
  * INSERT per request on the same database kind at the same counts. PostgreSQL, then SQLite.
+ *
+ * With BENCH_HTTP_BESIDE=<another checkout, its `dist/` built>, it compares two builds instead:
+ * this checkout's bundled server and that one's, up at once (8 accounts each, a warm-up each),
+ * then BENCH_HTTP_ROUNDS (8) bursts of BENCH_HTTP_BURST_SECONDS (3) at the first client count on
+ * one and then the other, the order swapped every round. On a machine shared with other work,
+ * two runs of the plain bench moved the server's CPU per submit by 70 % at the same build; the
+ * pairs see the same load, so their ratio resolves what single runs cannot.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { availableParallelism, tmpdir } from "node:os"
-import { join } from "node:path"
-import { benchModel } from "./catalog.js"
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { availableParallelism, loadavg, tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { benchCatalog, benchModel } from "./catalog.js"
 import { type CpuSample, cpuPerRequest, processCpuMs } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
-import { connect, withDatabase } from "./lib/pg.js"
+import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
-import { makeAccounts, type RunningServer, startBareServer, startBundledServer } from "./lib/server.js"
+import { exited } from "./lib/child.js"
+import { ADMIN_TOKEN, freePort, makeAccounts, type RunningServer, startBareServer, startBundledServer } from "./lib/server.js"
 
 const MODEL = benchModel("demo")
 
@@ -175,7 +184,107 @@ const sqlite = async () => {
   }
 }
 
+/**
+ * The other checkout's bundled server, configured as startBundledServer configures this one's
+ * (its own temporary DATA_DIR, the bench catalog, the admin API on).
+ */
+const startBesideServer = async (root: string, env: Record<string, string>): Promise<RunningServer> => {
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-beside-"))
+  const catalogFile = join(dir, "catalog.json")
+  writeFileSync(catalogFile, JSON.stringify(benchCatalog("demo")))
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(root, "dist/apps/server/main.js")], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: join(dir, "data"), ADMIN_TOKEN, CATALOG_FILE: catalogFile, ...env },
+    stdio: ["ignore", "ignore", "inherit"]
+  })
+  const url = `http://127.0.0.1:${port}`
+  await waitFor(`the server at ${url}`, () => fetch(`${url}/health`).then(() => true, () => false), 50, 60_000)
+  return {
+    url,
+    pid: child.pid!,
+    stop: async () => {
+      await exited(child, () => child.kill("SIGTERM"))
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+const positive = (name: string, fallback: number) => {
+  const value = Number(process.env[name] ?? fallback)
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer`)
+  return value
+}
+
+/** The server's CPU per answered submit of each burst, in µs, and the submits answered. */
+interface Bursts {
+  readonly perBurst: Array<number>
+  cpuMs: number
+  submits: number
+}
+
+const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+/** This build's server and the other's (`besideRoot`) on one store, in alternating bursts; one figure. */
+const beside = async (besideRoot: string, store: string, envs: readonly [Record<string, string>, Record<string, string>]) => {
+  const rounds = positive("BENCH_HTTP_ROUNDS", 8)
+  const seconds = positive("BENCH_HTTP_BURST_SECONDS", 3)
+  const connections = settings.httpClientCounts[0]!
+  const started: Array<RunningServer> = []
+  try {
+    started.push(await startBundledServer({ ...ENGINE_ENV, ...envs[0] }))
+    started.push(await startBesideServer(besideRoot, { ...ENGINE_ENV, ...envs[1] }))
+    const servers = await Promise.all(started.map(async (server) => ({ server, keys: await makeAccounts(server.url, 8) })))
+    for (const { keys, server } of servers) {
+      await probeSubmit(server.url, keys[0]!, MODEL)
+      await submitLoad({ url: server.url, keys, model: MODEL, connections, seconds: Math.max(5, seconds), label: `${store} warm-up`, warmup: true })
+    }
+    const bursts: Array<Bursts> = servers.map(() => ({ perBurst: [], cpuMs: 0, submits: 0 }))
+    for (let round = 0; round < rounds; round++) {
+      log(`http_submit beside: ${store}, round ${round + 1} of ${rounds}`)
+      for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
+        const { keys, server } = servers[i]!
+        const before = processCpuMs(server.pid)
+        const result = await submitLoad({ url: server.url, keys, model: MODEL, connections, seconds, label: `${store} burst` })
+        const cpuMs = processCpuMs(server.pid) - before
+        bursts[i]!.perBurst.push(Math.round((cpuMs * 1000) / result.ok))
+        bursts[i]!.cpuMs += cpuMs
+        bursts[i]!.submits += result.ok
+      }
+    }
+    const [mine, theirs] = bursts.map((b) => b.cpuMs * 1000 / b.submits) as [number, number]
+    emit({
+      figure: `http_submit_${store}_8_accounts_beside`,
+      engine: mine,
+      reference: theirs,
+      unit: "µs server CPU per submit",
+      better: "lower",
+      referenceIs: `the bundled server of ${resolve(besideRoot)}, in alternating bursts`,
+      params: {
+        connections,
+        rounds,
+        burstSeconds: seconds,
+        medianRatio: Math.round((median(bursts[0]!.perBurst) / median(bursts[1]!.perBurst)) * 1000) / 1000,
+        engineBursts: bursts[0]!.perBurst,
+        referenceBursts: bursts[1]!.perBurst,
+        engineSubmits: bursts[0]!.submits,
+        referenceSubmits: bursts[1]!.submits,
+        loadAverage: Math.round(loadavg()[0]! * 10) / 10
+      }
+    })
+  } finally {
+    for (const server of started) await server.stop()
+  }
+}
+
 export const httpSubmit = async () => {
+  const besideRoot = process.env.BENCH_HTTP_BESIDE
+  if (besideRoot !== undefined && besideRoot !== "") {
+    await withDatabase("mine", (mine) =>
+      withDatabase("beside", (theirs) => beside(besideRoot, "pg", [{ DATABASE_URL: mine }, { DATABASE_URL: theirs }])))
+    await beside(besideRoot, "sqlite", [{}, {}])
+    return
+  }
   await postgres()
   await sqlite()
 }
