@@ -21,7 +21,10 @@ const recording = () => {
     }),
     Layer.succeed(JobEvents, {
       publish: (jobIds) => Effect.sync(() => void published.push(jobIds)),
+      // Reports are hinted to every follower (provider progress), never only-if-followed.
+      publishIfFollowed: () => Effect.die("provider reports publish to every follower"),
       publishAll: Effect.void,
+      follow: () => () => {},
       subscribe: () => Effect.void,
       subscribeAll: () => Effect.void
     })
