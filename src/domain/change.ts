@@ -5,7 +5,7 @@ import { DAY_MS } from "./rateLimit.js"
 /**
  * Where an entry of the changes feed stands: ordered by `txn`, then `seq`. PostgreSQL's `txn` is
  * the writing transaction's id (xid8) and `seq` a sequence drawn in it; SQLite and memory keep
- * `txn` at 0 and order by `seq` alone (docs/decisions.md, "A changes feed (issue 38)").
+ * `txn` at 0 and order by `seq` alone (docs/decisions.md, "A changes feed").
  */
 export interface ChangePosition {
   readonly txn: number

@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { Tables } from "../tables.js"
 
 /**
- * The changes feed (docs/decisions.md, "A changes feed (issue 38)"): one row per job ending,
+ * The changes feed (docs/decisions.md, "A changes feed"): one row per job ending,
  * written in the ending's transaction, kept for CHANGES_RETENTION_DAYS.
  *
  * PostgreSQL orders the feed by (txid, seq): `txid` is the writing transaction's id
