@@ -56,16 +56,6 @@ export const marksOf = (request: ProviderRequest): ReportMarks => ({
   then: undefined
 })
 
-/**
- * Runs `f` once the generation's reports on their way, if any, are written: a generation's end
- * is handed to its run only after the lines of its running polls are stored, as when the poller
- * waited for them (an end written first would refuse them: the job no longer processing).
- */
-export const afterReport = (marks: ReportMarks, f: () => void): void => {
-  if (marks.writing) marks.then = f
-  else f()
-}
-
 export interface ProviderReports {
   /**
    * Queues the write a running generation's poll needs (its progress raised, new log lines
@@ -79,6 +69,13 @@ export interface ProviderReports {
    * move, so the next poll brings the same lines again (a place written twice is kept once).
    */
   readonly write: (marks: ReportMarks, target: ReportTarget, status: Running, now: number) => void
+  /**
+   * Runs `f` once the generation's reports on their way, if any, are written: a generation's end
+   * is handed to its run only after the lines of its running polls are stored, as when the poller
+   * waited for them (an end written first would refuse them: the job no longer processing). A
+   * report an end waits for is written without waiting for others to join it.
+   */
+  readonly afterReport: (marks: ReportMarks, f: () => void) => void
 }
 
 /** A queued report and the marks it moves once written. */
@@ -145,6 +142,19 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
   const queued: Array<Queued> = []
   /** Resumes the writer when it waits for a report. */
   let wake: (() => void) | undefined
+  /** A generation's end waits for a queued report: the batch goes without lingering. */
+  let urgent = false
+  /** Cuts the writer's linger short. */
+  let hurry: (() => void) | undefined
+  const hurried = Effect.callback<void>((resume) => {
+    hurry = () => {
+      hurry = undefined
+      resume(Effect.void)
+    }
+    return Effect.sync(() => {
+      hurry = undefined
+    })
+  })
   const arrived = Effect.callback<void>((resume) => {
     if (queued.length > 0) return resume(Effect.void)
     wake = () => {
@@ -157,7 +167,9 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
   })
   yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
     yield* arrived
-    if (queued.length < MAX_REPORT_BATCH) yield* Effect.sleep(REPORT_LINGER_MS)
+    // One race a batch, not a report: at most one batch every REPORT_LINGER_MS lingers.
+    if (queued.length < MAX_REPORT_BATCH && !urgent) yield* Effect.raceFirst(Effect.sleep(REPORT_LINGER_MS), hurried)
+    urgent = false
     yield* writeReports(queued.splice(0, MAX_REPORT_BATCH))
   })))
   const send = (report: Queued) => {
@@ -169,6 +181,12 @@ export const makeProviderReports: Effect.Effect<ProviderReports, never, JobLogRe
     write: (marks, target, status, now) => {
       if (marks.writing) marks.later = { target, status, now }
       else queue(marks, { target, status, now })
+    },
+    afterReport: (marks, f) => {
+      if (!marks.writing) return f()
+      marks.then = f
+      urgent = true
+      hurry?.()
     }
   }
 })

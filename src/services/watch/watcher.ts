@@ -9,7 +9,7 @@ import type { EngineConfig } from "../EngineConfig.js"
 import type { Lease } from "../leaseKeeper.js"
 import { type Due, DueHeap } from "./dueHeap.js"
 import { ended, type Generation, generationFailed, Superseded, timedOut } from "./generation.js"
-import { afterReport, marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
+import { marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
 import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
 
 /**
@@ -112,6 +112,9 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
     const lanes = new Map<string, Lane>()
     const byJob = new Map<JobId, Entry>()
     const maxRetries = config.providerRetry.maxRetries
+
+    /** Runs `f` once the generation's report on its way, if any, is written (ProviderReports.afterReport). */
+    const afterReport = (marks: ReportMarks, f: () => void) => (reports === undefined ? f() : reports.afterReport(marks, f))
 
     const finish = (entry: Entry, outcome: Generation | Superseded) => {
       if (entry.state === "gone") return
