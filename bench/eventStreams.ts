@@ -17,23 +17,18 @@
  * BENCH_EVENT_STREAMS_BASE=<a worktree with `dist/` built> measures that build too in the same
  * run, before this one (before/after side by side).
  */
-import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { Agent, type ClientRequest, request } from "node:http"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { benchCatalog, benchModel } from "./catalog.js"
-import { exited } from "./lib/child.js"
+import { benchModel } from "./catalog.js"
 import { settings } from "./lib/env.js"
-import { waitFor, withDatabase } from "./lib/pg.js"
+import { withDatabase } from "./lib/pg.js"
 import { emit, log, percentile } from "./lib/report.js"
 import {
-  ADMIN_TOKEN,
-  freePort,
   makeAccounts,
   rssMiB,
   type RunningServer,
   startBareServer,
+  startBuiltServerAt,
   startBundledServer
 } from "./lib/server.js"
 
@@ -56,29 +51,6 @@ const cpuTicks = (pid: number): number => {
 }
 
 const round1 = (n: number) => Math.round(n * 10) / 10
-
-/** The bundled server of another build (`<root>/dist`), configured as startBundledServer configures this one's. */
-const startServerAt = async (root: string, env: Record<string, string>): Promise<RunningServer> => {
-  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-server-"))
-  const catalogFile = join(dir, "catalog.json")
-  writeFileSync(catalogFile, JSON.stringify(benchCatalog("demo")))
-  const port = await freePort()
-  const child = spawn(process.execPath, [join(root, "dist/apps/server/main.js")], {
-    cwd: dir,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: join(dir, "data"), ADMIN_TOKEN, CATALOG_FILE: catalogFile, ...env },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const url = `http://127.0.0.1:${port}`
-  await waitFor(`the server at ${url}`, () => fetch(`${url}/health`).then(() => true, () => false), 50, 60_000)
-  return {
-    url,
-    pid: child.pid!,
-    stop: async () => {
-      await exited(child, () => child.kill("SIGTERM"))
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
-}
 
 /** 503 answers to opening a stream (shed: the store was busy), each retried after its Retry-After as a client would. */
 let shedOpens = 0
@@ -332,7 +304,7 @@ export const eventStreams = async () => {
   const floor = await bare()
   const builds: Array<[string, (env: Record<string, string>) => Promise<RunningServer>]> = []
   const baseRoot = process.env.BENCH_EVENT_STREAMS_BASE
-  if (baseRoot !== undefined && baseRoot !== "") builds.push([`base (${baseRoot})`, (env) => startServerAt(baseRoot, env)])
+  if (baseRoot !== undefined && baseRoot !== "") builds.push([`base (${baseRoot})`, (env) => startBuiltServerAt(baseRoot, env)])
   builds.push(["this build", startBundledServer])
   const failures: Array<unknown> = []
   for (const [label, start] of builds) {

@@ -12,18 +12,16 @@
  * two runs of the plain bench moved the server's CPU per submit by 70 % at the same build; the
  * pairs see the same load, so their ratio resolves what single runs cannot.
  */
-import { spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { benchCatalog, benchModel } from "./catalog.js"
+import { benchModel } from "./catalog.js"
 import { type CpuSample, cpuPerRequest, processCpuMs } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
-import { connect, waitFor, withDatabase } from "./lib/pg.js"
+import { connect, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
-import { exited } from "./lib/child.js"
-import { ADMIN_TOKEN, freePort, makeAccounts, type RunningServer, startBareServer, startBundledServer } from "./lib/server.js"
+import { makeAccounts, type RunningServer, startBareServer, startBuiltServerAt, startBundledServer } from "./lib/server.js"
 
 const MODEL = benchModel("demo")
 
@@ -184,32 +182,6 @@ const sqlite = async () => {
   }
 }
 
-/**
- * The other checkout's bundled server, configured as startBundledServer configures this one's
- * (its own temporary DATA_DIR, the bench catalog, the admin API on).
- */
-const startBesideServer = async (root: string, env: Record<string, string>): Promise<RunningServer> => {
-  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-beside-"))
-  const catalogFile = join(dir, "catalog.json")
-  writeFileSync(catalogFile, JSON.stringify(benchCatalog("demo")))
-  const port = await freePort()
-  const child = spawn(process.execPath, [join(root, "dist/apps/server/main.js")], {
-    cwd: dir,
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: join(dir, "data"), ADMIN_TOKEN, CATALOG_FILE: catalogFile, ...env },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const url = `http://127.0.0.1:${port}`
-  await waitFor(`the server at ${url}`, () => fetch(`${url}/health`).then(() => true, () => false), 50, 60_000)
-  return {
-    url,
-    pid: child.pid!,
-    stop: async () => {
-      await exited(child, () => child.kill("SIGTERM"))
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }
-}
-
 const positive = (name: string, fallback: number) => {
   const value = Number(process.env[name] ?? fallback)
   if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer`)
@@ -233,7 +205,7 @@ const beside = async (besideRoot: string, store: string, envs: readonly [Record<
   const started: Array<RunningServer> = []
   try {
     started.push(await startBundledServer({ ...ENGINE_ENV, ...envs[0] }))
-    started.push(await startBesideServer(besideRoot, { ...ENGINE_ENV, ...envs[1] }))
+    started.push(await startBuiltServerAt(besideRoot, { ...ENGINE_ENV, ...envs[1] }))
     const servers = await Promise.all(started.map(async (server) => ({ server, keys: await makeAccounts(server.url, 8) })))
     for (const { keys, server } of servers) {
       await probeSubmit(server.url, keys[0]!, MODEL)

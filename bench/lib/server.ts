@@ -121,3 +121,26 @@ export const rssMiB = (pid: number): number => {
   const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1])
   return Math.round((kb / 1024) * 10) / 10
 }
+
+/** The bundled server of another build (`<root>/dist`), configured as startBundledServer configures this one's. */
+export const startBuiltServerAt = async (root: string, env: Record<string, string>): Promise<RunningServer> => {
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-built-"))
+  const catalogFile = join(dir, "catalog.json")
+  writeFileSync(catalogFile, JSON.stringify(benchCatalog("demo")))
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(root, "dist/apps/server/main.js")], {
+    cwd: dir,
+    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: join(dir, "data"), ADMIN_TOKEN, CATALOG_FILE: catalogFile, ...env },
+    stdio: ["ignore", "ignore", "inherit"]
+  })
+  const url = `http://127.0.0.1:${port}`
+  await waitFor(`the server at ${url}`, () => fetch(`${url}/health`).then(() => true, () => false), 50, 60_000)
+  return {
+    url,
+    pid: child.pid!,
+    stop: async () => {
+      await exited(child, () => child.kill("SIGTERM"))
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}

@@ -6,7 +6,7 @@ import { makePgSignals } from "../../adapters/sql/PgJobSignal.js"
 import { makePgListener, PgListener } from "../../adapters/sql/pgListener.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, listening } from "../support/postgres.js"
 
 const url = await freshPostgresUrl()
 
@@ -18,15 +18,6 @@ const within = <E, R>(what: string, ms: number, holds: Effect.Effect<boolean, E,
   holds.pipe(
     Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (held) => held }),
     Effect.timeoutOrElse({ duration: ms, orElse: () => Effect.fail(new Error(`${what}: not within ${ms} ms`)) })
-  )
-
-/** `connections` LISTEN connections of this database done with their LISTENs (the announcements' channel is the last). */
-const listening = (connections: number) =>
-  Effect.flatMap(PgClient.PgClient, (sql) =>
-    sql<{ subscribed: number }>`SELECT count(*)::int AS subscribed FROM pg_stat_activity
-      WHERE application_name = 'genjobs listener' AND datname = current_database()
-        AND state = 'idle' AND query LIKE 'LISTEN %job_follow%'`).pipe(
-    Effect.map(([row]) => row!.subscribed >= connections)
   )
 
 if (url === undefined) {

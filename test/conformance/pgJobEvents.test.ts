@@ -4,7 +4,7 @@ import { Context, Effect, Layer, Redacted, Schedule } from "effect"
 import { layerPgSignals } from "../../adapters/sql/PgJobSignal.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobEvents } from "../../src/ports/JobEvents.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, listening } from "../support/postgres.js"
 
 const url = await freshPostgresUrl()
 
@@ -17,18 +17,6 @@ const within = <E, R>(what: string, ms: number, holds: Effect.Effect<boolean, E,
 
 const reaches = (count: () => number, atLeast: number, ms: number) =>
   within(`${atLeast} hints (${count()} so far)`, ms, Effect.sync(() => count() >= atLeast))
-
-/**
- * `connections` LISTEN connections of this database subscribed: the last statement of each was
- * its last LISTEN (the followers' announcements, after the job-events channel), so a NOTIFY sent now reaches them.
- */
-const listening = (connections: number) =>
-  Effect.flatMap(PgClient.PgClient, (sql) =>
-    sql<{ subscribed: number }>`SELECT count(*)::int AS subscribed FROM pg_stat_activity
-      WHERE application_name = 'genjobs listener' AND datname = current_database()
-        AND state = 'idle' AND query LIKE 'LISTEN %job_follow%'`).pipe(
-    Effect.map(([row]) => row!.subscribed >= connections)
-  )
 
 if (url === undefined) {
   describe.skip("postgres: job events (server not reachable)", () => {

@@ -73,3 +73,16 @@ export const dropTestDatabases = () =>
         discard: true
       })
     }), DROPS_AT_ONCE)
+
+/**
+ * Whether `connections` LISTEN connections of this database are subscribed: the last statement of
+ * each was its last LISTEN (the followers' announcements, after the job-events channel), so a
+ * NOTIFY sent now reaches them.
+ */
+export const listening = (connections: number) =>
+  Effect.flatMap(PgClient.PgClient, (sql) =>
+    sql<{ subscribed: number }>`SELECT count(*)::int AS subscribed FROM pg_stat_activity
+      WHERE application_name = 'genjobs listener' AND datname = current_database()
+        AND state = 'idle' AND query LIKE 'LISTEN %job_follow%'`).pipe(
+    Effect.map(([row]) => row!.subscribed >= connections)
+  )
