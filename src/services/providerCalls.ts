@@ -25,12 +25,12 @@ import type { Lease } from "./leaseKeeper.js"
 import { DEFAULT_CREDENTIAL, ProviderHealth } from "./ProviderHealth.js"
 import { callbackUrlOf, providerRequestOf } from "./providerRequest.js"
 import { chooseTargets, type Registered, type Target } from "./startTargets.js"
-import { ended, type Generation, generationFailed, Superseded, type Watching, watching } from "./watch/generation.js"
+import { ended, type Generation, generationFailed, Superseded, type Watching, watching, type WatchOutcome } from "./watch/generation.js"
 import { makeProviderReports } from "./watch/providerReports.js"
 import { makeWatcher, type Watcher } from "./watch/watcher.js"
 import { afterFailure, retryOnFailure } from "./worker/retryOnFailure.js"
 
-export { type Generation, Superseded, type Watching } from "./watch/generation.js"
+export { type Generation, Superseded, type Watching, type WatchOutcome } from "./watch/generation.js"
 
 /**
  * What one job's run holds while it runs: its lease, and the generations it counts in flight
@@ -42,7 +42,7 @@ export interface JobRunBook {
   readonly holds: Array<() => void>
   readonly watcher: Watcher
   /** Called once, by the watch list, with the watched generation's end or the lease's loss. */
-  readonly ended: (outcome: Generation | Superseded) => void
+  readonly ended: (outcome: WatchOutcome) => void
 }
 
 /**

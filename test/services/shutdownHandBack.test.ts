@@ -15,6 +15,7 @@ import { JobEvents } from "../../src/ports/JobEvents.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
+import { ProviderHealth } from "../../src/services/ProviderHealth.js"
 import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { freshPostgresUrl } from "../support/postgres.js"
@@ -110,6 +111,11 @@ describe("a worker's shutdown with generations in flight", () => {
       // The drain's 60 s were not waited out: nothing was waited for but the hand-back's writes.
       expect(stoppedMs).toBeLessThan(10_000)
       expect(yield* every(ids, handedBack)).toBe(true)
+      // Nothing of the stopped worker stays counted in flight on the provider's credentials:
+      // the next worker of this engine starts with the whole of each credential's room.
+      const credentials = yield* (yield* ProviderHealth).snapshot
+      expect(credentials.length).toBeGreaterThan(0)
+      expect(credentials.map((c) => c.inFlight)).toEqual(credentials.map(() => 0))
       const polls = state.polls
       yield* Effect.sleep("100 millis")
       expect(state.polls).toBe(polls)

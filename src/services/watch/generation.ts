@@ -28,6 +28,19 @@ export const ended = (status: Exclude<ProviderStatus, { readonly _tag: "Running"
 export const timedOut = (timeoutSeconds: number | undefined): Generation =>
   generationFailed(`The generation did not finish within ${timeoutSeconds} seconds; it was cancelled and its cost refunded`, { _tag: "Deadline" })
 
+/**
+ * A stopping worker gave the job's lease back with its handle stored (watch/handBack.ts): the
+ * run writes nothing more and releases what it held, as any run's end does; whoever claims the
+ * job next resumes polling it.
+ */
+export interface HandedBack {
+  readonly _tag: "HandedBack"
+}
+export const handedBack: HandedBack = { _tag: "HandedBack" }
+
+/** How a watched generation's wait ends for its run. */
+export type WatchOutcome = Generation | Superseded | HandedBack
+
 /** The generation was started (or found) and joined the watch list: its end comes later, through its run's `ended`. */
 export interface Watching {
   readonly _tag: "Watching"

@@ -2,6 +2,7 @@ import { Cause, Clock, Effect, Exit, Queue } from "effect"
 import type { JobId } from "../../domain/ids.js"
 import type { JobRepo } from "../../ports/JobRepo.js"
 import { type LeaseKeeper, RENEWAL_CHUNK } from "../leaseKeeper.js"
+import { handedBack } from "./generation.js"
 import type { Watch, Watcher } from "./watcher.js"
 
 /** Leases handed back by one store write: as many as a renewal's, for the same reason (leaseKeeper.ts). */
@@ -11,8 +12,6 @@ export interface HandBackDeps {
   /** The store's hand-back (JobRepo.handBackLeases). */
   readonly handBackLeases: NonNullable<JobRepo["Service"]["handBackLeases"]>
   readonly keeper: LeaseKeeper
-  /** Ends this worker's hold of the job (its slot; with a broker, its delivery), once its lease is written back or could not be. */
-  readonly release: (watch: Watch) => Effect.Effect<void>
   /** Called with each chunk's jobs handed back, after the write (a broker publishes them again). */
   readonly handedBack?: ((watches: ReadonlyArray<Watch>) => Effect.Effect<void>) | undefined
 }
@@ -33,9 +32,11 @@ const handBackChunk = (deps: HandBackDeps, chunk: ReadonlyArray<Watch>) =>
     }
     const back = new Set<JobId>(Exit.isSuccess(written) ? written.value : [])
     if (back.size > 0) yield* Effect.logInfo(`handed back ${back.size} job leases of started generations, for another worker to resume`)
-    const handedBack = chunk.filter((watch) => back.has(watch.lease.id))
-    if (handedBack.length > 0 && deps.handedBack !== undefined) yield* deps.handedBack(handedBack)
-    for (const watch of chunk) yield* deps.release(watch)
+    const resumable = chunk.filter((watch) => back.has(watch.lease.id))
+    if (resumable.length > 0 && deps.handedBack !== undefined) yield* deps.handedBack(resumable)
+    // Each run ends as handed back: its runner releases what it held (its slot, its generation
+    // counted in flight on its credential; with a broker, its delivery), as any run's end does.
+    for (const watch of chunk) watch.ended(handedBack)
   })
 
 /**

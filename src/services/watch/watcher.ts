@@ -8,7 +8,7 @@ import { factOfError, type GenerationProvider, type ProviderError, type Provider
 import type { EngineConfig } from "../EngineConfig.js"
 import type { Lease } from "../leaseKeeper.js"
 import { type Due, DueHeap } from "./dueHeap.js"
-import { ended, type Generation, generationFailed, Superseded, timedOut } from "./generation.js"
+import { ended, type Generation, generationFailed, Superseded, timedOut, type WatchOutcome } from "./generation.js"
 import { marksOf, type ProviderReports, type ReportMarks } from "./providerReports.js"
 import { answered, openBudget, type PollBudget, takePoll, throttled } from "./pollBudget.js"
 
@@ -40,7 +40,7 @@ export interface Watch {
   /** When the generation must have ended (epoch ms); past it, it is cancelled at the provider. */
   readonly deadline: number | undefined
   readonly timeoutSeconds: number | undefined
-  readonly ended: (outcome: Generation | Superseded) => void
+  readonly ended: (outcome: WatchOutcome) => void
 }
 
 /** A watch as its list keeps it. */

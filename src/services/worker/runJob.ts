@@ -8,7 +8,7 @@ import { factOfError, type ProviderError, type ProviderOutput } from "../../port
 import { backoff } from "../backoffSchedule.js"
 import type { Lease } from "../leaseKeeper.js"
 import type { OutputRefused } from "../outputStore.js"
-import { type Generation, type JobRunBook, Superseded, type Watching } from "../providerCalls.js"
+import { type Generation, type JobRunBook, Superseded, type Watching, type WatchOutcome } from "../providerCalls.js"
 import type { WorkerDeps } from "./deps.js"
 import { afterFailure, retryOnFailure } from "./retryOnFailure.js"
 
@@ -263,8 +263,10 @@ export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook): Effect.Effe
   })
 
 /** The second half of a watched job's run: its generation's end (outputs stored, the end written), or the lease's loss. */
-export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: Generation | Superseded): Effect.Effect<void> =>
+export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: WatchOutcome): Effect.Effect<void> =>
   Effect.suspend(() => {
+    // Its lease is written back already: nothing to write, only what it held to release.
+    if (outcome._tag === "HandedBack") return Effect.void
     if (outcome._tag === "Superseded") return Effect.asVoid(lost(deps, job, []))
     const written: Array<string> = []
     return Effect.asVoid(Effect.matchCauseEffect(afterGeneration(deps, run, outcome, written), {

@@ -1,6 +1,6 @@
 import { Deferred, Effect, Exit } from "effect"
 import type { StoreError } from "../../domain/errors.js"
-import type { Generation, JobRunBook, Superseded } from "../providerCalls.js"
+import type { JobRunBook, WatchOutcome } from "../providerCalls.js"
 import { claimUpTo } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import { endWatched, runJob } from "./runJob.js"
@@ -13,7 +13,7 @@ export const runOnce = (deps: WorkerDeps) =>
       const watcher = yield* deps.calls.newWatcher
       const [claimed] = yield* claimUpTo(deps, workerId, 1)
       if (claimed === undefined) return false
-      const ended = yield* Deferred.make<Generation | Superseded>()
+      const ended = yield* Deferred.make<WatchOutcome>()
       const book: JobRunBook = {
         lease: keeper.hold(claimed.job.id, workerId, claimed.leaseExpiresAt),
         holds: [],

@@ -2,7 +2,7 @@ import { Cause, Effect, Queue } from "effect"
 import { heldJob } from "../../domain/heldJob.js"
 import type { Job } from "../../domain/job.js"
 import type { LeaseKeeper } from "../leaseKeeper.js"
-import type { Generation, JobRunBook, Superseded } from "../providerCalls.js"
+import type { JobRunBook, WatchOutcome } from "../providerCalls.js"
 import type { Watcher } from "../watch/watcher.js"
 import type { BrokerClaims, Claimed } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
@@ -27,7 +27,7 @@ interface Held {
 /** A runner's work: a claimed job to run, or a watched job's generation that ended (`outcome`), to finish. */
 interface Work {
   readonly held: Held
-  readonly outcome?: Generation | Superseded
+  readonly outcome?: WatchOutcome
 }
 
 /** What the runners of one started worker share. */

@@ -65,7 +65,6 @@ export const start = (deps: WorkerDeps) =>
     const handBack = deps.repo.handBackLeases === undefined ? undefined : handBackWatched(watcher, {
       handBackLeases: deps.repo.handBackLeases,
       keeper,
-      release: (watch) => (broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(watch.lease.id), pool.fiberFreed)),
       // On a broker a job runs where its delivery goes: published again, it is resumed at once.
       handedBack: Option.isNone(queue) ? undefined : (watches) =>
         queue.value.publish(watches.map(({ lease, request }) => ({ jobId: lease.id, accountId: request.job.accountId }))).pipe(
