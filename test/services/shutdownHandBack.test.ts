@@ -20,6 +20,7 @@ import { Worker } from "../../src/services/Worker.js"
 import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import { submitMany } from "../support/submitMany.js"
+import { until } from "../support/waitFor.js"
 
 /**
  * Generations that run until the test ends them (`release`, or `done` by handle id), polled
@@ -68,18 +69,6 @@ const engine = (provider: GenerationProvider, settings: Partial<EngineSettings>)
   runtimes.push(runtime as ManagedRuntime.ManagedRuntime<unknown, unknown>)
   return runtime
 }
-
-/** Waits (polling every 5 ms) until `condition` holds, failing after `withinMs`. */
-const until = <E = never, R = never>(what: string, condition: () => boolean | Effect.Effect<boolean, E, R>, withinMs = 60_000) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + withinMs
-    for (;;) {
-      const value = condition()
-      if (typeof value === "boolean" ? value : yield* value) return
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-      yield* Effect.sleep("5 millis")
-    }
-  })
 
 const jobsOf = (ids: ReadonlyArray<JobId>) =>
   Effect.flatMap(JobRepo, (repo) => Effect.forEach(ids, (id) => Effect.map(repo.get(id), Option.getOrThrow)))

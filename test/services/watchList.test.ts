@@ -13,6 +13,7 @@ import { Worker } from "../../src/services/Worker.js"
 import { engineOver } from "../support/engineLayer.js"
 import { startedFibers } from "../support/fiberCount.js"
 import { submitMany } from "../support/submitMany.js"
+import { until } from "../support/waitFor.js"
 
 /**
  * A provider whose generations run until the test lets them end: each is `Running` until
@@ -78,19 +79,6 @@ const engine = (provider: GenerationProvider, settings: Partial<EngineSettings>)
   runtimes.push(runtime as ManagedRuntime.ManagedRuntime<unknown, unknown>)
   return runtime
 }
-
-/** Waits (polling every 5 ms) until `condition` holds, failing after `withinMs`. */
-const until = <E = never, R = never>(what: string, condition: () => boolean | Effect.Effect<boolean, E, R>, withinMs = 60_000) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + withinMs
-    for (;;) {
-      const value = condition()
-      if (typeof value === "boolean" ? value : yield* value) return
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-      yield* Effect.sleep("5 millis")
-    }
-  })
-
 
 const statusOf = (id: JobId) => Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status)
 
