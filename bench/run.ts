@@ -12,6 +12,7 @@ import { eventStreams } from "./eventStreams.js"
 import { fairness } from "./fairness.js"
 import { gatedSubmit } from "./gatedSubmit.js"
 import { httpFloor } from "./httpFloor.js"
+import { httpStoreFloor } from "./httpStoreFloor.js"
 import { httpSubmit } from "./httpSubmit.js"
 import { inProcess } from "./inProcess.js"
 import { log } from "./lib/report.js"
@@ -31,6 +32,7 @@ const figures: Record<string, () => Promise<void>> = {
   pickup,
   http_submit: httpSubmit,
   http_floor: httpFloor,
+  http_store_floor: httpStoreFloor,
   gated_submit: gatedSubmit,
   claim_cost: claimCost,
   server_rss: serverRss,

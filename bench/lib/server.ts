@@ -40,7 +40,8 @@ export interface RunningServer {
 const ready = async (url: string) => {
   await waitFor(`the server at ${url}`, async () => {
     try {
-      await fetch(`${url}/health`)
+      // Bounded: a server listening before its router is installed holds a request unanswered.
+      await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) })
       return true
     } catch {
       return false
@@ -90,8 +91,13 @@ export const startBareServer = async (file: string, env: Record<string, string>)
   const port = await freePort()
   const child = forkTs(`bareServers/${file}`, { PORT: String(port), ...env })
   const url = `http://127.0.0.1:${port}`
-  await ready(url)
-  return { url, pid: child.pid!, stop: stopper(child, () => {}) }
+  const stop = stopper(child, () => {})
+  // A server that never answers is stopped here: left running, it held the bench's output open.
+  await ready(url).catch(async (error) => {
+    await stop()
+    throw error
+  })
+  return { url, pid: child.pid!, stop }
 }
 
 const admin = async (url: string, path: string, body: unknown) => {
