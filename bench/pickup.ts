@@ -339,16 +339,21 @@ const p50ByPart = (latencies: ReadonlyArray<number>): Array<number> => {
 
 export const pickup = async () => {
   const samples = settings.pickupSamples
-  // BENCH_PICKUP_CASES=store: the store queue's three cases and graphile-worker only (no broker), for quicker A/B runs.
-  const storeOnly = process.env.BENCH_PICKUP_CASES === "store"
+  // BENCH_PICKUP_CASES=store: the store queue's three cases and graphile-worker only (no broker), for quicker A/B runs;
+  // BENCH_PICKUP_CASES=remote: only the store queue with the worker in another process, beside graphile-worker.
+  const selected = process.env.BENCH_PICKUP_CASES
+  const remoteOnly = selected === "remote"
+  const storeOnly = selected === "store" || remoteOnly
   const redis: BenchQueue = { kind: "redis", url: brokerUrls.redis }
   const nats = { kind: "nats", url: brokerUrls.nats } as const
   const store: BenchQueue = { kind: "store" }
   const resources = new Resources()
   try {
     log("pickup: setting up every case (each on a database of its own)")
-    const handOff = await engineCase(resources, "handoff", "store queue, one engine (hand-off)", store, "oneEngine", { countQueued: true })
-    const noHandOff = await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
+    const local = remoteOnly ? undefined : {
+      handOff: await engineCase(resources, "handoff", "store queue, one engine (hand-off)", store, "oneEngine", { countQueued: true }),
+      noHandOff: await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
+    }
     const remote = await engineCase(resources, "remote", "store queue, worker in another process", store, "twoProcesses")
     const brokers = storeOnly ? undefined : {
       redisRemote: await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses"),
@@ -360,7 +365,7 @@ export const pickup = async () => {
     }
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
-    const cases = [handOff, noHandOff, remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched]
+    const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const queued = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -428,6 +433,9 @@ export const pickup = async () => {
         params: { measured, ...common, ...tails(c), ...params }
       })
 
+    figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)")
+    if (local === undefined) return
+    const { handOff, noHandOff } = local
     const gain = (withIt: number, without: number) => ms(1 - withIt / without)
     figure("pickup_p50", handOff, "store queue; one engine, its idle worker handed the job by the submit (local hand-off)", {
       handOff: {
@@ -450,7 +458,6 @@ export const pickup = async () => {
       noHandOff,
       "store queue; one process, no hand-off: submits through an engine without workers, a second engine's worker woken by NOTIFY, then a claim"
     )
-    figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)")
     if (brokers === undefined) return
     const { bullmq, natsBare, natsLocal, natsRemote, redisLocal, redisRemote } = brokers
     // On Redis the reference is BullMQ on the same Redis (issue 34), graphile-worker's p50 beside it.
