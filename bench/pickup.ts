@@ -15,6 +15,8 @@
  *   path a submit takes when the hand-off is not there, so pickup_p50's params say what the
  *   hand-off gains.
  * - `pickup_remote_p50`: the same with the worker's engine in another process (pickupWorker.ts).
+ *   `BENCH_PICKUP_CASES=remote` times only this case beside graphile-worker (`store`: the three
+ *   store cases).
  * - `pickup_redis_p50`, `pickup_nats_p50`: the queue on a broker, submits through an engine
  *   without workers (commit, then publish), the worker's engine in another process blocking on
  *   the broker's receive, then claiming the job by id; in params the same with one engine
@@ -34,6 +36,9 @@
  * queue of 500, batched completions). Batching is for throughput and may cost latency (the local
  * queue's fetch sits between the NOTIFY and the task), so the reference of every figure is the
  * configuration with the lower p50 in this run, `referenceConfig` in params, the other beside it.
+ * Both run in this process, so the process that added a job is the one its NOTIFY wakes; beside
+ * pickup_remote_p50 (`graphileRemote*` in its params) graphile-worker batched runs in another
+ * process too (pickupGraphileWorker.ts), for what the other process costs the reference.
  *
  * Every case is set up first, then timed one job of each case after the other (the order
  * rotated each time), so a machine getting busier or quieter during the run weighs on every case
@@ -261,6 +266,23 @@ const graphileCase = async (resources: Resources, config: GraphileConfigName): P
   return newCase(`graphile_${config}`, `graphile-worker ${config} (${graphileConfigLabel[config]})`, (id) => utils.addJob("latency", { id }))
 }
 
+/**
+ * graphile-worker batched in another process (pickupGraphileWorker.ts), jobs added from this one:
+ * beside pickup_remote_p50 in its params, what the other process costs the reference.
+ */
+const graphileRemoteCase = async (resources: Resources): Promise<Case> => {
+  const url = await openDatabase(resources, "pickupgr")
+  await installGraphile(url)
+  const pool = graphilePool(url, 2)
+  resources.defer(() => pool.end())
+  const clock = await startPickupProcess(resources, "pickupGraphileWorker.ts", { BENCH_DATABASE_URL: url, BENCH_GRAPHILE_CONFIG: "batched" })
+  const utils = await makeWorkerUtils({ pgPool: pool, logger: quietLogger })
+  resources.defer(async () => utils.release())
+  return newCase("graphile_remote", `graphile-worker batched (${graphileConfigLabel.batched}), worker in another process`, (id) => utils.addJob("latency", { id }), {
+    clock
+  })
+}
+
 /** A bare JetStream consumer in another process (pickupLib.ts's startBareJetStream), jobs published to it from this one. */
 const bareJetStreamCase = async (resources: Resources, nats: BenchQueue & { kind: "nats" }): Promise<Case> => {
   const prefix = newPrefix()
@@ -339,16 +361,21 @@ const p50ByPart = (latencies: ReadonlyArray<number>): Array<number> => {
 
 export const pickup = async () => {
   const samples = settings.pickupSamples
-  // BENCH_PICKUP_CASES=store: the store queue's three cases and graphile-worker only (no broker), for quicker A/B runs.
-  const storeOnly = process.env.BENCH_PICKUP_CASES === "store"
+  // BENCH_PICKUP_CASES=store: the store queue's three cases and graphile-worker only (no broker), for quicker A/B runs;
+  // BENCH_PICKUP_CASES=remote: only the store queue with the worker in another process, beside graphile-worker.
+  const selected = process.env.BENCH_PICKUP_CASES
+  const remoteOnly = selected === "remote"
+  const storeOnly = selected === "store" || remoteOnly
   const redis: BenchQueue = { kind: "redis", url: brokerUrls.redis }
   const nats = { kind: "nats", url: brokerUrls.nats } as const
   const store: BenchQueue = { kind: "store" }
   const resources = new Resources()
   try {
     log("pickup: setting up every case (each on a database of its own)")
-    const handOff = await engineCase(resources, "handoff", "store queue, one engine (hand-off)", store, "oneEngine", { countQueued: true })
-    const noHandOff = await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
+    const local = remoteOnly ? undefined : {
+      handOff: await engineCase(resources, "handoff", "store queue, one engine (hand-off)", store, "oneEngine", { countQueued: true }),
+      noHandOff: await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
+    }
     const remote = await engineCase(resources, "remote", "store queue, worker in another process", store, "twoProcesses")
     const brokers = storeOnly ? undefined : {
       redisRemote: await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses"),
@@ -360,7 +387,8 @@ export const pickup = async () => {
     }
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
-    const cases = [handOff, noHandOff, remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched]
+    const graphileRemote = await graphileRemoteCase(resources)
+    const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched, graphileRemote]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const queued = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -428,6 +456,18 @@ export const pickup = async () => {
         params: { measured, ...common, ...tails(c), ...params }
       })
 
+    figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)", {
+      // The reference's worker runs in this process; graphile-worker's own in another process, for context.
+      graphileRemoteIs: graphileRemote.label,
+      graphileRemoteP50: ms(p50(graphileRemote)),
+      graphileRemoteP99: ms(p99(graphileRemote)),
+      graphileRemoteSplit: split(graphileRemote),
+      graphileRemoteClock: graphileRemote.clock,
+      graphileRemoteToReference: ms(p50(graphileRemote) / p50(graphile)),
+      ratioToGraphileRemote: ms(p50(remote) / p50(graphileRemote))
+    })
+    if (local === undefined) return
+    const { handOff, noHandOff } = local
     const gain = (withIt: number, without: number) => ms(1 - withIt / without)
     figure("pickup_p50", handOff, "store queue; one engine, its idle worker handed the job by the submit (local hand-off)", {
       handOff: {
@@ -450,7 +490,6 @@ export const pickup = async () => {
       noHandOff,
       "store queue; one process, no hand-off: submits through an engine without workers, a second engine's worker woken by NOTIFY, then a claim"
     )
-    figure("pickup_remote_p50", remote, "store queue; submits through an engine without workers, the worker's engine in another process (NOTIFY, then a claim)")
     if (brokers === undefined) return
     const { bullmq, natsBare, natsLocal, natsRemote, redisLocal, redisRemote } = brokers
     // On Redis the reference is BullMQ on the same Redis (issue 34), graphile-worker's p50 beside it.

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { randomUUID } from "node:crypto"
-import { Duration, Effect, Latch } from "effect"
+import { Clock, Duration, Effect, Latch } from "effect"
 import { makeBackgroundWriter } from "../../src/services/writeBatcher.js"
 
 /** How a process that follows jobs tells the others, and how long they believe it. */
@@ -56,6 +56,8 @@ export const makeHintInterest = (channel: string, onSettled: Effect.Effect<void>
   Effect.gen(function*() {
     const client = yield* PgClient.PgClient
     const scope = yield* Effect.scope
+    // The layer's Clock, read synchronously: `interested` is asked on every claim and ending batch.
+    const clock = yield* Clock.Clock
     const heartbeat = Duration.fromInputUnsafe(timings.heartbeat)
     const settle = Duration.min(Duration.fromInputUnsafe(timings.settle), heartbeat)
     const believed = 3 * Duration.toMillis(heartbeat)
@@ -92,7 +94,7 @@ export const makeHintInterest = (channel: string, onSettled: Effect.Effect<void>
 
     return {
       /** Whether hints of claims and endings are wanted anywhere now. */
-      interested: (): boolean => follows > 0 || listenerDown || Date.now() < interestUntil,
+      interested: (): boolean => follows > 0 || listenerDown || clock.currentTimeMillisUnsafe() < interestUntil,
       follow: (): (() => void) => {
         if (++follows === 1) active.openUnsafe()
         let released = false
@@ -104,7 +106,7 @@ export const makeHintInterest = (channel: string, onSettled: Effect.Effect<void>
       },
       onNotification: (payload: string): Effect.Effect<void> =>
         Effect.suspend(() => {
-          if (payload === FOLLOW) interestUntil = Math.max(interestUntil, Date.now() + believed)
+          if (payload === FOLLOW) interestUntil = Math.max(interestUntil, clock.currentTimeMillisUnsafe() + believed)
           if (!payload.startsWith(ASK) || payload === ownAsk || follows === 0) return Effect.void
           announce()
           // Asks are rare (a process starting or reconnecting): a fiber each.
@@ -112,7 +114,7 @@ export const makeHintInterest = (channel: string, onSettled: Effect.Effect<void>
         }),
       onConnected: Effect.sync(() => {
         listenerDown = false
-        interestUntil = Math.max(interestUntil, Date.now() + askGrace)
+        interestUntil = Math.max(interestUntil, clock.currentTimeMillisUnsafe() + askGrace)
         ask()
       }),
       onDropped: Effect.sync(() => {

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Layer, Redacted, Schedule } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Redacted, Schedule } from "effect"
 import type { HintInterestTimings } from "../../adapters/sql/pgHintInterest.js"
 import { makePgSignals } from "../../adapters/sql/PgJobSignal.js"
 import { makePgListener, PgListener } from "../../adapters/sql/pgListener.js"
@@ -29,13 +29,16 @@ if (url === undefined) {
     const probe = PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })
 
     /** A process of its own: its pool (one connection, so its notifications keep their order) and its LISTEN connection. */
-    const oneProcess = (timings: HintInterestTimings = FAST) =>
+    const oneProcess = (timings: HintInterestTimings = FAST, clock?: Clock.Clock) =>
       Layer.build(
         Layer.effect(JobEvents, Effect.map(makePgSignals(undefined, timings), (signals) => signals.events)).pipe(
           Layer.provide(Layer.effect(PgListener, makePgListener)),
           Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
         )
-      ).pipe(Effect.map((context) => Context.get(context, JobEvents)))
+      ).pipe(
+        Effect.map((context) => Context.get(context, JobEvents)),
+        (built) => (clock === undefined ? built : Effect.provideService(built, Clock.Clock, clock))
+      )
 
     /** Every payload NOTIFYed on the default prefix's job-events channel, as a LISTEN connection of the test's own hears them. */
     const hintsSent = Effect.gen(function*() {
@@ -123,6 +126,35 @@ if (url === undefined) {
         // Hints the newcomer skipped before the answer reached it are covered by a re-read after answering.
         yield* within("the follower re-read after answering", 2_000, Effect.sync(() => rereads >= 2))
         unfollow()
+      }).pipe(Effect.provide(probe), Effect.scoped))
+
+    it.live("an announcement is believed for three heartbeats of the publisher's own Clock", () =>
+      Effect.gen(function*() {
+        const payloads = yield* hintsSent
+        // The publisher's clock: the real one, moved ahead at will (its sleeps stay real).
+        const real = yield* Clock.Clock
+        let ahead = 0
+        const moved: Clock.Clock = {
+          currentTimeMillisUnsafe: () => real.currentTimeMillisUnsafe() + ahead,
+          currentTimeMillis: Effect.sync(() => real.currentTimeMillisUnsafe() + ahead),
+          currentTimeNanosUnsafe: () => real.currentTimeNanosUnsafe() + BigInt(ahead) * 1_000_000n,
+          currentTimeNanos: Effect.sync(() => real.currentTimeNanosUnsafe() + BigInt(ahead) * 1_000_000n),
+          monotonicTimeNanosUnsafe: () => real.monotonicTimeNanosUnsafe(),
+          monotonicTimeNanos: real.monotonicTimeNanos,
+          sleep: (duration) => real.sleep(duration)
+        }
+        // One heartbeat a minute: in real time the follower's announcement is believed for three minutes.
+        const slow: HintInterestTimings = { heartbeat: "60 seconds", settle: "100 millis", askGrace: "100 millis" }
+        const publisher = yield* oneProcess(slow, moved)
+        const follower = yield* oneProcess(slow)
+        yield* within("both processes listening", 5_000, listening(2))
+        yield* eventually("hints skipped", 3_000, false, publisher, payloads)
+        const unfollow = follower.follow()
+        yield* eventually("hints sent", 2_000, true, publisher, payloads)
+        unfollow()
+        // Three heartbeats later on the publisher's clock the announcement is over.
+        ahead = 3 * 60_000 + 1
+        expect(yield* sentIfFollowed(publisher, payloads)).toBe(false)
       }).pipe(Effect.provide(probe), Effect.scoped))
 
     it.live("hints of any number of jobs go in one statement text", () =>
