@@ -1,6 +1,4 @@
-import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { SubmitResponse } from "../../src/http/schemas/jobs.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { type HttpEngine, makeHttpEngine } from "../support/httpEngine.js"
 
@@ -186,28 +184,6 @@ describe("jobs API end to end", () => {
     expect(old.body.costMicroCents).toBe(40_000)
     const alias = await acc.post("/v1/jobs/submit", { modelSlug: IMAGE, modelVersion: "v1", input: { prompt: "x" } })
     expect(alias.body.costMicroCents).toBe(40_000)
-  })
-
-  it("answers a plain submit as the endpoint's schema writes it, the protocol's headers beside", async () => {
-    const acc = await engine.account()
-    const answer = await engine.handler(new Request("http://engine.test/v1/jobs/submit", {
-      method: "POST",
-      headers: { authorization: `Bearer ${acc.key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: IMAGE, version: "v1", input: { prompt: "x" } })
-    }))
-    expect(answer.status).toBe(200)
-    expect(answer.headers.get("content-type")).toBe("application/json")
-    expect(answer.headers.get("deprecation")).toMatch(/^@\d+$/)
-    const text = await answer.text()
-    const body = JSON.parse(text)
-    // The bytes of SubmitResponse's encoding: its fields in its order, nothing else.
-    expect(text).toBe(JSON.stringify(Schema.encodeSync(SubmitResponse)({
-      jobId: body.jobId,
-      requestId: answer.headers.get("x-request-id")!,
-      status: "pending",
-      estimatedCompletionTime: body.estimatedCompletionTime,
-      costMicroCents: 40_000
-    })))
   })
 
   it("estimates with the account's discount and charges and refunds the discounted cost", async () => {

@@ -24,19 +24,6 @@ const withHeaders = <A>(headers: Record<string, string>, value: A) =>
     ? Effect.succeed(value)
     : Effect.as(HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers))), value)
 
-/**
- * A plain submit's answer, as HttpApi would write it (the same JSON, status and content type,
- * the protocol's headers after): `submitView` has already encoded it through its schema; HttpApi
- * would encode it again through the endpoint's union of answers, strictly (the slow path of a
- * struct's parser), and its response schema, and add the headers in a pre-response handler
- * (docs/decisions.md, "HTTP submit: the answer encoded once"). A waited answer still goes
- * through the endpoint's schemas.
- */
-const submitAnswer = (view: ReturnType<typeof submitView>, headers: Record<string, string>) => {
-  const response = HttpServerResponse.text(JSON.stringify(view), { contentType: "application/json" })
-  return Object.keys(headers).length === 0 ? response : HttpServerResponse.setHeaders(response, headers)
-}
-
 export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =>
   Effect.gen(function*() {
     const jobs = yield* Jobs
@@ -67,7 +54,7 @@ export const JobsHandlers = HttpApiBuilder.group(EngineApi, "jobs", (handlers) =
           const extra: Record<string, string> = deprecationHeaders(result, yield* Clock.currentTimeMillis)
           if (result.replayed) extra["idempotent-replayed"] = "true"
           const wait = readPreferWait(headers.prefer)
-          if (wait === undefined) return submitAnswer(submitView(result.job), extra)
+          if (wait === undefined) return yield* withHeaders(extra, submitView(result.job))
           // A long-poll answers the job as it now is beside the submit's own fields.
           const job = yield* follow.awaitTerminal(result.job, wait, since)
           return yield* withHeaders({ ...extra, ...preferenceApplied(wait) }, { ...submitView(job), ...jobView(job) })
