@@ -3,6 +3,7 @@ import type { QueueError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
 import type { QueueConsumer, QueueDelivery } from "../ports/JobQueue.js"
+import type { ClaimRider, RiderOutcome } from "../ports/JobRepo.js"
 
 /** How long a broker holds a worker's delivery: half as long again as the job's lease. */
 export const brokerVisibilityMs = (leaseMs: number) => Math.round(leaseMs * 1.5)
@@ -18,6 +19,7 @@ export const GATHER_MS = 50
 interface Held {
   readonly delivery: QueueDelivery
   readonly claimedAt: number
+  readonly leaseOwner: string
 }
 
 /**
@@ -42,6 +44,26 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
     let gathered = false
     let endsAwaited = 0
     let gatherWake: (() => void) | undefined
+    // The lease owners of the runs held here (a claim's jobs share one): a completion under one
+    // of them is this worker's, which a claim by ids may ride on.
+    const owners = new Map<string, number>()
+    // The wake-up of a claim by ids waiting for this worker's next completion batch, and how the
+    // last riding claim went (ClaimRider): limit 0 is a claim that was not sent.
+    let riderWake: (() => void) | undefined
+    let rode: RiderOutcome | undefined
+    const rider: ClaimRider = {
+      frees: (leaseOwner) => owners.has(leaseOwner),
+      takeIdle: (max) => max,
+      waiting: (wake) => {
+        riderWake = wake
+        // Parked with none of this worker's completions queued or on their way, it answers none
+        // at once (the store decides, endings.ts), and the ids are claimed on their own.
+        wake?.()
+      },
+      settled: (outcome) => void (rode = outcome)
+    }
+    // Read through a function: `rode` is set by the store's call of `settled`, out of the take's sight.
+    const wasSent = () => rode !== undefined && rode.limit > 0
     const gathering = (boundMs: number) =>
       Effect.callback<void>((resume) => {
         const timer = setTimeout(() => {
@@ -107,11 +129,17 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
      * (the completions' writer sends the first alone, the rest behind it); claiming for the first
      * alone cost a claim (a receive, a claim by ids, its hint) per job or two, and made half the
      * claims claims of one (docs/decisions.md, "Broker claims gathered").
+     *
+     * While short runs are held here the claim by ids rides on this worker's completions
+     * (ClaimOptions.besideEndings): it goes in the write of the next completion batch of this
+     * worker's jobs (one statement on PostgreSQL) rather than as a statement of its own. With no
+     * completion of this worker queued or on its way, it answers none at once and the ids are
+     * claimed on their own, as they are when a run that ends without a completion wakes it.
      */
     const take = (
       max: number,
       waitMs: number,
-      claim: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlyArray<Job>, StoreError>,
+      claim: (ids: ReadonlyArray<JobId>, besideEndings?: ClaimRider) => Effect.Effect<ReadonlyArray<Job>, StoreError>,
       processing: (ids: ReadonlyArray<JobId>) => Effect.Effect<ReadonlySet<JobId>, StoreError>
     ): Effect.Effect<ReadonlyArray<Job>, StoreError | QueueError> =>
       Effect.gen(function*() {
@@ -129,14 +157,21 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
         const deliveries = yield* Effect.interruptible(consumer.receive(max, waitMs))
         if (deliveries.length === 0) return []
         // A store error leaves the deliveries unacked: redelivered once their visibility passes.
-        const jobs = yield* claim([...new Set(deliveries.map((d) => d.jobId))])
-        const claimed = new Set(jobs.map((job) => job.id))
+        const ids = [...new Set(deliveries.map((d) => d.jobId))]
+        rode = undefined
+        const riding = held.size > 0 && lastRunMs <= GATHER_MS ? yield* claim(ids, rider) : undefined
+        // Answered none without being sent (woken, or its write failed): claimed on their own.
+        const jobs = riding !== undefined && wasSent() ? riding : yield* claim(ids)
+        const claimed = new Map(jobs.map((job) => [job.id, job.leaseOwner ?? ""]))
         const claimedAt = clock.currentTimeMillisUnsafe()
         lastTakeMs = claimedAt - startedAt
         const turnedAway: Array<QueueDelivery> = []
         for (const delivery of deliveries) {
-          if (claimed.has(delivery.jobId) && !held.has(delivery.jobId)) held.set(delivery.jobId, { delivery, claimedAt })
-          else turnedAway.push(delivery)
+          const leaseOwner = claimed.get(delivery.jobId)
+          if (leaseOwner !== undefined && !held.has(delivery.jobId)) {
+            held.set(delivery.jobId, { delivery, claimedAt, leaseOwner })
+            owners.set(leaseOwner, (owners.get(leaseOwner) ?? 0) + 1)
+          } else turnedAway.push(delivery)
         }
         if (turnedAway.length === 0) return jobs
         // One read for every delivery turned away, not one each: a relay's republishes arrive
@@ -157,10 +192,15 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
         const run = held.get(jobId)
         if (run === undefined) return
         held.delete(jobId)
+        const left = owners.get(run.leaseOwner)! - 1
+        if (left > 0) owners.set(run.leaseOwner, left)
+        else owners.delete(run.leaseOwner)
         lastRunMs = clock.currentTimeMillisUnsafe() - run.claimedAt
         if (gatherWake !== undefined && --endsAwaited <= 0) gatherWake()
         unacked.push(run.delivery)
         wake?.()
+        // A run ended: a claim riding on completions stays only while one of this worker's is queued or on its way.
+        riderWake?.()
       })
 
     return { take, done } as const

@@ -27,7 +27,7 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service
       cancel: cancel(store),
       claim: claim(drivers),
       claimBatch: claimBatch(drivers, endings.claimBeside),
-      claimIds: claimIds(drivers),
+      claimIds: claimIds(drivers, endings.claimBeside),
       queueGaps: queueGaps(drivers),
       reap: reap(drivers),
       renewLeases: (held, now, leaseMs) =>

@@ -54,9 +54,17 @@ const claimNow = (drivers: JobDrivers, { leaseMs, limit, limitedOnly, limits, ma
 export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => ({ besideEndings: _, ...options }) =>
   Effect.map(claimNow(drivers, { ...options, limit: 1 }), (jobs) => Option.fromNullishOr(jobs[0]))
 
-/** The named jobs a broker delivered, claimed if still runnable; limited versions are left to claimBatch. */
-export const claimIds = ({ leases }: JobDrivers): JobRepo["Service"]["claimIds"] => (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
-  Effect.map(
+/**
+ * The named jobs a broker delivered, claimed if still runnable; limited versions are left to
+ * claimBatch. Riding on completions (`besideEndings`), the claim goes with the next batch of
+ * them instead (endings.ts).
+ */
+export const claimIds = ({ leases }: JobDrivers, claimBeside: Endings["claimBeside"]): JobRepo["Service"]["claimIds"] =>
+(ids, options) => {
+  const { besideEndings, leaseMs, limits, maxAttempts, now, workerId } = options
+  if (besideEndings !== undefined && ids.length > 0) return claimBeside({ ...options, limit: ids.length, ids, besideEndings })
+  return Effect.map(
     leases.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
     (jobs) => [...jobs].sort(claimOrder)
   )
+}

@@ -68,7 +68,7 @@ const completeInTransaction = ({ leases, store }: JobDrivers, completions: Reado
 
 /** A claim riding on completions (ClaimOptions.besideEndings), waiting for a batch that frees its fibers. */
 interface Parked {
-  readonly options: ClaimOptions & { readonly limit: number }
+  readonly options: ClaimOptions & { readonly limit: number; readonly ids?: ReadonlyArray<JobId> | undefined }
   readonly rider: ClaimRider
   readonly resume: (answer: Effect.Effect<ReadonlyArray<Job>, StoreError>) => void
   /** Its caller was interrupted after the claim was sent: only `rider.settled` hears of its jobs. */
@@ -81,7 +81,13 @@ interface Parked {
 /** What the completions and the claims riding on them share: `complete`, and `claimBeside` for claimBatch. */
 export interface Endings {
   readonly complete: JobRepo["Service"]["complete"]
-  readonly claimBeside: (options: ClaimOptions & { readonly limit: number; readonly besideEndings: ClaimRider }) => Effect.Effect<ReadonlyArray<Job>, StoreError>
+  /**
+   * With `ids` (a broker's deliveries, claimIds riding): claims those of them that are runnable,
+   * `limit` at most, for fibers already idle (no fiber the endings free is counted).
+   */
+  readonly claimBeside: (
+    options: ClaimOptions & { readonly limit: number; readonly besideEndings: ClaimRider; readonly ids?: ReadonlyArray<JobId> | undefined }
+  ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
 }
 
 /**
@@ -101,7 +107,9 @@ export interface Endings {
  * own), else right after the endings, in the batch writer (two steps, the same rules). It claims
  * one job per fiber those endings free (counted from the jobs the write ended) and per fiber idle
  * then; its `now` is the batch's. A claim rides only on the completion batches: a fiber freed
- * otherwise (a failure, a lost lease) wakes it, and it answers none.
+ * otherwise (a failure, a lost lease) wakes it, and it answers none. A broker's claim by ids
+ * rides the same way (`ids`): the ids are known before the batch, and it claims those runnable
+ * in the batch's write, for the fibers its caller already holds.
  */
 export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -187,8 +195,9 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
     /** `completions` ended, and `claim` claimed for the fibers they free, as one write where the store can. */
     const endAndClaim = Effect.fnUntraced(function*(completions: ReadonlyArray<Completion>, claim: Parked) {
       const { options, rider } = claim
-      const freeing = completions.filter((e) => rider.frees(e.workerId)).slice(0, options.limit).map((e) => e.id)
-      const fromIdle = claim.fromIdle = rider.takeIdle(options.limit - freeing.length)
+      const { ids } = options
+      const freeing = ids !== undefined ? [] : completions.filter((e) => rider.frees(e.workerId)).slice(0, options.limit).map((e) => e.id)
+      const fromIdle = claim.fromIdle = ids !== undefined ? options.limit : rider.takeIdle(options.limit - freeing.length)
       const at = yield* Clock.currentTimeMillis
       const batch: ClaimBesideEnding = {
         now: at,
@@ -197,7 +206,8 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
         limit: fromIdle,
         maxAttempts: options.maxAttempts,
         exclude: (options.limits ?? NO_LIMITS).versions,
-        freeing
+        freeing,
+        ...(ids === undefined ? {} : { ids })
       }
       const endedIn = (answers: ReadonlyArray<Exit.Exit<Option.Option<Job>, StoreError>>) =>
         completions.filter((e, i) => {
@@ -211,7 +221,9 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
           Effect.onError(() => Effect.sync(() => answer(claim, { fromIdle, limit: 0, at }, Exit.succeed([]))))
         )
         const limit = fromIdle + endedIn(answers)
-        const claimed = yield* Effect.exit(limit < 1 ? Effect.succeed([]) : drivers.leases.claimBatch({ ...batch, limit }))
+        const claimed = yield* Effect.exit(
+          limit < 1 ? Effect.succeed([]) : ids !== undefined ? drivers.leases.claimIds(ids.slice(0, limit), batch) : drivers.leases.claimBatch({ ...batch, limit })
+        )
         answer(claim, { fromIdle, limit, at }, Exit.map(claimed, (jobs) => [...jobs].sort(claimOrder)))
         return answers
       }
