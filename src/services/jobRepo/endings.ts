@@ -81,10 +81,7 @@ interface Parked {
 /** What the completions and the claims riding on them share: `complete`, and `claimBeside` for claimBatch. */
 export interface Endings {
   readonly complete: JobRepo["Service"]["complete"]
-  /**
-   * With `ids` (a broker's deliveries, claimIds riding): claims those of them that are runnable,
-   * `limit` at most, for fibers already idle (no fiber the endings free is counted).
-   */
+  /** With `ids` (a broker's deliveries, claimIds riding): claims only those of them that are runnable. */
   readonly claimBeside: (
     options: ClaimOptions & { readonly limit: number; readonly besideEndings: ClaimRider; readonly ids?: ReadonlyArray<JobId> | undefined }
   ) => Effect.Effect<ReadonlyArray<Job>, StoreError>
@@ -108,8 +105,7 @@ export interface Endings {
  * one job per fiber those endings free (counted from the jobs the write ended) and per fiber idle
  * then; its `now` is the batch's. A claim rides only on the completion batches: a fiber freed
  * otherwise (a failure, a lost lease) wakes it, and it answers none. A broker's claim by ids
- * rides the same way (`ids`): the ids are known before the batch, and it claims those runnable
- * in the batch's write, for the fibers its caller already holds.
+ * rides the same way (`ids`, received before the batch): the same room, taken from those ids.
  */
 export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -196,8 +192,8 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
     const endAndClaim = Effect.fnUntraced(function*(completions: ReadonlyArray<Completion>, claim: Parked) {
       const { options, rider } = claim
       const { ids } = options
-      const freeing = ids !== undefined ? [] : completions.filter((e) => rider.frees(e.workerId)).slice(0, options.limit).map((e) => e.id)
-      const fromIdle = claim.fromIdle = ids !== undefined ? options.limit : rider.takeIdle(options.limit - freeing.length)
+      const freeing = completions.filter((e) => rider.frees(e.workerId)).slice(0, options.limit).map((e) => e.id)
+      const fromIdle = claim.fromIdle = rider.takeIdle(options.limit - freeing.length)
       const at = yield* Clock.currentTimeMillis
       const batch: ClaimBesideEnding = {
         now: at,
