@@ -39,11 +39,6 @@ export interface PendingGap extends QueuePosition, QueueGap {}
 /** A claim written beside endings: `limit` jobs, plus one per job of `freeing` the endings write. */
 export interface ClaimBesideEnding extends ClaimBatch {
   readonly freeing: ReadonlyArray<JobId>
-  /**
-   * A broker's deliveries (a riding `claimIds`): the claim takes those of them that are runnable,
-   * as `claimIds` does, instead of picking from the queue; `limit` still bounds it.
-   */
-  readonly ids?: ReadonlyArray<JobId> | undefined
 }
 
 /** A claim of given jobs: runnable ones only, and no pending job of the `exclude` versions. */
@@ -140,8 +135,7 @@ export interface JobLeaseDriver {
    * ends (the fibers those endings free are the ones it claims for), and never a job the write
    * ends. Answers the jobs ended and the jobs claimed, each as written. Where a round trip is dear
    * (PostgreSQL) a worker's next claim then costs no statement, commit or round trip of its own;
-   * without it the store ends, then claims, in two steps (services/jobRepo/endings.ts). With
-   * `claim.ids` the claim is `claimIds(claim.ids)`'s, within the same limit.
+   * without it the store ends, then claims, in two steps (services/jobRepo/endings.ts).
    */
   readonly finishHeldAndClaim?: (
     endings: ReadonlyArray<HeldEnding>,

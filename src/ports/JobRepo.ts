@@ -72,9 +72,7 @@ export interface ClaimOptions {
   /**
    * Rides on this worker's completions instead of a claim of its own (see ClaimRider): answers
    * once its claim went with a completion batch, or none at once when the rider is woken. Pending
-   * jobs of `limits`' versions are left to a claim of their own. For `claimIds` (a broker's
-   * deliveries) the claim's room is counted the same way and taken from the ids, in claim order:
-   * ids left over are not claimed.
+   * jobs of `limits`' versions are left to a claim of their own.
    */
   readonly besideEndings?: ClaimRider | undefined
 }

@@ -1,6 +1,5 @@
 import { Effect } from "effect"
 import type { Statement } from "effect/sql"
-import type { JobId } from "../../../src/domain/ids.js"
 import type { ClaimLease } from "../../../src/domain/job.js"
 import type { VersionRef } from "../../../src/domain/providerLimits.js"
 import type { ClaimBatch, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
@@ -33,27 +32,22 @@ export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
   const notAmong = (versions: ReadonlyArray<VersionRef>) =>
     versions.length === 0 ? sql`` : sql`AND (model, version) NOT IN (${versionRows(versions)})`
 
-  /** PostgreSQL: the job is one of `ids` (a broker's deliveries, claimIds' rule); none: any job. */
-  const among = (ids: ReadonlyArray<JobId> | undefined) =>
-    ids === undefined ? sql`` : sql`AND id IN ${sql.in(ids)}`
-
   /**
    * PostgreSQL: the claim's CTEs (`expired`, `pending`, `picked`) and its UPDATE, up to `limit` (a
    * fragment: a number, or a subquery of the statement around it). Expired leases from the partial
    * index of processing jobs by expiry, then pending jobs from the partial index of pending jobs in
    * claim order (fair_key, id, see src/domain/fairShare.ts): each side reads at most `limit` index
    * entries, locking them with SKIP LOCKED, and one UPDATE writes the claim on the picked rows.
-   * With `ids` (a broker's deliveries riding on completions) each side reads those jobs only.
    * `besideEndingOf` names the record set of jobs the same statement ends: the expired side leaves
    * them out, as PostgreSQL applies only one of two updates of a row in one statement.
    */
-  const claimPg = (claim: ClaimBatch & { readonly ids?: ReadonlyArray<JobId> | undefined }, limit: Statement.Fragment, besideEndingOf?: string) => ({
+  const claimPg = (claim: ClaimBatch, limit: Statement.Fragment, besideEndingOf?: string) => ({
     ctes: sql`expired AS (
-          SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)} ${among(claim.ids)}
+          SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
             ${besideEndingOf === undefined ? sql`` : sql`AND id <> ALL(ARRAY(SELECT id FROM ${sql(besideEndingOf)}))`}
           ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
         ), pending AS (
-          SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ${among(claim.ids)}
+          SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)}
           ORDER BY fair_key, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
         ), picked AS (
           (SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${limit}

@@ -51,10 +51,10 @@ export const claimFor = Effect.fnUntraced(function*(
   const delivered = rest < 1 ? [] : yield* broker.take(
     rest,
     limited.length > 0 ? 0 : waitMs,
-    (ids, besideEndings) =>
+    (ids) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         deliveredAt = now
-        return repo.claimIds(ids, { ...options, now, besideEndings })
+        return repo.claimIds(ids, { ...options, now })
       }),
     (ids) => Effect.map(repo.getMany(ids), (jobs) => new Set(jobs.filter((job) => job.status === "processing").map((job) => job.id)))
   ).pipe(
