@@ -21,8 +21,9 @@ export interface WriteBatcher<I, O, E> {
  * once; those asked for while it is on its way go together in the next, up to `maxBatch`, and so
  * on: a busy store gets one statement for many jobs instead of one each. No write waits for a
  * timer unless `hold` says more are about to come (asked with the first write queued, it answers
- * how many milliseconds the queued writes may still wait, 0 to send them now): then the batch waits for them, that long at most. A batch that fails is written again item by item, so one bad item fails alone and
- * never its neighbours.
+ * how many milliseconds the queued writes may still wait, 0 to send them now): then the batch
+ * waits for them, that long at most. A batch that fails is written again item by item, so one
+ * bad item fails alone and never its neighbours.
  *
  * The batches are written by one long-lived fiber of the scope the batcher is made in (not the
  * caller's, and not one per burst of writes): an interrupted caller never stops the others'

@@ -118,8 +118,8 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
      * Per lease owner (a claim), its jobs not yet completed here and when it claimed them; and
      * how long the last completion write took. A claim's runs of quick jobs end within a round
      * trip of each other: the first to end, sent alone, cost a statement of its own and its
-     * batch's answer, the others following one round trip later (docs/decisions.md, "Broker
-     * claims riding on completions"). While a claim's jobs are left to end and it is at most
+     * batch's answer, the others following one round trip later (docs/decisions.md, "A claim's
+     * completions in one write"). While a claim's jobs are left to end and it is at most
      * HOLD_AFTER_CLAIM_MS old, its first completion waits for them, as long as the last write took
      * (HOLD_MAX_MS at most); a job that ends otherwise (a failure, a lost lease) is waited for
      * that long in vain. Entries are dropped once complete, or once old when the map grows.
