@@ -4,15 +4,18 @@
  * JSON line: transactions and tuples from pg_stat_database (its own 20 ms polls included: `polls`),
  * the CPU of the worker processes and of their PostgreSQL backends (from /proc, so the server
  * must run on this machine), per job. With BENCH_DRAIN_COUNT=1 each worker prints the statements
- * it sent by their first words when it stops. Run:
+ * it sent by their first words when it stops. BENCH_DRAIN_COST_QUEUE=redis drains through Redis
+ * (BENCH_REDIS_URL) under a prefix of the run's own, deleted afterwards. Run:
  * `npx tsx --conditions=genjobs-source bench/queueDrainCost.ts`.
  */
+import { randomBytes } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { deleteRedisKeys } from "./bullmq.js"
 import { forkTs, goAll, readyAll, stopAll } from "./lib/child.js"
 import { seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
-import { startDrainEngine } from "./queueDrain.js"
+import { type DrainQueue, startDrainEngine } from "./queueDrain.js"
 
 const ticks = (pid: number) => {
   try {
@@ -24,8 +27,11 @@ const ticks = (pid: number) => {
 }
 
 const n = settings.drainJobs
+const queue: DrainQueue = process.env.BENCH_DRAIN_COST_QUEUE === "redis"
+  ? { kind: "redis", url: settings.redisUrl, prefix: `bench_redis_${randomBytes(4).toString("hex")}_` }
+  : { kind: "store" }
 await withDatabase("draincost", async (url, name) => {
-  const engine = await startDrainEngine(url, 0, { kind: "store" })
+  const engine = await startDrainEngine(url, 0, queue)
   try {
     await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
   } finally {
@@ -37,7 +43,11 @@ await withDatabase("draincost", async (url, name) => {
   await new Promise((r) => setTimeout(r, 1200))
   const before = await stat()
   const children = Array.from({ length: settings.drainProcesses }, () =>
-    forkTs("queueDrainWorker.ts", { BENCH_DATABASE_URL: url, BENCH_CONCURRENCY: String(settings.drainConcurrency) }))
+    forkTs("queueDrainWorker.ts", {
+      BENCH_DATABASE_URL: url,
+      BENCH_CONCURRENCY: String(settings.drainConcurrency),
+      BENCH_DRAIN_QUEUE: JSON.stringify(queue)
+    }))
   await readyAll(children)
   const c0 = children.map((c) => ticks(c.pid!))
   const start = performance.now()
@@ -65,3 +75,4 @@ await withDatabase("draincost", async (url, name) => {
     backendCpuMsPerJob: Math.round((backendTicks * 10 / n) * 1000) / 1000, backends: backends.length
   }))
 })
+if (queue.kind === "redis") await deleteRedisKeys(queue.url, `${queue.prefix}*`)

@@ -26,8 +26,8 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service
       list: store.listJobs,
       cancel: cancel(store),
       claim: claim(drivers),
-      claimBatch: claimBatch(drivers, endings.claimBeside),
-      claimIds: claimIds(drivers),
+      claimBatch: claimBatch(drivers, endings),
+      claimIds: claimIds(drivers, endings),
       queueGaps: queueGaps(drivers),
       reap: reap(drivers),
       renewLeases: (held, now, leaseMs) =>

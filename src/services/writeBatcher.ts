@@ -19,9 +19,11 @@ export interface WriteBatcher<I, O, E> {
 /**
  * Writes asked for by many fibers at once, sent to the store together. The first write goes at
  * once; those asked for while it is on its way go together in the next, up to `maxBatch`, and so
- * on: no write waits for a timer, and a busy store gets one statement for many jobs instead of
- * one each. A batch that fails is written again item by item, so one bad item fails alone and
- * never its neighbours.
+ * on: a busy store gets one statement for many jobs instead of one each. No write waits for a
+ * timer unless `hold` says more are about to come (asked with the first write queued, it answers
+ * how many milliseconds the queued writes may still wait, 0 to send them now): then the batch
+ * waits for them, that long at most. A batch that fails is written again item by item, so one
+ * bad item fails alone and never its neighbours.
  *
  * The batches are written by one long-lived fiber of the scope the batcher is made in (not the
  * caller's, and not one per burst of writes): an interrupted caller never stops the others'
@@ -31,7 +33,8 @@ export interface WriteBatcher<I, O, E> {
  */
 export const makeWriteBatcher = <I, O, E>(
   writeMany: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>,
-  maxBatch: number = MAX_WRITE_BATCH
+  maxBatch: number = MAX_WRITE_BATCH,
+  hold?: (first: I) => number
 ): Effect.Effect<WriteBatcher<I, O, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queued: Array<Pending<I, O, E>> = []
@@ -45,17 +48,29 @@ export const makeWriteBatcher = <I, O, E>(
     const settle = (batch: ReadonlyArray<Pending<I, O, E>>, exit: Exit.Exit<ReadonlyArray<O>, E>) =>
       Effect.sync(() => batch.forEach(({ done }, i) => done(Exit.map(exit, (outputs) => outputs[i]!))))
 
-    /** The next batch, once there is a write to send. */
+    /**
+     * The next batch, once there is a write to send and `hold` (asked again as each write arrives)
+     * lets it go: the first hold's milliseconds at most, one timer per batch.
+     */
     const nextBatch = Effect.callback<ReadonlyArray<Pending<I, O, E>>>((resume) => {
+      let timer: ReturnType<typeof setTimeout> | undefined
       const take = () => {
+        if (timer !== undefined) clearTimeout(timer)
         wake = undefined
         inFlight = sent = queued.splice(0, maxBatch)
         resume(Effect.succeed(inFlight))
       }
-      if (queued.length > 0) return take()
-      wake = take
+      const consider = () => {
+        const ms = hold === undefined || queued.length >= maxBatch ? 0 : hold(queued[0]!.item)
+        if (ms <= 0) return take()
+        wake = consider
+        timer ??= setTimeout(take, ms)
+      }
+      if (queued.length > 0) consider()
+      else wake = consider
       return Effect.sync(() => {
         wake = undefined
+        if (timer !== undefined) clearTimeout(timer)
       })
     })
 

@@ -55,6 +55,34 @@ describe("write batcher", () => {
       expect(seen).toEqual([false, false])
     }))
 
+  it.effect("a write `hold` waits for the writes about to come, and goes with them as one batch", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      // Two writes of one claim expected: the first waits (an hour at most) until the second is queued.
+      let asked = 0
+      const write = yield* makeWriteBatcher(writeMany, 100, () => (asked < 2 ? 3_600_000 : 0))
+      asked++
+      const first = yield* Effect.forkChild(write("a"))
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
+      expect(batches).toEqual([])
+      asked++
+      const second = yield* Effect.forkChild(write("b"))
+      yield* until(() => batches.length === 1)
+      yield* Deferred.succeed(open, undefined)
+      expect([yield* Fiber.join(first), yield* Fiber.join(second)]).toEqual(["A", "B"])
+      expect(batches).toEqual([["a", "b"]])
+    }))
+
+  it.live("a held write goes once its hold's time passes, whatever else comes", () =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      yield* Deferred.succeed(open, undefined)
+      // Always more to come, never coming: the hold's 5 ms alone sends the write.
+      const write = yield* makeWriteBatcher(writeMany, 100, () => 5)
+      expect(yield* write("a")).toBe("A")
+      expect(batches).toEqual([["a"]])
+    }))
+
   it.effect("keeps batches to the largest size", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore

@@ -31,10 +31,15 @@ const claimLimited = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: num
  * (fairShare.ts). A claim riding on completions (`besideEndings`) goes with the next batch of
  * them instead (endings.ts), for the unlimited versions' jobs only.
  */
-export const claimBatch = (drivers: JobDrivers, claimBeside: Endings["claimBeside"]): JobRepo["Service"]["claimBatch"] =>
+export const claimBatch = (drivers: JobDrivers, { claimBeside, claimed }: Endings): JobRepo["Service"]["claimBatch"] =>
 (options) => {
   const { besideEndings } = options
-  return besideEndings === undefined || options.limitedOnly === true ? claimNow(drivers, options) : claimBeside({ ...options, besideEndings })
+  return besideEndings === undefined || options.limitedOnly === true
+    ? Effect.map(claimNow(drivers, options), (jobs) => {
+      claimed(jobs)
+      return jobs
+    })
+    : claimBeside({ ...options, besideEndings })
 }
 
 const claimNow = (drivers: JobDrivers, { leaseMs, limit, limitedOnly, limits, maxAttempts, now, workerId }: ClaimOptions & { readonly limit: number }) =>
@@ -55,8 +60,12 @@ export const claim = (drivers: JobDrivers): JobRepo["Service"]["claim"] => ({ be
   Effect.map(claimNow(drivers, { ...options, limit: 1 }), (jobs) => Option.fromNullishOr(jobs[0]))
 
 /** The named jobs a broker delivered, claimed if still runnable; limited versions are left to claimBatch. */
-export const claimIds = ({ leases }: JobDrivers): JobRepo["Service"]["claimIds"] => (ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
+export const claimIds = ({ leases }: JobDrivers, { claimed }: Endings): JobRepo["Service"]["claimIds"] =>
+(ids, { leaseMs, limits, maxAttempts, now, workerId }) =>
   Effect.map(
     leases.claimIds(ids, { now, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, maxAttempts, exclude: (limits ?? NO_LIMITS).versions }),
-    (jobs) => [...jobs].sort(claimOrder)
+    (jobs) => {
+      claimed(jobs)
+      return [...jobs].sort(claimOrder)
+    }
   )

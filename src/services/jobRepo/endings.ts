@@ -66,6 +66,11 @@ const completeInTransaction = ({ leases, store }: JobDrivers, completions: Reado
     return written
   }))
 
+/** How old a claim may be for its first completion to wait for its others (its runs are short). */
+const HOLD_AFTER_CLAIM_MS = 50
+/** The longest a completion waits for the others of its claim. */
+const HOLD_MAX_MS = 20
+
 /** A claim riding on completions (ClaimOptions.besideEndings), waiting for a batch that frees its fibers. */
 interface Parked {
   readonly options: ClaimOptions & { readonly limit: number }
@@ -80,6 +85,8 @@ interface Parked {
 
 /** What the completions and the claims riding on them share: `complete`, and `claimBeside` for claimBatch. */
 export interface Endings {
+  /** Jobs a claim took: while their runs are short, the first of them to end waits for the others (`holdFor`). */
+  readonly claimed: (jobs: ReadonlyArray<Job>) => void
   readonly complete: JobRepo["Service"]["complete"]
   readonly claimBeside: (options: ClaimOptions & { readonly limit: number; readonly besideEndings: ClaimRider }) => Effect.Effect<ReadonlyArray<Job>, StoreError>
 }
@@ -105,7 +112,40 @@ export interface Endings {
  */
 export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const clock = yield* Clock.Clock
     const parked: Array<Parked> = []
+    /**
+     * Per lease owner (a claim), its jobs not yet completed here and when it claimed them; and
+     * how long the last completion write took. A claim's runs of quick jobs end within a round
+     * trip of each other: the first to end, sent alone, cost a statement of its own and its
+     * batch's answer, the others following one round trip later (docs/decisions.md, "A claim's
+     * completions in one write"). While a claim's jobs are left to end and it is at most
+     * HOLD_AFTER_CLAIM_MS old, its first completion waits for them, as long as the last write took
+     * (HOLD_MAX_MS at most); a job that ends otherwise (a failure, a lost lease) is waited for
+     * that long in vain. Entries are dropped once complete, or once old when the map grows.
+     */
+    const outstanding = new Map<string, { left: number; readonly at: number }>()
+    let lastWriteMs = 0
+    const noteClaimed = (jobs: ReadonlyArray<Job>) => {
+      if (jobs.length < 2) return
+      const at = clock.currentTimeMillisUnsafe()
+      if (outstanding.size > 256) for (const [owner, entry] of outstanding) if (at - entry.at > HOLD_AFTER_CLAIM_MS) outstanding.delete(owner)
+      for (const job of jobs) {
+        const owner = job.leaseOwner
+        if (owner === null) continue
+        const entry = outstanding.get(owner)
+        if (entry === undefined) outstanding.set(owner, { left: 1, at })
+        else entry.left++
+      }
+    }
+    const ending = (owner: string) => {
+      const entry = outstanding.get(owner)
+      if (entry !== undefined && --entry.left <= 0) outstanding.delete(owner)
+    }
+    const holdFor = (first: Completion) => {
+      const entry = outstanding.get(first.workerId)
+      return entry === undefined || clock.currentTimeMillisUnsafe() - entry.at > HOLD_AFTER_CLAIM_MS ? 0 : Math.min(HOLD_MAX_MS, lastWriteMs)
+    }
     const unpark = (claim: Parked) => {
       const at = parked.indexOf(claim)
       if (at < 0) return false
@@ -117,6 +157,7 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
     const answer = (claim: Parked, outcome: RiderOutcome, claimed: Exit.Exit<ReadonlyArray<Job>, StoreError> | "interrupted") => {
       if (claim.answered) return
       claim.answered = true
+      if (claimed !== "interrupted" && Exit.isSuccess(claimed)) noteClaimed(claimed.value)
       claim.rider.settled(outcome, claimed !== "interrupted" && Exit.isSuccess(claimed) ? claimed.value : [])
       if (!claim.cancelled) claim.resume(claimed === "interrupted" ? Effect.interrupt : claimed)
     }
@@ -232,15 +273,23 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
 
     const complete = yield* makeWriteBatcher((completions: ReadonlyArray<Completion>) => {
       const claim = riderFor(completions)
-      return claim === undefined
+      const startedAt = clock.currentTimeMillisUnsafe()
+      return (claim === undefined
         ? endAll(completions, withoutWebhook(completions))
         // A batch interrupted on its way (the repo's scope closing): its claim answers interrupted.
         : Effect.onInterrupt(endAndClaim(completions, claim), () =>
-          Effect.sync(() => answer(claim, { fromIdle: claim.fromIdle, limit: claim.fromIdle, at: 0 }, "interrupted")))
-    })
+          Effect.sync(() => answer(claim, { fromIdle: claim.fromIdle, limit: claim.fromIdle, at: 0 }, "interrupted")))).pipe(
+        Effect.ensuring(Effect.sync(() => (lastWriteMs = clock.currentTimeMillisUnsafe() - startedAt)))
+      )
+    }, undefined, holdFor)
     return {
-      complete: (id, workerId, outputs, now, providerRoute) => Effect.flatten(complete({ id, workerId, outputs, now, providerRoute })),
-      claimBeside
+      complete: (id, workerId, outputs, now, providerRoute) =>
+        Effect.suspend(() => {
+          ending(workerId)
+          return Effect.flatten(complete({ id, workerId, outputs, now, providerRoute }))
+        }),
+      claimBeside,
+      claimed: noteClaimed
     }
   })
 
