@@ -10,7 +10,8 @@ import { COUNTED_JOB_SETTING } from "../migrations/0021_submit_counts_itself.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, type JobColumns, JobFromRow, storeErrors } from "../rows.js"
-import { type ChargeBinds, chargeBinds, firstBalance, makeChargeStatements } from "./charge.js"
+import { type ChargeBinds, chargeBinds, firstBalance, makeChargeStatements, SUBMITTED_COLUMNS, submittedRow } from "./charge.js"
+import { makeStatementBatches } from "./statementBatches.js"
 import { compiledOnce } from "./compiledOnce.js"
 import { makeTransactionBatches } from "./transactionBatches.js"
 import { makeFairKeys } from "./fairKey.js"
@@ -43,6 +44,20 @@ const decodeGated = decodeRows(Schema.Array(Schema.Struct({
   id: Schema.NullOr(Schema.String)
 })))
 const decodeJob = decodeRows(JobFromRow)
+/** The jobs a statement of plain submits inserted, each with the fair key it computed. */
+const decodeStored = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String, fair_key: DbInt })))
+
+/** What the statement of a batch of plain submits binds: its submits (chargingEachPg's `submitted`) and their jobs' rows, as JSON. */
+interface EachBinds extends Record<string, unknown> {
+  readonly submitted: string
+  readonly rows: string
+}
+
+/** A plain queued submit on PostgreSQL, written with the others of its batch. */
+interface PlainSubmit {
+  readonly job: Job
+  readonly maxConcurrentJobs: number
+}
 
 /** The gate's or the statement's refusal: everything it wrote rolled back. The driver's error, with its SQLSTATE, is the reason's cause. */
 const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
@@ -61,7 +76,6 @@ const submitBinds = (job: Job, maxConcurrentJobs: number) => ({
   maxConcurrentJobs,
   row: jobRow(job)
 })
-type SubmitBinds = ReturnType<typeof submitBinds>
 
 /** What the gate's call binds (migration 0016): null for a gate the submit does not carry. */
 const gateBinds = (job: Job, { accountSpend, day, idempotency, keySpend, minute }: SubmitGates) => ({
@@ -108,12 +122,51 @@ const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<t
  */
 export const makeQueuedSubmitsPg = (ctx: JobSql) => {
   const { sql, t } = ctx
-  const { chargingPg } = makeChargeStatements(ctx)
+  const { chargingEachPg, chargingPg } = makeChargeStatements(ctx)
   const fairKeys = makeFairKeys(ctx)
 
-  const plain = ({ charge, maxConcurrentJobs, row }: SubmitBinds) =>
-    sql`WITH ${chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)}
-      INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row)} RETURNING fair_key`
+  /**
+   * The plain submits of a batch (statementBatches.ts) in one statement: chargingEachPg charges
+   * each submit's account or refuses it alone, and the jobs of the charged ones are inserted,
+   * each with its fair key from its account's row and counted by its own charge (the insert
+   * trigger skips it, migration 0021: the id's `set_config` runs as that row is made, just before
+   * it is written and the trigger's WHEN reads it). The submits and the jobs' rows come as two
+   * JSON arrays, so the text is one for every batch and compiled once.
+   */
+  const eachStatement = (columns: ReadonlyArray<string>) => ({ rows, submitted }: EachBinds) =>
+    sql`WITH submitted AS (
+        SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
+      ), ${chargingEachPg(sql`submitted`)}
+      INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
+      SELECT ${
+      sql.csv(columns.map((column) =>
+        column === "id"
+          ? sql`set_config(${COUNTED_JOB_SETTING}, r.id, true)`
+          : column === "fair_key"
+          ? fairKeys.fairKey(sql`r.account_id`, sql`account.fair_weight`)
+          : sql`r.${sql.literal(column)}`
+      ))
+    }
+      FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN account ON account.job_id = r.id
+      RETURNING id, fair_key`
+  /** Compiled at the first batch, its columns those of the first job's row (every row has the same). */
+  let eachOnce: ((binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>) | undefined
+  /** Each submit's job as stored, or none where its charge refused it; in the order given. */
+  const each = (submits: ReadonlyArray<PlainSubmit>): Effect.Effect<ReadonlyArray<Option.Option<Job>>, SqlError.SqlError | Schema.SchemaError> => {
+    const rows = submits.map(({ job }) => jobRow(job))
+    eachOnce ??= compiledOnce<EachBinds>(sql, eachStatement(Object.keys(rows[0]!)))
+    const submitted = submits.map(({ job, maxConcurrentJobs }) => submittedRow(chargeBinds(chargeOf(job)), maxConcurrentJobs))
+    return eachOnce({ submitted: JSON.stringify(submitted), rows: JSON.stringify(rows) }).pipe(
+      Effect.flatMap(decodeStored),
+      Effect.map((stored) => {
+        const fairKeyOf = new Map(stored.map((row) => [row.id, row.fair_key]))
+        return submits.map(({ job }) => {
+          const fairKey = fairKeyOf.get(job.id)
+          return fairKey === undefined ? Option.none() : Option.some({ ...job, fairKey })
+        })
+      })
+    )
+  }
 
   const gateCall = (b: GateBinds) =>
     sql`${sql(submitGateName(t.prefix))}(
@@ -143,14 +196,12 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
         previous.*
       FROM gate LEFT JOIN inserted ON true LEFT JOIN LATERAL (SELECT * FROM ${t.jobs} WHERE id = gate.gate_job_id) previous ON true`
 
-  const plainOnce = compiledOnce<SubmitBinds, { readonly fair_key: unknown }>(sql, plain)
   const gatedOnce = compiledOnce<GatedBinds>(sql, gated)
   return {
     built: {
-      plain: (job: Job, maxConcurrentJobs: number) => plain(submitBinds(job, maxConcurrentJobs)),
       gated: (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => gated(gatedBinds(job, maxConcurrentJobs, gates))
     },
-    plain: (job: Job, maxConcurrentJobs: number) => plainOnce(submitBinds(job, maxConcurrentJobs)),
+    each,
     gated: (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => gatedOnce(gatedBinds(job, maxConcurrentJobs, gates)),
     gateCall,
     gatedCharging,
@@ -218,9 +269,15 @@ export const makeSubmitStatements = (ctx: JobSql) => {
      * admitted only while the account's active jobs stay under its maximum, and the job's
      * insert, which counts itself active (trigger), queued or handed off as insertJob does.
      */
-    pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => {
-      return (handOff === undefined
-        ? queuedPg.plain(job, maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(job)))
+    pg: () => {
+      const batched = makeStatementBatches<PlainSubmit, Option.Option<Job>, StoreError>({
+        writeAll: (submits) => queuedPg.each(submits).pipe(storeErrors("submit job")),
+        keyOf: ({ job }) => job.accountId,
+        enclosing: sql.transactionService
+      })
+      return (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
+      (handOff === undefined
+        ? batched({ job, maxConcurrentJobs })
         : sql`WITH ${chargingPg(chargeBinds(chargeOf(job)), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, false)}, ${
           offeredInserts(job, handOff, sql`account,`)
         }
