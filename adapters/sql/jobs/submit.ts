@@ -153,9 +153,13 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
   let eachOnce: ((binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>) | undefined
   /** Each submit's job as stored, or none where its charge refused it; in the order given. */
   const each = (submits: ReadonlyArray<PlainSubmit>): Effect.Effect<ReadonlyArray<Option.Option<Job>>, SqlError.SqlError | Schema.SchemaError> => {
-    const rows = submits.map(({ job }) => jobRow(job))
+    // In the accounts' order: where the plan locks them as listed, two processes' batches take the
+    // accounts they share in one order. A deadlock still left is PostgreSQL's to break, the batch
+    // then written again one submit to a statement (statementBatches.ts).
+    const ordered = submits.length === 1 ? submits : [...submits].sort((a, b) => (a.job.accountId < b.job.accountId ? -1 : 1))
+    const rows = ordered.map(({ job }) => jobRow(job))
     eachOnce ??= compiledOnce<EachBinds>(sql, eachStatement(Object.keys(rows[0]!)))
-    const submitted = submits.map(({ job, maxConcurrentJobs }) => submittedRow(chargeBinds(chargeOf(job)), maxConcurrentJobs))
+    const submitted = ordered.map(({ job, maxConcurrentJobs }) => submittedRow(chargeBinds(chargeOf(job)), maxConcurrentJobs))
     return eachOnce({ submitted: JSON.stringify(submitted), rows: JSON.stringify(rows) }).pipe(
       Effect.flatMap(decodeStored),
       Effect.map((stored) => {
