@@ -28,7 +28,8 @@ const together = (submits: ReadonlyArray<{ readonly job: Job; readonly maxConcur
       { concurrency: "unbounded" }
     ).pipe(Effect.provideService(Statement.CurrentTransformer, (statement) => {
       const text = statement.compile()[0]
-      if (text.startsWith("WITH submitted")) sent.push(text)
+      // A batch's statement, or the statement of a submit written alone (not the refusal's transaction).
+      if (text.startsWith("WITH") && text.includes(`INSERT INTO "genjobs_jobs"`)) sent.push(text)
       return Effect.succeed(statement)
     }))
     return { outcomes, statements: sent.length }

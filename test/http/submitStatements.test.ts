@@ -147,7 +147,7 @@ describe("statements of one accepted submit", () => {
     const url = await freshPostgresUrl()
     if (url === undefined) return
     const { accepted } = await submitStatements(layerPostgres({ url: Redacted.make(url) }))
-    expect(accepted).toEqual(["WITH submitted AS"])
+    expect(accepted).toEqual(["WITH ended AS"])
   })
 
   for (const gates of [{ idempotent: true }, { rateLimited: true }, { budgeted: true }, { idempotent: true, rateLimited: true, budgeted: true }]) {

@@ -47,6 +47,18 @@ const gates: ReadonlyArray<readonly [string, SubmitGates]> = [
 ]
 
 describe("the queued submits' statements on PostgreSQL", () => {
+  it.each(jobs)("the plain one is the statement its fragments build, text and values: %s", (_, submitted) => {
+    for (const [prefix, maxConcurrentJobs] of [[undefined, 100], ["other_", 1]] as const) {
+      const { built, plain } = queuedSubmitsOf(prefix)
+      // The first call compiles the text; the second is the one every later submit makes.
+      for (let call = 0; call < 2; call++) {
+        expect(sameLedgerIds(plain(submitted, maxConcurrentJobs).compile())).toStrictEqual(
+          sameLedgerIds(built.plain(submitted, maxConcurrentJobs).compile())
+        )
+      }
+    }
+  })
+
   it.each(jobs)("the gated one is the statement its fragments build, text and values, whatever the gates: %s", (_, submitted) => {
     const { built, gated } = queuedSubmitsOf()
     // One statement for every submit: the gates of each call differ from the first's.
@@ -56,8 +68,8 @@ describe("the queued submits' statements on PostgreSQL", () => {
   })
 
   it("keeps its text for the table set it was made for", () => {
-    const first = queuedSubmitsOf("one_").gated(job(account), 1, none).compile()[0]
+    const first = queuedSubmitsOf("one_").plain(job(account), 1).compile()[0]
     expect(first).toContain(`"one_jobs"`)
-    expect(queuedSubmitsOf("two_").gated(job(account), 1, none).compile()[0]).toBe(first.replaceAll("one_", "two_"))
+    expect(queuedSubmitsOf("two_").plain(job(account), 1).compile()[0]).toBe(first.replaceAll("one_", "two_"))
   })
 })
