@@ -162,7 +162,7 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
     // In the accounts' order: where the plan locks them as listed, two processes' batches take the
     // accounts they share in one order. A deadlock still left is PostgreSQL's to break, the batch
     // then written again one submit to a statement (statementBatches.ts).
-    const ordered = submits.length === 1 ? submits : [...submits].sort((a, b) => (a.job.accountId < b.job.accountId ? -1 : 1))
+    const ordered = [...submits].sort((a, b) => (a.job.accountId < b.job.accountId ? -1 : 1))
     const rows = ordered.map(({ job }) => jobRow(job))
     eachOnce ??= compiledOnce<EachBinds>(sql, eachStatement(Object.keys(rows[0]!)))
     const submitted = ordered.map(({ job, maxConcurrentJobs }) => submittedRow(chargeBinds(chargeOf(job)), maxConcurrentJobs))
