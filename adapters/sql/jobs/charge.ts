@@ -44,6 +44,30 @@ export const chargeBinds = (charge: JobCharge): ChargeBinds => {
   }
 }
 
+/** The columns of chargingEachPg's `submitted`, with their types: a submit's ChargeBinds, flat, and its bound on active jobs. */
+export const SUBMITTED_COLUMNS = `account_id text, cost_micro_cents bigint, max_concurrent_jobs bigint, ledger_id text,
+  ledger_amount bigint, job_id text, now bigint, key_id text, model text, hour bigint, charged_micro_cents bigint,
+  refunded_micro_cents bigint, jobs bigint, failed bigint, cancelled bigint`
+
+/** One row of chargingEachPg's `submitted`, its keys the columns of SUBMITTED_COLUMNS. */
+export const submittedRow = ({ accountId, costMicroCents, jobId, ledgerAmount, ledgerId, now, rollup }: ChargeBinds, maxConcurrentJobs: number) => ({
+  account_id: accountId,
+  cost_micro_cents: costMicroCents,
+  max_concurrent_jobs: maxConcurrentJobs,
+  ledger_id: ledgerId,
+  ledger_amount: ledgerAmount,
+  job_id: jobId,
+  now,
+  key_id: rollup.keyId,
+  model: rollup.model,
+  hour: rollup.hour,
+  charged_micro_cents: rollup.chargedMicroCents,
+  refunded_micro_cents: rollup.refundedMicroCents,
+  jobs: rollup.jobs,
+  failed: rollup.failed,
+  cancelled: rollup.cancelled
+})
+
 /** Locking and charging an account. */
 export const makeChargeStatements = ({ sql, t }: JobSql) => {
   /**
@@ -86,6 +110,53 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
         ${rollupUpsertOf(sql, t, rollup, sql`FROM account`)}
       )`
   }
+
+  /**
+   * chargingPg for several submits of distinct accounts in one statement, each charged or refused
+   * on its own: `submitted` is a relation of one row per submit, with the columns of
+   * `SUBMITTED_COLUMNS` (a charge's binds, the account's bound on active jobs). Each charged
+   * account counts the one job its submit inserts, as chargingPg's `countsItsJob`; `account`
+   * answers the charged accounts with their fair_weight and the job each one's charge is for.
+   * The same order of locks as chargingPg: ends skipped when locked, then each account's row,
+   * then its ledger line and rollup. Two submits of one account must not share the statement
+   * (an UPDATE moves a row once): the caller keeps them apart (statementBatches.ts).
+   */
+  const chargingEachPg = (submitted: Statement.Fragment) =>
+    sql`ended AS (
+        DELETE FROM ${t.active_job_ends} WHERE ctid = ANY(ARRAY(
+          SELECT ctid FROM ${t.active_job_ends} WHERE account_id IN (SELECT account_id FROM ${submitted}) FOR UPDATE SKIP LOCKED
+        )) RETURNING account_id
+      ), folded AS (
+        SELECT s.account_id, COUNT(ended.account_id) AS n FROM ${submitted} s LEFT JOIN ended ON ended.account_id = s.account_id
+        GROUP BY s.account_id
+      ), account AS (
+        UPDATE ${t.accounts} AS a SET balance_micro_cents = a.balance_micro_cents - s.cost_micro_cents,
+          active_jobs = a.active_jobs - folded.n + 1
+        FROM ${submitted} s JOIN folded ON folded.account_id = s.account_id
+        WHERE a.id = s.account_id AND a.balance_micro_cents >= s.cost_micro_cents AND a.active_jobs - folded.n < s.max_concurrent_jobs
+        RETURNING a.id, a.fair_weight, s.job_id
+      ), restored AS (
+        INSERT INTO ${t.active_job_ends} (account_id)
+        SELECT account_id FROM ended WHERE NOT EXISTS (SELECT 1 FROM account WHERE account.id = ended.account_id)
+      ), line AS (
+        INSERT INTO ${t.ledger} (id, account_id, job_id, kind, amount_micro_cents, created_at)
+        SELECT s.ledger_id, s.account_id, s.job_id, 'charge', s.ledger_amount, s.now
+        FROM ${submitted} s JOIN account ON account.job_id = s.job_id WHERE s.cost_micro_cents > 0
+      ), rollup AS (
+        ${
+      rollupUpsertOf(sql, t, {
+        accountId: sql`s.account_id`,
+        keyId: sql`s.key_id`,
+        model: sql`s.model`,
+        hour: sql`s.hour`,
+        chargedMicroCents: sql`s.charged_micro_cents`,
+        refundedMicroCents: sql`s.refunded_micro_cents`,
+        jobs: sql`s.jobs`,
+        failed: sql`s.failed`,
+        cancelled: sql`s.cancelled`
+      }, sql`FROM ${submitted} s JOIN account ON account.job_id = s.job_id`)
+    }
+      )`
 
   /**
    * SQLite's charge: the balance and the active jobs sit in the account's row, counted by triggers.
@@ -142,5 +213,5 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
       storeErrors("lock account")
     )
 
-  return { chargingPg, chargeSqlite, chargeAccount, lockAccount }
+  return { chargingPg, chargingEachPg, chargeSqlite, chargeAccount, lockAccount }
 }

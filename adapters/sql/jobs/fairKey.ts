@@ -13,14 +13,15 @@ import { jobRow } from "./jobRows.js"
  * pending, so never below the first: fairKeyOf's max is already met. Two submits of one account
  * that commit in parallel may read the same last key and get equal keys; the id breaks the tie.
  * `weight`: the account's fair_weight where the statement already has the account's row (the
- * charge's), else a seek of accounts. The account id is CAST: compared bare with the indexed
+ * charge's), else a seek of accounts. `accountId` is a value, or a column of a multi-row insert's
+ * rows (the batched submits', submit.ts). The account id is CAST: compared bare with the indexed
  * column, SQLite (STAT4) may plan by the bound value, and re-prepared the submit's statement on
  * every run (sqlite3Reprepare, 164-167 µs of the charge's UPDATE against 30-39 with the CAST);
  * PostgreSQL's plan is the same either way.
  */
 export const makeFairKeys = ({ sql, t }: JobSql) => {
   const fairKey = (
-    accountId: string,
+    accountId: string | Statement.Fragment,
     weight: Statement.Fragment = sql`COALESCE((SELECT fair_weight FROM ${t.accounts} WHERE id = ${accountId}), ${
       sql.literal(String(DEFAULT_FAIR_WEIGHT))
     })`

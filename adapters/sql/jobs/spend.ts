@@ -42,13 +42,16 @@ export const rollupBinds = (row: RollupRow, counts: SpendCounts): RollupBinds =>
   cancelled: counts.cancelled
 })
 
+/** Binds whose values may be columns of the statement's rows instead (a multi-row statement's). */
+export type Placed<B> = { readonly [K in keyof B]: B[K] | Statement.Fragment }
+
 /**
  * Adding a rollup's counts to it, creating it when missing. `source` is what the values are
  * selected from: the rows of a CTE (PostgreSQL's one statement charges only when its `account`
  * row came back), or nothing for a plain insert. (`WHERE true`: SQLite reads the ON of an
  * upsert after a bare SELECT as a join's.) Only places its values (compiledOnce.ts).
  */
-export const rollupUpsertOf = (sql: SqlClient.SqlClient, t: Tables, b: RollupBinds, source: Statement.Fragment) =>
+export const rollupUpsertOf = (sql: SqlClient.SqlClient, t: Tables, b: Placed<RollupBinds>, source: Statement.Fragment) =>
   sql`INSERT INTO ${t.spend_hourly} AS s
       (account_id, key_id, model, hour, charged_micro_cents, refunded_micro_cents, jobs, failed, cancelled)
     SELECT ${b.accountId}, ${b.keyId}, ${b.model}, ${b.hour}, ${b.chargedMicroCents},

@@ -10,7 +10,8 @@ import { COUNTED_JOB_SETTING } from "../migrations/0021_submit_counts_itself.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, type JobColumns, JobFromRow, storeErrors } from "../rows.js"
-import { type ChargeBinds, chargeBinds, firstBalance, makeChargeStatements } from "./charge.js"
+import { type ChargeBinds, chargeBinds, firstBalance, makeChargeStatements, SUBMITTED_COLUMNS, submittedRow } from "./charge.js"
+import { makeStatementBatches } from "./statementBatches.js"
 import { compiledOnce } from "./compiledOnce.js"
 import { makeTransactionBatches } from "./transactionBatches.js"
 import { makeFairKeys } from "./fairKey.js"
@@ -43,6 +44,20 @@ const decodeGated = decodeRows(Schema.Array(Schema.Struct({
   id: Schema.NullOr(Schema.String)
 })))
 const decodeJob = decodeRows(JobFromRow)
+/** The jobs a statement of plain submits inserted, each with the fair key it computed. */
+const decodeStored = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String, fair_key: DbInt })))
+
+/** What the statement of a batch of plain submits binds: its submits (chargingEachPg's `submitted`) and their jobs' rows, as JSON. */
+interface EachBinds extends Record<string, unknown> {
+  readonly submitted: string
+  readonly rows: string
+}
+
+/** A plain queued submit on PostgreSQL, written with the others of its batch. */
+interface PlainSubmit {
+  readonly job: Job
+  readonly maxConcurrentJobs: number
+}
 
 /** The gate's or the statement's refusal: everything it wrote rolled back. The driver's error, with its SQLSTATE, is the reason's cause. */
 const isDeclined = (error: SqlError.SqlError) => (error.reason.cause as { code?: unknown } | undefined)?.code === SUBMIT_DECLINED_SQLSTATE
@@ -108,12 +123,60 @@ const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<t
  */
 export const makeQueuedSubmitsPg = (ctx: JobSql) => {
   const { sql, t } = ctx
-  const { chargingPg } = makeChargeStatements(ctx)
+  const { chargingEachPg, chargingPg } = makeChargeStatements(ctx)
   const fairKeys = makeFairKeys(ctx)
 
+  /** A plain submit alone: chargingPg's charge and the job's counted insert, its values bound as parameters. */
   const plain = ({ charge, maxConcurrentJobs, row }: SubmitBinds) =>
     sql`WITH ${chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)}
       INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row)} RETURNING fair_key`
+
+  /**
+   * The plain submits of a batch (statementBatches.ts) in one statement: chargingEachPg charges
+   * each submit's account or refuses it alone, and the jobs of the charged ones are inserted,
+   * each with its fair key from its account's row and counted by its own charge (the insert
+   * trigger skips it, migration 0021: the id's `set_config` runs as that row is made, just before
+   * it is written and the trigger's WHEN reads it). The submits and the jobs' rows come as two
+   * JSON arrays, so the text is one for every batch and compiled once.
+   */
+  const eachStatement = (columns: ReadonlyArray<string>) => ({ rows, submitted }: EachBinds) =>
+    sql`WITH submitted AS (
+        SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
+      ), ${chargingEachPg(sql`submitted`)}
+      INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
+      SELECT ${
+      sql.csv(columns.map((column) =>
+        column === "id"
+          ? sql`set_config(${COUNTED_JOB_SETTING}, r.id, true)`
+          : column === "fair_key"
+          ? fairKeys.fairKey(sql`r.account_id`, sql`account.fair_weight`)
+          : sql`r.${sql.literal(column)}`
+      ))
+    }
+      FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN account ON account.job_id = r.id
+      RETURNING id, fair_key`
+  /** Compiled at the first batch, its columns those of the first job's row (every row has the same). */
+  let eachOnce: ((binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>) | undefined
+  /** Each submit's job as stored, or none where its charge refused it; in the order given. */
+  const each = (submits: ReadonlyArray<PlainSubmit>): Effect.Effect<ReadonlyArray<Option.Option<Job>>, SqlError.SqlError | Schema.SchemaError> => {
+    // In the accounts' order: where the plan locks them as listed, two processes' batches take the
+    // accounts they share in one order. A deadlock still left is PostgreSQL's to break, the batch
+    // then written again one submit to a statement (statementBatches.ts).
+    const ordered = [...submits].sort((a, b) => (a.job.accountId < b.job.accountId ? -1 : 1))
+    const rows = ordered.map(({ job }) => jobRow(job))
+    eachOnce ??= compiledOnce<EachBinds>(sql, eachStatement(Object.keys(rows[0]!)))
+    const submitted = ordered.map(({ job, maxConcurrentJobs }) => submittedRow(chargeBinds(chargeOf(job)), maxConcurrentJobs))
+    return eachOnce({ submitted: JSON.stringify(submitted), rows: JSON.stringify(rows) }).pipe(
+      Effect.flatMap(decodeStored),
+      Effect.map((stored) => {
+        const fairKeyOf = new Map(stored.map((row) => [row.id, row.fair_key]))
+        return submits.map(({ job }) => {
+          const fairKey = fairKeyOf.get(job.id)
+          return fairKey === undefined ? Option.none() : Option.some({ ...job, fairKey })
+        })
+      })
+    )
+  }
 
   const gateCall = (b: GateBinds) =>
     sql`${sql(submitGateName(t.prefix))}(
@@ -151,6 +214,7 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
       gated: (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => gated(gatedBinds(job, maxConcurrentJobs, gates))
     },
     plain: (job: Job, maxConcurrentJobs: number) => plainOnce(submitBinds(job, maxConcurrentJobs)),
+    each,
     gated: (job: Job, maxConcurrentJobs: number, gates: SubmitGates) => gatedOnce(gatedBinds(job, maxConcurrentJobs, gates)),
     gateCall,
     gatedCharging,
@@ -218,9 +282,19 @@ export const makeSubmitStatements = (ctx: JobSql) => {
      * admitted only while the account's active jobs stay under its maximum, and the job's
      * insert, which counts itself active (trigger), queued or handed off as insertJob does.
      */
-    pg: () => (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => {
-      return (handOff === undefined
-        ? queuedPg.plain(job, maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(job)))
+    pg: () => {
+      const batched = makeStatementBatches<PlainSubmit, Option.Option<Job>, StoreError>({
+        // One submit alone takes the statement of one: its typed parameters cost the database less than the batch's JSON.
+        writeAll: (submits) =>
+          (submits.length === 1
+            ? Effect.map(queuedPg.plain(submits[0]!.job, submits[0]!.maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(submits[0]!.job))), (job) => [job])
+            : queuedPg.each(submits)).pipe(storeErrors("submit job")),
+        keyOf: ({ job }) => job.accountId,
+        enclosing: sql.transactionService
+      })
+      return (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
+      (handOff === undefined
+        ? batched({ job, maxConcurrentJobs })
         : sql`WITH ${chargingPg(chargeBinds(chargeOf(job)), sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, false)}, ${
           offeredInserts(job, handOff, sql`account,`)
         }
