@@ -29,6 +29,10 @@
  * BENCH_INFLIGHT_HEAP_DIR=<dir> writes a heap snapshot of the worker once every generation is in
  * flight (hold-<pid>.heapsnapshot, for Chrome's memory panel); the worker stops for it a few seconds,
  * so its figures are not read from that run (nor a profile taken in the same one).
+ * BENCH_INFLIGHT_ALLOC_DIR=<dir> writes V8's allocation samples of the worker, the start burst's
+ * and the burst's with the hold's (burst-<pid>.heapprofile, all-<pid>.heapprofile), with
+ * BENCH_INFLIGHT_ALLOC_PROMOTED=1 only what reached the old generation (providerInflightWorker.ts);
+ * the sampling costs CPU, so its figures are not read from that run either.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -76,6 +80,8 @@ const STOP_IN_HOLD = process.env.BENCH_INFLIGHT_STOP_IN_HOLD === "1"
 const PROFILE = process.env.BENCH_INFLIGHT_PROFILE_DIR !== undefined
 /** Whether the worker writes a heap snapshot as the hold starts (BENCH_INFLIGHT_HEAP_DIR, see the header). */
 const HEAP_SNAPSHOT = process.env.BENCH_INFLIGHT_HEAP_DIR !== undefined
+/** Whether the worker samples its allocations (BENCH_INFLIGHT_ALLOC_DIR, see the header). */
+const ALLOC = process.env.BENCH_INFLIGHT_ALLOC_DIR !== undefined
 const IDLE_MS = 3_000
 const MiB = (bytes: number) => Math.round(bytes / (1024 * 1024))
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -253,9 +259,9 @@ export const providerInflight = () =>
       }
       const allStartedAt = performance.now()
       const holdFrom = reports.length
-      if (PROFILE || HEAP_SNAPSHOT) child.kill("SIGUSR2")
+      if (PROFILE || HEAP_SNAPSHOT || ALLOC) child.kill("SIGUSR2")
       await waitFor("the first generation to end", async () => sim.counters.inFlight < jobs, 200, GENERATION_MS + 60_000)
-      if (PROFILE || HEAP_SNAPSHOT) child.kill("SIGUSR2")
+      if (PROFILE || HEAP_SNAPSHOT || ALLOC) child.kill("SIGUSR2")
       const hold = reports.slice(holdFrom)
       const holdTo = reports.at(-1)!
       const holdStart = reports[holdFrom - 1]!

@@ -84,6 +84,33 @@ if (heapDir !== undefined) {
   })
 }
 
+/**
+ * An allocation sample of the worker (BENCH_INFLIGHT_ALLOC_DIR): V8's sampling heap profiler from
+ * the worker's start, keeping the objects collected since, so it shows what the garbage at the
+ * RSS peak is made of; with BENCH_INFLIGHT_ALLOC_PROMOTED=1 it drops those a scavenge collected,
+ * leaving what reached the old generation (the garbage that grows the heap until a major GC).
+ * Written as burst-<pid>.heapprofile at the parent's first SIGUSR2 (every generation started:
+ * the start burst) and all-<pid>.heapprofile at its second (the burst and the hold); the hold is
+ * the second less the first. Chrome's memory panel reads them.
+ */
+const allocDir = process.env.BENCH_INFLIGHT_ALLOC_DIR
+if (allocDir !== undefined) {
+  const session = new Session()
+  session.connect()
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 16_384,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: process.env.BENCH_INFLIGHT_ALLOC_PROMOTED !== "1"
+  })
+  let signals = 0
+  process.on("SIGUSR2", () => {
+    const name = signals++ === 0 ? "burst" : "all"
+    void session.post("HeapProfiler.getSamplingProfile").then(({ profile }) =>
+      writeFileSync(join(allocDir, `${name}-${process.pid}.heapprofile`), JSON.stringify(profile))
+    )
+  })
+}
+
 let engine: Engine | undefined
 
 serveParent({

@@ -65,6 +65,33 @@ export const runJobLogsConformance = (name: string, makeLayer: () => Layer.Layer
         expect(yield* logs.record([])).toEqual([])
       }))
 
+    test("answers the jobs written, whatever the batch: all written, some refused, one job twice", () =>
+      Effect.gen(function*() {
+        const logs = yield* JobLogRepo
+        const [a, b, c] = yield* running(3)
+        const plan = planLogAppend(emptyLogMark, ["one"], [], T0 + 20)!
+        const all = yield* logs.record([
+          { id: a!, leaseOwner: "w", progress: 10, log: plan },
+          { id: b!, leaseOwner: "w", progress: 10 },
+          { id: c!, leaseOwner: "w", log: plan }
+        ])
+        expect([...all].sort()).toEqual([a, b, c].sort())
+        const some = yield* logs.record([
+          { id: a!, leaseOwner: "other", progress: 20 },
+          { id: b!, leaseOwner: "w", progress: 20 },
+          { id: c!, leaseOwner: "other", progress: 20 }
+        ])
+        expect(some).toEqual([b])
+        const twice = yield* logs.record([
+          { id: a!, leaseOwner: "w", progress: 30 },
+          { id: a!, leaseOwner: "w", progress: 30 }
+        ])
+        // A store may name the job once or once per report: either way it was written.
+        expect(new Set(twice)).toEqual(new Set([a]))
+        expect(Option.getOrThrow(yield* (yield* JobRepo).get(a!)).providerProgress).toBe(30)
+        expect(yield* logs.lines(c!, 0, 10)).toEqual([{ seq: 1, at: T0 + 20, line: "one" }])
+      }))
+
     test("pages lines in order after a place, answering one more than the limit", () =>
       Effect.gen(function*() {
         const logs = yield* JobLogRepo
