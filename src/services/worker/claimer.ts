@@ -1,6 +1,6 @@
 import { Cause, Duration, Effect, Exit, Option, Queue, Random, Ref } from "effect"
 import { backoffDelayMs } from "../../domain/backoff.js"
-import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, riddenClaims, type WorkerRider } from "./claims.js"
+import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, type WorkerRider } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import type { WorkerPool } from "./pool.js"
 
@@ -68,12 +68,11 @@ const ride = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limi
   // failed before it reached the store (a claim's failure: logged, and the store backoff waited).
   const settled = riding.collect(Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
   if (Option.isNone(settled)) return { free: 0, exit: Exit.map(exit, (): ReadonlyArray<Claimed> => []), rode: true }
-  const { jobs, outcome } = settled.value
+  // Its fibers and the jobs it claimed ahead were counted as it settled (makeWorkerRider).
+  const { claimed, outcome } = settled.value
   riding.next = outcome.limit > 0
-  const claimed = riddenClaims(deps.config.leaseMs, outcome, jobs)
   yield* Queue.offerAll(pool.buffer, claimed)
-  yield* Ref.set(pool.queueDry, jobs.length < outcome.limit)
-  yield* Ref.update(pool.idle, (n) => n + outcome.fromIdle - jobs.length)
+  yield* Ref.set(pool.queueDry, claimed.length < outcome.limit)
   return { free: outcome.limit, exit: Exit.succeed<ReadonlyArray<Claimed>>(claimed), rode: true }
 })
 

@@ -18,8 +18,21 @@ export interface WorkerPool {
   readonly freed: Queue.Queue<void>
   /** A job under a provider limit ended: its room may let a waiting job go. */
   readonly roomFreed: Queue.Queue<void>
-  /** Gives a fiber back to `idle`. */
+  /** Gives a fiber back to `idle`, or to the first job waiting in the ready list (`startReady`). */
   readonly fiberFreed: Effect.Effect<void>
+  /**
+   * The most jobs claimed ahead of the free fibers (docs/decisions.md, "Claiming ahead on
+   * PostgreSQL"): 0 where the store cannot put a claimed job back (JobRepo.returnUnstarted) or a
+   * broker delivers the jobs. Only claims riding on completions claim ahead.
+   */
+  readonly ahead: number
+  /** Jobs claimed ahead and not started: on their way to the ready list, or in it. They hold no fiber. */
+  aheadHeld: number
+  /**
+   * Starts the first job of the ready list on a fiber that freed (the runners' intake sets it):
+   * the fiber stays taken. False when none is ready.
+   */
+  startReady: () => boolean
   /** Cleared when the drain starts: no more hand-offs. */
   readonly accepting: Ref.Ref<boolean>
   /**
@@ -38,11 +51,17 @@ export interface WorkerPool {
   riderWake: (() => void) | undefined
 }
 
-export const makeWorkerPool = (processId: string, concurrency: number): Effect.Effect<WorkerPool> =>
+export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0): Effect.Effect<WorkerPool> =>
   Effect.gen(function*() {
     const idle = yield* Ref.make(concurrency)
     const freed = yield* Queue.sliding<void>(1)
     const prefix = `wrk_${processId}_`
+    const freeOne = Ref.update(idle, (n) => n + 1).pipe(
+      Effect.andThen(Queue.offer(freed, undefined)),
+      Effect.andThen(Effect.sync(() => {
+        if (pool.riderWake !== undefined && Ref.getUnsafe(idle) > 0) pool.riderWake()
+      }))
+    )
     let claims = 0
     const pool: WorkerPool = {
       concurrency,
@@ -50,12 +69,14 @@ export const makeWorkerPool = (processId: string, concurrency: number): Effect.E
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),
-      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(
-        Effect.andThen(Queue.offer(freed, undefined)),
-        Effect.andThen(Effect.sync(() => {
-          if (pool.riderWake !== undefined && Ref.getUnsafe(idle) > 0) pool.riderWake()
-        }))
+      // A ready job takes the fiber first. Not while `idle` is below 0: a riding claim took this
+      // fiber already (one job for each fiber its endings free), and that job is on its way.
+      fiberFreed: Effect.suspend(() =>
+        Ref.getUnsafe(idle) >= 0 && pool.startReady() ? Effect.void : freeOne
       ),
+      ahead,
+      aheadHeld: 0,
+      startReady: () => false,
       accepting: yield* Ref.make(true),
       queueDry: yield* Ref.make(false),
       nextWorkerId: () => `${prefix}${++claims}`,
@@ -65,8 +86,11 @@ export const makeWorkerPool = (processId: string, concurrency: number): Effect.E
     return pool
   })
 
-/** Waits until every fiber is idle again: every job run or handed off has ended. */
-export const drained = ({ concurrency, freed, idle }: WorkerPool): Effect.Effect<void> =>
+/**
+ * Waits until every fiber is idle again and no job claimed ahead waits: every job run or handed
+ * off has ended (a ready job left after the drain's return starts on the next fiber to free).
+ */
+export const drained = (pool: WorkerPool): Effect.Effect<void> =>
   Effect.gen(function*() {
-    while ((yield* Ref.get(idle)) < concurrency) yield* Queue.take(freed)
+    while ((yield* Ref.get(pool.idle)) < pool.concurrency || pool.aheadHeld > 0) yield* Queue.take(pool.freed)
   })

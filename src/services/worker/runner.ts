@@ -35,6 +35,12 @@ export type { Work }
 
 export interface Runners {
   readonly work: Queue.Queue<Work>
+  /**
+   * Jobs claimed ahead of the free fibers (Claimed.ahead), their leases held: a fiber that frees
+   * takes the first (WorkerPool.startReady) before it counts as idle; a drain puts them back in
+   * the queue (start.ts).
+   */
+  readonly ready: Array<Work>
   readonly keeper: LeaseKeeper
   readonly watcher: Watcher
   readonly broker: BrokerClaims | undefined
@@ -75,10 +81,27 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
     const held: Held = { job, book, limited: deps.limits.isLimited(job) }
     return { held }
   }
+  pool.startReady = () => {
+    const next = runners.ready.shift()
+    if (next === undefined) return false
+    pool.aheadHeld -= 1
+    Queue.offerUnsafe(runners.work, next)
+    return true
+  }
   return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
-    for (const one of claimed) Queue.offerUnsafe(runners.work, hold(one))
+    for (const one of claimed) {
+      if (one.ahead) runners.ready.push(hold(one))
+      else Queue.offerUnsafe(runners.work, hold(one))
+    }
+    startOnIdle(pool)
     return Effect.void
   }))
+}
+
+/** Ready jobs take the fibers idle now: a fiber freed before they reached the ready list found none. */
+export const startOnIdle = (pool: WorkerPool) => {
+  const idle = pool.idle.ref
+  while (idle.current > 0 && pool.startReady()) idle.current -= 1
 }
 
 /**
