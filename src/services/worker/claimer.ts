@@ -119,7 +119,7 @@ const claimOnce = Effect.fnUntraced(function*(
  */
 export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> => {
   // With a broker, deliveries are claimed as they come: no claim rides on completions.
-  const riding: Riding | undefined = broker === undefined ? { ...makeWorkerRider(pool, deps.config.leaseMs), next: true } : undefined
+  const riding: Riding | undefined = broker === undefined ? { ...makeWorkerRider(pool, deps.config.leaseMs, MAX_CLAIM), next: true } : undefined
   return Effect.flatMap(Ref.make(0), (failures) =>
     Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker, riding), (failed) =>
       failed

@@ -99,33 +99,38 @@ export const riddenClaims = (leaseMs: number, outcome: RiderOutcome, jobs: Reado
   return ordered.map((job, i) => (i < slots ? { job, leaseExpiresAt } : { job, leaseExpiresAt, ahead: true }))
 }
 
-export const makeWorkerRider = (pool: WorkerPool, leaseMs: number): WorkerRider => {
+/**
+ * `limit`: the limit of every claim this rider rides with (claimBeside's); the store's `max` to
+ * `takeIdle` is that less the fibers its endings free (src/services/jobRepo/endings.ts).
+ */
+export const makeWorkerRider = (pool: WorkerPool, leaseMs: number, limit: number): WorkerRider => {
   let last: { readonly outcome: RiderOutcome; readonly claimed: ReadonlyArray<Claimed> } | undefined
   let abandoned = false
-  // What the claim on its way took as it was sent: idle fibers, and room to claim ahead.
+  // The idle fibers the claim on its way took as it was sent.
   let takenIdle = 0
-  let takenAhead = 0
   const idle = pool.idle.ref
   /** The claim's jobs counted: the idle fibers it took and did not fill given back, those claimed ahead held. */
   const settle = (outcome: RiderOutcome, jobs: ReadonlyArray<Job>) => {
-    const slots = takenIdle + Math.max(0, outcome.limit - outcome.fromIdle)
+    // Claiming ahead, the fibers the endings free were given back as the completions were
+    // written (runner.ts's Slot): the jobs claimed for them join the ready list instead.
+    const slots = takenIdle + (pool.ahead > 0 ? 0 : Math.max(0, outcome.limit - outcome.fromIdle))
     const claimed = riddenClaims(leaseMs, outcome, jobs, slots)
     const started = Math.min(jobs.length, slots)
     idle.current += takenIdle - started
     pool.aheadHeld += jobs.length - started
-    takenIdle = takenAhead = 0
+    takenIdle = 0
     return claimed
   }
   return {
     rider: {
       frees: pool.owns,
-      // The idle fibers, then up to `ahead` jobs more than the fibers less those claimed ahead
-      // already (docs/decisions.md, "Claiming ahead on PostgreSQL").
+      // The idle fibers, then `ahead` less the jobs claimed ahead already: the claim takes
+      // `freed + idle + (ahead - ready)` (docs/decisions.md, "Claiming ahead on PostgreSQL"), the
+      // store adding one job for each fiber the endings free (`limit - max` of them).
       takeIdle: (max) => {
         takenIdle = Math.max(0, Math.min(idle.current, max))
         idle.current -= takenIdle
-        takenAhead = Math.max(0, Math.min(max - takenIdle, pool.ahead - pool.aheadHeld))
-        return takenIdle + takenAhead
+        return takenIdle + Math.max(0, Math.min(max - takenIdle, pool.ahead - pool.aheadHeld - (limit - max)))
       },
       waiting: (wake) => {
         pool.riderWake = wake

@@ -21,6 +21,11 @@ export interface WorkerPool {
   /** Gives a fiber back to `idle`, or to the first job waiting in the ready list (`startReady`). */
   readonly fiberFreed: Effect.Effect<void>
   /**
+   * `fiberFreed`, synchronous. `wake` false leaves a riding claim parked: the caller's completion
+   * goes to the batch next, and that batch takes the idle fiber.
+   */
+  readonly freeFiber: (wake: boolean) => void
+  /**
    * The most jobs claimed ahead of the free fibers (docs/decisions.md, "Claiming ahead on
    * PostgreSQL"): 0 where the store cannot put a claimed job back (JobRepo.returnUnstarted) or a
    * broker delivers the jobs. Only claims riding on completions claim ahead.
@@ -56,12 +61,14 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
     const idle = yield* Ref.make(concurrency)
     const freed = yield* Queue.sliding<void>(1)
     const prefix = `wrk_${processId}_`
-    const freeOne = Ref.update(idle, (n) => n + 1).pipe(
-      Effect.andThen(Queue.offer(freed, undefined)),
-      Effect.andThen(Effect.sync(() => {
-        if (pool.riderWake !== undefined && Ref.getUnsafe(idle) > 0) pool.riderWake()
-      }))
-    )
+    // A ready job takes the fiber first. Not while `idle` is below 0: a riding claim took this
+    // fiber already (one job for each fiber its endings free), and that job is on its way.
+    const freeFiber = (wake: boolean) => {
+      if (idle.ref.current >= 0 && pool.startReady()) return
+      idle.ref.current += 1
+      Queue.offerUnsafe(freed, undefined)
+      if (wake && pool.riderWake !== undefined && idle.ref.current > 0) pool.riderWake()
+    }
     let claims = 0
     const pool: WorkerPool = {
       concurrency,
@@ -69,11 +76,8 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),
-      // A ready job takes the fiber first. Not while `idle` is below 0: a riding claim took this
-      // fiber already (one job for each fiber its endings free), and that job is on its way.
-      fiberFreed: Effect.suspend(() =>
-        Ref.getUnsafe(idle) >= 0 && pool.startReady() ? Effect.void : freeOne
-      ),
+      fiberFreed: Effect.sync(() => freeFiber(true)),
+      freeFiber,
       ahead,
       aheadHeld: 0,
       startReady: () => false,

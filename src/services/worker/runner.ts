@@ -53,15 +53,42 @@ const logged = <A>(fallback: A, job: Job) => <E>(run: Effect.Effect<A, E>): Effe
       ? Effect.failCause(cause)
       : Effect.as(Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause)), fallback))
 
-/** Releases what the job held, in one go: its lease, its generations counted in flight, its slot. */
-const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, limited }: Held) =>
+/**
+ * Releases what the job held, in one go: its lease, its generations counted in flight, its slot
+ * (unless `slot` gave it back as the run's end was written).
+ */
+const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, limited }: Held, slot: Slot | undefined) =>
   Effect.suspend(() => {
     keeper.release(book.lease)
     for (const release of book.holds) release()
     // A limited job's end may free room for one waiting.
     if (limited) Queue.offerUnsafe(pool.roomFreed, undefined)
+    if (slot !== undefined && slot.freed) return broker === undefined ? Effect.void : broker.done(job.id)
     return broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(job.id), pool.fiberFreed)
   })
+
+/**
+ * A run's slot given back as its end is written (runJob's FreeSlot), where the worker claims
+ * ahead: the write waits for its completion batch, and the slot takes a ready job meanwhile, so
+ * the batch ends jobs while the next ones run (docs/decisions.md, "Claiming ahead on PostgreSQL").
+ */
+interface Slot {
+  freed: boolean
+  readonly free: () => void
+}
+
+const slotOf = (pool: WorkerPool): Slot | undefined => {
+  if (pool.ahead === 0) return undefined
+  const slot: Slot = {
+    freed: false,
+    free: () => {
+      if (slot.freed) return
+      slot.freed = true
+      pool.freeFiber(false)
+    }
+  }
+  return slot
+}
 
 /**
  * The intake: holds each claimed job's lease as it arrives (the keeper renews it while the job
@@ -113,11 +140,12 @@ export const startOnIdle = (pool: WorkerPool) => {
 export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
   // A plain function, not a generator: per job it builds only the run and its release.
   const run = ({ held, outcome }: Work): Effect.Effect<unknown> => {
-    const release = released(pool, runners, held)
+    const slot = slotOf(pool)
+    const release = released(pool, runners, held, slot)
     if (outcome !== undefined) {
-      return endWatched(deps, held.job, held.book, outcome).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
+      return endWatched(deps, held.job, held.book, outcome, slot?.free).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
     }
-    return runJob(deps, held.job, held.book).pipe(
+    return runJob(deps, held.job, held.book, slot?.free).pipe(
       logged<boolean>(false, held.job),
       Effect.onExit((exit) => (exit._tag === "Success" && exit.value ? Effect.void : release))
     )

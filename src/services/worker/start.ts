@@ -82,8 +82,10 @@ export const start = (deps: WorkerDeps) =>
     const shared: Runners = { work: yield* Queue.unbounded<Work>(), ready: [], keeper, watcher, broker }
     // What runners use is in `deps`, resolved once here. A fork shares its parent's context (no
     // copy on Effect 4), which also holds the loggers, log level and tracer the runners log with.
+    // Claiming ahead, a runner whose job's end waits for its batch has given its slot back (see
+    // runner.ts's Slot): `ahead` more runners take the ready jobs meanwhile.
     const runners = yield* Effect.forEach(
-      Array.from({ length: Math.min(concurrency, MAX_RUNNERS) }),
+      Array.from({ length: Math.min(concurrency + ahead, MAX_RUNNERS) }),
       () => Effect.forkScoped(runner(deps, pool, shared))
     )
     runners.push(yield* Effect.forkScoped(intake(deps, pool, shared)))
