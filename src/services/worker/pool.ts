@@ -33,6 +33,8 @@ export interface WorkerPool {
   readonly ahead: number
   /** Jobs claimed ahead and not started: on their way to the ready list, or in it. They hold no fiber. */
   aheadHeld: number
+  /** Runs whose slot was given back as their completion was written, until it is answered: the drain waits for them. */
+  writing: number
   /**
    * Starts the first job of the ready list on a fiber that freed (the runners' intake sets it):
    * the fiber stays taken. False when none is ready.
@@ -80,6 +82,7 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
       freeFiber,
       ahead,
       aheadHeld: 0,
+      writing: 0,
       startReady: () => false,
       accepting: yield* Ref.make(true),
       queueDry: yield* Ref.make(false),
@@ -91,10 +94,11 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
   })
 
 /**
- * Waits until every fiber is idle again and no job claimed ahead waits: every job run or handed
- * off has ended (a ready job left after the drain's return starts on the next fiber to free).
+ * Waits until every fiber is idle again, no job claimed ahead waits and no completion is on its
+ * way: every job run or handed off has ended (a ready job left after the drain's return starts
+ * on the next fiber to free).
  */
 export const drained = (pool: WorkerPool): Effect.Effect<void> =>
   Effect.gen(function*() {
-    while ((yield* Ref.get(pool.idle)) < pool.concurrency || pool.aheadHeld > 0) yield* Queue.take(pool.freed)
+    while ((yield* Ref.get(pool.idle)) < pool.concurrency || pool.aheadHeld > 0 || pool.writing > 0) yield* Queue.take(pool.freed)
   })

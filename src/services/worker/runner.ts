@@ -63,7 +63,12 @@ const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, li
     for (const release of book.holds) release()
     // A limited job's end may free room for one waiting.
     if (limited) Queue.offerUnsafe(pool.roomFreed, undefined)
-    if (slot !== undefined && slot.freed) return broker === undefined ? Effect.void : broker.done(job.id)
+    if (slot !== undefined && slot.freed) {
+      pool.writing -= 1
+      // The drain waits for the completion's answer too.
+      Queue.offerUnsafe(pool.freed, undefined)
+      return broker === undefined ? Effect.void : broker.done(job.id)
+    }
     return broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(job.id), pool.fiberFreed)
   })
 
@@ -84,6 +89,7 @@ const slotOf = (pool: WorkerPool): Slot | undefined => {
     free: () => {
       if (slot.freed) return
       slot.freed = true
+      pool.writing += 1
       pool.freeFiber(false)
     }
   }
