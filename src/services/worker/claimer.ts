@@ -2,7 +2,7 @@ import { Cause, Duration, Effect, Exit, Option, Queue, Random, Ref } from "effec
 import { backoffDelayMs } from "../../domain/backoff.js"
 import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, type WorkerRider } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
-import type { WorkerPool } from "./pool.js"
+import { startOnIdle, type WorkerPool } from "./pool.js"
 
 /**
  * The most jobs one claim takes. A worker with thousands of idle fibers would otherwise claim
@@ -45,6 +45,7 @@ const claimForIdle = Effect.fnUntraced(function*(
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
   yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
   yield* Ref.update(pool.idle, (n) => n + free - taken)
+  startOnIdle(pool)
   return Option.some({ free, exit, rode: false })
 }, Effect.uninterruptible)
 

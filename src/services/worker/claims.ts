@@ -4,7 +4,7 @@ import { type Job, startMarkedByClaim } from "../../domain/job.js"
 import type { makeBrokerClaims } from "../brokerClaims.js"
 import type { ClaimRider, RiderOutcome } from "../../ports/JobRepo.js"
 import type { WorkerDeps } from "./deps.js"
-import type { WorkerPool } from "./pool.js"
+import { startOnIdle, type WorkerPool } from "./pool.js"
 
 /** A claimed job, with its lease's end on this process's clock. */
 export interface Claimed {
@@ -119,6 +119,7 @@ export const makeWorkerRider = (pool: WorkerPool, leaseMs: number, limit: number
     idle.current += takenIdle - started
     pool.aheadHeld += jobs.length - started
     takenIdle = 0
+    startOnIdle(pool)
     return claimed
   }
   return {

@@ -94,6 +94,16 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
   })
 
 /**
+ * Ready jobs take the fibers idle now: wherever fibers go back to `idle` other than by
+ * `fiberFreed` (a claim that took fewer jobs than the fibers it took), or jobs join the ready
+ * list, so no ready job waits while a fiber idles.
+ */
+export const startOnIdle = (pool: WorkerPool) => {
+  const idle = pool.idle.ref
+  while (idle.current > 0 && pool.startReady()) idle.current -= 1
+}
+
+/**
  * Waits until every fiber is idle again, no job claimed ahead waits and no completion is on its
  * way: every job run or handed off has ended (a ready job left after the drain's return starts
  * on the next fiber to free).

@@ -1,4 +1,4 @@
-import { Cause, Effect, Queue } from "effect"
+import { Cause, Effect, Queue, Ref } from "effect"
 import { heldJob } from "../../domain/heldJob.js"
 import type { Job } from "../../domain/job.js"
 import type { LeaseKeeper } from "../leaseKeeper.js"
@@ -6,7 +6,7 @@ import type { JobRunBook, WatchOutcome } from "../providerCalls.js"
 import type { Watcher } from "../watch/watcher.js"
 import type { BrokerClaims, Claimed } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
-import type { WorkerPool } from "./pool.js"
+import { startOnIdle, type WorkerPool } from "./pool.js"
 import { endWatched, runJob } from "./runJob.js"
 
 /**
@@ -67,6 +67,10 @@ const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, li
       pool.writing -= 1
       // The drain waits for the completion's answer too.
       Queue.offerUnsafe(pool.freed, undefined)
+      // A claim parked while this completion was on its way stayed parked for it: with fibers
+      // idle and its batch gone, it is woken now (and claims on its own unless another
+      // completion of this worker is on its way).
+      if (pool.riderWake !== undefined && Ref.getUnsafe(pool.idle) > 0) pool.riderWake()
       return broker === undefined ? Effect.void : broker.done(job.id)
     }
     return broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(job.id), pool.fiberFreed)
@@ -131,11 +135,6 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
   }))
 }
 
-/** Ready jobs take the fibers idle now: a fiber freed before they reached the ready list found none. */
-export const startOnIdle = (pool: WorkerPool) => {
-  const idle = pool.idle.ref
-  while (idle.current > 0 && pool.startReady()) idle.current -= 1
-}
 
 /**
  * One runner fiber: takes work and does it, one at a time, for good. A claimed job runs until

@@ -7,8 +7,8 @@ import { claimer, MAX_CLAIM } from "./claimer.js"
 import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
 import { reaper, relay } from "./passes.js"
-import { drained, makeWorkerPool, type WorkerPool } from "./pool.js"
-import { intake, MAX_RUNNERS, runner, type Runners, startOnIdle, type Work } from "./runner.js"
+import { drained, makeWorkerPool, startOnIdle, type WorkerPool } from "./pool.js"
+import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
 
 /**
  * At a drain, the jobs claimed ahead and waiting for a fiber go back to the queue in one write
