@@ -329,6 +329,29 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
           return [id]
         })
       ),
+    returnUnstarted: (leases) =>
+      Effect.sync(() =>
+        leases.flatMap(({ id, workerId }) => {
+          const stored = state.jobs.get(id)
+          if (
+            stored?.status !== "processing" || stored.leaseOwner !== workerId || stored.attempts !== 1 ||
+            stored.providerPhase !== "starting" || stored.providerHandle !== null
+          ) return []
+          // What the first pickup wrote (claimedJob) undone: pending again, its fair key (never
+          // changed by a claim) putting it back in its place in claim order.
+          setIn(state.jobs, id, {
+            ...stored,
+            status: "pending",
+            attempts: 0,
+            providerPhase: null,
+            providerStarts: stored.providerStarts - 1,
+            leaseOwner: null,
+            leaseExpiresAt: null,
+            startedAt: null
+          })
+          return [id]
+        })
+      ),
     findExhausted: (now, maxAttempts, limit) =>
       Effect.sync(() => jobs().filter((j) => leaseExpired(j, now) && j.attempts >= maxAttempts).slice(0, limit)),
     takeLease: (name, owner, now, expiresAt) =>

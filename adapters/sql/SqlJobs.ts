@@ -12,6 +12,7 @@ import { postLedger } from "./ledger.js"
 import { makeClaimStatements } from "./queue/claims.js"
 import { type JobSql, makeLeaseClock } from "./queue/context.js"
 import { makeHandBackStatements } from "./queue/handBack.js"
+import { makeUnstartedStatements } from "./queue/unstarted.js"
 import { makeHeldStatements } from "./queue/held.js"
 import { makeProviderLimitStatements } from "./queue/providerLimits.js"
 import { makeReaperStatements } from "./queue/reaper.js"
@@ -58,6 +59,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     ...makeClaimStatements(ctx),
     ...makeHeldStatements(ctx),
     ...makeHandBackStatements(ctx),
+    ...makeUnstartedStatements(ctx),
     ...makeReaperStatements(ctx),
     ...makeProviderLimitStatements(ctx)
   }

@@ -108,6 +108,16 @@ export interface JobLeaseDriver {
    */
   readonly handBackLeases?: (leases: ReadonlyArray<HeldLease>, now: number) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /**
+   * Optional: puts back in the queue each job of `leases` claimed ahead and never started: one
+   * still processing under that lease owner on its first pickup (`attempts` 1, `provider_phase`
+   * 'starting', no provider handle), in one write, as it was pending before the claim: pending,
+   * `attempts` 0, no provider phase, `provider_starts - 1`, no lease and no `started_at`. Its fair
+   * key was never changed by the claim, so it takes its place in claim order again; the account's
+   * count of active jobs counts it either way. Any other job is left as it is (its run may have
+   * begun). Answers the ids it wrote. Without it a worker does not claim ahead of its fibers.
+   */
+  readonly returnUnstarted?: (leases: ReadonlyArray<HeldLease>) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
    * On its own: writes each job's provider state only while the job is processing under its
    * `leaseOwner`'s lease, all in one write; answers the ids it wrote. A state without `route`
    * leaves the stored route. It waits for transactions holding the jobs.

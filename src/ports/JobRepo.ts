@@ -223,6 +223,13 @@ export class JobRepo extends Context.Service<JobRepo, {
    * claim to resume at once with no attempt spent; answers the ids handed back.
    */
   readonly handBackLeases?: (leases: ReadonlyArray<HeldLease>, now: number) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
+  /**
+   * Present when the store can put claimed jobs back (`JobLeaseDriver.returnUnstarted`): the jobs
+   * of `leases` claimed and never started (first pickup, no provider handle) go back to pending
+   * with no attempt spent, in one write; answers the ids put back. A worker that claims ahead of
+   * its fibers gives back the jobs it did not start when it stops.
+   */
+  readonly returnUnstarted?: (leases: ReadonlyArray<HeldLease>) => Effect.Effect<ReadonlyArray<JobId>, StoreError>
   /** Writes the job's provider phase, handle and start count, only for the lease holder; false when the lease was lost. */
   readonly saveProviderState: (id: JobId, workerId: string, state: ProviderState) => Effect.Effect<boolean, StoreError>
   /**

@@ -15,6 +15,10 @@ import { submit } from "./jobRepo/submit.js"
 const handBack = (store: JobDrivers["store"], write: NonNullable<JobDrivers["leases"]["handBackLeases"]>): NonNullable<JobRepo["Service"]["handBackLeases"]> =>
   (held, now) => (held.length === 0 ? Effect.succeed([]) : store.transaction(write(held, now)))
 
+/** Claimed jobs never started put back in the queue (JobLeaseDriver.returnUnstarted), in the store's transaction. */
+const returnUnstarted = (store: JobDrivers["store"], write: NonNullable<JobDrivers["leases"]["returnUnstarted"]>): NonNullable<JobRepo["Service"]["returnUnstarted"]> =>
+  (held) => (held.length === 0 ? Effect.succeed([]) : store.transaction(write(held)))
+
 export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service"], never, Scope.Scope> =>
   Effect.gen(function*() {
     const { leases, store } = drivers
@@ -33,6 +37,7 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service
       renewLeases: (held, now, leaseMs) =>
         held.length === 0 ? Effect.succeed([]) : store.transaction(leases.renewLeases(held, now, now + leaseMs)),
       ...(leases.handBackLeases === undefined ? {} : { handBackLeases: handBack(store, leases.handBackLeases) }),
+      ...(leases.returnUnstarted === undefined ? {} : { returnUnstarted: returnUnstarted(store, leases.returnUnstarted) }),
       saveProviderState: yield* makeSaveProviderState(drivers),
       complete: endings.complete,
       fail: fail(store)

@@ -57,6 +57,10 @@ export const layerPublishingJobRepo = Layer.effect(
       claimIds: (ids, options) => Effect.tap(repo.claimIds(ids, options), (jobs) => beside(jobs.map((job) => job.id))),
       complete: (id, workerId, outputs, now, route) => Effect.tap(repo.complete(id, workerId, outputs, now, route), publishSomeBeside),
       fail: (id, workerId, error, now, route) => Effect.tap(repo.fail(id, workerId, error, now, route), publishSomeBeside),
+      // A job put back in the queue is pending again: its followers hear of it as of a claim.
+      ...(repo.returnUnstarted === undefined
+        ? {}
+        : { returnUnstarted: (leases) => Effect.tap(repo.returnUnstarted!(leases), beside) }),
       reap: (options) => Effect.tap(repo.reap(options), (failed) => (failed > 0 ? events.publishAll : Effect.void))
     })
   })

@@ -21,6 +21,7 @@ import { runFairConformance } from "./fairSuite.js"
 import { runJobLogsConformance } from "./jobLogsSuite.js"
 import { runRidingClaimsConformance } from "./ridingClaimsSuite.js"
 import { runHandBackConformance } from "./handBackSuite.js"
+import { runReturnUnstartedConformance } from "./returnUnstartedSuite.js"
 import type { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 
 export type Stores = AccountRepo | ApiKeyRepo | JobRepo | CatalogRepo | WebhookDeliveryRepo | UploadRepo | RetentionRepo | AdminReadRepo | JobLogRepo
@@ -52,6 +53,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
   runChangesConformance(name, makeLayer)
   runRidingClaimsConformance(name, makeLayer)
   runHandBackConformance(name, makeLayer)
+  runReturnUnstartedConformance(name, makeLayer)
 
   const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
     Effect.flatMap(JobRepo, (repo) =>

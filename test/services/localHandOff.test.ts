@@ -172,7 +172,7 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     const { engine: api } = await engineWith(recordingProvider(() => Effect.void).provider, 0, url)
     const prompts = Array.from({ length: 40 }, (_, i) => `p${i}`)
     const jobs = await Promise.all(prompts.map((prompt, i) => submit(i % 2 === 0 ? engine : api, caller, prompt)))
-    // A process never holds more jobs than it has workers: one promised twice would wait in its buffer.
+    // A process never runs more jobs than it has workers: one promised twice would wait in its buffer.
     let held = 0
     const processing = () =>
       engine.run(JobRepo.use((repo) => repo.list({ accountId: caller.account.id, status: "processing", limit: 50 })))
@@ -186,7 +186,10 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     expect([...started].sort()).toEqual([...prompts].sort())
     expect(most).toBeLessThanOrEqual(2)
     expect(held).toBeGreaterThan(0)
-    expect(held).toBeLessThanOrEqual(2)
+    // Held (processing) at most: the 2 runs, 2 completions on their way (their slots taken by
+    // the next jobs as they are written) and 2 claimed ahead (docs/decisions.md, "Claiming ahead
+    // on PostgreSQL: built"); the runs themselves never exceed the workers (`most`).
+    expect(held).toBeLessThanOrEqual(2 + 2 + 2)
     for (const { job } of jobs) expect((await stored(engine, job)).attempts).toBe(1)
   })
 })

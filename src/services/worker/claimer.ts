@@ -1,8 +1,8 @@
 import { Cause, Duration, Effect, Exit, Option, Queue, Random, Ref } from "effect"
 import { backoffDelayMs } from "../../domain/backoff.js"
-import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, riddenClaims, type WorkerRider } from "./claims.js"
+import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, type WorkerRider } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
-import type { WorkerPool } from "./pool.js"
+import { startOnIdle, type WorkerPool } from "./pool.js"
 
 /**
  * The most jobs one claim takes. A worker with thousands of idle fibers would otherwise claim
@@ -45,6 +45,7 @@ const claimForIdle = Effect.fnUntraced(function*(
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
   yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
   yield* Ref.update(pool.idle, (n) => n + free - taken)
+  startOnIdle(pool)
   return Option.some({ free, exit, rode: false })
 }, Effect.uninterruptible)
 
@@ -68,12 +69,11 @@ const ride = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limi
   // failed before it reached the store (a claim's failure: logged, and the store backoff waited).
   const settled = riding.collect(Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
   if (Option.isNone(settled)) return { free: 0, exit: Exit.map(exit, (): ReadonlyArray<Claimed> => []), rode: true }
-  const { jobs, outcome } = settled.value
+  // Its fibers and the jobs it claimed ahead were counted as it settled (makeWorkerRider).
+  const { claimed, outcome } = settled.value
   riding.next = outcome.limit > 0
-  const claimed = riddenClaims(deps.config.leaseMs, outcome, jobs)
   yield* Queue.offerAll(pool.buffer, claimed)
-  yield* Ref.set(pool.queueDry, jobs.length < outcome.limit)
-  yield* Ref.update(pool.idle, (n) => n + outcome.fromIdle - jobs.length)
+  yield* Ref.set(pool.queueDry, claimed.length < outcome.limit)
   return { free: outcome.limit, exit: Exit.succeed<ReadonlyArray<Claimed>>(claimed), rode: true }
 })
 
@@ -120,7 +120,7 @@ const claimOnce = Effect.fnUntraced(function*(
  */
 export const claimer = (deps: Pick<WorkerDeps, "config" | "limits" | "repo" | "signal">, pool: WorkerPool, broker: BrokerClaims | undefined): Effect.Effect<never> => {
   // With a broker, deliveries are claimed as they come: no claim rides on completions.
-  const riding: Riding | undefined = broker === undefined ? { ...makeWorkerRider(pool, deps.config.leaseMs), next: true } : undefined
+  const riding: Riding | undefined = broker === undefined ? { ...makeWorkerRider(pool, deps.config.leaseMs, MAX_CLAIM), next: true } : undefined
   return Effect.flatMap(Ref.make(0), (failures) =>
     Effect.forever(Effect.flatMap(claimOnce(deps, pool, broker, riding), (failed) =>
       failed

@@ -1,15 +1,17 @@
 import { Clock, Effect, Option, Queue } from "effect"
 import type { QueueError, StoreError } from "../../domain/errors.js"
-import type { Job } from "../../domain/job.js"
+import { type Job, startMarkedByClaim } from "../../domain/job.js"
 import type { makeBrokerClaims } from "../brokerClaims.js"
 import type { ClaimRider, RiderOutcome } from "../../ports/JobRepo.js"
 import type { WorkerDeps } from "./deps.js"
-import type { WorkerPool } from "./pool.js"
+import { startOnIdle, type WorkerPool } from "./pool.js"
 
 /** A claimed job, with its lease's end on this process's clock. */
 export interface Claimed {
   readonly job: Job
   readonly leaseExpiresAt: number
+  /** Claimed ahead of the free fibers: it waits in the ready list for one, holding none. */
+  readonly ahead?: true
 }
 
 export type BrokerClaims = Effect.Success<ReturnType<typeof makeBrokerClaims>>
@@ -76,28 +78,60 @@ export const claimFor = Effect.fnUntraced(function*(
 export interface WorkerRider {
   readonly rider: ClaimRider
   /**
-   * How the last claim went, taken once its call returned. None when the store did not settle
-   * it: the call failed before it reached the store, or was `interrupted`; then the jobs of a
-   * claim already sent go to the buffer when it settles, without the claimer.
+   * How the last claim went, taken once its call returned: its jobs as the buffer takes them.
+   * None when the store did not settle it: the call failed before it reached the store, or was
+   * `interrupted`; then the jobs of a claim already sent go to the buffer when it settles,
+   * without the claimer.
    */
-  readonly collect: (interrupted: boolean) => Option.Option<{ readonly outcome: RiderOutcome; readonly jobs: ReadonlyArray<Job> }>
+  readonly collect: (interrupted: boolean) => Option.Option<{ readonly outcome: RiderOutcome; readonly claimed: ReadonlyArray<Claimed> }>
 }
 
-/** The claimed jobs of a riding claim, as the buffer takes them: their leases began at its time. */
-export const riddenClaims = (leaseMs: number, outcome: RiderOutcome, jobs: ReadonlyArray<Job>): Array<Claimed> =>
-  jobs.map((job) => ({ job, leaseExpiresAt: outcome.at + leaseMs }))
+/**
+ * The claimed jobs of a riding claim, as the buffer takes them: their leases began at its time.
+ * `slots` of them take the fibers the claim was for (those idle as it was sent, and those its
+ * endings free); the rest were claimed ahead and wait in the ready list. Reclaims take the fibers
+ * first: only a first pickup nothing started can be put back in the queue at a drain.
+ */
+export const riddenClaims = (leaseMs: number, outcome: RiderOutcome, jobs: ReadonlyArray<Job>, slots: number): Array<Claimed> => {
+  const leaseExpiresAt = outcome.at + leaseMs
+  if (jobs.length <= slots) return jobs.map((job) => ({ job, leaseExpiresAt }))
+  const ordered = [...jobs.filter((job) => !startMarkedByClaim(job)), ...jobs.filter(startMarkedByClaim)]
+  return ordered.map((job, i) => (i < slots ? { job, leaseExpiresAt } : { job, leaseExpiresAt, ahead: true }))
+}
 
-export const makeWorkerRider = (pool: WorkerPool, leaseMs: number): WorkerRider => {
-  let last: { readonly outcome: RiderOutcome; readonly jobs: ReadonlyArray<Job> } | undefined
+/**
+ * `limit`: the limit of every claim this rider rides with (claimBeside's); the store's `max` to
+ * `takeIdle` is that less the fibers its endings free (src/services/jobRepo/endings.ts).
+ */
+export const makeWorkerRider = (pool: WorkerPool, leaseMs: number, limit: number): WorkerRider => {
+  let last: { readonly outcome: RiderOutcome; readonly claimed: ReadonlyArray<Claimed> } | undefined
   let abandoned = false
+  // The idle fibers the claim on its way took as it was sent.
+  let takenIdle = 0
   const idle = pool.idle.ref
+  /** The claim's jobs counted: the idle fibers it took and did not fill given back, those claimed ahead held. */
+  const settle = (outcome: RiderOutcome, jobs: ReadonlyArray<Job>) => {
+    // Claiming ahead, the fibers the endings free were given back as the completions were
+    // written (runner.ts's Slot): the jobs claimed for them join the ready list instead.
+    const slots = takenIdle + (pool.ahead > 0 ? 0 : Math.max(0, outcome.limit - outcome.fromIdle))
+    const claimed = riddenClaims(leaseMs, outcome, jobs, slots)
+    const started = Math.min(jobs.length, slots)
+    idle.current += takenIdle - started
+    pool.aheadHeld += jobs.length - started
+    takenIdle = 0
+    startOnIdle(pool)
+    return claimed
+  }
   return {
     rider: {
       frees: pool.owns,
+      // The idle fibers, then `ahead` less the jobs claimed ahead already: the claim takes
+      // `freed + idle + (ahead - ready)` (docs/decisions.md, "Claiming ahead on PostgreSQL"), the
+      // store adding one job for each fiber the endings free (`limit - max` of them).
       takeIdle: (max) => {
-        const taken = Math.max(0, Math.min(idle.current, max))
-        idle.current -= taken
-        return taken
+        takenIdle = Math.max(0, Math.min(idle.current, max))
+        idle.current -= takenIdle
+        return takenIdle + Math.max(0, Math.min(max - takenIdle, pool.ahead - pool.aheadHeld - (limit - max)))
       },
       waiting: (wake) => {
         pool.riderWake = wake
@@ -105,10 +139,10 @@ export const makeWorkerRider = (pool: WorkerPool, leaseMs: number): WorkerRider 
         if (wake !== undefined && idle.current > 0) wake()
       },
       settled: (outcome, jobs) => {
-        if (!abandoned) return void (last = { outcome, jobs })
+        const claimed = settle(outcome, jobs)
+        if (!abandoned) return void (last = { outcome, claimed })
         abandoned = false
-        Queue.offerAllUnsafe(pool.buffer, riddenClaims(leaseMs, outcome, jobs))
-        idle.current += outcome.fromIdle - jobs.length
+        Queue.offerAllUnsafe(pool.buffer, claimed)
       }
     },
     collect: (interrupted) => {

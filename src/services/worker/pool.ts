@@ -18,8 +18,28 @@ export interface WorkerPool {
   readonly freed: Queue.Queue<void>
   /** A job under a provider limit ended: its room may let a waiting job go. */
   readonly roomFreed: Queue.Queue<void>
-  /** Gives a fiber back to `idle`. */
+  /** Gives a fiber back to `idle`, or to the first job waiting in the ready list (`startReady`). */
   readonly fiberFreed: Effect.Effect<void>
+  /**
+   * `fiberFreed`, synchronous. `wake` false leaves a riding claim parked: the caller's completion
+   * goes to the batch next, and that batch takes the idle fiber.
+   */
+  readonly freeFiber: (wake: boolean) => void
+  /**
+   * The most jobs claimed ahead of the free fibers (docs/decisions.md, "Claiming ahead on
+   * PostgreSQL"): 0 where the store cannot put a claimed job back (JobRepo.returnUnstarted) or a
+   * broker delivers the jobs. Only claims riding on completions claim ahead.
+   */
+  readonly ahead: number
+  /** Jobs claimed ahead and not started: on their way to the ready list, or in it. They hold no fiber. */
+  aheadHeld: number
+  /** Runs whose slot was given back as their completion was written, until it is answered: the drain waits for them. */
+  writing: number
+  /**
+   * Starts the first job of the ready list on a fiber that freed (the runners' intake sets it):
+   * the fiber stays taken. False when none is ready.
+   */
+  startReady: () => boolean
   /** Cleared when the drain starts: no more hand-offs. */
   readonly accepting: Ref.Ref<boolean>
   /**
@@ -38,11 +58,19 @@ export interface WorkerPool {
   riderWake: (() => void) | undefined
 }
 
-export const makeWorkerPool = (processId: string, concurrency: number): Effect.Effect<WorkerPool> =>
+export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0): Effect.Effect<WorkerPool> =>
   Effect.gen(function*() {
     const idle = yield* Ref.make(concurrency)
     const freed = yield* Queue.sliding<void>(1)
     const prefix = `wrk_${processId}_`
+    // A ready job takes the fiber first. Not while `idle` is below 0: a riding claim took this
+    // fiber already (one job for each fiber its endings free), and that job is on its way.
+    const freeFiber = (wake: boolean) => {
+      if (idle.ref.current >= 0 && pool.startReady()) return
+      idle.ref.current += 1
+      Queue.offerUnsafe(freed, undefined)
+      if (wake && pool.riderWake !== undefined && idle.ref.current > 0) pool.riderWake()
+    }
     let claims = 0
     const pool: WorkerPool = {
       concurrency,
@@ -50,12 +78,12 @@ export const makeWorkerPool = (processId: string, concurrency: number): Effect.E
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),
-      fiberFreed: Ref.update(idle, (n) => n + 1).pipe(
-        Effect.andThen(Queue.offer(freed, undefined)),
-        Effect.andThen(Effect.sync(() => {
-          if (pool.riderWake !== undefined && Ref.getUnsafe(idle) > 0) pool.riderWake()
-        }))
-      ),
+      fiberFreed: Effect.sync(() => freeFiber(true)),
+      freeFiber,
+      ahead,
+      aheadHeld: 0,
+      writing: 0,
+      startReady: () => false,
       accepting: yield* Ref.make(true),
       queueDry: yield* Ref.make(false),
       nextWorkerId: () => `${prefix}${++claims}`,
@@ -65,8 +93,22 @@ export const makeWorkerPool = (processId: string, concurrency: number): Effect.E
     return pool
   })
 
-/** Waits until every fiber is idle again: every job run or handed off has ended. */
-export const drained = ({ concurrency, freed, idle }: WorkerPool): Effect.Effect<void> =>
+/**
+ * Ready jobs take the fibers idle now: wherever fibers go back to `idle` other than by
+ * `fiberFreed` (a claim that took fewer jobs than the fibers it took), or jobs join the ready
+ * list, so no ready job waits while a fiber idles.
+ */
+export const startOnIdle = (pool: WorkerPool) => {
+  const idle = pool.idle.ref
+  while (idle.current > 0 && pool.startReady()) idle.current -= 1
+}
+
+/**
+ * Waits until every fiber is idle again, no job claimed ahead waits and no completion is on its
+ * way: every job run or handed off has ended (a ready job left after the drain's return starts
+ * on the next fiber to free).
+ */
+export const drained = (pool: WorkerPool): Effect.Effect<void> =>
   Effect.gen(function*() {
-    while ((yield* Ref.get(idle)) < concurrency) yield* Queue.take(freed)
+    while ((yield* Ref.get(pool.idle)) < pool.concurrency || pool.aheadHeld > 0 || pool.writing > 0) yield* Queue.take(pool.freed)
   })

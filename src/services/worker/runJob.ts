@@ -197,15 +197,23 @@ const unsettled = Effect.fnUntraced(function*(
   }
 })
 
+/** Called once as a run's end is written, when the worker gives its slot back then (see concluded). */
+export type FreeSlot = (() => void) | undefined
+
 /** A run that is over: its job's lease and holds may go (runJob's answer). */
 const over = Effect.succeed(false)
 
 /**
  * The run's end once its generation ended: how it ended written, its files kept or removed.
  * Answers false, runJob's answer for a run that is over, in the write's own continuation.
+ * `freeSlot`, when given, is called as a completion is written: the run is over for its
+ * provider, so its slot may take the next job while the completion waits for its batch
+ * (docs/decisions.md, "Claiming ahead on PostgreSQL"). A failure's write is not batched: its
+ * slot frees when it is written, as before.
  */
-const concluded = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<string>, ending: Ending): Effect.Effect<boolean> => {
+const concluded = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<string>, ending: Ending, freeSlot: FreeSlot): Effect.Effect<boolean> => {
   const { files, webhookSignal } = deps
+  if (ending._tag === "Done") freeSlot?.()
   return Effect.flatMap(settle(deps, job, run.lease, ending), (ended) => {
     if (Option.isNone(ended)) return Effect.as(unsettled(deps, job, written, ending), false)
     // Its webhook was written with the final state and is due now: dispatchers need not wait for their poll.
@@ -226,19 +234,26 @@ const lost = ({ files }: Pick<WorkerDeps, "files">, job: Job, written: Array<str
  * the run stops. A row it cannot decode (a retry reads the same row) or a defect: the job fails
  * at once with a refund instead of being left to its lease. An interruption goes through.
  */
-const failedRun = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<string>, cause: Cause.Cause<Superseded | StoreError>): Effect.Effect<boolean> => {
+const failedRun = (
+  deps: WorkerDeps,
+  job: Job,
+  run: JobRunBook,
+  written: Array<string>,
+  cause: Cause.Cause<Superseded | StoreError>,
+  freeSlot: FreeSlot
+): Effect.Effect<boolean> => {
   const error = Cause.findErrorOption(cause)
   if (Option.isSome(error) && isCorruptRow(error.value)) {
     return Effect.andThen(
       Effect.logError("a job's run read a row it cannot decode", { jobId: job.id }, error.value.message),
-      concluded(deps, job, run, written, unreadable)
+      concluded(deps, job, run, written, unreadable, freeSlot)
     )
   }
   const defect = Cause.findDefect(cause)
   if (Result.isSuccess(defect)) {
     return Effect.andThen(
       Effect.logError("job run failed unexpectedly", { jobId: job.id }, Cause.pretty(Cause.die(defect.success))),
-      concluded(deps, job, run, written, unreadable)
+      concluded(deps, job, run, written, unreadable, freeSlot)
     )
   }
   // Neither an error nor a defect: only interruptions, which carry no error of the run's.
@@ -253,24 +268,24 @@ const failedRun = (deps: WorkerDeps, job: Job, run: JobRunBook, written: Array<s
  * `endWatched` once it ends, and the job's lease and holds stay held until then. The run's
  * outcome, however it went, is taken in one step (a match), not caught and matched again.
  */
-export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook): Effect.Effect<boolean> =>
+export const runJob = (deps: WorkerDeps, job: Job, run: JobRunBook, freeSlot?: FreeSlot): Effect.Effect<boolean> =>
   Effect.suspend(() => {
     const written: Array<string> = []
     return Effect.matchCauseEffect(execute(deps, job, run, written), {
-      onSuccess: (ran) => (ran._tag === "Watching" ? Effect.succeed(true) : concluded(deps, job, run, written, ran)),
-      onFailure: (cause) => failedRun(deps, job, run, written, cause)
+      onSuccess: (ran) => (ran._tag === "Watching" ? Effect.succeed(true) : concluded(deps, job, run, written, ran, freeSlot)),
+      onFailure: (cause) => failedRun(deps, job, run, written, cause, freeSlot)
     })
   })
 
 /** The second half of a watched job's run: its generation's end (outputs stored, the end written), or the lease's loss. */
-export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: WatchOutcome): Effect.Effect<void> =>
+export const endWatched = (deps: WorkerDeps, job: Job, run: JobRunBook, outcome: WatchOutcome, freeSlot?: FreeSlot): Effect.Effect<void> =>
   Effect.suspend(() => {
     // Its lease is written back already: nothing to write, only what it held to release.
     if (outcome._tag === "HandedBack") return Effect.void
     if (outcome._tag === "Superseded") return Effect.asVoid(lost(deps, job, []))
     const written: Array<string> = []
     return Effect.asVoid(Effect.matchCauseEffect(afterGeneration(deps, run, outcome, written), {
-      onSuccess: (ending) => concluded(deps, job, run, written, ending),
-      onFailure: (cause) => failedRun(deps, job, run, written, cause)
+      onSuccess: (ending) => concluded(deps, job, run, written, ending, freeSlot),
+      onFailure: (cause) => failedRun(deps, job, run, written, cause, freeSlot)
     }))
   })

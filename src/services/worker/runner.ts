@@ -1,4 +1,4 @@
-import { Cause, Effect, Queue } from "effect"
+import { Cause, Effect, Queue, Ref } from "effect"
 import { heldJob } from "../../domain/heldJob.js"
 import type { Job } from "../../domain/job.js"
 import type { LeaseKeeper } from "../leaseKeeper.js"
@@ -6,7 +6,7 @@ import type { JobRunBook, WatchOutcome } from "../providerCalls.js"
 import type { Watcher } from "../watch/watcher.js"
 import type { BrokerClaims, Claimed } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
-import type { WorkerPool } from "./pool.js"
+import { startOnIdle, type WorkerPool } from "./pool.js"
 import { endWatched, runJob } from "./runJob.js"
 
 /**
@@ -35,6 +35,12 @@ export type { Work }
 
 export interface Runners {
   readonly work: Queue.Queue<Work>
+  /**
+   * Jobs claimed ahead of the free fibers (Claimed.ahead), their leases held: a fiber that frees
+   * takes the first (WorkerPool.startReady) before it counts as idle; a drain puts them back in
+   * the queue (start.ts).
+   */
+  readonly ready: Array<Work>
   readonly keeper: LeaseKeeper
   readonly watcher: Watcher
   readonly broker: BrokerClaims | undefined
@@ -47,15 +53,52 @@ const logged = <A>(fallback: A, job: Job) => <E>(run: Effect.Effect<A, E>): Effe
       ? Effect.failCause(cause)
       : Effect.as(Effect.logError("a job run ended with an error; the job is retried once its lease expires", { jobId: job.id }, Cause.pretty(cause)), fallback))
 
-/** Releases what the job held, in one go: its lease, its generations counted in flight, its slot. */
-const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, limited }: Held) =>
+/**
+ * Releases what the job held, in one go: its lease, its generations counted in flight, its slot
+ * (unless `slot` gave it back as the run's end was written).
+ */
+const released = (pool: WorkerPool, { broker, keeper }: Runners, { book, job, limited }: Held, slot: Slot | undefined) =>
   Effect.suspend(() => {
     keeper.release(book.lease)
     for (const release of book.holds) release()
     // A limited job's end may free room for one waiting.
     if (limited) Queue.offerUnsafe(pool.roomFreed, undefined)
+    if (slot !== undefined && slot.freed) {
+      pool.writing -= 1
+      // The drain waits for the completion's answer too.
+      Queue.offerUnsafe(pool.freed, undefined)
+      // A claim parked while this completion was on its way stayed parked for it: with fibers
+      // idle and its batch gone, it is woken now (and claims on its own unless another
+      // completion of this worker is on its way).
+      if (pool.riderWake !== undefined && Ref.getUnsafe(pool.idle) > 0) pool.riderWake()
+      return broker === undefined ? Effect.void : broker.done(job.id)
+    }
     return broker === undefined ? pool.fiberFreed : Effect.andThen(broker.done(job.id), pool.fiberFreed)
   })
+
+/**
+ * A run's slot given back as its end is written (runJob's FreeSlot), where the worker claims
+ * ahead: the write waits for its completion batch, and the slot takes a ready job meanwhile, so
+ * the batch ends jobs while the next ones run (docs/decisions.md, "Claiming ahead on PostgreSQL").
+ */
+interface Slot {
+  freed: boolean
+  readonly free: () => void
+}
+
+const slotOf = (pool: WorkerPool): Slot | undefined => {
+  if (pool.ahead === 0) return undefined
+  const slot: Slot = {
+    freed: false,
+    free: () => {
+      if (slot.freed) return
+      slot.freed = true
+      pool.writing += 1
+      pool.freeFiber(false)
+    }
+  }
+  return slot
+}
 
 /**
  * The intake: holds each claimed job's lease as it arrives (the keeper renews it while the job
@@ -75,11 +118,23 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
     const held: Held = { job, book, limited: deps.limits.isLimited(job) }
     return { held }
   }
+  pool.startReady = () => {
+    const next = runners.ready.shift()
+    if (next === undefined) return false
+    pool.aheadHeld -= 1
+    Queue.offerUnsafe(runners.work, next)
+    return true
+  }
   return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
-    for (const one of claimed) Queue.offerUnsafe(runners.work, hold(one))
+    for (const one of claimed) {
+      if (one.ahead) runners.ready.push(hold(one))
+      else Queue.offerUnsafe(runners.work, hold(one))
+    }
+    startOnIdle(pool)
     return Effect.void
   }))
 }
+
 
 /**
  * One runner fiber: takes work and does it, one at a time, for good. A claimed job runs until
@@ -90,11 +145,12 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
 export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
   // A plain function, not a generator: per job it builds only the run and its release.
   const run = ({ held, outcome }: Work): Effect.Effect<unknown> => {
-    const release = released(pool, runners, held)
+    const slot = slotOf(pool)
+    const release = released(pool, runners, held, slot)
     if (outcome !== undefined) {
-      return endWatched(deps, held.job, held.book, outcome).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
+      return endWatched(deps, held.job, held.book, outcome, slot?.free).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
     }
-    return runJob(deps, held.job, held.book).pipe(
+    return runJob(deps, held.job, held.book, slot?.free).pipe(
       logged<boolean>(false, held.job),
       Effect.onExit((exit) => (exit._tag === "Success" && exit.value ? Effect.void : release))
     )

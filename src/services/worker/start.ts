@@ -3,12 +3,40 @@ import { randomBytes } from "node:crypto"
 import type { QueueError } from "../../domain/errors.js"
 import { brokerVisibilityMs, makeBrokerClaims } from "../brokerClaims.js"
 import { handBackWatched } from "../watch/handBack.js"
-import { claimer } from "./claimer.js"
+import { claimer, MAX_CLAIM } from "./claimer.js"
 import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
 import { reaper, relay } from "./passes.js"
-import { drained, makeWorkerPool } from "./pool.js"
+import { drained, makeWorkerPool, startOnIdle, type WorkerPool } from "./pool.js"
 import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
+
+/**
+ * At a drain, the jobs claimed ahead and waiting for a fiber go back to the queue in one write
+ * (JobRepo.returnUnstarted): pending again with no attempt spent, and a signal for the workers
+ * of every process, as a submit's. Those it does not take back (a reclaim, a lost lease, a store
+ * fault) stay ready and start as fibers free, the drain waiting for them as for any run.
+ */
+const returnReady = (deps: Pick<WorkerDeps, "repo" | "signal">, pool: WorkerPool, runners: Runners) =>
+  Effect.suspend(() => {
+    const ready = runners.ready.splice(0)
+    const put = deps.repo.returnUnstarted
+    if (ready.length === 0 || put === undefined) return Effect.void
+    return put(ready.map(({ held }) => ({ id: held.job.id, workerId: held.book.lease.workerId }))).pipe(
+      Effect.catch((error) => Effect.as(Effect.logWarning("jobs claimed ahead could not be put back in the queue; running them", error.message), [])),
+      Effect.flatMap((ids) => {
+        const back = new Set(ids)
+        for (const work of ready) {
+          if (!back.has(work.held.job.id)) runners.ready.push(work)
+          else {
+            runners.keeper.release(work.held.book.lease)
+            pool.aheadHeld -= 1
+          }
+        }
+        startOnIdle(pool)
+        return back.size > 0 ? deps.signal.notify : Effect.void
+      })
+    )
+  })
 
 /**
  * Starts a worker that holds at most `concurrency` jobs at once (claimed, running or with a
@@ -45,14 +73,19 @@ export const start = (deps: WorkerDeps) =>
         yield* queue.value.consume({ name: `wrk_${processId}`, visibilityMs: brokerVisibilityMs(config.leaseMs) }),
         config.leaseMs
       )
-    const pool = yield* makeWorkerPool(processId, concurrency)
+    // Claiming ahead needs the store to take back what a drain did not start; a broker's
+    // deliveries are claimed as they come, never ahead.
+    const ahead = broker === undefined && deps.repo.returnUnstarted !== undefined ? Math.min(concurrency, MAX_CLAIM) : 0
+    const pool = yield* makeWorkerPool(processId, concurrency, ahead)
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
     if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
-    const shared: Runners = { work: yield* Queue.unbounded<Work>(), keeper, watcher, broker }
+    const shared: Runners = { work: yield* Queue.unbounded<Work>(), ready: [], keeper, watcher, broker }
     // What runners use is in `deps`, resolved once here. A fork shares its parent's context (no
     // copy on Effect 4), which also holds the loggers, log level and tracer the runners log with.
+    // Claiming ahead, a runner whose job's end waits for its batch has given its slot back (see
+    // runner.ts's Slot): `ahead` more runners take the ready jobs meanwhile.
     const runners = yield* Effect.forEach(
-      Array.from({ length: Math.min(concurrency, MAX_RUNNERS) }),
+      Array.from({ length: Math.min(concurrency + ahead, MAX_RUNNERS) }),
       () => Effect.forkScoped(runner(deps, pool, shared))
     )
     runners.push(yield* Effect.forkScoped(intake(deps, pool, shared)))
@@ -77,6 +110,7 @@ export const start = (deps: WorkerDeps) =>
     yield* Effect.addFinalizer(() =>
       Ref.set(pool.accepting, false).pipe(
         Effect.andThen(Fiber.interruptAll(background)),
+        Effect.andThen(returnReady(deps, pool, shared)),
         // Finalizers run uninterruptibly: the wait must be made interruptible for its timeout to end it.
         Effect.andThen(Effect.interruptible(draining).pipe(Effect.timeout(Duration.millis(config.drainTimeoutMs)), Effect.ignore)),
         Effect.andThen(Fiber.interruptAll(runners))

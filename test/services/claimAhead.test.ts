@@ -1,0 +1,72 @@
+import { Effect, Exit, ManagedRuntime, Scope } from "effect"
+import { describe, expect, it } from "vitest"
+import type { JobId } from "../../src/domain/ids.js"
+import type { GenerationProvider } from "../../src/ports/Provider.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
+import { Worker } from "../../src/services/Worker.js"
+import { memoryEngine } from "../support/engineLayer.js"
+import { submitMany } from "../support/submitMany.js"
+
+/**
+ * A provider that finishes its first `quick` starts in the call and never answers the others;
+ * it counts every start by job.
+ */
+const startsAfter = (quick: number) => {
+  const starts = new Map<string, number>()
+  let total = 0
+  const provider: GenerationProvider = {
+    start: (request) =>
+      Effect.suspend(() => {
+        starts.set(request.job.id, (starts.get(request.job.id) ?? 0) + 1)
+        return ++total <= quick ? Effect.succeed({ _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const) : Effect.never
+      }),
+    poll: () => Effect.die("never polled"),
+    cancel: () => Effect.void
+  }
+  return { provider, starts }
+}
+
+const FIBERS = 2
+
+describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")", () => {
+  it("a worker's shutdown puts its ready jobs back in the queue: pending, no attempt spent, never started, then run once elsewhere", async () => {
+    const { provider, starts } = startsAfter(FIBERS)
+    const runtime = ManagedRuntime.make(memoryEngine(provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 200 }))
+    try {
+      await runtime.runPromise(Effect.gen(function*() {
+        const ids = yield* submitMany(12)
+        const repo = yield* JobRepo
+        const worker = yield* Worker
+        const jobs = () => Effect.map(repo.getMany(ids), (found) => new Map(found.map((job) => [job.id, job])))
+        const scope = yield* Scope.make()
+        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
+        // The first two finish in their start; the claim riding on their completions takes the next
+        // two for the fibers and two more ahead, which wait in the ready list (both fibers hang in their starts).
+        const claimed = (byId: Map<JobId, { readonly status: string }>) => ids.filter((id) => byId.get(id)!.status === "processing").length
+        while (claimed(yield* jobs()) < 2 * FIBERS || starts.size < 2 * FIBERS) yield* Effect.sleep("5 millis")
+        const before = yield* jobs()
+        const ahead = ids.filter((id) => before.get(id)!.status === "processing" && !starts.has(id))
+        expect(ahead).toHaveLength(FIBERS)
+        yield* Scope.close(scope, Exit.void)
+
+        const after = yield* jobs()
+        for (const id of ahead) {
+          expect(after.get(id)).toMatchObject({ status: "pending", attempts: 0, providerPhase: null, providerStarts: 0, leaseOwner: null, startedAt: null })
+          expect(starts.has(id)).toBe(false)
+        }
+        // Another worker (this one's restart) takes them as first pickups and starts each once.
+        const again = yield* Scope.make()
+        yield* worker.start(FIBERS).pipe(Scope.provide(again))
+        while (!ahead.every((id) => starts.has(id))) yield* Effect.sleep("5 millis")
+        const resumed = yield* jobs()
+        for (const id of ahead) {
+          expect(starts.get(id)).toBe(1)
+          expect(resumed.get(id)).toMatchObject({ status: "processing", attempts: 1, providerStarts: 1 })
+        }
+        yield* Scope.close(again, Exit.void)
+      }))
+    } finally {
+      await runtime.dispose()
+    }
+  }, 30_000)
+})
