@@ -1,6 +1,6 @@
 import { Context, Effect, Exit } from "effect"
 
-/** Submits of one statement at most. */
+/** Writes of one batch at most. */
 const MAX_BATCH = 64
 
 interface Waiting<I, O, E> {
@@ -30,10 +30,13 @@ interface Waiting<I, O, E> {
  * A write asked for inside a transaction of the caller's (`enclosing`, the client's transaction
  * service, is in its context) is never batched: it is written alone on the caller's fiber, in
  * that transaction, so it commits or rolls back with the caller's other writes.
+ *
+ * SQLite's submits use it too, a batch to a transaction (transactionBatches.ts).
  */
 export const makeStatementBatches = <I, O, E>(options: {
   readonly writeAll: (items: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, E>
-  readonly keyOf: (item: I) => string
+  /** Writes of one key never share a batch; without it, any may. */
+  readonly keyOf?: ((item: I) => string) | undefined
   readonly enclosing: Context.Key<any, unknown>
 }): ((item: I) => Effect.Effect<O, E>) => {
   const { enclosing, keyOf, writeAll } = options
@@ -49,6 +52,7 @@ export const makeStatementBatches = <I, O, E>(options: {
    * batches); writes beyond MAX_BATCH stay for the next batch, in order.
    */
   const joining = (first: I): Array<Waiting<I, O, E>> => {
+    if (keyOf === undefined) return waiting.splice(0, MAX_BATCH - 1)
     const keys = new Set([keyOf(first)])
     const taken: Array<Waiting<I, O, E>> = []
     let kept = 0

@@ -1,13 +1,5 @@
-import { Context, Effect, Exit } from "effect"
-
-/** Transactions of one writer's submits together at most. */
-const MAX_BATCH = 64
-
-interface Waiting<I, O, E> {
-  readonly item: I
-  /** Resumes the waiting caller: with its answer, or with the next batch to lead. */
-  readonly done: (answer: Effect.Effect<O, E>) => void
-}
+import { type Context, Effect } from "effect"
+import { makeStatementBatches } from "./statementBatches.js"
 
 /**
  * Writes that each need a transaction, several to one transaction when they come together. A
@@ -31,49 +23,12 @@ interface Waiting<I, O, E> {
  * in that transaction, so it commits or rolls back with the caller's other writes. Batched, it
  * would have been written in another caller's transaction (and answered before its own
  * committed), or, leading, would have pulled the others' writes into its caller's transaction.
+ * The leading, the yield, the retry one by one and the enclosing rule are statementBatches.ts's,
+ * a batch being one transaction of its writes in turn.
  */
 export const makeTransactionBatches = <I, O, E>(
   transaction: <A>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E>,
   write: (item: I) => Effect.Effect<O, E>,
   enclosing: Context.Key<any, unknown>
-): ((item: I) => Effect.Effect<O, E>) => {
-  const waiting: Array<Waiting<I, O, E>> = []
-  let leading = false
-
-  const alone = (item: I) => Effect.exit(transaction(write(item)))
-
-  const lead = (first: I): Effect.Effect<O, E> =>
-    Effect.flatten(Effect.gen(function*() {
-      // The submits of requests already read reach this point meanwhile and join the batch.
-      yield* Effect.yieldNow
-      const others = waiting.splice(0, MAX_BATCH - 1)
-      const items = [first, ...others.map((other) => other.item)]
-      const batch = yield* Effect.exit(transaction(Effect.forEach(items, write)))
-      const exits: ReadonlyArray<Exit.Exit<O, E>> = Exit.isSuccess(batch)
-        ? batch.value.map(Exit.succeed)
-        : items.length === 1
-        ? [Exit.failCause(batch.cause)]
-        : yield* Effect.forEach(items, alone)
-      others.forEach(({ done }, i) => done(exits[i + 1]!))
-      const next = waiting.shift()
-      if (next === undefined) leading = false
-      else next.done(lead(next.item))
-      return exits[0]!
-    }))
-
-  const batched = (item: I): Effect.Effect<O, E> =>
-    Effect.uninterruptible(Effect.suspend(() => {
-      if (!leading) {
-        leading = true
-        return lead(item)
-      }
-      return Effect.callback<O, E>((done) => {
-        waiting.push({ item, done })
-      })
-    }))
-
-  return (item) =>
-    Effect.withFiber((fiber) =>
-      Context.getOrUndefined(fiber.context, enclosing) === undefined ? batched(item) : transaction(write(item))
-    )
-}
+): ((item: I) => Effect.Effect<O, E>) =>
+  makeStatementBatches({ writeAll: (items: ReadonlyArray<I>) => transaction(Effect.forEach(items, write)), enclosing })
