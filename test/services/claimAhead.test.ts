@@ -69,4 +69,36 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
       await runtime.dispose()
     }
   }, 30_000)
+
+  it("while runs are slow, nothing is claimed ahead: a worker holds no more jobs than its fibers", async () => {
+    // Each start takes 120 ms (a slow run, past QUICK_RUN_MS): jobs claimed ahead would wait a whole
+    // run, unstartable by another process and refused a cancel.
+    const provider: GenerationProvider = {
+      start: () => Effect.as(Effect.sleep("120 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
+      poll: () => Effect.die("never polled"),
+      cancel: () => Effect.void
+    }
+    const runtime = ManagedRuntime.make(memoryEngine(provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }))
+    try {
+      await runtime.runPromise(Effect.gen(function*() {
+        const ids = yield* submitMany(10)
+        const repo = yield* JobRepo
+        const worker = yield* Worker
+        const scope = yield* Scope.make()
+        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
+        let most = 0
+        let done = 0
+        while (done < ids.length) {
+          const found = yield* repo.getMany(ids)
+          most = Math.max(most, found.filter((job) => job.status === "processing").length)
+          done = found.filter((job) => job.status === "completed").length
+          yield* Effect.sleep("5 millis")
+        }
+        expect(most).toBeLessThanOrEqual(FIBERS)
+        yield* Scope.close(scope, Exit.void)
+      }))
+    } finally {
+      await runtime.dispose()
+    }
+  }, 30_000)
 })

@@ -128,9 +128,13 @@ export const makeWorkerRider = (pool: WorkerPool, leaseMs: number, limit: number
       // The idle fibers, then `ahead` less the jobs claimed ahead already: the claim takes
       // `freed + idle + (ahead - ready)` (docs/decisions.md, "Claiming ahead on PostgreSQL"), the
       // store adding one job for each fiber the endings free (`limit - max` of them).
+      // While runs are slow (WorkerPool.quick), nothing ahead: the claim takes the idle fibers
+      // only, the store's one job for each fiber the endings free counted among them (those
+      // fibers were given back as the completions were written).
       takeIdle: (max) => {
         takenIdle = Math.max(0, Math.min(idle.current, max))
         idle.current -= takenIdle
+        if (pool.ahead > 0 && !pool.quick) return Math.max(0, takenIdle - (limit - max))
         return takenIdle + Math.max(0, Math.min(max - takenIdle, pool.ahead - pool.aheadHeld - (limit - max)))
       },
       waiting: (wake) => {

@@ -31,6 +31,12 @@ export interface WorkerPool {
    * broker delivers the jobs. Only claims riding on completions claim ahead.
    */
   readonly ahead: number
+  /**
+   * Whether the runs ending here are quick (the last one to end took at most QUICK_RUN_MS and
+   * never waited on the watch list): only then do claims take jobs ahead. Runs of generations
+   * would leave jobs claimed ahead waiting a whole run, unstartable elsewhere and uncancellable.
+   */
+  quick: boolean
   /** Jobs claimed ahead and not started: on their way to the ready list, or in it. They hold no fiber. */
   aheadHeld: number
   /** Runs whose slot was given back as their completion was written, until it is answered: the drain waits for them. */
@@ -81,6 +87,7 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
       fiberFreed: Effect.sync(() => freeFiber(true)),
       freeFiber,
       ahead,
+      quick: true,
       aheadHeld: 0,
       writing: 0,
       startReady: () => false,

@@ -1,4 +1,4 @@
-import { Cause, Effect, Queue, Ref } from "effect"
+import { Cause, Clock, Effect, Queue, Ref } from "effect"
 import { heldJob } from "../../domain/heldJob.js"
 import type { Job } from "../../domain/job.js"
 import type { LeaseKeeper } from "../leaseKeeper.js"
@@ -86,13 +86,18 @@ interface Slot {
   readonly free: () => void
 }
 
-const slotOf = (pool: WorkerPool): Slot | undefined => {
+/** The longest run that still counts as quick (WorkerPool.quick): a claim's round trip or so. */
+export const QUICK_RUN_MS = 50
+
+/** The slot of a run started at `startedAt` (ms), or of a watched generation's end (`watched`): either marks the pool's runs quick or slow as it frees. */
+const slotOf = (pool: WorkerPool, startedAt: number, clock: Clock.Clock, watched: boolean): Slot | undefined => {
   if (pool.ahead === 0) return undefined
   const slot: Slot = {
     freed: false,
     free: () => {
       if (slot.freed) return
       slot.freed = true
+      pool.quick = !watched && clock.currentTimeMillisUnsafe() - startedAt <= QUICK_RUN_MS
       pool.writing += 1
       pool.freeFiber(false)
     }
@@ -142,10 +147,13 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
  * held); a watched generation's end is finished here. What the job held is released by one
  * `ensuring` when it ends, however it ends.
  */
-export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
+export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> =>
+  Effect.flatMap(Clock.Clock, (clock) => runWith(deps, pool, runners, clock))
+
+const runWith = (deps: WorkerDeps, pool: WorkerPool, runners: Runners, clock: Clock.Clock): Effect.Effect<never> => {
   // A plain function, not a generator: per job it builds only the run and its release.
   const run = ({ held, outcome }: Work): Effect.Effect<unknown> => {
-    const slot = slotOf(pool)
+    const slot = slotOf(pool, clock.currentTimeMillisUnsafe(), clock, outcome !== undefined)
     const release = released(pool, runners, held, slot)
     if (outcome !== undefined) {
       return endWatched(deps, held.job, held.book, outcome, slot?.free).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
