@@ -89,9 +89,10 @@ interface Slot {
 /** The longest run that still counts as quick (WorkerPool.quick): a claim's round trip or so. */
 export const QUICK_RUN_MS = 50
 
-/** The slot of a run started at `startedAt` (ms), or of a watched generation's end (`watched`): either marks the pool's runs quick or slow as it frees. */
-const slotOf = (pool: WorkerPool, startedAt: number, clock: Clock.Clock, watched: boolean): Slot | undefined => {
+/** The slot of a run starting now, or of a watched generation's end (`watched`): either marks the pool's runs quick or slow as it frees. */
+const slotOf = (pool: WorkerPool, clock: Clock.Clock, watched: boolean): Slot | undefined => {
   if (pool.ahead === 0) return undefined
+  const startedAt = clock.currentTimeMillisUnsafe()
   const slot: Slot = {
     freed: false,
     free: () => {
@@ -153,7 +154,7 @@ export const runner = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
 const runWith = (deps: WorkerDeps, pool: WorkerPool, runners: Runners, clock: Clock.Clock): Effect.Effect<never> => {
   // A plain function, not a generator: per job it builds only the run and its release.
   const run = ({ held, outcome }: Work): Effect.Effect<unknown> => {
-    const slot = slotOf(pool, clock.currentTimeMillisUnsafe(), clock, outcome !== undefined)
+    const slot = slotOf(pool, clock, outcome !== undefined)
     const release = released(pool, runners, held, slot)
     if (outcome !== undefined) {
       return endWatched(deps, held.job, held.book, outcome, slot?.free).pipe(logged<void>(undefined, held.job), Effect.ensuring(release))
