@@ -142,8 +142,8 @@ export interface JobLeaseDriver {
   /**
    * Optional: `finishHeldWithoutWebhook(endings)` and `claimBatch(claim)` in one write of its own,
    * the claim taking up to `claim.limit` jobs plus one for each job of `claim.freeing` the write
-   * ends (the fibers those endings free are the ones it claims for), and never a job the write
-   * ends. Answers the jobs ended and the jobs claimed, each as written. Where a round trip is dear
+   * ends (the fibers those endings free are the ones it claims for), none when that sum is below
+   * 0 (`claim.limit` may be negative), and never a job the write ends. Answers the jobs ended and the jobs claimed, each as written. Where a round trip is dear
    * (PostgreSQL) a worker's next claim then costs no statement, commit or round trip of its own;
    * without it the store ends, then claims, in two steps (services/jobRepo/endings.ts).
    */

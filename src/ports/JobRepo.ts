@@ -93,7 +93,11 @@ export interface RiderOutcome {
 export interface ClaimRider {
   /** Whether the completion of a job held under this lease owner frees a fiber the claim is for. */
   readonly frees: (leaseOwner: string) => boolean
-  /** As the claim is sent: takes up to `max` of the fibers idle then, and answers how many. */
+  /**
+   * As the claim is sent: takes up to `max` of the fibers idle then, and answers how many the
+   * store claims beside one for each ending that frees a fiber; below 0 to claim fewer than
+   * those endings (the fibers they free have work already), the claim's size floored at 0.
+   */
   readonly takeIdle: (max: number) => number
   /**
    * While the claim waits, the store hands its wake-up here (undefined once it stopped waiting):

@@ -12,14 +12,16 @@ const LONG_LEASE = 100 * 365 * 24 * 3_600_000
  * A worker's side of a riding claim, as the tests hold it: the lease owners of `prefix` free its
  * fibers, `idle` fibers are idle, and what the store hands it is recorded.
  */
-const makeRider = (prefix: string, idle: number) =>
+const makeRider = (prefix: string, idle: number, fromIdle?: number) =>
   Effect.gen(function*() {
     const parked = yield* Deferred.make<() => void>()
     const settled: Array<{ readonly outcome: RiderOutcome; readonly claimed: ReadonlyArray<Job> }> = []
     let free = idle
     const rider: ClaimRider = {
       frees: (owner) => owner.startsWith(prefix),
+      // `fromIdle`, when given, is the answer as is: below 0, the endings' fibers have work already.
       takeIdle: (max) => {
+        if (fromIdle !== undefined) return fromIdle
         const taken = Math.min(free, max)
         free -= taken
         return taken
@@ -77,6 +79,23 @@ export const runRidingClaimsConformance = (name: string, makeLayer: () => Layer.
         // The other held job is still w1_a's, untouched.
         expect(Option.getOrThrow(yield* repo.get(held[1]!.id)).leaseOwner).toBe("w1_a")
       }))
+
+    for (const fromIdle of [-1, -2]) {
+      test(`a rider answering ${fromIdle} (the ending's fiber took a ready job) claims none beside its ending`, () =>
+        Effect.gen(function*() {
+          const repo = yield* JobRepo
+          yield* submitted(4)
+          const [held] = yield* repo.claimBatch({ workerId: "w7_a", now: T0 + 10, leaseMs: LONG_LEASE, maxAttempts: 3, limit: 1 })
+          const { parked, rider, settled } = yield* makeRider("w7_", 0, fromIdle)
+          const claim = yield* Effect.forkChild(ride("w7_b", rider))
+          yield* Deferred.await(parked)
+          expect(Option.getOrThrow(yield* repo.complete(held!.id, "w7_a", [], T0 + 20)).status).toBe("completed")
+          expect(yield* Fiber.join(claim)).toEqual([])
+          expect(settled.map((s) => s.claimed.length)).toEqual([0])
+          const pending = yield* repo.claimBatch({ workerId: "w8", now: T0 + 30, leaseMs: LONG_LEASE, maxAttempts: 3, limit: 10 })
+          expect(pending).toHaveLength(3)
+        }))
+    }
 
     test("never claims a job its own batch ends, though that job's lease expired", () =>
       Effect.gen(function*() {

@@ -101,4 +101,48 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
       await runtime.dispose()
     }
   }, 30_000)
+  it("a ready list filled while runs were quick empties once they turn slow: then a worker holds no more jobs than its fibers", async () => {
+    // The first starts finish in the call (quick runs: jobs are claimed ahead), the rest take
+    // 100 ms each. Without the rule the store claimed one job for each ending and the ready list
+    // kept its size, jobs waiting a whole run each, until the backlog was done.
+    const QUICK = 12
+    let started = 0
+    const provider: GenerationProvider = {
+      start: () =>
+        ++started <= QUICK
+          ? Effect.succeed({ _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const)
+          : Effect.as(Effect.sleep("100 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
+      poll: () => Effect.die("never polled"),
+      cancel: () => Effect.void
+    }
+    const runtime = ManagedRuntime.make(memoryEngine(provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }))
+    try {
+      await runtime.runPromise(Effect.gen(function*() {
+        const ids = yield* submitMany(QUICK + 16)
+        const repo = yield* JobRepo
+        const worker = yield* Worker
+        const scope = yield* Scope.make()
+        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
+        let mostBefore = 0
+        let mostAfter = 0
+        let done = 0
+        while (done < ids.length) {
+          const found = yield* repo.getMany(ids)
+          const processing = found.filter((job) => job.status === "processing").length
+          done = found.filter((job) => job.status === "completed").length
+          // The jobs claimed ahead as runs turned slow start as the first slow runs end.
+          if (done >= QUICK + 2 * FIBERS) mostAfter = Math.max(mostAfter, processing)
+          else mostBefore = Math.max(mostBefore, processing)
+          yield* Effect.sleep("5 millis")
+        }
+        // Jobs were claimed ahead while runs were quick (the case this guards)...
+        expect(mostBefore).toBeGreaterThan(FIBERS)
+        // ...and none once the slow runs emptied the ready list.
+        expect(mostAfter).toBeLessThanOrEqual(FIBERS)
+        yield* Scope.close(scope, Exit.void)
+      }))
+    } finally {
+      await runtime.dispose()
+    }
+  }, 30_000)
 })

@@ -147,7 +147,7 @@ export const makeHeldStatements = (ctx: JobSql) => {
   const finishHeldAndClaimPg = (endings: ReadonlyArray<HeldEnding>, claim: ClaimBesideEnding) => {
     const { ctes, update } = claimPg(claim, sql`(SELECT n FROM room)`, "d")
     return sql`WITH ${endingCtesPg(endings, true, new Set(claim.freeing))},
-        room AS (SELECT ${claim.limit}::int + count(*)::int AS n FROM ended WHERE id IN (SELECT id FROM d WHERE frees)),
+        room AS (SELECT GREATEST(0, ${claim.limit}::int + count(*)::int) AS n FROM ended WHERE id IN (SELECT id FROM d WHERE frees)),
         ${ctes}, claimed AS (${update})
       SELECT true AS ended_row, * FROM ended UNION ALL SELECT false, * FROM claimed`
   }

@@ -129,12 +129,14 @@ export const makeWorkerRider = (pool: WorkerPool, leaseMs: number, limit: number
       // `freed + idle + (ahead - ready)` (docs/decisions.md, "Claiming ahead on PostgreSQL"), the
       // store adding one job for each fiber the endings free (`limit - max` of them).
       // While runs are slow (WorkerPool.quick), nothing ahead: the claim takes the idle fibers
-      // only, the store's one job for each fiber the endings free counted among them (those
-      // fibers were given back as the completions were written).
+      // only. The fibers the endings free were given back as the completions were written: each
+      // is idle (counted in `takenIdle`) or took a ready job, so the store's one job for each
+      // ending is taken off, below 0 where they took ready jobs. The ready list then empties
+      // as runs end instead of refilling at its size.
       takeIdle: (max) => {
         takenIdle = Math.max(0, Math.min(idle.current, max))
         idle.current -= takenIdle
-        if (pool.ahead > 0 && !pool.quick) return Math.max(0, takenIdle - (limit - max))
+        if (pool.ahead > 0 && !pool.quick) return takenIdle - (limit - max)
         return takenIdle + Math.max(0, Math.min(max - takenIdle, pool.ahead - pool.aheadHeld - (limit - max)))
       },
       waiting: (wake) => {
