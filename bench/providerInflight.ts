@@ -33,6 +33,11 @@
  * and the burst's with the hold's (burst-<pid>.heapprofile, all-<pid>.heapprofile), with
  * BENCH_INFLIGHT_ALLOC_PROMOTED=1 only what reached the old generation (providerInflightWorker.ts);
  * the sampling costs CPU, so its figures are not read from that run either.
+ * BENCH_INFLIGHT_MAPS=1 has the worker break its RSS down by kind of mapping (V8's spaces, malloc's
+ * arenas, other anonymous memory, mapped files: providerInflightWorker.ts) in every report, so the
+ * peak's and the start burst's parts are in params (reading /proc/self/smaps costs the worker a
+ * little CPU each time). BENCH_INFLIGHT_SERIES=<file> writes every report of the worker with the
+ * release's and the last start's times, as JSON.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
