@@ -33,9 +33,14 @@
  * and the burst's with the hold's (burst-<pid>.heapprofile, all-<pid>.heapprofile), with
  * BENCH_INFLIGHT_ALLOC_PROMOTED=1 only what reached the old generation (providerInflightWorker.ts);
  * the sampling costs CPU, so its figures are not read from that run either.
+ * BENCH_INFLIGHT_MAPS=1 has the worker break its RSS down by kind of mapping (V8's spaces, malloc's
+ * arenas, other anonymous memory, mapped files: providerInflightWorker.ts) in every report, so the
+ * peak's and the start burst's parts are in params (reading /proc/self/smaps costs the worker a
+ * little CPU each time). BENCH_INFLIGHT_SERIES=<file> writes every report of the worker with the
+ * release's and the last start's times, as JSON.
  */
 import { type ChildProcess, fork } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
@@ -304,9 +309,20 @@ export const providerInflight = () =>
         log(`provider_inflight: the bare reference failed: ${String(error)}`)
         return unmeasured
       })
+      // BENCH_INFLIGHT_SERIES=<file>: every report of the worker, with the phases' times, as JSON.
+      const series = process.env.BENCH_INFLIGHT_SERIES
+      if (series !== undefined) writeFileSync(series, JSON.stringify({ releasedAt, allStartedAt, reports }))
       const inFlightSeconds = (done.at - idle.at) / 1000
       const peak = hold.reduce((a, b) => (b.rss > a.rss ? b : a))
-      const parts = (r: InflightCounts) => ({ heapUsed: MiB(r.heapUsed), heapTotal: MiB(r.heapTotal), external: MiB(r.external) })
+      const parts = (r: InflightCounts) => ({
+        heapUsed: MiB(r.heapUsed),
+        heapTotal: MiB(r.heapTotal),
+        external: MiB(r.external),
+        ...(r.maps === undefined ? {} : { maps: Object.fromEntries(Object.entries(r.maps).map(([k, v]) => [k, k.endsWith("Count") ? v : MiB(v)])) })
+      })
+      // The start burst (release to the last start) against the hold: which phase peaks.
+      const burst = reports.filter((r) => r.at >= releasedAt && r.at <= allStartedAt)
+      const burstPeak = burst.length === 0 ? undefined : burst.reduce((a, b) => (b.rss > a.rss ? b : a))
       emit({
         figure: "provider_inflight_rss",
         engine: MiB(peak.rss),
@@ -322,6 +338,7 @@ export const providerInflight = () =>
           simulatorKeepAliveMs: KEEPALIVE_MS,
           // What the RSS is made of at its peak and idle (MiB): V8's heap used, the heap reserved (its young generation grows under load), memory outside it.
           atPeakMiB: parts(peak),
+          ...(burstPeak === undefined ? {} : { burstPeakMiB: { rss: MiB(burstPeak.rss), ...parts(burstPeak) } }),
           idleMiB: parts(idle),
           holdSeconds: Math.round(holdSeconds * 10) / 10,
           cpuPercentWhileHolding: Math.round(((holdTo.cpuMicros - holdStart.cpuMicros) / 1e6 / holdSeconds) * 1000) / 10,

@@ -12,11 +12,11 @@ import { memoryFiles } from "genjobs/memory"
 import { postgresStore } from "genjobs/postgres"
 import { sqliteStore } from "genjobs/sqlite"
 import { replicateProvider } from "genjobs/providers/replicate"
-import { writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
 import { join } from "node:path"
+import { readFileSync, writeFileSync } from "node:fs"
 import { monitorEventLoopDelay } from "node:perf_hooks"
-import { writeHeapSnapshot } from "node:v8"
+import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8"
 import { serveParent } from "./lib/child.js"
 import { BENCH_PROVIDER, TABLE_PREFIX } from "./lib/engine.js"
 
@@ -31,7 +31,71 @@ export interface InflightCounts {
   /** The event loop's delay since the previous report: its 99th percentile and its longest, in ms. */
   readonly loopDelayP99Ms: number
   readonly loopDelayMaxMs: number
+  /** With BENCH_INFLIGHT_MAPS=1, where the RSS is by kind of mapping (mapsOf). */
+  readonly maps?: MemoryMaps
 }
+
+/**
+ * The worker's resident memory by kind of mapping (/proc/self/smaps), in bytes: V8's heap spaces
+ * as V8 counts them (physical), the main malloc arena (`[heap]`), glibc's thread arenas
+ * (anonymous read-write mappings starting on a 64 MiB boundary: HEAP_MAX_SIZE), the other
+ * anonymous memory (V8's pages, mmapped malloc chunks, thread stacks) and the files mapped.
+ */
+export interface MemoryMaps {
+  readonly v8Physical: number
+  readonly newSpace: number
+  readonly oldSpace: number
+  readonly mainArena: number
+  readonly threadArenas: number
+  readonly threadArenaCount: number
+  readonly otherAnonymous: number
+  readonly files: number
+}
+
+const ARENA_ALIGN = 64n * 1024n * 1024n
+
+const mapsOf = (): MemoryMaps => {
+  let mainArena = 0
+  let threadArenas = 0
+  let threadArenaCount = 0
+  let otherAnonymous = 0
+  let files = 0
+  let kind: "main" | "arena" | "anon" | "file" = "anon"
+  for (const line of readFileSync("/proc/self/smaps", "latin1").split("\n")) {
+    const header = /^([0-9a-f]+)-[0-9a-f]+ (\S+) \S+ \S+ (\d+)\s*(.*)$/.exec(line)
+    if (header !== null) {
+      const [, start, perms, inode, name] = header
+      kind = name === "[heap]"
+        ? "main"
+        : inode !== "0" || name!.startsWith("/")
+        ? "file"
+        : perms!.startsWith("rw") && BigInt(`0x${start}`) % ARENA_ALIGN === 0n
+        ? "arena"
+        : "anon"
+      if (kind === "arena") threadArenaCount++
+      continue
+    }
+    if (!line.startsWith("Rss:")) continue
+    const bytes = Number(line.slice(4).trim().split(" ")[0]) * 1024
+    if (kind === "main") mainArena += bytes
+    else if (kind === "arena") threadArenas += bytes
+    else if (kind === "file") files += bytes
+    else otherAnonymous += bytes
+  }
+  const spaces = getHeapSpaceStatistics()
+  const space = (name: string) => spaces.find((s) => s.space_name === name)?.physical_space_size ?? 0
+  return {
+    v8Physical: spaces.reduce((sum, s) => sum + s.physical_space_size, 0),
+    newSpace: space("new_space"),
+    oldSpace: space("old_space"),
+    mainArena,
+    threadArenas,
+    threadArenaCount,
+    otherAnonymous,
+    files
+  }
+}
+const MAPS = process.env.BENCH_INFLIGHT_MAPS === "1"
 
 const loopDelay = monitorEventLoopDelay({ resolution: 10 })
 loopDelay.enable()
@@ -47,7 +111,8 @@ const report = () => {
     heapTotal: memory.heapTotal,
     external: memory.external,
     loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
-    loopDelayMaxMs: loopDelay.max / 1e6
+    loopDelayMaxMs: loopDelay.max / 1e6,
+    ...(MAPS ? { maps: mapsOf() } : {})
   } satisfies InflightCounts)
   loopDelay.reset()
 }
