@@ -45,6 +45,9 @@
  * alike; `p50ByFifth` in params is the p50 of each fifth of a case's jobs, in the order taken.
  * Whether the submits of pickup_p50 were handed off is counted from outside: a queued submit
  * sends NOTIFY on the engine's jobs channel, a handed-off one does not (`handOff.handedOff`).
+ * The statements a pickup costs are counted from outside too: pickup_remote_p50's
+ * `transactionsPerJob` and `graphileRemoteTransactionsPerJob` are the transactions each case's
+ * database ended while timed (pg_stat_database), per job, read once PostgreSQL published them.
  */
 import type { ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -84,6 +87,12 @@ const MAX_CLOCK_OFFSET_MS = 0.5
 const TARGET = "<= 1.0 (the issue's target: pickup p50 <= 1.0x graphile-worker on every queue, cross-process included)"
 /** The issue: the local hand-off stays only if it improves pickup p50 by this much or more. */
 const HAND_OFF_THRESHOLD = 0.2
+/**
+ * An idle PostgreSQL 15 session publishes its statistics (pg_stat_database's transaction counts)
+ * up to 10 s after its last transaction (PGSTAT_IDLE_INTERVAL): the counts are read this long
+ * after the jobs they count.
+ */
+const STATS_FLUSH_MS = 10_500
 
 /** Resolvers of the jobs in flight by id, called with the time (this process's performance.now) the worker saw them. */
 const starts = new Map<string, (at: number) => void>()
@@ -142,10 +151,17 @@ interface Case {
   readonly clock?: ClockCheck
   /** NOTIFYs heard on the case's jobs channel so far: one per queued submit (store queue). */
   readonly queued?: () => number
+  /** Transactions its database committed or rolled back so far, as pg_stat_database has them published. */
+  readonly transactions?: () => Promise<number>
   next: number
 }
 
-const newCase = (key: string, label: string, add: (id: string) => Promise<unknown>, extra: Pick<Case, "clock" | "queued"> = {}): Case => ({
+const newCase = (
+  key: string,
+  label: string,
+  add: (id: string) => Promise<unknown>,
+  extra: Pick<Case, "clock" | "queued" | "transactions"> = {}
+): Case => ({
   key,
   label,
   add,
@@ -178,6 +194,22 @@ const checkClock = async (child: ChildProcess, pong: { next?: (at: number) => vo
     throw new Error(`the worker process's clock is ${best!.clockOffsetMs} ms off this one's: its pickup times would be wrong`)
   }
   return { clockOffsetMs: ms(best!.clockOffsetMs), pingRoundTripMs: ms(best!.pingRoundTripMs) }
+}
+
+/**
+ * The transactions `url`'s database ended so far (committed or rolled back), every process's. The
+ * database is the case's alone and the pickup's statements are each a transaction of their own, so
+ * per job this is the statements a pickup costs, from its submit to its run's ending, the
+ * engines' periodic statements (reaper, lease renewals) spread over the jobs.
+ */
+const transactionsOf = (url: string) => async (): Promise<number> => {
+  const admin = await connect("postgres")
+  try {
+    const { rows } = await admin.query("SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1", [new URL(url).pathname.slice(1)])
+    return Number(rows[0].n)
+  } finally {
+    await admin.end()
+  }
 }
 
 /** Starts pickupWorker.ts on the case's database, prefix and queue; stopped when the resources are released. */
@@ -245,7 +277,7 @@ const engineCase = async (
     clock = await startWorkerProcess(resources, url, queue, prefix)
   }
   return newCase(key, label, (id) => submit(engine, caller!, id), {
-    ...(clock === undefined ? {} : { clock }),
+    ...(clock === undefined ? {} : { clock, transactions: transactionsOf(url) }),
     ...(queued === undefined ? {} : { queued })
   })
 }
@@ -279,7 +311,8 @@ const graphileRemoteCase = async (resources: Resources): Promise<Case> => {
   const utils = await makeWorkerUtils({ pgPool: pool, logger: quietLogger })
   resources.defer(async () => utils.release())
   return newCase("graphile_remote", `graphile-worker batched (${graphileConfigLabel.batched}), worker in another process`, (id) => utils.addJob("latency", { id }), {
-    clock
+    clock,
+    transactions: transactionsOf(url)
   })
 }
 
@@ -335,9 +368,11 @@ const timeAll = async (cases: ReadonlyArray<Case>, samples: number) => {
   for (const c of cases) {
     for (let i = 0; i < WARMUP; i++) await sampleOnce(c)
   }
-  // Late NOTIFYs of the warm-up are heard before the count starts.
-  await new Promise((resolve) => setTimeout(resolve, 200))
+  // Late NOTIFYs of the warm-up are heard, and its transactions published, before the counts start.
+  const counted = cases.filter((c) => c.transactions !== undefined)
+  await new Promise((resolve) => setTimeout(resolve, counted.length > 0 ? STATS_FLUSH_MS : 200))
   const queuedBefore = new Map(cases.map((c) => [c, c.queued?.() ?? 0]))
+  const transactionsBefore = new Map(await Promise.all(counted.map(async (c) => [c, await c.transactions!()] as const)))
   for (let i = 0; i < samples; i++) {
     if (i % Math.max(1, Math.floor(samples / PARTS)) === 0) log(`pickup: job ${i + 1} of ${samples} of each of ${cases.length} cases`)
     for (let k = 0; k < cases.length; k++) {
@@ -347,9 +382,12 @@ const timeAll = async (cases: ReadonlyArray<Case>, samples: number) => {
       c.submits.push(submitted)
     }
   }
-  await new Promise((resolve) => setTimeout(resolve, 200))
-  /** Submits of each case that sent NOTIFY while timed (queued, not handed off). */
-  return new Map(cases.map((c) => [c, (c.queued?.() ?? 0) - queuedBefore.get(c)!]))
+  await new Promise((resolve) => setTimeout(resolve, counted.length > 0 ? STATS_FLUSH_MS : 200))
+  /** Per case timed: submits that sent NOTIFY (queued, not handed off), and its database's transactions per job. */
+  return {
+    queued: new Map(cases.map((c) => [c, (c.queued?.() ?? 0) - queuedBefore.get(c)!])),
+    transactionsPerJob: new Map(await Promise.all(counted.map(async (c) => [c, ms(((await c.transactions!()) - transactionsBefore.get(c)!) / samples)] as const)))
+  }
 }
 
 /** The p50 of each of PARTS consecutive parts of `latencies` (in the order taken). */
@@ -390,7 +428,7 @@ export const pickup = async () => {
     const graphileRemote = await graphileRemoteCase(resources)
     const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched, graphileRemote]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
-    const queued = await timeAll(cases, samples)
+    const { queued, transactionsPerJob } = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
     const dump = process.env.BENCH_PICKUP_DUMP
     if (dump !== undefined && dump !== "") {
@@ -464,7 +502,11 @@ export const pickup = async () => {
       graphileRemoteSplit: split(graphileRemote),
       graphileRemoteClock: graphileRemote.clock,
       graphileRemoteToReference: ms(p50(graphileRemote) / p50(graphile)),
-      ratioToGraphileRemote: ms(p50(remote) / p50(graphileRemote))
+      ratioToGraphileRemote: ms(p50(remote) / p50(graphileRemote)),
+      // Statements (each its own transaction) per pickup on the case's database, both processes'
+      // and the run's and ending's included: what an idle worker's claims cost beside graphile-worker's.
+      transactionsPerJob: transactionsPerJob.get(remote),
+      graphileRemoteTransactionsPerJob: transactionsPerJob.get(graphileRemote)
     })
     if (local === undefined) return
     const { handOff, noHandOff } = local
