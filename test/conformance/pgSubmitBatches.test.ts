@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, Redacted } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
 import { SqlClient, Statement } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { layerSqlStores } from "../../adapters/sql/layer.js"
@@ -152,6 +152,33 @@ if (probe === undefined) {
         const repo = yield* JobRepo
         const keys = (yield* Effect.forEach(submits, ({ job }) => repo.get(job.id))).map((found) => Option.getOrThrow(found).fairKey)
         expect(keys.map((key) => key - keys[0]!)).toEqual([0, FAIR_STEP_UNIT, 2 * FAIR_STEP_UNIT])
+      })))
+
+    it.live("a statement takes its accounts' rows in their order, whatever its submits' order: two statements never deadlock", () =>
+      provided(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [low, high] = (yield* Effect.forEach([1, 2], () => createAccount(10_000))).map((a) => a.id).sort()
+        const lockedLow = yield* Deferred.make<void>()
+        const batchWaits = yield* Deferred.make<void>()
+        // Another connection holds the first account's row; once the batch waits for it, it asks for the second's without waiting.
+        const holder = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT id FROM genjobs_accounts WHERE id = ${low!} FOR UPDATE`
+          yield* Deferred.succeed(lockedLow, undefined)
+          yield* Deferred.await(batchWaits)
+          return yield* Effect.exit(sql`SELECT id FROM genjobs_accounts WHERE id = ${high!} FOR UPDATE NOWAIT`)
+        })).pipe(Effect.forkChild)
+        yield* Deferred.await(lockedLow)
+        // The second account's submit first: a statement locking in its submits' order would hold that row while it waits.
+        const batch = yield* together([{ job: job(high!, { createdAt: T0 }) }, { job: job(low!, { createdAt: T0 + 1 }) }]).pipe(Effect.forkChild)
+        while (true) {
+          const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%jsonb_to_recordset%'`
+          if (rows[0]!.n > 0) break
+          yield* Effect.sleep("10 millis")
+        }
+        yield* Deferred.succeed(batchWaits, undefined)
+        expect(Exit.isSuccess(yield* Fiber.join(holder))).toBe(true)
+        expect(yield* Fiber.join(batch)).toEqual({ outcomes: ["Created", "Created"], statements: 1 })
       })))
 
     it.live("a submit inside the host's own transaction is written there, not in a batch", () =>
