@@ -198,27 +198,38 @@ interface Bursts {
 const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 /** This build's server and the other's (`besideRoot`) on one store, in alternating bursts; one figure. */
-const beside = async (besideRoot: string, store: string, envs: readonly [Record<string, string>, Record<string, string>]) => {
+const beside = async (
+  besideRoot: string,
+  store: string,
+  envs: readonly [Record<string, string>, Record<string, string>],
+  databases?: readonly [string, string]
+) => {
   const rounds = positive("BENCH_HTTP_ROUNDS", 8)
+  // BENCH_HTTP_ACCOUNTS (8): 1 puts every submit on one account's row.
+  const accounts = positive("BENCH_HTTP_ACCOUNTS", 8)
   const seconds = positive("BENCH_HTTP_BURST_SECONDS", 3)
   const connections = settings.httpClientCounts[0]!
   const started: Array<RunningServer> = []
   try {
     started.push(await startBundledServer({ ...ENGINE_ENV, ...envs[0] }))
     started.push(await startBuiltServerAt(besideRoot, { ...ENGINE_ENV, ...envs[1] }))
-    const servers = await Promise.all(started.map(async (server) => ({ server, keys: await makeAccounts(server.url, 8) })))
+    const servers = await Promise.all(started.map(async (server) => ({ server, keys: await makeAccounts(server.url, accounts) })))
     for (const { keys, server } of servers) {
       await probeSubmit(server.url, keys[0]!, MODEL)
       await submitLoad({ url: server.url, keys, model: MODEL, connections, seconds: Math.max(5, seconds), label: `${store} warm-up`, warmup: true })
     }
     const bursts: Array<Bursts> = servers.map(() => ({ perBurst: [], cpuMs: 0, submits: 0 }))
+    /** The database's own backends' µs per submit of each burst, each side's. */
+    const database: Array<Array<number>> = servers.map(() => [])
     for (let round = 0; round < rounds; round++) {
       log(`http_submit beside: ${store}, round ${round + 1} of ${rounds}`)
       for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
         const { keys, server } = servers[i]!
         const before = processCpuMs(server.pid)
+        const own = databases === undefined ? undefined : await ownDatabaseCpu(databases[i]!)
         const result = await submitLoad({ url: server.url, keys, model: MODEL, connections, seconds, label: `${store} burst` })
         const cpuMs = processCpuMs(server.pid) - before
+        if (own !== undefined) database[i]!.push(await own(result.ok))
         bursts[i]!.perBurst.push(Math.round((cpuMs * 1000) / result.ok))
         bursts[i]!.cpuMs += cpuMs
         bursts[i]!.submits += result.ok
@@ -226,7 +237,7 @@ const beside = async (besideRoot: string, store: string, envs: readonly [Record<
     }
     const [mine, theirs] = bursts.map((b) => b.cpuMs * 1000 / b.submits) as [number, number]
     emit({
-      figure: `http_submit_${store}_8_accounts_beside`,
+      figure: `http_submit_${store}_${accounts}_account${accounts === 1 ? "" : "s"}_beside`,
       engine: mine,
       reference: theirs,
       unit: "µs server CPU per submit",
@@ -239,6 +250,12 @@ const beside = async (besideRoot: string, store: string, envs: readonly [Record<
         medianRatio: Math.round((median(bursts[0]!.perBurst) / median(bursts[1]!.perBurst)) * 1000) / 1000,
         engineBursts: bursts[0]!.perBurst,
         referenceBursts: bursts[1]!.perBurst,
+        ...(databases === undefined ? {} : {
+          engineDatabaseUsPerSubmit: median(database[0]!),
+          referenceDatabaseUsPerSubmit: median(database[1]!),
+          engineDatabaseBursts: database[0]!,
+          referenceDatabaseBursts: database[1]!
+        }),
         engineSubmits: bursts[0]!.submits,
         referenceSubmits: bursts[1]!.submits,
         loadAverage: Math.round(loadavg()[0]! * 10) / 10
@@ -252,8 +269,9 @@ const beside = async (besideRoot: string, store: string, envs: readonly [Record<
 export const httpSubmit = async () => {
   const besideRoot = process.env.BENCH_HTTP_BESIDE
   if (besideRoot !== undefined && besideRoot !== "") {
-    await withDatabase("mine", (mine) =>
-      withDatabase("beside", (theirs) => beside(besideRoot, "pg", [{ DATABASE_URL: mine }, { DATABASE_URL: theirs }])))
+    await withDatabase("mine", (mine, mineName) =>
+      withDatabase("beside", (theirs, theirsName) =>
+        beside(besideRoot, "pg", [{ DATABASE_URL: mine }, { DATABASE_URL: theirs }], [mineName, theirsName])))
     await beside(besideRoot, "sqlite", [{}, {}])
     return
   }
