@@ -108,8 +108,17 @@ export const WAL_CHECKPOINT_BYTES = 4096 * 1000
 
 const prepareError = (cause: unknown) => sqlError(cause, "Failed to prepare statement", "prepare")
 
+/**
+ * A bare `LIMIT ?`. SQLite (3.54, node:sqlite's) reads that parameter's bound value while it
+ * plans, so binding it marks the statement to be compiled again: every run of a claim, a list
+ * page or a renewal parsed and planned its statement anew, as if it were not prepared. `+?` is
+ * the same value to SQLite but not a bare parameter, so the statement is planned once, as it is
+ * at its first prepare (before any value is bound). OFFSET's parameter does not do this.
+ */
+const LIMIT_PARAMETER = /\bLIMIT\s+\?/gi
+
 const prepareNow = (db: DatabaseSync, sql: string): Prepared => {
-  const statement = db.prepare(sql)
+  const statement = db.prepare(sql.replace(LIMIT_PARAMETER, "LIMIT +?"))
   return { statement, reader: statement.columns().length > 0, bigInts: false }
 }
 
