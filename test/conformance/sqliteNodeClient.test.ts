@@ -49,16 +49,32 @@ describe("the node:sqlite SqlClient", () => {
 
   it("keeps 64-bit money exact: BigInt where SafeIntegers asks, a failure rather than a rounded number elsewhere", async () => {
     const big = 2n ** 62n + 1n
-    const { exact, plain } = await run(Effect.gen(function*() {
+    const { before, exact, plain } = await run(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE money (micro_cents INTEGER NOT NULL)`
       yield* sql`INSERT INTO money ${sql.insert({ micro_cents: big })}`
+      // One statement text, so one prepared statement: each run reads as it asks, whatever the run before asked.
+      const before = yield* Effect.exit(sql`SELECT micro_cents FROM money`)
       const exact = yield* Effect.provideService(sql<{ micro_cents: bigint }>`SELECT micro_cents FROM money`, SqlClient.SafeIntegers, true)
       const plain = yield* Effect.exit(sql`SELECT micro_cents FROM money`)
-      return { exact, plain }
+      return { before, exact, plain }
     }))
     expect(exact).toEqual([{ micro_cents: big }])
-    expect(Exit.isFailure(plain) && String(plain.cause)).toMatch(/Failed to execute statement/)
+    for (const exit of [before, plain]) expect(Exit.isFailure(exit) && String(exit.cause)).toMatch(/Failed to execute statement/)
+  })
+
+  it("rolls back a transaction whose COMMIT is refused, and commits the next one", async () => {
+    const { failed, rows } = await run(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE parent (id INTEGER PRIMARY KEY)`
+      yield* sql`CREATE TABLE child (parent_id INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`
+      // The foreign key is checked at COMMIT, which fails with the transaction still open.
+      const failed = yield* Effect.exit(sql.withTransaction(sql`INSERT INTO child (parent_id) VALUES (1)`))
+      yield* sql.withTransaction(Effect.andThen(sql`INSERT INTO parent (id) VALUES (2)`, sql`INSERT INTO child (parent_id) VALUES (2)`))
+      return { failed, rows: yield* sql<{ parent_id: number }>`SELECT parent_id FROM child` }
+    }))
+    expect(Exit.isFailure(failed)).toBe(true)
+    expect(rows).toEqual([{ parent_id: 2 }])
   })
 
   it("answers a write's changes raw, and rows as arrays for values()", async () => {

@@ -8,7 +8,7 @@
  * the write lock at BEGIN, a statement's reader flag kept with it in the cache, and none of
  * export/backup/loadExtension (unused here).
  */
-import { Cache, Context, Duration, Effect, identity, Layer, Schedule, Scope, Semaphore, Stream } from "effect"
+import { Context, Duration, Effect, identity, Layer, Schedule, Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient as Client, type SqlConnection, SqlError as Errors, Statement } from "effect/sql"
 import { DatabaseSync, type StatementSync } from "node:sqlite"
@@ -27,7 +27,6 @@ export interface SqliteClientConfig {
   readonly filename: string
   readonly readonly?: boolean | undefined
   readonly prepareCacheSize?: number | undefined
-  readonly prepareCacheTTL?: Duration.Input | undefined
   readonly disableWAL?: boolean | undefined
   /**
    * How long a statement waits for another connection's lock (another process on the same file:
@@ -55,10 +54,13 @@ const sqlError = (cause: unknown, message: string, operation: string) => {
 /**
  * A prepared statement and whether it answers rows: `columns()` builds an array of objects on
  * each call, so it is asked once per statement rather than on every run as upstream does.
+ * `bigInts` is what `setReadBigInts` was last set to: each node:sqlite call crosses into C++,
+ * and almost no run asks for BigInts, so the flag is set only when a run asks otherwise.
  */
 interface Prepared {
   readonly statement: StatementSync
   readonly reader: boolean
+  bigInts: boolean
 }
 
 /**
@@ -106,9 +108,18 @@ export const WAL_CHECKPOINT_BYTES = 4096 * 1000
 
 const prepareError = (cause: unknown) => sqlError(cause, "Failed to prepare statement", "prepare")
 
+/**
+ * A bare `LIMIT ?`. SQLite (3.54, node:sqlite's) reads that parameter's bound value while it
+ * plans, so binding it marks the statement to be compiled again: every run of a claim, a list
+ * page or a renewal parsed and planned its statement anew, as if it were not prepared. `+?` is
+ * the same value to SQLite but not a bare parameter, so the statement is planned once, as it is
+ * at its first prepare (before any value is bound). OFFSET's parameter does not do this.
+ */
+const LIMIT_PARAMETER = /\bLIMIT\s+\?/gi
+
 const prepareNow = (db: DatabaseSync, sql: string): Prepared => {
-  const statement = db.prepare(sql)
-  return { statement, reader: statement.columns().length > 0 }
+  const statement = db.prepare(sql.replace(LIMIT_PARAMETER, "LIMIT +?"))
+  return { statement, reader: statement.columns().length > 0, bigInts: false }
 }
 
 const prepare = (db: DatabaseSync, sql: string, retry: Schedule.Schedule<unknown, Errors.SqlError>): Effect.Effect<Prepared, Errors.SqlError> =>
@@ -121,10 +132,14 @@ const prepare = (db: DatabaseSync, sql: string, retry: Schedule.Schedule<unknown
   })
 
 /** Runs a prepared statement synchronously; throws node:sqlite's error. */
-const execute = ({ reader, statement }: Prepared, params: ReadonlyArray<unknown>, raw: boolean, safeIntegers: boolean) => {
+const execute = (prepared: Prepared, params: ReadonlyArray<unknown>, raw: boolean, safeIntegers: boolean) => {
+  const { reader, statement } = prepared
   // Integers beyond 2^53 come back as BigInt only where asked (`SqlClient.SafeIntegers`);
   // otherwise node:sqlite refuses to read them (ERR_OUT_OF_RANGE) rather than round them.
-  statement.setReadBigInts(safeIntegers)
+  if (prepared.bigInts !== safeIntegers) {
+    statement.setReadBigInts(safeIntegers)
+    prepared.bigInts = safeIntegers
+  }
   const args = params as Array<any>
   if (reader) return statement.all(...args) as ReadonlyArray<any>
   const result = statement.run(...args)
@@ -192,14 +207,28 @@ export const make = (
     // 16 MB of page cache per connection, better-sqlite3's built-in default (SQLite's is 2 MB).
     db.exec("PRAGMA cache_size = -16000")
 
-    const prepareCache = yield* Cache.make({
-      capacity: options.prepareCacheSize ?? 200,
-      timeToLive: options.prepareCacheTTL ?? Duration.minutes(10),
-      lookup: (sql: string) => prepare(db, sql, retry)
-    })
+    // Prepared statements by their text, in a Map rather than Effect's Cache: Cache.get hashed
+    // the whole SQL text in JavaScript and went through a Deferred on every statement. At
+    // capacity the oldest prepared leaves (a hot one is prepared again once); no time to live,
+    // as the statements the engine runs are the same few dozen for the process's life.
+    const capacity = options.prepareCacheSize ?? 200
+    const statements = new Map<string, Prepared>()
+    const cached = (sql: string): Effect.Effect<Prepared, Errors.SqlError> => {
+      const prepared = statements.get(sql)
+      if (prepared !== undefined) return Effect.succeed(prepared)
+      return Effect.map(prepare(db, sql, retry), (prepared) => {
+        if (statements.size >= capacity) statements.delete(statements.keys().next().value!)
+        statements.set(sql, prepared)
+        return prepared
+      })
+    }
 
-    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-      Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPrepared(prepared, params, raw, retry))
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) => {
+      const prepared = statements.get(sql)
+      return prepared === undefined
+        ? Effect.flatMap(cached(sql), (prepared) => runPrepared(prepared, params, raw, retry))
+        : runPrepared(prepared, params, raw, retry)
+    }
 
     const connection = identity<SqlConnection.Connection>({
       execute(sql, params, transformRows) {
@@ -209,7 +238,7 @@ export const make = (
         return run(sql, params, true)
       },
       executeValues(sql, params) {
-        return Effect.flatMap(Cache.get(prepareCache, sql), (prepared) => runPreparedValues(prepared, params, retry))
+        return Effect.flatMap(cached(sql), (prepared) => runPreparedValues(prepared, params, retry))
       },
       executeValuesUnprepared(sql, params) {
         return Effect.flatMap(prepare(db, sql, retry), (prepared) => runPreparedValues(prepared, params, retry))
@@ -243,6 +272,10 @@ export const make = (
         // own statements are already one at a time (the permit), so it gives up no concurrency.
         // A read-only connection takes no write lock.
         beginTransaction: options.readonly === true ? "BEGIN" : "BEGIN IMMEDIATE",
+        // BEGIN, COMMIT and the savepoints (named by depth, so a few texts) from the statement
+        // cache: unprepared, each transaction parsed BEGIN IMMEDIATE and COMMIT again and made
+        // four node:sqlite calls for each (prepare, columns, setReadBigInts, run).
+        prepareTransactionControls: true,
         compiler,
         driver: "sqlite-node",
         spanAttributes: [
