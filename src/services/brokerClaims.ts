@@ -1,4 +1,4 @@
-import { Cause, Clock, Deferred, Duration, Effect } from "effect"
+import { Cause, Clock, Duration, Effect } from "effect"
 import type { QueueError, StoreError } from "../domain/errors.js"
 import type { JobId } from "../domain/ids.js"
 import type { Job } from "../domain/job.js"
@@ -41,17 +41,22 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
     // runs it waits for: a count of ends, then its wake-up.
     let gathered = false
     let endsAwaited = 0
-    let gatherWake: Deferred.Deferred<void> | undefined
-    // On the Clock (a TestClock drives it): the wait ends at its bound or once enough runs ended.
+    let gatherWake: (() => void) | undefined
     const gathering = (boundMs: number) =>
-      Effect.suspend(() => {
-        const woken = gatherWake = Deferred.makeUnsafe<void>()
-        return Deferred.await(woken).pipe(
-          Effect.timeoutOption(Duration.millis(boundMs)),
-          Effect.ensuring(Effect.sync(() => {
-            if (gatherWake === woken) gatherWake = undefined
-          }))
-        )
+      Effect.callback<void>((resume) => {
+        const timer = setTimeout(() => {
+          gatherWake = undefined
+          resume(Effect.void)
+        }, boundMs)
+        gatherWake = () => {
+          gatherWake = undefined
+          clearTimeout(timer)
+          resume(Effect.void)
+        }
+        return Effect.sync(() => {
+          gatherWake = undefined
+          clearTimeout(timer)
+        })
       })
 
     const ackQuietly = (deliveries: ReadonlyArray<QueueDelivery>) =>
@@ -153,7 +158,7 @@ export const makeBrokerClaims = (consumer: QueueConsumer, leaseMs: number) =>
         if (run === undefined) return
         held.delete(jobId)
         lastRunMs = clock.currentTimeMillisUnsafe() - run.claimedAt
-        if (gatherWake !== undefined && --endsAwaited <= 0) Deferred.doneUnsafe(gatherWake, Effect.void)
+        if (gatherWake !== undefined && --endsAwaited <= 0) gatherWake()
         unacked.push(run.delivery)
         wake?.()
       })
