@@ -2,7 +2,7 @@ import "../quietSqliteWarning.js"
 // The modules, not the package's index: the index loads its Redis module, which needs `redis`.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Config, ConfigProvider, Deferred, Effect, Exit, Layer, Option, Redacted, References, Runtime, type Scope } from "effect"
+import { Cause, Config, ConfigProvider, Deferred, Effect, Exit, Layer, Option, Redacted, Runtime, type Scope } from "effect"
 import { HttpMiddleware, HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { DEMO_PROVIDER_ID, engineOptionsFromEnv, inputUrlPrefixesOf, layerEngine, makeDemoProvider, settingRefusalText } from "genjobs"
 import { EngineHttpLive } from "genjobs/http"
@@ -126,13 +126,7 @@ const serve = (settings: ServerSettings) =>
       Effect.logInfo(workers > 0 ? "genjobs shutting down: no new requests or claims; draining running jobs" : "genjobs shutting down")
     )
     return yield* Effect.never
-  }).pipe(
-    Effect.scoped,
-    // Without an exporter no span goes anywhere: none is made (each SQL statement and named
-    // service call made and dropped one), decided once for every fiber of the process.
-    settings.observability.tracing === undefined ? Effect.provideService(References.TracerEnabled, false) : (effect) => effect,
-    Effect.provide(layerObservability(settings.observability))
-  )
+  }).pipe(Effect.scoped, Effect.provide(layerObservability(settings.observability)))
 
 /** Refusals of the store's settings, whose message says all there is to say. */
 const isSettingsRefusal = (value: unknown): value is { readonly message: string } =>

@@ -4,8 +4,7 @@ import { HttpMiddleware } from "effect/http"
 /**
  * The calling fiber's loggers, log level and tracer, as a layer: a runtime built apart (the web
  * handler's) then logs and traces as the engine's own runtime does. Without a tracer that
- * exports, no span is made while a request is served (the platform's per-request server span,
- * each SQL statement's): each would be made and dropped.
+ * exports, the platform's per-request server span is not made at all.
  */
 export const currentObservability: Effect.Effect<Layer.Layer<never>> = Effect.withFiber((fiber) => {
   const loggers = fiber.getRef(References.CurrentLoggers)
@@ -14,8 +13,6 @@ export const currentObservability: Effect.Effect<Layer.Layer<never>> = Effect.wi
   return Effect.succeed(Layer.mergeAll(
     Layer.succeed(References.CurrentLoggers, loggers),
     Layer.succeed(References.MinimumLogLevel, level),
-    tracer === Tracer.nativeTracer
-      ? Layer.mergeAll(Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true), Layer.succeed(References.TracerEnabled, false))
-      : Layer.succeed(Tracer.Tracer, tracer)
+    tracer === Tracer.nativeTracer ? Layer.succeed(HttpMiddleware.TracerDisabledWhen, () => true) : Layer.succeed(Tracer.Tracer, tracer)
   ))
 })

@@ -3,20 +3,6 @@ import { Context, Effect, Exit, Option, Tracer } from "effect"
 /** Whether spans go anywhere: Effect's built-in tracer keeps them in memory and drops them. */
 export const exporting: Effect.Effect<boolean> = Effect.withFiber((fiber) => Effect.succeed(fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer))
 
-/**
- * Names use cases (`Effect.fn(name)`: a span per call) when a tracer exports spans, decided once
- * as the service using it is built; without one, each is its function as it is. A named call
- * captures its call site's stack and makes a span that would go nowhere: 3.8 µs a call against
- * 0.5 µs (both run their body when run, not when called), twice a submit (`Auth.authenticate`,
- * `Jobs.submit`).
- */
-export const useCaseNamer: Effect.Effect<
-  <Args extends Array<any>, A, E, R>(name: string, body: (...args: Args) => Effect.Effect<A, E, R>) => (...args: Args) => Effect.Effect<A, E, R>
-> = Effect.map(exporting, (on) =>
-  on
-    ? (name, body) => Effect.fn(name)(body)
-    : <Args extends Array<any>, A, E, R>(_name: string, body: (...args: Args) => Effect.Effect<A, E, R>) => (...args: Args) => Effect.suspend(() => body(...args)))
-
 /** Job submit spans remembered in this process, oldest dropped first past this many. */
 const REMEMBERED = 10_000
 

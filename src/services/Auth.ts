@@ -4,7 +4,6 @@ import { ApiKeyExpired, ApiKeyInactive, InvalidApiKey, IpNotWhitelisted, Operati
 import type { Account, ApiKey, Scope } from "../domain/account.js"
 import { hashKeySecret, isWellFormedKey, sameDigest } from "../domain/apiKeySecret.js"
 import type { StoreError } from "../domain/errors.js"
-import { useCaseNamer } from "../observability/jobSpans.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
 import { StoreChanges } from "../ports/StoreChanges.js"
@@ -84,7 +83,7 @@ export const make = Effect.gen(function*() {
       return { account: account.value, key }
     })
 
-  return { authenticate: (yield* useCaseNamer)("Auth.authenticate", authenticate) } as const
+  return { authenticate: Effect.fn("Auth.authenticate")(authenticate) } as const
 })
 
 export class Auth extends Context.Service<Auth, Effect.Success<typeof make>>()("genjobs/Auth") {

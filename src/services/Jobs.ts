@@ -1,5 +1,4 @@
 import { Context, Effect, Layer } from "effect"
-import { useCaseNamer } from "../observability/jobSpans.js"
 import { JobLogRepo } from "../ports/JobLogRepo.js"
 import { JobQueue } from "../ports/JobQueue.js"
 import { JobRepo } from "../ports/JobRepo.js"
@@ -31,14 +30,13 @@ export const make = Effect.gen(function*() {
     queue: yield* Effect.serviceOption(JobQueue),
     estimateAtSubmit: (yield* QueueBook).estimateAtSubmit
   }
-  const named = yield* useCaseNamer
   return {
-    estimate: named("Jobs.estimate", estimate(deps)),
-    submit: named("Jobs.submit", submit(deps)),
-    get: named("Jobs.get", get(deps)),
-    list: named("Jobs.list", list(deps)),
-    cancel: named("Jobs.cancel", cancel(deps)),
-    logs: named("Jobs.logs", logs({ repo: deps.repo, logs: yield* JobLogRepo }))
+    estimate: Effect.fn("Jobs.estimate")(estimate(deps)),
+    submit: Effect.fn("Jobs.submit")(submit(deps)),
+    get: Effect.fn("Jobs.get")(get(deps)),
+    list: Effect.fn("Jobs.list")(list(deps)),
+    cancel: Effect.fn("Jobs.cancel")(cancel(deps)),
+    logs: Effect.fn("Jobs.logs")(logs({ repo: deps.repo, logs: yield* JobLogRepo }))
   } as const
 })
 
