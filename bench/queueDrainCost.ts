@@ -9,22 +9,13 @@
  * `npx tsx --conditions=genjobs-source bench/queueDrainCost.ts`.
  */
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
 import { deleteRedisKeys } from "./bullmq.js"
 import { forkTs, goAll, readyAll, stopAll } from "./lib/child.js"
+import { processCpuMs } from "./lib/cpu.js"
 import { seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { type DrainQueue, startDrainEngine } from "./queueDrain.js"
-
-const ticks = (pid: number) => {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return Number(f[11]) + Number(f[12])
-  } catch {
-    return 0
-  }
-}
 
 const n = settings.drainJobs
 const queue: DrainQueue = process.env.BENCH_DRAIN_COST_QUEUE === "redis"
@@ -49,7 +40,7 @@ await withDatabase("draincost", async (url, name) => {
       BENCH_DRAIN_QUEUE: JSON.stringify(queue)
     }))
   await readyAll(children)
-  const c0 = children.map((c) => ticks(c.pid!))
+  const c0 = children.map((c) => processCpuMs(c.pid!))
   const start = performance.now()
   await goAll(children)
   let polls = 0
@@ -60,8 +51,8 @@ await withDatabase("draincost", async (url, name) => {
   }, 20, 600_000)
   const seconds = (performance.now() - start) / 1000
   const backends = (await client.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])).rows.map((r) => r.pid as number)
-  const backendTicks = backends.reduce((s, pid) => s + ticks(pid), 0)
-  const workerTicks = children.reduce((s, c, i) => s + ticks(c.pid!) - c0[i]!, 0)
+  const backendMs = backends.reduce((s, pid) => s + processCpuMs(pid), 0)
+  const workerMs = children.reduce((s, c, i) => s + processCpuMs(c.pid!) - c0[i]!, 0)
   await stopAll(children)
   await new Promise((r) => setTimeout(r, 1500))
   const after = await stat()
@@ -71,8 +62,8 @@ await withDatabase("draincost", async (url, name) => {
     jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSecond: Math.round(n / seconds), polls,
     xactPerJob: per("xact_commit"), rollbackPerJob: per("xact_rollback"), insertedPerJob: per("tup_inserted"), updatedPerJob: per("tup_updated"),
     deletedPerJob: per("tup_deleted"), returnedPerJob: per("tup_returned"), fetchedPerJob: per("tup_fetched"),
-    workerCpuMsPerJob: Math.round((workerTicks * 10 / n) * 1000) / 1000,
-    backendCpuMsPerJob: Math.round((backendTicks * 10 / n) * 1000) / 1000, backends: backends.length
+    workerCpuMsPerJob: Math.round((workerMs / n) * 1000) / 1000,
+    backendCpuMsPerJob: Math.round((backendMs / n) * 1000) / 1000, backends: backends.length
   }))
 })
 if (queue.kind === "redis") await deleteRedisKeys(queue.url, `${queue.prefix}*`)

@@ -12,20 +12,12 @@
 import { type ChildProcess, fork } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { processCpuMs } from "./lib/cpu.js"
 import { childExecArgv, goAll, readyAll, stopAll } from "./lib/child.js"
 import { seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { startDrainEngine } from "./queueDrain.js"
-
-const ticks = (pid: number) => {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return Number(f[11]) + Number(f[12])
-  } catch {
-    return 0
-  }
-}
 
 const n = settings.drainJobs
 const rounds = Number(process.env.BENCH_PAIRS_ROUNDS ?? 3)
@@ -53,7 +45,7 @@ const drainOnce = async (template: string, s: ReturnType<typeof side>, round: nu
       }))
     try {
       await readyAll(children)
-      const c0 = children.map((c) => ticks(c.pid!))
+      const c0 = children.map((c) => processCpuMs(c.pid!))
       const start = performance.now()
       await goAll(children)
       await waitFor("drain", async () => {
@@ -61,11 +53,11 @@ const drainOnce = async (template: string, s: ReturnType<typeof side>, round: nu
         return r.rows[0].n === 0
       }, 20, 600_000)
       const seconds = (performance.now() - start) / 1000
-      const workerTicks = children.reduce((sum, c, i) => sum + ticks(c.pid!) - c0[i]!, 0)
+      const workerMs = children.reduce((sum, c, i) => sum + processCpuMs(c.pid!) - c0[i]!, 0)
       const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0]
       console.log(JSON.stringify({
         round, side: s.name, jobs: n, seconds: Math.round(seconds * 1000) / 1000, jobsPerSecond: Math.round(n / seconds),
-        workerCpuMsPerJob: Math.round((workerTicks * 10 / n) * 1000) / 1000, load
+        workerCpuMsPerJob: Math.round((workerMs / n) * 1000) / 1000, load
       }))
     } finally {
       await stopAll(children)
