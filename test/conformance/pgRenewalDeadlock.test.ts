@@ -39,6 +39,10 @@ if (probe === undefined) {
         const renewalWaits = yield* Deferred.make<void>()
         // Another transaction holds the second row, then, once the renewal waits for it, asks for the first.
         const crossing = yield* other.withTransaction(Effect.gen(function*() {
+          // Each waiter runs PostgreSQL's deadlock check deadlock_timeout (1 s) after it starts
+          // waiting, and the first to run it is aborted: on a loaded machine this side's check
+          // could come first. Its own 10 s makes the renewal the one aborted, as intended.
+          yield* other`SET LOCAL deadlock_timeout = '10s'`
           yield* other`UPDATE genjobs_jobs SET provider_progress = 1 WHERE id = ${second!}`
           yield* Deferred.succeed(lockedSecond, undefined)
           yield* Deferred.await(renewalWaits)
