@@ -3,7 +3,10 @@
  * BENCH_HTTP_CONNECTIONS (1, 8 and 64 unless set) against the bundled server (API only:
  * WORKER_CONCURRENCY=0, so it measures admission and insert, not work), over 8 accounts and
  * over 1 (one account's submits serialise on its row), beside a bare node:http server doing one
- * INSERT per request on the same database kind at the same counts. PostgreSQL, then SQLite.
+ * INSERT per request on the same database kind at the same counts. PostgreSQL, then SQLite. Once
+ * the engine is stopped, a bare server doing the engine's own submit writes per request on the
+ * engine's database and accounts (bareServers/pgSameWork.ts, sqliteSameWork.ts) at the same
+ * counts: in the 8-account figures' params, what the spec's writes cost without the engine.
  *
  * With BENCH_HTTP_BESIDE=<another checkout, its `dist/` built>, it compares two builds instead:
  * this checkout's bundled server and that one's, up at once (8 accounts each, a warm-up each),
@@ -15,7 +18,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { benchModel } from "./catalog.js"
+import { benchCatalog, benchModel } from "./catalog.js"
 import { type CpuSample, cpuPerRequest, processCpuMs } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
@@ -100,7 +103,15 @@ const measureCounts = async (server: RunningServer, keys: ReadonlyArray<string>,
   return measured
 }
 
-const report = (store: string, accounts: number, connections: number, engine: Measured, bare: Measured, target: string | undefined) =>
+const report = (
+  store: string,
+  accounts: number,
+  connections: number,
+  engine: Measured,
+  bare: Measured,
+  target: string | undefined,
+  sameWork?: Measured
+) =>
   emit({
     figure: `http_submit_${store}_${accounts}_account${accounts === 1 ? "" : "s"}_${connections}_clients`,
     engine: engine.rps,
@@ -125,6 +136,17 @@ const report = (store: string, accounts: number, connections: number, engine: Me
       // CPU per answered submit in µs, by process; all of them share `cores`, which bounds what throughput is possible.
       engineCpuUsPerRequest: store === "pg" ? engine.cpu : { server: engine.cpu.server, loader: engine.cpu.loader },
       referenceCpuUsPerRequest: store === "pg" ? bare.cpu : { server: bare.cpu.server, loader: bare.cpu.loader },
+      ...(sameWork === undefined ? {} : {
+        sameWorkIs: store === "pg"
+          ? "bare node:http + pg sending the engine's own submit statement per request (bareServers/pgSameWork.ts), on the engine's database"
+          : "bare node:http + node:sqlite running the engine's own submit statements in a transaction per request (bareServers/sqliteSameWork.ts), on the engine's database",
+        sameWorkRps: round(sameWork.rps),
+        sameWorkRatioToReference: Math.round((sameWork.rps / bare.rps) * 1000) / 1000,
+        engineRatioToSameWork: Math.round((engine.rps / sameWork.rps) * 1000) / 1000,
+        sameWorkP50Ms: sameWork.p50,
+        sameWorkNon2xx: sameWork.non2xx,
+        sameWorkCpuUsPerRequest: store === "pg" ? sameWork.cpu : { server: sameWork.cpu.server, loader: sameWork.cpu.loader }
+      }),
       cores: availableParallelism()
     }
   })
@@ -136,10 +158,11 @@ const reportAll = (
   store: string,
   eight: ReadonlyArray<Measured>,
   one: ReadonlyArray<Measured>,
-  bare: ReadonlyArray<Measured>
+  bare: ReadonlyArray<Measured>,
+  sameWork?: ReadonlyArray<Measured>
 ) =>
   settings.httpClientCounts.forEach((connections, i) => {
-    report(store, 8, connections, eight[i]!, bare[i]!, targetAt(connections, ">= 0.17x; server and database <= 300 µs per submit"))
+    report(store, 8, connections, eight[i]!, bare[i]!, targetAt(connections, ">= 0.17x; server and database <= 300 µs per submit"), sameWork?.[i])
     report(store, 1, connections, one[i]!, bare[i]!, undefined)
   })
 
@@ -150,33 +173,61 @@ const reportAll = (
  */
 const ENGINE_ENV = { WORKER_CONCURRENCY: "0", STORE_WAIT_MS: "0" }
 
+/** The bench model's price (as the engine charged `probe`) and version, as bareServers/pgSameWork.ts charges them. */
+const sameWorkEnv = (probe: Record<string, unknown>) => {
+  const version = benchCatalog("demo").models[0]!.versions[0]!
+  return {
+    COST_MICRO_CENTS: String(probe["costMicroCents"]),
+    MODEL_VERSION: version.versionId,
+    ESTIMATED_MS: String((version.estimatedSeconds ?? 0) * 1000)
+  }
+}
+
 const postgres = async () => {
-  const [eight, one] = await withDatabase("http", (url, name) =>
-    withServer(startBundledServer({ ...ENGINE_ENV, DATABASE_URL: url }), async (server) => {
+  const [eight, one, sameWork] = await withDatabase("http", async (url, name) => {
+    const [eight, one, keys, probe] = await withServer(startBundledServer({ ...ENGINE_ENV, DATABASE_URL: url }), async (server) => {
       const keys = await makeAccounts(server.url, 8)
+      const probe = await probeSubmit(server.url, keys[0]!, MODEL)
       const eight = await measureCounts(server, keys, "engine pg 8 accounts", name)
-      return [eight, await measureCounts(server, keys.slice(0, 1), "engine pg 1 account", name)] as const
-    }))
+      return [eight, await measureCounts(server, keys.slice(0, 1), "engine pg 1 account", name), keys, probe] as const
+    })
+    // The engine's store work with nothing of the engine: its statement, on its database and accounts.
+    const sameWork = await withServer(
+      startBareServer("pgSameWork.ts", { DATABASE_URL: url, ...sameWorkEnv(probe) }),
+      (server) => measureCounts(server, keys, "same work pg 8 accounts", name)
+    )
+    return [eight, one, sameWork] as const
+  })
   const bare = await withDatabase("bare", (url, name) =>
     withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measureCounts(server, ["none"], "bare pg", name)))
-  reportAll("pg", eight, one, bare)
+  reportAll("pg", eight, one, bare, sameWork)
 }
 
 const sqlite = async () => {
-  const [eight, one] = await withServer(startBundledServer(ENGINE_ENV), async (server) => {
-    const keys = await makeAccounts(server.url, 8)
-    return [
-      await measureCounts(server, keys, "engine sqlite 8 accounts"),
-      await measureCounts(server, keys.slice(0, 1), "engine sqlite 1 account")
-    ] as const
-  })
   const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-bare-"))
   try {
+    // The engine's data directory outside the server's own, so its database outlives the server
+    // for the same-work server.
+    const dataDir = join(dir, "engine")
+    const [eight, one, keys, probe] = await withServer(startBundledServer({ ...ENGINE_ENV, DATA_DIR: dataDir }), async (server) => {
+      const keys = await makeAccounts(server.url, 8)
+      const probe = await probeSubmit(server.url, keys[0]!, MODEL)
+      return [
+        await measureCounts(server, keys, "engine sqlite 8 accounts"),
+        await measureCounts(server, keys.slice(0, 1), "engine sqlite 1 account"),
+        keys,
+        probe
+      ] as const
+    })
+    const sameWork = await withServer(
+      startBareServer("sqliteSameWork.ts", { SQLITE_FILE: join(dataDir, "genjobs.db"), ...sameWorkEnv(probe) }),
+      (server) => measureCounts(server, keys, "same work sqlite 8 accounts")
+    )
     const bare = await withServer(
       startBareServer("sqlite.ts", { SQLITE_FILE: join(dir, "bare.db") }),
       (server) => measureCounts(server, ["none"], "bare sqlite")
     )
-    reportAll("sqlite", eight, one, bare)
+    reportAll("sqlite", eight, one, bare, sameWork)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

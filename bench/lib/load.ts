@@ -90,12 +90,16 @@ export const submitLoad = (options: LoadOptions & { readonly keys: ReadonlyArray
 export const getLoad = (options: LoadOptions & { readonly path: string }): Promise<LoadResult> =>
   load(options, { method: "GET", path: options.path })
 
-/** One submit by hand before a load run, so a refusal fails with its message rather than a count. */
-export const probeSubmit = async (url: string, key: string, model: string) => {
+/**
+ * One submit by hand before a load run, so a refusal fails with its message rather than a count;
+ * answers the submit's JSON answer.
+ */
+export const probeSubmit = async (url: string, key: string, model: string): Promise<Record<string, unknown>> => {
   const response = await fetch(`${url}/v1/jobs/submit`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     body: JSON.stringify({ model, input: { prompt: "probe" } })
   })
   if (!response.ok) throw new Error(`probe submit to ${url} answered ${response.status}: ${await response.text()}`)
+  return await response.json() as Record<string, unknown>
 }
