@@ -32,8 +32,11 @@ export interface PoolAdmission {
 const refused = (message: string, cause: unknown) =>
   new SqlError.SqlError({ reason: new SqlError.ConnectionError({ cause, message, operation: "connect" }) })
 
-/** The SqlError a shed request fails with: its StoreBusy (the 503's Retry-After) is the cause's cause. */
-const busy = (waitMs: number) => {
+/**
+ * The SqlError a shed request fails with: its StoreBusy (the 503's Retry-After) is the cause's
+ * cause. Also what a submit shed from a batch's queue fails with (jobs/statementBatches.ts).
+ */
+export const shedBeforeStore = (waitMs: number) => {
   const shed = new StoreBusy({ reason: "store_busy", retryAfterSeconds: shedRetryAfterSeconds(waitMs) })
   return refused("The store is busy: the request was shed before it reached the database", shed)
 }
@@ -114,7 +117,7 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
         // Never longer than the store timeout: a bound past it waits as workers do.
         boundMs = Math.min(wait.boundMs, storeTimeoutMs)
         const waitMs = expectedWaitMs({ waiting: waiting(), connections, holdMs })
-        if (waitMs > boundMs) return Effect.fail(busy(waitMs))
+        if (waitMs > boundMs) return Effect.fail(shedBeforeStore(waitMs))
       }
       const waiter: Waiter = {
         called: false,
@@ -122,7 +125,7 @@ export const makePoolAdmission = (options: { readonly connections: number; reado
         expired: undefined,
         timer: setTimeout(() => {
           waiter.expired = lane === notStarted && wait !== undefined
-            ? busy(boundMs)
+            ? shedBeforeStore(boundMs)
             : refused(`The store gave no connection within ${boundMs} ms`, new Error("timeout exceeded when trying to connect"))
           remove()
           const wake = waiter.wake

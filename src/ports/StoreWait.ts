@@ -7,7 +7,8 @@ import { Context, Fiber } from "effect"
  * answer says nothing was), and a store may serve it before requests that have not started.
  */
 export interface RequestStoreWait {
-  readonly boundMs: number
+  /** What is left of the bound: a queue the request waited in before the pool's takes its wait off. */
+  boundMs: number
   underWay: boolean
 }
 

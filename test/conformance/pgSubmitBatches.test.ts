@@ -1,9 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, Redacted } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
 import { SqlClient, Statement } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { layerSqlStores } from "../../adapters/sql/layer.js"
 import type { AccountId } from "../../src/domain/ids.js"
+import { FAIR_STEP_UNIT } from "../../src/domain/fairShare.js"
 import type { Job } from "../../src/domain/job.js"
 import { isRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
@@ -112,7 +113,7 @@ if (probe === undefined) {
         ])
       })))
 
-    it.live("submits of one account never share a statement; their maximum stays exact", () =>
+    it.live("submits of one account share a statement, each decided as alone in its turn: its maximum stays exact", () =>
       provided(Effect.gen(function*() {
         const owner = yield* createAccount(10_000)
         const other = yield* createAccount(10_000)
@@ -122,11 +123,62 @@ if (probe === undefined) {
           { job: job(other.id, { createdAt: T0 + 2 }), maxConcurrentJobs: 2 },
           { job: job(owner.id, { createdAt: T0 + 3 }), maxConcurrentJobs: 2 }
         ])
-        // The owner's second and third go in statements of their own, at once: which of its three the maximum refuses is the store's order.
-        expect(outcomes[2]).toBe("Created")
-        expect([outcomes[0], outcomes[1], outcomes[3]].sort()).toEqual(["CONCURRENT_JOBS_EXCEEDED", "Created", "Created"])
-        expect(statements).toBe(3)
+        expect(outcomes).toEqual(["Created", "Created", "Created", "CONCURRENT_JOBS_EXCEEDED"])
+        expect(statements).toBe(1)
         expect((yield* holdings([owner.id, other.id])).map(({ active, balance }) => [balance, active])).toEqual([[8_000, 2], [9_000, 1]])
+      })))
+
+    it.live("after one account's submit its balance refuses, a cheaper one of the same batch still passes (written again)", () =>
+      provided(Effect.gen(function*() {
+        const owner = yield* createAccount(2_500)
+        const { outcomes, statements } = yield* together([
+          { job: job(owner.id, { costMicroCents: 1_000, createdAt: T0 }) },
+          { job: job(owner.id, { costMicroCents: 2_000, createdAt: T0 + 1 }) },
+          { job: job(owner.id, { costMicroCents: 1_000, createdAt: T0 + 2 }) },
+          { job: job(owner.id, { costMicroCents: 500, createdAt: T0 + 3 }) },
+          { job: job(owner.id, { costMicroCents: 1, createdAt: T0 + 4 }) }
+        ])
+        expect(outcomes).toEqual(["Created", "INSUFFICIENT_BALANCE", "Created", "Created", "INSUFFICIENT_BALANCE"])
+        // The first statement decides the first two; the second, the three after the refused one.
+        expect(statements).toBe(2)
+        expect(yield* holdings([owner.id])).toEqual([{ balance: 0, active: 3, lines: 3, charged: 2_500, jobs: 3 }])
+      })))
+
+    it.live("one account's jobs of one statement get the fair keys they would one after another", () =>
+      provided(Effect.gen(function*() {
+        const owner = yield* createAccount(10_000)
+        const submits = [0, 1, 2].map((i) => ({ job: job(owner.id, { createdAt: T0 + i }) }))
+        expect(yield* together(submits)).toEqual({ outcomes: ["Created", "Created", "Created"], statements: 1 })
+        const repo = yield* JobRepo
+        const keys = (yield* Effect.forEach(submits, ({ job }) => repo.get(job.id))).map((found) => Option.getOrThrow(found).fairKey)
+        expect(keys.map((key) => key - keys[0]!)).toEqual([0, FAIR_STEP_UNIT, 2 * FAIR_STEP_UNIT])
+      })))
+
+    it.live("a statement takes its accounts' rows in their order, whatever its submits' order: two statements never deadlock", () =>
+      provided(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [low, high] = (yield* Effect.forEach([1, 2], () => createAccount(10_000))).map((a) => a.id).sort()
+        const lockedLow = yield* Deferred.make<void>()
+        const batchWaits = yield* Deferred.make<void>()
+        // Another connection holds the first account's row; once the batch waits for it, it asks for the second's without waiting.
+        const holder = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT id FROM genjobs_accounts WHERE id = ${low!} FOR UPDATE`
+          yield* Deferred.succeed(lockedLow, undefined)
+          yield* Deferred.await(batchWaits)
+          return yield* Effect.exit(sql`SELECT id FROM genjobs_accounts WHERE id = ${high!} FOR UPDATE NOWAIT`)
+        })).pipe(Effect.forkChild)
+        yield* Deferred.await(lockedLow)
+        // The second account's submit first: a statement locking in its submits' order would hold that row while it waits.
+        const batch = yield* together([{ job: job(high!, { createdAt: T0 }) }, { job: job(low!, { createdAt: T0 + 1 }) }]).pipe(Effect.forkChild)
+        while (true) {
+          const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%jsonb_to_recordset%'`
+          if (rows[0]!.n > 0) break
+          yield* Effect.sleep("10 millis")
+        }
+        yield* Deferred.succeed(batchWaits, undefined)
+        expect(Exit.isSuccess(yield* Fiber.join(holder))).toBe(true)
+        expect(yield* Fiber.join(batch)).toEqual({ outcomes: ["Created", "Created"], statements: 1 })
       })))
 
     it.live("a submit inside the host's own transaction is written there, not in a batch", () =>

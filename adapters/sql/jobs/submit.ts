@@ -1,12 +1,14 @@
 import { Effect, Option, Schema } from "effect"
 import { SqlError } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
+import { FAIR_STEP_UNIT } from "../../../src/domain/fairShare.js"
 import type { Job } from "../../../src/domain/job.js"
 import type { JobId } from "../../../src/domain/ids.js"
 import type { HandOffLease } from "../../../src/ports/JobRepo.js"
 import { chargeOf, type GatedSubmit, type JobStoreDriver, type SubmitGates } from "../../../src/ports/JobStoreDriver.js"
 import { SUBMIT_DECLINED_SQLSTATE, submitDeclinedName, submitGateName } from "../migrations/0016_submit_gate.js"
 import { COUNTED_JOB_SETTING } from "../migrations/0021_submit_counts_itself.js"
+import { shedBeforeStore } from "../pgShedding.js"
 import type { JobSql } from "../queue/context.js"
 import { makeHandOffFragments } from "../queue/handOff.js"
 import { DbInt, decodeRows, type JobColumns, JobFromRow, storeErrors } from "../rows.js"
@@ -44,8 +46,8 @@ const decodeGated = decodeRows(Schema.Array(Schema.Struct({
   id: Schema.NullOr(Schema.String)
 })))
 const decodeJob = decodeRows(JobFromRow)
-/** The jobs a statement of plain submits inserted, each with the fair key it computed. */
-const decodeStored = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String, fair_key: DbInt })))
+/** The jobs a statement of plain submits inserted, each with the fair key it computed; null for a submit it did not decide. */
+const decodeStored = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String, fair_key: Schema.NullOr(DbInt) })))
 
 /** What the statement of a batch of plain submits binds: its submits (chargingEachPg's `submitted`) and their jobs' rows, as JSON. */
 interface EachBinds extends Record<string, unknown> {
@@ -123,7 +125,7 @@ const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<t
  */
 export const makeQueuedSubmitsPg = (ctx: JobSql) => {
   const { sql, t } = ctx
-  const { chargingEachPg, chargingPg } = makeChargeStatements(ctx)
+  const { chargingDistinctPg, chargingEachPg, chargingPg } = makeChargeStatements(ctx)
   const fairKeys = makeFairKeys(ctx)
 
   /** A plain submit alone: chargingPg's charge and the job's counted insert, its values bound as parameters. */
@@ -133,16 +135,46 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
 
   /**
    * The plain submits of a batch (statementBatches.ts) in one statement: chargingEachPg charges
-   * each submit's account or refuses it alone, and the jobs of the charged ones are inserted,
-   * each with its fair key from its account's row and counted by its own charge (the insert
-   * trigger skips it, migration 0021: the id's `set_config` runs as that row is made, just before
-   * it is written and the trigger's WHEN reads it). The submits and the jobs' rows come as two
-   * JSON arrays, so the text is one for every batch and compiled once.
+   * each submit's account or refuses it as it would be alone, and the jobs of the charged ones are
+   * inserted, each counted by its account's charge (the insert trigger skips it, migration 0021:
+   * the id's `set_config` runs as that row is made, just before it is written and the trigger's
+   * WHEN reads it). The k-th job of an account gets the key it would after the k - 1 before it
+   * (fairKeyOf steps from the account's last pending key; the statement cannot see its own
+   * inserts). Its rows answer the jobs inserted with their fair keys, and with a null key the
+   * submits not decided (chargingEachPg's `considered`). The submits and the jobs' rows come as
+   * two JSON arrays, so the text is one for every batch and compiled once.
    */
   const eachStatement = (columns: ReadonlyArray<string>) => ({ rows, submitted }: EachBinds) =>
     sql`WITH submitted AS (
         SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
-      ), ${chargingEachPg(sql`submitted`)}
+      ), ${chargingEachPg(sql`submitted`)}, inserted AS (
+        INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
+        SELECT ${
+      sql.csv(columns.map((column) =>
+        column === "id"
+          ? sql`set_config(${COUNTED_JOB_SETTING}, r.id, true)`
+          : column === "fair_key"
+          ? sql`${fairKeys.fairKey(sql`r.account_id`, sql`j.fair_weight`)} + (j.k - 1) * (${
+            sql.literal(String(FAIR_STEP_UNIT))
+          } / j.fair_weight)`
+          : sql`r.${sql.literal(column)}`
+      ))
+    }
+        FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN judged j ON j.job_id = r.id AND j.admitted
+        JOIN account ON account.id = j.account_id
+        RETURNING id, fair_key
+      )
+      SELECT id, fair_key FROM inserted UNION ALL SELECT job_id, NULL FROM judged WHERE NOT considered`
+  /**
+   * A batch of distinct accounts' submits in one statement: chargingDistinctPg charges each one's
+   * account or refuses it, and the charged ones' jobs are inserted as eachStatement inserts them,
+   * each with its account's fair key. Every submit is decided. A batch without two submits of one
+   * account takes it: it costs the database less than eachStatement's ranking.
+   */
+  const distinctStatement = (columns: ReadonlyArray<string>) => ({ rows, submitted }: EachBinds) =>
+    sql`WITH submitted AS (
+        SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
+      ), ${chargingDistinctPg(sql`submitted`)}
       INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
       SELECT ${
       sql.csv(columns.map((column) =>
@@ -155,24 +187,37 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
     }
       FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN account ON account.job_id = r.id
       RETURNING id, fair_key`
-  /** Compiled at the first batch, its columns those of the first job's row (every row has the same). */
-  let eachOnce: ((binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>) | undefined
-  /** Each submit's job as stored, or none where its charge refused it; in the order given. */
+  type EachOnce = (binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>
+  /** Compiled at the first batch of their kind, their columns those of its first job's row (every row has the same). */
+  let eachOnce: EachOnce | undefined
+  let distinctOnce: EachOnce | undefined
+  /**
+   * Each submit's job as stored, or none where its charge refused it; in the order given. The
+   * submits the statement did not decide are written again, in a statement of their own: at
+   * least one more of each account is decided by each statement.
+   */
   const each = (submits: ReadonlyArray<PlainSubmit>): Effect.Effect<ReadonlyArray<Option.Option<Job>>, SqlError.SqlError | Schema.SchemaError> => {
-    // In the accounts' order: where the plan locks them as listed, two processes' batches take the
-    // accounts they share in one order. A deadlock still left is PostgreSQL's to break, the batch
-    // then written again one submit to a statement (statementBatches.ts).
-    const ordered = [...submits].sort((a, b) => (a.job.accountId < b.job.accountId ? -1 : 1))
-    const rows = ordered.map(({ job }) => jobRow(job))
-    eachOnce ??= compiledOnce<EachBinds>(sql, eachStatement(Object.keys(rows[0]!)))
-    const submitted = ordered.map(({ job, maxConcurrentJobs }) => submittedRow(chargeBinds(chargeOf(job)), maxConcurrentJobs))
-    return eachOnce({ submitted: JSON.stringify(submitted), rows: JSON.stringify(rows) }).pipe(
+    const rows = submits.map(({ job }) => jobRow(job))
+    const distinct = new Set(submits.map(({ job }) => job.accountId)).size === submits.length
+    const statement = distinct
+      ? (distinctOnce ??= compiledOnce<EachBinds>(sql, distinctStatement(Object.keys(rows[0]!))))
+      : (eachOnce ??= compiledOnce<EachBinds>(sql, eachStatement(Object.keys(rows[0]!))))
+    const submitted = submits.map(({ job, maxConcurrentJobs }, seq) => submittedRow(seq, chargeBinds(chargeOf(job)), maxConcurrentJobs))
+    return statement({ submitted: JSON.stringify(submitted), rows: JSON.stringify(rows) }).pipe(
       Effect.flatMap(decodeStored),
-      Effect.map((stored) => {
+      Effect.flatMap((stored) => {
         const fairKeyOf = new Map(stored.map((row) => [row.id, row.fair_key]))
-        return submits.map(({ job }) => {
-          const fairKey = fairKeyOf.get(job.id)
-          return fairKey === undefined ? Option.none() : Option.some({ ...job, fairKey })
+        const undecided = submits.filter(({ job }) => fairKeyOf.get(job.id) === null)
+        return Effect.map(undecided.length === 0 ? Effect.succeed([]) : each(undecided), (again) => {
+          const againOf = new Map(undecided.map(({ job }, i) => [job.id, again[i]!]))
+          return submits.map(({ job }) => {
+            const fairKey = fairKeyOf.get(job.id)
+            return fairKey === null
+              ? againOf.get(job.id)!
+              : fairKey === undefined
+              ? Option.none()
+              : Option.some({ ...job, fairKey })
+          })
         })
       })
     )
@@ -289,8 +334,9 @@ export const makeSubmitStatements = (ctx: JobSql) => {
           (submits.length === 1
             ? Effect.map(queuedPg.plain(submits[0]!.job, submits[0]!.maxConcurrentJobs).pipe(Effect.flatMap(withFairKey(submits[0]!.job))), (job) => [job])
             : queuedPg.each(submits)).pipe(storeErrors("submit job")),
-        keyOf: ({ job }) => job.accountId,
-        enclosing: sql.transactionService
+        enclosing: sql.transactionService,
+        // A request's submit waits for a batch within its store wait, as it waits for a connection.
+        shed: (boundMs) => Effect.fail(shedBeforeStore(boundMs)).pipe(storeErrors("submit job"))
       })
       return (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) =>
       (handOff === undefined
