@@ -35,8 +35,9 @@
  * - The engine's other statements are not sent: the job-event hints (`pg_notify`), lease
  *   renewals (none in a drain this short), the reaper's and passes' statements, the catalog reads.
  * - The pool: graphile-worker's, of SAME_WRITES_POOL (10, the engine's store pool default,
- *   adapters/sql/postgres.ts) per process, so both sides hold at most as many connections; the
- *   no-op reference's pool is concurrency + 1 (25), which its no-op task never fills.
+ *   adapters/sql/postgres.ts; BENCH_GRAPHILE_SAME_WRITES_POOL to change it) per process, so both
+ *   sides hold at most as many connections; the no-op reference's pool is concurrency + 1 (25),
+ *   which its no-op task never fills.
  */
 import type { PoolClient } from "pg"
 import type { Task } from "graphile-worker"
@@ -45,8 +46,11 @@ import { claimByIdText, endingsOf, endText, MAX_ATTEMPTS } from "./lib/drainText
 /** The task's name in graphile-worker's job rows. */
 export const SAME_WRITES_TASK = "engineWrites"
 
-/** Connections of a same-writes worker process's pool: the engine's store pool default. */
-export const SAME_WRITES_POOL = 10
+/**
+ * Connections of a same-writes worker process's pool: the engine's store pool default, or
+ * BENCH_GRAPHILE_SAME_WRITES_POOL (a measuring aid: does the pool bound the task's writes?).
+ */
+export const SAME_WRITES_POOL = Number(process.env.BENCH_GRAPHILE_SAME_WRITES_POOL ?? 10)
 
 type Claimed = { readonly id: string; readonly lease_owner: string }
 

@@ -23,9 +23,12 @@ const databaseNow = `(SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::big
  * The claim's CTEs and UPDATE; `$n` are its parameters from `first` on: max attempts, limit, now,
  * lease owner. Beside an ending (`besideEnding`) its expired side leaves out the jobs being ended:
  * of two updates of one row in a statement PostgreSQL applies only one. With `byId`, both sides
- * take only the job whose id is the parameter after the lease owner (`$first+4`), instead of the
- * queue's order: the statement is otherwise the same (both sides, their ORDER BY, LIMIT and
- * SKIP LOCKED, the UPDATE).
+ * take only the job whose id is the parameter after the lease owner (`$first+4`) instead of the
+ * queue's order, so the pending side's `ORDER BY fair_key, id` (the queue's order) goes: kept,
+ * the planner serves it from the pending jobs' index (fair_key, id) with the id as a filter on
+ * every entry (87 pages a claim at 8,000 pending jobs, against 4 for the primary key's lookup it
+ * takes without). The statement is otherwise the same: both sides, the expired side's order,
+ * LIMIT, SKIP LOCKED, the UPDATE.
  */
 export const claimOf = (first: number, besideEnding: boolean, byId = false) => {
   const [attempts, limit, now, owner, id] = [first, first + 1, first + 2, first + 3, first + 4].map((n) => `$${n}`)
@@ -36,7 +39,7 @@ export const claimOf = (first: number, besideEnding: boolean, byId = false) => {
           ${besideEnding ? "AND id <> ALL(ARRAY(SELECT id FROM d))" : ""}
         ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
       ), pending AS (
-        SELECT id FROM ${jobs} WHERE status = 'pending' ${only} ORDER BY fair_key, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        SELECT id FROM ${jobs} WHERE status = 'pending' ${byId ? only : "ORDER BY fair_key, id"} LIMIT ${limit} FOR UPDATE SKIP LOCKED
       ), picked AS ((SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${limit})`,
     update: `UPDATE ${jobs} AS j SET status = 'processing', attempts = attempts + 1,
         started_at = COALESCE(started_at, GREATEST(created_at, ${now}::bigint)), lease_owner = ${owner},
