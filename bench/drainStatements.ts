@@ -14,72 +14,26 @@
  *   fibers it is about to claim for (docs/decisions.md, "PostgreSQL drain: the store side").
  *
  * The statements are copies of the adapters' texts at the commit that added this file (lease clock
- * from the database, no excluded versions, no webhook URL, no job-event hints): a change there is
- * not followed here. Run: `BENCH_DRAIN_JOBS=8000 npx tsx --conditions=genjobs-source bench/drainStatements.ts`
+ * from the database, no excluded versions, no webhook URL, no job-event hints), kept in
+ * lib/drainTexts.ts: a change there is not followed here. Run: `BENCH_DRAIN_JOBS=8000 npx tsx --conditions=genjobs-source bench/drainStatements.ts`
  * (BENCH_DRAIN_STATEMENT_BATCH, default 8: B; BENCH_DRAIN_STATEMENT_PAIRS, default 3).
  */
 import { readFileSync } from "node:fs"
-import { seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
+import { claimText, combinedText, endingsOf, endText, MAX_ATTEMPTS } from "./lib/drainTexts.js"
+import { seed, submitMany } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, withDatabase } from "./lib/pg.js"
 import { startDrainEngine } from "./queueDrain.js"
 
 const batch = Number(process.env.BENCH_DRAIN_STATEMENT_BATCH ?? 8)
 const pairs = Number(process.env.BENCH_DRAIN_STATEMENT_PAIRS ?? 3)
-const MAX_ATTEMPTS = 3
 
 const ticks = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return Number(f[11]) + Number(f[12])
 }
 
-const jobs = `${TABLE_PREFIX}jobs`
-const databaseNow = `(SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint)`
-/**
- * The claim's CTEs and UPDATE; `$n` are its parameters from `first` on: max attempts, limit, now,
- * lease owner. Beside an ending (`besideEnding`) its expired side leaves out the jobs being ended:
- * of two updates of one row in a statement PostgreSQL applies only one.
- */
-const claimOf = (first: number, besideEnding: boolean) => {
-  const [attempts, limit, now, owner] = [first, first + 1, first + 2, first + 3].map((n) => `$${n}`)
-  return {
-    ctes: `expired AS (
-        SELECT id FROM ${jobs} WHERE status = 'processing' AND lease_expires_at <= ${databaseNow} AND attempts < ${attempts}
-          ${besideEnding ? "AND id <> ALL(ARRAY(SELECT id FROM d))" : ""}
-        ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-      ), pending AS (
-        SELECT id FROM ${jobs} WHERE status = 'pending' ORDER BY fair_key, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
-      ), picked AS ((SELECT id FROM expired) UNION ALL (SELECT id FROM pending) LIMIT ${limit})`,
-    update: `UPDATE ${jobs} AS j SET status = 'processing', attempts = attempts + 1,
-        started_at = COALESCE(started_at, GREATEST(created_at, ${now}::bigint)), lease_owner = ${owner},
-        lease_expires_at = (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint + 300000,
-        provider_phase = CASE WHEN status = 'pending' THEN 'starting' ELSE provider_phase END,
-        provider_starts = CASE WHEN status = 'pending' THEN provider_starts + 1 ELSE provider_starts END
-      FROM picked WHERE j.id = picked.id RETURNING j.*`
-  }
-}
-const ending = `d AS (SELECT * FROM jsonb_to_recordset($1::jsonb)
-        AS d(id text, "leaseOwner" text, status text, outputs text, error text, completed_at bigint, route text)),
-      ended AS (UPDATE ${jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error, completed_at = d.completed_at,
-          lease_owner = NULL, lease_expires_at = NULL, provider_route = COALESCE(d.route, j.provider_route)
-        FROM d WHERE j.id = d.id AND j.id = ANY(ARRAY(SELECT id FROM d)) AND j.status COLLATE "C" = 'processing'
-          AND j.lease_owner = d."leaseOwner" AND j.webhook_url IS NULL
-        RETURNING j.*),
-      entries AS (INSERT INTO ${TABLE_PREFIX}job_changes (account_id, job_id, request_id, status, model, version, ended_at,
-          cost_micro_cents, refunded_micro_cents, error)
-        SELECT e.account_id, e.id, e.request_id, e.status, e.model, e.version, e.completed_at, e.cost_micro_cents,
-          CASE WHEN e.status = 'completed' THEN 0 ELSE e.cost_micro_cents END, e.error
-        FROM ended AS e WHERE e.status IN ('completed', 'failed', 'cancelled'))`
-const claimAlone = claimOf(1, false)
-const claimText = `WITH ${claimAlone.ctes} ${claimAlone.update}`
-const endText = `WITH ${ending} SELECT * FROM ended`
-const claimBeside = claimOf(2, true)
-const combinedText = `WITH ${ending}, ${claimBeside.ctes}, claimed AS (${claimBeside.update})
-  SELECT true AS ended_row, * FROM ended UNION ALL SELECT false, * FROM claimed`
-
 type Row = { readonly id: string; readonly lease_owner: string; readonly ended_row?: boolean }
-const endingsOf = (held: ReadonlyArray<Row>) =>
-  JSON.stringify(held.map((row) => ({ id: row.id, leaseOwner: row.lease_owner, status: "completed", outputs: "[]", error: null, completed_at: Date.now(), route: null })))
 
 const drainOnce = async (database: string, shape: "separate" | "combined") => {
   const client = await connect(database)

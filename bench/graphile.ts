@@ -113,6 +113,21 @@ export const addNoopJobs = async (client: pg.Client, count: number, batch = 1_00
   }
 }
 
+/**
+ * Adds one job of `task` per id of `ids`, its payload `{ id }`, in the list's order, `batch` per
+ * `add_jobs` call (graphile-worker's job ids, hence its fetch order, follow it).
+ */
+export const addJobsForIds = async (client: pg.Client, task: string, ids: ReadonlyArray<string>, batch = 1_000) => {
+  for (let from = 0; from < ids.length; from += batch) {
+    await client.query(
+      `SELECT graphile_worker.add_jobs(array_agg(ROW($1::text, json_build_object('id', u.id), NULL, NULL, NULL, NULL, NULL, NULL)::graphile_worker.job_spec
+         ORDER BY u.n))
+       FROM unnest($2::text[]) WITH ORDINALITY AS u(id, n)`,
+      [task, ids.slice(from, from + batch)]
+    )
+  }
+}
+
 /** Jobs graphile-worker still holds: it deletes a job once its task succeeds. */
 export const graphileJobsLeft = async (client: pg.Client) =>
   Number((await client.query("SELECT count(*) AS n FROM graphile_worker._private_jobs")).rows[0].n)

@@ -18,13 +18,17 @@
  * the stored jobs by id (src/services/brokerClaims.ts): the clock stops on the database, as for the
  * store's own queue.
  *
- * graphile-worker runs twice, each on a fresh database with the same P x C: `batched`, its best
+ * graphile-worker runs three times, each on a fresh database with the same P x C: `batched`, its best
  * published configuration (a local queue of 500, batched completions and failures), the reference
  * of the ratios, since the project's target (>= 0.5) is against graphile-worker at its best; and
  * `unbatched`, its defaults (each worker fetches its own job, one statement per completion), the
  * reference of the earlier results, printed in params (`unbatched*`). Batched, the default 15,500
  * jobs drain in about half a second on 2 cores, so the 20 ms poll and the runners' start-up weigh
- * a few per cent there; a larger BENCH_DRAIN_JOBS gives a steadier reference.
+ * a few per cent there; a larger BENCH_DRAIN_JOBS gives a steadier reference. The third run, for
+ * `queue_drain` only, is batched again on an engine-migrated database holding N submitted engine
+ * jobs, its task making each engine job's store writes (the engine's claim by id and its ending,
+ * graphileSameWrites.ts), printed in params (`graphileSameWrites*`): graphile-worker doing the
+ * work an engine job costs the store.
  *
  * The brokers are shared (BENCH_REDIS_URL, BENCH_NATS_URL): each run names its stream (and
  * BullMQ's keys) under a random prefix of its own and deletes them afterwards. BENCH_DRAIN_QUEUES
@@ -53,6 +57,7 @@ import { settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import {
+  addJobsForIds,
   addNoopJobs,
   type GraphileConfigName,
   graphileConfigLabel,
@@ -60,6 +65,7 @@ import {
   graphileJobsLeft,
   installGraphile
 } from "./graphile.js"
+import { SAME_WRITES_POOL, SAME_WRITES_TASK } from "./graphileSameWrites.js"
 
 const POLL_MS = 20
 
@@ -220,6 +226,48 @@ export const graphileSide = (n: number, config: GraphileConfigName) =>
     }
   })
 
+/**
+ * graphile-worker batched making the engine's writes (graphileSameWrites.ts): on one fresh
+ * database, N engine jobs submitted as the engine side submits them, graphile-worker's schema, and
+ * N graphile-worker jobs, one per engine job in the engine's claim order (fair_key, id), its
+ * payload the engine job's id; the clock covers the drain only, as for the no-op reference. After
+ * it, every engine job must be completed, claimed once.
+ */
+export const graphileSameWritesSide = (n: number) =>
+  withDatabase("graphilesw", async (url, name) => {
+    const engine = await startDrainEngine(url, 0, { kind: "store" })
+    try {
+      await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
+    } finally {
+      await engine.dispose()
+    }
+    await installGraphile(url)
+    const client = await connect(name)
+    try {
+      const ids = (await client.query<{ id: string }>(`SELECT id FROM ${TABLE_PREFIX}jobs WHERE status = 'pending' ORDER BY fair_key, id`))
+        .rows.map((row) => row.id)
+      if (ids.length !== n) throw new Error(`graphile-worker same writes: ${ids.length} pending engine jobs after ${n} submits`)
+      const insertStart = performance.now()
+      await addJobsForIds(client, SAME_WRITES_TASK, ids)
+      const insertSeconds = (performance.now() - insertStart) / 1000
+      const seconds = await drain(
+        "graphileWorker.ts",
+        { BENCH_DATABASE_URL: url, BENCH_GRAPHILE_CONFIG: "batched", BENCH_GRAPHILE_TASK: "sameWrites" },
+        async () => (await graphileJobsLeft(client)) === 0,
+        600_000
+      )
+      const failed = await graphileJobsFailed(client)
+      if (failed !== 0) throw new Error(`graphile-worker same writes: ${failed} jobs failed`)
+      const by = await countByStatus(client)
+      if (by["completed"] !== n) throw new Error(`graphile-worker same writes: expected ${n} completed engine jobs, found ${JSON.stringify(by)}`)
+      const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts <> 1`)).rows[0].n)
+      if (retried !== 0) throw new Error(`graphile-worker same writes: ${retried} engine jobs claimed other than once`)
+      return { seconds, insertSeconds }
+    } finally {
+      await client.end()
+    }
+  })
+
 const bullmqSide = async (n: number) => {
   const url = settings.redisUrl
   const prefix = bullmqPrefix()
@@ -279,8 +327,11 @@ export const queueDrain = async () => {
     log(`queue_drain: graphile-worker unbatched (${graphileConfigLabel.unbatched}), ${n} jobs`)
     const unbatched = await graphileSide(n, "unbatched")
     const reference = await graphileBatched()
+    log(`queue_drain: graphile-worker batched making the engine's writes per job, ${n} jobs`)
+    const sameWrites = await graphileSameWritesSide(n)
     const engineRate = n / engine.seconds
     const unbatchedRate = n / unbatched.seconds
+    const sameWritesRate = n / sameWrites.seconds
     emit({
       figure: "queue_drain",
       engine: engineRate,
@@ -304,7 +355,15 @@ export const queueDrain = async () => {
         unbatchedReference: Math.round(unbatchedRate),
         unbatchedRatio: Math.round((engineRate / unbatchedRate) * 1000) / 1000,
         unbatchedReferenceSeconds: seconds(unbatched.seconds),
-        unbatchedReferenceInsertJobsPerSecond: Math.round(n / unbatched.insertSeconds)
+        unbatchedReferenceInsertJobsPerSecond: Math.round(n / unbatched.insertSeconds),
+        graphileSameWritesIs: `graphile-worker 0.18 batched (${graphileConfigLabel.batched}, a pool of ${SAME_WRITES_POOL}) on the ` +
+          `engine's database, each job's task sending the engine's claim of its engine job by id and the engine's ending ` +
+          `(two statements a job, not batched; bench/graphileSameWrites.ts)`,
+        graphileSameWritesJobsPerSecond: Math.round(sameWritesRate),
+        engineToGraphileSameWrites: Math.round((engineRate / sameWritesRate) * 1000) / 1000,
+        graphileSameWritesToNoOp: Math.round((sameWritesRate / (n / reference.seconds)) * 1000) / 1000,
+        graphileSameWritesSeconds: seconds(sameWrites.seconds),
+        graphileSameWritesInsertJobsPerSecond: Math.round(n / sameWrites.insertSeconds)
       }
     })
   }
