@@ -116,6 +116,19 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
       )`
   }
 
+  /** The rollup row a batch statement upserts, read from the columns of `SUBMITTED_COLUMNS` under `alias`. */
+  const rollupOf = (alias: Statement.Fragment) => ({
+    accountId: sql`${alias}.account_id`,
+    keyId: sql`${alias}.key_id`,
+    model: sql`${alias}.model`,
+    hour: sql`${alias}.hour`,
+    chargedMicroCents: sql`${alias}.charged_micro_cents`,
+    refundedMicroCents: sql`${alias}.refunded_micro_cents`,
+    jobs: sql`${alias}.jobs`,
+    failed: sql`${alias}.failed`,
+    cancelled: sql`${alias}.cancelled`
+  })
+
   /**
    * The batch statements' ends of their accounts' jobs, folded as chargingPg folds them (skipped
    * when locked), and given back where no account of theirs was charged (`account` answers those
@@ -179,17 +192,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
         FROM judged j JOIN account ON account.id = j.account_id WHERE j.admitted AND j.cost_micro_cents > 0
       ), rollup AS (
         ${
-      rollupUpsertOf(sql, t, {
-        accountId: sql`r.account_id`,
-        keyId: sql`r.key_id`,
-        model: sql`r.model`,
-        hour: sql`r.hour`,
-        chargedMicroCents: sql`r.charged_micro_cents`,
-        refundedMicroCents: sql`r.refunded_micro_cents`,
-        jobs: sql`r.jobs`,
-        failed: sql`r.failed`,
-        cancelled: sql`r.cancelled`
-      }, sql`FROM (
+      rollupUpsertOf(sql, t, rollupOf(sql`r`), sql`FROM (
           SELECT j.account_id, j.key_id, j.model, j.hour, SUM(j.charged_micro_cents) AS charged_micro_cents,
             SUM(j.refunded_micro_cents) AS refunded_micro_cents, SUM(j.jobs) AS jobs, SUM(j.failed) AS failed,
             SUM(j.cancelled) AS cancelled
@@ -225,17 +228,7 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
         FROM ${submitted} s JOIN account ON account.job_id = s.job_id WHERE s.cost_micro_cents > 0
       ), rollup AS (
         ${
-      rollupUpsertOf(sql, t, {
-        accountId: sql`s.account_id`,
-        keyId: sql`s.key_id`,
-        model: sql`s.model`,
-        hour: sql`s.hour`,
-        chargedMicroCents: sql`s.charged_micro_cents`,
-        refundedMicroCents: sql`s.refunded_micro_cents`,
-        jobs: sql`s.jobs`,
-        failed: sql`s.failed`,
-        cancelled: sql`s.cancelled`
-      }, sql`FROM ${submitted} s JOIN account ON account.job_id = s.job_id`)
+      rollupUpsertOf(sql, t, rollupOf(sql`s`), sql`FROM ${submitted} s JOIN account ON account.job_id = s.job_id`)
     }
       )`
 

@@ -1,5 +1,5 @@
 import { Effect, Option, Schema } from "effect"
-import { SqlError } from "effect/sql"
+import { SqlError, type Statement } from "effect/sql"
 import type { StoreError } from "../../../src/domain/errors.js"
 import { FAIR_STEP_UNIT } from "../../../src/domain/fairShare.js"
 import type { Job } from "../../../src/domain/job.js"
@@ -134,6 +134,19 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
       INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row)} RETURNING fair_key`
 
   /**
+   * A batch's job rows (`r`, from their JSON) as inserted: each id through its counted `set_config`
+   * (the insert trigger skips it, migration 0021), the fair key as `fairKey` computes it.
+   */
+  const insertedValues = (columns: ReadonlyArray<string>, fairKey: Statement.Fragment) =>
+    sql.csv(columns.map((column) =>
+      column === "id"
+        ? sql`set_config(${COUNTED_JOB_SETTING}, r.id, true)`
+        : column === "fair_key"
+        ? fairKey
+        : sql`r.${sql.literal(column)}`
+    ))
+
+  /**
    * The plain submits of a batch (statementBatches.ts) in one statement: chargingEachPg charges
    * each submit's account or refuses it as it would be alone, and the jobs of the charged ones are
    * inserted, each counted by its account's charge (the insert trigger skips it, migration 0021:
@@ -150,15 +163,10 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
       ), ${chargingEachPg(sql`submitted`)}, inserted AS (
         INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
         SELECT ${
-      sql.csv(columns.map((column) =>
-        column === "id"
-          ? sql`set_config(${COUNTED_JOB_SETTING}, r.id, true)`
-          : column === "fair_key"
-          ? sql`${fairKeys.fairKey(sql`r.account_id`, sql`j.fair_weight`)} + (j.k - 1) * (${
-            sql.literal(String(FAIR_STEP_UNIT))
-          } / j.fair_weight)`
-          : sql`r.${sql.literal(column)}`
-      ))
+      insertedValues(
+        columns,
+        sql`${fairKeys.fairKey(sql`r.account_id`, sql`j.fair_weight`)} + (j.k - 1) * (${sql.literal(String(FAIR_STEP_UNIT))} / j.fair_weight)`
+      )
     }
         FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN judged j ON j.job_id = r.id AND j.admitted
         JOIN account ON account.id = j.account_id
@@ -176,15 +184,7 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
         SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
       ), ${chargingDistinctPg(sql`submitted`)}
       INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
-      SELECT ${
-      sql.csv(columns.map((column) =>
-        column === "id"
-          ? sql`set_config(${COUNTED_JOB_SETTING}, r.id, true)`
-          : column === "fair_key"
-          ? fairKeys.fairKey(sql`r.account_id`, sql`account.fair_weight`)
-          : sql`r.${sql.literal(column)}`
-      ))
-    }
+      SELECT ${insertedValues(columns, fairKeys.fairKey(sql`r.account_id`, sql`account.fair_weight`))}
       FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN account ON account.job_id = r.id
       RETURNING id, fair_key`
   type EachOnce = (binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>
