@@ -204,8 +204,10 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
 
   /**
    * chargingEachPg for submits of distinct accounts, each charged or refused on its own, with the
-   * columns of `SUBMITTED_COLUMNS` (`seq` unused): no lock taken before the UPDATE, no window
-   * over an account's submits, each account's row written by its one submit. What a batch of
+   * columns of `SUBMITTED_COLUMNS` (`seq` unused): the accounts' rows locked in their order as
+   * chargingEachPg locks them (`locked`: whichever way the plan reads it, rows come out of it in
+   * that order, so two statements sharing accounts never deadlock), then no window over an
+   * account's submits, each account's row written by its one submit. What a batch of
    * distinct accounts costs the database: chargingEachPg's ranking put 8 accounts' submits at
    * 4-15 % more of it and 11-13 % fewer submits a second (docs/decisions.md, "One account's
    * submits in the batch's statement"). `account` answers the charged accounts with their
@@ -216,10 +218,12 @@ export const makeChargeStatements = ({ sql, t }: JobSql) => {
     sql`${endsOf(submitted)}, folded AS (
         SELECT s.account_id, COUNT(ended.account_id) AS n FROM ${submitted} s LEFT JOIN ended ON ended.account_id = s.account_id
         GROUP BY s.account_id
+      ), locked AS (
+        SELECT a.id FROM ${t.accounts} AS a JOIN folded ON folded.account_id = a.id ORDER BY a.id FOR UPDATE OF a
       ), account AS (
         UPDATE ${t.accounts} AS a SET balance_micro_cents = a.balance_micro_cents - s.cost_micro_cents,
           active_jobs = a.active_jobs - folded.n + 1
-        FROM ${submitted} s JOIN folded ON folded.account_id = s.account_id
+        FROM ${submitted} s JOIN folded ON folded.account_id = s.account_id JOIN locked ON locked.id = s.account_id
         WHERE a.id = s.account_id AND a.balance_micro_cents >= s.cost_micro_cents AND a.active_jobs - folded.n < s.max_concurrent_jobs
         RETURNING a.id, a.fair_weight, s.job_id
       ), ${restoredEnds}, line AS (
