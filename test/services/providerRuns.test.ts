@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Option, Ref, Scope, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Option, Random, Ref, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -407,7 +407,9 @@ describe("provider runs: provider outages", () => {
       expect(done).toMatchObject({ status: "completed", error: null, providerPhase: "started", providerHandle: { id: `gen_${counts.starts}` } })
       expect(done.providerStarts).toBe(counts.starts)
       expect(yield* balanceOf(accountId)).toBe(100_000 - job.costMicroCents)
-    }))
+      // Seeded: the backoff's full jitter draws each wait below its ceiling, so 11 waits may sum
+      // under 20 s by chance (about 1 run in 150 unseeded; one CI run drew 17,988 ms).
+    }).pipe(Random.withSeed("provider-outage")))
   })
 
   it.effect("an outage that outlasts the version's deadline fails the job with PROVIDER_UNAVAILABLE and a refund", () => {
