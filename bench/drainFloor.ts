@@ -13,10 +13,9 @@
  * drain's, not a job's), then BENCH_DRAIN_FLOOR_ROUNDS measured rounds (5), each on an engine of
  * its own (N jobs submitted, a full collection, the drain timed), so every round starts from the
  * same heap. The figure is the rounds' median; each round's, its collections' count and pause,
- * are in the params. The engine is the one `genjobs` resolves to: `dist/` when the bench runs
- * without `--conditions=genjobs-source` (`npm run build` first; what the package ships), the
- * TypeScript sources through tsx with it (esbuild's `keepNames` adds a call per named closure);
- * `params.engineFrom` says which.
+ * are in the params. The engine is the one `genjobs` resolves to (lib/env.ts, `engineFrom`):
+ * `dist/` under `npm run bench` (what the package ships), the TypeScript sources through tsx with
+ * `--conditions=genjobs-source`; `params.engineFrom` says which.
  *
  * With BENCH_DRAIN_FLOOR_BESIDE=<another checkout, built>, that checkout's `dist/` is drained in
  * the same process, round for round with this one (the order swapped every round): both meet the
@@ -35,7 +34,7 @@ import { runInNewContext } from "node:vm"
 import { type Engine, JobRepo, makeEngine, Worker } from "genjobs"
 import { memoryFiles, memoryQueue, memoryStore } from "genjobs/memory"
 import { BENCH_PROVIDER, noopProvider, seed, submit } from "./lib/engine.js"
-import { settings } from "./lib/env.js"
+import { engineFrom, settings } from "./lib/env.js"
 import { emit, log } from "./lib/report.js"
 
 type JobIdOf = Parameters<JobRepo["Service"]["get"]>[0]
@@ -52,8 +51,6 @@ const rounds = Math.max(1, count("BENCH_DRAIN_FLOOR_ROUNDS", 5))
 const warmups = count("BENCH_DRAIN_FLOOR_WARMUP", 1)
 /** Which queues to drain, comma-separated: store (the memory store's own), broker (the memory broker). */
 const queues = (process.env.BENCH_DRAIN_FLOOR_QUEUES ?? "store,broker").split(",").map((s) => s.trim())
-
-const engineFrom = import.meta.resolve("genjobs").includes("/dist/") ? "dist" : "sources"
 
 /** What a round builds its engine with: this checkout's entries, or another's built ones. */
 interface Build {

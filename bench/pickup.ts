@@ -57,7 +57,7 @@ import pg from "pg"
 import { bullmqPrefix, bullmqVersion, openBullmqQueue, removeBullmqQueue } from "./bullmq.js"
 import { exited, forkTs, nextMessage } from "./lib/child.js"
 import { type BenchQueue, seed, submit } from "./lib/engine.js"
-import { settings } from "./lib/env.js"
+import { engineFrom, settings } from "./lib/env.js"
 import { connect } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 import { type GraphileConfigName, graphileConfigLabel, graphilePool, installGraphile, quietLogger, runGraphile } from "./graphile.js"
@@ -452,7 +452,7 @@ export const pickup = async () => {
     const referenceIs = `graphile-worker 0.18, latencyTest shape (addJob -> task start), the lower p50 of its two configurations: ` +
       `${referenceConfig} (${graphileConfigLabel[referenceConfig]})`
     // How every case was run: the params each figure starts with.
-    const shape = { samples, warmup: WARMUP, workers: 1, pauseMs: PAUSE_MS }
+    const shape = { samples, warmup: WARMUP, workers: 1, pauseMs: PAUSE_MS, engineFrom }
     const common = {
       ...shape,
       referenceP99: ms(p99(graphile)),

@@ -53,7 +53,7 @@ import {
 } from "./bullmq.js"
 import { forkTs, goAll, readyAll, stopAll } from "./lib/child.js"
 import { seed, startPgEngine, submitMany, TABLE_PREFIX } from "./lib/engine.js"
-import { settings } from "./lib/env.js"
+import { engineFrom, settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import {
@@ -306,7 +306,7 @@ export const queueDrain = async () => {
   const unknown = settings.drainQueues.filter((q) => !(QUEUES as ReadonlyArray<string>).includes(q))
   if (unknown.length > 0) throw new Error(`BENCH_DRAIN_QUEUES: unknown queue(s) ${unknown.join(", ")}; known: ${QUEUES.join(", ")}`)
   const runs = (queue: (typeof QUEUES)[number]) => settings.drainQueues.includes(queue)
-  const common = { jobs: n, processes: settings.drainProcesses, concurrency: settings.drainConcurrency }
+  const common = { jobs: n, processes: settings.drainProcesses, concurrency: settings.drainConcurrency, engineFrom }
 
   let batched: { seconds: number; insertSeconds: number } | undefined
   const graphileBatched = async () => {

@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { engineFrom } from "./env.js"
 
 /**
  * Parent <-> child messages of the multi-process figures: the child loads its modules and says
@@ -12,12 +13,13 @@ export type FromChild = { readonly type: "ready" } | { readonly type: "started" 
 }
 
 /**
- * How `npm run bench` runs TypeScript in a child process, plus BENCH_CHILD_NODE_ARGS (e.g.
- * "--cpu-prof --cpu-prof-dir=/tmp/prof", "--trace-gc", "--max-old-space-size=768") for the
- * figure's processes.
+ * How `npm run bench` runs TypeScript in a child process: through tsx, its `genjobs` from where
+ * this process's comes (env.ts, `engineFrom`: `dist/` under `npm run bench`), plus
+ * BENCH_CHILD_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", "--trace-gc",
+ * "--max-old-space-size=768") for the figure's processes.
  */
 export const childExecArgv = (): Array<string> => [
-  "--conditions=genjobs-source",
+  ...(engineFrom === "sources" ? ["--conditions=genjobs-source"] : []),
   "--import",
   "tsx",
   ...(process.env.BENCH_CHILD_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")

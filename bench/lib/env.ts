@@ -18,6 +18,14 @@ const ints = (name: string, fallback: ReadonlyArray<number>): ReadonlyArray<numb
   })
 }
 
+/**
+ * Where this process's `genjobs` comes from: `dist` (what the package ships: `npm run bench` builds
+ * it first and runs without `--conditions=genjobs-source`), or `sources` (the TypeScript through
+ * tsx, with that condition: esbuild's `keepNames` adds a call per named closure, and its output is
+ * not tsc's). The bench's child processes load the engine the same way (lib/child.ts).
+ */
+export const engineFrom: "dist" | "sources" = import.meta.resolve("genjobs").includes("/dist/") ? "dist" : "sources"
+
 export const settings = {
   /** PostgreSQL server (no database name): the bench creates and drops its own databases there. */
   pgUrl: (process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432").replace(/\/+$/, ""),

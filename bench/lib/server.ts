@@ -23,9 +23,12 @@ export const freePort = (): Promise<number> =>
 
 let built = false
 
-/** `npm run build` once per bench run, so the server measured is the current source, compiled as shipped. */
+/**
+ * `npm run build` once per bench run, so the server measured is the current source, compiled as
+ * shipped; not again under `npm run bench`, whose script built it just before.
+ */
 const ensureBuilt = () => {
-  if (built) return
+  if (built || process.env.npm_lifecycle_event === "bench") return
   log("building the bundled server (npm run build)")
   execFileSync(join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.build.json"], { cwd: ROOT, stdio: "inherit" })
   built = true
