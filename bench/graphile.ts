@@ -128,9 +128,12 @@ export const addJobsForIds = async (client: pg.Client, task: string, ids: Readon
   }
 }
 
-/** Jobs graphile-worker still holds: it deletes a job once its task succeeds. */
-export const graphileJobsLeft = async (client: pg.Client) =>
-  Number((await client.query("SELECT count(*) AS n FROM graphile_worker._private_jobs")).rows[0].n)
+/**
+ * Whether graphile-worker holds no job any more (it deletes a job once its task succeeds): an
+ * existence check, as the engine's side polls (queueDrain.ts, `engineDrained`).
+ */
+export const graphileDrained = async (client: pg.Client): Promise<boolean> =>
+  (await client.query("SELECT NOT EXISTS (SELECT 1 FROM graphile_worker._private_jobs) AS done")).rows[0].done === true
 
 /** Jobs whose task failed at least once: a no-op task never should. */
 export const graphileJobsFailed = async (client: pg.Client) =>

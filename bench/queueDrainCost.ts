@@ -12,10 +12,10 @@ import { randomBytes } from "node:crypto"
 import { deleteRedisKeys } from "./bullmq.js"
 import { forkTs, goAll, readyAll, stopAll } from "./lib/child.js"
 import { processCpuMs } from "./lib/cpu.js"
-import { seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
+import { seed, submitMany } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
-import { type DrainQueue, startDrainEngine } from "./queueDrain.js"
+import { type DrainQueue, engineDrained, startDrainEngine } from "./queueDrain.js"
 
 const n = settings.drainJobs
 const queue: DrainQueue = process.env.BENCH_DRAIN_COST_QUEUE === "redis"
@@ -44,10 +44,9 @@ await withDatabase("draincost", async (url, name) => {
   const start = performance.now()
   await goAll(children)
   let polls = 0
-  await waitFor("drain", async () => {
+  await waitFor("drain", () => {
     polls++
-    const r = await client.query(`SELECT count(*)::int AS n FROM ${TABLE_PREFIX}jobs WHERE status IN ('pending','processing')`)
-    return r.rows[0].n === 0
+    return engineDrained(client)
   }, 20, 600_000)
   const seconds = (performance.now() - start) / 1000
   const backends = (await client.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name])).rows.map((r) => r.pid as number)

@@ -14,10 +14,10 @@ import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { processCpuMs } from "./lib/cpu.js"
 import { childExecArgv, goAll, readyAll, stopAll } from "./lib/child.js"
-import { seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
+import { seed, submitMany } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
-import { startDrainEngine } from "./queueDrain.js"
+import { engineDrained, startDrainEngine } from "./queueDrain.js"
 
 const n = settings.drainJobs
 const rounds = Number(process.env.BENCH_PAIRS_ROUNDS ?? 3)
@@ -48,10 +48,7 @@ const drainOnce = async (template: string, s: ReturnType<typeof side>, round: nu
       const c0 = children.map((c) => processCpuMs(c.pid!))
       const start = performance.now()
       await goAll(children)
-      await waitFor("drain", async () => {
-        const r = await client.query(`SELECT count(*)::int AS n FROM ${TABLE_PREFIX}jobs WHERE status IN ('pending','processing')`)
-        return r.rows[0].n === 0
-      }, 20, 600_000)
+      await waitFor("drain", () => engineDrained(client), 20, 600_000)
       const seconds = (performance.now() - start) / 1000
       const workerMs = children.reduce((sum, c, i) => sum + processCpuMs(c.pid!) - c0[i]!, 0)
       const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0]

@@ -30,7 +30,7 @@ import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import { makeAccounts, type RunningServer, startBundledServer } from "./lib/server.js"
 import { graphileConfigLabel } from "./graphile.js"
-import { graphileSide } from "./queueDrain.js"
+import { engineDrained, graphileSide } from "./queueDrain.js"
 
 const POLL_MS = 20
 
@@ -100,7 +100,7 @@ const engineSide = (n: number) =>
         const releasedAt = Date.now()
         await client.query("COMMIT")
         await client.query(`NOTIFY ${TABLE_PREFIX}jobs`)
-        await waitFor("the servers to complete every job", async () => (await count(client, "status IN ('pending', 'processing')")) === 0, POLL_MS, 600_000)
+        await waitFor("the servers to complete every job", () => engineDrained(client), POLL_MS, 600_000)
         const seconds = (performance.now() - start) / 1000
         // µs of CPU per job over the drain: the servers together, and the database's backends.
         const perJob = (ms: number) => Math.round((ms * 1000) / n)
