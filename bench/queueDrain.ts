@@ -14,10 +14,10 @@
  * the broker is checked to hold all N), graphile-worker's with batched add_jobs, BullMQ's with
  * batched addBulk. The worker processes load their modules, then all get `go` at once; the clock
  * stops when the database shows every job done (for BullMQ: when its queue counts no job left),
- * polled every 20 ms on every side, the databases by an existence check that costs the same at any
- * queue size (engineDrained, graphileDrained). With a broker, the workers take deliveries from it and claim
- * the stored jobs by id (src/services/brokerClaims.ts): the clock stops on the database, as for the
- * store's own queue.
+ * polled every 20 ms on every side, the databases by an existence check that costs the same at
+ * any queue size (engineDrained, graphileDrained). With a broker, the workers take deliveries from
+ * it and claim the stored jobs by id (src/services/brokerClaims.ts): the clock stops on the
+ * database, as for the store's own queue.
  *
  * graphile-worker runs three times, each on a fresh database with the same P x C: `batched`, its best
  * published configuration (a local queue of 500, batched completions and failures), the reference
@@ -163,7 +163,7 @@ export const drain = async (file: string, env: Record<string, string>, drained: 
  * Whether no engine job is left to run: the drain's clock polls it every POLL_MS. Two existence
  * checks, each served by a partial index (pending jobs, and processing jobs' leases), so a poll
  * costs the same at any queue size. A count by status read every row of the table each time
- * (8 ms of a backend's CPU at 15,500 jobs, 50 times a second), which the engine's drain, bound by
+ * (8 ms a poll at 15,500 jobs, 50 polls a second), which the engine's drain, bound by
  * the 2 cores' CPU, paid beside its own work while graphile-worker's count shrank as it deleted
  * its jobs.
  */
