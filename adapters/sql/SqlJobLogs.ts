@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { JobId } from "../../src/domain/ids.js"
 import { ProviderLogMark } from "../../src/domain/providerLogs.js"
 import { JobLogRepo, type ProviderReport } from "../../src/ports/JobLogRepo.js"
-import { byId } from "./queue/lockOrder.js"
+import { byId, heldInPg } from "./queue/lockOrder.js"
 import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
@@ -35,18 +35,20 @@ export const makeSqlJobLogs = Effect.gen(function*() {
   const t = yield* SqlTables
 
   const record = sql.onDialectOrElse({
-    // The reports go by id: the update locks its rows in the list's order, and the lease
-    // renewals take theirs by id too, so the two never deadlock (queue/lockOrder.ts).
+    // The reports go by id and their jobs are found by primary key: the update locks its rows in
+    // the list's order, as the lease renewals, provider states and endings do theirs, so none of
+    // them deadlock with another (queue/lockOrder.ts).
     pg: () => (reports: ReadonlyArray<ProviderReport>) =>
-      sql`WITH written AS (
+      sql`WITH d AS (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(reports).map(reportRow))}::jsonb)
+            AS d(id text, "leaseOwner" text, progress integer, mark text)
+        ), written AS (
           UPDATE ${t.jobs} AS j SET provider_progress = CASE
               WHEN d.progress IS NULL THEN j.provider_progress
               WHEN j.provider_progress IS NULL OR j.provider_progress < d.progress THEN d.progress
               ELSE j.provider_progress END,
             provider_log = COALESCE(d.mark, j.provider_log)
-          FROM jsonb_to_recordset(${JSON.stringify(byId(reports).map(reportRow))}::jsonb)
-            AS d(id text, "leaseOwner" text, progress integer, mark text)
-          WHERE j.id = d.id AND j.status = 'processing' AND j.lease_owner = d."leaseOwner"
+          FROM d WHERE ${heldInPg(sql, "d")} AND j.lease_owner = d."leaseOwner"
           RETURNING j.id
         ), lines AS (
           INSERT INTO ${t.job_logs} (job_id, seq, at, line)

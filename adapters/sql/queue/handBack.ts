@@ -4,7 +4,7 @@ import type { JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import type { HeldLease } from "../../../src/ports/JobRepo.js"
 import { decodeRows, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
-import { byId, DEADLOCK_RETRIES, isDeadlock } from "./lockOrder.js"
+import { byId, DEADLOCK_RETRIES, heldInPg, isDeadlock } from "./lockOrder.js"
 
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 
@@ -22,7 +22,7 @@ export const makeHandBackStatements = ({ clock, sql, t }: JobSql) => {
       sql.withTransaction(
         sql`WITH held AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(leases))}::jsonb) AS held(id text, "workerId" text))
         UPDATE ${t.jobs} AS j SET lease_owner = NULL, lease_expires_at = ${clock.now(now)}, attempts = j.attempts - 1
-        FROM held WHERE j.id = held.id AND j.id = ANY(ARRAY(SELECT id FROM held)) AND j.status COLLATE "C" = 'processing'
+        FROM held WHERE ${heldInPg(sql, "held")}
           AND j.lease_owner = held."workerId" AND j.provider_handle IS NOT NULL RETURNING j.id`
       ).pipe(Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES })),
     // `+status`: the rows are found by id, not by the status index (as renewals, held.ts).

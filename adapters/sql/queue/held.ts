@@ -8,7 +8,7 @@ import { allJobs } from "../jobs/jobRows.js"
 import { decodeRows, isJobStatus, JobFields, jobColumnNames, plainOutputs, plainRoute, storeErrors } from "../rows.js"
 import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
-import { byId, DEADLOCK_RETRIES, isDeadlock } from "./lockOrder.js"
+import { byId, DEADLOCK_RETRIES, heldInPg, isDeadlock } from "./lockOrder.js"
 
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
@@ -57,15 +57,8 @@ export const makeHeldStatements = (ctx: JobSql) => {
   const { clock, sql, t } = ctx
   const { claimPg } = makeClaimFragments(ctx)
 
-  /**
-   * PostgreSQL: `j` is a job of the record set `d` (a CTE), still processing, found by its primary
-   * key. Written plainly, `j.status = 'processing'` lets the planner read the index of processing
-   * jobs instead (few rows, by its statistics), and that index keeps an entry for each job ended
-   * since the last vacuum: every completion batch read them all. `COLLATE "C"` is the same
-   * equality on text and keeps the status a filter on the rows found by id.
-   */
-  const heldIn = (d: string) => sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)}))
-    AND j.status COLLATE "C" = 'processing'`
+  /** PostgreSQL: `j` is a job of the record set `d`, found by its primary key (lockOrder.ts). */
+  const heldIn = (d: string) => heldInPg(sql, d)
   /**
    * PostgreSQL: the renewal locks its rows in the order of its list (its plan probes the jobs by
    * each entry in turn), as the provider reports' and the endings' statements do theirs. Two of

@@ -1,4 +1,4 @@
-import type { SqlError } from "effect/sql"
+import type { SqlClient, SqlError } from "effect/sql"
 
 /**
  * A copy of `rows` by id, in code unit order. PostgreSQL's multi-row writes of held jobs lock
@@ -13,3 +13,15 @@ export const isDeadlock = (error: SqlError.SqlError): boolean => error.reason._t
 
 /** How many times a write aborted by deadlocks is tried again before its error stands. */
 export const DEADLOCK_RETRIES = 3
+
+/**
+ * PostgreSQL: `j` (the jobs table's alias) is a job of the record set `d` (a CTE), still
+ * processing, found by its primary key. Written plainly, `j.status = 'processing'` lets the
+ * planner read an index of processing jobs instead when its statistics say they are few (taken
+ * while the jobs were pending, say), and that read takes the rows in the index's order, not the
+ * list's: two writes of held jobs then lock rows in opposite orders and deadlock. It also reads
+ * every processing job, and every entry an index keeps for jobs ended since the last vacuum.
+ * `COLLATE "C"` is the same equality on text and keeps the status a filter on the rows found by id.
+ */
+export const heldInPg = (sql: SqlClient.SqlClient, d: string) =>
+  sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)})) AND j.status COLLATE "C" = 'processing'`
