@@ -44,6 +44,12 @@ export const settings = {
   pickupSamples: int("BENCH_PICKUP_SAMPLES", 500),
   httpSeconds: int("BENCH_HTTP_SECONDS", 10),
   httpWarmupSeconds: int("BENCH_HTTP_WARMUP_SECONDS", 2),
+  /**
+   * http_submit: a server's first warm-up, before its first measured run. The bundled server on
+   * SQLite, saturating its core, took 10 to 12 s of load to reach its steady CPU per submit
+   * (docs/decisions.md, "http_submit measures each server warm").
+   */
+  httpServerWarmupSeconds: int("BENCH_HTTP_SERVER_WARMUP_SECONDS", 12),
   /** The first of BENCH_HTTP_CONNECTIONS: the clients of every HTTP bench but http_submit and http_floor. */
   httpConnections: ints("BENCH_HTTP_CONNECTIONS", [32])[0]!,
   /** http_submit and http_floor measure each of these client counts, every one beside its reference in the same run. */
