@@ -1,13 +1,12 @@
-import { PgClient } from "@effect/sql-pg"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
+import { nodes, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatement } from "./sentStatement.js"
 
 /**
@@ -46,34 +45,6 @@ const seed = Effect.gen(function*() {
       lease_expires_at = ${T0}::bigint + 60000 + (random() * 10000)::bigint, started_at = ${T0}, provider_phase = 'running'`
 })
 
-/** A parameter as EXECUTE takes it, a SQL literal. */
-const literal = (value: unknown) => typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`
-
-type PlanNode = {
-  readonly "Node Type": string
-  readonly "Relation Name"?: string
-  readonly "Index Name"?: string
-  readonly "Index Cond"?: string
-  readonly Filter?: string
-  readonly Plans?: ReadonlyArray<PlanNode>
-}
-const nodes = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodes)]
-const render = (plan: PlanNode) =>
-  nodes(plan).map((n) => [n["Node Type"], n["Relation Name"], n["Index Name"], n["Index Cond"], n.Filter && `Filter ${n.Filter}`].filter(Boolean).join(" ")).join("\n")
-
-/** The plan of a prepared statement at its first run, and once PostgreSQL may have settled on a generic plan (pgListPlans.test.ts). */
-const planOf = ([text, params]: readonly [string, ReadonlyArray<unknown>], run: "first" | "settled") =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const execute = `EXECUTE held_write(${params.map(literal).join(", ")})`
-      yield* sql.unsafe(`SET LOCAL plan_cache_mode = auto`)
-      yield* sql.unsafe(`PREPARE held_write AS ${text}`)
-      if (run === "settled") for (let i = 0; i < 6; i++) yield* sql.unsafe(execute)
-      const [row] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${execute}`)
-      yield* sql.unsafe(`DEALLOCATE held_write`)
-      return row!["QUERY PLAN"][0]!.Plan
-    })))
-
 /** Every read of the jobs table in the plans of what `run` sends is the primary key's. */
 const expectFoundById = <E, R>(run: Effect.Effect<unknown, E, R>) =>
   Effect.gen(function*() {
@@ -95,16 +66,7 @@ if (probe === undefined) {
     it("finds each held job by id", () => undefined)
   })
 } else {
-  const stores = Layer.unwrap(
-    Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
-      Layer.merge(layerPostgres({ url: Redacted.make(url!) }), PgClient.layer({ url: Redacted.make(url!) }))
-    ))
-  ).pipe(Layer.tap((context) => Effect.provide(seed, context)))
-
-  // A runtime of the file's own (see pgListPlans.test.ts).
-  const runtime = ManagedRuntime.make(stores)
-  beforeAll(() => runtime.context(), 120_000)
-  afterAll(() => runtime.dispose())
+  const runtime = planRuntime(seed)
 
   describe("postgres: the writes of held jobs find each job by its primary key", () => {
     it("a lease renewal", () =>

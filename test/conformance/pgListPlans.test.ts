@@ -1,8 +1,6 @@
-import { PgClient } from "@effect/sql-pg"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { layerPostgres } from "../../adapters/sql/postgres.js"
 import type { JobCursor } from "../../src/domain/cursor.js"
 import type { AccountId } from "../../src/domain/ids.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
@@ -11,6 +9,7 @@ import { JobRepo } from "../../src/ports/JobRepo.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
+import { nodes, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatement } from "./sentStatement.js"
 
 /**
@@ -67,40 +66,6 @@ const seed = Effect.gen(function*() {
   yield* sql`ANALYZE`
 })
 
-/** A parameter as EXECUTE takes it, a SQL literal. */
-const literal = (value: unknown) => typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`
-
-type PlanNode = {
-  readonly "Node Type": string
-  readonly "Index Name"?: string
-  readonly "Index Cond"?: string
-  readonly Filter?: string
-  readonly Plans?: ReadonlyArray<PlanNode>
-}
-const nodes = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodes)]
-
-/** One line a node, for the failure message. */
-const render = (plan: PlanNode) =>
-  nodes(plan).map((n) => [n["Node Type"], n["Index Name"], n["Index Cond"], n.Filter && `Filter ${n.Filter}`].filter(Boolean).join(" ")).join("\n")
-
-/**
- * The plan a prepared statement runs with: its first (planned for its parameters), and the one
- * it settles on after PostgreSQL's five custom plans, when it may switch to a generic plan
- * (`plan_cache_mode = auto`, the server's default). The engine's pool prepares every statement
- * it runs twice, so the second is what a busy list runs with.
- */
-const planOf = ([text, params]: readonly [string, ReadonlyArray<unknown>], run: "first" | "settled") =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(Effect.gen(function*() {
-      const execute = `EXECUTE list_page(${params.map(literal).join(", ")})`
-      yield* sql.unsafe(`SET LOCAL plan_cache_mode = auto`)
-      yield* sql.unsafe(`PREPARE list_page AS ${text}`)
-      if (run === "settled") for (let i = 0; i < 6; i++) yield* sql.unsafe(execute)
-      const [row] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${execute}`)
-      yield* sql.unsafe(`DEALLOCATE list_page`)
-      return row!["QUERY PLAN"][0]!.Plan
-    })))
-
 interface Expected {
   /** The index the page may start from (default prefix left out). */
   readonly indexes: ReadonlyArray<string>
@@ -148,17 +113,7 @@ if (probe === undefined) {
   })
 } else {
   // One database for the file, seeded once: the plans only read it.
-  const stores = Layer.unwrap(
-    Effect.promise(freshPostgresUrl).pipe(Effect.map((url) =>
-      Layer.merge(layerPostgres({ url: Redacted.make(url!) }), PgClient.layer({ url: Redacted.make(url!) }))
-    ))
-  ).pipe(Layer.tap((context) => Effect.provide(seed, context)))
-
-  // A runtime of the file's own, not @effect/vitest's `layer`: that one assigns its runtime to the
-  // shared \`it\`, which later files of the same worker (isolate: false) would then run under.
-  const runtime = ManagedRuntime.make(stores)
-  beforeAll(() => runtime.context(), 120_000)
-  afterAll(() => runtime.dispose())
+  const runtime = planRuntime(seed)
 
   describe("postgres: each list's page is an index range read from its cursor", () => {
     // An account with a quarter of the rows may be read from the index of all rows, newest
