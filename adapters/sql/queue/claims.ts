@@ -9,9 +9,12 @@ import type { JobSql } from "./context.js"
 
 /** The fragments every claim is written with. */
 export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
-  /** A job a claim may take over: its lease expired by `now` with attempts left. */
-  const reclaimable = (now: number, maxAttempts: number) =>
-    sql`status = 'processing' AND lease_expires_at <= ${clock.now(now)} AND attempts < ${maxAttempts}`
+  /**
+   * A job a claim may take over: its lease expired by `now` with attempts left. `status` is how
+   * the test reads the column (byIdStatus for a claim of given jobs).
+   */
+  const reclaimable = (now: number, maxAttempts: number, status: Statement.Fragment = sql`status`) =>
+    sql`${status} = 'processing' AND lease_expires_at <= ${clock.now(now)} AND attempts < ${maxAttempts}`
 
   /**
    * claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing; a Pickup
@@ -84,11 +87,19 @@ export const makeClaimStatements = (ctx: JobSql) => {
         ) RETURNING *`
   })
 
+  /**
+   * The status as a claim of given jobs tests it: no index can serve the test (PostgreSQL's
+   * `COLLATE "C"` is the same equality on text; SQLite's `+`), so the jobs are found by their
+   * ids. Written plainly, statistics from a time few jobs were pending (an idle queue that just
+   * got a backlog) let PostgreSQL read every pending job from a pending index and check each id.
+   */
+  const byIdStatus = sql.onDialectOrElse({ pg: () => sql`status COLLATE "C"`, orElse: () => sql`+status` })
+
   const claimIds: JobLeaseDriver["claimIds"] = (ids, claim) =>
     (ids.length === 0
       ? Effect.succeed([])
       : sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN ${sql.in(ids)}
-          AND ((status = 'pending' ${notAmong(claim.exclude)}) OR (${reclaimable(claim.now, claim.maxAttempts)})) RETURNING *`.pipe(
+          AND ((${byIdStatus} = 'pending' ${notAmong(claim.exclude)}) OR (${reclaimable(claim.now, claim.maxAttempts, byIdStatus)})) RETURNING *`.pipe(
         Effect.flatMap(allJobs)
       )).pipe(storeErrors("claim jobs by id"))
 
