@@ -48,6 +48,7 @@ export const freshPostgresUrl = async (): Promise<string | undefined> => {
   }
 }
 
+/** Whether PostgreSQL answers, creating nothing; under CI a missing server is an error, as for freshPostgresUrl. */
 export const postgresAvailable = async (): Promise<boolean> => {
   try {
     await onAdmin((sql) => sql`SELECT 1`)

@@ -1,4 +1,4 @@
-import { Clock, Effect, Latch, Queue, Result, Scope } from "effect"
+import { Clock, Effect, Latch, Queue, Random, Result, Scope } from "effect"
 import { backoffDelayMs } from "../../domain/backoff.js"
 import type { JobId } from "../../domain/ids.js"
 import type { ProviderHandle } from "../../domain/providerHandle.js"
@@ -112,6 +112,8 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
     const lanes = new Map<string, Lane>()
     const byJob = new Map<JobId, Entry>()
     const maxRetries = config.providerRetry.maxRetries
+    // Taken once and drawn from synchronously (no Effect per poll): a seeded Random repeats the backoffs and the jitter.
+    const random = yield* Random.Random
 
     /** Runs `f` once the generation's report on its way, if any, is written (ProviderReports.afterReport). */
     const afterReport = (marks: ReportMarks, f: () => void) => (reports === undefined ? f() : reports.afterReport(marks, f))
@@ -181,7 +183,7 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
         const retryAfterMs = error._tag === "ProviderRejected" ? error.retryAfterMs : undefined
         if (error._tag === "ProviderRejected" && error.httpStatus === 429) throttled(lane.budget, at, retryAfterMs)
         if (!isTransient(error) || entry.failures >= maxRetries) return afterReport(entry.marks, () => finish(entry, generationFailed(error.message, factOfError(error))))
-        const delay = backoffDelayMs(config.providerRetry, entry.failures++, Math.random(), retryAfterMs)
+        const delay = backoffDelayMs(config.providerRetry, entry.failures++, random.nextDoubleUnsafe(), retryAfterMs)
         return schedule(lane, entry, at + delay)
       }
       const status = polled.success
@@ -193,8 +195,8 @@ export const makeWatcher = ({ config, events, reports, retrying }: WatcherDeps):
         return schedule(lane, entry, at)
       }
       const interval = status.pollAfterMs ?? entry.provider.pollIntervalMs ?? config.providerPollIntervalMs
-      // Math.random, not the Random service: a spread of polls, nothing a test decides on.
-      schedule(lane, entry, at + Math.max(0, Math.round(interval * (1 + JITTER * (2 * Math.random() - 1)))))
+      // The backoffs' Random, not Math.random: under a seed the order generations come due in, so which backoff takes which draw, repeats too.
+      schedule(lane, entry, at + Math.max(0, Math.round(interval * (1 + JITTER * (2 * random.nextDoubleUnsafe() - 1)))))
     }
 
     /** Moves the due generations to the pollers, as many as the budget lets go, every tick while any waits. */
