@@ -10,12 +10,12 @@ import type { ApiKeyId } from "../../src/domain/ids.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { makeJobRepo } from "../../src/services/jobRepoRules.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, postgresAvailable } from "../support/postgres.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 
-const probe = await freshPostgresUrl()
+const pgUp = await postgresAvailable()
 
-if (probe === undefined) {
+if (!pgUp) {
   describe.skip("postgres budgets (server not reachable)", () => {
     it("runs the budget race across processes", () => undefined)
   })

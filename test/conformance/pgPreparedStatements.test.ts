@@ -3,9 +3,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, postgresAvailable } from "../support/postgres.js"
 
-const probe = await freshPostgresUrl()
+const pgUp = await postgresAvailable()
 
 /** The engine's pool with one connection, so every statement and `pg_prepared_statements` read share a session. */
 const onePool = (url: string, preparedStatements?: boolean) =>
@@ -24,7 +24,7 @@ const prepared = Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
     Effect.map((rows) => rows.map((r) => r.statement))
   ))
 
-if (probe === undefined) {
+if (!pgUp) {
   describe.skip("postgres: prepared statements (server not reachable)", () => {
     it("prepares repeated statements", () => undefined)
   })

@@ -3,10 +3,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Redacted } from "effect"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, postgresAvailable } from "../support/postgres.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 
-const probe = await freshPostgresUrl()
+const pgUp = await postgresAvailable()
 
 /** A fresh store beside a client of its own on the same database: another process's writes. */
 const freshStoreWithOther = () =>
@@ -16,7 +16,7 @@ const freshStoreWithOther = () =>
     ))
   )
 
-if (probe === undefined) {
+if (!pgUp) {
   describe.skip("postgres lease renewal and deadlocks (server not reachable)", () => {
     it("renews through a deadlock", () => undefined)
   })

@@ -9,10 +9,10 @@ import type { Job } from "../../src/domain/job.js"
 import { isRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, postgresAvailable } from "../support/postgres.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 
-const probe = await freshPostgresUrl()
+const pgUp = await postgresAvailable()
 
 /** Submits made at once, each answered by its outcome's tag, its refusal's code, or "failed"; and the submit statements sent. */
 const together = (submits: ReadonlyArray<{ readonly job: Job; readonly maxConcurrentJobs?: number }>) =>
@@ -60,7 +60,7 @@ const holdings = (ids: ReadonlyArray<AccountId>) =>
       }))
   })
 
-if (probe === undefined) {
+if (!pgUp) {
   describe.skip("postgres submit batches (server not reachable)", () => {
     it("shares a statement", () => undefined)
   })

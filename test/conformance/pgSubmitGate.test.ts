@@ -5,10 +5,10 @@ import type { AccountId } from "../../src/domain/ids.js"
 import { isRefusal } from "../../src/domain/refusal.js"
 import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo, type SubmitCommand } from "../../src/ports/JobRepo.js"
-import { freshPostgresUrl } from "../support/postgres.js"
+import { freshPostgresUrl, postgresAvailable } from "../support/postgres.js"
 import { createAccount, job, NO_LIMITS, T0 } from "./fixtures.js"
 
-const probe = await freshPostgresUrl()
+const pgUp = await postgresAvailable()
 
 const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
   Effect.flatMap(JobRepo, (repo) =>
@@ -21,7 +21,7 @@ const submit = (command: Partial<SubmitCommand> & Pick<SubmitCommand, "job">) =>
 
 const ledgerLines = (id: AccountId) => Effect.map(Effect.flatMap(AccountRepo, (repo) => repo.ledger(id)), (lines) => lines.length)
 
-if (probe === undefined) {
+if (!pgUp) {
   describe.skip("postgres submit gate (server not reachable)", () => {
     it("rolls back what the gate wrote", () => undefined)
   })
