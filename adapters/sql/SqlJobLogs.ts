@@ -4,6 +4,7 @@ import type { JobId } from "../../src/domain/ids.js"
 import { ProviderLogMark } from "../../src/domain/providerLogs.js"
 import { JobLogRepo, type ProviderReport } from "../../src/ports/JobLogRepo.js"
 import { byId, heldInPg } from "./queue/lockOrder.js"
+import { statusFilter } from "./queue/statusFilter.js"
 import { DbInt, decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
@@ -61,7 +62,7 @@ export const makeSqlJobLogs = Effect.gen(function*() {
     // SQLite: two statements in one transaction, whatever the batch's size (a statement per
     // report cost each its build, compile and span through the client: at 10,000 generations in
     // flight most of the worker's garbage beside the polls). The jobs are found by id from the
-    // batch's rows (`+status` keeps the status a filter, not the index read), then the lines of
+    // batch's rows (`statusFilter`: the status a filter, not the index read), then the lines of
     // the jobs written are inserted. The update returns no rows: node:sqlite builds each row as
     // an object of its own, and at 10,000 in flight all of them were found in V8's old generation
     // (allocation samples: 13-25 % of what the hold promoted), garbage that grows the heap until
@@ -71,6 +72,7 @@ export const makeSqlJobLogs = Effect.gen(function*() {
     orElse: () => (reports: ReadonlyArray<ProviderReport>) =>
       sql.withTransaction(Effect.gen(function*() {
         const batch = JSON.stringify(reports.map(reportRow))
+        const status = statusFilter(sql, sql`${t.jobs}.status`)
         const update = yield* sql`UPDATE ${t.jobs} SET provider_progress = CASE
               WHEN d.progress IS NULL THEN provider_progress
               WHEN provider_progress IS NULL OR provider_progress < d.progress THEN d.progress
@@ -78,13 +80,13 @@ export const makeSqlJobLogs = Effect.gen(function*() {
             provider_log = COALESCE(d.mark, provider_log)
           FROM (SELECT value ->> 'id' AS id, value ->> 'leaseOwner' AS lease_owner, value ->> 'progress' AS progress,
               value ->> 'mark' AS mark FROM json_each(${batch})) AS d
-          WHERE ${t.jobs}.id = d.id AND +${t.jobs}.status = 'processing' AND ${t.jobs}.lease_owner = d.lease_owner`.raw
+          WHERE ${t.jobs}.id = d.id AND ${status} = 'processing' AND ${t.jobs}.lease_owner = d.lease_owner`.raw
         // A batch holds one report per job (one on its way per generation), so each changed row is one written.
         const found = changesOf(update) === reports.length ? undefined : yield* Effect.map(
           Effect.flatMap(
             sql`SELECT ${t.jobs}.id FROM ${t.jobs}
               JOIN (SELECT value ->> 'id' AS id, value ->> 'leaseOwner' AS lease_owner FROM json_each(${batch})) AS d
-              ON ${t.jobs}.id = d.id AND +${t.jobs}.status = 'processing' AND ${t.jobs}.lease_owner = d.lease_owner`,
+              ON ${t.jobs}.id = d.id AND ${status} = 'processing' AND ${t.jobs}.lease_owner = d.lease_owner`,
             decodeIds
           ),
           (rows) => new Set(rows.map((row) => row.id as JobId))

@@ -2,6 +2,7 @@ import { Cause, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { JobId } from "../../src/domain/ids.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
+import { statusFilter } from "./queue/statusFilter.js"
 import { decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
 
@@ -9,11 +10,14 @@ const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 
 /**
  * Retention over SQLite or PostgreSQL. Ended jobs are read from the partial index of ended jobs
- * by end (migration 0006); deliveries by their job, through their unique index.
+ * by end (migration 0006); deliveries by their job, through their unique index. A batch's jobs
+ * are removed by primary key, their status a filter (`statusFilter`): statistics from before
+ * most jobs ended would otherwise have every batch read all ended jobs from a status index.
  */
 export const makeSqlRetention = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
+  const jobStatus = statusFilter(sql)
 
   return RetentionRepo.of({
     takeLease: (name, owner, now, expiresAt) =>
@@ -42,12 +46,12 @@ export const makeSqlRetention = Effect.gen(function*() {
         ? Effect.succeed({ jobs: 0, deliveries: 0 })
         : sql.withTransaction(Effect.gen(function*() {
           const deliveries = yield* sql`DELETE FROM ${t.webhook_deliveries}
-            WHERE job_id IN (SELECT id FROM ${t.jobs} WHERE id IN ${sql.in(jobIds)} AND status IN ${sql.in(statuses)})
+            WHERE job_id IN (SELECT id FROM ${t.jobs} WHERE id IN ${sql.in(jobIds)} AND ${jobStatus} IN ${sql.in(statuses)})
               ${unsentDeliveries.length === 0 ? sql`` : sql`AND status NOT IN ${sql.in(unsentDeliveries)}`}
             RETURNING id`
           // A delivery made unsent since the jobs were read (a retry) is left, and keeps its job.
           const jobs = yield* sql`DELETE FROM ${t.jobs}
-            WHERE id IN ${sql.in(jobIds)} AND status IN ${sql.in(statuses)}
+            WHERE id IN ${sql.in(jobIds)} AND ${jobStatus} IN ${sql.in(statuses)}
               AND NOT EXISTS (SELECT 1 FROM ${t.webhook_deliveries} d WHERE d.job_id = ${t.jobs}.id)
             RETURNING id`
           // The jobs' provider log lines go with them (migration 0018).

@@ -6,6 +6,7 @@ import type { ClaimBatch, JobLeaseDriver } from "../../../src/ports/JobLeaseDriv
 import { allJobs } from "../jobs/jobRows.js"
 import { storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
+import { statusFilter } from "./statusFilter.js"
 
 /** The fragments every claim is written with. */
 export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
@@ -88,12 +89,11 @@ export const makeClaimStatements = (ctx: JobSql) => {
   })
 
   /**
-   * The status as a claim of given jobs tests it: no index can serve the test (PostgreSQL's
-   * `COLLATE "C"` is the same equality on text; SQLite's `+`), so the jobs are found by their
-   * ids. Written plainly, statistics from a time few jobs were pending (an idle queue that just
-   * got a backlog) let PostgreSQL read every pending job from a pending index and check each id.
+   * The status as a claim of given jobs tests it, so the jobs are found by their ids. Written
+   * plainly, statistics from a time few jobs were pending (an idle queue that just got a backlog)
+   * let PostgreSQL read every pending job from a pending index and check each id.
    */
-  const byIdStatus = sql.onDialectOrElse({ pg: () => sql`status COLLATE "C"`, orElse: () => sql`+status` })
+  const byIdStatus = statusFilter(sql)
 
   const claimIds: JobLeaseDriver["claimIds"] = (ids, claim) =>
     (ids.length === 0

@@ -5,6 +5,7 @@ import type { HeldLease } from "../../../src/ports/JobRepo.js"
 import { decodeRows, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 import { byId, DEADLOCK_RETRIES, heldInPg, isDeadlock } from "./lockOrder.js"
+import { statusFilter } from "./statusFilter.js"
 
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 
@@ -25,10 +26,10 @@ export const makeHandBackStatements = ({ clock, sql, t }: JobSql) => {
         FROM held WHERE ${heldInPg(sql, "held")}
           AND j.lease_owner = held."workerId" AND j.provider_handle IS NOT NULL RETURNING j.id`
       ).pipe(Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES })),
-    // `+status`: the rows are found by id, not by the status index (as renewals, held.ts).
+    // `statusFilter`: the rows are found by id, not by the status index (as renewals, held.ts).
     orElse: () => (leases: ReadonlyArray<HeldLease>, now: number) =>
       sql`UPDATE ${t.jobs} SET lease_owner = NULL, lease_expires_at = ${now}, attempts = attempts - 1
-        WHERE +status = 'processing' AND provider_handle IS NOT NULL AND (id, lease_owner) IN (
+        WHERE ${statusFilter(sql)} = 'processing' AND provider_handle IS NOT NULL AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })

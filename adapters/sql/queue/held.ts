@@ -9,6 +9,7 @@ import { decodeRows, isJobStatus, JobFields, jobColumnNames, plainOutputs, plain
 import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
 import { byId, DEADLOCK_RETRIES, heldInPg, isDeadlock } from "./lockOrder.js"
+import { statusFilter } from "./statusFilter.js"
 
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 const idsOf = (rows: ReadonlyArray<unknown>) => decodeIds(rows).pipe(Effect.map((found) => found.map((row) => row.id as JobId)))
@@ -74,12 +75,12 @@ export const makeHeldStatements = (ctx: JobSql) => {
         UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
         FROM held WHERE ${heldIn("held")} AND j.lease_owner = held."workerId" RETURNING j.id`
       ).pipe(Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES })),
-    // SQLite: `+status` keeps the status a filter on the rows found by id. Written plainly, the
+    // SQLite: the status a filter on the rows found by id (`statusFilter`). Written plainly, the
     // planner reads every processing job from the status index and probes the list with each:
     // a renewal of 500 leases then costs what one of all the process's leases does.
     orElse: () => (leases: ReadonlyArray<HeldLease>, _now: number, leaseExpiresAt: number) =>
       sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
-        WHERE +status = 'processing' AND (id, lease_owner) IN (
+        WHERE ${statusFilter(sql)} = 'processing' AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })

@@ -1,4 +1,5 @@
 import type { SqlClient, SqlError } from "effect/sql"
+import { statusFilter } from "./statusFilter.js"
 
 /**
  * A copy of `rows` by id, in code unit order. PostgreSQL's multi-row writes of held jobs lock
@@ -21,7 +22,7 @@ export const DEADLOCK_RETRIES = 3
  * while the jobs were pending, say), and that read takes the rows in the index's order, not the
  * list's: two writes of held jobs then lock rows in opposite orders and deadlock. It also reads
  * every processing job, and every entry an index keeps for jobs ended since the last vacuum.
- * `COLLATE "C"` is the same equality on text and keeps the status a filter on the rows found by id.
+ * `statusFilter` keeps the status a filter on the rows found by id.
  */
 export const heldInPg = (sql: SqlClient.SqlClient, d: string) =>
-  sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)})) AND j.status COLLATE "C" = 'processing'`
+  sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)})) AND ${statusFilter(sql, sql`j.status`)} = 'processing'`

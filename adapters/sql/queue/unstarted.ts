@@ -5,6 +5,7 @@ import type { HeldLease } from "../../../src/ports/JobRepo.js"
 import { decodeRows, storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 import { byId, DEADLOCK_RETRIES, heldInPg, isDeadlock } from "./lockOrder.js"
+import { statusFilter } from "./statusFilter.js"
 
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 
@@ -29,10 +30,10 @@ export const makeUnstartedStatements = ({ sql, t }: JobSql) => {
           AND j.lease_owner = held."workerId" AND j.attempts = 1 AND j.provider_phase = 'starting' AND j.provider_handle IS NULL
         RETURNING j.id`
       ).pipe(Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES })),
-    // `+status`: the rows are found by id, not by the status index (as renewals, held.ts).
+    // `statusFilter`: the rows are found by id, not by the status index (as renewals, held.ts).
     orElse: () => (leases: ReadonlyArray<HeldLease>) =>
       sql`UPDATE ${t.jobs} SET ${unstarted}
-        WHERE +status = 'processing' AND attempts = 1 AND provider_phase = 'starting' AND provider_handle IS NULL AND (id, lease_owner) IN (
+        WHERE ${statusFilter(sql)} = 'processing' AND attempts = 1 AND provider_phase = 'starting' AND provider_handle IS NULL AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })
