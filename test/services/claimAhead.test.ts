@@ -4,6 +4,7 @@ import type { JobId } from "../../src/domain/ids.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Worker } from "../../src/services/Worker.js"
+import { AHEAD_PER_FIBER } from "../../src/services/worker/start.js"
 import { memoryEngine } from "../support/engineLayer.js"
 import { submitMany } from "../support/submitMany.js"
 
@@ -34,19 +35,21 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
     const runtime = ManagedRuntime.make(memoryEngine(provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 200 }))
     try {
       await runtime.runPromise(Effect.gen(function*() {
-        const ids = yield* submitMany(12)
+        // The first quick runs, the fibers' next jobs, those claimed ahead, and two left pending.
+        const ids = yield* submitMany(FIBERS * (2 + AHEAD_PER_FIBER) + 2)
         const repo = yield* JobRepo
         const worker = yield* Worker
         const jobs = () => Effect.map(repo.getMany(ids), (found) => new Map(found.map((job) => [job.id, job])))
         const scope = yield* Scope.make()
         yield* worker.start(FIBERS).pipe(Scope.provide(scope))
         // The first two finish in their start; the claim riding on their completions takes the next
-        // two for the fibers and two more ahead, which wait in the ready list (both fibers hang in their starts).
+        // two for the fibers and AHEAD_PER_FIBER more per fiber, which wait in the ready list (both
+        // fibers hang in their starts).
         const claimed = (byId: Map<JobId, { readonly status: string }>) => ids.filter((id) => byId.get(id)!.status === "processing").length
         while (claimed(yield* jobs()) < 2 * FIBERS || starts.size < 2 * FIBERS) yield* Effect.sleep("5 millis")
         const before = yield* jobs()
         const ahead = ids.filter((id) => before.get(id)!.status === "processing" && !starts.has(id))
-        expect(ahead).toHaveLength(FIBERS)
+        expect(ahead).toHaveLength(FIBERS * AHEAD_PER_FIBER)
         yield* Scope.close(scope, Exit.void)
 
         const after = yield* jobs()
@@ -54,9 +57,10 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
           expect(after.get(id)).toMatchObject({ status: "pending", attempts: 0, providerPhase: null, providerStarts: 0, leaseOwner: null, startedAt: null })
           expect(starts.has(id)).toBe(false)
         }
-        // Another worker (this one's restart) takes them as first pickups and starts each once.
+        // Another worker (this one's restart, a fiber for each) takes them as first pickups and
+        // starts each once: they kept their places in the queue, before the jobs still pending.
         const again = yield* Scope.make()
-        yield* worker.start(FIBERS).pipe(Scope.provide(again))
+        yield* worker.start(ahead.length).pipe(Scope.provide(again))
         while (!ahead.every((id) => starts.has(id))) yield* Effect.sleep("5 millis")
         const resumed = yield* jobs()
         for (const id of ahead) {
@@ -118,7 +122,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
     const runtime = ManagedRuntime.make(memoryEngine(provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }))
     try {
       await runtime.runPromise(Effect.gen(function*() {
-        const ids = yield* submitMany(QUICK + 16)
+        const ids = yield* submitMany(QUICK + FIBERS * (1 + AHEAD_PER_FIBER) + 8)
         const repo = yield* JobRepo
         const worker = yield* Worker
         const scope = yield* Scope.make()
@@ -131,7 +135,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
           const processing = found.filter((job) => job.status === "processing").length
           done = found.filter((job) => job.status === "completed").length
           // The jobs claimed ahead as runs turned slow start as the first slow runs end.
-          if (done >= QUICK + 2 * FIBERS) mostAfter = Math.max(mostAfter, processing)
+          if (done >= QUICK + FIBERS * (1 + AHEAD_PER_FIBER)) mostAfter = Math.max(mostAfter, processing)
           else mostBefore = Math.max(mostBefore, processing)
           yield* Effect.sleep("5 millis")
         }

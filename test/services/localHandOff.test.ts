@@ -15,6 +15,7 @@ import { AccountRepo } from "../../src/ports/AccountRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { Jobs } from "../../src/services/Jobs.js"
+import { AHEAD_PER_FIBER } from "../../src/services/worker/start.js"
 import { Catalog } from "../../src/services/Catalog.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { LocalWorkers } from "../../src/services/LocalWorkers.js"
@@ -187,9 +188,10 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
     expect(most).toBeLessThanOrEqual(2)
     expect(held).toBeGreaterThan(0)
     // Held (processing) at most: the 2 runs, 2 completions on their way (their slots taken by
-    // the next jobs as they are written) and 2 claimed ahead (docs/decisions.md, "Claiming ahead
-    // on PostgreSQL: built"); the runs themselves never exceed the workers (`most`).
-    expect(held).toBeLessThanOrEqual(2 + 2 + 2)
+    // the next jobs as they are written) and AHEAD_PER_FIBER per worker claimed ahead
+    // (docs/decisions.md, "Claiming ahead on PostgreSQL: built"); the runs themselves never
+    // exceed the workers (`most`).
+    expect(held).toBeLessThanOrEqual(2 + 2 + 2 * AHEAD_PER_FIBER)
     for (const { job } of jobs) expect((await stored(engine, job)).attempts).toBe(1)
   })
 })

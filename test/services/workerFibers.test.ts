@@ -4,6 +4,7 @@ import { layerMemoryJobQueue } from "../../adapters/memory/MemoryJobQueue.js"
 import type { JobId } from "../../src/domain/ids.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Worker } from "../../src/services/Worker.js"
+import { AHEAD_PER_FIBER } from "../../src/services/worker/start.js"
 import { memoryEngine } from "../support/engineLayer.js"
 import { idleProvider } from "../support/providers.js"
 import { startedFibers } from "../support/fiberCount.js"
@@ -45,10 +46,11 @@ describe("worker fibers", () => {
   it("starts the same fibers to drain 1,000 jobs as to drain 100: a job is data on a runner fiber, not a fiber of its own", async () => {
     const few = await fibersToDrain(100)
     const many = await fibersToDrain(1_000)
-    // The runners, the claimer, the reaper, the relay, the lease keeper's loop, and the claimer's
-    // waits once the queue ran dry (a race with a timeout, every poll interval: time, not jobs).
+    // The runners (one per fiber and one per job claimed ahead), the claimer, the reaper, the
+    // relay, the lease keeper's loop, and the claimer's waits once the queue ran dry (a race with
+    // a timeout, every poll interval: time, not jobs).
     expect(few).toBeGreaterThanOrEqual(FIBERS)
-    expect(few).toBeLessThan(FIBERS + 20)
+    expect(few).toBeLessThan(FIBERS * (1 + AHEAD_PER_FIBER) + 12)
     expect(Math.abs(many - few)).toBeLessThanOrEqual(6)
   }, 60_000)
 
