@@ -11,10 +11,11 @@ import { sentStatements } from "./sentStatement.js"
 
 /**
  * A retention batch on PostgreSQL finds each listed job by its primary key, whatever the
- * statistics say (adapters/sql/queue/statusFilter.ts). The statistics here are taken while no
- * job had ended, and every job has ended since, as on a fresh system after a burst until
- * autovacuum analyzes again: a plan that trusted them would read the ended jobs from a status
- * index and check each against the list, every ended job for every batch of the sweep.
+ * statistics say (adapters/sql/queue/statusFilter.ts), and the sweep reads a batch's ids from the
+ * ended jobs' index. The statistics here are taken while no job had ended, and every job has
+ * ended since, as on a fresh system after a burst until autovacuum analyzes again: a plan that
+ * trusted them would read the ended jobs from a status index and check each against the list,
+ * every ended job for every batch of the sweep.
  */
 
 const pgUp = await postgresAvailable()
@@ -54,8 +55,8 @@ if (!pgUp) {
 } else {
   const runtime = planRuntime(ended)
 
-  describe("postgres: a retention batch finds each listed job by its primary key", () => {
-    it("with statistics from before the jobs ended", () =>
+  describe("postgres: retention's plans, with statistics from before the jobs ended", () => {
+    it("a batch's removal finds each listed job by its primary key", () =>
       runtime.runPromise(Effect.gen(function*() {
         const retention = yield* RetentionRepo
         // The batch is removed as it is caught: the plans below depend on the statistics, not on the rows.
@@ -75,6 +76,22 @@ if (!pgUp) {
         }
         // The deliveries' DELETE and the jobs' (the third removes the jobs' log lines).
         expect(readingJobs).toBe(2)
+      })))
+
+    it("a batch's ids are read from the ended jobs' index, in their end's order", () =>
+      runtime.runPromise(Effect.gen(function*() {
+        const retention = yield* RetentionRepo
+        const [statement] = yield* sentStatements(
+          retention.endedJobs({ endedBy: T0 + 10_000_000, limit: 100, statuses: retainedStatuses, unsentDeliveries })
+        )
+        for (const when of ["first", "settled"] as const) {
+          const plan = yield* planOf(statement!, when)
+          const reads = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_jobs")
+          const where = `${when} plan:\n${render(plan)}`
+          expect(reads, where).toHaveLength(1)
+          expect(reads[0]!["Node Type"], where).toBe("Index Scan")
+          expect(reads[0]!["Index Name"], where).toBe("genjobs_jobs_ended")
+        }
       })))
   })
 }
