@@ -16,6 +16,7 @@ const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
  * attempt the claim counted is given back, as the run was not cut off.
  */
 export const makeHandBackStatements = ({ clock, sql, t }: JobSql) => {
+  const jobStatus = statusFilter(sql)
   const handBack = sql.onDialectOrElse({
     // As renewals (held.ts): the rows are found by id, locked in id order (a renewal of the same
     // jobs may run beside it), and a write a deadlock still aborts is tried again.
@@ -29,7 +30,7 @@ export const makeHandBackStatements = ({ clock, sql, t }: JobSql) => {
     // `statusFilter`: the rows are found by id, not by the status index (as renewals, held.ts).
     orElse: () => (leases: ReadonlyArray<HeldLease>, now: number) =>
       sql`UPDATE ${t.jobs} SET lease_owner = NULL, lease_expires_at = ${now}, attempts = attempts - 1
-        WHERE ${statusFilter(sql)} = 'processing' AND provider_handle IS NOT NULL AND (id, lease_owner) IN (
+        WHERE ${jobStatus} = 'processing' AND provider_handle IS NOT NULL AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })

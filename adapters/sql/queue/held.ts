@@ -58,8 +58,8 @@ export const makeHeldStatements = (ctx: JobSql) => {
   const { clock, sql, t } = ctx
   const { claimPg } = makeClaimFragments(ctx)
 
-  /** PostgreSQL: `j` is a job of the record set `d`, found by its primary key (lockOrder.ts). */
-  const heldIn = (d: string) => heldInPg(sql, d)
+  /** SQLite's status test on the rows found by id (statusFilter.ts). */
+  const jobStatus = statusFilter(sql)
   /**
    * PostgreSQL: the renewal locks its rows in the order of its list (its plan probes the jobs by
    * each entry in turn), as the provider reports' and the endings' statements do theirs. Two of
@@ -73,14 +73,14 @@ export const makeHeldStatements = (ctx: JobSql) => {
       sql.withTransaction(
         sql`WITH held AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(leases))}::jsonb) AS held(id text, "workerId" text))
         UPDATE ${t.jobs} AS j SET lease_expires_at = ${clock.until(now, leaseExpiresAt)}
-        FROM held WHERE ${heldIn("held")} AND j.lease_owner = held."workerId" RETURNING j.id`
+        FROM held WHERE ${heldInPg(sql, "held")} AND j.lease_owner = held."workerId" RETURNING j.id`
       ).pipe(Effect.retry({ while: isDeadlock, times: DEADLOCK_RETRIES })),
     // SQLite: the status a filter on the rows found by id (`statusFilter`). Written plainly, the
     // planner reads every processing job from the status index and probes the list with each:
     // a renewal of 500 leases then costs what one of all the process's leases does.
     orElse: () => (leases: ReadonlyArray<HeldLease>, _now: number, leaseExpiresAt: number) =>
       sql`UPDATE ${t.jobs} SET lease_expires_at = ${leaseExpiresAt}
-        WHERE ${statusFilter(sql)} = 'processing' AND (id, lease_owner) IN (
+        WHERE ${jobStatus} = 'processing' AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })
@@ -95,7 +95,7 @@ export const makeHeldStatements = (ctx: JobSql) => {
       })))}::jsonb) AS d(id text, "leaseOwner" text, provider_phase text, provider_handle text, provider_starts bigint, route text))
         UPDATE ${t.jobs} AS j SET provider_phase = d.provider_phase, provider_handle = d.provider_handle,
           provider_starts = d.provider_starts, provider_route = COALESCE(d.route, j.provider_route)
-        FROM d WHERE ${heldIn("d")} AND j.lease_owner = d."leaseOwner" RETURNING j.id`,
+        FROM d WHERE ${heldInPg(sql, "d")} AND j.lease_owner = d."leaseOwner" RETURNING j.id`,
     // Called on its own: one transaction around the per-job statements.
     orElse: () => (states: ProviderStates) =>
       sql.withTransaction(Effect.map(
@@ -126,7 +126,7 @@ export const makeHeldStatements = (ctx: JobSql) => {
       ended AS (UPDATE ${t.jobs} AS j SET status = d.status, outputs = d.outputs, error = d.error,
           completed_at = d.completed_at, lease_owner = NULL, lease_expires_at = NULL,
           provider_route = COALESCE(d.route, j.provider_route)
-        FROM d WHERE ${heldIn("d")} AND j.lease_owner = d."leaseOwner"${onlyWithoutWebhook ? sql` AND j.webhook_url IS NULL` : sql``}
+        FROM d WHERE ${heldInPg(sql, "d")} AND j.lease_owner = d."leaseOwner"${onlyWithoutWebhook ? sql` AND j.webhook_url IS NULL` : sql``}
         RETURNING j.*),
       entries AS (${changeInsertFrom(ctx, sql("ended"), sql`TRUE`, undefined)})`
   const finishHeldPg = (endings: ReadonlyArray<HeldEnding>, onlyWithoutWebhook: boolean) =>

@@ -17,6 +17,7 @@ const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
  * processing are both active: the account's count of active jobs has nothing to undo.
  */
 export const makeUnstartedStatements = ({ sql, t }: JobSql) => {
+  const jobStatus = statusFilter(sql)
   const unstarted = sql`status = 'pending', attempts = 0, provider_phase = NULL, provider_starts = provider_starts - 1,
     lease_owner = NULL, lease_expires_at = NULL, started_at = NULL`
   const returned = sql.onDialectOrElse({
@@ -33,7 +34,7 @@ export const makeUnstartedStatements = ({ sql, t }: JobSql) => {
     // `statusFilter`: the rows are found by id, not by the status index (as renewals, held.ts).
     orElse: () => (leases: ReadonlyArray<HeldLease>) =>
       sql`UPDATE ${t.jobs} SET ${unstarted}
-        WHERE ${statusFilter(sql)} = 'processing' AND attempts = 1 AND provider_phase = 'starting' AND provider_handle IS NULL AND (id, lease_owner) IN (
+        WHERE ${jobStatus} = 'processing' AND attempts = 1 AND provider_phase = 'starting' AND provider_handle IS NULL AND (id, lease_owner) IN (
           SELECT json_extract(value, '$.id'), json_extract(value, '$.workerId') FROM json_each(${JSON.stringify(leases)})
         ) RETURNING id`
   })
