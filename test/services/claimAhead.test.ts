@@ -1,5 +1,7 @@
 import { Effect, Exit, ManagedRuntime, Scope } from "effect"
 import { describe, expect, it } from "vitest"
+import { makeEngine } from "../../entries/index.js"
+import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
 import type { JobId } from "../../src/domain/ids.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -147,6 +149,104 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
       }))
     } finally {
       await runtime.dispose()
+    }
+  }, 30_000)
+
+  it("on a queue broker too: a worker's claim takes jobs ahead of its fibers, and its shutdown publishes them again, pending and never started, for another worker at once", async () => {
+    const { provider, starts } = startsAfter(FIBERS)
+    const engine = await makeEngine({
+      store: memoryStore(),
+      files: memoryFiles({ publicUrl: "http://files.test" }),
+      queue: memoryQueue(),
+      providers: { demo: provider },
+      workers: 0,
+      webhookDispatchers: 0,
+      uploadSweeper: false,
+      retentionSweeper: false,
+      // A delivery comes back after 15 minutes and the relay publishes a job after 10: only the
+      // drain's own publish brings the jobs back within the test.
+      settings: { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 200, queueRelayGraceMs: 600_000 }
+    })
+    try {
+      await engine.run(Effect.gen(function*() {
+        const ids = yield* submitMany(FIBERS * (2 + AHEAD_PER_FIBER) + 2)
+        const repo = yield* JobRepo
+        const worker = yield* Worker
+        const jobs = () => Effect.map(repo.getMany(ids), (found) => new Map(found.map((job) => [job.id, job])))
+        const claimedAhead = (byId: Map<JobId, { readonly status: string }>) =>
+          ids.filter((id) => byId.get(id)!.status === "processing" && !starts.has(id))
+        const scope = yield* Scope.make()
+        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
+        // The first two finish in their start, the next two hang in theirs; the claim took more
+        // than the fibers, and those wait in the ready list, held and never started.
+        while (starts.size < 2 * FIBERS || claimedAhead(yield* jobs()).length === 0) yield* Effect.sleep("5 millis")
+        const ahead = claimedAhead(yield* jobs())
+        expect(ahead.length).toBeLessThanOrEqual(FIBERS * AHEAD_PER_FIBER)
+        yield* Scope.close(scope, Exit.void)
+
+        const after = yield* jobs()
+        for (const id of ahead) {
+          expect(after.get(id)).toMatchObject({ status: "pending", attempts: 0, providerPhase: null, providerStarts: 0, leaseOwner: null, startedAt: null })
+          expect(starts.has(id)).toBe(false)
+        }
+        // Published again, they queue behind the jobs never claimed: another worker with a fiber
+        // for every job left takes them all.
+        const left = ids.filter((id) => after.get(id)!.status === "pending")
+        const again = yield* Scope.make()
+        yield* worker.start(left.length).pipe(Scope.provide(again))
+        const asked = Date.now()
+        while (!ahead.every((id) => starts.has(id))) yield* Effect.sleep("5 millis")
+        expect(Date.now() - asked).toBeLessThan(10_000)
+        const resumed = yield* jobs()
+        for (const id of ahead) {
+          expect(starts.get(id)).toBe(1)
+          expect(resumed.get(id)).toMatchObject({ status: "processing", attempts: 1, providerStarts: 1 })
+        }
+        yield* Scope.close(again, Exit.void)
+      }))
+    } finally {
+      await engine.dispose()
+    }
+  }, 30_000)
+
+  it("on a queue broker, while runs are slow, nothing is claimed ahead: a worker holds no more jobs than its fibers, its first claim included", async () => {
+    const provider: GenerationProvider = {
+      start: () => Effect.as(Effect.sleep("120 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
+      poll: () => Effect.die("never polled"),
+      cancel: () => Effect.void
+    }
+    const engine = await makeEngine({
+      store: memoryStore(),
+      files: memoryFiles({ publicUrl: "http://files.test" }),
+      queue: memoryQueue(),
+      providers: { demo: provider },
+      workers: 0,
+      webhookDispatchers: 0,
+      uploadSweeper: false,
+      retentionSweeper: false,
+      settings: { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }
+    })
+    try {
+      await engine.run(Effect.gen(function*() {
+        const ids = yield* submitMany(20)
+        const repo = yield* JobRepo
+        const worker = yield* Worker
+        const scope = yield* Scope.make()
+        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
+        let most = 0
+        let done = 0
+        while (done < ids.length) {
+          const found = yield* repo.getMany(ids)
+          most = Math.max(most, found.filter((job) => job.status === "processing").length)
+          done = found.filter((job) => job.status === "completed").length
+          yield* Effect.sleep("5 millis")
+        }
+        // Before any run ended nothing says runs are quick: the first claim took only the fibers' jobs.
+        expect(most).toBeLessThanOrEqual(FIBERS)
+        yield* Scope.close(scope, Exit.void)
+      }))
+    } finally {
+      await engine.dispose()
     }
   }, 30_000)
 })

@@ -60,7 +60,7 @@ describe("worker fibers", () => {
     // Besides the store's: the delivery extender and the acker, and the broker's waits for a
     // delivery once the queue ran dry (time, not jobs).
     expect(few).toBeGreaterThanOrEqual(FIBERS)
-    expect(few).toBeLessThan(FIBERS + 20)
+    expect(few).toBeLessThan(FIBERS * (1 + AHEAD_PER_FIBER) + 20)
     expect(Math.abs(many - few)).toBeLessThanOrEqual(6)
   }, 60_000)
 })

@@ -1,6 +1,6 @@
 import { Cause, Duration, Effect, Exit, Option, Queue, Random, Ref } from "effect"
 import { backoffDelayMs } from "../../domain/backoff.js"
-import { type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, type WorkerRider } from "./claims.js"
+import { aheadBeyond, type BrokerClaims, type Claimed, claimBeside, claimFor, makeWorkerRider, type WorkerRider } from "./claims.js"
 import type { WorkerDeps } from "./deps.js"
 import { startOnIdle, type WorkerPool } from "./pool.js"
 
@@ -39,14 +39,23 @@ const claimForIdle = Effect.fnUntraced(function*(
     return [taken, idle - taken] as const
   })
   if (free === 0) return Option.none()
+  // From a broker, while runs are quick, the claim also takes the jobs its worker may hold ahead
+  // of its fibers (the store's claims take theirs riding on completions): they wait in the ready
+  // list for the fibers that free next.
+  const ahead = broker !== undefined && pool.quick ? Math.max(0, Math.min(MAX_CLAIM - free, pool.ahead - pool.aheadHeld)) : 0
   const exit = yield* Effect.exit(
-    claimFor(deps, broker, pool.nextWorkerId(), free, deps.config.pollIntervalMs).pipe(Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs)))
+    claimFor(deps, broker, pool.nextWorkerId(), free + ahead, deps.config.pollIntervalMs).pipe(
+      Effect.map((jobs) => aheadBeyond(jobs, free)),
+      Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs))
+    )
   )
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
-  yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free)
-  yield* Ref.update(pool.idle, (n) => n + free - taken)
+  const started = Math.min(taken, free)
+  pool.aheadHeld += taken - started
+  yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free + ahead)
+  yield* Ref.update(pool.idle, (n) => n + free - started)
   startOnIdle(pool)
-  return Option.some({ free, exit, rode: false })
+  return Option.some({ free: free + ahead, exit, rode: false })
 }, Effect.uninterruptible)
 
 /** A claimer's claims riding on completions: its rider, and whether the next claim rides. */

@@ -89,14 +89,19 @@ export interface WorkerRider {
 /**
  * The claimed jobs of a riding claim, as the buffer takes them: their leases began at its time.
  * `slots` of them take the fibers the claim was for (those idle as it was sent, and those its
- * endings free); the rest were claimed ahead and wait in the ready list. Reclaims take the fibers
- * first: only a first pickup nothing started can be put back in the queue at a drain.
+ * endings free); the rest were claimed ahead and wait in the ready list.
  */
-export const riddenClaims = (leaseMs: number, outcome: RiderOutcome, jobs: ReadonlyArray<Job>, slots: number): Array<Claimed> => {
-  const leaseExpiresAt = outcome.at + leaseMs
-  if (jobs.length <= slots) return jobs.map((job) => ({ job, leaseExpiresAt }))
-  const ordered = [...jobs.filter((job) => !startMarkedByClaim(job)), ...jobs.filter(startMarkedByClaim)]
-  return ordered.map((job, i) => (i < slots ? { job, leaseExpiresAt } : { job, leaseExpiresAt, ahead: true }))
+export const riddenClaims = (leaseMs: number, outcome: RiderOutcome, jobs: ReadonlyArray<Job>, slots: number): ReadonlyArray<Claimed> =>
+  aheadBeyond(jobs.map((job) => ({ job, leaseExpiresAt: outcome.at + leaseMs })), slots)
+
+/**
+ * Claimed jobs with those beyond the first `slots` marked as claimed ahead. Reclaims take the
+ * slots first: only a first pickup nothing started can be put back in the queue at a drain.
+ */
+export const aheadBeyond = (claimed: ReadonlyArray<Claimed>, slots: number): ReadonlyArray<Claimed> => {
+  if (claimed.length <= slots) return claimed
+  const ordered = [...claimed.filter(({ job }) => !startMarkedByClaim(job)), ...claimed.filter(({ job }) => startMarkedByClaim(job))]
+  return ordered.map((one, i) => (i < slots ? one : { ...one, ahead: true }))
 }
 
 /**

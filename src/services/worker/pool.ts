@@ -27,14 +27,16 @@ export interface WorkerPool {
   readonly freeFiber: (wake: boolean) => void
   /**
    * The most jobs claimed ahead of the free fibers (docs/decisions.md, "Claiming ahead on
-   * PostgreSQL"): 0 where the store cannot put a claimed job back (JobRepo.returnUnstarted) or a
-   * broker delivers the jobs. Only claims riding on completions claim ahead.
+   * PostgreSQL"): 0 where the store cannot put a claimed job back (JobRepo.returnUnstarted). From
+   * the store only claims riding on completions claim ahead; from a broker, every claim while
+   * runs are quick.
    */
   readonly ahead: number
   /**
    * Whether the runs ending here are quick (the last one to end took at most QUICK_RUN_MS and
    * never waited on the watch list): only then do claims take jobs ahead. Runs of generations
    * would leave jobs claimed ahead waiting a whole run, unstartable elsewhere and uncancellable.
+   * False until a run has ended: a worker's first claim takes no more jobs than its idle fibers.
    */
   quick: boolean
   /** Jobs claimed ahead and not started: on their way to the ready list, or in it. They hold no fiber. */
@@ -87,7 +89,7 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
       fiberFreed: Effect.sync(() => freeFiber(true)),
       freeFiber,
       ahead,
-      quick: true,
+      quick: false,
       aheadHeld: 0,
       writing: 0,
       startReady: () => false,

@@ -13,10 +13,12 @@ import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.j
 /**
  * At a drain, the jobs claimed ahead and waiting for a fiber go back to the queue in one write
  * (JobRepo.returnUnstarted): pending again with no attempt spent, and a signal for the workers
- * of every process, as a submit's. Those it does not take back (a reclaim, a lost lease, a store
- * fault) stay ready and start as fibers free, the drain waiting for them as for any run.
+ * of every process, as a submit's; on a broker each is published again and its delivery here
+ * acked, so another worker takes it at once rather than after the delivery's visibility. Those
+ * it does not take back (a reclaim, a lost lease, a store fault) stay ready and start as fibers
+ * free, the drain waiting for them as for any run.
  */
-const returnReady = (deps: Pick<WorkerDeps, "repo" | "signal">, pool: WorkerPool, runners: Runners) =>
+const returnReady = (deps: Pick<WorkerDeps, "queue" | "repo" | "signal">, pool: WorkerPool, runners: Runners) =>
   Effect.suspend(() => {
     const ready = runners.ready.splice(0)
     const put = deps.repo.returnUnstarted
@@ -25,18 +27,28 @@ const returnReady = (deps: Pick<WorkerDeps, "repo" | "signal">, pool: WorkerPool
       Effect.catch((error) => Effect.as(Effect.logWarning("jobs claimed ahead could not be put back in the queue; running them", error.message), [])),
       Effect.flatMap((ids) => {
         const back = new Set(ids)
+        const returned: Array<Work> = []
         for (const work of ready) {
           if (!back.has(work.held.job.id)) runners.ready.push(work)
           else {
             runners.keeper.release(work.held.book.lease)
             pool.aheadHeld -= 1
+            returned.push(work)
           }
         }
         startOnIdle(pool)
-        return back.size > 0 ? deps.signal.notify : Effect.void
+        if (returned.length === 0) return Effect.void
+        return Effect.andThen(deps.signal.notify, republished(deps, runners, returned))
       })
     )
   })
+
+/** Jobs put back in the queue at a drain, published again on the broker they came from, their deliveries here acked. */
+const republished = ({ queue }: Pick<WorkerDeps, "queue">, { broker }: Runners, returned: ReadonlyArray<Work>) =>
+  broker === undefined || Option.isNone(queue) ? Effect.void : queue.value.publish(returned.map(({ held: { job } }) => ({ jobId: job.id, accountId: job.accountId }))).pipe(
+    Effect.catch((error) => Effect.logWarning("jobs put back in the queue could not be published again; the queue relay will", error.message)),
+    Effect.andThen(Effect.forEach(returned, ({ held: { job } }) => broker.done(job.id), { discard: true }))
+  )
 
 /**
  * The jobs a worker claims ahead of its free fibers, per fiber, while its runs are quick (claims
@@ -83,9 +95,9 @@ export const start = (deps: WorkerDeps) =>
         yield* queue.value.consume({ name: `wrk_${processId}`, visibilityMs: brokerVisibilityMs(config.leaseMs) }),
         config.leaseMs
       )
-    // Claiming ahead needs the store to take back what a drain did not start; a broker's
-    // deliveries are claimed as they come, never ahead.
-    const ahead = broker === undefined && deps.repo.returnUnstarted !== undefined ? Math.min(AHEAD_PER_FIBER * concurrency, MAX_CLAIM) : 0
+    // Claiming ahead needs the store to take back what a drain did not start (on a broker, the
+    // drain publishes those jobs again).
+    const ahead = deps.repo.returnUnstarted !== undefined ? Math.min(AHEAD_PER_FIBER * concurrency, MAX_CLAIM) : 0
     const pool = yield* makeWorkerPool(processId, concurrency, ahead)
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
     if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
