@@ -7,6 +7,8 @@ import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Worker } from "../../src/services/Worker.js"
 import { AHEAD_PER_FIBER } from "../../src/services/worker/start.js"
+import { Catalog } from "../../src/services/Catalog.js"
+import { demoCatalog } from "../support/demoCatalog.js"
 import { memoryEngine } from "../support/engineLayer.js"
 import { submitMany } from "../support/submitMany.js"
 
@@ -243,6 +245,49 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
         }
         // Before any run ended nothing says runs are quick: the first claim took only the fibers' jobs.
         expect(most).toBeLessThanOrEqual(FIBERS)
+        yield* Scope.close(scope, Exit.void)
+      }))
+    } finally {
+      await engine.dispose()
+    }
+  }, 30_000)
+
+  it("on a queue broker, with limited versions in the plan, nothing is claimed ahead: a limited job would hold its provider's room while it waits", async () => {
+    const { provider } = startsAfter(1_000)
+    const engine = await makeEngine({
+      store: memoryStore(),
+      files: memoryFiles({ publicUrl: "http://files.test" }),
+      queue: memoryQueue(),
+      providers: { demo: provider },
+      workers: 0,
+      webhookDispatchers: 0,
+      uploadSweeper: false,
+      retentionSweeper: false,
+      settings: { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }
+    })
+    try {
+      await engine.run(Effect.gen(function*() {
+        const ids = yield* submitMany(40)
+        // Every provider limited to ten generations at once: room for five times the fibers.
+        const limited = demoCatalog()
+        for (const model of limited.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
+        for (const entry of limited.providers) entry["limits"] = { maxInFlight: 10 }
+        yield* (yield* Catalog).replace(limited)
+        const repo = yield* JobRepo
+        const scope = yield* Scope.make()
+        yield* (yield* Worker).start(FIBERS).pipe(Scope.provide(scope))
+        let most = 0
+        let done = 0
+        while (done < ids.length) {
+          const found = yield* repo.getMany(ids)
+          most = Math.max(most, found.filter((job) => job.status === "processing").length)
+          done = found.filter((job) => job.status === "completed").length
+          yield* Effect.sleep("1 millis")
+        }
+        // The fibers' runs and the jobs whose completions are on their way as the fibers run the
+        // next (a slot frees as its completion is written): a few. Claiming ahead, the fibers'
+        // and the jobs ahead filled the provider's room (ten, FIBERS * (1 + AHEAD_PER_FIBER)).
+        expect(most).toBeLessThan(FIBERS * (1 + AHEAD_PER_FIBER))
         yield* Scope.close(scope, Exit.void)
       }))
     } finally {

@@ -41,8 +41,11 @@ const claimForIdle = Effect.fnUntraced(function*(
   if (free === 0) return Option.none()
   // From a broker, while runs are quick, the claim also takes the jobs its worker may hold ahead
   // of its fibers (the store's claims take theirs riding on completions): they wait in the ready
-  // list for the fibers that free next.
-  const ahead = broker !== undefined && pool.quick ? Math.max(0, Math.min(MAX_CLAIM - free, pool.ahead - pool.aheadHeld)) : 0
+  // list for the fibers that free next. Not with limited versions in the plan, as on the store:
+  // a limited job claimed ahead would hold its provider's room while it waits.
+  const ahead = broker !== undefined && pool.quick && !deps.limits.anyLimited()
+    ? Math.max(0, Math.min(MAX_CLAIM - free, pool.ahead - pool.aheadHeld))
+    : 0
   const exit = yield* Effect.exit(
     claimFor(deps, broker, pool.nextWorkerId(), free + ahead, deps.config.pollIntervalMs).pipe(
       Effect.map((jobs) => aheadBeyond(jobs, free)),
