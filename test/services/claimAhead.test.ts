@@ -4,6 +4,7 @@ import { makeEngine } from "../../entries/index.js"
 import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
 import type { JobId } from "../../src/domain/ids.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
+import type { EngineSettings } from "../../src/services/EngineConfig.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Worker } from "../../src/services/Worker.js"
 import { AHEAD_PER_FIBER } from "../../src/services/worker/start.js"
@@ -32,6 +33,45 @@ const startsAfter = (quick: number) => {
 }
 
 const FIBERS = 2
+
+/** An engine without workers on the memory store, its queue the store's own or the memory broker. */
+const engineOn = (provider: GenerationProvider, settings: Partial<EngineSettings>, queue?: typeof memoryQueue) =>
+  makeEngine({
+    store: memoryStore(),
+    files: memoryFiles({ publicUrl: "http://files.test" }),
+    queue: queue?.(),
+    providers: { demo: provider },
+    workers: 0,
+    webhookDispatchers: 0,
+    uploadSweeper: false,
+    retentionSweeper: false,
+    settings
+  })
+
+/** Starts a worker of FIBERS fibers and answers the most of `ids` it held processing at once until all completed. */
+const mostProcessing = (ids: ReadonlyArray<JobId>) =>
+  Effect.gen(function*() {
+    const repo = yield* JobRepo
+    const scope = yield* Scope.make()
+    yield* (yield* Worker).start(FIBERS).pipe(Scope.provide(scope))
+    let most = 0
+    let done = 0
+    while (done < ids.length) {
+      const found = yield* repo.getMany(ids)
+      most = Math.max(most, found.filter((job) => job.status === "processing").length)
+      done = found.filter((job) => job.status === "completed").length
+      yield* Effect.sleep("2 millis")
+    }
+    yield* Scope.close(scope, Exit.void)
+    return most
+  })
+
+/** Each start takes 120 ms: a slow run, past QUICK_RUN_MS. */
+const slowProvider: GenerationProvider = {
+  start: () => Effect.as(Effect.sleep("120 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
+  poll: () => Effect.die("never polled"),
+  cancel: () => Effect.void
+}
 
 describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")", () => {
   it("a worker's shutdown puts its ready jobs back in the queue: pending, no attempt spent, never started, then run once elsewhere", async () => {
@@ -78,37 +118,22 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
     }
   }, 30_000)
 
-  it("while runs are slow, nothing is claimed ahead: a worker holds no more jobs than its fibers", async () => {
-    // Each start takes 120 ms (a slow run, past QUICK_RUN_MS): jobs claimed ahead would wait a whole
-    // run, unstartable by another process and refused a cancel.
-    const provider: GenerationProvider = {
-      start: () => Effect.as(Effect.sleep("120 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
-      poll: () => Effect.die("never polled"),
-      cancel: () => Effect.void
-    }
-    const runtime = ManagedRuntime.make(memoryEngine(provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }))
+  it.each([
+    { queue: "the store's own queue", broker: undefined },
+    { queue: "the memory broker", broker: memoryQueue }
+  ])("while runs are slow, nothing is claimed ahead ($queue): a worker holds no more jobs than its fibers, its first claim included", async ({ broker }) => {
+    // Jobs claimed ahead would wait a whole run, unstartable by another process and refused a
+    // cancel. Before any run ended nothing says runs are quick: the first claim takes the fibers' jobs only.
+    const engine = await engineOn(slowProvider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }, broker)
     try {
-      await runtime.runPromise(Effect.gen(function*() {
-        const ids = yield* submitMany(10)
-        const repo = yield* JobRepo
-        const worker = yield* Worker
-        const scope = yield* Scope.make()
-        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
-        let most = 0
-        let done = 0
-        while (done < ids.length) {
-          const found = yield* repo.getMany(ids)
-          most = Math.max(most, found.filter((job) => job.status === "processing").length)
-          done = found.filter((job) => job.status === "completed").length
-          yield* Effect.sleep("5 millis")
-        }
-        expect(most).toBeLessThanOrEqual(FIBERS)
-        yield* Scope.close(scope, Exit.void)
+      await engine.run(Effect.gen(function*() {
+        expect(yield* mostProcessing(yield* submitMany(10))).toBeLessThanOrEqual(FIBERS)
       }))
     } finally {
-      await runtime.dispose()
+      await engine.dispose()
     }
   }, 30_000)
+
   it("a ready list filled while runs were quick empties once they turn slow: then a worker holds no more jobs than its fibers", async () => {
     // The first starts finish in the call (quick runs: jobs are claimed ahead), the rest take
     // 100 ms each. Without the rule the store claimed one job for each ending and the ready list
@@ -156,19 +181,9 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
 
   it("on a queue broker too: a worker's claim takes jobs ahead of its fibers, and its shutdown publishes them again, pending and never started, for another worker at once", async () => {
     const { provider, starts } = startsAfter(FIBERS)
-    const engine = await makeEngine({
-      store: memoryStore(),
-      files: memoryFiles({ publicUrl: "http://files.test" }),
-      queue: memoryQueue(),
-      providers: { demo: provider },
-      workers: 0,
-      webhookDispatchers: 0,
-      uploadSweeper: false,
-      retentionSweeper: false,
-      // A delivery comes back after 15 minutes and the relay publishes a job after 10: only the
-      // drain's own publish brings the jobs back within the test.
-      settings: { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 200, queueRelayGraceMs: 600_000 }
-    })
+    // A delivery comes back after 15 minutes and the relay publishes a job after 10: only the
+    // drain's own publish brings the jobs back within the test.
+    const engine = await engineOn(provider, { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 200, queueRelayGraceMs: 600_000 }, memoryQueue)
     try {
       await engine.run(Effect.gen(function*() {
         const ids = yield* submitMany(FIBERS * (2 + AHEAD_PER_FIBER) + 2)
@@ -211,60 +226,8 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
     }
   }, 30_000)
 
-  it("on a queue broker, while runs are slow, nothing is claimed ahead: a worker holds no more jobs than its fibers, its first claim included", async () => {
-    const provider: GenerationProvider = {
-      start: () => Effect.as(Effect.sleep("120 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
-      poll: () => Effect.die("never polled"),
-      cancel: () => Effect.void
-    }
-    const engine = await makeEngine({
-      store: memoryStore(),
-      files: memoryFiles({ publicUrl: "http://files.test" }),
-      queue: memoryQueue(),
-      providers: { demo: provider },
-      workers: 0,
-      webhookDispatchers: 0,
-      uploadSweeper: false,
-      retentionSweeper: false,
-      settings: { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }
-    })
-    try {
-      await engine.run(Effect.gen(function*() {
-        const ids = yield* submitMany(20)
-        const repo = yield* JobRepo
-        const worker = yield* Worker
-        const scope = yield* Scope.make()
-        yield* worker.start(FIBERS).pipe(Scope.provide(scope))
-        let most = 0
-        let done = 0
-        while (done < ids.length) {
-          const found = yield* repo.getMany(ids)
-          most = Math.max(most, found.filter((job) => job.status === "processing").length)
-          done = found.filter((job) => job.status === "completed").length
-          yield* Effect.sleep("5 millis")
-        }
-        // Before any run ended nothing says runs are quick: the first claim took only the fibers' jobs.
-        expect(most).toBeLessThanOrEqual(FIBERS)
-        yield* Scope.close(scope, Exit.void)
-      }))
-    } finally {
-      await engine.dispose()
-    }
-  }, 30_000)
-
   it("on a queue broker, with limited versions in the plan, nothing is claimed ahead: a limited job would hold its provider's room while it waits", async () => {
-    const { provider } = startsAfter(1_000)
-    const engine = await makeEngine({
-      store: memoryStore(),
-      files: memoryFiles({ publicUrl: "http://files.test" }),
-      queue: memoryQueue(),
-      providers: { demo: provider },
-      workers: 0,
-      webhookDispatchers: 0,
-      uploadSweeper: false,
-      retentionSweeper: false,
-      settings: { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }
-    })
+    const engine = await engineOn(startsAfter(1_000).provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }, memoryQueue)
     try {
       await engine.run(Effect.gen(function*() {
         const ids = yield* submitMany(40)
@@ -273,22 +236,10 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
         for (const model of limited.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
         for (const entry of limited.providers) entry["limits"] = { maxInFlight: 10 }
         yield* (yield* Catalog).replace(limited)
-        const repo = yield* JobRepo
-        const scope = yield* Scope.make()
-        yield* (yield* Worker).start(FIBERS).pipe(Scope.provide(scope))
-        let most = 0
-        let done = 0
-        while (done < ids.length) {
-          const found = yield* repo.getMany(ids)
-          most = Math.max(most, found.filter((job) => job.status === "processing").length)
-          done = found.filter((job) => job.status === "completed").length
-          yield* Effect.sleep("1 millis")
-        }
         // The fibers' runs and the jobs whose completions are on their way as the fibers run the
         // next (a slot frees as its completion is written): a few. Claiming ahead, the fibers'
         // and the jobs ahead filled the provider's room (ten, FIBERS * (1 + AHEAD_PER_FIBER)).
-        expect(most).toBeLessThan(FIBERS * (1 + AHEAD_PER_FIBER))
-        yield* Scope.close(scope, Exit.void)
+        expect(yield* mostProcessing(ids)).toBeLessThan(FIBERS * (1 + AHEAD_PER_FIBER))
       }))
     } finally {
       await engine.dispose()
