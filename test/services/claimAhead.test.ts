@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import { makeEngine } from "../../entries/index.js"
 import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
 import type { JobId } from "../../src/domain/ids.js"
+import type { Job } from "../../src/domain/job.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
@@ -66,6 +67,22 @@ const mostProcessing = (ids: ReadonlyArray<JobId>) =>
     return most
   })
 
+/** Jobs claimed ahead and put back by a drain: pending as submitted, never started. */
+const expectPutBack = (byId: ReadonlyMap<JobId, Job>, ahead: ReadonlyArray<JobId>, starts: ReadonlyMap<string, number>) => {
+  for (const id of ahead) {
+    expect(byId.get(id)).toMatchObject({ status: "pending", attempts: 0, providerPhase: null, providerStarts: 0, leaseOwner: null, startedAt: null })
+    expect(starts.has(id)).toBe(false)
+  }
+}
+
+/** Those jobs taken again as first pickups and started once each. */
+const expectStartedOnce = (byId: ReadonlyMap<JobId, Job>, ahead: ReadonlyArray<JobId>, starts: ReadonlyMap<string, number>) => {
+  for (const id of ahead) {
+    expect(starts.get(id)).toBe(1)
+    expect(byId.get(id)).toMatchObject({ status: "processing", attempts: 1, providerStarts: 1 })
+  }
+}
+
 /** Each start takes 120 ms: a slow run, past QUICK_RUN_MS. */
 const slowProvider: GenerationProvider = {
   start: () => Effect.as(Effect.sleep("120 millis"), { _tag: "Finished", status: { _tag: "Succeeded", outputs: [] } } as const),
@@ -97,20 +114,13 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
         yield* Scope.close(scope, Exit.void)
 
         const after = yield* jobs()
-        for (const id of ahead) {
-          expect(after.get(id)).toMatchObject({ status: "pending", attempts: 0, providerPhase: null, providerStarts: 0, leaseOwner: null, startedAt: null })
-          expect(starts.has(id)).toBe(false)
-        }
+        expectPutBack(after, ahead, starts)
         // Another worker (this one's restart, a fiber for each) takes them as first pickups and
         // starts each once: they kept their places in the queue, before the jobs still pending.
         const again = yield* Scope.make()
         yield* worker.start(ahead.length).pipe(Scope.provide(again))
         while (!ahead.every((id) => starts.has(id))) yield* Effect.sleep("5 millis")
-        const resumed = yield* jobs()
-        for (const id of ahead) {
-          expect(starts.get(id)).toBe(1)
-          expect(resumed.get(id)).toMatchObject({ status: "processing", attempts: 1, providerStarts: 1 })
-        }
+        expectStartedOnce(yield* jobs(), ahead, starts)
         yield* Scope.close(again, Exit.void)
       }))
     } finally {
@@ -202,10 +212,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
         yield* Scope.close(scope, Exit.void)
 
         const after = yield* jobs()
-        for (const id of ahead) {
-          expect(after.get(id)).toMatchObject({ status: "pending", attempts: 0, providerPhase: null, providerStarts: 0, leaseOwner: null, startedAt: null })
-          expect(starts.has(id)).toBe(false)
-        }
+        expectPutBack(after, ahead, starts)
         // Published again, they queue behind the jobs never claimed: another worker with a fiber
         // for every job left takes them all.
         const left = ids.filter((id) => after.get(id)!.status === "pending")
@@ -214,11 +221,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
         const asked = Date.now()
         while (!ahead.every((id) => starts.has(id))) yield* Effect.sleep("5 millis")
         expect(Date.now() - asked).toBeLessThan(10_000)
-        const resumed = yield* jobs()
-        for (const id of ahead) {
-          expect(starts.get(id)).toBe(1)
-          expect(resumed.get(id)).toMatchObject({ status: "processing", attempts: 1, providerStarts: 1 })
-        }
+        expectStartedOnce(yield* jobs(), ahead, starts)
         yield* Scope.close(again, Exit.void)
       }))
     } finally {
