@@ -49,12 +49,15 @@ const claimForIdle = Effect.fnUntraced(function*(
   const exit = yield* Effect.exit(
     claimFor(deps, broker, pool.nextWorkerId(), free + ahead, deps.config.pollIntervalMs).pipe(
       Effect.map((jobs) => aheadBeyond(jobs, free)),
-      Effect.tap((jobs) => Queue.offerAll(pool.buffer, jobs))
+      Effect.tap((jobs) => {
+        // Counted before the intake can start any of them.
+        pool.aheadHeld += Math.max(0, jobs.length - free)
+        return Queue.offerAll(pool.buffer, jobs)
+      })
     )
   )
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
   const started = Math.min(taken, free)
-  pool.aheadHeld += taken - started
   yield* Ref.set(pool.queueDry, Exit.isSuccess(exit) && taken < free + ahead)
   yield* Ref.update(pool.idle, (n) => n + free - started)
   startOnIdle(pool)
