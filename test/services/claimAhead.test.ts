@@ -1,11 +1,9 @@
 import { Effect, Exit, ManagedRuntime, Scope } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeEngine } from "../../entries/index.js"
-import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
+import { memoryQueue } from "../../entries/memory.js"
 import type { JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
-import type { EngineSettings } from "../../src/services/EngineConfig.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { Worker } from "../../src/services/Worker.js"
 import { AHEAD_PER_FIBER } from "../../src/services/worker/start.js"
@@ -13,6 +11,7 @@ import { Catalog } from "../../src/services/Catalog.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { memoryEngine } from "../support/engineLayer.js"
 import { submitMany } from "../support/submitMany.js"
+import { workerEngine } from "../support/workerEngine.js"
 
 /**
  * A provider that finishes its first `quick` starts in the call and never answers the others;
@@ -34,20 +33,6 @@ const startsAfter = (quick: number) => {
 }
 
 const FIBERS = 2
-
-/** An engine without workers on the memory store, its queue the store's own or the memory broker. */
-const engineOn = (provider: GenerationProvider, settings: Partial<EngineSettings>, queue?: typeof memoryQueue) =>
-  makeEngine({
-    store: memoryStore(),
-    files: memoryFiles({ publicUrl: "http://files.test" }),
-    queue: queue?.(),
-    providers: { demo: provider },
-    workers: 0,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    retentionSweeper: false,
-    settings
-  })
 
 /** Starts a worker of FIBERS fibers and answers the most of `ids` it held processing at once until all completed. */
 const mostProcessing = (ids: ReadonlyArray<JobId>) =>
@@ -134,7 +119,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
   ])("while runs are slow, nothing is claimed ahead ($queue): a worker holds no more jobs than its fibers, its first claim included", async ({ broker }) => {
     // Jobs claimed ahead would wait a whole run, unstartable by another process and refused a
     // cancel. Before any run ended nothing says runs are quick: the first claim takes the fibers' jobs only.
-    const engine = await engineOn(slowProvider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }, broker)
+    const engine = await workerEngine(slowProvider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }, { queue: broker })
     try {
       await engine.run(Effect.gen(function*() {
         expect(yield* mostProcessing(yield* submitMany(10))).toBeLessThanOrEqual(FIBERS)
@@ -193,7 +178,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
     const { provider, starts } = startsAfter(FIBERS)
     // A delivery comes back after 15 minutes and the relay publishes a job after 10: only the
     // drain's own publish brings the jobs back within the test.
-    const engine = await engineOn(provider, { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 200, queueRelayGraceMs: 600_000 }, memoryQueue)
+    const engine = await workerEngine(provider, { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 200, queueRelayGraceMs: 600_000 }, { queue: memoryQueue })
     try {
       await engine.run(Effect.gen(function*() {
         const ids = yield* submitMany(FIBERS * (2 + AHEAD_PER_FIBER) + 2)
@@ -230,7 +215,7 @@ describe("claiming ahead (docs/decisions.md, \"Claiming ahead on PostgreSQL\")",
   }, 30_000)
 
   it("on a queue broker, with limited versions in the plan, nothing is claimed ahead: a limited job would hold its provider's room while it waits", async () => {
-    const engine = await engineOn(startsAfter(1_000).provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }, memoryQueue)
+    const engine = await workerEngine(startsAfter(1_000).provider, { leaseMs: 60_000, pollIntervalMs: 50, drainTimeoutMs: 2_000 }, { queue: memoryQueue })
     try {
       await engine.run(Effect.gen(function*() {
         const ids = yield* submitMany(40)

@@ -6,8 +6,7 @@
 import { Deferred, Effect, Exit, Fiber, ManagedRuntime, Option, Scope } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
-import { makeEngine } from "../../entries/index.js"
-import { memoryFiles, memoryQueue, memoryStore } from "../../entries/memory.js"
+import { memoryQueue, memoryStore } from "../../entries/memory.js"
 import { postgresStore } from "../../entries/postgres.js"
 import type { JobId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
@@ -21,6 +20,7 @@ import { demoCaller, engineOver } from "../support/engineLayer.js"
 import { freshPostgresUrl } from "../support/postgres.js"
 import { submitMany } from "../support/submitMany.js"
 import { until } from "../support/waitFor.js"
+import { workerEngine } from "../support/workerEngine.js"
 
 /**
  * Generations that run until the test ends them (`release`, or `done` by handle id), polled
@@ -204,17 +204,7 @@ describe("a worker's shutdown with generations in flight", () => {
   ])("$name", async ({ available, queue, store }) => {
     if (!available) return
     const { provider, state } = heldProvider()
-    const engine = await makeEngine({
-      store: await store(),
-      files: memoryFiles({ publicUrl: "http://files.test" }),
-      queue: queue?.(),
-      providers: { demo: provider },
-      workers: 0,
-      webhookDispatchers: 0,
-      uploadSweeper: false,
-      retentionSweeper: false,
-      settings: { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 60_000 }
-    })
+    const engine = await workerEngine(provider, { leaseMs: 600_000, pollIntervalMs: 50, drainTimeoutMs: 60_000 }, { queue, store: await store() })
     try {
       await engine.run(Effect.gen(function*() {
         yield* demoCaller(1_000_000_000, 1_000)
