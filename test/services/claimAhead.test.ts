@@ -46,7 +46,7 @@ const mostProcessing = (ids: ReadonlyArray<JobId>) =>
       const found = yield* repo.getMany(ids)
       most = Math.max(most, found.filter((job) => job.status === "processing").length)
       done = found.filter((job) => job.status === "completed").length
-      yield* Effect.sleep("2 millis")
+      yield* Effect.sleep("5 millis")
     }
     yield* Scope.close(scope, Exit.void)
     return most
