@@ -25,7 +25,7 @@ export const claimCost = () =>
       const template = (await submit(engine, caller!, "template")).job
       log(`claim_cost: copying the job to ${pending} pending rows`)
       const fillStart = performance.now()
-      await copyJobRows(name, `${TABLE_PREFIX}jobs`, [template.id], pending - 1, { createdAt: -1, fairKey: -1 })
+      await copyJobRows(name, TABLE_PREFIX, [template.id], pending - 1, { createdAt: -1, fairKey: -1 })
       const fillSeconds = (performance.now() - fillStart) / 1000
       log(`claim_cost: up to ${settings.claimSamples} claims or ${settings.claimSeconds} s`)
       const claimOnce = (i: number) =>

@@ -107,7 +107,7 @@ const onPostgres = (accounts: number) =>
       await measure(
         "postgres",
         engine,
-        (templates, copies) => copyJobRows(name, `${TABLE_PREFIX}jobs`, templates, copies, { createdAt: 1, fairKey: STEP }),
+        (templates, copies) => copyJobRows(name, TABLE_PREFIX, templates, copies, { createdAt: 1, fairKey: STEP }),
         accounts
       )
     } finally {

@@ -38,21 +38,30 @@ export const waitFor = async (what: string, probe: () => Promise<boolean>, every
 }
 
 /**
- * Copies each template job row of `table` (in `database`) `copies` times in one statement, then
- * ANALYZEs the table: the g-th copy's id is the template's with `_<g>` (8 digits), its created_at
- * and fair_key the template's plus g times `steps.createdAt` and `steps.fairKey` (negative: each
- * copy older and earlier in the fair order). jsonb_populate_record copies whatever columns the
- * table has; LATERAL builds the record once a row, not once a column.
+ * Copies each template job row of the `${prefix}jobs` table (in `database`) `copies` times in one
+ * statement, then ANALYZEs the table: the g-th copy's id is the template's with `_<g>` (8 digits),
+ * its created_at and fair_key the template's plus g times `steps.createdAt` and `steps.fairKey`
+ * (negative: each copy older and earlier in the fair order). jsonb_populate_record copies
+ * whatever columns the table has; LATERAL builds the record once a row, not once a column.
+ *
+ * The copies of an active (pending or processing) template are counted into their account's
+ * `active_jobs` once, as the table's insert trigger would one by one (migration 0021): that
+ * trigger is off for the copy (`session_replication_role`, as for a restore), because a million
+ * updates of one account's row in one transaction each walk past the row versions the ones
+ * before left, and the fill of claim_cost's million pending jobs ran for over ten minutes.
  */
 export const copyJobRows = async (
   database: string,
-  table: string,
+  prefix: string,
   templates: ReadonlyArray<string>,
   copies: number,
   steps: { readonly createdAt: number; readonly fairKey: number }
 ): Promise<void> => {
   const client = await connect(database)
+  const table = `${prefix}jobs`
   try {
+    await client.query("BEGIN")
+    await client.query("SET LOCAL session_replication_role = replica")
     await client.query(
       `INSERT INTO ${table}
        SELECT r.* FROM ${table} t CROSS JOIN generate_series(1, $2::int) g
@@ -63,6 +72,14 @@ export const copyJobRows = async (
        WHERE t.id = ANY($1)`,
       [templates, copies, steps.createdAt, steps.fairKey]
     )
+    await client.query(
+      `UPDATE ${prefix}accounts a SET active_jobs = a.active_jobs + c.n
+       FROM (SELECT account_id, count(*) * $2::bigint AS n FROM ${table}
+             WHERE id = ANY($1) AND status IN ('pending', 'processing') GROUP BY account_id) c
+       WHERE a.id = c.account_id`,
+      [templates, copies]
+    )
+    await client.query("COMMIT")
     await client.query(`ANALYZE ${table}`)
   } finally {
     await client.end()
