@@ -97,10 +97,17 @@ const callerOf = (engine: Engine) =>
 const submitOne = (engine: Engine, caller: Awaited<ReturnType<typeof callerOf>>["caller"], key?: string) =>
   engine.run(Effect.flatMap(Jobs, (jobs) => jobs.submit(caller, { model: MODEL, input: { prompt: "p" } }, "req_probe" as RequestId, key)))
 
-/** `n` copies of one submitted job, inserted in one statement (with their charges left out). */
+/**
+ * `n` copies of one submitted job, inserted in one statement (with their charges left out), and
+ * counted into the account's active jobs at once: with the per-row insert trigger on (migration
+ * 0021) each copy would update the account's row again in the same transaction (bench/lib/pg.ts,
+ * `copyJobRows`).
+ */
 const seedCopies = async (url: string, jobId: string, n: number) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
+  await client.query("BEGIN")
+  await client.query("SET LOCAL session_replication_role = replica")
   await client.query(
     `INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, webhook_url, status, cost_micro_cents,
        created_at, estimated_completion_at, attempts)
@@ -109,6 +116,11 @@ const seedCopies = async (url: string, jobId: string, n: number) => {
      FROM genjobs_jobs, generate_series(1, $2) g WHERE id = $1`,
     [jobId, n]
   )
+  await client.query(
+    `UPDATE genjobs_accounts SET active_jobs = active_jobs + $2 WHERE id = (SELECT account_id FROM genjobs_jobs WHERE id = $1)`,
+    [jobId, n]
+  )
+  await client.query("COMMIT")
   await client.query("ANALYZE genjobs_jobs")
   await client.end()
 }
