@@ -271,6 +271,8 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
             .reduce((n, bucket) => n + bucket.n, 0)
         }))
       })),
+    anyPending: (versions) =>
+      Effect.sync(() => jobs().some((j) => j.status === "pending" && versions.some((v) => j.model === v.model && j.version === v.version))),
     pendingOf: (versions) =>
       Effect.sync(() =>
         versions.flatMap((v) =>

@@ -186,6 +186,11 @@ export interface JobLeaseDriver {
     scopes: ReadonlyArray<string>,
     now: number
   ) => Effect.Effect<LimitUsage, StoreError>
+  /**
+   * Whether any of `versions` has a pending job, read without locks: a claim asks it instead of
+   * counting the limits' room in a transaction while it last found none waiting.
+   */
+  readonly anyPending: (versions: ReadonlyArray<VersionRef>) => Effect.Effect<boolean, StoreError>
   /** Per version, its `limit` oldest pending jobs in claim order, skipping rows another transaction holds. */
   readonly pendingOf: (
     versions: ReadonlyArray<VersionRef & { readonly limit: number }>

@@ -1,7 +1,7 @@
 import { Effect, type Scope } from "effect"
 import type { JobDrivers } from "../ports/JobLeaseDriver.js"
 import type { JobRepo } from "../ports/JobRepo.js"
-import { claim, claimBatch, claimIds } from "./jobRepo/claims.js"
+import { claim, claimBatch, claimIds, makeLimitedClaims } from "./jobRepo/claims.js"
 import { cancel, fail, makeEndings, makeSaveProviderState } from "./jobRepo/endings.js"
 import { queueGaps, reap } from "./jobRepo/passes.js"
 import { submit } from "./jobRepo/submit.js"
@@ -23,14 +23,15 @@ export const makeJobRepo = (drivers: JobDrivers): Effect.Effect<JobRepo["Service
   Effect.gen(function*() {
     const { leases, store } = drivers
     const endings = yield* makeEndings(drivers)
+    const limitedClaims = makeLimitedClaims(drivers)
     return {
       submit: submit(store),
       get: store.getJob,
       getMany: store.getJobs,
       list: store.listJobs,
       cancel: cancel(store),
-      claim: claim(drivers),
-      claimBatch: claimBatch(drivers, endings),
+      claim: claim(drivers, limitedClaims),
+      claimBatch: claimBatch(drivers, limitedClaims, endings),
       claimIds: claimIds(drivers, endings),
       queueGaps: queueGaps(drivers),
       reap: reap(drivers),

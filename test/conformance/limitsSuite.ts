@@ -49,6 +49,19 @@ export const runLimitsConformance = (name: string, makeLayer: () => Layer.Layer<
         expect((yield* claim("w4", T0 + 50, 10, NO_PROVIDER_LIMITS)).map((j) => j.id)).toEqual([made[5]!.id])
       }))
 
+    test("a limited job submitted after claims found none waiting is claimed, within its room", () =>
+      Effect.gen(function*() {
+        const { made, owner } = yield* queue([other, other])
+        const plan = providerWide({ maxInFlight: 1 })
+        expect((yield* claim("w1", T0 + 10, 1, plan)).map((j) => j.id)).toEqual([made[0]!.id])
+        expect((yield* claim("w1", T0 + 20, 1, plan)).map((j) => j.id)).toEqual([made[1]!.id])
+        const repo = yield* JobRepo
+        const later = [job(owner.id, { ...limited, createdAt: T0 + 30 }), job(owner.id, { ...limited, createdAt: T0 + 31 })]
+        for (const j of later) yield* repo.submit({ job: j, maxConcurrentJobs: 100, rateLimits: NO_LIMITS })
+        expect((yield* claim("w2", T0 + 40, 10, plan)).map((j) => j.id)).toEqual([later[0]!.id])
+        expect(yield* claim("w2", T0 + 50, 10, plan)).toEqual([])
+      }))
+
     test("a job waiting for room can be cancelled, with its refund", () =>
       Effect.gen(function*() {
         const repo = yield* JobRepo

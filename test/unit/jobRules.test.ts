@@ -4,6 +4,7 @@ import { memoryJobDriver } from "../../adapters/memory/MemoryJobs.js"
 import { accountRepo } from "../../adapters/memory/MemoryAccounts.js"
 import { makeMemoryState, type MemoryState } from "../../adapters/memory/state.js"
 import { StoreError } from "../../src/domain/errors.js"
+import type { LimitPlan } from "../../src/domain/providerLimits.js"
 import type { AccountId } from "../../src/domain/ids.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
@@ -167,6 +168,33 @@ describe("job rules over a driver", () => {
       expect(new Set(calls.filter((c) => writes.has(c)))).toEqual(writes)
       expect(outside).toEqual([])
       expect(settled(state)).toEqual({ balance: 8_000, refunds: 2, deliveries: 2, changes: 3 })
+    }))
+
+  it.effect("with limited versions and none of their jobs pending, a claim reads whether one is and counts no room; one submitted then is claimed", () =>
+    Effect.gen(function*() {
+      const { owner, state } = yield* setup
+      const { calls, drivers } = recording(memoryJobDriver(state))
+      const repo = yield* makeJobRepo(drivers)
+      const limits: LimitPlan = { scopes: [{ key: "p", maxInFlight: 1 }], versions: [{ model: "demo/limited", version: "v1", scopes: ["p"] }] }
+      const claimed = (now: number) =>
+        Effect.map(repo.claimBatch({ workerId: "w", now, leaseMs: 60_000, maxAttempts: 3, limit: 10, limits }), (jobs) => jobs.map((j) => j.id))
+      const first = (yield* repo.submit(submitCommand(owner.id))).job
+      // The first claim counts the room and finds no limited job pending; the next only asks.
+      expect(yield* claimed(T0 + 1)).toEqual([first.id])
+      const second = (yield* repo.submit(submitCommand(owner.id, { createdAt: T0 + 2 }))).job
+      calls.length = 0
+      expect(yield* claimed(T0 + 3)).toEqual([second.id])
+      expect(calls).toEqual(["anyPending", "claimBatch"])
+      // A limited job submitted now is found by that read, and claimed within its room.
+      const limited = (yield* repo.submit(submitCommand(owner.id, { model: "demo/limited", createdAt: T0 + 4 }))).job
+      calls.length = 0
+      expect(yield* claimed(T0 + 5)).toEqual([limited.id])
+      expect(calls).toEqual(["anyPending", "lockProviderLimits", "readLimitUsage", "pendingOf", "claimIds", "recordStarts", "claimBatch"])
+      // Its room is full: the next claim counts it again (a job of it may be pending), and takes none.
+      yield* repo.submit(submitCommand(owner.id, { model: "demo/limited", createdAt: T0 + 6 }))
+      calls.length = 0
+      expect(yield* claimed(T0 + 7)).toEqual([])
+      expect(calls).toEqual(["lockProviderLimits", "readLimitUsage", "claimBatch"])
     }))
 
   it.effect("ends jobs without a webhook in a write of their own: a failed delivery write fails only the jobs it held", () =>

@@ -44,6 +44,15 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
     )
   }
 
+  /** One probe of the pending jobs' version index (`jobs_pending_version`): the first live entry answers. */
+  const anyPending: JobLeaseDriver["anyPending"] = (versions) =>
+    versions.length === 0
+      ? Effect.succeed(false)
+      : sql`SELECT 1 AS found FROM ${t.jobs} WHERE status = 'pending' AND (model, version) IN (${versionRows(versions)}) LIMIT 1`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("read whether limited versions have pending jobs")
+      )
+
   type Versions = ReadonlyArray<VersionRef & { readonly limit: number }>
   const pendingOf: JobLeaseDriver["pendingOf"] = sql.onDialectOrElse({
     pg: () => (versions: Versions) =>
@@ -71,5 +80,5 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
           oldest = CASE WHEN excluded.oldest < ${t.provider_starts}.oldest THEN excluded.oldest ELSE ${t.provider_starts}.oldest END`
         .pipe(Effect.asVoid)).pipe(storeErrors("count provider starts"))
 
-  return { lockProviderLimits, readLimitUsage, pendingOf, recordStarts }
+  return { lockProviderLimits, readLimitUsage, anyPending, pendingOf, recordStarts }
 }
