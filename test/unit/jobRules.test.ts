@@ -195,6 +195,17 @@ describe("job rules over a driver", () => {
       calls.length = 0
       expect(yield* claimed(T0 + 7)).toEqual([])
       expect(calls).toEqual(["lockProviderLimits", "readLimitUsage", "claimBatch"])
+      // Another limited version with room and none pending says nothing of the full one's: the
+      // claim after still counts the room, without asking first.
+      const mixed: LimitPlan = {
+        scopes: [...limits.scopes, { key: "q", maxInFlight: 5 }],
+        versions: [...limits.versions, { model: "demo/other", version: "v1", scopes: ["q"] }]
+      }
+      for (const now of [T0 + 8, T0 + 9]) {
+        calls.length = 0
+        expect(yield* repo.claimBatch({ workerId: "w", now, leaseMs: 60_000, maxAttempts: 3, limit: 10, limits: mixed })).toEqual([])
+        expect(calls).toEqual(["lockProviderLimits", "readLimitUsage", "pendingOf", "claimBatch"])
+      }
     }))
 
   it.effect("ends jobs without a webhook in a write of their own: a failed delivery write fails only the jobs it held", () =>

@@ -11,7 +11,7 @@ import { claimOrder } from "../../domain/fairShare.js"
  * Pending jobs of limited versions, in one transaction under the limits' lock: the room of
  * each scope counted from the jobs processing and the starts of the last minute, the first
  * candidates in claim order that fit taken, and their starts counted. Answers them, and whether
- * no job of a limited version was pending (read only when some scope had room).
+ * no job of a limited version was pending (known only when every one of them had room).
  */
 const claimLimitedNow = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: number, lease: ClaimLease, maxAttempts: number) =>
   store.transaction(Effect.gen(function*() {
@@ -21,7 +21,9 @@ const claimLimitedNow = ({ leases, store }: JobDrivers, plan: LimitPlan, limit: 
     const counts = candidateCounts(plan, rooms, limit)
     if (counts.length === 0) return { claimed: [], noneWaiting: false }
     const candidates = [...(yield* leases.pendingOf(counts))].sort(claimOrder)
-    if (candidates.length === 0) return { claimed: [], noneWaiting: true }
+    // None waits only if every limited version's pending jobs were read: a version without room
+    // was not, and may have some.
+    if (candidates.length === 0) return { claimed: [], noneWaiting: counts.length === plan.versions.length }
     const { picked, starts } = pickWithinLimits(plan, rooms, candidates, limit)
     if (picked.length === 0) return { claimed: [], noneWaiting: false }
     const claimed = yield* leases.claimIds(picked.map((job) => job.id), { ...lease, maxAttempts, exclude: [] })
