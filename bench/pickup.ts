@@ -28,6 +28,11 @@
  * - `pickup_redis_p50`'s reference is BullMQ on the same Redis (issue 34): a Worker of
  *   concurrency 1 in another process (pickupBullmqWorker.ts), `Queue.add` to its processor's
  *   call; graphile-worker's p50 is beside it in params.
+ * - Beside each broker's reference, the floor of a broker pickup for a job kept in PostgreSQL
+ *   (pickupFloor.ts, `storeFloor*` in pickup_redis_p50's and pickup_nats_vs_jetstream_p50's
+ *   params): a row committed, its id published, received in another process, the row claimed by id
+ *   and committed, then the start, written bare. The references make neither commit: this says how
+ *   close to them a store-kept job can come, and how far the engine is from that.
  * Across processes the provider's time is read on the clock the processes share
  * (performance.timeOrigin + now, checked against ping-pongs: `clockOffsetMs` in params).
  *
@@ -60,6 +65,7 @@ import { type BenchQueue, seed, submit } from "./lib/engine.js"
 import { engineFrom, settings } from "./lib/env.js"
 import { connect } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
+import { type FloorBroker, floorSubmitter } from "./pickupFloor.js"
 import { type GraphileConfigName, graphileConfigLabel, graphilePool, installGraphile, quietLogger, runGraphile } from "./graphile.js"
 import {
   bareJetStreamPublisher,
@@ -339,6 +345,25 @@ const bullmqCase = async (resources: Resources, url: string): Promise<Case> => {
   return newCase("bullmq", `BullMQ ${bullmqVersion} (${url}), worker in another process`, (id) => queue.add("latency", { id }), { clock })
 }
 
+/**
+ * The store floor on `broker` (pickupFloor.ts): a job's row committed, its id published, received
+ * in another process (pickupFloorWorker.ts), its row claimed by id and committed, then the start.
+ */
+const floorCase = async (resources: Resources, broker: FloorBroker, brokerUrl: string): Promise<Case> => {
+  const url = await openDatabase(resources, `pickupfloor${broker}`)
+  const prefix = newPrefix()
+  resources.defer(() => deleteBrokerNames({ kind: broker, url: brokerUrl }, prefix))
+  const submitter = await floorSubmitter(url, broker, brokerUrl, prefix)
+  resources.defer(() => submitter.close())
+  const clock = await startPickupProcess(resources, "pickupFloorWorker.ts", {
+    BENCH_DATABASE_URL: url,
+    BENCH_FLOOR_BROKER: broker,
+    BENCH_FLOOR_BROKER_URL: brokerUrl,
+    BENCH_PICKUP_PREFIX: prefix
+  })
+  return newCase(`${broker}_floor`, `store floor on ${broker === "redis" ? "Redis" : "NATS"}: a row committed, published, claimed by id and committed, in another process`, submitter.add, { clock })
+}
+
 const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promise<A> => {
   let timer: ReturnType<typeof setTimeout> | undefined
   return Promise.race([
@@ -421,7 +446,9 @@ export const pickup = async () => {
       natsRemote: await engineCase(resources, "nats", `NATS (${nats.url}), worker in another process`, nats, "twoProcesses"),
       natsLocal: await engineCase(resources, "nats1", `NATS (${nats.url}), one engine`, nats, "oneEngine"),
       natsBare: await bareJetStreamCase(resources, nats),
-      bullmq: await bullmqCase(resources, redis.url)
+      bullmq: await bullmqCase(resources, redis.url),
+      redisFloor: await floorCase(resources, "redis", redis.url),
+      natsFloor: await floorCase(resources, "nats", nats.url)
     }
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
@@ -533,7 +560,19 @@ export const pickup = async () => {
       "store queue; one process, no hand-off: submits through an engine without workers, a second engine's worker woken by NOTIFY, then a claim"
     )
     if (brokers === undefined) return
-    const { bullmq, natsBare, natsLocal, natsRemote, redisLocal, redisRemote } = brokers
+    const { bullmq, natsBare, natsFloor, natsLocal, natsRemote, redisFloor, redisLocal, redisRemote } = brokers
+    /**
+     * The floor a job kept in PostgreSQL has on the broker (pickupFloor.ts), beside the broker's
+     * reference (`reference`): its p50, its ratio to that reference, and the engine's to it.
+     */
+    const storeFloor = (floor: Case, engine: Case, reference: Case) => ({
+      storeFloorIs: floor.label,
+      storeFloorP50: ms(p50(floor)),
+      storeFloorP99: ms(p99(floor)),
+      storeFloorSplit: split(floor),
+      storeFloorToReference: ms(p50(floor) / p50(reference)),
+      ratioToStoreFloor: ms(p50(engine) / p50(floor))
+    })
     // On Redis the reference is BullMQ on the same Redis (issue 34), graphile-worker's p50 beside it.
     emit({
       figure: "pickup_redis_p50",
@@ -556,7 +595,8 @@ export const pickup = async () => {
         graphileP50: ms(p50(graphile)),
         graphileRatio: ms(p50(redisRemote) / p50(graphile)),
         ...tails(redisRemote, bullmq),
-        ...sameProcess(redisLocal, bullmq)
+        ...sameProcess(redisLocal, bullmq),
+        ...storeFloor(redisFloor, redisRemote, bullmq)
       }
     })
     figure(
@@ -590,7 +630,8 @@ export const pickup = async () => {
         referenceP99: ms(p99(natsBare)),
         sameProcessP50: ms(p50(natsLocal)),
         sameProcessRatio: ms(p50(natsLocal) / p50(natsBare)),
-        graphileP50: ms(p50(graphile))
+        graphileP50: ms(p50(graphile)),
+        ...storeFloor(natsFloor, natsRemote, natsBare)
       }
     })
   } finally {

@@ -74,15 +74,15 @@ export const deleteBrokerNames = async (queue: BenchQueue, prefix: string): Prom
  * with nats.js and nothing around it. A work-queue stream `<prefix>bare` (file storage, as the
  * engine's queue) and a durable pull consumer with explicit acks, read by `consume()` (a pull
  * always waiting at the server, so a stored message is delivered at once); each message's payload
- * is a job id, its handler calls `seen(id, sharedNow())` and acks. Answers how to stop it.
+ * is a job id, its handler calls `seen(id, sharedNow())` and acks. Answers how to stop it. The
+ * stream and its consumer are named `stream` (pickupFloor.ts names its own).
  */
-export const startBareJetStream = async (url: string, prefix: string, seen: (id: string, at: number) => void) => {
+export const startBareJetStream = async (url: string, prefix: string, seen: (id: string, at: number) => void, stream = `${prefix}bare`) => {
   const nc = await natsConnect({ servers: [url] })
   const jsm = await jetstreamManager(nc)
-  const stream = `${prefix}bare`
   await jsm.streams.add({ name: stream, subjects: [stream], retention: RetentionPolicy.Workqueue, storage: StorageType.File })
-  await jsm.consumers.add(stream, { durable_name: `${prefix}bare`, ack_policy: AckPolicy.Explicit })
-  const consumer = await jetstream(nc).consumers.get(stream, `${prefix}bare`)
+  await jsm.consumers.add(stream, { durable_name: stream, ack_policy: AckPolicy.Explicit })
+  const consumer = await jetstream(nc).consumers.get(stream, stream)
   const messages = await consumer.consume({ max_messages: 1 })
   const done = (async () => {
     for await (const message of messages) {
