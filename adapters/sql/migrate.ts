@@ -21,6 +21,7 @@ import jobLogs from "./migrations/0018_job_logs.js"
 import changes from "./migrations/0019_changes.js"
 import standardWebhooks from "./migrations/0020_standard_webhooks.js"
 import submitCountsItself from "./migrations/0021_submit_counts_itself.js"
+import processingVersion from "./migrations/0022_processing_version.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -59,7 +60,8 @@ const migrate = Effect.gen(function*() {
       "0018_job_logs": jobLogs(t),
       "0019_changes": changes(t),
       "0020_standard_webhooks": standardWebhooks(t),
-      "0021_submit_counts_itself": submitCountsItself(t)
+      "0021_submit_counts_itself": submitCountsItself(t),
+      "0022_processing_version": processingVersion(t)
     })
   })
 })

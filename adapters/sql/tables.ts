@@ -59,7 +59,8 @@ export const INDEXES = [
   "admin_audit_action",
   "ledger_account_list",
   "jobs_pending_account",
-  "job_changes_account"
+  "job_changes_account",
+  "jobs_processing_version"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { makeLeaseClock } from "../../adapters/sql/queue/context.js"
+import { makeProviderLimitStatements } from "../../adapters/sql/queue/providerLimits.js"
+import { SqlTables, layerSqlTables } from "../../adapters/sql/tables.js"
+import { postgresAvailable } from "../support/postgres.js"
+import { T0 } from "./fixtures.js"
+import { nodes, planOf, planRuntime, render } from "./pgPlans.js"
+import { sentStatement } from "./sentStatement.js"
+
+/**
+ * A limited claim counts the jobs in flight of the limited versions from their own entries in
+ * the partial index of processing jobs by version (migration 0022), under the limits' lock. Before
+ * it, the count read every processing job through the leases' index, or every job the limited
+ * model ever had: with many generations of other providers in flight, milliseconds a claim.
+ */
+
+const pgUp = await postgresAvailable()
+
+/** Of `n` jobs from `from`: model, status. */
+const seedJobs = (from: number, n: number, model: string, status: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
+        created_at, estimated_completion_at, attempts, fair_key, completed_at, lease_expires_at)
+      SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, ${model}, 'v1', '{}', ${status}, 1000,
+        ${T0}::bigint + g, ${T0}::bigint + g, 0, g,
+        CASE WHEN ${status} = 'completed' THEN ${T0}::bigint + g END,
+        CASE WHEN ${status} = 'processing' THEN ${T0}::bigint + 600000 END
+      FROM generate_series(${from}::int, ${from + n - 1}::int) g`)
+
+/**
+ * 10,000 generations of another provider in flight; of the limited model, 20 in flight, 200
+ * pending and 5,000 ended. ANALYZEd so, autovacuum off.
+ */
+const manyInFlight = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
+      discounts, webhook_secret, created_at)
+    VALUES ('acc_00001', 'account', 0, 100000, '[]', '[]', '[]', 'whsec_x', ${T0})`
+  yield* sql`SET session_replication_role = replica`
+  yield* seedJobs(0, 10_000, "other/x", "processing")
+  yield* seedJobs(10_000, 20, "limited/x", "processing")
+  yield* seedJobs(10_020, 200, "limited/x", "pending")
+  yield* seedJobs(10_220, 5_000, "limited/x", "completed")
+  yield* sql`SET session_replication_role = DEFAULT`
+  yield* sql`ANALYZE genjobs_jobs`
+  yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
+})
+
+if (!pgUp) {
+  describe.skip("postgres: a limited claim's count (server not reachable)", () => {
+    it("reads the limited versions' jobs in flight only", () => undefined)
+  })
+} else {
+  const runtime = planRuntime(manyInFlight)
+
+  describe("postgres: a limited claim counts its versions' jobs in flight from their own index entries", () => {
+    it.each(["first", "settled"] as const)("the %s plan", (run) =>
+      runtime.runPromise(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const t = yield* Effect.provide(Effect.gen(function*() {
+          return yield* SqlTables
+        }), layerSqlTables())
+        const { readLimitUsage } = makeProviderLimitStatements({ sql, t, clock: makeLeaseClock(sql, true) })
+        const statement = yield* sentStatement(readLimitUsage([{ model: "limited/x", version: "v1" }], [], T0))
+        const plan = yield* planOf(statement, run)
+        const where = `plan of ${statement[0]}:\n${render(plan)}`
+        // An index scan, or a bitmap of one, of that index alone; no other way into the jobs.
+        expect(nodes(plan).flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])), where).toEqual(["genjobs_jobs_processing_version"])
+        expect(nodes(plan).some((n) => n["Node Type"] === "Seq Scan"), where).toBe(false)
+      })))
+  })
+}
