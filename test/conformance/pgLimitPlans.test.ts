@@ -14,6 +14,7 @@ import { sentStatement } from "./sentStatement.js"
  * the partial index of processing jobs by version (migration 0022), under the limits' lock. Before
  * it, the count read every processing job through the leases' index, or every job the limited
  * model ever had: with many generations of other providers in flight, milliseconds a claim.
+ * sqliteLimitPlans.test.ts checks SQLite's plans of the limited claim's reads.
  */
 
 const pgUp = await postgresAvailable()
@@ -48,6 +49,15 @@ const manyInFlight = Effect.gen(function*() {
   yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
 })
 
+/** The limited claim's statements (adapters/sql/queue/providerLimits.ts) on the store's client and tables. */
+const limitStatements = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const t = yield* Effect.provide(Effect.gen(function*() {
+    return yield* SqlTables
+  }), layerSqlTables())
+  return makeProviderLimitStatements({ sql, t, clock: makeLeaseClock(sql, true) })
+})
+
 if (!pgUp) {
   describe.skip("postgres: a limited claim's count (server not reachable)", () => {
     it("reads the limited versions' jobs in flight only", () => undefined)
@@ -58,11 +68,7 @@ if (!pgUp) {
   describe("postgres: a limited claim counts its versions' jobs in flight from their own index entries", () => {
     it.each(["first", "settled"] as const)("the %s plan", (run) =>
       runtime.runPromise(Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const t = yield* Effect.provide(Effect.gen(function*() {
-          return yield* SqlTables
-        }), layerSqlTables())
-        const { readLimitUsage } = makeProviderLimitStatements({ sql, t, clock: makeLeaseClock(sql, true) })
+        const { readLimitUsage } = yield* limitStatements
         const statement = yield* sentStatement(readLimitUsage([{ model: "limited/x", version: "v1" }], [], T0))
         const plan = yield* planOf(statement, run)
         const where = `plan of ${statement[0]}:\n${render(plan)}`

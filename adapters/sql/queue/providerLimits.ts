@@ -26,10 +26,13 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
 
   const readLimitUsage: JobLeaseDriver["readLimitUsage"] = (versions, scopes, now) => {
     const parts = [
-      ...(versions.length === 0 ? [] : [
+      // A count a version, each a range of the processing jobs' version index (migration 0022):
+      // SQLite, which keeps no statistics here, read `(model, version) IN (VALUES ...)` from the
+      // status index instead, through every processing job.
+      ...versions.map((v) =>
         sql`SELECT 'flight' AS kind, model AS a, version AS b, COUNT(*) AS n FROM ${t.jobs}
-          WHERE status = 'processing' AND (model, version) IN (${versionRows(versions)}) GROUP BY model, version`
-      ]),
+          WHERE status = 'processing' AND model = ${v.model} AND version = ${v.version} GROUP BY model, version`
+      ),
       ...(scopes.length === 0 ? [] : [
         sql`SELECT 'starts' AS kind, scope AS a, '' AS b, SUM(n) AS n FROM ${t.provider_starts}
           WHERE scope IN ${sql.in(scopes)} AND oldest > ${now - MINUTE_MS} GROUP BY scope`
@@ -44,14 +47,25 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
     )
   }
 
-  /** One probe of the pending jobs' version index (`jobs_pending_version`): the first live entry answers. */
+  /**
+   * One probe of the pending jobs' version index (`jobs_pending_version`): the first live entry
+   * answers. On SQLite an EXISTS a version: without statistics SQLite searches a version index
+   * only where each of its columns is compared with `=`, and `(model, version) IN (VALUES ...)`
+   * read every pending job from the status index instead.
+   */
   const anyPending: JobLeaseDriver["anyPending"] = (versions) =>
-    versions.length === 0
-      ? Effect.succeed(false)
-      : sql`SELECT 1 AS found FROM ${t.jobs} WHERE status = 'pending' AND (model, version) IN (${versionRows(versions)}) LIMIT 1`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        storeErrors("read whether limited versions have pending jobs")
-      )
+    versions.length === 0 ? Effect.succeed(false) : sql.onDialectOrElse({
+      pg: () =>
+        sql`SELECT 1 AS found FROM ${t.jobs} WHERE status = 'pending' AND (model, version) IN (${versionRows(versions)}) LIMIT 1`.pipe(
+          Effect.map((rows) => rows.length > 0)
+        ),
+      orElse: () =>
+        sql`SELECT ${
+          sql.join(" OR ", false)(versions.map((v) =>
+            sql`EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'pending' AND model = ${v.model} AND version = ${v.version})`
+          ))
+        } AS found`.pipe(Effect.map((rows) => Number(rows[0]?.["found"]) === 1))
+    }).pipe(storeErrors("read whether limited versions have pending jobs"))
 
   type Versions = ReadonlyArray<VersionRef & { readonly limit: number }>
   const pendingOf: JobLeaseDriver["pendingOf"] = sql.onDialectOrElse({
