@@ -49,6 +49,26 @@ const manyInFlight = Effect.gen(function*() {
   yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
 })
 
+/**
+ * A limited model with most of the table's rows (20,000 ended) and none waiting, beside 5,000
+ * waiting jobs of another model: where a probe for the limited model's waiting jobs that the
+ * planner expects to end at its first row may read the whole backlog instead. ANALYZEd so.
+ */
+const limitedModelMostRows = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
+      discounts, webhook_secret, created_at)
+    VALUES ('acc_00001', 'account', 0, 100000, '[]', '[]', '[]', 'whsec_x', ${T0})`
+  yield* sql`SET session_replication_role = replica`
+  yield* seedJobs(0, 20_000, "limited/x", "completed")
+  yield* seedJobs(20_000, 20, "limited/x", "processing")
+  yield* seedJobs(20_020, 5_000, "other/x", "pending")
+  yield* seedJobs(25_020, 1_000, "other/x", "processing")
+  yield* sql`SET session_replication_role = DEFAULT`
+  yield* sql`ANALYZE genjobs_jobs`
+  yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
+})
+
 /** The limited claim's statements (adapters/sql/queue/providerLimits.ts) on the store's client and tables. */
 const limitStatements = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -74,6 +94,23 @@ if (!pgUp) {
         const where = `plan of ${statement[0]}:\n${render(plan)}`
         // An index scan, or a bitmap of one, of that index alone; no other way into the jobs.
         expect(nodes(plan).flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])), where).toEqual(["genjobs_jobs_processing_version"])
+        expect(nodes(plan).some((n) => n["Node Type"] === "Seq Scan"), where).toBe(false)
+      })))
+  })
+
+  const mostRows = planRuntime(limitedModelMostRows)
+
+  describe("postgres: a limited claim's probe for waiting jobs reads the version index", () => {
+    it.each(["first", "settled"] as const)("the %s plan", (run) =>
+      mostRows.runPromise(Effect.gen(function*() {
+        const { anyPending } = yield* limitStatements
+        const statement = yield* sentStatement(anyPending([{ model: "limited/x", version: "v1" }, { model: "limited/y", version: "v1" }]))
+        const plan = yield* planOf(statement, run)
+        const where = `plan of ${statement[0]}:\n${render(plan)}`
+        // The versions joined to that index, a probe a version (a nested loop over them).
+        expect(nodes(plan).flatMap((n) => (n["Index Name"] === undefined ? [] : [n["Index Name"]])), where).toEqual([
+          "genjobs_jobs_pending_version"
+        ])
         expect(nodes(plan).some((n) => n["Node Type"] === "Seq Scan"), where).toBe(false)
       })))
   })

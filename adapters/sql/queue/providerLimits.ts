@@ -48,24 +48,23 @@ export const makeProviderLimitStatements = (ctx: JobSql) => {
   }
 
   /**
-   * One probe of the pending jobs' version index (`jobs_pending_version`): the first live entry
-   * answers. On SQLite an EXISTS a version: without statistics SQLite searches a version index
-   * only where each of its columns is compared with `=`, and `(model, version) IN (VALUES ...)`
-   * read every pending job from the status index instead.
+   * Whether any job of `versions` waits: for each version, an EXISTS correlated with it, so the
+   * planners join the versions to the pending jobs' version index (`jobs_pending_version`) by both
+   * columns, a probe a version. Written with the versions as constants and a `LIMIT 1` (or a
+   * count), the planner guessed where the first waiting row would be from the model's share of all
+   * rows: PostgreSQL, where the limited model held most of the table's rows but none waited,
+   * scanned the whole table or every waiting job for it, and SQLite (no statistics) read every
+   * pending job through the status index.
    */
   const anyPending: JobLeaseDriver["anyPending"] = (versions) =>
-    versions.length === 0 ? Effect.succeed(false) : sql.onDialectOrElse({
-      pg: () =>
-        sql`SELECT 1 AS found FROM ${t.jobs} WHERE status = 'pending' AND (model, version) IN (${versionRows(versions)}) LIMIT 1`.pipe(
-          Effect.map((rows) => rows.length > 0)
-        ),
-      orElse: () =>
-        sql`SELECT ${
-          sql.join(" OR ", false)(versions.map((v) =>
-            sql`EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'pending' AND model = ${v.model} AND version = ${v.version})`
-          ))
-        } AS found`.pipe(Effect.map((rows) => Number(rows[0]?.["found"]) === 1))
-    }).pipe(storeErrors("read whether limited versions have pending jobs"))
+    versions.length === 0
+      ? Effect.succeed(false)
+      : sql`WITH v(model, version) AS (${versionRows(versions)}) SELECT 1 AS found FROM v WHERE EXISTS (
+          SELECT 1 FROM ${t.jobs} j WHERE j.status = 'pending' AND j.model = v.model AND j.version = v.version
+        )`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("read whether limited versions have pending jobs")
+      )
 
   type Versions = ReadonlyArray<VersionRef & { readonly limit: number }>
   const pendingOf: JobLeaseDriver["pendingOf"] = sql.onDialectOrElse({
