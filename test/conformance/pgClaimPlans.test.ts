@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { postgresAvailable } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
-import { nodes, type PlanNode, planRuntime, render } from "./pgPlans.js"
+import { nodes, oneAccount, type PlanNode, planRuntime, render } from "./pgPlans.js"
 import { sentStatement } from "./sentStatement.js"
 
 /**
@@ -25,9 +25,7 @@ const JOBS = 20_000
 /** JOBS jobs of one account, one in ten pending, the rest completed; ANALYZEd so, autovacuum off. */
 const backlogCounted = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-      discounts, webhook_secret, created_at)
-    VALUES ('acc_00001', 'account', 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`
+  yield* oneAccount
   yield* sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
       created_at, estimated_completion_at, attempts, fair_key, completed_at)
     SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, 'm/' || (g % 4), 'v1', '{}',

@@ -6,7 +6,7 @@ import { JobLogRepo } from "../../src/ports/JobLogRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import { postgresAvailable } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
-import { nodes, planOf, planRuntime, render } from "./pgPlans.js"
+import { nodes, oneAccount, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatement } from "./sentStatement.js"
 
 /**
@@ -34,9 +34,7 @@ const HELD = Array.from({ length: 40 }, (_, i) => jobId(((i * 37) % 40) * 100 + 
 const jobsAnalyzedAs = (status: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-        discounts, webhook_secret, created_at)
-      VALUES ('acc_00001', 'account', 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`
+    yield* oneAccount
     yield* sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
         created_at, estimated_completion_at, attempts, completed_at)
       SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, 'm/' || (g % 4), 'v1', '{}', ${status}, 1000,

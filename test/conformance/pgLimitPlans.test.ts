@@ -6,7 +6,7 @@ import { makeProviderLimitStatements } from "../../adapters/sql/queue/providerLi
 import { SqlTables, layerSqlTables } from "../../adapters/sql/tables.js"
 import { postgresAvailable } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
-import { nodes, planOf, planRuntime, render } from "./pgPlans.js"
+import { nodes, oneAccount, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatement } from "./sentStatement.js"
 
 /**
@@ -19,55 +19,53 @@ import { sentStatement } from "./sentStatement.js"
 
 const pgUp = await postgresAvailable()
 
-/** Of `n` jobs from `from`: model, status. */
-const seedJobs = (from: number, n: number, model: string, status: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
-        created_at, estimated_completion_at, attempts, fair_key, completed_at, lease_expires_at)
-      SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, ${model}, 'v1', '{}', ${status}, 1000,
-        ${T0}::bigint + g, ${T0}::bigint + g, 0, g,
-        CASE WHEN ${status} = 'completed' THEN ${T0}::bigint + g END,
-        CASE WHEN ${status} = 'processing' THEN ${T0}::bigint + 600000 END
-      FROM generate_series(${from}::int, ${from + n - 1}::int) g`)
+/** Jobs of one account, `n` of a model and status each, one after the other. */
+type Seed = ReadonlyArray<readonly [n: number, model: string, status: string]>
 
 /**
- * 10,000 generations of another provider in flight; of the limited model, 20 in flight, 200
- * pending and 5,000 ended. ANALYZEd so, autovacuum off.
+ * The account and `seed`'s jobs (the count triggers off, as the rows are written by hand), then
+ * ANALYZEd so, autovacuum off.
  */
-const manyInFlight = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-      discounts, webhook_secret, created_at)
-    VALUES ('acc_00001', 'account', 0, 100000, '[]', '[]', '[]', 'whsec_x', ${T0})`
-  yield* sql`SET session_replication_role = replica`
-  yield* seedJobs(0, 10_000, "other/x", "processing")
-  yield* seedJobs(10_000, 20, "limited/x", "processing")
-  yield* seedJobs(10_020, 200, "limited/x", "pending")
-  yield* seedJobs(10_220, 5_000, "limited/x", "completed")
-  yield* sql`SET session_replication_role = DEFAULT`
-  yield* sql`ANALYZE genjobs_jobs`
-  yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
-})
+const seeded = (seed: Seed) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* oneAccount
+    yield* sql`SET session_replication_role = replica`
+    let from = 0
+    for (const [n, model, status] of seed) {
+      yield* sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
+          created_at, estimated_completion_at, attempts, fair_key, completed_at, lease_expires_at)
+        SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, ${model}, 'v1', '{}', ${status}, 1000,
+          ${T0}::bigint + g, ${T0}::bigint + g, 0, g,
+          CASE WHEN ${status} = 'completed' THEN ${T0}::bigint + g END,
+          CASE WHEN ${status} = 'processing' THEN ${T0}::bigint + 600000 END
+        FROM generate_series(${from}::int, ${from + n - 1}::int) g`
+      from += n
+    }
+    yield* sql`SET session_replication_role = DEFAULT`
+    yield* sql`ANALYZE genjobs_jobs`
+    yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
+  })
+
+/** 10,000 generations of another provider in flight; of the limited model, 20 in flight, 200 pending and 5,000 ended. */
+const manyInFlight = seeded([
+  [10_000, "other/x", "processing"],
+  [20, "limited/x", "processing"],
+  [200, "limited/x", "pending"],
+  [5_000, "limited/x", "completed"]
+])
 
 /**
  * A limited model with most of the table's rows (20,000 ended) and none waiting, beside 5,000
  * waiting jobs of another model: where a probe for the limited model's waiting jobs that the
- * planner expects to end at its first row may read the whole backlog instead. ANALYZEd so.
+ * planner expects to end at its first row may read the whole backlog instead.
  */
-const limitedModelMostRows = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-      discounts, webhook_secret, created_at)
-    VALUES ('acc_00001', 'account', 0, 100000, '[]', '[]', '[]', 'whsec_x', ${T0})`
-  yield* sql`SET session_replication_role = replica`
-  yield* seedJobs(0, 20_000, "limited/x", "completed")
-  yield* seedJobs(20_000, 20, "limited/x", "processing")
-  yield* seedJobs(20_020, 5_000, "other/x", "pending")
-  yield* seedJobs(25_020, 1_000, "other/x", "processing")
-  yield* sql`SET session_replication_role = DEFAULT`
-  yield* sql`ANALYZE genjobs_jobs`
-  yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
-})
+const limitedModelMostRows = seeded([
+  [20_000, "limited/x", "completed"],
+  [20, "limited/x", "processing"],
+  [5_000, "other/x", "pending"],
+  [1_000, "other/x", "processing"]
+])
 
 /** The limited claim's statements (adapters/sql/queue/providerLimits.ts) on the store's client and tables. */
 const limitStatements = Effect.gen(function*() {

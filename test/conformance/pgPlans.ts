@@ -4,8 +4,15 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { freshPostgresUrl } from "../support/postgres.js"
+import { T0 } from "./fixtures.js"
 
 /** What the plan tests of PostgreSQL's statements share: their database, and the plans as EXPLAIN gives them. */
+
+/** The one account `acc_00001` the plan tests' jobs belong to. */
+export const oneAccount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
+      discounts, webhook_secret, created_at)
+    VALUES ('acc_00001', 'account', 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`)
 
 /** A parameter as EXECUTE takes it, a SQL literal. */
 const literal = (value: unknown) => typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`

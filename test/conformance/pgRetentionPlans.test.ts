@@ -6,7 +6,7 @@ import { retainedStatuses, unsentDeliveries } from "../../src/domain/retention.j
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
 import { postgresAvailable } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
-import { nodes, planOf, planRuntime, render } from "./pgPlans.js"
+import { nodes, oneAccount, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatements } from "./sentStatement.js"
 
 /**
@@ -28,9 +28,7 @@ const BATCH = Array.from({ length: 100 }, (_, i) => jobId(i * 50 + 3))
 /** JOBS pending jobs, every other with a webhook delivery to send, ANALYZEd so (autovacuum off); then every one ended and its webhook sent. */
 const ended = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-      discounts, webhook_secret, created_at)
-    VALUES ('acc_00001', 'account', 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`
+  yield* oneAccount
   yield* sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
       created_at, estimated_completion_at, attempts)
     SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, 'm/' || (g % 4), 'v1', '{}', 'pending', 1000,
