@@ -22,10 +22,10 @@ const yieldToEventLoop = Effect.callback<void>((resume) => {
  * Claims as many jobs as there are idle fibers, MAX_CLAIM at most, in one claim, into the
  * buffer; from a broker, while runs are quick, the jobs it may hold ahead too. Uninterruptible
  * from taking the idle fibers to the buffer: a drain never strands claimed jobs, nor fibers taken
- * for a claim. With the store as the queue and no limited
- * versions, the claim rides on this worker's completions (`ride`) unless the last one was woken
- * with nothing to ride on: then it claims on its own. None when no fiber is idle and the claim
- * cannot ride: the claimer waits for a fiber then.
+ * for a claim. With the store as the queue and no limited versions, the claim rides on this
+ * worker's completions (`ride`) unless the last one was woken with nothing to ride on: then it
+ * claims on its own. None when no fiber is idle and the claim cannot ride: the claimer waits for
+ * a fiber then.
  */
 const claimForIdle = Effect.fnUntraced(function*(
   deps: Pick<WorkerDeps, "config" | "limits" | "repo">,

@@ -55,9 +55,9 @@ const republished = ({ queue }: Pick<WorkerDeps, "queue">, { broker }: Runners, 
  * `quick`): from the store in claims riding on its completions, from a broker in every claim.
  * Four rather than one: each combined ending and claim then carries about 50 jobs instead of 30,
  * and the runners that take the ready jobs while their completions are on their way grow with it
- * (`concurrency + ahead`). Draining 15,500 jobs,
- * that took 6-20 % off the CPU per job and, in eleven pairs of twelve, ran 7-28 % more jobs a
- * second (docs/decisions.md, "Four jobs claimed ahead per fiber"). A claim takes MAX_CLAIM at most.
+ * (`concurrency + ahead`). Draining 15,500 jobs, that took 6-20 % off the CPU per job and, in
+ * eleven pairs of twelve, ran 7-28 % more jobs a second (docs/decisions.md, "Four jobs claimed
+ * ahead per fiber"). A claim takes MAX_CLAIM at most.
  */
 export const AHEAD_PER_FIBER = 4
 
