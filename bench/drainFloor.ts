@@ -257,6 +257,7 @@ export const drainFloor = async () => {
         fibers,
         queue,
         engineFrom,
+        ...(settings.limitedModel ? { limitedModelInCatalog: true } : {}),
         rounds,
         seconds: Math.round(seconds * 1000) / 1000,
         ...summary(measured),

@@ -13,7 +13,10 @@
  * then BENCH_HTTP_ROUNDS (8) bursts of BENCH_HTTP_BURST_SECONDS (3) at the first client count on
  * one and then the other, the order swapped every round. On a machine shared with other work,
  * two runs of the plain bench moved the server's CPU per submit by 70 % at the same build; the
- * pairs see the same load, so their ratio resolves what single runs cannot.
+ * pairs see the same load, so their ratio resolves what single runs cannot. BENCH_HTTP_BESIDE_STORES
+ * (`pg,sqlite`) picks the stores; BENCH_HTTP_BESIDE_ENV (a JSON object) adds environment to the
+ * other server only: with BENCH_HTTP_BESIDE=. it compares one build under two settings
+ * (`{"LOG_LEVEL":"none"}`: what the log lines cost).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { availableParallelism, loadavg, tmpdir } from "node:os"
@@ -340,10 +343,14 @@ const beside = async (
 export const httpSubmit = async () => {
   const besideRoot = process.env.BENCH_HTTP_BESIDE
   if (besideRoot !== undefined && besideRoot !== "") {
-    await withDatabase("mine", (mine, mineName) =>
-      withDatabase("beside", (theirs, theirsName) =>
-        beside(besideRoot, "pg", [{ DATABASE_URL: mine }, { DATABASE_URL: theirs }], [mineName, theirsName])))
-    await beside(besideRoot, "sqlite", [{}, {}])
+    const stores = (process.env.BENCH_HTTP_BESIDE_STORES ?? "pg,sqlite").split(",").map((s) => s.trim())
+    const theirEnv = JSON.parse(process.env.BENCH_HTTP_BESIDE_ENV ?? "{}") as Record<string, string>
+    if (stores.includes("pg")) {
+      await withDatabase("mine", (mine, mineName) =>
+        withDatabase("beside", (theirs, theirsName) =>
+          beside(besideRoot, "pg", [{ DATABASE_URL: mine }, { ...theirEnv, DATABASE_URL: theirs }], [mineName, theirsName])))
+    }
+    if (stores.includes("sqlite")) await beside(besideRoot, "sqlite", [{}, theirEnv])
     return
   }
   await postgres()

@@ -316,7 +316,7 @@ export const queueDrain = async () => {
   const unknown = settings.drainQueues.filter((q) => !(QUEUES as ReadonlyArray<string>).includes(q))
   if (unknown.length > 0) throw new Error(`BENCH_DRAIN_QUEUES: unknown queue(s) ${unknown.join(", ")}; known: ${QUEUES.join(", ")}`)
   const runs = (queue: (typeof QUEUES)[number]) => settings.drainQueues.includes(queue)
-  const common = { jobs: n, processes: settings.drainProcesses, concurrency: settings.drainConcurrency, engineFrom }
+  const common = { jobs: n, processes: settings.drainProcesses, concurrency: settings.drainConcurrency, engineFrom, ...(settings.limitedModel ? { limitedModelInCatalog: true } : {}) }
 
   let batched: { seconds: number; insertSeconds: number } | undefined
   const graphileBatched = async () => {

@@ -260,10 +260,7 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     lockProviderLimits: Effect.void,
     readLimitUsage: (versions, scopes, now) =>
       Effect.sync(() => ({
-        inFlight: versions.map((v) => ({
-          ...v,
-          count: jobs().filter((j) => j.status === "processing" && j.model === v.model && j.version === v.version).length
-        })),
+        inFlight: versions.map((v) => ({ ...v, count: state.jobs.processingOf(v.model, v.version) })),
         starts: scopes.map((scope) => ({
           scope,
           count: [...(state.providerStarts.get(scope)?.values() ?? [])]
@@ -271,14 +268,8 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
             .reduce((n, bucket) => n + bucket.n, 0)
         }))
       })),
-    anyPending: (versions) =>
-      Effect.sync(() => jobs().some((j) => j.status === "pending" && versions.some((v) => j.model === v.model && j.version === v.version))),
-    pendingOf: (versions) =>
-      Effect.sync(() =>
-        versions.flatMap((v) =>
-          jobs().filter((j) => j.status === "pending" && j.model === v.model && j.version === v.version).sort(claimOrder).slice(0, v.limit)
-        )
-      ),
+    anyPending: (versions) => Effect.sync(() => versions.some((v) => state.jobs.hasPending(v.model, v.version))),
+    pendingOf: (versions) => Effect.sync(() => versions.flatMap((v) => state.jobs.pendingOfVersion(v.model, v.version, v.limit))),
     claimIds: (ids, claim) =>
       Effect.sync(() =>
         ids.flatMap((id) => {

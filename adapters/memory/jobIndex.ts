@@ -85,13 +85,24 @@ class JobHeap {
   }
 }
 
+/** A version's key in the per-version index: model and version id, which no slug contains a NUL of. */
+const versionKey = (model: string, version: string) => `${model}\u0000${version}`
+
+/** A group's pending jobs in a heap, with their count to bound it. */
+interface PendingGroup {
+  readonly heap: JobHeap
+  count: number
+}
+
 /**
  * The memory store's jobs by id, with what a claim looks for kept in order as they are written:
  * pending jobs in claim order (fairKey, id), each account's pending jobs last key first (the
- * key its next submit follows), leased jobs by expiry (and each account's active jobs counted). A claim then takes the few jobs it needs in
- * O(taken log N) instead of visiting every job held. Every write goes through `set` (the
- * transaction's undo too), so no writer can forget the index. A version written twice (an undo
- * puts an earlier one back) is in a heap twice: the takes answer each job once.
+ * key its next submit follows), each version's pending jobs in claim order and its processing
+ * jobs counted (a limited claim's reads), leased jobs by expiry (and each account's active jobs
+ * counted). A claim then takes the few jobs it needs in O(taken log N) instead of visiting every
+ * job held. Every write goes through `set` (the transaction's undo too), so no writer can forget
+ * the index. A version written twice (an undo puts an earlier one back) is in a heap twice: the
+ * takes answer each job once.
  */
 export class IndexedJobs extends Map<string, Job> {
   private readonly isCurrent = (job: Job) => super.get(job.id) === job
@@ -99,35 +110,53 @@ export class IndexedJobs extends Map<string, Job> {
   private readonly pending = new JobHeap(claimOrder, this.isCurrent, this.stored)
   private readonly isPending = (job: Job) => this.isCurrent(job) && job.status === "pending"
   /** Each account's pending jobs by last key, with its count of pending jobs to bound the heap. */
-  private readonly pendingByAccount = new Map<string, { heap: JobHeap; count: number }>()
+  private readonly pendingByAccount = new Map<string, PendingGroup>()
+  /** Each version's pending jobs in claim order (versionKey). */
+  private readonly pendingByVersion = new Map<string, PendingGroup>()
+  /** Each version's processing jobs (versionKey). */
+  private readonly processingByVersion = new Map<string, number>()
   private readonly leased = new JobHeap(earliestExpiry, this.isCurrent, this.stored)
 
   /** Pending and processing jobs by account: a submit checks the account's limit without a scan. */
   private readonly active = new Map<string, number>()
 
   override set(id: string, job: Job): this {
-    this.countActive(super.get(id), -1)
-    this.countPending(super.get(id), -1)
+    this.count(super.get(id), -1)
     super.set(id, job)
-    this.countActive(job, 1)
-    this.countPending(job, 1)
+    this.count(job, 1)
     if (job.status === "pending") {
       this.pending.push(job)
       this.pendingByAccount.get(job.accountId)!.heap.push(job)
+      this.pendingByVersion.get(versionKey(job.model, job.version))!.heap.push(job)
     } else if (job.status === "processing" && job.leaseExpiresAt !== null) this.leased.push(job)
     return this
   }
 
   override delete(id: string): boolean {
-    this.countActive(super.get(id), -1)
-    this.countPending(super.get(id), -1)
+    this.count(super.get(id), -1)
     return super.delete(id)
   }
 
   override clear(): void {
     this.active.clear()
     this.pendingByAccount.clear()
+    this.pendingByVersion.clear()
+    this.processingByVersion.clear()
     super.clear()
+  }
+
+  private count(job: Job | undefined, by: 1 | -1) {
+    if (job === undefined) return
+    this.countActive(job, by)
+    if (job.status === "pending") {
+      this.countPending(this.pendingByAccount, job.accountId, lastKeyFirst, by)
+      this.countPending(this.pendingByVersion, versionKey(job.model, job.version), claimOrder, by)
+    } else if (job.status === "processing") {
+      const key = versionKey(job.model, job.version)
+      const n = (this.processingByVersion.get(key) ?? 0) + by
+      if (n === 0) this.processingByVersion.delete(key)
+      else this.processingByVersion.set(key, n)
+    }
   }
 
   /** The smallest fair key among pending jobs; undefined when none waits. */
@@ -140,16 +169,15 @@ export class IndexedJobs extends Map<string, Job> {
     return this.pendingByAccount.get(accountId)?.heap.peek()?.fairKey
   }
 
-  private countPending(job: Job | undefined, by: 1 | -1) {
-    if (job === undefined || job.status !== "pending") return
-    let entry = this.pendingByAccount.get(job.accountId)
-    if (entry === undefined) {
-      const made: { heap: JobHeap; count: number } = { count: 0, heap: new JobHeap(lastKeyFirst, this.isPending, () => made.count) }
-      this.pendingByAccount.set(job.accountId, made)
-      entry = made
+  private countPending(groups: Map<string, PendingGroup>, key: string, order: (a: Job, b: Job) => number, by: 1 | -1) {
+    let group = groups.get(key)
+    if (group === undefined) {
+      const made: PendingGroup = { count: 0, heap: new JobHeap(order, this.isPending, () => made.count) }
+      groups.set(key, made)
+      group = made
     }
-    entry.count += by
-    if (entry.count === 0) this.pendingByAccount.delete(job.accountId)
+    group.count += by
+    if (group.count === 0) groups.delete(key)
   }
 
   /** The account's jobs pending or processing. */
@@ -157,8 +185,34 @@ export class IndexedJobs extends Map<string, Job> {
     return this.active.get(accountId) ?? 0
   }
 
-  private countActive(job: Job | undefined, by: 1 | -1) {
-    if (job === undefined || !activeStatuses.includes(job.status)) return
+  /** The version's jobs processing. */
+  processingOf(model: string, version: string): number {
+    return this.processingByVersion.get(versionKey(model, version)) ?? 0
+  }
+
+  /** Whether the version has a pending job. */
+  hasPending(model: string, version: string): boolean {
+    return this.pendingByVersion.has(versionKey(model, version))
+  }
+
+  /** Up to `limit` of the version's pending jobs in claim order; they stay in the index (a read). */
+  pendingOfVersion(model: string, version: string, limit: number): Array<Job> {
+    const heap = this.pendingByVersion.get(versionKey(model, version))?.heap
+    if (heap === undefined) return []
+    const read = new Map<string, Job>()
+    const popped: Array<Job> = []
+    while (read.size < limit) {
+      const job = heap.pop()
+      if (job === undefined) break
+      popped.push(job)
+      read.set(job.id, job)
+    }
+    for (const job of popped) heap.push(job)
+    return [...read.values()]
+  }
+
+  private countActive(job: Job, by: 1 | -1) {
+    if (!activeStatuses.includes(job.status)) return
     const n = (this.active.get(job.accountId) ?? 0) + by
     if (n === 0) this.active.delete(job.accountId)
     else this.active.set(job.accountId, n)

@@ -36,6 +36,8 @@ export const settings = {
   drainAccounts: int("BENCH_DRAIN_ACCOUNTS", 8),
   /** Which queues queue_drain runs the engine on, comma-separated: store (PostgreSQL's own), redis, nats. */
   drainQueues: (process.env.BENCH_DRAIN_QUEUES ?? "store,redis,nats").split(",").map((s) => s.trim()).filter((s) => s !== ""),
+  /** A second model in the bench catalog, of a limited provider model, that no job uses (bench/catalog.ts). */
+  limitedModel: process.env.BENCH_LIMITED_MODEL === "1",
   /** Brokers of queue_drain (shared: each run makes its own keys and streams under a random prefix and deletes them). */
   redisUrl: process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379",
   natsUrl: process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222",

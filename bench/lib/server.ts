@@ -2,7 +2,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { BENCH_ACCOUNT, benchCatalog } from "../catalog.js"
 import { exited, forkTs } from "./child.js"
@@ -137,7 +137,8 @@ export const startBuiltServerAt = async (root: string, env: Record<string, strin
   const catalogFile = join(dir, "catalog.json")
   writeFileSync(catalogFile, JSON.stringify(benchCatalog("demo")))
   const port = await freePort()
-  const child = spawn(process.execPath, [join(root, "dist/apps/server/main.js")], {
+  // Resolved here: the server runs in a directory of its own, where a relative root means nothing.
+  const child = spawn(process.execPath, [resolve(root, "dist/apps/server/main.js")], {
     cwd: dir,
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATA_DIR: join(dir, "data"), ADMIN_TOKEN, CATALOG_FILE: catalogFile, ...env },
     stdio: ["ignore", "ignore", "inherit"]

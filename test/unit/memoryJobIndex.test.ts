@@ -118,4 +118,27 @@ describe("the memory store's job index", () => {
     jobs.set("a", job("a", { status: "cancelled" }))
     expect(jobs.activeOf("acc")).toBe(0)
   })
+
+  it("reads a version's pending jobs in claim order without taking them, and counts its processing ones", () => {
+    const jobs = new IndexedJobs()
+    for (const [id, fairKey] of [["c", 3], ["a", 1], ["b", 2]] as const) jobs.set(id, job(id, { fairKey, version: "v2" }))
+    jobs.set("other", job("other", { fairKey: 0 }))
+    expect([jobs.hasPending("demo/text", "v2"), jobs.hasPending("demo/text", "v1"), jobs.hasPending("demo/text", "v3")]).toEqual([true, true, false])
+    expect(ids(jobs.pendingOfVersion("demo/text", "v2", 2))).toEqual(["a", "b"])
+    // A read: the same jobs again, and still there for a claim.
+    expect(ids(jobs.pendingOfVersion("demo/text", "v2", 10))).toEqual(["a", "b", "c"])
+    expect(ids(jobs.takePending(1, () => false))).toEqual(["other"])
+    // Claimed, then one ended: counted while processing only; a claim undone is pending again, once.
+    const first = jobs.get("a")!
+    jobs.set("a", leased("a", 10))
+    jobs.set("b", { ...leased("b", 10), version: "v2" })
+    jobs.set("a", { ...leased("a", 10), version: "v2" })
+    expect([jobs.processingOf("demo/text", "v2"), jobs.processingOf("demo/text", "v1")]).toEqual([2, 0])
+    jobs.set("b", job("b", { status: "completed", version: "v2" }))
+    jobs.set("a", first)
+    expect([jobs.processingOf("demo/text", "v2"), ids(jobs.pendingOfVersion("demo/text", "v2", 10))]).toEqual([0, ["a", "c"]])
+    jobs.delete("a")
+    jobs.set("c", job("c", { status: "cancelled", version: "v2" }))
+    expect([jobs.hasPending("demo/text", "v2"), jobs.pendingOfVersion("demo/text", "v2", 10)]).toEqual([false, []])
+  })
 })
