@@ -15,9 +15,8 @@ import type { ApiKeyId } from "../src/domain/ids.js"
 import type { JobRepo, SubmitCommand } from "../src/ports/JobRepo.js"
 import { makeJobRepo } from "../src/services/jobRepoRules.js"
 import { createAccount, job } from "../test/conformance/fixtures.js"
-import { ownDatabaseCpu } from "./httpSubmit.js"
 import { settings } from "./lib/env.js"
-import { withDatabase } from "./lib/pg.js"
+import { ownDatabaseCpu, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 
 const ACCOUNTS = 8

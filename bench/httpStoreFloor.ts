@@ -15,10 +15,9 @@ import { benchModel } from "./catalog.js"
 import { processCpuMs } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { probeSubmit, submitLoad } from "./lib/load.js"
-import { withDatabase } from "./lib/pg.js"
+import { ownDatabaseCpu, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import { makeAccounts, type RunningServer, startBareServer, startBundledServer } from "./lib/server.js"
-import { ownDatabaseCpu } from "./httpSubmit.js"
 
 const MODEL = benchModel("demo")
 

@@ -25,7 +25,7 @@ import { benchCatalog, benchModel } from "./catalog.js"
 import { type CpuSample, cpuPerRequest, processCpuMs } from "./lib/cpu.js"
 import { settings } from "./lib/env.js"
 import { type LoadResult, probeSubmit, submitLoad } from "./lib/load.js"
-import { connect, withDatabase } from "./lib/pg.js"
+import { ownDatabaseCpu, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import { makeAccounts, type RunningServer, startBareServer, startBuiltServerAt, startBundledServer } from "./lib/server.js"
 
@@ -37,33 +37,6 @@ interface Measured extends LoadResult {
    * the load generator; and `ownDatabase`, only the backends of the server's own database.
    */
   readonly cpu: CpuSample & { readonly ownDatabase?: number }
-}
-
-/** CPU in ms of each backend of `database` now (pg_stat_activity; this reading's own left out). */
-const backendsCpu = async (database: string): Promise<Map<number, number>> => {
-  const client = await connect(database)
-  try {
-    const { rows } = await client.query<{ pid: number }>(
-      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-    )
-    return new Map(rows.map(({ pid }) => [pid, processCpuMs(pid)]))
-  } finally {
-    await client.end()
-  }
-}
-
-/**
- * The database's own backends' CPU per request: what a machine shared with other PostgreSQL users
- * cannot skew. A backend that starts during the run counts from 0; one gone by its end is lost.
- */
-export const ownDatabaseCpu = async (database: string) => {
-  const before = await backendsCpu(database)
-  return async (requests: number): Promise<number> => {
-    const after = await backendsCpu(database)
-    let ms = 0
-    for (const [pid, now] of after) ms += now - (before.get(pid) ?? 0)
-    return Math.round((ms * 1000) / Math.max(1, requests))
-  }
 }
 
 /** The servers that had their first, longer warm-up. */

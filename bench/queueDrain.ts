@@ -31,6 +31,12 @@
  * graphileSameWrites.ts), printed in params (`graphileSameWrites*`): graphile-worker doing the
  * work an engine job costs the store.
  *
+ * Every drain also reads the CPU its worker processes spent, and on PostgreSQL its database's
+ * backends (from /proc, so the server must run on this machine), per job in params
+ * (`engineCpuUsPerJob`, `referenceCpuUsPerJob`), beside `cpuBudgetUsPerJobAtTarget`: the CPU a job
+ * may cost in all for the target's rate on this machine's cores. A ratio says how far apart two
+ * drains are; the CPU per job says what rate the work allows at all.
+ *
  * The brokers are shared (BENCH_REDIS_URL, BENCH_NATS_URL): each run names its stream (and
  * BullMQ's keys) under a random prefix of its own and deletes them afterwards. BENCH_DRAIN_QUEUES
  * picks the queues (default `store,redis,nats`).
@@ -40,6 +46,7 @@ import { connect as natsConnect } from "@nats-io/transport-node"
 import { createClient } from "@redis/client"
 import type { Engine } from "genjobs"
 import { randomBytes } from "node:crypto"
+import { availableParallelism } from "node:os"
 import type pg from "pg"
 import {
   addNoopBullmqJobs,
@@ -55,7 +62,8 @@ import {
 import { forkTs, goAll, readyAll, stopAll } from "./lib/child.js"
 import { seed, startPgEngine, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { engineFrom, settings } from "./lib/env.js"
-import { connect, waitFor, withDatabase } from "./lib/pg.js"
+import { processCpuMs } from "./lib/cpu.js"
+import { connect, ownDatabaseCpu, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import {
   addJobsForIds,
@@ -139,21 +147,41 @@ const deleteBrokerQueue = async (queue: BrokerQueue) => {
   })
 }
 
+/** A drain's time, and the CPU (ms, from /proc) of its worker processes and of its database's backends. */
+interface Drained {
+  readonly seconds: number
+  readonly workersCpuMs: number
+  readonly databaseCpuMs?: number | undefined
+}
+
 /**
  * Forks the workers (`file`, with `env`), waits for them to load, starts them together and times
- * until `drained`.
+ * until `drained`; with `database`, the CPU its backends spent meanwhile (the drained check's 20 ms
+ * probes included, an existence check on either side).
  */
-export const drain = async (file: string, env: Record<string, string>, drained: () => Promise<boolean>, timeoutMs: number) => {
+export const drain = async (
+  file: string,
+  env: Record<string, string>,
+  drained: () => Promise<boolean>,
+  timeoutMs: number,
+  database?: string
+): Promise<Drained> => {
   const children = Array.from(
     { length: settings.drainProcesses },
     () => forkTs(file, { ...env, BENCH_CONCURRENCY: String(settings.drainConcurrency) })
   )
   try {
     await readyAll(children)
+    const backends = database === undefined ? undefined : await ownDatabaseCpu(database)
+    const workersBefore = children.map((child) => processCpuMs(child.pid!))
     const start = performance.now()
     await goAll(children)
     await waitFor("the queue to drain", drained, POLL_MS, timeoutMs)
-    return (performance.now() - start) / 1000
+    const seconds = (performance.now() - start) / 1000
+    const workersCpuMs = children.reduce((ms, child, i) => ms + processCpuMs(child.pid!) - workersBefore[i]!, 0)
+    // As one "request": ownDatabaseCpu answers µs per request, here the drain's µs in all.
+    const databaseCpuMs = backends === undefined ? undefined : (await backends(1)) / 1_000
+    return { seconds, workersCpuMs, databaseCpuMs }
   } finally {
     await stopAll(children)
   }
@@ -176,8 +204,7 @@ const countByStatus = async (client: pg.Client) => {
   return Object.fromEntries(rows.map((r: { status: string; n: string }) => [r.status, Number(r.n)])) as Record<string, number>
 }
 
-interface EngineDrain {
-  readonly seconds: number
+interface EngineDrain extends Drained {
   readonly insertSeconds: number
   /** Jobs claimed more than once (a lease lost, a delivery taken over): 0 in a clean drain. */
   readonly retried: number
@@ -204,12 +231,18 @@ const engineSide = (n: number, queue: DrainQueue) =>
       }
       const client = await connect(name)
       try {
-        const seconds = await drain("queueDrainWorker.ts", { BENCH_DATABASE_URL: url, BENCH_DRAIN_QUEUE: JSON.stringify(queue) }, () => engineDrained(client), 600_000)
+        const drained = await drain(
+          "queueDrainWorker.ts",
+          { BENCH_DATABASE_URL: url, BENCH_DRAIN_QUEUE: JSON.stringify(queue) },
+          () => engineDrained(client),
+          600_000,
+          name
+        )
         const by = await countByStatus(client)
         if (by["completed"] !== n) throw new Error(`engine drain on ${queue.kind}: expected ${n} completed jobs, found ${JSON.stringify(by)}`)
         const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts > 1`)).rows[0].n)
         const brokerAfter = queue.kind === "store" ? undefined : await brokerBacklog(queue)
-        return { seconds, insertSeconds, retried, brokerBefore, brokerAfter }
+        return { ...drained, insertSeconds, retried, brokerBefore, brokerAfter }
       } finally {
         await client.end()
       }
@@ -226,11 +259,11 @@ export const graphileSide = (n: number, config: GraphileConfigName) =>
       const insertStart = performance.now()
       await addNoopJobs(client, n)
       const insertSeconds = (performance.now() - insertStart) / 1000
-      const seconds = await drain("graphileWorker.ts", { BENCH_DATABASE_URL: url, BENCH_GRAPHILE_CONFIG: config }, () =>
-        graphileDrained(client), 600_000)
+      const drained = await drain("graphileWorker.ts", { BENCH_DATABASE_URL: url, BENCH_GRAPHILE_CONFIG: config }, () =>
+        graphileDrained(client), 600_000, name)
       const failed = await graphileJobsFailed(client)
       if (failed !== 0) throw new Error(`graphile-worker ${config} drain: ${failed} jobs failed`)
-      return { seconds, insertSeconds }
+      return { ...drained, insertSeconds }
     } finally {
       await client.end()
     }
@@ -260,11 +293,12 @@ export const graphileSameWritesSide = (n: number) =>
       const insertStart = performance.now()
       await addJobsForIds(client, SAME_WRITES_TASK, ids)
       const insertSeconds = (performance.now() - insertStart) / 1000
-      const seconds = await drain(
+      const drained = await drain(
         "graphileWorker.ts",
         { BENCH_DATABASE_URL: url, BENCH_GRAPHILE_CONFIG: "batched", BENCH_GRAPHILE_TASK: "sameWrites" },
         () => graphileDrained(client),
-        600_000
+        600_000,
+        name
       )
       const failed = await graphileJobsFailed(client)
       if (failed !== 0) throw new Error(`graphile-worker same writes: ${failed} jobs failed`)
@@ -272,7 +306,7 @@ export const graphileSameWritesSide = (n: number) =>
       if (by["completed"] !== n) throw new Error(`graphile-worker same writes: expected ${n} completed engine jobs, found ${JSON.stringify(by)}`)
       const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts <> 1`)).rows[0].n)
       if (retried !== 0) throw new Error(`graphile-worker same writes: ${retried} engine jobs claimed other than once`)
-      return { seconds, insertSeconds }
+      return { ...drained, insertSeconds }
     } finally {
       await client.end()
     }
@@ -288,12 +322,12 @@ const bullmqSide = async (n: number) => {
     const insertSeconds = (performance.now() - insertStart) / 1000
     const waiting = await bullmqJobsLeft(queue)
     if (waiting !== n) throw new Error(`BullMQ drain: ${waiting} jobs waiting after adding ${n}`)
-    const seconds = await drain("bullmqWorker.ts", { BENCH_REDIS_URL: url, BENCH_BULLMQ_PREFIX: prefix }, async () =>
+    const drained = await drain("bullmqWorker.ts", { BENCH_REDIS_URL: url, BENCH_BULLMQ_PREFIX: prefix }, async () =>
       (await bullmqJobsLeft(queue)) === 0, 600_000)
     // Jobs leave the queue only by completing (removed on completion) or failing (kept): none failed, all completed.
     const failed = await bullmqJobsFailed(queue)
     if (failed !== 0) throw new Error(`BullMQ drain: ${failed} jobs failed`)
-    return { seconds, insertSeconds }
+    return { ...drained, insertSeconds }
   } finally {
     await removeBullmqQueue(queue, url, prefix)
   }
@@ -301,9 +335,23 @@ const bullmqSide = async (n: number) => {
 
 const seconds = (s: number) => Math.round(s * 1000) / 1000
 
+/** µs of CPU per job of a drain: its worker processes, and its database's backends when measured. */
+const cpuPerJob = (side: Drained, n: number) => ({
+  workers: Math.round((side.workersCpuMs * 1000) / n),
+  ...(side.databaseCpuMs === undefined ? {} : { database: Math.round((side.databaseCpuMs * 1000) / n) })
+})
+
+/**
+ * The CPU a job may cost, workers and database together, for a drain at `ratio` x `referenceRate`
+ * on this machine's cores: what a target asks of the engine's whole work, beside what it spends.
+ */
+const budgetAt = (ratio: number, referenceRate: number) => Math.round((availableParallelism() * 1e6) / (ratio * referenceRate))
+
 const ENGINE_INSERT = `Jobs.submit over ${settings.drainAccounts} accounts, 16 in flight, before the clock`
 
-const brokerParams = (side: EngineDrain) => ({
+const brokerParams = (side: EngineDrain, n: number) => ({
+  // The broker server's own CPU is not counted, on either side.
+  engineCpuUsPerJob: cpuPerJob(side, n),
   engineBrokerBacklogAtStart: side.brokerBefore,
   engineBrokerLeftAfterStop: side.brokerAfter,
   engineJobsClaimedMoreThanOnce: side.retried
@@ -318,7 +366,7 @@ export const queueDrain = async () => {
   const runs = (queue: (typeof QUEUES)[number]) => settings.drainQueues.includes(queue)
   const common = { jobs: n, processes: settings.drainProcesses, concurrency: settings.drainConcurrency, engineFrom, ...(settings.limitedModel ? { limitedModelInCatalog: true } : {}) }
 
-  let batched: { seconds: number; insertSeconds: number } | undefined
+  let batched: Drained & { readonly insertSeconds: number } | undefined
   const graphileBatched = async () => {
     if (batched === undefined) {
       log(`queue_drain: graphile-worker batched (${graphileConfigLabel.batched}), ${n} jobs`)
@@ -361,6 +409,9 @@ export const queueDrain = async () => {
         referenceSeconds: seconds(reference.seconds),
         referenceConfig: "batched",
         engineJobsClaimedMoreThanOnce: engine.retried,
+        engineCpuUsPerJob: cpuPerJob(engine, n),
+        referenceCpuUsPerJob: cpuPerJob(reference, n),
+        cpuBudgetUsPerJobAtTarget: budgetAt(0.5, n / reference.seconds),
         unbatchedReferenceIs: `graphile-worker 0.18 unbatched (${graphileConfigLabel.unbatched}), the same shape`,
         unbatchedReference: Math.round(unbatchedRate),
         unbatchedRatio: Math.round((engineRate / unbatchedRate) * 1000) / 1000,
@@ -373,6 +424,7 @@ export const queueDrain = async () => {
         engineToGraphileSameWrites: Math.round((engineRate / sameWritesRate) * 1000) / 1000,
         graphileSameWritesToNoOp: Math.round((sameWritesRate / (n / reference.seconds)) * 1000) / 1000,
         graphileSameWritesSeconds: seconds(sameWrites.seconds),
+        graphileSameWritesCpuUsPerJob: cpuPerJob(sameWrites, n),
         graphileSameWritesInsertJobsPerSecond: Math.round(n / sameWrites.insertSeconds)
       }
     })
@@ -400,7 +452,7 @@ export const queueDrain = async () => {
         engineSeconds: seconds(engine.seconds),
         referenceSeconds: seconds(reference.seconds),
         referenceConfig: "batched",
-        ...brokerParams(engine)
+        ...brokerParams(engine, n)
       }
     })
   }
@@ -429,7 +481,9 @@ export const queueDrain = async () => {
         referenceInsertJobsPerSecond: Math.round(n / reference.insertSeconds),
         engineSeconds: seconds(engine.seconds),
         referenceSeconds: seconds(reference.seconds),
-        ...brokerParams(engine)
+        ...brokerParams(engine, n),
+        referenceCpuUsPerJob: cpuPerJob(reference, n),
+        cpuBudgetUsPerJobAtTarget: budgetAt(0.5, n / reference.seconds)
       }
     })
   }

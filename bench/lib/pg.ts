@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import pg from "pg"
+import { processCpuMs } from "./cpu.js"
 import { settings } from "./env.js"
 
 /** A client on an existing database of the bench's server; the caller ends it. */
@@ -25,6 +26,34 @@ export const withDatabase = async <A>(label: string, body: (url: string, name: s
     }
   } finally {
     await admin.end()
+  }
+}
+
+/** CPU in ms of each backend of `database` now (pg_stat_activity; this reading's own left out). */
+const backendsCpu = async (database: string): Promise<Map<number, number>> => {
+  const client = await connect(database)
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    return new Map(rows.map(({ pid }) => [pid, processCpuMs(pid)]))
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * The database's own backends' CPU per request (or job): what a machine shared with other
+ * PostgreSQL users cannot skew. A backend that starts during the run counts from 0; one gone by
+ * its end is lost.
+ */
+export const ownDatabaseCpu = async (database: string) => {
+  const before = await backendsCpu(database)
+  return async (requests: number): Promise<number> => {
+    const after = await backendsCpu(database)
+    let ms = 0
+    for (const [pid, now] of after) ms += now - (before.get(pid) ?? 0)
+    return Math.round((ms * 1000) / Math.max(1, requests))
   }
 }
 
