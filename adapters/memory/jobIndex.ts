@@ -85,7 +85,7 @@ class JobHeap {
   }
 }
 
-/** A version's key in the per-version index: model and version id, which no slug contains a NUL of. */
+/** A version's key in the per-version index: its model's slug and version id joined by a NUL, which no slug holds. */
 const versionKey = (model: string, version: string) => `${model}\u0000${version}`
 
 /** A group's pending jobs in a heap, with their count to bound it. */
