@@ -18,6 +18,23 @@ export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
     sql`${status} = 'processing' AND lease_expires_at <= ${clock.now(now)} AND attempts < ${maxAttempts}`
 
   /**
+   * The jobs table as a read of leases by their expiry names it: on SQLite through the leases'
+   * index (`INDEXED BY`). With no statistics (the engine runs no ANALYZE) SQLite takes
+   * `status = 'processing'` for rare and reads every processing job through the status index,
+   * checking each one's lease: a hand-off's check that finds none cost 1.3 ms beside 10,000
+   * generations in flight, against 0.03 ms through the leases' index. PostgreSQL's statistics
+   * already lead it there.
+   */
+  const leasedJobs = sql.onDialectOrElse({ pg: () => sql`${t.jobs}`, orElse: () => sql`${t.jobs} INDEXED BY ${t.jobs_leases}` })
+
+  /**
+   * The jobs table as a claim's read of pending jobs in claim order names it: on SQLite through
+   * the pending jobs' index, for the same reason. Read through the status index, every pending
+   * job was sorted for each claim: 25.6 ms a claim beside a backlog of 100,000, 0.03 in order.
+   */
+  const pendingJobs = sql.onDialectOrElse({ pg: () => sql`${t.jobs}`, orElse: () => sql`${t.jobs} INDEXED BY ${t.jobs_pending}` })
+
+  /**
    * claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing; a Pickup
    * marks the provider start begun. The right-hand sides read the row as it was.
    */
@@ -59,13 +76,13 @@ export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
     update: sql`UPDATE ${t.jobs} AS j SET ${claimSet(claim)} FROM picked WHERE j.id = picked.id RETURNING j.*`
   })
 
-  return { reclaimable, claimSet, versionRows, notAmong, claimPg }
+  return { reclaimable, leasedJobs, pendingJobs, claimSet, versionRows, notAmong, claimPg }
 }
 
 /** Claims: a batch in claim order, or given jobs. */
 export const makeClaimStatements = (ctx: JobSql) => {
   const { sql, t } = ctx
-  const { claimPg, claimSet, notAmong, reclaimable } = makeClaimFragments(ctx)
+  const { claimPg, claimSet, leasedJobs, notAmong, pendingJobs, reclaimable } = makeClaimFragments(ctx)
 
   const claimBatch = sql.onDialectOrElse({
     /**
@@ -84,12 +101,12 @@ export const makeClaimStatements = (ctx: JobSql) => {
     orElse: () => (claim: ClaimBatch) =>
       sql`UPDATE ${t.jobs} SET ${claimSet(claim)} WHERE id IN (
           SELECT id FROM (
-            SELECT id FROM ${t.jobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
+            SELECT id FROM ${leasedJobs} WHERE ${reclaimable(claim.now, claim.maxAttempts)}
             ORDER BY lease_expires_at LIMIT ${claim.limit}
           )
           UNION ALL
           SELECT id FROM (
-            SELECT id FROM ${t.jobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ORDER BY fair_key, id LIMIT ${claim.limit}
+            SELECT id FROM ${pendingJobs} WHERE status = 'pending' ${notAmong(claim.exclude)} ORDER BY fair_key, id LIMIT ${claim.limit}
           )
           LIMIT ${claim.limit}
         ) RETURNING *`

@@ -10,6 +10,8 @@ export interface LeaseClock {
   readonly now: (now: number) => Statement.Fragment
   /** A lease expiry `expiresAt - now` ahead of the lease clock. */
   readonly until: (now: number, expiresAt: number) => Statement.Fragment
+  /** The lease clock's time `ms` ago: a bound an index can range over, as `now` is. */
+  readonly ago: (now: number, ms: number) => Statement.Fragment
 }
 
 /** What every job and queue statement is written with. */
@@ -27,9 +29,10 @@ export const makeLeaseClock = (sql: SqlClient.SqlClient, databaseClock: boolean)
       // of the index of processing jobs, dead versions of ended jobs included until vacuum: each
       // claim read them all (a drain's cost per claim grew with the jobs it had ended).
       now: () => sql`(SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint)`,
-      until: (now, expiresAt) => sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint + ${expiresAt - now}`
+      until: (now, expiresAt) => sql`(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint + ${expiresAt - now}`,
+      ago: (_now, ms) => sql`(SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint - ${ms})`
     }
-    : { now: (now) => sql`${now}`, until: (_now, expiresAt) => sql`${expiresAt}` }
+    : { now: (now) => sql`${now}`, until: (_now, expiresAt) => sql`${expiresAt}`, ago: (now, ms) => sql`${now - ms}` }
 
 /** `FOR UPDATE` on PostgreSQL; nothing on SQLite, whose one writer makes a transaction's read a lock. */
 export const forUpdateOf = (sql: SqlClient.SqlClient) =>

@@ -11,7 +11,7 @@ import type { JobSql } from "./context.js"
  */
 export const makeHandOffFragments = (ctx: JobSql) => {
   const { clock, sql, t } = ctx
-  const { reclaimable } = makeClaimFragments(ctx)
+  const { leasedJobs, reclaimable } = makeClaimFragments(ctx)
 
   const { columnsOf, valuesOf } = makeFairKeys(ctx)
   const values = (job: Job) => valuesOf(job)
@@ -21,7 +21,7 @@ export const makeHandOffFragments = (ctx: JobSql) => {
   /** What a claim could take now: a pending job, or a reclaimable one. */
   const anyRunnable = (lease: HandOffLease) =>
     sql`(EXISTS (SELECT 1 FROM ${t.jobs} WHERE status = 'pending')
-      OR EXISTS (SELECT 1 FROM ${t.jobs} WHERE ${reclaimable(lease.now, lease.maxAttempts)}))`
+      OR EXISTS (SELECT 1 FROM ${leasedJobs} WHERE ${reclaimable(lease.now, lease.maxAttempts)}))`
   /** The job as a hand-off inserted it: claimedJob's row but for the lease's end, which the lease clock set. */
   const takenAs = (job: Job, lease: HandOffLease, leaseExpiresAt: number | null, fairKey: number): Job => ({
     ...claimedJob(job, lease),

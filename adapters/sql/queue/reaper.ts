@@ -4,14 +4,17 @@ import { MINUTE_MS } from "../../../src/domain/rateLimit.js"
 import type { JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import { allJobs } from "../jobs/jobRows.js"
 import { storeErrors } from "../rows.js"
+import { makeClaimFragments } from "./claims.js"
 import type { JobSql } from "./context.js"
 
 /** What the reaper's and the queue relay's passes read and write, each pass under a named lease. */
-export const makeReaperStatements = ({ clock, sql, t }: JobSql) => {
+export const makeReaperStatements = (ctx: JobSql) => {
+  const { clock, sql, t } = ctx
+  const { leasedJobs } = makeClaimFragments(ctx)
   const skipLocked = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE SKIP LOCKED"), orElse: () => sql.literal("") })
 
   const findExhausted: JobLeaseDriver["findExhausted"] = (now, maxAttempts, limit) =>
-    sql`SELECT * FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at <= ${clock.now(now)}
+    sql`SELECT * FROM ${leasedJobs} WHERE status = 'processing' AND lease_expires_at <= ${clock.now(now)}
       AND attempts >= ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit} ${skipLocked}`.pipe(
       Effect.flatMap(allJobs),
       storeErrors("find exhausted jobs")
@@ -26,7 +29,9 @@ export const makeReaperStatements = ({ clock, sql, t }: JobSql) => {
           rows.map((row) => ({ id: row["id"] as JobId, accountId: row["account_id"] as AccountId, createdAt: Number(row["created_at"]), fairKey: Number(row["fair_key"]) }))
         )
       ),
-      expired: sql`SELECT id, account_id FROM ${t.jobs} WHERE status = 'processing' AND lease_expires_at + ${graceMs} <= ${clock.now(now)}
+      // The grace taken off the clock, not added to the column: a bound on lease_expires_at is a
+      // range of the leases' index; `lease_expires_at + grace` was a filter on every processing job.
+      expired: sql`SELECT id, account_id FROM ${leasedJobs} WHERE status = 'processing' AND lease_expires_at <= ${clock.ago(now, graceMs)}
           AND attempts < ${maxAttempts} ORDER BY lease_expires_at LIMIT ${limit}`.pipe(
         Effect.map((rows) => rows.map((row) => ({ id: row["id"] as JobId, accountId: row["account_id"] as AccountId })))
       )
