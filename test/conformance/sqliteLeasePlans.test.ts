@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { makeClaimStatements } from "../../adapters/sql/queue/claims.js"
 import { type JobSql, makeLeaseClock } from "../../adapters/sql/queue/context.js"
+import { makeFairKeys } from "../../adapters/sql/jobs/fairKey.js"
 import { makeHandOffFragments } from "../../adapters/sql/queue/handOff.js"
 import { makeReaperStatements } from "../../adapters/sql/queue/reaper.js"
 import { layerSqlite } from "../../adapters/sql/sqlite.js"
@@ -17,8 +18,8 @@ import { sentStatements } from "./sentStatement.js"
 /**
  * On SQLite every read of leases by their expiry searches the leases' index: a claim's expired
  * leases, a hand-off's check that none is runnable (every submit to a server with idle local
- * workers), the reaper's exhausted leases and the queue relay's expired ones; and a claim reads
- * its pending jobs in claim order from their own index. SQLite keeps no statistics here (the
+ * workers), the reaper's exhausted leases and the queue relay's expired ones; and a claim's
+ * pending jobs in claim order, and a submit's first pending key of all, from their own index. SQLite keeps no statistics here (the
  * engine runs no ANALYZE), and written plainly each of them read every processing (or pending)
  * job through the status index: with 10,000 generations in flight, 1.3 ms for a hand-off's check
  * against 0.03 ms; beside a backlog of 100,000, 25.6 ms for a claim's sort of every pending job
@@ -76,6 +77,17 @@ describe("sqlite: reads of leases by their expiry, and a claim's of pending jobs
         // Whether one job is pending: the first entry of the status index answers it.
         "SEARCH genjobs_jobs USING COVERING INDEX genjobs_jobs_status_list (status=?)",
         "SEARCH genjobs_jobs USING INDEX genjobs_jobs_leases (lease_expires_at<?)"
+      ])
+    })))
+
+  it("a submit's fair key, the first pending key of all for an account with none waiting", () =>
+    runtime.runPromise(Effect.gen(function*() {
+      const ctx = yield* context
+      const { fairKey } = makeFairKeys(ctx)
+      const plan = yield* plansOf(ctx.sql`SELECT ${fairKey("acc_1")} AS fair_key`)
+      expect(indexReads(plan), plan.join("\n")).toEqual([
+        "SEARCH genjobs_jobs USING COVERING INDEX genjobs_jobs_pending_account (account_id=?)",
+        "SCAN genjobs_jobs USING COVERING INDEX genjobs_jobs_pending"
       ])
     })))
 

@@ -1,6 +1,7 @@
 import type { Statement } from "effect/sql"
 import type { Job } from "../../../src/domain/job.js"
 import { DEFAULT_FAIR_WEIGHT, FAIR_STEP_UNIT } from "../../../src/domain/fairShare.js"
+import { makeClaimFragments } from "../queue/claims.js"
 import type { JobSql } from "../queue/context.js"
 import type { JobColumns } from "../rows.js"
 import { jobRow } from "./jobRows.js"
@@ -19,7 +20,11 @@ import { jobRow } from "./jobRows.js"
  * every run (sqlite3Reprepare, 164-167 µs of the charge's UPDATE against 30-39 with the CAST);
  * PostgreSQL's plan is the same either way.
  */
-export const makeFairKeys = ({ sql, t }: JobSql) => {
+export const makeFairKeys = (ctx: JobSql) => {
+  const { sql, t } = ctx
+  // SQLite reads the first pending key of all through jobs_pending by name (claims.ts, pendingJobs):
+  // planned without statistics, it sorted every pending job for a submit whose account had none.
+  const { pendingJobs } = makeClaimFragments(ctx)
   const fairKey = (
     accountId: string | Statement.Fragment,
     weight: Statement.Fragment = sql`COALESCE((SELECT fair_weight FROM ${t.accounts} WHERE id = ${accountId}), ${
@@ -29,7 +34,7 @@ export const makeFairKeys = ({ sql, t }: JobSql) => {
     sql`COALESCE(
       (SELECT fair_key FROM ${t.jobs} WHERE status = 'pending' AND account_id = CAST(${accountId} AS TEXT) ORDER BY fair_key DESC LIMIT 1)
         + ${sql.literal(String(FAIR_STEP_UNIT))} / ${weight},
-      (SELECT fair_key FROM ${t.jobs} WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
+      (SELECT fair_key FROM ${pendingJobs} WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
       0)`
 
   /** The columns of a job's row, for `INSERT INTO jobs (columns) ...`. */
