@@ -1,58 +1,27 @@
-import * as SqliteClient from "../../adapters/sql/sqliteNode/SqliteClient.js"
-import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime } from "effect"
-import { SqlClient } from "effect/sql"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { makeClaimStatements } from "../../adapters/sql/queue/claims.js"
-import { type JobSql, makeLeaseClock } from "../../adapters/sql/queue/context.js"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { makeFairKeys } from "../../adapters/sql/jobs/fairKey.js"
+import { makeClaimStatements } from "../../adapters/sql/queue/claims.js"
 import { makeHandOffFragments } from "../../adapters/sql/queue/handOff.js"
 import { makeReaperStatements } from "../../adapters/sql/queue/reaper.js"
-import { layerSqlite } from "../../adapters/sql/sqlite.js"
-import { layerSqlTables, SqlTables } from "../../adapters/sql/tables.js"
 import { T0 } from "./fixtures.js"
-import { sentStatements } from "./sentStatement.js"
+import { plansOf, sqlitePlanRuntime, sqliteStatementContext } from "./sqlitePlans.js"
 
 /**
  * On SQLite every read of leases by their expiry searches the leases' index: a claim's expired
  * leases, a hand-off's check that none is runnable (every submit to a server with idle local
  * workers), the reaper's exhausted leases and the queue relay's expired ones; and a claim's
- * pending jobs in claim order, and a submit's first pending key of all, from their own index. SQLite keeps no statistics here (the
- * engine runs no ANALYZE), and written plainly each of them read every processing (or pending)
- * job through the status index: with 10,000 generations in flight, 1.3 ms for a hand-off's check
- * against 0.03 ms; beside a backlog of 100,000, 25.6 ms for a claim's sort of every pending job
- * against 0.03 ms (adapters/sql/queue/claims.ts, `leasedJobs` and `pendingJobs`).
+ * pending jobs in claim order, and a submit's first pending key of all, come from the pending
+ * jobs' index. SQLite keeps no statistics here (the engine runs no ANALYZE), and written plainly
+ * each of them read every processing (or pending) job through the status index: with 10,000
+ * generations in flight, 1.3 ms for a hand-off's check against 0.03 ms; beside a backlog of
+ * 100,000, 25.6 ms for a claim's sort of every pending job against 0.03 ms
+ * (adapters/sql/queue/claims.ts, `leasedJobs` and `pendingJobs`).
  */
 
-const file = join(mkdtempSync(join(tmpdir(), "genjobs-lease-plans-")), "plans.db")
-const stores = Layer.merge(layerSqlite({ filename: file }), SqliteClient.layer({ filename: file }))
-// A runtime of the file's own, not @effect/vitest's `layer` (see sqliteListPlans.test.ts).
-const runtime = ManagedRuntime.make(stores)
-afterAll(() => runtime.dispose())
+const runtime = sqlitePlanRuntime("lease-plans")
 
 const lease = { leaseOwner: "w1", now: T0, leaseExpiresAt: T0 + 60_000, maxAttempts: 3 }
-
-/** Every line of the plans of the statements `run` sends. */
-const plansOf = <E, R>(run: Effect.Effect<unknown, E, R>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const plans: Array<string> = []
-    for (const [text, params] of yield* sentStatements(run)) {
-      plans.push(...(yield* sql.unsafe<{ detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params)).map((row) => row.detail))
-    }
-    return plans
-  })
-
-/** The statements' context as the SQLite store makes it: the caller's clock. */
-const context = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const t = yield* Effect.provide(Effect.gen(function*() {
-    return yield* SqlTables
-  }), layerSqlTables())
-  return { sql, t, clock: makeLeaseClock(sql, false) } satisfies JobSql
-})
 
 /** The plan's reads of the jobs table by an index other than its key. */
 const indexReads = (plan: ReadonlyArray<string>) => plan.filter((line) => /^(SEARCH|SCAN) genjobs_jobs\b/.test(line) && !line.includes("(id=?)"))
@@ -60,8 +29,8 @@ const indexReads = (plan: ReadonlyArray<string>) => plan.filter((line) => /^(SEA
 describe("sqlite: reads of leases by their expiry, and a claim's of pending jobs, search their own indexes", () => {
   it("a claim's expired leases, then its pending jobs in claim order", () =>
     runtime.runPromise(Effect.gen(function*() {
-      const { claimBatch } = makeClaimStatements(yield* context)
-      const plan = yield* plansOf(claimBatch({ ...lease, workerId: "w1", limit: 24, exclude: [] } as never))
+      const { claimBatch } = makeClaimStatements(yield* sqliteStatementContext)
+      const plan = yield* plansOf(claimBatch({ ...lease, limit: 24, exclude: [] }))
       expect(indexReads(plan), plan.join("\n")).toEqual([
         "SEARCH genjobs_jobs USING INDEX genjobs_jobs_leases (lease_expires_at<?)",
         "SCAN genjobs_jobs USING COVERING INDEX genjobs_jobs_pending"
@@ -70,7 +39,7 @@ describe("sqlite: reads of leases by their expiry, and a claim's of pending jobs
 
   it("a hand-off's check that no job is runnable", () =>
     runtime.runPromise(Effect.gen(function*() {
-      const ctx = yield* context
+      const ctx = yield* sqliteStatementContext
       const { anyRunnable } = makeHandOffFragments(ctx)
       const plan = yield* plansOf(ctx.sql`SELECT ${anyRunnable(lease)} AS found`)
       expect(indexReads(plan), plan.join("\n")).toEqual([
@@ -82,7 +51,7 @@ describe("sqlite: reads of leases by their expiry, and a claim's of pending jobs
 
   it("a submit's fair key, the first pending key of all for an account with none waiting", () =>
     runtime.runPromise(Effect.gen(function*() {
-      const ctx = yield* context
+      const ctx = yield* sqliteStatementContext
       const { fairKey } = makeFairKeys(ctx)
       const plan = yield* plansOf(ctx.sql`SELECT ${fairKey("acc_1")} AS fair_key`)
       expect(indexReads(plan), plan.join("\n")).toEqual([
@@ -93,7 +62,7 @@ describe("sqlite: reads of leases by their expiry, and a claim's of pending jobs
 
   it("the reaper's exhausted leases and the queue relay's expired ones", () =>
     runtime.runPromise(Effect.gen(function*() {
-      const { findExhausted, queueGaps } = makeReaperStatements(yield* context)
+      const { findExhausted, queueGaps } = makeReaperStatements(yield* sqliteStatementContext)
       const exhausted = yield* plansOf(findExhausted(T0, 3, 100))
       expect(indexReads(exhausted), exhausted.join("\n")).toEqual(["SEARCH genjobs_jobs USING INDEX genjobs_jobs_leases (lease_expires_at<?)"])
       const gaps = yield* plansOf(queueGaps({ now: T0, graceMs: 60_000, after: null, maxAttempts: 3, limit: 500 }))
