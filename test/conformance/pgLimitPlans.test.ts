@@ -1,12 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { makeLeaseClock } from "../../adapters/sql/queue/context.js"
 import { makeProviderLimitStatements } from "../../adapters/sql/queue/providerLimits.js"
-import { SqlTables, layerSqlTables } from "../../adapters/sql/tables.js"
 import { postgresAvailable } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
-import { nodes, oneAccount, planOf, planRuntime, render } from "./pgPlans.js"
+import { nodes, oneAccount, pgStatementContext, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatement } from "./sentStatement.js"
 
 /**
@@ -68,13 +66,7 @@ const limitedModelMostRows = seeded([
 ])
 
 /** The limited claim's statements (adapters/sql/queue/providerLimits.ts) on the store's client and tables. */
-const limitStatements = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const t = yield* Effect.provide(Effect.gen(function*() {
-    return yield* SqlTables
-  }), layerSqlTables())
-  return makeProviderLimitStatements({ sql, t, clock: makeLeaseClock(sql, true) })
-})
+const limitStatements = Effect.map(pgStatementContext, makeProviderLimitStatements)
 
 if (!pgUp) {
   describe.skip("postgres: a limited claim's count (server not reachable)", () => {

@@ -4,6 +4,7 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { layerPostgres } from "../../adapters/sql/postgres.js"
 import { freshPostgresUrl } from "../support/postgres.js"
+import { statementContext } from "./statementContext.js"
 import { T0 } from "./fixtures.js"
 
 /** What the plan tests of PostgreSQL's statements share: their database, and the plans as EXPLAIN gives them. */
@@ -13,6 +14,9 @@ export const oneAccount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
       discounts, webhook_secret, created_at)
     VALUES ('acc_00001', 'account', 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`)
+
+/** The statements' context as the PostgreSQL store makes it (the database's lease clock). */
+export const pgStatementContext = statementContext(true)
 
 /** A parameter as EXECUTE takes it, a SQL literal. */
 const literal = (value: unknown) => typeof value === "number" ? String(value) : `'${String(value).replace(/'/g, "''")}'`

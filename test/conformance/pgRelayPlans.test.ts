@@ -1,12 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { makeLeaseClock } from "../../adapters/sql/queue/context.js"
 import { makeReaperStatements } from "../../adapters/sql/queue/reaper.js"
-import { layerSqlTables, SqlTables } from "../../adapters/sql/tables.js"
 import { postgresAvailable } from "../support/postgres.js"
 import { T0 } from "./fixtures.js"
-import { nodes, oneAccount, planOf, planRuntime, render } from "./pgPlans.js"
+import { nodes, oneAccount, pgStatementContext, planOf, planRuntime, render } from "./pgPlans.js"
 import { sentStatements } from "./sentStatement.js"
 
 /**
@@ -23,11 +21,7 @@ const pgUp = await postgresAvailable()
 /** The relay's two reads, as the store sends them, with the database's lease clock. */
 const relayReads = () =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const t = yield* Effect.provide(Effect.gen(function*() {
-      return yield* SqlTables
-    }), layerSqlTables())
-    const { queueGaps } = makeReaperStatements({ sql, t, clock: makeLeaseClock(sql, true) })
+    const { queueGaps } = makeReaperStatements(yield* pgStatementContext)
     return yield* sentStatements(queueGaps({ now: T0, graceMs: 60_000, after: null, maxAttempts: 3, limit: 500 }))
   })
 

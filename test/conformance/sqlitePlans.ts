@@ -5,10 +5,9 @@ import { SqlClient } from "effect/sql"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type JobSql, makeLeaseClock } from "../../adapters/sql/queue/context.js"
 import { layerSqlite } from "../../adapters/sql/sqlite.js"
-import { layerSqlTables, SqlTables } from "../../adapters/sql/tables.js"
 import { sentStatements } from "./sentStatement.js"
+import { statementContext } from "./statementContext.js"
 
 /** What the plan tests of SQLite's statements share: a store on a file of their own, and the plans as EXPLAIN QUERY PLAN gives them. */
 
@@ -25,13 +24,7 @@ export const sqlitePlanRuntime = (label: string) => {
 }
 
 /** The statements' context as the SQLite store makes it (the caller's lease clock). */
-export const sqliteStatementContext = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const t = yield* Effect.provide(Effect.gen(function*() {
-    return yield* SqlTables
-  }), layerSqlTables())
-  return { sql, t, clock: makeLeaseClock(sql, false) } satisfies JobSql
-})
+export const sqliteStatementContext = statementContext(false)
 
 /** Every line of the plans of the statements `run` sends. */
 export const plansOf = <E, R>(run: Effect.Effect<unknown, E, R>) =>
