@@ -24,10 +24,12 @@ import { queuePosition } from "./queuePosition.js"
 import { serverDrain } from "./serverDrain.js"
 import { serverRss } from "./serverRss.js"
 import { sqlClientFloor } from "./sqlClientFloor.js"
+import { sqliteDrain } from "./sqliteDrain.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
   queue_drain_floor: drainFloor,
+  sqlite_drain: sqliteDrain,
   server_drain: serverDrain,
   pickup,
   http_submit: httpSubmit,

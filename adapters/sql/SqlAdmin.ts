@@ -4,6 +4,7 @@ import { compareGroups, type SpendDimension, type SpendGroup } from "../../src/d
 import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { newerThan, olderThan } from "./cursorFragments.js"
+import { indexedBy } from "./indexedBy.js"
 import { NO_KEY } from "./jobs/spend.js"
 import {
   AccountRow,
@@ -164,8 +165,9 @@ export const makeSqlAdmin = Effect.gen(function*() {
           UNION ALL SELECT 'processing' AS status, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'processing'`.pipe(
           Effect.flatMap(decodeCounts)
         ),
-        // Ended jobs by their end, from jobs_ended.
-        sql`SELECT model, completed_at - started_at AS run_ms FROM ${t.jobs}
+        // Ended jobs by their end, from jobs_ended (indexedBy.ts: through the status index SQLite
+        // read every completed job and sorted them, where the newest few are asked for).
+        sql`SELECT model, completed_at - started_at AS run_ms FROM ${indexedBy(sql, t.jobs, t.jobs_ended)}
           WHERE completed_at >= ${from} AND completed_at < ${to} AND status = 'completed' AND started_at IS NOT NULL
           ORDER BY completed_at DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeRuns))
       ]).pipe(
@@ -182,7 +184,9 @@ export const makeSqlAdmin = Effect.gen(function*() {
         FROM (SELECT account_id, model, version, COUNT(*) AS n, MIN(fair_key) AS head_key, MAX(fair_key) AS tail_key, MIN(id) AS head_id
           FROM ${t.jobs} WHERE status = 'pending' GROUP BY account_id, model, version) g
         JOIN ${t.accounts} a ON a.id = g.account_id`.pipe(Effect.flatMap(decodeWaiting)),
-      sql`SELECT model, version, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'processing' GROUP BY model, version`.pipe(
+      // Counted in the order of jobs_processing_version's entries (indexedBy.ts), not sorted.
+      sql`SELECT model, version, COUNT(*) AS n FROM ${indexedBy(sql, t.jobs, t.jobs_processing_version)}
+        WHERE status = 'processing' GROUP BY model, version`.pipe(
         Effect.flatMap(decodeRunning)
       )
     ]).pipe(

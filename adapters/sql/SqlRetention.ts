@@ -2,6 +2,7 @@ import { Cause, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { JobId } from "../../src/domain/ids.js"
 import { RetentionRepo } from "../../src/ports/RetentionRepo.js"
+import { indexedBy } from "./indexedBy.js"
 import { statusFilter } from "./queue/statusFilter.js"
 import { decodeRows, storeErrors } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -18,6 +19,9 @@ export const makeSqlRetention = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
   const jobStatus = statusFilter(sql)
+  // In the order of their end, the batch's first jobs first (indexedBy.ts): through the status
+  // index SQLite read every ended job of the swept statuses and sorted them, for each batch.
+  const endedJobs = indexedBy(sql, t.jobs, t.jobs_ended, sql`j`)
 
   return RetentionRepo.of({
     takeLease: (name, owner, now, expiresAt) =>
@@ -29,7 +33,7 @@ export const makeSqlRetention = Effect.gen(function*() {
     endedJobs: ({ endedBy, limit, statuses, unsentDeliveries }) =>
       statuses.length === 0
         ? Effect.succeed([])
-        : sql`SELECT j.id FROM ${t.jobs} j
+        : sql`SELECT j.id FROM ${endedJobs}
             WHERE j.completed_at <= ${endedBy} AND j.status IN ${sql.in(statuses)} ${
           unsentDeliveries.length === 0 ? sql`` : sql`AND NOT EXISTS (
               SELECT 1 FROM ${t.webhook_deliveries} d WHERE d.job_id = j.id AND d.status IN ${sql.in(unsentDeliveries)}

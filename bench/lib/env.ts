@@ -67,6 +67,9 @@ export const settings = {
   rssJobs: int("BENCH_RSS_JOBS", 100_000),
   rssWorkers: int("BENCH_RSS_WORKERS", 8),
   inProcessOps: int("BENCH_IN_PROCESS_OPS", 1_000),
+  /** sqlite_drain: the jobs each drain takes, and the ended jobs the second one's file holds before it. */
+  sqliteDrainJobs: int("BENCH_SQLITE_DRAIN_JOBS", 10_000),
+  sqliteDrainEnded: int("BENCH_SQLITE_DRAIN_ENDED", 200_000),
   /** Status streams one server holds open, spread over this many pending jobs. */
   streams: int("BENCH_STREAMS", 10_000),
   streamJobs: int("BENCH_STREAM_JOBS", 100)

@@ -4,6 +4,7 @@ import type { ClaimLease } from "../../../src/domain/job.js"
 import type { VersionRef } from "../../../src/domain/providerLimits.js"
 import type { ClaimBatch, JobLeaseDriver } from "../../../src/ports/JobLeaseDriver.js"
 import { allJobs } from "../jobs/jobRows.js"
+import { indexedBy } from "../indexedBy.js"
 import { storeErrors } from "../rows.js"
 import type { JobSql } from "./context.js"
 import { statusFilter } from "./statusFilter.js"
@@ -18,21 +19,19 @@ export const makeClaimFragments = ({ clock, sql, t }: JobSql) => {
     sql`${status} = 'processing' AND lease_expires_at <= ${clock.now(now)} AND attempts < ${maxAttempts}`
 
   /**
-   * The jobs table as a read of leases by their expiry names it: on SQLite through the leases'
-   * index (`INDEXED BY`). With no statistics (the engine runs no ANALYZE) SQLite takes
-   * `status = 'processing'` for rare and reads every processing job through the status index,
-   * checking each one's lease: a hand-off's check that finds none cost 1.3 ms beside 10,000
-   * generations in flight, against 0.03 ms through the leases' index. PostgreSQL's statistics
-   * already lead it there.
+   * The jobs table as a read of leases by their expiry names it, through the leases' index
+   * (indexedBy.ts): through the status index SQLite read every processing job, checking each
+   * one's lease; a hand-off's check that finds none cost 1.3 ms beside 10,000 generations in
+   * flight, against 0.03 ms through the leases' index.
    */
-  const leasedJobs = sql.onDialectOrElse({ pg: () => sql`${t.jobs}`, orElse: () => sql`${t.jobs} INDEXED BY ${t.jobs_leases}` })
+  const leasedJobs = indexedBy(sql, t.jobs, t.jobs_leases)
 
   /**
-   * The jobs table as a claim's read of pending jobs in claim order names it: on SQLite through
-   * the pending jobs' index, for the same reason. Read through the status index, every pending
-   * job was sorted for each claim: 25.6 ms a claim beside a backlog of 100,000, 0.03 in order.
+   * The jobs table as a claim's read of pending jobs in claim order names it, through the
+   * pending jobs' index: read through the status index, every pending job was sorted for each
+   * claim, 25.6 ms a claim beside a backlog of 100,000, 0.03 in order.
    */
-  const pendingJobs = sql.onDialectOrElse({ pg: () => sql`${t.jobs}`, orElse: () => sql`${t.jobs} INDEXED BY ${t.jobs_pending}` })
+  const pendingJobs = indexedBy(sql, t.jobs, t.jobs_pending)
 
   /**
    * claimedJob (src/domain/job.ts) in SQL: Pickup and Reclaim both lead to processing; a Pickup
