@@ -25,6 +25,7 @@ import { serverDrain } from "./serverDrain.js"
 import { serverRss } from "./serverRss.js"
 import { sqlClientFloor } from "./sqlClientFloor.js"
 import { sqliteDrain } from "./sqliteDrain.js"
+import { webhookClaim } from "./webhookClaim.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
@@ -37,6 +38,7 @@ const figures: Record<string, () => Promise<void>> = {
   http_store_floor: httpStoreFloor,
   gated_submit: gatedSubmit,
   claim_cost: claimCost,
+  webhook_claim: webhookClaim,
   server_rss: serverRss,
   event_streams: eventStreams,
   in_process: inProcess,

@@ -22,6 +22,7 @@ import changes from "./migrations/0019_changes.js"
 import standardWebhooks from "./migrations/0020_standard_webhooks.js"
 import submitCountsItself from "./migrations/0021_submit_counts_itself.js"
 import processingVersion from "./migrations/0022_processing_version.js"
+import webhookClaims from "./migrations/0023_webhook_claims.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -61,7 +62,8 @@ const migrate = Effect.gen(function*() {
       "0019_changes": changes(t),
       "0020_standard_webhooks": standardWebhooks(t),
       "0021_submit_counts_itself": submitCountsItself(t),
-      "0022_processing_version": processingVersion(t)
+      "0022_processing_version": processingVersion(t),
+      "0023_webhook_claims": webhookClaims(t)
     })
   })
 })

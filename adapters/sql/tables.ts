@@ -60,7 +60,9 @@ export const INDEXES = [
   "ledger_account_list",
   "jobs_pending_account",
   "job_changes_account",
-  "jobs_processing_version"
+  "jobs_processing_version",
+  "webhook_deliveries_leased",
+  "webhook_deliveries_pending_account"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

@@ -70,6 +70,8 @@ export const settings = {
   /** sqlite_drain: the jobs each drain takes, and the ended jobs the second one's file holds before it. */
   sqliteDrainJobs: int("BENCH_SQLITE_DRAIN_JOBS", 10_000),
   sqliteDrainEnded: int("BENCH_SQLITE_DRAIN_ENDED", 200_000),
+  /** webhook_claim: the due deliveries a claim is timed beside. */
+  webhookBacklog: int("BENCH_WEBHOOK_BACKLOG", 100_000),
   /** Status streams one server holds open, spread over this many pending jobs. */
   streams: int("BENCH_STREAMS", 10_000),
   streamJobs: int("BENCH_STREAM_JOBS", 100)

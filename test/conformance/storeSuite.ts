@@ -1016,6 +1016,22 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.map(yield* claim("d5", T0 + 30_200), (d) => d.accountId)).toEqual(Option.some(slow))
       }))
 
+    test("serves an account with none in flight before a long backlog of one at work, however long", () =>
+      Effect.gen(function*() {
+        const busy = (yield* createAccount(1_000_000)).id
+        const idle = (yield* createAccount(1_000_000)).id
+        // More due deliveries of one account than a claim reads in the order they fell due.
+        yield* dueDeliveries(busy, 70, T0)
+        yield* dueDeliveries(idle, 1, T0 + 100)
+        expect(Option.map(yield* claim("d0", T0 + 200, 3), (d) => d.accountId)).toEqual(Option.some(busy))
+        // The busy account has one in flight: the idle account's delivery, due later, goes first.
+        expect(Option.map(yield* claim("d1", T0 + 200, 3), (d) => d.accountId)).toEqual(Option.some(idle))
+        expect(Option.map(yield* claim("d2", T0 + 200, 3), (d) => d.accountId)).toEqual(Option.some(busy))
+        expect(Option.map(yield* claim("d3", T0 + 200, 3), (d) => d.accountId)).toEqual(Option.some(busy))
+        // At its cap of 3, and nothing else due.
+        expect(yield* claim("d4", T0 + 200, 3)).toEqual(Option.none())
+      }))
+
     test("parallel claims never exceed an account's cap", () =>
       Effect.gen(function*() {
         const owner = (yield* createAccount(10_000)).id

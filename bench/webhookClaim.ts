@@ -1,0 +1,141 @@
+/**
+ * webhook_claim_{sqlite,pg}: one webhook dispatcher's claim (`WebhookDeliveryRepo.claimDue`, what
+ * every delivery costs before its attempt) beside a backlog, p50 ms, through the engine's store on
+ * SQLite and on PostgreSQL. The backlog is BENCH_WEBHOOK_BACKLOG (100,000) due deliveries of one
+ * account, 4 of them in flight (its cap, `webhookDeliveriesPerAccount`), and one delivery of a
+ * second account due last: the claim must find that one past the first account's, the longest
+ * path a claim takes. Each claim's lease is given back before the next, so every sample claims
+ * from the same rows. The reference is the same claim beside 100 due deliveries of the same
+ * shape: a claim that read or sorted the backlog cost 36-151 ms beside 100,000 (docs/decisions.md,
+ * "A webhook claim reads its pick, not the backlog"). Rows are written straight to the store's
+ * tables, their jobs not there (foreign keys not checked): the claim reads deliveries only.
+ */
+import { Effect, Layer, Redacted, References } from "effect"
+import { type Engine, makeEngine, type StorePorts, WebhookDeliveryRepo } from "genjobs"
+import { memoryFiles } from "genjobs/memory"
+import { postgresStore } from "genjobs/postgres"
+import { sqliteStore } from "genjobs/sqlite"
+import { mkdtempSync, rmSync } from "node:fs"
+import { DatabaseSync } from "node:sqlite"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { BENCH_PROVIDER, noopProvider, seed, TABLE_PREFIX } from "./lib/engine.js"
+import { settings } from "./lib/env.js"
+import { connect, withDatabase } from "./lib/pg.js"
+import { emit, log, ms, percentile } from "./lib/report.js"
+
+const SMALL = 100
+const IN_FLIGHT = 4
+const WARMUP = 5
+const SAMPLES = 20
+const T0 = 1_700_000_000_000
+const DELIVERIES = `${TABLE_PREFIX}webhook_deliveries`
+
+/** Runs one statement with positional parameters on the bench's own connection to the store. */
+type Exec = (text: string, params: ReadonlyArray<string | number>) => Promise<void>
+
+const engineOn = (store: Layer.Layer<StorePorts, unknown>) =>
+  makeEngine({
+    store,
+    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+    providers: { [BENCH_PROVIDER]: noopProvider },
+    workers: 0,
+    webhookDispatchers: 0,
+    uploadSweeper: false,
+    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
+  })
+
+/** `due` deliveries of `busy`, the first IN_FLIGHT leased, and one of `idle` due after them; the claims' time. */
+const fill = async (exec: Exec, busy: string, idle: string, due: number, offset: number) => {
+  await exec(
+    `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, next_attempt_at, lease_owner, lease_expires_at, created_at)
+      SELECT 'whd_' || (n + $1), 'job_' || (n + $1), $2, 'https://hooks.bench.invalid/h', '{}', 'pending', '[]', $3 + n,
+        CASE WHEN n < $4 THEN 'bench' END, CASE WHEN n < $4 THEN $5 END, $3
+      FROM (WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < $6) SELECT n FROM g) AS s`,
+    [offset, busy, T0, IN_FLIGHT, T0 + 100 * due, due - 1]
+  )
+  await exec(
+    `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, next_attempt_at, created_at)
+      VALUES ('whd_last_' || $1, 'job_last_' || $1, $2, 'https://hooks.bench.invalid/h', '{}', 'pending', '[]', $3, $3)`,
+    [offset, idle, T0 + due]
+  )
+  return T0 + due + 1
+}
+
+/** p50 ms of a claim at `now`, each lease given back by id before the next. */
+const timeClaims = async (engine: Engine, exec: Exec, now: number) => {
+  const samples: Array<number> = []
+  for (let i = 0; i < WARMUP + SAMPLES; i++) {
+    const start = performance.now()
+    const claimed = await engine.run(Effect.flatMap(WebhookDeliveryRepo, (deliveries) =>
+      deliveries.claimDue({ workerId: "bench-claim", now, leaseMs: 30_000, maxPerAccount: IN_FLIGHT })))
+    const elapsed = performance.now() - start
+    if (claimed._tag === "None") throw new Error("webhook_claim: a claim found nothing due")
+    await exec(`UPDATE ${DELIVERIES} SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [claimed.value.id])
+    if (i >= WARMUP) samples.push(elapsed)
+  }
+  return percentile(samples, 50)
+}
+
+/** The reference (SMALL due) and then the figure (the backlog), in one engine on one store. */
+const measure = async (engine: Engine, exec: Exec) => {
+  const [busy, idle] = (await seed(engine, 2)).map((caller) => caller.account.id)
+  const small = await timeClaims(engine, exec, await fill(exec, busy!, idle!, SMALL, 0))
+  await exec(`DELETE FROM ${DELIVERIES}`, [])
+  const large = await timeClaims(engine, exec, await fill(exec, busy!, idle!, settings.webhookBacklog, 0))
+  return { small, large }
+}
+
+const report = (store: string, { large, small }: { readonly small: number; readonly large: number }) =>
+  emit({
+    figure: `webhook_claim_${store}`,
+    engine: ms(large),
+    reference: ms(small),
+    unit: "ms",
+    better: "lower",
+    referenceIs: `the same claim beside ${SMALL} due deliveries`,
+    target: "<= 2x: a claim costs the same beside any backlog",
+    params: { backlog: settings.webhookBacklog, inFlight: IN_FLIGHT, samples: SAMPLES }
+  })
+
+const sqlite = async () => {
+  const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-webhook-claim-"))
+  const filename = join(dir, "bench.db")
+  const engine = await engineOn(sqliteStore({ filename, tablePrefix: TABLE_PREFIX }))
+  // Its own connection, foreign keys not checked (node:sqlite checks them by default).
+  const db = new DatabaseSync(filename, { enableForeignKeyConstraints: false })
+  try {
+    // `$n` as SQLite numbers them (?NNN), whole numbers bound as integers.
+    const exec: Exec = async (text, params) =>
+      void db.prepare(text.replace(/\$(\d+)/g, "?$1")).run(...params.map((p) => (typeof p === "number" ? BigInt(p) : p)))
+    report("sqlite", await measure(engine, exec))
+  } finally {
+    db.close()
+    await engine.dispose()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const postgres = () =>
+  withDatabase("webhook_claim", async (url, name) => {
+    const engine = await engineOn(postgresStore({ url: Redacted.make(url), tablePrefix: TABLE_PREFIX }))
+    const client = await connect(name)
+    try {
+      await client.query("SET session_replication_role = replica")
+      const exec: Exec = async (text, params) => {
+        await client.query(text.replace(/\$(\d+)/g, (_, n) => `$${n}${typeof params[Number(n) - 1] === "number" ? "::bigint" : "::text"}`), [...params])
+        if (text.startsWith("INSERT")) await client.query(`ANALYZE ${DELIVERIES}`)
+      }
+      report("pg", await measure(engine, exec))
+    } finally {
+      await client.end()
+      await engine.dispose()
+    }
+  })
+
+export const webhookClaim = async () => {
+  log(`webhook_claim: SQLite, ${SMALL} then ${settings.webhookBacklog} due deliveries`)
+  await sqlite()
+  log(`webhook_claim: PostgreSQL, ${SMALL} then ${settings.webhookBacklog} due deliveries`)
+  await postgres()
+}
