@@ -47,12 +47,10 @@ import { DatabaseSync } from "node:sqlite"
 import { fileURLToPath } from "node:url"
 import { startReplicateSimulator } from "../test/simulators/replicate.js"
 import { childExecArgv, exited, goAll, readyAll } from "./lib/child.js"
-import { Layer, Redacted, References } from "effect"
-import { makeEngine } from "genjobs"
-import { memoryFiles } from "genjobs/memory"
+import { Redacted } from "effect"
 import { postgresStore } from "genjobs/postgres"
 import { sqliteStore } from "genjobs/sqlite"
-import { BENCH_PROVIDER, noopProvider, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
+import { benchEngine, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { connect, waitFor, withDatabase } from "./lib/pg.js"
 import { emit, log } from "./lib/report.js"
 import type { BareCounts } from "./providerInflightBare.js"
@@ -208,15 +206,7 @@ export const providerInflight = () =>
     try {
       // The schema, the catalog and a funded account, made by an engine with no workers (and no
       // log line per submit: stdout carries the figures).
-      const submitter = await makeEngine({
-        store: store.layer,
-        files: memoryFiles({ publicUrl: "http://bench.invalid" }),
-        providers: { [BENCH_PROVIDER]: noopProvider },
-        workers: 0,
-        webhookDispatchers: 0,
-        uploadSweeper: false,
-        observability: Layer.succeed(References.MinimumLogLevel, "Warn")
-      })
+      const submitter = await benchEngine(store.layer, { workers: 0 })
       const [caller] = await seed(submitter, 1)
       log(`provider_inflight: submitting ${jobs} jobs of ${GENERATION_MS / 1000} s`)
       const submitStart = performance.now()

@@ -9,16 +9,15 @@
  * answer is checked against the count the shape makes. The reference is the issue's: counters,
  * never a scan per read, so a read must cost far less than the refresh it is counted from.
  */
-import { Effect, Layer, Redacted, References } from "effect"
-import { AdminReadRepo, type Engine, type Job, JobRepo, makeEngine, QueueBook, type StorePorts } from "genjobs"
-import { memoryFiles } from "genjobs/memory"
+import { Effect, type Layer, Redacted } from "effect"
+import { AdminReadRepo, type Engine, type Job, JobRepo, QueueBook, type StorePorts } from "genjobs"
 import { postgresStore } from "genjobs/postgres"
 import { sqliteStore } from "genjobs/sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
-import { BENCH_PROVIDER, noopProvider, seed, submit, TABLE_PREFIX } from "./lib/engine.js"
+import { benchEngine, seed, submit, TABLE_PREFIX } from "./lib/engine.js"
 import { copyJobRows, withDatabase } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 
@@ -30,16 +29,7 @@ const READS = 20_000
 
 /** An engine without workers whose queue read never goes stale while the reads are timed. */
 const startEngine = (store: Layer.Layer<StorePorts, unknown>): Promise<Engine> =>
-  makeEngine({
-    store,
-    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
-    providers: { [BENCH_PROVIDER]: noopProvider },
-    workers: 0,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    settings: { pollIntervalMs: 3_600_000 },
-    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
-  })
+  benchEngine(store, { workers: 0, settings: { pollIntervalMs: 3_600_000 } })
 
 /** Copies each template `copies` times in SQL, the g-th copy g fair steps after it. */
 type Fill = (templates: ReadonlyArray<string>, copies: number) => Promise<void>

@@ -13,15 +13,12 @@
  * (docs/decisions.md, "SQLite's reads of ended and processing jobs go by key or by their own
  * index"). The target is the same rate either way.
  */
-import { Layer, References } from "effect"
-import { makeEngine } from "genjobs"
-import { memoryFiles } from "genjobs/memory"
 import { sqliteStore } from "genjobs/sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { BENCH_PROVIDER, noopProvider, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
+import { benchEngine, seed, submitMany, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { emit, log } from "./lib/report.js"
 
@@ -30,15 +27,7 @@ const TEMPLATES = 2_000
 const JOBS = `"${TABLE_PREFIX}jobs"`
 
 const engineOn = (filename: string, workers: number) =>
-  makeEngine({
-    store: sqliteStore({ filename, tablePrefix: TABLE_PREFIX }),
-    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
-    providers: { [BENCH_PROVIDER]: noopProvider },
-    workers,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
-  })
+  benchEngine(sqliteStore({ filename, tablePrefix: TABLE_PREFIX }), { workers })
 
 /** Resolves once the file holds no pending or processing job. */
 const drained = async (db: DatabaseSync) => {

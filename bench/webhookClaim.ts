@@ -10,16 +10,15 @@
  * "A webhook claim reads its pick, not the backlog"). Rows are written straight to the store's
  * tables, their jobs not there (foreign keys not checked): the claim reads deliveries only.
  */
-import { Effect, Layer, Redacted, References } from "effect"
-import { type Engine, makeEngine, type StorePorts, WebhookDeliveryRepo } from "genjobs"
-import { memoryFiles } from "genjobs/memory"
+import { Effect, type Layer, Redacted } from "effect"
+import { type Engine, type StorePorts, WebhookDeliveryRepo } from "genjobs"
 import { postgresStore } from "genjobs/postgres"
 import { sqliteStore } from "genjobs/sqlite"
 import { mkdtempSync, rmSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { BENCH_PROVIDER, noopProvider, seed, TABLE_PREFIX } from "./lib/engine.js"
+import { benchEngine, seed, TABLE_PREFIX } from "./lib/engine.js"
 import { settings } from "./lib/env.js"
 import { connect, withDatabase } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
@@ -34,16 +33,7 @@ const DELIVERIES = `${TABLE_PREFIX}webhook_deliveries`
 /** Runs one statement with positional parameters on the bench's own connection to the store. */
 type Exec = (text: string, params: ReadonlyArray<string | number>) => Promise<void>
 
-const engineOn = (store: Layer.Layer<StorePorts, unknown>) =>
-  makeEngine({
-    store,
-    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
-    providers: { [BENCH_PROVIDER]: noopProvider },
-    workers: 0,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
-  })
+const engineOn = (store: Layer.Layer<StorePorts, unknown>) => benchEngine(store, { workers: 0 })
 
 /** `due` deliveries of `busy`, the first IN_FLIGHT leased, and one of `idle` due after them; the claims' time. */
 const fill = async (exec: Exec, busy: string, idle: string, due: number, offset: number) => {

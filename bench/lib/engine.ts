@@ -1,5 +1,17 @@
 import { Effect, Layer, Redacted, References } from "effect"
-import { Admin, Auth, type Caller, Catalog, type Engine, type GenerationProvider, Jobs, makeEngine } from "genjobs"
+import {
+  Admin,
+  Auth,
+  type Caller,
+  Catalog,
+  type Engine,
+  type EngineOptions,
+  type GenerationProvider,
+  type JobQueue,
+  Jobs,
+  makeEngine,
+  type StorePorts
+} from "genjobs"
 import { memoryFiles } from "genjobs/memory"
 import { natsQueue } from "genjobs/nats"
 import { postgresStore } from "genjobs/postgres"
@@ -37,10 +49,37 @@ const queueLayer = (queue: BenchQueue | undefined, prefix: string) =>
     : natsQueue({ url: queue.url, tablePrefix: prefix })
 
 /**
- * The engine of the figures from its public entries: workers only, no webhook dispatchers, no
- * upload sweeper, warnings and errors only. `prefix` (default TABLE_PREFIX) names its tables,
- * and its broker's names unless `queuePrefix` does: figures on the shared brokers give each run
- * names of its own.
+ * The engine of the figures from its public entries on `store`: `workers` worker fibers (and
+ * `queue`, `settings` when given), the no-op provider unless another, files in memory, no webhook
+ * dispatchers, no upload sweeper, warnings and errors only.
+ */
+export const benchEngine = (
+  store: Layer.Layer<StorePorts, unknown>,
+  options: {
+    readonly workers: number
+    readonly provider?: GenerationProvider
+    readonly queue?: Layer.Layer<JobQueue, unknown> | undefined
+    readonly settings?: EngineOptions["settings"]
+  }
+): Promise<Engine> =>
+  makeEngine({
+    store,
+    ...(options.queue === undefined ? {} : { queue: options.queue }),
+    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
+    providers: { [BENCH_PROVIDER]: options.provider ?? noopProvider },
+    workers: options.workers,
+    webhookDispatchers: 0,
+    uploadSweeper: false,
+    ...(options.settings === undefined ? {} : { settings: options.settings }),
+    // Warnings and errors only, as graphile-worker's quietLogger beside it: per-job info lines to a
+    // console would time the logger, and the bench's stdout is for its JSON lines.
+    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
+  })
+
+/**
+ * The engine of the figures on PostgreSQL (benchEngine). `prefix` (default TABLE_PREFIX) names
+ * its tables, and its broker's names unless `queuePrefix` does: figures on the shared brokers
+ * give each run names of its own.
  */
 export const startPgEngine = (
   url: string,
@@ -52,17 +91,10 @@ export const startPgEngine = (
     readonly queuePrefix?: string
   }
 ): Promise<Engine> =>
-  makeEngine({
-    store: postgresStore({ url: Redacted.make(url), tablePrefix: options.prefix ?? TABLE_PREFIX }),
-    queue: queueLayer(options.queue, options.queuePrefix ?? options.prefix ?? TABLE_PREFIX),
-    files: memoryFiles({ publicUrl: "http://bench.invalid" }),
-    providers: { [BENCH_PROVIDER]: options.provider ?? noopProvider },
+  benchEngine(postgresStore({ url: Redacted.make(url), tablePrefix: options.prefix ?? TABLE_PREFIX }), {
     workers: options.workers,
-    webhookDispatchers: 0,
-    uploadSweeper: false,
-    // Warnings and errors only, as graphile-worker's quietLogger beside it: per-job info lines to a
-    // console would time the logger, and the bench's stdout is for its JSON lines.
-    observability: Layer.succeed(References.MinimumLogLevel, "Warn")
+    ...(options.provider === undefined ? {} : { provider: options.provider }),
+    queue: queueLayer(options.queue, options.queuePrefix ?? options.prefix ?? TABLE_PREFIX)
   })
 
 /** Loads the bench catalog and makes `accounts` funded accounts; returns a signed-in caller for each. */
