@@ -15,8 +15,9 @@ import { statusFilter } from "../queue/statusFilter.js"
  * On SQLite `ended` is the jobs table itself, read back by id after the UPDATE, and the status
  * only filters the rows found (statusFilter.ts): written plainly, SQLite without statistics read
  * every ended job of the table through the status index for each ending, checking each against
- * the ids (a drain beside 100,000 ended jobs ran 27 % slower than beside none). PostgreSQL reads
- * the UPDATE's own rows, which no index serves, and its text stays as it was.
+ * the ids (a drain beside 100,000 ended jobs ran at 60 % of its rate beside none, beside 400,000
+ * at 18 %). PostgreSQL reads the UPDATE's own rows, which no index serves, and its text stays as
+ * it was.
  */
 export const changeInsertFrom = (
   { sql, t }: JobSql,
