@@ -6,8 +6,8 @@ import type { Tables } from "../tables.js"
  * What a webhook claim reads (SqlWebhooks `claimDue`): the deliveries in flight, by lease, to count
  * each account's live attempts; and each account's pending deliveries in the order they fall due,
  * to find its next one without the others'. Without them every claim read every pending delivery
- * to count the live leases and sorted every due one to take the first: beside 100,000 due, 47 ms
- * a claim on SQLite and 77 ms on PostgreSQL (under the claims' lock), so a backlog drained in as
+ * to count the live leases and sorted every due one to take the first: beside 100,000 due, 36-80
+ * ms a claim on SQLite and 31-151 ms on PostgreSQL (under the claims' lock), so a backlog drained in as
  * many claims as it held deliveries, each costing what all of them did. Both are partial: a
  * delivery has an entry in the first only while an attempt holds its lease, in the second only
  * while it is pending.
