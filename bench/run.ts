@@ -26,6 +26,7 @@ import { serverRss } from "./serverRss.js"
 import { sqlClientFloor } from "./sqlClientFloor.js"
 import { sqliteDrain } from "./sqliteDrain.js"
 import { webhookClaim } from "./webhookClaim.js"
+import { webhookDrain } from "./webhookDrain.js"
 
 const figures: Record<string, () => Promise<void>> = {
   queue_drain: queueDrain,
@@ -39,6 +40,7 @@ const figures: Record<string, () => Promise<void>> = {
   gated_submit: gatedSubmit,
   claim_cost: claimCost,
   webhook_claim: webhookClaim,
+  webhook_drain: webhookDrain,
   server_rss: serverRss,
   event_streams: eventStreams,
   in_process: inProcess,

@@ -109,6 +109,7 @@ export {
 } from "./domain/uploadRefusals.js"
 export { DeliveryNotRetryable } from "./domain/webhook.js"
 export { signatureHeader, signWebhook, verifyWebhook, type VerifyResult } from "./domain/webhookSignature.js"
+export { type ClaimCandidate, fairClaims } from "./domain/webhookClaims.js"
 export { Job, JobError, JobStatus, OutputItem, OutputType } from "./domain/job.js"
 export { classifyFailure, type FailureClass, type FailureFact, type ProviderFacts, FailureType } from "./domain/failureTaxonomy.js"
 export { CatalogDocument, CatalogModel, ModelVersion, ProviderMapping, providerInputOf } from "./domain/catalog.js"

@@ -1,32 +1,27 @@
 import { Effect, Option } from "effect"
 import { isAfterCursor } from "../../src/domain/cursor.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
+import { fairClaims } from "../../src/domain/webhookClaims.js"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import type { MemoryState } from "./state.js"
 
 export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Service"] => {
   const atomically = state.lock.withPermits(1)
   return {
-    claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
+    claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>
       atomically(Effect.sync(() => {
-        const all = [...state.deliveries.values()]
         const live = new Map<string, number>()
-        for (const d of all) {
-          if (d.status === "pending" && d.leaseExpiresAt !== null && d.leaseExpiresAt > now) {
-            live.set(d.accountId, (live.get(d.accountId) ?? 0) + 1)
-          }
+        const due: Array<WebhookDelivery & { readonly nextAttemptAt: number }> = []
+        for (const d of state.deliveries.values()) {
+          if (d.status !== "pending") continue
+          if (d.leaseExpiresAt !== null && d.leaseExpiresAt > now) live.set(d.accountId, (live.get(d.accountId) ?? 0) + 1)
+          else if (d.nextAttemptAt !== null && d.nextAttemptAt <= now) due.push({ ...d, nextAttemptAt: d.nextAttemptAt })
         }
-        const busy = (d: WebhookDelivery) => live.get(d.accountId) ?? 0
-        const due = all
-          .filter((d) =>
-            d.status === "pending" && d.nextAttemptAt !== null && d.nextAttemptAt <= now &&
-            (d.leaseExpiresAt === null || d.leaseExpiresAt <= now) && busy(d) < maxPerAccount
-          )
-          .sort((a, b) => busy(a) - busy(b) || a.nextAttemptAt! - b.nextAttemptAt! || (a.id < b.id ? -1 : 1))[0]
-        if (due === undefined) return Option.none()
-        const claimed = { ...due, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
-        state.deliveries.set(due.id, claimed)
-        return Option.some(claimed)
+        return fairClaims(due, live, maxPerAccount, limit).map((d) => {
+          const claimed = { ...state.deliveries.get(d.id)!, leaseOwner: workerId, leaseExpiresAt: now + leaseMs }
+          state.deliveries.set(d.id, claimed)
+          return claimed
+        })
       })),
     nextAttemptAfter: (now) =>
       Effect.sync(() => {

@@ -1,5 +1,6 @@
 import { Effect, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
+import type { DeliveryAttempt } from "../../src/domain/webhook.js"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { olderThan } from "./cursorFragments.js"
 import { indexedBy } from "./indexedBy.js"
@@ -8,13 +9,19 @@ import { SqlTables } from "./tables.js"
 
 const decodeDeliveries = decodeRows(Schema.Array(DeliveryRow))
 const decodeEarliest = decodeRows(Schema.Array(Schema.Struct({ at: Schema.NullOr(DbInt) })))
-const decodeHeadPick = decodeRows(Schema.Array(Schema.Struct({ seen: DbInt, id: Schema.NullOr(Schema.String), in_flight: Schema.NullOr(DbInt) })))
+const decodeHeadPicks = decodeRows(Schema.Array(Schema.Struct({ seen: DbInt, id: Schema.NullOr(Schema.String), place: Schema.NullOr(DbInt) })))
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
 
 export const makeSqlWebhooks = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const t = yield* SqlTables
-  const forUpdate = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+  /**
+   * The delivery's attempts (a compact JSON array, as JSON.stringify writes it) with `attempt` at
+   * its end, in the recording UPDATE itself, so an attempt is one statement with no read before
+   * it. Text, not jsonb: PostgreSQL's jsonb refuses the \u0000 a receiver's body may hold.
+   */
+  const appendAttempt = (attempt: DeliveryAttempt) =>
+    sql`substr(attempts, 1, length(attempts) - 1) || CASE WHEN attempts = '[]' THEN '' ELSE ',' END || ${JSON.stringify(attempt)} || ']'`
   /**
    * Claims count other claims' live leases, which concurrent PostgreSQL transactions would not
    * see yet: one transaction-scoped advisory lock (per prefix) takes claims one at a time, so the
@@ -32,6 +39,16 @@ export const makeSqlWebhooks = Effect.gen(function*() {
   const leased = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_leased)
   const dueInOrder = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_due)
   const pendingOf = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_pending_account, sql`p`)
+  /**
+   * Pending delivery `p` comes after `q`'s in their account's due order, written as each planner
+   * seeks the pending-by-account index with it: PostgreSQL took the due index (other accounts'
+   * deliveries too) for the two-column row and seeks with the index's leading column in it;
+   * SQLite seeks with the two-column row only.
+   */
+  const afterInAccount = sql.onDialectOrElse({
+    pg: () => sql`(p.account_id, p.next_attempt_at, p.id) > (q.account_id, q.next_attempt_at, q.id)`,
+    orElse: () => sql`(p.next_attempt_at, p.id) > (q.next_attempt_at, q.id)`
+  })
 
   /** Each account's attempts in flight (live leases), from the leased deliveries' index. */
   const busy = (now: number) =>
@@ -41,29 +58,40 @@ export const makeSqlWebhooks = Effect.gen(function*() {
   const free = (d: Statement.Fragment | Statement.Identifier, now: number) => sql`(${d}.lease_expires_at IS NULL OR ${d}.lease_expires_at <= ${now})`
 
   /**
-   * The delivery the fair order puts first (the fewest attempts in flight, then the earliest due,
-   * then the id) among the HEAD deliveries that fell due first; and how many of those there were.
-   * Fewer than HEAD: they are every due delivery, and the pick is the claim's. A pick of an account
-   * with none in flight is the claim's too: any delivery of such an account due earlier is among
-   * them. Otherwise an account with attempts in flight may have an earlier one beyond them.
+   * Up to `limit` deliveries in the fair order (fairClaims, src/domain/webhookClaims.ts: by place,
+   * an account's k-th free due delivery going out with k more in flight; then due time; then id)
+   * among the HEAD deliveries that fell due first, and how many of those there were. Fewer than
+   * HEAD: they are every due delivery, and the picks are the claim's. `limit` picks all at place 0
+   * (each the first of an account with none in flight) are the claim's too: every place-0
+   * delivery beyond them fell due later. Otherwise an account's delivery beyond them may come
+   * first, or be wanted to fill the claim.
    */
-  const pickFromHead = (now: number, maxPerAccount: number) =>
+  const pickFromHead = (now: number, maxPerAccount: number, limit: number) =>
     sql`WITH ${busy(now)},
-        head AS (SELECT id FROM ${dueInOrder} WHERE status = 'pending' AND next_attempt_at <= ${now} ORDER BY next_attempt_at, id LIMIT ${HEAD})
-      SELECT s.seen, c.id, c.in_flight FROM (SELECT COUNT(*) AS seen FROM head) s LEFT JOIN (
-        SELECT d.id, COALESCE(b.n, 0) AS in_flight FROM head h JOIN ${t.webhook_deliveries} d ON d.id = h.id
-          LEFT JOIN busy b ON b.account_id = d.account_id
-        WHERE ${free(sql`d`, now)} AND COALESCE(b.n, 0) < ${maxPerAccount}
-        ORDER BY COALESCE(b.n, 0), d.next_attempt_at, d.id LIMIT 1
-      ) c ON 1 = 1`.pipe(Effect.flatMap(decodeHeadPick), Effect.map((rows) => rows[0]!))
+        head AS (SELECT id FROM ${dueInOrder} WHERE status = 'pending' AND next_attempt_at <= ${now} ORDER BY next_attempt_at, id LIMIT ${HEAD}),
+        -- Materialized: SQLite, left to fold it into the window below, read the whole table in
+        -- account order to spare the window's sort of these few rows.
+        free_head AS MATERIALIZED (
+          SELECT d.id, d.account_id, d.next_attempt_at, COALESCE(b.n, 0) AS n
+          FROM head h JOIN ${t.webhook_deliveries} d ON d.id = h.id LEFT JOIN busy b ON b.account_id = d.account_id
+          WHERE ${free(sql`d`, now)}
+        ),
+        placed AS (
+          SELECT id, next_attempt_at, n + ROW_NUMBER() OVER (PARTITION BY account_id ORDER BY next_attempt_at, id) - 1 AS place
+          FROM free_head
+        )
+      SELECT s.seen, c.id, c.place FROM (SELECT COUNT(*) AS seen FROM head) s LEFT JOIN (
+        SELECT id, place, next_attempt_at FROM placed WHERE place < ${maxPerAccount} ORDER BY place, next_attempt_at, id LIMIT ${limit}
+      ) c ON 1 = 1
+      ORDER BY c.place, c.next_attempt_at, c.id`.pipe(Effect.flatMap(decodeHeadPicks))
 
   /**
-   * The same order over every account's next due delivery: the accounts with pending deliveries
-   * one after the other (a skip scan of the pending deliveries' index by account), each one's
-   * first free due delivery from the same index. What it reads grows with the accounts waiting,
-   * not with their deliveries.
+   * The same order over every account with pending deliveries, one after the other (a skip scan
+   * of the pending deliveries' index by account): each account's free due deliveries in due order,
+   * from the same index, while its place stays under the cap and it has given fewer than `limit`.
+   * What it reads grows with the accounts waiting and the claim's size, not with their deliveries.
    */
-  const pickByAccount = (now: number, maxPerAccount: number) =>
+  const pickByAccount = (now: number, maxPerAccount: number, limit: number) =>
     sql`WITH RECURSIVE ${busy(now)},
         accounts (id) AS (
           SELECT (SELECT p.account_id FROM ${pendingOf} WHERE p.status = 'pending' ORDER BY p.account_id LIMIT 1)
@@ -71,33 +99,44 @@ export const makeSqlWebhooks = Effect.gen(function*() {
           SELECT (SELECT p.account_id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id > a.id ORDER BY p.account_id LIMIT 1)
           FROM accounts a WHERE a.id IS NOT NULL
         ),
-        firsts AS (
-          SELECT (SELECT p.id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = a.id AND p.next_attempt_at <= ${now}
-              AND ${free(sql`p`, now)} ORDER BY p.next_attempt_at, p.id LIMIT 1) AS id
-          FROM accounts a WHERE a.id IS NOT NULL
+        queue (account_id, id, next_attempt_at, place, given) AS (
+          SELECT f.account_id, d.id, d.next_attempt_at, f.n, 1 FROM (
+            SELECT a.id AS account_id, COALESCE(b.n, 0) AS n,
+              (SELECT p.id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = a.id AND p.next_attempt_at <= ${now}
+                AND ${free(sql`p`, now)} ORDER BY p.next_attempt_at, p.id LIMIT 1) AS first
+            FROM accounts a LEFT JOIN busy b ON b.account_id = a.id WHERE a.id IS NOT NULL
+          ) f JOIN ${t.webhook_deliveries} d ON d.id = f.first
+          WHERE f.n < ${maxPerAccount}
+          UNION ALL
+          SELECT q.account_id, d.id, d.next_attempt_at, q.place + 1, q.given + 1 FROM queue q JOIN ${t.webhook_deliveries} d ON d.id = (
+            SELECT p.id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = q.account_id AND p.next_attempt_at <= ${now}
+              AND ${free(sql`p`, now)} AND ${afterInAccount}
+            ORDER BY p.next_attempt_at, p.id LIMIT 1
+          )
+          WHERE q.place + 1 < ${maxPerAccount} AND q.given < ${limit}
         )
-      SELECT d.id FROM firsts f JOIN ${t.webhook_deliveries} d ON d.id = f.id LEFT JOIN busy b ON b.account_id = d.account_id
-      WHERE COALESCE(b.n, 0) < ${maxPerAccount}
-      ORDER BY COALESCE(b.n, 0), d.next_attempt_at, d.id LIMIT 1`.pipe(Effect.flatMap(decodeIds), Effect.map((rows) => rows[0]?.id))
+      SELECT id FROM queue ORDER BY place, next_attempt_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeIds), Effect.map((rows) => rows.map((row) => row.id)))
 
   const repo: WebhookDeliveryRepo["Service"] = {
-    claimDue: ({ leaseMs, maxPerAccount, now, workerId }) =>
+    claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
-        if (maxPerAccount < 1) return Option.none()
+        if (maxPerAccount < 1 || limit < 1) return []
         yield* serialiseClaims
-        const head = yield* pickFromHead(now, maxPerAccount)
-        // Every due delivery was among the first, or the pick is an account's with none in flight.
-        const headDecides = head.seen < HEAD || head.in_flight === 0
-        const id = headDecides ? head.id : yield* pickByAccount(now, maxPerAccount)
-        if (id === null || id === undefined) return Option.none()
-        // Under the claims' lock (PostgreSQL) or the one writer (SQLite) the delivery is as read;
-        // the lease is still taken only from a pending delivery no attempt holds.
+        const head = yield* pickFromHead(now, maxPerAccount, limit)
+        const seen = head[0]?.seen ?? 0
+        const picked = head.flatMap(({ id, place }) => (id === null ? [] : [{ id, place }]))
+        const headDecides = seen < HEAD || (picked.length === limit && picked.every((row) => row.place === 0))
+        const ids = headDecides ? picked.map((row) => row.id) : yield* pickByAccount(now, maxPerAccount, limit)
+        if (ids.length === 0) return []
+        // Under the claims' lock (PostgreSQL) or the one writer (SQLite) the deliveries are as read;
+        // a lease is still taken only from a pending delivery no attempt holds.
         const rows = yield* decodeDeliveries(
           yield* sql`UPDATE ${t.webhook_deliveries} SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
-            WHERE id = ${id} AND status = 'pending' AND ${free(t.webhook_deliveries, now)} RETURNING *`
+            WHERE id IN ${sql.in(ids)} AND status = 'pending' AND ${free(t.webhook_deliveries, now)} RETURNING *`
         )
-        return Option.map(Option.fromNullishOr(rows[0]), toDelivery)
-      })).pipe(storeErrors("claim webhook delivery")),
+        const leased = new Map(rows.map((row) => [row.id, toDelivery(row)]))
+        return ids.flatMap((id) => leased.get(id) ?? [])
+      })).pipe(storeErrors("claim webhook deliveries")),
 
     nextAttemptAfter: (now) =>
       sql`SELECT MIN(next_attempt_at) AS at FROM ${t.webhook_deliveries}
@@ -108,19 +147,17 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       ),
 
     recordAttempt: (id, workerId, attempt, outcome) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* decodeDeliveries(yield* sql`SELECT * FROM ${t.webhook_deliveries} WHERE id = ${id} ${forUpdate}`)
-        const current = rows[0]
-        if (current === undefined || current.status !== "pending" || current.lease_owner !== workerId) return false
-        yield* sql`UPDATE ${t.webhook_deliveries} SET
-            status = ${outcome.status},
-            attempts = ${JSON.stringify([...current.attempts, attempt])},
-            next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
-            lease_owner = NULL,
-            lease_expires_at = NULL
-          WHERE id = ${id}`
-        return true
-      })).pipe(storeErrors("record webhook attempt")),
+      sql`UPDATE ${t.webhook_deliveries} SET
+          status = ${outcome.status},
+          attempts = ${appendAttempt(attempt)},
+          next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
+          lease_owner = NULL,
+          lease_expires_at = NULL
+        WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
+        Effect.flatMap(decodeIds),
+        Effect.map((rows) => rows.length > 0),
+        storeErrors("record webhook attempt")
+      ),
 
     list: ({ accountId, after, jobId, limit, status }) =>
       sql`SELECT * FROM ${t.webhook_deliveries} WHERE ${

@@ -72,6 +72,8 @@ export const settings = {
   sqliteDrainEnded: int("BENCH_SQLITE_DRAIN_ENDED", 200_000),
   /** webhook_claim: the due deliveries a claim is timed beside. */
   webhookBacklog: int("BENCH_WEBHOOK_BACKLOG", 100_000),
+  /** webhook_drain: the jobs drained, then their webhooks. */
+  webhookDrainJobs: int("BENCH_WEBHOOK_DRAIN_JOBS", 4_000),
   /** Status streams one server holds open, spread over this many pending jobs. */
   streams: int("BENCH_STREAMS", 10_000),
   streamJobs: int("BENCH_STREAM_JOBS", 100)

@@ -1,4 +1,4 @@
-import { Effect, Layer, Metric, Option } from "effect"
+import { Effect, Layer, Metric } from "effect"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
 import { WebhookSender } from "../ports/WebhookSender.js"
 import { inJobSpan } from "./jobSpans.js"
@@ -26,11 +26,12 @@ export const observeWebhookDeliveries = (repo: WebhookDeliveryRepo["Service"]): 
   return {
     ...repo,
     claimDue: (options) =>
-      Effect.tap(repo.claimDue(options), (delivery) =>
+      Effect.tap(repo.claimDue(options), (deliveries) =>
         Effect.sync(() => {
-          if (Option.isNone(delivery)) return
-          if (claimed.size >= IN_FLIGHT_REMEMBERED) claimed.delete(claimed.keys().next().value!)
-          claimed.set(delivery.value.id, { jobId: delivery.value.jobId, host: hostOf(delivery.value.url) })
+          for (const delivery of deliveries) {
+            if (claimed.size >= IN_FLIGHT_REMEMBERED) claimed.delete(claimed.keys().next().value!)
+            claimed.set(delivery.id, { jobId: delivery.jobId, host: hostOf(delivery.url) })
+          }
         })),
     recordAttempt: (id, workerId, attempt, outcome) =>
       Effect.tap(repo.recordAttempt(id, workerId, attempt, outcome), (recorded) => {

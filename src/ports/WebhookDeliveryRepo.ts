@@ -14,17 +14,19 @@ export type AttemptOutcome =
  */
 export class WebhookDeliveryRepo extends Context.Service<WebhookDeliveryRepo, {
   /**
-   * A pending delivery whose next attempt is due and that no live lease holds, leased to
-   * `workerId`. Fair across accounts: an account with `maxPerAccount` live leases gets none, and
-   * of the others the one with the fewest live leases goes first (then the oldest due). Claims
-   * are atomic, so parallel claims never exceed `maxPerAccount` nor share a delivery.
+   * Up to `limit` pending deliveries whose next attempt is due and that no live lease holds,
+   * leased to `workerId`, in the order `limit` claims of one each would take them: fair across
+   * accounts, an account with `maxPerAccount` live leases gets none, and of the others the one
+   * with the fewest live leases goes first (then the oldest due). Claims are atomic, so parallel
+   * claims never exceed `maxPerAccount` nor share a delivery. Empty when nothing is due.
    */
   readonly claimDue: (options: {
     readonly workerId: string
     readonly now: number
     readonly leaseMs: number
     readonly maxPerAccount: number
-  }) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
+    readonly limit: number
+  }) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
   /** The earliest next attempt of a pending delivery later than `now`, so a dispatcher can sleep until then. */
   readonly nextAttemptAfter: (now: number) => Effect.Effect<Option.Option<number>, StoreError>
   /**

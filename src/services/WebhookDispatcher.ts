@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "../domain/errors.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { WebhookDeliveryRepo } from "../ports/WebhookDeliveryRepo.js"
@@ -36,9 +36,9 @@ export const make = Effect.gen(function*() {
   /** Claims and attempts one due delivery; false when none was due. */
   const deliverOnce = (workerId: string): Effect.Effect<boolean, StoreError> =>
     Effect.gen(function*() {
-      const due = yield* deps.claim(workerId)
-      if (Option.isNone(due)) return false
-      yield* attempt(deps, due.value)
+      const [due] = yield* deps.claim(workerId, 1)
+      if (due === undefined) return false
+      yield* attempt(deps, due)
       return true
     })
 

@@ -176,7 +176,7 @@ export const runAdminConformance = (
         const all = yield* reads.deliveries({ limit: 10 })
         expect(all.map((d) => d.jobId)).toEqual([made[2]!.id, made[1]!.id, made[0]!.id])
         expect(all.every((d) => d.status === "pending")).toBe(true)
-        const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 1_000, leaseMs: 60_000, maxPerAccount: 4 }))
+        const claimed = (yield* deliveries.claimDue({ workerId: "d", now: T0 + 1_000, leaseMs: 60_000, maxPerAccount: 4, limit: 1 }))[0]!
         yield* deliveries.recordAttempt(claimed.id, "d", {
           attempt: 1,
           at: T0 + 1_000,
@@ -394,7 +394,7 @@ export const runAdminConformance = (
           const j = job(owner.id, { webhookUrl: "https://receiver.genjobs.test/hook" })
           yield* submit(j)
           yield* Effect.flatMap(JobRepo, (jobs) => jobs.fail(j.id, null, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, T0 + 1))
-          const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 60_000, maxPerAccount: 4 }))
+          const claimed = (yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 60_000, maxPerAccount: 4, limit: 1 }))[0]!
           const attempt = { attempt: 1, at: T0 + 10, statusCode: 500, error: "HTTP 500", durationMs: 5, responseBody: null }
           yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })
           const first = entry({ action: "delivery.retry", target: claimed.id })

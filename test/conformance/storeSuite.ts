@@ -932,7 +932,8 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
         const done = yield* finish("https://hooks.genjobs.test/a", "complete")
-        const claim = (workerId: string, now: number) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount: 4 })
+        const claim = (workerId: string, now: number) =>
+          deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount: 4, limit: 1 }).pipe(Effect.map((claimed) => Option.fromNullishOr(claimed[0])))
         expect(Option.isNone(yield* claim("d1", T0 + 4))).toBe(true)
         const claimed = Option.getOrThrow(yield* claim("d1", T0 + 5))
         expect(claimed).toMatchObject({ jobId: done.id, leaseOwner: "d1", leaseExpiresAt: T0 + 30_005 })
@@ -952,6 +953,25 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.isNone(yield* claim("d4", T0 + 999_999))).toBe(true)
       }))
 
+    test("keeps a receiver's answer as it came, whatever characters it holds, attempt after attempt", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        const done = yield* finish("https://hooks.genjobs.test/a", "complete")
+        const claim = (workerId: string, now: number) =>
+          deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount: 4, limit: 1 }).pipe(Effect.map((claimed) => claimed[0]!))
+        // A NUL (which PostgreSQL's jsonb refuses), quotes, a backslash, a bracket, beyond the BMP.
+        const odd = { attempt: 1, at: T0 + 6, statusCode: 500, error: "HTTP 500", durationMs: 3, responseBody: "a\u0000\"b\\]],[ \u{1F600} é" }
+        const first = yield* claim("d1", T0 + 5)
+        expect(yield* deliveries.recordAttempt(first.id, "d1", odd, { status: "pending", nextAttemptAt: T0 + 10 })).toBe(true)
+        const second = { ...odd, attempt: 2, at: T0 + 11, responseBody: "[]" }
+        expect(yield* deliveries.recordAttempt((yield* claim("d2", T0 + 10)).id, "d2", second, { status: "pending", nextAttemptAt: T0 + 20 })).toBe(true)
+        const third = { ...odd, attempt: 3, at: T0 + 21, statusCode: 204, error: null, responseBody: null }
+        expect(yield* deliveries.recordAttempt((yield* claim("d3", T0 + 20)).id, "d3", third, { status: "sent" })).toBe(true)
+        const [final] = yield* deliveries.forJob(done.id)
+        expect(final!.attempts).toEqual([odd, second, third])
+        expect(Option.getOrThrow(yield* deliveries.get(first.id)).attempts).toEqual([odd, second, third])
+      }))
+
     test("lists an account's deliveries newest first and retries failed ones only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo
@@ -964,13 +984,13 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(yield* deliveries.list({ accountId: b.accountId, limit: 10, status: "failed" })).toEqual([])
         expect(Option.getOrThrow(yield* deliveries.get(da!.id))).toEqual(da)
         expect(Option.isNone(yield* deliveries.retry(da!.id, T0 + 10))).toBe(true)
-        const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 1_000, maxPerAccount: 4 }))
+        const claimed = (yield* deliveries.claimDue({ workerId: "d", now: T0 + 10, leaseMs: 1_000, maxPerAccount: 4, limit: 1 }))[0]!
         const attempt = { attempt: 1, at: T0 + 10, statusCode: null, error: "refused", durationMs: 1, responseBody: null }
         yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: "failed" })
         const again = Option.getOrThrow(yield* deliveries.retry(claimed.id, T0 + 20))
         expect(again).toMatchObject({ status: "pending", nextAttemptAt: T0 + 20, attempts: [attempt] })
-        const due = yield* Effect.all([1, 2, 3].map(() => deliveries.claimDue({ workerId: "e", now: T0 + 20, leaseMs: 1_000, maxPerAccount: 4 })))
-        expect(due.filter(Option.isSome).map((d) => d.value.id)).toContain(claimed.id)
+        const due = yield* deliveries.claimDue({ workerId: "e", now: T0 + 20, leaseMs: 1_000, maxPerAccount: 4, limit: 3 })
+        expect(due.map((d) => d.id)).toContain(claimed.id)
       }))
 
     test("parallel claims never hand one delivery to two dispatchers", () =>
@@ -978,10 +998,10 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const deliveries = yield* WebhookDeliveryRepo
         for (let i = 0; i < 3; i++) yield* finish(`https://hooks.genjobs.test/${i}`, "complete")
         const claims = yield* Effect.all(
-          Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000, maxPerAccount: 4 })),
+          Array.from({ length: 8 }, (_, i) => deliveries.claimDue({ workerId: `d${i}`, now: T0 + 10, leaseMs: 30_000, maxPerAccount: 4, limit: 1 + (i % 3) })),
           { concurrency: "unbounded" }
         )
-        const ids = claims.filter(Option.isSome).map((c) => c.value.id)
+        const ids = claims.flat().map((c) => c.id)
         expect(ids).toHaveLength(3)
         expect(new Set(ids).size).toBe(3)
       }))
@@ -999,8 +1019,11 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           yield* repo.complete(claimed.id, "w", [], at)
         }
       })
+    /** Up to `limit` deliveries in one claim. */
+    const claimMany = (workerId: string, now: number, maxPerAccount: number, limit: number) =>
+      Effect.flatMap(WebhookDeliveryRepo, (deliveries) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount, limit }))
     const claim = (workerId: string, now: number, maxPerAccount = 2) =>
-      Effect.flatMap(WebhookDeliveryRepo, (deliveries) => deliveries.claimDue({ workerId, now, leaseMs: 30_000, maxPerAccount }))
+      claimMany(workerId, now, maxPerAccount, 1).pipe(Effect.map((claimed) => Option.fromNullishOr(claimed[0])))
 
     test("serves the account with the fewest live leases first and none beyond its cap", () =>
       Effect.gen(function*() {
@@ -1037,10 +1060,40 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         const owner = (yield* createAccount(10_000)).id
         yield* dueDeliveries(owner, 6, T0)
         const claims = yield* Effect.all(
-          Array.from({ length: 8 }, (_, i) => claim(`d${i}`, T0 + 10, 3)),
+          Array.from({ length: 8 }, (_, i) => claimMany(`d${i}`, T0 + 10, 3, 1 + (i % 4))),
           { concurrency: "unbounded" }
         )
-        expect(claims.filter(Option.isSome)).toHaveLength(3)
+        const ids = claims.flat().map((d) => d.id)
+        expect([ids.length, new Set(ids).size]).toEqual([3, 3])
+      }))
+
+    test("one claim of several takes what as many claims of one each would, in their order, each leased to it", () =>
+      Effect.gen(function*() {
+        const slow = (yield* createAccount(10_000)).id
+        const fast = (yield* createAccount(10_000)).id
+        yield* dueDeliveries(slow, 3, T0)
+        yield* dueDeliveries(fast, 1, T0 + 100)
+        const claimed = yield* claimMany("d", T0 + 200, 2, 10)
+        // As the claims of one above: the slow account's oldest, the fast one, the slow one to its cap of 2.
+        expect(claimed.map((d) => d.accountId)).toEqual([slow, fast, slow])
+        expect(claimed.map((d) => [d.leaseOwner, d.leaseExpiresAt])).toEqual(Array(3).fill(["d", T0 + 30_200]))
+        expect(claimed[0]!.createdAt <= claimed[2]!.createdAt).toBe(true)
+        expect(yield* claimMany("e", T0 + 200, 2, 10)).toEqual([])
+      }))
+
+    test("one claim of several past the first due deliveries: idle accounts' first, then the busy one's to its cap", () =>
+      Effect.gen(function*() {
+        const busy = (yield* createAccount(1_000_000)).id
+        const idle = [(yield* createAccount(1_000_000)).id, (yield* createAccount(1_000_000)).id]
+        // More due deliveries of one account than a claim reads in the order they fell due.
+        yield* dueDeliveries(busy, 70, T0)
+        yield* dueDeliveries(idle[0]!, 1, T0 + 100)
+        yield* dueDeliveries(idle[1]!, 2, T0 + 150)
+        expect((yield* claimMany("d0", T0 + 200, 3, 1)).map((d) => d.accountId)).toEqual([busy])
+        // The busy account has one in flight: the idle accounts' first go before its second and third.
+        const claimed = yield* claimMany("d1", T0 + 200, 3, 10)
+        expect(claimed.map((d) => d.accountId)).toEqual([idle[0], idle[1], busy, idle[1], busy])
+        expect(yield* claimMany("d2", T0 + 200, 3, 10)).toEqual([])
       }))
 
     test("tells when the next pending attempt falls due", () =>
@@ -1178,7 +1231,7 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         if (how === "complete") yield* repo.complete(j.id, `w${at}`, [], at)
         if (how === "fail") yield* repo.fail(j.id, `w${at}`, { code: "GENERATION_FAILED", message: "no", type: "input_rejected", retryable: false }, at)
         if (delivery === "sent" || delivery === "failed") {
-          const claimed = Option.getOrThrow(yield* deliveries.claimDue({ workerId: "d", now: at, leaseMs: 1_000, maxPerAccount: 100 }))
+          const claimed = (yield* deliveries.claimDue({ workerId: "d", now: at, leaseMs: 1_000, maxPerAccount: 100, limit: 1 }))[0]!
           const attempt = { attempt: 1, at, statusCode: 200, error: null, durationMs: 1, responseBody: null }
           expect(yield* deliveries.recordAttempt(claimed.id, "d", attempt, { status: delivery })).toBe(true)
         }

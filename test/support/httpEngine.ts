@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { Context, Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
@@ -171,9 +171,9 @@ export type HttpEngine = Awaited<ReturnType<typeof makeHttpEngine>>
 export const failDelivery = (engine: HttpEngine, deliveryId: string) =>
   engine.runtime.runPromise(Effect.gen(function*() {
     const repo = yield* WebhookDeliveryRepo
-    const claimed = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4 })
-    if (Option.getOrUndefined(claimed)?.id !== deliveryId) {
-      return yield* Effect.die(new Error(`expected ${deliveryId} due, found ${Option.getOrUndefined(claimed)?.id}`))
+    const [claimed] = yield* repo.claimDue({ workerId: "d", now: Date.now() + 1_000, leaseMs: 60_000, maxPerAccount: 4, limit: 1 })
+    if (claimed?.id !== deliveryId) {
+      return yield* Effect.die(new Error(`expected ${deliveryId} due, found ${claimed?.id}`))
     }
     yield* repo.recordAttempt(deliveryId, "d", {
       attempt: 6,

@@ -1,4 +1,4 @@
-import type { Effect, Option } from "effect"
+import type { Effect } from "effect"
 import type { StoreError } from "../../domain/errors.js"
 import type { WebhookDelivery } from "../../domain/webhook.js"
 import type { AccountRepo } from "../../ports/AccountRepo.js"
@@ -16,6 +16,6 @@ export interface DispatchDeps {
   readonly config: EngineConfig["Service"]
   /** How long a claim holds its delivery: the attempt's deadline and time to record its outcome. */
   readonly leaseMs: number
-  /** Leases one due delivery for a new lease holder of `workerId` (see claim.ts). */
-  readonly claim: (workerId: string) => Effect.Effect<Option.Option<WebhookDelivery>, StoreError>
+  /** Leases up to `limit` due deliveries for a new lease holder of `workerId` (see claim.ts). */
+  readonly claim: (workerId: string, limit: number) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
 }

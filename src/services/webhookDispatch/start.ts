@@ -6,10 +6,11 @@ import type { DispatchDeps } from "./deps.js"
 
 /**
  * Up to `concurrency` attempts in flight in the current scope: one claimer leases due
- * deliveries (fairly across accounts, see claimDue) while slots are free and runs each in its
- * own fiber. Idle, it sleeps until the next attempt falls due, a signal, a finished attempt
- * (which may free an account at its cap) or the poll interval, whichever is first. Closing
- * the scope stops claiming and lets attempts in flight finish (each is bounded by the deadline).
+ * deliveries (fairly across accounts, see claimDue), in one claim for every slot free, and runs
+ * each in its own fiber. Idle, it sleeps until the next attempt falls due, a signal, a finished
+ * attempt (which may free an account at its cap) or the poll interval, whichever is first.
+ * Closing the scope stops claiming and lets attempts in flight finish (each is bounded by the
+ * deadline).
  */
 export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -36,25 +37,30 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         Effect.ensuring(slots.release(1).pipe(Effect.andThen(Queue.offer(finished, undefined))))
       )
 
-    /** Takes a slot and claims into it, or waits when nothing was due; false once stopping. */
+    /**
+     * Takes a slot, and every other free one, and claims into them in one claim; waits when the
+     * claim found fewer due than it asked for; false once stopping.
+     */
     const claimOnce = Effect.gen(function*() {
       yield* slots.take(1)
       if (yield* Deferred.isDone(stopping)) {
         yield* slots.release(1)
         return false
       }
+      let free = 1
+      while (free < concurrency && (yield* slots.takeIfAvailable(1))) free++
       // This claim looks at everything finished so far; only later finishes should wake the loop.
       yield* Queue.clear(finished)
-      const exit = yield* Effect.exit(claim(workerId))
-      if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
-        yield* FiberSet.run(inFlight, run(exit.value.value))
-        return true
-      }
-      yield* slots.release(1)
+      const exit = yield* Effect.exit(claim(workerId, free))
       if (Exit.isFailure(exit)) {
+        yield* slots.release(free)
         yield* Effect.logError("webhook dispatcher could not reach the store", Cause.pretty(exit.cause))
         yield* Effect.sleep(Duration.millis(poll)).pipe(Effect.raceFirst(Deferred.await(stopping)))
-      } else {
+        return true
+      }
+      for (const delivery of exit.value) yield* FiberSet.run(inFlight, run(delivery))
+      if (exit.value.length < free) {
+        yield* slots.release(free - exit.value.length)
         yield* idle
       }
       return true
