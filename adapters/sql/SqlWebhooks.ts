@@ -1,7 +1,9 @@
 import { Effect, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { DeliveryAttempt } from "../../src/domain/webhook.js"
-import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import type { StoreError } from "../../src/domain/errors.js"
+import type { AttemptOutcome, WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { olderThan } from "./cursorFragments.js"
 import { indexedBy } from "./indexedBy.js"
 import { DbInt, decodeRows, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
@@ -11,6 +13,13 @@ const decodeDeliveries = decodeRows(Schema.Array(DeliveryRow))
 const decodeEarliest = decodeRows(Schema.Array(Schema.Struct({ at: Schema.NullOr(DbInt) })))
 const decodeHeadPicks = decodeRows(Schema.Array(Schema.Struct({ seen: DbInt, id: Schema.NullOr(Schema.String), place: Schema.NullOr(DbInt) })))
 const decodeIds = decodeRows(Schema.Array(Schema.Struct({ id: Schema.String })))
+
+interface AttemptRecord {
+  readonly id: string
+  readonly workerId: string
+  readonly attempt: DeliveryAttempt
+  readonly outcome: AttemptOutcome
+}
 
 export const makeSqlWebhooks = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -117,6 +126,32 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         )
       SELECT id FROM queue ORDER BY place, next_attempt_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeIds), Effect.map((rows) => rows.map((row) => row.id)))
 
+  /** An attempt and the delivery's next state, written only while `workerId` holds the lease; true when written. */
+  const recordOne = ({ attempt, id, outcome, workerId }: AttemptRecord) =>
+    sql`UPDATE ${t.webhook_deliveries} SET
+        status = ${outcome.status},
+        attempts = ${appendAttempt(attempt)},
+        next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
+        lease_owner = NULL,
+        lease_expires_at = NULL
+      WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
+      Effect.flatMap(decodeIds),
+      Effect.map((rows) => rows.length > 0)
+    )
+
+  /**
+   * On SQLite the outcomes that attempts ask to record meanwhile go in one transaction: alone, each
+   * one's commit wrote its row's page and those of five indexes to the WAL (88 µs a delivery, a
+   * third of its cost). PostgreSQL writes each at once, in one round trip on a session of its own.
+   */
+  const recordAttempt: (record: AttemptRecord) => Effect.Effect<boolean, StoreError> = yield* sql.onDialectOrElse({
+    sqlite: () =>
+      makeWriteBatcher((records: ReadonlyArray<AttemptRecord>) =>
+        sql.withTransaction(Effect.forEach(records, recordOne)).pipe(storeErrors("record webhook attempts"))
+      ),
+    orElse: () => Effect.succeed((record: AttemptRecord) => recordOne(record).pipe(storeErrors("record webhook attempt")))
+  })
+
   const repo: WebhookDeliveryRepo["Service"] = {
     claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
@@ -146,18 +181,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         storeErrors("read next webhook attempt")
       ),
 
-    recordAttempt: (id, workerId, attempt, outcome) =>
-      sql`UPDATE ${t.webhook_deliveries} SET
-          status = ${outcome.status},
-          attempts = ${appendAttempt(attempt)},
-          next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
-          lease_owner = NULL,
-          lease_expires_at = NULL
-        WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
-        Effect.flatMap(decodeIds),
-        Effect.map((rows) => rows.length > 0),
-        storeErrors("record webhook attempt")
-      ),
+    recordAttempt: (id, workerId, attempt, outcome) => recordAttempt({ id, workerId, attempt, outcome }),
 
     list: ({ accountId, after, jobId, limit, status }) =>
       sql`SELECT * FROM ${t.webhook_deliveries} WHERE ${
