@@ -59,17 +59,44 @@ export const sendWebResponse = async (response: Response, res: ServerResponse): 
   await pipeline(Readable.fromWeb(response.body as NodeWebStream<Uint8Array>), res)
 }
 
+/** The server a connection came in on: Node sets `socket.server` on the sockets of net and TLS servers. */
+interface ClosableServer {
+  readonly listening: boolean
+  closeIdleConnections(): void
+}
+const serverOf = (req: IncomingMessage): ClosableServer | undefined => {
+  const server: unknown = (req.socket as { readonly server?: unknown }).server
+  return typeof server === "object" && server !== null && "listening" in server &&
+      "closeIdleConnections" in server && typeof server.closeIdleConnections === "function"
+    ? server as ClosableServer
+    : undefined
+}
+
 /**
  * Reads off and drops what is left of a body the engine answered without reading to the end (a
  * 413 on its Content-Length, a 401 before a large upload), as Node does for a request nobody
  * read: the web stream over it has paused the socket, and the next request on a kept-alive
  * connection would wait behind the unread bytes (Fastify) or be reset (node:http). Only the web
  * stream's own listener is removed; the request stays open and its end frees the connection.
+ *
+ * The client has its answer while the connection is still busy reading off, so the server may
+ * be closed meanwhile (SIGTERM right after the 413): Node's close() ends only the connections
+ * idle at that instant, and this one, idle once the body is read off, would stay open for the
+ * keep-alive timeout (Fastify's is 72 s), holding close() and the shutdown up. So once both the
+ * body is read off and the answer written, a server that has stopped listening gets its idle
+ * connections closed, as close() would have done.
  */
-const discardUnreadBody = (req: IncomingMessage) => {
+const discardUnreadBody = (req: IncomingMessage, res: ServerResponse) => {
   if (req.readableEnded || req.destroyed) return
   req.removeAllListeners("data")
   req.resume()
+  const closeIfServerClosed = () => {
+    if (!req.readableEnded || !res.writableFinished) return
+    const server = serverOf(req)
+    if (server !== undefined && !server.listening) server.closeIdleConnections()
+  }
+  req.once("end", closeIfServerClosed)
+  res.once("finish", closeIfServerClosed)
 }
 
 /**
@@ -90,7 +117,7 @@ export const serveNode = async (
   })
   try {
     const response = await engine.fetch(toWebRequest(req, url, body, controller.signal), info)
-    if (body.kind === "stream") discardUnreadBody(req)
+    if (body.kind === "stream") discardUnreadBody(req, res)
     await sendWebResponse(response, res)
   } catch {
     // The client left mid-answer, or the engine failed before answering: nothing more can be said.

@@ -86,6 +86,24 @@ describe("a body the engine answers without reading", () => {
       agent.destroy()
     }
   })
+
+  it("does not hold up the server's close when it stops listening while the body is read off", async () => {
+    // SIGTERM right after a 413: the client has its answer while the server still reads the body
+    // off, so close() finds the connection busy; once read off it must not sit out the keep-alive.
+    const engine = { fetch: async () => new Response("too large", { status: 413 }) }
+    await listen(genjobsNode(engine))
+    server!.keepAliveTimeout = 60_000
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    try {
+      const base = `http://127.0.0.1:${(server!.address() as AddressInfo).port}`
+      expect(await send(agent, `${base}/big`, "x".repeat(8_000_000))).toMatchObject({ status: 413 })
+      const started = Date.now()
+      await new Promise<void>((resolve) => server!.close(() => resolve()))
+      expect(Date.now() - started).toBeLessThan(10_000)
+    } finally {
+      agent.destroy()
+    }
+  }, 20_000)
 })
 
 describe("the Next.js mount", () => {
