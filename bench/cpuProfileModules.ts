@@ -34,7 +34,7 @@ const GROUPS: ReadonlyArray<readonly [RegExp, string]> = [
   [/@effect\/sql\//, "@effect/sql (statements)"],
   [/adapters\/sql\/sqlite/, "SQLite driver (node:sqlite calls)"],
   [/\/src\/observability\//, "engine logging and metrics"],
-  [/\/src\/services\/(Auth|authCache|AuthThrottle)/, "auth (key cache, throttle)"],
+  [/\/src\/services\/(Auth|storeCache|AuthThrottle)/, "auth (key cache, throttle)"],
   [/\/src\/services\/Catalog|\/src\/domain\/(catalog|pricing|inputSchema)/, "catalog, validation, pricing"],
   [/\/src\/http\//, "engine HTTP layer (src/http)"],
   [/\/src\/services\/(jobs|jobRepo)/, "engine submit steps"],

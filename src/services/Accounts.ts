@@ -64,7 +64,7 @@ export const make = Effect.gen(function*() {
   const overview = ({ account, key }: Caller): Effect.Effect<AccountOverview, StoreError> =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      // The caller's account may come from the key cache (authCache.ts): its balance is read now.
+      // The caller's account may come from the key cache (storeCache.ts): its balance is read now.
       const [stored, jobsInFlight, accountBudget, keyBudget] = yield* Effect.all([
         accounts.get(account.id),
         accounts.activeJobs(account.id),

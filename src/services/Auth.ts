@@ -7,7 +7,7 @@ import type { StoreError } from "../domain/errors.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { ApiKeyRepo } from "../ports/ApiKeyRepo.js"
 import { StoreChanges } from "../ports/StoreChanges.js"
-import { makeKeyCache } from "./authCache.js"
+import { makeStoreCache } from "./storeCache.js"
 
 /** What a request presents: the raw headers and the client address as the server saw it. */
 export interface Credentials {
@@ -50,9 +50,9 @@ export const make = Effect.gen(function*() {
   /** The key, with its account when the store reads both at once; otherwise the account is read after the checks. */
   const readKey: (hash: string) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly account?: Option.Option<Account> }>, StoreError> =
     keys.findWithAccount ?? ((hash) => Effect.map(keys.findByHash(hash), Option.map((key) => ({ key }))))
-  // Stores that tell of changes to keys and accounts let them be cached (authCache.ts); others are read every time.
+  // Stores that tell of changes to keys and accounts let them be cached (storeCache.ts); others are read every time.
   const changes = yield* Effect.serviceOption(StoreChanges)
-  const findKey = Option.isSome(changes) ? makeKeyCache(changes.value, readKey) : readKey
+  const findKey = Option.isSome(changes) ? makeStoreCache(changes.value, "access", readKey) : readKey
 
   const authenticate = (credentials: Credentials): Effect.Effect<Caller, KeyRefusal | StoreError> =>
     Effect.gen(function*() {

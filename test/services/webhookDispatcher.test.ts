@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Duration, Effect, Fiber, Layer, Redacted, Ref } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Layer, Option, Redacted, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,6 +11,7 @@ import { freshPostgresUrl } from "../support/postgres.js"
 import type { RequestId } from "../../src/domain/ids.js"
 import { verifyWebhook } from "../../src/domain/webhookSignature.js"
 import { finishing, textOutput } from "../support/providers.js"
+import { StoreChanges } from "../../src/ports/StoreChanges.js"
 import { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { type WebhookRequest, type WebhookResponse, WebhookNotDelivered, WebhookSender } from "../../src/ports/WebhookSender.js"
 import { Admin } from "../../src/services/Admin.js"
@@ -228,6 +229,56 @@ describe("webhook dispatcher", () => {
     ["SQLite", () => layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "genjobs-webhooks-")), "store.db") })],
     ["PostgreSQL", postgresUrl === undefined ? undefined : () => layerPostgres({ url: Redacted.make(postgresUrl) })]
   ]
+  const signedBy = (r: WebhookRequest, secret: string) =>
+    verifyWebhook({ secret, headers: r.headers, body: r.body, nowSeconds: Number(r.headers["x-service-timestamp"]) }).ok
+
+  // The SQL stores tell of changes to accounts, so the dispatcher caches the account it signs for:
+  // a rotation must still reach the next attempt's signature.
+  for (const [storeName, makeStore] of restartStores) {
+    it.live.skipIf(makeStore === undefined)(`signs the attempt after a rotation with the new secret only, on ${storeName}`, () =>
+      Effect.gen(function*() {
+        const { received, sender } = yield* scriptedReceiver([status(200)])
+        const context = yield* Layer.build(dispatching(engineOver(makeStore!(), text), sender))
+        yield* Effect.provide(
+          Effect.gen(function*() {
+            const dispatcher = yield* WebhookDispatcher
+            const { caller } = yield* finishedJob
+            expect(yield* dispatcher.deliverOnce("d")).toBe(true)
+            const rotated = yield* (yield* Admin).rotateWebhookSecret(caller.account.id, 0)
+            yield* finishedJobOf(caller)
+            expect(yield* dispatcher.deliverOnce("d")).toBe(true)
+            const [before, after] = (yield* Ref.get(received)).map((r) => r.request)
+            expect([signedBy(before!, caller.account.webhookSecret), signedBy(after!, caller.account.webhookSecret)]).toEqual([true, false])
+            expect(signedBy(after!, rotated.webhookSecret)).toBe(true)
+          }),
+          context
+        )
+      }).pipe(Effect.scoped))
+  }
+
+  it.live.skipIf(postgresUrl === undefined)("signs with a secret another process rotated once the change is heard, on PostgreSQL", () =>
+    Effect.gen(function*() {
+      const store = () => layerPostgres({ url: Redacted.make(postgresUrl!) })
+      const { received, sender } = yield* scriptedReceiver([status(200)])
+      // Two process lifetimes at once over one database: each its own pool, LISTEN connection and caches.
+      const dispatcherProcess = yield* Layer.build(dispatching(engineOver(store(), text), sender))
+      const adminProcess = yield* Layer.build(engineOver(store(), text))
+      const { caller } = yield* Effect.provide(finishedJob, dispatcherProcess)
+      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.deliverOnce("d")), dispatcherProcess)
+      // The dispatcher process's own change hints: PostgreSQL's stores provide them beside the ports.
+      const changes = Option.getOrThrow(yield* Effect.provide(Effect.serviceOption(StoreChanges), dispatcherProcess))
+      const heard = changes.generation("access")
+      const rotated = yield* Effect.provide(Effect.flatMap(Admin, (a) => a.rotateWebhookSecret(caller.account.id, 0)), adminProcess)
+      // Within the change signal's delay (PgStoreChanges), well before a cached account's 5 s age.
+      yield* Effect.suspend(() => changes.generation("access") === heard ? Effect.fail("not heard yet") : Effect.void).pipe(
+        Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 100 })
+      )
+      yield* Effect.provide(finishedJobOf(caller), dispatcherProcess)
+      yield* Effect.provide(Effect.flatMap(WebhookDispatcher, (d) => d.deliverOnce("d")), dispatcherProcess)
+      const after = (yield* Ref.get(received)).map((r) => r.request)[1]!
+      expect([signedBy(after, rotated.webhookSecret), signedBy(after, caller.account.webhookSecret)]).toEqual([true, false])
+    }).pipe(Effect.scoped))
+
   for (const [storeName, makeStore] of restartStores) {
     it.live.skipIf(makeStore === undefined)(`resumes on time after a restart: pending deliveries live in ${storeName}`, () =>
       Effect.gen(function*() {

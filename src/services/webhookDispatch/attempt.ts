@@ -42,10 +42,10 @@ const send = ({ config, sender }: Pick<DispatchDeps, "config" | "sender">, reque
 /** One attempt of a claimed delivery: sign, send, and record what follows from the answer. */
 export const attempt = (deps: DispatchDeps, delivery: WebhookDelivery): Effect.Effect<void, StoreError> =>
   Effect.gen(function*() {
-    const { accounts, config, deliveries } = deps
+    const { config, deliveries, signingAccount } = deps
     const leaseHolder = delivery.leaseOwner!
     const now = yield* Clock.currentTimeMillis
-    const account = yield* accounts.get(delivery.accountId as AccountId)
+    const account = yield* signingAccount(delivery.accountId as AccountId)
     const secrets = Option.match(account, { onNone: () => [], onSome: (a) => signingSecrets(a, now) })
     const standard = Option.isSome(account) && account.value.standardWebhooks
     const timestamp = Math.floor(now / 1000)

@@ -1,7 +1,8 @@
-import type { Effect } from "effect"
+import type { Effect, Option } from "effect"
+import type { Account } from "../../domain/account.js"
 import type { StoreError } from "../../domain/errors.js"
+import type { AccountId } from "../../domain/ids.js"
 import type { WebhookDelivery } from "../../domain/webhook.js"
-import type { AccountRepo } from "../../ports/AccountRepo.js"
 import type { WebhookDeliveryRepo } from "../../ports/WebhookDeliveryRepo.js"
 import type { WebhookSender } from "../../ports/WebhookSender.js"
 import type { WebhookSignal } from "../../ports/WebhookSignal.js"
@@ -10,7 +11,8 @@ import type { EngineConfig } from "../EngineConfig.js"
 /** What the WebhookDispatcher's pieces are built from; each takes only the part it uses. */
 export interface DispatchDeps {
   readonly deliveries: WebhookDeliveryRepo["Service"]
-  readonly accounts: AccountRepo["Service"]
+  /** The account a delivery is signed for: its secrets and whether it takes Standard Webhooks headers. */
+  readonly signingAccount: (id: AccountId) => Effect.Effect<Option.Option<Account>, StoreError>
   readonly sender: WebhookSender["Service"]
   readonly signal: WebhookSignal["Service"]
   readonly config: EngineConfig["Service"]
