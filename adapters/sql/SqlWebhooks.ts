@@ -67,6 +67,22 @@ export const makeSqlWebhooks = Effect.gen(function*() {
   const free = (d: Statement.Fragment | Statement.Identifier, now: number) => sql`(${d}.lease_expires_at IS NULL OR ${d}.lease_expires_at <= ${now})`
 
   /**
+   * `d`: the account's first free due delivery (after `q`'s, given `after`), from the pending
+   * deliveries' index. PostgreSQL reads it in a LATERAL subquery: joined to the table by the id a
+   * scalar subquery gave, as SQLite reads it, it was hashed against a sequential scan of every
+   * delivery once the table held a few thousand (3 ms of a 6 ms walk in a drain of 4,000).
+   */
+  const nextFree = (account: Statement.Fragment, now: number, after?: Statement.Fragment) => {
+    const first = (columns: Statement.Fragment) =>
+      sql`SELECT ${columns} FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = ${account} AND p.next_attempt_at <= ${now}
+        AND ${free(sql`p`, now)}${after === undefined ? sql`` : sql` AND ${after}`} ORDER BY p.next_attempt_at, p.id LIMIT 1`
+    return sql.onDialectOrElse({
+      pg: () => sql`CROSS JOIN LATERAL (${first(sql`p.id, p.next_attempt_at`)}) d`,
+      orElse: () => sql`JOIN ${t.webhook_deliveries} d ON d.id = (${first(sql`p.id`)})`
+    })
+  }
+
+  /**
    * Up to `limit` deliveries in the fair order (fairClaims, src/domain/webhookClaims.ts: by place,
    * an account's k-th free due delivery going out with k more in flight; then due time; then id)
    * among the HEAD deliveries that fell due first, and how many of those there were. Fewer than
@@ -109,19 +125,12 @@ export const makeSqlWebhooks = Effect.gen(function*() {
           FROM accounts a WHERE a.id IS NOT NULL
         ),
         queue (account_id, id, next_attempt_at, place, given) AS (
-          SELECT f.account_id, d.id, d.next_attempt_at, f.n, 1 FROM (
-            SELECT a.id AS account_id, COALESCE(b.n, 0) AS n,
-              (SELECT p.id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = a.id AND p.next_attempt_at <= ${now}
-                AND ${free(sql`p`, now)} ORDER BY p.next_attempt_at, p.id LIMIT 1) AS first
-            FROM accounts a LEFT JOIN busy b ON b.account_id = a.id WHERE a.id IS NOT NULL
-          ) f JOIN ${t.webhook_deliveries} d ON d.id = f.first
-          WHERE f.n < ${maxPerAccount}
+          SELECT a.id, d.id, d.next_attempt_at, COALESCE(b.n, 0), 1
+          FROM accounts a LEFT JOIN busy b ON b.account_id = a.id ${nextFree(sql`a.id`, now)}
+          WHERE a.id IS NOT NULL AND COALESCE(b.n, 0) < ${maxPerAccount}
           UNION ALL
-          SELECT q.account_id, d.id, d.next_attempt_at, q.place + 1, q.given + 1 FROM queue q JOIN ${t.webhook_deliveries} d ON d.id = (
-            SELECT p.id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = q.account_id AND p.next_attempt_at <= ${now}
-              AND ${free(sql`p`, now)} AND ${afterInAccount}
-            ORDER BY p.next_attempt_at, p.id LIMIT 1
-          )
+          SELECT q.account_id, d.id, d.next_attempt_at, q.place + 1, q.given + 1
+          FROM queue q ${nextFree(sql`q.account_id`, now, afterInAccount)}
           WHERE q.place + 1 < ${maxPerAccount} AND q.given < ${limit}
         )
       SELECT id FROM queue ORDER BY place, next_attempt_at, id LIMIT ${limit}`.pipe(Effect.flatMap(decodeIds), Effect.map((rows) => rows.map((row) => row.id)))
