@@ -5,6 +5,7 @@ import type { StoreError } from "../../src/domain/errors.js"
 import type { AttemptOutcome, WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { olderThan } from "./cursorFragments.js"
+import { statusFilter } from "./queue/statusFilter.js"
 import { indexedBy } from "./indexedBy.js"
 import { DbInt, decodeRows, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -143,7 +144,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
         lease_owner = NULL,
         lease_expires_at = NULL
-      WHERE id = ${id} AND status = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
+      WHERE id = ${id} AND ${statusFilter(sql)} = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
       Effect.flatMap(decodeIds),
       Effect.map((rows) => rows.length > 0)
     )
@@ -173,10 +174,12 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         const ids = headDecides ? picked.map((row) => row.id) : yield* pickByAccount(now, maxPerAccount, limit)
         if (ids.length === 0) return []
         // Under the claims' lock (PostgreSQL) or the one writer (SQLite) the deliveries are as read;
-        // a lease is still taken only from a pending delivery no attempt holds.
+        // a lease is still taken only from a pending delivery no attempt holds. Each found by its
+        // key (statusFilter): with statistics taken while few were pending, PostgreSQL read every
+        // pending delivery from the index by account to find the claim's (2.6 ms in a drain).
         const rows = yield* decodeDeliveries(
           yield* sql`UPDATE ${t.webhook_deliveries} SET lease_owner = ${workerId}, lease_expires_at = ${now + leaseMs}
-            WHERE id IN ${sql.in(ids)} AND status = 'pending' AND ${free(t.webhook_deliveries, now)} RETURNING *`
+            WHERE id IN ${sql.in(ids)} AND ${statusFilter(sql)} = 'pending' AND ${free(t.webhook_deliveries, now)} RETURNING *`
         )
         const leased = new Map(rows.map((row) => [row.id, toDelivery(row)]))
         return ids.flatMap((id) => leased.get(id) ?? [])
