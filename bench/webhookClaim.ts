@@ -9,6 +9,11 @@
  * shape: a claim that read or sorted the backlog cost 36-151 ms beside 100,000 (docs/decisions.md,
  * "A webhook claim reads its pick, not the backlog"). Rows are written straight to the store's
  * tables, their jobs not there (foreign keys not checked): the claim reads deliveries only.
+ *
+ * webhook_claim_pg_stale_stats: the same claim beside the same backlog on PostgreSQL, the table's
+ * statistics taken while those deliveries were all sent (then made due, autovacuum off): a
+ * backlog that built since the last ANALYZE, as after a receiver's outage. With the status in the
+ * claim's indexes such statistics made a claim read every pending delivery (migration 0024).
  */
 import { Effect, type Layer, Redacted } from "effect"
 import { type Engine, type StorePorts, WebhookDeliveryRepo } from "genjobs"
@@ -48,6 +53,27 @@ const fill = async (exec: Exec, busy: string, idle: string, due: number, offset:
     `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, next_attempt_at, created_at)
       VALUES ('whd_last_' || $1, 'job_last_' || $1, $2, 'https://hooks.bench.invalid/h', '{}', 'pending', '[]', $3, $3)`,
     [offset, idle, T0 + due]
+  )
+  return T0 + due + 1
+}
+
+/**
+ * The backlog of `fill`, analyzed while every delivery was sent (`exec` analyzes after each
+ * INSERT), then made due as `fill` makes it, the statistics left as they were.
+ */
+const fillStale = async (exec: Exec, busy: string, idle: string, due: number) => {
+  await exec(`ALTER TABLE ${DELIVERIES} SET (autovacuum_enabled = false)`, [])
+  await exec(
+    `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, created_at)
+      SELECT 'whd_' || n, 'job_' || n, CASE WHEN n < $1 THEN $2 ELSE $3 END, 'https://hooks.bench.invalid/h', '{}', 'sent', '[]', $4
+      FROM (WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < $1) SELECT n FROM g) AS s`,
+    [due, busy, idle, T0]
+  )
+  await exec(
+    `UPDATE ${DELIVERIES} SET status = 'pending', next_attempt_at = $1 + substr(id, 5)::bigint,
+      lease_owner = CASE WHEN substr(id, 5)::bigint < $2 THEN 'bench' END,
+      lease_expires_at = CASE WHEN substr(id, 5)::bigint < $2 THEN $3 END`,
+    [T0, IN_FLIGHT, T0 + 100 * due]
   )
   return T0 + due + 1
 }
@@ -116,7 +142,12 @@ const postgres = () =>
         await client.query(text.replace(/\$(\d+)/g, (_, n) => `$${n}${typeof params[Number(n) - 1] === "number" ? "::bigint" : "::text"}`), [...params])
         if (text.startsWith("INSERT")) await client.query(`ANALYZE ${DELIVERIES}`)
       }
-      report("pg", await measure(engine, exec))
+      const measured = await measure(engine, exec)
+      report("pg", measured)
+      const [busy, idle] = (await seed(engine, 2)).map((caller) => caller.account.id)
+      await exec(`DELETE FROM ${DELIVERIES}`, [])
+      const stale = await timeClaims(engine, exec, await fillStale(exec, busy!, idle!, settings.webhookBacklog))
+      report("pg_stale_stats", { small: measured.small, large: stale })
     } finally {
       await client.end()
       await engine.dispose()

@@ -62,7 +62,9 @@ export const INDEXES = [
   "job_changes_account",
   "jobs_processing_version",
   "webhook_deliveries_leased",
-  "webhook_deliveries_pending_account"
+  "webhook_deliveries_pending_account",
+  "webhook_deliveries_due_at",
+  "webhook_deliveries_lease_at"
 ] as const
 
 /** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */

@@ -16,11 +16,13 @@ import { sentStatements } from "./sentStatement.js"
  * account's first due delivery from the pending deliveries' index by account. It read every
  * pending delivery to count the leases and sorted every due one: beside 100,000 due, 36-80 ms a
  * claim on SQLite and 31-151 ms on PostgreSQL, under the claims' lock (migration 0023,
- * adapters/sql/SqlWebhooks.ts). The seeds are 20,000 due deliveries of one account, 3 of them in
- * flight, and one due delivery of another account; the claim takes the other account's.
+ * adapters/sql/SqlWebhooks.ts). The seeds are 100,000 due deliveries of one account, 3 of them in
+ * flight, and one due delivery of another account; the claim takes the other account's. At
+ * 100,000 (not at 20,000) PostgreSQL's walk read that account's one delivery through the due
+ * index, every busy delivery before it, when the walk named the due time alone (nextFree).
  */
 
-const DUE = 20_000
+const DUE = 100_000
 
 /** The seed's rows, the same on both stores (foreign keys are not checked: the deliveries' jobs are not there). */
 const seedRows = (sql: SqlClient.SqlClient) =>
@@ -54,7 +56,7 @@ const claimSent = Effect.gen(function*() {
   return { sent, taken }
 })
 
-describe("sqlite: a webhook claim beside 20,000 due deliveries", () => {
+describe("sqlite: a webhook claim beside 100,000 due deliveries", () => {
   const runtime = sqlitePlanRuntime("webhook-claim-plans")
 
   it("reads the leases, the first due deliveries and each waiting account's first, and sorts none of the backlog", () =>
@@ -68,13 +70,13 @@ describe("sqlite: a webhook claim beside 20,000 due deliveries", () => {
       const deliveryReads = plan.filter((line) => /^(SEARCH|SCAN) (genjobs_webhook_deliveries|p|d)\b/.test(line) && !line.includes("(id=?)"))
       expect(deliveryReads, plan.join("\n")).toEqual([
         // The first due deliveries in the order they fell due (under a limit), and the live leases.
-        "SEARCH genjobs_webhook_deliveries USING INDEX genjobs_webhook_deliveries_due (status=? AND next_attempt_at<?)",
-        "SEARCH genjobs_webhook_deliveries USING COVERING INDEX genjobs_webhook_deliveries_leased (lease_expires_at>?)",
+        "SEARCH genjobs_webhook_deliveries USING INDEX genjobs_webhook_deliveries_due_at (next_attempt_at<?)",
+        "SEARCH genjobs_webhook_deliveries USING INDEX genjobs_webhook_deliveries_lease_at (lease_expires_at>?)",
         // Then the first account with pending deliveries, the next after each, the leases again,
         // each account's first due delivery, and each one's next after the one before.
         "SCAN p USING COVERING INDEX genjobs_webhook_deliveries_pending_account",
         "SEARCH p USING COVERING INDEX genjobs_webhook_deliveries_pending_account (account_id>?)",
-        "SEARCH genjobs_webhook_deliveries USING COVERING INDEX genjobs_webhook_deliveries_leased (lease_expires_at>?)",
+        "SEARCH genjobs_webhook_deliveries USING INDEX genjobs_webhook_deliveries_lease_at (lease_expires_at>?)",
         "SEARCH p USING INDEX genjobs_webhook_deliveries_pending_account (account_id=? AND next_attempt_at<?)",
         "SEARCH p USING INDEX genjobs_webhook_deliveries_pending_account (account_id=? AND next_attempt_at>? AND next_attempt_at<?)"
       ])
@@ -88,7 +90,7 @@ describe("sqlite: a webhook claim beside 20,000 due deliveries", () => {
 const pgUp = await postgresAvailable()
 
 if (!pgUp) {
-  describe.skip("postgres: a webhook claim beside 20,000 due deliveries (server not reachable)", () => {
+  describe.skip("postgres: a webhook claim beside 100,000 due deliveries (server not reachable)", () => {
     it("reads no more than its pick needs", () => undefined)
   })
 } else {
@@ -112,7 +114,7 @@ if (!pgUp) {
   const reads = (plan: PlanNode) =>
     nodes(plan).filter((n) => n["Relation Name"] === "genjobs_webhook_deliveries").map((n) => `${n["Node Type"]} ${n["Index Name"] ?? ""}`.trim())
 
-  describe("postgres: a webhook claim beside 20,000 due deliveries", () => {
+  describe("postgres: a webhook claim beside 100,000 due deliveries", () => {
     it.each(["first", "settled"] as const)("reads the leases, the first due deliveries and each waiting account's first (%s plans)", (run) =>
       runtime.runPromise(Effect.gen(function*() {
         const { sent, taken } = yield* claimSent
@@ -124,7 +126,7 @@ if (!pgUp) {
           const where = `${run} plan of ${statement[0]}:\n${render(plan)}`
           expect(reads(plan).filter((r) => r.startsWith("Seq Scan") || r.endsWith("genjobs_webhook_deliveries_status")), where).toEqual([])
           // No sort takes every due delivery: the due index is read in order, under a limit.
-          const dueReads = nodes(plan).filter((n) => n["Index Name"] === "genjobs_webhook_deliveries_due")
+          const dueReads = nodes(plan).filter((n) => n["Index Name"] === "genjobs_webhook_deliveries_due_at")
           expect(dueReads.length, where).toBe(statement === head ? 1 : 0)
           expect(dueReads.every((n) => underLimit(plan).includes(n)), where).toBe(true)
         }
@@ -181,6 +183,21 @@ if (!pgUp) {
         yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql`UPDATE genjobs_webhook_deliveries SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, attempts = '[]',
             next_attempt_at = ${T0} + substr(id, 5)::int WHERE lease_owner = 'w' OR id = 'whd_24'`)
+        // The first due deliveries read in the claim's order under its limit, none sorted; the
+        // leases from their own index. With the status in those indexes (0002's and 0023's) these
+        // statistics read every pending delivery for each (migration 0024).
+        const [head] = sent.filter(([text]) => text.startsWith("WITH busy"))
+        const headPlan = yield* planOf(head!, run)
+        const headWhere = `${run} plan of the first due:\n${render(headPlan)}`
+        expect([...new Set(nodes(headPlan).flatMap((n) => n["Index Name"] ?? []))].sort(), headWhere).toEqual([
+          "genjobs_webhook_deliveries_due_at",
+          "genjobs_webhook_deliveries_lease_at",
+          "genjobs_webhook_deliveries_pkey"
+        ])
+        const limitOverDue = nodes(headPlan).some((n) =>
+          n["Node Type"] === "Limit" && (n.Plans ?? []).some((child) => child["Index Name"] === "genjobs_webhook_deliveries_due_at")
+        )
+        expect(limitOverDue, headWhere).toBe(true)
         const byAccount = sent.filter(([text]) => text.startsWith("WITH RECURSIVE"))
         const writes = [...sent, ...recorded].filter(([text]) => text.startsWith("UPDATE"))
         expect([byAccount.length, writes.length], [...sent, ...recorded].map(([text]) => text).join("\n")).toEqual([1, 2])
