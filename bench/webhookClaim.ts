@@ -99,7 +99,7 @@ const measure = async (engine: Engine, exec: Exec) => {
   const small = await timeClaims(engine, exec, await fill(exec, busy!, idle!, SMALL, 0))
   await exec(`DELETE FROM ${DELIVERIES}`, [])
   const large = await timeClaims(engine, exec, await fill(exec, busy!, idle!, settings.webhookBacklog, 0))
-  return { small, large }
+  return { small, large, busy: busy!, idle: idle! }
 }
 
 const report = (store: string, { large, small }: { readonly small: number; readonly large: number }) =>
@@ -144,9 +144,8 @@ const postgres = () =>
       }
       const measured = await measure(engine, exec)
       report("pg", measured)
-      const [busy, idle] = (await seed(engine, 2)).map((caller) => caller.account.id)
       await exec(`DELETE FROM ${DELIVERIES}`, [])
-      const stale = await timeClaims(engine, exec, await fillStale(exec, busy!, idle!, settings.webhookBacklog))
+      const stale = await timeClaims(engine, exec, await fillStale(exec, measured.busy, measured.idle, settings.webhookBacklog))
       report("pg_stale_stats", { small: measured.small, large: stale })
     } finally {
       await client.end()

@@ -24,14 +24,17 @@ import { sentStatements } from "./sentStatement.js"
 
 const DUE = 100_000
 
+/** Accounts named by their ids, the same on both stores. */
+const insertAccounts = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
+  Effect.forEach(ids, (id) =>
+    sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
+        discounts, webhook_secret, created_at)
+      VALUES (${id}, ${id}, 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`, { discard: true })
+
 /** The seed's rows, the same on both stores (foreign keys are not checked: the deliveries' jobs are not there). */
 const seedRows = (sql: SqlClient.SqlClient) =>
   Effect.gen(function*() {
-    for (const id of ["acc_busy", "acc_idle"]) {
-      yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-          discounts, webhook_secret, created_at)
-        VALUES (${id}, ${id}, 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`
-    }
+    yield* insertAccounts(sql, ["acc_busy", "acc_idle"])
     yield* sql`WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < ${DUE - 1})
       INSERT INTO genjobs_webhook_deliveries (id, job_id, account_id, url, payload, status, attempts, next_attempt_at,
         lease_owner, lease_expires_at, created_at)
@@ -148,11 +151,7 @@ if (!pgUp) {
   const drainRuntime = planRuntime(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     yield* sql`SET session_replication_role = replica`
-    for (let a = 0; a < ACCOUNTS; a++) {
-      yield* sql`INSERT INTO genjobs_accounts (id, name, balance_micro_cents, max_concurrent_jobs, segments, allowed_models,
-          discounts, webhook_secret, created_at)
-        VALUES (${`acc_${a}`}, ${`acc_${a}`}, 0, 10, '[]', '[]', '[]', 'whsec_x', ${T0})`
-    }
+    yield* insertAccounts(sql, Array.from({ length: ACCOUNTS }, (_, a) => `acc_${a}`))
     yield* sql`WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < ${BACKLOG - 1})
       INSERT INTO genjobs_webhook_deliveries (id, job_id, account_id, url, payload, status, attempts, next_attempt_at,
         lease_owner, lease_expires_at, created_at)

@@ -67,6 +67,10 @@ const finishedJobOf = (caller: Effect.Success<ReturnType<typeof demoCaller>>) =>
 })
 const finishedJob = Effect.flatMap(demoCaller(), finishedJobOf)
 
+/** Whether the request carries a valid signature for `secret`. */
+const signedBy = (r: WebhookRequest, secret: string) =>
+  verifyWebhook({ secret, headers: r.headers, body: r.body, nowSeconds: Number(r.headers["x-service-timestamp"]) }).ok
+
 /** Runs the dispatcher until nothing is due, moving the clock to each next attempt. */
 const drain = (until: number) =>
   Effect.gen(function*() {
@@ -135,8 +139,6 @@ describe("webhook dispatcher", () => {
         const rotated = yield* (yield* Admin).rotateWebhookSecret(caller.account.id, 60)
         expect(rotated.previousWebhookSecret).toBe(caller.account.webhookSecret)
         yield* drain(0)
-        const signedBy = (r: WebhookRequest, secret: string) =>
-          verifyWebhook({ secret, headers: r.headers, body: r.body, nowSeconds: Number(r.headers["x-service-timestamp"]) }).ok
         const [during] = (yield* Ref.get(received)).map((r) => r.request)
         expect(during!.headers["x-service-signature"]!.split(",")).toHaveLength(2)
         expect([signedBy(during!, rotated.webhookSecret), signedBy(during!, caller.account.webhookSecret)]).toEqual([true, true])
@@ -229,9 +231,6 @@ describe("webhook dispatcher", () => {
     ["SQLite", () => layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "genjobs-webhooks-")), "store.db") })],
     ["PostgreSQL", postgresUrl === undefined ? undefined : () => layerPostgres({ url: Redacted.make(postgresUrl) })]
   ]
-  const signedBy = (r: WebhookRequest, secret: string) =>
-    verifyWebhook({ secret, headers: r.headers, body: r.body, nowSeconds: Number(r.headers["x-service-timestamp"]) }).ok
-
   // The SQL stores tell of changes to accounts, so the dispatcher caches the account it signs for:
   // a rotation must still reach the next attempt's signature.
   for (const [storeName, makeStore] of restartStores) {
