@@ -5,6 +5,7 @@
  * A figure that fails (a refused request, a job not completed) prints why and makes the exit
  * code 1; the others still run.
  */
+import { budgetHistory } from "./budgetHistory.js"
 import { claimCost } from "./claimCost.js"
 import { drainFloor } from "./drainFloor.js"
 import { duplicateKeys } from "./duplicateKeys.js"
@@ -38,6 +39,7 @@ const figures: Record<string, () => Promise<void>> = {
   http_floor: httpFloor,
   http_store_floor: httpStoreFloor,
   gated_submit: gatedSubmit,
+  budget_history: budgetHistory,
   claim_cost: claimCost,
   webhook_claim: webhookClaim,
   webhook_drain: webhookDrain,

@@ -4,7 +4,7 @@ import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { groupSpend } from "../../src/domain/spend.js"
 import { DEFAULT_FAIR_WEIGHT, fairWeightOf } from "../../src/domain/fairShare.js"
-import type { MemoryState } from "./state.js"
+import { type MemoryState, spentSince } from "./state.js"
 
 type Keyed = { readonly createdAt: number; readonly id: string }
 
@@ -67,6 +67,11 @@ export const adminReadRepo = (state: MemoryState): AdminReadRepo["Service"] => (
         groupBy
       )
     ),
+  budgetSpend: ({ accountId, keyId, since }) =>
+    Effect.sync(() => ({
+      accountSpent: since.account === undefined ? null : spentSince(state, accountId, since.account),
+      keySpent: since.key === undefined ? null : spentSince(state, accountId, since.key, keyId)
+    })),
   stats: ({ from, limit, to }) =>
     Effect.sync(() => {
       const jobs = [...state.jobs.values()]

@@ -11,7 +11,7 @@ import { claimOrder, fairKeyOf, fairWeightOf } from "../../src/domain/fairShare.
 import { earliestExpiry } from "./jobIndex.js"
 import { changeOf } from "../../src/domain/change.js"
 import { appendChanges } from "./MemoryChanges.js"
-import type { MemoryState } from "./state.js"
+import { type MemoryState, spentSince } from "./state.js"
 
 const newestFirst = (a: Job, b: Job) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
 
@@ -91,11 +91,6 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     const found = state.spend.get(name)
     setIn(state.spend, name, { accountId, keyId, model, hour, ...addCounts(found ?? NO_SPEND, counts) })
   }
-  /** Net spend of the account's rollups from `since`, of one key only when `keyId` is given. */
-  const spentSince = (accountId: string, since: number, keyId?: string | null) =>
-    [...state.spend.values()]
-      .filter((r) => r.accountId === accountId && r.hour >= since && (keyId === undefined || r.keyId === keyId))
-      .reduce((n, r) => n + r.chargedMicroCents - r.refundedMicroCents, 0)
   const charged = ({ accountId, costMicroCents, jobId, keyId, model, now, spendSince }: JobCharge) => {
     const account = state.accounts.get(accountId)
     if (account === undefined || account.balanceMicroCents < costMicroCents) return Option.none<Charged>()
@@ -103,8 +98,8 @@ export const memoryJobDriver = (state: MemoryState): JobDrivers => {
     countSpend(accountId, keyId, model, now, rollupChange({ kind: "charge", amountMicroCents: costMicroCents }))
     return Option.some<Charged>({
       balanceBefore: account.balanceMicroCents,
-      accountSpent: spendSince?.account === undefined ? null : spentSince(accountId, spendSince.account),
-      keySpent: spendSince?.key === undefined ? null : spentSince(accountId, spendSince.key, keyId)
+      accountSpent: spendSince?.account === undefined ? null : spentSince(state, accountId, spendSince.account),
+      keySpent: spendSince?.key === undefined ? null : spentSince(state, accountId, spendSince.key, keyId)
     })
   }
   /** The job as insertJob writes it: queued, or the hand-off's claim when nothing is runnable. */

@@ -52,3 +52,9 @@ export const makeMemoryState: Effect.Effect<MemoryState> = Effect.map(Semaphore.
   lock,
   changes: { entries: [], seq: 0 }
 }))
+
+/** Net spend (charges less refunds) of the account's rollups from `since`, of one key only when `keyId` is given. */
+export const spentSince = (state: MemoryState, accountId: string, since: number, keyId?: string | null) =>
+  [...state.spend.values()]
+    .filter((r) => r.accountId === accountId && r.hour >= since && (keyId === undefined || r.keyId === keyId))
+    .reduce((n, r) => n + r.chargedMicroCents - r.refundedMicroCents, 0)

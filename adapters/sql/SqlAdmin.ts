@@ -5,7 +5,7 @@ import type { AccountSettingsRepo } from "../../src/ports/AccountSettingsRepo.js
 import type { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { newerThan, olderThan } from "./cursorFragments.js"
 import { indexedBy } from "./indexedBy.js"
-import { NO_KEY } from "./jobs/spend.js"
+import { NO_KEY, readSpent } from "./jobs/spend.js"
 import {
   AccountRow,
   ApiKeyRow,
@@ -158,6 +158,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
         storeErrors("read spend")
       )
     },
+    budgetSpend: ({ accountId, keyId, since }) => readSpent(sql, t, accountId, keyId, since).pipe(storeErrors("read budget spend")),
     stats: ({ from, limit, to }) =>
       Effect.all([
         // Each status from its partial index (jobs_pending, jobs_leases).

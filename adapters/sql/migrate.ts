@@ -24,6 +24,7 @@ import submitCountsItself from "./migrations/0021_submit_counts_itself.js"
 import processingVersion from "./migrations/0022_processing_version.js"
 import webhookClaims from "./migrations/0023_webhook_claims.js"
 import webhookClaimKeys from "./migrations/0024_webhook_claim_keys.js"
+import spendDaily from "./migrations/0025_spend_daily.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -65,7 +66,8 @@ const migrate = Effect.gen(function*() {
       "0021_submit_counts_itself": submitCountsItself(t),
       "0022_processing_version": processingVersion(t),
       "0023_webhook_claims": webhookClaims(t),
-      "0024_webhook_claim_keys": webhookClaimKeys(t)
+      "0024_webhook_claim_keys": webhookClaimKeys(t),
+      "0025_spend_daily": spendDaily(t)
     })
   })
 })

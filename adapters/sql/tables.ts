@@ -21,7 +21,8 @@ export const TABLES = [
   "auth_failures",
   "spend_hourly",
   "job_logs",
-  "job_changes"
+  "job_changes",
+  "spend_daily"
 ] as const
 
 export const INDEXES = [
@@ -67,8 +68,17 @@ export const INDEXES = [
   "webhook_deliveries_lease_at"
 ] as const
 
-/** Triggers keeping each account's count of active jobs, and (PostgreSQL) their functions. */
-export const ROUTINES = ["jobs_count_started", "jobs_count_ended", "jobs_count_deleted", "count_started_job", "count_ended_job"] as const
+/** Triggers keeping each account's count of active jobs and its daily spend, and (PostgreSQL) their functions. */
+export const ROUTINES = [
+  "jobs_count_started",
+  "jobs_count_ended",
+  "jobs_count_deleted",
+  "count_started_job",
+  "count_ended_job",
+  "spend_daily_inserted",
+  "spend_daily_updated",
+  "add_daily_spend"
+] as const
 
 export type TableName = typeof TABLES[number]
 export type IndexName = typeof INDEXES[number]

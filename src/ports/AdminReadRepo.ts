@@ -9,6 +9,20 @@ import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import type { StatsQuery, StatsRead } from "../domain/stats.js"
 import type { DeliveryStatus, WebhookDelivery } from "../domain/webhook.js"
 
+/** The budget periods in play, by their start (`periodStart`: a UTC midnight, or 0 for all time). */
+export interface BudgetSpendQuery {
+  readonly accountId: AccountId
+  /** The key a key budget counts; null for jobs submitted without one. */
+  readonly keyId: string | null
+  readonly since: { readonly account?: number | undefined; readonly key?: number | undefined }
+}
+
+/** What each budget asked for has spent (charges less refunds); null for what was not asked. */
+export interface BudgetSpend {
+  readonly accountSpent: number | null
+  readonly keySpent: number | null
+}
+
 export interface AccountQuery {
   /** A fragment of the name or the id, ASCII letters compared without case. */
   readonly search?: string | undefined
@@ -59,6 +73,13 @@ export class AdminReadRepo extends Context.Service<AdminReadRepo, {
    * by it (`groupSpend` in src/domain/spend.ts says what every store answers).
    */
   readonly spend: (query: SpendQuery) => Effect.Effect<ReadonlyArray<SpendGroup>, StoreError>
+  /**
+   * The net spend of the account from `since.account` and of its key from `since.key`, as a
+   * budgeted submit reads it under the account's lock (JobStoreDriver.chargeAccount's
+   * `spendSince`), read here without the lock: what `GET /v1/account` shows of each budget. A
+   * read of a few rows whatever the history, as the submit's.
+   */
+  readonly budgetSpend: (query: BudgetSpendQuery) => Effect.Effect<BudgetSpend, StoreError>
   /**
    * Pending and processing jobs now, and the runs (start to end) of the completed jobs that
    * ended in the range, newest end first, at most `limit`.

@@ -3,7 +3,7 @@ import type { Scope } from "../domain/account.js"
 import { type Budget, isoOrNull, periodEnd, periodStart } from "../domain/budget.js"
 import type { OperationNotAllowed } from "../domain/accessRefusals.js"
 import type { StoreError, ValidationError } from "../domain/errors.js"
-import { HOUR_MS, type SpendGroup, type SpendQuery } from "../domain/spend.js"
+import type { SpendGroup, SpendQuery } from "../domain/spend.js"
 import { AccountRepo } from "../ports/AccountRepo.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { readSpendQuery, type SpendRequest } from "./AdminReads.js"
@@ -46,31 +46,28 @@ export const make = Effect.gen(function*() {
   const accounts = yield* AccountRepo
   const reads = yield* AdminReadRepo
 
-  /** The budget's current period read from the account's rollups, of one key when `keyId` is given. */
-  const statusOf = (budget: Budget | null | undefined, accountId: string, now: number, keyId?: string) =>
-    budget == null ? Effect.succeed(null) : Effect.map(
-      reads.spend({ accountId, from: periodStart(budget.period, now), to: now + HOUR_MS, groupBy: ["key"] }),
-      (groups): BudgetStatus => ({
-        limitMicroCents: budget.limitMicroCents,
-        period: budget.period,
-        spentMicroCents: groups
-          .filter((g) => keyId === undefined || g.key === keyId)
-          .reduce((n, g) => n + g.chargedMicroCents - g.refundedMicroCents, 0),
-        resetsAt: isoOrNull(periodEnd(budget.period, now))
-      })
-    )
+  /** A budget as its holder sees it, with what its current period has spent. */
+  const statusOf = (budget: Budget | null | undefined, now: number, spent: number | null): BudgetStatus | null =>
+    budget == null ? null : {
+      limitMicroCents: budget.limitMicroCents,
+      period: budget.period,
+      spentMicroCents: spent ?? 0,
+      resetsAt: isoOrNull(periodEnd(budget.period, now))
+    }
 
   /** Any active key may read its own account, whatever its scopes: it needs none to know its limits. */
   const overview = ({ account, key }: Caller): Effect.Effect<AccountOverview, StoreError> =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       // The caller's account may come from the key cache (storeCache.ts): its balance is read now.
-      const [stored, jobsInFlight, accountBudget, keyBudget] = yield* Effect.all([
+      const sinceOf = (budget: Budget | null | undefined) => budget == null ? undefined : periodStart(budget.period, now)
+      const [stored, jobsInFlight, spent] = yield* Effect.all([
         accounts.get(account.id),
         accounts.activeJobs(account.id),
-        statusOf(account.budget, account.id, now),
-        statusOf(key.budget, account.id, now, key.id)
+        reads.budgetSpend({ accountId: account.id, keyId: key.id, since: { account: sinceOf(account.budget), key: sinceOf(key.budget) } })
       ])
+      const accountBudget = statusOf(account.budget, now, spent.accountSpent)
+      const keyBudget = statusOf(key.budget, now, spent.keySpent)
       return {
         account: {
           id: account.id,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, type Layer, Option, Result } from "effect"
-import type { Budget, BudgetScope } from "../../src/domain/budget.js"
+import { type Budget, type BudgetScope, periodStart } from "../../src/domain/budget.js"
 import type { AnyRefusal } from "../../src/domain/refusal.js"
 import type { AccountId, ApiKeyId } from "../../src/domain/ids.js"
 import type { Job } from "../../src/domain/job.js"
@@ -108,6 +108,46 @@ export const runBudgetConformance = (name: string, makeLayer: () => Layer.Layer<
           resetsAt: new Date(MIDNIGHT).toISOString()
         })
         expect(Result.isSuccess(yield* submitWith(at(MIDNIGHT), budgets))).toBe(true)
+      }))
+    test("day, month and total budgets each sum their period; a refund counts in the day its job was charged", () =>
+      Effect.gen(function*() {
+        const owner = yield* createAccount(1_000_000)
+        const repo = yield* JobRepo
+        const at = (iso: string, key: ApiKeyId, costMicroCents: number) =>
+          job(owner.id, { apiKeyId: key, costMicroCents, createdAt: Date.parse(iso) })
+        const made = [
+          at("2026-02-27T10:00:00Z", KEY_A, 100),
+          at("2026-02-27T11:00:00Z", KEY_B, 50),
+          at("2026-03-01T09:00:00Z", KEY_A, 200),
+          at("2026-03-01T23:59:59Z", KEY_B, 400),
+          at("2026-03-02T09:00:00Z", KEY_B, 800),
+          at("2026-03-03T00:00:00Z", KEY_A, 1_600)
+        ]
+        for (const j of made) expect(Result.isSuccess(yield* submitWith(j, []))).toBe(true)
+        const now = Date.parse("2026-03-03T12:00:00Z")
+        yield* repo.cancel(made[1]!.id, owner.id, now)
+        yield* repo.cancel(made[2]!.id, owner.id, now)
+        /** What a budget of 0 says was spent, as its refusal of a 1 micro-cent job at `now`. */
+        const spent = (scope: BudgetScope, period: Budget["period"], key: ApiKeyId = KEY_A) =>
+          Effect.map(
+            submitWith(job(owner.id, { apiKeyId: key, costMicroCents: 1, createdAt: now }), [{ scope, budget: { limitMicroCents: 0, period } }]),
+            (result) => refusal(result)?.details?.["spentMicroCents"]
+          )
+        expect(yield* spent("account", "day")).toBe(1_600)
+        expect(yield* spent("account", "month")).toBe(400 + 800 + 1_600)
+        expect(yield* spent("account", "total")).toBe(100 + 400 + 800 + 1_600)
+        expect(yield* spent("key", "day", KEY_B)).toBe(0)
+        expect(yield* spent("key", "month", KEY_A)).toBe(1_600)
+        expect(yield* spent("key", "month", KEY_B)).toBe(400 + 800)
+        expect(yield* spent("key", "total", KEY_A)).toBe(100 + 1_600)
+        // What GET /v1/account shows of the budgets: the same reads, without the account's lock.
+        const reads = yield* AdminReadRepo
+        const shown = (keyId: ApiKeyId, account: Budget["period"], key: Budget["period"]) =>
+          reads.budgetSpend({ accountId: owner.id, keyId, since: { account: periodStart(account, now), key: periodStart(key, now) } })
+        expect(yield* shown(KEY_A, "month", "total")).toEqual({ accountSpent: 400 + 800 + 1_600, keySpent: 100 + 1_600 })
+        expect(yield* shown(KEY_B, "total", "day")).toEqual({ accountSpent: 100 + 400 + 800 + 1_600, keySpent: 0 })
+        expect(yield* reads.budgetSpend({ accountId: owner.id, keyId: KEY_B, since: { key: periodStart("month", now) } }))
+          .toEqual({ accountSpent: null, keySpent: 400 + 800 })
       }))
   })
 

@@ -29,7 +29,7 @@ const migrationRows = (table: string) =>
       Effect.map((rows) => rows.map((row) => [Number(row.migration_id), row.name]))
     )
 
-const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"], [13, "provider_route"], [14, "list_indexes"], [15, "change_signals"], [16, "submit_gate"], [17, "fair_shares"], [18, "job_logs"], [19, "changes"], [20, "standard_webhooks"], [21, "submit_counts_itself"], [22, "processing_version"], [23, "webhook_claims"], [24, "webhook_claim_keys"]]
+const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"], [13, "provider_route"], [14, "list_indexes"], [15, "change_signals"], [16, "submit_gate"], [17, "fair_shares"], [18, "job_logs"], [19, "changes"], [20, "standard_webhooks"], [21, "submit_counts_itself"], [22, "processing_version"], [23, "webhook_claims"], [24, "webhook_claim_keys"], [25, "spend_daily"]]
 
 const balanceIsLedger = (id: AccountId) =>
   Effect.gen(function*() {
@@ -96,7 +96,7 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           // PostgreSQL keeps ended jobs apart from their accounts' active counts (migration 0010).
           expect((yield* tableNames).sort()).toEqual([
             "genjobs_accounts", ...(name === "postgres" ? ["genjobs_active_job_ends"] : []), "genjobs_admin_audit", "genjobs_api_keys", "genjobs_auth_failures", "genjobs_catalog", "genjobs_idempotency_keys", "genjobs_job_changes", "genjobs_job_logs", "genjobs_jobs", "genjobs_leases",
-            "genjobs_ledger", "genjobs_migrations", "genjobs_provider_starts", "genjobs_rate_windows", "genjobs_spend_hourly", "genjobs_uploads",
+            "genjobs_ledger", "genjobs_migrations", "genjobs_provider_starts", "genjobs_rate_windows", "genjobs_spend_daily", "genjobs_spend_hourly", "genjobs_uploads",
             "genjobs_webhook_deliveries"
           ])
           expect(yield* migrationRows("genjobs_migrations")).toEqual(ENGINE_MIGRATIONS)
@@ -134,6 +134,13 @@ export const runUpgradeSuite = (name: string, newDatabase: () => Promise<TestDat
           const lines = yield* (yield* AccountRepo).ledger(alice.id)
           const sumOf = (kind: string) => lines.filter((e) => e.kind === kind).reduce((n, e) => n + Math.abs(e.amountMicroCents), 0)
           expect([rolled?.chargedMicroCents, rolled?.refundedMicroCents]).toEqual([sumOf("charge"), sumOf("refund")])
+          // A total budget counts that spend: the daily totals migration 0025 made from those rollups.
+          const spent = sumOf("charge") - sumOf("refund")
+          const overBudget = yield* Effect.result(jobs.submit({
+            job: job(alice.id, { createdAt: T0 + 12_000 }), maxConcurrentJobs: 100, rateLimits: NO_LIMITS,
+            budgets: [{ scope: "account", budget: { limitMicroCents: spent + 999, period: "total" } }]
+          }))
+          expect(Result.isFailure(overBudget) && (overBudget.failure as AnyRefusal).details).toMatchObject({ spentMicroCents: spent })
 
           // Foreign keys point at the renamed tables: a key of a known account goes in, of an unknown one not.
           const sql = yield* SqlClient.SqlClient

@@ -134,7 +134,7 @@ describe("statements of one accepted submit", () => {
       "UPDATE accounts SET",
       "INSERT INTO ledger",
       "INSERT INTO spend_hourly",
-      "SELECT COALESCE(SUM(CASE WHEN",
+      "SELECT (SELECT COALESCE(SUM(net_micro_cents),",
       "SELECT window_ms, SUM(n)",
       "SELECT active_jobs AS",
       "INSERT INTO rate_windows",

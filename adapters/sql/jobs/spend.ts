@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
+import { ALL_DAYS } from "../migrations/0025_spend_daily.js"
 import { hourOf, type SpendCounts } from "../../../src/domain/spend.js"
 import { DbInt, decodeRows } from "../rows.js"
 import type { Tables } from "../tables.js"
@@ -69,8 +70,10 @@ export const rollupUpsert = (sql: SqlClient.SqlClient, t: Tables, row: RollupRow
 
 /**
  * The net spend (charges less refunds) of the account from `since.account`, and of its key from
- * `since.key`, in one read; 0 for what is not asked. Run as a statement of its own after the
- * charge took the account's lock, so on PostgreSQL it sees every submit committed before.
+ * `since.key`, from the daily totals (migration 0025): from 0, each key's total over every day;
+ * otherwise the days from `since`, a UTC midnight (`periodStart`). 0 for what is not asked. Run
+ * as a statement of its own after the charge took the account's lock, so on PostgreSQL it sees
+ * every submit committed before.
  */
 export const readSpent = (
   sql: SqlClient.SqlClient,
@@ -79,18 +82,18 @@ export const readSpent = (
   keyId: string | null,
   since: { readonly account?: number | undefined; readonly key?: number | undefined }
 ) => {
-  const net = sql.literal("charged_micro_cents - refunded_micro_cents")
-  const accountSpent = since.account === undefined ? sql`0` : sql`SUM(CASE WHEN hour >= ${since.account} THEN ${net} ELSE 0 END)`
-  const keySpent = since.key === undefined
-    ? sql`0`
-    : sql`SUM(CASE WHEN key_id = ${keyId ?? NO_KEY} AND hour >= ${since.key} THEN ${net} ELSE 0 END)`
-  const from = Math.min(since.account ?? Number.MAX_SAFE_INTEGER, since.key ?? Number.MAX_SAFE_INTEGER)
-  return sql`SELECT COALESCE(${accountSpent}, 0) AS account_spent, COALESCE(${keySpent}, 0) AS key_spent
-    FROM ${t.spend_hourly} WHERE account_id = ${accountId} AND hour >= ${from}`.pipe(
-    Effect.flatMap(decodeSpent),
-    Effect.map((rows) => ({
-      accountSpent: since.account === undefined ? null : rows[0]?.account_spent ?? 0,
-      keySpent: since.key === undefined ? null : rows[0]?.key_spent ?? 0
-    }))
-  )
+  const spent = (from: number | undefined, ofKey: Statement.Fragment) =>
+    from === undefined
+      ? sql`0`
+      : sql`(SELECT COALESCE(SUM(net_micro_cents), 0) FROM ${t.spend_daily} WHERE account_id = ${accountId} AND ${
+        from === 0 ? sql`day = ${ALL_DAYS}` : sql`day >= ${from}`
+      }${ofKey})`
+  return sql`SELECT ${spent(since.account, sql``)} AS account_spent, ${spent(since.key, sql` AND key_id = ${keyId ?? NO_KEY}`)} AS key_spent`
+    .pipe(
+      Effect.flatMap(decodeSpent),
+      Effect.map((rows) => ({
+        accountSpent: since.account === undefined ? null : rows[0]?.account_spent ?? 0,
+        keySpent: since.key === undefined ? null : rows[0]?.key_spent ?? 0
+      }))
+    )
 }
