@@ -161,7 +161,7 @@ export const makeSqlAdmin = Effect.gen(function*() {
     budgetSpend: ({ accountId, keyId, since }) => readSpent(sql, t, accountId, keyId, since).pipe(storeErrors("read budget spend")),
     stats: ({ from, limit, to }) =>
       Effect.all([
-        // Each status from its partial index (jobs_pending, jobs_leases).
+        // Each status from its partial index (jobs_pending; jobs_lease_order on PostgreSQL, jobs_leases on SQLite).
         sql`SELECT 'pending' AS status, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'pending'
           UNION ALL SELECT 'processing' AS status, COUNT(*) AS n FROM ${t.jobs} WHERE status = 'processing'`.pipe(
           Effect.flatMap(decodeCounts)

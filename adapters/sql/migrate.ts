@@ -25,6 +25,7 @@ import processingVersion from "./migrations/0022_processing_version.js"
 import webhookClaims from "./migrations/0023_webhook_claims.js"
 import webhookClaimKeys from "./migrations/0024_webhook_claim_keys.js"
 import spendDaily from "./migrations/0025_spend_daily.js"
+import leaseOrder from "./migrations/0026_lease_order.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -67,7 +68,8 @@ const migrate = Effect.gen(function*() {
       "0022_processing_version": processingVersion(t),
       "0023_webhook_claims": webhookClaims(t),
       "0024_webhook_claim_keys": webhookClaimKeys(t),
-      "0025_spend_daily": spendDaily(t)
+      "0025_spend_daily": spendDaily(t),
+      "0026_lease_order": leaseOrder(t)
     })
   })
 })

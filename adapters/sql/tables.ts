@@ -65,7 +65,8 @@ export const INDEXES = [
   "webhook_deliveries_leased",
   "webhook_deliveries_pending_account",
   "webhook_deliveries_due_at",
-  "webhook_deliveries_lease_at"
+  "webhook_deliveries_lease_at",
+  "jobs_lease_order"
 ] as const
 
 /** Triggers keeping each account's count of active jobs and its daily spend, and (PostgreSQL) their functions. */

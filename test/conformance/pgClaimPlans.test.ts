@@ -79,11 +79,54 @@ if (!pgUp) {
         expect(generic, where).toBe(3)
         const scans = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_jobs" && n["Node Type"] !== "ModifyTable")
         expect(scans.map((n) => `${n["Node Type"]} ${n["Index Name"]}`).sort(), where).toEqual([
-          "Index Scan genjobs_jobs_leases",
+          "Index Scan genjobs_jobs_lease_order",
           "Index Scan genjobs_jobs_pending",
           "Index Scan genjobs_jobs_pkey"
         ])
         expect(nodes(plan).some((n) => n["Node Type"] === "Sort"), where).toBe(false)
       })))
   })
+
+  /**
+   * 20,000 ended jobs ANALYZEd, then a tenth made processing (leases ahead, or all expired) and a
+   * tenth pending, not analyzed again: a burst of generations since autovacuum last looked. With
+   * 0005's lease index (expiry alone, partial on the status) PostgreSQL read every processing job
+   * from the status list's index and sorted them, for each claim.
+   */
+  const burstSinceAnalyze = (leasesFrom: "ahead" | "expired") =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* oneAccount
+      yield* sql`INSERT INTO genjobs_jobs (id, account_id, request_id, model, version, input, status, cost_micro_cents,
+          created_at, estimated_completion_at, attempts, fair_key, completed_at)
+        SELECT 'job_' || lpad(g::text, 6, '0'), 'acc_00001', 'req_' || g, 'm/' || (g % 4), 'v1', '{}', 'completed', 1000,
+          ${T0}::bigint + g, ${T0}::bigint + g, 1, g, ${T0}::bigint + g
+        FROM generate_series(0, ${JOBS - 1}) g`
+      yield* sql`ANALYZE genjobs_jobs`
+      yield* sql`ALTER TABLE genjobs_jobs SET (autovacuum_enabled = false)`
+      const lease = leasesFrom === "ahead" ? T0 + 600_000 : T0 - 600_000
+      yield* sql`UPDATE genjobs_jobs SET status = 'processing', completed_at = NULL, lease_owner = 'w',
+          lease_expires_at = ${lease}::bigint + fair_key WHERE fair_key % 10 = 1`
+      yield* sql`UPDATE genjobs_jobs SET status = 'pending', completed_at = NULL, attempts = 0 WHERE fair_key % 10 = 2`
+    })
+
+  for (const leasesFrom of ["ahead", "expired"] as const) {
+    const stale = planRuntime(burstSinceAnalyze(leasesFrom))
+    describe(`postgres: a claim reads leases in order whatever the statistics say (leases ${leasesFrom}, analyzed before)`, () => {
+      it.each([1, 24])("a claim of %i", (limit) =>
+        stale.runPromise(Effect.gen(function*() {
+          const jobs = yield* JobRepo
+          const statement = yield* sentStatement(jobs.claimBatch({ workerId: "w1", now: T0, leaseMs: 60_000, maxAttempts: 3, limit }))
+          const { plan } = yield* reuseOf(statement, 8)
+          const where = `plan of ${statement[0]}:\n${render(plan)}`
+          const scans = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_jobs" && n["Node Type"] !== "ModifyTable")
+          expect(scans.map((n) => `${n["Node Type"]} ${n["Index Name"]}`).sort(), where).toEqual([
+            "Index Scan genjobs_jobs_lease_order",
+            "Index Scan genjobs_jobs_pending",
+            "Index Scan genjobs_jobs_pkey"
+          ])
+          expect(nodes(plan).some((n) => n["Node Type"] === "Sort"), where).toBe(false)
+        })))
+    })
+  }
 }

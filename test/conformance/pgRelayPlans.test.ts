@@ -59,7 +59,7 @@ if (!pgUp) {
         const statement = expiredRead(yield* relayReads())
         const plan = yield* planOf(statement, run)
         const where = `${run} plan of ${statement[0]}:\n${render(plan)}`
-        const leases = nodes(plan).filter((n) => n["Index Name"] === "genjobs_jobs_leases")
+        const leases = nodes(plan).filter((n) => n["Index Name"] === "genjobs_jobs_lease_order")
         expect(leases, where).toHaveLength(1)
         expect(leases[0]!["Index Cond"], where).toMatch(/lease_expires_at <=/)
         expect(nodes(plan).some((n) => n["Node Type"] === "Seq Scan"), where).toBe(false)
