@@ -60,6 +60,26 @@ const reuseOf = ([text, params]: readonly [string, ReadonlyArray<unknown>], runs
     })).pipe(Effect.catchIf((e) => e === "rolled back", () => Effect.void), Effect.map(() => seen!))
   })
 
+/** The claim the store sends for `limit`, prepared and run 8 times: its runs on the generic plan, and its plan. */
+const claimReused = (limit: number) =>
+  Effect.gen(function*() {
+    const jobs = yield* JobRepo
+    const statement = yield* sentStatement(jobs.claimBatch({ workerId: "w1", now: T0, leaseMs: 60_000, maxAttempts: 3, limit }))
+    const { generic, plan } = yield* reuseOf(statement, 8)
+    return { generic, plan, where: `plan of ${statement[0]}:\n${render(plan)}` }
+  })
+
+/** Expired leases and pending jobs each read from their index in the claim's order, the rows by key: no sort. */
+const expectInOrder = (plan: PlanNode, where: string) => {
+  const scans = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_jobs" && n["Node Type"] !== "ModifyTable")
+  expect(scans.map((n) => `${n["Node Type"]} ${n["Index Name"]}`).sort(), where).toEqual([
+    "Index Scan genjobs_jobs_lease_order",
+    "Index Scan genjobs_jobs_pending",
+    "Index Scan genjobs_jobs_pkey"
+  ])
+  expect(nodes(plan).some((n) => n["Node Type"] === "Sort"), where).toBe(false)
+}
+
 if (!pgUp) {
   describe.skip("postgres: a claim's plan (server not reachable)", () => {
     it("keeps its prepared plan", () => undefined)
@@ -70,20 +90,11 @@ if (!pgUp) {
   describe("postgres: a claim keeps its prepared plan while the statistics count a backlog", () => {
     it.each([1, 24])("a claim of %i", (limit) =>
       runtime.runPromise(Effect.gen(function*() {
-        const jobs = yield* JobRepo
-        const statement = yield* sentStatement(jobs.claimBatch({ workerId: "w1", now: T0, leaseMs: 60_000, maxAttempts: 3, limit }))
-        const { generic, plan } = yield* reuseOf(statement, 8)
-        const where = `plan of ${statement[0]}:\n${render(plan)}`
+        const { generic, plan, where } = yield* claimReused(limit)
         // PostgreSQL makes a plan for each of the first five runs' values, then keeps the
         // generic one when it costs no more: the sixth, seventh and eighth runs.
         expect(generic, where).toBe(3)
-        const scans = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_jobs" && n["Node Type"] !== "ModifyTable")
-        expect(scans.map((n) => `${n["Node Type"]} ${n["Index Name"]}`).sort(), where).toEqual([
-          "Index Scan genjobs_jobs_lease_order",
-          "Index Scan genjobs_jobs_pending",
-          "Index Scan genjobs_jobs_pkey"
-        ])
-        expect(nodes(plan).some((n) => n["Node Type"] === "Sort"), where).toBe(false)
+        expectInOrder(plan, where)
       })))
   })
 
@@ -115,17 +126,8 @@ if (!pgUp) {
     describe(`postgres: a claim reads leases in order whatever the statistics say (leases ${leasesFrom}, analyzed before)`, () => {
       it.each([1, 24])("a claim of %i", (limit) =>
         stale.runPromise(Effect.gen(function*() {
-          const jobs = yield* JobRepo
-          const statement = yield* sentStatement(jobs.claimBatch({ workerId: "w1", now: T0, leaseMs: 60_000, maxAttempts: 3, limit }))
-          const { plan } = yield* reuseOf(statement, 8)
-          const where = `plan of ${statement[0]}:\n${render(plan)}`
-          const scans = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_jobs" && n["Node Type"] !== "ModifyTable")
-          expect(scans.map((n) => `${n["Node Type"]} ${n["Index Name"]}`).sort(), where).toEqual([
-            "Index Scan genjobs_jobs_lease_order",
-            "Index Scan genjobs_jobs_pending",
-            "Index Scan genjobs_jobs_pkey"
-          ])
-          expect(nodes(plan).some((n) => n["Node Type"] === "Sort"), where).toBe(false)
+          const { plan, where } = yield* claimReused(limit)
+          expectInOrder(plan, where)
         })))
     })
   }
