@@ -64,7 +64,9 @@ export const make = Effect.gen(function*() {
       const [stored, jobsInFlight, spent] = yield* Effect.all([
         accounts.get(account.id),
         accounts.activeJobs(account.id),
-        reads.budgetSpend({ accountId: account.id, keyId: key.id, since: { account: sinceOf(account.budget), key: sinceOf(key.budget) } })
+        account.budget == null && key.budget == null
+          ? Effect.succeed({ accountSpent: null, keySpent: null })
+          : reads.budgetSpend({ accountId: account.id, keyId: key.id, since: { account: sinceOf(account.budget), key: sinceOf(key.budget) } })
       ])
       const accountBudget = statusOf(account.budget, now, spent.accountSpent)
       const keyBudget = statusOf(key.budget, now, spent.keySpent)
