@@ -44,6 +44,23 @@ export const createSubmitGate = (sql: SqlClient.SqlClient, t: Tables, spendCheck
   Effect.gen(function*() {
     const declined = sql(submitDeclinedName(t.prefix))
     const raise = sql.literal(`RAISE EXCEPTION USING ERRCODE = '${SUBMIT_DECLINED_SQLSTATE}', MESSAGE = 'submit declined by its gate'`)
+    /** The gate's parameter `p_<window>_<name>`. */
+    const param = (window: "minute" | "day", name: "ms" | "bucket" | "most") => sql.literal(`p_${window}_${name}`)
+    /** Declines when the rate window already counts more than its bound. */
+    const windowCheck = (window: "minute" | "day") =>
+      sql`IF ${param(window, "ms")} IS NOT NULL THEN
+          SELECT COALESCE(SUM(n), 0) INTO counted FROM ${t.rate_windows}
+            WHERE account_id = p_account_id AND model = p_model AND version = p_version
+              AND window_ms = ${param(window, "ms")} AND oldest > p_now - ${param(window, "ms")};
+          IF counted > ${param(window, "most")} THEN ${raise}; END IF;
+        END IF;`
+    /** Counts the admitted submit in its bucket of the rate window. */
+    const windowCount = (window: "minute" | "day") =>
+      sql`IF ${param(window, "ms")} IS NOT NULL THEN
+          INSERT INTO ${t.rate_windows} AS r (account_id, model, version, window_ms, bucket, n, oldest)
+            VALUES (p_account_id, p_model, p_version, ${param(window, "ms")}, ${param(window, "bucket")}, 1, p_now)
+            ON CONFLICT (account_id, model, version, window_ms, bucket) DO UPDATE SET n = r.n + 1, oldest = LEAST(r.oldest, excluded.oldest);
+        END IF;`
     yield* sql`CREATE OR REPLACE FUNCTION ${declined}() RETURNS boolean LANGUAGE plpgsql AS $$
       BEGIN
         ${raise};
@@ -80,29 +97,11 @@ export const createSubmitGate = (sql: SqlClient.SqlClient, t: Tables, spendCheck
         -- The lock every charge of the account takes: what follows sees each submit admitted before.
         PERFORM 1 FROM ${t.accounts} WHERE id = p_account_id FOR UPDATE;
         IF NOT FOUND THEN ${raise}; END IF;
-        IF p_minute_ms IS NOT NULL THEN
-          SELECT COALESCE(SUM(n), 0) INTO counted FROM ${t.rate_windows}
-            WHERE account_id = p_account_id AND model = p_model AND version = p_version
-              AND window_ms = p_minute_ms AND oldest > p_now - p_minute_ms;
-          IF counted > p_minute_most THEN ${raise}; END IF;
-        END IF;
-        IF p_day_ms IS NOT NULL THEN
-          SELECT COALESCE(SUM(n), 0) INTO counted FROM ${t.rate_windows}
-            WHERE account_id = p_account_id AND model = p_model AND version = p_version
-              AND window_ms = p_day_ms AND oldest > p_now - p_day_ms;
-          IF counted > p_day_most THEN ${raise}; END IF;
-        END IF;
+        ${windowCheck("minute")}
+        ${windowCheck("day")}
         ${spendCheck(sql, t, raise)}
-        IF p_minute_ms IS NOT NULL THEN
-          INSERT INTO ${t.rate_windows} AS r (account_id, model, version, window_ms, bucket, n, oldest)
-            VALUES (p_account_id, p_model, p_version, p_minute_ms, p_minute_bucket, 1, p_now)
-            ON CONFLICT (account_id, model, version, window_ms, bucket) DO UPDATE SET n = r.n + 1, oldest = LEAST(r.oldest, excluded.oldest);
-        END IF;
-        IF p_day_ms IS NOT NULL THEN
-          INSERT INTO ${t.rate_windows} AS r (account_id, model, version, window_ms, bucket, n, oldest)
-            VALUES (p_account_id, p_model, p_version, p_day_ms, p_day_bucket, 1, p_now)
-            ON CONFLICT (account_id, model, version, window_ms, bucket) DO UPDATE SET n = r.n + 1, oldest = LEAST(r.oldest, excluded.oldest);
-        END IF;
+        ${windowCount("minute")}
+        ${windowCount("day")}
         RETURN QUERY SELECT true, NULL::text, NULL::text, NULL::bigint;
       END $$`
   })

@@ -8,6 +8,9 @@ export const ALL_DAYS = -1
 
 const DAY_MS = 86_400_000
 
+/** The start of the UTC day of an epoch-ms column, in SQL (periodStart's `day`). */
+const dayOf = (column: string) => `${column} - ${column} % ${DAY_MS}`
+
 /** The net of a rollup row (charges less refunds), in SQL over `row` (NEW or OLD). */
 const net = (row: string) => `${row}.charged_micro_cents - ${row}.refunded_micro_cents`
 
@@ -39,7 +42,7 @@ export default (t: Tables) => Effect.gen(function*() {
     net_micro_cents BIGINT NOT NULL,
     PRIMARY KEY (account_id, day, key_id)
   )`
-  const day = sql.literal(`NEW.hour - NEW.hour % ${DAY_MS}`)
+  const day = sql.literal(dayOf("NEW.hour"))
   const upsert = (added: string) =>
     sql`INSERT INTO ${t.spend_daily} AS d (account_id, key_id, day, net_micro_cents)
       VALUES (NEW.account_id, NEW.key_id, ${day}, ${sql.literal(added)}),
@@ -72,9 +75,9 @@ export default (t: Tables) => Effect.gen(function*() {
       })
   })
   const rollupNet = sql.literal("SUM(charged_micro_cents - refunded_micro_cents)")
+  const rollupDay = sql.literal(dayOf("hour"))
   yield* sql`INSERT INTO ${t.spend_daily} (account_id, key_id, day, net_micro_cents)
-    SELECT account_id, key_id, hour - hour % ${sql.literal(String(DAY_MS))}, ${rollupNet} FROM ${t.spend_hourly}
-    GROUP BY account_id, key_id, hour - hour % ${sql.literal(String(DAY_MS))}
+    SELECT account_id, key_id, ${rollupDay}, ${rollupNet} FROM ${t.spend_hourly} GROUP BY account_id, key_id, ${rollupDay}
     UNION ALL
     SELECT account_id, key_id, ${sql.literal(String(ALL_DAYS))}, ${rollupNet} FROM ${t.spend_hourly} GROUP BY account_id, key_id`
   yield* sql.onDialectOrElse({
