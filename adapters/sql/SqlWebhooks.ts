@@ -6,6 +6,7 @@ import type { AttemptOutcome, WebhookDeliveryRepo } from "../../src/ports/Webhoo
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { olderThan } from "./cursorFragments.js"
 import { indexedBy } from "./indexedBy.js"
+import { byId } from "./queue/lockOrder.js"
 import { statusFilter } from "./queue/statusFilter.js"
 import { DbInt, decodeRows, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -162,17 +163,48 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     )
 
   /**
-   * On SQLite the outcomes that attempts ask to record meanwhile go in one transaction: alone, each
-   * one's commit wrote its row's page and those of five indexes to the WAL (88 µs a delivery, a
-   * third of its cost). PostgreSQL writes each at once, in one round trip on a session of its own.
+   * PostgreSQL: the outcomes in one UPDATE over a JSON record set, each delivery found by its key
+   * (statusFilter, as the jobs' held writes find theirs) in id order, so two such writes never
+   * lock rows in opposite orders. The attempts go as text inside the set, so a receiver's NUL,
+   * which jsonb refuses, stays escaped in it.
    */
-  const recordAttempt: (record: AttemptRecord) => Effect.Effect<boolean, StoreError> = yield* sql.onDialectOrElse({
-    sqlite: () =>
-      makeWriteBatcher((records: ReadonlyArray<AttemptRecord>) =>
-        sql.withTransaction(Effect.forEach(records, recordOne)).pipe(storeErrors("record webhook attempts"))
-      ),
-    orElse: () => Effect.succeed((record: AttemptRecord) => recordOne(record).pipe(storeErrors("record webhook attempt")))
+  const recordManyPg = (records: ReadonlyArray<AttemptRecord>) =>
+    sql`WITH d AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(byId(records).map(({ attempt, id, outcome, workerId }) => ({
+      id,
+      workerId,
+      status: outcome.status,
+      attempt: JSON.stringify(attempt),
+      next_attempt_at: outcome.status === "pending" ? outcome.nextAttemptAt : null
+    })))}::jsonb) AS d(id text, "workerId" text, status text, attempt text, next_attempt_at bigint))
+      UPDATE ${t.webhook_deliveries} AS w SET
+        status = d.status,
+        attempts = substr(w.attempts, 1, length(w.attempts) - 1) || CASE WHEN w.attempts = '[]' THEN '' ELSE ',' END || d.attempt || ']',
+        next_attempt_at = d.next_attempt_at,
+        lease_owner = NULL,
+        lease_expires_at = NULL
+      FROM d WHERE w.id = d.id AND w.id = ANY(ARRAY(SELECT id FROM d)) AND ${statusFilter(sql, sql`w.status`)} = 'pending'
+        AND w.lease_owner = d."workerId"
+      RETURNING w.id`.pipe(
+      Effect.flatMap(decodeIds),
+      Effect.map((rows) => {
+        const written = new Set(rows.map((row) => row.id))
+        return records.map((record) => written.has(record.id))
+      })
+    )
+
+  /**
+   * The outcomes that attempts ask to record meanwhile go in one write. SQLite: one transaction,
+   * as alone each one's commit wrote its row's page and those of five indexes to the WAL (88 µs a
+   * delivery, a third of its cost). PostgreSQL: one statement; each alone took a round trip and
+   * a pooled session, and a claim's worth of attempts ending together queued for the pool
+   * (docs/decisions.md, "Webhook claims wait for the attempts on their way").
+   */
+  const recordMany: (records: ReadonlyArray<AttemptRecord>) => Effect.Effect<ReadonlyArray<boolean>, StoreError> = sql.onDialectOrElse({
+    pg: () => (records: ReadonlyArray<AttemptRecord>) => recordManyPg(records).pipe(storeErrors("record webhook attempts")),
+    orElse: () => (records: ReadonlyArray<AttemptRecord>) =>
+      sql.withTransaction(Effect.forEach(records, recordOne)).pipe(storeErrors("record webhook attempts"))
   })
+  const recordAttempt = yield* makeWriteBatcher(recordMany)
 
   const repo: WebhookDeliveryRepo["Service"] = {
     claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>

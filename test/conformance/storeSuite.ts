@@ -972,6 +972,36 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
         expect(Option.getOrThrow(yield* deliveries.get(first.id)).attempts).toEqual([odd, second, third])
       }))
 
+    test("records attempts asked for together, each only for its own lease holder", () =>
+      Effect.gen(function*() {
+        const deliveries = yield* WebhookDeliveryRepo
+        for (let i = 0; i < 5; i++) yield* finish(`https://hooks.genjobs.test/${i}`, "complete")
+        const claimed = yield* deliveries.claimDue({ workerId: "d1", now: T0 + 5, leaseMs: 30_000, maxPerAccount: 8, limit: 5 })
+        expect(claimed).toHaveLength(5)
+        const attempt = { attempt: 1, at: T0 + 6, statusCode: 500, error: "HTTP 500", durationMs: 3, responseBody: "a\u0000\"b\\]" }
+        const outcomes = [
+          { holder: "d1", outcome: { status: "sent" } },
+          { holder: "d1", outcome: { status: "pending", nextAttemptAt: T0 + 1_006 } },
+          { holder: "d2", outcome: { status: "sent" } },
+          { holder: "d1", outcome: { status: "failed" } },
+          { holder: "d1", outcome: { status: "pending", nextAttemptAt: T0 + 2_006 } }
+        ] as const
+        // At once, as the attempts of one claim end: a store that writes them in one batch answers each.
+        const recorded = yield* Effect.all(
+          claimed.map((d, i) => deliveries.recordAttempt(d.id, outcomes[i]!.holder, attempt, outcomes[i]!.outcome)),
+          { concurrency: "unbounded" }
+        )
+        expect(recorded).toEqual([true, true, false, true, true])
+        const stored = yield* Effect.forEach(claimed, (d) => Effect.map(deliveries.get(d.id), Option.getOrThrow))
+        expect(stored.map((d) => [d.status, d.nextAttemptAt, d.leaseOwner, d.attempts])).toEqual([
+          ["sent", null, null, [attempt]],
+          ["pending", T0 + 1_006, null, [attempt]],
+          ["pending", claimed[2]!.nextAttemptAt, "d1", []],
+          ["failed", null, null, [attempt]],
+          ["pending", T0 + 2_006, null, [attempt]]
+        ])
+      }))
+
     test("lists an account's deliveries newest first and retries failed ones only", () =>
       Effect.gen(function*() {
         const deliveries = yield* WebhookDeliveryRepo

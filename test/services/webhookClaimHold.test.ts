@@ -1,0 +1,127 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Option, Queue } from "effect"
+import { TestClock } from "effect/testing"
+import type { WebhookDelivery } from "../../src/domain/webhook.js"
+import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
+import { defaultEngineSettings } from "../../src/services/EngineConfig.js"
+import type { DispatchDeps } from "../../src/services/webhookDispatch/deps.js"
+import { start } from "../../src/services/webhookDispatch/start.js"
+
+/**
+ * How a dispatcher sizes its claims. A claim costs about the same whatever it takes (on
+ * PostgreSQL, its round trips under the claims' lock), so through a backlog each claim should
+ * carry every slot the attempts of the last one free, not the first slot freed and then the rest.
+ * Claims here take CLAIM_MS of the test clock; an attempt's send takes the milliseconds its URL
+ * names.
+ */
+const CLAIM_MS = 10
+
+const delivery = (id: string, sendMs: number): WebhookDelivery => ({
+  id,
+  jobId: `job_${id}`,
+  accountId: "acc_1",
+  url: `http://127.0.0.1/${sendMs}`,
+  payload: "{}",
+  status: "pending",
+  attempts: [],
+  nextAttemptAt: 0,
+  leaseOwner: "whd_test",
+  leaseExpiresAt: 60_000,
+  createdAt: 0
+})
+
+interface Claimed {
+  readonly at: number
+  readonly asked: number
+  readonly got: number
+}
+
+/** A dispatcher's dependencies over a backlog (`take` answers each claim's deliveries), and what each claim asked and got. */
+const dispatching = Effect.gen(function*() {
+  const claims: Array<Claimed> = []
+  const signals = yield* Queue.sliding<void>(1)
+  let backlog: Array<WebhookDelivery> = []
+  const deliveries = {
+    nextAttemptAfter: () => Effect.succeed(Option.none<number>()),
+    recordAttempt: () => Effect.succeed(true)
+  } as Partial<WebhookDeliveryRepo["Service"]> as WebhookDeliveryRepo["Service"]
+  const deps: DispatchDeps = {
+    deliveries,
+    signingAccount: () => Effect.succeed(Option.none()),
+    sender: {
+      send: (request) =>
+        Effect.as(Effect.sleep(Number(new URL(request.url).pathname.slice(1))), { statusCode: 200, retryAfter: undefined, body: "" })
+    },
+    signal: {
+      notify: Queue.offer(signals, undefined),
+      wait: (maxMs) => Effect.asVoid(Effect.timeoutOption(Queue.take(signals), maxMs))
+    },
+    config: defaultEngineSettings,
+    leaseMs: 60_000,
+    claim: (_workerId, limit) =>
+      Effect.gen(function*() {
+        const at = yield* Clock.currentTimeMillis
+        yield* Effect.sleep(CLAIM_MS)
+        const taken = backlog.slice(0, limit)
+        backlog = backlog.slice(limit)
+        claims.push({ at, asked: limit, got: taken.length })
+        return taken
+      })
+  }
+  /** Deliveries due from the start, before the dispatcher runs. */
+  const seed = (due: ReadonlyArray<WebhookDelivery>) => Effect.sync(() => (backlog = [...due]))
+  /** A delivery that fell due meanwhile, signalled as a job's ending signals it. */
+  const add = (more: ReadonlyArray<WebhookDelivery>) =>
+    Effect.andThen(Effect.sync(() => (backlog = [...backlog, ...more])), deps.signal.notify)
+  return { add, claims, deps, seed }
+})
+
+const run = (ms: number) => Effect.forEach(Array.from({ length: ms }), () => TestClock.adjust(1), { discard: true })
+
+describe("webhook dispatcher claims", () => {
+  it.effect("through a backlog, each claim takes every slot the last claim's attempts freed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { claims, deps, seed } = yield* dispatching
+      // Each claim's four attempts end 1, 2, 3 and 4 ms after it.
+      yield* seed(Array.from({ length: 40 }, (_, i) => delivery(`d${i}`, 1 + (i % 4))))
+      yield* start(deps)(4)
+      yield* run(300)
+      // Claiming at the first free slot, the claims took 4, 1, 3, 1, 3, ...: two claims a round.
+      expect(claims.slice(0, 11).map((c) => [c.asked, c.got])).toEqual([
+        ...Array.from({ length: 10 }, () => [4, 4]),
+        [4, 0]
+      ])
+      // Each claim waited for the last one's attempts: the slowest ends 4 ms after its claim.
+      expect(claims.slice(1, 10).map((c, i) => c.at - claims[i]!.at)).toEqual(Array.from({ length: 9 }, () => CLAIM_MS + 4))
+    })))
+
+  it.effect("waits no longer than the last claim took, for attempts slower than that", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { claims, deps, seed } = yield* dispatching
+      // Three attempts of each claim end 1 ms after it, the fourth 200 ms after.
+      yield* seed(Array.from({ length: 8 }, (_, i) => delivery(`d${i}`, i % 4 === 3 ? 200 : 1)))
+      yield* start(deps)(4)
+      // Every attempt ends before the scope closes (its close waits for them).
+      yield* run(300)
+      // The three freed slots, 1 ms after the first claim, wait as long as it took, not for the fourth.
+      expect(claims.slice(0, 2)).toEqual([
+        { at: 0, asked: 4, got: 4 },
+        { at: CLAIM_MS + 1 + CLAIM_MS, asked: 3, got: 3 }
+      ])
+    })))
+
+  it.effect("claims at once when the last claim found fewer due than it asked for", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { add, claims, deps, seed } = yield* dispatching
+      yield* seed([delivery("d0", 100), delivery("d1", 100)])
+      yield* start(deps)(4)
+      yield* run(30)
+      // Two attempts on their way; a new delivery is claimed as it is signalled, not after them.
+      yield* add([delivery("d2", 1)])
+      yield* run(200)
+      expect(claims.slice(0, 2)).toEqual([
+        { at: 0, asked: 4, got: 2 },
+        { at: 30, asked: 2, got: 1 }
+      ])
+    })))
+})
