@@ -27,6 +27,7 @@ import { serverRss } from "./serverRss.js"
 import { sqlClientFloor } from "./sqlClientFloor.js"
 import { sqliteDrain } from "./sqliteDrain.js"
 import { webhookClaim } from "./webhookClaim.js"
+import { webhookDispatchFloor } from "./webhookDispatchFloor.js"
 import { webhookDrain } from "./webhookDrain.js"
 
 const figures: Record<string, () => Promise<void>> = {
@@ -43,6 +44,7 @@ const figures: Record<string, () => Promise<void>> = {
   claim_cost: claimCost,
   webhook_claim: webhookClaim,
   webhook_drain: webhookDrain,
+  webhook_dispatch_floor: webhookDispatchFloor,
   server_rss: serverRss,
   event_streams: eventStreams,
   in_process: inProcess,

@@ -1,26 +1,51 @@
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Option, Queue, type Scope } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { WebhookDelivery } from "../../domain/webhook.js"
-import { attempt } from "./attempt.js"
+import { conclude, pastDeadline, prepare, type Prepared } from "./attempt.js"
 import type { DispatchDeps } from "./deps.js"
 
 /** The longest a claim waits for the attempts on their way (see `hold`). */
 export const HOLD_MAX_MS = 20
 
+/** A long-lived fiber that runs claimed deliveries' attempts one after the other. */
+interface Runner {
+  fiber: Fiber.Fiber<void> | undefined
+  /** Set when its attempt passed the deadline: it takes no other, and another runner took its place. */
+  retired: boolean
+}
+
+/** An attempt on its way to its receiver: data the deadline keeper reads, not a fiber or a race. */
+interface Sending {
+  readonly deadline: number
+  readonly runner: Runner
+  readonly delivery: WebhookDelivery
+  readonly prepared: Prepared
+  /** Set once, by the first of the answer (its runner) and the deadline (the keeper). */
+  settled: boolean
+}
+
 /**
- * Up to `concurrency` attempts in flight in the current scope: one claimer leases due
- * deliveries (fairly across accounts, see claimDue), in one claim for every slot free, and runs
- * each in its own fiber. Idle, it sleeps until the next attempt falls due, a signal, a finished
- * attempt (which may free an account at its cap) or the poll interval, whichever is first.
- * Closing the scope stops claiming and lets attempts in flight finish (each is bounded by the
- * deadline).
+ * Up to `concurrency` attempts in flight in the current scope. One claimer leases due
+ * deliveries (fairly across accounts, see claimDue), in one claim for every slot free, and hands
+ * them to `concurrency` long-lived runner fibers. Idle, it sleeps until the next attempt falls
+ * due, a signal, a finished attempt (which may free an account at its cap) or the poll
+ * interval, whichever is first. Closing the scope stops claiming and lets attempts in flight
+ * finish (each is bounded by the deadline).
+ *
+ * A delivery is data all the way: no fiber, race or scope per attempt. The deadline is kept by
+ * one keeper fiber over the attempts on their way, in the order they began (each has the same
+ * deadline after its start): one that reaches it is recorded as timed out by a runner started in
+ * its runner's place, and its runner is interrupted without being waited for, so a sender that
+ * ignores interruption finishes in the background, as before, and is never recorded.
  */
 export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { claim, config, deliveries, leaseMs, signal } = deps
+    const { claim, config, deliveries, leaseMs, sender, signal } = deps
+    const deadlineMs = config.webhookDeadlineMs
     const stopping = yield* Deferred.make<void>()
     const finished = yield* Queue.sliding<void>(1)
-    const inFlight = yield* FiberSet.make()
+    const ready = yield* Queue.unbounded<WebhookDelivery>()
+    const enrolled = yield* Queue.sliding<void>(1)
     const workerId = `whd_${randomBytes(6).toString("hex")}`
     const poll = config.pollIntervalMs
     /** Attempts claimed and not yet recorded: a slot is free while fewer than `concurrency`. */
@@ -30,6 +55,12 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
     let lastClaimFull = false
     /** Set as the scope closes: no claim starts after it, and no wait for a slot or a hold outlasts it. */
     let stopped = false
+    const runners = new Set<Runner>()
+    /**
+     * The attempts on their way, in the order they began, so in the order of their deadlines (a
+     * Set keeps its order): each leaves it as it is answered, so it holds what is in flight.
+     */
+    const sending = new Set<Sending>()
 
     const idle = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
@@ -38,16 +69,69 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
       yield* Effect.raceAll([signal.wait(ms), Queue.take(finished), Deferred.await(stopping)])
     })
 
-    const run = (delivery: WebhookDelivery) =>
-      attempt(deps, delivery).pipe(
+    /** `attempt`'s end, whatever it was: its slot back, and the claimer told. Not for a retired runner's. */
+    const settle = (me: Runner, delivery: WebhookDelivery, attempt: Effect.Effect<void, unknown>) =>
+      attempt.pipe(
         Effect.catchCause((cause) =>
           Effect.logError("webhook attempt could not be recorded", { deliveryId: delivery.id }, Cause.pretty(cause))
         ),
-        Effect.ensuring(Effect.suspend(() => {
+        Effect.andThen(Effect.suspend(() => {
+          if (me.retired) return Effect.void
           running--
           return Queue.offer(finished, undefined)
         }))
       )
+
+    /** Sign, send, record; the deadline is the keeper's. Returns without recording once the keeper took it. */
+    const attempt = Effect.fnUntraced(function*(me: Runner, delivery: WebhookDelivery) {
+      const prepared = yield* prepare(deps, delivery)
+      const entry: Sending = { deadline: prepared.at + deadlineMs, runner: me, delivery, prepared, settled: false }
+      sending.add(entry)
+      if (sending.size === 1) yield* Queue.offer(enrolled, undefined)
+      const result = yield* Effect.result(sender.send(prepared.request))
+      if (entry.settled) return
+      entry.settled = true
+      sending.delete(entry)
+      yield* conclude(deps, delivery, prepared, result)
+    })
+
+    const runner = (me: Runner, first: ((me: Runner) => Effect.Effect<void>) | undefined) =>
+      Effect.gen(function*() {
+        if (first !== undefined) yield* first(me)
+        while (!me.retired) {
+          const delivery = yield* Queue.take(ready)
+          yield* settle(me, delivery, attempt(me, delivery))
+        }
+      })
+
+    /** A runner in the dispatcher's scope's care (interrupted without waiting when it closes), doing `first` before it takes deliveries. */
+    const spawn = (first?: (me: Runner) => Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        const me: Runner = { fiber: undefined, retired: false }
+        runners.add(me)
+        me.fiber = yield* Effect.forkDetach(Effect.ensuring(runner(me, first), Effect.sync(() => runners.delete(me))))
+      })
+
+    /** The attempt `entry` reached its deadline: recorded as such by a new runner, its own runner retired and interrupted. */
+    const pastItsDeadline = (entry: Sending) =>
+      Effect.suspend(() => {
+        entry.settled = true
+        const old = entry.runner
+        old.retired = true
+        old.fiber?.interruptUnsafe()
+        // The retired runner's slot and claimer wake-up are the new one's, after its record.
+        return spawn((heir) => settle(heir, entry.delivery, conclude(deps, entry.delivery, entry.prepared, pastDeadline(deadlineMs))))
+      })
+
+    /** Waits for the first attempt's deadline (or for an attempt to begin), and times out the attempts that reached theirs. */
+    const keeper = Effect.forever(Effect.gen(function*() {
+      const first: Sending | undefined = sending.values().next().value
+      if (first === undefined) return yield* Queue.take(enrolled)
+      const now = yield* Clock.currentTimeMillis
+      if (first.deadline > now) return yield* Effect.sleep(Duration.millis(first.deadline - now))
+      sending.delete(first)
+      yield* pastItsDeadline(first)
+    }))
 
     /** Returns once `done` holds, looking again after each finished attempt (and at the close, which offers one too). */
     const until = (done: () => boolean): Effect.Effect<void> =>
@@ -88,7 +172,7 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         yield* Effect.sleep(Duration.millis(poll)).pipe(Effect.raceFirst(Deferred.await(stopping)))
         return true
       }
-      for (const delivery of exit.value) yield* FiberSet.run(inFlight, run(delivery))
+      yield* Queue.offerAll(ready, exit.value)
       if (exit.value.length < free) {
         running -= free - exit.value.length
         yield* idle
@@ -96,17 +180,21 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
       return true
     })
 
-    const fiber = yield* Effect.forkScoped(Effect.repeat(claimOnce, { while: (goOn) => goOn }))
+    for (let i = 0; i < concurrency; i++) yield* spawn()
+    yield* Effect.forkScoped(keeper)
+    const claimer = yield* Effect.forkScoped(Effect.repeat(claimOnce, { while: (goOn) => goOn }))
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => (stopped = true)).pipe(
         Effect.andThen(Deferred.succeed(stopping, undefined)),
         // Wakes the claimer where it waits for a slot or holds.
         Effect.andThen(Queue.offer(finished, undefined)),
-        Effect.andThen(Fiber.await(fiber)),
+        Effect.andThen(Fiber.await(claimer)),
         // No attempt left running means every attempt in flight has been recorded.
         Effect.andThen(until(() => running === 0)),
         Effect.timeout(Duration.millis(leaseMs)),
-        Effect.ignore
+        Effect.ignore,
+        // Idle runners, and retired ones still held by a sender that ignores interruption: not waited for.
+        Effect.ensuring(Effect.sync(() => runners.forEach((r) => r.fiber?.interruptUnsafe())))
       )
     )
   })

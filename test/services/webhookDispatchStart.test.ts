@@ -6,9 +6,10 @@ import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js
 import { defaultEngineSettings } from "../../src/services/EngineConfig.js"
 import type { DispatchDeps } from "../../src/services/webhookDispatch/deps.js"
 import { start } from "../../src/services/webhookDispatch/start.js"
+import { startedFibers } from "../support/fiberCount.js"
 
 /**
- * How a dispatcher sizes its claims. A claim costs about the same whatever it takes (on
+ * How a dispatcher runs: its claims' size, its attempts' fibers. How a dispatcher sizes its claims. A claim costs about the same whatever it takes (on
  * PostgreSQL, its round trips under the claims' lock), so through a backlog each claim should
  * carry every slot the attempts of the last one free, not the first slot freed and then the rest.
  * Claims here take CLAIM_MS of the test clock; an attempt's send takes the milliseconds its URL
@@ -124,4 +125,28 @@ describe("webhook dispatcher claims", () => {
         { at: 30, asked: 2, got: 1 }
       ])
     })))
+
+  /** The fibers a dispatcher of 16 slots starts to send `n` deliveries, each answered in 1 ms. */
+  const fibersToSend = (n: number) =>
+    Effect.scoped(Effect.gen(function*() {
+      const { claims, deps, seed } = yield* dispatching
+      yield* seed(Array.from({ length: n }, (_, i) => delivery(`d${i}`, 1)))
+      const { count, counter } = startedFibers()
+      yield* start(deps)(16).pipe(count)
+      while (claims.reduce((sum, c) => sum + c.got, 0) < n) yield* run(10)
+      // The last attempts end, and the claim that finds nothing due: the claimer then waits idle.
+      yield* run(30)
+      return counter.started
+    }))
+
+  it.effect("sends 400 deliveries on the fibers it sends 40 on, but for the claims' holds: an attempt is data on a runner", () =>
+    Effect.gen(function*() {
+      const few = yield* fibersToSend(40)
+      const many = yield* fibersToSend(400)
+      // The 16 runners, the keeper and the claimer; then each claim's hold (a wait for the last
+      // claim's attempts bounded by a timer, two fibers) and the waits once nothing is due. With a
+      // fiber per attempt and a race for its deadline it was four more a delivery.
+      expect(few).toBeGreaterThanOrEqual(18)
+      expect(many - few).toBeLessThan((400 - 40) / 4)
+    }))
 })
