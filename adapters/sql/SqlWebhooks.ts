@@ -200,7 +200,12 @@ export const makeSqlWebhooks = Effect.gen(function*() {
    * (docs/decisions.md, "Webhook claims wait for the attempts on their way").
    */
   const recordMany: (records: ReadonlyArray<AttemptRecord>) => Effect.Effect<ReadonlyArray<boolean>, StoreError> = sql.onDialectOrElse({
-    pg: () => (records: ReadonlyArray<AttemptRecord>) => recordManyPg(records).pipe(storeErrors("record webhook attempts")),
+    // A delivery named twice in one UPDATE ... FROM is written once but found twice: such a batch
+    // goes one statement a record, so the second finds the lease given up.
+    pg: () => (records: ReadonlyArray<AttemptRecord>) =>
+      (new Set(records.map((record) => record.id)).size === records.length
+        ? recordManyPg(records)
+        : Effect.forEach(records, recordOne)).pipe(storeErrors("record webhook attempts")),
     orElse: () => (records: ReadonlyArray<AttemptRecord>) =>
       sql.withTransaction(Effect.forEach(records, recordOne)).pipe(storeErrors("record webhook attempts"))
   })

@@ -1000,6 +1000,15 @@ export const runStoreConformance = (name: string, makeLayer: () => Layer.Layer<S
           ["failed", null, null, [attempt]],
           ["pending", T0 + 2_006, null, [attempt]]
         ])
+        // One delivery's outcome asked for twice at once, after another's (so a batching store
+        // writes the two in one batch): recorded once.
+        const [twice, other] = yield* deliveries.claimDue({ workerId: "d3", now: T0 + 2_006, leaseMs: 30_000, maxPerAccount: 8, limit: 5 })
+        const again = yield* Effect.all(
+          [other!, twice!, twice!].map((d) => deliveries.recordAttempt(d.id, "d3", attempt, { status: "sent" })),
+          { concurrency: "unbounded" }
+        )
+        expect([again[0], again[1]! !== again[2]!]).toEqual([true, true])
+        expect(Option.getOrThrow(yield* deliveries.get(twice!.id)).attempts).toHaveLength(2)
       }))
 
     test("lists an account's deliveries newest first and retries failed ones only", () =>
