@@ -6,7 +6,7 @@ import type { AttemptOutcome, WebhookDeliveryRepo } from "../../src/ports/Webhoo
 import { makeWriteBatcher } from "../../src/services/writeBatcher.js"
 import { olderThan } from "./cursorFragments.js"
 import { indexedBy } from "./indexedBy.js"
-import { byId } from "./queue/lockOrder.js"
+import { byId, listedInPg } from "./queue/lockOrder.js"
 import { statusFilter } from "./queue/statusFilter.js"
 import { DbInt, decodeRows, DeliveryRow, storeErrors, toDelivery } from "./rows.js"
 import { SqlTables } from "./tables.js"
@@ -164,7 +164,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
 
   /**
    * PostgreSQL: the outcomes in one UPDATE over a JSON record set, each delivery found by its key
-   * (statusFilter, as the jobs' held writes find theirs) in id order, so two such writes never
+   * (listedInPg, as the jobs' held writes find theirs) in id order, so two such writes never
    * lock rows in opposite orders. The attempts go as text inside the set, so a receiver's NUL,
    * which jsonb refuses, stays escaped in it.
    */
@@ -182,8 +182,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         next_attempt_at = d.next_attempt_at,
         lease_owner = NULL,
         lease_expires_at = NULL
-      FROM d WHERE w.id = d.id AND w.id = ANY(ARRAY(SELECT id FROM d)) AND ${statusFilter(sql, sql`w.status`)} = 'pending'
-        AND w.lease_owner = d."workerId"
+      FROM d WHERE ${listedInPg(sql, "w", "d", "pending")} AND w.lease_owner = d."workerId"
       RETURNING w.id`.pipe(
       Effect.flatMap(decodeIds),
       Effect.map((rows) => {

@@ -24,5 +24,12 @@ export const DEADLOCK_RETRIES = 3
  * every processing job, and every entry an index keeps for jobs ended since the last vacuum.
  * `statusFilter` keeps the status a filter on the rows found by id.
  */
-export const heldInPg = (sql: SqlClient.SqlClient, d: string) =>
-  sql`j.id = ${sql(d)}.id AND j.id = ANY(ARRAY(SELECT id FROM ${sql(d)})) AND ${statusFilter(sql, sql`j.status`)} = 'processing'`
+export const heldInPg = (sql: SqlClient.SqlClient, d: string) => listedInPg(sql, "j", d, "processing")
+
+/**
+ * PostgreSQL: row `row` (a table's alias) is one of the record set `d`, found by its primary key,
+ * and still in `status` (`statusFilter`: a filter on the rows found, never an index's range), for
+ * the reasons `heldInPg` gives; the webhook outcomes' batch finds its deliveries the same way.
+ */
+export const listedInPg = (sql: SqlClient.SqlClient, row: string, d: string, status: "processing" | "pending") =>
+  sql`${sql.literal(row)}.id = ${sql(d)}.id AND ${sql.literal(row)}.id = ANY(ARRAY(SELECT id FROM ${sql(d)})) AND ${statusFilter(sql, sql.literal(`${row}.status`))} = ${sql.literal(`'${status}'`)}`
