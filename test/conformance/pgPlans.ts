@@ -24,6 +24,7 @@ const literal = (value: unknown) => typeof value === "number" ? String(value) : 
 export type PlanNode = {
   readonly "Node Type": string
   readonly "Relation Name"?: string
+  readonly Alias?: string
   readonly "Index Name"?: string
   readonly "Index Cond"?: string
   readonly Filter?: string

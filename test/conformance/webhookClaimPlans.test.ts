@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { makeSqlWebhooks } from "../../adapters/sql/SqlWebhooks.js"
 import { layerSqlTables } from "../../adapters/sql/tables.js"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
@@ -45,6 +45,10 @@ const seedRows = (sql: SqlClient.SqlClient) =>
       FROM g`
   })
 
+/** The leases the claims and the plans' EXECUTEs took, given back: each case claims from the seed as it was. */
+const givenBack = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql`UPDATE genjobs_webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = 'w'`)
+
 /**
  * What a claim of up to 4 at T0 + DUE (every delivery due, the 3 leases live) sends, and whose
  * deliveries it took: the other account's, then the one the busy account has room for.
@@ -55,11 +59,20 @@ const claimSent = Effect.gen(function*() {
     Effect.map(deliveries.claimDue({ workerId: "w", now: T0 + DUE, leaseMs: 30_000, maxPerAccount: 4, limit: 4 }), (claimed) => {
       taken = claimed.map((d) => d.accountId)
     })))
-  // The leases given back: each case claims from the seed as it was.
-  yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`UPDATE genjobs_webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = 'w'`)
+  yield* givenBack
   return { sent, taken }
 })
+
+/**
+ * The reads a claim sent, by kind: a repo's first claim reads the first due deliveries (the head),
+ * which here do not decide it (the busy account's backlog fills them), then walks account by
+ * account; the walk went through two or eight accounts, so each claim after it walks at once.
+ */
+const readsOf = (sent: ReadonlyArray<readonly [string, ReadonlyArray<unknown>]>) =>
+  sent.filter(([text]) => text.startsWith("WITH")).map((statement) => ({
+    kind: statement[0].startsWith("WITH RECURSIVE") ? "walk" as const : "head" as const,
+    statement
+  }))
 
 describe("sqlite: a webhook claim beside 100,000 due deliveries", () => {
   const runtime = sqlitePlanRuntime("webhook-claim-plans")
@@ -86,9 +99,9 @@ describe("sqlite: a webhook claim beside 100,000 due deliveries", () => {
         "SEARCH p USING INDEX genjobs_webhook_deliveries_pending_account (account_id=? AND next_attempt_at>? AND next_attempt_at<?)"
       ])
       // Sorts of what was read, none of the backlog: the first due deliveries' places and picks
-      // (64 at most), the picks in order, and each waiting account's next few.
+      // (64 at most), the picks numbered in order and in that order, and each waiting account's next few.
       expect(plan.filter((line) => line.includes("TEMP B-TREE") && !line.includes("GROUP BY") && !line.includes("LAST TERM")), plan.join("\n"))
-        .toEqual(Array(4).fill("USE TEMP B-TREE FOR ORDER BY"))
+        .toEqual(Array(5).fill("USE TEMP B-TREE FOR ORDER BY"))
     })))
 })
 
@@ -124,17 +137,18 @@ if (!pgUp) {
       runtime.runPromise(Effect.gen(function*() {
         const { sent, taken } = yield* claimSent
         expect(taken).toEqual(["acc_idle", "acc_busy"])
-        const [head, byAccount] = sent.filter(([text]) => text.startsWith("WITH"))
-        expect(byAccount, sent.map(([text]) => text).join("\n")).toBeDefined()
-        for (const statement of [head!, byAccount!]) {
+        const claimReads = readsOf(sent)
+        expect(claimReads.map(({ kind }) => kind), sent.map(([text]) => text).join("\n")).toEqual(run === "first" ? ["head", "walk"] : ["walk"])
+        for (const { kind, statement } of claimReads) {
           const plan = yield* planOf(statement, run)
           const where = `${run} plan of ${statement[0]}:\n${render(plan)}`
           expect(reads(plan).filter((r) => r.startsWith("Seq Scan") || r.endsWith("genjobs_webhook_deliveries_status")), where).toEqual([])
           // No sort takes every due delivery: the due index is read in order, under a limit.
           const dueReads = nodes(plan).filter((n) => n["Index Name"] === "genjobs_webhook_deliveries_due_at")
-          expect(dueReads.length, where).toBe(statement === head ? 1 : 0)
+          expect(dueReads.length, where).toBe(kind === "head" ? 1 : 0)
           expect(dueReads.every((n) => underLimit(plan).includes(n)), where).toBe(true)
         }
+        yield* givenBack
       })))
   })
 
@@ -183,37 +197,94 @@ if (!pgUp) {
             status: "pending",
             nextAttemptAt: T0 + BACKLOG + 1_000
           }))))
-        yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        // The leases and the outcome given back, after the claim and after the plans' EXECUTEs.
+        const reset = Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql`UPDATE genjobs_webhook_deliveries SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, attempts = '[]',
             next_attempt_at = ${T0} + substr(id, 5)::int WHERE lease_owner = 'w' OR id = 'whd_24'`)
-        // The first due deliveries read in the claim's order under its limit, none sorted; the
-        // leases from their own index. With the status in those indexes (0002's and 0023's) these
-        // statistics read every pending delivery for each (migration 0024).
-        const [head] = sent.filter(([text]) => text.startsWith("WITH busy"))
-        const headPlan = yield* planOf(head!, run)
-        const headWhere = `${run} plan of the first due:\n${render(headPlan)}`
-        expect([...new Set(nodes(headPlan).flatMap((n) => n["Index Name"] ?? []))].sort(), headWhere).toEqual([
-          "genjobs_webhook_deliveries_due_at",
-          "genjobs_webhook_deliveries_lease_at",
-          "genjobs_webhook_deliveries_pkey"
-        ])
-        const limitOverDue = nodes(headPlan).some((n) =>
-          n["Node Type"] === "Limit" && (n.Plans ?? []).some((child) => child["Index Name"] === "genjobs_webhook_deliveries_due_at")
-        )
-        expect(limitOverDue, headWhere).toBe(true)
-        const byAccount = sent.filter(([text]) => text.startsWith("WITH RECURSIVE"))
-        // The lease's UPDATE, and the outcome's, which writes a batch of them from a record set.
-        const writes = [...sent, ...recorded].filter(([text]) => text.startsWith("UPDATE") || text.startsWith("WITH d AS"))
-        expect([byAccount.length, writes.length], [...sent, ...recorded].map(([text]) => text).join("\n")).toEqual([1, 2])
-        for (const statement of [...byAccount, ...writes]) {
+        yield* reset
+        const claimReads = readsOf(sent)
+        expect(claimReads.map(({ kind }) => kind), sent.map(([text]) => text).join("\n")).toEqual(run === "first" ? ["head", "walk"] : ["walk"])
+        for (const { kind, statement } of claimReads) {
           const plan = yield* planOf(statement, run)
           const where = `${run} plan of ${statement[0]}:\n${render(plan)}`
           expect(reads(plan).filter((r) => r.startsWith("Seq Scan")), where).toEqual([])
-          // The writes read the table through its primary key and no other index.
-          if (writes.includes(statement)) {
-            expect(nodes(plan).flatMap((n) => n["Index Name"] ?? []), where).toEqual(["genjobs_webhook_deliveries_pkey"])
+          if (kind === "head") {
+            // The first due deliveries read in the claim's order under its limit, none sorted; the
+            // leases from their own index. With the status in those indexes (0002's and 0023's)
+            // these statistics read every pending delivery for each (migration 0024).
+            expect([...new Set(nodes(plan).flatMap((n) => n["Index Name"] ?? []))].sort(), where).toEqual([
+              "genjobs_webhook_deliveries_due_at",
+              "genjobs_webhook_deliveries_lease_at",
+              "genjobs_webhook_deliveries_pkey"
+            ])
+            const limitOverDue = nodes(plan).some((n) =>
+              n["Node Type"] === "Limit" && (n.Plans ?? []).some((child) => child["Index Name"] === "genjobs_webhook_deliveries_due_at")
+            )
+            expect(limitOverDue, where).toBe(true)
+          } else {
+            // The walk's lease finds each delivery it picked by its key (an index scan, or a bitmap
+            // of one), never by a scan of the table hashed against the picks.
+            const leaseReads = nodes(plan).filter((n) => n.Alias === "w" && n["Node Type"] !== "ModifyTable")
+            expect(leaseReads.map((n) => nodes(n).flatMap((m) => m["Index Name"] ?? []).join() || n["Node Type"]), where)
+              .toEqual(["genjobs_webhook_deliveries_pkey"])
+            // Its key's range is the list of picks itself, not each pick joined in turn: joined, other
+            // statistics hashed the picks against a scan of every delivery (adapters/sql/SqlWebhooks.ts).
+            expect(leaseReads.flatMap((n) => nodes(n).flatMap((m) => m["Index Cond"] ?? [])), where).toEqual([expect.stringContaining("ANY")])
           }
         }
+        // The outcome's write, a batch of them from a record set, reads the table through its
+        // primary key and no other index.
+        const writes = recorded.filter(([text]) => text.startsWith("WITH d AS"))
+        expect(writes.length, recorded.map(([text]) => text).join("\n")).toBe(1)
+        const plan = yield* planOf(writes[0]!, run)
+        const where = `${run} plan of ${writes[0]![0]}:\n${render(plan)}`
+        expect(reads(plan).filter((r) => r.startsWith("Seq Scan")), where).toEqual([])
+        expect(nodes(plan).flatMap((n) => n["Index Name"] ?? []), where).toEqual(["genjobs_webhook_deliveries_pkey"])
+        yield* reset
       })))
   })
 }
+
+/**
+ * Which reads a claim starts with. A repo's first claim reads the first due deliveries; when they
+ * do not decide it, it walks account by account, and after a walk through at most 64 accounts
+ * (the head's size) the next claim walks at once. A walk through more sends the next claim to the
+ * first due deliveries again: reading every waiting account costs more than the head then.
+ */
+const walkSwitch = (unchecked: (seed: Effect.Effect<void, unknown>) => Effect.Effect<void, unknown>) => Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const deliveries = yield* WebhookDeliveryRepo
+  const many = 70
+  const insertDeliveries = (account: (n: string) => Statement.Fragment, count: number, from: number, leased: number, due: (n: string) => Statement.Fragment) =>
+    sql`WITH RECURSIVE g(n) AS (SELECT ${from} UNION ALL SELECT n + 1 FROM g WHERE n < ${from + count - 1})
+      INSERT INTO genjobs_webhook_deliveries (id, job_id, account_id, url, payload, status, attempts, next_attempt_at,
+        lease_owner, lease_expires_at, created_at)
+      SELECT 'whd_' || n, 'job_' || n, ${account("n")}, 'https://hooks.test/h', '{}', 'pending', '[]', ${due("n")},
+        CASE WHEN n < ${from + leased} THEN 'd' END, CASE WHEN n < ${from + leased} THEN ${T0 + 1_000_000} END, ${T0}
+      FROM g`
+  yield* insertAccounts(sql, ["acc_busy", ...Array.from({ length: many }, (_, i) => `acc_later_${i}`)])
+  // One account's 70 due deliveries, 3 of them in flight: more than the head, all one account's.
+  yield* unchecked(Effect.asVoid(insertDeliveries(() => sql`'acc_busy'`, many, 0, 3, (n) => sql`${sql.literal(String(T0))} + ${sql.literal(n)}`)))
+  const claimReads = Effect.map(
+    sentStatements(deliveries.claimDue({ workerId: "w", now: T0 + 1_000, leaseMs: 30_000, maxPerAccount: 4, limit: 4 })),
+    (sent) => readsOf(sent).map(({ kind }) => kind)
+  )
+  expect(yield* claimReads).toEqual(["head", "walk"])
+  expect(yield* claimReads).toEqual(["walk"])
+  // 70 more accounts wait, each with a delivery due later: the next walk goes through 71.
+  yield* unchecked(Effect.asVoid(insertDeliveries((n) => sql`'acc_later_' || (${sql.literal(n)} - ${many})`, many, many, 0, () => sql`${T0 + 500_000}`)))
+  expect(yield* claimReads).toEqual(["walk"])
+  expect(yield* claimReads).toEqual(["head", "walk"])
+})
+
+describe("webhook claims: the head first, or the walk at once", () => {
+  const sqliteRuntime = sqlitePlanRuntime("webhook-claim-walk")
+  it("sqlite: walks at once after a walk through few accounts, reads the head again after one through many", () =>
+    sqliteRuntime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.andThen(sql`PRAGMA foreign_keys = OFF`, walkSwitch((seed) => seed)))))
+  if (pgUp) {
+    const pgRuntime = planRuntime(Effect.void)
+    it("postgres: walks at once after a walk through few accounts, reads the head again after one through many", () =>
+      pgRuntime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        walkSwitch((seed) => sql.withTransaction(Effect.andThen(sql`SET LOCAL session_replication_role = replica`, seed))))))
+  }
+})
