@@ -275,7 +275,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     orElse: () => (records: ReadonlyArray<AttemptRecord>) =>
       sql.withTransaction(Effect.forEach(records, recordOne)).pipe(storeErrors("record webhook attempts"))
   })
-  const recordAttempt = yield* makeWriteBatcher(recordMany)
+  const recordAttempt = yield* makeWriteBatcher(recordMany, { gatherTurn: true })
 
   const repo: WebhookDeliveryRepo["Service"] = {
     claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>

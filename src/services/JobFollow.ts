@@ -348,7 +348,7 @@ export const make = Effect.gen(function*() {
       const byId = new Map<JobId, Job>()
       for (const job of read.success) byId.set(job.id, job)
       return ids.map((id) => Result.succeed(Option.fromNullishOr(byId.get(id))))
-    })), READ_BATCH)
+    })), { maxBatch: READ_BATCH })
   let reading = 0
 
   /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Queue, Scope } from "effect"
 import { makeBackgroundWriter, makeWriteBatcher } from "../../src/services/writeBatcher.js"
 
 /** A store whose writes wait for `open` and record each batch they are given. */
@@ -27,7 +27,7 @@ describe("write batcher", () => {
   it.effect("writes the first at once, and what arrives meanwhile in the next write, each answered its own", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = yield* makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany)
       const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
       const later = yield* Effect.forkChild(Effect.all(["b", "c", "d"].map(write), { concurrency: "unbounded" }))
@@ -38,10 +38,29 @@ describe("write batcher", () => {
       expect(batches).toEqual([["a"], ["b", "c", "d"]])
     }))
 
+  it.effect.each([false, true])("the writes of fibers one offer wakes go in one batch when it gathers its turn (gatherTurn: %s)", (gatherTurn) =>
+    Effect.gen(function*() {
+      const { batches, open, writeMany } = yield* gatedStore
+      yield* Deferred.succeed(open, undefined)
+      const write = yield* makeWriteBatcher(writeMany, { gatherTurn })
+      // Sixteen fibers waiting on a queue, as a webhook dispatcher's runners wait for a claim's
+      // deliveries: one offer wakes them all, and each writes as soon as it runs.
+      const ready = yield* Queue.unbounded<string>()
+      const takers = yield* Effect.forkChild(Effect.all(
+        Array.from({ length: 16 }, () => Effect.flatMap(Queue.take(ready), write)),
+        { concurrency: "unbounded" }
+      ))
+      yield* Effect.yieldNow
+      yield* Queue.offerAll(ready, Array.from({ length: 16 }, (_, i) => `w${i}`))
+      yield* Fiber.join(takers)
+      // At once, the first runner's write went before the others had run: a batch of its own.
+      expect(batches.map((batch) => batch.length)).toEqual(gatherTurn ? [16] : [1, 15])
+    }))
+
   it.effect("a caller resumed by its answer finds its write no longer pending", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = yield* makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany)
       // A riding claim (jobRepo/endings.ts) asks `pending` from the fiber an answer resumes,
       // which runs on the writer's stack: a write still counted there would keep the claim
       // waiting for a batch that has already gone.
@@ -60,7 +79,7 @@ describe("write batcher", () => {
       const { batches, open, writeMany } = yield* gatedStore
       // Two writes of one claim expected: the first waits (an hour at most) until the second is queued.
       let asked = 0
-      const write = yield* makeWriteBatcher(writeMany, 100, () => (asked < 2 ? 3_600_000 : 0))
+      const write = yield* makeWriteBatcher(writeMany, { hold: () => (asked < 2 ? 3_600_000 : 0) })
       asked++
       const first = yield* Effect.forkChild(write("a"))
       for (let i = 0; i < 50; i++) yield* Effect.yieldNow
@@ -78,7 +97,7 @@ describe("write batcher", () => {
       const { batches, open, writeMany } = yield* gatedStore
       yield* Deferred.succeed(open, undefined)
       // Always more to come, never coming: the hold's 5 ms alone sends the write.
-      const write = yield* makeWriteBatcher(writeMany, 100, () => 5)
+      const write = yield* makeWriteBatcher(writeMany, { hold: () => 5 })
       expect(yield* write("a")).toBe("A")
       expect(batches).toEqual([["a"]])
     }))
@@ -86,7 +105,7 @@ describe("write batcher", () => {
   it.effect("keeps batches to the largest size", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = yield* makeWriteBatcher(writeMany, 2)
+      const write = yield* makeWriteBatcher(writeMany, { maxBatch: 2 })
       const all = yield* Effect.forkChild(Effect.all(["a", "b", "c", "d", "e"].map(write), { concurrency: "unbounded" }))
       yield* Effect.yieldNow
       yield* Deferred.succeed(open, undefined)
@@ -98,7 +117,7 @@ describe("write batcher", () => {
   it.effect("a failed batch is written again item by item: only the bad item fails", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = yield* makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany)
       const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
       const rest = yield* Effect.forkChild(Effect.all(["b", "bad", "c"].map((item) => Effect.result(write(item))), { concurrency: "unbounded" }))
@@ -113,7 +132,7 @@ describe("write batcher", () => {
   it.effect("an interrupted caller stops neither its write nor the others'", () =>
     Effect.gen(function*() {
       const { batches, open, writeMany } = yield* gatedStore
-      const write = yield* makeWriteBatcher(writeMany, 100)
+      const write = yield* makeWriteBatcher(writeMany)
       const first = yield* Effect.forkChild(write("a"))
       yield* until(() => batches.length === 1)
       const gone = yield* Effect.forkChild(write("b"))
@@ -138,7 +157,7 @@ describe("write batcher", () => {
           return writeMany(items)
         })
       const scope = yield* Scope.make()
-      const write = yield* Scope.provide(makeWriteBatcher(recorded, 100), scope)
+      const write = yield* Scope.provide(makeWriteBatcher(recorded), scope)
       const onItsWay = yield* Effect.forkChild(Effect.exit(write("a")))
       yield* until(() => batches.length === 1)
       const queued = yield* Effect.forkChild(Effect.exit(write("b")))
@@ -159,7 +178,7 @@ describe("write batcher", () => {
       const { open, writeMany } = yield* gatedStore
       yield* Deferred.succeed(open, undefined)
       const scope = yield* Scope.make()
-      const write = yield* Scope.provide(makeWriteBatcher(writeMany, 100), scope)
+      const write = yield* Scope.provide(makeWriteBatcher(writeMany), scope)
       expect(yield* write("a")).toBe("A")
       yield* Scope.close(scope, Exit.void)
       expect(Exit.hasInterrupts(yield* Effect.exit(write("b")))).toBe(true)

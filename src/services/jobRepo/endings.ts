@@ -281,7 +281,7 @@ export const makeEndings = (drivers: JobDrivers): Effect.Effect<Endings, never, 
           Effect.sync(() => answer(claim, { fromIdle: claim.fromIdle, limit: claim.fromIdle, at: 0 }, "interrupted")))).pipe(
         Effect.ensuring(Effect.sync(() => (lastWriteMs = clock.currentTimeMillisUnsafe() - startedAt)))
       )
-    }, undefined, holdFor)
+    }, { hold: holdFor })
     return {
       complete: (id, workerId, outputs, now, providerRoute) =>
         Effect.suspend(() => {
