@@ -29,8 +29,9 @@ export interface WriteBatcherOptions<I> {
    * the fibers woken with that one's (by one offer, or by one answer) go in it too. Without it a
    * webhook claim's first attempt went alone on PostgreSQL (its runner ran to its record before
    * the other fifteen were resumed) and the fifteen a round trip later: two statements, one after
-   * the other, before the next claim. The jobs' batchers go without it: their callers' tests
-   * step TestClock as far as the writes they expect, and a turn more moves those writes past it.
+   * the other, before the next claim. The jobs' batchers go without it: the completions' showed
+   * no gain in a drain, and the provider states' writes then moved past the TestClock steps of
+   * the worker's tests (docs/decisions.md, "A claim's webhook outcomes go in one statement").
    */
   readonly gatherTurn?: boolean | undefined
 }
