@@ -9,6 +9,7 @@ import { budgetHistory } from "./budgetHistory.js"
 import { claimCost } from "./claimCost.js"
 import { drainFloor } from "./drainFloor.js"
 import { duplicateKeys } from "./duplicateKeys.js"
+import { engineStart } from "./engineStart.js"
 import { eventStreams } from "./eventStreams.js"
 import { fairness } from "./fairness.js"
 import { gatedSubmit } from "./gatedSubmit.js"
@@ -48,6 +49,7 @@ const figures: Record<string, () => Promise<void>> = {
   server_rss: serverRss,
   event_streams: eventStreams,
   in_process: inProcess,
+  engine_start: engineStart,
   provider_inflight: providerInflight,
   duplicate_keys: duplicateKeys,
   list_pages: listPages,
