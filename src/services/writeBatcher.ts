@@ -38,12 +38,11 @@ export interface WriteBatcherOptions<I> {
 
 /**
  * Writes asked for by many fibers at once, sent to the store together. The first write goes at
- * once (`gatherTurn`: with those asked for in the same scheduler turn); those asked for while it
- * is on its way go together in the next, up to `maxBatch`, and so on: a busy store gets one statement for many
- * jobs instead of one each. No write waits for a timer unless `hold` says more are about to come
- * (asked with the first write queued, it answers how many milliseconds the queued writes may
- * still wait, 0 to send them now): then the batch waits for them, that long at most. A batch that fails is written again item by item, so one
- * bad item fails alone and never its neighbours.
+ * once (with `gatherTurn`, with those asked for in the same scheduler turn); those asked for while
+ * it is on its way go together in the next, up to `maxBatch`, and so on: a busy store gets one
+ * statement for many jobs instead of one each. No write waits for a timer unless `hold` says more
+ * are about to come: then the batch waits for them, that long at most. A batch that fails is
+ * written again item by item, so one bad item fails alone and never its neighbours.
  *
  * The batches are written by one long-lived fiber of the scope the batcher is made in (not the
  * caller's, and not one per burst of writes): an interrupted caller never stops the others'
@@ -77,8 +76,11 @@ export const makeWriteBatcher = <I, O, E>(
       const take = () => {
         if (timer !== undefined) clearTimeout(timer)
         wake = undefined
-        const batch = Effect.sync(() => (inFlight = sent = queued.splice(0, maxBatch)))
-        resume(gatherTurn ? Effect.andThen(Effect.yieldNow, batch) : batch)
+        if (gatherTurn) {
+          return resume(Effect.andThen(Effect.yieldNow, Effect.sync(() => (inFlight = sent = queued.splice(0, maxBatch)))))
+        }
+        inFlight = sent = queued.splice(0, maxBatch)
+        resume(Effect.succeed(inFlight))
       }
       const consider = () => {
         const ms = hold === undefined || queued.length >= maxBatch ? 0 : hold(queued[0]!.item)
