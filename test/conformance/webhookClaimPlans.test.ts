@@ -286,5 +286,7 @@ describe("webhook claims: the head first, or the walk at once", () => {
     it("postgres: walks at once after a walk through few accounts, reads the head again after one through many", () =>
       pgRuntime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
         walkSwitch((seed) => sql.withTransaction(Effect.andThen(sql`SET LOCAL session_replication_role = replica`, seed))))))
+  } else {
+    it.skip("postgres: walks at once after a walk through few accounts (server not reachable)", () => undefined)
   }
 })
