@@ -10,7 +10,7 @@ import { Layer, References } from "effect"
 import { makeEngine } from "genjobs"
 import { memoryFiles, memoryStore } from "genjobs/memory"
 import { BENCH_PROVIDER, noopProvider } from "./lib/engine.js"
-import { emit } from "./lib/report.js"
+import { emit, ms, percentile } from "./lib/report.js"
 
 const STARTS = Number(process.env.BENCH_ENGINE_STARTS ?? 60)
 
@@ -32,25 +32,22 @@ const startAndStop = async () => {
   return { readyMs, cpuMs: (used.user + used.system) / 1000 }
 }
 
-const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-const round = (ms: number) => Math.round(ms * 100) / 100
-
 export const engineStart = async () => {
   const first = await startAndStop()
   const runs: Array<{ readyMs: number; cpuMs: number }> = []
   for (let i = 0; i < STARTS; i++) runs.push(await startAndStop())
   emit({
     figure: "engine_start",
-    engine: round(median(runs.map((r) => r.readyMs))),
+    engine: percentile(runs.map((r) => r.readyMs), 50),
     reference: null,
     unit: "ms",
     better: "lower",
     referenceIs: "none: an engine's start in-process (memory store, no workers, no HTTP served); compare runs on one machine",
     params: {
       starts: STARTS,
-      firstReadyMs: round(first.readyMs),
-      firstCpuMs: round(first.cpuMs),
-      cpuMsPerStartAndStop: round(median(runs.map((r) => r.cpuMs)))
+      firstReadyMs: ms(first.readyMs),
+      firstCpuMs: ms(first.cpuMs),
+      cpuMsPerStartAndStop: ms(percentile(runs.map((r) => r.cpuMs), 50))
     }
   })
 }

@@ -2,7 +2,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
 import { canonicalJson } from "./domain/canonicalJson.js"
 import { HttpConfig, type HttpOptions } from "./http/HttpConfig.js"
-import { makeWebHandler, type EngineFetch, type WebHandlerOptions } from "./http/webHandler.js"
+import { makeWebHandler, type EngineFetch, type WebHandler, type WebHandlerOptions } from "./http/webHandler.js"
 import type { AccountRepo } from "./ports/AccountRepo.js"
 import type { AccountSettingsRepo } from "./ports/AccountSettingsRepo.js"
 import type { AdminReadRepo } from "./ports/AdminReadRepo.js"
@@ -311,7 +311,7 @@ export const startEngine = async <E>(layer: Layer.Layer<EngineContext, E>, optio
   // The web handler is built on the first request, not here: a worker process or a test's engine
   // that serves no HTTP never builds the router (about half of an engine's start: 12 of 25 ms
   // for the first in a process, 1.5 of 3 for each after it, docs/decisions.md).
-  let web: ReturnType<typeof makeWebHandler> | undefined
+  let web: WebHandler | undefined
   let disposed = false
   return {
     fetch: (request, info) => {
