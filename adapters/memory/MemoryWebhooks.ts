@@ -8,6 +8,7 @@ import type { MemoryState } from "./state.js"
 export const webhookDeliveryRepo = (state: MemoryState): WebhookDeliveryRepo["Service"] => {
   const atomically = state.lock.withPermits(1)
   return {
+    claimsBesideRecords: false,
     claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>
       atomically(Effect.sync(() => {
         const live = new Map<string, number>()

@@ -278,6 +278,8 @@ export const makeSqlWebhooks = Effect.gen(function*() {
   const recordAttempt = yield* makeWriteBatcher(recordMany, { gatherTurn: true })
 
   const repo: WebhookDeliveryRepo["Service"] = {
+    // SQLite's one writer would take the claim and the records in turn.
+    claimsBesideRecords: sql.onDialectOrElse({ pg: () => true, orElse: () => false }),
     claimDue: ({ leaseMs, limit, maxPerAccount, now, workerId }) =>
       sql.withTransaction(Effect.gen(function*() {
         if (maxPerAccount < 1 || limit < 1) return []

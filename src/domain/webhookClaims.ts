@@ -39,3 +39,15 @@ export const fairClaims = <C extends ClaimCandidate>(
     .slice(0, Math.max(0, limit))
     .map(({ delivery }) => delivery)
 }
+
+/**
+ * Whether a claim's deliveries leave some account of theirs under `maxPerAccount`: while they are
+ * all in flight, a claim can then still find one of its due deliveries. One that gave each of its
+ * accounts the cap leaves them nothing until its attempts are recorded.
+ */
+export const claimLeavesRoom = (claimed: ReadonlyArray<{ readonly accountId: string }>, maxPerAccount: number): boolean => {
+  const perAccount = new Map<string, number>()
+  for (const { accountId } of claimed) perAccount.set(accountId, (perAccount.get(accountId) ?? 0) + 1)
+  for (const n of perAccount.values()) if (n < maxPerAccount) return true
+  return false
+}

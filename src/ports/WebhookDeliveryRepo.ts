@@ -40,6 +40,12 @@ export class WebhookDeliveryRepo extends Context.Service<WebhookDeliveryRepo, {
     attempt: DeliveryAttempt,
     outcome: AttemptOutcome
   ) => Effect.Effect<boolean, StoreError>
+  /**
+   * Whether a claim and attempts' records can be written at the same time (PostgreSQL's row
+   * locks): then a dispatcher in a backlog claims again while the last claim's outcomes are
+   * being recorded. False (or absent) where writes go one at a time (SQLite) or take no time (memory).
+   */
+  readonly claimsBesideRecords?: boolean | undefined
   readonly forJob: (jobId: string) => Effect.Effect<ReadonlyArray<WebhookDelivery>, StoreError>
   /** An account's deliveries, newest first over (createdAt, id); up to `limit + 1` rows. */
   readonly list: (query: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Option, Queue } from "effect"
+import { Clock, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { WebhookDelivery } from "../../src/domain/webhook.js"
 import type { WebhookDeliveryRepo } from "../../src/ports/WebhookDeliveryRepo.js"
@@ -17,10 +17,10 @@ import { startedFibers } from "../support/fiberCount.js"
  */
 const CLAIM_MS = 10
 
-const delivery = (id: string, sendMs: number): WebhookDelivery => ({
+const delivery = (id: string, sendMs: number, accountId = "acc_1"): WebhookDelivery => ({
   id,
   jobId: `job_${id}`,
-  accountId: "acc_1",
+  accountId,
   url: `http://127.0.0.1/${sendMs}`,
   payload: "{}",
   status: "pending",
@@ -37,45 +37,59 @@ interface Claimed {
   readonly got: number
 }
 
-/** A dispatcher's dependencies over a backlog (`take` answers each claim's deliveries), and what each claim asked and got. */
-const dispatching = Effect.gen(function*() {
-  const claims: Array<Claimed> = []
-  const signals = yield* Queue.sliding<void>(1)
-  let backlog: Array<WebhookDelivery> = []
-  const deliveries = {
-    nextAttemptAfter: () => Effect.succeed(Option.none<number>()),
-    recordAttempt: () => Effect.succeed(true)
-  } as Partial<WebhookDeliveryRepo["Service"]> as WebhookDeliveryRepo["Service"]
-  const deps: DispatchDeps = {
-    deliveries,
-    signingAccount: () => Effect.succeed(Option.none()),
-    sender: {
-      send: (request) =>
-        Effect.as(Effect.sleep(Number(new URL(request.url).pathname.slice(1))), { statusCode: 200, retryAfter: undefined, body: "" })
-    },
-    signal: {
-      notify: Queue.offer(signals, undefined),
-      wait: (maxMs) => Effect.asVoid(Effect.timeoutOption(Queue.take(signals), maxMs))
-    },
-    config: defaultEngineSettings,
-    leaseMs: 60_000,
-    claim: (_workerId, limit) =>
-      Effect.gen(function*() {
-        const at = yield* Clock.currentTimeMillis
-        yield* Effect.sleep(CLAIM_MS)
-        const taken = backlog.slice(0, limit)
-        backlog = backlog.slice(limit)
-        claims.push({ at, asked: limit, got: taken.length })
-        return taken
-      })
-  }
-  /** Deliveries due from the start, before the dispatcher runs. */
-  const seed = (due: ReadonlyArray<WebhookDelivery>) => Effect.sync(() => (backlog = [...due]))
-  /** A delivery that fell due meanwhile, signalled as a job's ending signals it. */
-  const add = (more: ReadonlyArray<WebhookDelivery>) =>
-    Effect.andThen(Effect.sync(() => (backlog = [...backlog, ...more])), deps.signal.notify)
-  return { add, claims, deps, seed }
-})
+/**
+ * A dispatcher's dependencies over a backlog (`take` answers each claim's deliveries), and what
+ * each claim asked and got. Each attempt's record takes `recordMs`; `recorded` holds when each
+ * ended. `claimsBesideRecords`: the store's, as WebhookDeliveryRepo tells it.
+ */
+const dispatchingWith = ({ claimsBesideRecords = false, recordMs = 0 }: { readonly claimsBesideRecords?: boolean; readonly recordMs?: number }) =>
+  Effect.gen(function*() {
+    const claims: Array<Claimed> = []
+    const recorded: Array<number> = []
+    const signals = yield* Queue.sliding<void>(1)
+    let backlog: Array<WebhookDelivery> = []
+    const deliveries = {
+      claimsBesideRecords,
+      nextAttemptAfter: () => Effect.succeed(Option.none<number>()),
+      recordAttempt: () =>
+        Effect.gen(function*() {
+          if (recordMs > 0) yield* Effect.sleep(recordMs)
+          recorded.push(yield* Clock.currentTimeMillis)
+          return true
+        })
+    } as Partial<WebhookDeliveryRepo["Service"]> as WebhookDeliveryRepo["Service"]
+    const deps: DispatchDeps = {
+      deliveries,
+      signingAccount: () => Effect.succeed(Option.none()),
+      sender: {
+        send: (request) =>
+          Effect.as(Effect.sleep(Number(new URL(request.url).pathname.slice(1))), { statusCode: 200, retryAfter: undefined, body: "" })
+      },
+      signal: {
+        notify: Queue.offer(signals, undefined),
+        wait: (maxMs) => Effect.asVoid(Effect.timeoutOption(Queue.take(signals), maxMs))
+      },
+      config: defaultEngineSettings,
+      leaseMs: 60_000,
+      claim: (_workerId, limit) =>
+        Effect.gen(function*() {
+          const at = yield* Clock.currentTimeMillis
+          yield* Effect.sleep(CLAIM_MS)
+          const taken = backlog.slice(0, limit)
+          backlog = backlog.slice(limit)
+          claims.push({ at, asked: limit, got: taken.length })
+          return taken
+        })
+    }
+    /** Deliveries due from the start, before the dispatcher runs. */
+    const seed = (due: ReadonlyArray<WebhookDelivery>) => Effect.sync(() => (backlog = [...due]))
+    /** A delivery that fell due meanwhile, signalled as a job's ending signals it. */
+    const add = (more: ReadonlyArray<WebhookDelivery>) =>
+      Effect.andThen(Effect.sync(() => (backlog = [...backlog, ...more])), deps.signal.notify)
+    return { add, claims, deps, recorded, seed }
+  })
+
+const dispatching = dispatchingWith({})
 
 const run = (ms: number) => Effect.forEach(Array.from({ length: ms }), () => TestClock.adjust(1), { discard: true })
 
@@ -125,6 +139,50 @@ describe("webhook dispatcher claims", () => {
         { at: 30, asked: 2, got: 1 }
       ])
     })))
+
+  /** Each claim's start after the one before it, through a backlog of 16 over `accounts` (4 slots; records take 8 ms). */
+  const claimGaps = (claimsBesideRecords: boolean, accounts: number) =>
+    Effect.scoped(Effect.gen(function*() {
+      const { claims, deps, seed } = yield* dispatchingWith({ claimsBesideRecords, recordMs: 8 })
+      yield* seed(Array.from({ length: 16 }, (_, i) => delivery(`d${i}`, 1, `acc_${i % accounts}`)))
+      yield* start(deps)(4)
+      yield* run(200)
+      expect(claims.slice(0, 4).map((c) => c.got)).toEqual([4, 4, 4, 4])
+      return claims.slice(1, 4).map((c, i) => c.at - claims[i]!.at)
+    }))
+
+  it.effect("where the store records beside claims, a claim in a backlog runs while the last claim's outcomes are recorded", () =>
+    Effect.gen(function*() {
+      // The next claim as the last one's attempts are sent (1 ms), not after their records (8 ms more).
+      expect(yield* claimGaps(true, 4)).toEqual([CLAIM_MS + 1, CLAIM_MS + 1, CLAIM_MS + 1])
+      // Where the store writes one thing at a time, the claim waits for the records, as it did.
+      expect(yield* claimGaps(false, 4)).toEqual([CLAIM_MS + 1 + 8, CLAIM_MS + 1 + 8, CLAIM_MS + 1 + 8])
+    }))
+
+  it.effect("a claim that gave each of its accounts the cap keeps its slots until the records", () =>
+    Effect.gen(function*() {
+      // Four of one account, its cap: a claim before their records would find it still at the cap.
+      expect(yield* claimGaps(true, 1)).toEqual([CLAIM_MS + 1 + 8, CLAIM_MS + 1 + 8, CLAIM_MS + 1 + 8])
+    }))
+
+  it.effect("closing waits for the outcomes still being recorded after their slots came back", () =>
+    Effect.gen(function*() {
+      const { claims, deps, recorded, seed } = yield* dispatchingWith({ claimsBesideRecords: true, recordMs: 40 })
+      yield* seed(Array.from({ length: 4 }, (_, i) => delivery(`d${i}`, 1, `acc_${i}`)))
+      const scope = yield* Scope.make()
+      yield* start(deps)(4).pipe(Scope.provide(scope))
+      // The claim ends at CLAIM_MS and the sends 1 ms later, which gives the slots back; the next
+      // claim finds nothing, and the records take until CLAIM_MS + 41.
+      yield* run(2 * CLAIM_MS + 5)
+      expect(claims.map((c) => c.got)).toEqual([4, 0])
+      expect(recorded).toEqual([])
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* run(5)
+      expect(closing.pollUnsafe()).toBeUndefined()
+      yield* run(30)
+      yield* Fiber.join(closing)
+      expect(recorded).toEqual([CLAIM_MS + 41, CLAIM_MS + 41, CLAIM_MS + 41, CLAIM_MS + 41])
+    }))
 
   /** The fibers a dispatcher of 16 slots starts to send `n` deliveries, each answered in 1 ms. */
   const fibersToSend = (n: number) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { type ClaimCandidate, fairClaims } from "../../src/domain/webhookClaims.js"
+import { type ClaimCandidate, claimLeavesRoom, fairClaims } from "../../src/domain/webhookClaims.js"
 
 /** One claim at a time, as the rule reads: the fewest in flight, then the earliest due, then the id. */
 const oneByOne = (due: ReadonlyArray<ClaimCandidate>, inFlight: ReadonlyMap<string, number>, max: number, limit: number) => {
@@ -54,5 +54,20 @@ describe("fairClaims", () => {
       const limit = Math.floor(next() * 12)
       expect(fairClaims(due, inFlight, max, limit), `seed ${seed}`).toEqual(oneByOne(due, inFlight, max, limit))
     }
+  })
+})
+
+describe("claimLeavesRoom", () => {
+  const of = (...accounts: ReadonlyArray<string>) => accounts.map((accountId) => ({ accountId }))
+
+  it("is true while some account of the claim got fewer than the cap", () => {
+    expect(claimLeavesRoom(of("a", "a", "b", "b", "c"), 2)).toBe(true)
+    expect(claimLeavesRoom(of("a", "b", "c", "d"), 4)).toBe(true)
+  })
+
+  it("is false when every account of the claim got the cap, and for an empty claim", () => {
+    expect(claimLeavesRoom(of("a", "a", "b", "b"), 2)).toBe(false)
+    expect(claimLeavesRoom(of("a", "b", "a", "b", "a", "b", "a", "b"), 4)).toBe(false)
+    expect(claimLeavesRoom([], 4)).toBe(false)
   })
 })

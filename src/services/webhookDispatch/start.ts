@@ -1,6 +1,7 @@
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import type { WebhookDelivery } from "../../domain/webhook.js"
+import { claimLeavesRoom } from "../../domain/webhookClaims.js"
 import { conclude, pastDeadline, prepare, type Prepared } from "./attempt.js"
 import type { DispatchDeps } from "./deps.js"
 
@@ -14,11 +15,21 @@ interface Runner {
   retired: boolean
 }
 
+/**
+ * A claimed delivery and its slot. The slot is held from the claim until the attempt's outcome
+ * is recorded, or only until the attempt is sent when `freedAtSend` (see claimOnce).
+ */
+interface Claimed {
+  readonly delivery: WebhookDelivery
+  readonly freedAtSend: boolean
+  held: boolean
+}
+
 /** An attempt on its way to its receiver: data the deadline keeper reads, not a fiber or a race. */
 interface Sending {
   readonly deadline: number
   readonly runner: Runner
-  readonly delivery: WebhookDelivery
+  readonly claimed: Claimed
   readonly prepared: Prepared
   /** Set once, by the first of the answer (its runner) and the deadline (the keeper). */
   settled: boolean
@@ -32,6 +43,11 @@ interface Sending {
  * interval, whichever is first. Closing the scope stops claiming and lets attempts in flight
  * finish (each is bounded by the deadline).
  *
+ * In a backlog across accounts, where the store writes a claim and records at once
+ * (`claimsBesideRecords`), a claim's slots come back as its attempts are sent, so the next claim
+ * runs while their outcomes are recorded (docs/decisions.md, "A webhook claim runs while the last
+ * claim's outcomes are recorded").
+ *
  * A delivery is data all the way: no fiber, race or scope per attempt. The deadline is kept by
  * one keeper fiber over the attempts on their way, in the order they began (each has the same
  * deadline after its start): one that reaches it is recorded as timed out by a runner started in
@@ -44,12 +60,14 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
     const deadlineMs = config.webhookDeadlineMs
     const stopping = yield* Deferred.make<void>()
     const finished = yield* Queue.sliding<void>(1)
-    const ready = yield* Queue.unbounded<WebhookDelivery>()
+    const ready = yield* Queue.unbounded<Claimed>()
     const enrolled = yield* Queue.sliding<void>(1)
     const workerId = `whd_${randomBytes(6).toString("hex")}`
     const poll = config.pollIntervalMs
-    /** Attempts claimed and not yet recorded: a slot is free while fewer than `concurrency`. */
+    /** Slots held (see Claimed): a slot is free while fewer than `concurrency`. */
     let running = 0
+    /** Attempts claimed and not yet recorded: none left once the scope has closed. */
+    let unrecorded = 0
     /** How long the last claim took, and whether it found a delivery for every slot it asked for. */
     let lastClaimMs = 0
     let lastClaimFull = false
@@ -69,29 +87,40 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
       yield* Effect.raceAll([signal.wait(ms), Queue.take(finished), Deferred.await(stopping)])
     })
 
-    /** `attempt`'s end, whatever it was: its slot back, and the claimer told. Not for a retired runner's. */
-    const settle = (me: Runner, delivery: WebhookDelivery, attempt: Effect.Effect<void, unknown>) =>
+    /** `claimed`'s slot back, once, and the claimer told. */
+    const release = (claimed: Claimed) =>
+      Effect.suspend(() => {
+        if (!claimed.held) return Effect.void
+        claimed.held = false
+        running--
+        return Queue.offer(finished, undefined)
+      })
+
+    /** `attempt`'s end, whatever it was: its slot back if still held, and the claimer told. Not for a retired runner's. */
+    const settle = (me: Runner, claimed: Claimed, attempt: Effect.Effect<void, unknown>) =>
       attempt.pipe(
         Effect.catchCause((cause) =>
-          Effect.logError("webhook attempt could not be recorded", { deliveryId: delivery.id }, Cause.pretty(cause))
+          Effect.logError("webhook attempt could not be recorded", { deliveryId: claimed.delivery.id }, Cause.pretty(cause))
         ),
         Effect.andThen(Effect.suspend(() => {
           if (me.retired) return Effect.void
-          running--
-          return Queue.offer(finished, undefined)
+          unrecorded--
+          return claimed.held ? release(claimed) : Queue.offer(finished, undefined)
         }))
       )
 
     /** Sign, send, record; the deadline is the keeper's. Returns without recording once the keeper took it. */
-    const attempt = Effect.fnUntraced(function*(me: Runner, delivery: WebhookDelivery) {
+    const attempt = Effect.fnUntraced(function*(me: Runner, claimed: Claimed) {
+      const { delivery } = claimed
       const prepared = yield* prepare(deps, delivery)
-      const entry: Sending = { deadline: prepared.at + deadlineMs, runner: me, delivery, prepared, settled: false }
+      const entry: Sending = { deadline: prepared.at + deadlineMs, runner: me, claimed, prepared, settled: false }
       sending.add(entry)
       if (sending.size === 1) yield* Queue.offer(enrolled, undefined)
       const result = yield* Effect.result(sender.send(prepared.request))
       if (entry.settled) return
       entry.settled = true
       sending.delete(entry)
+      if (claimed.freedAtSend) yield* release(claimed)
       yield* conclude(deps, delivery, prepared, result)
     })
 
@@ -99,8 +128,8 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
       Effect.gen(function*() {
         if (first !== undefined) yield* first(me)
         while (!me.retired) {
-          const delivery = yield* Queue.take(ready)
-          yield* settle(me, delivery, attempt(me, delivery))
+          const claimed = yield* Queue.take(ready)
+          yield* settle(me, claimed, attempt(me, claimed))
         }
       })
 
@@ -120,7 +149,7 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         old.retired = true
         old.fiber?.interruptUnsafe()
         // The retired runner's slot and claimer wake-up are the new one's, after its record.
-        return spawn((heir) => settle(heir, entry.delivery, conclude(deps, entry.delivery, entry.prepared, pastDeadline(deadlineMs))))
+        return spawn((heir) => settle(heir, entry.claimed, conclude(deps, entry.claimed.delivery, entry.prepared, pastDeadline(deadlineMs))))
       })
 
     /** Waits for the first attempt's deadline (or for an attempt to begin), and times out the attempts that reached theirs. */
@@ -138,8 +167,8 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
       Effect.suspend(() => (done() ? Effect.void : Effect.andThen(Queue.take(finished), until(done))))
 
     /**
-     * While the claims keep finding a delivery for every slot (a backlog) and attempts are on
-     * their way, a claim first waits for those to finish, as long as the last claim took
+     * While the claims keep finding a delivery for every slot (a backlog) and attempts hold slots,
+     * a claim first waits for those to give them back, as long as the last claim took
      * (HOLD_MAX_MS at most). A claim costs about the same at any size (on PostgreSQL, its round
      * trips under the claims' lock), and a slot freed just after it began waits for the next
      * claim anyway: claiming at the first free slot, each claim found one or two slots free and
@@ -172,7 +201,14 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         yield* Effect.sleep(Duration.millis(poll)).pipe(Effect.raceFirst(Deferred.await(stopping)))
         return true
       }
-      yield* Queue.offerAll(ready, exit.value)
+      // A full claim that left some account room frees its slots as its attempts are sent: the
+      // next claim then runs while their outcomes are recorded, where the store writes both at
+      // once. A claim that gave every account its cap keeps them until the records: a claim
+      // before those would find each account still at its cap and come back empty.
+      const freedAtSend = deliveries.claimsBesideRecords === true && lastClaimFull &&
+        claimLeavesRoom(exit.value, config.webhookDeliveriesPerAccount)
+      unrecorded += exit.value.length
+      yield* Queue.offerAll(ready, exit.value.map((delivery): Claimed => ({ delivery, freedAtSend, held: true })))
       if (exit.value.length < free) {
         running -= free - exit.value.length
         yield* idle
@@ -189,8 +225,7 @@ export const start = (deps: DispatchDeps) => (concurrency: number): Effect.Effec
         // Wakes the claimer where it waits for a slot or holds.
         Effect.andThen(Queue.offer(finished, undefined)),
         Effect.andThen(Fiber.await(claimer)),
-        // No attempt left running means every attempt in flight has been recorded.
-        Effect.andThen(until(() => running === 0)),
+        Effect.andThen(until(() => unrecorded === 0)),
         Effect.timeout(Duration.millis(leaseMs)),
         Effect.ignore,
         // Idle runners, and retired ones still held by a sender that ignores interruption: not waited for.
