@@ -14,6 +14,13 @@
  * statistics taken while those deliveries were all sent (then made due, autovacuum off): a
  * backlog that built since the last ANALYZE, as after a receiver's outage. With the status in the
  * claim's indexes such statistics made a claim read every pending delivery (migration 0024).
+ *
+ * webhook_claim_{sqlite,pg}_waiting_accounts: a dispatcher's claim of 16 through a backlog of 8
+ * accounts (500 due deliveries each, at most 4 in flight each), beside BENCH_WEBHOOK_WAITING_ACCOUNTS
+ * (5,000) accounts whose one pending delivery is a retry due an hour later (receivers that are
+ * down), against the same claim beside none. Each claim's leases are given back before the next.
+ * A claim that goes through every account with a pending delivery, due or not, grows with them
+ * (docs/decisions.md, "Webhook claims beside accounts whose deliveries wait for a retry").
  */
 import { Effect, type Layer, Redacted } from "effect"
 import { type Engine, type StorePorts, WebhookDeliveryRepo } from "genjobs"
@@ -78,6 +85,74 @@ const fillStale = async (exec: Exec, busy: string, idle: string, due: number) =>
   return T0 + due + 1
 }
 
+const BUSY_ACCOUNTS = 8
+const BUSY_DUE = 500
+const WALK_LIMIT = 16
+const RETRY_LATER_MS = 3_600_000
+
+/** BUSY_ACCOUNTS accounts of BUSY_DUE due deliveries each, interleaved in due order; the claims' time. */
+const fillBusy = async (exec: Exec) => {
+  for (let a = 0; a < BUSY_ACCOUNTS; a++) {
+    await exec(
+      `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, next_attempt_at, created_at)
+        SELECT 'whd_busy_${a}_' || n, 'job_busy_${a}_' || n, $1, 'https://hooks.bench.invalid/h', '{}', 'pending', '[]', $2 + n * $3 + $4, $2
+        FROM (WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < $5) SELECT n FROM g) AS s`,
+      [`acc_busy_${a}`, T0, BUSY_ACCOUNTS, a, BUSY_DUE - 1]
+    )
+  }
+  return T0 + BUSY_ACCOUNTS * BUSY_DUE
+}
+
+/** A delivery's attempts after its receiver answered 500 once. */
+const FAILED_ONCE = JSON.stringify([{ attempt: 1, at: T0, statusCode: 500, error: "HTTP 500", durationMs: 1, responseBody: "" }])
+
+/**
+ * Accounts `from` to `to` - 1, each with one pending delivery whose retry is due RETRY_LATER_MS
+ * after `now`, as an attempt's record leaves it (marked as waiting for its retry, migration 0027).
+ */
+const fillWaiting = (exec: Exec, from: number, to: number, now: number) =>
+  exec(
+    `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, next_attempt_at, retry_waiting, created_at)
+      SELECT 'whd_wait_' || n, 'job_wait_' || n, 'acc_wait_' || n, 'https://hooks.bench.invalid/h', '{}', 'pending', $1, $2, 1, $3
+      FROM (WITH RECURSIVE g(n) AS (SELECT $4 UNION ALL SELECT n + 1 FROM g WHERE n < $5) SELECT n FROM g) AS s`,
+    [FAILED_ONCE, now + RETRY_LATER_MS, T0, from, to - 1]
+  )
+
+/** p50 ms of a claim of WALK_LIMIT at `now`, its leases given back before the next. */
+const timeWalks = async (engine: Engine, exec: Exec, now: number) => {
+  const samples: Array<number> = []
+  for (let i = 0; i < WARMUP + SAMPLES; i++) {
+    const start = performance.now()
+    const claimed = await engine.run(Effect.flatMap(WebhookDeliveryRepo, (deliveries) =>
+      deliveries.claimDue({ workerId: "bench-walk", now, leaseMs: 30_000, maxPerAccount: IN_FLIGHT, limit: WALK_LIMIT })))
+    const elapsed = performance.now() - start
+    if (claimed.length !== WALK_LIMIT) throw new Error(`webhook_claim: a claim took ${claimed.length} of ${WALK_LIMIT}`)
+    await exec(`UPDATE ${DELIVERIES} SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1`, ["bench-walk"])
+    if (i >= WARMUP) samples.push(elapsed)
+  }
+  return percentile(samples, 50)
+}
+
+/** The claims through the busy accounts' backlog alone, then beside the waiting accounts, in one engine on one store. */
+const measureWaiting = async (engine: Engine, exec: Exec) => {
+  const now = await fillBusy(exec)
+  const alone = await timeWalks(engine, exec, now)
+  await fillWaiting(exec, 0, settings.webhookWaitingAccounts, now)
+  return { small: alone, large: await timeWalks(engine, exec, now) }
+}
+
+const reportWaiting = (store: string, { large, small }: { readonly small: number; readonly large: number }) =>
+  emit({
+    figure: `webhook_claim_${store}_waiting_accounts`,
+    engine: ms(large),
+    reference: ms(small),
+    unit: "ms",
+    better: "lower",
+    referenceIs: `the same claim of ${WALK_LIMIT} through ${BUSY_ACCOUNTS} accounts' due backlog, no account waiting`,
+    target: "<= 2x: a claim costs the same beside any number of accounts waiting for a retry",
+    params: { waitingAccounts: settings.webhookWaitingAccounts, busyAccounts: BUSY_ACCOUNTS, dueEach: BUSY_DUE, limit: WALK_LIMIT, samples: SAMPLES }
+  })
+
 /** p50 ms of a claim at `now`, each lease given back by id before the next. */
 const timeClaims = async (engine: Engine, exec: Exec, now: number) => {
   const samples: Array<number> = []
@@ -125,6 +200,8 @@ const sqlite = async () => {
     const exec: Exec = async (text, params) =>
       void db.prepare(text.replace(/\$(\d+)/g, "?$1")).run(...params.map((p) => (typeof p === "number" ? BigInt(p) : p)))
     report("sqlite", await measure(engine, exec))
+    await exec(`DELETE FROM ${DELIVERIES}`, [])
+    reportWaiting("sqlite", await measureWaiting(engine, exec))
   } finally {
     db.close()
     await engine.dispose()
@@ -147,6 +224,9 @@ const postgres = () =>
       await exec(`DELETE FROM ${DELIVERIES}`, [])
       const stale = await timeClaims(engine, exec, await fillStale(exec, measured.busy, measured.idle, settings.webhookBacklog))
       report("pg_stale_stats", { small: measured.small, large: stale })
+      await exec(`ALTER TABLE ${DELIVERIES} SET (autovacuum_enabled = true)`, [])
+      await exec(`DELETE FROM ${DELIVERIES}`, [])
+      reportWaiting("pg", await measureWaiting(engine, exec))
     } finally {
       await client.end()
       await engine.dispose()

@@ -57,9 +57,23 @@ export const makeSqlWebhooks = Effect.gen(function*() {
    */
   let walkFirst = false
 
+  /** Marked retries a claim makes walkable at a time; the rest wait for the next claim. */
+  const PROMOTE_BATCH = 1_000
+  /** The longest a repo goes without looking for retries that other processes marked. */
+  const PROMOTE_RECHECK_MS = 1_000
+  /**
+   * From when this repo's claims look for marked retries that fell due: the earliest it knows of
+   * (its own records, the earliest next attempt its dispatcher read), and at most
+   * PROMOTE_RECHECK_MS after it last looked.
+   */
+  let promoteFrom = 0
+
   const leased = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_lease_at)
   const dueInOrder = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_due_at)
   const pendingOf = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_pending_account, sql`p`)
+  /** What pendingOf's index holds (migration 0027): pending deliveries but the retries still waiting to fall due. */
+  const walkable = sql`p.status = 'pending' AND p.retry_waiting = 0`
+  const waitingInOrder = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_waiting)
   /**
    * Pending delivery `p` comes after `q`'s in their account's due order, written as each planner
    * seeks the pending-by-account index with it: PostgreSQL took the due index (other accounts'
@@ -98,7 +112,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       orElse: () => sql`p.next_attempt_at <= ${now}`
     })
     const first = (columns: Statement.Fragment) =>
-      sql`SELECT ${columns} FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id = ${account} AND ${due}
+      sql`SELECT ${columns} FROM ${pendingOf} WHERE ${walkable} AND p.account_id = ${account} AND ${due}
         AND ${free(sql`p`, now)}${after === undefined ? sql`` : sql` AND ${after}`} ORDER BY p.next_attempt_at, p.id LIMIT 1`
     return sql.onDialectOrElse({
       pg: () => sql`CROSS JOIN LATERAL (${first(sql`p.id, p.next_attempt_at`)}) d`,
@@ -144,9 +158,9 @@ export const makeSqlWebhooks = Effect.gen(function*() {
   const walkCtes = (now: number, maxPerAccount: number, limit: number) =>
     sql`${busy(now)},
         accounts (id) AS (
-          SELECT (SELECT p.account_id FROM ${pendingOf} WHERE p.status = 'pending' ORDER BY p.account_id LIMIT 1)
+          SELECT (SELECT p.account_id FROM ${pendingOf} WHERE ${walkable} ORDER BY p.account_id LIMIT 1)
           UNION ALL
-          SELECT (SELECT p.account_id FROM ${pendingOf} WHERE p.status = 'pending' AND p.account_id > a.id ORDER BY p.account_id LIMIT 1)
+          SELECT (SELECT p.account_id FROM ${pendingOf} WHERE ${walkable} AND p.account_id > a.id ORDER BY p.account_id LIMIT 1)
           FROM accounts a WHERE a.id IS NOT NULL
         ),
         queue (account_id, id, next_attempt_at, place, given) AS (
@@ -216,12 +230,38 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       })
   })
 
+  /**
+   * The marked retries due by `now` made walkable (PROMOTE_BATCH at most, the earliest first),
+   * and when to look again. Under the claims' lock, before the claim reads: each retry is
+   * unmarked once, when a claim finds it due, so what a claim walks holds due deliveries (and
+   * those in flight) only.
+   */
+  const promoteDue = (now: number) =>
+    Effect.gen(function*() {
+      const promoted = yield* decodeIds(
+        yield* sql`UPDATE ${t.webhook_deliveries} SET retry_waiting = 0 WHERE id IN (
+          SELECT id FROM ${waitingInOrder} WHERE status = 'pending' AND retry_waiting = 1 AND next_attempt_at <= ${now}
+          ORDER BY next_attempt_at, id LIMIT ${PROMOTE_BATCH}
+        ) RETURNING id`
+      )
+      if (promoted.length === PROMOTE_BATCH) {
+        promoteFrom = now
+        return
+      }
+      const [next] = yield* decodeEarliest(
+        yield* sql`SELECT MIN(next_attempt_at) AS at FROM ${waitingInOrder}
+          WHERE status = 'pending' AND retry_waiting = 1 AND next_attempt_at > ${now}`
+      )
+      promoteFrom = Math.min(next?.at ?? Number.POSITIVE_INFINITY, now + PROMOTE_RECHECK_MS)
+    })
+
   /** An attempt and the delivery's next state, written only while `workerId` holds the lease; true when written. */
   const recordOne = ({ attempt, id, outcome, workerId }: AttemptRecord) =>
     sql`UPDATE ${t.webhook_deliveries} SET
         status = ${outcome.status},
         attempts = ${appendAttempt(attempt)},
         next_attempt_at = ${outcome.status === "pending" ? outcome.nextAttemptAt : null},
+        retry_waiting = ${outcome.status === "pending" ? 1 : 0},
         lease_owner = NULL,
         lease_expires_at = NULL
       WHERE id = ${id} AND ${statusFilter(sql)} = 'pending' AND lease_owner = ${workerId} RETURNING id`.pipe(
@@ -247,6 +287,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         status = d.status,
         attempts = substr(w.attempts, 1, length(w.attempts) - 1) || CASE WHEN w.attempts = '[]' THEN '' ELSE ',' END || d.attempt || ']',
         next_attempt_at = d.next_attempt_at,
+        retry_waiting = CASE WHEN d.status = 'pending' THEN 1 ELSE 0 END,
         lease_owner = NULL,
         lease_expires_at = NULL
       FROM d WHERE ${listedInPg(sql, "w", "d", "pending")} AND w.lease_owner = d."workerId"
@@ -284,6 +325,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       sql.withTransaction(Effect.gen(function*() {
         if (maxPerAccount < 1 || limit < 1) return []
         yield* serialiseClaims
+        if (now >= promoteFrom) yield* promoteDue(now)
         if (!walkFirst) {
           const head = yield* pickFromHead(now, maxPerAccount, limit)
           const seen = head[0]?.seen ?? 0
@@ -301,10 +343,16 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       sql`SELECT MIN(next_attempt_at) AS at FROM ${dueInOrder} WHERE next_attempt_at > ${now} AND ${statusFilter(sql)} = 'pending'`.pipe(
         Effect.flatMap(decodeEarliest),
         Effect.map((rows) => Option.fromNullishOr(rows[0]?.at)),
+        // A retry another process scheduled: the claims look for it from when it falls due.
+        Effect.tap((at) => Effect.sync(() => Option.map(at, (due) => (promoteFrom = Math.min(promoteFrom, due))))),
         storeErrors("read next webhook attempt")
       ),
 
-    recordAttempt: (id, workerId, attempt, outcome) => recordAttempt({ id, workerId, attempt, outcome }),
+    recordAttempt: (id, workerId, attempt, outcome) =>
+      Effect.suspend(() => {
+        if (outcome.status === "pending") promoteFrom = Math.min(promoteFrom, outcome.nextAttemptAt)
+        return recordAttempt({ id, workerId, attempt, outcome })
+      }),
 
     list: ({ accountId, after, jobId, limit, status }) =>
       sql`SELECT * FROM ${t.webhook_deliveries} WHERE ${
@@ -328,7 +376,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
       ),
 
     retry: (id, now) =>
-      sql`UPDATE ${t.webhook_deliveries} SET status = 'pending', next_attempt_at = ${now}, lease_owner = NULL, lease_expires_at = NULL
+      sql`UPDATE ${t.webhook_deliveries} SET status = 'pending', next_attempt_at = ${now}, retry_waiting = 0, lease_owner = NULL, lease_expires_at = NULL
         WHERE id = ${id} AND status = 'failed' RETURNING *`.pipe(
         Effect.flatMap(decodeDeliveries),
         Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toDelivery)),

@@ -26,6 +26,7 @@ import webhookClaims from "./migrations/0023_webhook_claims.js"
 import webhookClaimKeys from "./migrations/0024_webhook_claim_keys.js"
 import spendDaily from "./migrations/0025_spend_daily.js"
 import leaseOrder from "./migrations/0026_lease_order.js"
+import webhookRetriesWaiting from "./migrations/0027_webhook_retries_waiting.js"
 import { migrationsTable, SqlTables } from "./tables.js"
 import { upgradeUnprefixed } from "./upgrade.js"
 
@@ -69,7 +70,8 @@ const migrate = Effect.gen(function*() {
       "0023_webhook_claims": webhookClaims(t),
       "0024_webhook_claim_keys": webhookClaimKeys(t),
       "0025_spend_daily": spendDaily(t),
-      "0026_lease_order": leaseOrder(t)
+      "0026_lease_order": leaseOrder(t),
+      "0027_webhook_retries_waiting": webhookRetriesWaiting(t)
     })
   })
 })

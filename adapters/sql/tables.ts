@@ -66,6 +66,7 @@ export const INDEXES = [
   "webhook_deliveries_pending_account",
   "webhook_deliveries_due_at",
   "webhook_deliveries_lease_at",
+  "webhook_deliveries_waiting",
   "jobs_lease_order"
 ] as const
 

@@ -72,6 +72,8 @@ export const settings = {
   sqliteDrainEnded: int("BENCH_SQLITE_DRAIN_ENDED", 200_000),
   /** webhook_claim: the due deliveries a claim is timed beside. */
   webhookBacklog: int("BENCH_WEBHOOK_BACKLOG", 100_000),
+  /** webhook_claim_*_waiting_accounts: the accounts beside the claim whose one delivery waits for a retry. */
+  webhookWaitingAccounts: int("BENCH_WEBHOOK_WAITING_ACCOUNTS", 5_000),
   /** webhook_drain: the jobs drained, then their webhooks. */
   webhookDrainJobs: int("BENCH_WEBHOOK_DRAIN_JOBS", 4_000),
   /** Status streams one server holds open, spread over this many pending jobs. */

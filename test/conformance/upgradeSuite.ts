@@ -29,7 +29,7 @@ const migrationRows = (table: string) =>
       Effect.map((rows) => rows.map((row) => [Number(row.migration_id), row.name]))
     )
 
-const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"], [13, "provider_route"], [14, "list_indexes"], [15, "change_signals"], [16, "submit_gate"], [17, "fair_shares"], [18, "job_logs"], [19, "changes"], [20, "standard_webhooks"], [21, "submit_counts_itself"], [22, "processing_version"], [23, "webhook_claims"], [24, "webhook_claim_keys"], [25, "spend_daily"], [26, "lease_order"]]
+const ENGINE_MIGRATIONS = [[1, "initial"], [2, "webhook_deliveries"], [3, "uploads"], [4, "upload_verification"], [5, "queue"], [6, "retention"], [7, "provider_handles"], [8, "admin"], [9, "provider_limits"], [10, "active_jobs"], [11, "auth_failures"], [12, "budgets_and_spend"], [13, "provider_route"], [14, "list_indexes"], [15, "change_signals"], [16, "submit_gate"], [17, "fair_shares"], [18, "job_logs"], [19, "changes"], [20, "standard_webhooks"], [21, "submit_counts_itself"], [22, "processing_version"], [23, "webhook_claims"], [24, "webhook_claim_keys"], [25, "spend_daily"], [26, "lease_order"], [27, "webhook_retries_waiting"]]
 
 const balanceIsLedger = (id: AccountId) =>
   Effect.gen(function*() {

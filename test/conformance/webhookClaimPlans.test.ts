@@ -87,6 +87,10 @@ describe("sqlite: a webhook claim beside 100,000 due deliveries", () => {
       const plan = yield* plansOf(Effect.forEach(sent, ([text, params]) => sql.unsafe(text, params)))
       const deliveryReads = plan.filter((line) => /^(SEARCH|SCAN) (genjobs_webhook_deliveries|p|d)\b/.test(line) && !line.includes("(id=?)"))
       expect(deliveryReads, plan.join("\n")).toEqual([
+        // The retries marked as waiting that fell due, made walkable, and the next one's due time,
+        // from their own index (migration 0027).
+        "SEARCH genjobs_webhook_deliveries USING COVERING INDEX genjobs_webhook_deliveries_waiting (next_attempt_at<?)",
+        "SEARCH genjobs_webhook_deliveries USING COVERING INDEX genjobs_webhook_deliveries_waiting (next_attempt_at>?)",
         // The first due deliveries in the order they fell due (under a limit), and the live leases.
         "SEARCH genjobs_webhook_deliveries USING INDEX genjobs_webhook_deliveries_due_at (next_attempt_at<?)",
         "SEARCH genjobs_webhook_deliveries USING INDEX genjobs_webhook_deliveries_lease_at (lease_expires_at>?)",
@@ -197,10 +201,14 @@ if (!pgUp) {
             status: "pending",
             nextAttemptAt: T0 + BACKLOG + 1_000
           }))))
+        // A retry for later waits outside what claims walk until a claim finds it due (migration 0027).
+        const [marked] = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ readonly retry_waiting: unknown }>`SELECT retry_waiting FROM genjobs_webhook_deliveries WHERE id = 'whd_24'`)
+        expect(Number(marked?.retry_waiting)).toBe(1)
         // The leases and the outcome given back, after the claim and after the plans' EXECUTEs.
         const reset = Effect.flatMap(SqlClient.SqlClient, (sql) =>
           sql`UPDATE genjobs_webhook_deliveries SET status = 'pending', lease_owner = NULL, lease_expires_at = NULL, attempts = '[]',
-            next_attempt_at = ${T0} + substr(id, 5)::int WHERE lease_owner = 'w' OR id = 'whd_24'`)
+            retry_waiting = 0, next_attempt_at = ${T0} + substr(id, 5)::int WHERE lease_owner = 'w' OR id = 'whd_24'`)
         yield* reset
         const claimReads = readsOf(sent)
         expect(claimReads.map(({ kind }) => kind), sent.map(([text]) => text).join("\n")).toEqual(run === "first" ? ["head", "walk"] : ["walk"])
@@ -288,5 +296,78 @@ describe("webhook claims: the head first, or the walk at once", () => {
         walkSwitch((seed) => sql.withTransaction(Effect.andThen(sql`SET LOCAL session_replication_role = replica`, seed))))))
   } else {
     it.skip("postgres: walks at once after a walk through few accounts (server not reachable)", () => undefined)
+  }
+})
+
+/**
+ * Accounts whose one pending delivery is a retry waiting to fall due (receivers that are down,
+ * migration 0027): a claim walks none of them, so a walk through one busy account stays one
+ * through few, and the next claim walks at once. Once their retries fall due, a claim makes them
+ * walkable first, from their own index: the walk then goes through all 71 accounts and the next
+ * claim reads the head again. Returns the statements that made them walkable.
+ */
+/** A delivery's attempts after its receiver answered 500 once. */
+const FAILED_ONCE = JSON.stringify([{ attempt: 1, at: T0, statusCode: 500, error: "HTTP 500", durationMs: 1, responseBody: "" }])
+
+const waitingRetries = (unchecked: (seed: Effect.Effect<void, unknown>) => Effect.Effect<void, unknown>) => Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const deliveries = yield* WebhookDeliveryRepo
+  const many = 70
+  yield* insertAccounts(sql, ["acc_busy", ...Array.from({ length: many }, (_, i) => `acc_down_${i}`)])
+  // One account's 70 due deliveries, 3 of them in flight; 70 accounts each with a retry due at T0 + 500,000.
+  yield* unchecked(Effect.asVoid(sql`WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < ${2 * many - 1})
+      INSERT INTO genjobs_webhook_deliveries (id, job_id, account_id, url, payload, status, attempts, next_attempt_at,
+        retry_waiting, lease_owner, lease_expires_at, created_at)
+      SELECT 'whd_' || n, 'job_' || n, CASE WHEN n < ${many} THEN 'acc_busy' ELSE 'acc_down_' || (n - ${many}) END, 'https://hooks.test/h', '{}',
+        'pending', CASE WHEN n < ${many} THEN '[]' ELSE ${FAILED_ONCE} END, CASE WHEN n < ${many} THEN ${T0} + n ELSE ${T0 + 500_000} END,
+        CASE WHEN n < ${many} THEN 0 ELSE 1 END, CASE WHEN n < 3 THEN 'd' END, CASE WHEN n < 3 THEN ${T0 + 1_000_000} END, ${T0}
+      FROM g`))
+  const claimAt = (now: number) =>
+    Effect.map(
+      sentStatements(deliveries.claimDue({ workerId: "w", now, leaseMs: 30_000, maxPerAccount: 4, limit: 4 })),
+      (sent) => ({ reads: readsOf(sent).map(({ kind }) => kind), made: sent.filter(([text]) => !text.startsWith("WITH")) })
+    )
+  expect((yield* claimAt(T0 + 1_000)).reads).toEqual(["head", "walk"])
+  expect((yield* claimAt(T0 + 1_000)).reads).toEqual(["walk"])
+  expect((yield* claimAt(T0 + 2_000)).reads).toEqual(["walk"])
+  const due = yield* claimAt(T0 + 500_000)
+  expect(due.reads).toEqual(["walk"])
+  const [waiting] = yield* sql<{ readonly n: unknown }>`SELECT COUNT(*) AS n FROM genjobs_webhook_deliveries WHERE retry_waiting = 1`
+  expect(Number(waiting?.n)).toBe(0)
+  expect((yield* claimAt(T0 + 500_000)).reads).toEqual(["head", "walk"])
+  return due.made.filter(([text]) => /retry_waiting = 1/.test(text))
+})
+
+describe("webhook claims beside accounts whose retries wait", () => {
+  const sqliteRuntime = sqlitePlanRuntime("webhook-claim-waiting")
+  it("sqlite: walks none of them until their retries fall due, then makes those walkable", () =>
+    sqliteRuntime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.andThen(sql`PRAGMA foreign_keys = OFF`, Effect.asVoid(waitingRetries((seed) => seed))))))
+  if (pgUp) {
+    const pgRuntime = planRuntime(Effect.void)
+    it("postgres: walks none of them until their retries fall due, then makes those walkable from their own index", () =>
+      pgRuntime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.gen(function*() {
+          // The deliveries' jobs are not there, and a claim's lease checks a row's keys again when
+          // its own transaction made the row walkable: this database keeps no such key.
+          yield* sql`ALTER TABLE genjobs_webhook_deliveries DROP CONSTRAINT genjobs_webhook_deliveries_job_id_fkey`
+          const made = yield* waitingRetries((seed) => sql.withTransaction(Effect.andThen(sql`SET LOCAL session_replication_role = replica`, seed)))
+          // The retries made walkable and the next one's due time: the waiting ones' index, and the key.
+          expect(made.length).toBe(2)
+          for (const run of ["first", "settled"] as const) {
+            for (const statement of made) {
+              const plan = yield* planOf(statement, run)
+              const where = `${run} plan of ${statement[0]}:\n${render(plan)}`
+              const read = nodes(plan).filter((n) => n["Relation Name"] === "genjobs_webhook_deliveries" && n["Node Type"] !== "ModifyTable")
+              expect(read.filter((n) => n["Node Type"] === "Seq Scan"), where).toEqual([])
+              expect([...new Set(read.flatMap((n) => nodes(n).flatMap((m) => m["Index Name"] ?? [])))].sort(), where)
+                .toEqual(statement[0].startsWith("UPDATE")
+                  ? ["genjobs_webhook_deliveries_pkey", "genjobs_webhook_deliveries_waiting"]
+                  : ["genjobs_webhook_deliveries_waiting"])
+            }
+          }
+        }))))
+  } else {
+    it.skip("postgres: walks none of them until their retries fall due (server not reachable)", () => undefined)
   }
 })
