@@ -337,7 +337,11 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         const { claimed, walked } = yield* walkAndLease(now, maxPerAccount, limit, leaseMs, workerId)
         walkFirst = walked <= HEAD
         return claimed
-      })).pipe(storeErrors("claim webhook deliveries")),
+      })).pipe(
+        // A claim that failed rolled its promotion back with it: the next one looks again.
+        Effect.onError(() => Effect.sync(() => (promoteFrom = 0))),
+        storeErrors("claim webhook deliveries")
+      ),
 
     nextAttemptAfter: (now) =>
       sql`SELECT MIN(next_attempt_at) AS at FROM ${dueInOrder} WHERE next_attempt_at > ${now} AND ${statusFilter(sql)} = 'pending'`.pipe(
