@@ -107,62 +107,43 @@ const fillBusy = async (exec: Exec) => {
 const FAILED_ONCE = JSON.stringify([{ attempt: 1, at: T0, statusCode: 500, error: "HTTP 500", durationMs: 1, responseBody: "" }])
 
 /**
- * Accounts `from` to `to` - 1, each with one pending delivery whose retry is due RETRY_LATER_MS
- * after `now`, as an attempt's record leaves it (marked as waiting for its retry, migration 0027).
+ * `accounts` accounts, each with one pending delivery whose retry is due RETRY_LATER_MS after
+ * `now`, as an attempt's record leaves it (marked as waiting for its retry, migration 0027).
  */
-const fillWaiting = (exec: Exec, from: number, to: number, now: number) =>
+const fillWaiting = (exec: Exec, accounts: number, now: number) =>
   exec(
     `INSERT INTO ${DELIVERIES} (id, job_id, account_id, url, payload, status, attempts, next_attempt_at, retry_waiting, created_at)
       SELECT 'whd_wait_' || n, 'job_wait_' || n, 'acc_wait_' || n, 'https://hooks.bench.invalid/h', '{}', 'pending', $1, $2, 1, $3
-      FROM (WITH RECURSIVE g(n) AS (SELECT $4 UNION ALL SELECT n + 1 FROM g WHERE n < $5) SELECT n FROM g) AS s`,
-    [FAILED_ONCE, now + RETRY_LATER_MS, T0, from, to - 1]
+      FROM (WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < $4) SELECT n FROM g) AS s`,
+    [FAILED_ONCE, now + RETRY_LATER_MS, T0, accounts - 1]
   )
-
-/** p50 ms of a claim of WALK_LIMIT at `now`, its leases given back before the next. */
-const timeWalks = async (engine: Engine, exec: Exec, now: number) => {
-  const samples: Array<number> = []
-  for (let i = 0; i < WARMUP + SAMPLES; i++) {
-    const start = performance.now()
-    const claimed = await engine.run(Effect.flatMap(WebhookDeliveryRepo, (deliveries) =>
-      deliveries.claimDue({ workerId: "bench-walk", now, leaseMs: 30_000, maxPerAccount: IN_FLIGHT, limit: WALK_LIMIT })))
-    const elapsed = performance.now() - start
-    if (claimed.length !== WALK_LIMIT) throw new Error(`webhook_claim: a claim took ${claimed.length} of ${WALK_LIMIT}`)
-    await exec(`UPDATE ${DELIVERIES} SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1`, ["bench-walk"])
-    if (i >= WARMUP) samples.push(elapsed)
-  }
-  return percentile(samples, 50)
-}
 
 /** The claims through the busy accounts' backlog alone, then beside the waiting accounts, in one engine on one store. */
 const measureWaiting = async (engine: Engine, exec: Exec) => {
   const now = await fillBusy(exec)
-  const alone = await timeWalks(engine, exec, now)
-  await fillWaiting(exec, 0, settings.webhookWaitingAccounts, now)
-  return { small: alone, large: await timeWalks(engine, exec, now) }
+  const alone = await timeClaims(engine, exec, now, WALK_LIMIT)
+  await fillWaiting(exec, settings.webhookWaitingAccounts, now)
+  return { small: alone, large: await timeClaims(engine, exec, now, WALK_LIMIT) }
 }
 
-const reportWaiting = (store: string, { large, small }: { readonly small: number; readonly large: number }) =>
-  emit({
-    figure: `webhook_claim_${store}_waiting_accounts`,
-    engine: ms(large),
-    reference: ms(small),
-    unit: "ms",
-    better: "lower",
-    referenceIs: `the same claim of ${WALK_LIMIT} through ${BUSY_ACCOUNTS} accounts' due backlog, no account waiting`,
-    target: "<= 2x: a claim costs the same beside any number of accounts waiting for a retry",
-    params: { waitingAccounts: settings.webhookWaitingAccounts, busyAccounts: BUSY_ACCOUNTS, dueEach: BUSY_DUE, limit: WALK_LIMIT, samples: SAMPLES }
-  })
+/** What the waiting-accounts figure compares (report). */
+const WAITING_SHAPE = {
+  suffix: "_waiting_accounts",
+  referenceIs: `the same claim of ${WALK_LIMIT} through ${BUSY_ACCOUNTS} accounts' due backlog, no account waiting`,
+  target: "<= 2x: a claim costs the same beside any number of accounts waiting for a retry",
+  params: { waitingAccounts: settings.webhookWaitingAccounts, busyAccounts: BUSY_ACCOUNTS, dueEach: BUSY_DUE, limit: WALK_LIMIT, samples: SAMPLES }
+}
 
-/** p50 ms of a claim at `now`, each lease given back by id before the next. */
-const timeClaims = async (engine: Engine, exec: Exec, now: number) => {
+/** p50 ms of a claim of `limit` at `now`, its leases given back before the next. */
+const timeClaims = async (engine: Engine, exec: Exec, now: number, limit = 1) => {
   const samples: Array<number> = []
   for (let i = 0; i < WARMUP + SAMPLES; i++) {
     const start = performance.now()
     const claimed = await engine.run(Effect.flatMap(WebhookDeliveryRepo, (deliveries) =>
-      deliveries.claimDue({ workerId: "bench-claim", now, leaseMs: 30_000, maxPerAccount: IN_FLIGHT, limit: 1 })))
+      deliveries.claimDue({ workerId: "bench-claim", now, leaseMs: 30_000, maxPerAccount: IN_FLIGHT, limit })))
     const elapsed = performance.now() - start
-    if (claimed[0] === undefined) throw new Error("webhook_claim: a claim found nothing due")
-    await exec(`UPDATE ${DELIVERIES} SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`, [claimed[0].id])
+    if (claimed.length !== limit) throw new Error(`webhook_claim: a claim took ${claimed.length} of ${limit}`)
+    await exec(`UPDATE ${DELIVERIES} SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1`, ["bench-claim"])
     if (i >= WARMUP) samples.push(elapsed)
   }
   return percentile(samples, 50)
@@ -177,17 +158,20 @@ const measure = async (engine: Engine, exec: Exec) => {
   return { small, large, busy: busy!, idle: idle! }
 }
 
-const report = (store: string, { large, small }: { readonly small: number; readonly large: number }) =>
-  emit({
-    figure: `webhook_claim_${store}`,
-    engine: ms(large),
-    reference: ms(small),
-    unit: "ms",
-    better: "lower",
-    referenceIs: `the same claim beside ${SMALL} due deliveries`,
-    target: "<= 2x: a claim costs the same beside any backlog",
-    params: { backlog: settings.webhookBacklog, inFlight: IN_FLIGHT, samples: SAMPLES }
-  })
+/** What the backlog figures compare: a claim beside the backlog against one beside SMALL. */
+const BACKLOG_SHAPE = {
+  suffix: "",
+  referenceIs: `the same claim beside ${SMALL} due deliveries`,
+  target: "<= 2x: a claim costs the same beside any backlog",
+  params: { backlog: settings.webhookBacklog, inFlight: IN_FLIGHT, samples: SAMPLES }
+}
+
+const report = (
+  store: string,
+  { large, small }: { readonly small: number; readonly large: number },
+  { params, referenceIs, suffix, target }: typeof BACKLOG_SHAPE | typeof WAITING_SHAPE = BACKLOG_SHAPE
+) =>
+  emit({ figure: `webhook_claim_${store}${suffix}`, engine: ms(large), reference: ms(small), unit: "ms", better: "lower", referenceIs, target, params })
 
 const sqlite = async () => {
   const dir = mkdtempSync(join(tmpdir(), "genjobs-bench-webhook-claim-"))
@@ -201,7 +185,7 @@ const sqlite = async () => {
       void db.prepare(text.replace(/\$(\d+)/g, "?$1")).run(...params.map((p) => (typeof p === "number" ? BigInt(p) : p)))
     report("sqlite", await measure(engine, exec))
     await exec(`DELETE FROM ${DELIVERIES}`, [])
-    reportWaiting("sqlite", await measureWaiting(engine, exec))
+    report("sqlite", await measureWaiting(engine, exec), WAITING_SHAPE)
   } finally {
     db.close()
     await engine.dispose()
@@ -226,7 +210,7 @@ const postgres = () =>
       report("pg_stale_stats", { small: measured.small, large: stale })
       await exec(`ALTER TABLE ${DELIVERIES} SET (autovacuum_enabled = true)`, [])
       await exec(`DELETE FROM ${DELIVERIES}`, [])
-      reportWaiting("pg", await measureWaiting(engine, exec))
+      report("pg", await measureWaiting(engine, exec), WAITING_SHAPE)
     } finally {
       await client.end()
       await engine.dispose()

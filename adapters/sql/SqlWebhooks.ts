@@ -74,6 +74,8 @@ export const makeSqlWebhooks = Effect.gen(function*() {
   /** What pendingOf's index holds (migration 0027): pending deliveries but the retries still waiting to fall due. */
   const walkable = sql`p.status = 'pending' AND p.retry_waiting = 0`
   const waitingInOrder = indexedBy(sql, t.webhook_deliveries, t.webhook_deliveries_waiting)
+  /** What waitingInOrder's index holds: the retries marked as waiting to fall due. */
+  const waiting = sql`status = 'pending' AND retry_waiting = 1`
   /**
    * Pending delivery `p` comes after `q`'s in their account's due order, written as each planner
    * seeks the pending-by-account index with it: PostgreSQL took the due index (other accounts'
@@ -240,7 +242,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
     Effect.gen(function*() {
       const promoted = yield* decodeIds(
         yield* sql`UPDATE ${t.webhook_deliveries} SET retry_waiting = 0 WHERE id IN (
-          SELECT id FROM ${waitingInOrder} WHERE status = 'pending' AND retry_waiting = 1 AND next_attempt_at <= ${now}
+          SELECT id FROM ${waitingInOrder} WHERE ${waiting} AND next_attempt_at <= ${now}
           ORDER BY next_attempt_at, id LIMIT ${PROMOTE_BATCH}
         ) RETURNING id`
       )
@@ -249,8 +251,7 @@ export const makeSqlWebhooks = Effect.gen(function*() {
         return
       }
       const [next] = yield* decodeEarliest(
-        yield* sql`SELECT MIN(next_attempt_at) AS at FROM ${waitingInOrder}
-          WHERE status = 'pending' AND retry_waiting = 1 AND next_attempt_at > ${now}`
+        yield* sql`SELECT MIN(next_attempt_at) AS at FROM ${waitingInOrder} WHERE ${waiting} AND next_attempt_at > ${now}`
       )
       promoteFrom = Math.min(next?.at ?? Number.POSITIVE_INFINITY, now + PROMOTE_RECHECK_MS)
     })
