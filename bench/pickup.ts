@@ -15,6 +15,9 @@
  *   path a submit takes when the hand-off is not there, so pickup_p50's params say what the
  *   hand-off gains.
  * - `pickup_remote_p50`: the same with the worker's engine in another process (pickupWorker.ts).
+ *   Beside it, two floors of that pickup written bare (pickupPgFloor.ts, `pgFloor*` and
+ *   `engineStatements*` in its params): the design alone (a row committed, NOTIFY after it, a claim
+ *   in queue order committed) and the engine's own submit, claim and ending statements.
  *   `BENCH_PICKUP_CASES=remote` times only this case beside graphile-worker (`store`: the three
  *   store cases).
  * - `pickup_redis_p50`, `pickup_nats_p50`: the queue on a broker, submits through an engine
@@ -66,6 +69,7 @@ import { engineFrom, settings } from "./lib/env.js"
 import { connect } from "./lib/pg.js"
 import { emit, log, ms, percentile } from "./lib/report.js"
 import { type FloorBroker, floorSubmitter } from "./pickupFloor.js"
+import { type PgFloorShape, pgFloorSubmitter } from "./pickupPgFloor.js"
 import { type GraphileConfigName, graphileConfigLabel, graphilePool, installGraphile, quietLogger, runGraphile } from "./graphile.js"
 import {
   bareJetStreamPublisher,
@@ -364,6 +368,22 @@ const floorCase = async (resources: Resources, broker: FloorBroker, brokerUrl: s
   return newCase(`${broker}_floor`, `store floor on ${broker === "redis" ? "Redis" : "NATS"}: a row committed, published, claimed by id and committed, in another process`, submitter.add, { clock })
 }
 
+/**
+ * A floor of the store queue's pickup from another process (pickupPgFloor.ts): the job committed,
+ * NOTIFY after it, heard in another process (pickupPgFloorWorker.ts), one job claimed in queue order
+ * and committed, then the start; `bare` on a table of its own, `engine` with the engine's statements.
+ */
+const pgFloorCase = async (resources: Resources, shape: PgFloorShape): Promise<Case> => {
+  const url = await openDatabase(resources, `pickuppgfloor${shape}`)
+  const submitter = await pgFloorSubmitter(url, shape)
+  resources.defer(() => submitter.close())
+  const clock = await startPickupProcess(resources, "pickupPgFloorWorker.ts", { BENCH_DATABASE_URL: url, BENCH_PG_FLOOR_SHAPE: shape })
+  const label = shape === "bare"
+    ? "store queue's floor, bare: a row INSERTed and committed, NOTIFY after it, heard in another process, one row claimed in queue order and committed"
+    : "store queue's floor, the engine's statements: its submit committed, NOTIFY after it, heard in another process, its claim (one job, queue order) committed"
+  return newCase(`pgfloor_${shape}`, label, submitter.add, { clock })
+}
+
 const within = <A>(promise: Promise<A>, timeoutMs: number, what: string): Promise<A> => {
   let timer: ReturnType<typeof setTimeout> | undefined
   return Promise.race([
@@ -440,6 +460,7 @@ export const pickup = async () => {
       noHandOff: await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
     }
     const remote = await engineCase(resources, "remote", "store queue, worker in another process", store, "twoProcesses")
+    const pgFloors = { bare: await pgFloorCase(resources, "bare"), engine: await pgFloorCase(resources, "engine") }
     const brokers = storeOnly ? undefined : {
       redisRemote: await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses"),
       redisLocal: await engineCase(resources, "redis1", `Redis (${redis.url}), one engine`, redis, "oneEngine"),
@@ -453,7 +474,7 @@ export const pickup = async () => {
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
     const graphileRemote = await graphileRemoteCase(resources)
-    const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched, graphileRemote]
+    const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, pgFloors.bare, pgFloors.engine, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched, graphileRemote]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const { queued, transactionsPerJob } = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -533,7 +554,19 @@ export const pickup = async () => {
       // Statements (each its own transaction) per pickup on the case's database, both processes'
       // and the run's and ending's included: what an idle worker's claims cost beside graphile-worker's.
       transactionsPerJob: transactionsPerJob.get(remote),
-      graphileRemoteTransactionsPerJob: transactionsPerJob.get(graphileRemote)
+      graphileRemoteTransactionsPerJob: transactionsPerJob.get(graphileRemote),
+      // The floors of this pickup (pickupPgFloor.ts): how close any queue with its design can come to
+      // the reference (bare), how close the engine's statements can (engineStatements), and the engine to each.
+      pgFloorIs: pgFloors.bare.label,
+      pgFloorP50: ms(p50(pgFloors.bare)),
+      pgFloorSplit: split(pgFloors.bare),
+      pgFloorToReference: ms(p50(pgFloors.bare) / p50(graphile)),
+      ratioToPgFloor: ms(p50(remote) / p50(pgFloors.bare)),
+      engineStatementsIs: pgFloors.engine.label,
+      engineStatementsP50: ms(p50(pgFloors.engine)),
+      engineStatementsSplit: split(pgFloors.engine),
+      engineStatementsToReference: ms(p50(pgFloors.engine) / p50(graphile)),
+      ratioToEngineStatements: ms(p50(remote) / p50(pgFloors.engine))
     })
     if (local === undefined) return
     const { handOff, noHandOff } = local
