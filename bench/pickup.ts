@@ -15,9 +15,10 @@
  *   path a submit takes when the hand-off is not there, so pickup_p50's params say what the
  *   hand-off gains.
  * - `pickup_remote_p50`: the same with the worker's engine in another process (pickupWorker.ts).
- *   Beside it, two floors of that pickup written bare (pickupPgFloor.ts, `pgFloor*` and
- *   `engineStatements*` in its params): the design alone (a row committed, NOTIFY after it, a claim
- *   in queue order committed) and the engine's own submit, claim and ending statements.
+ *   Beside it, three floors of that pickup (pickupPgFloor.ts; `pgFloor*`, `engineStatements*` and
+ *   `frameworkFloor*` in its params): the design alone written bare (a row committed, NOTIFY after
+ *   it, a claim in queue order committed), the engine's own submit, claim and ending statements
+ *   written bare, and those statements through Effect and the engine's PostgreSQL client.
  *   `BENCH_PICKUP_CASES=remote` times only this case beside graphile-worker (`store`: the three
  *   store cases).
  * - `pickup_redis_p50`, `pickup_nats_p50`: the queue on a broker, submits through an engine
@@ -378,9 +379,11 @@ const pgFloorCase = async (resources: Resources, shape: PgFloorShape): Promise<C
   const submitter = await pgFloorSubmitter(url, shape)
   resources.defer(() => submitter.close())
   const clock = await startPickupProcess(resources, "pickupPgFloorWorker.ts", { BENCH_DATABASE_URL: url, BENCH_PG_FLOOR_SHAPE: shape })
-  const label = shape === "bare"
-    ? "store queue's floor, bare: a row INSERTed and committed, NOTIFY after it, heard in another process, one row claimed in queue order and committed"
-    : "store queue's floor, the engine's statements: its submit committed, NOTIFY after it, heard in another process, its claim (one job, queue order) committed"
+  const label = {
+    bare: "store queue's floor, bare: a row INSERTed and committed, NOTIFY after it, heard in another process, one row claimed in queue order and committed",
+    engine: "store queue's floor, the engine's statements: its submit committed, NOTIFY after it, heard in another process, its claim (one job, queue order) committed",
+    effect: "store queue's floor on the engine's framework: the engine's statements through Effect's runtime and the engine's PostgreSQL client (@effect/sql-pg), nothing of the engine"
+  }[shape]
   return newCase(`pgfloor_${shape}`, label, submitter.add, { clock })
 }
 
@@ -460,7 +463,11 @@ export const pickup = async () => {
       noHandOff: await engineCase(resources, "nohandoff", "store queue, two engines in one process (no hand-off)", store, "twoEngines")
     }
     const remote = await engineCase(resources, "remote", "store queue, worker in another process", store, "twoProcesses")
-    const pgFloors = { bare: await pgFloorCase(resources, "bare"), engine: await pgFloorCase(resources, "engine") }
+    const pgFloors = {
+      bare: await pgFloorCase(resources, "bare"),
+      engine: await pgFloorCase(resources, "engine"),
+      effect: await pgFloorCase(resources, "effect")
+    }
     const brokers = storeOnly ? undefined : {
       redisRemote: await engineCase(resources, "redis", `Redis (${redis.url}), worker in another process`, redis, "twoProcesses"),
       redisLocal: await engineCase(resources, "redis1", `Redis (${redis.url}), one engine`, redis, "oneEngine"),
@@ -474,7 +481,7 @@ export const pickup = async () => {
     const unbatched = await graphileCase(resources, "unbatched")
     const batched = await graphileCase(resources, "batched")
     const graphileRemote = await graphileRemoteCase(resources)
-    const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, pgFloors.bare, pgFloors.engine, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched, graphileRemote]
+    const cases = [...(local === undefined ? [] : [local.handOff, local.noHandOff]), remote, pgFloors.bare, pgFloors.engine, pgFloors.effect, ...(brokers === undefined ? [] : Object.values(brokers)), unbatched, batched, graphileRemote]
     log(`pickup: ${samples} sequential jobs of each case (${WARMUP} more to warm up): ${cases.map((c) => c.label).join("; ")}`)
     const { queued, transactionsPerJob } = await timeAll(cases, samples)
     // BENCH_PICKUP_DUMP=<file>: every sample of every case, in the order taken, for a closer look.
@@ -566,7 +573,12 @@ export const pickup = async () => {
       engineStatementsP50: ms(p50(pgFloors.engine)),
       engineStatementsSplit: split(pgFloors.engine),
       engineStatementsToReference: ms(p50(pgFloors.engine) / p50(graphile)),
-      ratioToEngineStatements: ms(p50(remote) / p50(pgFloors.engine))
+      ratioToEngineStatements: ms(p50(remote) / p50(pgFloors.engine)),
+      frameworkFloorIs: pgFloors.effect.label,
+      frameworkFloorP50: ms(p50(pgFloors.effect)),
+      frameworkFloorSplit: split(pgFloors.effect),
+      frameworkFloorToReference: ms(p50(pgFloors.effect) / p50(graphile)),
+      ratioToFrameworkFloor: ms(p50(remote) / p50(pgFloors.effect))
     })
     if (local === undefined) return
     const { handOff, noHandOff } = local

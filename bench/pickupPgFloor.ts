@@ -1,10 +1,12 @@
 /**
- * The floor of a pickup from another process on the store's own queue (pickup.ts's `pgFloor*` and
- * `engineStatements*` params of pickup_remote_p50): the engine's design, and then the engine's own
- * statements, written bare with node-postgres, nothing else. The submitting side commits the job,
- * then sends NOTIFY on a connection of its own (as the engine's job signal does, after the commit;
- * the add returns without waiting for it, as the engine's submit does); a worker in another process (pickupPgFloorWorker.ts) LISTENs, claims one job in queue order
- * (committed: the claim that makes a second start impossible), calls the start, then ends the job.
+ * The floors of a pickup from another process on the store's own queue (pickup.ts's `pgFloor*`,
+ * `engineStatements*` and `frameworkFloor*` params of pickup_remote_p50): the engine's design and
+ * its own statements written bare with node-postgres, then those statements through the framework
+ * and client the engine is built on. The submitting side commits the job, then sends NOTIFY on a
+ * connection of its own (as the engine's job signal does, after the commit; the add returns
+ * without waiting for it, as the engine's submit does); a worker in another process
+ * (pickupPgFloorWorker.ts) LISTENs, claims one job in queue order (committed: the claim that makes
+ * a second start impossible), calls the start, then ends the job.
  *
  * - `bare`: a table of three columns and one partial index of pending jobs; an INSERT, a one-row
  *   UPDATE. What the design (NOTIFY after the commit, a claim in queue order) costs at least.
@@ -12,17 +14,25 @@
  *   single-submit statement (lib/submitText.ts: charge, ledger line, spend rollup, job row), its
  *   claim in queue order and its ending (lib/drainTexts.ts). What the engine's statements cost
  *   without the engine's code around them; beside the engine, what that code adds.
+ * - `effect`: the same statements through what the engine is built on and nothing of the engine:
+ *   Effect's runtime (one ManagedRuntime, each add one `runPromise`) and the engine's PostgreSQL
+ *   client (adapters/sql/pgPool.ts: @effect/sql-pg, its pool, prepared statements), the NOTIFY a
+ *   fiber not awaited, the worker's LISTEN the client's `listen` queue. The floor of any engine on
+ *   this framework and client; beside `engine`, what they add to the statements.
  *
  * graphile-worker commits its NOTIFY inside `add_job`, so its worker is woken while `add_job`'s
  * answer travels; here, as in the engine, the NOTIFY is a statement after the submit's answer.
  */
 import { randomBytes } from "node:crypto"
+import { Effect, ManagedRuntime } from "effect"
+import { SqlClient } from "effect/sql"
 import pg from "pg"
+import { layerPgClientWithPoolUse } from "../adapters/sql/pgPool.js"
 import { benchCatalog, benchModel } from "./catalog.js"
 import { BENCH_PROVIDER, seed, startPgEngine, submit, TABLE_PREFIX } from "./lib/engine.js"
 import { SUBMIT_TEXT, submitValues } from "./lib/submitText.js"
 
-export type PgFloorShape = "bare" | "engine"
+export type PgFloorShape = "bare" | "engine" | "effect"
 
 /** The bare shape's table: the least a stored job needs to be claimed once in queue order. */
 export const bareFloorTable = [
@@ -76,35 +86,35 @@ const newId = (prefix: string) => `${prefix}_${randomBytes(15).toString("base64u
 export const pgFloorSubmitter = async (url: string, shape: PgFloorShape) => {
   const db = new pg.Client({ connectionString: url })
   await db.connect()
-  // The engine's job signal notifies on a connection of its own, after the submit's commit.
-  const signal = new pg.Client({ connectionString: url })
-  await signal.connect()
-  let insert: (id: string) => Promise<unknown>
+  const channel = floorChannel(shape)
   if (shape === "bare") {
     for (const statement of bareFloorTable) await db.query(statement)
-    insert = (id) => db.query({ name: "floor_insert", text: "INSERT INTO floor_jobs (id, status) VALUES ($1, 'pending')", values: [id] })
-  } else {
-    const of = await prepareEngineDatabase(url, db)
-    let requests = 0
-    insert = async (id) => {
-      const { rowCount } = await db.query({
-        name: "floor_submit",
-        text: SUBMIT_TEXT,
-        values: submitValues({
-          ...of,
-          jobId: id,
-          requestId: `req_floor_${++requests}`,
-          ledgerId: newId("led"),
-          input: JSON.stringify({ prompt: id }),
-          now: Date.now()
-        })
-      })
-      if (rowCount !== 1) throw new Error(`the engine floor's submit of ${id} was refused`)
-    }
+    return nodePostgresSubmitter(url, db, channel, (id) =>
+      db.query({ name: "floor_insert", text: "INSERT INTO floor_jobs (id, status) VALUES ($1, 'pending')", values: [id] }))
   }
-  const channel = floorChannel(shape)
-  // As the engine's submit, an add returns with the job committed; its NOTIFY follows on its own
-  // connection, one after the other (pg queues them), so the split's "after the submit" holds it.
+  const of = await prepareEngineDatabase(url, db)
+  let requests = 0
+  const values = (id: string) =>
+    submitValues({ ...of, jobId: id, requestId: `req_floor_${++requests}`, ledgerId: newId("led"), input: JSON.stringify({ prompt: id }), now: Date.now() })
+  if (shape === "engine") {
+    return nodePostgresSubmitter(url, db, channel, async (id) => {
+      const { rowCount } = await db.query({ name: "floor_submit", text: SUBMIT_TEXT, values: values(id) })
+      if (rowCount !== 1) throw new Error(`the engine floor's submit of ${id} was refused`)
+    })
+  }
+  await db.end()
+  return effectSubmitter(url, channel, values)
+}
+
+/**
+ * Submits through node-postgres: `insert` on `db`, then the NOTIFY on a connection of its own (as the
+ * engine's job signal notifies, after the submit's commit). As the engine's submit, an add returns
+ * with the job committed; its NOTIFY follows, one after the other (pg queues them), so the split's
+ * "after the submit" holds it.
+ */
+const nodePostgresSubmitter = async (url: string, db: pg.Client, channel: string, insert: (id: string) => Promise<unknown>) => {
+  const signal = new pg.Client({ connectionString: url })
+  await signal.connect()
   let notified: Promise<unknown> = Promise.resolve()
   return {
     add: async (id: string) => {
@@ -116,5 +126,22 @@ export const pgFloorSubmitter = async (url: string, shape: PgFloorShape) => {
       await signal.end()
       await db.end()
     }
+  }
+}
+
+/** Submits through Effect and the engine's client: each add one `runPromise`, its NOTIFY a fiber forked after the commit. */
+const effectSubmitter = async (url: string, channel: string, values: (id: string) => ReadonlyArray<unknown>) => {
+  const runtime = ManagedRuntime.make(layerPgClientWithPoolUse({ url }))
+  const sql = await runtime.runPromise(Effect.service(SqlClient.SqlClient))
+  const notify = sql.unsafe("SELECT pg_notify($1, 'jobs')", [channel])
+  const submitOne = (id: string) =>
+    Effect.flatMap(sql.unsafe(SUBMIT_TEXT, values(id) as Array<never>), (rows) => {
+      if (rows.length !== 1) return Effect.die(new Error(`the effect floor's submit of ${id} was refused`))
+      runtime.runFork(notify)
+      return Effect.void
+    })
+  return {
+    add: (id: string) => runtime.runPromise(submitOne(id)),
+    close: () => runtime.dispose()
   }
 }

@@ -4,7 +4,11 @@
  * in queue order (committed), tells the parent the job started, on the clock the processes share,
  * then ends it. Speaks pickupWorker.ts's messages.
  */
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Effect, ManagedRuntime, Queue } from "effect"
+import { SqlClient } from "effect/sql"
 import pg from "pg"
+import { layerPgClientWithPoolUse } from "../adapters/sql/pgPool.js"
 import { claimText, endingsOf, endText, MAX_ATTEMPTS } from "./lib/drainTexts.js"
 import { type FromPickupWorker, sharedNow, type ToPickupWorker } from "./pickupLib.js"
 import { floorChannel, type PgFloorShape } from "./pickupPgFloor.js"
@@ -18,14 +22,27 @@ process.on("message", (message: ToPickupWorker) => {
 
 const OWNER = `floor-${process.pid}`
 
-try {
-  const shape = process.env.BENCH_PG_FLOOR_SHAPE as PgFloorShape
+/** One claim of the engine's in queue order (one job) through node-postgres, its start told, then its ending. */
+const engineClaim = (query: (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<{ id: string; lease_owner: string }>>) => async () => {
+  const rows = await query(claimText, [MAX_ATTEMPTS, 1, Date.now(), OWNER])
+  for (const { id } of rows) send({ type: "seen", id, at: sharedNow() })
+  if (rows.length > 0) await query(endText, [endingsOf(rows)])
+}
+
+/** Any failure ends the process: its jobs then fail the figure as not started, with this on stderr. */
+const fail = (error: unknown) => {
+  process.stderr.write(`pickupPgFloorWorker: ${error instanceof Error ? error.stack : String(error)}\n`)
+  process.exit(1)
+}
+
+/** node-postgres: LISTEN on a connection of its own, claims one at a time in the order the notifications came. */
+const nodePostgresWorker = async (shape: "bare" | "engine") => {
   const db = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL! })
   await db.connect()
   const listener = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL! })
   await listener.connect()
-  const claimOne = async () => {
-    if (shape === "bare") {
+  const claimOne = shape === "bare"
+    ? async () => {
       const { rows } = await db.query<{ id: string }>({
         name: "floor_claim",
         text: `UPDATE floor_jobs SET status = 'processing', lease_until = $1
@@ -34,26 +51,37 @@ try {
       })
       for (const { id } of rows) send({ type: "seen", id, at: sharedNow() })
       if (rows.length > 0) await db.query({ name: "floor_end", text: "UPDATE floor_jobs SET status = 'completed' WHERE id = $1", values: [rows[0]!.id] })
-      return
     }
-    const { rows } = await db.query<{ id: string; lease_owner: string }>({
-      name: "floor_claim",
-      text: claimText,
-      values: [MAX_ATTEMPTS, 1, Date.now(), OWNER]
-    })
-    for (const { id } of rows) send({ type: "seen", id, at: sharedNow() })
-    if (rows.length > 0) await db.query({ name: "floor_end", text: endText, values: [endingsOf(rows)] })
-  }
+    : engineClaim(async (text, values) => (await db.query({ name: text === claimText ? "floor_claim" : "floor_end", text, values: [...values] })).rows)
   // One claim at a time, in the order the notifications came, as the engine's one claimer takes them.
   let chain = Promise.resolve()
   listener.on("notification", () => {
-    // A failed claim ends the process: its jobs then fail the figure as not started, with this on stderr.
-    chain = chain.then(claimOne).catch((error: unknown) => {
-      process.stderr.write(`pickupPgFloorWorker: ${error instanceof Error ? error.stack : String(error)}\n`)
-      process.exit(1)
-    })
+    chain = chain.then(claimOne).catch(fail)
   })
   await listener.query(`LISTEN ${pg.escapeIdentifier(floorChannel(shape))}`)
+}
+
+/** Effect and the engine's client: the client's `listen` queue, one fiber taking each notification and claiming. */
+const effectWorker = () =>
+  new Promise<void>((listening, failed) => {
+    const runtime = ManagedRuntime.make(layerPgClientWithPoolUse({ url: process.env.BENCH_DATABASE_URL! }))
+    runtime.runFork(Effect.scoped(Effect.gen(function*() {
+      const client = yield* PgClient.PgClient
+      const sql = yield* Effect.service(SqlClient.SqlClient)
+      const notifications = yield* client.listen(floorChannel("effect"))
+      listening()
+      const claimOne = Effect.gen(function*() {
+        const rows = yield* sql.unsafe<{ id: string; lease_owner: string }>(claimText, [MAX_ATTEMPTS, 1, Date.now(), OWNER])
+        for (const { id } of rows) send({ type: "seen", id, at: sharedNow() })
+        if (rows.length > 0) yield* sql.unsafe(endText, [endingsOf(rows)])
+      })
+      yield* Effect.forever(Effect.andThen(Queue.take(notifications), claimOne))
+    })).pipe(Effect.catchCause((cause) => Effect.sync(() => failed(Cause.squash(cause))))))
+  })
+
+try {
+  const shape = process.env.BENCH_PG_FLOOR_SHAPE as PgFloorShape
+  await (shape === "effect" ? effectWorker() : nodePostgresWorker(shape))
   send({ type: "ready" })
 } catch (error) {
   send({ type: "failed", message: String(error instanceof Error ? error.stack : error) })
