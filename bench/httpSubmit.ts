@@ -6,7 +6,9 @@
  * INSERT per request on the same database kind at the same counts. PostgreSQL, then SQLite. Once
  * the engine is stopped, a bare server doing the engine's own submit writes per request on the
  * engine's database and accounts (bareServers/pgSameWork.ts, sqliteSameWork.ts) at the same
- * counts: in the 8-account figures' params, what the spec's writes cost without the engine.
+ * counts: in the 8-account figures' params, what the spec's writes cost without the engine; on
+ * PostgreSQL also the same work on the engine's framework and client (httpApiPgSameWork.ts), the
+ * floor of any engine built on them.
  *
  * With BENCH_HTTP_BESIDE=<another checkout, its `dist/` built>, it compares two builds instead:
  * this checkout's bundled server and that one's, up at once (8 accounts each, a warm-up each),
@@ -98,7 +100,8 @@ const report = (
   engine: Measured,
   bare: Measured,
   target: string | undefined,
-  sameWork?: Measured
+  sameWork?: Measured,
+  frameworkSameWork?: Measured
 ) =>
   emit({
     figure: `http_submit_${store}_${accounts}_account${accounts === 1 ? "" : "s"}_${connections}_clients`,
@@ -143,6 +146,17 @@ const report = (
         sameWorkNon2xx: sameWork.non2xx,
         sameWorkCpuUsPerRequest: store === "pg" ? sameWork.cpu : { server: sameWork.cpu.server, loader: sameWork.cpu.loader }
       }),
+      // The same work on the engine's framework and client: the floor of any engine built on them.
+      ...(frameworkSameWork === undefined ? {} : {
+        frameworkSameWorkIs:
+          "the engine's HttpApi shape and PostgreSQL client (Effect, @effect/sql-pg) sending the engine's own submit statement per request, nothing else of the engine (bareServers/httpApiPgSameWork.ts), on the engine's database",
+        frameworkSameWorkRps: round(frameworkSameWork.rps),
+        frameworkSameWorkRatioToReference: Math.round((frameworkSameWork.rps / bare.rps) * 1000) / 1000,
+        engineRatioToFrameworkSameWork: Math.round((engine.rps / frameworkSameWork.rps) * 1000) / 1000,
+        frameworkSameWorkP50Ms: frameworkSameWork.p50,
+        frameworkSameWorkNon2xx: frameworkSameWork.non2xx,
+        frameworkSameWorkCpuUsPerRequest: frameworkSameWork.cpu
+      }),
       cores: availableParallelism()
     }
   })
@@ -155,10 +169,11 @@ const reportAll = (
   eight: ReadonlyArray<Measured>,
   one: ReadonlyArray<Measured>,
   bare: ReadonlyArray<Measured>,
-  sameWork?: ReadonlyArray<Measured>
+  sameWork?: ReadonlyArray<Measured>,
+  frameworkSameWork?: ReadonlyArray<Measured>
 ) =>
   settings.httpClientCounts.forEach((connections, i) => {
-    report(store, 8, connections, eight[i]!, bare[i]!, targetAt(connections, ">= 0.17x; server and database <= 300 µs per submit"), sameWork?.[i])
+    report(store, 8, connections, eight[i]!, bare[i]!, targetAt(connections, ">= 0.17x; server and database <= 300 µs per submit"), sameWork?.[i], frameworkSameWork?.[i])
     report(store, 1, connections, one[i]!, bare[i]!, undefined)
   })
 
@@ -180,7 +195,7 @@ const sameWorkEnv = (probe: Record<string, unknown>) => {
 }
 
 const postgres = async () => {
-  const [eight, one, sameWork] = await withDatabase("http", async (url, name) => {
+  const [eight, one, sameWork, frameworkSameWork] = await withDatabase("http", async (url, name) => {
     const [eight, one, keys, probe] = await withServer(startBundledServer({ ...ENGINE_ENV, DATABASE_URL: url }), async (server) => {
       const keys = await makeAccounts(server.url, 8)
       const probe = await probeSubmit(server.url, keys[0]!, MODEL)
@@ -192,11 +207,15 @@ const postgres = async () => {
       startBareServer("pgSameWork.ts", { DATABASE_URL: url, ...sameWorkEnv(probe) }),
       (server) => measureCounts(server, keys, "same work pg 8 accounts", name)
     )
-    return [eight, one, sameWork] as const
+    const frameworkSameWork = await withServer(
+      startBareServer("httpApiPgSameWork.ts", { DATABASE_URL: url, ...sameWorkEnv(probe) }),
+      (server) => measureCounts(server, keys, "same work on the framework pg 8 accounts", name)
+    )
+    return [eight, one, sameWork, frameworkSameWork] as const
   })
   const bare = await withDatabase("bare", (url, name) =>
     withServer(startBareServer("pg.ts", { DATABASE_URL: url }), (server) => measureCounts(server, ["none"], "bare pg", name)))
-  reportAll("pg", eight, one, bare, sameWork)
+  reportAll("pg", eight, one, bare, sameWork, frameworkSameWork)
 }
 
 const sqlite = async () => {

@@ -10,29 +10,14 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Schema } from "effect"
 import { HttpMiddleware, HttpRouter } from "effect/http"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
+import { submitApi } from "./submitApi.js"
 
-const Submit = Schema.Struct({
-  model: Schema.String,
-  version: Schema.optionalKey(Schema.String),
-  input: Schema.Record(Schema.String, Schema.Unknown),
-  webhookUrl: Schema.optionalKey(Schema.String)
-})
-const Submitted = Schema.Struct({ jobId: Schema.String, status: Schema.String })
-
-const Api = HttpApi.make("floor").add(
-  HttpApiGroup.make("jobs").add(
-    HttpApiEndpoint.post("submit", "/v1/jobs/submit", {
-      payload: Submit,
-      success: Submitted.pipe(HttpApiSchema.status(201)),
-      headers: Schema.Struct({ authorization: Schema.optionalKey(Schema.String) })
-    })
-  )
-)
+const Api = submitApi(Schema.Struct({ jobId: Schema.String, status: Schema.String }))
 
 const Jobs = HttpApiBuilder.group(Api, "jobs", (handlers) =>
   Effect.gen(function*() {

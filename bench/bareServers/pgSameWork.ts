@@ -14,9 +14,8 @@
 import { hash, randomBytes } from "node:crypto"
 import { createServer } from "node:http"
 import pg from "pg"
-import { SUBMIT_TEXT, submitValues } from "../lib/submitText.js"
+import { KEY_BY_HASH_TEXT, SUBMIT_TEXT, submitValues } from "../lib/submitText.js"
 
-const P = "genjobs_"
 const cost = Number(process.env.COST_MICRO_CENTS)
 const version = process.env.MODEL_VERSION!
 const estimatedMs = Number(process.env.ESTIMATED_MS)
@@ -32,10 +31,7 @@ const keyOf = async (authorization: string): Promise<Key | undefined> => {
   const known = keys.get(authorization)
   if (known !== undefined) return known
   const secret = authorization.replace(/^Bearer\s+/i, "")
-  const { rows } = await pool.query<{ id: string; account_id: string }>(
-    `SELECT id, account_id FROM "${P}api_keys" WHERE hash = $1 AND active = 1`,
-    [hash("sha256", secret, "hex")]
-  )
+  const { rows } = await pool.query<{ id: string; account_id: string }>(KEY_BY_HASH_TEXT, [hash("sha256", secret, "hex")])
   const found = rows[0] === undefined ? undefined : { id: rows[0].id, accountId: rows[0].account_id }
   if (found !== undefined) keys.set(authorization, found)
   return found

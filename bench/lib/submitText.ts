@@ -3,8 +3,8 @@
  * code): the charge and its concurrency check, the ledger line, the hourly spend rollup and the job
  * row with its fair key, in one statement (adapters/sql/jobs/submit.ts's text as PostgreSQL logged
  * it at the commit that added bareServers/pgSameWork.ts; a change there is not followed here). For
- * the bench files that send the engine's submit without the engine: bareServers/pgSameWork.ts (per
- * request) and pickupPgFloor.ts (the floor of a pickup from another process).
+ * the bench files that send the engine's submit without the engine: bareServers/pgSameWork.ts and
+ * httpApiPgSameWork.ts (per request) and pickupPgFloor.ts (the floor of a pickup from another process).
  */
 
 /** Table names' prefix of the databases the bench's engines make. */
@@ -44,6 +44,9 @@ SELECT $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35
     + 1000000 / account.fair_weight,
   (SELECT fair_key FROM "${P}jobs" WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
   0), $45, $46 FROM account WHERE set_config($47, $48, true) IS NOT NULL RETURNING fair_key`
+
+/** An active API key by its secret's SHA-256 (hex), as the engine's key lookup finds it: `$1` the hash. */
+export const KEY_BY_HASH_TEXT = `SELECT id, account_id FROM "${P}api_keys" WHERE hash = $1 AND active = 1`
 
 export interface SubmitOf {
   readonly accountId: string
