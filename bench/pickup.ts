@@ -381,7 +381,7 @@ const pgFloorCase = async (resources: Resources, shape: PgFloorShape): Promise<C
   const clock = await startPickupProcess(resources, "pickupPgFloorWorker.ts", { BENCH_DATABASE_URL: url, BENCH_PG_FLOOR_SHAPE: shape })
   const label = {
     bare: "store queue's floor, bare: a row INSERTed and committed, NOTIFY after it, heard in another process, one row claimed in queue order and committed",
-    engine: "store queue's floor, the engine's statements: its submit committed, NOTIFY after it, heard in another process, its claim (one job, queue order) committed",
+    engine: "store queue's floor, the engine's statements: its submit (its NOTIFY in it) committed, heard in another process, its claim (one job, queue order) committed",
     effect: "store queue's floor on the engine's framework: the engine's statements through Effect's runtime and the engine's PostgreSQL client (@effect/sql-pg), nothing of the engine"
   }[shape]
   return newCase(`pgfloor_${shape}`, label, submitter.add, { clock })

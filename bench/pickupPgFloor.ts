@@ -2,26 +2,27 @@
  * The floors of a pickup from another process on the store's own queue (pickup.ts's `pgFloor*`,
  * `engineStatements*` and `frameworkFloor*` params of pickup_remote_p50): the engine's design and
  * its own statements written bare with node-postgres, then those statements through the framework
- * and client the engine is built on. The submitting side commits the job, then sends NOTIFY on a
- * connection of its own (as the engine's job signal does, after the commit; the add returns
- * without waiting for it, as the engine's submit does); a worker in another process
- * (pickupPgFloorWorker.ts) LISTENs, claims one job in queue order (committed: the claim that makes
- * a second start impossible), calls the start, then ends the job.
+ * and client the engine is built on. The submitting side commits the job and NOTIFYs: in the
+ * engine's statement itself, as the engine's batched submits do (`engine`, `effect`), or on a
+ * connection of its own after the commit, the add not waiting for it (`bare`); a worker in
+ * another process (pickupPgFloorWorker.ts) LISTENs, claims one job in queue order (committed: the
+ * claim that makes a second start impossible), calls the start, then ends the job.
  *
  * - `bare`: a table of three columns and one partial index of pending jobs; an INSERT, a one-row
  *   UPDATE. What the design (NOTIFY after the commit, a claim in queue order) costs at least.
  * - `engine`: the engine's database (migrated, the bench catalog, one funded account), its
- *   single-submit statement (lib/submitText.ts: charge, ledger line, spend rollup, job row), its
- *   claim in queue order and its ending (lib/drainTexts.ts). What the engine's statements cost
+ *   single-submit statement (lib/submitText.ts: charge, ledger line, spend rollup, job row,
+ *   NOTIFY), its claim in queue order and its ending (lib/drainTexts.ts). What the engine's statements cost
  *   without the engine's code around them; beside the engine, what that code adds.
  * - `effect`: the same statements through what the engine is built on and nothing of the engine:
  *   Effect's runtime (one ManagedRuntime, each add one `runPromise`) and the engine's PostgreSQL
- *   client (adapters/sql/pgPool.ts: @effect/sql-pg, its pool, prepared statements), the NOTIFY a
- *   fiber not awaited, the worker's LISTEN the client's `listen` queue. The floor of any engine on
- *   this framework and client; beside `engine`, what they add to the statements.
+ *   client (adapters/sql/pgPool.ts: @effect/sql-pg, its pool, prepared statements), the worker's
+ *   LISTEN the client's `listen` queue. The floor of any engine on this framework and client;
+ *   beside `engine`, what they add to the statements.
  *
  * graphile-worker commits its NOTIFY inside `add_job`, so its worker is woken while `add_job`'s
- * answer travels; here, as in the engine, the NOTIFY is a statement after the submit's answer.
+ * answer travels, as the engine's statement does; the bare floor's NOTIFY is a statement after the
+ * submit's answer, which keeps a submit's commit off the notify lock.
  */
 import { randomBytes } from "node:crypto"
 import { Effect, ManagedRuntime } from "effect"
@@ -30,7 +31,7 @@ import pg from "pg"
 import { layerPgClientWithPoolUse } from "../adapters/sql/pgPool.js"
 import { benchCatalog, benchModel } from "./catalog.js"
 import { BENCH_PROVIDER, seed, startPgEngine, submit, TABLE_PREFIX } from "./lib/engine.js"
-import { SUBMIT_TEXT, submitValues } from "./lib/submitText.js"
+import { type EngineSubmit, SUBMIT_TEXT, submitValues } from "./lib/submitText.js"
 
 export type PgFloorShape = "bare" | "engine" | "effect"
 
@@ -42,16 +43,6 @@ export const bareFloorTable = [
 
 /** The channel each shape's submits notify and its worker listens on (the engine's: its jobs channel). */
 export const floorChannel = (shape: PgFloorShape) => (shape === "bare" ? "floor_jobs" : `${TABLE_PREFIX}jobs`)
-
-/** What the engine's submit binds besides the job: the account, its key and the bench model's price. */
-interface EngineSubmit {
-  readonly accountId: string
-  readonly keyId: string
-  readonly model: string
-  readonly version: string
-  readonly costMicroCents: number
-  readonly estimatedMs: number
-}
 
 /**
  * The engine's database for the `engine` shape: an engine migrates it and seeds the catalog and one
@@ -96,50 +87,47 @@ export const pgFloorSubmitter = async (url: string, shape: PgFloorShape) => {
   let requests = 0
   const values = (id: string) =>
     submitValues({ ...of, jobId: id, requestId: `req_floor_${++requests}`, ledgerId: newId("led"), input: JSON.stringify({ prompt: id }), now: Date.now() })
+  // The engine's statement NOTIFYs its claimers itself, as it commits: no NOTIFY after it.
   if (shape === "engine") {
-    return nodePostgresSubmitter(url, db, channel, async (id) => {
+    return nodePostgresSubmitter(url, db, undefined, async (id) => {
       const { rowCount } = await db.query({ name: "floor_submit", text: SUBMIT_TEXT, values: values(id) })
       if (rowCount !== 1) throw new Error(`the engine floor's submit of ${id} was refused`)
     })
   }
   await db.end()
-  return effectSubmitter(url, channel, values)
+  return effectSubmitter(url, values)
 }
 
 /**
- * Submits through node-postgres: `insert` on `db`, then the NOTIFY on a connection of its own (as the
- * engine's job signal notifies, after the submit's commit). As the engine's submit, an add returns
- * with the job committed; its NOTIFY follows, one after the other (pg queues them), so the split's
- * "after the submit" holds it.
+ * Submits through node-postgres: `insert` on `db`, then, given a `channel`, the NOTIFY on a
+ * connection of its own (as the engine's job signal notifies a submit that is not batched, after its
+ * commit). An add returns with the job committed; its NOTIFY follows, one after the other (pg
+ * queues them), so the split's "after the submit" holds it.
  */
-const nodePostgresSubmitter = async (url: string, db: pg.Client, channel: string, insert: (id: string) => Promise<unknown>) => {
-  const signal = new pg.Client({ connectionString: url })
-  await signal.connect()
+const nodePostgresSubmitter = async (url: string, db: pg.Client, channel: string | undefined, insert: (id: string) => Promise<unknown>) => {
+  const signal = channel === undefined ? undefined : new pg.Client({ connectionString: url })
+  await signal?.connect()
   let notified: Promise<unknown> = Promise.resolve()
   return {
     add: async (id: string) => {
       await insert(id)
-      notified = signal.query({ name: "floor_notify", text: "SELECT pg_notify($1, 'jobs')", values: [channel] })
+      if (signal !== undefined) notified = signal.query({ name: "floor_notify", text: "SELECT pg_notify($1, 'jobs')", values: [channel] })
     },
     close: async () => {
       await notified
-      await signal.end()
+      await signal?.end()
       await db.end()
     }
   }
 }
 
-/** Submits through Effect and the engine's client: each add one `runPromise`, its NOTIFY a fiber forked after the commit. */
-const effectSubmitter = async (url: string, channel: string, values: (id: string) => ReadonlyArray<unknown>) => {
+/** Submits through Effect and the engine's client: each add one `runPromise` of the engine's statement (its NOTIFY in it). */
+const effectSubmitter = async (url: string, values: (id: string) => ReadonlyArray<unknown>) => {
   const runtime = ManagedRuntime.make(layerPgClientWithPoolUse({ url }))
   const sql = await runtime.runPromise(Effect.service(SqlClient.SqlClient))
-  const notify = sql.unsafe("SELECT pg_notify($1, 'jobs')", [channel])
   const submitOne = (id: string) =>
-    Effect.flatMap(sql.unsafe(SUBMIT_TEXT, values(id) as Array<never>), (rows) => {
-      if (rows.length !== 1) return Effect.die(new Error(`the effect floor's submit of ${id} was refused`))
-      runtime.runFork(notify)
-      return Effect.void
-    })
+    Effect.flatMap(sql.unsafe(SUBMIT_TEXT, values(id) as Array<never>), (rows) =>
+      rows.length === 1 ? Effect.void : Effect.die(new Error(`the effect floor's submit of ${id} was refused`)))
   return {
     add: (id: string) => runtime.runPromise(submitOne(id)),
     close: () => runtime.dispose()

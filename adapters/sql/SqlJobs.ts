@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { QueueIsBroker } from "../../src/ports/JobQueue.js"
 import type { JobDrivers, JobLeaseDriver } from "../../src/ports/JobLeaseDriver.js"
 import type { JobStoreDriver } from "../../src/ports/JobStoreDriver.js"
 import { readActiveJobs } from "./activeJobs.js"
@@ -41,6 +42,10 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
   const t = yield* SqlTables
   const databaseClock = sql.onDialectOrElse({ pg: () => options.databaseClock ?? true, orElse: () => false })
   const ctx: JobSql = { sql, t, clock: makeLeaseClock(sql, databaseClock) }
+  // PostgreSQL's batched submits wake the store's claimers in their own statement; with a broker
+  // no claimer listens (its deliveries wake the workers).
+  const broker = yield* QueueIsBroker
+  const wakesClaimers = sql.onDialectOrElse({ pg: () => !broker, orElse: () => false })
 
   const { chargeAccount, lockAccount } = makeChargeStatements(ctx)
   const store: JobStoreDriver = {
@@ -50,7 +55,7 @@ export const makeSqlJobDriver = (options: SqlJobDriverOptions = {}) => Effect.ge
     ...makeAdmissionStatements(ctx),
     // Read under the account's lock: no submit or fold moves the count meanwhile.
     activeJobs: (accountId) => readActiveJobs(sql, t, accountId),
-    ...makeSubmitStatements(ctx),
+    ...makeSubmitStatements(ctx, wakesClaimers),
     ...makeJobRowStatements(ctx),
     postLedger: (entry) => postLedger(sql, t, entry).pipe(storeErrors("post ledger entry")),
     insertDeliveries: makeDeliveryInserts(ctx)

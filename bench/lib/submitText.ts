@@ -1,8 +1,9 @@
 /**
  * The engine's single-submit statement on PostgreSQL as text (a measuring aid, not the engine's
- * code): the charge and its concurrency check, the ledger line, the hourly spend rollup and the job
- * row with its fair key, in one statement (adapters/sql/jobs/submit.ts's text as PostgreSQL logged
- * it at the commit that added bareServers/pgSameWork.ts; a change there is not followed here). For
+ * code): the charge and its concurrency check, the ledger line, the hourly spend rollup, the job
+ * row with its fair key and the NOTIFY of the store's claimers, in one statement
+ * (adapters/sql/jobs/submit.ts's plain submit as it compiles, the channel bound last; a change
+ * there is not followed here). For
  * the bench files that send the engine's submit without the engine: bareServers/pgSameWork.ts and
  * httpApiPgSameWork.ts (per request) and pickupPgFloor.ts (the floor of a pickup from another process).
  */
@@ -10,7 +11,7 @@
 /** Table names' prefix of the databases the bench's engines make. */
 const P = "genjobs_"
 
-export const SUBMIT_TEXT = `WITH ended AS (
+export const SUBMIT_TEXT = `WITH notified AS (SELECT pg_notify($49, 'jobs')), ended AS (
   DELETE FROM "${P}active_job_ends" WHERE ctid = ANY(ARRAY(
     SELECT ctid FROM "${P}active_job_ends" WHERE account_id = $1 FOR UPDATE SKIP LOCKED
   )) RETURNING account_id
@@ -43,18 +44,22 @@ SELECT $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35
   (SELECT fair_key FROM "${P}jobs" WHERE status = 'pending' AND account_id = CAST($44 AS TEXT) ORDER BY fair_key DESC LIMIT 1)
     + 1000000 / account.fair_weight,
   (SELECT fair_key FROM "${P}jobs" WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
-  0), $45, $46 FROM account WHERE set_config($47, $48, true) IS NOT NULL RETURNING fair_key`
+  0), $45, $46 FROM account CROSS JOIN notified WHERE set_config($47, $48, true) IS NOT NULL RETURNING fair_key`
 
 /** An active API key by its secret's SHA-256 (hex), as the engine's key lookup finds it: `$1` the hash. */
 export const KEY_BY_HASH_TEXT = `SELECT id, account_id FROM "${P}api_keys" WHERE hash = $1 AND active = 1`
 
-export interface SubmitOf {
+/** What the engine's submit binds besides the job: the account, its key and the model's price. */
+export interface EngineSubmit {
   readonly accountId: string
   readonly keyId: string
   readonly model: string
   readonly version: string
   readonly costMicroCents: number
   readonly estimatedMs: number
+}
+
+export interface SubmitOf extends EngineSubmit {
   readonly jobId: string
   readonly requestId: string
   readonly ledgerId: string
@@ -63,7 +68,7 @@ export interface SubmitOf {
   readonly now: number
 }
 
-/** SUBMIT_TEXT's parameters for one job, as the engine binds them (no webhook, no idempotency key). */
+/** SUBMIT_TEXT's parameters for one job, as the engine binds them (no webhook, no idempotency key), the jobs channel last. */
 export const submitValues = (s: SubmitOf): Array<unknown> => {
   const { accountId, costMicroCents: cost, jobId, now } = s
   return [
@@ -72,6 +77,6 @@ export const submitValues = (s: SubmitOf): Array<unknown> => {
     accountId, s.keyId, s.model, Math.floor(now / 3_600_000) * 3_600_000, cost, 0, 1, 0, 0,
     jobId, accountId, s.keyId, s.requestId, s.model, s.version, s.input, null, "pending", cost,
     null, null, now, now + s.estimatedMs, null, null, 0, null, null, null, null, 0, null,
-    accountId, null, null, "genjobs.counted_job", jobId
+    accountId, null, null, "genjobs.counted_job", jobId, `${P}jobs`
   ]
 }

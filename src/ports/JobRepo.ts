@@ -41,8 +41,12 @@ export interface SubmitCommand {
 }
 
 export type SubmitOutcome =
-  /** The job as stored: pending, or processing when it was handed off to the local worker. */
-  | { readonly _tag: "Created"; readonly job: Job }
+  /**
+   * The job as stored: pending, or processing when it was handed off to the local worker.
+   * `claimersWoken`: the store's write itself woke the claimers of its own queue as it committed
+   * (JobStoreDriver.submitWakesClaimers), so the caller sends no signal for this job.
+   */
+  | { readonly _tag: "Created"; readonly job: Job; readonly claimersWoken?: boolean }
   | { readonly _tag: "Replayed"; readonly job: Job }
 
 export interface ListQuery {

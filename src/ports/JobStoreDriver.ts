@@ -142,6 +142,12 @@ export interface JobStoreDriver {
    */
   readonly submit: (job: Job, maxConcurrentJobs: number, handOff: HandOffLease | undefined) => Effect.Effect<Option.Option<Job>, StoreError>
   /**
+   * Whether `submit` of a queued job (no `handOff`) wakes the store's claimers itself, as it
+   * commits (PostgreSQL's statement NOTIFYs on the store's own queue): the caller then sends no
+   * signal of its own for it. Absent or false, the caller wakes them once the job is stored.
+   */
+  readonly submitWakesClaimers?: boolean | undefined
+  /**
    * `submit` with an idempotency key, rate windows or budgets, in one round trip, where the
    * store can (PostgreSQL); absent, such a submit runs the transaction. Claims the key (a live
    * record of it: nothing written, the record answered), takes the account's lock, and writes
@@ -155,8 +161,7 @@ export interface JobStoreDriver {
    * Inserts the job and answers it as written. With `handOff`, when no job is runnable
    * (pending, or an expired lease under `handOff.maxAttempts`), the job is inserted as that
    * idle worker's claim instead (`claimedJob(job, handOff)`, its lease on the lease clock as a
-   * claim's) and nobody is woken; otherwise, a store shared by processes wakes their claimers
-   * (PostgreSQL sends NOTIFY here), delivered when the transaction commits.
+   * claim's) and nobody is woken; otherwise the caller wakes the claimers once it committed.
    */
   readonly insertJob: (job: Job, handOff: HandOffLease | undefined) => Effect.Effect<Job, StoreError>
   /**

@@ -143,11 +143,11 @@ describe("statements of one accepted submit", () => {
     expect(replayed).toEqual(["INSERT INTO idempotency_keys", "SELECT request_hash, job_id,", "SELECT * FROM"])
   })
 
-  it("PostgreSQL: one statement, charge and job together; nothing for the key, address or catalog", async () => {
+  it("PostgreSQL: one statement, its NOTIFY, charge and job together; nothing for the key, address or catalog", async () => {
     const url = await freshPostgresUrl()
     if (url === undefined) return
     const { accepted } = await submitStatements(layerPostgres({ url: Redacted.make(url) }))
-    expect(accepted).toEqual(["WITH ended AS"])
+    expect(accepted).toEqual(["WITH notified AS"])
   })
 
   for (const gates of [{ idempotent: true }, { rateLimited: true }, { budgeted: true }, { idempotent: true, rateLimited: true, budgeted: true }]) {

@@ -71,8 +71,8 @@ const engineWith = async (
   })
   engines.push(engine)
   const caller = await engine.run(demoCaller(1_000_000_000, 1_000))
-  const submit = (prompt: string) =>
-    engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
+  const submit = (prompt: string, idempotencyKey?: string) =>
+    engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId, idempotencyKey)))
   const status = (id: JobId) => engine.run(Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
   return { engine, submit, status }
 }
@@ -246,8 +246,8 @@ describe("PostgreSQL submits and NOTIFY", () => {
   /**
    * What the store's jobs channel carried while `act` ran: markers sent before (once one is heard,
    * LISTEN is in place) and after it (heard last, as notifications come in commit order) bound it.
-   * The engine notifies after the submit answered, so the after marker waits for `expected` to be
-   * heard first (at most 10 s).
+   * A submit that is not batched notifies after it answered, so the after marker waits for
+   * `expected` to be heard first (at most 10 s).
    */
   const heardDuring = async (url: string, prefix: string, act: () => Promise<void>, expected: string | undefined) => {
     const channel = jobsChannel(prefix)
@@ -276,10 +276,14 @@ describe("PostgreSQL submits and NOTIFY", () => {
   }
 
   it.each([
-    // Submits asking while a NOTIFY is on its way share the next one: 1 to 3 for the 3 submits.
-    { name: "the store's own queue wakes its claimers after the submits", broker: false, expected: "jobs" },
-    { name: "with a broker, a submit sends nothing on the channel (no worker listens)", broker: true, expected: undefined }
-  ])("$name", async ({ broker, expected }) => {
+    // Each plain submit's statement notifies as it commits, and nothing after it: one a submit.
+    { name: "the store's own queue: each plain submit's statement wakes its claimers, once", broker: false, key: false, expected: "jobs" },
+    // A gated submit (here an Idempotency-Key) is not batched: it asks after its commit, and submits
+    // asking while a NOTIFY is on its way share the next one: 1 to 3 for the 3 submits.
+    { name: "the store's own queue: gated submits wake its claimers after they answered", broker: false, key: true, expected: "jobs" },
+    { name: "with a broker, a submit sends nothing on the channel (no worker listens)", broker: true, key: false, expected: undefined },
+    { name: "with a broker, a gated submit sends nothing on the channel either", broker: true, key: true, expected: undefined }
+  ])("$name", async ({ broker, expected, key }) => {
     const url = (await freshPostgresUrl())!
     const prefix = newPrefix([])
     // No workers: a submit is never handed off to an idle one (a hand-off wakes no one either).
@@ -290,13 +294,16 @@ describe("PostgreSQL submits and NOTIFY", () => {
       0
     )
     const heard = await heardDuring(url, prefix, async () => {
-      for (let i = 0; i < 3; i++) expect((await submit(`n${i}`)).job.status).toBe("pending")
+      // One after the other: each plain submit is a batch, and a statement, of its own.
+      for (let i = 0; i < 3; i++) expect((await submit(`n${i}`, key ? `key-${i}` : undefined)).job.status).toBe("pending")
     }, expected)
     if (expected === undefined) expect(heard).toEqual([])
     else {
-      expect(heard.length).toBeGreaterThanOrEqual(1)
-      expect(heard.length).toBeLessThanOrEqual(3)
       expect(new Set(heard)).toEqual(new Set([expected]))
+      if (key) {
+        expect(heard.length).toBeGreaterThanOrEqual(1)
+        expect(heard.length).toBeLessThanOrEqual(3)
+      } else expect(heard.length).toBe(3)
     }
   })
 })

@@ -115,6 +115,23 @@ describe("job rules over a driver", () => {
       expect(state.jobs.get(running.id)?.status).toBe("processing")
     }))
 
+  it.effect("answers that the store's write woke the claimers only where its one-write submit does", () =>
+    Effect.gen(function*() {
+      const { owner, state } = yield* setup
+      const base = memoryJobDriver(state)
+      for (const wakes of [true, false]) {
+        const repo = yield* makeJobRepo({ ...base, store: { ...base.store, submitWakesClaimers: wakes } })
+        const plain = yield* repo.submit(submitCommand(owner.id, { createdAt: T0 + (wakes ? 1 : 2) }))
+        expect(plain._tag === "Created" && plain.claimersWoken === true).toBe(wakes)
+        // A submit with a rate limit is decided in the transaction, which wakes no one itself.
+        const limited = yield* repo.submit({
+          ...submitCommand(owner.id, { createdAt: T0 + (wakes ? 3 : 4) }),
+          rateLimits: { requestsPerMinute: 5, requestsPerDay: 0 }
+        })
+        expect(limited._tag === "Created" && limited.claimersWoken === true).toBe(false)
+      }
+    }))
+
   it.effect("abandons a job whose lease attempts are used up, with its message, a refund and a webhook row", () =>
     Effect.gen(function*() {
       const { owner, repo, state } = yield* setup

@@ -13,8 +13,8 @@ import { job } from "../conformance/fixtures.js"
 /** PostgreSQL's statement constructor with nothing to run on: the statements here are only compiled. */
 const pgSql = Statement.make(Effect.die("not run"), PgClient.makeCompiler(), [], undefined) as unknown as SqlClient.SqlClient
 
-const queuedSubmitsOf = (prefix?: string) =>
-  Effect.runSync(Effect.map(Effect.service(SqlTables), (t) => makeQueuedSubmitsPg({ sql: pgSql, t, clock: makeLeaseClock(pgSql, false) })).pipe(
+const queuedSubmitsOf = (prefix?: string, wakesClaimers = true) =>
+  Effect.runSync(Effect.map(Effect.service(SqlTables), (t) => makeQueuedSubmitsPg({ sql: pgSql, t, clock: makeLeaseClock(pgSql, false) }, wakesClaimers)).pipe(
     Effect.provide(layerSqlTables(prefix).pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, pgSql))))
   ))
 
@@ -48,8 +48,8 @@ const gates: ReadonlyArray<readonly [string, SubmitGates]> = [
 
 describe("the queued submits' statements on PostgreSQL", () => {
   it.each(jobs)("the plain one is the statement its fragments build, text and values: %s", (_, submitted) => {
-    for (const [prefix, maxConcurrentJobs] of [[undefined, 100], ["other_", 1]] as const) {
-      const { built, plain } = queuedSubmitsOf(prefix)
+    for (const [prefix, maxConcurrentJobs, wakesClaimers] of [[undefined, 100, true], ["other_", 1, false]] as const) {
+      const { built, plain } = queuedSubmitsOf(prefix, wakesClaimers)
       // The first call compiles the text; the second is the one every later submit makes.
       for (let call = 0; call < 2; call++) {
         expect(sameLedgerIds(plain(submitted, maxConcurrentJobs).compile())).toStrictEqual(
@@ -65,6 +65,14 @@ describe("the queued submits' statements on PostgreSQL", () => {
     for (const [, carried] of [...gates, ...gates]) {
       expect(sameLedgerIds(gated(submitted, 7, carried).compile())).toStrictEqual(sameLedgerIds(built.gated(submitted, 7, carried).compile()))
     }
+  })
+
+  it("wakes the claimers of its table set's queue as it commits, where the store's queue is the queue", () => {
+    const [text, values] = queuedSubmitsOf("one_").plain(job(account), 1).compile()
+    expect(text).toContain("pg_notify(")
+    expect(values).toContain("one_jobs")
+    // With a broker no claimer listens: the statement notifies no one.
+    expect(queuedSubmitsOf("one_", false).plain(job(account), 1).compile()[0]).not.toContain("pg_notify")
   })
 
   it("keeps its text for the table set it was made for", () => {

@@ -110,11 +110,17 @@ type GatedBinds = ReturnType<typeof gatedBinds>
 /**
  * `(columns) SELECT values FROM account` of a queued job whose charge (`account`, chargingPg
  * counting its job) counted it: its fair key from the weight the charge read, and the setting
- * that has the insert trigger skip it (migration 0021), set before the row is written.
+ * that has the insert trigger skip it (migration 0021), set before the row is written. `joined`:
+ * what the row joins besides (the plain submit's NOTIFY).
  */
-const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<typeof makeFairKeys>, row: JobColumns) => {
+const countedFromAccount = (
+  sql: JobSql["sql"],
+  { fairKey, rowOf }: ReturnType<typeof makeFairKeys>,
+  row: JobColumns,
+  joined: Statement.Fragment = sql``
+) => {
   const { columns, values } = rowOf(row, { fair_key: fairKey(row.account_id, sql`account.fair_weight`) })
-  return sql`(${columns}) SELECT ${values} FROM account WHERE set_config(${COUNTED_JOB_SETTING}, ${row.id}, true) IS NOT NULL`
+  return sql`(${columns}) SELECT ${values} FROM account ${joined} WHERE set_config(${COUNTED_JOB_SETTING}, ${row.id}, true) IS NOT NULL`
 }
 
 /**
@@ -123,15 +129,22 @@ const countedFromAccount = (sql: JobSql["sql"], { fairKey, rowOf }: ReturnType<t
  * the job's counted insert; the gated one, the same behind the gate's call. `built` writes each
  * as its fragments do, for the test that holds the compiled statements to them.
  */
-export const makeQueuedSubmitsPg = (ctx: JobSql) => {
+export const makeQueuedSubmitsPg = (ctx: JobSql, wakesClaimers: boolean) => {
   const { sql, t } = ctx
   const { chargingDistinctPg, chargingEachPg, chargingPg } = makeChargeStatements(ctx)
   const fairKeys = makeFairKeys(ctx)
+  // With `wakesClaimers`, each statement NOTIFYs the store's claimers, delivered as it commits:
+  // once for all its jobs (a CTE of a volatile call is evaluated once), joined to the rows it
+  // inserts (a statement that inserts none may still wake them for nothing, which costs a claim
+  // that finds nothing). Only batched submits: one statement of a process is in flight at a time,
+  // so none waits on the notify lock another holds through its flush ("NOTIFY after the submit").
+  const notifying = wakesClaimers ? sql`notified AS (SELECT pg_notify(${jobsChannel(t.prefix)}, 'jobs')),` : sql``
+  const notified = wakesClaimers ? sql`CROSS JOIN notified` : sql``
 
   /** A plain submit alone: chargingPg's charge and the job's counted insert, its values bound as parameters. */
   const plain = ({ charge, maxConcurrentJobs, row }: SubmitBinds) =>
-    sql`WITH ${chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)}
-      INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row)} RETURNING fair_key`
+    sql`WITH ${notifying} ${chargingPg(charge, sql`AND a.active_jobs - folded.n < ${maxConcurrentJobs}`, true)}
+      INSERT INTO ${t.jobs} ${countedFromAccount(sql, fairKeys, row, notified)} RETURNING fair_key`
 
   /**
    * A batch's job rows (`r`, from their JSON) as inserted: each id through its counted `set_config`
@@ -158,7 +171,7 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
    * two JSON arrays, so the text is one for every batch and compiled once.
    */
   const eachStatement = (columns: ReadonlyArray<string>) => ({ rows, submitted }: EachBinds) =>
-    sql`WITH submitted AS (
+    sql`WITH ${notifying} submitted AS (
         SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
       ), ${chargingEachPg(sql`submitted`)}, inserted AS (
         INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
@@ -169,7 +182,7 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
       )
     }
         FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN judged j ON j.job_id = r.id AND j.admitted
-        JOIN account ON account.id = j.account_id
+        JOIN account ON account.id = j.account_id ${notified}
         RETURNING id, fair_key
       )
       SELECT id, fair_key FROM inserted UNION ALL SELECT job_id, NULL FROM judged WHERE NOT considered`
@@ -180,12 +193,12 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
    * account takes it: it costs the database less than eachStatement's ranking.
    */
   const distinctStatement = (columns: ReadonlyArray<string>) => ({ rows, submitted }: EachBinds) =>
-    sql`WITH submitted AS (
+    sql`WITH ${notifying} submitted AS (
         SELECT * FROM jsonb_to_recordset(${submitted}::jsonb) AS s(${sql.literal(SUBMITTED_COLUMNS)})
       ), ${chargingDistinctPg(sql`submitted`)}
       INSERT INTO ${t.jobs} (${sql.literal(columns.join(", "))})
       SELECT ${insertedValues(columns, fairKeys.fairKey(sql`r.account_id`, sql`account.fair_weight`))}
-      FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN account ON account.job_id = r.id
+      FROM jsonb_populate_recordset(NULL::${t.jobs}, ${rows}::jsonb) r JOIN account ON account.job_id = r.id ${notified}
       RETURNING id, fair_key`
   type EachOnce = (binds: EachBinds) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>
   /** Compiled at the first batch of their kind, their columns those of its first job's row (every row has the same). */
@@ -271,12 +284,14 @@ export const makeQueuedSubmitsPg = (ctx: JobSql) => {
 export const jobsChannel = (prefix: string) => `${prefix}jobs`
 
 /**
- * Inserting a job, and a whole submit (charge and insert) in one atomic write. None of these
- * statements sends NOTIFY: the caller wakes the claimers once the job is stored (JobSignal,
- * PgJobSignal.ts). A statement that notifies takes PostgreSQL's cluster-wide notify lock and
- * holds it through its commit's WAL flush, so parallel submits committed one flush at a time.
+ * Inserting a job, and a whole submit (charge and insert) in one atomic write. With
+ * `wakesClaimers` (PostgreSQL with the store as the queue), the batched plain submits' statements
+ * NOTIFY the store's claimers as they commit (makeQueuedSubmitsPg, `submitWakesClaimers`); no
+ * other statement here does, and the caller wakes the claimers once such a job is stored
+ * (JobSignal, PgJobSignal.ts): a statement that notifies takes PostgreSQL's cluster-wide notify
+ * lock and holds it through its commit's WAL flush, so parallel ones commit one flush at a time.
  */
-export const makeSubmitStatements = (ctx: JobSql) => {
+export const makeSubmitStatements = (ctx: JobSql, wakesClaimers: boolean) => {
   const { sql, t } = ctx
   const { chargeSqlite, chargingPg } = makeChargeStatements(ctx)
   const { anyRunnable, claimedValues, columnsOf, offeredInserts, takenAs, values } = makeHandOffFragments(ctx)
@@ -319,7 +334,7 @@ export const makeSubmitStatements = (ctx: JobSql) => {
         )).pipe(storeErrors("insert job"))
   })
 
-  const queuedPg = makeQueuedSubmitsPg(ctx)
+  const queuedPg = makeQueuedSubmitsPg(ctx, wakesClaimers)
 
   const submit: JobStoreDriver["submit"] = sql.onDialectOrElse({
     /**
@@ -432,5 +447,5 @@ export const makeSubmitStatements = (ctx: JobSql) => {
     orElse: () => undefined
   })
 
-  return { insertJob, submit, submitGated }
+  return { insertJob, submit, submitGated, submitWakesClaimers: wakesClaimers }
 }

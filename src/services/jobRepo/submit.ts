@@ -96,7 +96,10 @@ export const submit = (driver: JobStoreDriver): JobRepo["Service"]["submit"] => 
     const gates = submitGates(request)
     if (gates === undefined) {
       const written = yield* driver.submit(request.job, request.maxConcurrentJobs, request.handOff)
-      if (Option.isSome(written)) return { _tag: "Created", job: written.value } satisfies SubmitOutcome
+      if (Option.isSome(written)) {
+        const woken = driver.submitWakesClaimers === true && request.handOff === undefined
+        return { _tag: "Created", job: written.value, ...(woken ? { claimersWoken: true } : {}) } satisfies SubmitOutcome
+      }
     } else if (driver.submitGated !== undefined) {
       const gated = yield* driver.submitGated(request.job, request.maxConcurrentJobs, request.handOff, gates)
       if (gated._tag === "Created") return { _tag: "Created", job: gated.job } satisfies SubmitOutcome

@@ -12,13 +12,14 @@ export interface StoredSubmit {
 }
 
 /**
- * Queues a stored job: wakes this store's claimers, and publishes it to the broker when there
- * is one, in its account's lane with the account's fair-share `weight`. A publish that fails leaves the job stored and charged: the queue relay publishes it
- * once it has waited `queueRelayGraceMs`, so the submit still succeeds.
+ * Queues a stored job: wakes this store's claimers (unless the store's write did, `woken`), and
+ * publishes it to the broker when there is one, in its account's lane with the account's
+ * fair-share `weight`. A publish that fails leaves the job stored and charged: the queue relay
+ * publishes it once it has waited `queueRelayGraceMs`, so the submit still succeeds.
  */
-export const enqueue = ({ queue, signal }: Pick<JobsDeps, "queue" | "signal">, job: Job, weight: number): Effect.Effect<void> =>
+export const enqueue = ({ queue, signal }: Pick<JobsDeps, "queue" | "signal">, job: Job, weight: number, woken = false): Effect.Effect<void> =>
   Effect.andThen(
-    signal.notify,
+    woken ? Effect.void : signal.notify,
     Option.isNone(queue) ? Effect.void : queue.value.publish([{ jobId: job.id, accountId: job.accountId, weight }]).pipe(
       Effect.catch((error) =>
         Effect.logWarning("a submitted job could not be published to the queue; the relay publishes it later", { jobId: job.id }, error.message)

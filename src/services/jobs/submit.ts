@@ -103,7 +103,7 @@ export const submit = (deps: JobsDeps) =>
         }
       })
     })
-    if (outcome._tag === "Created" && !taken) yield* enqueue(deps, job, fairWeightOf(caller.account))
+    if (outcome._tag === "Created" && !taken) yield* enqueue(deps, job, fairWeightOf(caller.account), outcome.claimersWoken === true)
     return {
       // As admitted: pending, whether a local worker or another process took it by now.
       job: taken || found ? job : outcome.job,
