@@ -15,10 +15,12 @@ import { JobQueue } from "../../src/ports/JobQueue.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
 import type { GenerationProvider } from "../../src/ports/Provider.js"
 import type { EngineSettings } from "../../src/services/EngineConfig.js"
+import { Catalog } from "../../src/services/Catalog.js"
 import { Jobs } from "../../src/services/Jobs.js"
 import { brokerVisibilityMs, Worker } from "../../src/services/Worker.js"
 import { redisQueue } from "genjobs/redis"
 import { natsQueue } from "genjobs/nats"
+import { unlimitedDemoCatalog } from "../support/demoCatalog.js"
 import { demoCaller } from "../support/engineLayer.js"
 import { deleteStreams, natsAvailable, TEST_NATS_URL } from "../support/nats.js"
 import { deleteKeysMatching, redisAvailable, TEST_REDIS_URL } from "../support/redis.js"
@@ -71,8 +73,8 @@ const engineWith = async (
   })
   engines.push(engine)
   const caller = await engine.run(demoCaller(1_000_000_000, 1_000))
-  const submit = (prompt: string, idempotencyKey?: string) =>
-    engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId, idempotencyKey)))
+  const submit = (prompt: string) =>
+    engine.run(Jobs.use((jobs) => jobs.submit(caller, { model: MODEL, input: { prompt } }, "req_t" as RequestId)))
   const status = (id: JobId) => engine.run(Effect.map(JobRepo.use((repo) => repo.get(id)), (job) => Option.getOrThrow(job).status))
   return { engine, submit, status }
 }
@@ -277,30 +279,32 @@ describe("PostgreSQL submits and NOTIFY", () => {
 
   it.each([
     // Each plain submit's statement notifies as it commits, and nothing after it: one a submit.
-    { name: "the store's own queue: each plain submit's statement wakes its claimers, once", broker: false, key: false, expected: "jobs" },
-    // A gated submit (here an Idempotency-Key) is not batched: it asks after its commit, and submits
-    // asking while a NOTIFY is on its way share the next one: 1 to 3 for the 3 submits.
-    { name: "the store's own queue: gated submits wake its claimers after they answered", broker: false, key: true, expected: "jobs" },
-    { name: "with a broker, a submit sends nothing on the channel (no worker listens)", broker: true, key: false, expected: undefined },
-    { name: "with a broker, a gated submit sends nothing on the channel either", broker: true, key: true, expected: undefined }
-  ])("$name", async ({ broker, expected, key }) => {
+    { name: "the store's own queue: each plain submit's statement wakes its claimers, once", broker: false, gated: false, expected: "jobs" },
+    // A gated submit (here a version's rate limits) is not batched: it asks after its commit, and
+    // submits asking while a NOTIFY is on its way share the next one: 1 to 3 for the 3 submits.
+    { name: "the store's own queue: gated submits wake its claimers after they answered", broker: false, gated: true, expected: "jobs" },
+    { name: "with a broker, a submit sends nothing on the channel (no worker listens)", broker: true, gated: false, expected: undefined },
+    { name: "with a broker, a gated submit sends nothing on the channel either", broker: true, gated: true, expected: undefined }
+  ])("$name", async ({ broker, expected, gated }) => {
     const url = (await freshPostgresUrl())!
     const prefix = newPrefix([])
     // No workers: a submit is never handed off to an idle one (a hand-off wakes no one either).
-    const { submit } = await engineWith(
+    const { engine, submit } = await engineWith(
       countingProvider().provider,
       { store: postgresStore({ url, tablePrefix: prefix }), queue: broker ? memoryQueue() : undefined },
       {},
       0
     )
+    // The demo catalog's versions have rate limits, which gate every submit: the plain case has none.
+    if (!gated) await engine.run(Catalog.use((catalog) => catalog.replace(unlimitedDemoCatalog())))
     const heard = await heardDuring(url, prefix, async () => {
       // One after the other: each plain submit is a batch, and a statement, of its own.
-      for (let i = 0; i < 3; i++) expect((await submit(`n${i}`, key ? `key-${i}` : undefined)).job.status).toBe("pending")
+      for (let i = 0; i < 3; i++) expect((await submit(`n${i}`)).job.status).toBe("pending")
     }, expected)
     if (expected === undefined) expect(heard).toEqual([])
     else {
       expect(new Set(heard)).toEqual(new Set([expected]))
-      if (key) {
+      if (gated) {
         expect(heard.length).toBeGreaterThanOrEqual(1)
         expect(heard.length).toBeLessThanOrEqual(3)
       } else expect(heard.length).toBe(3)

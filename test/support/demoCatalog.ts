@@ -15,11 +15,16 @@ export interface EditableCatalog {
 export const demoCatalog = (): EditableCatalog =>
   JSON.parse(readFileSync(demoCatalogPath, "utf8"))
 
-/** The demo catalog without rate limits, written to `dir/catalog.json` for CATALOG_FILE; answers its path. */
-export const unlimitedDemoCatalogFile = (dir: string): string => {
+/** The demo catalog without rate limits: its submits take the plain path, not the gated one. */
+export const unlimitedDemoCatalog = (): EditableCatalog => {
   const catalog = demoCatalog()
   for (const model of catalog.models) for (const version of model.versions) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
+  return catalog
+}
+
+/** The demo catalog without rate limits, written to `dir/catalog.json` for CATALOG_FILE; answers its path. */
+export const unlimitedDemoCatalogFile = (dir: string): string => {
   const file = join(dir, "catalog.json")
-  writeFileSync(file, JSON.stringify(catalog))
+  writeFileSync(file, JSON.stringify(unlimitedDemoCatalog()))
   return file
 }
