@@ -3,7 +3,8 @@
  * nothing of the engine: submitApi.ts's HttpApi (the engine's payload Schema, the key's header, an
  * encoded 201 answer; span and access log off) whose handler does what bareServers/pgSameWork.ts
  * does by hand: the API key looked up once and then cached (as the engine's key cache does), and
- * the engine's own single-submit statement per request (lib/submitText.ts), through the engine's
+ * the engine's own single-submit statement per request (lib/submitText.ts, without its NOTIFY, as
+ * pgSameWork.ts sends it), through the engine's
  * PostgreSQL client (adapters/sql/pgPool.ts: @effect/sql-pg, its pool, prepared statements). No
  * batching across requests, no idempotency, no admission beyond the charge's own conditions.
  *
@@ -21,7 +22,7 @@ import { SqlClient } from "effect/sql"
 import { hash, randomBytes } from "node:crypto"
 import { createServer } from "node:http"
 import { layerPgClientWithPoolUse } from "../../adapters/sql/pgPool.js"
-import { KEY_BY_HASH_TEXT, SUBMIT_TEXT, submitValues } from "../lib/submitText.js"
+import { KEY_BY_HASH_TEXT, SUBMIT_TEXT_WITHOUT_NOTIFY, submitValues } from "../lib/submitText.js"
 import { submitApi } from "./submitApi.js"
 
 const cost = Number(process.env.COST_MICRO_CENTS)
@@ -66,10 +67,10 @@ const Jobs = HttpApiBuilder.group(Api, "jobs", (handlers) =>
         const now = Date.now()
         const jobId = newId("job")
         const requestId = `req_${++requests}`
-        const rows = yield* sql.unsafe(SUBMIT_TEXT, submitValues({
+        const rows = yield* sql.unsafe(SUBMIT_TEXT_WITHOUT_NOTIFY, submitValues({
           accountId: key.accountId, keyId: key.id, model: payload.model, version, costMicroCents: cost, estimatedMs,
           jobId, requestId, ledgerId: newId("led"), input: JSON.stringify(payload.input), now
-        }) as Array<never>)
+        }, false) as Array<never>)
         if (rows.length === 0) return yield* Effect.die(new Error("refused"))
         return { jobId, requestId, status: "pending", estimatedCompletionTime: new Date(now + estimatedMs).toISOString(), costMicroCents: cost }
       }).pipe(Effect.orDie))

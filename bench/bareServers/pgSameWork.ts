@@ -3,8 +3,10 @@
  * node:http reading the JSON body, the API key looked up once and then cached (as the engine's
  * key cache does), and the engine's own single-submit statement per request (lib/submitText.ts:
  * the charge and its concurrency check, the ledger line, the hourly spend rollup and the job row
- * with its fair key, in one statement) over the raw `pg` driver, pool of 10 (pg's default). No batching across
- * requests, no idempotency, no admission beyond the charge's own conditions.
+ * with its fair key, in one statement; without the NOTIFY the engine's statement carries, which
+ * would queue these parallel statements' commits on PostgreSQL's notify lock) over the raw `pg`
+ * driver, pool of 10 (pg's default). No batching across requests, no idempotency, no admission
+ * beyond the charge's own conditions.
  *
  * Runs on a database the bundled server migrated and funded (http_submit stops that server first),
  * table prefix `genjobs_`, the bench model's price and version (COST_MICRO_CENTS, MODEL_VERSION,
@@ -14,7 +16,7 @@
 import { hash, randomBytes } from "node:crypto"
 import { createServer } from "node:http"
 import pg from "pg"
-import { KEY_BY_HASH_TEXT, SUBMIT_TEXT, submitValues } from "../lib/submitText.js"
+import { KEY_BY_HASH_TEXT, SUBMIT_TEXT_WITHOUT_NOTIFY, submitValues } from "../lib/submitText.js"
 
 const cost = Number(process.env.COST_MICRO_CENTS)
 const version = process.env.MODEL_VERSION!
@@ -55,11 +57,11 @@ createServer((req, res) => {
       const { accountId } = key
       const { rows } = await pool.query({
         name: "submit",
-        text: SUBMIT_TEXT,
+        text: SUBMIT_TEXT_WITHOUT_NOTIFY,
         values: submitValues({
           accountId, keyId: key.id, model: body.model, version, costMicroCents: cost, estimatedMs,
           jobId, requestId, ledgerId: newId("led"), input: JSON.stringify(body.input), now
-        })
+        }, false)
       })
       if (rows.length === 0) return res.writeHead(402).end("refused")
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({

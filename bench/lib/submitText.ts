@@ -11,7 +11,7 @@
 /** Table names' prefix of the databases the bench's engines make. */
 const P = "genjobs_"
 
-export const SUBMIT_TEXT = `WITH notified AS (SELECT pg_notify($49, 'jobs')), ended AS (
+const submitTextOf = (notify: boolean) => `WITH ${notify ? "notified AS (SELECT pg_notify($49, 'jobs')), " : ""}ended AS (
   DELETE FROM "${P}active_job_ends" WHERE ctid = ANY(ARRAY(
     SELECT ctid FROM "${P}active_job_ends" WHERE account_id = $1 FOR UPDATE SKIP LOCKED
   )) RETURNING account_id
@@ -44,7 +44,18 @@ SELECT $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35
   (SELECT fair_key FROM "${P}jobs" WHERE status = 'pending' AND account_id = CAST($44 AS TEXT) ORDER BY fair_key DESC LIMIT 1)
     + 1000000 / account.fair_weight,
   (SELECT fair_key FROM "${P}jobs" WHERE status = 'pending' ORDER BY fair_key LIMIT 1),
-  0), $45, $46 FROM account CROSS JOIN notified WHERE set_config($47, $48, true) IS NOT NULL RETURNING fair_key`
+  0), $45, $46 FROM account${notify ? " CROSS JOIN notified" : ""} WHERE set_config($47, $48, true) IS NOT NULL RETURNING fair_key`
+
+/** The engine's statement, its NOTIFY of the store's claimers in it (the channel bound last). */
+export const SUBMIT_TEXT = submitTextOf(true)
+
+/**
+ * The same without its NOTIFY, for the servers that send it once a request from parallel
+ * connections (bareServers/pgSameWork.ts, httpApiPgSameWork.ts): the engine's submits share one
+ * statement a batch, but statements that notify from parallel connections would commit one WAL
+ * flush at a time on PostgreSQL's notify lock (decisions.md, "NOTIFY after the submit").
+ */
+export const SUBMIT_TEXT_WITHOUT_NOTIFY = submitTextOf(false)
 
 /** An active API key by its secret's SHA-256 (hex), as the engine's key lookup finds it: `$1` the hash. */
 export const KEY_BY_HASH_TEXT = `SELECT id, account_id FROM "${P}api_keys" WHERE hash = $1 AND active = 1`
@@ -68,8 +79,11 @@ export interface SubmitOf extends EngineSubmit {
   readonly now: number
 }
 
-/** SUBMIT_TEXT's parameters for one job, as the engine binds them (no webhook, no idempotency key), the jobs channel last. */
-export const submitValues = (s: SubmitOf): Array<unknown> => {
+/**
+ * SUBMIT_TEXT's parameters for one job, as the engine binds them (no webhook, no idempotency key),
+ * the jobs channel last; without it (`notify` false) SUBMIT_TEXT_WITHOUT_NOTIFY's.
+ */
+export const submitValues = (s: SubmitOf, notify = true): Array<unknown> => {
   const { accountId, costMicroCents: cost, jobId, now } = s
   return [
     accountId, cost, accountId, cost, 1_000_000, cost,
@@ -77,6 +91,6 @@ export const submitValues = (s: SubmitOf): Array<unknown> => {
     accountId, s.keyId, s.model, Math.floor(now / 3_600_000) * 3_600_000, cost, 0, 1, 0, 0,
     jobId, accountId, s.keyId, s.requestId, s.model, s.version, s.input, null, "pending", cost,
     null, null, now, now + s.estimatedMs, null, null, 0, null, null, null, null, 0, null,
-    accountId, null, null, "genjobs.counted_job", jobId, `${P}jobs`
+    accountId, null, null, "genjobs.counted_job", jobId, ...(notify ? [`${P}jobs`] : [])
   ]
 }
