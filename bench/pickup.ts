@@ -370,9 +370,11 @@ const floorCase = async (resources: Resources, broker: FloorBroker, brokerUrl: s
 }
 
 /**
- * A floor of the store queue's pickup from another process (pickupPgFloor.ts): the job committed,
- * NOTIFY after it, heard in another process (pickupPgFloorWorker.ts), one job claimed in queue order
- * and committed, then the start; `bare` on a table of its own, `engine` with the engine's statements.
+ * A floor of the store queue's pickup from another process (pickupPgFloor.ts): the job committed
+ * and notified, heard in another process (pickupPgFloorWorker.ts), one job claimed in queue order
+ * and committed, then the start; `bare` on a table of its own (NOTIFY after the commit), `engine`
+ * with the engine's statements (its NOTIFY in its submit's), `effect` those through Effect and the
+ * engine's PostgreSQL client.
  */
 const pgFloorCase = async (resources: Resources, shape: PgFloorShape): Promise<Case> => {
   const url = await openDatabase(resources, `pickuppgfloor${shape}`)
@@ -563,7 +565,8 @@ export const pickup = async () => {
       transactionsPerJob: transactionsPerJob.get(remote),
       graphileRemoteTransactionsPerJob: transactionsPerJob.get(graphileRemote),
       // The floors of this pickup (pickupPgFloor.ts): how close any queue with its design can come to
-      // the reference (bare), how close the engine's statements can (engineStatements), and the engine to each.
+      // the reference (bare), how close the engine's statements can (engineStatements) and those on
+      // the engine's framework and client (frameworkFloor), and the engine to each.
       pgFloorIs: pgFloors.bare.label,
       pgFloorP50: ms(p50(pgFloors.bare)),
       pgFloorSplit: split(pgFloors.bare),

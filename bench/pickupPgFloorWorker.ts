@@ -22,11 +22,15 @@ process.on("message", (message: ToPickupWorker) => {
 
 const OWNER = `floor-${process.pid}`
 
-/** One claim of the engine's in queue order (one job) through node-postgres, its start told, then its ending. */
-const engineClaim = (query: (text: string, values: ReadonlyArray<unknown>) => Promise<ReadonlyArray<{ id: string; lease_owner: string }>>) => async () => {
-  const rows = await query(claimText, [MAX_ATTEMPTS, 1, Date.now(), OWNER])
+/** One claim through node-postgres: `claim` takes at most one job, its start is told, then `end` ends what it took. */
+const claimThenEnd = <Row extends { readonly id: string }>(
+  claim: () => Promise<ReadonlyArray<Row>>,
+  end: (rows: ReadonlyArray<Row>) => Promise<unknown>
+) =>
+async () => {
+  const rows = await claim()
   for (const { id } of rows) send({ type: "seen", id, at: sharedNow() })
-  if (rows.length > 0) await query(endText, [endingsOf(rows)])
+  if (rows.length > 0) await end(rows)
 }
 
 /** Any failure ends the process: its jobs then fail the figure as not started, with this on stderr. */
@@ -42,17 +46,22 @@ const nodePostgresWorker = async (shape: "bare" | "engine") => {
   const listener = new pg.Client({ connectionString: process.env.BENCH_DATABASE_URL! })
   await listener.connect()
   const claimOne = shape === "bare"
-    ? async () => {
-      const { rows } = await db.query<{ id: string }>({
-        name: "floor_claim",
-        text: `UPDATE floor_jobs SET status = 'processing', lease_until = $1
-          WHERE id = (SELECT id FROM floor_jobs WHERE status = 'pending' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
-        values: [Date.now() + 300_000]
-      })
-      for (const { id } of rows) send({ type: "seen", id, at: sharedNow() })
-      if (rows.length > 0) await db.query({ name: "floor_end", text: "UPDATE floor_jobs SET status = 'completed' WHERE id = $1", values: [rows[0]!.id] })
-    }
-    : engineClaim(async (text, values) => (await db.query({ name: text === claimText ? "floor_claim" : "floor_end", text, values: [...values] })).rows)
+    ? claimThenEnd(
+      async () =>
+        (await db.query<{ id: string }>({
+          name: "floor_claim",
+          text: `UPDATE floor_jobs SET status = 'processing', lease_until = $1
+            WHERE id = (SELECT id FROM floor_jobs WHERE status = 'pending' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id`,
+          values: [Date.now() + 300_000]
+        })).rows,
+      (rows) => db.query({ name: "floor_end", text: "UPDATE floor_jobs SET status = 'completed' WHERE id = $1", values: [rows[0]!.id] })
+    )
+    : claimThenEnd(
+      async () =>
+        (await db.query<{ id: string; lease_owner: string }>({ name: "floor_claim", text: claimText, values: [MAX_ATTEMPTS, 1, Date.now(), OWNER] }))
+          .rows,
+      (rows) => db.query({ name: "floor_end", text: endText, values: [endingsOf(rows)] })
+    )
   // One claim at a time, in the order the notifications came, as the engine's one claimer takes them.
   let chain = Promise.resolve()
   listener.on("notification", () => {

@@ -286,10 +286,11 @@ export const jobsChannel = (prefix: string) => `${prefix}jobs`
 /**
  * Inserting a job, and a whole submit (charge and insert) in one atomic write. With
  * `wakesClaimers` (PostgreSQL with the store as the queue), the batched plain submits' statements
- * NOTIFY the store's claimers as they commit (makeQueuedSubmitsPg, `submitWakesClaimers`); no
- * other statement here does, and the caller wakes the claimers once such a job is stored
- * (JobSignal, PgJobSignal.ts): a statement that notifies takes PostgreSQL's cluster-wide notify
- * lock and holds it through its commit's WAL flush, so parallel ones commit one flush at a time.
+ * NOTIFY the store's claimers as they commit (makeQueuedSubmitsPg, `submitWakesClaimers`). No other
+ * statement here does: for their queued jobs the caller wakes the claimers once they are stored
+ * (JobSignal, PgJobSignal.ts), since a statement that notifies holds PostgreSQL's cluster-wide
+ * notify lock through its commit's WAL flush, and those run in parallel would commit one flush at
+ * a time.
  */
 export const makeSubmitStatements = (ctx: JobSql, wakesClaimers: boolean) => {
   const { sql, t } = ctx
