@@ -1,8 +1,7 @@
 import { describe as effectDescribe, it as effectIt } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Redacted, Schedule, Scope } from "effect"
 import pg from "pg"
 import { afterEach, describe, expect, it } from "vitest"
-import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { jobsChannel } from "../../adapters/sql/SqlJobs.js"
 import { DEFAULT_TABLE_PREFIX } from "../../adapters/sql/tables.js"
 import { makeEngine } from "../../entries/index.js"
@@ -20,7 +19,7 @@ import { Catalog } from "../../src/services/Catalog.js"
 import { demoCatalog } from "../support/demoCatalog.js"
 import { LocalWorkers } from "../../src/services/LocalWorkers.js"
 import { Worker } from "../../src/services/Worker.js"
-import { demoCaller, engineOver } from "../support/engineLayer.js"
+import { demoCaller, engineOver, memoryStoresClaiming } from "../support/engineLayer.js"
 import { idleProvider } from "../support/providers.js"
 import { createAccount, job as jobFixture } from "../conformance/fixtures.js"
 import { freshPostgresUrl } from "../support/postgres.js"
@@ -198,18 +197,11 @@ describe.skipIf(probe === undefined)("postgres: a submit handed to an idle worke
 
 /** Memory stores whose claims wait at `gate` once it is set, counting them. */
 const gatedStores = (gate: { claims: number; at?: Deferred.Deferred<void> }) =>
-  Layer.effectContext(Effect.gen(function*() {
-    const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
-    const repo = Context.get(context, JobRepo)
-    return Context.add(context, JobRepo, {
-      ...repo,
-      claimBatch: (options) =>
-        Effect.suspend(() => {
-          gate.claims++
-          return Effect.andThen(gate.at === undefined ? Effect.void : Deferred.await(gate.at), repo.claimBatch(options))
-        })
-    })
-  })).pipe(Layer.provide(layerMemoryStores))
+  memoryStoresClaiming((claimBatch) => (options) =>
+    Effect.suspend(() => {
+      gate.claims++
+      return Effect.andThen(gate.at === undefined ? Effect.void : Deferred.await(gate.at), claimBatch(options))
+    }))
 
 const until = (check: () => boolean) => Effect.repeat(Effect.sleep("5 millis"), { until: check })
 

@@ -121,7 +121,7 @@ describe("the watch list", () => {
   it("starts the same fibers to hold 10,000 generations in flight as 1,000: a waiting generation is a record, not a fiber", async () => {
     const few = await fibersToWatch(1_000)
     const many = await fibersToWatch(10_000)
-    // Runners (at most 256 whatever the concurrency), the intake, the claimer, the reaper, the
+    // Runners (at most 256 whatever the concurrency), the claimer, the reaper, the
     // relay, the lease keeper, the watch list's subscription, dispatcher and pollers (one
     // provider), and the claimer's wait once the queue ran dry.
     // A fiber per generation would add 9,000; what is left differs by 10 to 25 between runs (forks

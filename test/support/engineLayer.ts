@@ -1,10 +1,11 @@
-import { Effect, Layer, Logger, LogLevel } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
 import { layerSignedUploadTarget } from "../../adapters/blob/SignedUploadTarget.js"
 import { layerMemoryBlobStore } from "../../adapters/memory/MemoryBlobStore.js"
 import { layerLocalSignals } from "../../adapters/memory/LocalJobSignal.js"
 import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import { EngineServicesLive } from "../../src/engine.js"
+import { JobRepo } from "../../src/ports/JobRepo.js"
 import { type GenerationProvider, layerProviders } from "../../src/ports/Provider.js"
 import { Admin } from "../../src/services/Admin.js"
 import { Auth } from "../../src/services/Auth.js"
@@ -39,6 +40,14 @@ const memoryFiles = Layer.merge(
   layerMemoryBlobStore("http://files.test/files"),
   layerSignedUploadTarget({ publicUrl: "http://files.test", secret: "test-upload-secret" })
 )
+
+/** The memory stores with their JobRepo's claims (`claimBatch`) replaced by `claimBatch(the store's)`: a test watches or holds them. */
+export const memoryStoresClaiming = (claimBatch: (inner: JobRepo["Service"]["claimBatch"]) => JobRepo["Service"]["claimBatch"]) =>
+  Layer.effectContext(Effect.gen(function*() {
+    const context = yield* Effect.context<Layer.Success<typeof layerMemoryStores>>()
+    const repo = Context.get(context, JobRepo)
+    return Context.add(context, JobRepo, { ...repo, claimBatch: claimBatch(repo.claimBatch) })
+  })).pipe(Layer.provide(layerMemoryStores))
 
 /**
  * The engine's services over the given stores, with the given provider as provider `demo`;

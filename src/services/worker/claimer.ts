@@ -20,8 +20,8 @@ const yieldToEventLoop = Effect.callback<void>((resume) => {
 
 /**
  * Claims as many jobs as there are idle fibers, MAX_CLAIM at most, in one claim, into the
- * buffer; from a broker, while runs are quick, the jobs it may hold ahead too. Uninterruptible
- * from taking the idle fibers to the buffer: a drain never strands claimed jobs, nor fibers taken
+ * intake; from a broker, while runs are quick, the jobs it may hold ahead too. Uninterruptible
+ * from taking the idle fibers to the intake: a drain never strands claimed jobs, nor fibers taken
  * for a claim. With the store as the queue and no limited versions, the claim rides on this
  * worker's completions (`ride`) unless the last one was woken with nothing to ride on: then it
  * claims on its own. None when no fiber is idle and the claim cannot ride: the claimer waits for
@@ -50,11 +50,13 @@ const claimForIdle = Effect.fnUntraced(function*(
   const exit = yield* Effect.exit(
     claimFor(deps, broker, pool.nextWorkerId(), free + ahead, deps.config.pollIntervalMs).pipe(
       Effect.map((jobs) => aheadBeyond(jobs, free)),
-      Effect.tap((jobs) => {
-        // Counted before the intake can start any of them.
-        pool.aheadHeld += Math.max(0, jobs.length - free)
-        return Queue.offerAll(pool.buffer, jobs)
-      })
+      Effect.tap((jobs) =>
+        Effect.sync(() => {
+          // Counted before the intake can start any of them.
+          pool.aheadHeld += Math.max(0, jobs.length - free)
+          pool.intake(jobs)
+        })
+      )
     )
   )
   const taken = Exit.isSuccess(exit) ? exit.value.length : 0
@@ -76,19 +78,19 @@ interface Riding extends WorkerRider {
  * (docs/decisions.md, "The ending and the next claim in one statement"). Woken at once when
  * fibers are idle and no completion of its own is on its way: the next claim is then its own.
  * The wait is interruptible (a drain stops it): a claim interrupted after it was sent still
- * settles, and its jobs then reach the buffer through the rider. Answers the claim's limit as
+ * settles, and its jobs then reach the intake through the rider. Answers the claim's limit as
  * `free`.
  */
 const ride = Effect.fnUntraced(function*(deps: Pick<WorkerDeps, "config" | "limits" | "repo">, pool: WorkerPool, riding: Riding) {
   const exit = yield* Effect.exit(Effect.interruptible(claimBeside(deps, pool.nextWorkerId(), MAX_CLAIM, riding.rider)))
-  // Not settled: interrupted (its jobs, if it was sent, reach the buffer when it settles), or it
+  // Not settled: interrupted (its jobs, if it was sent, reach the intake when it settles), or it
   // failed before it reached the store (a claim's failure: logged, and the store backoff waited).
   const settled = riding.collect(Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause))
   if (Option.isNone(settled)) return { free: 0, exit: Exit.map(exit, (): ReadonlyArray<Claimed> => []), rode: true }
   // Its fibers and the jobs it claimed ahead were counted as it settled (makeWorkerRider).
   const { claimed, outcome } = settled.value
   riding.next = outcome.limit > 0
-  yield* Queue.offerAll(pool.buffer, claimed)
+  pool.intake(claimed)
   yield* Ref.set(pool.queueDry, claimed.length < outcome.limit)
   return { free: outcome.limit, exit: Exit.succeed<ReadonlyArray<Claimed>>(claimed), rode: true }
 })
@@ -120,6 +122,9 @@ const claimOnce = Effect.fnUntraced(function*(
     yield* deps.limits.anyLimited()
       ? Effect.raceFirst(deps.signal.wait(deps.config.pollIntervalMs), Queue.take(pool.roomFreed))
       : deps.signal.wait(deps.config.pollIntervalMs)
+    // Woken with fibers idle and no completion of this worker on its way, a riding claim would
+    // only park and be woken with nothing: the next claim is its own, at once.
+    if (riding !== undefined && pool.writing === 0) riding.next = false
   } else if (!rode) {
     // A full claim: more may wait, claimed next once the runs begun here let the loop go. Not
     // after a claim that rode: the next waits for a batch, claiming nothing now, and must be

@@ -1,4 +1,4 @@
-import { Clock, Effect, Option, Queue } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { QueueError, StoreError } from "../../domain/errors.js"
 import { type Job, startMarkedByClaim } from "../../domain/job.js"
 import type { makeBrokerClaims } from "../brokerClaims.js"
@@ -78,16 +78,16 @@ export const claimFor = Effect.fnUntraced(function*(
 export interface WorkerRider {
   readonly rider: ClaimRider
   /**
-   * How the last claim went, taken once its call returned: its jobs as the buffer takes them.
+   * How the last claim went, taken once its call returned: its jobs as the intake takes them.
    * None when the store did not settle it: the call failed before it reached the store, or was
-   * `interrupted`; then the jobs of a claim already sent go to the buffer when it settles,
+   * `interrupted`; then the jobs of a claim already sent go to the intake when it settles,
    * without the claimer.
    */
   readonly collect: (interrupted: boolean) => Option.Option<{ readonly outcome: RiderOutcome; readonly claimed: ReadonlyArray<Claimed> }>
 }
 
 /**
- * The claimed jobs of a riding claim, as the buffer takes them: their leases began at its time.
+ * The claimed jobs of a riding claim, as the intake takes them: their leases began at its time.
  * `slots` of them take the fibers the claim was for (those idle as it was sent, and those its
  * endings free); the rest were claimed ahead and wait in the ready list.
  */
@@ -153,7 +153,7 @@ export const makeWorkerRider = (pool: WorkerPool, leaseMs: number, limit: number
         const claimed = settle(outcome, jobs)
         if (!abandoned) return void (last = { outcome, claimed })
         abandoned = false
-        Queue.offerAllUnsafe(pool.buffer, claimed)
+        pool.intake(claimed)
       }
     },
     collect: (interrupted) => {

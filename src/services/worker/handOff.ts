@@ -1,4 +1,4 @@
-import { Clock, Effect, Option, Queue, Ref } from "effect"
+import { Clock, Effect, Option, Ref } from "effect"
 import type { Job } from "../../domain/job.js"
 import type { ReserveSlot } from "../LocalWorkers.js"
 import type { WorkerDeps } from "./deps.js"
@@ -7,7 +7,7 @@ import type { WorkerPool } from "./pool.js"
 
 /**
  * Offers an idle fiber to a submit of this process (LocalWorkers): a job the store writes as
- * that fiber's claim joins the buffer as a claimed one does. None while draining, while a
+ * that fiber's claim joins the intake as a claimed one does. None while draining, while a
  * backlog keeps every fiber busy, or for a limited version (its room is counted by the limited
  * claim alone).
  */
@@ -21,7 +21,7 @@ export const reserveSlot = ({ config, limits }: Pick<WorkerDeps, "config" | "lim
     const lease = { now, leaseOwner: pool.nextWorkerId(), leaseExpiresAt: now + config.leaseMs, maxAttempts: config.maxAttempts }
     return Option.some({
       lease,
-      run: (claimed: Job) => Queue.offer(pool.buffer, { job: claimed, leaseExpiresAt: lease.leaseExpiresAt }),
+      run: (claimed: Job) => Effect.sync(() => pool.intake([{ job: claimed, leaseExpiresAt: lease.leaseExpiresAt }])),
       release: pool.fiberFreed
     })
   })

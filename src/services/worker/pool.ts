@@ -2,13 +2,17 @@ import { Effect, Queue, Ref } from "effect"
 import type { Claimed } from "./claims.js"
 
 /**
- * What a started worker's fibers share: the claimer fills `buffer` for `concurrency` runner
- * fibers, counting the fibers free to take a job in `idle`.
+ * What a started worker's fibers share: the claimer hands its claims to `intake` for
+ * `concurrency` runner fibers, counting the fibers free to take a job in `idle`.
  */
 export interface WorkerPool {
   readonly concurrency: number
-  /** Claimed jobs waiting for a runner fiber. */
-  readonly buffer: Queue.Queue<Claimed>
+  /**
+   * Takes claimed jobs in, synchronously, on the caller's stack (a claim, a riding claim as it
+   * settles, a hand-off's store answer): holds their leases and queues them as the runners' work,
+   * or in the ready list when claimed ahead (runner.ts's `makeIntake` sets it as the worker starts).
+   */
+  intake: (claimed: ReadonlyArray<Claimed>) => void
   /**
    * Fibers neither running nor promised a job: the claimer takes them all for the length of
    * a claim, a hand-off one until its submit is written, so neither promises a fiber twice.
@@ -82,7 +86,9 @@ export const makeWorkerPool = (processId: string, concurrency: number, ahead = 0
     let claims = 0
     const pool: WorkerPool = {
       concurrency,
-      buffer: yield* Queue.unbounded<Claimed>(),
+      intake: () => {
+        throw new Error("the worker's intake was used before its runners were made")
+      },
       idle,
       freed,
       roomFreed: yield* Queue.sliding<void>(1),

@@ -107,11 +107,13 @@ const slotOf = (pool: WorkerPool, clock: Clock.Clock, watched: boolean): Slot | 
 }
 
 /**
- * The intake: holds each claimed job's lease as it arrives (the keeper renews it while the job
- * waits for a runner) and queues it as runners' work. Its generation's end, once watched, comes
- * back to the same queue.
+ * The intake (WorkerPool.intake), a function its callers run on their own stack, not a fiber of
+ * its own (a queue and a fiber between a claim and the runners cost a scheduler turn per claim):
+ * holds each claimed job's lease as it arrives (the keeper renews it while the job waits for a
+ * runner) and queues it as runners' work, or in the ready list when it was claimed ahead. Its
+ * generation's end, once watched, comes back to the same queue.
  */
-export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Effect.Effect<never> => {
+export const makeIntake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): WorkerPool["intake"] => {
   const hold = (claimed: Claimed): Work => {
     // Held until the job ends, as a record of fast properties (heldJob.ts).
     const job = heldJob(claimed.job)
@@ -131,14 +133,13 @@ export const intake = (deps: WorkerDeps, pool: WorkerPool, runners: Runners): Ef
     Queue.offerUnsafe(runners.work, next)
     return true
   }
-  return Effect.forever(Effect.flatMap(Queue.takeBetween(pool.buffer, 1, Infinity), (claimed) => {
+  return (claimed) => {
     for (const one of claimed) {
       if (one.ahead) runners.ready.push(hold(one))
       else Queue.offerUnsafe(runners.work, hold(one))
     }
     startOnIdle(pool)
-    return Effect.void
-  }))
+  }
 }
 
 

@@ -8,7 +8,7 @@ import type { WorkerDeps } from "./deps.js"
 import { reserveSlot } from "./handOff.js"
 import { reaper, relay } from "./passes.js"
 import { drained, makeWorkerPool, startOnIdle, type WorkerPool } from "./pool.js"
-import { intake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
+import { makeIntake, MAX_RUNNERS, runner, type Runners, type Work } from "./runner.js"
 
 /**
  * At a drain, the jobs claimed ahead and waiting for a fiber go back to the queue in one write
@@ -63,15 +63,15 @@ export const AHEAD_PER_FIBER = 4
 
 /**
  * Starts a worker that holds at most `concurrency` jobs at once (claimed, running or with a
- * generation waiting on the watch list), in the current scope: one claimer, an intake, at most
+ * generation waiting on the watch list), in the current scope: one claimer, at most
  * MAX_RUNNERS runner fibers, the watch list's fibers (per provider, from its first watch), and
  * the reaper pass. The claimer takes as many jobs as there are free slots in one claim (each
- * claim its own lease owner) and queues them in a local buffer; the intake holds their leases
- * and hands them to the runners; with none to take the claimer waits for a signal or the poll
+ * claim its own lease owner) and hands them to the intake, which holds their leases and queues
+ * them for the runners; with none to take the claimer waits for a signal or the poll
  * interval. A started generation leaves its runner for the watch list, and its end comes back
  * to the runners to be finished; its slot is free only then. Free slots are also offered to
  * this process's submits (LocalWorkers): a job the store writes as such a slot's claim joins
- * the buffer the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
+ * the intake the same way. With a queue broker the claimer waits on the broker's deliveries instead, there
  * is no hand-off, and the queue relay's pass runs beside the reaper's, every
  * `queueRelayIntervalMs` (docs/queues.md).
  * Closing the scope drains: no new claims or hand-offs; a generation started and waiting at its
@@ -100,9 +100,10 @@ export const start = (deps: WorkerDeps) =>
     // drain publishes those jobs again).
     const ahead = deps.repo.returnUnstarted !== undefined ? Math.min(AHEAD_PER_FIBER * concurrency, MAX_CLAIM) : 0
     const pool = yield* makeWorkerPool(processId, concurrency, ahead)
+    const shared: Runners = { work: yield* Queue.unbounded<Work>(), ready: [], keeper, watcher, broker }
+    pool.intake = makeIntake(deps, pool, shared)
     // A broker's deliveries go to whichever process takes them first: no local hand-off.
     if (broker === undefined) yield* localWorkers.offer(reserveSlot(deps, pool))
-    const shared: Runners = { work: yield* Queue.unbounded<Work>(), ready: [], keeper, watcher, broker }
     // What runners use is in `deps`, resolved once here. A fork shares its parent's context (no
     // copy on Effect 4), which also holds the loggers, log level and tracer the runners log with.
     // Claiming ahead, a runner whose job's end waits for its batch has given its slot back (see
@@ -111,7 +112,6 @@ export const start = (deps: WorkerDeps) =>
       Array.from({ length: Math.min(concurrency + ahead, MAX_RUNNERS) }),
       () => Effect.forkScoped(runner(deps, pool, shared))
     )
-    runners.push(yield* Effect.forkScoped(intake(deps, pool, shared)))
     const background = [
       yield* Effect.forkScoped(claimer(deps, pool, broker)),
       yield* Effect.forkScoped(reaper(deps, `rpr_${processId}`)),
