@@ -44,21 +44,6 @@ describe("the job signal's wake-ups (makeWakeOne)", () => {
       expect(long.ended()).toBe(true)
     })))
 
-  it.effect("a shorter wait started as the timer plans for a longer one still ends at its own", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const signal = yield* makeWakeOne
-      // Forked together: the long wait's arrival wakes the timer, which plans for it (its sleep
-      // not yet started) as the short one arrives.
-      const long = yield* waiting(signal, 1_000)
-      const short = yield* waiting(signal, 200)
-      yield* TestClock.adjust(199)
-      expect([long.ended(), short.ended()]).toEqual([false, false])
-      yield* TestClock.adjust(1)
-      expect([long.ended(), short.ended()]).toEqual([false, true])
-      yield* TestClock.adjust(800)
-      expect(long.ended()).toBe(true)
-    })))
-
   it.effect("an interrupted wait leaves the list: the next notify goes to the waiter behind it", () =>
     Effect.scoped(Effect.gen(function*() {
       const signal = yield* makeWakeOne
