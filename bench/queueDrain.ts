@@ -29,7 +29,9 @@
  * `queue_drain` only, is batched again on an engine-migrated database holding N submitted engine
  * jobs, its task making each engine job's store writes (the engine's claim by id and its ending,
  * graphileSameWrites.ts), printed in params (`graphileSameWrites*`): graphile-worker doing the
- * work an engine job costs the store.
+ * work an engine job costs the store. A fourth drain, also for `queue_drain` only, sends the
+ * engine's own drain statements bare at the engine's shape (drainStatementsWorker.ts), in params
+ * as `statementsFloor*`: the most any worker sending those statements reaches.
  *
  * Every drain also reads the CPU its worker processes spent, and on PostgreSQL its database's
  * backends (from /proc, so the server must run on this machine), per job in params
@@ -312,6 +314,41 @@ export const graphileSameWritesSide = (n: number) =>
     }
   })
 
+/**
+ * The engine's drain statements alone (drainStatementsWorker.ts): on a fresh database, N engine
+ * jobs submitted as the engine side submits them, then P processes each sending the engine's
+ * claim and its combined ending and claim, written bare with node-postgres, BENCH_CONCURRENCY
+ * jobs a statement; the clock covers the drain only and stops on the database, as the engine
+ * side's does. Every job must end completed, claimed once. The ceiling of any worker sending
+ * these statements: what the store's writes allow, beside the reference's rate and the target's.
+ */
+export const statementsFloorSide = (n: number) =>
+  withDatabase("drainfloor", async (url, name) => {
+    const engine = await startDrainEngine(url, 0, { kind: "store" })
+    try {
+      await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
+    } finally {
+      await engine.dispose()
+    }
+    const client = await connect(name)
+    try {
+      const drained = await drain(
+        "drainStatementsWorker.ts",
+        { BENCH_DATABASE_URL: url, BENCH_DRAIN_FLOOR_LANES: String(settings.drainFloorLanes), BENCH_DRAIN_FLOOR_BATCH: String(settings.drainFloorBatch) },
+        () => engineDrained(client),
+        600_000,
+        name
+      )
+      const by = await countByStatus(client)
+      if (by["completed"] !== n) throw new Error(`statements floor: expected ${n} completed jobs, found ${JSON.stringify(by)}`)
+      const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts <> 1`)).rows[0].n)
+      if (retried !== 0) throw new Error(`statements floor: ${retried} jobs claimed other than once`)
+      return drained
+    } finally {
+      await client.end()
+    }
+  })
+
 const bullmqSide = async (n: number) => {
   const url = settings.redisUrl
   const prefix = bullmqPrefix()
@@ -387,6 +424,9 @@ export const queueDrain = async () => {
     const reference = await graphileBatched()
     log(`queue_drain: graphile-worker batched making the engine's writes per job, ${n} jobs`)
     const sameWrites = await graphileSameWritesSide(n)
+    log(`queue_drain: the engine's drain statements alone, bare, ${n} jobs`)
+    const floor = await statementsFloorSide(n)
+    const floorRate = n / floor.seconds
     const engineRate = n / engine.seconds
     const unbatchedRate = n / unbatched.seconds
     const sameWritesRate = n / sameWrites.seconds
@@ -425,7 +465,15 @@ export const queueDrain = async () => {
         graphileSameWritesToNoOp: Math.round((sameWritesRate / (n / reference.seconds)) * 1000) / 1000,
         graphileSameWritesSeconds: seconds(sameWrites.seconds),
         graphileSameWritesCpuUsPerJob: cpuPerJob(sameWrites, n),
-        graphileSameWritesInsertJobsPerSecond: Math.round(n / sameWrites.insertSeconds)
+        graphileSameWritesInsertJobsPerSecond: Math.round(n / sameWrites.insertSeconds),
+        statementsFloorIs: `the engine's drain statements alone (lib/drainTexts.ts: its claim, then its ending with the next claim ` +
+          `in one statement), bare node-postgres, P processes x ${settings.drainFloorLanes} connections, ${settings.drainFloorBatch} ` +
+          `jobs a statement, on the engine's database (bench/drainStatementsWorker.ts)`,
+        statementsFloorJobsPerSecond: Math.round(floorRate),
+        statementsFloorToReference: Math.round((floorRate / (n / reference.seconds)) * 1000) / 1000,
+        engineToStatementsFloor: Math.round((engineRate / floorRate) * 1000) / 1000,
+        statementsFloorSeconds: seconds(floor.seconds),
+        statementsFloorCpuUsPerJob: cpuPerJob(floor, n)
       }
     })
   }

@@ -6,8 +6,9 @@
  *
  * The texts are copies of the adapters' at the commit that added drainStatements.ts
  * (adapters/sql/queue/claims.ts `claimPg`, adapters/sql/queue/held.ts `finishHeldPg` and
- * `finishHeldAndClaimPg`): the lease clock from the database, no excluded versions, no webhook
- * URL, no job-event hints. A change there is not followed here. The ending's triggers (the
+ * `finishHeldAndClaimPg`), the claim's limit since read through a subquery as the engine's is: the
+ * lease clock from the database, no excluded versions, no webhook URL, no job-event hints. A
+ * change there is not followed here. The ending's triggers (the
  * active-job count's row in `active_job_ends`, migration 0010) are the database's, so they fire
  * on these statements as on the engine's.
  */
@@ -31,7 +32,10 @@ const databaseNow = `(SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::big
  * LIMIT, SKIP LOCKED, the UPDATE.
  */
 export const claimOf = (first: number, besideEnding: boolean, byId = false) => {
-  const [attempts, limit, now, owner, id] = [first, first + 1, first + 2, first + 3, first + 4].map((n) => `$${n}`)
+  const [attempts, limitParameter, now, owner, id] = [first, first + 1, first + 2, first + 3, first + 4].map((n) => `$${n}`)
+  // Through a subquery, as the engine's claim reads it (claims.ts): a bare `LIMIT $n` kept
+  // PostgreSQL from keeping the prepared statement's generic plan once a backlog was counted.
+  const limit = `(SELECT ${limitParameter}::int)`
   const only = byId ? `AND id = ${id}` : ""
   return {
     ctes: `expired AS (

@@ -32,6 +32,13 @@ export const settings = {
   drainJobs: int("BENCH_DRAIN_JOBS", 15_500),
   drainProcesses: int("BENCH_DRAIN_PROCESSES", 2),
   drainConcurrency: int("BENCH_DRAIN_CONCURRENCY", 24),
+  /** Connections per process of queue_drain's statements floor (drainStatementsWorker.ts). */
+  drainFloorLanes: int("BENCH_DRAIN_FLOOR_LANES", 2),
+  /**
+   * Jobs each of the statements floor's statements ends and claims: 2 x 48 holds 96 jobs a
+   * process, within the 120 an engine worker of 24 fibers holds at most (each claims 4 ahead).
+   */
+  drainFloorBatch: int("BENCH_DRAIN_FLOOR_BATCH", 48),
   /** The accounts queue_drain's engine submits over, in turn (each its own lane on a broker). */
   drainAccounts: int("BENCH_DRAIN_ACCOUNTS", 8),
   /** Which queues queue_drain runs the engine on, comma-separated: store (PostgreSQL's own), redis, nats. */
