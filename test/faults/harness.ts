@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:https"
 import { join } from "node:path"
 import pg from "pg"
-import { demoCatalog } from "../support/demoCatalog.js"
+import { unlimitedDemoCatalog } from "../support/demoCatalog.js"
 import { ADMIN_URL, freshPostgresUrl } from "../support/postgres.js"
 import { type RunningServer, startServer, tempDataDir } from "../support/serverProcess.js"
 import { selfSignedCertificate } from "../support/tls.js"
@@ -135,15 +135,6 @@ export const call = async (
   }
 }
 
-/** The demo catalog without rate limits: the faults, not the per-minute windows, decide the answers. */
-const unlimitedCatalog = () => {
-  const catalog = demoCatalog()
-  for (const model of catalog.models) {
-    for (const version of model["versions"]) version.rateLimits = { requestsPerMinute: 0, requestsPerDay: 0 }
-  }
-  return catalog
-}
-
 /** Stops every server it started, at the end of a file. */
 export class Servers {
   readonly running: Array<RunningServer> = []
@@ -184,7 +175,8 @@ export const makeTenant = async (
 }
 
 export const installCatalog = async (tally: Tally, server: { readonly url: string }) => {
-  const reply = await call(tally, server, "PUT", "/admin/catalog", ADMIN_TOKEN, unlimitedCatalog())
+  // Without rate limits: the faults, not the per-minute windows, decide the answers.
+  const reply = await call(tally, server, "PUT", "/admin/catalog", ADMIN_TOKEN, unlimitedDemoCatalog())
   if (reply.status !== 200) throw new Error(`catalog not installed: ${JSON.stringify(reply.body)}`)
 }
 
