@@ -271,6 +271,18 @@ export const graphileSide = (n: number, config: GraphileConfigName) =>
     }
   })
 
+/** A fresh database (`label`) holding N engine jobs submitted as the engine side submits them, for `body`. */
+const withSubmittedJobs = <A>(label: string, n: number, body: (url: string, name: string) => Promise<A>): Promise<A> =>
+  withDatabase(label, async (url, name) => {
+    const engine = await startDrainEngine(url, 0, { kind: "store" })
+    try {
+      await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
+    } finally {
+      await engine.dispose()
+    }
+    return body(url, name)
+  })
+
 /**
  * graphile-worker batched making the engine's writes (graphileSameWrites.ts): on one fresh
  * database, N engine jobs submitted as the engine side submits them, graphile-worker's schema, and
@@ -279,13 +291,7 @@ export const graphileSide = (n: number, config: GraphileConfigName) =>
  * it, every engine job must be completed, claimed once.
  */
 export const graphileSameWritesSide = (n: number) =>
-  withDatabase("graphilesw", async (url, name) => {
-    const engine = await startDrainEngine(url, 0, { kind: "store" })
-    try {
-      await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
-    } finally {
-      await engine.dispose()
-    }
+  withSubmittedJobs("graphilesw", n, async (url, name) => {
     await installGraphile(url)
     const client = await connect(name)
     try {
@@ -317,19 +323,13 @@ export const graphileSameWritesSide = (n: number) =>
 /**
  * The engine's drain statements alone (drainStatementsWorker.ts): on a fresh database, N engine
  * jobs submitted as the engine side submits them, then P processes each sending the engine's
- * claim and its combined ending and claim, written bare with node-postgres, BENCH_CONCURRENCY
+ * claim and its combined ending and claim, written bare with node-postgres, BENCH_DRAIN_FLOOR_BATCH
  * jobs a statement; the clock covers the drain only and stops on the database, as the engine
  * side's does. Every job must end completed, claimed once. The ceiling of any worker sending
  * these statements: what the store's writes allow, beside the reference's rate and the target's.
  */
 export const statementsFloorSide = (n: number) =>
-  withDatabase("drainfloor", async (url, name) => {
-    const engine = await startDrainEngine(url, 0, { kind: "store" })
-    try {
-      await submitMany(engine, await seed(engine, settings.drainAccounts), n, 16)
-    } finally {
-      await engine.dispose()
-    }
+  withSubmittedJobs("drainfloor", n, async (url, name) => {
     const client = await connect(name)
     try {
       const drained = await drain(
