@@ -47,6 +47,7 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { connect as natsConnect } from "@nats-io/transport-node"
 import { createClient } from "@redis/client"
 import type { Engine } from "genjobs"
+import type { ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { availableParallelism } from "node:os"
 import type pg from "pg"
@@ -157,6 +158,29 @@ interface Drained {
 }
 
 /**
+ * `drainedWait`, or a failure as soon as a worker exits before it: a worker that dies mid-drain
+ * (its stderr says why) leaves jobs behind, and the wait would otherwise run to its timeout.
+ */
+const untilDrainedOrExited = async (children: ReadonlyArray<ChildProcess>, file: string, drainedWait: Promise<void>) => {
+  let settled = false
+  const exited = new Promise<never>((_, reject) => {
+    for (const child of children) {
+      child.once("exit", (code, signal) => {
+        if (!settled) reject(new Error(`a drain worker (${file}) exited (${code ?? signal}) before the queue drained`))
+      })
+    }
+  })
+  // Whichever loses the race is dropped: the drained poll fails once its client is closed.
+  drainedWait.catch(() => {})
+  exited.catch(() => {})
+  try {
+    await Promise.race([drainedWait, exited])
+  } finally {
+    settled = true
+  }
+}
+
+/**
  * Forks the workers (`file`, with `env`), waits for them to load, starts them together and times
  * until `drained`; with `database`, the CPU its backends spent meanwhile (the drained check's 20 ms
  * probes included, an existence check on either side).
@@ -178,7 +202,7 @@ export const drain = async (
     const workersBefore = children.map((child) => processCpuMs(child.pid!))
     const start = performance.now()
     await goAll(children)
-    await waitFor("the queue to drain", drained, POLL_MS, timeoutMs)
+    await untilDrainedOrExited(children, file, waitFor("the queue to drain", drained, POLL_MS, timeoutMs))
     const seconds = (performance.now() - start) / 1000
     const workersCpuMs = children.reduce((ms, child, i) => ms + processCpuMs(child.pid!) - workersBefore[i]!, 0)
     // As one "request": ownDatabaseCpu answers µs per request, here the drain's µs in all.
