@@ -295,6 +295,14 @@ export const graphileSide = (n: number, config: GraphileConfigName) =>
     }
   })
 
+/** Fails the drain named `who` unless all `n` engine jobs ended completed, each claimed exactly once. */
+const expectEachCompletedOnce = async (client: pg.Client, who: string, n: number) => {
+  const by = await countByStatus(client)
+  if (by["completed"] !== n) throw new Error(`${who}: expected ${n} completed engine jobs, found ${JSON.stringify(by)}`)
+  const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts <> 1`)).rows[0].n)
+  if (retried !== 0) throw new Error(`${who}: ${retried} engine jobs claimed other than once`)
+}
+
 /** A fresh database (`label`) holding N engine jobs submitted as the engine side submits them, for `body`. */
 const withSubmittedJobs = <A>(label: string, n: number, body: (url: string, name: string) => Promise<A>): Promise<A> =>
   withDatabase(label, async (url, name) => {
@@ -334,10 +342,7 @@ export const graphileSameWritesSide = (n: number) =>
       )
       const failed = await graphileJobsFailed(client)
       if (failed !== 0) throw new Error(`graphile-worker same writes: ${failed} jobs failed`)
-      const by = await countByStatus(client)
-      if (by["completed"] !== n) throw new Error(`graphile-worker same writes: expected ${n} completed engine jobs, found ${JSON.stringify(by)}`)
-      const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts <> 1`)).rows[0].n)
-      if (retried !== 0) throw new Error(`graphile-worker same writes: ${retried} engine jobs claimed other than once`)
+      await expectEachCompletedOnce(client, "graphile-worker same writes", n)
       return { ...drained, insertSeconds }
     } finally {
       await client.end()
@@ -363,10 +368,7 @@ export const statementsFloorSide = (n: number) =>
         600_000,
         name
       )
-      const by = await countByStatus(client)
-      if (by["completed"] !== n) throw new Error(`statements floor: expected ${n} completed jobs, found ${JSON.stringify(by)}`)
-      const retried = Number((await client.query(`SELECT count(*) AS n FROM ${TABLE_PREFIX}jobs WHERE attempts <> 1`)).rows[0].n)
-      if (retried !== 0) throw new Error(`statements floor: ${retried} jobs claimed other than once`)
+      await expectEachCompletedOnce(client, "statements floor", n)
       return drained
     } finally {
       await client.end()
