@@ -141,7 +141,9 @@ const sameUrls = (a: ReadonlyArray<{ readonly url: string }>, b: ReadonlyArray<{
  * as it failed.
  */
 const endedBy = (repo: Repo, id: JobId, matches: (job: Job) => boolean) =>
-  repo.get(id).pipe(
+  // Suspended: the read (and its statement) is built only when an ending found nothing to end,
+  // not for every ending that passes it along (it was 3 % of a draining worker's CPU).
+  Effect.suspend(() => repo.get(id)).pipe(
     Effect.map(Option.filter(matches)),
     // A read that fails costs the line only, never the write's own answer.
     Effect.orElseSucceed(() => Option.none<Job>())
