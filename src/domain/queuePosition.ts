@@ -114,15 +114,33 @@ interface Pool {
 
 const ownerKey = (job: VersionRef & { readonly accountId: string }) => `${job.accountId}\u0000${job.model}\u0000${job.version}`
 
-/** The read's group of the job's account and version, when it holds the job (by its key). */
-export const groupOf = (snapshot: QueueSnapshot, job: WaitingJob): WaitingGroup | undefined => {
+const ownersOf = (snapshot: QueueSnapshot): ReadonlyMap<string, WaitingGroup> => {
   let byOwner = owners.get(snapshot)
   if (byOwner === undefined) {
     byOwner = new Map(snapshot.waiting.map((group) => [ownerKey(group), group]))
     owners.set(snapshot, byOwner)
   }
-  const group = byOwner.get(ownerKey(job))
+  return byOwner
+}
+
+/** The read's group of the job's account and version, when it holds the job (by its key). */
+export const groupOf = (snapshot: QueueSnapshot, job: WaitingJob): WaitingGroup | undefined => {
+  const group = ownersOf(snapshot).get(ownerKey(job))
   return group !== undefined && holds(group, job) ? group : undefined
+}
+
+/**
+ * Whether two reads hold the same waiting groups, in any order: then every job's position
+ * (placeOf's `position`, which only the waiting groups and the plan decide) is the same in both.
+ */
+export const sameWaiting = (a: QueueSnapshot, b: QueueSnapshot): boolean => {
+  if (a.waiting.length !== b.waiting.length) return false
+  const byOwner = ownersOf(a)
+  return b.waiting.every((group) => {
+    const other = byOwner.get(ownerKey(group))
+    return other !== undefined && other.count === group.count && other.headKey === group.headKey &&
+      other.tailKey === group.tailKey && other.headId === group.headId && other.weight === group.weight
+  })
 }
 
 const poolOf = (snapshot: QueueSnapshot, plan: LimitPlan, ref: VersionRef): Pool => {

@@ -44,6 +44,12 @@ const SWEEP_BATCH = 100
 export const MAX_WAIT_SECONDS = 60
 
 /**
+ * Streams written on between two turns of the event loop, where every open one is written on at
+ * once (the heartbeats, the queue places): about 10 ms of socket writes a slice.
+ */
+export const STREAMS_PER_TURN = 256
+
+/**
  * A long wait (`Prefer: wait=N`, N of 10 s or more) whose job stays open is answered at a random
  * moment of its last tenth (54 to 60 s for N = 60): long-polls opened together then end, and are
  * re-issued, spread over seconds rather than as one herd on the store's pool. RFC 7240 lets a

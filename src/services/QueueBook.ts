@@ -3,11 +3,12 @@ import type { StoreError } from "../domain/errors.js"
 import type { Job } from "../domain/job.js"
 import { DEFAULT_FAIR_WEIGHT, fairKeyOf } from "../domain/fairShare.js"
 import type { LimitPlan, VersionRef } from "../domain/providerLimits.js"
-import { groupOf, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, type WaitingJob } from "../domain/queuePosition.js"
+import { groupOf, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, sameWaiting, type WaitingJob } from "../domain/queuePosition.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
 import { RunTimes } from "./RunTimes.js"
+import { STREAMS_PER_TURN } from "./JobFollow.js"
 import { makeSingleFlight } from "./singleFlight.js"
 import { makeLimitPlans } from "./worker/limitPlans.js"
 
@@ -144,14 +145,41 @@ export const make = Effect.gen(function*() {
 
   // Status streams of pending jobs: one loop refreshes and tells them, only while any is open.
   const watchers = new Set<Watcher>()
+  /** Watchers added since the last round: told from the new read even when the queue did not move. */
+  const added = new Set<Watcher>()
+  /** The read and plan of the last round: a queue whose waiting jobs did not move changes no position. */
+  let lastRound: { readonly read: QueueSnapshot; readonly plan: LimitPlan } | undefined
   const watching = yield* Latch.make(false)
   const tellAll = Effect.gen(function*() {
     const read = yield* current
+    const plan = yield* plans.current
+    // Unchanged (an idle queue, or one whose jobs wait on): only the watchers added since are
+    // checked, not every open stream once a refresh (10,000 streams: a third of an idle API
+    // server's CPU, docs/benchmarks.md).
+    const unchanged = lastRound !== undefined && lastRound.plan === plan && sameWaiting(lastRound.read, read)
+    lastRound = { read, plan }
+    const told = unchanged ? [...added] : [...watchers]
+    added.clear()
+    if (told.length === 0) return
     const now = yield* Clock.currentTimeMillis
-    for (const watcher of watchers) {
+    // Each model's run time looked up once a round, not once a stream.
+    const runTimeByVersion = new Map<string, RunTime>()
+    let checked = 0
+    for (const watcher of told) {
+      // The event loop gets its turn between slices: a queue moving under 10,000 streams tells
+      // each of them, and those writes in one go held the loop for hundreds of milliseconds.
+      if (++checked % STREAMS_PER_TURN === 0) yield* Effect.yieldNow
+      // Closed meanwhile (its stream ended during a turn given away): told nothing more.
+      if (!watchers.has(watcher)) continue
       // A job the read no longer holds as waiting has started or ended: its stream's status event says so.
       if (groupOf(read, watcher.job) === undefined) continue
-      const found = yield* placeIn(read, watcher.job, now)
+      const version = `${watcher.job.model}\u0000${watcher.job.version}`
+      let runTime = runTimeByVersion.get(version)
+      if (runTime === undefined) {
+        runTime = yield* runTimeOf(watcher.job)
+        runTimeByVersion.set(version, runTime)
+      }
+      const found = placeOf({ now, snapshot: read, plan, runTime, job: watcher.job })
       if (found.position === watcher.last) continue
       watcher.last = found.position
       watcher.listener(found)
@@ -173,9 +201,11 @@ export const make = Effect.gen(function*() {
   const watch = (job: Job, listener: QueueListener, told: QueuePlace | undefined): (() => void) => {
     const watcher: Watcher = { job, listener, last: told?.position ?? 0 }
     watchers.add(watcher)
+    added.add(watcher)
     watching.openUnsafe()
     return () => {
       watchers.delete(watcher)
+      added.delete(watcher)
       if (watchers.size === 0) watching.closeUnsafe()
     }
   }

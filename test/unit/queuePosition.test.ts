@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { NO_LIMITS, type LimitPlan } from "../../src/domain/providerLimits.js"
 import { fairStep } from "../../src/domain/fairShare.js"
-import { aheadIn, placeOf, type QueueSnapshot, sharesCapacity, type WaitingGroup } from "../../src/domain/queuePosition.js"
+import { aheadIn, placeOf, type QueueSnapshot, sameWaiting, sharesCapacity, type WaitingGroup } from "../../src/domain/queuePosition.js"
 import { RunTimeSketch, SKETCH_SIZE } from "../../src/domain/runTimeSketch.js"
 
 const STEP = fairStep(1)
@@ -70,6 +70,36 @@ const LIMITED: LimitPlan = {
   scopes: [{ key: "p", maxInFlight: 2 }, { key: "q", startsPerMinute: 6 }],
   versions: [{ model: "l1", version: "v1", scopes: ["p"] }, { model: "l2", version: "v1", scopes: ["p"] }, { model: "r", version: "v1", scopes: ["q"] }]
 }
+
+describe("two reads of the queue", () => {
+  const read = (waiting: ReadonlyArray<WaitingGroup>, running = 0): QueueSnapshot => ({
+    at: 0,
+    waiting,
+    running: running === 0 ? [] : [{ model: "m", version: "v1", count: running }]
+  })
+  const groups = [group("a", 30, 0), group("b", 1, 0), group("c", 6, 0, 2)]
+
+  it("are the same when they hold the same waiting groups, in any order, whatever runs", () => {
+    expect(sameWaiting(read(groups), read([...groups].reverse(), 4))).toBe(true)
+  })
+
+  it("differ when any group's jobs moved: one claimed or cancelled, one added, a weight changed, a group gone or new", () => {
+    const [a, b, c] = groups as [WaitingGroup, WaitingGroup, WaitingGroup]
+    const moved: ReadonlyArray<ReadonlyArray<WaitingGroup>> = [
+      [{ ...a, count: 29, headKey: STEP }, b, c],
+      [a, b, { ...c, count: 7, tailKey: c.tailKey + fairStep(2) }],
+      [a, { ...b, headId: "b2" }, c],
+      [a, b, { ...c, weight: 1 }],
+      [a, b],
+      [a, b, c, group("d", 1, 0)],
+      [a, b, { ...c, accountId: "d" }]
+    ]
+    for (const waiting of moved) {
+      expect(sameWaiting(read(groups), read(waiting))).toBe(false)
+      expect(sameWaiting(read(waiting), read(groups))).toBe(false)
+    }
+  })
+})
 
 describe("the capacity a job waits for", () => {
   it("is the versions sharing a limit scope, else the unlimited pool", () => {
