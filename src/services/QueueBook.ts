@@ -157,10 +157,7 @@ export const make = Effect.gen(function*() {
     // checked, not every open stream once a refresh (10,000 streams: a third of an idle API
     // server's CPU, docs/benchmarks.md).
     const unchanged = lastRound !== undefined && lastRound.plan === plan && sameWaiting(lastRound.read, read)
-    lastRound = { read, plan }
     const told = unchanged ? [...added] : [...watchers]
-    added.clear()
-    if (told.length === 0) return
     const now = yield* Clock.currentTimeMillis
     // Each model's run time looked up once a round, not once a stream.
     const runTimeByVersion = new Map<string, RunTime>()
@@ -169,6 +166,8 @@ export const make = Effect.gen(function*() {
       // The event loop gets its turn between slices: a queue moving under 10,000 streams tells
       // each of them, and those writes in one go held the loop for hundreds of milliseconds.
       if (++checked % STREAMS_PER_TURN === 0) yield* Effect.yieldNow
+      // Checked from this read (a round that fails leaves the rest to be checked in the next).
+      added.delete(watcher)
       // Closed meanwhile (its stream ended during a turn given away): told nothing more.
       if (!watchers.has(watcher)) continue
       // A job the read no longer holds as waiting has started or ended: its stream's status event says so.
@@ -184,6 +183,7 @@ export const make = Effect.gen(function*() {
       watcher.last = found.position
       watcher.listener(found)
     }
+    lastRound = { read, plan }
   })
   yield* watching.await.pipe(
     Effect.andThen(tellAll),
