@@ -69,7 +69,8 @@ export const aheadIn = (group: WaitingGroup, job: WaitingJob): number => {
   return Math.min(group.count, steps + (job.tieId === undefined || group.headId < job.tieId ? 1 : 0))
 }
 
-const versionKey = (ref: VersionRef) => `${ref.model}\u0000${ref.version}`
+/** A version's key in maps of versions: its model and version id. */
+export const versionKey = (ref: VersionRef) => `${ref.model}\u0000${ref.version}`
 
 /** Whether the group may hold the job: its account and version, its key within the group's keys. */
 export const holds = (group: WaitingGroup, job: WaitingJob): boolean =>

@@ -3,7 +3,7 @@ import type { StoreError } from "../domain/errors.js"
 import type { Job } from "../domain/job.js"
 import { DEFAULT_FAIR_WEIGHT, fairKeyOf } from "../domain/fairShare.js"
 import type { LimitPlan, VersionRef } from "../domain/providerLimits.js"
-import { groupOf, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, sameWaiting, type WaitingJob } from "../domain/queuePosition.js"
+import { groupOf, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, sameWaiting, versionKey, type WaitingJob } from "../domain/queuePosition.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
@@ -172,7 +172,7 @@ export const make = Effect.gen(function*() {
       if (!watchers.has(watcher)) continue
       // A job the read no longer holds as waiting has started or ended: its stream's status event says so.
       if (groupOf(read, watcher.job) === undefined) continue
-      const version = `${watcher.job.model}\u0000${watcher.job.version}`
+      const version = versionKey(watcher.job)
       let runTime = runTimeByVersion.get(version)
       if (runTime === undefined) {
         runTime = yield* runTimeOf(watcher.job)

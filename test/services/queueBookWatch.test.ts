@@ -4,14 +4,11 @@ import { layerMemoryStores } from "../../adapters/memory/layer.js"
 import type { QueuePlace } from "../../src/domain/queuePosition.js"
 import { AdminReadRepo } from "../../src/ports/AdminReadRepo.js"
 import { JobRepo } from "../../src/ports/JobRepo.js"
-import type { GenerationProvider } from "../../src/ports/Provider.js"
 import { QueueBook } from "../../src/services/QueueBook.js"
 import { engineOver } from "../support/engineLayer.js"
+import { idleProvider } from "../support/providers.js"
 import { submitMany } from "../support/submitMany.js"
 import { until } from "../support/waitFor.js"
-
-/** No job ever runs (no worker here): jobs stay pending, and the queue does not move. */
-const idle: GenerationProvider = { start: () => Effect.never, poll: () => Effect.never, cancel: () => Effect.void }
 
 /** The memory stores, their queue's grouped reads counted: one per refresh of the places. */
 const countedReads = () => {
@@ -28,6 +25,7 @@ describe("the status streams' places, refreshed", () => {
   it.live("tell a stream opened while the queue stands still its place at the next refresh", () => {
     const { reads, stores } = countedReads()
     return Effect.gen(function*() {
+      // No worker runs here: the jobs stay pending, and the queue does not move.
       const ids = yield* submitMany(3)
       const book = yield* QueueBook
       const third = Option.getOrThrow(yield* (yield* JobRepo).get(ids[2]!))
@@ -49,6 +47,6 @@ describe("the status streams' places, refreshed", () => {
       expect(toldFirst).toEqual([])
       stopFirst()
       stopThird()
-    }).pipe(Effect.provide(engineOver(stores, idle, { pollIntervalMs: 20 })))
+    }).pipe(Effect.provide(engineOver(stores, idleProvider, { pollIntervalMs: 20 })))
   })
 })
