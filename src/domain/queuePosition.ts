@@ -144,6 +144,23 @@ export const sameWaiting = (a: QueueSnapshot, b: QueueSnapshot): boolean => {
   })
 }
 
+/**
+ * Within these places a status stream hears each change of its place at the next refresh of
+ * the queue. Beyond them it hears it in its own turn, one refresh in FAR_TURNS: there, one job
+ * more or less changes no decision, and a queue moving under 10,000 streams wrote 10,000 place
+ * events a second, which held back the status events the streams are for (docs/decisions.md,
+ * "Places beyond the first hundred told every fifth refresh").
+ */
+export const EVERY_CHANGE_WITHIN = 100
+export const FAR_TURNS = 5
+
+/**
+ * Whether a stream last told the position `told` is told `position` now: a change, and either
+ * near the head, or the stream's turn (or its first check, which corrects a place read stale).
+ */
+export const tellsPlace = (position: number, told: number, inTurn: boolean): boolean =>
+  position !== told && (inTurn || position <= EVERY_CHANGE_WITHIN)
+
 const poolOf = (snapshot: QueueSnapshot, plan: LimitPlan, ref: VersionRef): Pool => {
   let indexed = pools.get(snapshot)
   if (indexed === undefined || indexed.plan !== plan) {

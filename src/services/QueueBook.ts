@@ -3,7 +3,19 @@ import type { StoreError } from "../domain/errors.js"
 import type { Job } from "../domain/job.js"
 import { DEFAULT_FAIR_WEIGHT, fairKeyOf } from "../domain/fairShare.js"
 import type { LimitPlan, VersionRef } from "../domain/providerLimits.js"
-import { groupOf, placeOf, type QueueBoard, type QueuePlace, type QueueSnapshot, type RunTime, sameWaiting, versionKey, type WaitingJob } from "../domain/queuePosition.js"
+import {
+  FAR_TURNS,
+  groupOf,
+  placeOf,
+  type QueueBoard,
+  type QueuePlace,
+  type QueueSnapshot,
+  type RunTime,
+  sameWaiting,
+  tellsPlace,
+  versionKey,
+  type WaitingJob
+} from "../domain/queuePosition.js"
 import { AdminReadRepo } from "../ports/AdminReadRepo.js"
 import { Catalog } from "./Catalog.js"
 import { EngineConfig } from "./EngineConfig.js"
@@ -35,6 +47,8 @@ export type QueueListener = (place: QueuePlace) => void
 interface Watcher {
   readonly job: Job
   readonly listener: QueueListener
+  /** The refreshes (round modulo FAR_TURNS) in which a place beyond the first ones is told. */
+  readonly turn: number
   last: number
 }
 
@@ -150,24 +164,38 @@ export const make = Effect.gen(function*() {
   /** The read and plan of the last round: a queue whose waiting jobs did not move changes no position. */
   let lastRound: { readonly read: QueueSnapshot; readonly plan: LimitPlan } | undefined
   const watching = yield* Latch.make(false)
+  /** Rounds counted, and the last one whose read moved: a far place is owed until its turn has come once since. */
+  let rounds = 0
+  let lastMove = 0
+  /** The turn the next watcher takes: watchers spread evenly over the FAR_TURNS rounds. */
+  let nextTurn = 0
   const tellAll = Effect.gen(function*() {
     const read = yield* current
     const plan = yield* plans.current
-    // Unchanged (an idle queue, or one whose jobs wait on): only the watchers added since are
-    // checked, not every open stream once a refresh (10,000 streams: a third of an idle API
-    // server's CPU, docs/benchmarks.md).
-    const unchanged = lastRound !== undefined && lastRound.plan === plan && sameWaiting(lastRound.read, read)
-    const told = unchanged ? [...added] : [...watchers]
+    const round = rounds++
+    const turn = round % FAR_TURNS
+    const moved = lastRound === undefined || lastRound.plan !== plan || !sameWaiting(lastRound.read, read)
+    if (moved) lastMove = round
+    // A moved read checks every stream (those near the head are told now, the others in their
+    // turn). Unchanged since (an idle queue, or one whose jobs wait on), a round checks the
+    // streams added since, and, until every turn came once after the last move, the streams
+    // whose turn it is; then the added ones only. Not every open stream once a refresh (10,000
+    // streams: a third of an idle API server's CPU, docs/benchmarks.md).
+    const told = moved
+      ? [...watchers]
+      : round - lastMove < FAR_TURNS
+      ? [...watchers].filter((watcher) => watcher.turn === turn || added.has(watcher))
+      : [...added]
     const now = yield* Clock.currentTimeMillis
     // Each model's run time looked up once a round, not once a stream.
     const runTimeByVersion = new Map<string, RunTime>()
     let checked = 0
     for (const watcher of told) {
       // The event loop gets its turn between slices: a queue moving under 10,000 streams tells
-      // each of them, and those writes in one go held the loop for hundreds of milliseconds.
+      // thousands of them, and those writes in one go held the loop for hundreds of milliseconds.
       if (++checked % STREAMS_PER_TURN === 0) yield* Effect.yieldNow
       // Checked from this read (a round that fails leaves the rest to be checked in the next).
-      added.delete(watcher)
+      const first = added.delete(watcher)
       // Closed meanwhile (its stream ended during a turn given away): told nothing more.
       if (!watchers.has(watcher)) continue
       // A job the read no longer holds as waiting has started or ended: its stream's status event says so.
@@ -179,7 +207,7 @@ export const make = Effect.gen(function*() {
         runTimeByVersion.set(version, runTime)
       }
       const found = placeOf({ now, snapshot: read, plan, runTime, job: watcher.job })
-      if (found.position === watcher.last) continue
+      if (!tellsPlace(found.position, watcher.last, first || watcher.turn === turn)) continue
       watcher.last = found.position
       watcher.listener(found)
     }
@@ -195,11 +223,13 @@ export const make = Effect.gen(function*() {
   )
 
   /**
-   * Tells `listener` the pending job's place each time it changes (checked once per refresh),
-   * starting from `told` (the place the caller already sent). Answers the function that stops it.
+   * Tells `listener` the pending job's place when it changes (checked once per refresh; beyond
+   * the first EVERY_CHANGE_WITHIN places, in the watcher's turn), starting from `told` (the place
+   * the caller already sent). Answers the function that stops it.
    */
   const watch = (job: Job, listener: QueueListener, told: QueuePlace | undefined): (() => void) => {
-    const watcher: Watcher = { job, listener, last: told?.position ?? 0 }
+    const watcher: Watcher = { job, listener, turn: nextTurn, last: told?.position ?? 0 }
+    nextTurn = (nextTurn + 1) % FAR_TURNS
     watchers.add(watcher)
     added.add(watcher)
     watching.openUnsafe()

@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest"
 import { NO_LIMITS, type LimitPlan } from "../../src/domain/providerLimits.js"
 import { fairStep } from "../../src/domain/fairShare.js"
-import { aheadIn, placeOf, type QueueSnapshot, sameWaiting, sharesCapacity, type WaitingGroup } from "../../src/domain/queuePosition.js"
+import {
+  aheadIn,
+  EVERY_CHANGE_WITHIN,
+  placeOf,
+  type QueueSnapshot,
+  sameWaiting,
+  sharesCapacity,
+  tellsPlace,
+  type WaitingGroup
+} from "../../src/domain/queuePosition.js"
 import { RunTimeSketch, SKETCH_SIZE } from "../../src/domain/runTimeSketch.js"
 
 const STEP = fairStep(1)
@@ -98,6 +107,27 @@ describe("two reads of the queue", () => {
       expect(sameWaiting(read(groups), read(waiting))).toBe(false)
       expect(sameWaiting(read(waiting), read(groups))).toBe(false)
     }
+  })
+})
+
+describe("a stream's place, told", () => {
+  it("never when it did not change, in its turn or not", () => {
+    expect(tellsPlace(3, 3, true)).toBe(false)
+    expect(tellsPlace(5_000, 5_000, true)).toBe(false)
+  })
+
+  it("at once within the first hundred places, whether it moved up or back", () => {
+    expect(tellsPlace(2, 3, false)).toBe(true)
+    expect(tellsPlace(EVERY_CHANGE_WITHIN, EVERY_CHANGE_WITHIN + 1, false)).toBe(true)
+    expect(tellsPlace(4, 3, false)).toBe(true)
+  })
+
+  it("further back, only in the stream's turn: reaching the first hundred is told at once", () => {
+    expect(tellsPlace(EVERY_CHANGE_WITHIN + 1, EVERY_CHANGE_WITHIN + 2, false)).toBe(false)
+    expect(tellsPlace(4_900, 5_000, false)).toBe(false)
+    expect(tellsPlace(4_900, 5_000, true)).toBe(true)
+    expect(tellsPlace(EVERY_CHANGE_WITHIN + 1, EVERY_CHANGE_WITHIN, false)).toBe(false)
+    expect(tellsPlace(EVERY_CHANGE_WITHIN + 1, EVERY_CHANGE_WITHIN, true)).toBe(true)
   })
 })
 
