@@ -188,12 +188,23 @@ const latencies = (sent: Map<string, number>, seen: Map<string, Seen>) => {
     const latency = seen.get(jobId)?.wallLatencyMs
     return latency === undefined ? [] : [latency]
   })
+  // The ten slowest, with when their cancel went out (ms into the cancels): a p99 set by one
+  // burst shows as ten neighbours, spread ones as a spread.
+  const first = Math.min(...sent.values())
+  const slowest = [...sent]
+    .flatMap(([jobId, at]) => {
+      const latency = seen.get(jobId)?.wallLatencyMs
+      return latency === undefined ? [] : [{ sentAtMs: Math.round(at - first), ms: Math.round(latency) }]
+    })
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 10)
   return {
     p50Ms: Math.round(percentile(fromEnd, 50)),
     p99Ms: Math.round(percentile(fromEnd, 99)),
     fromCancelSentP50Ms: Math.round(percentile(fromSent, 50)),
     fromCancelSentP99Ms: Math.round(percentile(fromSent, 99)),
-    missing: sent.size - fromSent.length
+    missing: sent.size - fromSent.length,
+    slowest
   }
 }
 
