@@ -184,20 +184,15 @@ const seenNow = (text: string): Seen => {
 
 const latencies = (sent: Map<string, number>, seen: Map<string, Seen>) => {
   const fromSent = [...sent].flatMap(([jobId, at]) => (seen.has(jobId) ? [seen.get(jobId)!.at - at] : []))
-  const fromEnd = [...sent.keys()].flatMap((jobId) => {
+  const first = Math.min(...sent.values())
+  const ends = [...sent].flatMap(([jobId, at]) => {
     const latency = seen.get(jobId)?.wallLatencyMs
-    return latency === undefined ? [] : [latency]
+    return latency === undefined ? [] : [{ sentAtMs: Math.round(at - first), ms: latency }]
   })
+  const fromEnd = ends.map((end) => end.ms)
   // The ten slowest, with when their cancel went out (ms into the cancels): a p99 set by one
   // burst shows as ten neighbours, spread ones as a spread.
-  const first = Math.min(...sent.values())
-  const slowest = [...sent]
-    .flatMap(([jobId, at]) => {
-      const latency = seen.get(jobId)?.wallLatencyMs
-      return latency === undefined ? [] : [{ sentAtMs: Math.round(at - first), ms: Math.round(latency) }]
-    })
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, 10)
+  const slowest = ends.sort((a, b) => b.ms - a.ms).slice(0, 10).map((end) => ({ ...end, ms: Math.round(end.ms) }))
   return {
     p50Ms: Math.round(percentile(fromEnd, 50)),
     p99Ms: Math.round(percentile(fromEnd, 99)),

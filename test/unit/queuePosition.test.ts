@@ -122,7 +122,7 @@ describe("a stream's place, told", () => {
     expect(tellsPlace(4, 3, false)).toBe(true)
   })
 
-  it("further back, only in the stream's turn: reaching the first hundred is told at once", () => {
+  it("further back, only in the stream's turn, also just after leaving the first hundred", () => {
     expect(tellsPlace(EVERY_CHANGE_WITHIN + 1, EVERY_CHANGE_WITHIN + 2, false)).toBe(false)
     expect(tellsPlace(4_900, 5_000, false)).toBe(false)
     expect(tellsPlace(4_900, 5_000, true)).toBe(true)
